@@ -1,0 +1,436 @@
+//! Buffers: arrays on a device, and the transfers between host and device.
+
+use std::ffi::c_void;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::OnceLock;
+
+use crate::api::{pjrt_call, slice_from_raw};
+use crate::client::Client;
+use crate::device::{Device, Memory};
+use crate::element_type::{ElementType, NativeType};
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::sys::{self, Args};
+
+/// Where an upload goes.
+#[derive(Clone, Copy, Debug, Default)]
+#[non_exhaustive]
+pub enum Placement<'a> {
+    /// The client's first addressable device.
+    #[default]
+    Default,
+    /// A device (its default memory).
+    Device(&'a Device<'a>),
+    /// A specific memory (e.g. `pinned_host`).
+    Memory(&'a Memory<'a>),
+}
+
+/// How to read a host array for an upload.
+#[derive(Clone, Debug, Default)]
+pub struct HostLayout {
+    /// Byte strides per dimension; `None` means dense row-major.
+    pub byte_strides: Option<Vec<i64>>,
+}
+
+/// An array on a device. Dropping it frees the device memory.
+pub struct Buffer {
+    client: Client,
+    raw: NonNull<sys::PJRT_Buffer>,
+    shape: OnceLock<(ElementType, Vec<i64>)>,
+}
+
+// SAFETY: PJRT buffers are thread-safe (XLA's PjRtBuffer methods may be called concurrently);
+// this handle owns its buffer exclusively and the cached shape is behind a OnceLock.
+unsafe impl Send for Buffer {}
+// SAFETY: as above; `&self` methods only call thread-safe PJRT functions.
+unsafe impl Sync for Buffer {}
+
+/// Checks dims and computes the dense byte size of an array.
+pub(crate) fn dense_byte_size(element_type: ElementType, dims: &[i64]) -> Result<usize> {
+    if !element_type.is_array_type() {
+        return Err(Error::invalid(format!("element type {element_type} cannot hold array data")));
+    }
+    let mut count: usize = 1;
+    for (i, &d) in dims.iter().enumerate() {
+        if d < 0 {
+            return Err(Error::invalid(format!("dimension {i} is negative ({d}); dimensions must be >= 0")));
+        }
+        count = count
+            .checked_mul(d as usize)
+            .ok_or_else(|| Error::invalid(format!("the shape {dims:?} has more elements than fit in memory")))?;
+    }
+    element_type
+        .host_bytes(count)
+        .filter(|b| *b <= isize::MAX as usize)
+        .ok_or_else(|| Error::invalid(format!("the shape {dims:?} of {element_type} is too large")))
+}
+
+/// Checks that a host slice of `len` bytes can be read with the given strides.
+fn check_strided(element_type: ElementType, dims: &[i64], strides: &[i64], len: usize) -> Result<()> {
+    if strides.len() != dims.len() {
+        return Err(Error::invalid(format!(
+            "{} byte strides given for {} dimensions; give one stride per dimension",
+            strides.len(),
+            dims.len()
+        )));
+    }
+    let bits = element_type.bits().unwrap_or(0);
+    if bits < 8 {
+        return Err(Error::invalid(format!("byte strides are not supported for sub-byte type {element_type}")));
+    }
+    let elem = bits / 8;
+    if dims.contains(&0) {
+        return Ok(());
+    }
+    // The furthest byte touched: sum of (d-1)*stride over dims, for non-negative strides.
+    let mut last: i128 = 0;
+    for (&d, &s) in dims.iter().zip(strides) {
+        if s < 0 {
+            return Err(Error::invalid("negative byte strides are not supported"));
+        }
+        if s % elem as i64 != 0 && d > 1 {
+            return Err(Error::invalid(format!("byte stride {s} is not a multiple of the element size {elem}")));
+        }
+        last += (d as i128 - 1) * s as i128;
+    }
+    if last + elem as i128 > len as i128 {
+        return Err(Error::invalid(format!(
+            "the host data has {len} bytes but shape {dims:?} with byte strides {strides:?} reads up to byte {}",
+            last + elem as i128
+        )));
+    }
+    Ok(())
+}
+
+impl Client {
+    /// Uploads a typed host slice as an array of shape `dims`.
+    pub fn buffer_from_slice<T: NativeType>(
+        &self,
+        data: &[T],
+        dims: &[i64],
+        placement: Placement<'_>,
+    ) -> Result<Buffer> {
+        // SAFETY: `T: NativeType` has no padding, so its memory is plain initialised bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data)) };
+        self.buffer_from_bytes(bytes, T::ELEMENT_TYPE, dims, &HostLayout::default(), placement)
+    }
+
+    /// Uploads raw host bytes holding elements of `element_type` (sub-byte types packed, as
+    /// PJRT expects). The data is copied before this returns, so `data` may be reused at once.
+    pub fn buffer_from_bytes(
+        &self,
+        data: &[u8],
+        element_type: ElementType,
+        dims: &[i64],
+        layout: &HostLayout,
+        placement: Placement<'_>,
+    ) -> Result<Buffer> {
+        let api = self.api();
+        match element_type.since_minor() {
+            None => return Err(Error::invalid(format!("unknown element type {element_type}"))),
+            Some(minor) if minor > api.version().minor => {
+                return Err(api.unsupported_feature(element_type.name(), minor));
+            }
+            Some(_) => {}
+        }
+        if element_type == ElementType::INVALID || element_type == ElementType::TOKEN {
+            return Err(Error::invalid(format!("cannot upload host data as {element_type}")));
+        }
+        let size = dense_byte_size(element_type, dims)?;
+        match &layout.byte_strides {
+            None if data.len() != size => {
+                return Err(Error::invalid(format!(
+                    "the host data has {} bytes but shape {dims:?} of {element_type} needs {size}",
+                    data.len()
+                )))
+            }
+            None => {}
+            Some(strides) => check_strided(element_type, dims, strides, data.len())?,
+        }
+        let mut args = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
+        args.client = self.raw();
+        args.data = if data.is_empty() {
+            std::ptr::NonNull::<u64>::dangling().as_ptr() as *const c_void
+        } else {
+            data.as_ptr() as *const c_void
+        };
+        args.type_ = element_type.to_raw();
+        args.dims = dims.as_ptr();
+        args.num_dims = dims.len();
+        if let Some(strides) = &layout.byte_strides {
+            args.byte_strides = strides.as_ptr();
+            args.num_byte_strides = strides.len();
+        }
+        args.host_buffer_semantics = sys::PJRT_HostBufferSemantics::ImmutableOnlyDuringCall;
+        match placement {
+            Placement::Default => {
+                let device = self
+                    .addressable_devices()
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| Error::invalid("the client has no addressable device"))?;
+                args.device = device.as_raw();
+            }
+            Placement::Device(device) => {
+                if !device.client().same_client(self) {
+                    return Err(Error::invalid("the device belongs to another client"));
+                }
+                args.device = device.as_raw();
+            }
+            Placement::Memory(memory) => args.memory = memory.as_raw(),
+        }
+        pjrt_call!(api, PJRT_Client_BufferFromHostBuffer, &mut args)?;
+        // The plugin copied the data during the call (ImmutableOnlyDuringCall); the done event
+        // carries nothing we need, but it is ours to destroy, and waiting on it is cheap.
+        if let Some(done) = Event::from_raw(self.plugin(), Some(self), args.done_with_host_buffer) {
+            done.wait()?;
+        }
+        let raw = NonNull::new(args.buffer)
+            .ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
+        let buffer = Buffer::from_raw(self, raw);
+        let _ = buffer.shape.set((element_type, dims.to_vec()));
+        Ok(buffer)
+    }
+}
+
+impl Buffer {
+    pub(crate) fn from_raw(client: &Client, raw: NonNull<sys::PJRT_Buffer>) -> Buffer {
+        Buffer { client: client.clone(), raw, shape: OnceLock::new() }
+    }
+
+    /// The client that owns this buffer.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn shape(&self) -> Result<&(ElementType, Vec<i64>)> {
+        if let Some(shape) = self.shape.get() {
+            return Ok(shape);
+        }
+        let api = self.client.api();
+        let mut t = sys::PJRT_Buffer_ElementType_Args::new();
+        t.buffer = self.raw.as_ptr();
+        pjrt_call!(api, PJRT_Buffer_ElementType, &mut t)?;
+        let mut d = sys::PJRT_Buffer_Dimensions_Args::new();
+        d.buffer = self.raw.as_ptr();
+        pjrt_call!(api, PJRT_Buffer_Dimensions, &mut d)?;
+        // SAFETY: the dims array is owned by the buffer; copied at once.
+        let dims = unsafe { slice_from_raw(d.dims, d.num_dims) }.to_vec();
+        Ok(self.shape.get_or_init(|| (ElementType::from_raw(t.type_), dims)))
+    }
+
+    /// The element type.
+    pub fn element_type(&self) -> Result<ElementType> {
+        Ok(self.shape()?.0)
+    }
+
+    /// The dimensions.
+    pub fn dimensions(&self) -> Result<&[i64]> {
+        Ok(&self.shape()?.1)
+    }
+
+    /// Number of elements.
+    pub fn element_count(&self) -> Result<usize> {
+        Ok(self.dimensions()?.iter().map(|d| *d as usize).product())
+    }
+
+    /// The device the buffer lives on.
+    pub fn device(&self) -> Result<Device<'_>> {
+        let mut args = sys::PJRT_Buffer_Device_Args::new();
+        args.buffer = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Buffer_Device, &mut args)?;
+        NonNull::new(args.device)
+            .map(|d| Device::new(&self.client, d))
+            .ok_or_else(|| Error::invalid("the buffer reports no device"))
+    }
+
+    /// The memory the buffer lives in.
+    pub fn memory(&self) -> Result<Memory<'_>> {
+        let mut args = sys::PJRT_Buffer_Memory_Args::new();
+        args.buffer = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Buffer_Memory, &mut args)?;
+        NonNull::new(args.memory)
+            .map(|m| Memory::new(&self.client, m))
+            .ok_or_else(|| Error::invalid("the buffer reports no memory"))
+    }
+
+    /// Bytes the buffer takes on the device (may include padding).
+    pub fn on_device_size(&self) -> Result<usize> {
+        let mut args = sys::PJRT_Buffer_OnDeviceSizeInBytes_Args::new();
+        args.buffer = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Buffer_OnDeviceSizeInBytes, &mut args)?;
+        Ok(args.on_device_size_in_bytes)
+    }
+
+    /// Frees the device memory now; the handle stays valid and reports [`Buffer::is_deleted`].
+    pub fn delete(&self) -> Result<()> {
+        let mut args = sys::PJRT_Buffer_Delete_Args::new();
+        args.buffer = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Buffer_Delete, &mut args)
+    }
+
+    /// Whether [`Buffer::delete`] was called (or the buffer was donated).
+    pub fn is_deleted(&self) -> Result<bool> {
+        let mut args = sys::PJRT_Buffer_IsDeleted_Args::new();
+        args.buffer = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Buffer_IsDeleted, &mut args)?;
+        Ok(args.is_deleted)
+    }
+
+    /// An event that completes when the buffer's data is ready.
+    pub fn ready_event(&self) -> Result<Event> {
+        let mut args = sys::PJRT_Buffer_ReadyEvent_Args::new();
+        args.buffer = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Buffer_ReadyEvent, &mut args)?;
+        Event::from_raw(self.client.plugin(), Some(&self.client), args.event)
+            .ok_or_else(|| Error::invalid("PJRT_Buffer_ReadyEvent returned no event"))
+    }
+
+    /// Bytes a dense host copy takes (asks the plugin, which knows sub-byte packing).
+    pub fn host_size(&self) -> Result<usize> {
+        if self.is_deleted()? {
+            return Err(Error::invalid("the buffer was deleted"));
+        }
+        let mut args = sys::PJRT_Buffer_ToHostBuffer_Args::new();
+        args.src = self.raw.as_ptr();
+        // dst = NULL asks for the size only.
+        pjrt_call!(self.client.api(), PJRT_Buffer_ToHostBuffer, &mut args)?;
+        Ok(args.dst_size)
+    }
+
+    /// Starts copying the buffer into `destination`, which must be exactly [`Buffer::host_size`]
+    /// bytes. The returned transfer owns the vector until the copy finished.
+    pub fn copy_to_host_async(&self, mut destination: Vec<u8>) -> Result<HostTransfer> {
+        let size = self.host_size()?;
+        if destination.len() != size {
+            return Err(Error::invalid(format!(
+                "the destination has {} bytes but the buffer needs {size}",
+                destination.len()
+            )));
+        }
+        let mut args = sys::PJRT_Buffer_ToHostBuffer_Args::new();
+        args.src = self.raw.as_ptr();
+        args.dst = if size == 0 {
+            NonNull::<u64>::dangling().as_ptr() as *mut c_void
+        } else {
+            destination.as_mut_ptr() as *mut c_void
+        };
+        args.dst_size = size;
+        pjrt_call!(self.client.api(), PJRT_Buffer_ToHostBuffer, &mut args)?;
+        let event = Event::from_raw(self.client.plugin(), Some(&self.client), args.event);
+        Ok(HostTransfer { event, data: Some(destination) })
+    }
+
+    /// Copies the buffer to the host and returns its bytes (dense, row-major).
+    pub fn to_host_bytes(&self) -> Result<Vec<u8>> {
+        let size = self.host_size()?;
+        self.copy_to_host_async(vec![0u8; size])?.wait()
+    }
+
+    /// Copies the buffer to the host as a vector of `T`, which must match the element type.
+    pub fn to_vec<T: NativeType>(&self) -> Result<Vec<T>> {
+        let element_type = self.element_type()?;
+        if element_type != T::ELEMENT_TYPE {
+            return Err(Error::invalid(format!("the buffer holds {element_type}, not {}", T::ELEMENT_TYPE)));
+        }
+        let bytes = self.to_host_bytes()?;
+        let count = bytes.len() / std::mem::size_of::<T>();
+        let mut out = Vec::<T>::with_capacity(count);
+        // SAFETY: `T: NativeType` accepts the bit patterns PJRT produces for its element type;
+        // `bytes` holds exactly `count` elements and the destination has room for them.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                out.as_mut_ptr() as *mut u8,
+                count * std::mem::size_of::<T>(),
+            );
+            out.set_len(count);
+        }
+        Ok(out)
+    }
+
+    /// Copies the buffer to another device of the same client.
+    pub fn copy_to_device(&self, device: &Device<'_>) -> Result<Buffer> {
+        if !device.client().same_client(&self.client) {
+            return Err(Error::invalid("the device belongs to another client"));
+        }
+        let mut args = sys::PJRT_Buffer_CopyToDevice_Args::new();
+        args.buffer = self.raw.as_ptr();
+        args.dst_device = device.as_raw();
+        pjrt_call!(self.client.api(), PJRT_Buffer_CopyToDevice, &mut args)?;
+        NonNull::new(args.dst_buffer)
+            .map(|b| Buffer::from_raw(&self.client, b))
+            .ok_or_else(|| Error::invalid("PJRT_Buffer_CopyToDevice returned no buffer"))
+    }
+
+    /// Copies the buffer into another memory (e.g. `pinned_host`).
+    pub fn copy_to_memory(&self, memory: &Memory<'_>) -> Result<Buffer> {
+        let mut args = sys::PJRT_Buffer_CopyToMemory_Args::new();
+        args.buffer = self.raw.as_ptr();
+        args.dst_memory = memory.as_raw();
+        pjrt_call!(self.client.api(), PJRT_Buffer_CopyToMemory, &mut args)?;
+        NonNull::new(args.dst_buffer)
+            .map(|b| Buffer::from_raw(&self.client, b))
+            .ok_or_else(|| Error::invalid("PJRT_Buffer_CopyToMemory returned no buffer"))
+    }
+
+    /// The raw handle, for use with [`crate::sys`]. Do not destroy it.
+    pub fn as_raw(&self) -> *mut sys::PJRT_Buffer {
+        self.raw.as_ptr()
+    }
+
+    pub(crate) fn set_known_shape(&self, element_type: ElementType, dims: &[i64]) {
+        let _ = self.shape.set((element_type, dims.to_vec()));
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        let mut args = sys::PJRT_Buffer_Destroy_Args::new();
+        args.buffer = self.raw.as_ptr();
+        // A failure cannot be reported from Drop; the plugin would only leak the buffer.
+        let _ = pjrt_call!(self.client.api(), PJRT_Buffer_Destroy, &mut args);
+    }
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.shape() {
+            Ok((t, dims)) => write!(f, "Buffer({t}{dims:?})"),
+            Err(_) => write!(f, "Buffer({:p})", self.raw),
+        }
+    }
+}
+
+/// A device-to-host copy in flight. It owns the destination until the copy completed; dropping
+/// it waits for the copy, so the plugin never writes into freed memory.
+pub struct HostTransfer {
+    event: Option<Event>,
+    data: Option<Vec<u8>>,
+}
+
+impl HostTransfer {
+    /// Waits for the copy and returns the bytes.
+    pub fn wait(mut self) -> Result<Vec<u8>> {
+        if let Some(event) = self.event.take() {
+            event.wait()?;
+        }
+        Ok(self.data.take().unwrap_or_default())
+    }
+
+    /// The completion event, if the plugin returned one.
+    pub fn event(&self) -> Option<&Event> {
+        self.event.as_ref()
+    }
+}
+
+impl Drop for HostTransfer {
+    fn drop(&mut self) {
+        if let Some(event) = self.event.take() {
+            if event.wait().is_err() {
+                // The copy failed; either way it no longer touches `data`.
+            }
+        }
+    }
+}

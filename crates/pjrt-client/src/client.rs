@@ -1,0 +1,288 @@
+//! Clients: one per plugin and set of devices; the root of every other object.
+
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::api::{pjrt_call, slice_from_raw, string_from_raw};
+use crate::device::{Device, Memory};
+use crate::error::{Error, Result};
+use crate::named_value::{RawNamedValues, Value};
+use crate::plugin::Plugin;
+use crate::sys::{self, Args};
+
+/// Options for [`Client::new`]: typed name/value pairs passed to `PJRT_Client_Create`.
+///
+/// Well-known option names are type-checked before the call (a plugin may abort the process on a
+/// wrongly typed option: the 0.106 CPU plugin does for `cpu_device_count`); other names go
+/// through and the plugin decides.
+#[derive(Clone, Debug, Default)]
+pub struct ClientOptions {
+    options: Vec<(String, Value)>,
+}
+
+/// Create options XLA's plugins define, with the type each expects.
+const KNOWN_OPTIONS: &[(&str, &str)] = &[
+    ("cpu_device_count", "int64"),
+    ("asynchronous", "bool"),
+    ("process_id", "int64"),
+    ("num_nodes", "int64"),
+    ("node_id", "int64"),
+    ("platform_name", "string"),
+    ("allocator", "string"),
+    ("memory_fraction", "float"),
+    ("preallocate", "bool"),
+    ("visible_devices", "int64 list"),
+    ("collective_memory_size", "int64"),
+    ("enable_mock_nccl", "bool"),
+    ("mock_gpu_topology", "string"),
+    ("should_stage_host_to_device_transfers", "bool"),
+];
+
+impl ClientOptions {
+    /// No options: the plugin's defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) one option.
+    pub fn set(mut self, name: impl Into<String>, value: impl Into<Value>) -> Self {
+        let name = name.into();
+        let value = value.into();
+        self.options.retain(|(n, _)| *n != name);
+        self.options.push((name, value));
+        self
+    }
+
+    /// Shorthand for the CPU plugins' `cpu_device_count`.
+    pub fn cpu_device_count(self, count: i64) -> Self {
+        self.set("cpu_device_count", count)
+    }
+
+    /// The options set so far.
+    pub fn options(&self) -> &[(String, Value)] {
+        &self.options
+    }
+
+    fn validate(&self) -> Result<()> {
+        for (name, value) in &self.options {
+            if let Value::Unknown(t) = value {
+                return Err(Error::invalid(format!("client option `{name}` has an unknown value type {t}")));
+            }
+            if let Some((_, expected)) = KNOWN_OPTIONS.iter().find(|(n, _)| n == name) {
+                if value.type_name() != *expected {
+                    return Err(Error::invalid(format!(
+                        "client option `{name}` must be of type {expected}, got a {} ({value:?})",
+                        value.type_name()
+                    )));
+                }
+            }
+            if name == "cpu_device_count" {
+                if let Value::Int64(n) = value {
+                    if !(1..=4096).contains(n) {
+                        return Err(Error::invalid(format!("cpu_device_count must be between 1 and 4096, got {n}")));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A PJRT client: devices, memories, compilation and transfers of one plugin.
+///
+/// Cheap to clone (an `Arc`). Every buffer, executable and event made from a client holds a
+/// clone, so the client is destroyed only after the last of them.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<ClientInner>,
+}
+
+pub(crate) struct ClientInner {
+    pub(crate) plugin: Plugin,
+    pub(crate) raw: NonNull<sys::PJRT_Client>,
+    platform_name: String,
+    platform_version: String,
+    process_index: i32,
+    devices: Vec<NonNull<sys::PJRT_Device>>,
+    addressable_devices: Vec<NonNull<sys::PJRT_Device>>,
+}
+
+// SAFETY: PJRT clients are thread-safe objects (XLA's PjRtClient contract: every method may be
+// called concurrently); the cached fields are immutable after construction.
+unsafe impl Send for ClientInner {}
+// SAFETY: as above.
+unsafe impl Sync for ClientInner {}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        let mut args = sys::PJRT_Client_Destroy_Args::new();
+        args.client = self.raw.as_ptr();
+        // Nothing else refers to the client any more (every child holds an Arc to us). A failure
+        // here cannot be reported from Drop; it would only mean the plugin leaked.
+        let _ = pjrt_call!(self.plugin.api(), PJRT_Client_Destroy, &mut args);
+    }
+}
+
+fn non_null_devices(ptr: *const *mut sys::PJRT_Device, len: usize) -> Vec<NonNull<sys::PJRT_Device>> {
+    // SAFETY: the plugin returned `len` device pointers owned by the client.
+    unsafe { slice_from_raw(ptr, len) }.iter().filter_map(|d| NonNull::new(*d)).collect()
+}
+
+impl Client {
+    /// Creates a client with `options`.
+    pub fn new(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
+        options.validate()?;
+        let raw_options = RawNamedValues::new(&options.options);
+        let api = plugin.api();
+        let mut args = sys::PJRT_Client_Create_Args::new();
+        args.create_options = raw_options.as_ptr();
+        args.num_options = raw_options.len();
+        pjrt_call!(api, PJRT_Client_Create, &mut args)?;
+        let raw = NonNull::new(args.client)
+            .ok_or_else(|| Error::invalid("PJRT_Client_Create succeeded but returned no client"))?;
+        // Build the inner value first so the client is destroyed if a query below fails.
+        let mut inner = ClientInner {
+            plugin: plugin.clone(),
+            raw,
+            platform_name: String::new(),
+            platform_version: String::new(),
+            process_index: 0,
+            devices: Vec::new(),
+            addressable_devices: Vec::new(),
+        };
+        let mut name = sys::PJRT_Client_PlatformName_Args::new();
+        name.client = raw.as_ptr();
+        pjrt_call!(api, PJRT_Client_PlatformName, &mut name)?;
+        // SAFETY: the string is owned by the client and valid while it lives.
+        inner.platform_name = unsafe { string_from_raw(name.platform_name, name.platform_name_size) };
+        let mut version = sys::PJRT_Client_PlatformVersion_Args::new();
+        version.client = raw.as_ptr();
+        pjrt_call!(api, PJRT_Client_PlatformVersion, &mut version)?;
+        // SAFETY: as above.
+        inner.platform_version = unsafe { string_from_raw(version.platform_version, version.platform_version_size) };
+        let mut process = sys::PJRT_Client_ProcessIndex_Args::new();
+        process.client = raw.as_ptr();
+        pjrt_call!(api, PJRT_Client_ProcessIndex, &mut process)?;
+        inner.process_index = process.process_index;
+        let mut devices = sys::PJRT_Client_Devices_Args::new();
+        devices.client = raw.as_ptr();
+        pjrt_call!(api, PJRT_Client_Devices, &mut devices)?;
+        inner.devices = non_null_devices(devices.devices, devices.num_devices);
+        let mut addressable = sys::PJRT_Client_AddressableDevices_Args::new();
+        addressable.client = raw.as_ptr();
+        pjrt_call!(api, PJRT_Client_AddressableDevices, &mut addressable)?;
+        inner.addressable_devices =
+            non_null_devices(addressable.addressable_devices, addressable.num_addressable_devices);
+        Ok(Client { inner: Arc::new(inner) })
+    }
+
+    /// The plugin this client belongs to.
+    pub fn plugin(&self) -> &Plugin {
+        &self.inner.plugin
+    }
+
+    /// The platform name, e.g. `"cpu"`, `"cuda"`, `"tpu"`.
+    pub fn platform_name(&self) -> &str {
+        &self.inner.platform_name
+    }
+
+    /// The platform version string.
+    pub fn platform_version(&self) -> &str {
+        &self.inner.platform_version
+    }
+
+    /// This process's index in a multi-process setup (0 otherwise).
+    pub fn process_index(&self) -> i32 {
+        self.inner.process_index
+    }
+
+    /// Every device of every process.
+    pub fn devices(&self) -> Vec<Device<'_>> {
+        self.inner.devices.iter().map(|raw| Device::new(self, *raw)).collect()
+    }
+
+    /// The devices this process can use.
+    pub fn addressable_devices(&self) -> Vec<Device<'_>> {
+        self.inner.addressable_devices.iter().map(|raw| Device::new(self, *raw)).collect()
+    }
+
+    /// Looks a device up by its global id.
+    pub fn lookup_device(&self, id: i32) -> Result<Device<'_>> {
+        let mut args = sys::PJRT_Client_LookupDevice_Args::new();
+        args.client = self.raw();
+        args.id = id;
+        pjrt_call!(self.api(), PJRT_Client_LookupDevice, &mut args)?;
+        NonNull::new(args.device)
+            .map(|raw| Device::new(self, raw))
+            .ok_or_else(|| Error::invalid(format!("no device with id {id}")))
+    }
+
+    /// Looks an addressable device up by its local hardware id.
+    pub fn lookup_addressable_device(&self, local_hardware_id: i32) -> Result<Device<'_>> {
+        let mut args = sys::PJRT_Client_LookupAddressableDevice_Args::new();
+        args.client = self.raw();
+        args.local_hardware_id = local_hardware_id;
+        pjrt_call!(self.api(), PJRT_Client_LookupAddressableDevice, &mut args)?;
+        NonNull::new(args.addressable_device)
+            .map(|raw| Device::new(self, raw))
+            .ok_or_else(|| Error::invalid(format!("no addressable device with local hardware id {local_hardware_id}")))
+    }
+
+    /// Every memory this process can address.
+    pub fn addressable_memories(&self) -> Result<Vec<Memory<'_>>> {
+        let mut args = sys::PJRT_Client_AddressableMemories_Args::new();
+        args.client = self.raw();
+        pjrt_call!(self.api(), PJRT_Client_AddressableMemories, &mut args)?;
+        // SAFETY: memories are owned by the client and live as long as it does.
+        let raw = unsafe { slice_from_raw(args.addressable_memories, args.num_addressable_memories) };
+        Ok(raw.iter().filter_map(|m| NonNull::new(*m)).map(|m| Memory::new(self, m)).collect())
+    }
+
+    /// The plugin's default assignment of `replicas × partitions` to device ids:
+    /// `result[replica][partition]`.
+    pub fn default_device_assignment(&self, replicas: usize, partitions: usize) -> Result<Vec<Vec<i32>>> {
+        if replicas == 0 || partitions == 0 {
+            return Err(Error::invalid("a device assignment needs at least 1 replica and 1 partition"));
+        }
+        let count = replicas
+            .checked_mul(partitions)
+            .filter(|c| *c <= i32::MAX as usize)
+            .ok_or_else(|| Error::invalid("replicas × partitions is too large"))?;
+        let mut out = vec![0i32; count];
+        let mut args = sys::PJRT_Client_DefaultDeviceAssignment_Args::new();
+        args.client = self.raw();
+        args.num_replicas = replicas as i32;
+        args.num_partitions = partitions as i32;
+        args.default_assignment_size = count;
+        args.default_assignment = out.as_mut_ptr();
+        pjrt_call!(self.api(), PJRT_Client_DefaultDeviceAssignment, &mut args)?;
+        Ok(out.chunks(partitions).map(|c| c.to_vec()).collect())
+    }
+
+    /// The raw handle, for use with [`crate::sys`]. Do not destroy it.
+    pub fn as_raw(&self) -> *mut sys::PJRT_Client {
+        self.raw()
+    }
+
+    pub(crate) fn raw(&self) -> *mut sys::PJRT_Client {
+        self.inner.raw.as_ptr()
+    }
+
+    pub(crate) fn api(&self) -> &crate::api::Api {
+        self.inner.plugin.api()
+    }
+
+    pub(crate) fn same_client(&self, other: &Client) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("platform", &self.inner.platform_name)
+            .field("devices", &self.inner.devices.len())
+            .finish()
+    }
+}

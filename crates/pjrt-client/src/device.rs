@@ -1,0 +1,232 @@
+//! Devices and memories: views of objects the client owns (never destroyed by us).
+
+use std::fmt;
+use std::ptr::NonNull;
+
+use crate::api::{pjrt_call, slice_from_raw, string_from_raw};
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::named_value::{read_named_values, Value};
+use crate::sys::{self, Args};
+
+/// A device of a client. Borrowed from the client: it cannot outlive it.
+#[derive(Clone, Copy)]
+pub struct Device<'c> {
+    client: &'c Client,
+    raw: NonNull<sys::PJRT_Device>,
+}
+
+macro_rules! description_string {
+    ($(#[$m:meta])* $fn:ident, $slot:ident, $args:ident, $ptr:ident, $len:ident) => {
+        $(#[$m])*
+        pub fn $fn(&self) -> Result<String> {
+            let mut args = sys::$args::new();
+            args.device_description = self.description()?;
+            pjrt_call!(self.client.api(), $slot, &mut args)?;
+            // SAFETY: the string is owned by the device description, which lives with the client.
+            Ok(unsafe { string_from_raw(args.$ptr, args.$len) })
+        }
+    };
+}
+
+impl<'c> Device<'c> {
+    pub(crate) fn new(client: &'c Client, raw: NonNull<sys::PJRT_Device>) -> Self {
+        Self { client, raw }
+    }
+
+    fn description(&self) -> Result<*mut sys::PJRT_DeviceDescription> {
+        let mut args = sys::PJRT_Device_GetDescription_Args::new();
+        args.device = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Device_GetDescription, &mut args)?;
+        if args.device_description.is_null() {
+            return Err(Error::invalid("PJRT_Device_GetDescription returned no description"));
+        }
+        Ok(args.device_description)
+    }
+
+    /// The client this device belongs to.
+    pub fn client(&self) -> &'c Client {
+        self.client
+    }
+
+    /// The global device id.
+    pub fn id(&self) -> Result<i32> {
+        let mut args = sys::PJRT_DeviceDescription_Id_Args::new();
+        args.device_description = self.description()?;
+        pjrt_call!(self.client.api(), PJRT_DeviceDescription_Id, &mut args)?;
+        Ok(args.id)
+    }
+
+    /// The index of the process that owns this device.
+    pub fn process_index(&self) -> Result<i32> {
+        let mut args = sys::PJRT_DeviceDescription_ProcessIndex_Args::new();
+        args.device_description = self.description()?;
+        pjrt_call!(self.client.api(), PJRT_DeviceDescription_ProcessIndex, &mut args)?;
+        Ok(args.process_index)
+    }
+
+    description_string!(
+        /// The device kind, e.g. `"cpu"` or a GPU model name.
+        kind, PJRT_DeviceDescription_Kind, PJRT_DeviceDescription_Kind_Args, device_kind, device_kind_size
+    );
+    description_string!(
+        /// A detailed string for debugging.
+        debug_string, PJRT_DeviceDescription_DebugString, PJRT_DeviceDescription_DebugString_Args,
+        debug_string, debug_string_size
+    );
+    description_string!(
+        /// A short string, e.g. `CpuDevice(id=0)`.
+        to_string, PJRT_DeviceDescription_ToString, PJRT_DeviceDescription_ToString_Args, to_string,
+        to_string_size
+    );
+
+    /// Vendor-specific attributes of the device description.
+    pub fn attributes(&self) -> Result<Vec<(String, Value)>> {
+        let mut args = sys::PJRT_DeviceDescription_Attributes_Args::new();
+        args.device_description = self.description()?;
+        pjrt_call!(self.client.api(), PJRT_DeviceDescription_Attributes, &mut args)?;
+        // SAFETY: the array is owned by the description; copied at once.
+        Ok(unsafe { read_named_values(args.attributes, args.num_attributes) })
+    }
+
+    /// Whether this process can use the device.
+    pub fn is_addressable(&self) -> Result<bool> {
+        let mut args = sys::PJRT_Device_IsAddressable_Args::new();
+        args.device = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Device_IsAddressable, &mut args)?;
+        Ok(args.is_addressable)
+    }
+
+    /// The device's hardware id within its process (-1 when not addressable).
+    pub fn local_hardware_id(&self) -> Result<i32> {
+        let mut args = sys::PJRT_Device_LocalHardwareId_Args::new();
+        args.device = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Device_LocalHardwareId, &mut args)?;
+        Ok(args.local_hardware_id)
+    }
+
+    /// The memories this device can address.
+    pub fn memories(&self) -> Result<Vec<Memory<'c>>> {
+        let mut args = sys::PJRT_Device_AddressableMemories_Args::new();
+        args.device = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Device_AddressableMemories, &mut args)?;
+        // SAFETY: memories are owned by the client.
+        let raw = unsafe { slice_from_raw(args.memories, args.num_memories) };
+        Ok(raw.iter().filter_map(|m| NonNull::new(*m)).map(|m| Memory::new(self.client, m)).collect())
+    }
+
+    /// The memory buffers go to by default.
+    pub fn default_memory(&self) -> Result<Memory<'c>> {
+        let mut args = sys::PJRT_Device_DefaultMemory_Args::new();
+        args.device = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Device_DefaultMemory, &mut args)?;
+        NonNull::new(args.memory)
+            .map(|m| Memory::new(self.client, m))
+            .ok_or_else(|| Error::invalid("the device has no default memory"))
+    }
+
+    /// The raw handle, for use with [`crate::sys`]. Do not destroy it.
+    pub fn as_raw(&self) -> *mut sys::PJRT_Device {
+        self.raw.as_ptr()
+    }
+}
+
+impl PartialEq for Device<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+
+impl fmt::Debug for Device<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.to_string() {
+            Ok(s) => f.write_str(&s),
+            Err(_) => write!(f, "Device({:p})", self.raw),
+        }
+    }
+}
+
+/// A memory space (device memory, pinned host memory, ...). Borrowed from the client.
+#[derive(Clone, Copy)]
+pub struct Memory<'c> {
+    client: &'c Client,
+    raw: NonNull<sys::PJRT_Memory>,
+}
+
+macro_rules! memory_string {
+    ($(#[$m:meta])* $fn:ident, $slot:ident, $args:ident, $ptr:ident, $len:ident) => {
+        $(#[$m])*
+        pub fn $fn(&self) -> Result<String> {
+            let mut args = sys::$args::new();
+            args.memory = self.raw.as_ptr();
+            pjrt_call!(self.client.api(), $slot, &mut args)?;
+            // SAFETY: the string is owned by the memory, which lives with the client.
+            Ok(unsafe { string_from_raw(args.$ptr, args.$len) })
+        }
+    };
+}
+
+impl<'c> Memory<'c> {
+    pub(crate) fn new(client: &'c Client, raw: NonNull<sys::PJRT_Memory>) -> Self {
+        Self { client, raw }
+    }
+
+    /// The memory's id.
+    pub fn id(&self) -> Result<i32> {
+        let mut args = sys::PJRT_Memory_Id_Args::new();
+        args.memory = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Memory_Id, &mut args)?;
+        Ok(args.id)
+    }
+
+    memory_string!(
+        /// The kind, e.g. `"device"`, `"pinned_host"`, `"unpinned_host"`.
+        kind, PJRT_Memory_Kind, PJRT_Memory_Kind_Args, kind, kind_size
+    );
+    memory_string!(
+        /// A detailed string for debugging.
+        debug_string, PJRT_Memory_DebugString, PJRT_Memory_DebugString_Args, debug_string, debug_string_size
+    );
+    memory_string!(
+        /// A short string, e.g. `CPU_DEVICE_0`.
+        to_string, PJRT_Memory_ToString, PJRT_Memory_ToString_Args, to_string, to_string_size
+    );
+
+    /// A numeric id of the kind, unique within the platform.
+    pub fn kind_id(&self) -> Result<i32> {
+        let mut args = sys::PJRT_Memory_Kind_Id_Args::new();
+        args.memory = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Memory_Kind_Id, &mut args)?;
+        Ok(args.kind_id)
+    }
+
+    /// The devices that can address this memory.
+    pub fn devices(&self) -> Result<Vec<Device<'c>>> {
+        let mut args = sys::PJRT_Memory_AddressableByDevices_Args::new();
+        args.memory = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Memory_AddressableByDevices, &mut args)?;
+        // SAFETY: devices are owned by the client.
+        let raw = unsafe { slice_from_raw(args.devices, args.num_devices) };
+        Ok(raw.iter().filter_map(|d| NonNull::new(*d)).map(|d| Device::new(self.client, d)).collect())
+    }
+
+    /// The raw handle, for use with [`crate::sys`]. Do not destroy it.
+    pub fn as_raw(&self) -> *mut sys::PJRT_Memory {
+        self.raw.as_ptr()
+    }
+}
+
+impl PartialEq for Memory<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.raw == other.raw
+    }
+}
+
+impl fmt::Debug for Memory<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.to_string() {
+            Ok(s) => f.write_str(&s),
+            Err(_) => write!(f, "Memory({:p})", self.raw),
+        }
+    }
+}

@@ -1,0 +1,266 @@
+//! The crate's one error type.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::sys;
+
+/// A `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The status code carried by a plugin error (absl's codes).
+///
+/// Unknown codes from a newer plugin are kept as [`ErrorCode::Other`], never treated as
+/// undefined behaviour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// 1
+    Cancelled,
+    /// 2 (compile-time MLIR failures come back as this)
+    Unknown,
+    /// 3
+    InvalidArgument,
+    /// 4
+    DeadlineExceeded,
+    /// 5
+    NotFound,
+    /// 6
+    AlreadyExists,
+    /// 7
+    PermissionDenied,
+    /// 8
+    ResourceExhausted,
+    /// 9
+    FailedPrecondition,
+    /// 10
+    Aborted,
+    /// 11
+    OutOfRange,
+    /// 12: the plugin does not implement this call.
+    Unimplemented,
+    /// 13
+    Internal,
+    /// 14
+    Unavailable,
+    /// 15
+    DataLoss,
+    /// 16
+    Unauthenticated,
+    /// A code this crate does not know (0 is reported here too: a plugin error should never be OK).
+    Other(i32),
+}
+
+impl ErrorCode {
+    /// Converts the raw C value.
+    pub fn from_raw(code: sys::PJRT_Error_Code) -> Self {
+        match code.0 {
+            1 => Self::Cancelled,
+            2 => Self::Unknown,
+            3 => Self::InvalidArgument,
+            4 => Self::DeadlineExceeded,
+            5 => Self::NotFound,
+            6 => Self::AlreadyExists,
+            7 => Self::PermissionDenied,
+            8 => Self::ResourceExhausted,
+            9 => Self::FailedPrecondition,
+            10 => Self::Aborted,
+            11 => Self::OutOfRange,
+            12 => Self::Unimplemented,
+            13 => Self::Internal,
+            14 => Self::Unavailable,
+            15 => Self::DataLoss,
+            16 => Self::Unauthenticated,
+            other => Self::Other(other),
+        }
+    }
+
+    /// The raw C value.
+    pub fn to_raw(self) -> sys::PJRT_Error_Code {
+        sys::PJRT_Error_Code(match self {
+            Self::Cancelled => 1,
+            Self::Unknown => 2,
+            Self::InvalidArgument => 3,
+            Self::DeadlineExceeded => 4,
+            Self::NotFound => 5,
+            Self::AlreadyExists => 6,
+            Self::PermissionDenied => 7,
+            Self::ResourceExhausted => 8,
+            Self::FailedPrecondition => 9,
+            Self::Aborted => 10,
+            Self::OutOfRange => 11,
+            Self::Unimplemented => 12,
+            Self::Internal => 13,
+            Self::Unavailable => 14,
+            Self::DataLoss => 15,
+            Self::Unauthenticated => 16,
+            Self::Other(code) => code,
+        })
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            Self::Cancelled => "CANCELLED",
+            Self::Unknown => "UNKNOWN",
+            Self::InvalidArgument => "INVALID_ARGUMENT",
+            Self::DeadlineExceeded => "DEADLINE_EXCEEDED",
+            Self::NotFound => "NOT_FOUND",
+            Self::AlreadyExists => "ALREADY_EXISTS",
+            Self::PermissionDenied => "PERMISSION_DENIED",
+            Self::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            Self::FailedPrecondition => "FAILED_PRECONDITION",
+            Self::Aborted => "ABORTED",
+            Self::OutOfRange => "OUT_OF_RANGE",
+            Self::Unimplemented => "UNIMPLEMENTED",
+            Self::Internal => "INTERNAL",
+            Self::Unavailable => "UNAVAILABLE",
+            Self::DataLoss => "DATA_LOSS",
+            Self::Unauthenticated => "UNAUTHENTICATED",
+            Self::Other(code) => return write!(f, "code {code}"),
+        };
+        f.write_str(name)
+    }
+}
+
+/// Why a plugin could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The file does not exist.
+    #[error("no such file")]
+    NotFound,
+    /// `dlopen` failed (not a shared library, wrong architecture, missing dependency, ...).
+    #[error("cannot open it as a shared library: {0}")]
+    Open(#[source] libloading::Error),
+    /// The library exports no `GetPjrtApi`.
+    #[error("it is a shared library but exports no `GetPjrtApi` symbol, so it is not a PJRT plugin")]
+    MissingGetPjrtApi,
+    /// `GetPjrtApi` returned NULL.
+    #[error("`GetPjrtApi` returned NULL")]
+    NullApi,
+    /// The function table is too small to hold even the base functions.
+    #[error("its PJRT_Api table is {struct_size} bytes, too small for a PJRT plugin (at least {min} expected)")]
+    TableTooSmall {
+        /// The plugin's `PJRT_Api.struct_size`.
+        struct_size: usize,
+        /// The smallest size this crate accepts.
+        min: usize,
+    },
+    /// The plugin speaks an API version this crate cannot talk to safely.
+    #[error("it implements PJRT API {major}.{minor}, which this client cannot use: {reason}")]
+    IncompatibleVersion {
+        /// The plugin's major version.
+        major: i32,
+        /// The plugin's minor version.
+        minor: i32,
+        /// Why.
+        reason: &'static str,
+    },
+    /// `PJRT_Plugin_Initialize` failed.
+    #[error("PJRT_Plugin_Initialize failed: {0}")]
+    Initialize(#[source] Box<Error>),
+}
+
+/// Every error this crate returns.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The plugin returned an error from a call.
+    #[error("{function} failed ({code}): {message}")]
+    Pjrt {
+        /// The C function that failed, e.g. `PJRT_Client_Compile`.
+        function: &'static str,
+        /// The status code.
+        code: ErrorCode,
+        /// The plugin's message.
+        message: String,
+    },
+    /// The plugin does not provide this function: its table is too short, the slot is NULL, or
+    /// the plugin's API version predates it.
+    #[error(
+        "{function} is not supported by this plugin (API {plugin_major}.{plugin_minor}; \
+         it was added in 0.{since_minor}). Use a newer plugin, or avoid this call"
+    )]
+    Unsupported {
+        /// The C function, or the feature, that is missing.
+        function: &'static str,
+        /// The minor version that introduced it.
+        since_minor: i32,
+        /// The plugin's major version.
+        plugin_major: i32,
+        /// The plugin's minor version.
+        plugin_minor: i32,
+    },
+    /// A plugin could not be loaded.
+    #[error("cannot load PJRT plugin {path}: {source}")]
+    Load {
+        /// The path that was tried.
+        path: PathBuf,
+        /// Why it failed.
+        #[source]
+        source: LoadError,
+    },
+    /// No plugin was found where one was looked for.
+    #[error("no PJRT plugin found. Looked in:\n{tried}\nInstall the default CPU plugin with `pjrt plugin install cpu`, or pass a path with --plugin / PJRT_PLUGIN")]
+    PluginNotFound {
+        /// Every place that was searched, one per line.
+        tried: String,
+    },
+    /// Installing a plugin failed.
+    #[error("installing plugin {name} failed: {message}")]
+    Install {
+        /// What was being installed.
+        name: String,
+        /// What went wrong and what to do.
+        message: String,
+    },
+    /// An argument was rejected before it reached the plugin.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A user callback panicked; the panic was caught at the C boundary.
+    #[error("a callback panicked: {0}")]
+    CallbackPanicked(String),
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A protobuf message from the plugin or the user could not be decoded.
+    #[error("cannot decode {what}: {source}")]
+    Decode {
+        /// What was being decoded.
+        what: &'static str,
+        /// The decoder's error.
+        #[source]
+        source: prost::DecodeError,
+    },
+    /// A `.npy` file could not be read or written.
+    #[error(transparent)]
+    Npy(#[from] crate::npy::NpyError),
+}
+
+impl Error {
+    /// The PJRT status code, for errors that came from the plugin.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Error::Pjrt { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    #[cold]
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Error::InvalidArgument(message.into())
+    }
+
+    #[cold]
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { path: path.into(), source }
+    }
+}

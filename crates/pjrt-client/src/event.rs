@@ -1,0 +1,175 @@
+//! Events: completion of asynchronous work (transfers, executions).
+
+use std::any::Any;
+use std::ffi::c_void;
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::api::{pjrt_call, Api};
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::plugin::Plugin;
+use crate::sys::{self, Args};
+
+/// A PJRT event. Dropping it destroys the event (the work it tracks goes on).
+pub struct Event {
+    plugin: Plugin,
+    // Keeps the client (and so whatever the event refers to) alive until the event is gone.
+    _client: Option<Client>,
+    raw: NonNull<sys::PJRT_Event>,
+}
+
+// SAFETY: PJRT events are thread-safe (`PjRtFuture` may be awaited and queried from any
+// thread); this handle owns the event exclusively.
+unsafe impl Send for Event {}
+// SAFETY: every method takes `&self` and calls thread-safe PJRT functions.
+unsafe impl Sync for Event {}
+
+impl Event {
+    /// Wraps a raw event returned by the plugin. Returns `None` for NULL.
+    pub(crate) fn from_raw(plugin: &Plugin, client: Option<&Client>, raw: *mut sys::PJRT_Event) -> Option<Event> {
+        NonNull::new(raw).map(|raw| Event { plugin: plugin.clone(), _client: client.cloned(), raw })
+    }
+
+    fn api(&self) -> &Api {
+        self.plugin.api()
+    }
+
+    /// Blocks until the event completes; returns its error, if any.
+    pub fn wait(&self) -> Result<()> {
+        let mut args = sys::PJRT_Event_Await_Args::new();
+        args.event = self.raw.as_ptr();
+        pjrt_call!(self.api(), PJRT_Event_Await, &mut args)
+    }
+
+    /// Whether the event has completed.
+    pub fn is_ready(&self) -> Result<bool> {
+        let mut args = sys::PJRT_Event_IsReady_Args::new();
+        args.event = self.raw.as_ptr();
+        pjrt_call!(self.api(), PJRT_Event_IsReady, &mut args)?;
+        Ok(args.is_ready)
+    }
+
+    /// The event's error, once it is ready (`Ok(())` when it succeeded). Call only after
+    /// [`Event::is_ready`] returned true or [`Event::wait`] returned.
+    pub fn error(&self) -> Result<()> {
+        let mut args = sys::PJRT_Event_Error_Args::new();
+        args.event = self.raw.as_ptr();
+        pjrt_call!(self.api(), PJRT_Event_Error, &mut args)
+    }
+
+    /// Runs `callback` when the event completes, on whatever thread completes it (or at once,
+    /// in this thread, if it already has).
+    ///
+    /// A panic in `callback` is caught at the C boundary (it never unwinds into the plugin) and
+    /// reported by [`OnReady::wait`] as [`Error::CallbackPanicked`].
+    pub fn on_ready<F>(&self, callback: F) -> Result<OnReady>
+    where
+        F: FnOnce(Result<()>) + Send + 'static,
+    {
+        let state = Arc::new(OnReadyState::default());
+        let boxed = Box::new(OnReadyClosure { callback, state: state.clone(), plugin: self.plugin.clone() });
+        let user_arg = Box::into_raw(boxed);
+        let mut args = sys::PJRT_Event_OnReady_Args::new();
+        args.event = self.raw.as_ptr();
+        args.callback = Some(on_ready_trampoline::<F>);
+        args.user_arg = user_arg as *mut c_void;
+        if let Err(e) = pjrt_call!(self.api(), PJRT_Event_OnReady, &mut args) {
+            // The plugin did not take the callback: reclaim the closure.
+            // SAFETY: `user_arg` came from `Box::into_raw` above and was not handed over.
+            drop(unsafe { Box::from_raw(user_arg) });
+            return Err(e);
+        }
+        Ok(OnReady { state })
+    }
+
+    /// The raw handle, for use with [`crate::sys`]. Do not destroy it.
+    pub fn as_raw(&self) -> *mut sys::PJRT_Event {
+        self.raw.as_ptr()
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        let mut args = sys::PJRT_Event_Destroy_Args::new();
+        args.event = self.raw.as_ptr();
+        // A destroy failure cannot be reported from Drop and leaves nothing to clean up.
+        let _ = pjrt_call!(self.api(), PJRT_Event_Destroy, &mut args);
+    }
+}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Event").field("ready", &self.is_ready().ok()).finish()
+    }
+}
+
+#[derive(Default)]
+struct OnReadyState {
+    done: Mutex<Option<Result<()>>>,
+    cond: Condvar,
+}
+
+struct OnReadyClosure<F> {
+    callback: F,
+    state: Arc<OnReadyState>,
+    plugin: Plugin,
+}
+
+/// Tracks a callback registered with [`Event::on_ready`].
+pub struct OnReady {
+    state: Arc<OnReadyState>,
+}
+
+impl OnReady {
+    /// Blocks until the callback has run. Returns [`Error::CallbackPanicked`] if it panicked.
+    pub fn wait(&self) -> Result<()> {
+        let mut done = self.state.done.lock().unwrap_or_else(|p| p.into_inner());
+        while done.is_none() {
+            done = self.state.cond.wait(done).unwrap_or_else(|p| p.into_inner());
+        }
+        match done.as_ref() {
+            Some(Err(Error::CallbackPanicked(m))) => Err(Error::CallbackPanicked(m.clone())),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the callback has run.
+    pub fn is_done(&self) -> bool {
+        self.state.done.lock().map(|d| d.is_some()).unwrap_or(true)
+    }
+}
+
+/// Text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}
+
+unsafe extern "C" fn on_ready_trampoline<F>(error: *mut sys::PJRT_Error, user_arg: *mut c_void)
+where
+    F: FnOnce(Result<()>) + Send + 'static,
+{
+    // SAFETY: `user_arg` is the `Box<OnReadyClosure<F>>` leaked in `on_ready`; the plugin calls
+    // this exactly once, so ownership comes back exactly once.
+    let closure = unsafe { Box::from_raw(user_arg as *mut OnReadyClosure<F>) };
+    let OnReadyClosure { callback, state, plugin } = *closure;
+    // The callback owns `error` and must destroy it: `check` converts and destroys.
+    let status = plugin.api().check(error, "PJRT_Event_OnReady");
+    let outcome = catch_unwind(AssertUnwindSafe(move || callback(status)));
+    let record = match outcome {
+        Ok(()) => Ok(()),
+        Err(payload) => Err(Error::CallbackPanicked(panic_message(payload.as_ref()))),
+    };
+    // Never panic here: a poisoned lock is still usable.
+    let mut done = state.done.lock().unwrap_or_else(|p| p.into_inner());
+    *done = Some(record);
+    state.cond.notify_all();
+}

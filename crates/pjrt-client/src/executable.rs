@@ -1,0 +1,566 @@
+//! Compiling programs and running loaded executables.
+
+use std::ffi::c_char;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::OnceLock;
+
+use prost::Message;
+
+use crate::api::{pjrt_call, slice_from_raw, string_from_raw};
+use crate::buffer::Buffer;
+use crate::client::Client;
+use crate::compile_options::CompileOptions;
+use crate::device::Device;
+use crate::element_type::ElementType;
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::program::Program;
+use crate::sys::{self, Args};
+
+/// The type and shape of one parameter or output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArrayShape {
+    /// The element type (`None` when the plugin reported a type this crate cannot map).
+    pub element_type: Option<ElementType>,
+    /// The dimensions.
+    pub dims: Vec<i64>,
+}
+
+impl fmt::Display for ArrayShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.element_type {
+            Some(t) => write!(f, "{t}{:?}", self.dims),
+            None => write!(f, "?{:?}", self.dims),
+        }
+    }
+}
+
+impl Client {
+    /// Compiles `program` for this client's devices.
+    ///
+    /// The options are validated first: nothing that makes a plugin abort (no replicas, no
+    /// partitions, more devices than the client has, unknown device ids) reaches it.
+    pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
+        let options_bytes = options.to_bytes()?;
+        let needed = options.replicas() * options.partitions();
+        let available = self.devices().len() as i64;
+        if !options.is_portable() && needed > available {
+            return Err(Error::invalid(format!(
+                "the program needs {} replicas × {} partitions = {needed} devices, but the client has {available}; \
+                 create the client with more devices (for the CPU plugin: cpu_device_count)",
+                options.replicas(),
+                options.partitions()
+            )));
+        }
+        if let Some(assignment) = options.assignment()? {
+            for id in assignment.device_ids() {
+                let known = i32::try_from(id).ok().and_then(|id| self.lookup_device(id).ok()).is_some();
+                if !known {
+                    return Err(Error::invalid(format!(
+                        "the device assignment names device {id}, which the client does not have"
+                    )));
+                }
+            }
+        }
+        let format = program.format().as_pjrt_str();
+        let mut raw_program = sys::PJRT_Program::new();
+        // PJRT declares `code` as `char*` but only reads it.
+        raw_program.code = program.code().as_ptr() as *mut c_char;
+        raw_program.code_size = program.code().len();
+        raw_program.format = format.as_ptr() as *const c_char;
+        raw_program.format_size = format.len();
+        let mut args = sys::PJRT_Client_Compile_Args::new();
+        args.client = self.raw();
+        args.program = &raw_program;
+        args.compile_options = options_bytes.as_ptr() as *const c_char;
+        args.compile_options_size = options_bytes.len();
+        pjrt_call!(self.api(), PJRT_Client_Compile, &mut args).map_err(|e| add_compile_hint(e, program))?;
+        let raw = NonNull::new(args.executable)
+            .ok_or_else(|| Error::invalid("PJRT_Client_Compile succeeded but returned no executable"))?;
+        LoadedExecutable::new(self, raw, options.is_portable())
+    }
+}
+
+fn add_compile_hint(error: Error, program: &Program) -> Error {
+    match error {
+        Error::Pjrt { function, code, message } => {
+            let mut message = message;
+            if let Some(text) = program.text() {
+                if !text.contains("@main") {
+                    message.push_str(" (hint: the entry function must be named `main`)");
+                }
+            }
+            if message.contains("Failed to parse") || message.contains("forward incompatibility") {
+                message.push_str(
+                    " (hint: check the program's syntax, and that it targets a StableHLO version between the \
+                     plugin's stablehlo_minimum_version and stablehlo_current_version; `pjrt info` shows them)",
+                );
+            }
+            Error::Pjrt { function, code, message }
+        }
+        other => other,
+    }
+}
+
+/// A compiled program loaded onto devices.
+pub struct LoadedExecutable {
+    client: Client,
+    raw: NonNull<sys::PJRT_LoadedExecutable>,
+    executable: NonNull<sys::PJRT_Executable>,
+    name: String,
+    num_replicas: usize,
+    num_partitions: usize,
+    portable: bool,
+    outputs: Vec<ArrayShape>,
+    addressable_devices: Vec<NonNull<sys::PJRT_Device>>,
+    parameters: OnceLock<Option<Vec<ArrayShape>>>,
+}
+
+// SAFETY: PJRT loaded executables are thread-safe (XLA's PjRtLoadedExecutable::Execute may be
+// called concurrently); the cached metadata is immutable or behind a OnceLock.
+unsafe impl Send for LoadedExecutable {}
+// SAFETY: as above.
+unsafe impl Sync for LoadedExecutable {}
+
+impl LoadedExecutable {
+    fn new(client: &Client, raw: NonNull<sys::PJRT_LoadedExecutable>, portable: bool) -> Result<Self> {
+        let api = client.api();
+        let mut get = sys::PJRT_LoadedExecutable_GetExecutable_Args::new();
+        get.loaded_executable = raw.as_ptr();
+        if let Err(e) = pjrt_call!(api, PJRT_LoadedExecutable_GetExecutable, &mut get) {
+            destroy_loaded(client, raw);
+            return Err(e);
+        }
+        let Some(executable) = NonNull::new(get.executable) else {
+            destroy_loaded(client, raw);
+            return Err(Error::invalid("PJRT_LoadedExecutable_GetExecutable returned no executable"));
+        };
+        // From here on Drop cleans up both handles.
+        let mut this = LoadedExecutable {
+            client: client.clone(),
+            raw,
+            executable,
+            name: String::new(),
+            num_replicas: 1,
+            num_partitions: 1,
+            portable,
+            outputs: Vec::new(),
+            addressable_devices: Vec::new(),
+            parameters: OnceLock::new(),
+        };
+        let e = executable.as_ptr();
+        let mut name = sys::PJRT_Executable_Name_Args::new();
+        name.executable = e;
+        pjrt_call!(api, PJRT_Executable_Name, &mut name)?;
+        // SAFETY: owned by the executable, copied at once.
+        this.name = unsafe { string_from_raw(name.executable_name, name.executable_name_size) };
+        let mut replicas = sys::PJRT_Executable_NumReplicas_Args::new();
+        replicas.executable = e;
+        pjrt_call!(api, PJRT_Executable_NumReplicas, &mut replicas)?;
+        this.num_replicas = replicas.num_replicas;
+        let mut partitions = sys::PJRT_Executable_NumPartitions_Args::new();
+        partitions.executable = e;
+        pjrt_call!(api, PJRT_Executable_NumPartitions, &mut partitions)?;
+        this.num_partitions = partitions.num_partitions;
+        let mut num_outputs = sys::PJRT_Executable_NumOutputs_Args::new();
+        num_outputs.executable = e;
+        pjrt_call!(api, PJRT_Executable_NumOutputs, &mut num_outputs)?;
+        let n = num_outputs.num_outputs;
+        let mut types = sys::PJRT_Executable_OutputElementTypes_Args::new();
+        types.executable = e;
+        pjrt_call!(api, PJRT_Executable_OutputElementTypes, &mut types)?;
+        let mut dims = sys::PJRT_Executable_OutputDimensions_Args::new();
+        dims.executable = e;
+        pjrt_call!(api, PJRT_Executable_OutputDimensions, &mut dims)?;
+        // SAFETY: arrays owned by the executable, of the sizes the plugin reported; copied now.
+        unsafe {
+            let types = slice_from_raw(types.output_types, types.num_output_types);
+            let sizes = slice_from_raw(dims.dim_sizes, dims.num_outputs);
+            let total: usize = sizes.iter().sum();
+            let flat = slice_from_raw(dims.dims, total);
+            if types.len() != n || sizes.len() != n {
+                return Err(Error::invalid(format!(
+                    "the plugin reports {n} outputs but {} output types and {} output shapes",
+                    types.len(),
+                    sizes.len()
+                )));
+            }
+            let mut at = 0;
+            for (t, size) in types.iter().zip(sizes) {
+                this.outputs.push(ArrayShape {
+                    element_type: Some(ElementType::from_raw(*t)),
+                    dims: flat[at..at + size].to_vec(),
+                });
+                at += size;
+            }
+        }
+        let mut devices = sys::PJRT_LoadedExecutable_AddressableDevices_Args::new();
+        devices.executable = raw.as_ptr();
+        pjrt_call!(api, PJRT_LoadedExecutable_AddressableDevices, &mut devices)?;
+        // SAFETY: the device array is owned by the executable; devices are owned by the client.
+        this.addressable_devices =
+            unsafe { slice_from_raw(devices.addressable_devices, devices.num_addressable_devices) }
+                .iter()
+                .filter_map(|d| NonNull::new(*d))
+                .collect();
+        Ok(this)
+    }
+
+    /// The client the executable is loaded on.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The module name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Number of replicas.
+    pub fn num_replicas(&self) -> usize {
+        self.num_replicas
+    }
+
+    /// Number of partitions.
+    pub fn num_partitions(&self) -> usize {
+        self.num_partitions
+    }
+
+    /// Number of outputs per device.
+    pub fn num_outputs(&self) -> usize {
+        self.outputs.len()
+    }
+
+    /// Element type and per-device shape of each output.
+    pub fn output_shapes(&self) -> &[ArrayShape] {
+        &self.outputs
+    }
+
+    /// The devices the executable runs on, in the order execution takes argument lists.
+    /// Empty for portable executables.
+    pub fn addressable_devices(&self) -> Vec<Device<'_>> {
+        self.addressable_devices.iter().map(|d| Device::new(&self.client, *d)).collect()
+    }
+
+    /// The per-device parameter shapes, read once from the compiled program (`None` when the
+    /// plugin cannot report them; execution then relies on the plugin's own checks).
+    pub fn parameter_shapes(&self) -> Option<&[ArrayShape]> {
+        self.parameters.get_or_init(|| self.read_parameter_shapes().ok().flatten()).as_deref()
+    }
+
+    fn read_parameter_shapes(&self) -> Result<Option<Vec<ArrayShape>>> {
+        let api = self.client.api();
+        let mut program = sys::PJRT_Program::new();
+        let mut args = sys::PJRT_Executable_OptimizedProgram_Args::new();
+        args.executable = self.executable.as_ptr();
+        args.program = &mut program;
+        // First call: the plugin reports the size.
+        pjrt_call!(api, PJRT_Executable_OptimizedProgram, &mut args)?;
+        let mut code = vec![0u8; program.code_size];
+        program.code = code.as_mut_ptr() as *mut c_char;
+        pjrt_call!(api, PJRT_Executable_OptimizedProgram, &mut args)?;
+        // SAFETY: the format string is owned by the plugin (static); copied at once.
+        let format = unsafe { string_from_raw(program.format, program.format_size) };
+        let module = match format.as_str() {
+            "hlo_with_config" => {
+                hlo::HloModuleProtoWithConfig::decode(code.as_slice())
+                    .map_err(|source| Error::Decode { what: "HloModuleProtoWithConfig", source })?
+                    .hlo_module
+            }
+            "hlo" => Some(
+                hlo::HloModuleProto::decode(code.as_slice())
+                    .map_err(|source| Error::Decode { what: "HloModuleProto", source })?,
+            ),
+            _ => None,
+        };
+        let Some(shape) = module.and_then(|m| m.host_program_shape) else { return Ok(None) };
+        if shape.parameters.iter().any(|p| !p.tuple_shapes.is_empty() || p.element_type == hlo::TUPLE) {
+            return Ok(None); // tupled parameters: leave checking to the plugin
+        }
+        Ok(Some(
+            shape
+                .parameters
+                .iter()
+                .map(|p| ArrayShape { element_type: hlo::element_type(p.element_type), dims: p.dimensions.clone() })
+                .collect(),
+        ))
+    }
+
+    /// Runs the program on its single device and waits for it; returns the outputs.
+    pub fn execute(&self, arguments: &[&Buffer]) -> Result<Vec<Buffer>> {
+        let result = self.execute_sharded(&[arguments])?;
+        result.wait()?;
+        Ok(result.outputs.into_iter().next().unwrap_or_default())
+    }
+
+    /// Runs the program on every addressable device, with one argument list per device (in the
+    /// order of [`LoadedExecutable::addressable_devices`]). Returns at once; the result holds
+    /// the outputs per device and a completion event per device.
+    pub fn execute_sharded<'b, L: AsRef<[&'b Buffer]>>(&self, arguments: &[L]) -> Result<Execution> {
+        if self.portable {
+            return Err(Error::invalid(
+                "this executable is portable (compiled with compile_portable_executable): run it with execute_on(device, ...)",
+            ));
+        }
+        let expected = self.addressable_devices.len();
+        if arguments.len() != expected {
+            return Err(Error::invalid(format!(
+                "the executable runs on {expected} devices ({} replicas × {} partitions) and needs one argument list \
+                 per device, but {} lists were given",
+                self.num_replicas,
+                self.num_partitions,
+                arguments.len()
+            )));
+        }
+        self.launch(arguments, None)
+    }
+
+    /// Runs a portable executable (or a single-device one) on `device`.
+    pub fn execute_on(&self, device: &Device<'_>, arguments: &[&Buffer]) -> Result<Vec<Buffer>> {
+        if !device.client().same_client(&self.client) {
+            return Err(Error::invalid("the device belongs to another client"));
+        }
+        let result = self.launch(&[arguments], Some(device.as_raw()))?;
+        result.wait()?;
+        Ok(result.outputs.into_iter().next().unwrap_or_default())
+    }
+
+    fn check_arguments<'b, L: AsRef<[&'b Buffer]>>(&self, arguments: &[L]) -> Result<()> {
+        let params = self.parameter_shapes();
+        for (device_index, list) in arguments.iter().enumerate() {
+            let list = list.as_ref();
+            let at = |i: usize| {
+                if arguments.len() > 1 {
+                    format!("argument {i} for device {device_index}")
+                } else {
+                    format!("argument {i}")
+                }
+            };
+            if let Some(params) = params {
+                if list.len() != params.len() {
+                    return Err(Error::invalid(format!(
+                        "the program takes {} arguments but {} were given",
+                        params.len(),
+                        list.len()
+                    )));
+                }
+            }
+            for (i, buffer) in list.iter().enumerate() {
+                if !buffer.client().same_client(&self.client) {
+                    return Err(Error::invalid(format!("{} belongs to another client", at(i))));
+                }
+                if buffer.is_deleted()? {
+                    return Err(Error::invalid(format!("{} was deleted", at(i))));
+                }
+                let Some(param) = params.and_then(|p| p.get(i)) else { continue };
+                let element_type = buffer.element_type()?;
+                let dims = buffer.dimensions()?;
+                let type_ok = param.element_type.is_none_or(|t| t == element_type);
+                if !type_ok || param.dims != dims {
+                    return Err(Error::invalid(format!(
+                        "{} is {element_type}{dims:?} but the program's parameter {i} is {param}",
+                        at(i)
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn launch<'b, L: AsRef<[&'b Buffer]>>(
+        &self,
+        arguments: &[L],
+        device: Option<*mut sys::PJRT_Device>,
+    ) -> Result<Execution> {
+        self.check_arguments(arguments)?;
+        let num_args = arguments.first().map(|l| l.as_ref().len()).unwrap_or(0);
+        if arguments.iter().any(|l| l.as_ref().len() != num_args) {
+            return Err(Error::invalid("every device needs the same number of arguments"));
+        }
+        let num_devices = arguments.len();
+        let num_outputs = self.outputs.len();
+        let raw_args: Vec<Vec<*mut sys::PJRT_Buffer>> =
+            arguments.iter().map(|l| l.as_ref().iter().map(|b| b.as_raw()).collect()).collect();
+        let arg_ptrs: Vec<*const *mut sys::PJRT_Buffer> = raw_args.iter().map(|l| l.as_ptr()).collect();
+        let mut raw_outputs: Vec<Vec<*mut sys::PJRT_Buffer>> =
+            vec![vec![std::ptr::null_mut(); num_outputs]; num_devices];
+        let output_ptrs: Vec<*mut *mut sys::PJRT_Buffer> = raw_outputs.iter_mut().map(|l| l.as_mut_ptr()).collect();
+        let mut events: Vec<*mut sys::PJRT_Event> = vec![std::ptr::null_mut(); num_devices];
+        let mut options = sys::PJRT_ExecuteOptions::new();
+        let mut args = sys::PJRT_LoadedExecutable_Execute_Args::new();
+        args.executable = self.raw.as_ptr();
+        args.options = &mut options;
+        args.argument_lists = arg_ptrs.as_ptr();
+        args.num_devices = num_devices;
+        args.num_args = num_args;
+        args.output_lists = output_ptrs.as_ptr();
+        args.device_complete_events = events.as_mut_ptr();
+        args.execute_device = device.unwrap_or(std::ptr::null_mut());
+        let status = pjrt_call!(self.client.api(), PJRT_LoadedExecutable_Execute, &mut args);
+        // Take ownership of whatever the plugin returned, even on failure, so nothing leaks.
+        let outputs: Vec<Vec<Buffer>> = raw_outputs
+            .iter()
+            .map(|list| {
+                list.iter()
+                    .zip(&self.outputs)
+                    .filter_map(|(b, shape)| {
+                        let buffer = Buffer::from_raw(&self.client, NonNull::new(*b)?);
+                        if let Some(t) = shape.element_type {
+                            buffer.set_known_shape(t, &shape.dims);
+                        }
+                        Some(buffer)
+                    })
+                    .collect()
+            })
+            .collect();
+        let events: Vec<Event> =
+            events.iter().filter_map(|e| Event::from_raw(self.client.plugin(), Some(&self.client), *e)).collect();
+        status?;
+        Ok(Execution { outputs, events })
+    }
+
+    /// Marks the executable deleted (frees device resources where the plugin supports it).
+    pub fn delete(&self) -> Result<()> {
+        let mut args = sys::PJRT_LoadedExecutable_Delete_Args::new();
+        args.executable = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_LoadedExecutable_Delete, &mut args)
+    }
+
+    /// Whether [`LoadedExecutable::delete`] was called (some plugins always say false).
+    pub fn is_deleted(&self) -> Result<bool> {
+        let mut args = sys::PJRT_LoadedExecutable_IsDeleted_Args::new();
+        args.executable = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_LoadedExecutable_IsDeleted, &mut args)?;
+        Ok(args.is_deleted)
+    }
+
+    /// A fingerprint of the compiled program, where the plugin has one.
+    pub fn fingerprint(&self) -> Result<String> {
+        let mut args = sys::PJRT_Executable_Fingerprint_Args::new();
+        args.executable = self.executable.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Executable_Fingerprint, &mut args)?;
+        // SAFETY: owned by the executable; copied at once.
+        Ok(unsafe { string_from_raw(args.executable_fingerprint, args.executable_fingerprint_size) })
+    }
+
+    /// The raw handle, for use with [`crate::sys`]. Do not destroy it.
+    pub fn as_raw(&self) -> *mut sys::PJRT_LoadedExecutable {
+        self.raw.as_ptr()
+    }
+}
+
+fn destroy_loaded(client: &Client, raw: NonNull<sys::PJRT_LoadedExecutable>) {
+    let mut args = sys::PJRT_LoadedExecutable_Destroy_Args::new();
+    args.executable = raw.as_ptr();
+    let _ = pjrt_call!(client.api(), PJRT_LoadedExecutable_Destroy, &mut args);
+}
+
+impl Drop for LoadedExecutable {
+    fn drop(&mut self) {
+        let mut args = sys::PJRT_Executable_Destroy_Args::new();
+        args.executable = self.executable.as_ptr();
+        // Failures cannot be reported from Drop; they would only leak.
+        let _ = pjrt_call!(self.client.api(), PJRT_Executable_Destroy, &mut args);
+        destroy_loaded(&self.client, self.raw);
+    }
+}
+
+impl fmt::Debug for LoadedExecutable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LoadedExecutable")
+            .field("name", &self.name)
+            .field("replicas", &self.num_replicas)
+            .field("partitions", &self.num_partitions)
+            .field("outputs", &self.outputs)
+            .finish()
+    }
+}
+
+/// The result of launching an execution: outputs and a completion event per device.
+#[derive(Debug)]
+pub struct Execution {
+    /// `outputs[device][output]`.
+    pub outputs: Vec<Vec<Buffer>>,
+    /// One completion event per device (where the plugin returned them).
+    pub events: Vec<Event>,
+}
+
+impl Execution {
+    /// Waits for every device to finish; returns the first error.
+    pub fn wait(&self) -> Result<()> {
+        let mut first = Ok(());
+        for event in &self.events {
+            let status = event.wait();
+            if first.is_ok() {
+                first = status;
+            }
+        }
+        first
+    }
+}
+
+/// The parts of XLA's HLO protos needed to read an entry computation's signature (field numbers
+/// from the published `hlo.proto` / `xla_data.proto`).
+mod hlo {
+    use super::ElementType;
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct HloModuleProtoWithConfig {
+        #[prost(message, optional, tag = "1")]
+        pub hlo_module: Option<HloModuleProto>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct HloModuleProto {
+        #[prost(message, optional, tag = "4")]
+        pub host_program_shape: Option<ProgramShapeProto>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct ProgramShapeProto {
+        #[prost(message, repeated, tag = "1")]
+        pub parameters: Vec<ShapeProto>,
+        #[prost(message, optional, tag = "2")]
+        pub result: Option<ShapeProto>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct ShapeProto {
+        #[prost(int32, tag = "2")]
+        pub element_type: i32,
+        #[prost(int64, repeated, tag = "3")]
+        pub dimensions: Vec<i64>,
+        #[prost(message, repeated, tag = "4")]
+        pub tuple_shapes: Vec<ShapeProto>,
+    }
+
+    /// `xla.PrimitiveType.TUPLE`.
+    pub(super) const TUPLE: i32 = 13;
+
+    /// Maps `xla.PrimitiveType` to the PJRT element type, for the values known for certain.
+    pub(super) fn element_type(primitive: i32) -> Option<ElementType> {
+        Some(match primitive {
+            1 => ElementType::PRED,
+            2 => ElementType::S8,
+            3 => ElementType::S16,
+            4 => ElementType::S32,
+            5 => ElementType::S64,
+            6 => ElementType::U8,
+            7 => ElementType::U16,
+            8 => ElementType::U32,
+            9 => ElementType::U64,
+            10 => ElementType::F16,
+            11 => ElementType::F32,
+            12 => ElementType::F64,
+            15 => ElementType::C64,
+            16 => ElementType::BF16,
+            18 => ElementType::C128,
+            19 => ElementType::F8E5M2,
+            20 => ElementType::F8E4M3FN,
+            21 => ElementType::S4,
+            22 => ElementType::U4,
+            _ => return None,
+        })
+    }
+}

@@ -1,0 +1,75 @@
+//! # pjrt-client
+//!
+//! A safe Rust client for the [PJRT C API](https://openxla.org/xla/pjrt): load any PJRT plugin
+//! (CPU, CUDA, ROCm, TPU), compile StableHLO, move data between host and devices, and run
+//! programs on one or many devices.
+//!
+//! ```no_run
+//! use pjrt_client::{Client, ClientOptions, CompileOptions, Placement, Plugin, Program};
+//!
+//! # fn main() -> pjrt_client::Result<()> {
+//! let plugin = Plugin::load(pjrt_client::locate::resolve(None)?.path)?;
+//! let client = Client::new(&plugin, &ClientOptions::new())?;
+//! let program = Program::mlir_text(r#"
+//!   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+//!     %0 = stablehlo.add %a, %b : tensor<4xf32>
+//!     return %0 : tensor<4xf32>
+//!   }"#)?;
+//! let exe = client.compile(&program, &CompileOptions::new())?;
+//! let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
+//! let b = client.buffer_from_slice(&[10f32, 20., 30., 40.], &[4], Placement::Default)?;
+//! let out = exe.execute(&[&a, &b])?;
+//! assert_eq!(out[0].to_vec::<f32>()?, [11., 22., 33., 44.]);
+//! # Ok(()) }
+//! ```
+//!
+//! ## Layers
+//! - [`sys`]: our own `#[repr(C)]` declarations of the C API; no logic.
+//! - one checked call path (internal): every call checks that the plugin's table has the slot,
+//!   that its version has the function, and converts and frees returned errors.
+//! - safe types, one module per concept: [`Plugin`], [`Client`], [`Device`], [`Memory`],
+//!   [`Buffer`], [`LoadedExecutable`], [`Event`].
+//!
+//! ## Threads
+//! [`Client`], [`Buffer`], [`LoadedExecutable`] and [`Event`] are `Send + Sync`: PJRT objects
+//! are thread-safe by contract. Children hold an `Arc` to their client, so a client is destroyed
+//! only after its last buffer, executable and event.
+//!
+//! ## Trust
+//! Loading a plugin runs its native code with the rights of this process.
+
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod sys;
+
+mod api;
+mod buffer;
+mod client;
+pub mod compile_options;
+mod device;
+mod element_type;
+mod error;
+mod event;
+mod executable;
+pub mod locate;
+mod named_value;
+pub mod npy;
+mod plugin;
+mod program;
+
+pub use api::ApiVersion;
+pub use buffer::{Buffer, HostLayout, HostTransfer, Placement};
+pub use client::{Client, ClientOptions};
+pub use compile_options::{CompileOptions, DeviceAssignment};
+pub use device::{Device, Memory};
+pub use element_type::{ElementType, NativeType};
+pub use error::{Error, ErrorCode, LoadError, Result};
+pub use event::{Event, OnReady};
+pub use executable::{ArrayShape, Execution, LoadedExecutable};
+pub use named_value::Value;
+pub use plugin::{Plugin, StableHloVersion};
+pub use program::{ModuleCounts, Program, ProgramFormat};
+
+pub use half;
+pub use num_complex;

@@ -1,0 +1,330 @@
+//! Finding plugins on this machine, and installing the known ones from PyPI.
+//!
+//! Resolution order for [`resolve`]: an explicit path or known name; the `PJRT_PLUGIN`
+//! environment variable; plugins installed as Python packages in the site-packages of the
+//! `python3` on `PATH`; this crate's plugin cache ([`cache_dir`]).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// A plugin this crate knows how to install from PyPI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnownPlugin {
+    /// Short name used by `pjrt plugin install NAME` and `--plugin NAME`.
+    pub name: &'static str,
+    /// The platform it serves.
+    pub platform: &'static str,
+    /// The PyPI distribution.
+    pub package: &'static str,
+    /// The pinned version.
+    pub version: &'static str,
+    /// The shared library inside the installed package.
+    pub library: &'static str,
+    /// SHA-256 of that library, checked after installing.
+    pub sha256: &'static str,
+}
+
+/// The plugins `pjrt plugin install` knows. The first is the default.
+pub const KNOWN_PLUGINS: &[KnownPlugin] = &[
+    KnownPlugin {
+        name: "cpu",
+        platform: "cpu",
+        package: "lammps-jax-pjrt-cpu",
+        version: "0.11.2",
+        library: "lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so",
+        sha256: "ad1309ac822b1b24d51b7f9947c7c9fa9ef5d67f390584cbc3d1fa2428fed9c2",
+    },
+    KnownPlugin {
+        name: "cpu-0.106",
+        platform: "cpu",
+        package: "fastatomstruct-xla-cpu",
+        version: "2026.6.23",
+        library: "fastatomstruct_xla_cpu/libpjrt_cpu.so",
+        sha256: "0a0fe56ca17be9efc7b942e89e534e5e0ad4a0f1e369b66d27b62184509015b9",
+    },
+];
+
+/// The default CPU plugin.
+pub fn default_plugin() -> &'static KnownPlugin {
+    &KNOWN_PLUGINS[0]
+}
+
+/// Looks a known plugin up by name.
+pub fn known_plugin(name: &str) -> Option<&'static KnownPlugin> {
+    KNOWN_PLUGINS.iter().find(|p| p.name == name)
+}
+
+/// Where a plugin was found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Source {
+    /// Given explicitly.
+    Explicit,
+    /// From the `PJRT_PLUGIN` environment variable.
+    Environment,
+    /// Inside a Python package in site-packages.
+    PythonPackage(PathBuf),
+    /// In this crate's plugin cache.
+    Cache,
+}
+
+/// A plugin file found on this machine (not loaded).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoundPlugin {
+    /// A short name (`cpu`, `cuda12`, `tpu`, or the package name).
+    pub name: String,
+    /// The platform, when the package says it.
+    pub platform: Option<String>,
+    /// The shared library.
+    pub path: PathBuf,
+    /// Where it was found.
+    pub source: Source,
+}
+
+/// The plugin cache: `$PJRT_PLUGIN_CACHE`, else `$XDG_CACHE_HOME/pjrt-client/plugins`, else
+/// `~/.cache/pjrt-client/plugins`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("PJRT_PLUGIN_CACHE").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("pjrt-client").join("plugins")
+}
+
+/// Where a known plugin is installed in the cache.
+pub fn cached_path(plugin: &KnownPlugin) -> PathBuf {
+    cache_dir().join(format!("{}-{}", plugin.package, plugin.version)).join(plugin.library)
+}
+
+/// The site-packages folders of the `python3` on `PATH` (empty when there is none).
+pub fn python_site_packages() -> Vec<PathBuf> {
+    let script = "import site, sys\n\
+                  paths = list(getattr(site, 'getsitepackages', lambda: [])())\n\
+                  user = getattr(site, 'getusersitepackages', lambda: None)()\n\
+                  paths += [user] if user else []\n\
+                  paths += [p for p in sys.path if p.endswith('-packages')]\n\
+                  print('\\n'.join(paths))";
+    let output = Command::new("python3").arg("-c").arg(script).stdin(Stdio::null()).stderr(Stdio::null()).output();
+    let Ok(output) = output else { return Vec::new() };
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let dir = PathBuf::from(line.trim());
+        if dir.is_dir() && !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    dirs
+}
+
+/// Plugins installed as Python packages under one site-packages folder.
+pub fn plugins_in_site_packages(site: &Path) -> Vec<FoundPlugin> {
+    let mut found = Vec::new();
+    let source = Source::PythonPackage(site.to_path_buf());
+    // JAX's plugin namespace: jax_plugins/xla_cuda12/xla_cuda_plugin.so, .../xla_rocm_plugin.so
+    if let Ok(entries) = std::fs::read_dir(site.join("jax_plugins")) {
+        let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+        entries.sort();
+        for dir in entries {
+            let Ok(files) = std::fs::read_dir(&dir) else { continue };
+            let mut files: Vec<_> = files.flatten().map(|e| e.path()).collect();
+            files.sort();
+            for file in files {
+                if file.extension().is_some_and(|e| e == "so") {
+                    let dir_name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                    let name = dir_name.trim_start_matches("xla_").to_owned();
+                    let platform = if name.starts_with("cuda") {
+                        Some("cuda".to_owned())
+                    } else if name.starts_with("rocm") {
+                        Some("rocm".to_owned())
+                    } else {
+                        None
+                    };
+                    found.push(FoundPlugin { name, platform, path: file, source: source.clone() });
+                }
+            }
+        }
+    }
+    for known in KNOWN_PLUGINS {
+        let path = site.join(known.library);
+        if path.is_file() {
+            found.push(FoundPlugin {
+                name: known.name.to_owned(),
+                platform: Some(known.platform.to_owned()),
+                path,
+                source: source.clone(),
+            });
+        }
+    }
+    let tpu = site.join("libtpu").join("libtpu.so");
+    if tpu.is_file() {
+        found.push(FoundPlugin { name: "tpu".into(), platform: Some("tpu".into()), path: tpu, source });
+    }
+    found
+}
+
+/// Every plugin this crate can find, in resolution order (environment, Python packages, cache).
+pub fn find_all() -> Vec<FoundPlugin> {
+    let mut found = Vec::new();
+    if let Some(path) = std::env::var_os("PJRT_PLUGIN").filter(|p| !p.is_empty()) {
+        found.push(FoundPlugin {
+            name: "PJRT_PLUGIN".into(),
+            platform: None,
+            path: PathBuf::from(path),
+            source: Source::Environment,
+        });
+    }
+    for site in python_site_packages() {
+        found.extend(plugins_in_site_packages(&site));
+    }
+    for known in KNOWN_PLUGINS {
+        let path = cached_path(known);
+        if path.is_file() {
+            found.push(FoundPlugin {
+                name: known.name.into(),
+                platform: Some(known.platform.into()),
+                path,
+                source: Source::Cache,
+            });
+        }
+    }
+    found
+}
+
+/// Resolves a plugin: `explicit` may be a path or a name (`cpu`, `cpu-0.106`, `cuda12`, `tpu`,
+/// ...). Without it: `PJRT_PLUGIN`, then Python packages, then the cache (CPU plugins last, so an
+/// installed accelerator plugin wins).
+pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
+    let mut tried = Vec::new();
+    if let Some(spec) = explicit {
+        let path = Path::new(spec);
+        if spec.contains('/') || spec.ends_with(".so") || path.is_file() {
+            return Ok(FoundPlugin {
+                name: spec.into(),
+                platform: None,
+                path: path.to_path_buf(),
+                source: Source::Explicit,
+            });
+        }
+        let all = find_all();
+        if let Some(found) = all.into_iter().find(|f| f.name == spec && f.source != Source::Environment) {
+            return Ok(found);
+        }
+        let hint = match known_plugin(spec) {
+            Some(_) => format!("install it with `pjrt plugin install {spec}`"),
+            None => format!(
+                "known names: {}; or give a path to a .so file",
+                KNOWN_PLUGINS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+            ),
+        };
+        return Err(Error::PluginNotFound { tried: format!("  plugin named `{spec}` ({hint})") });
+    }
+    let all = find_all();
+    tried.push("  $PJRT_PLUGIN (unset)".to_owned());
+    if let Some(env) = all.iter().find(|f| f.source == Source::Environment) {
+        return Ok(env.clone());
+    }
+    let sites = python_site_packages();
+    tried.push(format!(
+        "  Python packages (jax_plugins/*, lammps_jax_pjrt_cpu, fastatomstruct_xla_cpu, libtpu) in: {}",
+        if sites.is_empty() {
+            "no python3 on PATH".to_owned()
+        } else {
+            sites.iter().map(|s| s.display().to_string()).collect::<Vec<_>>().join(", ")
+        }
+    ));
+    tried.push(format!("  the plugin cache {}", cache_dir().display()));
+    let rank = |f: &FoundPlugin| match (f.platform.as_deref(), &f.source) {
+        (Some("cpu"), Source::Cache) => 3,
+        (Some("cpu"), _) => 2,
+        _ => 1,
+    };
+    all.into_iter()
+        .filter(|f| f.source != Source::Environment)
+        .min_by_key(|f| (rank(f), if f.name == default_plugin().name { 0 } else { 1 }))
+        .ok_or(Error::PluginNotFound { tried: tried.join("\n") })
+}
+
+/// SHA-256 of a file, as lowercase hex.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let mut hasher = Sha256::new();
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut chunk).map_err(|e| Error::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&chunk[..n]);
+    }
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
+fn create_private_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| Error::io(dir, e))?;
+    }
+    Ok(())
+}
+
+/// Installs a known plugin into the cache with `python3 -m pip` (no shell involved) and checks
+/// its SHA-256. Returns the library's path; does nothing if it is already installed and intact.
+/// `log` receives progress lines for the user.
+pub fn install(plugin: &KnownPlugin, mut log: impl FnMut(&str)) -> Result<PathBuf> {
+    let target = cached_path(plugin);
+    if target.is_file() && sha256_file(&target)? == plugin.sha256 {
+        return Ok(target);
+    }
+    let cache = cache_dir();
+    create_private_dir(&cache)?;
+    let final_dir = cache.join(format!("{}-{}", plugin.package, plugin.version));
+    let staging = cache.join(format!(".{}-{}.partial-{}", plugin.package, plugin.version, std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    let requirement = format!("{}=={}", plugin.package, plugin.version);
+    log(&format!("downloading PJRT plugin `{}` from PyPI ({requirement}) into {}", plugin.name, final_dir.display()));
+    let status = Command::new("python3")
+        .args(["-m", "pip", "install", "--quiet", "--no-deps", "--no-compile", "--disable-pip-version-check", "--target"])
+        .arg(&staging)
+        .arg(&requirement)
+        .env("PIP_ROOT_USER_ACTION", "ignore")
+        .stdin(Stdio::null())
+        .status()
+        .map_err(|e| Error::Install {
+            name: plugin.name.into(),
+            message: format!("cannot run `python3 -m pip` ({e}); install Python 3 with pip, or download {requirement} yourself and pass --plugin PATH"),
+        })?;
+    if !status.success() {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(Error::Install {
+            name: plugin.name.into(),
+            message: format!("`python3 -m pip install {requirement}` failed ({status}); check network access to PyPI"),
+        });
+    }
+    let staged = staging.join(plugin.library);
+    let digest = sha256_file(&staged)?;
+    if digest != plugin.sha256 {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(Error::Install {
+            name: plugin.name.into(),
+            message: format!(
+                "SHA-256 mismatch for {}: expected {}, got {digest}; refusing to use it",
+                plugin.library, plugin.sha256
+            ),
+        });
+    }
+    let _ = std::fs::remove_dir_all(&final_dir);
+    std::fs::rename(&staging, &final_dir).map_err(|e| Error::io(&final_dir, e))?;
+    log(&format!("installed {} (SHA-256 verified)", target.display()));
+    Ok(target)
+}

@@ -1,0 +1,161 @@
+//! Programs to compile: StableHLO/MLIR (text or bytecode) and serialized HLO modules.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+/// The magic that starts MLIR bytecode.
+const MLIR_BYTECODE_MAGIC: &[u8] = b"ML\xefR";
+
+/// The program formats PJRT compiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ProgramFormat {
+    /// MLIR (StableHLO or MHLO), as text or bytecode: PJRT format `"mlir"`.
+    Mlir,
+    /// A serialized `xla.HloModuleProto`: PJRT format `"hlo"`.
+    Hlo,
+}
+
+impl ProgramFormat {
+    /// The format string PJRT expects (compared by length, no NUL).
+    pub fn as_pjrt_str(self) -> &'static str {
+        match self {
+            ProgramFormat::Mlir => "mlir",
+            ProgramFormat::Hlo => "hlo",
+        }
+    }
+}
+
+/// A program and its format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Program {
+    format: ProgramFormat,
+    code: Vec<u8>,
+}
+
+impl Program {
+    /// StableHLO/MLIR text.
+    pub fn mlir_text(text: impl Into<String>) -> Result<Program> {
+        let text = text.into();
+        if text.trim().is_empty() {
+            return Err(Error::invalid("the MLIR program is empty"));
+        }
+        Ok(Program { format: ProgramFormat::Mlir, code: text.into_bytes() })
+    }
+
+    /// MLIR bytecode (including StableHLO portable artifacts).
+    pub fn mlir_bytecode(bytes: Vec<u8>) -> Result<Program> {
+        if !bytes.starts_with(MLIR_BYTECODE_MAGIC) {
+            return Err(Error::invalid("not MLIR bytecode: it does not start with the bytecode magic `ML\\xefR`"));
+        }
+        Ok(Program { format: ProgramFormat::Mlir, code: bytes })
+    }
+
+    /// A serialized `xla.HloModuleProto`.
+    pub fn hlo_module_proto(bytes: Vec<u8>) -> Result<Program> {
+        if bytes.is_empty() {
+            return Err(Error::invalid("the HLO module is empty"));
+        }
+        Ok(Program { format: ProgramFormat::Hlo, code: bytes })
+    }
+
+    /// Reads a program from a file: MLIR bytecode is recognised by its magic, `.pb`/`.hlo`
+    /// files are HLO module protos, anything else must be MLIR text.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Program> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        if bytes.starts_with(MLIR_BYTECODE_MAGIC) {
+            return Program::mlir_bytecode(bytes);
+        }
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if ext == "pb" || ext == "hlo" {
+            return Program::hlo_module_proto(bytes);
+        }
+        match String::from_utf8(bytes) {
+            Ok(text) => Program::mlir_text(text).map_err(|e| match e {
+                Error::InvalidArgument(m) => Error::invalid(format!("{}: {m}", path.display())),
+                other => other,
+            }),
+            Err(_) => Err(Error::invalid(format!(
+                "{} is neither MLIR text (it is not UTF-8) nor MLIR bytecode (no `ML\\xefR` magic); \
+                 for a serialized HloModuleProto use the extension .pb",
+                path.display()
+            ))),
+        }
+    }
+
+    /// The format.
+    pub fn format(&self) -> ProgramFormat {
+        self.format
+    }
+
+    /// The program bytes.
+    pub fn code(&self) -> &[u8] {
+        &self.code
+    }
+
+    /// The text, for MLIR text programs.
+    pub fn text(&self) -> Option<&str> {
+        if self.format == ProgramFormat::Mlir && !self.code.starts_with(MLIR_BYTECODE_MAGIC) {
+            std::str::from_utf8(&self.code).ok()
+        } else {
+            None
+        }
+    }
+
+    /// The replica and partition counts a lowered module asks for in its attributes
+    /// (`mhlo.num_replicas = 2 : i32`, `mhlo.num_partitions = ...`), as JAX writes them.
+    /// Only available for MLIR text.
+    pub fn module_counts(&self) -> ModuleCounts {
+        let Some(text) = self.text() else { return ModuleCounts::default() };
+        // Attributes sit on the `module` line, before the first function.
+        let header = text.split("func.func").next().unwrap_or("");
+        ModuleCounts {
+            replicas: attribute_int(header, "mhlo.num_replicas"),
+            partitions: attribute_int(header, "mhlo.num_partitions"),
+            uses_shardy: header.contains("sdy.mesh") || text.contains("sdy.sharding"),
+        }
+    }
+}
+
+/// What a module's attributes say about how to compile it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ModuleCounts {
+    /// `mhlo.num_replicas`
+    pub replicas: Option<i64>,
+    /// `mhlo.num_partitions`
+    pub partitions: Option<i64>,
+    /// Whether the module carries Shardy (`sdy`) shardings.
+    pub uses_shardy: bool,
+}
+
+fn attribute_int(text: &str, name: &str) -> Option<i64> {
+    let at = text.find(name)? + name.len();
+    let rest = text[at..].trim_start().strip_prefix('=')?.trim_start();
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_from_jax_module_header() {
+        let p = Program::mlir_text(
+            "module @jit_f attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {\n\
+             func.func public @main() {}\n}",
+        )
+        .unwrap();
+        let c = p.module_counts();
+        assert_eq!((c.replicas, c.partitions), (Some(1), Some(2)));
+    }
+
+    #[test]
+    fn rejects_empty_and_fake_bytecode() {
+        assert!(Program::mlir_text("  \n").is_err());
+        assert!(Program::mlir_bytecode(b"not bytecode".to_vec()).is_err());
+        assert!(Program::hlo_module_proto(vec![]).is_err());
+    }
+}

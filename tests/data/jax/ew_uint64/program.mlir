@@ -1,0 +1,24 @@
+module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<2x3xui64>, %arg1: tensor<2x3xui64>, %arg2: tensor<2x3xui64>) -> (tensor<2x3xui64> {jax.result_info = "result[0]"}, tensor<2x3xui64> {jax.result_info = "result[1]"}, tensor<2x3xui64> {jax.result_info = "result[2]"}, tensor<2x3xui64> {jax.result_info = "result[3]"}, tensor<2x3xui64> {jax.result_info = "result[4]"}, tensor<2x3xui64> {jax.result_info = "result[5]"}, tensor<2x3xui64> {jax.result_info = "result[6]"}, tensor<2x3xui64> {jax.result_info = "result[7]"}, tensor<2x3xui64> {jax.result_info = "result[8]"}, tensor<2x3xui64> {jax.result_info = "result[9]"}, tensor<2x3xui64> {jax.result_info = "result[10]"}, tensor<2x3xui64> {jax.result_info = "result[11]"}, tensor<2x3xui64> {jax.result_info = "result[12]"}, tensor<2x3xui64> {jax.result_info = "result[13]"}, tensor<2x3xui64> {jax.result_info = "result[14]"}) {
+    %0 = stablehlo.add %arg0, %arg1 : tensor<2x3xui64>
+    %1 = stablehlo.multiply %arg0, %arg1 : tensor<2x3xui64>
+    %2 = stablehlo.maximum %arg0, %arg1 : tensor<2x3xui64>
+    %3 = stablehlo.minimum %arg0, %arg1 : tensor<2x3xui64>
+    %4 = stablehlo.shift_left %arg0, %arg2 : tensor<2x3xui64>
+    %5 = stablehlo.shift_right_logical %arg0, %arg2 : tensor<2x3xui64>
+    %6 = stablehlo.shift_right_logical %arg0, %arg2 : tensor<2x3xui64>
+    %7 = stablehlo.and %arg0, %arg1 : tensor<2x3xui64>
+    %8 = stablehlo.or %arg0, %arg1 : tensor<2x3xui64>
+    %9 = stablehlo.xor %arg0, %arg1 : tensor<2x3xui64>
+    %10 = stablehlo.not %arg0 : tensor<2x3xui64>
+    %11 = stablehlo.divide %arg0, %arg1 : tensor<2x3xui64>
+    %12 = stablehlo.remainder %arg0, %arg1 : tensor<2x3xui64>
+    %13 = call @floor_divide(%arg0, %arg1) : (tensor<2x3xui64>, tensor<2x3xui64>) -> tensor<2x3xui64>
+    %14 = stablehlo.subtract %arg0, %arg1 : tensor<2x3xui64>
+    return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14 : tensor<2x3xui64>, tensor<2x3xui64>, tensor<2x3xui64>, tensor<2x3xui64>, tensor<2x3xui64>, tensor<2x3xui64>, tensor<2x3xui64>, tensor<2x3xui64>, tensor<2x3xui64>, tensor<2x3xui64>, tensor<2x3xui64>, tensor<2x3xui64>, tensor<2x3xui64>, tensor<2x3xui64>, tensor<2x3xui64>
+  }
+  func.func private @floor_divide(%arg0: tensor<2x3xui64>, %arg1: tensor<2x3xui64>) -> tensor<2x3xui64> {
+    %0 = stablehlo.divide %arg0, %arg1 : tensor<2x3xui64>
+    return %0 : tensor<2x3xui64>
+  }
+}
