@@ -312,6 +312,19 @@ impl CompileOptions {
         self
     }
 
+    /// Sets the XLA options in which JAX's own compilation differs from what a PJRT plugin uses
+    /// by default on `platform`, so a program lowered by JAX computes JAX's numbers. Later calls
+    /// to [`CompileOptions::xla_option`] override these.
+    ///
+    /// On CPU: `xla_cpu_enable_fast_min_max = false` (JAX propagates NaN through min/max; the CPU
+    /// plugins otherwise return the non-NaN operand).
+    pub fn jax_defaults(self, platform: &str) -> Self {
+        match platform {
+            "cpu" => self.xla_option("xla_cpu_enable_fast_min_max", false),
+            _ => self,
+        }
+    }
+
     /// Replicas requested.
     pub fn replicas(&self) -> i64 {
         self.build_ref().map(|b| b.num_replicas).unwrap_or(0)

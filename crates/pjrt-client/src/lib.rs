@@ -52,6 +52,7 @@ mod element_type;
 mod error;
 mod event;
 mod executable;
+pub mod host_array;
 pub mod locate;
 mod named_value;
 pub mod npy;
