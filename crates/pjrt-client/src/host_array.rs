@@ -9,8 +9,8 @@ use crate::npy::{Dtype, NpyArray};
 
 /// The element type a `.npy` dtype uploads as. `V2` (ml_dtypes' bfloat16) is bf16; `u2` data may
 /// also be taken as bf16 when the program's parameter asks for it (see [`upload_npy`]).
-pub fn element_type_of(dtype: Dtype) -> Option<ElementType> {
-    Some(match dtype {
+pub fn element_type_of(dtype: Dtype) -> ElementType {
+    match dtype {
         Dtype::Bool => ElementType::PRED,
         Dtype::I8 => ElementType::S8,
         Dtype::I16 => ElementType::S16,
@@ -26,8 +26,7 @@ pub fn element_type_of(dtype: Dtype) -> Option<ElementType> {
         Dtype::C64 => ElementType::C64,
         Dtype::C128 => ElementType::C128,
         Dtype::V2 => ElementType::BF16,
-        _ => return None,
-    })
+    }
 }
 
 /// The `.npy` dtype an element type is written as; bf16 is written as its raw bits (`<u2`).
@@ -59,8 +58,7 @@ pub fn upload_npy(
     wanted: Option<ElementType>,
     placement: Placement<'_>,
 ) -> Result<Buffer> {
-    let natural = element_type_of(array.dtype)
-        .ok_or_else(|| Error::invalid(format!("the .npy dtype {} has no PJRT element type", array.dtype)))?;
+    let natural = element_type_of(array.dtype);
     let element_type = match wanted {
         Some(ElementType::BF16) if matches!(array.dtype, Dtype::U16 | Dtype::V2) => ElementType::BF16,
         Some(w) if w != natural => {
