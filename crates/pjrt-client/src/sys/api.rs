@@ -190,3 +190,29 @@ api_table! {
 
 /// Number of slots in the table this crate was written against (0.115).
 pub const SLOT_COUNT: usize = 138;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_has_138_slots_in_order() {
+        assert_eq!(SLOTS.len(), SLOT_COUNT);
+        assert_eq!(std::mem::size_of::<PJRT_Api>(), FIRST_SLOT_OFFSET + 8 * SLOT_COUNT);
+        for (i, slot) in SLOTS.iter().enumerate() {
+            assert_eq!(slot.index, i);
+        }
+        assert_eq!(std::mem::offset_of!(PJRT_Api, PJRT_Client_Create), 120);
+        assert_eq!(std::mem::offset_of!(PJRT_Api, PJRT_Buffer_CopyRawToHost), 840);
+        assert_eq!(std::mem::offset_of!(PJRT_Api, PJRT_Device_ClearMemoryStats), 1120);
+        assert_eq!(std::mem::offset_of!(PJRT_Api, PJRT_TopologyDescription_GetMemorySpaceKindIds), 1136);
+        assert_eq!(std::mem::offset_of!(PJRT_Api, pjrt_api_version) + 16, 32);
+    }
+
+    #[test]
+    fn minors_never_decrease_after_the_base_block() {
+        for pair in SLOTS[90..].windows(2) {
+            assert!(pair[0].since_minor <= pair[1].since_minor, "{} then {}", pair[0].name, pair[1].name);
+        }
+    }
+}

@@ -459,3 +459,119 @@ pjrt_struct!(PJRT_Buffer_CopyToMemory_Args {
     struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, dst_memory: *mut PJRT_Memory,
     dst_buffer: *mut PJRT_Buffer,
 });
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sizes from the API notes' slot table (the header's `*_STRUCT_SIZE` at 0.114/0.115).
+    #[test]
+    fn struct_sizes_match_the_published_layout() {
+        let expected: &[(usize, usize, &str)] = &[
+            (PJRT_NamedValue::STRUCT_SIZE, 56, "PJRT_NamedValue"),
+            (PJRT_Error_Destroy_Args::STRUCT_SIZE, 24, "PJRT_Error_Destroy_Args"),
+            (PJRT_Error_Message_Args::STRUCT_SIZE, 40, "PJRT_Error_Message_Args"),
+            (PJRT_Error_GetCode_Args::STRUCT_SIZE, 28, "PJRT_Error_GetCode_Args"),
+            (PJRT_Plugin_Initialize_Args::STRUCT_SIZE, 16, "PJRT_Plugin_Initialize_Args"),
+            (PJRT_Plugin_Attributes_Args::STRUCT_SIZE, 32, "PJRT_Plugin_Attributes_Args"),
+            (PJRT_Event_Destroy_Args::STRUCT_SIZE, 24, "PJRT_Event_Destroy_Args"),
+            (PJRT_Event_IsReady_Args::STRUCT_SIZE, 25, "PJRT_Event_IsReady_Args"),
+            (PJRT_Event_Error_Args::STRUCT_SIZE, 24, "PJRT_Event_Error_Args"),
+            (PJRT_Event_Await_Args::STRUCT_SIZE, 24, "PJRT_Event_Await_Args"),
+            (PJRT_Event_OnReady_Args::STRUCT_SIZE, 40, "PJRT_Event_OnReady_Args"),
+            (PJRT_Event_Create_Args::STRUCT_SIZE, 24, "PJRT_Event_Create_Args"),
+            (PJRT_Event_Set_Args::STRUCT_SIZE, 48, "PJRT_Event_Set_Args"),
+            (PJRT_Client_Create_Args::STRUCT_SIZE, 88, "PJRT_Client_Create_Args"),
+            (PJRT_Client_Destroy_Args::STRUCT_SIZE, 24, "PJRT_Client_Destroy_Args"),
+            (PJRT_Client_PlatformName_Args::STRUCT_SIZE, 40, "PJRT_Client_PlatformName_Args"),
+            (PJRT_Client_ProcessIndex_Args::STRUCT_SIZE, 28, "PJRT_Client_ProcessIndex_Args"),
+            (PJRT_Client_PlatformVersion_Args::STRUCT_SIZE, 40, "PJRT_Client_PlatformVersion_Args"),
+            (PJRT_Client_Devices_Args::STRUCT_SIZE, 40, "PJRT_Client_Devices_Args"),
+            (PJRT_Client_AddressableDevices_Args::STRUCT_SIZE, 40, "PJRT_Client_AddressableDevices_Args"),
+            (PJRT_Client_LookupDevice_Args::STRUCT_SIZE, 40, "PJRT_Client_LookupDevice_Args"),
+            (PJRT_Client_LookupAddressableDevice_Args::STRUCT_SIZE, 40, "PJRT_Client_LookupAddressableDevice_Args"),
+            (PJRT_Client_AddressableMemories_Args::STRUCT_SIZE, 40, "PJRT_Client_AddressableMemories_Args"),
+            (PJRT_Program::STRUCT_SIZE, 48, "PJRT_Program"),
+            (PJRT_Client_Compile_Args::STRUCT_SIZE, 56, "PJRT_Client_Compile_Args"),
+            (PJRT_Client_DefaultDeviceAssignment_Args::STRUCT_SIZE, 48, "PJRT_Client_DefaultDeviceAssignment_Args"),
+            (PJRT_Client_BufferFromHostBuffer_Args::STRUCT_SIZE, 120, "PJRT_Client_BufferFromHostBuffer_Args"),
+            (PJRT_DeviceDescription_Id_Args::STRUCT_SIZE, 28, "PJRT_DeviceDescription_Id_Args"),
+            (PJRT_DeviceDescription_ProcessIndex_Args::STRUCT_SIZE, 28, "PJRT_DeviceDescription_ProcessIndex_Args"),
+            (PJRT_DeviceDescription_Attributes_Args::STRUCT_SIZE, 40, "PJRT_DeviceDescription_Attributes_Args"),
+            (PJRT_DeviceDescription_Kind_Args::STRUCT_SIZE, 40, "PJRT_DeviceDescription_Kind_Args"),
+            (PJRT_DeviceDescription_DebugString_Args::STRUCT_SIZE, 40, "PJRT_DeviceDescription_DebugString_Args"),
+            (PJRT_DeviceDescription_ToString_Args::STRUCT_SIZE, 40, "PJRT_DeviceDescription_ToString_Args"),
+            (PJRT_Device_GetDescription_Args::STRUCT_SIZE, 32, "PJRT_Device_GetDescription_Args"),
+            (PJRT_Device_IsAddressable_Args::STRUCT_SIZE, 25, "PJRT_Device_IsAddressable_Args"),
+            (PJRT_Device_LocalHardwareId_Args::STRUCT_SIZE, 28, "PJRT_Device_LocalHardwareId_Args"),
+            (PJRT_Device_AddressableMemories_Args::STRUCT_SIZE, 40, "PJRT_Device_AddressableMemories_Args"),
+            (PJRT_Device_DefaultMemory_Args::STRUCT_SIZE, 32, "PJRT_Device_DefaultMemory_Args"),
+            (PJRT_Memory_Id_Args::STRUCT_SIZE, 28, "PJRT_Memory_Id_Args"),
+            (PJRT_Memory_Kind_Args::STRUCT_SIZE, 40, "PJRT_Memory_Kind_Args"),
+            (PJRT_Memory_Kind_Id_Args::STRUCT_SIZE, 28, "PJRT_Memory_Kind_Id_Args"),
+            (PJRT_Memory_DebugString_Args::STRUCT_SIZE, 40, "PJRT_Memory_DebugString_Args"),
+            (PJRT_Memory_ToString_Args::STRUCT_SIZE, 40, "PJRT_Memory_ToString_Args"),
+            (PJRT_Memory_AddressableByDevices_Args::STRUCT_SIZE, 40, "PJRT_Memory_AddressableByDevices_Args"),
+            (PJRT_Executable_Destroy_Args::STRUCT_SIZE, 24, "PJRT_Executable_Destroy_Args"),
+            (PJRT_LoadedExecutable_Destroy_Args::STRUCT_SIZE, 24, "PJRT_LoadedExecutable_Destroy_Args"),
+            (PJRT_LoadedExecutable_GetExecutable_Args::STRUCT_SIZE, 32, "PJRT_LoadedExecutable_GetExecutable_Args"),
+            (PJRT_Executable_Name_Args::STRUCT_SIZE, 40, "PJRT_Executable_Name_Args"),
+            (PJRT_Executable_NumReplicas_Args::STRUCT_SIZE, 32, "PJRT_Executable_NumReplicas_Args"),
+            (PJRT_Executable_NumPartitions_Args::STRUCT_SIZE, 32, "PJRT_Executable_NumPartitions_Args"),
+            (PJRT_Executable_NumOutputs_Args::STRUCT_SIZE, 32, "PJRT_Executable_NumOutputs_Args"),
+            (PJRT_Executable_Fingerprint_Args::STRUCT_SIZE, 40, "PJRT_Executable_Fingerprint_Args"),
+            (PJRT_Executable_OutputElementTypes_Args::STRUCT_SIZE, 40, "PJRT_Executable_OutputElementTypes_Args"),
+            (PJRT_Executable_OutputDimensions_Args::STRUCT_SIZE, 48, "PJRT_Executable_OutputDimensions_Args"),
+            (PJRT_Executable_OptimizedProgram_Args::STRUCT_SIZE, 32, "PJRT_Executable_OptimizedProgram_Args"),
+            (PJRT_Executable_Serialize_Args::STRUCT_SIZE, 56, "PJRT_Executable_Serialize_Args"),
+            (
+                PJRT_LoadedExecutable_AddressableDevices_Args::STRUCT_SIZE,
+                40,
+                "PJRT_LoadedExecutable_AddressableDevices_Args",
+            ),
+            (PJRT_LoadedExecutable_Delete_Args::STRUCT_SIZE, 24, "PJRT_LoadedExecutable_Delete_Args"),
+            (PJRT_LoadedExecutable_IsDeleted_Args::STRUCT_SIZE, 25, "PJRT_LoadedExecutable_IsDeleted_Args"),
+            (PJRT_ExecuteOptions::STRUCT_SIZE, 144, "PJRT_ExecuteOptions"),
+            (PJRT_LoadedExecutable_Execute_Args::STRUCT_SIZE, 80, "PJRT_LoadedExecutable_Execute_Args"),
+            (PJRT_Buffer_Destroy_Args::STRUCT_SIZE, 24, "PJRT_Buffer_Destroy_Args"),
+            (PJRT_Buffer_ElementType_Args::STRUCT_SIZE, 28, "PJRT_Buffer_ElementType_Args"),
+            (PJRT_Buffer_Dimensions_Args::STRUCT_SIZE, 40, "PJRT_Buffer_Dimensions_Args"),
+            (PJRT_Buffer_ToHostBuffer_Args::STRUCT_SIZE, 56, "PJRT_Buffer_ToHostBuffer_Args"),
+            (PJRT_Buffer_OnDeviceSizeInBytes_Args::STRUCT_SIZE, 32, "PJRT_Buffer_OnDeviceSizeInBytes_Args"),
+            (PJRT_Buffer_Delete_Args::STRUCT_SIZE, 24, "PJRT_Buffer_Delete_Args"),
+            (PJRT_Buffer_IsDeleted_Args::STRUCT_SIZE, 25, "PJRT_Buffer_IsDeleted_Args"),
+            (PJRT_Buffer_Device_Args::STRUCT_SIZE, 32, "PJRT_Buffer_Device_Args"),
+            (PJRT_Buffer_Memory_Args::STRUCT_SIZE, 32, "PJRT_Buffer_Memory_Args"),
+            (PJRT_Buffer_ReadyEvent_Args::STRUCT_SIZE, 32, "PJRT_Buffer_ReadyEvent_Args"),
+            (PJRT_Buffer_CopyToDevice_Args::STRUCT_SIZE, 40, "PJRT_Buffer_CopyToDevice_Args"),
+            (PJRT_Buffer_CopyToMemory_Args::STRUCT_SIZE, 40, "PJRT_Buffer_CopyToMemory_Args"),
+        ];
+        for (ours, theirs, name) in expected {
+            assert_eq!(ours, theirs, "{name}");
+        }
+    }
+
+    #[test]
+    fn named_value_layout() {
+        assert_eq!(std::mem::offset_of!(PJRT_NamedValue, type_), 32);
+        assert_eq!(std::mem::offset_of!(PJRT_NamedValue, value), 40);
+        assert_eq!(std::mem::offset_of!(PJRT_NamedValue, value_size), 48);
+    }
+
+    #[test]
+    fn execute_options_layout() {
+        assert_eq!(std::mem::offset_of!(PJRT_ExecuteOptions, launch_id), 48);
+        assert_eq!(std::mem::offset_of!(PJRT_ExecuteOptions, context), 72);
+        assert_eq!(std::mem::offset_of!(PJRT_ExecuteOptions, use_major_to_minor_data_layout_for_callbacks), 120);
+        assert_eq!(std::mem::offset_of!(PJRT_ExecuteOptions, hlo_output_callbacks), 128);
+        assert_eq!(std::mem::offset_of!(PJRT_LoadedExecutable_Execute_Args, execute_device), 72);
+        assert_eq!(std::mem::offset_of!(PJRT_Client_Create_Args, kv_try_get_user_arg), 80);
+    }
+
+    #[test]
+    fn new_sets_struct_size_and_zeroes() {
+        let args = PJRT_Client_Create_Args::new();
+        assert_eq!(args.struct_size, 88);
+        assert!(args.create_options.is_null() && args.client.is_null() && args.kv_get_callback.is_none());
+    }
+}
