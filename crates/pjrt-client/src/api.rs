@@ -53,20 +53,23 @@ impl Api {
     /// for the life of the process.
     pub(crate) unsafe fn new(raw: NonNull<sys::PJRT_Api>) -> Result<Self, crate::error::LoadError> {
         use crate::error::LoadError;
-        // SAFETY: the caller guarantees the header is readable; we read only header fields.
-        let (struct_size, major, minor) = unsafe {
-            let p = raw.as_ptr();
-            (
-                std::ptr::addr_of!((*p).struct_size).read(),
-                std::ptr::addr_of!((*p).pjrt_api_version.major_version).read(),
-                std::ptr::addr_of!((*p).pjrt_api_version.minor_version).read(),
-            )
-        };
-        // The error functions (slots 0..3) must exist: every error path depends on them.
+        // SAFETY: the caller guarantees a readable `struct_size` at offset 0.
+        let struct_size = unsafe { std::ptr::addr_of!((*raw.as_ptr()).struct_size).read() };
+        // The header (40 bytes) and the error functions (slots 0..3) must exist before anything
+        // else is read: every error path depends on them.
         let min = sys::FIRST_SLOT_OFFSET + 8 * 3;
         if struct_size < min {
             return Err(LoadError::TableTooSmall { struct_size, min });
         }
+        // SAFETY: the table is at least `min` bytes, so the version fields (offsets 32 and 36) lie
+        // inside it.
+        let (major, minor) = unsafe {
+            let p = raw.as_ptr();
+            (
+                std::ptr::addr_of!((*p).pjrt_api_version.major_version).read(),
+                std::ptr::addr_of!((*p).pjrt_api_version.minor_version).read(),
+            )
+        };
         if major != 0 {
             return Err(LoadError::IncompatibleVersion {
                 major,

@@ -161,9 +161,12 @@ where
     // this exactly once, so ownership comes back exactly once.
     let closure = unsafe { Box::from_raw(user_arg as *mut OnReadyClosure<F>) };
     let OnReadyClosure { callback, state, plugin } = *closure;
-    // The callback owns `error` and must destroy it: `check` converts and destroys.
-    let status = plugin.api().check(error, "PJRT_Event_OnReady");
-    let outcome = catch_unwind(AssertUnwindSafe(move || callback(status)));
+    // The callback owns `error` and must destroy it: `check` converts and destroys. Everything
+    // runs inside catch_unwind so no panic unwinds into the plugin.
+    let outcome = catch_unwind(AssertUnwindSafe(move || {
+        let status = plugin.api().check(error, "PJRT_Event");
+        callback(status)
+    }));
     let record = match outcome {
         Ok(()) => Ok(()),
         Err(payload) => Err(Error::CallbackPanicked(panic_message(payload.as_ref()))),

@@ -29,8 +29,8 @@ pub(crate) struct PluginInner {
     pub(crate) api: Api,
     path: PathBuf,
     attributes: Vec<(String, Value)>,
-    // Kept so the mapping is never released; never dropped because the registry holds every plugin.
-    _library: libloading::Library,
+    // Never dropped: the mapping stays until the process exits.
+    _library: std::mem::ManuallyDrop<libloading::Library>,
 }
 
 /// Plugins loaded so far, by canonical path: each one is loaded and initialised once.
@@ -70,6 +70,9 @@ impl Plugin {
         };
         // SAFETY: calling the plugin's documented entry point with no arguments.
         let raw = unsafe { get_api() };
+        // From here on the plugin's code has run and may have registered global state: never
+        // unload it, even if it is refused below.
+        let library = std::mem::ManuallyDrop::new(library);
         let raw = NonNull::new(raw as *mut sys::PJRT_Api).ok_or_else(|| load_err(LoadError::NullApi))?;
         // SAFETY: a non-NULL `PJRT_Api*` from `GetPjrtApi` points to the plugin's static table,
         // which lives as long as the library, i.e. forever (never unloaded).

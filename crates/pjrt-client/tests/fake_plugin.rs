@@ -94,7 +94,8 @@ fn quiet_expected_panics() {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             let payload = info.payload();
-            let message = payload.downcast_ref::<&str>().copied().or(payload.downcast_ref::<String>().map(String::as_str));
+            let message =
+                payload.downcast_ref::<&str>().copied().or(payload.downcast_ref::<String>().map(String::as_str));
             if message != Some(EXPECTED_PANIC) {
                 previous(info);
             }
@@ -255,7 +256,12 @@ fn short_table_gates_slots() {
     assert!(!plugin.has_function("PJRT_Client_Destroy"));
     assert!(!plugin.has_function("PJRT_TopologyDescription_GetMemorySpaceKindIds"));
     match Client::new(&plugin, &ClientOptions::new()) {
-        Err(Error::Unsupported { function: "PJRT_Client_Create", since_minor: 0, plugin_major: 0, plugin_minor: 115 }) => {}
+        Err(Error::Unsupported {
+            function: "PJRT_Client_Create",
+            since_minor: 0,
+            plugin_major: 0,
+            plugin_minor: 115,
+        }) => {}
         other => panic!("expected Unsupported PJRT_Client_Create, got {other:?}"),
     }
     assert_eq!(fake.counter("client_create_calls"), 0);
@@ -449,7 +455,7 @@ fn on_ready_callback_receives_the_event_error() {
         .unwrap();
     on_ready.wait().unwrap();
     match receiver.recv().unwrap() {
-        Err(Error::Pjrt { function: "PJRT_Event_OnReady", code: ErrorCode::Internal, message }) => {
+        Err(Error::Pjrt { function: "PJRT_Event", code: ErrorCode::Internal, message }) => {
             assert_eq!(message, "fake: transfer failed");
         }
         other => panic!("expected the event's error in the callback, got {other:?}"),
