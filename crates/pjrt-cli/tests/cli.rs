@@ -200,3 +200,31 @@ fn bad_input_fails_cleanly() {
     assert_fails(&pjrt(&["run", mlp, "--xla-option", "novalue"]), "NAME=VALUE");
     assert_fails(&pjrt(&["run", mlp, "--replicas", "0"]), "at least 1");
 }
+
+#[test]
+fn run_takes_bytecode_and_portable_artifacts() {
+    for file in ["tanh_mul.mlirbc", "tanh_mul.portable-1.0.0.mlirbc", "tanh_mul.mlir"] {
+        for plugin in PLUGINS {
+            let out_dir = temp_dir(&format!("formats-{plugin}-{file}"));
+            let program = format!("tests/data/formats/{file}");
+            let out = pjrt(&[
+                "run",
+                &program,
+                "--plugin",
+                plugin,
+                "--input",
+                "tests/data/formats/a.npy",
+                "tests/data/formats/b.npy",
+                "--output-dir",
+                out_dir.to_str().unwrap(),
+            ]);
+            assert!(out.status.success(), "{plugin} {file}: {}", stderr(&out));
+            let got = NpyArray::read(&out_dir.join("out0.npy")).unwrap().to_vec::<f32>().unwrap();
+            let want =
+                NpyArray::read(&root().join("tests/data/formats/expected.npy")).unwrap().to_vec::<f32>().unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                assert!((g - w).abs() <= 1e-6 + 1e-6 * w.abs(), "{plugin} {file}: {g} vs {w}");
+            }
+        }
+    }
+}

@@ -26,11 +26,27 @@ pub enum Placement<'a> {
     Memory(&'a Memory<'a>),
 }
 
+/// How long the plugin may read the host data of an upload. Both variants are safe with a
+/// borrowed slice: the upload returns only once the plugin no longer reads it. (Zero-copy
+/// semantics need host memory the buffer can own; they are not offered on borrowed slices.)
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HostBufferSemantics {
+    /// The plugin copies the data during the call (`kImmutableOnlyDuringCall`).
+    #[default]
+    CopyDuringCall,
+    /// The plugin may copy asynchronously; the upload waits for its done event before returning
+    /// (`kImmutableUntilTransferCompletes`).
+    CopyUntilTransferCompletes,
+}
+
 /// How to read a host array for an upload.
 #[derive(Clone, Debug, Default)]
 pub struct HostLayout {
     /// Byte strides per dimension; `None` means dense row-major.
     pub byte_strides: Option<Vec<i64>>,
+    /// How long the plugin may read the data.
+    pub semantics: HostBufferSemantics,
 }
 
 /// An array on a device. Dropping it frees the device memory.
@@ -162,7 +178,12 @@ impl Client {
             args.byte_strides = strides.as_ptr();
             args.num_byte_strides = strides.len();
         }
-        args.host_buffer_semantics = sys::PJRT_HostBufferSemantics::ImmutableOnlyDuringCall;
+        args.host_buffer_semantics = match layout.semantics {
+            HostBufferSemantics::CopyDuringCall => sys::PJRT_HostBufferSemantics::ImmutableOnlyDuringCall,
+            HostBufferSemantics::CopyUntilTransferCompletes => {
+                sys::PJRT_HostBufferSemantics::ImmutableUntilTransferCompletes
+            }
+        };
         match placement {
             Placement::Default => {
                 let device = self
@@ -181,8 +202,8 @@ impl Client {
             Placement::Memory(memory) => args.memory = memory.as_raw(),
         }
         pjrt_call!(api, PJRT_Client_BufferFromHostBuffer, &mut args)?;
-        // The plugin copied the data during the call (ImmutableOnlyDuringCall); the done event
-        // carries nothing we need, but it is ours to destroy, and waiting on it is cheap.
+        // `data` is borrowed only for this call: wait until the plugin is done with it (at once
+        // for CopyDuringCall). The event is ours to destroy either way.
         if let Some(done) = Event::from_raw(self.plugin(), Some(self), args.done_with_host_buffer) {
             done.wait()?;
         }

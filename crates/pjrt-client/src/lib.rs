@@ -60,7 +60,7 @@ mod plugin;
 mod program;
 
 pub use api::ApiVersion;
-pub use buffer::{Buffer, HostLayout, HostTransfer, Placement};
+pub use buffer::{Buffer, HostBufferSemantics, HostLayout, HostTransfer, Placement};
 pub use client::{Client, ClientOptions};
 pub use compile_options::{CompileOptions, DeviceAssignment};
 pub use device::{Device, Memory};

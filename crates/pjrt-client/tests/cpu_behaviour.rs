@@ -2,7 +2,10 @@
 
 mod support;
 
-use pjrt_client::{CompileOptions, DeviceAssignment, ElementType, Error, ErrorCode, HostLayout, Placement, Program};
+use pjrt_client::{
+    CompileOptions, DeviceAssignment, ElementType, Error, ErrorCode, HostBufferSemantics, HostLayout, Placement,
+    Program,
+};
 
 #[test]
 fn devices_and_memories() {
@@ -130,15 +133,18 @@ fn strided_uploads_and_bad_shapes() {
     // A column-major 2x3 f32 array read through byte strides.
     let col_major = [1f32, 4., 2., 5., 3., 6.];
     let bytes: Vec<u8> = col_major.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let layout = HostLayout { byte_strides: Some(vec![4, 8]) };
+    let layout = HostLayout { byte_strides: Some(vec![4, 8]), ..Default::default() };
     let b = client.buffer_from_bytes(&bytes, ElementType::F32, &[2, 3], &layout, Placement::Default).unwrap();
     assert_eq!(b.to_vec::<f32>().unwrap(), [1., 2., 3., 4., 5., 6.]);
-    let too_far = HostLayout { byte_strides: Some(vec![4, 16]) };
+    let too_far = HostLayout { byte_strides: Some(vec![4, 16]), ..Default::default() };
     assert!(matches!(
         client.buffer_from_bytes(&bytes, ElementType::F32, &[2, 3], &too_far, Placement::Default),
         Err(Error::InvalidArgument(_))
     ));
-    let wrong_rank = HostLayout { byte_strides: Some(vec![4]) };
+    let wrong_rank = HostLayout { byte_strides: Some(vec![4]), ..Default::default() };
+    let async_copy = HostLayout { semantics: HostBufferSemantics::CopyUntilTransferCompletes, ..Default::default() };
+    let c = client.buffer_from_bytes(&bytes, ElementType::F32, &[6], &async_copy, Placement::Default).unwrap();
+    assert_eq!(c.to_vec::<f32>().unwrap(), col_major);
     assert!(client.buffer_from_bytes(&bytes, ElementType::F32, &[2, 3], &wrong_rank, Placement::Default).is_err());
     let dflt = HostLayout::default();
     assert!(client.buffer_from_bytes(&bytes, ElementType::F32, &[-1, 3], &dflt, Placement::Default).is_err());
