@@ -228,3 +228,98 @@ fn run_takes_bytecode_and_portable_artifacts() {
         }
     }
 }
+
+/// Every single-device program lowered by JAX in tests/data/jax, through `pjrt run`, on both
+/// plugins: integers bit-exact, floats within the tolerance recorded with the case.
+#[test]
+fn run_reproduces_every_single_device_jax_case() {
+    let data = root().join("tests/data/jax");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&data).unwrap().flatten().map(|e| e.path()).collect();
+    cases.retain(|c| c.join("meta.json").is_file());
+    cases.sort();
+    let mut ran = 0;
+    let mut failures = Vec::new();
+    for case in &cases {
+        let meta: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(case.join("meta.json")).unwrap()).unwrap();
+        if meta["replicas"] != 1 || meta["partitions"] != 1 {
+            continue;
+        }
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        for plugin in PLUGINS {
+            let out_dir = temp_dir(&format!("jax-{plugin}-{name}"));
+            let mut args: Vec<String> = vec![
+                "run".into(),
+                case.join("program.mlir").to_string_lossy().into(),
+                "--plugin".into(),
+                plugin.to_string(),
+                "--output-dir".into(),
+                out_dir.to_string_lossy().into(),
+            ];
+            for (name, value) in meta["xla_options"].as_object().into_iter().flatten() {
+                args.push("--xla-option".into());
+                args.push(format!("{name}={value}"));
+            }
+            let inputs: Vec<String> = meta["inputs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| case.join(i["file"].as_str().unwrap()).to_string_lossy().into_owned())
+                .collect();
+            if !inputs.is_empty() {
+                args.push("--input".into());
+                args.extend(inputs);
+            }
+            let out = pjrt(&args.iter().map(|s| s.as_str()).collect::<Vec<_>>());
+            if !out.status.success() {
+                failures.push(format!("{plugin} {name}: {}", stderr(&out)));
+                continue;
+            }
+            for (o, spec) in meta["outputs"].as_array().unwrap().iter().enumerate() {
+                let want = NpyArray::read(&case.join(spec["file"].as_str().unwrap())).unwrap();
+                let got = NpyArray::read(&out_dir.join(format!("out{o}.npy"))).unwrap();
+                if let Err(e) = same(&want, &got, spec) {
+                    failures.push(format!("{plugin} {name} out{o}: {e}"));
+                }
+            }
+            ran += 1;
+        }
+    }
+    assert!(ran >= 60, "ran only {ran} case runs");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+fn same(want: &NpyArray, got: &NpyArray, spec: &serde_json::Value) -> Result<(), String> {
+    use pjrt_client::npy::Dtype;
+    if want.shape != got.shape || want.dtype != got.dtype {
+        return Err(format!("{} {:?} vs expected {} {:?}", got.dtype, got.shape, want.dtype, want.shape));
+    }
+    let floats = |a: &NpyArray| -> Option<Vec<f64>> {
+        let d = &a.data;
+        Some(match a.dtype {
+            Dtype::F16 => d.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64()).collect(),
+            Dtype::U16 if spec["dtype"] == "bfloat16" => {
+                d.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f64()).collect()
+            }
+            Dtype::F32 | Dtype::C64 => {
+                d.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64).collect()
+            }
+            Dtype::F64 | Dtype::C128 => d.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect(),
+            _ => return None,
+        })
+    };
+    match (floats(want), floats(got)) {
+        (Some(w), Some(g)) if spec["exact"] != true => {
+            let rtol = spec["rtol"].as_f64().unwrap_or(1e-6);
+            let atol = spec["atol"].as_f64().unwrap_or(1e-6);
+            for (i, (w, g)) in w.iter().zip(&g).enumerate() {
+                if !((w.is_nan() && g.is_nan()) || w == g || (g - w).abs() <= atol + rtol * w.abs()) {
+                    return Err(format!("element {i}: {g} vs expected {w}"));
+                }
+            }
+            Ok(())
+        }
+        _ if want.data == got.data => Ok(()),
+        _ => Err("not bit-exact".into()),
+    }
+}
