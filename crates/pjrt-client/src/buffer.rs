@@ -186,12 +186,9 @@ impl Client {
         };
         match placement {
             Placement::Default => {
-                let device = self
-                    .addressable_devices()
-                    .into_iter()
-                    .next()
+                args.device = self
+                    .first_addressable_device()
                     .ok_or_else(|| Error::invalid("the client has no addressable device"))?;
-                args.device = device.as_raw();
             }
             Placement::Device(device) => {
                 if !device.client().same_client(self) {

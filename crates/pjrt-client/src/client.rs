@@ -273,6 +273,10 @@ impl Client {
         self.inner.plugin.api()
     }
 
+    pub(crate) fn first_addressable_device(&self) -> Option<*mut sys::PJRT_Device> {
+        self.inner.addressable_devices.first().map(|d| d.as_ptr())
+    }
+
     pub(crate) fn same_client(&self, other: &Client) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
