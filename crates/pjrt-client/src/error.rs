@@ -222,6 +222,14 @@ pub enum Error {
     /// A user callback panicked; the panic was caught at the C boundary.
     #[error("a callback panicked: {0}")]
     CallbackPanicked(String),
+    /// A bounded wait ran out.
+    #[error("timed out after {after:?} {what}")]
+    Timeout {
+        /// What was being waited for.
+        what: &'static str,
+        /// The time limit.
+        after: std::time::Duration,
+    },
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {

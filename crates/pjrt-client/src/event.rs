@@ -6,6 +6,7 @@ use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::api::{pjrt_call, Api};
 use crate::client::Client;
@@ -42,6 +43,24 @@ impl Event {
         let mut args = sys::PJRT_Event_Await_Args::new();
         args.event = self.raw.as_ptr();
         pjrt_call!(self.api(), PJRT_Event_Await, &mut args)
+    }
+
+    /// Blocks until the event completes or `timeout` passes. A timeout gives [`Error::Timeout`]
+    /// and leaves the event (and the work it tracks) as it was: waiting again is fine.
+    pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
+        if self.is_ready()? {
+            return self.error();
+        }
+        let status: Arc<Mutex<Option<Result<()>>>> = Arc::default();
+        let slot = status.clone();
+        let handle = self.on_ready(move |result| {
+            *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+        })?;
+        if !handle.wait_timeout(timeout)? {
+            return Err(Error::Timeout { what: "waiting for a PJRT event", after: timeout });
+        }
+        let result = status.lock().unwrap_or_else(|p| p.into_inner()).take();
+        result.unwrap_or(Ok(()))
     }
 
     /// Whether the event has completed.
@@ -133,6 +152,24 @@ impl OnReady {
         match done.as_ref() {
             Some(Err(Error::CallbackPanicked(m))) => Err(Error::CallbackPanicked(m.clone())),
             _ => Ok(()),
+        }
+    }
+
+    /// Like [`OnReady::wait`], but gives up after `timeout`: `Ok(false)` when the callback has
+    /// not run by then.
+    pub fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
+        let deadline = Instant::now() + timeout;
+        let mut done = self.state.done.lock().unwrap_or_else(|p| p.into_inner());
+        while done.is_none() {
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(false);
+            }
+            done = self.state.cond.wait_timeout(done, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        match done.as_ref() {
+            Some(Err(Error::CallbackPanicked(m))) => Err(Error::CallbackPanicked(m.clone())),
+            _ => Ok(true),
         }
     }
 

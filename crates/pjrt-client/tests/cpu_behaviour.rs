@@ -275,3 +275,12 @@ fn children_keep_the_client_alive() {
     event.wait().unwrap();
     assert_eq!(exe.execute(&[&x, &x]).unwrap()[0].to_vec::<f32>().unwrap(), [2.; 4]);
 }
+
+#[test]
+fn bounded_waits() {
+    let client = support::client("cpu", 1);
+    let a = client.buffer_from_slice(&[1f32], &[1], Placement::Default).unwrap();
+    a.ready_event().unwrap().wait_timeout(std::time::Duration::from_secs(10)).unwrap();
+    let handle = a.ready_event().unwrap().on_ready(|_| ()).unwrap();
+    assert!(handle.wait_timeout(std::time::Duration::from_secs(10)).unwrap());
+}
