@@ -3,6 +3,14 @@
 //! Resolution order for [`resolve`]: an explicit path or known name; the `PJRT_PLUGIN`
 //! environment variable; plugins installed as Python packages in the site-packages of the
 //! `python3` on `PATH`; this crate's plugin cache ([`cache_dir`]).
+//!
+//! # Trust
+//! A plugin is native code that runs with this process's rights. Plugins installed by
+//! [`install`] come from PyPI at a pinned version, are checked against a pinned SHA-256 before
+//! first use, and are refused if the file changes afterwards ([`verified_cached`]). The cache
+//! folder is created owner-only (0700), and pip is run directly (no shell) with fixed arguments.
+//! Paths given explicitly, through `PJRT_PLUGIN` or found in Python packages are trusted as
+//! the user's choice and loaded as they are.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -216,7 +224,7 @@ pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
         }
         let all = find_all();
         if let Some(found) = all.into_iter().find(|f| f.name == spec && f.source != Source::Environment) {
-            return Ok(found);
+            return verify_if_cached(found);
         }
         let hint = match known_plugin(spec) {
             Some(_) => format!("install it with `pjrt plugin install {spec}`"),
@@ -247,10 +255,85 @@ pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
         (Some("cpu"), _) => 2,
         _ => 1,
     };
-    all.into_iter()
+    let best = all
+        .into_iter()
         .filter(|f| f.source != Source::Environment)
         .min_by_key(|f| (rank(f), if f.name == default_plugin().name { 0 } else { 1 }))
-        .ok_or(Error::PluginNotFound { tried: tried.join("\n") })
+        .ok_or(Error::PluginNotFound { tried: tried.join("\n") })?;
+    verify_if_cached(best)
+}
+
+/// Plugins from the cache are checked against their published SHA-256 before use.
+pub fn verify_if_cached(found: FoundPlugin) -> Result<FoundPlugin> {
+    if found.source != Source::Cache {
+        return Ok(found);
+    }
+    match known_plugin(&found.name) {
+        Some(known) => Ok(FoundPlugin { path: verified_cached(known)?, ..found }),
+        None => Ok(found),
+    }
+}
+
+/// Identity of a file on disk, cheap to read: size, modification time and inode.
+fn file_stamp(path: &Path) -> Result<String> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    #[cfg(unix)]
+    let inode = {
+        use std::os::unix::fs::MetadataExt;
+        meta.ino()
+    };
+    #[cfg(not(unix))]
+    let inode = 0u64;
+    Ok(format!("{} {} {}", meta.len(), modified, inode))
+}
+
+fn marker_path(library: &Path) -> PathBuf {
+    let mut name = library.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+    name.push(".pjrt-verified");
+    library.with_file_name(name)
+}
+
+/// Returns the cached library of a known plugin after checking it is the file that was
+/// verified: its SHA-256 is checked on first use and recorded with the file's size, time and
+/// inode; a file that changed since is hashed again and refused if its content differs.
+pub fn verified_cached(plugin: &KnownPlugin) -> Result<PathBuf> {
+    let path = cached_path(plugin);
+    if !path.is_file() {
+        return Err(Error::PluginNotFound {
+            tried: format!("  {} (install it with `pjrt plugin install {}`)", path.display(), plugin.name),
+        });
+    }
+    verify_file(plugin, path)
+}
+
+fn verify_file(plugin: &KnownPlugin, path: PathBuf) -> Result<PathBuf> {
+    let stamp = file_stamp(&path)?;
+    let marker = marker_path(&path);
+    let recorded = std::fs::read_to_string(&marker).ok();
+    if recorded.as_deref() == Some(format!("{} {stamp}", plugin.sha256).as_str()) {
+        return Ok(path);
+    }
+    let digest = sha256_file(&path)?;
+    if digest != plugin.sha256 {
+        let what = if recorded.is_some() { "changed since it was verified" } else { "is not the published file" };
+        return Err(Error::Install {
+            name: plugin.name.into(),
+            message: format!(
+                "{} {what} (SHA-256 {digest}, expected {}); refusing to load it. Reinstall with `pjrt plugin install {}`",
+                path.display(),
+                plugin.sha256,
+                plugin.name
+            ),
+        });
+    }
+    std::fs::write(&marker, format!("{} {stamp}", plugin.sha256)).map_err(|e| Error::io(&marker, e))?;
+    Ok(path)
 }
 
 /// SHA-256 of a file, as lowercase hex.
@@ -282,9 +365,8 @@ fn create_private_dir(dir: &Path) -> Result<()> {
 /// its SHA-256. Returns the library's path; does nothing if it is already installed and intact.
 /// `log` receives progress lines for the user.
 pub fn install(plugin: &KnownPlugin, mut log: impl FnMut(&str)) -> Result<PathBuf> {
-    let target = cached_path(plugin);
-    if target.is_file() && sha256_file(&target)? == plugin.sha256 {
-        return Ok(target);
+    if let Ok(path) = verified_cached(plugin) {
+        return Ok(path);
     }
     let cache = cache_dir();
     create_private_dir(&cache)?;
@@ -325,6 +407,38 @@ pub fn install(plugin: &KnownPlugin, mut log: impl FnMut(&str)) -> Result<PathBu
     }
     let _ = std::fs::remove_dir_all(&final_dir);
     std::fs::rename(&staging, &final_dir).map_err(|e| Error::io(&final_dir, e))?;
+    let target = verified_cached(plugin)?;
     log(&format!("installed {} (SHA-256 verified)", target.display()));
     Ok(target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_changed_plugin_file_is_refused() {
+        let dir = std::env::temp_dir().join(format!("pjrt-verify-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("libfake.so");
+        std::fs::write(&path, b"pretend plugin").unwrap();
+        let digest: &'static str = Box::leak(sha256_file(&path).unwrap().into_boxed_str());
+        let known = KnownPlugin { sha256: digest, ..*default_plugin() };
+        assert_eq!(verify_file(&known, path.clone()).unwrap(), path);
+        assert!(marker_path(&path).is_file(), "the verification is recorded");
+        assert_eq!(verify_file(&known, path.clone()).unwrap(), path, "the recorded stamp is accepted");
+        std::fs::write(&path, b"tampered plugin").unwrap();
+        let e = verify_file(&known, path.clone()).unwrap_err().to_string();
+        assert!(e.contains("changed since it was verified"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn known_plugins_are_pinned() {
+        for p in KNOWN_PLUGINS {
+            assert_eq!(p.sha256.len(), 64);
+            assert!(p.version.chars().all(|c| c.is_ascii_digit() || c == '.'));
+        }
+        assert_eq!(default_plugin().package, "lammps-jax-pjrt-cpu");
+    }
 }

@@ -22,9 +22,8 @@ pub fn plugin(name: &str) -> Plugin {
     let known = locate::known_plugin(name).expect("a known plugin name");
     let path = {
         let _guard = install_lock().lock().unwrap_or_else(|p| p.into_inner());
-        let cached = locate::cached_path(known);
-        if cached.is_file() {
-            cached
+        if let Ok(verified) = locate::verified_cached(known) {
+            verified
         } else {
             locate::install(known, |line| eprintln!("{line}")).unwrap_or_else(|e| {
                 panic!(
