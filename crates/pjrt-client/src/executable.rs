@@ -124,7 +124,7 @@ unsafe impl Send for LoadedExecutable {}
 unsafe impl Sync for LoadedExecutable {}
 
 impl LoadedExecutable {
-    fn new(client: &Client, raw: NonNull<sys::PJRT_LoadedExecutable>, portable: bool) -> Result<Self> {
+    pub(crate) fn new(client: &Client, raw: NonNull<sys::PJRT_LoadedExecutable>, portable: bool) -> Result<Self> {
         let api = client.api();
         let mut get = sys::PJRT_LoadedExecutable_GetExecutable_Args::new();
         get.loaded_executable = raw.as_ptr();
@@ -447,6 +447,11 @@ impl LoadedExecutable {
     /// The raw handle, for use with [`crate::sys`]. Do not destroy it.
     pub fn as_raw(&self) -> *mut sys::PJRT_LoadedExecutable {
         self.raw.as_ptr()
+    }
+
+    /// The `PJRT_Executable` behind this loaded executable (owned by it; do not destroy).
+    pub(crate) fn raw_executable(&self) -> *mut sys::PJRT_Executable {
+        self.executable.as_ptr()
     }
 }
 
