@@ -58,6 +58,7 @@ mod named_value;
 pub mod npy;
 mod plugin;
 mod program;
+mod topology;
 
 pub use api::ApiVersion;
 pub use buffer::{Buffer, HostBufferSemantics, HostLayout, HostTransfer, Placement};
@@ -71,6 +72,7 @@ pub use executable::{ArrayShape, Execution, LoadedExecutable};
 pub use named_value::Value;
 pub use plugin::{Plugin, StableHloVersion};
 pub use program::{ModuleCounts, Program, ProgramFormat};
+pub use topology::{Executable, Topology};
 
 pub use half;
 pub use num_complex;

@@ -104,7 +104,7 @@ api_table! {
     53 PJRT_LoadedExecutable_Delete(PJRT_LoadedExecutable_Delete_Args) since 0;
     54 PJRT_LoadedExecutable_IsDeleted(PJRT_LoadedExecutable_IsDeleted_Args) since 0;
     55 PJRT_LoadedExecutable_Execute(PJRT_LoadedExecutable_Execute_Args) since 0;
-    56 PJRT_Executable_DeserializeAndLoad(Undeclared) since 0;
+    56 PJRT_Executable_DeserializeAndLoad(PJRT_Executable_DeserializeAndLoad_Args) since 0;
     57 PJRT_LoadedExecutable_Fingerprint(Undeclared) since 0;
     58 PJRT_Buffer_Destroy(PJRT_Buffer_Destroy_Args) since 0;
     59 PJRT_Buffer_ElementType(PJRT_Buffer_ElementType_Args) since 0;
@@ -130,20 +130,20 @@ api_table! {
     79 PJRT_CopyToDeviceStream_TotalBytes(Undeclared) since 0;
     80 PJRT_CopyToDeviceStream_GranuleSize(Undeclared) since 0;
     81 PJRT_CopyToDeviceStream_CurrentBytes(Undeclared) since 0;
-    82 PJRT_TopologyDescription_Create(Undeclared) since 0;
-    83 PJRT_TopologyDescription_Destroy(Undeclared) since 0;
-    84 PJRT_TopologyDescription_PlatformName(Undeclared) since 0;
-    85 PJRT_TopologyDescription_PlatformVersion(Undeclared) since 0;
-    86 PJRT_TopologyDescription_GetDeviceDescriptions(Undeclared) since 0;
-    87 PJRT_TopologyDescription_Serialize(Undeclared) since 0;
-    88 PJRT_TopologyDescription_Attributes(Undeclared) since 0;
-    89 PJRT_Compile(Undeclared) since 0;
+    82 PJRT_TopologyDescription_Create(PJRT_TopologyDescription_Create_Args) since 0;
+    83 PJRT_TopologyDescription_Destroy(PJRT_TopologyDescription_Destroy_Args) since 0;
+    84 PJRT_TopologyDescription_PlatformName(PJRT_TopologyDescription_PlatformName_Args) since 0;
+    85 PJRT_TopologyDescription_PlatformVersion(PJRT_TopologyDescription_PlatformVersion_Args) since 0;
+    86 PJRT_TopologyDescription_GetDeviceDescriptions(PJRT_TopologyDescription_GetDeviceDescriptions_Args) since 0;
+    87 PJRT_TopologyDescription_Serialize(PJRT_TopologyDescription_Serialize_Args) since 0;
+    88 PJRT_TopologyDescription_Attributes(PJRT_TopologyDescription_Attributes_Args) since 0;
+    89 PJRT_Compile(PJRT_Compile_Args) since 0;
     90 PJRT_Executable_OutputElementTypes(PJRT_Executable_OutputElementTypes_Args) since 29;
     91 PJRT_Executable_OutputDimensions(PJRT_Executable_OutputDimensions_Args) since 29;
     92 PJRT_Buffer_CopyToMemory(PJRT_Buffer_CopyToMemory_Args) since 32;
     93 PJRT_Client_CreateViewOfDeviceBuffer(Undeclared) since 33;
     94 PJRT_Executable_Fingerprint(PJRT_Executable_Fingerprint_Args) since 35;
-    95 PJRT_Client_TopologyDescription(Undeclared) since 36;
+    95 PJRT_Client_TopologyDescription(PJRT_Client_TopologyDescription_Args) since 36;
     96 PJRT_Executable_GetCompiledMemoryStats(Undeclared) since 40;
     97 PJRT_Memory_Kind_Id(PJRT_Memory_Kind_Id_Args) since 48;
     98 PJRT_ExecuteContext_Create(Undeclared) since 52;
@@ -162,7 +162,7 @@ api_table! {
     111 PJRT_Client_DmaUnmap(Undeclared) since 67;
     112 PJRT_Client_CreateUninitializedBuffer(Undeclared) since 69;
     113 PJRT_Client_UpdateGlobalProcessInfo(Undeclared) since 73;
-    114 PJRT_TopologyDescription_Deserialize(Undeclared) since 75;
+    114 PJRT_TopologyDescription_Deserialize(PJRT_TopologyDescription_Deserialize_Args) since 75;
     115 PJRT_Client_CreateAliasBuffer(Undeclared) since 77;
     116 PJRT_Client_FulfillAliasBuffer(Undeclared) since 77;
     117 PJRT_LoadedExecutable_GetDeviceAssignment(Undeclared) since 79;
@@ -177,15 +177,15 @@ api_table! {
     126 PJRT_Event_Create(PJRT_Event_Create_Args) since 89;
     127 PJRT_Event_Set(PJRT_Event_Set_Args) since 89;
     128 PJRT_Device_GetAttributes(Undeclared) since 92;
-    129 PJRT_Client_Load(Undeclared) since 95;
+    129 PJRT_Client_Load(PJRT_Client_Load_Args) since 95;
     130 PJRT_LoadedExecutable_AddressableDeviceLogicalIds(Undeclared) since 96;
     131 PJRT_Buffer_Bitcast(Undeclared) since 98;
     132 PJRT_Error_ForEachPayload(Undeclared) since 99;
-    133 PJRT_TopologyDescription_Fingerprint(Undeclared) since 101;
+    133 PJRT_TopologyDescription_Fingerprint(PJRT_TopologyDescription_Fingerprint_Args) since 101;
     134 PJRT_Executable_ParameterMemoryKinds(Undeclared) since 102;
     135 PJRT_Device_ClearMemoryStats(Undeclared) since 106;
     136 PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace(Undeclared) since 109;
-    137 PJRT_TopologyDescription_GetMemorySpaceKindIds(Undeclared) since 110;
+    137 PJRT_TopologyDescription_GetMemorySpaceKindIds(PJRT_TopologyDescription_GetMemorySpaceKindIds_Args) since 110;
 }
 
 /// Number of slots in the table this crate was written against (0.115).

@@ -42,6 +42,7 @@ opaque!(
     PJRT_CopyToDeviceStream,
     PJRT_AsyncHostToDeviceTransferManager,
     PJRT_MultiSlice_Config,
+    PJRT_SerializedTopology,
 );
 
 macro_rules! c_enum {
@@ -460,6 +461,67 @@ pjrt_struct!(PJRT_Buffer_CopyToMemory_Args {
     dst_buffer: *mut PJRT_Buffer,
 });
 
+// ---- topologies and ahead-of-time compilation ----
+pub type PJRT_SerializedTopologyDeleter = Option<unsafe extern "C" fn(topology: *mut PJRT_SerializedTopology)>;
+
+pjrt_struct!(PJRT_Client_TopologyDescription_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client, topology: *mut PJRT_TopologyDescription,
+});
+pjrt_struct!(PJRT_TopologyDescription_Create_Args {
+    struct_size: usize, extension_start: Ext, topology_name: *const c_char, topology_name_size: usize,
+    create_options: *const PJRT_NamedValue, num_options: usize, topology: *mut PJRT_TopologyDescription,
+});
+pjrt_struct!(PJRT_TopologyDescription_Destroy_Args {
+    struct_size: usize, extension_start: Ext, topology: *mut PJRT_TopologyDescription,
+});
+pjrt_struct!(PJRT_TopologyDescription_PlatformName_Args {
+    struct_size: usize, extension_start: Ext, topology: *const PJRT_TopologyDescription,
+    platform_name: *const c_char, platform_name_size: usize,
+});
+pjrt_struct!(PJRT_TopologyDescription_PlatformVersion_Args {
+    struct_size: usize, extension_start: Ext, topology: *const PJRT_TopologyDescription,
+    platform_version: *const c_char, platform_version_size: usize,
+});
+pjrt_struct!(PJRT_TopologyDescription_GetDeviceDescriptions_Args {
+    struct_size: usize, extension_start: Ext, topology: *const PJRT_TopologyDescription,
+    descriptions: *const *mut PJRT_DeviceDescription, num_descriptions: usize,
+});
+pjrt_struct!(PJRT_TopologyDescription_Serialize_Args {
+    struct_size: usize, extension_start: Ext, topology: *mut PJRT_TopologyDescription,
+    serialized_bytes: *const c_char, serialized_bytes_size: usize,
+    serialized_topology: *mut PJRT_SerializedTopology, serialized_topology_deleter: PJRT_SerializedTopologyDeleter,
+});
+pjrt_struct!(PJRT_TopologyDescription_Attributes_Args {
+    struct_size: usize, extension_start: Ext, topology: *mut PJRT_TopologyDescription,
+    attributes: *const PJRT_NamedValue, num_attributes: usize,
+});
+pjrt_struct!(PJRT_TopologyDescription_Deserialize_Args {
+    struct_size: usize, extension_start: Ext, serialized_topology: *const c_char, serialized_topology_size: usize,
+    topology: *mut PJRT_TopologyDescription,
+});
+pjrt_struct!(PJRT_TopologyDescription_Fingerprint_Args {
+    struct_size: usize, extension_start: Ext, topology: *const PJRT_TopologyDescription, fingerprint: u64,
+});
+pjrt_struct!(PJRT_TopologyDescription_GetMemorySpaceKindIds_Args {
+    struct_size: usize, extension_start: Ext, topology: *const PJRT_TopologyDescription,
+    memory_space_kind_ids: *const c_int, num_memory_space_kind_ids: usize,
+});
+pjrt_struct!(PJRT_Compile_Args {
+    struct_size: usize, extension_start: Ext, topology: *const PJRT_TopologyDescription, program: *const PJRT_Program,
+    compile_options: *const c_char, compile_options_size: usize, client: *mut PJRT_Client,
+    executable: *mut PJRT_Executable,
+});
+pjrt_struct!(PJRT_Client_Load_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client, executable: *mut PJRT_Executable,
+    compile_options: *const c_char, compile_options_size: usize, loaded_executable: *mut PJRT_LoadedExecutable,
+});
+pjrt_struct!(PJRT_Executable_DeserializeAndLoad_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client, serialized_executable: *const c_char,
+    serialized_executable_size: usize, loaded_executable: *mut PJRT_LoadedExecutable,
+    overridden_serialized_compile_options: *const c_char, overridden_serialized_compile_options_size: usize,
+    load_options: *mut c_void,
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -573,5 +635,28 @@ mod tests {
         let args = PJRT_Client_Create_Args::new();
         assert_eq!(args.struct_size, 88);
         assert!(args.create_options.is_null() && args.client.is_null() && args.kv_get_callback.is_none());
+    }
+
+    #[test]
+    fn topology_and_aot_struct_sizes() {
+        let expected: &[(usize, usize, &str)] = &[
+            (PJRT_Client_TopologyDescription_Args::STRUCT_SIZE, 32, "Client_TopologyDescription"),
+            (PJRT_TopologyDescription_Create_Args::STRUCT_SIZE, 56, "TopologyDescription_Create"),
+            (PJRT_TopologyDescription_Destroy_Args::STRUCT_SIZE, 24, "TopologyDescription_Destroy"),
+            (PJRT_TopologyDescription_PlatformName_Args::STRUCT_SIZE, 40, "TopologyDescription_PlatformName"),
+            (PJRT_TopologyDescription_PlatformVersion_Args::STRUCT_SIZE, 40, "TopologyDescription_PlatformVersion"),
+            (PJRT_TopologyDescription_GetDeviceDescriptions_Args::STRUCT_SIZE, 40, "GetDeviceDescriptions"),
+            (PJRT_TopologyDescription_Serialize_Args::STRUCT_SIZE, 56, "TopologyDescription_Serialize"),
+            (PJRT_TopologyDescription_Attributes_Args::STRUCT_SIZE, 40, "TopologyDescription_Attributes"),
+            (PJRT_TopologyDescription_Deserialize_Args::STRUCT_SIZE, 40, "TopologyDescription_Deserialize"),
+            (PJRT_TopologyDescription_Fingerprint_Args::STRUCT_SIZE, 32, "TopologyDescription_Fingerprint"),
+            (PJRT_TopologyDescription_GetMemorySpaceKindIds_Args::STRUCT_SIZE, 40, "GetMemorySpaceKindIds"),
+            (PJRT_Compile_Args::STRUCT_SIZE, 64, "PJRT_Compile"),
+            (PJRT_Client_Load_Args::STRUCT_SIZE, 56, "Client_Load"),
+            (PJRT_Executable_DeserializeAndLoad_Args::STRUCT_SIZE, 72, "DeserializeAndLoad"),
+        ];
+        for (ours, theirs, name) in expected {
+            assert_eq!(ours, theirs, "{name}");
+        }
     }
 }

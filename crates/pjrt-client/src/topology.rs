@@ -1,0 +1,281 @@
+//! Topologies (the devices a program can be compiled for, with or without those devices
+//! present), ahead-of-time compilation against them, and serialized executables.
+
+use std::ffi::c_char;
+use std::fmt;
+use std::ptr::NonNull;
+
+use crate::api::{pjrt_call, slice_from_raw, string_from_raw};
+use crate::client::Client;
+use crate::compile_options::CompileOptions;
+use crate::error::{Error, Result};
+use crate::executable::LoadedExecutable;
+use crate::named_value::{read_named_values, RawNamedValues, Value};
+use crate::plugin::Plugin;
+use crate::program::Program;
+use crate::sys::{self, Args};
+
+/// A topology description: which devices exist, for compilation.
+///
+/// Either owned (made by [`Topology::create`] or [`Topology::deserialize`], destroyed on drop)
+/// or borrowed from a client ([`Client::topology`], kept alive by a client handle, never
+/// destroyed by us).
+pub struct Topology {
+    plugin: Plugin,
+    client: Option<Client>,
+    raw: NonNull<sys::PJRT_TopologyDescription>,
+    owned: bool,
+}
+
+// SAFETY: topology descriptions are immutable after creation and PJRT's accessors are
+// thread-safe; an owned one is destroyed exactly once, in Drop.
+unsafe impl Send for Topology {}
+// SAFETY: as above; all methods take `&self` and only read.
+unsafe impl Sync for Topology {}
+
+impl Client {
+    /// The topology of this client's devices (owned by the client).
+    pub fn topology(&self) -> Result<Topology> {
+        let mut args = sys::PJRT_Client_TopologyDescription_Args::new();
+        args.client = self.raw();
+        pjrt_call!(self.api(), PJRT_Client_TopologyDescription, &mut args)?;
+        let raw = NonNull::new(args.topology).ok_or_else(|| Error::invalid("the client returned no topology"))?;
+        Ok(Topology { plugin: self.plugin().clone(), client: Some(self.clone()), raw, owned: false })
+    }
+
+    /// Loads an executable compiled ahead of time (by [`Topology::compile`]) onto this client's
+    /// devices (`PJRT_Client_Load`).
+    pub fn load(&self, executable: &Executable, options: &CompileOptions) -> Result<LoadedExecutable> {
+        let options_bytes = options.to_bytes()?;
+        let mut args = sys::PJRT_Client_Load_Args::new();
+        args.client = self.raw();
+        args.executable = executable.raw.as_ptr();
+        args.compile_options = options_bytes.as_ptr() as *const c_char;
+        args.compile_options_size = options_bytes.len();
+        pjrt_call!(self.api(), PJRT_Client_Load, &mut args)?;
+        let raw = NonNull::new(args.loaded_executable)
+            .ok_or_else(|| Error::invalid("PJRT_Client_Load returned no executable"))?;
+        LoadedExecutable::new(self, raw, options.is_portable())
+    }
+
+    /// Loads an executable serialized by [`LoadedExecutable::serialize`] or
+    /// [`Executable::serialize`] (`PJRT_Executable_DeserializeAndLoad`). The bytes must come from
+    /// the same plugin build; a foreign or corrupt blob is the plugin's error.
+    pub fn deserialize_and_load(&self, serialized: &[u8]) -> Result<LoadedExecutable> {
+        if serialized.is_empty() {
+            return Err(Error::invalid("the serialized executable is empty"));
+        }
+        let mut args = sys::PJRT_Executable_DeserializeAndLoad_Args::new();
+        args.client = self.raw();
+        args.serialized_executable = serialized.as_ptr() as *const c_char;
+        args.serialized_executable_size = serialized.len();
+        pjrt_call!(self.api(), PJRT_Executable_DeserializeAndLoad, &mut args)?;
+        let raw = NonNull::new(args.loaded_executable)
+            .ok_or_else(|| Error::invalid("PJRT_Executable_DeserializeAndLoad returned no executable"))?;
+        LoadedExecutable::new(self, raw, false)
+    }
+}
+
+impl Topology {
+    /// Creates a topology by name with plugin-specific options (`PJRT_TopologyDescription_Create`).
+    /// Many plugins (the CPU ones among them) do not implement this and say UNIMPLEMENTED.
+    pub fn create(plugin: &Plugin, name: &str, options: &[(String, Value)]) -> Result<Topology> {
+        if options.iter().any(|(_, v)| matches!(v, Value::Unknown(_))) {
+            return Err(Error::invalid("topology options must have a known value type"));
+        }
+        let raw_options = RawNamedValues::new(options);
+        let mut args = sys::PJRT_TopologyDescription_Create_Args::new();
+        args.topology_name = name.as_ptr() as *const c_char;
+        args.topology_name_size = name.len();
+        args.create_options = raw_options.as_ptr();
+        args.num_options = raw_options.len();
+        pjrt_call!(plugin.api(), PJRT_TopologyDescription_Create, &mut args)?;
+        let raw = NonNull::new(args.topology).ok_or_else(|| Error::invalid("the plugin returned no topology"))?;
+        Ok(Topology { plugin: plugin.clone(), client: None, raw, owned: true })
+    }
+
+    /// Rebuilds a topology from [`Topology::serialize`]'s bytes.
+    pub fn deserialize(plugin: &Plugin, bytes: &[u8]) -> Result<Topology> {
+        let mut args = sys::PJRT_TopologyDescription_Deserialize_Args::new();
+        args.serialized_topology = bytes.as_ptr() as *const c_char;
+        args.serialized_topology_size = bytes.len();
+        pjrt_call!(plugin.api(), PJRT_TopologyDescription_Deserialize, &mut args)?;
+        let raw = NonNull::new(args.topology).ok_or_else(|| Error::invalid("the plugin returned no topology"))?;
+        Ok(Topology { plugin: plugin.clone(), client: None, raw, owned: true })
+    }
+
+    /// The platform name, e.g. `cpu` or `tpu`.
+    pub fn platform_name(&self) -> Result<String> {
+        let mut args = sys::PJRT_TopologyDescription_PlatformName_Args::new();
+        args.topology = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_PlatformName, &mut args)?;
+        // SAFETY: owned by the topology; copied at once.
+        Ok(unsafe { string_from_raw(args.platform_name, args.platform_name_size) })
+    }
+
+    /// The platform version.
+    pub fn platform_version(&self) -> Result<String> {
+        let mut args = sys::PJRT_TopologyDescription_PlatformVersion_Args::new();
+        args.topology = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_PlatformVersion, &mut args)?;
+        // SAFETY: owned by the topology; copied at once.
+        Ok(unsafe { string_from_raw(args.platform_version, args.platform_version_size) })
+    }
+
+    /// Number of device descriptions.
+    pub fn device_count(&self) -> Result<usize> {
+        let mut args = sys::PJRT_TopologyDescription_GetDeviceDescriptions_Args::new();
+        args.topology = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_GetDeviceDescriptions, &mut args)?;
+        // SAFETY: the array is owned by the topology.
+        Ok(unsafe { slice_from_raw(args.descriptions, args.num_descriptions) }.len())
+    }
+
+    /// Topology attributes (plugin-specific).
+    pub fn attributes(&self) -> Result<Vec<(String, Value)>> {
+        let mut args = sys::PJRT_TopologyDescription_Attributes_Args::new();
+        args.topology = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_Attributes, &mut args)?;
+        // SAFETY: owned by the topology; copied at once.
+        Ok(unsafe { read_named_values(args.attributes, args.num_attributes) })
+    }
+
+    /// A fingerprint that identifies the topology.
+    pub fn fingerprint(&self) -> Result<u64> {
+        let mut args = sys::PJRT_TopologyDescription_Fingerprint_Args::new();
+        args.topology = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_Fingerprint, &mut args)?;
+        Ok(args.fingerprint)
+    }
+
+    /// The kind ids of the memory spaces the topology's devices have (0.110+).
+    pub fn memory_space_kind_ids(&self) -> Result<Vec<i32>> {
+        let mut args = sys::PJRT_TopologyDescription_GetMemorySpaceKindIds_Args::new();
+        args.topology = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_GetMemorySpaceKindIds, &mut args)?;
+        // SAFETY: owned by the topology; copied at once.
+        Ok(unsafe { slice_from_raw(args.memory_space_kind_ids, args.num_memory_space_kind_ids) }.to_vec())
+    }
+
+    /// Serializes the topology (the bytes are plugin-specific).
+    pub fn serialize(&self) -> Result<Vec<u8>> {
+        let mut args = sys::PJRT_TopologyDescription_Serialize_Args::new();
+        args.topology = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_Serialize, &mut args)?;
+        // SAFETY: the bytes live until the deleter is called, which happens right after the copy.
+        let bytes = unsafe { slice_from_raw(args.serialized_bytes as *const u8, args.serialized_bytes_size) }.to_vec();
+        if let Some(deleter) = args.serialized_topology_deleter {
+            // SAFETY: called once, on the object the plugin handed out.
+            unsafe { deleter(args.serialized_topology) };
+        }
+        Ok(bytes)
+    }
+
+    /// Compiles `program` for this topology without needing its devices (`PJRT_Compile`). With
+    /// `client`, the plugin may use it for device information.
+    pub fn compile(&self, program: &Program, options: &CompileOptions, client: Option<&Client>) -> Result<Executable> {
+        let options_bytes = options.to_bytes()?;
+        let format = program.format().as_pjrt_str();
+        let mut raw_program = sys::PJRT_Program::new();
+        raw_program.code = program.code().as_ptr() as *mut c_char;
+        raw_program.code_size = program.code().len();
+        raw_program.format = format.as_ptr() as *const c_char;
+        raw_program.format_size = format.len();
+        let mut args = sys::PJRT_Compile_Args::new();
+        args.topology = self.raw.as_ptr();
+        args.program = &raw_program;
+        args.compile_options = options_bytes.as_ptr() as *const c_char;
+        args.compile_options_size = options_bytes.len();
+        args.client = client.map(|c| c.raw()).unwrap_or(std::ptr::null_mut());
+        pjrt_call!(self.plugin.api(), PJRT_Compile, &mut args)?;
+        let raw = NonNull::new(args.executable).ok_or_else(|| Error::invalid("PJRT_Compile returned no executable"))?;
+        Ok(Executable { plugin: self.plugin.clone(), raw })
+    }
+}
+
+impl Drop for Topology {
+    fn drop(&mut self) {
+        if self.owned {
+            let mut args = sys::PJRT_TopologyDescription_Destroy_Args::new();
+            args.topology = self.raw.as_ptr();
+            let _ = pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_Destroy, &mut args);
+        }
+        let _ = &self.client; // a borrowed topology lives as long as this client handle
+    }
+}
+
+impl fmt::Debug for Topology {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Topology").field("platform", &self.platform_name().ok()).field("owned", &self.owned).finish()
+    }
+}
+
+/// A compiled program that is not loaded on devices (from [`Topology::compile`]).
+pub struct Executable {
+    plugin: Plugin,
+    raw: NonNull<sys::PJRT_Executable>,
+}
+
+// SAFETY: an unloaded executable is immutable; PJRT's accessors are thread-safe; destroyed once.
+unsafe impl Send for Executable {}
+// SAFETY: as above.
+unsafe impl Sync for Executable {}
+
+impl Executable {
+    /// The module name.
+    pub fn name(&self) -> Result<String> {
+        let mut args = sys::PJRT_Executable_Name_Args::new();
+        args.executable = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_Executable_Name, &mut args)?;
+        // SAFETY: owned by the executable; copied at once.
+        Ok(unsafe { string_from_raw(args.executable_name, args.executable_name_size) })
+    }
+
+    /// Number of outputs.
+    pub fn num_outputs(&self) -> Result<usize> {
+        let mut args = sys::PJRT_Executable_NumOutputs_Args::new();
+        args.executable = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_Executable_NumOutputs, &mut args)?;
+        Ok(args.num_outputs)
+    }
+
+    /// Serializes the executable; load it with [`Client::deserialize_and_load`].
+    pub fn serialize(&self) -> Result<Vec<u8>> {
+        serialize_executable(&self.plugin, self.raw.as_ptr())
+    }
+}
+
+impl Drop for Executable {
+    fn drop(&mut self) {
+        let mut args = sys::PJRT_Executable_Destroy_Args::new();
+        args.executable = self.raw.as_ptr();
+        let _ = pjrt_call!(self.plugin.api(), PJRT_Executable_Destroy, &mut args);
+    }
+}
+
+impl fmt::Debug for Executable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Executable").field("name", &self.name().ok()).finish()
+    }
+}
+
+impl LoadedExecutable {
+    /// Serializes the compiled program (`PJRT_Executable_Serialize`); load it again with
+    /// [`Client::deserialize_and_load`] on a client of the same plugin build.
+    pub fn serialize(&self) -> Result<Vec<u8>> {
+        serialize_executable(self.client().plugin(), self.raw_executable())
+    }
+}
+
+fn serialize_executable(plugin: &Plugin, raw: *mut sys::PJRT_Executable) -> Result<Vec<u8>> {
+    let mut args = sys::PJRT_Executable_Serialize_Args::new();
+    args.executable = raw;
+    pjrt_call!(plugin.api(), PJRT_Executable_Serialize, &mut args)?;
+    // SAFETY: the bytes live until the deleter is called, right after the copy.
+    let bytes = unsafe { slice_from_raw(args.serialized_bytes as *const u8, args.serialized_bytes_size) }.to_vec();
+    if let Some(deleter) = args.serialized_executable_deleter {
+        // SAFETY: called once, on the object the plugin handed out.
+        unsafe { deleter(args.serialized_executable) };
+    }
+    Ok(bytes)
+}
