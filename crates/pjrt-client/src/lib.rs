@@ -48,6 +48,7 @@ mod buffer;
 mod client;
 pub mod compile_options;
 mod device;
+mod device_stats;
 mod element_type;
 mod error;
 mod event;
@@ -65,6 +66,7 @@ pub use buffer::{Buffer, HostBufferSemantics, HostLayout, HostTransfer, Placemen
 pub use client::{Client, ClientOptions};
 pub use compile_options::{CompileOptions, DeviceAssignment};
 pub use device::{Device, Memory};
+pub use device_stats::{AsyncTrackingEvent, MemoryStats};
 pub use element_type::{ElementType, NativeType};
 pub use error::{Error, ErrorCode, LoadError, Result};
 pub use event::{Event, OnReady};

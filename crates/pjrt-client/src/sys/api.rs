@@ -82,7 +82,7 @@ api_table! {
     31 PJRT_Device_LocalHardwareId(PJRT_Device_LocalHardwareId_Args) since 0;
     32 PJRT_Device_AddressableMemories(PJRT_Device_AddressableMemories_Args) since 0;
     33 PJRT_Device_DefaultMemory(PJRT_Device_DefaultMemory_Args) since 0;
-    34 PJRT_Device_MemoryStats(Undeclared) since 0;
+    34 PJRT_Device_MemoryStats(PJRT_Device_MemoryStats_Args) since 0;
     35 PJRT_Memory_Id(PJRT_Memory_Id_Args) since 0;
     36 PJRT_Memory_Kind(PJRT_Memory_Kind_Args) since 0;
     37 PJRT_Memory_DebugString(PJRT_Memory_DebugString_Args) since 0;
@@ -169,21 +169,21 @@ api_table! {
     118 PJRT_Client_CreateErrorBuffer(Undeclared) since 82;
     119 PJRT_AsyncHostToDeviceTransferManager_TransferLiteral(Undeclared) since 83;
     120 PJRT_Buffer_CopyRawToHostFuture(Undeclared) since 84;
-    121 PJRT_Device_PoisonExecution(Undeclared) since 85;
-    122 PJRT_Device_CreateAsyncTrackingEvent(Undeclared) since 86;
-    123 PJRT_AsyncTrackingEvent_Destroy(Undeclared) since 86;
+    121 PJRT_Device_PoisonExecution(PJRT_Device_PoisonExecution_Args) since 85;
+    122 PJRT_Device_CreateAsyncTrackingEvent(PJRT_Device_CreateAsyncTrackingEvent_Args) since 86;
+    123 PJRT_AsyncTrackingEvent_Destroy(PJRT_AsyncTrackingEvent_Destroy_Args) since 86;
     124 PJRT_Executable_GetCompileOptions(Undeclared) since 87;
     125 PJRT_Buffer_DonateWithControlDependency(Undeclared) since 88;
     126 PJRT_Event_Create(PJRT_Event_Create_Args) since 89;
     127 PJRT_Event_Set(PJRT_Event_Set_Args) since 89;
-    128 PJRT_Device_GetAttributes(Undeclared) since 92;
+    128 PJRT_Device_GetAttributes(PJRT_Device_GetAttributes_Args) since 92;
     129 PJRT_Client_Load(PJRT_Client_Load_Args) since 95;
     130 PJRT_LoadedExecutable_AddressableDeviceLogicalIds(Undeclared) since 96;
     131 PJRT_Buffer_Bitcast(Undeclared) since 98;
     132 PJRT_Error_ForEachPayload(Undeclared) since 99;
     133 PJRT_TopologyDescription_Fingerprint(PJRT_TopologyDescription_Fingerprint_Args) since 101;
     134 PJRT_Executable_ParameterMemoryKinds(Undeclared) since 102;
-    135 PJRT_Device_ClearMemoryStats(Undeclared) since 106;
+    135 PJRT_Device_ClearMemoryStats(PJRT_Device_ClearMemoryStats_Args) since 106;
     136 PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace(Undeclared) since 109;
     137 PJRT_TopologyDescription_GetMemorySpaceKindIds(PJRT_TopologyDescription_GetMemorySpaceKindIds_Args) since 110;
 }

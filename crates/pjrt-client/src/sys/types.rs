@@ -43,6 +43,8 @@ opaque!(
     PJRT_AsyncHostToDeviceTransferManager,
     PJRT_MultiSlice_Config,
     PJRT_SerializedTopology,
+    PJRT_Device_Attributes,
+    PJRT_AsyncTrackingEvent,
 );
 
 macro_rules! c_enum {
@@ -522,6 +524,35 @@ pjrt_struct!(PJRT_Executable_DeserializeAndLoad_Args {
     load_options: *mut c_void,
 });
 
+// ---- device extras ----
+pjrt_struct!(PJRT_Device_MemoryStats_Args {
+    struct_size: usize, extension_start: Ext, device: *mut PJRT_Device, bytes_in_use: i64,
+    peak_bytes_in_use: i64, peak_bytes_in_use_is_set: bool, num_allocs: i64, num_allocs_is_set: bool,
+    largest_alloc_size: i64, largest_alloc_size_is_set: bool, bytes_limit: i64, bytes_limit_is_set: bool,
+    bytes_reserved: i64, bytes_reserved_is_set: bool, peak_bytes_reserved: i64, peak_bytes_reserved_is_set: bool,
+    bytes_reservable_limit: i64, bytes_reservable_limit_is_set: bool, largest_free_block_bytes: i64,
+    largest_free_block_bytes_is_set: bool, pool_bytes: i64, pool_bytes_is_set: bool, peak_pool_bytes: i64,
+    peak_pool_bytes_is_set: bool, peak_allocated_bytes: i64, peak_allocated_bytes_is_set: bool,
+});
+pjrt_struct!(PJRT_Device_ClearMemoryStats_Args { struct_size: usize, extension_start: Ext, device: *mut PJRT_Device });
+pjrt_struct!(PJRT_Device_PoisonExecution_Args {
+    struct_size: usize, extension_start: Ext, device: *mut PJRT_Device, launch_id: i32,
+    error_code: PJRT_Error_Code, error_message: *const c_char, error_message_size: usize, poisoned: bool,
+    payload: *const PJRT_NamedValue, num_payload: usize,
+});
+pjrt_struct!(PJRT_Device_GetAttributes_Args {
+    struct_size: usize, extension_start: Ext, device: *mut PJRT_Device, attributes: *const PJRT_NamedValue,
+    num_attributes: usize, device_attributes: *mut PJRT_Device_Attributes,
+    attributes_deleter: Option<unsafe extern "C" fn(device_attributes: *mut PJRT_Device_Attributes)>,
+});
+pjrt_struct!(PJRT_Device_CreateAsyncTrackingEvent_Args {
+    struct_size: usize, extension_start: Ext, device: *mut PJRT_Device, description: *const c_char,
+    description_size: usize, event: *mut PJRT_AsyncTrackingEvent,
+});
+pjrt_struct!(PJRT_AsyncTrackingEvent_Destroy_Args {
+    struct_size: usize, extension_start: Ext, event: *mut PJRT_AsyncTrackingEvent,
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -658,5 +689,15 @@ mod tests {
         for (ours, theirs, name) in expected {
             assert_eq!(ours, theirs, "{name}");
         }
+    }
+
+    #[test]
+    fn device_extra_struct_sizes() {
+        assert_eq!(PJRT_Device_MemoryStats_Args::STRUCT_SIZE, 201);
+        assert_eq!(PJRT_Device_ClearMemoryStats_Args::STRUCT_SIZE, 24);
+        assert_eq!(PJRT_Device_PoisonExecution_Args::STRUCT_SIZE, 72);
+        assert_eq!(PJRT_Device_GetAttributes_Args::STRUCT_SIZE, 56);
+        assert_eq!(PJRT_Device_CreateAsyncTrackingEvent_Args::STRUCT_SIZE, 48);
+        assert_eq!(PJRT_AsyncTrackingEvent_Destroy_Args::STRUCT_SIZE, 24);
     }
 }
