@@ -53,6 +53,7 @@ mod element_type;
 mod error;
 mod event;
 mod executable;
+pub mod extensions;
 pub mod host_array;
 pub mod locate;
 mod named_value;

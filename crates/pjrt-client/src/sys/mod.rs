@@ -5,7 +5,9 @@
 //! binding is included.
 
 mod api;
+mod ext;
 mod types;
 
 pub use api::*;
+pub use ext::*;
 pub use types::*;
