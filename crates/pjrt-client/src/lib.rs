@@ -43,6 +43,7 @@
 
 pub mod sys;
 
+mod aligned;
 mod api;
 mod buffer;
 mod client;
@@ -62,6 +63,7 @@ mod plugin;
 mod program;
 mod topology;
 
+pub use aligned::{AlignedHostBuffer, HOST_ALIGNMENT};
 pub use api::ApiVersion;
 pub use buffer::{Buffer, HostBufferSemantics, HostLayout, HostTransfer, Placement};
 pub use client::{Client, ClientOptions};

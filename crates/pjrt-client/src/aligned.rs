@@ -1,0 +1,194 @@
+//! Host memory the plugin may use in place: 64-byte aligned, owned, immutable while shared.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::ffi::c_void;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::api::pjrt_call;
+use crate::buffer::{dense_byte_size, Buffer, Placement};
+use crate::client::Client;
+use crate::element_type::{ElementType, NativeType};
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::sys::{self, Args};
+
+/// The alignment PJRT's CPU plugins require for zero-copy host memory.
+pub const HOST_ALIGNMENT: usize = 64;
+
+/// A 64-byte aligned, zero-initialised host allocation.
+///
+/// Upload it with [`Client::buffer_from_aligned`], which lets the plugin read it in place
+/// (zero-copy) and holds a reference to it until the plugin says it is done: while shared, it
+/// can be neither freed nor mutated (`Arc::get_mut` fails).
+pub struct AlignedHostBuffer {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the allocation is owned exclusively by this value; `&self` gives read-only access and
+// `&mut self` (exclusive) is required to write.
+unsafe impl Send for AlignedHostBuffer {}
+// SAFETY: as above: shared access is read-only.
+unsafe impl Sync for AlignedHostBuffer {}
+
+impl AlignedHostBuffer {
+    fn layout(len: usize) -> Result<Layout> {
+        Layout::from_size_align(len.max(1), HOST_ALIGNMENT)
+            .map_err(|_| Error::invalid(format!("cannot allocate {len} aligned bytes")))
+    }
+
+    /// `len` zero bytes.
+    pub fn zeroed(len: usize) -> Result<Self> {
+        let layout = Self::layout(len)?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        let ptr =
+            NonNull::new(ptr).ok_or_else(|| Error::invalid(format!("out of host memory allocating {len} bytes")))?;
+        Ok(Self { ptr, len })
+    }
+
+    /// A copy of `bytes`.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self> {
+        let mut buffer = Self::zeroed(bytes.len())?;
+        buffer.as_mut_bytes().copy_from_slice(bytes);
+        Ok(buffer)
+    }
+
+    /// A copy of a typed slice.
+    pub fn from_slice<T: NativeType>(values: &[T]) -> Result<Self> {
+        // SAFETY: `T: NativeType` is plain data without padding.
+        let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) };
+        Self::from_bytes(bytes)
+    }
+
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: `ptr` points to `len` initialised bytes owned by `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The bytes, writable (needs exclusive access: not while a buffer uses them).
+    pub fn as_mut_bytes(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and `&mut self` guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it holds no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for AlignedHostBuffer {
+    fn drop(&mut self) {
+        if let Ok(layout) = Self::layout(self.len) {
+            // SAFETY: allocated in `zeroed` with this very layout.
+            unsafe { dealloc(self.ptr.as_ptr(), layout) };
+        }
+    }
+}
+
+impl fmt::Debug for AlignedHostBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AlignedHostBuffer").field("len", &self.len).finish()
+    }
+}
+
+impl Client {
+    /// Uploads aligned host memory without copying where the plugin can (`kImmutableZeroCopy`):
+    /// the buffer may read `host` in place for its whole life. A clone of the `Arc` is kept
+    /// until the plugin's done-with-host-buffer event fires (on CPU: when the buffer is
+    /// destroyed), so the memory cannot be freed or mutated early.
+    pub fn buffer_from_aligned(
+        &self,
+        host: &Arc<AlignedHostBuffer>,
+        element_type: ElementType,
+        dims: &[i64],
+        placement: Placement<'_>,
+    ) -> Result<Buffer> {
+        let api = self.api();
+        match element_type.since_minor() {
+            None => return Err(Error::invalid(format!("unknown element type {element_type}"))),
+            Some(minor) if minor > api.version().minor => {
+                return Err(api.unsupported_feature(element_type.name(), minor))
+            }
+            Some(_) => {}
+        }
+        let size = dense_byte_size(element_type, dims)?;
+        if size != host.len() {
+            return Err(Error::invalid(format!(
+                "the host buffer has {} bytes but shape {dims:?} of {element_type} needs {size}",
+                host.len()
+            )));
+        }
+        let mut args = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
+        args.client = self.raw();
+        args.data = host.ptr.as_ptr() as *const c_void;
+        args.type_ = element_type.to_raw();
+        args.dims = dims.as_ptr();
+        args.num_dims = dims.len();
+        args.host_buffer_semantics = sys::PJRT_HostBufferSemantics::ImmutableZeroCopy;
+        match placement {
+            Placement::Default => {
+                args.device = self
+                    .first_addressable_device()
+                    .ok_or_else(|| Error::invalid("the client has no addressable device"))?
+            }
+            Placement::Device(device) => {
+                if !device.client().same_client(self) {
+                    return Err(Error::invalid("the device belongs to another client"));
+                }
+                args.device = device.as_raw();
+            }
+            Placement::Memory(memory) => {
+                if !memory.client().same_client(self) {
+                    return Err(Error::invalid("the memory belongs to another client"));
+                }
+                args.memory = memory.as_raw();
+            }
+        }
+        pjrt_call!(api, PJRT_Client_BufferFromHostBuffer, &mut args)?;
+        let buffer = NonNull::new(args.buffer).map(|raw| Buffer::from_raw(self, raw));
+        if let Some(done) = Event::from_raw(self.plugin(), Some(self), args.done_with_host_buffer) {
+            // Keep the memory alive until the plugin lets go of it.
+            let keep = host.clone();
+            if let Err(e) = done.on_ready(move |_| drop(keep)) {
+                // Could not register: the only safe choice left is to never free the memory.
+                std::mem::forget(host.clone());
+                drop(buffer);
+                return Err(e);
+            }
+        } else {
+            // No event: the plugin gives no signal, so the memory must outlive the buffer. Leak
+            // one reference rather than risk a use after free.
+            std::mem::forget(host.clone());
+        }
+        let buffer = buffer.ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
+        buffer.set_known_shape(element_type, dims);
+        Ok(buffer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_and_zeroed() {
+        for len in [0, 1, 63, 64, 4096 + 3] {
+            let b = AlignedHostBuffer::zeroed(len).unwrap();
+            assert_eq!(b.as_bytes().as_ptr() as usize % HOST_ALIGNMENT, 0);
+            assert!(b.as_bytes().iter().all(|x| *x == 0));
+            assert_eq!(b.len(), len);
+        }
+        let b = AlignedHostBuffer::from_slice(&[1f32, 2.]).unwrap();
+        assert_eq!(b.as_bytes(), [1f32.to_le_bytes(), 2f32.to_le_bytes()].concat());
+    }
+}
