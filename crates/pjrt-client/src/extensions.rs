@@ -1,1 +1,1115 @@
 //! The plugin's extension chain.
+//!
+//! A plugin may offer optional features outside its function table, as a chain of extension
+//! structs starting at `PJRT_Api.extension_start`. [`Plugin::extensions`] lists the chain;
+//! [`Plugin::extension`] (and one shortcut per known extension, e.g.
+//! [`Plugin::layouts_extension`]) returns a typed view, [`ExtensionRef`].
+//!
+//! Every member is gated by the extension's own `struct_size`: a member is read only when the
+//! plugin's struct is long enough to contain it, and called only when it is non-NULL; otherwise
+//! the call fails with [`Error::Unsupported`] naming the member. Extensions of a type this crate
+//! does not know are listed as [`ExtensionKind::Other`] and otherwise ignored.
+//!
+//! Safe calls exist for the extensions the CPU plugins expose: Layouts ([`LayoutsExtension`]),
+//! MemoryDescriptions ([`MemoryDescriptionsExtension`]), Shardings ([`ShardingsExtension`]),
+//! FFI ([`FfiExtension`]) and PhaseCompile ([`PhaseCompileExtension`]). The others (XlaTransform,
+//! Stream, GPU custom call, Profiler, Triton, Callback, RawBuffer) are reachable as typed views
+//! whose raw struct ([`ExtensionRef::as_raw`]) can be used with [`crate::sys`].
+//!
+//! ```no_run
+//! # fn main() -> pjrt_client::Result<()> {
+//! use pjrt_client::{Client, ClientOptions, ElementType, Plugin};
+//! let plugin = Plugin::load(pjrt_client::locate::resolve(None)?.path)?;
+//! for info in plugin.extensions() {
+//!     println!("{} ({} bytes)", info.kind, info.struct_size);
+//! }
+//! let client = Client::new(&plugin, &ClientOptions::new())?;
+//! if let Some(layouts) = plugin.layouts_extension() {
+//!     let layout = layouts.client_default_layout(&client, ElementType::F32, &[2, 3])?;
+//!     println!("{layout}"); // {1,0} on the CPU plugins
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::ffi::{c_char, c_void};
+use std::fmt;
+use std::ptr::NonNull;
+
+use crate::api::{pjrt_call, slice_from_raw, string_from_raw, Api};
+use crate::buffer::Buffer;
+use crate::client::Client;
+use crate::device::Device;
+use crate::element_type::ElementType;
+use crate::error::{Error, Result};
+use crate::executable::LoadedExecutable;
+use crate::plugin::Plugin;
+use crate::sys::{self, Args, Extension};
+
+/// The most nodes [`Plugin::extensions`] walks: a longer chain (or a cycle) is cut there.
+pub const MAX_CHAIN_LENGTH: usize = 64;
+
+/// `struct_size` was added at the front of `PJRT_Extension_Base` in 0.45; older bases have a
+/// different layout, so their chains are not walked.
+const BASE_WITH_SIZE_MINOR: i32 = 45;
+
+macro_rules! extension_kinds {
+    ($($variant:ident = $value:literal, $name:literal;)+) => {
+        /// The type of an extension (`PJRT_Extension_Type`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum ExtensionKind {
+            $(
+                #[doc = concat!("`", $name, "` (", stringify!($value), ")")]
+                $variant,
+            )+
+            /// A type this crate does not know (from a newer plugin): listed, never used.
+            Other(i32),
+        }
+
+        impl ExtensionKind {
+            /// Converts the raw C value; unknown values become [`ExtensionKind::Other`].
+            pub fn from_raw(raw: sys::PJRT_Extension_Type) -> Self {
+                match raw.0 {
+                    $($value => Self::$variant,)+
+                    other => Self::Other(other),
+                }
+            }
+
+            /// The raw C value.
+            pub fn to_raw(self) -> sys::PJRT_Extension_Type {
+                sys::PJRT_Extension_Type(match self {
+                    $(Self::$variant => $value,)+
+                    Self::Other(value) => value,
+                })
+            }
+
+            /// The name the C API gives the type (e.g. `"Layouts"`), `None` for unknown types.
+            pub fn name(self) -> Option<&'static str> {
+                match self {
+                    $(Self::$variant => Some($name),)+
+                    Self::Other(_) => None,
+                }
+            }
+        }
+    };
+}
+
+extension_kinds! {
+    GpuCustomCall = 0, "Gpu_Custom_Call";
+    Profiler = 1, "Profiler";
+    CustomPartitioner = 2, "Custom_Partitioner";
+    Stream = 3, "Stream";
+    Layouts = 4, "Layouts";
+    Ffi = 5, "FFI";
+    MemoryDescriptions = 6, "MemoryDescriptions";
+    Triton = 7, "Triton";
+    RawBuffer = 8, "RawBuffer";
+    PhaseCompile = 9, "PhaseCompile";
+    Example = 10, "Example";
+    Unknown = 11, "Unknown";
+    CrossHostTransfers = 12, "CrossHostTransfers";
+    ExecutableMetadata = 13, "ExecutableMetadata";
+    Callback = 14, "Callback";
+    HostAllocator = 15, "HostAllocator";
+    TpuTopology = 16, "TpuTopology";
+    TpuExecutable = 17, "TpuExecutable";
+    Megascale = 18, "Megascale";
+    Shardings = 19, "Shardings";
+    AbiVersion = 20, "AbiVersion";
+    Collectives = 21, "Collectives";
+    MultiSlice = 22, "MultiSlice";
+    HostMemoryAllocator = 23, "HostMemoryAllocator";
+    XlaTransform = 24, "XlaTransform";
+}
+
+impl fmt::Display for ExtensionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => f.write_str(name),
+            None => write!(f, "unknown extension type {}", self.to_raw().0),
+        }
+    }
+}
+
+/// One node of a plugin's extension chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct ExtensionInfo {
+    /// Its type.
+    pub kind: ExtensionKind,
+    /// The size the plugin gives its struct: which members it provides.
+    pub struct_size: usize,
+}
+
+/// A node read from the chain.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    ptr: NonNull<sys::PJRT_Extension_Base>,
+    type_: sys::PJRT_Extension_Type,
+    struct_size: usize,
+}
+
+/// Walks a chain from `start`: stops at NULL, at a node seen before, at a node too short to hold
+/// its `next` field, or after [`MAX_CHAIN_LENGTH`] nodes.
+///
+/// # Safety
+/// `start` must be NULL or point to a readable `PJRT_Extension_Base`, and so must every `next`
+/// of a node whose `struct_size` covers the whole base.
+unsafe fn walk(start: *mut sys::PJRT_Extension_Base) -> Vec<Node> {
+    let mut nodes: Vec<Node> = Vec::new();
+    let mut current = start;
+    while let Some(ptr) = NonNull::new(current) {
+        if nodes.len() >= MAX_CHAIN_LENGTH || nodes.iter().any(|n| n.ptr == ptr) {
+            break;
+        }
+        let base = ptr.as_ptr();
+        // SAFETY: guaranteed by the caller: `base` points to a readable base.
+        let (struct_size, type_) =
+            unsafe { (std::ptr::addr_of!((*base).struct_size).read(), std::ptr::addr_of!((*base).type_).read()) };
+        nodes.push(Node { ptr, type_, struct_size });
+        if struct_size < std::mem::size_of::<sys::PJRT_Extension_Base>() {
+            // Malformed: `next` is not part of this node.
+            break;
+        }
+        // SAFETY: the node is at least a whole base, so `next` lies inside it.
+        current = unsafe { std::ptr::addr_of!((*base).next).read() };
+    }
+    nodes
+}
+
+/// The plugin's chain, read only after `Api::new` checked the table's header.
+fn chain(api: &Api) -> Vec<Node> {
+    if api.version().minor < BASE_WITH_SIZE_MINOR {
+        return Vec::new();
+    }
+    // SAFETY: `Api::new` checked that the table holds at least its 40-byte header, which contains
+    // `extension_start` (offset 8). The plugin's chain is static data that lives as long as the
+    // plugin (never unloaded), as the API requires.
+    unsafe {
+        let start = std::ptr::addr_of!((*api.raw()).extension_start).read();
+        walk(start)
+    }
+}
+
+fn infos(api: &Api) -> Vec<ExtensionInfo> {
+    chain(api)
+        .into_iter()
+        .map(|n| ExtensionInfo { kind: ExtensionKind::from_raw(n.type_), struct_size: n.struct_size })
+        .collect()
+}
+
+fn find<E: Extension>(api: &Api) -> Option<ExtensionRef<'_, E>> {
+    chain(api)
+        .into_iter()
+        .find(|n| n.type_ == E::TYPE && n.struct_size >= std::mem::size_of::<sys::PJRT_Extension_Base>())
+        // SAFETY: the node comes from the plugin's chain and carries `E`'s type.
+        .map(|n| unsafe { ExtensionRef::new(api, n.ptr.cast(), n.struct_size) })
+}
+
+/// A typed view of one extension struct of a plugin, borrowed from the plugin.
+///
+/// Members are gated by the plugin's `struct_size` for the struct (see the module docs).
+pub struct ExtensionRef<'p, E: Extension> {
+    api: &'p Api,
+    ptr: NonNull<E>,
+    struct_size: usize,
+}
+
+impl<E: Extension> Clone for ExtensionRef<'_, E> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<E: Extension> Copy for ExtensionRef<'_, E> {}
+
+// SAFETY: the extension struct is immutable static data of the plugin, which is never unloaded;
+// whether its functions may be called concurrently is the plugin's contract for each, as for the
+// function table.
+unsafe impl<E: Extension> Send for ExtensionRef<'_, E> {}
+// SAFETY: as above; the view has no interior mutability.
+unsafe impl<E: Extension> Sync for ExtensionRef<'_, E> {}
+
+/// Reads a member after checking that the plugin's struct contains it, and evaluates to the
+/// non-NULL function pointer; returns `Error::Unsupported` from the enclosing function otherwise.
+macro_rules! ext_fn {
+    ($ext:expr, $ty:ty, $field:ident) => {{
+        const OFFSET: usize = ::core::mem::offset_of!($ty, $field);
+        let ext: &ExtensionRef<'_, $ty> = $ext;
+        ext.gate(OFFSET)?;
+        // SAFETY: `gate` checked that the member lies within the plugin's struct_size, i.e.
+        // inside the plugin's extension struct.
+        let function = unsafe { ::core::ptr::addr_of!((*ext.ptr.as_ptr()).$field).read() };
+        match function {
+            Some(function) => (function, ext.member_name(OFFSET)),
+            None => return Err(ext.unsupported(OFFSET)),
+        }
+    }};
+}
+
+impl<'p, E: Extension> ExtensionRef<'p, E> {
+    /// # Safety
+    /// `ptr` must point to the plugin's extension node of type `E::TYPE`, readable for
+    /// `struct_size` bytes for as long as the plugin lives.
+    unsafe fn new(api: &'p Api, ptr: NonNull<E>, struct_size: usize) -> Self {
+        Self { api, ptr, struct_size }
+    }
+
+    /// The size the plugin gives this struct.
+    pub fn struct_size(&self) -> usize {
+        self.struct_size
+    }
+
+    /// The plugin's struct, for use with [`crate::sys`]. It stays valid while the plugin is
+    /// loaded (always); read no member beyond [`Self::struct_size`].
+    pub fn as_raw(&self) -> *const E {
+        self.ptr.as_ptr()
+    }
+
+    /// Whether the plugin provides the member `name` (its C name, e.g. `"type_register"`):
+    /// declared by this crate, inside the plugin's struct, and not NULL (not zero, for data).
+    pub fn has(&self, name: &str) -> bool {
+        E::member(name).is_some_and(|m| self.present(m))
+    }
+
+    /// The C names of the members the plugin provides (see [`Self::has`]), in struct order.
+    pub fn members(&self) -> Vec<&'static str> {
+        E::MEMBERS.iter().filter(|m| self.present(m)).map(|m| m.name).collect()
+    }
+
+    fn present(&self, member: &sys::ExtMember) -> bool {
+        if !member.within(self.struct_size) || member.size != std::mem::size_of::<usize>() {
+            return false;
+        }
+        // SAFETY: the member lies inside the plugin's struct; every declared member is 8 bytes
+        // at an 8-aligned offset, read here as plain bits.
+        let bits = unsafe { (self.ptr.as_ptr() as *const u8).add(member.offset).cast::<usize>().read() };
+        bits != 0
+    }
+
+    fn member_info(&self, offset: usize) -> &'static sys::ExtMember {
+        E::member_at(offset).expect("every gated offset is a declared member")
+    }
+
+    fn member_name(&self, offset: usize) -> &'static str {
+        self.member_info(offset).error_name()
+    }
+
+    /// `Ok` when the member at `offset` lies inside the plugin's struct.
+    fn gate(&self, offset: usize) -> Result<()> {
+        if self.member_info(offset).within(self.struct_size) {
+            Ok(())
+        } else {
+            Err(self.unsupported(offset))
+        }
+    }
+
+    #[cold]
+    fn unsupported(&self, offset: usize) -> Error {
+        let member = self.member_info(offset);
+        self.api.unsupported_feature(member.error_name(), member.since_minor)
+    }
+
+    /// Refuses objects of another plugin: calling this plugin's code on them would be undefined.
+    fn same_plugin(&self, api: &Api) -> Result<()> {
+        if std::ptr::eq(self.api, api) {
+            Ok(())
+        } else {
+            Err(Error::invalid(format!("the object passed to the {} extension belongs to another plugin", E::NAME)))
+        }
+    }
+}
+
+impl<E: Extension> fmt::Debug for ExtensionRef<'_, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExtensionRef")
+            .field("extension", &E::NAME)
+            .field("struct_size", &self.struct_size)
+            .field("members", &self.members())
+            .finish()
+    }
+}
+
+/// The Layouts extension: memory layouts of buffers, executables and a client's defaults.
+pub type LayoutsExtension<'p> = ExtensionRef<'p, sys::PJRT_Layouts_Extension>;
+/// The MemoryDescriptions extension: the memory kinds of a device.
+pub type MemoryDescriptionsExtension<'p> = ExtensionRef<'p, sys::PJRT_MemoryDescriptions_Extension>;
+/// The Shardings extension: an executable's parameter and output shardings.
+pub type ShardingsExtension<'p> = ExtensionRef<'p, sys::PJRT_Shardings_Extension>;
+/// The FFI extension: XLA FFI types and handlers.
+pub type FfiExtension<'p> = ExtensionRef<'p, sys::PJRT_FFI_Extension>;
+/// The PhaseCompile extension (experimental; unusable on the CPU plugins, which give no compiler).
+pub type PhaseCompileExtension<'p> = ExtensionRef<'p, sys::PJRT_PhaseCompile_Extension>;
+/// The XlaTransform extension (raw access only).
+pub type XlaTransformExtension<'p> = ExtensionRef<'p, sys::PJRT_Xla_Transform_Extension>;
+/// The Stream extension (GPU; raw access only).
+pub type StreamExtension<'p> = ExtensionRef<'p, sys::PJRT_Stream_Extension>;
+/// The GPU custom-call extension (raw access only).
+pub type GpuCustomCallExtension<'p> = ExtensionRef<'p, sys::PJRT_Gpu_Custom_Call>;
+/// The Profiler extension (raw access; see [`ExtensionRef::profiler_api`]).
+pub type ProfilerExtension<'p> = ExtensionRef<'p, sys::PJRT_Profiler_Extension>;
+/// The Triton extension (GPU; raw access only).
+pub type TritonExtension<'p> = ExtensionRef<'p, sys::PJRT_Triton_Extension>;
+/// The Callback extension (raw access only).
+pub type CallbackExtension<'p> = ExtensionRef<'p, sys::PJRT_Callback_Extension>;
+/// The RawBuffer extension (experimental; raw access only).
+pub type RawBufferExtension<'p> = ExtensionRef<'p, sys::PJRT_RawBuffer_Extension>;
+
+impl Plugin {
+    /// The plugin's extension chain, in chain order (which carries no meaning). Unknown types
+    /// are listed as [`ExtensionKind::Other`]. Empty for plugins older than 0.45, whose chain has
+    /// another layout.
+    pub fn extensions(&self) -> Vec<ExtensionInfo> {
+        infos(self.api())
+    }
+
+    /// A typed view of the first extension of type `E` in the chain.
+    pub fn extension<E: Extension>(&self) -> Option<ExtensionRef<'_, E>> {
+        find(self.api())
+    }
+
+    /// The Layouts extension.
+    pub fn layouts_extension(&self) -> Option<LayoutsExtension<'_>> {
+        self.extension()
+    }
+
+    /// The MemoryDescriptions extension.
+    pub fn memory_descriptions_extension(&self) -> Option<MemoryDescriptionsExtension<'_>> {
+        self.extension()
+    }
+
+    /// The Shardings extension.
+    pub fn shardings_extension(&self) -> Option<ShardingsExtension<'_>> {
+        self.extension()
+    }
+
+    /// The FFI extension.
+    pub fn ffi_extension(&self) -> Option<FfiExtension<'_>> {
+        self.extension()
+    }
+
+    /// The PhaseCompile extension.
+    pub fn phase_compile_extension(&self) -> Option<PhaseCompileExtension<'_>> {
+        self.extension()
+    }
+
+    /// The XlaTransform extension.
+    pub fn xla_transform_extension(&self) -> Option<XlaTransformExtension<'_>> {
+        self.extension()
+    }
+
+    /// The Stream extension.
+    pub fn stream_extension(&self) -> Option<StreamExtension<'_>> {
+        self.extension()
+    }
+
+    /// The GPU custom-call extension.
+    pub fn gpu_custom_call_extension(&self) -> Option<GpuCustomCallExtension<'_>> {
+        self.extension()
+    }
+
+    /// The Profiler extension.
+    pub fn profiler_extension(&self) -> Option<ProfilerExtension<'_>> {
+        self.extension()
+    }
+
+    /// The Triton extension.
+    pub fn triton_extension(&self) -> Option<TritonExtension<'_>> {
+        self.extension()
+    }
+
+    /// The Callback extension.
+    pub fn callback_extension(&self) -> Option<CallbackExtension<'_>> {
+        self.extension()
+    }
+
+    /// The RawBuffer extension.
+    pub fn raw_buffer_extension(&self) -> Option<RawBufferExtension<'_>> {
+        self.extension()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layouts
+// ---------------------------------------------------------------------------------------------
+
+/// A memory layout as the plugin serializes it: on the CPU plugins the text of the
+/// minor-to-major order, e.g. `{1,0}`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct SerializedLayout(Vec<u8>);
+
+impl SerializedLayout {
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// The bytes as text, when they are UTF-8.
+    pub fn as_str(&self) -> Option<&str> {
+        std::str::from_utf8(&self.0).ok()
+    }
+
+    /// The bytes.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.0
+    }
+}
+
+impl fmt::Display for SerializedLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.0))
+    }
+}
+
+impl fmt::Debug for SerializedLayout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SerializedLayout({:?})", String::from_utf8_lossy(&self.0))
+    }
+}
+
+impl PartialEq<str> for SerializedLayout {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other.as_bytes()
+    }
+}
+
+impl PartialEq<&str> for SerializedLayout {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == other.as_bytes()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ExecutableSide {
+    Outputs,
+    Parameters,
+}
+
+/// Destroys an owned `PJRT_Layouts_MemoryLayout` on drop.
+struct OwnedLayout<'a, 'p> {
+    ext: &'a LayoutsExtension<'p>,
+    layout: *mut sys::PJRT_Layouts_MemoryLayout,
+    destroy: unsafe extern "C" fn(*mut sys::PJRT_Layouts_MemoryLayout_Destroy_Args) -> *mut sys::PJRT_Error,
+    name: &'static str,
+}
+
+impl Drop for OwnedLayout<'_, '_> {
+    fn drop(&mut self) {
+        let mut args = sys::PJRT_Layouts_MemoryLayout_Destroy_Args::new();
+        args.layout = self.layout;
+        // SAFETY: the layout was returned to us by the plugin and is destroyed exactly once.
+        let error = unsafe { (self.destroy)(&mut args) };
+        // A failure cannot be reported from Drop; the error itself is still freed.
+        let _ = self.ext.api.check(error, self.name);
+    }
+}
+
+impl<'p> LayoutsExtension<'p> {
+    /// The layout the client gives a new array of `element_type` and `dims` by default.
+    pub fn client_default_layout(
+        &self,
+        client: &Client,
+        element_type: ElementType,
+        dims: &[i64],
+    ) -> Result<SerializedLayout> {
+        self.same_plugin(client.api())?;
+        check_array_type(self.api, element_type)?;
+        if let Some(d) = dims.iter().find(|d| **d < 0) {
+            return Err(Error::invalid(format!("negative dimension {d} in {dims:?}")));
+        }
+        type L = sys::PJRT_Layouts_Extension;
+        // Everything needed to free the result is checked before the plugin allocates it.
+        let (destroy, destroy_name) = ext_fn!(self, L, PJRT_Layouts_MemoryLayout_Destroy);
+        ext_fn!(self, L, PJRT_Layouts_MemoryLayout_Serialize);
+        let (get, name) = ext_fn!(self, L, PJRT_Layouts_PJRT_Client_GetDefaultLayout);
+        let mut args = sys::PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args::new();
+        args.client = client.raw();
+        args.type_ = element_type.to_raw();
+        args.dims = dims.as_ptr();
+        args.num_dims = dims.len();
+        // SAFETY: args built with `Args::new`; the client belongs to this plugin (checked) and the
+        // dims outlive the call.
+        self.api.check(unsafe { get(&mut args) }, name)?;
+        let layout = self.own(args.layout, destroy, destroy_name, name)?;
+        self.serialize(layout.layout)
+    }
+
+    /// The layout of a buffer on its device.
+    pub fn buffer_layout(&self, buffer: &Buffer) -> Result<SerializedLayout> {
+        self.same_plugin(buffer.client().api())?;
+        // SAFETY: the buffer is alive (borrowed) and belongs to this plugin.
+        unsafe { self.buffer_layout_raw(buffer.as_raw()) }
+    }
+
+    /// # Safety
+    /// `buffer` must be a live buffer of this plugin.
+    unsafe fn buffer_layout_raw(&self, buffer: *mut sys::PJRT_Buffer) -> Result<SerializedLayout> {
+        type L = sys::PJRT_Layouts_Extension;
+        let (destroy, destroy_name) = ext_fn!(self, L, PJRT_Layouts_MemoryLayout_Destroy);
+        ext_fn!(self, L, PJRT_Layouts_MemoryLayout_Serialize);
+        let (get, name) = ext_fn!(self, L, PJRT_Layouts_PJRT_Buffer_MemoryLayout);
+        let mut args = sys::PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args::new();
+        args.buffer = buffer;
+        // SAFETY: args built with `Args::new`; the buffer is live (caller's contract).
+        self.api.check(unsafe { get(&mut args) }, name)?;
+        let layout = self.own(args.layout, destroy, destroy_name, name)?;
+        self.serialize(layout.layout)
+    }
+
+    /// The layouts of an executable's outputs.
+    pub fn executable_output_layouts(&self, executable: &LoadedExecutable) -> Result<Vec<SerializedLayout>> {
+        self.same_plugin(executable.client().api())?;
+        // SAFETY: the executable is alive (borrowed) and belongs to this plugin.
+        unsafe { self.executable_layouts_raw(executable.raw_executable(), ExecutableSide::Outputs) }
+    }
+
+    /// The layouts of an executable's parameters.
+    pub fn executable_parameter_layouts(&self, executable: &LoadedExecutable) -> Result<Vec<SerializedLayout>> {
+        self.same_plugin(executable.client().api())?;
+        // SAFETY: the executable is alive (borrowed) and belongs to this plugin.
+        unsafe { self.executable_layouts_raw(executable.raw_executable(), ExecutableSide::Parameters) }
+    }
+
+    /// # Safety
+    /// `executable` must be a live executable of this plugin.
+    unsafe fn executable_layouts_raw(
+        &self,
+        executable: *mut sys::PJRT_Executable,
+        side: ExecutableSide,
+    ) -> Result<Vec<SerializedLayout>> {
+        type L = sys::PJRT_Layouts_Extension;
+        // The layouts are owned by the executable: serialized, never destroyed.
+        let (layouts, count) = match side {
+            ExecutableSide::Outputs => {
+                let (get, name) = ext_fn!(self, L, PJRT_Layouts_PJRT_Executable_GetOutputLayouts);
+                ext_fn!(self, L, PJRT_Layouts_MemoryLayout_Serialize);
+                let mut args = sys::PJRT_Layouts_PJRT_Executable_GetOutputLayouts_Args::new();
+                args.executable = executable;
+                // SAFETY: args built with `Args::new`; the executable is live.
+                self.api.check(unsafe { get(&mut args) }, name)?;
+                (args.layouts, args.num_outputs)
+            }
+            ExecutableSide::Parameters => {
+                let (get, name) = ext_fn!(self, L, PJRT_Layouts_PJRT_Executable_GetParameterLayouts);
+                ext_fn!(self, L, PJRT_Layouts_MemoryLayout_Serialize);
+                let mut args = sys::PJRT_Layouts_PJRT_Executable_GetParameterLayouts_Args::new();
+                args.executable = executable;
+                // SAFETY: as above.
+                self.api.check(unsafe { get(&mut args) }, name)?;
+                (args.layouts, args.num_parameters)
+            }
+        };
+        // SAFETY: an array of `count` layouts owned by the executable, which outlives this call.
+        let layouts = unsafe { slice_from_raw(layouts as *const *mut sys::PJRT_Layouts_MemoryLayout, count) };
+        layouts.iter().map(|l| self.serialize(*l)).collect()
+    }
+
+    fn own<'a>(
+        &'a self,
+        layout: *mut sys::PJRT_Layouts_MemoryLayout,
+        destroy: unsafe extern "C" fn(*mut sys::PJRT_Layouts_MemoryLayout_Destroy_Args) -> *mut sys::PJRT_Error,
+        destroy_name: &'static str,
+        producer: &'static str,
+    ) -> Result<OwnedLayout<'a, 'p>> {
+        if layout.is_null() {
+            return Err(Error::invalid(format!("{producer} returned no layout")));
+        }
+        Ok(OwnedLayout { ext: self, layout, destroy, name: destroy_name })
+    }
+
+    /// Serializes a live layout and frees the serialization.
+    fn serialize(&self, layout: *mut sys::PJRT_Layouts_MemoryLayout) -> Result<SerializedLayout> {
+        if layout.is_null() {
+            return Err(Error::invalid("the plugin returned a NULL layout"));
+        }
+        let (serialize, name) = ext_fn!(self, sys::PJRT_Layouts_Extension, PJRT_Layouts_MemoryLayout_Serialize);
+        let mut args = sys::PJRT_Layouts_MemoryLayout_Serialize_Args::new();
+        args.layout = layout;
+        // SAFETY: args built with `Args::new`; the layout is live (owned by us or an executable).
+        self.api.check(unsafe { serialize(&mut args) }, name)?;
+        // SAFETY: the bytes live as long as `serialized_layout`, which is freed just below.
+        let bytes = unsafe { slice_from_raw(args.serialized_bytes as *const u8, args.serialized_bytes_size) }.to_vec();
+        if let (Some(deleter), false) = (args.serialized_layout_deleter, args.serialized_layout.is_null()) {
+            // SAFETY: called once on the object it was returned for, as the API requires.
+            unsafe { deleter(args.serialized_layout) };
+        }
+        Ok(SerializedLayout(bytes))
+    }
+}
+
+fn check_array_type(api: &Api, element_type: ElementType) -> Result<()> {
+    match element_type.since_minor() {
+        None => return Err(Error::invalid(format!("unknown element type {element_type}"))),
+        Some(minor) if minor > api.version().minor => {
+            return Err(api.unsupported_feature(element_type.name(), minor));
+        }
+        Some(_) => {}
+    }
+    if !element_type.is_array_type() {
+        return Err(Error::invalid(format!("{element_type} is not an array element type")));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// MemoryDescriptions
+// ---------------------------------------------------------------------------------------------
+
+/// One kind of memory a device has (from its description, without a client's memory objects).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct MemoryDescription {
+    /// The kind, e.g. `"device"` or `"pinned_host"`.
+    pub kind: String,
+    /// The kind's id.
+    pub kind_id: i32,
+    /// Whether this is the device's default memory.
+    pub is_default: bool,
+}
+
+impl<'p> MemoryDescriptionsExtension<'p> {
+    /// The memory descriptions of a device (the CPU plugins report none).
+    pub fn device_memory_descriptions(&self, device: &Device<'_>) -> Result<Vec<MemoryDescription>> {
+        let api = device.client().api();
+        self.same_plugin(api)?;
+        type M = sys::PJRT_MemoryDescriptions_Extension;
+        let (get, name) = ext_fn!(self, M, PJRT_DeviceDescription_MemoryDescriptions);
+        let mut description = sys::PJRT_Device_GetDescription_Args::new();
+        description.device = device.as_raw();
+        pjrt_call!(api, PJRT_Device_GetDescription, &mut description)?;
+        if description.device_description.is_null() {
+            return Err(Error::invalid("PJRT_Device_GetDescription returned no description"));
+        }
+        let mut args = sys::PJRT_DeviceDescription_MemoryDescriptions_Args::new();
+        args.device_description = description.device_description;
+        // SAFETY: args built with `Args::new`; the description is owned by the device's client,
+        // which the borrowed device keeps alive.
+        self.api.check(unsafe { get(&mut args) }, name)?;
+        // SAFETY: an array owned by the device description.
+        let descriptions = unsafe { slice_from_raw(args.memory_descriptions, args.num_memory_descriptions) };
+        if descriptions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (kind_fn, kind_name) = ext_fn!(self, M, PJRT_MemoryDescription_Kind);
+        let mut out = Vec::with_capacity(descriptions.len());
+        for (i, d) in descriptions.iter().enumerate() {
+            let mut kind = sys::PJRT_MemoryDescription_Kind_Args::new();
+            kind.memory_description = *d;
+            // SAFETY: args built with `Args::new`; the description is owned by the device's.
+            self.api.check(unsafe { kind_fn(&mut kind) }, kind_name)?;
+            out.push(MemoryDescription {
+                // SAFETY: the string lives as long as the memory description.
+                kind: unsafe { string_from_raw(kind.kind, kind.kind_size) },
+                kind_id: kind.kind_id,
+                is_default: args.default_memory_index == i,
+            });
+        }
+        Ok(out)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shardings
+// ---------------------------------------------------------------------------------------------
+
+/// The shardings of an executable's parameters or outputs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExecutableShardings {
+    /// The number of parameters (or outputs) the plugin reports.
+    pub count: usize,
+    /// One serialized `xla.OpSharding` per parameter (output); `None` when the plugin gives no
+    /// shardings (the CPU plugins, for a single-device program).
+    pub serialized: Option<Vec<Vec<u8>>>,
+}
+
+impl<'p> ShardingsExtension<'p> {
+    /// The shardings of an executable's parameters.
+    pub fn parameter_shardings(&self, executable: &LoadedExecutable) -> Result<ExecutableShardings> {
+        self.same_plugin(executable.client().api())?;
+        type S = sys::PJRT_Shardings_Extension;
+        let (get, name) = ext_fn!(self, S, PJRT_Shardings_PJRT_Executable_ParameterShardings);
+        let mut args = sys::PJRT_Shardings_PJRT_Executable_ParameterShardings_Args::new();
+        args.executable = executable.raw_executable();
+        // SAFETY: args built with `Args::new`; the executable is alive and of this plugin.
+        self.api.check(unsafe { get(&mut args) }, name)?;
+        // SAFETY: arrays owned by the executable, copied at once.
+        Ok(unsafe { read_shardings(args.num_parameters, args.shardings, args.sharding_sizes) })
+    }
+
+    /// The shardings of an executable's outputs.
+    pub fn output_shardings(&self, executable: &LoadedExecutable) -> Result<ExecutableShardings> {
+        self.same_plugin(executable.client().api())?;
+        type S = sys::PJRT_Shardings_Extension;
+        let (get, name) = ext_fn!(self, S, PJRT_Shardings_PJRT_Executable_OutputShardings);
+        let mut args = sys::PJRT_Shardings_PJRT_Executable_OutputShardings_Args::new();
+        args.executable = executable.raw_executable();
+        // SAFETY: as above.
+        self.api.check(unsafe { get(&mut args) }, name)?;
+        // SAFETY: as above.
+        Ok(unsafe { read_shardings(args.num_outputs, args.shardings, args.sharding_sizes) })
+    }
+}
+
+/// # Safety
+/// `shardings` and `sizes` must be NULL or arrays of `count` entries, each sharding pointing to
+/// its size in bytes.
+unsafe fn read_shardings(count: usize, shardings: *const *const c_char, sizes: *const usize) -> ExecutableShardings {
+    if shardings.is_null() || sizes.is_null() {
+        return ExecutableShardings { count, serialized: None };
+    }
+    // SAFETY: guaranteed by the caller.
+    let (ptrs, lens) = unsafe { (slice_from_raw(shardings, count), slice_from_raw(sizes, count)) };
+    let serialized = ptrs
+        .iter()
+        .zip(lens)
+        // SAFETY: each sharding has its size in bytes (caller's contract).
+        .map(|(p, n)| unsafe { slice_from_raw(*p as *const u8, *n) }.to_vec())
+        .collect();
+    ExecutableShardings { count, serialized: Some(serialized) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// FFI
+// ---------------------------------------------------------------------------------------------
+
+impl<'p> FfiExtension<'p> {
+    /// Registers an external FFI type by name in the plugin's (process-wide) type registry and
+    /// returns the id the plugin assigned. Objects of this type get no deleter.
+    pub fn register_type(&self, name: &str) -> Result<i64> {
+        self.register_type_with_id(name, 0)
+    }
+
+    /// Registers an external FFI type under a caller-chosen `type_id` (0: let the plugin
+    /// assign one) and returns the id in effect.
+    pub fn register_type_with_id(&self, name: &str, type_id: i64) -> Result<i64> {
+        let (register, fn_name) = ext_fn!(self, sys::PJRT_FFI_Extension, type_register);
+        // The plugin reads the type info unconditionally (copying the deleter): never NULL.
+        let mut info = sys::PJRT_FFI_Type_Info::default();
+        let mut args = sys::PJRT_FFI_Type_Register_Args::new();
+        args.type_name = name.as_ptr() as *const c_char;
+        args.type_name_size = name.len();
+        args.type_id = type_id;
+        args.type_info = &mut info;
+        // SAFETY: args built with `Args::new`; name and info outlive the call.
+        self.api.check(unsafe { register(&mut args) }, fn_name)?;
+        Ok(args.type_id)
+    }
+
+    /// Registers an XLA FFI handler for the custom-call target `target_name` on `platform_name`
+    /// (e.g. `"Host"`, `"CUDA"`).
+    ///
+    /// # Safety
+    /// `handler` must be a valid `XLA_FFI_Handler*` of the XLA FFI ABI the plugin was built with,
+    /// callable for as long as the plugin may run programs that use `target_name`.
+    pub unsafe fn register_handler(
+        &self,
+        target_name: &str,
+        platform_name: &str,
+        handler: *mut c_void,
+        command_buffer_compatible: bool,
+    ) -> Result<()> {
+        let (register, fn_name) = ext_fn!(self, sys::PJRT_FFI_Extension, register_handler);
+        let mut args = sys::PJRT_FFI_Register_Handler_Args::new();
+        args.target_name = target_name.as_ptr() as *const c_char;
+        args.target_name_size = target_name.len();
+        args.handler = handler;
+        args.platform_name = platform_name.as_ptr() as *const c_char;
+        args.platform_name_size = platform_name.len();
+        args.traits = if command_buffer_compatible {
+            sys::PJRT_FFI_Handler_TraitsBits::COMMAND_BUFFER_COMPATIBLE
+        } else {
+            sys::PJRT_FFI_Handler_TraitsBits::NONE
+        };
+        // SAFETY: args built with `Args::new`; strings outlive the call; the handler is the
+        // caller's contract.
+        self.api.check(unsafe { register(&mut args) }, fn_name)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PhaseCompile
+// ---------------------------------------------------------------------------------------------
+
+impl<'p> PhaseCompileExtension<'p> {
+    /// The names of the plugin's compilation phases, in order.
+    ///
+    /// Needs the plugin's phase compiler: the CPU plugins give none (`phase_compile_get_compiler`
+    /// is NULL), so this returns [`Error::Unsupported`] there.
+    pub fn phase_names(&self) -> Result<Vec<String>> {
+        type P = sys::PJRT_PhaseCompile_Extension;
+        // Everything needed to free what the plugin returns is checked first.
+        let (get_compiler, get_name) = ext_fn!(self, P, phase_compile_get_compiler);
+        let (destroy_compiler, _) = ext_fn!(self, P, phase_compile_destroy_compiler);
+        let (get_names, names_name) = ext_fn!(self, P, phase_compile_get_phase_names);
+        let (destroy_buffers, _) = ext_fn!(self, P, phase_compile_c_buffers_destroy);
+
+        let mut compiler = sys::PJRT_PhaseCompile_Get_Compiler_Args::new();
+        // SAFETY: args built with `Args::new`.
+        self.api.check(unsafe { get_compiler(&mut compiler) }, get_name)?;
+        if compiler.phase_compiler.is_null() {
+            return Err(Error::invalid(format!("{get_name} returned no compiler")));
+        }
+        struct CompilerGuard {
+            compiler: *const sys::PJRT_PhaseCompiler,
+            destroy: unsafe extern "C" fn(*mut sys::PJRT_PhaseCompile_Destroy_Compiler_Args),
+        }
+        impl Drop for CompilerGuard {
+            fn drop(&mut self) {
+                let mut args = sys::PJRT_PhaseCompile_Destroy_Compiler_Args::new();
+                args.phase_compiler = self.compiler;
+                // SAFETY: the compiler came from the plugin and is destroyed once, here.
+                unsafe { (self.destroy)(&mut args) };
+            }
+        }
+        let compiler = CompilerGuard { compiler: compiler.phase_compiler, destroy: destroy_compiler };
+
+        let mut args = sys::PJRT_PhaseCompile_Get_PhaseNames_Args::new();
+        args.phase_compiler = compiler.compiler;
+        // SAFETY: args built with `Args::new`; the compiler is live.
+        self.api.check(unsafe { get_names(&mut args) }, names_name)?;
+        // SAFETY: arrays of `num_phase_names` entries allocated by the plugin for us.
+        let names = unsafe {
+            let ptrs = slice_from_raw(args.phase_names as *const *const c_char, args.num_phase_names);
+            let sizes = slice_from_raw(args.phase_names_sizes, args.num_phase_names);
+            ptrs.iter().zip(sizes).map(|(p, n)| string_from_raw(*p, *n)).collect()
+        };
+        if !args.phase_names.is_null() {
+            let mut free = sys::PJRT_PhaseCompile_C_Buffers_Destroy_Args::new();
+            free.char_buffers = args.phase_names;
+            free.char_buffer_sizes = args.phase_names_sizes;
+            free.num_char_buffers = args.num_phase_names;
+            // SAFETY: returns the plugin's buffers to it, once.
+            unsafe { destroy_buffers(&mut free) };
+        }
+        drop(compiler);
+        Ok(names)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Profiler
+// ---------------------------------------------------------------------------------------------
+
+impl<'p> ProfilerExtension<'p> {
+    /// The plugin's profiler table (`PLUGIN_Profiler_Api`, not declared by this crate), if the
+    /// plugin's struct contains it and it is not NULL.
+    pub fn profiler_api(&self) -> Option<*mut sys::PLUGIN_Profiler_Api> {
+        const OFFSET: usize = std::mem::offset_of!(sys::PJRT_Profiler_Extension, profiler_api);
+        self.gate(OFFSET).ok()?;
+        // SAFETY: the member lies inside the plugin's struct (gated just above).
+        let api = unsafe { std::ptr::addr_of!((*self.ptr.as_ptr()).profiler_api).read() };
+        (!api.is_null()).then_some(api)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A fake function table with nothing but a header: enough for `Api` (errors are never
+    /// produced by the fake extension functions below).
+    fn fake_api(minor: i32) -> Api {
+        // SAFETY: every field of `PJRT_Api` is an integer, a pointer or an `Option<fn>`, all
+        // valid when zero.
+        let table: &'static mut sys::PJRT_Api = Box::leak(Box::new(unsafe { std::mem::zeroed() }));
+        table.struct_size = std::mem::size_of::<sys::PJRT_Api>();
+        table.pjrt_api_version.minor_version = minor;
+        // SAFETY: the table is leaked, so valid for the rest of the process.
+        unsafe { Api::new(NonNull::from(table)) }.expect("a valid fake table")
+    }
+
+    fn base(type_: sys::PJRT_Extension_Type, struct_size: usize) -> sys::PJRT_Extension_Base {
+        sys::PJRT_Extension_Base { struct_size, type_, next: std::ptr::null_mut() }
+    }
+
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn counting<A>(_args: *mut A) -> *mut sys::PJRT_Error {
+        CALLS.fetch_add(1, Ordering::SeqCst);
+        std::ptr::null_mut()
+    }
+
+    fn full_layouts(struct_size: usize) -> sys::PJRT_Layouts_Extension {
+        sys::PJRT_Layouts_Extension {
+            base: base(sys::PJRT_Extension_Type::Layouts, struct_size),
+            PJRT_Layouts_MemoryLayout_Destroy: Some(counting),
+            PJRT_Layouts_MemoryLayout_Serialize: Some(counting),
+            PJRT_Layouts_PJRT_Client_GetDefaultLayout: Some(counting),
+            PJRT_Layouts_PJRT_Buffer_MemoryLayout: Some(counting),
+            PJRT_Layouts_PJRT_Topology_GetDefaultLayout: Some(counting),
+            PJRT_Layouts_PJRT_Executable_GetOutputLayouts: Some(counting),
+            PJRT_Layouts_PJRT_Executable_GetParameterLayouts: Some(counting),
+        }
+    }
+
+    /// A view of a fake extension struct on a fake table of API version `0.minor`.
+    fn view<E: Extension>(minor: i32, ext: &mut E) -> ExtensionRef<'static, E> {
+        let api: &'static Api = Box::leak(Box::new(fake_api(minor)));
+        // SAFETY: `ext` starts with its base.
+        let size = unsafe { (*(ext as *mut E as *const sys::PJRT_Extension_Base)).struct_size };
+        // SAFETY: `ext` is readable for `size` bytes; the tests keep it alive while the view is
+        // used.
+        unsafe { ExtensionRef::new(api, NonNull::from(ext), size) }
+    }
+
+    #[test]
+    fn members_beyond_struct_size_are_never_read_or_called() {
+        // Only the first two members (Destroy, Serialize) are inside the plugin's struct; the
+        // bytes after it hold valid-looking pointers that must be ignored.
+        let mut short = full_layouts(40);
+        let ext = view(115, &mut short);
+        assert!(ext.has("PJRT_Layouts_MemoryLayout_Destroy"));
+        assert!(ext.has("PJRT_Layouts_MemoryLayout_Serialize"));
+        assert!(!ext.has("PJRT_Layouts_PJRT_Client_GetDefaultLayout"));
+        assert!(!ext.has("no_such_member"));
+        assert_eq!(ext.members(), ["PJRT_Layouts_MemoryLayout_Destroy", "PJRT_Layouts_MemoryLayout_Serialize"]);
+
+        let before = CALLS.load(Ordering::SeqCst);
+        let fake_exe = NonNull::<sys::PJRT_Executable>::dangling().as_ptr();
+        // SAFETY: the gate refuses before anything is called with the dangling pointer.
+        let err = unsafe { ext.executable_layouts_raw(fake_exe, ExecutableSide::Parameters) }.unwrap_err();
+        match err {
+            Error::Unsupported { function, since_minor, plugin_minor, .. } => {
+                assert_eq!(function, "PJRT_Layouts_PJRT_Executable_GetParameterLayouts");
+                assert_eq!(since_minor, 93);
+                assert_eq!(plugin_minor, 115);
+            }
+            other => panic!("expected Unsupported, got {other:?}"),
+        }
+        // SAFETY: as above.
+        let err = unsafe { ext.buffer_layout_raw(NonNull::dangling().as_ptr()) }.unwrap_err();
+        assert!(matches!(err, Error::Unsupported { function: "PJRT_Layouts_PJRT_Buffer_MemoryLayout", .. }), "{err:?}");
+        assert_eq!(CALLS.load(Ordering::SeqCst), before, "nothing beyond struct_size was called");
+    }
+
+    #[test]
+    fn members_inside_struct_size_are_called_and_null_ones_refused() {
+        let mut full = full_layouts(sys::PJRT_Layouts_Extension::STRUCT_SIZE);
+        full.PJRT_Layouts_MemoryLayout_Serialize = None;
+        let ext = view(115, &mut full);
+        assert!(!ext.has("PJRT_Layouts_MemoryLayout_Serialize"));
+        assert!(ext.has("PJRT_Layouts_PJRT_Executable_GetParameterLayouts"));
+        // GetOutputLayouts is present but Serialize is NULL: refused before any call.
+        let before = CALLS.load(Ordering::SeqCst);
+        // SAFETY: every member the call needs is checked before GetOutputLayouts is called, so
+        // the dangling pointer is never used.
+        let err =
+            unsafe { ext.executable_layouts_raw(NonNull::dangling().as_ptr(), ExecutableSide::Outputs) }.unwrap_err();
+        assert!(matches!(err, Error::Unsupported { function: "PJRT_Layouts_MemoryLayout_Serialize", .. }), "{err:?}");
+        assert_eq!(CALLS.load(Ordering::SeqCst), before);
+
+        // A present member is called: destroying a (fake) owned layout calls Destroy once.
+        let (destroy, name) =
+            (|| -> Result<_> { Ok(ext_fn!(&ext, sys::PJRT_Layouts_Extension, PJRT_Layouts_MemoryLayout_Destroy)) })()
+                .unwrap();
+        assert_eq!(name, "PJRT_Layouts_MemoryLayout_Destroy");
+        let owned = ext.own(NonNull::dangling().as_ptr(), destroy, name, "test").unwrap();
+        drop(owned);
+        assert_eq!(CALLS.load(Ordering::SeqCst), before + 1);
+    }
+
+    #[test]
+    fn unsupported_names_members_without_prefix_by_extension() {
+        let mut phase = sys::PJRT_PhaseCompile_Extension {
+            base: base(sys::PJRT_Extension_Type::PhaseCompile, 64),
+            phase_compile_get_compiler: None,
+            phase_compile_destroy_compiler: None,
+            phase_compile_run_phases: Some(counting),
+            phase_compile_get_phase_names: Some(counting),
+            phase_compile_c_buffers_destroy: None,
+        };
+        let ext = view(106, &mut phase);
+        let err = ext.phase_names().unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Unsupported {
+                    function: "PJRT_PhaseCompile_Extension.phase_compile_get_compiler",
+                    plugin_minor: 106,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        // A short FFI struct: type_register inside, register_handler outside.
+        let mut ffi = sys::PJRT_FFI_Extension {
+            base: base(sys::PJRT_Extension_Type::FFI, 32),
+            type_register: Some(counting),
+            user_data_add: Some(counting),
+            register_handler: Some(counting),
+        };
+        let ext = view(106, &mut ffi);
+        assert_eq!(ext.members(), ["type_register"]);
+        // SAFETY: refused before the handler is used.
+        let err = unsafe { ext.register_handler("t", "Host", std::ptr::null_mut(), false) }.unwrap_err();
+        assert!(matches!(err, Error::Unsupported { function: "PJRT_FFI_Extension.register_handler", .. }), "{err:?}");
+    }
+
+    #[test]
+    fn profiler_data_members_are_gated_too() {
+        let mut profiler = sys::PJRT_Profiler_Extension {
+            base: base(sys::PJRT_Extension_Type::Profiler, 24),
+            profiler_api: NonNull::dangling().as_ptr(),
+            traceme_context_id: 7,
+        };
+        assert_eq!(view(115, &mut profiler).profiler_api(), None);
+        profiler.base.struct_size = 40;
+        assert!(view(115, &mut profiler).profiler_api().is_some());
+    }
+
+    #[test]
+    fn walk_stops_at_cycles_and_keeps_unknown_types() {
+        let mut layouts = full_layouts(80);
+        let mut unknown = base(sys::PJRT_Extension_Type(999), 24);
+        let mut shardings = base(sys::PJRT_Extension_Type::Shardings, 40);
+        let first = std::ptr::addr_of_mut!(layouts.base);
+        let second = std::ptr::addr_of_mut!(unknown);
+        let third = std::ptr::addr_of_mut!(shardings);
+        // SAFETY: three live nodes, linked and read through raw pointers only; the last links
+        // back to the first (a cycle).
+        let nodes = unsafe {
+            (*first).next = second;
+            (*second).next = third;
+            (*third).next = first;
+            walk(first)
+        };
+        let kinds: Vec<_> = nodes.iter().map(|n| (ExtensionKind::from_raw(n.type_), n.struct_size)).collect();
+        assert_eq!(
+            kinds,
+            [(ExtensionKind::Layouts, 80), (ExtensionKind::Other(999), 24), (ExtensionKind::Shardings, 40)]
+        );
+        assert_eq!(ExtensionKind::Other(999).to_string(), "unknown extension type 999");
+        assert_eq!(ExtensionKind::from_raw(sys::PJRT_Extension_Type::XlaTransform), ExtensionKind::XlaTransform);
+        for raw in 0..=24 {
+            assert_eq!(ExtensionKind::from_raw(sys::PJRT_Extension_Type(raw)).to_raw().0, raw);
+            assert!(ExtensionKind::from_raw(sys::PJRT_Extension_Type(raw)).name().is_some());
+        }
+    }
+
+    #[test]
+    fn walk_is_bounded_and_stops_at_short_nodes() {
+        let mut nodes: Vec<sys::PJRT_Extension_Base> =
+            (0..100).map(|_| base(sys::PJRT_Extension_Type::Example, 24)).collect();
+        let ptr = nodes.as_mut_ptr();
+        for i in 0..99 {
+            // SAFETY: both indices are in bounds.
+            unsafe { (*ptr.add(i)).next = ptr.add(i + 1) };
+        }
+        // SAFETY: a chain of live bases.
+        assert_eq!(unsafe { walk(ptr) }.len(), MAX_CHAIN_LENGTH);
+        nodes[1].struct_size = 16; // too short to hold `next`
+                                   // SAFETY: as above.
+        assert_eq!(unsafe { walk(nodes.as_mut_ptr()) }.len(), 2);
+        // SAFETY: NULL is an empty chain.
+        assert!(unsafe { walk(std::ptr::null_mut()) }.is_empty());
+    }
+
+    #[test]
+    fn chains_of_plugins_older_than_0_45_are_not_read() {
+        let api = fake_api(44);
+        // The fake table's extension_start is NULL anyway; what matters is that it is not read.
+        assert!(infos(&api).is_empty());
+        assert!(find::<sys::PJRT_Layouts_Extension>(&api).is_none());
+    }
+}

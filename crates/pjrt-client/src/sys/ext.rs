@@ -1,3 +1,731 @@
 //! Extension structs (declared by hand, gated by each extension's own struct_size).
+//!
+//! A plugin lists its extensions as a chain of nodes starting at `PJRT_Api.extension_start`.
+//! Every node starts with a [`PJRT_Extension_Base`] (`struct_size`, `type_`, `next`), followed by
+//! members: function pointers, occasionally data. There is no version field: the node's own
+//! `base.struct_size` says how many members the plugin provides, so a member may be read only
+//! when `base.struct_size >= offset + size` of that member (see [`Extension::MEMBERS`]); it may
+//! still be NULL.
+//!
+//! Layouts follow the 0.114 extension headers. The 0.115 CPU plugin's XlaTransform node is longer
+//! (56 bytes) than the 0.114 layout declared here (40 bytes): the extra members are unknown to this
+//! crate and never read.
+//!
+//! Args structs: `STRUCT_SIZE` = offset of the last field + its size, as in `types.rs`. Some
+//! extension args structs have no `extension_start` (FFI's register_handler, Stream, GPU custom
+//! call, Triton, Callback, XlaTransform): they are declared as the API describes them.
 
 #![allow(non_camel_case_types, non_snake_case, missing_docs)]
+
+use std::ffi::{c_char, c_int, c_void};
+use std::marker::{PhantomData, PhantomPinned};
+
+use super::types::*;
+
+type Ext = *mut PJRT_Extension_Base;
+
+/// An extension member function that returns a `PJRT_Error*` (NULL on success).
+pub type ExtFn<A> = Option<unsafe extern "C" fn(args: *mut A) -> *mut PJRT_Error>;
+/// An extension member function that returns nothing.
+pub type ExtVoidFn<A> = Option<unsafe extern "C" fn(args: *mut A)>;
+
+/// One member of an extension struct, as this crate declares it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExtMember {
+    /// The member's C name, e.g. `PJRT_Layouts_MemoryLayout_Destroy` or `type_register`.
+    pub name: &'static str,
+    /// `"<extension struct>.<member>"`, unambiguous across extensions.
+    pub qualified_name: &'static str,
+    /// Byte offset inside the extension struct.
+    pub offset: usize,
+    /// Size in bytes (8 for every member declared so far).
+    pub size: usize,
+    /// The API minor version that introduced the member, as far as the PJRT changelog tells;
+    /// where it does not, the version that introduced the extension, or an upper bound (the first
+    /// header known to list it).
+    pub since_minor: i32,
+}
+
+impl ExtMember {
+    /// Whether a node of `struct_size` bytes contains this member.
+    pub const fn within(&self, struct_size: usize) -> bool {
+        struct_size >= self.offset + self.size
+    }
+
+    /// The name to report in errors: the C member name when it already says which extension it
+    /// belongs to (starts with `PJRT_`), else the qualified name.
+    pub fn error_name(&self) -> &'static str {
+        if self.name.starts_with("PJRT_") {
+            self.name
+        } else {
+            self.qualified_name
+        }
+    }
+}
+
+/// Every extension struct.
+///
+/// # Safety
+/// Implementors must be `#[repr(C)]`, start with a [`PJRT_Extension_Base`], and list in `MEMBERS`
+/// their fields after the base with exact offsets and sizes.
+pub unsafe trait Extension: Sized {
+    /// The `type_` value a node of this extension carries.
+    const TYPE: PJRT_Extension_Type;
+    /// The C struct name.
+    const NAME: &'static str;
+    /// Offset of the last member plus its size (the header's `*_STRUCT_SIZE`).
+    const STRUCT_SIZE: usize;
+    /// The members after the base, in order.
+    const MEMBERS: &'static [ExtMember];
+
+    /// The declared member called `name` (its C name), if any.
+    fn member(name: &str) -> Option<&'static ExtMember> {
+        Self::MEMBERS.iter().find(|m| m.name == name)
+    }
+
+    /// The declared member at byte `offset`, if any.
+    fn member_at(offset: usize) -> Option<&'static ExtMember> {
+        Self::MEMBERS.iter().find(|m| m.offset == offset)
+    }
+}
+
+const fn members_end(members: &[ExtMember]) -> usize {
+    let mut end = std::mem::size_of::<PJRT_Extension_Base>();
+    let mut i = 0;
+    while i < members.len() {
+        let e = members[i].offset + members[i].size;
+        if e > end {
+            end = e;
+        }
+        i += 1;
+    }
+    end
+}
+
+macro_rules! ext_struct {
+    ($(#[$m:meta])* $name:ident = $kind:ident {
+        $($(#[$fm:meta])* $field:ident : $ty:ty = since $minor:literal),+ $(,)?
+    }) => {
+        $(#[$m])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug)]
+        pub struct $name {
+            pub base: PJRT_Extension_Base,
+            $($(#[$fm])* pub $field: $ty),+
+        }
+        // SAFETY: repr(C), first field the base, MEMBERS computed from the fields themselves.
+        unsafe impl Extension for $name {
+            const TYPE: PJRT_Extension_Type = PJRT_Extension_Type::$kind;
+            const NAME: &'static str = stringify!($name);
+            const STRUCT_SIZE: usize = members_end(Self::MEMBERS);
+            const MEMBERS: &'static [ExtMember] = &[$(ExtMember {
+                name: stringify!($field),
+                qualified_name: concat!(stringify!($name), ".", stringify!($field)),
+                offset: ::core::mem::offset_of!($name, $field),
+                size: ::core::mem::size_of::<$ty>(),
+                since_minor: $minor,
+            }),+];
+        }
+    };
+}
+
+macro_rules! ext_args {
+    ($(#[$m:meta])* $name:ident { $($field:ident : $ty:ty),+ $(,)? }) => {
+        $(#[$m])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug)]
+        pub struct $name { $(pub $field: $ty),+ }
+        // SAFETY: repr(C), first field `struct_size: usize`, every field type is valid zeroed.
+        unsafe impl Args for $name {
+            const STRUCT_SIZE: usize = ext_args!(@size $name; $($field : $ty),+);
+        }
+    };
+    (@size $name:ident; $field:ident : $ty:ty) => {
+        ::core::mem::offset_of!($name, $field) + ::core::mem::size_of::<$ty>()
+    };
+    (@size $name:ident; $field:ident : $ty:ty, $($rest:ident : $rty:ty),+) => {
+        ext_args!(@size $name; $($rest : $rty),+)
+    };
+}
+
+macro_rules! ext_opaque {
+    ($($name:ident),+ $(,)?) => {$(
+        /// An opaque object owned by the plugin.
+        #[repr(C)]
+        pub struct $name {
+            _data: [u8; 0],
+            _marker: PhantomData<(*mut u8, PhantomPinned)>,
+        }
+    )+};
+}
+
+macro_rules! ext_enum {
+    ($(#[$m:meta])* $name:ident { $($variant:ident = $value:expr),+ $(,)? }) => {
+        $(#[$m])*
+        #[repr(transparent)]
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+        pub struct $name(pub i32);
+        #[allow(non_upper_case_globals)]
+        impl $name {
+            $(pub const $variant: $name = $name($value);)+
+        }
+    };
+}
+
+ext_opaque!(
+    PJRT_Layouts_MemoryLayout,
+    PJRT_Layouts_SerializedLayout,
+    PJRT_MemoryDescription,
+    PJRT_PhaseCompiler,
+    PJRT_RawBuffer,
+    PLUGIN_Profiler_Api,
+);
+
+// ---------------------------------------------------------------------------------------------
+// Layouts (extension type 4; header extension version 4)
+// ---------------------------------------------------------------------------------------------
+
+ext_args!(PJRT_Layouts_MemoryLayout_Destroy_Args {
+    struct_size: usize, extension_start: Ext, layout: *mut PJRT_Layouts_MemoryLayout,
+});
+ext_args!(PJRT_Layouts_MemoryLayout_Serialize_Args {
+    struct_size: usize, extension_start: Ext, layout: *mut PJRT_Layouts_MemoryLayout,
+    serialized_bytes: *const c_char, serialized_bytes_size: usize,
+    serialized_layout: *mut PJRT_Layouts_SerializedLayout,
+    serialized_layout_deleter: Option<unsafe extern "C" fn(s_layout: *mut PJRT_Layouts_SerializedLayout)>,
+});
+ext_args!(PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, layout: *mut PJRT_Layouts_MemoryLayout,
+});
+ext_args!(PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client, type_: PJRT_Buffer_Type,
+    dims: *const i64, num_dims: usize, layout: *mut PJRT_Layouts_MemoryLayout,
+});
+ext_args!(PJRT_Layouts_PJRT_Topology_GetDefaultLayout_Args {
+    struct_size: usize, extension_start: Ext, topology_description: *mut PJRT_TopologyDescription,
+    type_: PJRT_Buffer_Type, dims: *const i64, num_dims: usize, layout: *mut PJRT_Layouts_MemoryLayout,
+});
+ext_args!(PJRT_Layouts_PJRT_Executable_GetOutputLayouts_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable, num_outputs: usize,
+    layouts: *mut *mut PJRT_Layouts_MemoryLayout,
+});
+ext_args!(PJRT_Layouts_PJRT_Executable_GetParameterLayouts_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable, num_parameters: usize,
+    layouts: *mut *mut PJRT_Layouts_MemoryLayout,
+});
+
+ext_struct!(
+    /// `PJRT_Layouts_Extension`: memory layouts of buffers, clients' defaults and executables.
+    PJRT_Layouts_Extension = Layouts {
+        PJRT_Layouts_MemoryLayout_Destroy: ExtFn<PJRT_Layouts_MemoryLayout_Destroy_Args> = since 51,
+        PJRT_Layouts_MemoryLayout_Serialize: ExtFn<PJRT_Layouts_MemoryLayout_Serialize_Args> = since 51,
+        PJRT_Layouts_PJRT_Client_GetDefaultLayout: ExtFn<PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args> = since 51,
+        PJRT_Layouts_PJRT_Buffer_MemoryLayout: ExtFn<PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args> = since 51,
+        PJRT_Layouts_PJRT_Topology_GetDefaultLayout: ExtFn<PJRT_Layouts_PJRT_Topology_GetDefaultLayout_Args> = since 81,
+        PJRT_Layouts_PJRT_Executable_GetOutputLayouts: ExtFn<PJRT_Layouts_PJRT_Executable_GetOutputLayouts_Args> = since 81,
+        PJRT_Layouts_PJRT_Executable_GetParameterLayouts: ExtFn<PJRT_Layouts_PJRT_Executable_GetParameterLayouts_Args> = since 93,
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// MemoryDescriptions (type 6)
+// ---------------------------------------------------------------------------------------------
+
+ext_args!(PJRT_DeviceDescription_MemoryDescriptions_Args {
+    struct_size: usize, extension_start: Ext, device_description: *mut PJRT_DeviceDescription,
+    memory_descriptions: *const *const PJRT_MemoryDescription, num_memory_descriptions: usize,
+    default_memory_index: usize,
+});
+ext_args!(PJRT_MemoryDescription_Kind_Args {
+    struct_size: usize, extension_start: Ext, memory_description: *const PJRT_MemoryDescription,
+    kind: *const c_char, kind_size: usize, kind_id: c_int,
+});
+
+ext_struct!(
+    /// `PJRT_MemoryDescriptions_Extension`: the memory kinds a device (description) has.
+    PJRT_MemoryDescriptions_Extension = MemoryDescriptions {
+        PJRT_DeviceDescription_MemoryDescriptions: ExtFn<PJRT_DeviceDescription_MemoryDescriptions_Args> = since 59,
+        PJRT_MemoryDescription_Kind: ExtFn<PJRT_MemoryDescription_Kind_Args> = since 59,
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// Shardings (type 19)
+// ---------------------------------------------------------------------------------------------
+
+ext_args!(PJRT_Shardings_PJRT_Executable_ParameterShardings_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable, num_parameters: usize,
+    shardings: *const *const c_char, sharding_sizes: *const usize,
+});
+ext_args!(PJRT_Shardings_PJRT_Executable_OutputShardings_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable, num_outputs: usize,
+    shardings: *const *const c_char, sharding_sizes: *const usize,
+});
+
+ext_struct!(
+    /// `PJRT_Shardings_Extension`: serialized `xla.OpSharding`s of an executable's parameters and
+    /// outputs.
+    PJRT_Shardings_Extension = Shardings {
+        PJRT_Shardings_PJRT_Executable_ParameterShardings: ExtFn<PJRT_Shardings_PJRT_Executable_ParameterShardings_Args> = since 91,
+        PJRT_Shardings_PJRT_Executable_OutputShardings: ExtFn<PJRT_Shardings_PJRT_Executable_OutputShardings_Args> = since 91,
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// FFI (type 5; header extension version 3)
+// ---------------------------------------------------------------------------------------------
+
+/// `PJRT_FFI_Type_Info`: how the plugin treats objects of a registered type (no struct_size).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PJRT_FFI_Type_Info {
+    pub deleter: Option<unsafe extern "C" fn(object: *mut c_void)>,
+    /// Reserved by the API.
+    pub serialize: Option<unsafe extern "C" fn()>,
+    /// Reserved by the API.
+    pub deserialize: Option<unsafe extern "C" fn()>,
+}
+
+/// `PJRT_FFI_UserData` (no struct_size).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PJRT_FFI_UserData {
+    pub type_id: i64,
+    pub data: *mut c_void,
+}
+
+ext_enum!(
+    /// `PJRT_FFI_Handler_TraitsBits` (a bit set).
+    PJRT_FFI_Handler_TraitsBits { NONE = 0, COMMAND_BUFFER_COMPATIBLE = 1 }
+);
+
+ext_args!(PJRT_FFI_Type_Register_Args {
+    struct_size: usize, extension_start: Ext, type_name: *const c_char, type_name_size: usize,
+    type_id: i64, type_info: *mut PJRT_FFI_Type_Info,
+});
+ext_args!(PJRT_FFI_UserData_Add_Args {
+    struct_size: usize, extension_start: Ext, context: *mut PJRT_ExecuteContext, user_data: PJRT_FFI_UserData,
+});
+ext_args!(
+    /// Note: no `extension_start`.
+    PJRT_FFI_Register_Handler_Args {
+        struct_size: usize, target_name: *const c_char, target_name_size: usize, handler: *mut c_void,
+        platform_name: *const c_char, platform_name_size: usize, traits: PJRT_FFI_Handler_TraitsBits,
+    }
+);
+
+ext_struct!(
+    /// `PJRT_FFI_Extension`: XLA FFI types, user data and handlers.
+    PJRT_FFI_Extension = FFI {
+        type_register: ExtFn<PJRT_FFI_Type_Register_Args> = since 53,
+        user_data_add: ExtFn<PJRT_FFI_UserData_Add_Args> = since 53,
+        register_handler: ExtFn<PJRT_FFI_Register_Handler_Args> = since 53,
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// PhaseCompile (type 9; experimental)
+// ---------------------------------------------------------------------------------------------
+
+ext_args!(PJRT_PhaseCompile_Get_Compiler_Args {
+    struct_size: usize, extension_start: Ext, phase_compiler: *const PJRT_PhaseCompiler,
+});
+ext_args!(PJRT_PhaseCompile_Destroy_Compiler_Args {
+    struct_size: usize, extension_start: Ext, phase_compiler: *const PJRT_PhaseCompiler,
+});
+ext_args!(PJRT_PhaseCompile_Run_Phase_Args {
+    struct_size: usize, extension_start: Ext, phase_compiler: *const PJRT_PhaseCompiler,
+    input_programs: *mut *const c_char, input_programs_sizes: *const usize, num_input_programs: usize,
+    phases_to_run: *mut *const c_char, phases_to_run_sizes: *const usize, num_phases_to_run: usize,
+    compile_options: *const c_char, compile_options_size: usize, topology: *mut PJRT_TopologyDescription,
+    output_programs: *mut *const c_char, output_programs_sizes: *const usize, num_output_programs: usize,
+});
+ext_args!(PJRT_PhaseCompile_Get_PhaseNames_Args {
+    struct_size: usize, extension_start: Ext, phase_compiler: *const PJRT_PhaseCompiler,
+    phase_names: *mut *const c_char, phase_names_sizes: *const usize, num_phase_names: usize,
+});
+ext_args!(PJRT_PhaseCompile_C_Buffers_Destroy_Args {
+    struct_size: usize, extension_start: Ext, char_buffers: *mut *const c_char,
+    char_buffer_sizes: *const usize, num_char_buffers: usize,
+});
+
+ext_struct!(
+    /// `PJRT_PhaseCompile_Extension`: run individual compilation phases.
+    PJRT_PhaseCompile_Extension = PhaseCompile {
+        phase_compile_get_compiler: ExtFn<PJRT_PhaseCompile_Get_Compiler_Args> = since 81,
+        phase_compile_destroy_compiler: ExtVoidFn<PJRT_PhaseCompile_Destroy_Compiler_Args> = since 81,
+        phase_compile_run_phases: ExtFn<PJRT_PhaseCompile_Run_Phase_Args> = since 81,
+        phase_compile_get_phase_names: ExtFn<PJRT_PhaseCompile_Get_PhaseNames_Args> = since 81,
+        phase_compile_c_buffers_destroy: ExtVoidFn<PJRT_PhaseCompile_C_Buffers_Destroy_Args> = since 81,
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// XlaTransform (type 24; the 0.114 layout: 2 members, 40 bytes)
+// ---------------------------------------------------------------------------------------------
+
+/// `PJRT_XlaTransform_string`: a (pointer, length) byte string.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PJRT_XlaTransform_string {
+    pub data: *const c_char,
+    pub size: usize,
+}
+
+/// `PJRT_XlaTransform_version_and_error`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PJRT_XlaTransform_version_and_error {
+    pub api_version: i64,
+    pub data: *mut c_void,
+    pub cleanup_fn: Option<unsafe extern "C" fn(data: *mut c_void)>,
+    pub has_error: bool,
+    pub code: PJRT_Error_Code,
+    pub error_msg: PJRT_XlaTransform_string,
+}
+
+ext_args!(
+    /// Note: no `extension_start`; passed by the plugin to the caller's callback.
+    PJRT_XlaTransform_Args {
+        struct_size: usize, header: PJRT_XlaTransform_version_and_error,
+        hlo_module: PJRT_XlaTransform_string, transformed_hlo_module: PJRT_XlaTransform_string, changed: bool,
+    }
+);
+
+/// `PJRT_XlaTransform_Callbacks`: provided by the caller; every callback is optional.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PJRT_XlaTransform_Callbacks {
+    pub version: i64,
+    pub dtor: Option<unsafe extern "C" fn(data: *mut PJRT_XlaTransform_Callbacks)>,
+    pub transform_hlo_module:
+        Option<unsafe extern "C" fn(data: *mut PJRT_XlaTransform_Callbacks, args: *mut PJRT_XlaTransform_Args)>,
+}
+
+ext_enum!(
+    /// `PJRT_XlaTransform_PipelineStage`.
+    PJRT_XlaTransform_PipelineStage { kPreScheduler = 0, kPostScheduler = 1 }
+);
+
+ext_args!(
+    /// Note: no `extension_start`.
+    PJRT_Register_Xla_Transform_Args {
+        struct_size: usize, name: *const c_char, name_size: usize, stage: PJRT_XlaTransform_PipelineStage,
+        callbacks: *mut PJRT_XlaTransform_Callbacks,
+    }
+);
+ext_args!(
+    /// Note: no `extension_start`.
+    PJRT_Clear_Xla_Transform_Args {
+        struct_size: usize, stage: PJRT_XlaTransform_PipelineStage, name: *const c_char, name_size: usize,
+        callbacks: *mut PJRT_XlaTransform_Callbacks, cleared: bool,
+    }
+);
+
+ext_struct!(
+    /// `PJRT_Xla_Transform_Extension` as of the 0.114 header (newer plugins append members).
+    PJRT_Xla_Transform_Extension = XlaTransform {
+        register_xla_transform: ExtFn<PJRT_Register_Xla_Transform_Args> = since 114,
+        clear_xla_transform: ExtFn<PJRT_Clear_Xla_Transform_Args> = since 114,
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// Stream (type 3)
+// ---------------------------------------------------------------------------------------------
+
+ext_args!(
+    /// Note: no `extension_start`.
+    PJRT_Get_Stream_For_External_Ready_Events_Args {
+        struct_size: usize, device: *mut PJRT_Device, stream: isize,
+    }
+);
+ext_args!(
+    /// Note: no `extension_start`.
+    PJRT_Wait_Until_Buffer_Ready_On_Stream_Args {
+        struct_size: usize, stream: isize, buffer: *mut PJRT_Buffer,
+    }
+);
+
+ext_struct!(
+    /// `PJRT_Stream_Extension`: platform streams for externally managed buffers (GPU).
+    PJRT_Stream_Extension = Stream {
+        get_stream: ExtFn<PJRT_Get_Stream_For_External_Ready_Events_Args> = since 49,
+        wait_stream: ExtFn<PJRT_Wait_Until_Buffer_Ready_On_Stream_Args> = since 49,
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// Gpu_Custom_Call (type 0; header extension version 2)
+// ---------------------------------------------------------------------------------------------
+
+ext_args!(
+    /// Note: no `extension_start`. `api_version` is 0 for an untyped call, 1 for a typed one.
+    PJRT_Gpu_Register_Custom_Call_Args {
+        struct_size: usize, function_name: *const c_char, function_name_size: usize, api_version: c_int,
+        handler_instantiate: *mut c_void, handler_prepare: *mut c_void, handler_initialize: *mut c_void,
+        handler_execute: *mut c_void,
+    }
+);
+
+ext_struct!(
+    /// `PJRT_Gpu_Custom_Call`: register GPU custom-call targets.
+    PJRT_Gpu_Custom_Call = Gpu_Custom_Call {
+        custom_call: ExtFn<PJRT_Gpu_Register_Custom_Call_Args> = since 31,
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// Profiler (type 1)
+// ---------------------------------------------------------------------------------------------
+
+ext_struct!(
+    /// `PJRT_Profiler_Extension`: data members, no functions. `profiler_api` points at the
+    /// plugin's profiler table (another API, not declared here).
+    PJRT_Profiler_Extension = Profiler {
+        profiler_api: *mut PLUGIN_Profiler_Api = since 34,
+        traceme_context_id: i64 = since 34,
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// Triton (type 7; header extension version 2)
+// ---------------------------------------------------------------------------------------------
+
+ext_args!(
+    /// Note: no `extension_start`. `out_asm` and `out_path` are owned by the caller afterwards.
+    PJRT_Triton_Compile_Args {
+        struct_size: usize, module: *const c_char, module_size: usize, arch_name: *const c_char,
+        arch_name_size: usize, num_warps: c_int, num_ctas: c_int, num_stages: c_int,
+        out_asm: *const c_char, out_asm_size: usize, out_smem_bytes: i64, out_path: *const c_char,
+        out_path_size: usize,
+    }
+);
+
+ext_struct!(
+    /// `PJRT_Triton_Extension`: compile a Triton kernel.
+    PJRT_Triton_Extension = Triton {
+        compile: ExtFn<PJRT_Triton_Compile_Args> = since 65,
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// Callback (type 14)
+// ---------------------------------------------------------------------------------------------
+
+ext_enum!(
+    /// `PJRT_Callback_Type`.
+    PJRT_Callback_Type { Unknown = 0, Tpu_SliceBuilder = 1, Prefatal = 2 }
+);
+
+ext_enum!(
+    /// `PJRT_Callback_Tpu_SliceFailureType` (int32).
+    PJRT_Callback_Tpu_SliceFailureType {
+        SLICE_FAILURE_UNKNOWN = 0, SLICE_FAILURE_INIT_ERROR = 1, SLICE_FAILURE_WORKER_UNAVAILABLE = 2,
+        SLICE_FAILURE_FLAPPING_TASK_ERROR = 3, SLICE_FAILURE_SW_INJECT_ERROR = 4,
+        SLICE_FAILURE_CHIP_DRIVER_ERROR = 5,
+    }
+);
+
+ext_args!(PJRT_Callback_Tpu_SliceBuilderArgs { struct_size: usize, failure_type: PJRT_Callback_Tpu_SliceFailureType });
+ext_args!(PJRT_Callback_PrefatalArgs {
+    struct_size: usize, error_code: PJRT_Error_Code, error_message: *const c_char, error_message_size: usize,
+});
+
+/// `PJRT_Callback_Function`: `args` is the type-specific args struct.
+pub type PJRT_Callback_Function = Option<unsafe extern "C" fn(args: *mut c_void, user_arg: *mut c_void)>;
+
+ext_args!(
+    /// Note: no `extension_start`.
+    PJRT_Callback_RegisterCallback_Args {
+        struct_size: usize, client: *mut PJRT_Client, type_: PJRT_Callback_Type,
+        callback: PJRT_Callback_Function, user_arg: *mut c_void,
+    }
+);
+ext_args!(
+    /// Note: no `extension_start`.
+    PJRT_Callback_InvokeCallback_Args {
+        struct_size: usize, client: *mut PJRT_Client, type_: PJRT_Callback_Type, args: *mut c_void,
+    }
+);
+
+ext_struct!(
+    /// `PJRT_Callback_Extension`: register and invoke runtime callbacks (TPU slice failures,
+    /// pre-fatal errors).
+    PJRT_Callback_Extension = Callback {
+        register_callback: ExtFn<PJRT_Callback_RegisterCallback_Args> = since 81,
+        invoke_callback: ExtFn<PJRT_Callback_InvokeCallback_Args> = since 81,
+    }
+);
+
+// ---------------------------------------------------------------------------------------------
+// RawBuffer (type 8; experimental; header extension version 2)
+// ---------------------------------------------------------------------------------------------
+
+ext_args!(PJRT_RawBuffer_CreateRawAliasOfBuffer_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, raw_buffer: *mut PJRT_RawBuffer,
+});
+ext_args!(PJRT_RawBuffer_Destroy_Args { struct_size: usize, extension_start: Ext, buffer: *mut PJRT_RawBuffer });
+ext_args!(PJRT_RawBuffer_GetHostPointer_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_RawBuffer, host_pointer: *mut c_void,
+});
+ext_args!(PJRT_RawBuffer_GetOnDeviceSizeInBytes_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_RawBuffer, on_device_size_in_bytes: usize,
+});
+ext_args!(PJRT_RawBuffer_GetMemorySpace_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_RawBuffer, memory_space: *mut PJRT_Memory,
+});
+ext_args!(PJRT_RawBuffer_CopyRawDeviceToHost_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_RawBuffer, dst: *mut c_void, offset: i64,
+    transfer_size: i64, event: *mut PJRT_Event,
+});
+ext_args!(PJRT_RawBuffer_CopyRawHostToDevice_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_RawBuffer, src: *const c_void, offset: i64,
+    transfer_size: i64, event: *mut PJRT_Event,
+});
+
+ext_struct!(
+    /// `PJRT_RawBuffer_Extension`: raw aliases of buffers for byte-level device transfers.
+    PJRT_RawBuffer_Extension = RawBuffer {
+        PJRT_RawBuffer_CreateRawAliasOfBuffer: ExtFn<PJRT_RawBuffer_CreateRawAliasOfBuffer_Args> = since 81,
+        PJRT_RawBuffer_Destroy: ExtFn<PJRT_RawBuffer_Destroy_Args> = since 81,
+        PJRT_RawBuffer_GetOnDeviceSizeInBytes: ExtFn<PJRT_RawBuffer_GetOnDeviceSizeInBytes_Args> = since 81,
+        PJRT_RawBuffer_GetMemorySpace: ExtFn<PJRT_RawBuffer_GetMemorySpace_Args> = since 81,
+        PJRT_RawBuffer_CopyRawHostToDevice: ExtFn<PJRT_RawBuffer_CopyRawHostToDevice_Args> = since 81,
+        PJRT_RawBuffer_CopyRawDeviceToHost: ExtFn<PJRT_RawBuffer_CopyRawDeviceToHost_Args> = since 81,
+        PJRT_RawBuffer_GetHostPointer: ExtFn<PJRT_RawBuffer_GetHostPointer_Args> = since 81,
+    }
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::offset_of;
+
+    /// Extension struct sizes: the API notes §5.2 (observed in the CPU plugins) and the 0.114
+    /// headers' `*_STRUCT_SIZE`.
+    #[test]
+    fn extension_struct_sizes() {
+        let expected: &[(usize, usize, &str)] = &[
+            (PJRT_Layouts_Extension::STRUCT_SIZE, 80, "Layouts"),
+            (PJRT_MemoryDescriptions_Extension::STRUCT_SIZE, 40, "MemoryDescriptions"),
+            (PJRT_Shardings_Extension::STRUCT_SIZE, 40, "Shardings"),
+            (PJRT_FFI_Extension::STRUCT_SIZE, 48, "FFI"),
+            (PJRT_PhaseCompile_Extension::STRUCT_SIZE, 64, "PhaseCompile"),
+            (PJRT_Xla_Transform_Extension::STRUCT_SIZE, 40, "XlaTransform (0.114)"),
+            (PJRT_Stream_Extension::STRUCT_SIZE, 40, "Stream"),
+            (PJRT_Gpu_Custom_Call::STRUCT_SIZE, 32, "Gpu_Custom_Call"),
+            (PJRT_Profiler_Extension::STRUCT_SIZE, 40, "Profiler"),
+            (PJRT_Triton_Extension::STRUCT_SIZE, 32, "Triton"),
+            (PJRT_Callback_Extension::STRUCT_SIZE, 40, "Callback"),
+            (PJRT_RawBuffer_Extension::STRUCT_SIZE, 80, "RawBuffer"),
+        ];
+        for (ours, theirs, name) in expected {
+            assert_eq!(ours, theirs, "{name}");
+        }
+        assert_eq!(std::mem::size_of::<PJRT_Extension_Base>(), 24);
+        assert_eq!(offset_of!(PJRT_Extension_Base, type_), 8);
+        assert_eq!(offset_of!(PJRT_Extension_Base, next), 16);
+    }
+
+    #[test]
+    fn extension_types() {
+        let types = [
+            (PJRT_Layouts_Extension::TYPE, 4),
+            (PJRT_MemoryDescriptions_Extension::TYPE, 6),
+            (PJRT_Shardings_Extension::TYPE, 19),
+            (PJRT_FFI_Extension::TYPE, 5),
+            (PJRT_PhaseCompile_Extension::TYPE, 9),
+            (PJRT_Xla_Transform_Extension::TYPE, 24),
+            (PJRT_Stream_Extension::TYPE, 3),
+            (PJRT_Gpu_Custom_Call::TYPE, 0),
+            (PJRT_Profiler_Extension::TYPE, 1),
+            (PJRT_Triton_Extension::TYPE, 7),
+            (PJRT_Callback_Extension::TYPE, 14),
+            (PJRT_RawBuffer_Extension::TYPE, 8),
+        ];
+        for (ty, value) in types {
+            assert_eq!(ty.0, value);
+        }
+    }
+
+    #[test]
+    fn member_tables() {
+        let m = PJRT_Layouts_Extension::MEMBERS;
+        assert_eq!(m.len(), 7);
+        assert_eq!(m[0].offset, 24);
+        assert_eq!(m[6].offset, 72);
+        assert_eq!(m[6].name, "PJRT_Layouts_PJRT_Executable_GetParameterLayouts");
+        assert!(m[6].within(80) && !m[6].within(79));
+        let p = PJRT_PhaseCompile_Extension::member("phase_compile_c_buffers_destroy").unwrap();
+        assert_eq!(p.offset, 56);
+        assert_eq!(p.qualified_name, "PJRT_PhaseCompile_Extension.phase_compile_c_buffers_destroy");
+        assert_eq!(p.error_name(), p.qualified_name);
+        assert_eq!(m[0].error_name(), "PJRT_Layouts_MemoryLayout_Destroy");
+        assert_eq!(PJRT_Profiler_Extension::member_at(32).unwrap().name, "traceme_context_id");
+    }
+
+    #[test]
+    fn args_struct_sizes() {
+        let expected: &[(usize, usize, &str)] = &[
+            (PJRT_Layouts_MemoryLayout_Destroy_Args::STRUCT_SIZE, 24, "MemoryLayout_Destroy"),
+            (PJRT_Layouts_MemoryLayout_Serialize_Args::STRUCT_SIZE, 56, "MemoryLayout_Serialize"),
+            (PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args::STRUCT_SIZE, 32, "Buffer_MemoryLayout"),
+            (PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args::STRUCT_SIZE, 56, "Client_GetDefaultLayout"),
+            (PJRT_Layouts_PJRT_Topology_GetDefaultLayout_Args::STRUCT_SIZE, 56, "Topology_GetDefaultLayout"),
+            (PJRT_Layouts_PJRT_Executable_GetOutputLayouts_Args::STRUCT_SIZE, 40, "GetOutputLayouts"),
+            (PJRT_Layouts_PJRT_Executable_GetParameterLayouts_Args::STRUCT_SIZE, 40, "GetParameterLayouts"),
+            (PJRT_DeviceDescription_MemoryDescriptions_Args::STRUCT_SIZE, 48, "MemoryDescriptions"),
+            (PJRT_MemoryDescription_Kind_Args::STRUCT_SIZE, 44, "MemoryDescription_Kind"),
+            (PJRT_Shardings_PJRT_Executable_ParameterShardings_Args::STRUCT_SIZE, 48, "ParameterShardings"),
+            (PJRT_Shardings_PJRT_Executable_OutputShardings_Args::STRUCT_SIZE, 48, "OutputShardings"),
+            (PJRT_FFI_Type_Register_Args::STRUCT_SIZE, 48, "FFI_Type_Register"),
+            (PJRT_FFI_UserData_Add_Args::STRUCT_SIZE, 40, "FFI_UserData_Add"),
+            (PJRT_FFI_Register_Handler_Args::STRUCT_SIZE, 52, "FFI_Register_Handler"),
+            (PJRT_PhaseCompile_Get_Compiler_Args::STRUCT_SIZE, 24, "Get_Compiler"),
+            (PJRT_PhaseCompile_Destroy_Compiler_Args::STRUCT_SIZE, 24, "Destroy_Compiler"),
+            (PJRT_PhaseCompile_Run_Phase_Args::STRUCT_SIZE, 120, "Run_Phase"),
+            (PJRT_PhaseCompile_Get_PhaseNames_Args::STRUCT_SIZE, 48, "Get_PhaseNames"),
+            (PJRT_PhaseCompile_C_Buffers_Destroy_Args::STRUCT_SIZE, 40, "C_Buffers_Destroy"),
+            (PJRT_XlaTransform_Args::STRUCT_SIZE, 89, "XlaTransform_Args"),
+            (PJRT_Register_Xla_Transform_Args::STRUCT_SIZE, 40, "Register_Xla_Transform"),
+            (PJRT_Clear_Xla_Transform_Args::STRUCT_SIZE, 41, "Clear_Xla_Transform"),
+            (PJRT_Get_Stream_For_External_Ready_Events_Args::STRUCT_SIZE, 24, "Get_Stream"),
+            (PJRT_Wait_Until_Buffer_Ready_On_Stream_Args::STRUCT_SIZE, 24, "Wait_Until_Buffer_Ready"),
+            (PJRT_Gpu_Register_Custom_Call_Args::STRUCT_SIZE, 64, "Gpu_Register_Custom_Call"),
+            (PJRT_Triton_Compile_Args::STRUCT_SIZE, 96, "Triton_Compile"),
+            (PJRT_Callback_Tpu_SliceBuilderArgs::STRUCT_SIZE, 12, "Tpu_SliceBuilderArgs"),
+            (PJRT_Callback_PrefatalArgs::STRUCT_SIZE, 32, "PrefatalArgs"),
+            (PJRT_Callback_RegisterCallback_Args::STRUCT_SIZE, 40, "RegisterCallback"),
+            (PJRT_Callback_InvokeCallback_Args::STRUCT_SIZE, 32, "InvokeCallback"),
+            (PJRT_RawBuffer_CreateRawAliasOfBuffer_Args::STRUCT_SIZE, 32, "CreateRawAliasOfBuffer"),
+            (PJRT_RawBuffer_Destroy_Args::STRUCT_SIZE, 24, "RawBuffer_Destroy"),
+            (PJRT_RawBuffer_GetHostPointer_Args::STRUCT_SIZE, 32, "GetHostPointer"),
+            (PJRT_RawBuffer_GetOnDeviceSizeInBytes_Args::STRUCT_SIZE, 32, "GetOnDeviceSizeInBytes"),
+            (PJRT_RawBuffer_GetMemorySpace_Args::STRUCT_SIZE, 32, "GetMemorySpace"),
+            (PJRT_RawBuffer_CopyRawDeviceToHost_Args::STRUCT_SIZE, 56, "CopyRawDeviceToHost"),
+            (PJRT_RawBuffer_CopyRawHostToDevice_Args::STRUCT_SIZE, 56, "CopyRawHostToDevice"),
+        ];
+        for (ours, theirs, name) in expected {
+            assert_eq!(ours, theirs, "{name}");
+        }
+    }
+
+    #[test]
+    fn field_offsets() {
+        assert_eq!(offset_of!(PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args, type_), 24);
+        assert_eq!(offset_of!(PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args, dims), 32);
+        assert_eq!(offset_of!(PJRT_FFI_Type_Register_Args, type_id), 32);
+        assert_eq!(offset_of!(PJRT_FFI_Register_Handler_Args, target_name), 8);
+        assert_eq!(offset_of!(PJRT_FFI_UserData_Add_Args, user_data), 24);
+        assert_eq!(std::mem::size_of::<PJRT_FFI_Type_Info>(), 24);
+        assert_eq!(std::mem::size_of::<PJRT_XlaTransform_version_and_error>(), 48);
+        assert_eq!(offset_of!(PJRT_XlaTransform_version_and_error, code), 28);
+        assert_eq!(offset_of!(PJRT_XlaTransform_Args, hlo_module), 56);
+        assert_eq!(offset_of!(PJRT_Clear_Xla_Transform_Args, name), 16);
+        assert_eq!(offset_of!(PJRT_Triton_Compile_Args, out_asm), 56);
+        assert_eq!(offset_of!(PJRT_Gpu_Register_Custom_Call_Args, handler_instantiate), 32);
+        assert_eq!(offset_of!(PJRT_Callback_RegisterCallback_Args, callback), 24);
+        assert_eq!(offset_of!(PJRT_MemoryDescription_Kind_Args, kind_id), 40);
+    }
+}
