@@ -206,12 +206,19 @@ impl Drop for ErrorGuard<'_> {
     }
 }
 
-/// Copies a (pointer, length) string returned by the plugin. Invalid UTF-8 is replaced.
+/// Whether `ptr`/`len` can be read as a slice at all: aligned, and at most `isize::MAX` bytes (the
+/// preconditions of `slice::from_raw_parts` that do not depend on what the memory holds).
+fn sliceable<T>(ptr: *const T, len: usize) -> bool {
+    ptr.is_aligned() && len.checked_mul(std::mem::size_of::<T>()).is_some_and(|bytes| bytes <= isize::MAX as usize)
+}
+
+/// Copies a (pointer, length) string returned by the plugin. Invalid UTF-8 is replaced; a pair
+/// that cannot describe a string (NULL, or longer than any allocation) gives an empty string.
 ///
 /// # Safety
 /// `ptr` must be NULL or point to `len` readable bytes.
 pub(crate) unsafe fn string_from_raw(ptr: *const c_char, len: usize) -> String {
-    if ptr.is_null() || len == 0 {
+    if ptr.is_null() || len == 0 || !sliceable(ptr, len) {
         return String::new();
     }
     // SAFETY: the caller guarantees `len` readable bytes at `ptr`.
@@ -219,16 +226,67 @@ pub(crate) unsafe fn string_from_raw(ptr: *const c_char, len: usize) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// A slice from a (pointer, count) pair returned by the plugin; empty when NULL.
+/// A slice from a (pointer, count) pair returned by the plugin; empty when NULL, misaligned or
+/// larger than any allocation.
 ///
 /// # Safety
 /// `ptr` must be NULL or point to `len` valid, initialised values that outlive `'a`.
 pub(crate) unsafe fn slice_from_raw<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
-    if ptr.is_null() || len == 0 {
+    if ptr.is_null() || len == 0 || !sliceable(ptr, len) {
         &[]
     } else {
-        // SAFETY: guaranteed by the caller.
+        // SAFETY: guaranteed by the caller; alignment and size checked above.
         unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+}
+
+/// Like [`slice_from_raw`], for an array `function` returned as its output `what`, but a pair that
+/// cannot describe an array (NULL with a non-zero count, misaligned, more bytes than an allocation
+/// can hold) is an error rather than an empty slice. A count that is merely larger than the array
+/// behind a valid pointer cannot be detected.
+///
+/// # Safety
+/// `ptr` must be NULL or point to `len` valid, initialised values that outlive `'a`.
+pub(crate) unsafe fn checked_slice<'a, T>(
+    ptr: *const T,
+    len: usize,
+    function: &'static str,
+    what: &str,
+) -> Result<&'a [T]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() || !sliceable(ptr, len) {
+        return Err(bad_output(function, what, ptr, len));
+    }
+    // SAFETY: guaranteed by the caller; alignment and size checked above.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// Like [`string_from_raw`], for a string `function` returned as its output `what`; NULL with a
+/// non-zero length, or a length larger than any allocation, is an error.
+///
+/// # Safety
+/// `ptr` must be NULL or point to `len` readable bytes.
+pub(crate) unsafe fn checked_string(
+    ptr: *const c_char,
+    len: usize,
+    function: &'static str,
+    what: &str,
+) -> Result<String> {
+    // SAFETY: the caller's guarantee.
+    let bytes = unsafe { checked_slice(ptr as *const u8, len, function, what) }?;
+    Ok(String::from_utf8_lossy(bytes).into_owned())
+}
+
+#[cold]
+fn bad_output<T>(function: &'static str, what: &str, ptr: *const T, len: usize) -> Error {
+    if ptr.is_null() {
+        Error::invalid(format!("{function} returned a count of {len} for {what} but no array (NULL)"))
+    } else {
+        Error::invalid(format!(
+            "{function} returned a count of {len} for {what} at {ptr:p}: misaligned, or more than any array can hold"
+        ))
     }
 }
 

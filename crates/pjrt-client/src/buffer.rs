@@ -5,7 +5,7 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::OnceLock;
 
-use crate::api::{pjrt_call, slice_from_raw};
+use crate::api::{checked_slice, pjrt_call};
 use crate::client::Client;
 use crate::device::{Device, Memory};
 use crate::element_type::{ElementType, NativeType};
@@ -196,17 +196,31 @@ impl Client {
                 }
                 args.device = device.as_raw();
             }
-            Placement::Memory(memory) => args.memory = memory.as_raw(),
+            Placement::Memory(memory) => {
+                if !memory.client().same_client(self) {
+                    return Err(Error::invalid("the memory belongs to another client"));
+                }
+                args.memory = memory.as_raw();
+            }
         }
         pjrt_call!(api, PJRT_Client_BufferFromHostBuffer, &mut args)?;
-        // `data` is borrowed only for this call: wait until the plugin is done with it (at once
-        // for CopyDuringCall). The event is ours to destroy either way.
-        if let Some(done) = Event::from_raw(self.plugin(), Some(self), args.done_with_host_buffer) {
-            done.wait()?;
+        // Own both outputs before anything can fail, so that neither leaks.
+        let done = Event::from_raw(self.plugin(), Some(self), args.done_with_host_buffer);
+        let buffer = NonNull::new(args.buffer).map(|raw| Buffer::from_raw(self, raw));
+        if let Some(done) = done {
+            match layout.semantics {
+                // `data` is borrowed only for this call: wait until the plugin is done with it.
+                HostBufferSemantics::CopyUntilTransferCompletes => done.wait_until_complete()?,
+                // The plugin copied the data during the call (the contract of these semantics):
+                // nothing to wait for, but a failure it already knows of is reported.
+                HostBufferSemantics::CopyDuringCall => {
+                    if done.is_ready()? {
+                        done.error()?;
+                    }
+                }
+            }
         }
-        let raw = NonNull::new(args.buffer)
-            .ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
-        let buffer = Buffer::from_raw(self, raw);
+        let buffer = buffer.ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
         let _ = buffer.shape.set((element_type, dims.to_vec()));
         Ok(buffer)
     }
@@ -234,7 +248,10 @@ impl Buffer {
         d.buffer = self.raw.as_ptr();
         pjrt_call!(api, PJRT_Buffer_Dimensions, &mut d)?;
         // SAFETY: the dims array is owned by the buffer; copied at once.
-        let dims = unsafe { slice_from_raw(d.dims, d.num_dims) }.to_vec();
+        let dims = unsafe { checked_slice(d.dims, d.num_dims, "PJRT_Buffer_Dimensions", "dimensions") }?.to_vec();
+        if let Some(bad) = dims.iter().find(|d| **d < 0) {
+            return Err(Error::invalid(format!("PJRT_Buffer_Dimensions returned a negative dimension ({bad})")));
+        }
         Ok(self.shape.get_or_init(|| (ElementType::from_raw(t.type_), dims)))
     }
 
@@ -250,7 +267,10 @@ impl Buffer {
 
     /// Number of elements.
     pub fn element_count(&self) -> Result<usize> {
-        Ok(self.dimensions()?.iter().map(|d| *d as usize).product())
+        let dims = self.dimensions()?;
+        dims.iter()
+            .try_fold(1usize, |n, d| usize::try_from(*d).ok().and_then(|d| n.checked_mul(d)))
+            .ok_or_else(|| Error::invalid(format!("the buffer's shape {dims:?} has no element count")))
     }
 
     /// The device the buffer lives on.
@@ -314,7 +334,20 @@ impl Buffer {
         args.src = self.raw.as_ptr();
         // dst = NULL asks for the size only.
         pjrt_call!(self.client.api(), PJRT_Buffer_ToHostBuffer, &mut args)?;
-        Ok(args.dst_size)
+        let size = args.dst_size;
+        // A size no array of this shape can have would make the copy allocate without bound. The
+        // bound allows a whole byte per sub-byte element (plugins may or may not pack them).
+        let (element_type, dims) = self.shape()?;
+        let bound = element_type.bits().and_then(|bits| {
+            let count = dims.iter().try_fold(1usize, |n, d| usize::try_from(*d).ok().and_then(|d| n.checked_mul(d)));
+            count.and_then(|c| c.checked_mul(bits.div_ceil(8)))
+        });
+        if bound.is_some_and(|bound| size > bound) || size > isize::MAX as usize {
+            return Err(Error::invalid(format!(
+                "PJRT_Buffer_ToHostBuffer reports {size} bytes for a host copy of {element_type}{dims:?}"
+            )));
+        }
+        Ok(size)
     }
 
     /// Starts copying the buffer into `destination`, which must be exactly [`Buffer::host_size`]
@@ -343,7 +376,12 @@ impl Buffer {
     /// Copies the buffer to the host and returns its bytes (dense, row-major).
     pub fn to_host_bytes(&self) -> Result<Vec<u8>> {
         let size = self.host_size()?;
-        self.copy_to_host_async(vec![0u8; size])?.wait()
+        let mut destination = Vec::new();
+        destination
+            .try_reserve_exact(size)
+            .map_err(|_| Error::invalid(format!("cannot allocate {size} bytes for the host copy")))?;
+        destination.resize(size, 0);
+        self.copy_to_host_async(destination)?.wait()
     }
 
     /// Copies the buffer to the host as a vector of `T`, which must match the element type.
@@ -384,6 +422,9 @@ impl Buffer {
 
     /// Copies the buffer into another memory (e.g. `pinned_host`).
     pub fn copy_to_memory(&self, memory: &Memory<'_>) -> Result<Buffer> {
+        if !memory.client().same_client(&self.client) {
+            return Err(Error::invalid("the memory belongs to another client"));
+        }
         let mut args = sys::PJRT_Buffer_CopyToMemory_Args::new();
         args.buffer = self.raw.as_ptr();
         args.dst_memory = memory.as_raw();
@@ -432,7 +473,23 @@ impl HostTransfer {
     /// Waits for the copy and returns the bytes.
     pub fn wait(mut self) -> Result<Vec<u8>> {
         if let Some(event) = self.event.take() {
-            event.wait()?;
+            event.wait_until_complete()?;
+        }
+        Ok(self.data.take().unwrap_or_default())
+    }
+
+    /// Like [`HostTransfer::wait`], but gives up after `timeout` with [`Error::Timeout`]. The
+    /// plugin may then still write into the destination, so it is leaked rather than freed (this
+    /// also happens when the wait fails and the copy cannot be seen to be over).
+    pub fn wait_timeout(mut self, timeout: std::time::Duration) -> Result<Vec<u8>> {
+        if let Some(event) = self.event.take() {
+            if let Err(error) = event.wait_timeout(timeout) {
+                // Free the destination only if the copy is known to be over.
+                if !matches!(event.is_ready(), Ok(true)) {
+                    std::mem::forget(self.data.take());
+                }
+                return Err(error);
+            }
         }
         Ok(self.data.take().unwrap_or_default())
     }
@@ -446,7 +503,7 @@ impl HostTransfer {
 impl Drop for HostTransfer {
     fn drop(&mut self) {
         if let Some(event) = self.event.take() {
-            if event.wait().is_err() {
+            if event.wait_until_complete().is_err() {
                 // The copy failed; either way it no longer touches `data`.
             }
         }

@@ -4,7 +4,7 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use crate::api::{pjrt_call, slice_from_raw, string_from_raw};
+use crate::api::{checked_slice, checked_string, pjrt_call};
 use crate::device::{Device, Memory};
 use crate::error::{Error, Result};
 use crate::named_value::{RawNamedValues, Value};
@@ -124,9 +124,14 @@ impl Drop for ClientInner {
     }
 }
 
-fn non_null_devices(ptr: *const *mut sys::PJRT_Device, len: usize) -> Vec<NonNull<sys::PJRT_Device>> {
+fn non_null_devices(
+    ptr: *const *mut sys::PJRT_Device,
+    len: usize,
+    function: &'static str,
+) -> Result<Vec<NonNull<sys::PJRT_Device>>> {
     // SAFETY: the plugin returned `len` device pointers owned by the client.
-    unsafe { slice_from_raw(ptr, len) }.iter().filter_map(|d| NonNull::new(*d)).collect()
+    let devices = unsafe { checked_slice(ptr, len, function, "devices") }?;
+    Ok(devices.iter().filter_map(|d| NonNull::new(*d)).collect())
 }
 
 impl Client {
@@ -155,12 +160,21 @@ impl Client {
         name.client = raw.as_ptr();
         pjrt_call!(api, PJRT_Client_PlatformName, &mut name)?;
         // SAFETY: the string is owned by the client and valid while it lives.
-        inner.platform_name = unsafe { string_from_raw(name.platform_name, name.platform_name_size) };
+        inner.platform_name = unsafe {
+            checked_string(name.platform_name, name.platform_name_size, "PJRT_Client_PlatformName", "the name")
+        }?;
         let mut version = sys::PJRT_Client_PlatformVersion_Args::new();
         version.client = raw.as_ptr();
         pjrt_call!(api, PJRT_Client_PlatformVersion, &mut version)?;
         // SAFETY: as above.
-        inner.platform_version = unsafe { string_from_raw(version.platform_version, version.platform_version_size) };
+        inner.platform_version = unsafe {
+            checked_string(
+                version.platform_version,
+                version.platform_version_size,
+                "PJRT_Client_PlatformVersion",
+                "the version",
+            )
+        }?;
         let mut process = sys::PJRT_Client_ProcessIndex_Args::new();
         process.client = raw.as_ptr();
         pjrt_call!(api, PJRT_Client_ProcessIndex, &mut process)?;
@@ -168,12 +182,15 @@ impl Client {
         let mut devices = sys::PJRT_Client_Devices_Args::new();
         devices.client = raw.as_ptr();
         pjrt_call!(api, PJRT_Client_Devices, &mut devices)?;
-        inner.devices = non_null_devices(devices.devices, devices.num_devices);
+        inner.devices = non_null_devices(devices.devices, devices.num_devices, "PJRT_Client_Devices")?;
         let mut addressable = sys::PJRT_Client_AddressableDevices_Args::new();
         addressable.client = raw.as_ptr();
         pjrt_call!(api, PJRT_Client_AddressableDevices, &mut addressable)?;
-        inner.addressable_devices =
-            non_null_devices(addressable.addressable_devices, addressable.num_addressable_devices);
+        inner.addressable_devices = non_null_devices(
+            addressable.addressable_devices,
+            addressable.num_addressable_devices,
+            "PJRT_Client_AddressableDevices",
+        )?;
         Ok(Client { inner: Arc::new(inner) })
     }
 
@@ -235,7 +252,14 @@ impl Client {
         args.client = self.raw();
         pjrt_call!(self.api(), PJRT_Client_AddressableMemories, &mut args)?;
         // SAFETY: memories are owned by the client and live as long as it does.
-        let raw = unsafe { slice_from_raw(args.addressable_memories, args.num_addressable_memories) };
+        let raw = unsafe {
+            checked_slice(
+                args.addressable_memories,
+                args.num_addressable_memories,
+                "PJRT_Client_AddressableMemories",
+                "memories",
+            )
+        }?;
         Ok(raw.iter().filter_map(|m| NonNull::new(*m)).map(|m| Memory::new(self, m)).collect())
     }
 

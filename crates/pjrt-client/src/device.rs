@@ -3,7 +3,7 @@
 use std::fmt;
 use std::ptr::NonNull;
 
-use crate::api::{pjrt_call, slice_from_raw, string_from_raw};
+use crate::api::{checked_slice, checked_string, pjrt_call};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::named_value::{read_named_values, Value};
@@ -24,7 +24,7 @@ macro_rules! description_string {
             args.device_description = self.description()?;
             pjrt_call!(self.client.api(), $slot, &mut args)?;
             // SAFETY: the string is owned by the device description, which lives with the client.
-            Ok(unsafe { string_from_raw(args.$ptr, args.$len) })
+            unsafe { checked_string(args.$ptr, args.$len, stringify!($slot), "the string") }
         }
     };
 }
@@ -85,8 +85,11 @@ impl<'c> Device<'c> {
         let mut args = sys::PJRT_DeviceDescription_Attributes_Args::new();
         args.device_description = self.description()?;
         pjrt_call!(self.client.api(), PJRT_DeviceDescription_Attributes, &mut args)?;
-        // SAFETY: the array is owned by the description; copied at once.
-        Ok(unsafe { read_named_values(args.attributes, args.num_attributes) })
+        // SAFETY: the array is owned by the description; checked to be an array, copied at once.
+        unsafe {
+            checked_slice(args.attributes, args.num_attributes, "PJRT_DeviceDescription_Attributes", "attributes")?;
+            Ok(read_named_values(args.attributes, args.num_attributes))
+        }
     }
 
     /// Whether this process can use the device.
@@ -111,7 +114,8 @@ impl<'c> Device<'c> {
         args.device = self.raw.as_ptr();
         pjrt_call!(self.client.api(), PJRT_Device_AddressableMemories, &mut args)?;
         // SAFETY: memories are owned by the client.
-        let raw = unsafe { slice_from_raw(args.memories, args.num_memories) };
+        let raw =
+            unsafe { checked_slice(args.memories, args.num_memories, "PJRT_Device_AddressableMemories", "memories") }?;
         Ok(raw.iter().filter_map(|m| NonNull::new(*m)).map(|m| Memory::new(self.client, m)).collect())
     }
 
@@ -161,7 +165,7 @@ macro_rules! memory_string {
             args.memory = self.raw.as_ptr();
             pjrt_call!(self.client.api(), $slot, &mut args)?;
             // SAFETY: the string is owned by the memory, which lives with the client.
-            Ok(unsafe { string_from_raw(args.$ptr, args.$len) })
+            unsafe { checked_string(args.$ptr, args.$len, stringify!($slot), "the string") }
         }
     };
 }
@@ -169,6 +173,11 @@ macro_rules! memory_string {
 impl<'c> Memory<'c> {
     pub(crate) fn new(client: &'c Client, raw: NonNull<sys::PJRT_Memory>) -> Self {
         Self { client, raw }
+    }
+
+    /// The client this memory belongs to.
+    pub(crate) fn client(&self) -> &'c Client {
+        self.client
     }
 
     /// The memory's id.
@@ -206,7 +215,8 @@ impl<'c> Memory<'c> {
         args.memory = self.raw.as_ptr();
         pjrt_call!(self.client.api(), PJRT_Memory_AddressableByDevices, &mut args)?;
         // SAFETY: devices are owned by the client.
-        let raw = unsafe { slice_from_raw(args.devices, args.num_devices) };
+        let raw =
+            unsafe { checked_slice(args.devices, args.num_devices, "PJRT_Memory_AddressableByDevices", "devices") }?;
         Ok(raw.iter().filter_map(|d| NonNull::new(*d)).map(|d| Device::new(self.client, d)).collect())
     }
 

@@ -45,6 +45,19 @@ impl Event {
         pjrt_call!(self.api(), PJRT_Event_Await, &mut args)
     }
 
+    /// Like [`Event::wait`], but when `PJRT_Event_Await` fails while the event has not completed,
+    /// waits for its completion through a callback before returning the error: for waits that
+    /// guard memory the plugin may still use (host data of uploads, destinations of downloads).
+    pub(crate) fn wait_until_complete(&self) -> Result<()> {
+        let status = self.wait();
+        if status.is_err() && !matches!(self.is_ready(), Ok(true)) {
+            if let Ok(done) = self.on_ready(|_| {}) {
+                let _ = done.wait();
+            }
+        }
+        status
+    }
+
     /// Blocks until the event completes or `timeout` passes. A timeout gives [`Error::Timeout`]
     /// and leaves the event (and the work it tracks) as it was: waiting again is fine.
     pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {

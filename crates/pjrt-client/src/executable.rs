@@ -4,10 +4,11 @@ use std::ffi::c_char;
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use prost::Message;
 
-use crate::api::{pjrt_call, slice_from_raw, string_from_raw};
+use crate::api::{checked_slice, checked_string, pjrt_call};
 use crate::buffer::Buffer;
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
@@ -154,7 +155,9 @@ impl LoadedExecutable {
         name.executable = e;
         pjrt_call!(api, PJRT_Executable_Name, &mut name)?;
         // SAFETY: owned by the executable, copied at once.
-        this.name = unsafe { string_from_raw(name.executable_name, name.executable_name_size) };
+        this.name = unsafe {
+            checked_string(name.executable_name, name.executable_name_size, "PJRT_Executable_Name", "the name")
+        }?;
         let mut replicas = sys::PJRT_Executable_NumReplicas_Args::new();
         replicas.executable = e;
         pjrt_call!(api, PJRT_Executable_NumReplicas, &mut replicas)?;
@@ -173,19 +176,25 @@ impl LoadedExecutable {
         let mut dims = sys::PJRT_Executable_OutputDimensions_Args::new();
         dims.executable = e;
         pjrt_call!(api, PJRT_Executable_OutputDimensions, &mut dims)?;
+        // The three calls describe the same outputs: counts that disagree are refused before any
+        // array is read.
+        if types.num_output_types != n || dims.num_outputs != n {
+            return Err(Error::invalid(format!(
+                "the plugin reports {n} outputs but {} output types and {} output shapes",
+                types.num_output_types, dims.num_outputs
+            )));
+        }
         // SAFETY: arrays owned by the executable, of the sizes the plugin reported; copied now.
         unsafe {
-            let types = slice_from_raw(types.output_types, types.num_output_types);
-            let sizes = slice_from_raw(dims.dim_sizes, dims.num_outputs);
-            let total: usize = sizes.iter().sum();
-            let flat = slice_from_raw(dims.dims, total);
-            if types.len() != n || sizes.len() != n {
-                return Err(Error::invalid(format!(
-                    "the plugin reports {n} outputs but {} output types and {} output shapes",
-                    types.len(),
-                    sizes.len()
-                )));
-            }
+            const DIMS: &str = "PJRT_Executable_OutputDimensions";
+            let types =
+                checked_slice(types.output_types, n, "PJRT_Executable_OutputElementTypes", "output element types")?;
+            let sizes = checked_slice(dims.dim_sizes, n, DIMS, "output ranks")?;
+            let total = sizes
+                .iter()
+                .try_fold(0usize, |total, size| total.checked_add(*size))
+                .ok_or_else(|| Error::invalid(format!("{DIMS} returned output ranks {sizes:?}, which overflow")))?;
+            let flat = checked_slice(dims.dims, total, DIMS, "output dimensions")?;
             let mut at = 0;
             for (t, size) in types.iter().zip(sizes) {
                 this.outputs.push(ArrayShape {
@@ -199,11 +208,17 @@ impl LoadedExecutable {
         devices.executable = raw.as_ptr();
         pjrt_call!(api, PJRT_LoadedExecutable_AddressableDevices, &mut devices)?;
         // SAFETY: the device array is owned by the executable; devices are owned by the client.
-        this.addressable_devices =
-            unsafe { slice_from_raw(devices.addressable_devices, devices.num_addressable_devices) }
-                .iter()
-                .filter_map(|d| NonNull::new(*d))
-                .collect();
+        this.addressable_devices = unsafe {
+            checked_slice(
+                devices.addressable_devices,
+                devices.num_addressable_devices,
+                "PJRT_LoadedExecutable_AddressableDevices",
+                "devices",
+            )
+        }?
+        .iter()
+        .filter_map(|d| NonNull::new(*d))
+        .collect();
         Ok(this)
     }
 
@@ -257,11 +272,20 @@ impl LoadedExecutable {
         args.program = &mut program;
         // First call: the plugin reports the size.
         pjrt_call!(api, PJRT_Executable_OptimizedProgram, &mut args)?;
-        let mut code = vec![0u8; program.code_size];
+        let size = program.code_size;
+        let mut code = Vec::new();
+        if size > isize::MAX as usize || code.try_reserve_exact(size).is_err() {
+            return Err(Error::invalid(format!("PJRT_Executable_OptimizedProgram reports a program of {size} bytes")));
+        }
+        code.resize(size, 0);
         program.code = code.as_mut_ptr() as *mut c_char;
         pjrt_call!(api, PJRT_Executable_OptimizedProgram, &mut args)?;
+        // The second call reports the size it wrote.
+        code.truncate(program.code_size);
         // SAFETY: the format string is owned by the plugin (static); copied at once.
-        let format = unsafe { string_from_raw(program.format, program.format_size) };
+        let format = unsafe {
+            checked_string(program.format, program.format_size, "PJRT_Executable_OptimizedProgram", "the format")
+        }?;
         let module = match format.as_str() {
             "hlo_with_config" => {
                 hlo::HloModuleProtoWithConfig::decode(code.as_slice())
@@ -417,6 +441,11 @@ impl LoadedExecutable {
         let events: Vec<Event> =
             events.iter().filter_map(|e| Event::from_raw(self.client.plugin(), Some(&self.client), *e)).collect();
         status?;
+        if outputs.iter().any(|list| list.len() != num_outputs) {
+            return Err(Error::invalid(format!(
+                "PJRT_LoadedExecutable_Execute succeeded but did not return all {num_outputs} outputs of every device"
+            )));
+        }
         Ok(Execution { outputs, events })
     }
 
@@ -441,7 +470,14 @@ impl LoadedExecutable {
         args.executable = self.executable.as_ptr();
         pjrt_call!(self.client.api(), PJRT_Executable_Fingerprint, &mut args)?;
         // SAFETY: owned by the executable; copied at once.
-        Ok(unsafe { string_from_raw(args.executable_fingerprint, args.executable_fingerprint_size) })
+        unsafe {
+            checked_string(
+                args.executable_fingerprint,
+                args.executable_fingerprint_size,
+                "PJRT_Executable_Fingerprint",
+                "the fingerprint",
+            )
+        }
     }
 
     /// The raw handle, for use with [`crate::sys`]. Do not destroy it.
@@ -497,6 +533,23 @@ impl Execution {
         let mut first = Ok(());
         for event in &self.events {
             let status = event.wait();
+            if first.is_ok() {
+                first = status;
+            }
+        }
+        first
+    }
+
+    /// Like [`Execution::wait`], but gives up once `timeout` has passed (for all devices
+    /// together) with [`Error::Timeout`]. The execution goes on; waiting again is fine.
+    pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let mut first = Ok(());
+        for event in &self.events {
+            let status = event.wait_timeout(deadline.saturating_duration_since(Instant::now()));
+            if let Err(Error::Timeout { .. }) = status {
+                return Err(Error::Timeout { what: "waiting for an execution", after: timeout });
+            }
             if first.is_ok() {
                 first = status;
             }
