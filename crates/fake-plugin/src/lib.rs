@@ -2,19 +2,38 @@
 //!
 //! It exports `GetPjrtApi` like a real plugin, but its function table is built to order: short
 //! tables with garbage after them, NULL slots, old or impossible API versions, calls that fail,
-//! events that complete on another thread. It computes nothing.
+//! events that complete on another thread. In its `working` scenarios it behaves like a tiny
+//! plugin: a client with 2 devices and 3 memories, buffers that hold host bytes, a "compiler"
+//! whose every executable takes two `f32[4]` and returns their sum, and events that complete at
+//! once, later, never, or with an error.
 //!
 //! # Configuration: one scenario per copy of the library
 //! The tests copy `libfake_plugin.so` to a fresh file per scenario (a copy has its own statics,
-//! because the dynamic loader treats it as a different library) and write the scenario's name
-//! into a sidecar file `<path of the copy>.scenario`. On the first `GetPjrtApi` the plugin finds
-//! its own path with `dladdr` and reads that file. Without a sidecar file it runs `working`.
-//! See [`Config::from_name`] for the scenarios.
+//! because the dynamic loader treats it as a different library) and write a sidecar file
+//! `<path of the copy>.scenario`. On the first `GetPjrtApi` the plugin finds its own path with
+//! `dladdr` and reads that file: its first line is the scenario's name (see
+//! [`Config::from_name`]), every further line a fault directive (below). Without a sidecar file
+//! it runs `working`.
+//!
+//! # Fault directives
+//! One per line (`#` starts a comment); `SLOT` is a `PJRT_Api` slot name such as
+//! `PJRT_Client_Compile`:
+//!
+//! | directive | effect |
+//! |---|---|
+//! | `fail SLOT [after N]` | the call returns an `INTERNAL` error "fake: injected failure in SLOT" |
+//! | `null_output SLOT [after N]` | the call succeeds but leaves its out-pointers NULL (array counts keep their true values) |
+//! | `bad_count SLOT [after N]` | the call succeeds with an impossible count: 2^63 elements (more bytes than an address space), or, where another call reports the same count (output types vs `NumOutputs`, output dimension sizes), one that disagrees with it |
+//! | `event [ready\|never\|late <N>ms] [error] [for SLOT]` | events handed out (by `SLOT` only, or by every slot) complete at once, never, or `N` ms later on a thread of the fake; `error` makes them complete with `INTERNAL` "fake: event failed" |
+//!
+//! `after N` lets the first `N` calls of the slot through. The directives can also be replaced at
+//! run time through the exported C function [`fake_set_faults`], which also resets the per-slot
+//! call counts; one copy of the plugin can so run many fault cases in turn.
 //!
 //! # Observability
-//! The plugin counts what it was asked to do (errors created and destroyed, calls to some
-//! functions, objects created and destroyed). The tests read the counters through the exported
-//! C function [`fake_counter`], found with `dlsym`.
+//! The plugin counts what it was asked to do (errors, clients, buffers, events, executables
+//! created and destroyed, faults injected, callbacks run, threads still running). The tests read
+//! the counters through the exported C function [`fake_counter`], found with `dlsym`.
 //!
 //! # Safety rules kept here
 //! Every exported or table function catches panics, so no unwind ever crosses the C boundary; a
@@ -24,13 +43,17 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
 
+use pjrt_client::compile_options::CompileOptions;
 use pjrt_client::sys::{self, Args, PJRT_Error, PJRT_Error_Code};
+use pjrt_client::ElementType;
 
 // ---------------------------------------------------------------------------------------------
 // Counters
@@ -61,9 +84,21 @@ counters!(
     buffers_destroyed,
     events_created,
     events_destroyed,
+    loaded_executables_created,
+    loaded_executables_destroyed,
+    executables_created,
+    executables_destroyed,
+    compile_calls,
+    execute_calls,
     on_ready_calls,
     callbacks_invoked,
     callbacks_returned,
+    // Callbacks registered on events that never completed, dropped without being called when
+    // the event's last handle went.
+    callbacks_dropped,
+    // Threads of the fake (late events, callbacks) that have not finished yet.
+    threads_running,
+    faults_injected,
     unimplemented_calls,
 );
 
@@ -85,6 +120,198 @@ pub unsafe extern "C" fn fake_counter(name: *const c_char) -> i64 {
     catch_unwind(|| counter_by_name(name.to_bytes()).unwrap_or(-1)).unwrap_or(-1)
 }
 
+/// Replaces the fault directives (see the crate docs) with `text` and resets the per-slot call
+/// counts. Returns the number of directives, or -1 (and changes nothing) if `text` is NULL or
+/// does not parse; the reason is printed to stderr.
+///
+/// # Safety
+/// `text` must be NULL or point to a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn fake_set_faults(text: *const c_char) -> i64 {
+    if text.is_null() {
+        return -1;
+    }
+    // SAFETY: the caller passes a NUL-terminated string (checked non-NULL above).
+    let text = unsafe { CStr::from_ptr(text) };
+    catch_unwind(|| match parse_directives(&text.to_string_lossy()) {
+        Ok(faults) => {
+            let n = (faults.rules.len() + faults.events.len()) as i64;
+            *lock(&FAULTS) = faults;
+            n
+        }
+        Err(message) => {
+            eprintln!("fake plugin: {message}");
+            -1
+        }
+    })
+    .unwrap_or(-1)
+}
+
+/// Locks a mutex, ignoring poisoning (a panic inside the fake is already turned into an error).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fault directives
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    Fail,
+    NullOutput,
+    BadCount,
+}
+
+#[derive(Debug)]
+struct Rule {
+    fault: Fault,
+    slot: String,
+    /// Calls let through before the fault applies.
+    after: u64,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Completion {
+    Ready,
+    Late(Duration),
+    Never,
+}
+
+#[derive(Clone, Debug)]
+struct EventRule {
+    /// The slot whose events this rule shapes (all when `None`).
+    source: Option<String>,
+    completion: Completion,
+    failure: Option<(PJRT_Error_Code, String)>,
+}
+
+#[derive(Debug)]
+struct Faults {
+    rules: Vec<Rule>,
+    events: Vec<EventRule>,
+    /// Calls per slot since the directives were set.
+    calls: BTreeMap<String, u64>,
+}
+
+static FAULTS: Mutex<Faults> = Mutex::new(Faults { rules: Vec::new(), events: Vec::new(), calls: BTreeMap::new() });
+
+/// More elements than fit in an address space, whatever their size (2^63 > isize::MAX).
+const IMPOSSIBLE_COUNT: usize = usize::MAX / 2 + 1;
+
+fn known_slot(name: &str) -> Result<String, String> {
+    if sys::SLOTS.iter().any(|s| s.name == name) {
+        Ok(name.to_owned())
+    } else {
+        Err(format!("unknown slot `{name}`"))
+    }
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let bad = || format!("bad duration `{text}` (write e.g. 200ms or 1s)");
+    if let Some(ms) = text.strip_suffix("ms") {
+        ms.parse().map(Duration::from_millis).map_err(|_| bad())
+    } else if let Some(s) = text.strip_suffix('s') {
+        s.parse().map(Duration::from_secs).map_err(|_| bad())
+    } else {
+        Err(bad())
+    }
+}
+
+fn parse_directives(text: &str) -> Result<Faults, String> {
+    let mut faults = Faults { rules: Vec::new(), events: Vec::new(), calls: BTreeMap::new() };
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let fault = match words[0] {
+            "fail" => Some(Fault::Fail),
+            "null_output" => Some(Fault::NullOutput),
+            "bad_count" => Some(Fault::BadCount),
+            "event" => None,
+            other => return Err(format!("unknown directive `{other}` in `{line}`")),
+        };
+        if let Some(fault) = fault {
+            let (slot, after) = match words[1..] {
+                [slot] => (slot, 0),
+                [slot, "after", n] => (slot, n.parse().map_err(|_| format!("bad count in `{line}`"))?),
+                _ => return Err(format!("expected `{} SLOT [after N]`, got `{line}`", words[0])),
+            };
+            faults.rules.push(Rule { fault, slot: known_slot(slot)?, after });
+            continue;
+        }
+        let mut rule = EventRule { source: None, completion: Completion::Ready, failure: None };
+        let mut rest = words[1..].iter();
+        while let Some(word) = rest.next() {
+            match *word {
+                "ready" => rule.completion = Completion::Ready,
+                "never" => rule.completion = Completion::Never,
+                "late" => {
+                    let delay = rest.next().ok_or_else(|| format!("`late` needs a delay in `{line}`"))?;
+                    rule.completion = Completion::Late(parse_duration(delay)?);
+                }
+                "error" => rule.failure = Some((PJRT_Error_Code::INTERNAL, "fake: event failed".to_owned())),
+                "for" => {
+                    let slot = rest.next().ok_or_else(|| format!("`for` needs a slot in `{line}`"))?;
+                    rule.source = Some(known_slot(slot)?);
+                }
+                other => return Err(format!("unknown event option `{other}` in `{line}`")),
+            }
+        }
+        faults.events.push(rule);
+    }
+    Ok(faults)
+}
+
+/// Counts a call of `slot` and returns the fault that applies to it, if any.
+fn fault_for(slot: &str) -> Option<Fault> {
+    let mut faults = lock(&FAULTS);
+    let calls = faults.calls.entry(slot.to_owned()).or_insert(0);
+    *calls += 1;
+    let n = *calls;
+    faults.rules.iter().find(|r| r.slot == slot && n > r.after).map(|r| r.fault)
+}
+
+/// Whether `fault` is `wanted`; counts it as injected when it is.
+fn injects(fault: Option<Fault>, wanted: Fault) -> bool {
+    let yes = fault == Some(wanted);
+    if yes {
+        bump(&COUNTERS.faults_injected);
+    }
+    yes
+}
+
+fn injected_failure(slot: &str) -> *mut PJRT_Error {
+    bump(&COUNTERS.faults_injected);
+    new_error(PJRT_Error_Code::INTERNAL, format!("fake: injected failure in {slot}"))
+}
+
+/// Applies `null_output` / `bad_count` to an array out-parameter.
+fn shape_array<T>(fault: Option<Fault>, ptr: &mut *const T, count: &mut usize) {
+    if injects(fault, Fault::NullOutput) {
+        *ptr = null();
+    } else if injects(fault, Fault::BadCount) {
+        *count = IMPOSSIBLE_COUNT;
+    }
+}
+
+/// Applies `null_output` to a handle out-parameter.
+fn null_handle<T>(fault: Option<Fault>, handle: *mut T) -> *mut T {
+    if injects(fault, Fault::NullOutput) {
+        null_mut()
+    } else {
+        handle
+    }
+}
+
+/// Sets a (pointer, length) string out-parameter, shaped by `null_output` / `bad_count`.
+fn set_string(fault: Option<Fault>, text: &'static str, ptr: &mut *const c_char, len: &mut usize) {
+    *ptr = text.as_ptr().cast();
+    *len = text.len();
+    shape_array(fault, ptr, len);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Scenarios
 
@@ -99,8 +326,8 @@ struct Config {
     struct_size: usize,
     /// `GetPjrtApi` returns NULL.
     null_api: bool,
-    /// `PJRT_Plugin_Initialize` fails.
-    initialize_error: bool,
+    /// `PJRT_Plugin_Initialize` fails with this message.
+    initialize_error: Option<String>,
     /// The `PJRT_Client_Create` slot is NULL.
     null_client_create: bool,
     /// `PJRT_Client_Create` fails with INVALID_ARGUMENT "fake: bad option".
@@ -127,13 +354,14 @@ impl Config {
             minor: 115,
             struct_size: table_size(sys::SLOT_COUNT),
             null_api: false,
-            initialize_error: false,
+            initialize_error: None,
             null_client_create: false,
             client_create_error: false,
             event_error: false,
         };
         match name {
-            // A plugin that does enough for a client, buffers and events (API 0.115, 138 slots).
+            // A plugin that does enough for clients, devices, memories, buffers, compilation,
+            // execution and events (API 0.115, 138 slots).
             "working" => {}
             // The same, shaped like the real 0.106 CPU plugin: 136 slots, garbage after them.
             "working_0_106" => {
@@ -149,11 +377,26 @@ impl Config {
             "short_table" => config.struct_size = table_size(10),
             "null_client_create" => config.null_client_create = true,
             "client_create_error" => config.client_create_error = true,
-            "initialize_error" => config.initialize_error = true,
+            "initialize_error" => {
+                config.initialize_error = Some(format!("fake: initialize failed (scenario `{name}`)"))
+            }
             "null_api" => config.null_api = true,
             "tiny_table" => config.struct_size = 16,
             // An unknown name: load fails in PJRT_Plugin_Initialize, naming the scenario.
-            _ => config.initialize_error = true,
+            _ => config.initialize_error = Some(format!("fake: initialize failed (unknown scenario `{name}`)")),
+        }
+        config
+    }
+
+    /// A sidecar file: the scenario's name, then fault directives.
+    fn from_sidecar(text: &str) -> Config {
+        let mut lines = text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty());
+        let name = lines.next().unwrap_or("working");
+        let mut config = Config::from_name(name);
+        let directives: Vec<&str> = lines.collect();
+        match parse_directives(&directives.join("\n")) {
+            Ok(faults) => *lock(&FAULTS) = faults,
+            Err(message) => config.initialize_error = Some(format!("fake: bad sidecar directives: {message}")),
         }
         config
     }
@@ -187,11 +430,10 @@ fn own_path() -> Option<String> {
 fn config() -> &'static Config {
     static CONFIG: OnceLock<Config> = OnceLock::new();
     CONFIG.get_or_init(|| {
-        let name = own_path()
+        let text = own_path()
             .and_then(|path| std::fs::read_to_string(format!("{path}.scenario")).ok())
-            .map(|text| text.trim().to_owned())
             .unwrap_or_else(|| "working".to_owned());
-        Config::from_name(&name)
+        Config::from_sidecar(&text)
     })
 }
 
@@ -209,7 +451,14 @@ fn new_error(code: PJRT_Error_Code, message: impl Into<String>) -> *mut PJRT_Err
     Box::into_raw(Box::new(FakeError { code, message: message.into() })).cast()
 }
 
+fn invalid(message: impl Into<String>) -> *mut PJRT_Error {
+    new_error(PJRT_Error_Code::INVALID_ARGUMENT, message)
+}
+
 const OK: *mut PJRT_Error = null_mut();
+
+/// What the body of a table function returns: `Err` carries the `PJRT_Error` to return.
+type SlotResult = Result<(), *mut PJRT_Error>;
 
 /// Runs a table function's body, turning a panic into an INTERNAL error.
 fn guarded(function: &str, body: impl FnOnce() -> *mut PJRT_Error) -> *mut PJRT_Error {
@@ -224,34 +473,43 @@ fn guarded(function: &str, body: impl FnOnce() -> *mut PJRT_Error) -> *mut PJRT_
 /// is not otherwise accessed during `'a`.
 unsafe fn checked_args<'a, T: Args>(args: *mut T, name: &str) -> Result<&'a mut T, *mut PJRT_Error> {
     if args.is_null() {
-        return Err(new_error(PJRT_Error_Code::INVALID_ARGUMENT, format!("fake: {name} is NULL")));
+        return Err(invalid(format!("fake: {name} is NULL")));
     }
     // SAFETY: every args struct starts with `struct_size: usize`; the caller guarantees it is
     // readable.
     let size = unsafe { args.cast::<usize>().read() };
     if size < T::STRUCT_SIZE {
-        return Err(new_error(
-            PJRT_Error_Code::INVALID_ARGUMENT,
-            format!("Unexpected {name} size: expected {}, got {size}", T::STRUCT_SIZE),
-        ));
+        return Err(invalid(format!("Unexpected {name} size: expected {}, got {size}", T::STRUCT_SIZE)));
     }
     // SAFETY: non-NULL, large enough, and exclusively ours for the call (caller's guarantee).
     Ok(unsafe { &mut *args })
 }
 
-/// Defines a table function `unsafe extern "C" fn(*mut Args) -> *mut PJRT_Error` whose body
-/// sees the checked args as `$args` and returns NULL or an error.
+/// Defines the table function for `$slot`: `unsafe extern "C" fn(*mut Args) -> *mut PJRT_Error`.
+/// The body sees the checked args as `$args` and the fault directed at this call as `$fault`
+/// (a `fail` never reaches it), and evaluates to a [`SlotResult`].
 macro_rules! slot_fn {
-    ($fn_name:ident($args:ident: $ty:ident) $body:block) => {
+    ($slot:ident => fn $fn_name:ident($args:ident: $ty:ident, $fault:ident) $body:block) => {
         unsafe extern "C" fn $fn_name(raw: *mut sys::$ty) -> *mut PJRT_Error {
-            guarded(stringify!($fn_name), || {
+            guarded(stringify!($slot), || {
                 // SAFETY: the client passes a valid args struct that it does not touch during
                 // the call (the PJRT calling convention).
                 let $args = match unsafe { checked_args(raw, stringify!($ty)) } {
                     Ok(args) => args,
                     Err(error) => return error,
                 };
-                $body
+                #[allow(unused_variables)]
+                let $fault = fault_for(stringify!($slot));
+                if $fault == Some(Fault::Fail) {
+                    return injected_failure(stringify!($slot));
+                }
+                // A closure, so that the body can use `?` and `return`.
+                #[allow(clippy::redundant_closure_call)]
+                let result: SlotResult = (|| $body)();
+                match result {
+                    Ok(()) => OK,
+                    Err(error) => error,
+                }
             })
         }
     };
@@ -263,7 +521,7 @@ macro_rules! slot_fn {
 /// `ptr` must be NULL or a pointer this plugin returned as a `T` and has not destroyed.
 unsafe fn handle<'a, T, P>(ptr: *mut P, what: &str) -> Result<&'a T, *mut PJRT_Error> {
     if ptr.is_null() {
-        return Err(new_error(PJRT_Error_Code::INVALID_ARGUMENT, format!("fake: {what} is NULL")));
+        return Err(invalid(format!("fake: {what} is NULL")));
     }
     // SAFETY: guaranteed by the caller.
     Ok(unsafe { &*ptr.cast::<T>() })
@@ -286,54 +544,58 @@ unsafe extern "C" fn error_message(args: *mut sys::PJRT_Error_Message_Args) {
     let _ = catch_unwind(|| {
         // SAFETY: the client passes a valid args struct for the call.
         let Ok(args) = (unsafe { checked_args(args, "PJRT_Error_Message_Args") }) else { return };
+        let fault = fault_for("PJRT_Error_Message");
         if !args.error.is_null() {
             // SAFETY: a live error of this plugin (not yet destroyed).
             let error = unsafe { &*args.error.cast::<FakeError>() };
             args.message = error.message.as_ptr().cast();
             args.message_size = error.message.len();
+            shape_array(fault, &mut args.message, &mut args.message_size);
         }
     });
 }
 
-slot_fn!(error_get_code(args: PJRT_Error_GetCode_Args) {
+slot_fn!(PJRT_Error_GetCode => fn error_get_code(args: PJRT_Error_GetCode_Args, fault) {
     // SAFETY: a live error of this plugin (not yet destroyed).
-    match unsafe { handle::<FakeError, _>(args.error.cast_mut(), "error") } {
-        Ok(error) => {
-            args.code = error.code;
-            OK
-        }
-        Err(e) => e,
-    }
+    let error = unsafe { handle::<FakeError, _>(args.error.cast_mut(), "error") }?;
+    args.code = error.code;
+    Ok(())
 });
 
 // ---------------------------------------------------------------------------------------------
 // Plugin
 
-slot_fn!(plugin_initialize(_args: PJRT_Plugin_Initialize_Args) {
+slot_fn!(PJRT_Plugin_Initialize => fn plugin_initialize(_args: PJRT_Plugin_Initialize_Args, fault) {
     bump(&COUNTERS.initialize_calls);
-    let config = config();
-    if config.initialize_error {
-        return new_error(PJRT_Error_Code::INTERNAL, format!("fake: initialize failed (scenario `{}`)", config.name));
+    match &config().initialize_error {
+        Some(message) => Err(new_error(PJRT_Error_Code::INTERNAL, message.clone())),
+        None => Ok(()),
     }
-    OK
 });
+
+/// A `Sync` wrapper for data that holds raw pointers to immutable, immortal memory.
+struct Immortal<T>(T);
+// SAFETY: only used for data that is never mutated after construction and lives forever.
+unsafe impl<T> Send for Immortal<T> {}
+// SAFETY: as above.
+unsafe impl<T> Sync for Immortal<T> {}
+
+fn int64_attribute(name: &'static CStr, value: i64) -> sys::PJRT_NamedValue {
+    let mut v = sys::PJRT_NamedValue::new();
+    v.name = name.as_ptr();
+    v.name_size = name.to_bytes().len();
+    v.type_ = sys::PJRT_NamedValue_Type::Int64;
+    v.value.int64_value = value;
+    v.value_size = 1;
+    v
+}
 
 /// The attribute array: built once, never freed (it lives as long as the plugin).
 fn attributes() -> &'static [sys::PJRT_NamedValue] {
-    struct Attributes(Vec<sys::PJRT_NamedValue>);
-    // SAFETY: the array and the strings it points to are immutable and live forever.
-    unsafe impl Send for Attributes {}
-    // SAFETY: as above.
-    unsafe impl Sync for Attributes {}
-    static ATTRIBUTES: OnceLock<Attributes> = OnceLock::new();
+    static ATTRIBUTES: OnceLock<Immortal<Vec<sys::PJRT_NamedValue>>> = OnceLock::new();
     &ATTRIBUTES
         .get_or_init(|| {
-            let mut version = sys::PJRT_NamedValue::new();
-            version.name = c"xla_version".as_ptr();
-            version.name_size = "xla_version".len();
-            version.type_ = sys::PJRT_NamedValue_Type::Int64;
-            version.value.int64_value = 7;
-            version.value_size = 1;
+            let version = int64_attribute(c"xla_version", 7);
             let scenario_name: &'static str = config().name.as_str();
             let mut scenario = sys::PJRT_NamedValue::new();
             scenario.name = c"fake_scenario".as_ptr();
@@ -341,16 +603,17 @@ fn attributes() -> &'static [sys::PJRT_NamedValue] {
             scenario.type_ = sys::PJRT_NamedValue_Type::String;
             scenario.value.string_value = scenario_name.as_ptr().cast();
             scenario.value_size = scenario_name.len();
-            Attributes(vec![version, scenario])
+            Immortal(vec![version, scenario])
         })
         .0
 }
 
-slot_fn!(plugin_attributes(args: PJRT_Plugin_Attributes_Args) {
+slot_fn!(PJRT_Plugin_Attributes => fn plugin_attributes(args: PJRT_Plugin_Attributes_Args, fault) {
     let attributes = attributes();
     args.attributes = attributes.as_ptr();
     args.num_attributes = attributes.len();
-    OK
+    shape_array(fault, &mut args.attributes, &mut args.num_attributes);
+    Ok(())
 });
 
 /// Every slot the fake does not implement points here: like the real plugins, no slot inside
@@ -363,81 +626,572 @@ unsafe extern "C" fn unimplemented_slot(_args: *mut c_void) -> *mut PJRT_Error {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Client and device
+// Devices and memories: immortal objects shared by every client of this copy.
+//
+// device 0: memories 0 ("device", default) and 2 ("pinned_host")
+// device 1: memories 1 ("device", default) and 2 ("pinned_host")
 
-/// The one device. Only its address matters.
-static FAKE_DEVICE: u64 = 0;
-
-fn fake_device() -> *mut sys::PJRT_Device {
-    std::ptr::addr_of!(FAKE_DEVICE).cast_mut().cast()
+/// The object behind a `PJRT_Device*`; its description is the embedded field.
+struct DeviceObject {
+    index: usize,
+    description: DescriptionObject,
 }
 
+struct DescriptionObject {
+    index: usize,
+}
+
+/// The object behind a `PJRT_Memory*`.
+struct MemoryObject {
+    index: usize,
+}
+
+static DEVICE_OBJECTS: [DeviceObject; 2] = [
+    DeviceObject { index: 0, description: DescriptionObject { index: 0 } },
+    DeviceObject { index: 1, description: DescriptionObject { index: 1 } },
+];
+static MEMORY_OBJECTS: [MemoryObject; 3] =
+    [MemoryObject { index: 0 }, MemoryObject { index: 1 }, MemoryObject { index: 2 }];
+
+struct DeviceInfo {
+    to_string: &'static str,
+    debug_string: &'static str,
+    memories: &'static [usize],
+    default_memory: usize,
+}
+
+const DEVICES: [DeviceInfo; 2] = [
+    DeviceInfo {
+        to_string: "FakeDevice(id=0)",
+        debug_string: "FakeDevice(id=0, process=0)",
+        memories: &[0, 2],
+        default_memory: 0,
+    },
+    DeviceInfo {
+        to_string: "FakeDevice(id=1)",
+        debug_string: "FakeDevice(id=1, process=0)",
+        memories: &[1, 2],
+        default_memory: 1,
+    },
+];
+const DEVICE_KIND: &str = "fake";
+
+struct MemoryInfo {
+    kind: &'static str,
+    kind_id: i32,
+    to_string: &'static str,
+    debug_string: &'static str,
+    devices: &'static [usize],
+}
+
+const MEMORIES: [MemoryInfo; 3] = [
+    MemoryInfo {
+        kind: "device",
+        kind_id: 0,
+        to_string: "FAKE_DEVICE_0",
+        debug_string: "FakeMemory(device, 0)",
+        devices: &[0],
+    },
+    MemoryInfo {
+        kind: "device",
+        kind_id: 0,
+        to_string: "FAKE_DEVICE_1",
+        debug_string: "FakeMemory(device, 1)",
+        devices: &[1],
+    },
+    MemoryInfo {
+        kind: "pinned_host",
+        kind_id: 1,
+        to_string: "FAKE_PINNED_HOST",
+        debug_string: "FakeMemory(pinned_host)",
+        devices: &[0, 1],
+    },
+];
+
+fn device_ptr(index: usize) -> *mut sys::PJRT_Device {
+    std::ptr::addr_of!(DEVICE_OBJECTS[index]).cast_mut().cast()
+}
+
+fn description_ptr(index: usize) -> *mut sys::PJRT_DeviceDescription {
+    std::ptr::addr_of!(DEVICE_OBJECTS[index].description).cast_mut().cast()
+}
+
+fn memory_ptr(index: usize) -> *mut sys::PJRT_Memory {
+    std::ptr::addr_of!(MEMORY_OBJECTS[index]).cast_mut().cast()
+}
+
+fn device_index(ptr: *mut sys::PJRT_Device) -> Result<usize, *mut PJRT_Error> {
+    DEVICE_OBJECTS
+        .iter()
+        .find(|d| device_ptr(d.index) == ptr)
+        .map(|d| d.index)
+        .ok_or_else(|| invalid("fake: not a device of this plugin"))
+}
+
+fn description_index(ptr: *mut sys::PJRT_DeviceDescription) -> Result<usize, *mut PJRT_Error> {
+    DEVICE_OBJECTS
+        .iter()
+        .find(|d| description_ptr(d.description.index) == ptr)
+        .map(|d| d.description.index)
+        .ok_or_else(|| invalid("fake: not a device description of this plugin"))
+}
+
+fn memory_index(ptr: *mut sys::PJRT_Memory) -> Result<usize, *mut PJRT_Error> {
+    MEMORY_OBJECTS
+        .iter()
+        .find(|m| memory_ptr(m.index) == ptr)
+        .map(|m| m.index)
+        .ok_or_else(|| invalid("fake: not a memory of this plugin"))
+}
+
+/// Pointer arrays handed out by the topology queries, built once.
+struct Tables {
+    devices: Vec<*mut sys::PJRT_Device>,
+    memories: Vec<*mut sys::PJRT_Memory>,
+    device_memories: Vec<Vec<*mut sys::PJRT_Memory>>,
+    memory_devices: Vec<Vec<*mut sys::PJRT_Device>>,
+    device_attributes: Vec<Vec<sys::PJRT_NamedValue>>,
+}
+
+fn tables() -> &'static Tables {
+    static TABLES: OnceLock<Immortal<Tables>> = OnceLock::new();
+    &TABLES
+        .get_or_init(|| {
+            Immortal(Tables {
+                devices: (0..DEVICES.len()).map(device_ptr).collect(),
+                memories: (0..MEMORIES.len()).map(memory_ptr).collect(),
+                device_memories: DEVICES.iter().map(|d| d.memories.iter().map(|&m| memory_ptr(m)).collect()).collect(),
+                memory_devices: MEMORIES.iter().map(|m| m.devices.iter().map(|&d| device_ptr(d)).collect()).collect(),
+                device_attributes: (0..DEVICES.len())
+                    .map(|i| vec![int64_attribute(c"core_count", 1), int64_attribute(c"fake_index", i as i64)])
+                    .collect(),
+            })
+        })
+        .0
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clients
+
+/// A client: the devices and memories are shared statics, so only its life is tracked.
 struct FakeClient {
-    devices: [*mut sys::PJRT_Device; 1],
+    _marker: u64,
 }
 
 const PLATFORM_NAME: &str = "fake";
 const PLATFORM_VERSION: &str = "fake 0.1";
 
-slot_fn!(client_create(args: PJRT_Client_Create_Args) {
+slot_fn!(PJRT_Client_Create => fn client_create(args: PJRT_Client_Create_Args, fault) {
     bump(&COUNTERS.client_create_calls);
     COUNTERS.client_create_options.fetch_add(args.num_options as i64, Ordering::SeqCst);
     if config().client_create_error {
-        return new_error(PJRT_Error_Code::INVALID_ARGUMENT, "fake: bad option");
+        return Err(invalid("fake: bad option"));
     }
-    args.client = Box::into_raw(Box::new(FakeClient { devices: [fake_device()] })).cast();
+    if injects(fault, Fault::NullOutput) {
+        args.client = null_mut();
+        return Ok(());
+    }
+    args.client = Box::into_raw(Box::new(FakeClient { _marker: 0 })).cast();
     bump(&COUNTERS.clients_created);
-    OK
+    Ok(())
 });
 
-slot_fn!(client_destroy(args: PJRT_Client_Destroy_Args) {
+slot_fn!(PJRT_Client_Destroy => fn client_destroy(args: PJRT_Client_Destroy_Args, fault) {
     if !args.client.is_null() {
         // SAFETY: a client this plugin created; the client library destroys it once.
         drop(unsafe { Box::from_raw(args.client.cast::<FakeClient>()) });
         bump(&COUNTERS.clients_destroyed);
     }
-    OK
+    Ok(())
 });
 
-slot_fn!(client_platform_name(args: PJRT_Client_PlatformName_Args) {
-    args.platform_name = PLATFORM_NAME.as_ptr().cast();
-    args.platform_name_size = PLATFORM_NAME.len();
-    OK
+fn client<'a>(ptr: *mut sys::PJRT_Client) -> Result<&'a FakeClient, *mut PJRT_Error> {
+    // SAFETY: the client library passes clients this plugin created and has not destroyed.
+    unsafe { handle::<FakeClient, _>(ptr, "client") }
+}
+
+slot_fn!(PJRT_Client_PlatformName => fn client_platform_name(args: PJRT_Client_PlatformName_Args, fault) {
+    client(args.client)?;
+    set_string(fault, PLATFORM_NAME, &mut args.platform_name, &mut args.platform_name_size);
+    Ok(())
 });
 
-slot_fn!(client_platform_version(args: PJRT_Client_PlatformVersion_Args) {
-    args.platform_version = PLATFORM_VERSION.as_ptr().cast();
-    args.platform_version_size = PLATFORM_VERSION.len();
-    OK
+slot_fn!(PJRT_Client_PlatformVersion => fn client_platform_version(args: PJRT_Client_PlatformVersion_Args, fault) {
+    client(args.client)?;
+    set_string(fault, PLATFORM_VERSION, &mut args.platform_version, &mut args.platform_version_size);
+    Ok(())
 });
 
-slot_fn!(client_process_index(args: PJRT_Client_ProcessIndex_Args) {
+slot_fn!(PJRT_Client_ProcessIndex => fn client_process_index(args: PJRT_Client_ProcessIndex_Args, fault) {
+    client(args.client)?;
     args.process_index = 0;
-    OK
+    Ok(())
 });
 
-slot_fn!(client_devices(args: PJRT_Client_Devices_Args) {
-    // SAFETY: a live client of this plugin.
-    match unsafe { handle::<FakeClient, _>(args.client, "client") } {
-        Ok(client) => {
-            args.devices = client.devices.as_ptr();
-            args.num_devices = client.devices.len();
-            OK
+slot_fn!(PJRT_Client_Devices => fn client_devices(args: PJRT_Client_Devices_Args, fault) {
+    client(args.client)?;
+    args.devices = tables().devices.as_ptr();
+    args.num_devices = tables().devices.len();
+    shape_array(fault, &mut args.devices, &mut args.num_devices);
+    Ok(())
+});
+
+slot_fn!(PJRT_Client_AddressableDevices => fn client_addressable_devices(args: PJRT_Client_AddressableDevices_Args, fault) {
+    client(args.client)?;
+    args.addressable_devices = tables().devices.as_ptr();
+    args.num_addressable_devices = tables().devices.len();
+    shape_array(fault, &mut args.addressable_devices, &mut args.num_addressable_devices);
+    Ok(())
+});
+
+slot_fn!(PJRT_Client_LookupDevice => fn client_lookup_device(args: PJRT_Client_LookupDevice_Args, fault) {
+    client(args.client)?;
+    let index = usize::try_from(args.id).ok().filter(|i| *i < DEVICES.len());
+    let Some(index) = index else {
+        return Err(new_error(PJRT_Error_Code::NOT_FOUND, format!("fake: no device with id {}", args.id)));
+    };
+    args.device = null_handle(fault, device_ptr(index));
+    Ok(())
+});
+
+slot_fn!(PJRT_Client_LookupAddressableDevice => fn client_lookup_addressable_device(
+    args: PJRT_Client_LookupAddressableDevice_Args, fault
+) {
+    client(args.client)?;
+    let index = usize::try_from(args.local_hardware_id).ok().filter(|i| *i < DEVICES.len());
+    let Some(index) = index else {
+        return Err(new_error(PJRT_Error_Code::NOT_FOUND, "fake: no such local hardware id"));
+    };
+    args.addressable_device = null_handle(fault, device_ptr(index));
+    Ok(())
+});
+
+slot_fn!(PJRT_Client_AddressableMemories => fn client_addressable_memories(args: PJRT_Client_AddressableMemories_Args, fault) {
+    client(args.client)?;
+    args.addressable_memories = tables().memories.as_ptr();
+    args.num_addressable_memories = tables().memories.len();
+    shape_array(fault, &mut args.addressable_memories, &mut args.num_addressable_memories);
+    Ok(())
+});
+
+slot_fn!(PJRT_Client_DefaultDeviceAssignment => fn client_default_device_assignment(
+    args: PJRT_Client_DefaultDeviceAssignment_Args, fault
+) {
+    client(args.client)?;
+    let count = (args.num_replicas.max(0) as usize) * (args.num_partitions.max(0) as usize);
+    if count == 0 || count > DEVICES.len() {
+        return Err(invalid(format!("fake: cannot assign {count} devices (there are {})", DEVICES.len())));
+    }
+    if args.default_assignment.is_null() || args.default_assignment_size < count {
+        return Err(invalid("fake: the assignment array is too small"));
+    }
+    for i in 0..count {
+        // SAFETY: the caller passes an array of `default_assignment_size >= count` ints.
+        unsafe { args.default_assignment.add(i).write(i as c_int) };
+    }
+    Ok(())
+});
+
+// ---------------------------------------------------------------------------------------------
+// Devices
+
+slot_fn!(PJRT_Device_GetDescription => fn device_get_description(args: PJRT_Device_GetDescription_Args, fault) {
+    let index = device_index(args.device)?;
+    args.device_description = null_handle(fault, description_ptr(index));
+    Ok(())
+});
+
+slot_fn!(PJRT_DeviceDescription_Id => fn description_id(args: PJRT_DeviceDescription_Id_Args, fault) {
+    args.id = description_index(args.device_description)? as c_int;
+    Ok(())
+});
+
+slot_fn!(PJRT_DeviceDescription_ProcessIndex => fn description_process_index(
+    args: PJRT_DeviceDescription_ProcessIndex_Args, fault
+) {
+    description_index(args.device_description)?;
+    args.process_index = 0;
+    Ok(())
+});
+
+slot_fn!(PJRT_DeviceDescription_Attributes => fn description_attributes(args: PJRT_DeviceDescription_Attributes_Args, fault) {
+    let attributes = &tables().device_attributes[description_index(args.device_description)?];
+    args.attributes = attributes.as_ptr();
+    args.num_attributes = attributes.len();
+    shape_array(fault, &mut args.attributes, &mut args.num_attributes);
+    Ok(())
+});
+
+slot_fn!(PJRT_DeviceDescription_Kind => fn description_kind(args: PJRT_DeviceDescription_Kind_Args, fault) {
+    description_index(args.device_description)?;
+    set_string(fault, DEVICE_KIND, &mut args.device_kind, &mut args.device_kind_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_DeviceDescription_DebugString => fn description_debug_string(
+    args: PJRT_DeviceDescription_DebugString_Args, fault
+) {
+    let index = description_index(args.device_description)?;
+    set_string(fault, DEVICES[index].debug_string, &mut args.debug_string, &mut args.debug_string_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_DeviceDescription_ToString => fn description_to_string(args: PJRT_DeviceDescription_ToString_Args, fault) {
+    let index = description_index(args.device_description)?;
+    set_string(fault, DEVICES[index].to_string, &mut args.to_string, &mut args.to_string_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_Device_IsAddressable => fn device_is_addressable(args: PJRT_Device_IsAddressable_Args, fault) {
+    device_index(args.device)?;
+    args.is_addressable = true;
+    Ok(())
+});
+
+slot_fn!(PJRT_Device_LocalHardwareId => fn device_local_hardware_id(args: PJRT_Device_LocalHardwareId_Args, fault) {
+    args.local_hardware_id = device_index(args.device)? as c_int;
+    Ok(())
+});
+
+slot_fn!(PJRT_Device_AddressableMemories => fn device_addressable_memories(args: PJRT_Device_AddressableMemories_Args, fault) {
+    let memories = &tables().device_memories[device_index(args.device)?];
+    args.memories = memories.as_ptr();
+    args.num_memories = memories.len();
+    shape_array(fault, &mut args.memories, &mut args.num_memories);
+    Ok(())
+});
+
+slot_fn!(PJRT_Device_DefaultMemory => fn device_default_memory(args: PJRT_Device_DefaultMemory_Args, fault) {
+    let index = device_index(args.device)?;
+    args.memory = null_handle(fault, memory_ptr(DEVICES[index].default_memory));
+    Ok(())
+});
+
+// ---------------------------------------------------------------------------------------------
+// Memories
+
+slot_fn!(PJRT_Memory_Id => fn memory_id(args: PJRT_Memory_Id_Args, fault) {
+    args.id = memory_index(args.memory)? as c_int;
+    Ok(())
+});
+
+slot_fn!(PJRT_Memory_Kind => fn memory_kind(args: PJRT_Memory_Kind_Args, fault) {
+    let index = memory_index(args.memory)?;
+    set_string(fault, MEMORIES[index].kind, &mut args.kind, &mut args.kind_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_Memory_Kind_Id => fn memory_kind_id(args: PJRT_Memory_Kind_Id_Args, fault) {
+    args.kind_id = MEMORIES[memory_index(args.memory)?].kind_id;
+    Ok(())
+});
+
+slot_fn!(PJRT_Memory_DebugString => fn memory_debug_string(args: PJRT_Memory_DebugString_Args, fault) {
+    let index = memory_index(args.memory)?;
+    set_string(fault, MEMORIES[index].debug_string, &mut args.debug_string, &mut args.debug_string_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_Memory_ToString => fn memory_to_string(args: PJRT_Memory_ToString_Args, fault) {
+    let index = memory_index(args.memory)?;
+    set_string(fault, MEMORIES[index].to_string, &mut args.to_string, &mut args.to_string_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_Memory_AddressableByDevices => fn memory_addressable_by_devices(
+    args: PJRT_Memory_AddressableByDevices_Args, fault
+) {
+    let devices = &tables().memory_devices[memory_index(args.memory)?];
+    args.devices = devices.as_ptr();
+    args.num_devices = devices.len();
+    shape_array(fault, &mut args.devices, &mut args.num_devices);
+    Ok(())
+});
+
+// ---------------------------------------------------------------------------------------------
+// Events
+
+/// How an event ends: `None` for success, else the error's code and message.
+type Failure = Option<(PJRT_Error_Code, String)>;
+type Callback = unsafe extern "C" fn(error: *mut PJRT_Error, user_arg: *mut c_void);
+
+/// The shared state of an event: its handle and, for late events, the completing thread hold it.
+#[derive(Default)]
+struct EventState {
+    inner: Mutex<EventInner>,
+    cond: Condvar,
+}
+
+#[derive(Default)]
+struct EventInner {
+    /// `None` until the event completes.
+    result: Option<Failure>,
+    /// Callbacks waiting for completion, with their `user_arg` (as an integer: opaque to us).
+    callbacks: Vec<(Callback, usize)>,
+}
+
+impl Drop for EventInner {
+    fn drop(&mut self) {
+        // An event that never completed: its callbacks are never called (as with a real plugin
+        // whose work never ends). Counted so the tests can see it.
+        for _ in self.callbacks.drain(..) {
+            bump(&COUNTERS.callbacks_dropped);
         }
-        Err(e) => e,
+    }
+}
+
+/// The object behind a `PJRT_Event*`.
+struct FakeEvent(Arc<EventState>);
+
+/// Runs `body` on a new thread of the fake, counted in `threads_running` until it returns.
+fn spawn_counted(name: &str, body: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    bump(&COUNTERS.threads_running);
+    let spawned = std::thread::Builder::new().name(name.to_owned()).spawn(move || {
+        let _ = catch_unwind(AssertUnwindSafe(body));
+        COUNTERS.threads_running.fetch_sub(1, Ordering::SeqCst);
+    });
+    if spawned.is_err() {
+        COUNTERS.threads_running.fetch_sub(1, Ordering::SeqCst);
+    }
+    spawned.map(drop)
+}
+
+fn failure_error(failure: &Failure) -> *mut PJRT_Error {
+    match failure {
+        Some((code, message)) => new_error(*code, message.clone()),
+        None => OK,
+    }
+}
+
+/// Calls an `OnReady` callback, handing it a fresh error it owns.
+fn invoke_callback(callback: Callback, user_arg: usize, failure: &Failure) {
+    let error = failure_error(failure);
+    bump(&COUNTERS.callbacks_invoked);
+    // SAFETY: the callback and its argument came from `PJRT_Event_OnReady`; it is called exactly
+    // once and takes ownership of `error`. It is an `extern "C"` function: if it unwound, the
+    // process would abort here, which is what the tests guard against.
+    unsafe { callback(error, user_arg as *mut c_void) };
+    bump(&COUNTERS.callbacks_returned);
+}
+
+impl EventState {
+    fn complete(&self, failure: Failure) {
+        let callbacks = {
+            let mut inner = lock(&self.inner);
+            inner.result = Some(failure.clone());
+            std::mem::take(&mut inner.callbacks)
+        };
+        self.cond.notify_all();
+        for (callback, user_arg) in callbacks {
+            invoke_callback(callback, user_arg, &failure);
+        }
+    }
+}
+
+/// The event rule for events handed out by `source`.
+fn event_rule(source: &str) -> EventRule {
+    let rule = {
+        let faults = lock(&FAULTS);
+        faults.events.iter().rev().find(|r| r.source.as_deref().is_none_or(|s| s == source)).cloned()
+    };
+    match rule {
+        Some(rule) => {
+            bump(&COUNTERS.faults_injected);
+            rule
+        }
+        None => {
+            let failure = (config().event_error && source == "PJRT_Buffer_ReadyEvent")
+                .then(|| (PJRT_Error_Code::INTERNAL, "fake: transfer failed".to_owned()));
+            EventRule { source: None, completion: Completion::Ready, failure }
+        }
+    }
+}
+
+/// A new event as the event rules for `source` say.
+fn new_event(source: &str) -> *mut sys::PJRT_Event {
+    let rule = event_rule(source);
+    let state = Arc::new(EventState::default());
+    match rule.completion {
+        Completion::Ready => state.complete(rule.failure),
+        Completion::Never => {}
+        Completion::Late(delay) => {
+            let later = state.clone();
+            let failure = rule.failure.clone();
+            let spawned = spawn_counted("fake-pjrt-late-event", move || {
+                std::thread::sleep(delay);
+                later.complete(failure);
+            });
+            if spawned.is_err() {
+                state.complete(rule.failure);
+            }
+        }
+    }
+    bump(&COUNTERS.events_created);
+    Box::into_raw(Box::new(FakeEvent(state))).cast()
+}
+
+fn event<'a>(ptr: *mut sys::PJRT_Event) -> Result<&'a EventState, *mut PJRT_Error> {
+    // SAFETY: the client library passes events this plugin created and has not destroyed.
+    Ok(&unsafe { handle::<FakeEvent, _>(ptr, "event") }?.0)
+}
+
+slot_fn!(PJRT_Event_Destroy => fn event_destroy(args: PJRT_Event_Destroy_Args, fault) {
+    if !args.event.is_null() {
+        // SAFETY: an event this plugin created; the client library destroys it once.
+        drop(unsafe { Box::from_raw(args.event.cast::<FakeEvent>()) });
+        bump(&COUNTERS.events_destroyed);
+    }
+    Ok(())
+});
+
+slot_fn!(PJRT_Event_IsReady => fn event_is_ready(args: PJRT_Event_IsReady_Args, fault) {
+    args.is_ready = lock(&event(args.event)?.inner).result.is_some();
+    Ok(())
+});
+
+// `PJRT_Event_Error` and `PJRT_Event_Await` return the event's error as their own result.
+slot_fn!(PJRT_Event_Error => fn event_error(args: PJRT_Event_Error_Args, fault) {
+    match &lock(&event(args.event)?.inner).result {
+        Some(failure) => match failure_error(failure) {
+            e if e.is_null() => Ok(()),
+            e => Err(e),
+        },
+        None => Err(new_error(PJRT_Error_Code::FAILED_PRECONDITION, "fake: the event is not ready")),
     }
 });
 
-slot_fn!(client_addressable_devices(args: PJRT_Client_AddressableDevices_Args) {
-    // SAFETY: a live client of this plugin.
-    match unsafe { handle::<FakeClient, _>(args.client, "client") } {
-        Ok(client) => {
-            args.addressable_devices = client.devices.as_ptr();
-            args.num_addressable_devices = client.devices.len();
-            OK
+slot_fn!(PJRT_Event_Await => fn event_await(args: PJRT_Event_Await_Args, fault) {
+    let state = event(args.event)?;
+    let mut inner = lock(&state.inner);
+    loop {
+        if let Some(failure) = &inner.result {
+            let error = failure_error(failure);
+            return if error.is_null() { Ok(()) } else { Err(error) };
         }
-        Err(e) => e,
+        inner = state.cond.wait(inner).unwrap_or_else(|p| p.into_inner());
     }
+});
+
+// A ready event runs the callback on a new thread, as a real plugin does when work completes
+// elsewhere; a pending one keeps it for the thread that completes the event. Neither touches the
+// event handle, which the client may destroy at any time.
+slot_fn!(PJRT_Event_OnReady => fn event_on_ready(args: PJRT_Event_OnReady_Args, fault) {
+    bump(&COUNTERS.on_ready_calls);
+    let state = event(args.event)?;
+    let Some(callback) = args.callback else {
+        return Err(invalid("fake: no callback"));
+    };
+    let user_arg = args.user_arg as usize;
+    let mut inner = lock(&state.inner);
+    let Some(failure) = inner.result.clone() else {
+        inner.callbacks.push((callback, user_arg));
+        return Ok(());
+    };
+    drop(inner);
+    // The callback was not taken if the thread cannot start: the client keeps `user_arg`.
+    spawn_counted("fake-pjrt-event", move || invoke_callback(callback, user_arg, &failure)).map_err(|e| {
+        new_error(PJRT_Error_Code::RESOURCE_EXHAUSTED, format!("fake: cannot start a thread: {e}"))
+    })
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -446,184 +1200,507 @@ slot_fn!(client_addressable_devices(args: PJRT_Client_AddressableDevices_Args) {
 struct FakeBuffer {
     element_type: sys::PJRT_Buffer_Type,
     dims: Vec<i64>,
+    bytes: Vec<u8>,
+    device: usize,
+    memory: usize,
     deleted: AtomicBool,
 }
 
-slot_fn!(client_buffer_from_host_buffer(args: PJRT_Client_BufferFromHostBuffer_Args) {
-    bump(&COUNTERS.buffer_from_host_calls);
-    if args.client.is_null() || args.data.is_null() {
-        return new_error(PJRT_Error_Code::INVALID_ARGUMENT, "fake: client or data is NULL");
+fn new_buffer(
+    element_type: sys::PJRT_Buffer_Type,
+    dims: Vec<i64>,
+    bytes: Vec<u8>,
+    device: usize,
+    memory: usize,
+) -> *mut sys::PJRT_Buffer {
+    bump(&COUNTERS.buffers_created);
+    let buffer = FakeBuffer { element_type, dims, bytes, device, memory, deleted: AtomicBool::new(false) };
+    Box::into_raw(Box::new(buffer)).cast()
+}
+
+fn buffer<'a>(ptr: *mut sys::PJRT_Buffer) -> Result<&'a FakeBuffer, *mut PJRT_Error> {
+    // SAFETY: the client library passes buffers this plugin created and has not destroyed.
+    unsafe { handle::<FakeBuffer, _>(ptr, "buffer") }
+}
+
+fn live_buffer<'a>(ptr: *mut sys::PJRT_Buffer) -> Result<&'a FakeBuffer, *mut PJRT_Error> {
+    let buffer = buffer(ptr)?;
+    if buffer.deleted.load(Ordering::SeqCst) {
+        return Err(new_error(PJRT_Error_Code::FAILED_PRECONDITION, "fake: the buffer was deleted"));
     }
-    if args.device != fake_device() || !args.memory.is_null() {
-        return new_error(PJRT_Error_Code::INVALID_ARGUMENT, "fake: expected the fake device and no memory");
+    Ok(buffer)
+}
+
+/// Reads the host data of an upload: dense, or gathered with byte strides.
+///
+/// # Safety
+/// `data` must point to the host array the strides describe (the client checked its length).
+unsafe fn read_host_data(
+    data: *const c_void,
+    dims: &[i64],
+    strides: Option<&[i64]>,
+    element_bytes: usize,
+    size: usize,
+) -> Vec<u8> {
+    if size == 0 {
+        return Vec::new();
+    }
+    let Some(strides) = strides else {
+        // SAFETY: a dense array of `size` bytes (caller's guarantee).
+        return unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) }.to_vec();
+    };
+    let mut out = Vec::with_capacity(size);
+    let count: usize = dims.iter().map(|d| *d as usize).product();
+    let mut index = vec![0i64; dims.len()];
+    for _ in 0..count {
+        let offset: i64 = index.iter().zip(strides).map(|(i, s)| i * s).sum();
+        // SAFETY: every element lies inside the strided array (caller's guarantee).
+        let element = unsafe { std::slice::from_raw_parts(data.cast::<u8>().add(offset as usize), element_bytes) };
+        out.extend_from_slice(element);
+        for axis in (0..dims.len()).rev() {
+            index[axis] += 1;
+            if index[axis] < dims[axis] {
+                break;
+            }
+            index[axis] = 0;
+        }
+    }
+    out
+}
+
+slot_fn!(PJRT_Client_BufferFromHostBuffer => fn client_buffer_from_host_buffer(
+    args: PJRT_Client_BufferFromHostBuffer_Args, fault
+) {
+    bump(&COUNTERS.buffer_from_host_calls);
+    client(args.client)?;
+    if args.data.is_null() {
+        return Err(invalid("fake: data is NULL"));
     }
     let known = (1..=33).contains(&args.type_.0) && args.type_ != sys::PJRT_Buffer_Type::TOKEN;
     if !known {
         // A real plugin aborts or crashes here (API notes, §7); the tests check it is never
         // reached.
-        return new_error(PJRT_Error_Code::INVALID_ARGUMENT, format!("fake: bad element type {}", args.type_.0));
+        return Err(invalid(format!("fake: bad element type {}", args.type_.0)));
     }
+    let (device, memory) = if !args.memory.is_null() {
+        let memory = memory_index(args.memory)?;
+        (MEMORIES[memory].devices[0], memory)
+    } else {
+        let device = device_index(args.device)?;
+        (device, DEVICES[device].default_memory)
+    };
     let dims = if args.num_dims == 0 {
         Vec::new()
     } else if args.dims.is_null() {
-        return new_error(PJRT_Error_Code::INVALID_ARGUMENT, "fake: dims is NULL");
+        return Err(invalid("fake: dims is NULL"));
     } else {
         // SAFETY: the client passes `num_dims` readable dimensions.
         unsafe { std::slice::from_raw_parts(args.dims, args.num_dims) }.to_vec()
     };
-    let buffer = FakeBuffer { element_type: args.type_, dims, deleted: AtomicBool::new(false) };
-    args.buffer = Box::into_raw(Box::new(buffer)).cast();
-    args.done_with_host_buffer = null_mut();
-    bump(&COUNTERS.buffers_created);
-    OK
+    if dims.iter().any(|d| *d < 0) {
+        return Err(invalid("fake: negative dimension"));
+    }
+    let element_type = ElementType::from_raw(args.type_);
+    let count = dims.iter().try_fold(1usize, |n, d| n.checked_mul(*d as usize));
+    let size = count.and_then(|c| element_type.host_bytes(c)).ok_or_else(|| invalid("fake: too large"))?;
+    let strides = if args.byte_strides.is_null() {
+        None
+    } else {
+        if args.num_byte_strides != dims.len() {
+            return Err(invalid("fake: one byte stride per dimension"));
+        }
+        // SAFETY: the client passes `num_byte_strides` readable strides.
+        Some(unsafe { std::slice::from_raw_parts(args.byte_strides, args.num_byte_strides) })
+    };
+    let element_bytes = element_type.bits().unwrap_or(8).div_ceil(8);
+    // SAFETY: the client checked that `data` holds the array its dims and strides describe.
+    let bytes = unsafe { read_host_data(args.data, &dims, strides, element_bytes, size) };
+    if injects(fault, Fault::NullOutput) {
+        // The transfer "happened" but no buffer comes back; the done event still does.
+        args.buffer = null_mut();
+    } else {
+        args.buffer = new_buffer(args.type_, dims, bytes, device, memory);
+    }
+    args.done_with_host_buffer = new_event("PJRT_Client_BufferFromHostBuffer");
+    Ok(())
 });
 
-slot_fn!(buffer_destroy(args: PJRT_Buffer_Destroy_Args) {
+slot_fn!(PJRT_Buffer_Destroy => fn buffer_destroy(args: PJRT_Buffer_Destroy_Args, fault) {
     if !args.buffer.is_null() {
         // SAFETY: a buffer this plugin created; the client library destroys it once.
         drop(unsafe { Box::from_raw(args.buffer.cast::<FakeBuffer>()) });
         bump(&COUNTERS.buffers_destroyed);
     }
-    OK
+    Ok(())
 });
 
-slot_fn!(buffer_element_type(args: PJRT_Buffer_ElementType_Args) {
-    // SAFETY: a live buffer of this plugin.
-    match unsafe { handle::<FakeBuffer, _>(args.buffer, "buffer") } {
-        Ok(buffer) => {
-            args.type_ = buffer.element_type;
-            OK
-        }
-        Err(e) => e,
-    }
+slot_fn!(PJRT_Buffer_ElementType => fn buffer_element_type(args: PJRT_Buffer_ElementType_Args, fault) {
+    args.type_ = buffer(args.buffer)?.element_type;
+    Ok(())
 });
 
-slot_fn!(buffer_dimensions(args: PJRT_Buffer_Dimensions_Args) {
-    // SAFETY: a live buffer of this plugin.
-    match unsafe { handle::<FakeBuffer, _>(args.buffer, "buffer") } {
-        Ok(buffer) => {
-            args.dims = buffer.dims.as_ptr();
-            args.num_dims = buffer.dims.len();
-            OK
-        }
-        Err(e) => e,
-    }
+slot_fn!(PJRT_Buffer_Dimensions => fn buffer_dimensions(args: PJRT_Buffer_Dimensions_Args, fault) {
+    let buffer = buffer(args.buffer)?;
+    args.dims = buffer.dims.as_ptr();
+    args.num_dims = buffer.dims.len();
+    shape_array(fault, &mut args.dims, &mut args.num_dims);
+    Ok(())
 });
 
-slot_fn!(buffer_delete(args: PJRT_Buffer_Delete_Args) {
-    // SAFETY: a live buffer of this plugin.
-    match unsafe { handle::<FakeBuffer, _>(args.buffer, "buffer") } {
-        Ok(buffer) => {
-            buffer.deleted.store(true, Ordering::SeqCst);
-            OK
-        }
-        Err(e) => e,
-    }
+slot_fn!(PJRT_Buffer_OnDeviceSizeInBytes => fn buffer_on_device_size(args: PJRT_Buffer_OnDeviceSizeInBytes_Args, fault) {
+    args.on_device_size_in_bytes = live_buffer(args.buffer)?.bytes.len();
+    Ok(())
 });
 
-slot_fn!(buffer_is_deleted(args: PJRT_Buffer_IsDeleted_Args) {
-    // SAFETY: a live buffer of this plugin.
-    match unsafe { handle::<FakeBuffer, _>(args.buffer, "buffer") } {
-        Ok(buffer) => {
-            args.is_deleted = buffer.deleted.load(Ordering::SeqCst);
-            OK
-        }
-        Err(e) => e,
-    }
+slot_fn!(PJRT_Buffer_Delete => fn buffer_delete(args: PJRT_Buffer_Delete_Args, fault) {
+    buffer(args.buffer)?.deleted.store(true, Ordering::SeqCst);
+    Ok(())
 });
 
-slot_fn!(buffer_ready_event(args: PJRT_Buffer_ReadyEvent_Args) {
-    if args.buffer.is_null() {
-        return new_error(PJRT_Error_Code::INVALID_ARGUMENT, "fake: buffer is NULL");
+slot_fn!(PJRT_Buffer_IsDeleted => fn buffer_is_deleted(args: PJRT_Buffer_IsDeleted_Args, fault) {
+    args.is_deleted = buffer(args.buffer)?.deleted.load(Ordering::SeqCst);
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_Device => fn buffer_device(args: PJRT_Buffer_Device_Args, fault) {
+    args.device = null_handle(fault, device_ptr(buffer(args.buffer)?.device));
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_Memory => fn buffer_memory(args: PJRT_Buffer_Memory_Args, fault) {
+    args.memory = null_handle(fault, memory_ptr(buffer(args.buffer)?.memory));
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_ReadyEvent => fn buffer_ready_event(args: PJRT_Buffer_ReadyEvent_Args, fault) {
+    buffer(args.buffer)?;
+    args.event = if injects(fault, Fault::NullOutput) { null_mut() } else { new_event("PJRT_Buffer_ReadyEvent") };
+    Ok(())
+});
+
+// Without `dst`, reports the size; with it, copies at once (the event may still complete late:
+// the client must not rely on the data before it does).
+slot_fn!(PJRT_Buffer_ToHostBuffer => fn buffer_to_host(args: PJRT_Buffer_ToHostBuffer_Args, fault) {
+    let buffer = live_buffer(args.src)?;
+    if !args.host_layout.is_null() {
+        return Err(new_error(PJRT_Error_Code::UNIMPLEMENTED, "fake: host layouts"));
     }
-    let failure = config()
-        .event_error
-        .then(|| (PJRT_Error_Code::INTERNAL, "fake: transfer failed".to_owned()));
-    args.event = Box::into_raw(Box::new(FakeEvent { failure })).cast();
-    bump(&COUNTERS.events_created);
-    OK
+    let size = buffer.bytes.len();
+    if args.dst.is_null() {
+        args.dst_size = if injects(fault, Fault::BadCount) { IMPOSSIBLE_COUNT } else { size };
+        return Ok(());
+    }
+    if args.dst_size < size {
+        return Err(invalid(format!("fake: dst_size {} < {size}", args.dst_size)));
+    }
+    // SAFETY: the client passes `dst_size >= size` writable bytes at `dst`.
+    unsafe { std::ptr::copy_nonoverlapping(buffer.bytes.as_ptr(), args.dst.cast::<u8>(), size) };
+    args.event = if injects(fault, Fault::NullOutput) { null_mut() } else { new_event("PJRT_Buffer_ToHostBuffer") };
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_CopyToDevice => fn buffer_copy_to_device(args: PJRT_Buffer_CopyToDevice_Args, fault) {
+    let source = live_buffer(args.buffer)?;
+    let device = device_index(args.dst_device)?;
+    args.dst_buffer = if injects(fault, Fault::NullOutput) {
+        null_mut()
+    } else {
+        let memory = DEVICES[device].default_memory;
+        new_buffer(source.element_type, source.dims.clone(), source.bytes.clone(), device, memory)
+    };
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_CopyToMemory => fn buffer_copy_to_memory(args: PJRT_Buffer_CopyToMemory_Args, fault) {
+    let source = live_buffer(args.buffer)?;
+    let memory = memory_index(args.dst_memory)?;
+    args.dst_buffer = if injects(fault, Fault::NullOutput) {
+        null_mut()
+    } else {
+        let device = MEMORIES[memory].devices[0];
+        new_buffer(source.element_type, source.dims.clone(), source.bytes.clone(), device, memory)
+    };
+    Ok(())
 });
 
 // ---------------------------------------------------------------------------------------------
-// Events: always complete; some carry an error.
+// Compilation and execution: every program compiles to `fake_add(f32[4], f32[4]) -> f32[4]`.
 
-struct FakeEvent {
-    failure: Option<(PJRT_Error_Code, String)>,
+/// The object behind a `PJRT_LoadedExecutable*`.
+struct FakeLoaded {
+    /// The devices it runs on (empty when portable).
+    devices: Vec<*mut sys::PJRT_Device>,
+    replicas: usize,
+    partitions: usize,
+    deleted: AtomicBool,
 }
 
-impl FakeEvent {
-    /// A new `PJRT_Error` for the event's failure (the receiver owns it), or NULL.
-    fn error(&self) -> *mut PJRT_Error {
-        match &self.failure {
-            Some((code, message)) => new_error(*code, message.clone()),
-            None => OK,
+/// The object behind a `PJRT_Executable*` (a new one per `GetExecutable`).
+struct FakeExecutable {
+    replicas: usize,
+    partitions: usize,
+}
+
+const EXECUTABLE_NAME: &str = "fake_add";
+const FINGERPRINT: &str = "fake-fingerprint-1";
+const NUM_PARAMETERS: usize = 2;
+const PARAMETER_BYTES: usize = 16;
+static OUTPUT_TYPES: [sys::PJRT_Buffer_Type; 2] = [sys::PJRT_Buffer_Type::F32, sys::PJRT_Buffer_Type::F32];
+static OUTPUT_DIMS: [i64; 1] = [4];
+static OUTPUT_DIM_SIZES: [usize; 1] = [1];
+/// An output rank that cannot be: summing it with anything overflows.
+static BAD_OUTPUT_DIM_SIZES: [usize; 1] = [usize::MAX];
+/// `HloModuleProto { host_program_shape: { parameters: [f32[4], f32[4]], result: f32[4] } }`,
+/// encoded by hand (field 4 → ProgramShapeProto; ShapeProto: element_type = 2, dimensions = 3).
+static OPTIMIZED_HLO: [u8; 23] = [
+    0x22, 21, // HloModuleProto.host_program_shape, 21 bytes
+    0x0a, 5, 0x10, 11, 0x1a, 1, 4, // parameters: f32[4]
+    0x0a, 5, 0x10, 11, 0x1a, 1, 4, // parameters: f32[4]
+    0x12, 5, 0x10, 11, 0x1a, 1, 4, // result: f32[4]
+];
+const OPTIMIZED_FORMAT: &str = "hlo";
+
+slot_fn!(PJRT_Client_Compile => fn client_compile(args: PJRT_Client_Compile_Args, fault) {
+    bump(&COUNTERS.compile_calls);
+    client(args.client)?;
+    // SAFETY: the client passes a valid program for the call.
+    let program = unsafe { checked_args(args.program.cast_mut(), "PJRT_Program") }?;
+    if program.code.is_null() || program.code_size == 0 {
+        return Err(invalid("fake: empty program"));
+    }
+    let options = if args.compile_options.is_null() {
+        return Err(invalid("fake: no compile options"));
+    } else {
+        // SAFETY: the client passes `compile_options_size` readable bytes.
+        unsafe { std::slice::from_raw_parts(args.compile_options.cast::<u8>(), args.compile_options_size) }
+    };
+    let options = CompileOptions::from_proto_bytes(options).map_err(|e| invalid(format!("fake: {e}")))?;
+    let replicas = options.replicas().max(1) as usize;
+    let partitions = options.partitions().max(1) as usize;
+    let count = replicas * partitions;
+    if count > DEVICES.len() {
+        return Err(invalid(format!("fake: {count} devices asked for, {} exist", DEVICES.len())));
+    }
+    if injects(fault, Fault::NullOutput) {
+        args.executable = null_mut();
+        return Ok(());
+    }
+    let devices = if options.is_portable() { Vec::new() } else { (0..count).map(device_ptr).collect() };
+    let loaded = FakeLoaded { devices, replicas, partitions, deleted: AtomicBool::new(false) };
+    args.executable = Box::into_raw(Box::new(loaded)).cast();
+    bump(&COUNTERS.loaded_executables_created);
+    Ok(())
+});
+
+fn loaded<'a>(ptr: *mut sys::PJRT_LoadedExecutable) -> Result<&'a FakeLoaded, *mut PJRT_Error> {
+    // SAFETY: the client library passes executables this plugin created and has not destroyed.
+    unsafe { handle::<FakeLoaded, _>(ptr, "loaded executable") }
+}
+
+fn executable<'a>(ptr: *mut sys::PJRT_Executable) -> Result<&'a FakeExecutable, *mut PJRT_Error> {
+    // SAFETY: as above.
+    unsafe { handle::<FakeExecutable, _>(ptr, "executable") }
+}
+
+slot_fn!(PJRT_LoadedExecutable_Destroy => fn loaded_destroy(args: PJRT_LoadedExecutable_Destroy_Args, fault) {
+    if !args.executable.is_null() {
+        // SAFETY: an executable this plugin created; the client library destroys it once.
+        drop(unsafe { Box::from_raw(args.executable.cast::<FakeLoaded>()) });
+        bump(&COUNTERS.loaded_executables_destroyed);
+    }
+    Ok(())
+});
+
+slot_fn!(PJRT_LoadedExecutable_GetExecutable => fn loaded_get_executable(
+    args: PJRT_LoadedExecutable_GetExecutable_Args, fault
+) {
+    let loaded = loaded(args.loaded_executable)?;
+    if injects(fault, Fault::NullOutput) {
+        args.executable = null_mut();
+        return Ok(());
+    }
+    let executable = FakeExecutable { replicas: loaded.replicas, partitions: loaded.partitions };
+    args.executable = Box::into_raw(Box::new(executable)).cast();
+    bump(&COUNTERS.executables_created);
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_Destroy => fn executable_destroy(args: PJRT_Executable_Destroy_Args, fault) {
+    if !args.executable.is_null() {
+        // SAFETY: an executable this plugin created; the client library destroys it once.
+        drop(unsafe { Box::from_raw(args.executable.cast::<FakeExecutable>()) });
+        bump(&COUNTERS.executables_destroyed);
+    }
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_Name => fn executable_name(args: PJRT_Executable_Name_Args, fault) {
+    executable(args.executable)?;
+    set_string(fault, EXECUTABLE_NAME, &mut args.executable_name, &mut args.executable_name_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_NumReplicas => fn executable_num_replicas(args: PJRT_Executable_NumReplicas_Args, fault) {
+    args.num_replicas = executable(args.executable)?.replicas;
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_NumPartitions => fn executable_num_partitions(args: PJRT_Executable_NumPartitions_Args, fault) {
+    args.num_partitions = executable(args.executable)?.partitions;
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_NumOutputs => fn executable_num_outputs(args: PJRT_Executable_NumOutputs_Args, fault) {
+    executable(args.executable)?;
+    args.num_outputs = if injects(fault, Fault::BadCount) { IMPOSSIBLE_COUNT } else { 1 };
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_OutputElementTypes => fn executable_output_types(
+    args: PJRT_Executable_OutputElementTypes_Args, fault
+) {
+    executable(args.executable)?;
+    args.output_types = OUTPUT_TYPES.as_ptr().cast_mut();
+    args.num_output_types = 1;
+    if injects(fault, Fault::NullOutput) {
+        args.output_types = null_mut();
+    } else if injects(fault, Fault::BadCount) {
+        // Two types (the array has two) for an executable with one output.
+        args.num_output_types = OUTPUT_TYPES.len();
+    }
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_OutputDimensions => fn executable_output_dimensions(
+    args: PJRT_Executable_OutputDimensions_Args, fault
+) {
+    executable(args.executable)?;
+    args.num_outputs = 1;
+    args.dims = OUTPUT_DIMS.as_ptr();
+    args.dim_sizes = OUTPUT_DIM_SIZES.as_ptr();
+    if injects(fault, Fault::NullOutput) {
+        args.dims = null();
+        args.dim_sizes = null();
+    } else if injects(fault, Fault::BadCount) {
+        args.dim_sizes = BAD_OUTPUT_DIM_SIZES.as_ptr();
+    }
+    Ok(())
+});
+
+// The two-call protocol: `code` NULL asks for the size; then the caller passes a buffer.
+slot_fn!(PJRT_Executable_OptimizedProgram => fn executable_optimized_program(
+    args: PJRT_Executable_OptimizedProgram_Args, fault
+) {
+    executable(args.executable)?;
+    // SAFETY: the client passes a valid program struct for the call.
+    let program = unsafe { checked_args(args.program, "PJRT_Program") }?;
+    program.format = OPTIMIZED_FORMAT.as_ptr().cast();
+    program.format_size = OPTIMIZED_FORMAT.len();
+    if injects(fault, Fault::NullOutput) {
+        program.format = null();
+    }
+    if program.code.is_null() {
+        program.code_size = if injects(fault, Fault::BadCount) { IMPOSSIBLE_COUNT } else { OPTIMIZED_HLO.len() };
+        return Ok(());
+    }
+    if program.code_size < OPTIMIZED_HLO.len() {
+        return Err(invalid(format!("fake: code_size {} is too small", program.code_size)));
+    }
+    // SAFETY: the caller passes `code_size` writable bytes at `code`.
+    unsafe { std::ptr::copy_nonoverlapping(OPTIMIZED_HLO.as_ptr(), program.code.cast::<u8>(), OPTIMIZED_HLO.len()) };
+    program.code_size = OPTIMIZED_HLO.len();
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_Fingerprint => fn executable_fingerprint(args: PJRT_Executable_Fingerprint_Args, fault) {
+    executable(args.executable)?;
+    set_string(fault, FINGERPRINT, &mut args.executable_fingerprint, &mut args.executable_fingerprint_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_LoadedExecutable_AddressableDevices => fn loaded_addressable_devices(
+    args: PJRT_LoadedExecutable_AddressableDevices_Args, fault
+) {
+    let loaded = loaded(args.executable)?;
+    args.addressable_devices = loaded.devices.as_ptr();
+    args.num_addressable_devices = loaded.devices.len();
+    shape_array(fault, &mut args.addressable_devices, &mut args.num_addressable_devices);
+    Ok(())
+});
+
+slot_fn!(PJRT_LoadedExecutable_Delete => fn loaded_delete(args: PJRT_LoadedExecutable_Delete_Args, fault) {
+    loaded(args.executable)?.deleted.store(true, Ordering::SeqCst);
+    Ok(())
+});
+
+slot_fn!(PJRT_LoadedExecutable_IsDeleted => fn loaded_is_deleted(args: PJRT_LoadedExecutable_IsDeleted_Args, fault) {
+    args.is_deleted = loaded(args.executable)?.deleted.load(Ordering::SeqCst);
+    Ok(())
+});
+
+/// Adds the `f32[4]` arguments of one device.
+fn add_f32(arguments: &[&FakeBuffer]) -> Result<Vec<u8>, *mut PJRT_Error> {
+    let mut sum = [0f32; 4];
+    for argument in arguments {
+        if argument.element_type != sys::PJRT_Buffer_Type::F32 || argument.bytes.len() != PARAMETER_BYTES {
+            return Err(invalid("fake: every argument must be an f32[4]"));
+        }
+        for (s, chunk) in sum.iter_mut().zip(argument.bytes.chunks_exact(4)) {
+            *s += f32::from_ne_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
         }
     }
+    Ok(sum.iter().flat_map(|v| v.to_ne_bytes()).collect())
 }
 
-slot_fn!(event_destroy(args: PJRT_Event_Destroy_Args) {
-    if !args.event.is_null() {
-        // SAFETY: an event this plugin created; the client library destroys it once.
-        drop(unsafe { Box::from_raw(args.event.cast::<FakeEvent>()) });
-        bump(&COUNTERS.events_destroyed);
-    }
-    OK
-});
-
-slot_fn!(event_is_ready(args: PJRT_Event_IsReady_Args) {
-    args.is_ready = true;
-    OK
-});
-
-// `PJRT_Event_Error` and `PJRT_Event_Await` return the event's error as their own result.
-slot_fn!(event_error(args: PJRT_Event_Error_Args) {
-    // SAFETY: a live event of this plugin.
-    match unsafe { handle::<FakeEvent, _>(args.event, "event") } {
-        Ok(event) => event.error(),
-        Err(e) => e,
-    }
-});
-
-slot_fn!(event_await(args: PJRT_Event_Await_Args) {
-    // SAFETY: a live event of this plugin.
-    match unsafe { handle::<FakeEvent, _>(args.event, "event") } {
-        Ok(event) => event.error(),
-        Err(e) => e,
-    }
-});
-
-// Runs the callback on a new thread, as a real plugin does when work completes elsewhere. The
-// thread does not touch the event, which the client may destroy at any time.
-slot_fn!(event_on_ready(args: PJRT_Event_OnReady_Args) {
-    bump(&COUNTERS.on_ready_calls);
-    // SAFETY: a live event of this plugin.
-    let event = match unsafe { handle::<FakeEvent, _>(args.event, "event") } {
-        Ok(event) => event,
-        Err(e) => return e,
+// Checks everything first, then creates the outputs and events: a failing call hands out nothing.
+slot_fn!(PJRT_LoadedExecutable_Execute => fn loaded_execute(args: PJRT_LoadedExecutable_Execute_Args, fault) {
+    bump(&COUNTERS.execute_calls);
+    let loaded = loaded(args.executable)?;
+    // SAFETY: the client passes valid execute options for the call.
+    unsafe { checked_args(args.options, "PJRT_ExecuteOptions") }?;
+    let devices: Vec<usize> = if args.execute_device.is_null() {
+        if loaded.devices.is_empty() {
+            return Err(invalid("fake: a portable executable needs execute_device"));
+        }
+        loaded.devices.iter().map(|d| device_index(*d)).collect::<Result<_, _>>()?
+    } else {
+        vec![device_index(args.execute_device)?]
     };
-    let Some(callback) = args.callback else {
-        return new_error(PJRT_Error_Code::INVALID_ARGUMENT, "fake: no callback");
-    };
-    let failure = event.failure.clone();
-    // Passed as an integer: the pointer is opaque to us and only handed back.
-    let user_arg = args.user_arg as usize;
-    let spawned = std::thread::Builder::new().name("fake-pjrt-event".to_owned()).spawn(move || {
-        let error = match failure {
-            Some((code, message)) => new_error(code, message),
-            None => OK,
-        };
-        bump(&COUNTERS.callbacks_invoked);
-        // SAFETY: the callback and its argument came from `PJRT_Event_OnReady`; it is called
-        // exactly once and takes ownership of `error`. It is an `extern "C"` function: if it
-        // unwound, the process would abort here, which is what the tests guard against.
-        unsafe { callback(error, user_arg as *mut c_void) };
-        bump(&COUNTERS.callbacks_returned);
-    });
-    match spawned {
-        Ok(_) => OK,
-        // The callback was not taken: the client keeps ownership of `user_arg`.
-        Err(e) => new_error(PJRT_Error_Code::RESOURCE_EXHAUSTED, format!("fake: cannot start a thread: {e}")),
+    if args.num_devices != devices.len() {
+        return Err(invalid(format!("fake: {} argument lists for {} devices", args.num_devices, devices.len())));
     }
+    if args.num_args != NUM_PARAMETERS {
+        return Err(invalid(format!("fake: {} arguments for {NUM_PARAMETERS} parameters", args.num_args)));
+    }
+    if args.argument_lists.is_null() || args.output_lists.is_null() {
+        return Err(invalid("fake: NULL argument or output lists"));
+    }
+    let mut results = Vec::with_capacity(devices.len());
+    for i in 0..devices.len() {
+        // SAFETY: the client passes `num_devices` lists of `num_args` buffers each.
+        let list = unsafe { *args.argument_lists.add(i) };
+        if list.is_null() {
+            return Err(invalid("fake: NULL argument list"));
+        }
+        let arguments = (0..NUM_PARAMETERS)
+            // SAFETY: as above.
+            .map(|j| live_buffer(unsafe { *list.add(j) }))
+            .collect::<Result<Vec<_>, _>>()?;
+        results.push(add_f32(&arguments)?);
+    }
+    if injects(fault, Fault::NullOutput) {
+        return Ok(()); // outputs and events stay NULL
+    }
+    for (i, (bytes, device)) in results.into_iter().zip(devices).enumerate() {
+        let output = new_buffer(sys::PJRT_Buffer_Type::F32, vec![4], bytes, device, DEVICES[device].default_memory);
+        // SAFETY: the client passes `num_devices` output lists with room for the one output.
+        unsafe { (*args.output_lists.add(i)).write(output) };
+        if !args.device_complete_events.is_null() {
+            // SAFETY: the client passes `num_devices` event slots.
+            unsafe { args.device_complete_events.add(i).write(new_event("PJRT_LoadedExecutable_Execute")) };
+        }
+    }
+    Ok(())
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -664,12 +1741,55 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_Client_PlatformVersion = Some(client_platform_version);
         api.PJRT_Client_Devices = Some(client_devices);
         api.PJRT_Client_AddressableDevices = Some(client_addressable_devices);
+        api.PJRT_Client_LookupDevice = Some(client_lookup_device);
+        api.PJRT_Client_LookupAddressableDevice = Some(client_lookup_addressable_device);
+        api.PJRT_Client_AddressableMemories = Some(client_addressable_memories);
+        api.PJRT_Client_Compile = Some(client_compile);
+        api.PJRT_Client_DefaultDeviceAssignment = Some(client_default_device_assignment);
         api.PJRT_Client_BufferFromHostBuffer = Some(client_buffer_from_host_buffer);
+        api.PJRT_DeviceDescription_Id = Some(description_id);
+        api.PJRT_DeviceDescription_ProcessIndex = Some(description_process_index);
+        api.PJRT_DeviceDescription_Attributes = Some(description_attributes);
+        api.PJRT_DeviceDescription_Kind = Some(description_kind);
+        api.PJRT_DeviceDescription_DebugString = Some(description_debug_string);
+        api.PJRT_DeviceDescription_ToString = Some(description_to_string);
+        api.PJRT_Device_GetDescription = Some(device_get_description);
+        api.PJRT_Device_IsAddressable = Some(device_is_addressable);
+        api.PJRT_Device_LocalHardwareId = Some(device_local_hardware_id);
+        api.PJRT_Device_AddressableMemories = Some(device_addressable_memories);
+        api.PJRT_Device_DefaultMemory = Some(device_default_memory);
+        api.PJRT_Memory_Id = Some(memory_id);
+        api.PJRT_Memory_Kind = Some(memory_kind);
+        api.PJRT_Memory_DebugString = Some(memory_debug_string);
+        api.PJRT_Memory_ToString = Some(memory_to_string);
+        api.PJRT_Memory_AddressableByDevices = Some(memory_addressable_by_devices);
+        api.PJRT_Memory_Kind_Id = Some(memory_kind_id);
+        api.PJRT_Executable_Destroy = Some(executable_destroy);
+        api.PJRT_Executable_Name = Some(executable_name);
+        api.PJRT_Executable_NumReplicas = Some(executable_num_replicas);
+        api.PJRT_Executable_NumPartitions = Some(executable_num_partitions);
+        api.PJRT_Executable_NumOutputs = Some(executable_num_outputs);
+        api.PJRT_Executable_OptimizedProgram = Some(executable_optimized_program);
+        api.PJRT_Executable_OutputElementTypes = Some(executable_output_types);
+        api.PJRT_Executable_OutputDimensions = Some(executable_output_dimensions);
+        api.PJRT_Executable_Fingerprint = Some(executable_fingerprint);
+        api.PJRT_LoadedExecutable_Destroy = Some(loaded_destroy);
+        api.PJRT_LoadedExecutable_GetExecutable = Some(loaded_get_executable);
+        api.PJRT_LoadedExecutable_AddressableDevices = Some(loaded_addressable_devices);
+        api.PJRT_LoadedExecutable_Delete = Some(loaded_delete);
+        api.PJRT_LoadedExecutable_IsDeleted = Some(loaded_is_deleted);
+        api.PJRT_LoadedExecutable_Execute = Some(loaded_execute);
         api.PJRT_Buffer_Destroy = Some(buffer_destroy);
         api.PJRT_Buffer_ElementType = Some(buffer_element_type);
         api.PJRT_Buffer_Dimensions = Some(buffer_dimensions);
+        api.PJRT_Buffer_OnDeviceSizeInBytes = Some(buffer_on_device_size);
+        api.PJRT_Buffer_Device = Some(buffer_device);
+        api.PJRT_Buffer_Memory = Some(buffer_memory);
         api.PJRT_Buffer_Delete = Some(buffer_delete);
         api.PJRT_Buffer_IsDeleted = Some(buffer_is_deleted);
+        api.PJRT_Buffer_CopyToDevice = Some(buffer_copy_to_device);
+        api.PJRT_Buffer_CopyToMemory = Some(buffer_copy_to_memory);
+        api.PJRT_Buffer_ToHostBuffer = Some(buffer_to_host);
         api.PJRT_Buffer_ReadyEvent = Some(buffer_ready_event);
 
         const WORD: usize = std::mem::size_of::<usize>();
