@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::api::{checked_slice, pjrt_call};
 use crate::client::Client;
@@ -53,7 +53,7 @@ pub struct HostLayout {
 pub struct Buffer {
     client: Client,
     raw: NonNull<sys::PJRT_Buffer>,
-    shape: OnceLock<(ElementType, Vec<i64>)>,
+    shape: OnceLock<(ElementType, Arc<[i64]>)>,
 }
 
 // SAFETY: PJRT buffers are thread-safe (XLA's PjRtBuffer methods may be called concurrently);
@@ -221,7 +221,7 @@ impl Client {
             }
         }
         let buffer = buffer.ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
-        let _ = buffer.shape.set((element_type, dims.to_vec()));
+        let _ = buffer.shape.set((element_type, Arc::from(dims)));
         Ok(buffer)
     }
 }
@@ -236,7 +236,7 @@ impl Buffer {
         &self.client
     }
 
-    fn shape(&self) -> Result<&(ElementType, Vec<i64>)> {
+    fn shape(&self) -> Result<&(ElementType, Arc<[i64]>)> {
         if let Some(shape) = self.shape.get() {
             return Ok(shape);
         }
@@ -252,7 +252,7 @@ impl Buffer {
         if let Some(bad) = dims.iter().find(|d| **d < 0) {
             return Err(Error::invalid(format!("PJRT_Buffer_Dimensions returned a negative dimension ({bad})")));
         }
-        Ok(self.shape.get_or_init(|| (ElementType::from_raw(t.type_), dims)))
+        Ok(self.shape.get_or_init(|| (ElementType::from_raw(t.type_), Arc::from(dims))))
     }
 
     /// The element type.
@@ -440,7 +440,12 @@ impl Buffer {
     }
 
     pub(crate) fn set_known_shape(&self, element_type: ElementType, dims: &[i64]) {
-        let _ = self.shape.set((element_type, dims.to_vec()));
+        let _ = self.shape.set((element_type, Arc::from(dims)));
+    }
+
+    /// Records a shape shared with the executable that produced the buffer (no allocation).
+    pub(crate) fn set_shared_shape(&self, element_type: ElementType, dims: &Arc<[i64]>) {
+        let _ = self.shape.set((element_type, dims.clone()));
     }
 }
 

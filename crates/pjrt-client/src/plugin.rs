@@ -143,6 +143,14 @@ impl Plugin {
         StableHloVersion::from_value(self.attribute("stablehlo_minimum_version")?)
     }
 
+    /// The plugin's raw function table, for calling the C API directly through [`crate::sys`].
+    ///
+    /// Escape hatch: never free it, and read a slot only if it lies inside `struct_size` (see
+    /// [`Plugin::slot_count`] and [`Plugin::has_function`]).
+    pub fn raw_api(&self) -> *const sys::PJRT_Api {
+        self.inner.api.raw()
+    }
+
     pub(crate) fn api(&self) -> &Api {
         &self.inner.api
     }
