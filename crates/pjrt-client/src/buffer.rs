@@ -373,6 +373,18 @@ impl Buffer {
         Ok(HostTransfer { event, data: Some(destination) })
     }
 
+    /// Starts copying the buffer to a new host vector; await the result or call
+    /// [`HostTransfer::wait`].
+    pub fn to_host_async(&self) -> Result<HostTransfer> {
+        let size = self.host_size()?;
+        let mut destination = Vec::new();
+        destination
+            .try_reserve_exact(size)
+            .map_err(|_| Error::invalid(format!("cannot allocate {size} host bytes for the copy")))?;
+        destination.resize(size, 0);
+        self.copy_to_host_async(destination)
+    }
+
     /// Copies the buffer to the host and returns its bytes (dense, row-major).
     pub fn to_host_bytes(&self) -> Result<Vec<u8>> {
         let size = self.host_size()?;
@@ -502,6 +514,28 @@ impl HostTransfer {
     /// The completion event, if the plugin returned one.
     pub fn event(&self) -> Option<&Event> {
         self.event.as_ref()
+    }
+}
+
+/// Awaiting a transfer resolves to the copied bytes (see [`Event`]'s `Future`).
+impl std::future::Future for HostTransfer {
+    type Output = Result<Vec<u8>>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(event) = this.event.as_mut() {
+            match std::pin::Pin::new(event).poll(cx) {
+                std::task::Poll::Pending => return std::task::Poll::Pending,
+                std::task::Poll::Ready(Err(e)) => {
+                    // Keep the destination with the transfer: Drop waits before freeing it.
+                    return std::task::Poll::Ready(Err(e));
+                }
+                std::task::Poll::Ready(Ok(())) => {
+                    this.event = None;
+                }
+            }
+        }
+        std::task::Poll::Ready(Ok(this.data.take().unwrap_or_default()))
     }
 }
 

@@ -16,6 +16,12 @@ pub struct Device<'c> {
     raw: NonNull<sys::PJRT_Device>,
 }
 
+// SAFETY: a device is owned by its client and PJRT's device functions are thread-safe; the view
+// holds a `&Client` (which is Sync) and a pointer the client keeps valid while it lives.
+unsafe impl Send for Device<'_> {}
+// SAFETY: as above; every method only reads through thread-safe PJRT calls.
+unsafe impl Sync for Device<'_> {}
+
 macro_rules! description_string {
     ($(#[$m:meta])* $fn:ident, $slot:ident, $args:ident, $ptr:ident, $len:ident) => {
         $(#[$m])*
@@ -156,6 +162,12 @@ pub struct Memory<'c> {
     client: &'c Client,
     raw: NonNull<sys::PJRT_Memory>,
 }
+
+// SAFETY: as for `Device`: memories are owned by the client and their PJRT functions are
+// thread-safe.
+unsafe impl Send for Memory<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for Memory<'_> {}
 
 macro_rules! memory_string {
     ($(#[$m:meta])* $fn:ident, $slot:ident, $args:ident, $ptr:ident, $len:ident) => {

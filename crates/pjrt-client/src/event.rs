@@ -3,9 +3,12 @@
 use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
+use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::api::{pjrt_call, Api};
@@ -20,6 +23,16 @@ pub struct Event {
     // Keeps the client (and so whatever the event refers to) alive until the event is gone.
     _client: Option<Client>,
     raw: NonNull<sys::PJRT_Event>,
+    // Set on the first `poll` that finds the event pending: where the callback leaves the result
+    // and finds the waker.
+    waiter: Option<Arc<Mutex<FutureSlot>>>,
+}
+
+/// What an awaiting `Event` and its on-ready callback share.
+#[derive(Default)]
+struct FutureSlot {
+    result: Option<Result<()>>,
+    waker: Option<Waker>,
 }
 
 // SAFETY: PJRT events are thread-safe (`PjRtFuture` may be awaited and queried from any
@@ -31,7 +44,7 @@ unsafe impl Sync for Event {}
 impl Event {
     /// Wraps a raw event returned by the plugin. Returns `None` for NULL.
     pub(crate) fn from_raw(plugin: &Plugin, client: Option<&Client>, raw: *mut sys::PJRT_Event) -> Option<Event> {
-        NonNull::new(raw).map(|raw| Event { plugin: plugin.clone(), _client: client.cloned(), raw })
+        NonNull::new(raw).map(|raw| Event { plugin: plugin.clone(), _client: client.cloned(), raw, waiter: None })
     }
 
     fn api(&self) -> &Api {
@@ -120,6 +133,50 @@ impl Event {
     /// The raw handle, for use with [`crate::sys`]. Do not destroy it.
     pub fn as_raw(&self) -> *mut sys::PJRT_Event {
         self.raw.as_ptr()
+    }
+}
+
+/// Awaiting an event: the waker is registered through `PJRT_Event_OnReady` (no polling), so it
+/// works with any executor. Resolves to the event's status.
+impl Future for Event {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = self.get_mut();
+        if let Some(waiter) = &this.waiter {
+            let mut slot = waiter.lock().unwrap_or_else(|p| p.into_inner());
+            return match slot.result.take() {
+                Some(result) => Poll::Ready(result),
+                None => {
+                    slot.waker = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            };
+        }
+        match this.is_ready() {
+            Ok(true) => return Poll::Ready(this.error()),
+            Ok(false) => {}
+            Err(e) => return Poll::Ready(Err(e)),
+        }
+        let waiter = Arc::new(Mutex::new(FutureSlot { result: None, waker: Some(cx.waker().clone()) }));
+        let shared = waiter.clone();
+        let registered = this.on_ready(move |status| {
+            let mut slot = shared.lock().unwrap_or_else(|p| p.into_inner());
+            slot.result = Some(status);
+            if let Some(waker) = slot.waker.take() {
+                waker.wake();
+            }
+        });
+        if let Err(e) = registered {
+            return Poll::Ready(Err(e));
+        }
+        // The callback may already have run (the event completed in between).
+        let ready = waiter.lock().unwrap_or_else(|p| p.into_inner()).result.take();
+        this.waiter = Some(waiter);
+        match ready {
+            Some(result) => Poll::Ready(result),
+            None => Poll::Pending,
+        }
     }
 }
 

@@ -2,8 +2,11 @@
 
 use std::ffi::c_char;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use prost::Message;
@@ -334,6 +337,20 @@ impl LoadedExecutable {
         Ok(outputs)
     }
 
+    /// Launches on the executable's single device and returns at once: await the result (any
+    /// executor) or call [`PendingExecution::wait`]. Submit many before awaiting any to let the
+    /// plugin run them concurrently.
+    pub fn execute_async(&self, arguments: &[&Buffer]) -> Result<PendingExecution> {
+        if self.portable || self.addressable_devices.len() != 1 {
+            let result = self.execute_sharded(&[arguments])?;
+            let mut outputs = result.outputs;
+            let event = result.events.into_iter().next();
+            return Ok(PendingExecution { outputs: Some(outputs.pop().unwrap_or_default()), event });
+        }
+        let (outputs, event) = self.launch_one(arguments, std::ptr::null_mut())?;
+        Ok(PendingExecution { outputs: Some(outputs), event })
+    }
+
     /// Launches on one device (`device` NULL = the executable's own) without waiting.
     fn launch_one(&self, arguments: &[&Buffer], device: *mut sys::PJRT_Device) -> Result<(Vec<Buffer>, Option<Event>)> {
         self.check_arguments(&[arguments])?;
@@ -576,6 +593,72 @@ pub struct Execution {
     pub outputs: Vec<Vec<Buffer>>,
     /// One completion event per device (where the plugin returned them).
     pub events: Vec<Event>,
+}
+
+/// Awaiting an execution (as `(&mut execution).await`) waits for every device, keeping the
+/// outputs in place; resolves to the first error.
+impl Future for Execution {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = self.get_mut();
+        while let Some(event) = this.events.first_mut() {
+            match Pin::new(event).poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(status) => {
+                    this.events.remove(0);
+                    status?;
+                }
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// A single-device execution in flight ([`LoadedExecutable::execute_async`]): resolves to the
+/// outputs once the device has finished.
+#[derive(Debug)]
+pub struct PendingExecution {
+    outputs: Option<Vec<Buffer>>,
+    event: Option<Event>,
+}
+
+impl PendingExecution {
+    /// Blocks until the execution finished; returns the outputs.
+    pub fn wait(mut self) -> Result<Vec<Buffer>> {
+        if let Some(event) = self.event.take() {
+            event.wait()?;
+        }
+        Ok(self.outputs.take().unwrap_or_default())
+    }
+
+    /// Like [`PendingExecution::wait`], with a bound ([`Error::Timeout`] when it runs out; the
+    /// execution goes on and may be waited for again).
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Result<Vec<Buffer>> {
+        if let Some(event) = &self.event {
+            event.wait_timeout(timeout)?;
+        }
+        self.event = None;
+        Ok(self.outputs.take().unwrap_or_default())
+    }
+}
+
+impl Future for PendingExecution {
+    type Output = Result<Vec<Buffer>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(event) = this.event.as_mut() {
+            match Pin::new(event).poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(status) => {
+                    this.event = None;
+                    status?;
+                }
+            }
+        }
+        Poll::Ready(Ok(this.outputs.take().unwrap_or_default()))
+    }
 }
 
 impl Execution {

@@ -73,7 +73,7 @@ pub use device_stats::{AsyncTrackingEvent, MemoryStats};
 pub use element_type::{ElementType, NativeType};
 pub use error::{Error, ErrorCode, LoadError, Result};
 pub use event::{Event, OnReady};
-pub use executable::{ArrayShape, Execution, LoadedExecutable};
+pub use executable::{ArrayShape, Execution, LoadedExecutable, PendingExecution};
 pub use named_value::Value;
 pub use plugin::{Plugin, StableHloVersion};
 pub use program::{ModuleCounts, Program, ProgramFormat};
