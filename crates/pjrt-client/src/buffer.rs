@@ -50,6 +50,8 @@ pub struct HostLayout {
 }
 
 /// An array on a device. Dropping it frees the device memory.
+///
+/// `Send + Sync`: PJRT buffers may be used from any thread; the buffer keeps its client alive.
 pub struct Buffer {
     client: Client,
     raw: NonNull<sys::PJRT_Buffer>,

@@ -93,6 +93,8 @@ impl ClientOptions {
 ///
 /// Cheap to clone (an `Arc`). Every buffer, executable and event made from a client holds a
 /// clone, so the client is destroyed only after the last of them.
+///
+/// `Send + Sync`: PJRT clients are thread-safe; share one client across threads.
 #[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<ClientInner>,

@@ -9,7 +9,8 @@ use crate::error::{Error, Result};
 use crate::named_value::{read_named_values, Value};
 use crate::sys::{self, Args};
 
-/// A device of a client. Borrowed from the client: it cannot outlive it.
+/// A device of a client. Borrowed from the client: it cannot outlive it. `Send + Sync` (a view of
+/// a thread-safe PJRT device).
 #[derive(Clone, Copy)]
 pub struct Device<'c> {
     client: &'c Client,
@@ -157,6 +158,7 @@ impl fmt::Debug for Device<'_> {
 }
 
 /// A memory space (device memory, pinned host memory, ...). Borrowed from the client.
+/// `Send + Sync` (a view of a thread-safe PJRT memory).
 #[derive(Clone, Copy)]
 pub struct Memory<'c> {
     client: &'c Client,

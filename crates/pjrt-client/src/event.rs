@@ -18,6 +18,8 @@ use crate::plugin::Plugin;
 use crate::sys::{self, Args};
 
 /// A PJRT event. Dropping it destroys the event (the work it tracks goes on).
+///
+/// `Send + Sync`: events may be awaited, queried or given callbacks from any thread.
 pub struct Event {
     plugin: Plugin,
     // Keeps the client (and so whatever the event refers to) alive until the event is gone.

@@ -109,6 +109,8 @@ fn add_compile_hint(error: Error, program: &Program) -> Error {
 }
 
 /// A compiled program loaded onto devices.
+///
+/// `Send + Sync`: one executable can run from many threads at once (PJRT executes concurrently).
 pub struct LoadedExecutable {
     client: Client,
     raw: NonNull<sys::PJRT_LoadedExecutable>,

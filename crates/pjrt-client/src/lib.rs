@@ -31,9 +31,18 @@
 //!   [`Buffer`], [`LoadedExecutable`], [`Event`].
 //!
 //! ## Threads
-//! [`Client`], [`Buffer`], [`LoadedExecutable`] and [`Event`] are `Send + Sync`: PJRT objects
-//! are thread-safe by contract. Children hold an `Arc` to their client, so a client is destroyed
-//! only after its last buffer, executable and event.
+//! Every public handle is `Send + Sync`: PJRT objects are thread-safe by contract, so one client
+//! and one executable can serve many threads. [`Client`], [`Buffer`], [`LoadedExecutable`],
+//! [`Event`], [`Topology`] and [`Executable`] own their PJRT object (destroyed on drop); children
+//! hold an `Arc` to their client, so a client is destroyed only after its last buffer, executable
+//! and event, whichever thread drops it. [`Device`] and [`Memory`] are views borrowed from a
+//! client. [`HostTransfer`], [`PendingExecution`] and [`Execution`] own the memory a transfer or
+//! execution writes to until it completes. Each `unsafe impl Send/Sync` carries its reasoning in
+//! a `SAFETY` comment.
+//!
+//! ## Async
+//! [`Event`], [`HostTransfer`], [`PendingExecution`] and [`Execution`] are futures: the waker is
+//! registered through `PJRT_Event_OnReady`, so they work with any executor and never poll.
 //!
 //! ## Trust
 //! Loading a plugin runs its native code with the rights of this process.

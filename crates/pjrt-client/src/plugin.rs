@@ -20,6 +20,8 @@ use crate::sys::{self, Args};
 /// Cheap to clone (an `Arc`). Plugins are never unloaded: loading the same file twice returns the
 /// same plugin, and the library stays mapped until the process exits (plugins register global
 /// state that does not survive `dlclose`).
+///
+/// `Send + Sync`: the function table is immutable and plugins are loaded once per process.
 #[derive(Clone)]
 pub struct Plugin {
     pub(crate) inner: Arc<PluginInner>,
