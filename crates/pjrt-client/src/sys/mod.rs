@@ -4,10 +4,65 @@
 //! Written from the published description of the API (0.106–0.115); no header or generated
 //! binding is included.
 
+/// Declares opaque handle types.
+macro_rules! opaque {
+    ($($name:ident),+ $(,)?) => {$(
+        /// An opaque handle owned by the plugin.
+        #[repr(C)]
+        pub struct $name {
+            _data: [u8; 0],
+            _marker: ::core::marker::PhantomData<(*mut u8, ::core::marker::PhantomPinned)>,
+        }
+    )+};
+}
+
+/// Declares a C enum as an `i32` newtype with associated constants.
+macro_rules! c_enum {
+    ($(#[$m:meta])* $name:ident { $($variant:ident = $value:expr),+ $(,)? }) => {
+        $(#[$m])*
+        #[repr(transparent)]
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+        pub struct $name(pub i32);
+        #[allow(non_upper_case_globals)]
+        impl $name {
+            $(pub const $variant: $name = $name($value);)+
+        }
+    };
+}
+
+/// Declares an args struct and its `STRUCT_SIZE` (offset of the last field plus its size).
+macro_rules! pjrt_struct {
+    ($(#[$m:meta])* $name:ident { $($field:ident : $ty:ty),+ $(,)? }) => {
+        $(#[$m])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug)]
+        pub struct $name { $(pub $field: $ty),+ }
+        // SAFETY: repr(C), first field `struct_size: usize`, every field type is valid zeroed.
+        unsafe impl $crate::sys::Args for $name {
+            const STRUCT_SIZE: usize = pjrt_struct!(@size $name; $($field : $ty),+);
+        }
+    };
+    (@size $name:ident; $field:ident : $ty:ty) => {
+        ::core::mem::offset_of!($name, $field) + ::core::mem::size_of::<$ty>()
+    };
+    (@size $name:ident; $field:ident : $ty:ty, $($rest:ident : $rty:ty),+) => {
+        pjrt_struct!(@size $name; $($rest : $rty),+)
+    };
+}
+
 mod api;
+mod buffer_types;
+mod client_types;
+mod exec_types;
 mod ext;
 mod types;
 
 pub use api::*;
+#[allow(unused_imports)]
+pub use buffer_types::*;
+#[allow(unused_imports)]
+pub use client_types::*;
+#[allow(unused_imports)]
+pub use exec_types::*;
 pub use ext::*;
 pub use types::*;

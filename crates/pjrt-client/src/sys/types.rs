@@ -11,18 +11,7 @@
 #![allow(non_camel_case_types, non_snake_case, missing_docs)]
 
 use std::ffi::{c_char, c_int, c_void};
-use std::marker::{PhantomData, PhantomPinned};
 
-macro_rules! opaque {
-    ($($name:ident),+ $(,)?) => {$(
-        /// An opaque handle owned by the plugin.
-        #[repr(C)]
-        pub struct $name {
-            _data: [u8; 0],
-            _marker: PhantomData<(*mut u8, PhantomPinned)>,
-        }
-    )+};
-}
 
 opaque!(
     PJRT_Error,
@@ -47,18 +36,6 @@ opaque!(
     PJRT_AsyncTrackingEvent,
 );
 
-macro_rules! c_enum {
-    ($(#[$m:meta])* $name:ident { $($variant:ident = $value:expr),+ $(,)? }) => {
-        $(#[$m])*
-        #[repr(transparent)]
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
-        pub struct $name(pub i32);
-        #[allow(non_upper_case_globals)]
-        impl $name {
-            $(pub const $variant: $name = $name($value);)+
-        }
-    };
-}
 
 c_enum!(
     /// `PJRT_Error_Code`: the absl status codes.
@@ -131,24 +108,6 @@ pub unsafe trait Args: Sized {
     }
 }
 
-macro_rules! pjrt_struct {
-    ($(#[$m:meta])* $name:ident { $($field:ident : $ty:ty),+ $(,)? }) => {
-        $(#[$m])*
-        #[repr(C)]
-        #[derive(Clone, Copy, Debug)]
-        pub struct $name { $(pub $field: $ty),+ }
-        // SAFETY: repr(C), first field `struct_size: usize`, every field type is valid zeroed.
-        unsafe impl Args for $name {
-            const STRUCT_SIZE: usize = pjrt_struct!(@size $name; $($field : $ty),+);
-        }
-    };
-    (@size $name:ident; $field:ident : $ty:ty) => {
-        ::core::mem::offset_of!($name, $field) + ::core::mem::size_of::<$ty>()
-    };
-    (@size $name:ident; $field:ident : $ty:ty, $($rest:ident : $rty:ty),+) => {
-        pjrt_struct!(@size $name; $($rest : $rty),+)
-    };
-}
 
 type Ext = *mut PJRT_Extension_Base;
 
