@@ -177,19 +177,18 @@ impl DeviceAssignment {
 
     fn from_proto(p: &proto::DeviceAssignmentProto) -> Result<Self> {
         let bad = || Error::invalid("the device assignment in the compile options is inconsistent");
-        if p.replica_count < 1 || p.computation_count < 1 || p.computation_devices.len() != p.computation_count as usize
+        let replicas = usize::try_from(p.replica_count).ok().filter(|&r| r >= 1).ok_or_else(bad)?;
+        let partitions = usize::try_from(p.computation_count).ok().filter(|&c| c >= 1).ok_or_else(bad)?;
+        // The counts come from untrusted bytes: check them against the ids actually present
+        // before allocating anything of their size (a 21-byte proto claiming 2^31 replicas
+        // used to request 48 GiB here).
+        if p.computation_devices.len() != partitions
+            || p.computation_devices.iter().any(|c| c.replica_device_ids.len() != replicas)
         {
             return Err(bad());
         }
-        let mut devices = vec![Vec::with_capacity(p.computation_count as usize); p.replica_count as usize];
-        for computation in &p.computation_devices {
-            if computation.replica_device_ids.len() != p.replica_count as usize {
-                return Err(bad());
-            }
-            for (r, id) in computation.replica_device_ids.iter().enumerate() {
-                devices[r].push(*id);
-            }
-        }
+        let devices =
+            (0..replicas).map(|r| p.computation_devices.iter().map(|c| c.replica_device_ids[r]).collect()).collect();
         Ok(Self { devices })
     }
 }
@@ -460,6 +459,31 @@ mod tests {
     #[test]
     fn garbage_is_a_decode_error() {
         assert!(matches!(CompileOptions::from_proto_bytes(&[0xff, 0xff, 0xff]), Err(Error::Decode { .. })));
+    }
+
+    #[test]
+    fn huge_assignment_counts_are_refused_without_allocating() {
+        // Found while fuzzing (fuzz/corpus/compile_options/regression-device-assignment-oom):
+        // executable_build_options { 1 replica, 1 partition, device_assignment { replica_count:
+        // 2^31-1, computation_count: 1, one computation with one id } } made from_proto allocate
+        // 2^31-1 vectors before noticing the ids are missing.
+        let bytes = [
+            0x1a, 0x13, 0x20, 0x01, 0x28, 0x01, 0x4a, 0x0d, 0x08, 0xff, 0xff, 0xff, 0xff, 0x07, 0x10, 0x01, 0x1a, 0x03,
+            0x0a, 0x01, 0x00,
+        ];
+        assert!(matches!(CompileOptions::from_proto_bytes(&bytes), Err(Error::InvalidArgument(_))));
+        // The same with the counts swapped, and with negative counts.
+        let swapped = proto::DeviceAssignmentProto {
+            replica_count: 1,
+            computation_count: i32::MAX,
+            computation_devices: vec![proto::ComputationDevice { replica_device_ids: vec![0] }],
+        };
+        assert!(DeviceAssignment::from_proto(&swapped).is_err());
+        let negative = proto::DeviceAssignmentProto { replica_count: -1, computation_count: -1, ..swapped };
+        assert!(DeviceAssignment::from_proto(&negative).is_err());
+        // A consistent 2x3 assignment still reads back.
+        let a = DeviceAssignment::new(vec![vec![0, 1, 2], vec![3, 4, 5]]).unwrap();
+        assert_eq!(DeviceAssignment::from_proto(&a.to_proto()).unwrap(), a);
     }
 
     #[test]

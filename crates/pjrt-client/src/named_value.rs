@@ -61,6 +61,18 @@ impl Value {
     }
 }
 
+impl Value {
+    /// Builds the raw `PJRT_NamedValue` structs for `options`, as client and topology options are
+    /// handed to a plugin, and reads them back as plugin attributes are read. For the fuzz
+    /// targets in `fuzz/` (the raw conversion is crate-private); not part of the supported API.
+    #[doc(hidden)]
+    pub fn fuzz_named_values_round_trip(options: &[(String, Value)]) -> Vec<(String, Value)> {
+        let raw = RawNamedValues::new(options);
+        // SAFETY: `raw` holds `raw.len()` valid structs pointing into its own storage, alive here.
+        unsafe { read_named_values(raw.as_ptr(), raw.len()) }
+    }
+}
+
 impl From<&str> for Value {
     fn from(v: &str) -> Self {
         Value::String(v.to_owned())
@@ -166,4 +178,28 @@ impl RawNamedValues {
 pub(crate) unsafe fn read_named_values(ptr: *const sys::PJRT_NamedValue, len: usize) -> Vec<(String, Value)> {
     // SAFETY: guaranteed by the caller.
     unsafe { slice_from_raw(ptr, len).iter().map(|nv| Value::from_raw(nv)).collect() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_round_trip_keeps_names_and_values() {
+        let options: Vec<(String, Value)> = vec![
+            ("s".into(), Value::String("h\u{e9}llo".into())),
+            ("".into(), Value::String(String::new())),
+            ("i".into(), Value::Int64(i64::MIN)),
+            ("l".into(), Value::Int64List(vec![1, -2, i64::MAX])),
+            ("e".into(), Value::Int64List(vec![])),
+            ("f".into(), Value::Float(-0.0)),
+            ("b".into(), Value::Bool(true)),
+            ("u".into(), Value::Unknown(99)),
+        ];
+        let back = Value::fuzz_named_values_round_trip(&options);
+        assert_eq!(back, options);
+        assert!(Value::fuzz_named_values_round_trip(&[]).is_empty());
+        let nan = Value::fuzz_named_values_round_trip(&[("n".into(), Value::Float(f32::NAN))]);
+        assert!(matches!(nan[0].1, Value::Float(f) if f.is_nan()));
+    }
 }

@@ -109,7 +109,8 @@ pub unsafe trait Args: Sized {
 }
 
 
-type Ext = *mut PJRT_Extension_Base;
+/// The `extension_start` field type.
+pub type Ext = *mut PJRT_Extension_Base;
 
 /// `PJRT_Extension_Base`: the head of every extension struct.
 #[repr(C)]
