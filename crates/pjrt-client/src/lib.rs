@@ -65,6 +65,7 @@ mod event;
 mod executable;
 pub mod extensions;
 pub mod host_array;
+mod host_copy;
 pub mod locate;
 mod named_value;
 pub mod npy;
