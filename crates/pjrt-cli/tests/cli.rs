@@ -323,3 +323,30 @@ fn same(want: &NpyArray, got: &NpyArray, spec: &serde_json::Value) -> Result<(),
         _ => Err("not bit-exact".into()),
     }
 }
+
+#[test]
+fn bench_reports_safe_and_raw_figures() {
+    for plugin in PLUGINS {
+        let out = pjrt(&["bench", "dispatch", "--iters", "300", "--plugin", plugin, "--json"]);
+        assert!(out.status.success(), "{plugin}: {}", stderr(&out));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for key in ["median_us", "p10_us", "p90_us", "min_us", "safe_over_raw"] {
+            assert!(report[key].as_f64().is_some_and(|v| v > 0.0), "{plugin}: {key} in {report}");
+        }
+        assert!(report["raw"]["median_us"].as_f64().is_some());
+    }
+    for what in [
+        &["h2d", "--bytes", "4096", "--iters", "5"][..],
+        &["h2d", "--zero-copy", "--bytes", "4096", "--iters", "5"],
+        &["d2h", "--bytes", "4096", "--iters", "5"],
+    ] {
+        let mut args = vec!["bench"];
+        args.extend_from_slice(what);
+        args.push("--json");
+        let out = pjrt(&args);
+        assert!(out.status.success(), "{what:?}: {}", stderr(&out));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(report["gbps"].as_f64().is_some_and(|g| g > 0.0), "{report}");
+    }
+    assert_fails(&pjrt(&["bench", "h2d", "--bytes", "3"]), "multiple of 4");
+}

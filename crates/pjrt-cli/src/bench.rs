@@ -1,0 +1,383 @@
+//! `pjrt bench`: dispatch and transfer figures for the safe library beside a "raw" variant that
+//! calls the C API directly (through `pjrt_client::sys`), alternating the two in one run so
+//! that the overhead of the safe layer is visible.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::{Args, Subcommand};
+use pjrt_client::sys::{self, Args as _};
+use pjrt_client::{
+    AlignedHostBuffer, Buffer, Client, ClientOptions, CompileOptions, ElementType, Error, HostLayout, LoadedExecutable,
+    Placement, Plugin, Program,
+};
+use serde_json::{json, Value as Json};
+
+/// `pjrt bench` arguments.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// What to measure.
+    #[command(subcommand)]
+    pub what: BenchWhat,
+    /// A plugin path or name (see `pjrt info --help`).
+    #[arg(long, short = 'p', global = true)]
+    pub plugin: Option<String>,
+    /// Print one JSON object instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// The benchmarks.
+#[derive(Subcommand)]
+pub enum BenchWhat {
+    /// Execute a compiled scalar f32 add, await it and drop the output; safe and raw alternating.
+    Dispatch {
+        /// Iterations per variant (after a warm-up).
+        #[arg(long, default_value_t = 20_000)]
+        iters: usize,
+    },
+    /// Host-to-device copies of BYTES bytes (f32 data); safe and raw alternating.
+    H2d {
+        /// Bytes per transfer.
+        #[arg(long, default_value_t = 64 << 20)]
+        bytes: usize,
+        /// Transfers per variant.
+        #[arg(long, default_value_t = 20)]
+        iters: usize,
+        /// Upload 64-byte aligned memory without copying (safe API only; no raw variant).
+        #[arg(long)]
+        zero_copy: bool,
+    },
+    /// Device-to-host copies of BYTES bytes into a reused host buffer; safe and raw alternating.
+    D2h {
+        /// Bytes per transfer.
+        #[arg(long, default_value_t = 64 << 20)]
+        bytes: usize,
+        /// Transfers per variant.
+        #[arg(long, default_value_t = 20)]
+        iters: usize,
+    },
+}
+
+/// Timing statistics of one variant, in microseconds.
+#[derive(Clone, Debug)]
+pub struct Stats {
+    /// Median.
+    pub median_us: f64,
+    /// 10th percentile.
+    pub p10_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// Fastest.
+    pub min_us: f64,
+}
+
+impl Stats {
+    /// Statistics of per-iteration samples in nanoseconds.
+    pub fn from_ns(samples: &mut [u64]) -> Stats {
+        samples.sort_unstable();
+        let at = |q: f64| {
+            if samples.is_empty() {
+                0.0
+            } else {
+                samples[((samples.len() - 1) as f64 * q).round() as usize] as f64 / 1e3
+            }
+        };
+        Stats { median_us: at(0.5), p10_us: at(0.1), p90_us: at(0.9), min_us: at(0.0) }
+    }
+
+    fn json(&self, bytes: Option<usize>) -> Json {
+        let mut j =
+            json!({ "median_us": self.median_us, "p10_us": self.p10_us, "p90_us": self.p90_us, "min_us": self.min_us });
+        if let Some(bytes) = bytes {
+            j["gbps"] = json!(bytes as f64 / (self.median_us * 1e3));
+        }
+        j
+    }
+}
+
+const SCALAR_ADD: &str = r#"
+func.func @main(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {
+  %0 = stablehlo.add %a, %b : tensor<f32>
+  return %0 : tensor<f32>
+}"#;
+
+/// Calls slot `$slot` of a raw table with `$args`; panics on a PJRT error (benchmarks only run
+/// well-formed calls; the slot was checked to exist when the benchmark was set up).
+macro_rules! raw_call {
+    ($api:expr, $slot:ident, $args:expr) => {{
+        // SAFETY: `$api` is the plugin's table and the slot's presence was checked at setup
+        // (`require_slots`); the args were built with `Args::new` and point at live data.
+        let error = unsafe { ((*$api).$slot.expect(stringify!($slot)))($args) };
+        assert!(error.is_null(), concat!(stringify!($slot), " failed in the raw benchmark"));
+    }};
+}
+
+fn require_slots(plugin: &Plugin, names: &[&str]) -> Result<(), Error> {
+    match names.iter().find(|n| !plugin.has_function(n)) {
+        Some(missing) => Err(Error::InvalidArgument(format!("the plugin lacks {missing}, which the benchmark needs"))),
+        None => Ok(()),
+    }
+}
+
+/// The dispatch benchmark's state: a compiled scalar add and its two inputs.
+pub struct Dispatch {
+    api: *const sys::PJRT_Api,
+    exe: LoadedExecutable,
+    a: Buffer,
+    b: Buffer,
+}
+
+impl Dispatch {
+    /// Compiles the program and makes the inputs.
+    pub fn new(client: &Client) -> Result<Dispatch, Error> {
+        let plugin = client.plugin();
+        require_slots(
+            plugin,
+            &["PJRT_LoadedExecutable_Execute", "PJRT_Event_Await", "PJRT_Event_Destroy", "PJRT_Buffer_Destroy"],
+        )?;
+        let exe = client.compile(&Program::mlir_text(SCALAR_ADD)?, &CompileOptions::new())?;
+        let a = client.buffer_from_slice(&[1f32], &[], Placement::Default)?;
+        let b = client.buffer_from_slice(&[2f32], &[], Placement::Default)?;
+        Ok(Dispatch { api: plugin.raw_api(), exe, a, b })
+    }
+
+    /// One execute + await + drop through the safe API.
+    pub fn safe(&self) -> Result<(), Error> {
+        drop(self.exe.execute(&[&self.a, &self.b])?);
+        Ok(())
+    }
+
+    /// The same through the C API directly: no safe-layer work at all.
+    pub fn raw(&self) {
+        let list = [self.a.as_raw(), self.b.as_raw()];
+        let lists = [list.as_ptr()];
+        let mut output = [std::ptr::null_mut::<sys::PJRT_Buffer>()];
+        let outputs = [output.as_mut_ptr()];
+        let mut event = [std::ptr::null_mut::<sys::PJRT_Event>()];
+        let mut options = sys::PJRT_ExecuteOptions::new();
+        let mut args = sys::PJRT_LoadedExecutable_Execute_Args::new();
+        args.executable = self.exe.as_raw();
+        args.options = &mut options;
+        args.argument_lists = lists.as_ptr();
+        args.num_devices = 1;
+        args.num_args = 2;
+        args.output_lists = outputs.as_ptr();
+        args.device_complete_events = event.as_mut_ptr();
+        raw_call!(self.api, PJRT_LoadedExecutable_Execute, &mut args);
+        let mut wait = sys::PJRT_Event_Await_Args::new();
+        wait.event = event[0];
+        raw_call!(self.api, PJRT_Event_Await, &mut wait);
+        let mut destroy = sys::PJRT_Event_Destroy_Args::new();
+        destroy.event = event[0];
+        raw_call!(self.api, PJRT_Event_Destroy, &mut destroy);
+        let mut free = sys::PJRT_Buffer_Destroy_Args::new();
+        free.buffer = output[0];
+        raw_call!(self.api, PJRT_Buffer_Destroy, &mut free);
+    }
+}
+
+/// Runs `safe` and `raw` alternately in blocks, timing each iteration; returns (safe, raw).
+fn alternate(
+    iters: usize,
+    block: usize,
+    mut safe: impl FnMut() -> Result<(), Error>,
+    mut raw: impl FnMut(),
+) -> Result<(Stats, Stats), Error> {
+    let mut safe_ns = Vec::with_capacity(iters);
+    let mut raw_ns = Vec::with_capacity(iters);
+    while safe_ns.len() < iters {
+        for _ in 0..block.min(iters - safe_ns.len()) {
+            let t = Instant::now();
+            safe()?;
+            safe_ns.push(t.elapsed().as_nanos() as u64);
+        }
+        for _ in 0..block.min(iters - raw_ns.len()) {
+            let t = Instant::now();
+            raw();
+            raw_ns.push(t.elapsed().as_nanos() as u64);
+        }
+    }
+    Ok((Stats::from_ns(&mut safe_ns), Stats::from_ns(&mut raw_ns)))
+}
+
+fn raw_upload(api: *const sys::PJRT_Api, client: &Client, data: &[u8], count: i64) {
+    let dims = [count];
+    let device = client.addressable_devices()[0].as_raw();
+    let mut args = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
+    args.client = client.as_raw();
+    args.data = data.as_ptr() as *const c_void;
+    args.type_ = ElementType::F32.to_raw();
+    args.dims = dims.as_ptr();
+    args.num_dims = 1;
+    args.host_buffer_semantics = sys::PJRT_HostBufferSemantics::ImmutableOnlyDuringCall;
+    args.device = device;
+    raw_call!(api, PJRT_Client_BufferFromHostBuffer, &mut args);
+    if !args.done_with_host_buffer.is_null() {
+        let mut destroy = sys::PJRT_Event_Destroy_Args::new();
+        destroy.event = args.done_with_host_buffer;
+        raw_call!(api, PJRT_Event_Destroy, &mut destroy);
+    }
+    let mut ready = sys::PJRT_Buffer_ReadyEvent_Args::new();
+    ready.buffer = args.buffer;
+    raw_call!(api, PJRT_Buffer_ReadyEvent, &mut ready);
+    let mut wait = sys::PJRT_Event_Await_Args::new();
+    wait.event = ready.event;
+    raw_call!(api, PJRT_Event_Await, &mut wait);
+    let mut destroy = sys::PJRT_Event_Destroy_Args::new();
+    destroy.event = ready.event;
+    raw_call!(api, PJRT_Event_Destroy, &mut destroy);
+    let mut free = sys::PJRT_Buffer_Destroy_Args::new();
+    free.buffer = args.buffer;
+    raw_call!(api, PJRT_Buffer_Destroy, &mut free);
+}
+
+fn raw_download(api: *const sys::PJRT_Api, buffer: &Buffer, dst: &mut [u8]) {
+    let mut args = sys::PJRT_Buffer_ToHostBuffer_Args::new();
+    args.src = buffer.as_raw();
+    args.dst = dst.as_mut_ptr() as *mut c_void;
+    args.dst_size = dst.len();
+    raw_call!(api, PJRT_Buffer_ToHostBuffer, &mut args);
+    if !args.event.is_null() {
+        let mut wait = sys::PJRT_Event_Await_Args::new();
+        wait.event = args.event;
+        raw_call!(api, PJRT_Event_Await, &mut wait);
+        let mut destroy = sys::PJRT_Event_Destroy_Args::new();
+        destroy.event = args.event;
+        raw_call!(api, PJRT_Event_Destroy, &mut destroy);
+    }
+}
+
+fn check_bytes(bytes: usize) -> Result<i64, Error> {
+    if bytes == 0 || bytes % 4 != 0 {
+        return Err(Error::InvalidArgument(format!("--bytes must be a positive multiple of 4, got {bytes}")));
+    }
+    Ok((bytes / 4) as i64)
+}
+
+/// Runs one benchmark and returns its report.
+pub fn run_bench(args: &BenchArgs, plugin: &Plugin) -> Result<Json, Error> {
+    let client = Client::new(plugin, &ClientOptions::new())?;
+    let api = plugin.raw_api();
+    let mut report = json!({
+        "plugin": plugin.path(), "api_version": plugin.api_version().to_string(),
+        "platform": client.platform_name(),
+    });
+    match args.what {
+        BenchWhat::Dispatch { iters } => {
+            let bench = Dispatch::new(&client)?;
+            for _ in 0..iters.min(2000) {
+                bench.safe()?;
+                bench.raw();
+            }
+            let (safe, raw) = alternate(iters, 100, || bench.safe(), || bench.raw())?;
+            report["benchmark"] = json!("dispatch");
+            report["iters"] = json!(iters);
+            report["safe"] = safe.json(None);
+            report["raw"] = raw.json(None);
+            report["median_us"] = json!(safe.median_us);
+            report["p10_us"] = json!(safe.p10_us);
+            report["p90_us"] = json!(safe.p90_us);
+            report["min_us"] = json!(safe.min_us);
+            report["safe_over_raw"] = json!(safe.median_us / raw.median_us);
+        }
+        BenchWhat::H2d { bytes, iters, zero_copy } => {
+            let count = check_bytes(bytes)?;
+            require_slots(plugin, &["PJRT_Client_BufferFromHostBuffer", "PJRT_Buffer_ReadyEvent"])?;
+            report["benchmark"] = json!(if zero_copy { "h2d-zero-copy" } else { "h2d" });
+            report["bytes"] = json!(bytes);
+            report["iters"] = json!(iters);
+            if zero_copy {
+                let host = Arc::new(AlignedHostBuffer::zeroed(bytes)?);
+                let mut samples = Vec::with_capacity(iters);
+                for i in 0..iters + 2 {
+                    let t = Instant::now();
+                    let buffer = client.buffer_from_aligned(&host, ElementType::F32, &[count], Placement::Default)?;
+                    let elapsed = t.elapsed().as_nanos() as u64;
+                    drop(buffer);
+                    if i >= 2 {
+                        samples.push(elapsed);
+                    }
+                }
+                let stats = Stats::from_ns(&mut samples);
+                report["safe"] = stats.json(Some(bytes));
+                report["median_us"] = json!(stats.median_us);
+                report["gbps"] = report["safe"]["gbps"].clone();
+            } else {
+                let data = vec![1u8; bytes];
+                let layout = HostLayout::default();
+                let safe = || {
+                    let buffer =
+                        client.buffer_from_bytes(&data, ElementType::F32, &[count], &layout, Placement::Default)?;
+                    buffer.ready_event()?.wait()?;
+                    Ok(())
+                };
+                let raw = || raw_upload(api, &client, &data, count);
+                let (safe, raw) = alternate(iters, 1, safe, raw)?;
+                report["safe"] = safe.json(Some(bytes));
+                report["raw"] = raw.json(Some(bytes));
+                report["median_us"] = json!(safe.median_us);
+                report["gbps"] = report["safe"]["gbps"].clone();
+                report["safe_over_raw"] = json!(safe.median_us / raw.median_us);
+            }
+        }
+        BenchWhat::D2h { bytes, iters } => {
+            let count = check_bytes(bytes)?;
+            let data = vec![1u8; bytes];
+            let buffer = client.buffer_from_bytes(
+                &data,
+                ElementType::F32,
+                &[count],
+                &HostLayout::default(),
+                Placement::Default,
+            )?;
+            let mut dst = vec![0u8; bytes];
+            let mut raw_dst = vec![0u8; bytes];
+            buffer.copy_to_host_into(&mut dst)?;
+            raw_download(api, &buffer, &mut raw_dst);
+            let (safe, raw) = alternate(
+                iters,
+                1,
+                || buffer.copy_to_host_into(&mut dst),
+                || raw_download(api, &buffer, &mut raw_dst),
+            )?;
+            report["benchmark"] = json!("d2h");
+            report["bytes"] = json!(bytes);
+            report["iters"] = json!(iters);
+            report["safe"] = safe.json(Some(bytes));
+            report["raw"] = raw.json(Some(bytes));
+            report["median_us"] = json!(safe.median_us);
+            report["gbps"] = report["safe"]["gbps"].clone();
+            report["safe_over_raw"] = json!(safe.median_us / raw.median_us);
+        }
+    }
+    Ok(report)
+}
+
+/// Prints a report as text.
+pub fn print_report(report: &Json) {
+    let name = report["benchmark"].as_str().unwrap_or("?");
+    println!(
+        "{name} on {} (PJRT {})",
+        report["plugin"].as_str().unwrap_or("?"),
+        report["api_version"].as_str().unwrap_or("?")
+    );
+    for variant in ["safe", "raw"] {
+        let v = &report[variant];
+        if v.is_null() {
+            continue;
+        }
+        let gbps = v["gbps"].as_f64().map(|g| format!("  {g:.2} GB/s")).unwrap_or_default();
+        println!(
+            "  {variant:<5} median {:>10.2} us  p10 {:>10.2}  p90 {:>10.2}  min {:>10.2}{gbps}",
+            v["median_us"].as_f64().unwrap_or(0.0),
+            v["p10_us"].as_f64().unwrap_or(0.0),
+            v["p90_us"].as_f64().unwrap_or(0.0),
+            v["min_us"].as_f64().unwrap_or(0.0)
+        );
+    }
+    if let Some(ratio) = report["safe_over_raw"].as_f64() {
+        println!("  safe / raw (medians): {ratio:.3}");
+    }
+}

@@ -1,0 +1,552 @@
+//! `pjrt`: inspect PJRT plugins and run StableHLO programs on them. A thin user of the
+//! `pjrt_client` library.
+//!
+//! The binary (`src/main.rs`) only calls [`main_with_args`]. The argument parser is public
+//! ([`parse_args`]) so it can be tested and fuzzed without running anything.
+
+pub mod bench;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand};
+use pjrt_client::host_array::{download_npy, upload_npy};
+use pjrt_client::locate::{self, FoundPlugin, Source};
+use pjrt_client::npy::{Dtype, NpyArray};
+use pjrt_client::{Client, ClientOptions, CompileOptions, Error, Placement, Plugin, Program, Value};
+use serde_json::{json, Value as Json};
+
+#[derive(Parser)]
+#[command(name = "pjrt", version, about = "Inspect PJRT plugins and run StableHLO programs on them")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Show a plugin's API version, attributes, devices and memories.
+    Info {
+        #[command(flatten)]
+        plugin: PluginArg,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compile a StableHLO program (.mlir text or .mlirbc bytecode) and run it on .npy inputs.
+    Run(RunArgs),
+    /// Find and install plugins.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+    /// Measure dispatch and transfer speed, beside the raw C API.
+    Bench(bench::BenchArgs),
+}
+
+#[derive(Args)]
+pub struct PluginArg {
+    /// A plugin path or name (cpu, cpu-0.106, cuda12, tpu, ...). Default: $PJRT_PLUGIN, then
+    /// Python packages, then the plugin cache; if none is found, the default CPU plugin is
+    /// installed.
+    #[arg(long, short = 'p')]
+    pub plugin: Option<String>,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The program: StableHLO/MLIR text (.mlir) or MLIR bytecode (.mlirbc).
+    pub program: PathBuf,
+    /// Input arrays (.npy), in parameter order.
+    #[arg(long, short = 'i', num_args = 1..)]
+    pub input: Vec<PathBuf>,
+    /// Where to write out0.npy, out1.npy, ... (default: the current directory).
+    #[arg(long, short = 'o')]
+    pub output_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub plugin: PluginArg,
+    /// Number of replicas (default: the module's mhlo.num_replicas, else 1). Each replica gets
+    /// the same inputs; replica k's outputs go to DIR/device{k}/.
+    #[arg(long)]
+    pub replicas: Option<i64>,
+    /// An XLA option, NAME=VALUE (bool, integer, float or string), passed as an
+    /// env_option_override; may be repeated.
+    #[arg(long = "xla-option", value_name = "NAME=VALUE")]
+    pub xla_options: Vec<String>,
+    /// Do not apply the XLA settings that make results match JAX (see `CompileOptions::jax_defaults`).
+    #[arg(long)]
+    pub no_jax_defaults: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Subcommand)]
+pub enum PluginCommand {
+    /// Install a known plugin from PyPI into the plugin cache (checks its SHA-256).
+    Install {
+        /// `cpu` (the default CPU plugin, API 0.115) or `cpu-0.106` (an older one).
+        name: String,
+    },
+    /// List every plugin found, with its path, platform and API version.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Parses command-line arguments (`args[0]` is the program name) without running anything.
+/// `--help` and `--version` come back as an `Err` whose kind is `DisplayHelp` / `DisplayVersion`.
+pub fn parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    Cli::try_parse_from(args)
+}
+
+/// The whole `pjrt` command: parses `args` (`args[0]` is the program name), runs the command and
+/// reports errors on stderr. Exit code 0 on success and for `--help` / `--version`, 1 on any error.
+pub fn main_with_args<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match parse_args(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 1 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            let shown = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                let text = s.to_string();
+                if !shown.contains(&text) {
+                    eprintln!("  caused by: {text}");
+                }
+                source = s.source();
+            }
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Runs a parsed command.
+pub fn run(cli: Cli) -> Result<(), Error> {
+    match cli.command {
+        Command::Bench(args) => {
+            let plugin = resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?;
+            let report = bench::run_bench(&args, &plugin)?;
+            if args.json {
+                println!("{report}");
+            } else {
+                bench::print_report(&report);
+            }
+            Ok(())
+        }
+        Command::Info { plugin, json } => info(&plugin, json),
+        Command::Run(args) => run_program(&args),
+        Command::Plugin(PluginCommand::Install { name }) => {
+            let known = locate::known_plugin(&name).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "unknown plugin `{name}`; known: {}",
+                    locate::KNOWN_PLUGINS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+                ))
+            })?;
+            let path = locate::install(known, |line| eprintln!("{line}"))?;
+            println!("{}", path.display());
+            Ok(())
+        }
+        Command::Plugin(PluginCommand::List { json }) => list_plugins(json),
+    }
+}
+
+/// Resolves the plugin to use; installs the default CPU plugin when nothing is found at all.
+fn resolve_plugin(arg: &PluginArg) -> Result<Plugin, Error> {
+    let found = match locate::resolve(arg.plugin.as_deref()) {
+        Ok(found) => found,
+        Err(Error::PluginNotFound { .. }) if arg.plugin.is_none() => {
+            let default = locate::default_plugin();
+            eprintln!(
+                "no PJRT plugin found; installing the default CPU plugin ({}=={}, about 60 MB from PyPI) into {}",
+                default.package,
+                default.version,
+                locate::cache_dir().display()
+            );
+            let path = locate::install(default, |line| eprintln!("{line}"))?;
+            FoundPlugin { name: default.name.into(), platform: Some("cpu".into()), path, source: Source::Cache }
+        }
+        Err(e) => return Err(e),
+    };
+    Plugin::load(&found.path)
+}
+
+fn value_json(value: &Value) -> Json {
+    match value {
+        Value::String(s) => json!(s),
+        Value::Int64(i) => json!(i),
+        Value::Int64List(l) => json!(l),
+        Value::Float(f) => json!(f),
+        Value::Bool(b) => json!(b),
+        other => json!(format!("{other:?}")),
+    }
+}
+
+fn info(arg: &PluginArg, as_json: bool) -> Result<(), Error> {
+    let plugin = resolve_plugin(arg)?;
+    let client = Client::new(&plugin, &ClientOptions::new())?;
+    let mut devices = Vec::new();
+    for device in client.devices() {
+        let mut memories = Vec::new();
+        let default_memory = device.default_memory().ok().and_then(|m| m.id().ok());
+        for memory in device.memories().unwrap_or_default() {
+            memories.push(json!({
+                "id": memory.id()?, "kind": memory.kind()?, "kind_id": memory.kind_id().ok(),
+                "name": memory.to_string()?, "default": Some(memory.id()?) == default_memory,
+            }));
+        }
+        let attributes: serde_json::Map<String, Json> =
+            device.attributes()?.iter().map(|(k, v)| (k.clone(), value_json(v))).collect();
+        devices.push(json!({
+            "id": device.id()?, "process_index": device.process_index()?, "kind": device.kind()?,
+            "name": device.to_string()?, "debug_string": device.debug_string()?,
+            "local_hardware_id": device.local_hardware_id()?, "addressable": device.is_addressable()?,
+            "attributes": attributes, "memories": memories,
+        }));
+    }
+    let attributes: serde_json::Map<String, Json> =
+        plugin.attributes().iter().map(|(k, v)| (k.clone(), value_json(v))).collect();
+    let report = json!({
+        "plugin": plugin.path(),
+        "api_version": plugin.api_version().to_string(),
+        "functions": plugin.slot_count(),
+        "attributes": attributes,
+        "platform": client.platform_name(),
+        "platform_version": client.platform_version(),
+        "process_index": client.process_index(),
+        "devices": devices,
+    });
+    if as_json {
+        println!("{report}");
+        return Ok(());
+    }
+    println!("plugin:       {}", plugin.path().display());
+    println!("API version:  {} ({} functions)", plugin.api_version(), plugin.slot_count());
+    println!("platform:     {} ({})", client.platform_name(), client.platform_version());
+    if let (Some(min), Some(cur)) = (plugin.stablehlo_minimum_version(), plugin.stablehlo_current_version()) {
+        println!("StableHLO:    {min} .. {cur}");
+    }
+    for (name, value) in plugin.attributes() {
+        println!("attribute:    {name} = {}", value_json(value));
+    }
+    for device in devices {
+        println!(
+            "device {}:     {} kind={} process={} memories=[{}]",
+            device["id"],
+            device["name"].as_str().unwrap_or(""),
+            device["kind"].as_str().unwrap_or(""),
+            device["process_index"],
+            device["memories"]
+                .as_array()
+                .map(|m| m
+                    .iter()
+                    .map(|m| format!(
+                        "{}{}",
+                        m["kind"].as_str().unwrap_or(""),
+                        if m["default"].as_bool() == Some(true) { "*" } else { "" }
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+fn list_plugins(as_json: bool) -> Result<(), Error> {
+    let mut rows = Vec::new();
+    for found in locate::find_all() {
+        let (version, error) = match Plugin::load(&found.path) {
+            Ok(p) => (Some(p.api_version().to_string()), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let source = match &found.source {
+            Source::Explicit => "explicit".to_owned(),
+            Source::Environment => "PJRT_PLUGIN".to_owned(),
+            Source::PythonPackage(site) => format!("python ({})", site.display()),
+            Source::Cache => "cache".to_owned(),
+            _ => "other".to_owned(),
+        };
+        rows.push(json!({
+            "name": found.name, "path": found.path, "platform": found.platform,
+            "api_version": version, "source": source, "error": error,
+        }));
+    }
+    if as_json {
+        println!("{}", Json::Array(rows));
+        return Ok(());
+    }
+    if rows.is_empty() {
+        println!("no plugins found; install one with `pjrt plugin install cpu`");
+    }
+    for row in rows {
+        println!(
+            "{:<12} {:<6} API {:<7} {}  [{}]{}",
+            row["name"].as_str().unwrap_or(""),
+            row["platform"].as_str().unwrap_or("?"),
+            row["api_version"].as_str().unwrap_or("-"),
+            row["path"].as_str().unwrap_or(""),
+            row["source"].as_str().unwrap_or(""),
+            row["error"].as_str().map(|e| format!("\n    cannot load: {e}")).unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+/// Applies one `--xla-option NAME=VALUE`: `true`/`false` become a bool, then an integer, a float,
+/// else a string.
+pub fn parse_xla_option(options: CompileOptions, spec: &str) -> Result<CompileOptions, Error> {
+    let (name, value) = spec
+        .split_once('=')
+        .ok_or_else(|| Error::InvalidArgument(format!("--xla-option needs NAME=VALUE, got `{spec}`")))?;
+    Ok(match value {
+        "true" | "false" => options.xla_option(name, value == "true"),
+        v if v.parse::<i64>().is_ok() => options.xla_option(name, v.parse::<i64>().unwrap_or_default()),
+        v if v.parse::<f64>().is_ok() => options.xla_option(name, v.parse::<f64>().unwrap_or_default()),
+        v => options.xla_option(name, v),
+    })
+}
+
+fn run_program(args: &RunArgs) -> Result<(), Error> {
+    let started = Instant::now();
+    let program = Program::from_file(&args.program)?;
+    let counts = program.module_counts();
+    let replicas = args.replicas.or(counts.replicas).unwrap_or(1);
+    let partitions = counts.partitions.unwrap_or(1);
+    if replicas < 1 {
+        return Err(Error::InvalidArgument(format!("--replicas must be at least 1, got {replicas}")));
+    }
+    if partitions > 1 {
+        return Err(Error::InvalidArgument(format!(
+            "the program is partitioned over {partitions} devices (mhlo.num_partitions); `pjrt run` does not split \
+             inputs into shards yet: run it through the library (LoadedExecutable::execute_sharded)"
+        )));
+    }
+    let inputs: Vec<NpyArray> = args.input.iter().map(|p| NpyArray::read(p)).collect::<Result<_, _>>()?;
+    let plugin = resolve_plugin(&args.plugin)?;
+    let mut client_options = ClientOptions::new();
+    if replicas > 1 && plugin_is_cpu(&plugin) {
+        client_options = client_options.cpu_device_count(replicas.max(1));
+    }
+    let client = Client::new(&plugin, &client_options)?;
+    let mut options = CompileOptions::new().num_replicas(replicas);
+    if !args.no_jax_defaults {
+        options = options.jax_defaults(client.platform_name());
+    }
+    if counts.uses_shardy {
+        options = options.use_shardy_partitioner(true);
+    }
+    for spec in &args.xla_options {
+        options = parse_xla_option(options, spec)?;
+    }
+    let compile_started = Instant::now();
+    let exe = client.compile(&program, &options)?;
+    let compile_ms = compile_started.elapsed().as_secs_f64() * 1e3;
+    let params = exe.parameter_shapes().map(|p| p.to_vec());
+    if let Some(params) = &params {
+        if params.len() != inputs.len() {
+            return Err(Error::InvalidArgument(format!(
+                "the program takes {} inputs ({}) but {} were given; pass them in order with --input",
+                params.len(),
+                params.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "),
+                inputs.len()
+            )));
+        }
+    }
+    let transfer_started = Instant::now();
+    let devices = exe.addressable_devices();
+    let mut buffers = Vec::new();
+    for device in &devices {
+        let mut row = Vec::new();
+        for (i, array) in inputs.iter().enumerate() {
+            let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
+            let buffer = upload_npy(&client, array, wanted, Placement::Device(device)).map_err(|e| match e {
+                Error::InvalidArgument(m) => {
+                    Error::InvalidArgument(format!("input {i} ({}): {m}", args.input[i].display()))
+                }
+                other => other,
+            })?;
+            row.push(buffer);
+        }
+        buffers.push(row);
+    }
+    let mut transfer_ms = transfer_started.elapsed().as_secs_f64() * 1e3;
+    let execute_started = Instant::now();
+    let refs: Vec<Vec<&pjrt_client::Buffer>> = buffers.iter().map(|r| r.iter().collect()).collect();
+    let execution = exe.execute_sharded(&refs)?;
+    execution.wait()?;
+    let execute_ms = execute_started.elapsed().as_secs_f64() * 1e3;
+    let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let download_started = Instant::now();
+    let mut outputs = Vec::new();
+    for (k, device_outputs) in execution.outputs.iter().enumerate() {
+        let dir = if execution.outputs.len() > 1 { out_dir.join(format!("device{k}")) } else { out_dir.clone() };
+        std::fs::create_dir_all(&dir).map_err(|e| Error::Io { path: dir.clone(), source: e })?;
+        for (i, buffer) in device_outputs.iter().enumerate() {
+            let array = download_npy(buffer)?;
+            let file = dir.join(format!("out{i}.npy"));
+            array.write(&file)?;
+            let element_type = buffer.element_type()?;
+            outputs.push(json!({
+                "device": k, "index": i, "file": file, "dtype": element_type.name(),
+                "npy_dtype": array.dtype.descr(), "shape": array.shape, "preview": preview(&array, element_type.name() == "bf16"),
+            }));
+        }
+    }
+    transfer_ms += download_started.elapsed().as_secs_f64() * 1e3;
+    if args.json {
+        let report = json!({
+            "program": args.program, "plugin": plugin.path(), "platform": client.platform_name(),
+            "replicas": replicas, "outputs": outputs,
+            "timings_ms": { "compile": compile_ms, "transfer": transfer_ms, "execute": execute_ms,
+                            "total": started.elapsed().as_secs_f64() * 1e3 },
+        });
+        println!("{report}");
+    } else {
+        for o in &outputs {
+            let shape: Vec<String> = o["shape"].as_array().into_iter().flatten().map(|d| d.to_string()).collect();
+            println!(
+                "{}{}: {}[{}] = {}  -> {}",
+                if execution.outputs.len() > 1 { format!("device{} ", o["device"]) } else { String::new() },
+                format_args!("out{}", o["index"]),
+                o["dtype"].as_str().unwrap_or(""),
+                shape.join(","),
+                o["preview"].as_str().unwrap_or(""),
+                Path::new(o["file"].as_str().unwrap_or("")).display()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn plugin_is_cpu(plugin: &Plugin) -> bool {
+    locate::KNOWN_PLUGINS.iter().any(|k| plugin.path().ends_with(k.library))
+        || plugin.path().to_string_lossy().contains("cpu")
+}
+
+/// The first few values of an array, as text.
+fn preview(array: &NpyArray, bf16: bool) -> String {
+    const SHOWN: usize = 6;
+    let size = array.dtype.size();
+    let count = array.element_count();
+    let values: Vec<String> = array
+        .data
+        .chunks_exact(size)
+        .take(SHOWN)
+        .map(|c| match array.dtype {
+            Dtype::Bool => (c[0] != 0).to_string(),
+            Dtype::I8 => (c[0] as i8).to_string(),
+            Dtype::U8 => c[0].to_string(),
+            Dtype::I16 => i16::from_le_bytes([c[0], c[1]]).to_string(),
+            Dtype::U16 if bf16 => half::bf16::from_le_bytes([c[0], c[1]]).to_string(),
+            Dtype::U16 => u16::from_le_bytes([c[0], c[1]]).to_string(),
+            Dtype::I32 => i32::from_le_bytes([c[0], c[1], c[2], c[3]]).to_string(),
+            Dtype::U32 => u32::from_le_bytes([c[0], c[1], c[2], c[3]]).to_string(),
+            Dtype::I64 => i64::from_le_bytes(c.try_into().unwrap_or([0; 8])).to_string(),
+            Dtype::U64 => u64::from_le_bytes(c.try_into().unwrap_or([0; 8])).to_string(),
+            Dtype::F16 => half::f16::from_le_bytes([c[0], c[1]]).to_string(),
+            Dtype::F32 => f32::from_le_bytes([c[0], c[1], c[2], c[3]]).to_string(),
+            Dtype::F64 => f64::from_le_bytes(c.try_into().unwrap_or([0; 8])).to_string(),
+            Dtype::C64 => format!(
+                "{}{:+}i",
+                f32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+                f32::from_le_bytes([c[4], c[5], c[6], c[7]])
+            ),
+            Dtype::C128 => format!(
+                "{}{:+}i",
+                f64::from_le_bytes(c[..8].try_into().unwrap_or([0; 8])),
+                f64::from_le_bytes(c[8..].try_into().unwrap_or([0; 8]))
+            ),
+            _ => format!("{c:02x?}"),
+        })
+        .collect();
+    let more = if count > SHOWN { ", ..." } else { "" };
+    if array.shape.is_empty() {
+        values.first().cloned().unwrap_or_default()
+    } else {
+        format!("[{}{more}]", values.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+
+    #[test]
+    fn parses_run_arguments() {
+        let cli = parse_args([
+            "pjrt",
+            "run",
+            "p.mlir",
+            "-i",
+            "a.npy",
+            "b.npy",
+            "--replicas",
+            "2",
+            "--xla-option",
+            "x=1",
+            "--json",
+        ])
+        .unwrap();
+        let Command::Run(args) = cli.command else { panic!("not run") };
+        assert_eq!(args.program, PathBuf::from("p.mlir"));
+        assert_eq!(args.input, [PathBuf::from("a.npy"), PathBuf::from("b.npy")]);
+        assert_eq!((args.replicas, args.json, args.no_jax_defaults), (Some(2), true, false));
+        assert_eq!(args.xla_options, ["x=1"]);
+    }
+
+    #[test]
+    fn help_and_version_are_not_errors_for_the_exit_code() {
+        for (args, kind) in [
+            (&["pjrt", "--help"][..], ErrorKind::DisplayHelp),
+            (&["pjrt", "--version"], ErrorKind::DisplayVersion),
+            (&["pjrt", "run", "--help"], ErrorKind::DisplayHelp),
+        ] {
+            let e = parse_args(args).err().unwrap();
+            assert_eq!(e.kind(), kind);
+            assert!(!e.use_stderr());
+        }
+        for args in [&["pjrt"][..], &["pjrt", "run"], &["pjrt", "run", "p", "--replicas", "x"], &["pjrt", "frob"]] {
+            assert!(parse_args(args).err().unwrap().use_stderr(), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn parser_survives_odd_words() {
+        // Words the fuzz target found interesting: empty, lone dashes, `=` forms, non-UTF-8.
+        use std::os::unix::ffi::OsStringExt;
+        let odd = [
+            OsString::from(""),
+            OsString::from("-"),
+            OsString::from("--"),
+            OsString::from("--replicas="),
+            OsString::from("-i="),
+            OsString::from_vec(vec![0xff, 0xfe]),
+        ];
+        for a in &odd {
+            for b in &odd {
+                let _ = parse_args([OsString::from("pjrt"), OsString::from("run"), a.clone(), b.clone()]);
+                let _ = parse_args([OsString::from("pjrt"), a.clone(), b.clone()]);
+            }
+        }
+    }
+}
