@@ -49,6 +49,16 @@ pub enum BenchWhat {
         #[arg(long)]
         zero_copy: bool,
     },
+    /// Throughput of one client and one (portable) executable shared by 1..=THREADS threads,
+    /// thread t running on device t mod devices (a 128x128 f32 matmul per execution).
+    Threads {
+        /// The largest number of threads (and of CPU devices asked for).
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        /// Executions per thread.
+        #[arg(long, default_value_t = 500)]
+        iters: usize,
+    },
     /// Device-to-host copies of BYTES bytes into a reused host buffer; safe and raw alternating.
     D2h {
         /// Bytes per transfer.
@@ -95,6 +105,57 @@ impl Stats {
         }
         j
     }
+}
+
+const MATMUL: &str = r#"
+func.func @main(%a: tensor<128x128xf32>, %b: tensor<128x128xf32>) -> tensor<128x128xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
+  return %0 : tensor<128x128xf32>
+}"#;
+
+fn threads_bench(plugin: &Plugin, max_threads: usize, iters: usize) -> Result<Json, Error> {
+    if max_threads == 0 || max_threads > 256 {
+        return Err(Error::InvalidArgument(format!("--threads must be between 1 and 256, got {max_threads}")));
+    }
+    let mut options = ClientOptions::new();
+    if plugin.path().to_string_lossy().contains("cpu") {
+        options = options.cpu_device_count(max_threads as i64);
+    }
+    let client = Client::new(plugin, &options)?;
+    let exe = client.compile(&Program::mlir_text(MATMUL)?, &CompileOptions::new().compile_portable_executable(true))?;
+    let devices = client.addressable_devices();
+    let ones = vec![1f32; 128 * 128];
+    let inputs: Vec<Buffer> = devices
+        .iter()
+        .map(|d| client.buffer_from_slice(&ones, &[128, 128], Placement::Device(d)))
+        .collect::<Result<_, _>>()?;
+    let mut rows = Vec::new();
+    for threads in 1..=max_threads {
+        let started = Instant::now();
+        std::thread::scope(|scope| -> Result<(), Error> {
+            let handles: Vec<_> = (0..threads)
+                .map(|t| {
+                    let (exe, devices, inputs) = (&exe, &devices, &inputs);
+                    scope.spawn(move || -> Result<(), Error> {
+                        let k = t % devices.len();
+                        for _ in 0..iters {
+                            drop(exe.execute_on(&devices[k], &[&inputs[k], &inputs[k]])?);
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            for handle in handles {
+                handle.join().map_err(|_| Error::InvalidArgument("a benchmark thread panicked".into()))??;
+            }
+            Ok(())
+        })?;
+        let seconds = started.elapsed().as_secs_f64();
+        rows.push(json!({ "threads": threads, "executions_per_s": (threads * iters) as f64 / seconds }));
+    }
+    Ok(
+        json!({ "devices": devices.len(), "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1), "rows": rows }),
+    )
 }
 
 const SCALAR_ADD: &str = r#"
@@ -258,6 +319,13 @@ fn check_bytes(bytes: usize) -> Result<i64, Error> {
 
 /// Runs one benchmark and returns its report.
 pub fn run_bench(args: &BenchArgs, plugin: &Plugin) -> Result<Json, Error> {
+    if let BenchWhat::Threads { threads, iters } = args.what {
+        let mut report = threads_bench(plugin, threads, iters)?;
+        report["benchmark"] = json!("threads");
+        report["plugin"] = json!(plugin.path());
+        report["api_version"] = json!(plugin.api_version().to_string());
+        return Ok(report);
+    }
     let client = Client::new(plugin, &ClientOptions::new())?;
     let api = plugin.raw_api();
     let mut report = json!({
@@ -322,6 +390,7 @@ pub fn run_bench(args: &BenchArgs, plugin: &Plugin) -> Result<Json, Error> {
                 report["safe_over_raw"] = json!(safe.median_us / raw.median_us);
             }
         }
+        BenchWhat::Threads { .. } => unreachable!("handled above"),
         BenchWhat::D2h { bytes, iters } => {
             let count = check_bytes(bytes)?;
             let data = vec![1u8; bytes];
@@ -375,6 +444,13 @@ pub fn print_report(report: &Json) {
             v["p10_us"].as_f64().unwrap_or(0.0),
             v["p90_us"].as_f64().unwrap_or(0.0),
             v["min_us"].as_f64().unwrap_or(0.0)
+        );
+    }
+    for row in report["rows"].as_array().into_iter().flatten() {
+        println!(
+            "  {:>3} threads: {:>10.0} executions/s",
+            row["threads"],
+            row["executions_per_s"].as_f64().unwrap_or(0.0)
         );
     }
     if let Some(ratio) = report["safe_over_raw"].as_f64() {

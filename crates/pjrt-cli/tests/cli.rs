@@ -349,4 +349,8 @@ fn bench_reports_safe_and_raw_figures() {
         assert!(report["gbps"].as_f64().is_some_and(|g| g > 0.0), "{report}");
     }
     assert_fails(&pjrt(&["bench", "h2d", "--bytes", "3"]), "multiple of 4");
+    let out = pjrt(&["bench", "threads", "--threads", "2", "--iters", "5", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["rows"].as_array().unwrap().len(), 2, "{report}");
 }
