@@ -68,6 +68,8 @@ pub mod host_array;
 mod host_copy;
 pub mod locate;
 mod named_value;
+#[cfg(feature = "ndarray")]
+mod ndarray_support;
 pub mod npy;
 mod plugin;
 mod program;
@@ -90,4 +92,6 @@ pub use program::{ModuleCounts, Program, ProgramFormat};
 pub use topology::{Executable, Topology};
 
 pub use half;
+#[cfg(feature = "ndarray")]
+pub use ndarray;
 pub use num_complex;
