@@ -5,6 +5,7 @@
 //! ([`parse_args`]) so it can be tested and fuzzed without running anything.
 
 pub mod bench;
+pub mod conform;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -42,6 +43,9 @@ pub enum Command {
     Plugin(PluginCommand),
     /// Measure dispatch and transfer speed, beside the raw C API.
     Bench(bench::BenchArgs),
+    /// Check what a plugin supports: one check per capability (pass, fail or unsupported).
+    /// Exits non-zero only when a check fails.
+    Conform(conform::ConformArgs),
 }
 
 #[derive(Args)]
@@ -142,6 +146,25 @@ where
 /// Runs a parsed command.
 pub fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
+        Command::Conform(args) => {
+            if let Some(files) = &args.diff {
+                let a = conform::read_report(&files[0])?;
+                let b = conform::read_report(&files[1])?;
+                conform::diff(&a, &b);
+                return Ok(());
+            }
+            let plugin = resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?;
+            let (plugin_json, report) = conform::run_checks(&plugin);
+            let json = conform::report_json(plugin_json, &report);
+            if let Some(path) = &args.json {
+                std::fs::write(path, format!("{json:#}\n")).map_err(|e| Error::Io { path: path.clone(), source: e })?;
+            }
+            conform::print_text(&json);
+            if report.failures() > 0 {
+                return Err(Error::InvalidArgument(format!("{} conformance checks failed", report.failures())));
+            }
+            Ok(())
+        }
         Command::Bench(args) => {
             let plugin = resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?;
             let report = bench::run_bench(&args, &plugin)?;

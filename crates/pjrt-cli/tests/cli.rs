@@ -354,3 +354,30 @@ fn bench_reports_safe_and_raw_figures() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["rows"].as_array().unwrap().len(), 2, "{report}");
 }
+
+#[test]
+fn conform_passes_on_both_plugins_and_diffs() {
+    let dir = temp_dir("conform");
+    let mut reports = Vec::new();
+    for plugin in PLUGINS {
+        let file = dir.join(format!("{plugin}.json"));
+        let out = pjrt(&["conform", plugin, "--json", file.to_str().unwrap()]);
+        assert!(out.status.success(), "{plugin}: {}\n{}", String::from_utf8_lossy(&out.stdout), stderr(&out));
+        let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let checks = report["checks"].as_array().unwrap();
+        assert!(checks.len() >= 60, "{plugin}: only {} checks", checks.len());
+        let failed: Vec<_> = checks.iter().filter(|c| c["status"] == "fail").collect();
+        assert!(failed.is_empty(), "{plugin}: {failed:?}");
+        assert!(report["plugin"]["api_version"].is_string());
+        reports.push(file);
+    }
+    let old = serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&reports[1]).unwrap()).unwrap();
+    let status =
+        |name: &str| old["checks"].as_array().unwrap().iter().find(|c| c["name"] == name).map(|c| c["status"].clone());
+    // What the 0.106 plugin lacks is reported unsupported, not failed.
+    assert_eq!(status("topology.memory_space_kind_ids"), Some("unsupported".into()));
+    assert_eq!(status("aot.compile_and_load"), Some("unsupported".into()));
+    let out = pjrt(&["conform", "--diff", reports[1].to_str().unwrap(), reports[0].to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("aot.compile_and_load"));
+}

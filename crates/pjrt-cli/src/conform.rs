@@ -1,0 +1,607 @@
+//! `pjrt conform`: one check per capability, each reported as pass, fail or unsupported.
+//!
+//! "Unsupported" means the plugin said UNIMPLEMENTED, or its version lacks the function: it is
+//! not a failure. A failure is a wrong answer or an unexpected error.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use pjrt_client::{
+    AlignedHostBuffer, Buffer, Client, ClientOptions, CompileOptions, DeviceAssignment, ElementType, Error, ErrorCode,
+    HostLayout, Placement, Plugin, Program, Topology,
+};
+use serde_json::{json, Value as Json};
+
+/// `pjrt conform` arguments.
+#[derive(Args)]
+pub struct ConformArgs {
+    /// The plugin to check (path or name). Not needed with --diff.
+    pub plugin: Option<String>,
+    /// Also write the JSON report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+    /// Compare two JSON reports instead of checking a plugin.
+    #[arg(long, num_args = 2, value_names = ["A.json", "B.json"])]
+    pub diff: Option<Vec<std::path::PathBuf>>,
+}
+
+/// The outcome of one check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// The capability works.
+    Pass,
+    /// The capability gave a wrong answer or an unexpected error.
+    Fail,
+    /// The plugin does not offer it (UNIMPLEMENTED, or missing from its version).
+    Unsupported,
+}
+
+impl Status {
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Fail => "fail",
+            Status::Unsupported => "unsupported",
+        }
+    }
+}
+
+/// Why a check did not pass.
+pub enum Problem {
+    /// Not offered by the plugin.
+    Unsupported(String),
+    /// Wrong.
+    Fail(String),
+}
+
+impl From<Error> for Problem {
+    fn from(e: Error) -> Self {
+        match &e {
+            Error::Unsupported { .. } => Problem::Unsupported(e.to_string()),
+            Error::Pjrt { code: ErrorCode::Unimplemented, .. } => Problem::Unsupported(e.to_string()),
+            // A plugin built without a topology compiler says so with NOT_FOUND.
+            Error::Pjrt { code: ErrorCode::NotFound, message, .. } if message.contains("No compiler factory") => {
+                Problem::Unsupported(e.to_string())
+            }
+            _ => Problem::Fail(e.to_string()),
+        }
+    }
+}
+
+type Outcome = Result<String, Problem>;
+
+fn expect(ok: bool, what: impl Into<String>) -> Result<(), Problem> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Problem::Fail(what.into()))
+    }
+}
+
+/// The report being built.
+#[derive(Default)]
+pub struct Report {
+    checks: Vec<(String, Status, String)>,
+}
+
+impl Report {
+    fn check(&mut self, name: &str, f: impl FnOnce() -> Outcome) {
+        let (status, detail) = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            Ok(Ok(detail)) => (Status::Pass, detail),
+            Ok(Err(Problem::Unsupported(d))) => (Status::Unsupported, d),
+            Ok(Err(Problem::Fail(d))) => (Status::Fail, d),
+            Err(_) => (Status::Fail, "the check panicked".to_owned()),
+        };
+        self.checks.push((name.to_owned(), status, detail));
+    }
+
+    /// Number of failed checks.
+    pub fn failures(&self) -> usize {
+        self.checks.iter().filter(|c| c.1 == Status::Fail).count()
+    }
+}
+
+const ADD: &str = r#"module @add_module {
+  func.func public @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.add %a, %b : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}"#;
+const BYTECODE: &[u8] = include_bytes!("../../../tests/data/formats/tanh_mul.mlirbc");
+const PORTABLE: &[u8] = include_bytes!("../../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
+const HLO: &[u8] = include_bytes!("../../../tests/data/formats/tanh_mul.hlo.pb");
+
+fn f32s(buffer: &Buffer) -> Result<Vec<f32>, Problem> {
+    Ok(buffer.to_vec::<f32>()?)
+}
+
+/// Runs every check against `plugin`.
+pub fn run_checks(plugin: &Plugin) -> (Json, Report) {
+    let mut r = Report::default();
+    let path = plugin.path().to_path_buf();
+    r.check("plugin.api_version", || Ok(plugin.api_version().to_string()));
+    r.check("plugin.attributes", || Ok(format!("{} attributes", plugin.attributes().len())));
+    r.check("plugin.xla_version", || {
+        plugin.xla_version().map(|v| v.to_string()).ok_or(Problem::Unsupported("no xla_version attribute".into()))
+    });
+    r.check("plugin.stablehlo_versions", || {
+        match (plugin.stablehlo_minimum_version(), plugin.stablehlo_current_version()) {
+            (Some(min), Some(cur)) => Ok(format!("{min} .. {cur}")),
+            _ => Err(Problem::Unsupported("no StableHLO version attributes".into())),
+        }
+    });
+    r.check("plugin.extensions", || {
+        let names: Vec<String> = plugin.extensions().iter().map(|e| format!("{:?}", e.kind)).collect();
+        Ok(names.join(", "))
+    });
+    let is_cpu = path.to_string_lossy().contains("cpu");
+    let options = if is_cpu { ClientOptions::new().cpu_device_count(4) } else { ClientOptions::new() };
+    let client = match Client::new(plugin, &options) {
+        Ok(c) => {
+            r.check("client.create", || Ok(format!("{} devices", c.devices().len())));
+            c
+        }
+        Err(e) => {
+            let message = e.to_string();
+            r.check("client.create", || Err(Problem::Fail(message)));
+            return (plugin_json(plugin, None), r);
+        }
+    };
+    client_checks(&mut r, &client);
+    device_checks(&mut r, &client);
+    buffer_checks(&mut r, &client);
+    compile_checks(&mut r, &client);
+    execute_checks(&mut r, &client);
+    topology_checks(&mut r, &client);
+    extension_checks(&mut r, &client);
+    (plugin_json(plugin, Some(&client)), r)
+}
+
+fn plugin_json(plugin: &Plugin, client: Option<&Client>) -> Json {
+    json!({
+        "path": plugin.path(),
+        "api_version": plugin.api_version().to_string(),
+        "functions": plugin.slot_count(),
+        "platform": client.map(|c| c.platform_name().to_owned()),
+        "platform_version": client.map(|c| c.platform_version().to_owned()),
+        "xla_version": plugin.xla_version(),
+    })
+}
+
+fn client_checks(r: &mut Report, client: &Client) {
+    r.check("client.platform_name", || Ok(client.platform_name().to_owned()));
+    r.check("client.platform_version", || Ok(client.platform_version().to_owned()));
+    r.check("client.process_index", || Ok(client.process_index().to_string()));
+    r.check("client.devices", || {
+        let n = client.devices().len();
+        expect(n > 0, "no devices")?;
+        Ok(format!("{n}"))
+    });
+    r.check("client.addressable_devices", || {
+        let n = client.addressable_devices().len();
+        expect(n > 0, "no addressable devices")?;
+        Ok(format!("{n}"))
+    });
+    r.check("client.lookup_device", || {
+        let first = client.devices()[0].id()?;
+        expect(client.lookup_device(first)?.id()? == first, "lookup returned another device")?;
+        Ok(format!("id {first}"))
+    });
+    r.check("client.lookup_device_unknown_id_is_an_error", || {
+        expect(client.lookup_device(i32::MAX).is_err(), "an unknown id was found")?;
+        Ok(String::new())
+    });
+    r.check("client.lookup_addressable_device", || {
+        let d = client.addressable_devices()[0];
+        let hw = d.local_hardware_id()?;
+        expect(client.lookup_addressable_device(hw)? == d, "lookup returned another device")?;
+        Ok(format!("local hardware id {hw}"))
+    });
+    r.check("client.addressable_memories", || Ok(format!("{}", client.addressable_memories()?.len())));
+    r.check("client.default_device_assignment", || {
+        let a = client.default_device_assignment(1, 1)?;
+        Ok(format!("{a:?}"))
+    });
+}
+
+fn device_checks(r: &mut Report, client: &Client) {
+    let device = client.addressable_devices()[0];
+    r.check("device.id", || Ok(device.id()?.to_string()));
+    r.check("device.process_index", || Ok(device.process_index()?.to_string()));
+    r.check("device.kind", || Ok(device.kind()?));
+    r.check("device.debug_string", || Ok(device.debug_string()?));
+    r.check("device.to_string", || Ok(device.to_string()?));
+    r.check("device.attributes", || Ok(format!("{}", device.attributes()?.len())));
+    r.check("device.is_addressable", || {
+        expect(device.is_addressable()?, "an addressable device says it is not")?;
+        Ok(String::new())
+    });
+    r.check("device.local_hardware_id", || Ok(device.local_hardware_id()?.to_string()));
+    r.check("device.memories", || Ok(format!("{}", device.memories()?.len())));
+    r.check("device.default_memory", || Ok(device.default_memory()?.kind()?));
+    r.check("device.memory_stats", || Ok(format!("{} bytes in use", device.memory_stats()?.bytes_in_use)));
+    r.check("device.clear_memory_stats", || {
+        device.clear_memory_stats()?;
+        Ok(String::new())
+    });
+    r.check("device.runtime_attributes", || Ok(format!("{}", device.runtime_attributes()?.len())));
+    r.check("device.poison_execution", || {
+        Ok(format!("poisoned: {}", device.poison_execution(12345, ErrorCode::Cancelled, "conform")?))
+    });
+    r.check("device.async_tracking_event", || {
+        Ok(if device.async_tracking_event("conform")?.is_some() { "event".into() } else { "no event".into() })
+    });
+    r.check("memory.id_kind_strings", || {
+        let m = device.default_memory()?;
+        Ok(format!("{} {} {} {}", m.id()?, m.kind()?, m.to_string()?, m.debug_string()?))
+    });
+    r.check("memory.kind_id", || Ok(device.default_memory()?.kind_id()?.to_string()));
+    r.check("memory.devices", || {
+        let m = device.default_memory()?;
+        expect(m.devices()?.contains(&device), "the default memory does not list its device")?;
+        Ok(String::new())
+    });
+}
+
+fn upload_round_trip(client: &Client, t: ElementType) -> Outcome {
+    let bytes = t.host_bytes(8).ok_or(Problem::Fail(format!("{t} has no size")))?;
+    let data: Vec<u8> =
+        (0..bytes).map(|i| if t == ElementType::PRED { (i % 2) as u8 } else { (i % 5) as u8 }).collect();
+    let b = client.buffer_from_bytes(&data, t, &[2, 4], &HostLayout::default(), Placement::Default)?;
+    expect(b.element_type()? == t, "wrong element type")?;
+    expect(b.to_host_bytes()? == data, "data changed in a round trip")?;
+    Ok(String::new())
+}
+
+fn buffer_checks(r: &mut Report, client: &Client) {
+    for t in [
+        ElementType::PRED,
+        ElementType::S8,
+        ElementType::S16,
+        ElementType::S32,
+        ElementType::S64,
+        ElementType::U8,
+        ElementType::U16,
+        ElementType::U32,
+        ElementType::U64,
+        ElementType::F16,
+        ElementType::BF16,
+        ElementType::F32,
+        ElementType::F64,
+        ElementType::C64,
+        ElementType::C128,
+        ElementType::F8E5M2,
+        ElementType::F8E4M3FN,
+    ] {
+        r.check(&format!("buffer.upload_{}", t.name()), || upload_round_trip(client, t));
+    }
+    let devices = client.addressable_devices();
+    let make = || client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default);
+    r.check("buffer.metadata", || {
+        let b = make()?;
+        expect(b.dimensions()? == [4], "dimensions")?;
+        Ok(format!("{} bytes on device", b.on_device_size()?))
+    });
+    r.check("buffer.device_and_memory", || {
+        let b = make()?;
+        Ok(format!("{} / {}", b.device()?.to_string()?, b.memory()?.kind()?))
+    });
+    r.check("buffer.ready_event", || {
+        make()?.ready_event()?.wait_timeout(Duration::from_secs(60))?;
+        Ok(String::new())
+    });
+    r.check("buffer.delete", || {
+        let b = make()?;
+        b.delete()?;
+        expect(b.is_deleted()?, "not deleted after delete")?;
+        Ok(String::new())
+    });
+    r.check("buffer.copy_to_device", || {
+        let target = devices.get(1).copied().ok_or(Problem::Unsupported("only one device".into()))?;
+        let b = make()?.copy_to_device(&target)?;
+        expect(f32s(&b)? == [1., 2., 3., 4.], "values changed")?;
+        Ok(String::new())
+    });
+    for kind in ["pinned_host", "unpinned_host"] {
+        r.check(&format!("buffer.copy_to_memory_{kind}"), || {
+            let memories = devices[0].memories()?;
+            let memory = memories
+                .iter()
+                .find(|m| m.kind().ok().as_deref() == Some(kind))
+                .ok_or(Problem::Unsupported(format!("no {kind} memory")))?;
+            let b = make()?.copy_to_memory(memory)?;
+            expect(f32s(&b)? == [1., 2., 3., 4.], "values changed")?;
+            Ok(String::new())
+        });
+    }
+    r.check("buffer.strided_upload", || {
+        let bytes: Vec<u8> = [1f32, 3., 2., 4.].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let layout = HostLayout { byte_strides: Some(vec![4, 8]), ..Default::default() };
+        let b = client.buffer_from_bytes(&bytes, ElementType::F32, &[2, 2], &layout, Placement::Default)?;
+        expect(f32s(&b)? == [1., 2., 3., 4.], "strides not applied")?;
+        Ok(String::new())
+    });
+    r.check("buffer.zero_copy_upload", || {
+        let host = Arc::new(AlignedHostBuffer::from_slice(&[5f32, 6.])?);
+        let b = client.buffer_from_aligned(&host, ElementType::F32, &[2], Placement::Default)?;
+        expect(f32s(&b)? == [5., 6.], "values")?;
+        Ok(String::new())
+    });
+    r.check("buffer.to_host_async", || {
+        let bytes = make()?.copy_to_host_async(vec![0; 16])?.wait_timeout(Duration::from_secs(60))?;
+        expect(bytes.len() == 16, "size")?;
+        Ok(String::new())
+    });
+    r.check("buffer.copy_to_host_into", || {
+        let mut out = [0f32; 4];
+        make()?.copy_to_slice(&mut out)?;
+        expect(out == [1., 2., 3., 4.], "values")?;
+        Ok(String::new())
+    });
+    r.check("buffer.rank0_and_zero_size", || {
+        let s = client.buffer_from_slice(&[7i32], &[], Placement::Default)?;
+        let z = client.buffer_from_slice::<f32>(&[], &[0, 3], Placement::Default)?;
+        expect(s.to_vec::<i32>()? == [7] && z.to_vec::<f32>()?.is_empty(), "values")?;
+        Ok(String::new())
+    });
+    r.check("event.on_ready", || {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let handle = make()?.ready_event()?.on_ready(move |s| {
+            let _ = tx.send(s.is_ok());
+        })?;
+        expect(handle.wait_timeout(Duration::from_secs(60))?, "the callback did not run")?;
+        expect(rx.recv().unwrap_or(false), "the event failed")?;
+        Ok(String::new())
+    });
+}
+
+fn compile_checks(r: &mut Report, client: &Client) {
+    let compile = |program: Program| client.compile(&program, &CompileOptions::new());
+    r.check("compile.mlir_text", || Ok(compile(Program::mlir_text(ADD)?)?.name().to_owned()));
+    r.check("compile.mlir_bytecode", || Ok(compile(Program::mlir_bytecode(BYTECODE.to_vec())?)?.name().to_owned()));
+    r.check("compile.stablehlo_portable_artifact", || {
+        Ok(compile(Program::mlir_bytecode(PORTABLE.to_vec())?)?.name().to_owned())
+    });
+    r.check("compile.hlo_module_proto", || Ok(compile(Program::hlo_module_proto(HLO.to_vec())?)?.name().to_owned()));
+    r.check("compile.malformed_program_is_an_error", || {
+        expect(compile(Program::mlir_text("func.func @main(")?).is_err(), "malformed MLIR compiled")?;
+        Ok(String::new())
+    });
+    r.check("compile.device_assignment", || {
+        let last = *client.addressable_devices().last().ok_or(Problem::Fail("no devices".into()))?;
+        let id = last.id()? as i64;
+        let exe = client.compile(
+            &Program::mlir_text(ADD)?,
+            &CompileOptions::new().device_assignment(&DeviceAssignment::new(vec![vec![id]])?),
+        )?;
+        expect(exe.addressable_devices()[0] == last, "placed on another device")?;
+        Ok(format!("device {id}"))
+    });
+    r.check("compile.xla_option", || {
+        client.compile(&Program::mlir_text(ADD)?, &CompileOptions::new().jax_defaults(client.platform_name()))?;
+        Ok(String::new())
+    });
+}
+
+fn execute_checks(r: &mut Report, client: &Client) {
+    let Ok(exe) = Program::mlir_text(ADD).and_then(|p| client.compile(&p, &CompileOptions::new())) else {
+        r.check("execute.compile", || Err(Problem::Fail("cannot compile the add program".into())));
+        return;
+    };
+    let x = || client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default);
+    r.check("executable.metadata", || {
+        expect(exe.num_outputs() == 1 && exe.num_replicas() == 1 && exe.num_partitions() == 1, "counts")?;
+        Ok(exe.output_shapes()[0].to_string())
+    });
+    r.check("executable.parameter_shapes", || {
+        let p = exe.parameter_shapes().ok_or(Problem::Unsupported("no optimized program".into()))?;
+        expect(p.len() == 2, "two parameters")?;
+        Ok(p[0].to_string())
+    });
+    r.check("executable.fingerprint", || Ok(exe.fingerprint()?));
+    r.check("execute.single_device", || {
+        let a = x()?;
+        expect(f32s(&exe.execute(&[&a, &a])?[0])? == [2., 4., 6., 8.], "wrong sum")?;
+        Ok(String::new())
+    });
+    r.check("execute.argument_mismatch_is_refused", || {
+        let i = client.buffer_from_slice(&[1i32; 4], &[4], Placement::Default)?;
+        let a = x()?;
+        expect(exe.execute(&[&a, &i]).is_err(), "an s32 argument was accepted for f32")?;
+        Ok(String::new())
+    });
+    r.check("execute.async", || {
+        let a = x()?;
+        let out = exe.execute_async(&[&a, &a])?.wait()?;
+        expect(f32s(&out[0])? == [2., 4., 6., 8.], "wrong sum")?;
+        Ok(String::new())
+    });
+    r.check("execute.replicated_2_devices", || {
+        let devices = client.addressable_devices();
+        if devices.len() < 2 {
+            return Err(Problem::Unsupported("only one device".into()));
+        }
+        let exe = client.compile(&Program::mlir_text(ADD)?, &CompileOptions::new().num_replicas(2))?;
+        let lists: Vec<Vec<Buffer>> = exe
+            .addressable_devices()
+            .iter()
+            .map(|d| client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Device(d)).map(|b| vec![b]))
+            .collect::<Result<_, _>>()?;
+        let refs: Vec<Vec<&Buffer>> = lists.iter().map(|l| vec![&l[0], &l[0]]).collect();
+        let run = exe.execute_sharded(&refs)?;
+        run.wait_timeout(Duration::from_secs(60))?;
+        for outs in &run.outputs {
+            expect(f32s(&outs[0])? == [2., 4., 6., 8.], "wrong sum on a replica")?;
+        }
+        Ok(String::new())
+    });
+    r.check("execute.portable_on_chosen_device", || {
+        let exe =
+            client.compile(&Program::mlir_text(ADD)?, &CompileOptions::new().compile_portable_executable(true))?;
+        let device = *client.addressable_devices().last().ok_or(Problem::Fail("no devices".into()))?;
+        let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Device(&device))?;
+        let out = exe.execute_on(&device, &[&a, &a])?;
+        expect(out[0].device()? == device, "ran on another device")?;
+        Ok(String::new())
+    });
+    r.check("executable.serialize_and_load", || {
+        let bytes = exe.serialize()?;
+        let again = client.deserialize_and_load(&bytes)?;
+        let a = x()?;
+        expect(f32s(&again.execute(&[&a, &a])?[0])? == [2., 4., 6., 8.], "wrong sum")?;
+        Ok(format!("{} bytes", bytes.len()))
+    });
+    r.check("executable.delete", || {
+        let e = client.compile(&Program::mlir_text(ADD)?, &CompileOptions::new())?;
+        e.delete()?;
+        Ok(format!("is_deleted: {}", e.is_deleted()?))
+    });
+}
+
+fn topology_checks(r: &mut Report, client: &Client) {
+    let topology = client.topology();
+    let with = |f: &dyn Fn(&Topology) -> Outcome| match &topology {
+        Ok(t) => f(t),
+        Err(e) => Err(Problem::from(Error::InvalidArgument(e.to_string()))),
+    };
+    r.check("topology.client_topology", || with(&|t| Ok(t.platform_name()?)));
+    r.check("topology.platform_version", || with(&|t| Ok(t.platform_version()?)));
+    r.check("topology.device_descriptions", || with(&|t| Ok(t.device_count()?.to_string())));
+    r.check("topology.attributes", || with(&|t| Ok(t.attributes()?.len().to_string())));
+    r.check("topology.fingerprint", || with(&|t| Ok(t.fingerprint()?.to_string())));
+    r.check("topology.serialize", || with(&|t| Ok(format!("{} bytes", t.serialize()?.len()))));
+    r.check("topology.deserialize", || {
+        with(&|t| Ok(Topology::deserialize(client.plugin(), &t.serialize()?)?.device_count()?.to_string()))
+    });
+    r.check("topology.memory_space_kind_ids", || with(&|t| Ok(format!("{:?}", t.memory_space_kind_ids()?))));
+    r.check("topology.create_by_name", || {
+        Ok(Topology::create(client.plugin(), client.platform_name(), &[])?.platform_name()?)
+    });
+    r.check("aot.compile_and_load", || {
+        with(&|t| {
+            let options = CompileOptions::new();
+            let exe = t.compile(&Program::mlir_text(ADD)?, &options, Some(client))?;
+            let loaded = client.load(&exe, &options)?;
+            let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
+            expect(f32s(&loaded.execute(&[&a, &a])?[0])? == [2., 4., 6., 8.], "wrong sum")?;
+            Ok(String::new())
+        })
+    });
+}
+
+fn extension_checks(r: &mut Report, client: &Client) {
+    let plugin = client.plugin();
+    r.check("extension.layouts.default_layout", || {
+        let ext = plugin.layouts_extension().ok_or(Problem::Unsupported("no Layouts extension".into()))?;
+        let layout = ext.client_default_layout(client, ElementType::F32, &[2, 3])?;
+        Ok(layout.as_str().unwrap_or("?").to_owned())
+    });
+    r.check("extension.layouts.buffer_layout", || {
+        let ext = plugin.layouts_extension().ok_or(Problem::Unsupported("no Layouts extension".into()))?;
+        let b = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
+        Ok(ext.buffer_layout(&b)?.as_str().unwrap_or("?").to_owned())
+    });
+    r.check("extension.memory_descriptions", || {
+        let ext = plugin
+            .memory_descriptions_extension()
+            .ok_or(Problem::Unsupported("no MemoryDescriptions extension".into()))?;
+        Ok(format!("{}", ext.device_memory_descriptions(&client.addressable_devices()[0])?.len()))
+    });
+    r.check("extension.shardings", || {
+        let ext = plugin.shardings_extension().ok_or(Problem::Unsupported("no Shardings extension".into()))?;
+        let exe = client.compile(&Program::mlir_text(ADD)?, &CompileOptions::new())?;
+        Ok(format!("{}", ext.output_shardings(&exe)?.count))
+    });
+    r.check("extension.ffi.register_type", || {
+        let ext = plugin.ffi_extension().ok_or(Problem::Unsupported("no FFI extension".into()))?;
+        Ok(ext.register_type("pjrt_conform_type")?.to_string())
+    });
+}
+
+/// The JSON report.
+pub fn report_json(plugin: Json, report: &Report) -> Json {
+    let checks: Vec<Json> =
+        report.checks.iter().map(|(n, s, d)| json!({ "name": n, "status": s.as_str(), "detail": d })).collect();
+    json!({ "plugin": plugin, "checks": checks })
+}
+
+/// Prints a report for people.
+pub fn print_text(json: &Json) {
+    let plugin = &json["plugin"];
+    println!(
+        "conformance of {} (PJRT {}, platform {})",
+        plugin["path"].as_str().unwrap_or("?"),
+        plugin["api_version"].as_str().unwrap_or("?"),
+        plugin["platform"].as_str().unwrap_or("?")
+    );
+    let mut counts = [0usize; 3];
+    for c in json["checks"].as_array().into_iter().flatten() {
+        let status = c["status"].as_str().unwrap_or("?");
+        let mark = match status {
+            "pass" => {
+                counts[0] += 1;
+                "PASS"
+            }
+            "fail" => {
+                counts[1] += 1;
+                "FAIL"
+            }
+            _ => {
+                counts[2] += 1;
+                "n/a "
+            }
+        };
+        let detail = c["detail"].as_str().unwrap_or("");
+        let detail: String = detail.chars().take(100).collect();
+        println!("  {mark}  {:<45} {detail}", c["name"].as_str().unwrap_or(""));
+    }
+    println!(
+        "{} checks: {} passed, {} failed, {} unsupported",
+        counts.iter().sum::<usize>(),
+        counts[0],
+        counts[1],
+        counts[2]
+    );
+}
+
+/// Compares two reports: prints the checks whose status differs. Returns the number of them.
+pub fn diff(a: &Json, b: &Json) -> usize {
+    let status = |r: &Json| -> std::collections::BTreeMap<String, String> {
+        r["checks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| (c["name"].as_str().unwrap_or("").to_owned(), c["status"].as_str().unwrap_or("").to_owned()))
+            .collect()
+    };
+    let (sa, sb) = (status(a), status(b));
+    println!(
+        "A: {} (PJRT {})\nB: {} (PJRT {})",
+        a["plugin"]["path"].as_str().unwrap_or("?"),
+        a["plugin"]["api_version"].as_str().unwrap_or("?"),
+        b["plugin"]["path"].as_str().unwrap_or("?"),
+        b["plugin"]["api_version"].as_str().unwrap_or("?")
+    );
+    let mut names: Vec<&String> = sa.keys().chain(sb.keys()).collect();
+    names.sort();
+    names.dedup();
+    let mut differences = 0;
+    for name in names {
+        let (x, y) = (sa.get(name).map(String::as_str).unwrap_or("-"), sb.get(name).map(String::as_str).unwrap_or("-"));
+        if x != y {
+            differences += 1;
+            println!("  {name:<45} {x:<12} -> {y}");
+        }
+    }
+    println!("{differences} checks differ");
+    differences
+}
+
+/// Reads a report written with `--json`.
+pub fn read_report(path: &Path) -> Result<Json, Error> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+    serde_json::from_str(&text)
+        .map_err(|e| Error::InvalidArgument(format!("{}: not a conformance report: {e}", path.display())))
+}
