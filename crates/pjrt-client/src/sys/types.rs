@@ -151,9 +151,12 @@ impl std::fmt::Debug for PJRT_NamedValue_Value {
 pub type PJRT_Event_OnReadyCallback = Option<unsafe extern "C" fn(error: *mut PJRT_Error, user_arg: *mut c_void)>;
 pub type PJRT_CallbackError =
     Option<unsafe extern "C" fn(code: PJRT_Error_Code, message: *const c_char, message_size: usize) -> *mut PJRT_Error>;
-pub type PJRT_KeyValueGetCallback = Option<unsafe extern "C" fn(args: *mut c_void) -> *mut PJRT_Error>;
-pub type PJRT_KeyValuePutCallback = Option<unsafe extern "C" fn(args: *mut c_void) -> *mut PJRT_Error>;
-pub type PJRT_KeyValueTryGetCallback = Option<unsafe extern "C" fn(args: *mut c_void) -> *mut PJRT_Error>;
+pub type PJRT_KeyValueGetCallback =
+    Option<unsafe extern "C" fn(args: *mut super::PJRT_KeyValueGetCallback_Args) -> *mut PJRT_Error>;
+pub type PJRT_KeyValuePutCallback =
+    Option<unsafe extern "C" fn(args: *mut super::PJRT_KeyValuePutCallback_Args) -> *mut PJRT_Error>;
+pub type PJRT_KeyValueTryGetCallback =
+    Option<unsafe extern "C" fn(args: *mut super::PJRT_KeyValueTryGetCallback_Args) -> *mut PJRT_Error>;
 pub type PJRT_SerializedExecutableDeleter = Option<unsafe extern "C" fn(exec: *mut PJRT_SerializedExecutable)>;
 pub type PJRT_SerializedCompileOptionsDeleter =
     Option<unsafe extern "C" fn(options: *mut PJRT_SerializedCompileOptions)>;
