@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use crate::api::{checked_slice, checked_string, pjrt_call};
 use crate::device::{Device, Memory};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
+use crate::kv_store::{KeyValueStore, KvCallbacks};
 use crate::named_value::{RawNamedValues, Value};
 use crate::plugin::Plugin;
 use crate::sys::{self, Args};
@@ -64,6 +65,10 @@ impl ClientOptions {
         &self.options
     }
 
+    fn has(&self, name: &str) -> bool {
+        self.options.iter().any(|(n, _)| n == name)
+    }
+
     fn validate(&self) -> Result<()> {
         for (name, value) in &self.options {
             if let Value::Unknown(t) = value {
@@ -108,10 +113,14 @@ pub(crate) struct ClientInner {
     process_index: i32,
     devices: Vec<NonNull<sys::PJRT_Device>>,
     addressable_devices: Vec<NonNull<sys::PJRT_Device>>,
+    /// The key-value callbacks' state and store. A field, so it is dropped only after `drop`
+    /// below has destroyed the client: the plugin may call the callbacks until then.
+    kv: Option<KvCallbacks>,
 }
 
 // SAFETY: PJRT clients are thread-safe objects (XLA's PjRtClient contract: every method may be
-// called concurrently); the cached fields are immutable after construction.
+// called concurrently); the cached fields are immutable after construction; the key-value store is
+// `Send + Sync` and its callbacks' state holds only atomics besides it.
 unsafe impl Send for ClientInner {}
 // SAFETY: as above.
 unsafe impl Sync for ClientInner {}
@@ -137,14 +146,44 @@ fn non_null_devices(
 }
 
 impl Client {
-    /// Creates a client with `options`.
+    /// Creates a client with `options`. For a key-value store or a multi-process client, see
+    /// [`Client::builder`].
     pub fn new(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
         options.validate()?;
+        Self::create(plugin, options, None)
+    }
+
+    /// A builder for clients with a key-value store and a place in a multi-process job.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use pjrt_client::{Client, ClientOptions, InMemoryStore, Plugin};
+    ///
+    /// # fn main() -> pjrt_client::Result<()> {
+    /// let plugin = Plugin::load(pjrt_client::locate::resolve(None)?.path)?;
+    /// let store = InMemoryStore::new();
+    /// let client = Client::builder(&plugin)
+    ///     .options(ClientOptions::new().cpu_device_count(2))
+    ///     .kv_store(store.clone())
+    ///     .process(0, 2)
+    ///     .build()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(plugin: &Plugin) -> ClientBuilder<'_> {
+        ClientBuilder { plugin, options: ClientOptions::new(), kv_store: None, process: None }
+    }
+
+    /// Calls `PJRT_Client_Create` (options already validated) and reads the client's fixed facts.
+    fn create(plugin: &Plugin, options: &ClientOptions, kv: Option<KvCallbacks>) -> Result<Client> {
         let raw_options = RawNamedValues::new(&options.options);
         let api = plugin.api();
         let mut args = sys::PJRT_Client_Create_Args::new();
         args.create_options = raw_options.as_ptr();
         args.num_options = raw_options.len();
+        if let Some(kv) = &kv {
+            kv.install(&mut args);
+        }
+        // On failure `kv` is dropped on return: the plugin made no client that could call it.
         pjrt_call!(api, PJRT_Client_Create, &mut args)?;
         let raw = NonNull::new(args.client)
             .ok_or_else(|| Error::invalid("PJRT_Client_Create succeeded but returned no client"))?;
@@ -157,6 +196,7 @@ impl Client {
             process_index: 0,
             devices: Vec::new(),
             addressable_devices: Vec::new(),
+            kv,
         };
         let mut name = sys::PJRT_Client_PlatformName_Args::new();
         name.client = raw.as_ptr();
@@ -286,6 +326,12 @@ impl Client {
         Ok(out.chunks(partitions).map(|c| c.to_vec()).collect())
     }
 
+    /// The key-value store callbacks this client was created with (see
+    /// [`ClientBuilder::kv_store`]): the store, and how often the plugin called it.
+    pub fn kv_callbacks(&self) -> Option<&KvCallbacks> {
+        self.inner.kv.as_ref()
+    }
+
     /// The raw handle, for use with [`crate::sys`]. Do not destroy it.
     pub fn as_raw(&self) -> *mut sys::PJRT_Client {
         self.raw()
@@ -313,6 +359,104 @@ impl fmt::Debug for Client {
         f.debug_struct("Client")
             .field("platform", &self.inner.platform_name)
             .field("devices", &self.inner.devices.len())
+            .finish()
+    }
+}
+
+/// Builds a [`Client`]: options, a [`KeyValueStore`], and this process's place in a
+/// multi-process job. Made by [`Client::builder`].
+///
+/// The client owns the store and the state of its C callbacks for its whole life: both are freed
+/// only after `PJRT_Client_Destroy`.
+pub struct ClientBuilder<'a> {
+    plugin: &'a Plugin,
+    options: ClientOptions,
+    kv_store: Option<Arc<dyn KeyValueStore>>,
+    process: Option<(i64, i64)>,
+}
+
+impl ClientBuilder<'_> {
+    /// Replaces the create options (see [`ClientOptions`]).
+    pub fn options(mut self, options: ClientOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Adds (or replaces) one create option.
+    pub fn option(mut self, name: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.options = self.options.set(name, value);
+        self
+    }
+
+    /// The key-value store the plugin's `kv_get` / `kv_try_get` / `kv_put` callbacks use. Pass a
+    /// store, or an `Arc<dyn KeyValueStore>` (an `Arc` of a store is a store). Several clients may
+    /// share one store: [`crate::InMemoryStore`] is a cloneable handle.
+    pub fn kv_store(mut self, store: impl KeyValueStore) -> Self {
+        self.kv_store = Some(Arc::new(store));
+        self
+    }
+
+    /// This process's index `id` among `count` processes (`0 <= id < count`).
+    ///
+    /// The option names differ between plugins, and PJRT says nothing about the platform before
+    /// a client exists, so [`build`](Self::build) asks the plugin:
+    /// - first with XLA's CPU option `process_id = id` (int64). The 0.115 CPU plugin takes it
+    ///   (its device ids then start at `id * 2048`); the 0.106 CPU plugin ignores it (as it
+    ///   ignores every unknown name), so there every client is process 0. No CPU plugin has an
+    ///   option for `count`: it is only checked here.
+    /// - if the plugin rejects `process_id` as an unknown option (`INVALID_ARGUMENT` naming it,
+    ///   as XLA's GPU plugins do, before creating anything), again with XLA's GPU options
+    ///   `node_id = id` and `num_nodes = count` (int64).
+    ///
+    /// To choose the names yourself, set them with [`option`](Self::option) instead; setting both
+    /// is an error. Multi-process GPU clients need a [`kv_store`](Self::kv_store) too.
+    pub fn process(mut self, id: i64, count: i64) -> Self {
+        self.process = Some((id, count));
+        self
+    }
+
+    /// Creates the client.
+    pub fn build(self) -> Result<Client> {
+        let ClientBuilder { plugin, options, kv_store, process } = self;
+        options.validate()?;
+        let callbacks = || kv_store.as_ref().map(|store| KvCallbacks::new(Arc::clone(store)));
+        let Some((id, count)) = process else {
+            return Client::create(plugin, &options, callbacks());
+        };
+        if count < 1 || !(0..count).contains(&id) {
+            return Err(Error::invalid(format!("process({id}, {count}): need 0 <= id < count")));
+        }
+        if let Some(name) = ["process_id", "node_id", "num_nodes"].into_iter().find(|n| options.has(n)) {
+            return Err(Error::invalid(format!(
+                "both process({id}, {count}) and the client option `{name}` are set; use one of them"
+            )));
+        }
+        let cpu = options.clone().set("process_id", id);
+        match Client::create(plugin, &cpu, callbacks()) {
+            Err(Error::Pjrt { code: ErrorCode::InvalidArgument, message, function })
+                if message.contains("process_id") =>
+            {
+                let gpu = options.set("node_id", id).set("num_nodes", count);
+                Client::create(plugin, &gpu, callbacks()).map_err(|second| match second {
+                    Error::Pjrt { code: ErrorCode::InvalidArgument, message: second, .. } => Error::invalid(format!(
+                        "the plugin takes neither `process_id` ({function}: {message}) nor `node_id`/`num_nodes` \
+                         ({second}); set the options it takes with ClientBuilder::option"
+                    )),
+                    other => other,
+                })
+            }
+            other => other,
+        }
+    }
+}
+
+impl fmt::Debug for ClientBuilder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("plugin", &self.plugin.path())
+            .field("options", &self.options)
+            .field("kv_store", &self.kv_store.is_some())
+            .field("process", &self.process)
             .finish()
     }
 }

@@ -1,0 +1,594 @@
+//! Key-value stores for multi-process clients: the `kv_get` / `kv_try_get` / `kv_put` callbacks of
+//! `PJRT_Client_Create`.
+//!
+//! A plugin that spans several processes (or hosts) exchanges data through a store that every
+//! process can reach: each process puts what it knows (for example its local topology) and gets
+//! what the others put. Implement [`KeyValueStore`] over whatever the processes share (etcd, a
+//! coordination service, a file system), or use [`InMemoryStore`] for tests and for several
+//! clients inside one process; hand it to [`crate::ClientBuilder::kv_store`].
+//!
+//! ## Keys and values
+//! Values are bytes (plugins store serialized protobufs). Keys are `&str`: XLA's plugins build
+//! their keys from text (`"cpu:local_topology/cpu/0"` and the like). A key from a plugin that is
+//! not valid UTF-8 never reaches the store: the callback fails with `INVALID_ARGUMENT`. The plugin
+//! is responsible for keys that do not collide between its processes; the caller (you) is
+//! responsible for keys that do not collide between plugins sharing one store (use one store, or
+//! one key prefix, per plugin and job).
+//!
+//! ## What crosses the C boundary
+//! The callbacks are `extern "C"` trampolines ([`KvCallbacks`]). Each runs the store inside
+//! `catch_unwind`: a store error becomes a `PJRT_Error` with the error's code, and a panic becomes
+//! an `INTERNAL` error with the panic message, both made through the `callback_error` factory the
+//! plugin passes in the args. Nothing unwinds into the plugin and nothing is silently dropped.
+//!
+//! Values handed to the plugin are allocated by this crate with a small header in front of the
+//! bytes (the length and a counter of values still out), and the plugin frees them by calling the
+//! `value_deleter_callback` we set, which reads the header back to rebuild the allocation's layout.
+//! The value pointer is never NULL (an empty value is a valid, header-only allocation).
+
+use std::alloc::{self, Layout};
+use std::any::Any;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void};
+use std::fmt;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use crate::error::ErrorCode;
+use crate::sys;
+
+/// A store shared by the processes of one multi-process client.
+///
+/// Every method may be called from any thread, concurrently, including plugin threads (hence
+/// `Send + Sync + 'static`). Implementations should not panic; a panic is caught and reported to
+/// the plugin as an `INTERNAL` error, which usually fails client creation.
+pub trait KeyValueStore: Send + Sync + 'static {
+    /// The value of `key`, waiting until some process puts it or `timeout` passes (then
+    /// [`KvError::deadline_exceeded`]). A plugin that asks to wait forever passes
+    /// [`Duration::MAX`].
+    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>, KvError>;
+
+    /// The value of `key` if it is there now, `Ok(None)` if not (the plugin then sees
+    /// `NOT_FOUND`). Never waits for the key.
+    fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>, KvError>;
+
+    /// Stores `value` under `key`.
+    fn put(&self, key: &str, value: &[u8]) -> Result<(), KvError>;
+}
+
+impl<T: KeyValueStore + ?Sized> KeyValueStore for Arc<T> {
+    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>, KvError> {
+        (**self).get(key, timeout)
+    }
+    fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        (**self).try_get(key)
+    }
+    fn put(&self, key: &str, value: &[u8]) -> Result<(), KvError> {
+        (**self).put(key, value)
+    }
+}
+
+/// A store's failure, with the PJRT status code the plugin will see.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KvError {
+    code: ErrorCode,
+    message: String,
+}
+
+impl KvError {
+    /// An error with any code. Code 0 (`OK`) is not an error and becomes `UNKNOWN`.
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        let code = if code.to_raw().0 == 0 { ErrorCode::Unknown } else { code };
+        Self { code, message: message.into() }
+    }
+
+    /// `NOT_FOUND`: the key is absent.
+    pub fn not_found(key: &str) -> Self {
+        Self::new(ErrorCode::NotFound, format!("key {key:?} not found"))
+    }
+
+    /// `DEADLINE_EXCEEDED`: the key did not appear within `timeout`.
+    pub fn deadline_exceeded(key: &str, timeout: Duration) -> Self {
+        Self::new(ErrorCode::DeadlineExceeded, format!("key {key:?} did not appear within {timeout:?}"))
+    }
+
+    /// `UNAVAILABLE`: the store cannot be reached (the plugin may retry).
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Unavailable, message)
+    }
+
+    /// `INVALID_ARGUMENT`: a key or value the store cannot take.
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::InvalidArgument, message)
+    }
+
+    /// `INTERNAL`: anything else that went wrong inside the store.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Internal, message)
+    }
+
+    /// The status code.
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for KvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for KvError {}
+
+/// An in-process store: a map behind a mutex, with a condition variable that wakes blocked `get`s
+/// when a key is put (no polling).
+///
+/// A cheap, cloneable handle: clones share one map, so several clients in one process (say, one
+/// per simulated process) can use the same store. For tests and single-host use; processes on
+/// different hosts need a store they can all reach. A `put` to an existing key replaces its value.
+#[derive(Clone, Default)]
+pub struct InMemoryStore {
+    shared: Arc<InMemoryShared>,
+}
+
+#[derive(Default)]
+struct InMemoryShared {
+    map: Mutex<HashMap<String, Vec<u8>>>,
+    changed: Condvar,
+}
+
+impl InMemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether no key was put.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Every key and value, sorted by key: what the plugins have put so far.
+    pub fn entries(&self) -> Vec<(String, Vec<u8>)> {
+        let mut entries: Vec<_> = self.lock().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        entries.sort();
+        entries
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Vec<u8>>> {
+        // A panic while holding the lock cannot leave the map half-updated (every update is one
+        // insert), so a poisoned lock is still usable.
+        self.shared.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl KeyValueStore for InMemoryStore {
+    fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>, KvError> {
+        // No deadline if `now + timeout` overflows: wait without a limit.
+        let deadline = Instant::now().checked_add(timeout);
+        let mut map = self.lock();
+        loop {
+            if let Some(value) = map.get(key) {
+                return Ok(value.clone());
+            }
+            map = match deadline {
+                None => self.shared.changed.wait(map).unwrap_or_else(|p| p.into_inner()),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(KvError::deadline_exceeded(key, timeout));
+                    }
+                    self.shared.changed.wait_timeout(map, left).unwrap_or_else(|p| p.into_inner()).0
+                }
+            };
+        }
+    }
+
+    fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+        Ok(self.lock().get(key).cloned())
+    }
+
+    fn put(&self, key: &str, value: &[u8]) -> Result<(), KvError> {
+        self.lock().insert(key.to_owned(), value.to_vec());
+        self.shared.changed.notify_all();
+        Ok(())
+    }
+}
+
+impl fmt::Debug for InMemoryStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InMemoryStore").field("keys", &self.len()).finish()
+    }
+}
+
+/// The C side of a [`KeyValueStore`]: the three `extern "C"` callbacks of
+/// `PJRT_Client_Create_Args` and the state they share.
+///
+/// [`crate::ClientBuilder`] makes one and keeps it in the client until after
+/// `PJRT_Client_Destroy`. Use it directly only when calling `PJRT_Client_Create` through
+/// [`crate::sys`] yourself: [`KvCallbacks::install`] fills the args, and the `KvCallbacks` must
+/// then outlive the raw client.
+pub struct KvCallbacks {
+    // Boxed so that `user_arg` (a pointer to it) stays put when `KvCallbacks` moves.
+    state: Box<KvState>,
+}
+
+struct KvState {
+    store: Arc<dyn KeyValueStore>,
+    calls: CallCounts,
+    // Values handed to the plugin and not yet freed; each value's header holds a clone.
+    outstanding: Arc<AtomicUsize>,
+}
+
+#[derive(Default)]
+struct CallCounts {
+    get: AtomicUsize,
+    try_get: AtomicUsize,
+    put: AtomicUsize,
+}
+
+/// How often a plugin called each callback of a [`KvCallbacks`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct KvCallCounts {
+    /// Calls of the blocking get.
+    pub get: usize,
+    /// Calls of try-get.
+    pub try_get: usize,
+    /// Calls of put.
+    pub put: usize,
+}
+
+impl KvCallbacks {
+    /// Callbacks serving `store`.
+    pub fn new(store: Arc<dyn KeyValueStore>) -> Self {
+        Self {
+            state: Box::new(KvState {
+                store,
+                calls: CallCounts::default(),
+                outstanding: Arc::new(AtomicUsize::new(0)),
+            }),
+        }
+    }
+
+    /// The store the callbacks serve.
+    pub fn store(&self) -> &Arc<dyn KeyValueStore> {
+        &self.state.store
+    }
+
+    /// How often each callback has been called so far.
+    pub fn call_counts(&self) -> KvCallCounts {
+        let c = &self.state.calls;
+        KvCallCounts {
+            get: c.get.load(Ordering::Relaxed),
+            try_get: c.try_get.load(Ordering::Relaxed),
+            put: c.put.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Values returned to the plugin by get / try-get that it has not yet freed through the value
+    /// deleter. 0 once the plugin has copied and released every value.
+    pub fn outstanding_values(&self) -> usize {
+        self.state.outstanding.load(Ordering::SeqCst)
+    }
+
+    /// The `user_arg` every callback expects (the same for all three).
+    pub fn user_arg(&self) -> *mut c_void {
+        &*self.state as *const KvState as *mut c_void
+    }
+
+    /// The blocking-get callback.
+    pub fn get_callback(&self) -> sys::PJRT_KeyValueGetCallback {
+        Some(kv_get_trampoline)
+    }
+
+    /// The try-get callback.
+    pub fn try_get_callback(&self) -> sys::PJRT_KeyValueTryGetCallback {
+        Some(kv_try_get_trampoline)
+    }
+
+    /// The put callback.
+    pub fn put_callback(&self) -> sys::PJRT_KeyValuePutCallback {
+        Some(kv_put_trampoline)
+    }
+
+    /// Sets the three callbacks and their user args in `args`.
+    pub fn install(&self, args: &mut sys::PJRT_Client_Create_Args) {
+        args.kv_get_callback = self.get_callback();
+        args.kv_get_user_arg = self.user_arg();
+        args.kv_try_get_callback = self.try_get_callback();
+        args.kv_try_get_user_arg = self.user_arg();
+        args.kv_put_callback = self.put_callback();
+        args.kv_put_user_arg = self.user_arg();
+    }
+}
+
+impl fmt::Debug for KvCallbacks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KvCallbacks")
+            .field("calls", &self.call_counts())
+            .field("outstanding_values", &self.outstanding_values())
+            .finish()
+    }
+}
+
+// ---- values handed to the plugin ----
+
+/// In front of every value: its length and the `Arc` counter of values still out (leaked into the
+/// header, reclaimed by the deleter).
+#[repr(C)]
+struct ValueHeader {
+    len: usize,
+    outstanding: *const AtomicUsize,
+}
+
+const HEADER: usize = std::mem::size_of::<ValueHeader>();
+
+fn value_layout(len: usize) -> Option<Layout> {
+    Layout::from_size_align(HEADER.checked_add(len)?, std::mem::align_of::<ValueHeader>()).ok()
+}
+
+/// Copies `bytes` into a new allocation the plugin releases with [`free_value`]. `None` if the
+/// allocation fails (the caller reports `RESOURCE_EXHAUSTED`).
+fn alloc_value(bytes: &[u8], outstanding: &Arc<AtomicUsize>) -> Option<*mut c_char> {
+    let layout = value_layout(bytes.len())?;
+    // SAFETY: the layout has a non-zero size (at least the header).
+    let base = unsafe { alloc::alloc(layout) };
+    if base.is_null() {
+        return None;
+    }
+    outstanding.fetch_add(1, Ordering::SeqCst);
+    let header = ValueHeader { len: bytes.len(), outstanding: Arc::into_raw(Arc::clone(outstanding)) };
+    // SAFETY: `base` is a fresh allocation of HEADER + len bytes, aligned for the header; the data
+    // starts right after it.
+    unsafe {
+        (base as *mut ValueHeader).write(header);
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(HEADER), bytes.len());
+        Some(base.add(HEADER) as *mut c_char)
+    }
+}
+
+/// The `value_deleter_callback` set on every value: frees what [`alloc_value`] made. NULL is
+/// ignored.
+///
+/// # Safety
+/// `value` must be NULL or a pointer returned by [`alloc_value`] (that is, a value our get or
+/// try-get callback handed to the plugin), freed only once.
+unsafe extern "C" fn free_value(value: *mut c_char) {
+    if value.is_null() {
+        return;
+    }
+    // SAFETY: per the contract, `value` is HEADER bytes past the start of an allocation that
+    // begins with a ValueHeader written by `alloc_value`.
+    unsafe {
+        let base = (value as *mut u8).sub(HEADER);
+        let header = (base as *const ValueHeader).read();
+        let outstanding = Arc::from_raw(header.outstanding);
+        outstanding.fetch_sub(1, Ordering::SeqCst);
+        // The layout was valid when the value was allocated with this length.
+        let layout = value_layout(header.len).expect("layout of an allocated value");
+        alloc::dealloc(base, layout);
+    }
+}
+
+// ---- the trampolines ----
+
+/// Makes a `PJRT_Error` through the plugin's factory.
+///
+/// # Safety
+/// `factory` must be NULL or point to the plugin's `PJRT_CallbackError`, valid for this call.
+unsafe fn plugin_error(factory: *mut sys::PJRT_CallbackError, error: &KvError) -> *mut sys::PJRT_Error {
+    // SAFETY: per the contract.
+    let make = if factory.is_null() { None } else { unsafe { *factory } };
+    match make {
+        // SAFETY: the plugin's factory copies the message, which only needs to live for the call.
+        Some(make) => unsafe {
+            make(error.code.to_raw(), error.message.as_ptr() as *const c_char, error.message.len())
+        },
+        None => {
+            // The plugin broke the API's contract: there is no way to report the failure to it, and
+            // returning "success" would hand it an undefined value. Stop loudly.
+            eprintln!(
+                "pjrt_client: the plugin called a key-value callback without an error factory \
+                 (callback_error is NULL) and the store failed: {error}; aborting"
+            );
+            std::process::abort()
+        }
+    }
+}
+
+/// Reads the key the plugin passed.
+///
+/// # Safety
+/// `ptr` must be NULL with `len` 0, or readable for `len` bytes during the call.
+unsafe fn key_from_raw<'a>(ptr: *const c_char, len: usize) -> Result<&'a str, KvError> {
+    let bytes: &[u8] = if len == 0 {
+        &[]
+    } else if ptr.is_null() {
+        return Err(KvError::invalid_argument(format!("the plugin passed a NULL key of {len} bytes")));
+    } else {
+        // SAFETY: per the contract.
+        unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }
+    };
+    std::str::from_utf8(bytes).map_err(|_| {
+        KvError::invalid_argument(format!(
+            "key {:?} is not valid UTF-8; this crate's key-value stores take text keys",
+            String::from_utf8_lossy(bytes)
+        ))
+    })
+}
+
+fn panic_text(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_owned()
+    }
+}
+
+/// Runs `body` so that nothing unwinds: a panic becomes an `INTERNAL` error naming `op`.
+fn guarded<T>(op: &str, body: impl FnOnce() -> Result<T, KvError>) -> Result<T, KvError> {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(result) => result,
+        Err(payload) => {
+            Err(KvError::internal(format!("the key-value store panicked in {op}: {}", panic_text(&*payload))))
+        }
+    }
+}
+
+/// The state behind a callback's `user_arg`.
+///
+/// # Safety
+/// `user_arg` must be NULL or a [`KvCallbacks::user_arg`] whose `KvCallbacks` is alive.
+unsafe fn state_from<'a>(user_arg: *mut c_void) -> Result<&'a KvState, KvError> {
+    if user_arg.is_null() {
+        return Err(KvError::invalid_argument("the plugin passed a NULL user_arg to a key-value callback"));
+    }
+    // SAFETY: per the contract.
+    Ok(unsafe { &*(user_arg as *const KvState) })
+}
+
+/// Converts a negative `timeout_in_ms` (XLA's infinite duration, truncated to `int`) to "no limit".
+fn timeout_from_ms(ms: i32) -> Duration {
+    u64::try_from(ms).map(Duration::from_millis).unwrap_or(Duration::MAX)
+}
+
+/// Checks the args struct is large enough for every field we read or write.
+fn check_size(struct_size: usize, needed: usize, name: &str) -> Result<(), KvError> {
+    if struct_size < needed {
+        return Err(KvError::invalid_argument(format!(
+            "{name}.struct_size is {struct_size}, expected at least {needed}"
+        )));
+    }
+    Ok(())
+}
+
+/// The blocking-get callback.
+///
+/// # Safety
+/// Called by the plugin with a valid args struct whose `user_arg` is a [`KvCallbacks::user_arg`]
+/// that is still alive.
+unsafe extern "C" fn kv_get_trampoline(args: *mut sys::PJRT_KeyValueGetCallback_Args) -> *mut sys::PJRT_Error {
+    if args.is_null() {
+        // SAFETY: a NULL factory reports the broken contract.
+        return unsafe { plugin_error(std::ptr::null_mut(), &KvError::invalid_argument("NULL get args")) };
+    }
+    // SAFETY: the plugin passes a valid args struct for the duration of the call.
+    let args = unsafe { &mut *args };
+    let outcome = guarded("get", || {
+        use sys::Args;
+        check_size(args.struct_size, sys::PJRT_KeyValueGetCallback_Args::STRUCT_SIZE, "PJRT_KeyValueGetCallback_Args")?;
+        // SAFETY: `user_arg` is NULL or the KvState of a live KvCallbacks.
+        let state = unsafe { state_from(args.user_arg) }?;
+        state.calls.get.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the key lives for the call.
+        let key = unsafe { key_from_raw(args.key, args.key_size) }?;
+        let value = state.store.get(key, timeout_from_ms(args.timeout_in_ms))?;
+        let ptr = alloc_value(&value, &state.outstanding)
+            .ok_or_else(|| KvError::new(ErrorCode::ResourceExhausted, "cannot allocate the value"))?;
+        Ok((ptr, value.len()))
+    });
+    match outcome {
+        Ok((ptr, len)) => {
+            args.value = ptr;
+            args.value_size = len;
+            args.value_deleter_callback = Some(free_value);
+            std::ptr::null_mut()
+        }
+        // SAFETY: the factory pointer comes from the plugin, valid for the call.
+        Err(error) => unsafe { plugin_error(args.callback_error, &error) },
+    }
+}
+
+/// The try-get callback: `NOT_FOUND` when the key is absent.
+///
+/// # Safety
+/// As [`kv_get_trampoline`].
+unsafe extern "C" fn kv_try_get_trampoline(args: *mut sys::PJRT_KeyValueTryGetCallback_Args) -> *mut sys::PJRT_Error {
+    if args.is_null() {
+        // SAFETY: a NULL factory reports the broken contract.
+        return unsafe { plugin_error(std::ptr::null_mut(), &KvError::invalid_argument("NULL try-get args")) };
+    }
+    // SAFETY: the plugin passes a valid args struct for the duration of the call.
+    let args = unsafe { &mut *args };
+    let outcome = guarded("try_get", || {
+        use sys::Args;
+        check_size(
+            args.struct_size,
+            sys::PJRT_KeyValueTryGetCallback_Args::STRUCT_SIZE,
+            "PJRT_KeyValueTryGetCallback_Args",
+        )?;
+        // SAFETY: `user_arg` is NULL or the KvState of a live KvCallbacks.
+        let state = unsafe { state_from(args.user_arg) }?;
+        state.calls.try_get.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the key lives for the call.
+        let key = unsafe { key_from_raw(args.key, args.key_size) }?;
+        let value = state.store.try_get(key)?.ok_or_else(|| KvError::not_found(key))?;
+        let ptr = alloc_value(&value, &state.outstanding)
+            .ok_or_else(|| KvError::new(ErrorCode::ResourceExhausted, "cannot allocate the value"))?;
+        Ok((ptr, value.len()))
+    });
+    match outcome {
+        Ok((ptr, len)) => {
+            args.value = ptr;
+            args.value_size = len;
+            args.value_deleter_callback = Some(free_value);
+            std::ptr::null_mut()
+        }
+        // SAFETY: the factory pointer comes from the plugin, valid for the call.
+        Err(error) => unsafe { plugin_error(args.callback_error, &error) },
+    }
+}
+
+/// The put callback.
+///
+/// # Safety
+/// As [`kv_get_trampoline`]; `value` must be readable for `value_size` bytes during the call.
+unsafe extern "C" fn kv_put_trampoline(args: *mut sys::PJRT_KeyValuePutCallback_Args) -> *mut sys::PJRT_Error {
+    if args.is_null() {
+        // SAFETY: a NULL factory reports the broken contract.
+        return unsafe { plugin_error(std::ptr::null_mut(), &KvError::invalid_argument("NULL put args")) };
+    }
+    // SAFETY: the plugin passes a valid args struct for the duration of the call.
+    let args = unsafe { &*args };
+    let outcome = guarded("put", || {
+        use sys::Args;
+        check_size(args.struct_size, sys::PJRT_KeyValuePutCallback_Args::STRUCT_SIZE, "PJRT_KeyValuePutCallback_Args")?;
+        // SAFETY: `user_arg` is NULL or the KvState of a live KvCallbacks.
+        let state = unsafe { state_from(args.user_arg) }?;
+        state.calls.put.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the key lives for the call.
+        let key = unsafe { key_from_raw(args.key, args.key_size) }?;
+        let value: &[u8] = if args.value_size == 0 {
+            &[]
+        } else if args.value.is_null() {
+            return Err(KvError::invalid_argument(format!(
+                "the plugin passed a NULL value of {} bytes",
+                args.value_size
+            )));
+        } else {
+            // SAFETY: the value lives for the call.
+            unsafe { std::slice::from_raw_parts(args.value as *const u8, args.value_size) }
+        };
+        state.store.put(key, value)
+    });
+    match outcome {
+        Ok(()) => std::ptr::null_mut(),
+        // SAFETY: the factory pointer comes from the plugin, valid for the call.
+        Err(error) => unsafe { plugin_error(args.callback_error, &error) },
+    }
+}
