@@ -56,6 +56,9 @@ pub struct Buffer {
     client: Client,
     raw: NonNull<sys::PJRT_Buffer>,
     shape: OnceLock<(ElementType, Arc<[i64]>)>,
+    // Something that must go away just before the buffer is destroyed (e.g. the external
+    // reference a view of host memory holds so that it cannot be donated).
+    attached: Option<Box<dyn Send + Sync>>,
 }
 
 // SAFETY: PJRT buffers are thread-safe (XLA's PjRtBuffer methods may be called concurrently);
@@ -230,7 +233,12 @@ impl Client {
 
 impl Buffer {
     pub(crate) fn from_raw(client: &Client, raw: NonNull<sys::PJRT_Buffer>) -> Buffer {
-        Buffer { client: client.clone(), raw, shape: OnceLock::new() }
+        Buffer { client: client.clone(), raw, shape: OnceLock::new(), attached: None }
+    }
+
+    /// Attaches `value` to the buffer: it is dropped just before the buffer is destroyed.
+    pub(crate) fn attach(&mut self, value: Box<dyn Send + Sync>) {
+        self.attached = Some(value);
     }
 
     /// The client that owns this buffer.
@@ -465,6 +473,7 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
+        drop(self.attached.take());
         let mut args = sys::PJRT_Buffer_Destroy_Args::new();
         args.buffer = self.raw.as_ptr();
         // A failure cannot be reported from Drop; the plugin would only leak the buffer.
@@ -489,6 +498,11 @@ pub struct HostTransfer {
 }
 
 impl HostTransfer {
+    /// A transfer that writes into `data` until `event` completes (`None`: already complete).
+    pub(crate) fn new(event: Option<Event>, data: Vec<u8>) -> HostTransfer {
+        HostTransfer { event, data: Some(data) }
+    }
+
     /// Waits for the copy and returns the bytes.
     pub fn wait(mut self) -> Result<Vec<u8>> {
         if let Some(event) = self.event.take() {
@@ -538,6 +552,12 @@ impl std::future::Future for HostTransfer {
             }
         }
         std::task::Poll::Ready(Ok(this.data.take().unwrap_or_default()))
+    }
+}
+
+impl fmt::Debug for HostTransfer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostTransfer").field("bytes", &self.data.as_ref().map(Vec::len)).finish()
     }
 }
 

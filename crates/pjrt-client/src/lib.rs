@@ -55,6 +55,7 @@ pub mod sys;
 mod aligned;
 mod api;
 mod buffer;
+mod buffer_ext;
 mod client;
 pub mod compile_options;
 mod device;
@@ -75,10 +76,12 @@ pub mod npy;
 mod plugin;
 mod program;
 mod topology;
+mod transfer_manager;
 
 pub use aligned::{AlignedHostBuffer, HOST_ALIGNMENT};
 pub use api::ApiVersion;
 pub use buffer::{Buffer, HostBufferSemantics, HostLayout, HostTransfer, Placement};
+pub use buffer_ext::{AliasFulfiller, ControlDependency, ExternalReference, HostData, MemoryLayout, RawCopyRequest};
 pub use client::{Client, ClientBuilder, ClientOptions};
 pub use compile_options::{CompileOptions, DeviceAssignment};
 pub use device::{Device, Memory};
@@ -92,6 +95,7 @@ pub use named_value::Value;
 pub use plugin::{Plugin, StableHloVersion};
 pub use program::{ModuleCounts, Program, ProgramFormat};
 pub use topology::{Executable, Topology};
+pub use transfer_manager::{PendingTransfer, ShapeSpec, TransferManager};
 
 pub use half;
 #[cfg(feature = "ndarray")]
