@@ -461,8 +461,14 @@ impl Buffer {
         args.offset = offset as i64;
         args.transfer_size = size as i64;
         pjrt_call!(self.client().api(), PJRT_Buffer_CopyRawToHost, &mut args)?;
-        let event = Event::from_raw(self.client().plugin(), Some(self.client()), args.event);
-        Ok(HostTransfer::new(event, destination))
+        match Event::from_raw(self.client().plugin(), Some(self.client()), args.event) {
+            Some(event) => Ok(HostTransfer::new(Some(event), destination)),
+            None => {
+                // Nothing says when the plugin stops writing: the destination can never be freed.
+                std::mem::forget(destination);
+                Err(Error::invalid("PJRT_Buffer_CopyRawToHost returned no event"))
+            }
+        }
     }
 
     /// Copies `size` raw on-device bytes from byte `offset` on, and waits for them.
@@ -492,7 +498,12 @@ impl Buffer {
             // plugin rather than being passed to something that is not there.
             return Err(Error::invalid("PJRT_Buffer_CopyRawToHostFuture returned no callback"));
         };
-        Ok(RawCopyRequest { buffer: self, event, callback, data: args.callback_data, size, consumed: false })
+        let request = RawCopyRequest { buffer: self, event, callback, data: args.callback_data, size, consumed: false };
+        if request.event.is_none() {
+            // Without an event nothing would say when the destination is written: cancel now.
+            return Err(Error::invalid("PJRT_Buffer_CopyRawToHostFuture returned no event"));
+        }
+        Ok(request)
     }
 }
 
@@ -846,7 +857,8 @@ unsafe impl Sync for AliasFulfiller {}
 
 impl AliasFulfiller {
     /// Makes the alias buffer read `buffer`'s data. `buffer` must have the alias's element type
-    /// and dimensions, belong to the same client and live in the same memory.
+    /// and dimensions, belong to the same client and live in the same memory; if it does not,
+    /// the error is returned and the alias is failed (CANCELLED), as when dropped.
     pub fn fulfill(mut self, buffer: &Buffer) -> Result<()> {
         if !buffer.client().same_client(&self.client) {
             return Err(Error::invalid("the buffer belongs to another client"));
@@ -924,7 +936,7 @@ impl fmt::Debug for AliasFulfiller {
 
 impl Buffer {
     /// The same bytes seen as another element type and/or shape (`PJRT_Buffer_Bitcast`, 0.98),
-    /// with the default layout. The dense byte sizes must be equal (f32[4] → f32[2,2] or s32[4]).
+    /// with the default layout. The dense byte sizes must be equal (`f32[4]` → `f32[2,2]` or `s32[4]`).
     ///
     /// The memory moves to the new buffer: this buffer then reports [`Buffer::is_deleted`] (both
     /// CPU plugins donate the source).

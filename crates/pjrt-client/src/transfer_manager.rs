@@ -228,6 +228,11 @@ impl TransferManager {
         let raw_index = self.begin_data(index, offset, bytes.len(), is_last)?;
         // SAFETY: the returned `PendingTransfer` owns `data` until the done event completes.
         let event = unsafe { self.transfer_raw(raw_index, bytes.as_ptr(), bytes.len(), offset, is_last) }?;
+        if event.is_none() {
+            // Nothing says when the plugin stops reading: the data can never be freed.
+            std::mem::forget(data);
+            return Err(Error::invalid("PJRT_AsyncHostToDeviceTransferManager_TransferData returned no event"));
+        }
         Ok(PendingTransfer { event, data: Some(data) })
     }
 
