@@ -859,6 +859,9 @@ impl AliasFulfiller {
     /// Makes the alias buffer read `buffer`'s data. `buffer` must have the alias's element type
     /// and dimensions, belong to the same client and live in the same memory; if it does not,
     /// the error is returned and the alias is failed (CANCELLED), as when dropped.
+    ///
+    /// `buffer`'s memory moves into the alias: `buffer` then reports [`Buffer::is_deleted`]
+    /// (both CPU plugins donate it).
     pub fn fulfill(mut self, buffer: &Buffer) -> Result<()> {
         if !buffer.client().same_client(&self.client) {
             return Err(Error::invalid("the buffer belongs to another client"));

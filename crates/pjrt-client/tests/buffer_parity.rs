@@ -322,6 +322,7 @@ fn alias_buffers_read_the_fulfilled_data() {
         }
         fulfiller.fulfill(&real).unwrap();
         assert_eq!(alias.to_vec::<f32>().unwrap(), [9., 8., 7., 6.], "{name}");
+        assert!(real.is_deleted().unwrap(), "{name}: the real buffer's memory moved into the alias");
         // Failing an alias on purpose (the plugins echo the status back; that is success).
         let (failed, fulfiller) = client.create_alias_buffer(ElementType::S32, &[3], Placement::Default).unwrap();
         fulfiller.fail(ErrorCode::DataLoss, "no data").unwrap();
