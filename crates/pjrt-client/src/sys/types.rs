@@ -12,7 +12,6 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-
 opaque!(
     PJRT_Error,
     PJRT_Client,
@@ -35,7 +34,6 @@ opaque!(
     PJRT_Device_Attributes,
     PJRT_AsyncTrackingEvent,
 );
-
 
 c_enum!(
     /// `PJRT_Error_Code`: the absl status codes.
@@ -107,7 +105,6 @@ pub unsafe trait Args: Sized {
         }
     }
 }
-
 
 /// The `extension_start` field type.
 pub type Ext = *mut PJRT_Extension_Base;
