@@ -75,6 +75,7 @@ mod ndarray_support;
 pub mod npy;
 mod plugin;
 mod program;
+pub mod sharding;
 mod topology;
 mod transfer_manager;
 

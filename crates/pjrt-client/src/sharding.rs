@@ -1,0 +1,266 @@
+//! Multi-device helpers: split host arrays into per-device shards, upload one argument list per
+//! device, and gather per-device outputs back into global arrays.
+//!
+//! A program compiled with R replicas and/or P partitions runs on R×P devices
+//! ([`LoadedExecutable::addressable_devices`], replica-major) and takes one argument list per
+//! device ([`LoadedExecutable::execute_sharded`]). For the common one-dimensional layouts —
+//! data-parallel replicas, or an SPMD program whose arguments are sharded along one axis over all
+//! its partitions (`mhlo.sharding = "{devices=[N,1]<=[N]}"`) — each argument is either split
+//! along one axis into as many equal shards as there are devices, or replicated (given whole to
+//! every device). [`Sharding`] says which, per argument and per output.
+//!
+//! ```no_run
+//! use pjrt_client::sharding::{self, Sharding};
+//! use pjrt_client::npy::NpyArray;
+//! # fn demo(exe: &pjrt_client::LoadedExecutable, x: NpyArray, w: NpyArray) -> pjrt_client::Result<()> {
+//! // x split by rows over the devices, w replicated; the output gathered along rows.
+//! let outputs = exe.run_sharded(&[x, w], &[Sharding::Split(0), Sharding::Replicated], &[Sharding::Split(0)])?;
+//! # Ok(()) }
+//! ```
+
+use crate::buffer::{Buffer, Placement};
+use crate::error::{Error, Result};
+use crate::executable::{Execution, LoadedExecutable};
+use crate::host_array::{concatenate, download_npy, split, upload_npy};
+use crate::npy::NpyArray;
+
+/// How one argument (or output) is laid out over the devices of an execution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Sharding {
+    /// Every device gets (or holds) the whole array. For an output: device 0's copy is taken.
+    #[default]
+    Replicated,
+    /// Split into equal shards along this axis, shard `k` on device `k`.
+    Split(usize),
+}
+
+impl Sharding {
+    /// `None` is [`Sharding::Replicated`], `Some(axis)` is [`Sharding::Split`].
+    pub fn from_axis(axis: Option<usize>) -> Self {
+        axis.map_or(Sharding::Replicated, Sharding::Split)
+    }
+}
+
+impl From<Option<usize>> for Sharding {
+    fn from(axis: Option<usize>) -> Self {
+        Sharding::from_axis(axis)
+    }
+}
+
+/// Splits an array into `n` equal shards along `axis` (an error if the axis does not divide).
+pub fn shard(array: &NpyArray, axis: usize, n: usize) -> Result<Vec<NpyArray>> {
+    split(array, axis, n)
+}
+
+/// Concatenates shards along `axis`: the inverse of [`shard`].
+pub fn gather(parts: &[NpyArray], axis: usize) -> Result<NpyArray> {
+    concatenate(parts, axis)
+}
+
+fn check_split(shape: &[usize], len: usize, axis: usize, n: usize) -> Result<()> {
+    let expected: usize = shape.iter().product();
+    if expected != len {
+        return Err(Error::invalid(format!("{len} elements do not make an array of shape {shape:?}")));
+    }
+    if axis >= shape.len() {
+        return Err(Error::invalid(format!("cannot split a rank-{} array along axis {axis}", shape.len())));
+    }
+    if n == 0 || shape[axis] % n != 0 {
+        return Err(Error::invalid(format!(
+            "axis {axis} has size {}, which does not split into {n} equal parts",
+            shape[axis]
+        )));
+    }
+    Ok(())
+}
+
+/// Splits a row-major array (`data` of shape `shape`) into `n` equal shards along `axis`.
+/// Returns each shard's elements; every shard has `shape` with `shape[axis] / n` on `axis`.
+pub fn shard_slice<T: Copy>(data: &[T], shape: &[usize], axis: usize, n: usize) -> Result<Vec<Vec<T>>> {
+    check_split(shape, data.len(), axis, n)?;
+    let outer: usize = shape[..axis].iter().product();
+    let inner: usize = shape[axis + 1..].iter().product();
+    let step = shape[axis] / n;
+    Ok((0..n)
+        .map(|p| {
+            let mut out = Vec::with_capacity(outer * step * inner);
+            for o in 0..outer {
+                let start = (o * shape[axis] + p * step) * inner;
+                out.extend_from_slice(&data[start..start + step * inner]);
+            }
+            out
+        })
+        .collect())
+}
+
+/// Concatenates equal row-major shards, each of shape `part_shape`, along `axis`. Returns the
+/// elements and the shape of the whole.
+pub fn gather_slices<T: Copy, P: AsRef<[T]>>(
+    parts: &[P],
+    part_shape: &[usize],
+    axis: usize,
+) -> Result<(Vec<T>, Vec<usize>)> {
+    if parts.is_empty() {
+        return Err(Error::invalid("nothing to gather"));
+    }
+    if axis >= part_shape.len() {
+        return Err(Error::invalid(format!("cannot gather rank-{} arrays along axis {axis}", part_shape.len())));
+    }
+    let part_len: usize = part_shape.iter().product();
+    if let Some(bad) = parts.iter().position(|p| p.as_ref().len() != part_len) {
+        return Err(Error::invalid(format!(
+            "part {bad} has {} elements, not {part_len} (shape {part_shape:?})",
+            parts[bad].as_ref().len()
+        )));
+    }
+    let outer: usize = part_shape[..axis].iter().product();
+    let chunk: usize = part_shape[axis..].iter().product();
+    let mut data = Vec::with_capacity(part_len * parts.len());
+    for o in 0..outer {
+        for p in parts {
+            data.extend_from_slice(&p.as_ref()[o * chunk..(o + 1) * chunk]);
+        }
+    }
+    let mut shape = part_shape.to_vec();
+    shape[axis] *= parts.len();
+    Ok((data, shape))
+}
+
+/// One argument list per device: `inputs[i]` laid out by `shardings[i]` over `devices` devices.
+pub fn per_device_arrays(inputs: &[NpyArray], shardings: &[Sharding], devices: usize) -> Result<Vec<Vec<NpyArray>>> {
+    if shardings.len() != inputs.len() {
+        return Err(Error::invalid(format!("{} inputs but {} shardings", inputs.len(), shardings.len())));
+    }
+    let mut lists = vec![Vec::with_capacity(inputs.len()); devices];
+    for (i, (input, sharding)) in inputs.iter().zip(shardings).enumerate() {
+        match sharding {
+            Sharding::Replicated => lists.iter_mut().for_each(|l| l.push(input.clone())),
+            Sharding::Split(axis) => {
+                let shards = shard(input, *axis, devices).map_err(|e| match e {
+                    Error::InvalidArgument(m) => Error::InvalidArgument(format!("input {i}: {m}")),
+                    other => other,
+                })?;
+                for (list, piece) in lists.iter_mut().zip(shards) {
+                    list.push(piece);
+                }
+            }
+        }
+    }
+    Ok(lists)
+}
+
+/// Gathers output `index` of an execution: concatenated along the axis for
+/// [`Sharding::Split`], device 0's copy for [`Sharding::Replicated`].
+pub fn gather_output(execution: &Execution, index: usize, sharding: Sharding) -> Result<NpyArray> {
+    let first = execution.outputs.first().ok_or_else(|| Error::invalid("the execution has no devices"))?;
+    if index >= first.len() {
+        return Err(Error::invalid(format!("output {index} does not exist ({} outputs)", first.len())));
+    }
+    match sharding {
+        Sharding::Replicated => download_npy(&first[index]),
+        Sharding::Split(axis) => {
+            let parts: Vec<NpyArray> =
+                execution.outputs.iter().map(|outs| download_npy(&outs[index])).collect::<Result<_>>()?;
+            gather(&parts, axis)
+        }
+    }
+}
+
+/// Every output of an execution, gathered by `shardings` (missing entries: replicated).
+pub fn gather_outputs(execution: &Execution, shardings: &[Sharding]) -> Result<Vec<NpyArray>> {
+    let count = execution.outputs.first().map_or(0, |o| o.len());
+    (0..count).map(|i| gather_output(execution, i, shardings.get(i).copied().unwrap_or_default())).collect()
+}
+
+impl LoadedExecutable {
+    /// Uploads one argument list per addressable device: `inputs[i]` split along its axis into
+    /// one shard per device, or given whole to each device ([`Sharding::Replicated`]). The
+    /// element type of each parameter is taken from the program when known (so `<u2` bits
+    /// upload as bf16). Pass the result to [`LoadedExecutable::execute_sharded`].
+    pub fn upload_sharded(&self, inputs: &[NpyArray], shardings: &[Sharding]) -> Result<Vec<Vec<Buffer>>> {
+        let devices = self.addressable_devices();
+        let lists = per_device_arrays(inputs, shardings, devices.len())?;
+        let params = self.parameter_shapes().map(|p| p.to_vec());
+        let mut buffers = Vec::with_capacity(devices.len());
+        for (device, list) in devices.iter().zip(&lists) {
+            let mut row = Vec::with_capacity(list.len());
+            for (i, array) in list.iter().enumerate() {
+                let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
+                row.push(upload_npy(self.client(), array, wanted, Placement::Device(device)).map_err(|e| match e {
+                    Error::InvalidArgument(m) => Error::InvalidArgument(format!("input {i}: {m}")),
+                    other => other,
+                })?);
+            }
+            buffers.push(row);
+        }
+        Ok(buffers)
+    }
+
+    /// Launches on every addressable device with arguments uploaded by
+    /// [`LoadedExecutable::upload_sharded`]. Returns at once; wait on the [`Execution`].
+    pub fn execute_host_sharded(&self, inputs: &[NpyArray], shardings: &[Sharding]) -> Result<Execution> {
+        let buffers = self.upload_sharded(inputs, shardings)?;
+        let refs: Vec<Vec<&Buffer>> = buffers.iter().map(|r| r.iter().collect()).collect();
+        self.execute_sharded(&refs)
+    }
+
+    /// Uploads, runs on every device, waits, and gathers the outputs: the one-call form of
+    /// [`LoadedExecutable::upload_sharded`], [`LoadedExecutable::execute_sharded`] and
+    /// [`gather_outputs`].
+    pub fn run_sharded(
+        &self,
+        inputs: &[NpyArray],
+        input_shardings: &[Sharding],
+        output_shardings: &[Sharding],
+    ) -> Result<Vec<NpyArray>> {
+        let execution = self.execute_host_sharded(inputs, input_shardings)?;
+        execution.wait()?;
+        gather_outputs(&execution, output_shardings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_round_trip() {
+        let data: Vec<i32> = (0..24).collect();
+        let shape = [2, 4, 3];
+        for (axis, n) in [(0, 2), (1, 4), (1, 2), (2, 3)] {
+            let parts = shard_slice(&data, &shape, axis, n).unwrap();
+            let mut part_shape = shape.to_vec();
+            part_shape[axis] /= n;
+            let (back, back_shape) = gather_slices(&parts, &part_shape, axis).unwrap();
+            assert_eq!((back, back_shape), (data.clone(), shape.to_vec()), "axis {axis}, {n} parts");
+            // Same layout as the NpyArray helpers.
+            let a = NpyArray::from_elements(shape.to_vec(), &data).unwrap();
+            let npy_parts = shard(&a, axis, n).unwrap();
+            for (p, q) in parts.iter().zip(&npy_parts) {
+                assert_eq!(*p, q.to_vec::<i32>().unwrap());
+            }
+            assert_eq!(gather(&npy_parts, axis).unwrap(), a);
+        }
+        let cols = shard_slice(&data[..12], &[4, 3], 1, 3).unwrap();
+        assert_eq!(cols[1], vec![1, 4, 7, 10]);
+        assert!(shard_slice(&data, &shape, 1, 3).is_err());
+        assert!(shard_slice(&data, &shape, 3, 1).is_err());
+        assert!(shard_slice(&data[..5], &shape, 0, 1).is_err());
+        assert!(gather_slices::<i32, Vec<i32>>(&[], &[1], 0).is_err());
+        assert!(gather_slices(&[vec![1, 2], vec![3]], &[2], 0).is_err());
+    }
+
+    #[test]
+    fn per_device_lists() {
+        let x = NpyArray::from_elements(vec![4, 2], &(0..8).map(|v| v as f32).collect::<Vec<f32>>()).unwrap();
+        let w = NpyArray::from_elements(vec![2], &[1f32, 2.]).unwrap();
+        let lists = per_device_arrays(&[x, w.clone()], &[Sharding::Split(0), Sharding::Replicated], 4).unwrap();
+        assert_eq!(lists.len(), 4);
+        assert_eq!(lists[3][0].to_vec::<f32>().unwrap(), vec![6., 7.]);
+        assert_eq!(lists[2][1], w);
+        assert!(per_device_arrays(std::slice::from_ref(&w), &[], 2).is_err());
+        assert!(per_device_arrays(&[w], &[Sharding::Split(0)], 4).is_err());
+        assert_eq!(Sharding::from(Some(1)), Sharding::Split(1));
+        assert_eq!(Sharding::from(None), Sharding::Replicated);
+    }
+}
