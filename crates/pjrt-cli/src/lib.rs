@@ -73,6 +73,13 @@ pub struct RunArgs {
     /// the same inputs; replica k's outputs go to DIR/device{k}/.
     #[arg(long)]
     pub replicas: Option<i64>,
+    /// Split each input along AXIS into one shard per device (replicas × partitions): device k
+    /// gets shard k. An input whose shape already is the program's (per-device) parameter shape
+    /// is given whole to every device instead. Needed to run a partitioned program
+    /// (mhlo.num_partitions > 1), which is then compiled with SPMD partitioning (and Shardy when
+    /// the module uses sdy).
+    #[arg(long, value_name = "AXIS")]
+    pub shard_inputs: Option<usize>,
     /// An XLA option, NAME=VALUE (bool, integer, float or string), passed as an
     /// env_option_override; may be repeated.
     #[arg(long = "xla-option", value_name = "NAME=VALUE")]
@@ -357,20 +364,40 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     if replicas < 1 {
         return Err(Error::InvalidArgument(format!("--replicas must be at least 1, got {replicas}")));
     }
-    if partitions > 1 {
+    if partitions < 1 {
+        return Err(Error::InvalidArgument(format!("mhlo.num_partitions must be at least 1, got {partitions}")));
+    }
+    if partitions > 1 && args.shard_inputs.is_none() {
         return Err(Error::InvalidArgument(format!(
-            "the program is partitioned over {partitions} devices (mhlo.num_partitions); `pjrt run` does not split \
-             inputs into shards yet: run it through the library (LoadedExecutable::execute_sharded)"
+            "the program is partitioned over {partitions} devices (mhlo.num_partitions): give --shard-inputs AXIS \
+             to split the inputs into one shard per device along AXIS"
         )));
     }
+    let device_count = replicas
+        .checked_mul(partitions)
+        .ok_or_else(|| Error::InvalidArgument(format!("{replicas} replicas × {partitions} partitions is too many")))?;
     let inputs: Vec<NpyArray> = args.input.iter().map(|p| NpyArray::read(p)).collect::<Result<_, _>>()?;
+    if let Some(axis) = args.shard_inputs {
+        for (i, array) in inputs.iter().enumerate() {
+            if axis >= array.shape.len() {
+                return Err(Error::InvalidArgument(format!(
+                    "--shard-inputs {axis}: input {i} ({}) has rank {}",
+                    args.input[i].display(),
+                    array.shape.len()
+                )));
+            }
+        }
+    }
     let plugin = resolve_plugin(&args.plugin)?;
     let mut client_options = ClientOptions::new();
-    if replicas > 1 && plugin_is_cpu(&plugin) {
-        client_options = client_options.cpu_device_count(replicas.max(1));
+    if device_count > 1 && plugin_is_cpu(&plugin) {
+        client_options = client_options.cpu_device_count(device_count);
     }
     let client = Client::new(&plugin, &client_options)?;
-    let mut options = CompileOptions::new().num_replicas(replicas);
+    let mut options = CompileOptions::new().num_replicas(replicas).num_partitions(partitions);
+    if partitions > 1 {
+        options = options.use_spmd_partitioning(true);
+    }
     if !args.no_jax_defaults {
         options = options.jax_defaults(client.platform_name());
     }
@@ -396,8 +423,34 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     }
     let transfer_started = Instant::now();
     let devices = exe.addressable_devices();
+    let per_device: Vec<Vec<NpyArray>> = match args.shard_inputs {
+        None => vec![inputs.clone(); devices.len()],
+        Some(axis) => {
+            // Replicated where the input already has the (per-device) parameter shape.
+            let shardings: Vec<pjrt_client::sharding::Sharding> = inputs
+                .iter()
+                .enumerate()
+                .map(|(i, array)| {
+                    let param = params.as_ref().and_then(|p| p.get(i));
+                    let whole = param.is_some_and(|p| {
+                        p.dims.len() == array.shape.len()
+                            && p.dims.iter().zip(&array.shape).all(|(d, s)| *d as usize == *s)
+                    });
+                    if whole && devices.len() > 1 && partitions > 1 {
+                        pjrt_client::sharding::Sharding::Replicated
+                    } else {
+                        pjrt_client::sharding::Sharding::Split(axis)
+                    }
+                })
+                .collect();
+            pjrt_client::sharding::per_device_arrays(&inputs, &shardings, devices.len()).map_err(|e| match e {
+                Error::InvalidArgument(m) => Error::InvalidArgument(format!("--shard-inputs {axis}: {m}")),
+                other => other,
+            })?
+        }
+    };
     let mut buffers = Vec::new();
-    for device in &devices {
+    for (device, inputs) in devices.iter().zip(&per_device) {
         let mut row = Vec::new();
         for (i, array) in inputs.iter().enumerate() {
             let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
@@ -438,7 +491,7 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     if args.json {
         let report = json!({
             "program": args.program, "plugin": plugin.path(), "platform": client.platform_name(),
-            "replicas": replicas, "outputs": outputs,
+            "replicas": replicas, "partitions": partitions, "shard_inputs": args.shard_inputs, "outputs": outputs,
             "timings_ms": { "compile": compile_ms, "transfer": transfer_ms, "execute": execute_ms,
                             "total": started.elapsed().as_secs_f64() * 1e3 },
         });
