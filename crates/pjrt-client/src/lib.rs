@@ -62,6 +62,8 @@ mod device;
 mod device_stats;
 mod element_type;
 mod error;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 mod event;
 mod executable;
 pub mod extensions;
