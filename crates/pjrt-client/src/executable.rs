@@ -3,6 +3,7 @@
 use std::ffi::c_char;
 use std::fmt;
 use std::future::Future;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
@@ -20,6 +21,8 @@ use crate::device::Device;
 use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::host_callbacks::{CallbackLists, CallbackTargets, HostCallbacks};
+pub use crate::host_callbacks::{CopyToDeviceStream, SendChunk};
 use crate::program::Program;
 use crate::sys::{self, Args};
 
@@ -275,27 +278,7 @@ impl LoadedExecutable {
     }
 
     fn read_parameter_shapes(&self) -> Result<Option<Vec<ArrayShape>>> {
-        let api = self.client.api();
-        let mut program = sys::PJRT_Program::new();
-        let mut args = sys::PJRT_Executable_OptimizedProgram_Args::new();
-        args.executable = self.executable.as_ptr();
-        args.program = &mut program;
-        // First call: the plugin reports the size.
-        pjrt_call!(api, PJRT_Executable_OptimizedProgram, &mut args)?;
-        let size = program.code_size;
-        let mut code = Vec::new();
-        if size > isize::MAX as usize || code.try_reserve_exact(size).is_err() {
-            return Err(Error::invalid(format!("PJRT_Executable_OptimizedProgram reports a program of {size} bytes")));
-        }
-        code.resize(size, 0);
-        program.code = code.as_mut_ptr() as *mut c_char;
-        pjrt_call!(api, PJRT_Executable_OptimizedProgram, &mut args)?;
-        // The second call reports the size it wrote.
-        code.truncate(program.code_size);
-        // SAFETY: the format string is owned by the plugin (static); copied at once.
-        let format = unsafe {
-            checked_string(program.format, program.format_size, "PJRT_Executable_OptimizedProgram", "the format")
-        }?;
+        let OptimizedProgram { code, format } = self.optimized_program()?;
         let module = match format.as_str() {
             "hlo_with_config" => {
                 hlo::HloModuleProtoWithConfig::decode(code.as_slice())
@@ -332,7 +315,31 @@ impl LoadedExecutable {
             result.wait()?;
             return Ok(result.outputs.into_iter().next().unwrap_or_default());
         }
-        let (outputs, event) = self.launch_one(arguments, std::ptr::null_mut())?;
+        let (outputs, event) =
+            self.launch_one(arguments, std::ptr::null_mut(), &mut sys::PJRT_ExecuteOptions::new(), None)?;
+        if let Some(event) = event {
+            event.wait()?;
+        }
+        Ok(outputs)
+    }
+
+    /// Like [`LoadedExecutable::execute`], with [`ExecuteOptions`]: a launch id, inputs that must
+    /// not be donated, host send/receive callbacks.
+    ///
+    /// Donation: an input that the program aliases to an output (`tf.aliasing_output` /
+    /// `jax.buffer_donor` in the module, or `mhlo.input_output_alias`) may be donated, i.e.
+    /// consumed by the execution and deleted, unless its index is listed with
+    /// [`ExecuteOptions::non_donatable_inputs`]. Plain [`LoadedExecutable::execute`] lets the
+    /// plugin donate per the program's aliasing.
+    pub fn execute_with(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<Vec<Buffer>> {
+        if self.portable || self.addressable_devices.len() != 1 {
+            let result = self.execute_sharded_with(&[arguments], options)?;
+            result.wait()?;
+            return Ok(result.outputs.into_iter().next().unwrap_or_default());
+        }
+        let mut raw = options.to_raw(self, 1, arguments.len())?;
+        let keepalive = raw.keepalive.take();
+        let (outputs, event) = self.launch_one(arguments, std::ptr::null_mut(), &mut raw.raw, keepalive)?;
         if let Some(event) = event {
             event.wait()?;
         }
@@ -349,12 +356,20 @@ impl LoadedExecutable {
             let event = result.events.into_iter().next();
             return Ok(PendingExecution { outputs: Some(outputs.pop().unwrap_or_default()), event });
         }
-        let (outputs, event) = self.launch_one(arguments, std::ptr::null_mut())?;
+        let (outputs, event) =
+            self.launch_one(arguments, std::ptr::null_mut(), &mut sys::PJRT_ExecuteOptions::new(), None)?;
         Ok(PendingExecution { outputs: Some(outputs), event })
     }
 
-    /// Launches on one device (`device` NULL = the executable's own) without waiting.
-    fn launch_one(&self, arguments: &[&Buffer], device: *mut sys::PJRT_Device) -> Result<(Vec<Buffer>, Option<Event>)> {
+    /// Launches on one device (`device` NULL = the executable's own) without waiting. `keepalive`
+    /// (what the options point to) is held until the device has completed.
+    fn launch_one(
+        &self,
+        arguments: &[&Buffer],
+        device: *mut sys::PJRT_Device,
+        options: &mut sys::PJRT_ExecuteOptions,
+        keepalive: Option<Keepalive>,
+    ) -> Result<(Vec<Buffer>, Option<Event>)> {
         self.check_arguments(&[arguments])?;
         let raw_args: SmallVec<[*mut sys::PJRT_Buffer; 8]> = arguments.iter().map(|b| b.as_raw()).collect();
         let arg_list: *const *mut sys::PJRT_Buffer = raw_args.as_ptr();
@@ -362,10 +377,9 @@ impl LoadedExecutable {
             SmallVec::from_elem(std::ptr::null_mut(), self.outputs.len());
         let output_list: *mut *mut sys::PJRT_Buffer = raw_outputs.as_mut_ptr();
         let mut event: *mut sys::PJRT_Event = std::ptr::null_mut();
-        let mut options = sys::PJRT_ExecuteOptions::new();
         let mut args = sys::PJRT_LoadedExecutable_Execute_Args::new();
         args.executable = self.raw.as_ptr();
-        args.options = &mut options;
+        args.options = options;
         args.argument_lists = &arg_list;
         args.num_devices = 1;
         args.num_args = arguments.len();
@@ -376,6 +390,9 @@ impl LoadedExecutable {
         // Take ownership of whatever the plugin returned, even on failure, so nothing leaks.
         let outputs = self.adopt_outputs(&raw_outputs);
         let event = Event::from_raw(self.client.plugin(), Some(&self.client), event);
+        if let Some(keepalive) = keepalive {
+            keepalive.hold_until_complete(event.as_slice(), 1, status.is_ok());
+        }
         status?;
         if outputs.len() != self.outputs.len() {
             return Err(Error::invalid(format!(
@@ -420,7 +437,34 @@ impl LoadedExecutable {
                 arguments.len()
             )));
         }
-        self.launch(arguments, None)
+        self.launch(arguments, None, &mut sys::PJRT_ExecuteOptions::new(), None)
+    }
+
+    /// Like [`LoadedExecutable::execute_sharded`], with [`ExecuteOptions`] (see
+    /// [`LoadedExecutable::execute_with`]). Host callbacks get the device's position in
+    /// [`LoadedExecutable::addressable_devices`]; what the plugin was given stays alive until
+    /// every device has completed, even if the returned [`Execution`] is dropped before.
+    pub fn execute_sharded_with<'b, L: AsRef<[&'b Buffer]>>(
+        &self,
+        arguments: &[L],
+        options: &ExecuteOptions,
+    ) -> Result<Execution> {
+        if self.portable {
+            return Err(Error::invalid(
+                "this executable is portable (compiled with compile_portable_executable): run it with execute_on(device, ...)",
+            ));
+        }
+        let expected = self.addressable_devices.len();
+        if arguments.len() != expected {
+            return Err(Error::invalid(format!(
+                "the executable runs on {expected} devices and needs one argument list per device, but {} lists were given",
+                arguments.len()
+            )));
+        }
+        let num_args = arguments.first().map(|l| l.as_ref().len()).unwrap_or(0);
+        let mut raw = options.to_raw(self, arguments.len(), num_args)?;
+        let keepalive = raw.keepalive.take();
+        self.launch(arguments, None, &mut raw.raw, keepalive)
     }
 
     /// Runs a portable executable (or a single-device one) on `device`.
@@ -428,7 +472,8 @@ impl LoadedExecutable {
         if !device.client().same_client(&self.client) {
             return Err(Error::invalid("the device belongs to another client"));
         }
-        let (outputs, event) = self.launch_one(arguments, device.as_raw())?;
+        let (outputs, event) =
+            self.launch_one(arguments, device.as_raw(), &mut sys::PJRT_ExecuteOptions::new(), None)?;
         if let Some(event) = event {
             event.wait()?;
         }
@@ -480,6 +525,8 @@ impl LoadedExecutable {
         &self,
         arguments: &[L],
         device: Option<*mut sys::PJRT_Device>,
+        options: &mut sys::PJRT_ExecuteOptions,
+        keepalive: Option<Keepalive>,
     ) -> Result<Execution> {
         self.check_arguments(arguments)?;
         let num_args = arguments.first().map(|l| l.as_ref().len()).unwrap_or(0);
@@ -495,10 +542,9 @@ impl LoadedExecutable {
             vec![vec![std::ptr::null_mut(); num_outputs]; num_devices];
         let output_ptrs: Vec<*mut *mut sys::PJRT_Buffer> = raw_outputs.iter_mut().map(|l| l.as_mut_ptr()).collect();
         let mut events: Vec<*mut sys::PJRT_Event> = vec![std::ptr::null_mut(); num_devices];
-        let mut options = sys::PJRT_ExecuteOptions::new();
         let mut args = sys::PJRT_LoadedExecutable_Execute_Args::new();
         args.executable = self.raw.as_ptr();
-        args.options = &mut options;
+        args.options = options;
         args.argument_lists = arg_ptrs.as_ptr();
         args.num_devices = num_devices;
         args.num_args = num_args;
@@ -510,6 +556,9 @@ impl LoadedExecutable {
         let outputs: Vec<Vec<Buffer>> = raw_outputs.iter().map(|list| self.adopt_outputs(list)).collect();
         let events: Vec<Event> =
             events.iter().filter_map(|e| Event::from_raw(self.client.plugin(), Some(&self.client), *e)).collect();
+        if let Some(keepalive) = keepalive {
+            keepalive.hold_until_complete(&events, num_devices, status.is_ok());
+        }
         status?;
         if outputs.iter().any(|list| list.len() != num_outputs) {
             return Err(Error::invalid(format!(
@@ -691,6 +740,177 @@ impl Execution {
             }
         }
         first
+    }
+}
+
+// ---- the optimised program ----
+
+/// The program after the plugin's optimisations ([`LoadedExecutable::optimized_program`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptimizedProgram {
+    /// The serialized program.
+    pub code: Vec<u8>,
+    /// Its format, e.g. `hlo_with_config` (a serialized `HloModuleProtoWithConfig`; the XLA CPU
+    /// plugins always answer this) or `hlo` (`HloModuleProto`).
+    pub format: String,
+}
+
+impl LoadedExecutable {
+    /// The optimised program (`PJRT_Executable_OptimizedProgram`: the size is asked first, then
+    /// the plugin fills a buffer of that size).
+    pub fn optimized_program(&self) -> Result<OptimizedProgram> {
+        const FUNCTION: &str = "PJRT_Executable_OptimizedProgram";
+        let api = self.client.api();
+        let mut program = sys::PJRT_Program::new();
+        let mut args = sys::PJRT_Executable_OptimizedProgram_Args::new();
+        args.executable = self.executable.as_ptr();
+        args.program = &mut program;
+        // First call: the plugin reports the size.
+        pjrt_call!(api, PJRT_Executable_OptimizedProgram, &mut args)?;
+        let size = program.code_size;
+        let mut code = Vec::new();
+        if size > isize::MAX as usize || code.try_reserve_exact(size).is_err() {
+            return Err(Error::invalid(format!("{FUNCTION} reports a program of {size} bytes")));
+        }
+        code.resize(size, 0);
+        program.code = code.as_mut_ptr() as *mut c_char;
+        pjrt_call!(api, PJRT_Executable_OptimizedProgram, &mut args)?;
+        // The second call reports the size it wrote; more than the buffer would be a plugin bug.
+        if program.code_size > size {
+            return Err(Error::invalid(format!(
+                "{FUNCTION} wrote {} bytes into a buffer of the {size} bytes it asked for",
+                program.code_size
+            )));
+        }
+        code.truncate(program.code_size);
+        // SAFETY: the format string is owned by the plugin (static); copied at once.
+        let format = unsafe { checked_string(program.format, program.format_size, FUNCTION, "the format") }?;
+        Ok(OptimizedProgram { code, format })
+    }
+}
+
+// ---- execute options ----
+
+/// Options for [`LoadedExecutable::execute_with`] and
+/// [`LoadedExecutable::execute_sharded_with`]. Cheap to clone (callbacks are shared); one value
+/// may serve many executions.
+///
+/// ```no_run
+/// # use pjrt_client::{ExecuteOptions, LoadedExecutable, Buffer};
+/// # fn f(exe: &LoadedExecutable, x: &Buffer) -> pjrt_client::Result<()> {
+/// let options = ExecuteOptions::new()
+///     .launch_id(7)
+///     .non_donatable_inputs([0])
+///     .on_send(1, |chunk| {
+///         println!("device {} sent {} bytes", chunk.device_index(), chunk.data().len());
+///         Ok(())
+///     });
+/// let outputs = exe.execute_with(&[x], &options)?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Default)]
+pub struct ExecuteOptions {
+    launch_id: i32,
+    non_donatable: Vec<i64>,
+    pub(crate) callbacks: HostCallbacks,
+}
+
+impl ExecuteOptions {
+    /// No launch id, every input donatable per the program, no callbacks.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Identifies this launch among those of a multi-device (or multi-host) program; 0 = none.
+    pub fn launch_id(mut self, launch_id: i32) -> Self {
+        self.launch_id = launch_id;
+        self
+    }
+
+    /// Inputs (by argument index) the plugin must not donate even if the program aliases them to
+    /// an output, e.g. a buffer passed twice or still needed afterwards.
+    pub fn non_donatable_inputs(mut self, indices: impl IntoIterator<Item = usize>) -> Self {
+        self.non_donatable.extend(indices.into_iter().map(|i| i64::try_from(i).unwrap_or(i64::MAX)));
+        self.non_donatable.sort_unstable();
+        self.non_donatable.dedup();
+        self
+    }
+
+    /// Builds the raw options for `num_devices` argument lists of `num_args` buffers.
+    fn to_raw(&self, exe: &LoadedExecutable, num_devices: usize, num_args: usize) -> Result<RawExecuteOptions<'_>> {
+        let mut raw = sys::PJRT_ExecuteOptions::new();
+        raw.launch_id = self.launch_id;
+        if let Some(&bad) = self.non_donatable.iter().find(|&&i| i as u64 >= num_args as u64) {
+            return Err(Error::invalid(format!(
+                "non-donatable input {bad} does not exist: the execution has {num_args} arguments"
+            )));
+        }
+        if !self.non_donatable.is_empty() {
+            raw.non_donatable_input_indices = self.non_donatable.as_ptr();
+            raw.num_non_donatable_input_indices = self.non_donatable.len();
+        }
+        let mut lists = None;
+        let mut keepalive = None;
+        if !self.callbacks.is_empty() {
+            let (mut prepared, targets) = self.callbacks.prepare(exe.client.plugin(), num_devices);
+            prepared.apply(&mut raw);
+            lists = Some(prepared);
+            keepalive = Some(Keepalive { _targets: targets });
+        }
+        Ok(RawExecuteOptions { raw, _lists: lists, keepalive, _options: PhantomData })
+    }
+}
+
+impl fmt::Debug for ExecuteOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (send, recv) = self.callbacks.channels();
+        f.debug_struct("ExecuteOptions")
+            .field("launch_id", &self.launch_id)
+            .field("non_donatable_inputs", &self.non_donatable)
+            .field("send_channels", &send)
+            .field("recv_channels", &recv)
+            .finish()
+    }
+}
+
+/// `PJRT_ExecuteOptions` and what it points to, for one Execute call.
+struct RawExecuteOptions<'o> {
+    raw: sys::PJRT_ExecuteOptions,
+    /// The callback lists `raw` points to (heap memory: moving this struct is fine).
+    _lists: Option<CallbackLists>,
+    /// What must outlive the execution itself.
+    keepalive: Option<Keepalive>,
+    /// `raw` also points into the options (non-donatable indices).
+    _options: PhantomData<&'o ExecuteOptions>,
+}
+
+/// What an execution may use until every device has completed: the callbacks' `user_arg`s.
+pub(crate) struct Keepalive {
+    _targets: CallbackTargets,
+}
+
+impl Keepalive {
+    /// Keeps `self` alive until every one of `events` (one per device) has fired. When the plugin
+    /// gave fewer events than devices, nothing tells when the execution is over: `self` is then
+    /// leaked rather than freed too early. A launch that failed without any event never started,
+    /// and `self` is freed now.
+    fn hold_until_complete(self, events: &[Event], num_devices: usize, launched: bool) {
+        if !launched && events.is_empty() {
+            return;
+        }
+        if events.len() < num_devices {
+            std::mem::forget(self);
+            return;
+        }
+        let shared = Arc::new(self);
+        for event in events {
+            let held = shared.clone();
+            if event.on_ready(move |_| drop(held)).is_err() {
+                // The callback was not registered (its closure, with its clone, is dropped):
+                // keep one clone forever instead.
+                std::mem::forget(shared.clone());
+            }
+        }
     }
 }
 
