@@ -16,13 +16,15 @@ use smallvec::SmallVec;
 use crate::api::{checked_slice, checked_string, pjrt_call};
 use crate::buffer::Buffer;
 use crate::client::Client;
-use crate::compile_options::CompileOptions;
+use crate::compile_options::{proto::DeviceAssignmentProto, CompileOptions, DeviceAssignment};
 use crate::device::Device;
 use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::host_callbacks::{CallbackLists, CallbackTargets, HostCallbacks};
 pub use crate::host_callbacks::{CopyToDeviceStream, SendChunk};
+use crate::named_value::{read_named_values, Value};
+use crate::plugin::Plugin;
 use crate::program::Program;
 use crate::sys::{self, Args};
 
@@ -324,7 +326,7 @@ impl LoadedExecutable {
     }
 
     /// Like [`LoadedExecutable::execute`], with [`ExecuteOptions`]: a launch id, inputs that must
-    /// not be donated, host send/receive callbacks.
+    /// not be donated, an execute context, host send/receive callbacks.
     ///
     /// Donation: an input that the program aliases to an output (`tf.aliasing_output` /
     /// `jax.buffer_donor` in the module, or `mhlo.input_output_alias`) may be donated, i.e.
@@ -583,19 +585,41 @@ impl LoadedExecutable {
         Ok(args.is_deleted)
     }
 
-    /// A fingerprint of the compiled program, where the plugin has one.
+    /// A fingerprint of the compiled program (`PJRT_Executable_Fingerprint`; where that is
+    /// missing or fails, the deprecated `PJRT_LoadedExecutable_Fingerprint`). When both fail, the
+    /// first one's error is returned, unless the plugin lacks that function altogether.
     pub fn fingerprint(&self) -> Result<String> {
+        let api = self.client.api();
         let mut args = sys::PJRT_Executable_Fingerprint_Args::new();
         args.executable = self.executable.as_ptr();
-        pjrt_call!(self.client.api(), PJRT_Executable_Fingerprint, &mut args)?;
-        // SAFETY: owned by the executable; copied at once.
-        unsafe {
-            checked_string(
-                args.executable_fingerprint,
-                args.executable_fingerprint_size,
-                "PJRT_Executable_Fingerprint",
-                "the fingerprint",
-            )
+        let first = match pjrt_call!(api, PJRT_Executable_Fingerprint, &mut args) {
+            // SAFETY: owned by the executable; copied at once.
+            Ok(()) => {
+                return unsafe {
+                    checked_string(
+                        args.executable_fingerprint,
+                        args.executable_fingerprint_size,
+                        "PJRT_Executable_Fingerprint",
+                        "the fingerprint",
+                    )
+                }
+            }
+            Err(e) => e,
+        };
+        let mut old = sys::PJRT_LoadedExecutable_Fingerprint_Args::new();
+        old.executable = self.raw.as_ptr();
+        match pjrt_call!(api, PJRT_LoadedExecutable_Fingerprint, &mut old) {
+            // SAFETY: owned by the executable; copied at once.
+            Ok(()) => unsafe {
+                checked_string(
+                    old.executable_fingerprint,
+                    old.executable_fingerprint_size,
+                    "PJRT_LoadedExecutable_Fingerprint",
+                    "the fingerprint",
+                )
+            },
+            Err(fallback) if matches!(first, Error::Unsupported { .. }) => Err(fallback),
+            Err(_) => Err(first),
         }
     }
 
@@ -743,7 +767,44 @@ impl Execution {
     }
 }
 
-// ---- the optimised program ----
+// ---- metadata of a compiled program ----
+
+/// Memory the compiled program needs, as the plugin estimates it
+/// (`PJRT_Executable_GetCompiledMemoryStats`). Fields newer than the plugin's API version, or
+/// that it did not write, are `None`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompiledMemoryStats {
+    /// Size of the generated code in device memory.
+    pub generated_code_size_in_bytes: i64,
+    /// Size of the arguments.
+    pub argument_size_in_bytes: i64,
+    /// Size of the outputs.
+    pub output_size_in_bytes: i64,
+    /// How much of the arguments is reused for outputs.
+    pub alias_size_in_bytes: i64,
+    /// Size of temporaries.
+    pub temp_size_in_bytes: i64,
+    /// Host memory: generated code (0.43).
+    pub host_generated_code_size_in_bytes: Option<i64>,
+    /// Host memory: arguments (0.43).
+    pub host_argument_size_in_bytes: Option<i64>,
+    /// Host memory: outputs (0.43).
+    pub host_output_size_in_bytes: Option<i64>,
+    /// Host memory: aliased arguments (0.43).
+    pub host_alias_size_in_bytes: Option<i64>,
+    /// Host memory: temporaries (0.43).
+    pub host_temp_size_in_bytes: Option<i64>,
+    /// Peak device memory (0.72).
+    pub peak_memory_in_bytes: Option<i64>,
+    /// Total device memory (0.90).
+    pub total_size_in_bytes: Option<i64>,
+    /// Total allocations (0.104).
+    pub total_allocation_bytes: Option<i64>,
+    /// Allocations that live for the whole program (0.104).
+    pub indefinite_allocations: Option<i64>,
+    /// Peak heap size without padding (0.104).
+    pub peak_unpadded_heap_bytes: Option<i64>,
+}
 
 /// The program after the plugin's optimisations ([`LoadedExecutable::optimized_program`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -755,7 +816,121 @@ pub struct OptimizedProgram {
     pub format: String,
 }
 
+/// The logical position of one addressable device in an execution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LogicalDeviceId {
+    /// The replica.
+    pub replica: i32,
+    /// The partition.
+    pub partition: i32,
+}
+
+/// What a plugin filled in the memory-stats struct: a value no plugin writes marks "not written".
+const UNWRITTEN: i64 = i64::MIN;
+
+impl CompiledMemoryStats {
+    /// Reads what a plugin of API `minor` wrote into `args` (whose optional fields were set to
+    /// [`UNWRITTEN`] before the call).
+    fn from_raw(args: &sys::PJRT_Executable_GetCompiledMemoryStats_Args, minor: i32) -> Self {
+        let since = |added: i32, value: i64| (minor >= added && value != UNWRITTEN).then_some(value);
+        CompiledMemoryStats {
+            generated_code_size_in_bytes: args.generated_code_size_in_bytes,
+            argument_size_in_bytes: args.argument_size_in_bytes,
+            output_size_in_bytes: args.output_size_in_bytes,
+            alias_size_in_bytes: args.alias_size_in_bytes,
+            temp_size_in_bytes: args.temp_size_in_bytes,
+            host_generated_code_size_in_bytes: since(43, args.host_generated_code_size_in_bytes),
+            host_argument_size_in_bytes: since(43, args.host_argument_size_in_bytes),
+            host_output_size_in_bytes: since(43, args.host_output_size_in_bytes),
+            host_alias_size_in_bytes: since(43, args.host_alias_size_in_bytes),
+            host_temp_size_in_bytes: since(43, args.host_temp_size_in_bytes),
+            peak_memory_in_bytes: since(72, args.peak_memory_in_bytes),
+            total_size_in_bytes: since(90, args.total_size_in_bytes),
+            total_allocation_bytes: since(104, args.total_allocation_bytes),
+            indefinite_allocations: since(104, args.indefinite_allocations),
+            peak_unpadded_heap_bytes: since(104, args.peak_unpadded_heap_bytes),
+        }
+    }
+}
+
 impl LoadedExecutable {
+    /// Size of the generated code in bytes (`PJRT_Executable_SizeOfGeneratedCodeInBytes`; the
+    /// CPU plugins say 0).
+    pub fn generated_code_size(&self) -> Result<i64> {
+        let mut args = sys::PJRT_Executable_SizeOfGeneratedCodeInBytes_Args::new();
+        args.executable = self.executable.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Executable_SizeOfGeneratedCodeInBytes, &mut args)?;
+        Ok(args.size_in_bytes)
+    }
+
+    /// The plugin's cost estimates, by name (`PJRT_Executable_GetCostAnalysis`; plugin-specific
+    /// names such as `flops`; the CPU plugins say UNIMPLEMENTED).
+    pub fn cost_analysis(&self) -> Result<Vec<(String, Value)>> {
+        let mut args = sys::PJRT_Executable_GetCostAnalysis_Args::new();
+        args.executable = self.executable.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Executable_GetCostAnalysis, &mut args)?;
+        // SAFETY: owned by the executable; checked and copied at once.
+        let properties = unsafe {
+            checked_slice(args.properties, args.num_properties, "PJRT_Executable_GetCostAnalysis", "properties")
+        }?;
+        // SAFETY: each named value is the plugin's, valid while the executable lives.
+        Ok(unsafe { read_named_values(properties.as_ptr(), properties.len()) })
+    }
+
+    /// Memory kind of each output, e.g. `device` or `pinned_host`
+    /// (`PJRT_Executable_OutputMemoryKinds`; UNIMPLEMENTED on the 0.106 CPU plugin).
+    pub fn output_memory_kinds(&self) -> Result<Vec<String>> {
+        let mut args = sys::PJRT_Executable_OutputMemoryKinds_Args::new();
+        args.executable = self.executable.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Executable_OutputMemoryKinds, &mut args)?;
+        // SAFETY: arrays owned by the executable, of the count the plugin reported.
+        unsafe {
+            read_kinds(args.memory_kinds, args.memory_kind_sizes, args.num_outputs, "PJRT_Executable_OutputMemoryKinds")
+        }
+    }
+
+    /// Memory kind of each parameter (`PJRT_Executable_ParameterMemoryKinds`, 0.102;
+    /// UNIMPLEMENTED on the 0.106 CPU plugin).
+    pub fn parameter_memory_kinds(&self) -> Result<Vec<String>> {
+        let mut args = sys::PJRT_Executable_ParameterMemoryKinds_Args::new();
+        args.executable = self.executable.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Executable_ParameterMemoryKinds, &mut args)?;
+        // SAFETY: arrays owned by the executable, of the count the plugin reported.
+        unsafe {
+            read_kinds(
+                args.memory_kinds,
+                args.memory_kind_sizes,
+                args.num_parameters,
+                "PJRT_Executable_ParameterMemoryKinds",
+            )
+        }
+    }
+
+    /// The plugin's memory estimates (`PJRT_Executable_GetCompiledMemoryStats`, 0.40). The full
+    /// struct of 0.104+ is sent (plugins accept any size from the 0.72 one on and write what
+    /// fits); fields newer than the plugin's version, or left unwritten, are `None`.
+    pub fn compiled_memory_stats(&self) -> Result<CompiledMemoryStats> {
+        let minor = self.client.plugin().api_version().minor;
+        let mut args = sys::PJRT_Executable_GetCompiledMemoryStats_Args::new();
+        args.executable = self.executable.as_ptr();
+        for field in [
+            &mut args.host_generated_code_size_in_bytes,
+            &mut args.host_argument_size_in_bytes,
+            &mut args.host_output_size_in_bytes,
+            &mut args.host_alias_size_in_bytes,
+            &mut args.host_temp_size_in_bytes,
+            &mut args.peak_memory_in_bytes,
+            &mut args.total_size_in_bytes,
+            &mut args.total_allocation_bytes,
+            &mut args.indefinite_allocations,
+            &mut args.peak_unpadded_heap_bytes,
+        ] {
+            *field = UNWRITTEN;
+        }
+        pjrt_call!(self.client.api(), PJRT_Executable_GetCompiledMemoryStats, &mut args)?;
+        Ok(CompiledMemoryStats::from_raw(&args, minor))
+    }
+
     /// The optimised program (`PJRT_Executable_OptimizedProgram`: the size is asked first, then
     /// the plugin fills a buffer of that size).
     pub fn optimized_program(&self) -> Result<OptimizedProgram> {
@@ -787,13 +962,265 @@ impl LoadedExecutable {
         let format = unsafe { checked_string(program.format, program.format_size, FUNCTION, "the format") }?;
         Ok(OptimizedProgram { code, format })
     }
+
+    /// The serialized `CompileOptionsProto` the executable was built with, as the plugin reports
+    /// it (`PJRT_Executable_GetCompileOptions`, 0.87): the plugin fills in what it decided, e.g.
+    /// the result layout.
+    pub fn compile_options_bytes(&self) -> Result<Vec<u8>> {
+        let mut args = sys::PJRT_Executable_GetCompileOptions_Args::new();
+        args.executable = self.executable.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_Executable_GetCompileOptions, &mut args)?;
+        // SAFETY: the bytes live until the deleter runs, right after the copy.
+        let bytes = unsafe {
+            checked_slice(
+                args.serialized_bytes as *const u8,
+                args.serialized_bytes_size,
+                "PJRT_Executable_GetCompileOptions",
+                "the options",
+            )
+        }
+        .map(<[u8]>::to_vec);
+        if let Some(deleter) = args.serialized_compile_options_deleter {
+            // SAFETY: called once, on the object the plugin handed out.
+            unsafe { deleter(args.serialized_compile_options) };
+        }
+        bytes
+    }
+
+    /// The compile options the executable was built with, decoded
+    /// ([`LoadedExecutable::compile_options_bytes`] through [`CompileOptions::from_proto_bytes`]).
+    pub fn compile_options(&self) -> Result<CompileOptions> {
+        CompileOptions::from_proto_bytes(&self.compile_options_bytes()?)
+    }
+
+    /// Which device runs which replica and partition
+    /// (`PJRT_LoadedExecutable_GetDeviceAssignment`, 0.79).
+    pub fn device_assignment(&self) -> Result<DeviceAssignment> {
+        let mut args = sys::PJRT_LoadedExecutable_GetDeviceAssignment_Args::new();
+        args.executable = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_LoadedExecutable_GetDeviceAssignment, &mut args)?;
+        // SAFETY: the bytes live until the deleter runs, right after the decode.
+        let decoded = unsafe {
+            checked_slice(
+                args.serialized_bytes as *const u8,
+                args.serialized_bytes_size,
+                "PJRT_LoadedExecutable_GetDeviceAssignment",
+                "the assignment",
+            )
+        }
+        .and_then(|bytes| {
+            DeviceAssignmentProto::decode(bytes)
+                .map_err(|source| Error::Decode { what: "DeviceAssignmentProto", source })
+        });
+        if let Some(deleter) = args.serialized_device_assignment_deleter {
+            // SAFETY: called once, on the object the plugin handed out.
+            unsafe { deleter(args.serialized_device_assignment) };
+        }
+        device_assignment_from_proto(&decoded?)
+    }
+
+    /// The (replica, partition) of each addressable device, in the order of
+    /// [`LoadedExecutable::addressable_devices`] (`PJRT_LoadedExecutable_AddressableDeviceLogicalIds`,
+    /// 0.96).
+    pub fn addressable_device_logical_ids(&self) -> Result<Vec<LogicalDeviceId>> {
+        let mut args = sys::PJRT_LoadedExecutable_AddressableDeviceLogicalIds_Args::new();
+        args.executable = self.raw.as_ptr();
+        pjrt_call!(self.client.api(), PJRT_LoadedExecutable_AddressableDeviceLogicalIds, &mut args)?;
+        // SAFETY: owned by the executable; copied at once.
+        let ids = unsafe {
+            checked_slice(
+                args.addressable_device_logical_ids,
+                args.num_addressable_device_logical_ids,
+                "PJRT_LoadedExecutable_AddressableDeviceLogicalIds",
+                "logical ids",
+            )
+        }?;
+        Ok(ids.iter().map(|id| LogicalDeviceId { replica: id.replica, partition: id.partition }).collect())
+    }
+}
+
+/// Reads a (strings, sizes) pair of arrays returned by the plugin.
+///
+/// # Safety
+/// `kinds` and `sizes` must be NULL or point to `n` valid values each, every string readable for
+/// its size.
+unsafe fn read_kinds(
+    kinds: *const *const c_char,
+    sizes: *const usize,
+    n: usize,
+    function: &'static str,
+) -> Result<Vec<String>> {
+    // SAFETY: the caller's guarantee.
+    let (kinds, sizes) =
+        unsafe { (checked_slice(kinds, n, function, "memory kinds")?, checked_slice(sizes, n, function, "sizes")?) };
+    kinds
+        .iter()
+        .zip(sizes)
+        // SAFETY: the caller's guarantee.
+        .map(|(kind, size)| unsafe { checked_string(*kind, *size, function, "a memory kind") })
+        .collect()
+}
+
+/// `DeviceAssignmentProto` → [`DeviceAssignment`], checking the counts against the ids present
+/// before building anything of their size (the bytes come from the plugin).
+fn device_assignment_from_proto(proto: &DeviceAssignmentProto) -> Result<DeviceAssignment> {
+    let bad = || {
+        Error::invalid(format!(
+            "the plugin returned an inconsistent device assignment ({} replicas × {} partitions, {} partition lists)",
+            proto.replica_count,
+            proto.computation_count,
+            proto.computation_devices.len()
+        ))
+    };
+    let replicas = usize::try_from(proto.replica_count).ok().filter(|&r| r >= 1).ok_or_else(bad)?;
+    let partitions = usize::try_from(proto.computation_count).ok().filter(|&c| c >= 1).ok_or_else(bad)?;
+    if proto.computation_devices.len() != partitions
+        || proto.computation_devices.iter().any(|c| c.replica_device_ids.len() != replicas)
+    {
+        return Err(bad());
+    }
+    DeviceAssignment::new(
+        (0..replicas).map(|r| proto.computation_devices.iter().map(|c| c.replica_device_ids[r]).collect()).collect(),
+    )
+}
+
+// ---- loading serialized executables with options ----
+
+/// Options for loading a serialized executable (`PJRT_LoadOptions`, API 0.111).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    computation_origin: Option<Vec<i32>>,
+}
+
+impl LoadOptions {
+    /// No options set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Where the computation sits in a larger device mesh (plugin-specific; for multi-slice
+    /// setups).
+    pub fn computation_origin(mut self, origin: &[i32]) -> Self {
+        self.computation_origin = Some(origin.to_vec());
+        self
+    }
+}
+
+/// The minor version that added `PJRT_LoadOptions`.
+const LOAD_OPTIONS_MINOR: i32 = 111;
+/// The minor version that added the compile-option overrides of `DeserializeAndLoad`.
+const OVERRIDES_MINOR: i32 = 71;
+
+impl Client {
+    /// Like [`Client::deserialize_and_load`], optionally replacing the compile options stored in
+    /// the serialized executable with `overrides`, and with `load_options`.
+    ///
+    /// Each is refused with [`Error::Unsupported`] on a plugin too old to read it (overrides:
+    /// 0.71; load options: 0.111; an older plugin would silently ignore them).
+    pub fn deserialize_and_load_with(
+        &self,
+        serialized: &[u8],
+        overrides: Option<&CompileOptions>,
+        load_options: Option<&LoadOptions>,
+    ) -> Result<LoadedExecutable> {
+        if serialized.is_empty() {
+            return Err(Error::invalid("the serialized executable is empty"));
+        }
+        let api = self.api();
+        let overrides_bytes = match overrides {
+            Some(_) if api.version().minor < OVERRIDES_MINOR => {
+                return Err(api.unsupported_feature(
+                    "PJRT_Executable_DeserializeAndLoad_Args.overridden_serialized_compile_options",
+                    OVERRIDES_MINOR,
+                ));
+            }
+            Some(options) => Some(options.to_bytes()?),
+            None => None,
+        };
+        let mut raw_load = sys::PJRT_LoadOptions::new();
+        if load_options.is_some() && api.version().minor < LOAD_OPTIONS_MINOR {
+            return Err(api.unsupported_feature("PJRT_LoadOptions", LOAD_OPTIONS_MINOR));
+        }
+        if let Some(origin) = load_options.and_then(|o| o.computation_origin.as_ref()) {
+            raw_load.computation_origin = origin.as_ptr();
+            raw_load.computation_origin_size = origin.len();
+        }
+        let mut args = sys::PJRT_Executable_DeserializeAndLoad_Args::new();
+        args.client = self.raw();
+        args.serialized_executable = serialized.as_ptr() as *const c_char;
+        args.serialized_executable_size = serialized.len();
+        if let Some(bytes) = &overrides_bytes {
+            args.overridden_serialized_compile_options = bytes.as_ptr() as *const c_char;
+            args.overridden_serialized_compile_options_size = bytes.len();
+        }
+        if load_options.is_some() {
+            args.load_options = &mut raw_load as *mut sys::PJRT_LoadOptions as *mut std::ffi::c_void;
+        }
+        pjrt_call!(api, PJRT_Executable_DeserializeAndLoad, &mut args)?;
+        let raw = NonNull::new(args.loaded_executable)
+            .ok_or_else(|| Error::invalid("PJRT_Executable_DeserializeAndLoad returned no executable"))?;
+        LoadedExecutable::new(self, raw, overrides.is_some_and(CompileOptions::is_portable))
+    }
 }
 
 // ---- execute options ----
 
+/// The minor version that added `PJRT_ExecuteOptions.context`.
+const CONTEXT_FIELD_MINOR: i32 = 64;
+
+/// An execute context (`PJRT_ExecuteContext`, API 0.52): per-execution data for the plugin,
+/// e.g. FFI user data (see [`crate::extensions`]). Cheap to clone (shared); destroyed when the
+/// last clone, and the last execution using it, is gone.
+#[derive(Clone)]
+pub struct ExecuteContext {
+    inner: Arc<ContextInner>,
+}
+
+struct ContextInner {
+    plugin: Plugin,
+    raw: NonNull<sys::PJRT_ExecuteContext>,
+}
+
+// SAFETY: the context is only read by executions (thread-safe in PJRT) and destroyed once, when
+// the last handle is dropped; mutation through `as_raw` is the raw-API user's responsibility.
+unsafe impl Send for ContextInner {}
+// SAFETY: as above.
+unsafe impl Sync for ContextInner {}
+
+impl ExecuteContext {
+    /// Creates an empty context (`PJRT_ExecuteContext_Create`).
+    pub fn new(plugin: &Plugin) -> Result<ExecuteContext> {
+        let mut args = sys::PJRT_ExecuteContext_Create_Args::new();
+        pjrt_call!(plugin.api(), PJRT_ExecuteContext_Create, &mut args)?;
+        let raw = NonNull::new(args.context)
+            .ok_or_else(|| Error::invalid("PJRT_ExecuteContext_Create returned no context"))?;
+        Ok(ExecuteContext { inner: Arc::new(ContextInner { plugin: plugin.clone(), raw }) })
+    }
+
+    /// The raw handle, for use with [`crate::sys`] (e.g. the FFI extension's user data). Do not
+    /// destroy it.
+    pub fn as_raw(&self) -> *mut sys::PJRT_ExecuteContext {
+        self.inner.raw.as_ptr()
+    }
+}
+
+impl Drop for ContextInner {
+    fn drop(&mut self) {
+        let mut args = sys::PJRT_ExecuteContext_Destroy_Args::new();
+        args.context = self.raw.as_ptr();
+        let _ = pjrt_call!(self.plugin.api(), PJRT_ExecuteContext_Destroy, &mut args);
+    }
+}
+
+impl fmt::Debug for ExecuteContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecuteContext").field("raw", &self.inner.raw).finish()
+    }
+}
+
 /// Options for [`LoadedExecutable::execute_with`] and
-/// [`LoadedExecutable::execute_sharded_with`]. Cheap to clone (callbacks are shared); one value
-/// may serve many executions.
+/// [`LoadedExecutable::execute_sharded_with`]. Cheap to clone (callbacks and context are
+/// shared); one value may serve many executions.
 ///
 /// ```no_run
 /// # use pjrt_client::{ExecuteOptions, LoadedExecutable, Buffer};
@@ -812,11 +1239,12 @@ impl LoadedExecutable {
 pub struct ExecuteOptions {
     launch_id: i32,
     non_donatable: Vec<i64>,
+    context: Option<ExecuteContext>,
     pub(crate) callbacks: HostCallbacks,
 }
 
 impl ExecuteOptions {
-    /// No launch id, every input donatable per the program, no callbacks.
+    /// No launch id, every input donatable per the program, no context, no callbacks.
     pub fn new() -> Self {
         Self::default()
     }
@@ -836,8 +1264,15 @@ impl ExecuteOptions {
         self
     }
 
+    /// Passes `context` to the execution (kept alive until it completes).
+    pub fn context(mut self, context: &ExecuteContext) -> Self {
+        self.context = Some(context.clone());
+        self
+    }
+
     /// Builds the raw options for `num_devices` argument lists of `num_args` buffers.
     fn to_raw(&self, exe: &LoadedExecutable, num_devices: usize, num_args: usize) -> Result<RawExecuteOptions<'_>> {
+        let api = exe.client.api();
         let mut raw = sys::PJRT_ExecuteOptions::new();
         raw.launch_id = self.launch_id;
         if let Some(&bad) = self.non_donatable.iter().find(|&&i| i as u64 >= num_args as u64) {
@@ -849,14 +1284,25 @@ impl ExecuteOptions {
             raw.non_donatable_input_indices = self.non_donatable.as_ptr();
             raw.num_non_donatable_input_indices = self.non_donatable.len();
         }
+        let mut keepalive = Keepalive { context: None, targets: None };
+        if let Some(context) = &self.context {
+            if !Arc::ptr_eq(&context.inner.plugin.inner, &exe.client.plugin().inner) {
+                return Err(Error::invalid("the execute context belongs to another plugin"));
+            }
+            if api.version().minor < CONTEXT_FIELD_MINOR {
+                return Err(api.unsupported_feature("PJRT_ExecuteOptions.context", CONTEXT_FIELD_MINOR));
+            }
+            raw.context = context.as_raw();
+            keepalive.context = Some(context.clone());
+        }
         let mut lists = None;
-        let mut keepalive = None;
         if !self.callbacks.is_empty() {
             let (mut prepared, targets) = self.callbacks.prepare(exe.client.plugin(), num_devices);
             prepared.apply(&mut raw);
             lists = Some(prepared);
-            keepalive = Some(Keepalive { _targets: targets });
+            keepalive.targets = Some(targets);
         }
+        let keepalive = (keepalive.context.is_some() || keepalive.targets.is_some()).then_some(keepalive);
         Ok(RawExecuteOptions { raw, _lists: lists, keepalive, _options: PhantomData })
     }
 }
@@ -867,6 +1313,7 @@ impl fmt::Debug for ExecuteOptions {
         f.debug_struct("ExecuteOptions")
             .field("launch_id", &self.launch_id)
             .field("non_donatable_inputs", &self.non_donatable)
+            .field("context", &self.context)
             .field("send_channels", &send)
             .field("recv_channels", &recv)
             .finish()
@@ -884,9 +1331,11 @@ struct RawExecuteOptions<'o> {
     _options: PhantomData<&'o ExecuteOptions>,
 }
 
-/// What an execution may use until every device has completed: the callbacks' `user_arg`s.
+/// What an execution may use until every device has completed: the callbacks' `user_arg`s and
+/// the execute context.
 pub(crate) struct Keepalive {
-    _targets: CallbackTargets,
+    context: Option<ExecuteContext>,
+    targets: Option<CallbackTargets>,
 }
 
 impl Keepalive {
@@ -976,5 +1425,84 @@ mod hlo {
             22 => ElementType::U4,
             _ => return None,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile_options::proto::ComputationDevice;
+
+    fn stats_args(fill: i64, unwritten_from_total: bool) -> sys::PJRT_Executable_GetCompiledMemoryStats_Args {
+        let mut args = sys::PJRT_Executable_GetCompiledMemoryStats_Args::new();
+        args.generated_code_size_in_bytes = 1;
+        args.argument_size_in_bytes = 2;
+        args.output_size_in_bytes = 3;
+        args.alias_size_in_bytes = 4;
+        args.temp_size_in_bytes = 5;
+        args.host_generated_code_size_in_bytes = fill;
+        args.host_argument_size_in_bytes = fill;
+        args.host_output_size_in_bytes = fill;
+        args.host_alias_size_in_bytes = fill;
+        args.host_temp_size_in_bytes = fill;
+        args.peak_memory_in_bytes = fill;
+        let rest = if unwritten_from_total { UNWRITTEN } else { fill };
+        args.total_size_in_bytes = rest;
+        args.total_allocation_bytes = rest;
+        args.indefinite_allocations = rest;
+        args.peak_unpadded_heap_bytes = rest;
+        args
+    }
+
+    #[test]
+    fn memory_stats_fields_newer_than_the_plugin_or_unwritten_are_absent() {
+        // A 0.115 plugin that wrote everything.
+        let all = CompiledMemoryStats::from_raw(&stats_args(9, false), 115);
+        assert_eq!(
+            (all.temp_size_in_bytes, all.peak_memory_in_bytes, all.peak_unpadded_heap_bytes),
+            (5, Some(9), Some(9))
+        );
+        // A plugin that stopped writing at its own (0.72) size although it claims 0.115.
+        let short = CompiledMemoryStats::from_raw(&stats_args(9, true), 115);
+        assert_eq!(
+            (short.peak_memory_in_bytes, short.total_size_in_bytes, short.indefinite_allocations),
+            (Some(9), None, None)
+        );
+        // A 0.90 plugin: its fields are there, the 0.104 ones are not, whatever the bytes say.
+        let old = CompiledMemoryStats::from_raw(&stats_args(9, false), 90);
+        assert_eq!((old.total_size_in_bytes, old.total_allocation_bytes), (Some(9), None));
+        // A 0.60 plugin: no peak either; the base fields are always there.
+        let older = CompiledMemoryStats::from_raw(&stats_args(9, false), 60);
+        assert_eq!(
+            (older.host_temp_size_in_bytes, older.peak_memory_in_bytes, older.argument_size_in_bytes),
+            (Some(9), None, 2)
+        );
+    }
+
+    #[test]
+    fn device_assignment_protos_are_checked_before_use() {
+        let proto = |replicas: i32, partitions: i32, ids: Vec<Vec<i64>>| DeviceAssignmentProto {
+            replica_count: replicas,
+            computation_count: partitions,
+            computation_devices: ids
+                .into_iter()
+                .map(|replica_device_ids| ComputationDevice { replica_device_ids })
+                .collect(),
+        };
+        // Two replicas of one partition: [[0], [1]] per replica.
+        let two = device_assignment_from_proto(&proto(2, 1, vec![vec![0, 1]])).unwrap();
+        assert_eq!((two.replicas(), two.partitions(), two.device(1, 0)), (2, 1, Some(1)));
+        // One replica, two partitions.
+        let spmd = device_assignment_from_proto(&proto(1, 2, vec![vec![3], vec![5]])).unwrap();
+        assert_eq!(spmd.device_ids().collect::<Vec<_>>(), [3, 5]);
+        // Counts that the ids do not back are refused without allocating their size.
+        for bad in [
+            proto(i32::MAX, 1, vec![vec![0]]),
+            proto(1, 0, vec![]),
+            proto(-1, 1, vec![vec![0]]),
+            proto(2, 1, vec![vec![0]]),
+        ] {
+            assert!(matches!(device_assignment_from_proto(&bad), Err(Error::InvalidArgument(_))), "{bad:?}");
+        }
     }
 }

@@ -94,7 +94,10 @@ pub use element_type::{ElementType, NativeType};
 pub use error::{Error, ErrorCode, LoadError, Result};
 pub use event::{Event, OnReady};
 pub use executable::{ArrayShape, Execution, LoadedExecutable, PendingExecution};
-pub use executable::{CopyToDeviceStream, ExecuteOptions, OptimizedProgram, SendChunk};
+pub use executable::{
+    CompiledMemoryStats, CopyToDeviceStream, ExecuteContext, ExecuteOptions, LoadOptions, LogicalDeviceId,
+    OptimizedProgram, SendChunk,
+};
 pub use kv_store::{InMemoryStore, KeyValueStore, KvCallCounts, KvCallbacks, KvError};
 pub use named_value::Value;
 pub use plugin::{Plugin, StableHloVersion};
