@@ -2,48 +2,11 @@
 //! first use (`pjrt plugin install`), so nothing is skipped.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
+
+mod common;
+use common::*;
 
 use pjrt_client::npy::NpyArray;
-
-const PLUGINS: &[&str] = &["cpu", "cpu-0.106"];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn pjrt(args: &[&str]) -> Output {
-    static INSTALLED: OnceLock<()> = OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        for name in PLUGINS {
-            let out = Command::new(env!("CARGO_BIN_EXE_pjrt")).args(["plugin", "install", name]).output().unwrap();
-            assert!(
-                out.status.success(),
-                "`pjrt plugin install {name}` failed (needs python3 + pip + PyPI): {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    });
-    Command::new(env!("CARGO_BIN_EXE_pjrt")).args(args).current_dir(root()).output().unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// Asserts a clean failure: exit code 1 (not a signal) and a message containing `needle`.
-fn assert_fails(out: &Output, needle: &str) {
-    assert_eq!(out.status.code(), Some(1), "expected exit 1, got {:?}; stderr: {}", out.status, stderr(out));
-    assert!(stderr(out).contains(needle), "stderr lacks {needle:?}: {}", stderr(out));
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pjrt-cli-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn mlp_inputs() -> Vec<String> {
     ["b1", "b2", "w1", "w2", "x", "y"].iter().map(|n| format!("examples/mlp/{n}.npy")).collect()

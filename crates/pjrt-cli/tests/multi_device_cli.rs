@@ -1,44 +1,11 @@
 //! `pjrt run` on many devices: `--shard-inputs AXIS` with replicas (collectives inside) and with
 //! partitioned (SPMD) programs, on both CPU plugins.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
+mod common;
+use common::*;
 
 use pjrt_client::npy::NpyArray;
 use pjrt_client::sharding::gather;
-
-const PLUGINS: &[&str] = &["cpu", "cpu-0.106"];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn pjrt(args: &[&str]) -> Output {
-    static INSTALLED: OnceLock<()> = OnceLock::new();
-    INSTALLED.get_or_init(|| {
-        for name in PLUGINS {
-            let out = Command::new(env!("CARGO_BIN_EXE_pjrt")).args(["plugin", "install", name]).output().unwrap();
-            assert!(
-                out.status.success(),
-                "`pjrt plugin install {name}` failed (needs python3 + pip + PyPI): {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-    });
-    Command::new(env!("CARGO_BIN_EXE_pjrt")).args(args).current_dir(root()).output().unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pjrt-cli-mdtest-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// psum over 4 replicas of each replica's shard, plus the replica's id.
 const PSUM_4: &str = r#"

@@ -1,0 +1,51 @@
+//! What the CLI test binaries share: running the built `pjrt`, with both CPU plugins installed
+//! into the cache first (`pjrt plugin install`), so no test skips for a missing plugin.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The two plugin versions every CLI test runs on.
+pub const PLUGINS: &[&str] = &["cpu", "cpu-0.106"];
+
+/// The workspace root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Runs `pjrt ARGS` in the workspace root, after installing both plugins once per process.
+pub fn pjrt(args: &[&str]) -> Output {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        for name in PLUGINS {
+            let out = Command::new(env!("CARGO_BIN_EXE_pjrt")).args(["plugin", "install", name]).output().unwrap();
+            assert!(
+                out.status.success(),
+                "`pjrt plugin install {name}` failed (needs python3 + pip + PyPI): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    });
+    Command::new(env!("CARGO_BIN_EXE_pjrt")).args(args).current_dir(root()).output().unwrap()
+}
+
+/// The command's stderr as text.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Asserts a clean failure: exit code 1 (not a signal) and a message containing `needle`.
+pub fn assert_fails(out: &Output, needle: &str) {
+    assert_eq!(out.status.code(), Some(1), "expected exit 1, got {:?}; stderr: {}", out.status, stderr(out));
+    assert!(stderr(out).contains(needle), "stderr lacks {needle:?}: {}", stderr(out));
+}
+
+/// A fresh, empty folder for one test.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pjrt-cli-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
