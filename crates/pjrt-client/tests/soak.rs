@@ -24,19 +24,7 @@ extern "C" {
 /// `_SC_PAGESIZE` on Linux.
 const SC_PAGESIZE: c_int = 30;
 
-/// `x * y + z` on f32[64] and the sum of an i32[64]: two outputs of different types.
-const PROGRAM: &str = r#"
-module @soak {
-  func.func public @main(%x: tensor<64xf32>, %y: tensor<64xf32>, %z: tensor<64xf32>, %k: tensor<64xi32>)
-      -> (tensor<64xf32>, tensor<i32>) {
-    %m = stablehlo.multiply %x, %y : tensor<64xf32>
-    %a = stablehlo.add %m, %z : tensor<64xf32>
-    %c0 = stablehlo.constant dense<0> : tensor<i32>
-    %s = stablehlo.reduce(%k init: %c0) applies stablehlo.add across dimensions = [0]
-        : (tensor<64xi32>, tensor<i32>) -> tensor<i32>
-    return %a, %s : tensor<64xf32>, tensor<i32>
-  }
-}"#;
+const PROGRAM: &str = support::FMA_AND_SUM;
 
 const N: usize = 64;
 

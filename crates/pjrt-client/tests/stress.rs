@@ -47,18 +47,7 @@ const EXCHANGE: usize = 32;
 
 /// `x * y + z` on f32[64] and the sum of an i32[64]. The test keeps every f32 value an integer
 /// below 2^24 in magnitude, so the result is exact whether or not XLA fuses the multiply-add.
-const PROGRAM: &str = r#"
-module @fma_and_sum {
-  func.func public @main(%x: tensor<64xf32>, %y: tensor<64xf32>, %z: tensor<64xf32>, %k: tensor<64xi32>)
-      -> (tensor<64xf32>, tensor<i32>) {
-    %m = stablehlo.multiply %x, %y : tensor<64xf32>
-    %a = stablehlo.add %m, %z : tensor<64xf32>
-    %c0 = stablehlo.constant dense<0> : tensor<i32>
-    %s = stablehlo.reduce(%k init: %c0) applies stablehlo.add across dimensions = [0]
-        : (tensor<64xi32>, tensor<i32>) -> tensor<i32>
-    return %a, %s : tensor<64xf32>, tensor<i32>
-  }
-}"#;
+const PROGRAM: &str = support::FMA_AND_SUM;
 
 /// Largest magnitude for which every integer is exact in f32.
 const EXACT_F32: f32 = 16_777_216.0;

@@ -51,3 +51,18 @@ module @add_module {
     return %0 : tensor<4xf32>
   }
 }"#;
+
+/// `x * y + z` on f32[64] and the sum of an i32[64]: two outputs of different types (used by the
+/// stress and soak tests).
+pub const FMA_AND_SUM: &str = r#"
+module @fma_and_sum {
+  func.func public @main(%x: tensor<64xf32>, %y: tensor<64xf32>, %z: tensor<64xf32>, %k: tensor<64xi32>)
+      -> (tensor<64xf32>, tensor<i32>) {
+    %m = stablehlo.multiply %x, %y : tensor<64xf32>
+    %a = stablehlo.add %m, %z : tensor<64xf32>
+    %c0 = stablehlo.constant dense<0> : tensor<i32>
+    %s = stablehlo.reduce(%k init: %c0) applies stablehlo.add across dimensions = [0]
+        : (tensor<64xi32>, tensor<i32>) -> tensor<i32>
+    return %a, %s : tensor<64xf32>, tensor<i32>
+  }
+}"#;
