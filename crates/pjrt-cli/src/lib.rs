@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
 use pjrt_client::host_array::{download_npy, upload_npy};
-use pjrt_client::locate::{self, FoundPlugin, Source};
+use pjrt_client::locate::{self, Source};
 use pjrt_client::npy::{Dtype, NpyArray};
 use pjrt_client::{Client, ClientOptions, CompileOptions, Error, Placement, Plugin, Program, Value};
 use serde_json::{json, Value as Json};
@@ -201,21 +201,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
 
 /// Resolves the plugin to use; installs the default CPU plugin when nothing is found at all.
 fn resolve_plugin(arg: &PluginArg) -> Result<Plugin, Error> {
-    let found = match locate::resolve(arg.plugin.as_deref()) {
-        Ok(found) => found,
-        Err(Error::PluginNotFound { .. }) if arg.plugin.is_none() => {
-            let default = locate::default_plugin();
-            eprintln!(
-                "no PJRT plugin found; installing the default CPU plugin ({}=={}, about 60 MB from PyPI) into {}",
-                default.package,
-                default.version,
-                locate::cache_dir().display()
-            );
-            let path = locate::install(default, |line| eprintln!("{line}"))?;
-            FoundPlugin { name: default.name.into(), platform: Some("cpu".into()), path, source: Source::Cache }
-        }
-        Err(e) => return Err(e),
-    };
+    let found = locate::resolve_or_install(arg.plugin.as_deref(), |line| eprintln!("{line}"))?;
     Plugin::load(&found.path)
 }
 

@@ -263,6 +263,52 @@ pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
     verify_if_cached(best)
 }
 
+/// Like [`resolve`], but when no name was given and no plugin is found at all, installs the
+/// default CPU plugin ([`default_plugin`], about 60 MB from PyPI, needs `python3` with `pip`)
+/// into the cache and returns it. `log` receives what is being done, for the user.
+///
+/// This is what `pjrt run` and `pjrt info` do, and what the examples in these docs use:
+///
+/// ```
+/// let found = pjrt_client::locate::resolve_or_install(None, |line| eprintln!("{line}"))?;
+/// assert!(found.path.is_file());
+/// let plugin = pjrt_client::Plugin::load(&found.path)?;
+/// assert_eq!(plugin.api_version().major, 0);
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
+pub fn resolve_or_install(name: Option<&str>, log: impl FnMut(&str)) -> Result<FoundPlugin> {
+    resolve_or_install_with(name, resolve, |plugin, log| install(plugin, log), log)
+}
+
+/// [`resolve_or_install`] with the resolving and installing steps given, so the decision can
+/// be tested without touching the machine's plugins.
+fn resolve_or_install_with<L: FnMut(&str)>(
+    name: Option<&str>,
+    resolve: impl FnOnce(Option<&str>) -> Result<FoundPlugin>,
+    install: impl FnOnce(&KnownPlugin, &mut L) -> Result<PathBuf>,
+    mut log: L,
+) -> Result<FoundPlugin> {
+    match resolve(name) {
+        Err(Error::PluginNotFound { .. }) if name.is_none() => {
+            let default = default_plugin();
+            log(&format!(
+                "no PJRT plugin found; installing the default CPU plugin ({}=={}, about 60 MB from PyPI) into {}",
+                default.package,
+                default.version,
+                cache_dir().display()
+            ));
+            let path = install(default, &mut log)?;
+            Ok(FoundPlugin {
+                name: default.name.into(),
+                platform: Some(default.platform.into()),
+                path,
+                source: Source::Cache,
+            })
+        }
+        other => other,
+    }
+}
+
 /// Plugins from the cache are checked against their published SHA-256 before use.
 pub fn verify_if_cached(found: FoundPlugin) -> Result<FoundPlugin> {
     if found.source != Source::Cache {
@@ -361,6 +407,48 @@ fn create_private_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A lock file held while one process installs a plugin; removed on drop. A lock older than
+/// [`InstallLock::STALE`] is taken to be left behind by a process that died, and is taken over.
+struct InstallLock {
+    path: PathBuf,
+}
+
+impl InstallLock {
+    const STALE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+    fn acquire(path: &Path, log: &mut impl FnMut(&str)) -> Result<InstallLock> {
+        let mut said = false;
+        loop {
+            match std::fs::OpenOptions::new().write(true).create_new(true).open(path) {
+                Ok(mut file) => {
+                    use std::io::Write;
+                    let _ = writeln!(file, "{}", std::process::id());
+                    return Ok(InstallLock { path: path.to_path_buf() });
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let age = std::fs::metadata(path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+                    if age.is_some_and(|age| age > Self::STALE) {
+                        let _ = std::fs::remove_file(path);
+                        continue;
+                    }
+                    if !said {
+                        log(&format!("waiting for another process that is installing the plugin ({})", path.display()));
+                        said = true;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+                Err(e) => return Err(Error::io(path, e)),
+            }
+        }
+    }
+}
+
+impl Drop for InstallLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// Installs a known plugin into the cache with `python3 -m pip` (no shell involved) and checks
 /// its SHA-256. Returns the library's path; does nothing if it is already installed and intact.
 /// `log` receives progress lines for the user.
@@ -370,6 +458,12 @@ pub fn install(plugin: &KnownPlugin, mut log: impl FnMut(&str)) -> Result<PathBu
     }
     let cache = cache_dir();
     create_private_dir(&cache)?;
+    // Several processes may install at once (parallel doc tests on a fresh machine): one
+    // downloads, the others wait for it and then find the plugin installed.
+    let _lock = InstallLock::acquire(&cache.join(format!(".{}-{}.lock", plugin.package, plugin.version)), &mut log)?;
+    if let Ok(path) = verified_cached(plugin) {
+        return Ok(path);
+    }
     let final_dir = cache.join(format!("{}-{}", plugin.package, plugin.version));
     let staging = cache.join(format!(".{}-{}.partial-{}", plugin.package, plugin.version, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
@@ -430,6 +524,80 @@ mod tests {
         std::fs::write(&path, b"tampered plugin").unwrap();
         let e = verify_file(&known, path.clone()).unwrap_err().to_string();
         assert!(e.contains("changed since it was verified"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn found(name: &str) -> FoundPlugin {
+        FoundPlugin { name: name.into(), platform: None, path: PathBuf::from("/x.so"), source: Source::Explicit }
+    }
+
+    fn not_found(_: Option<&str>) -> Result<FoundPlugin> {
+        Err(Error::PluginNotFound { tried: "  nowhere".into() })
+    }
+
+    #[test]
+    fn resolve_or_install_installs_the_default_only_when_nothing_is_found_and_no_name_was_given() {
+        let mut lines = Vec::new();
+        let got = resolve_or_install_with(
+            None,
+            not_found,
+            |plugin, _| {
+                assert_eq!(plugin, default_plugin());
+                Ok(PathBuf::from("/cache/plugin.so"))
+            },
+            |line| lines.push(line.to_owned()),
+        )
+        .unwrap();
+        assert_eq!(got.name, default_plugin().name);
+        assert_eq!(got.path, PathBuf::from("/cache/plugin.so"));
+        assert_eq!(got.source, Source::Cache);
+        assert!(lines[0].contains("installing the default CPU plugin"), "{lines:?}");
+
+        // A named plugin that is missing is an error, not an install of something else.
+        let e = resolve_or_install_with(Some("cuda12"), not_found, |_, _| panic!("no install"), |_| ()).unwrap_err();
+        assert!(matches!(e, Error::PluginNotFound { .. }), "{e}");
+        // A plugin that is found is returned as it is.
+        let got = resolve_or_install_with(None, |_| Ok(found("tpu")), |_, _| panic!("no install"), |_| ()).unwrap();
+        assert_eq!(got.name, "tpu");
+        // Other errors (a tampered cached plugin) are not papered over by installing.
+        let tampered = |_: Option<&str>| Err(Error::Install { name: "cpu".into(), message: "changed".into() });
+        let e = resolve_or_install_with(None, tampered, |_, _| panic!("no install"), |_| ()).unwrap_err();
+        assert!(matches!(e, Error::Install { .. }), "{e}");
+        // A failed install is reported.
+        let e = resolve_or_install_with(
+            None,
+            not_found,
+            |p, _| Err(Error::Install { name: p.name.into(), message: "no pip".into() }),
+            |_| (),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no pip"), "{e}");
+    }
+
+    #[test]
+    fn the_install_lock_is_exclusive_and_released_on_drop() {
+        let dir = std::env::temp_dir().join(format!("pjrt-lock-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("plugin.lock");
+        let first = InstallLock::acquire(&path, &mut |_| ()).unwrap();
+        assert!(path.is_file());
+        let (waiting_tx, waiting_rx) = std::sync::mpsc::channel();
+        let (got_tx, got_rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let second = InstallLock::acquire(&path, &mut |_| waiting_tx.send(()).unwrap()).unwrap();
+                got_tx.send(()).unwrap();
+                drop(second);
+            })
+        };
+        // The second process says it waits, and gets the lock only after the first lets go.
+        waiting_rx.recv().unwrap();
+        assert!(got_rx.try_recv().is_err(), "the lock is held");
+        drop(first);
+        got_rx.recv().unwrap();
+        waiter.join().unwrap();
+        assert!(!path.exists(), "released");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
