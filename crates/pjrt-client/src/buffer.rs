@@ -126,6 +126,23 @@ fn check_strided(element_type: ElementType, dims: &[i64], strides: &[i64], len: 
 
 impl Client {
     /// Uploads a typed host slice as an array of shape `dims`.
+    ///
+    /// ```
+    /// use pjrt_client::{ElementType, Placement};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let x = client.buffer_from_slice(&[1i32, 2, 3, 4, 5, 6], &[2, 3], Placement::Default)?;
+    /// assert_eq!(x.element_type()?, ElementType::S32);
+    /// assert_eq!(x.dimensions()?, [2, 3]);
+    /// assert_eq!(x.to_vec::<i32>()?, [1, 2, 3, 4, 5, 6]);
+    /// // On a chosen device (or `Placement::Memory` for a chosen memory).
+    /// let device = &client.addressable_devices()[0];
+    /// let y = client.buffer_from_slice(&[0.5f64], &[], Placement::Device(device))?;
+    /// assert_eq!(y.device()?, *device);
+    /// // The element count must match the shape.
+    /// assert!(client.buffer_from_slice(&[1f32, 2.], &[3], Placement::Default).is_err());
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn buffer_from_slice<T: NativeType>(
         &self,
         data: &[T],
@@ -407,6 +424,16 @@ impl Buffer {
     }
 
     /// Copies the buffer to the host as a vector of `T`, which must match the element type.
+    ///
+    /// ```
+    /// # use pjrt_client::Placement;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let x = client.buffer_from_slice(&[1.5f32, -2.], &[2], Placement::Default)?;
+    /// assert_eq!(x.to_vec::<f32>()?, [1.5, -2.]);
+    /// assert!(x.to_vec::<f64>().is_err(), "the type must match: no silent conversion");
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn to_vec<T: NativeType>(&self) -> Result<Vec<T>> {
         let element_type = self.element_type()?;
         if element_type != T::ELEMENT_TYPE {

@@ -148,6 +148,16 @@ fn non_null_devices(
 impl Client {
     /// Creates a client with `options`. For a key-value store or a multi-process client, see
     /// [`Client::builder`].
+    ///
+    /// ```
+    /// use pjrt_client::{Client, ClientOptions, Plugin};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// // The CPU plugins make one device unless asked for more.
+    /// let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
+    /// assert_eq!(client.platform_name(), "cpu");
+    /// assert_eq!(client.addressable_devices().len(), 2);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn new(plugin: &Plugin, options: &ClientOptions) -> Result<Client> {
         options.validate()?;
         Self::create(plugin, options, None)
@@ -155,18 +165,21 @@ impl Client {
 
     /// A builder for clients with a key-value store and a place in a multi-process job.
     ///
-    /// ```no_run
-    /// use std::sync::Arc;
+    /// ```
     /// use pjrt_client::{Client, ClientOptions, InMemoryStore, Plugin};
     ///
     /// # fn main() -> pjrt_client::Result<()> {
-    /// let plugin = Plugin::load(pjrt_client::locate::resolve(None)?.path)?;
+    /// let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// // Process 0 of a 2-process job; the processes share the store (here an in-process one; on
+    /// // several hosts an `EtcdStore` or your own `KeyValueStore`).
     /// let store = InMemoryStore::new();
     /// let client = Client::builder(&plugin)
     ///     .options(ClientOptions::new().cpu_device_count(2))
     ///     .kv_store(store.clone())
     ///     .process(0, 2)
     ///     .build()?;
+    /// assert_eq!(client.process_index(), 0);
+    /// assert_eq!(client.addressable_devices().len(), 2);
     /// # Ok(()) }
     /// ```
     pub fn builder(plugin: &Plugin) -> ClientBuilder<'_> {
@@ -257,6 +270,21 @@ impl Client {
     }
 
     /// Every device of every process.
+    ///
+    /// ```
+    /// # use pjrt_client::{Client, ClientOptions};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
+    /// for device in client.devices() {
+    ///     let memories = device.memories()?;
+    ///     let kinds: Vec<String> = memories.iter().map(|m| m.kind()).collect::<Result<_, _>>()?;
+    ///     println!("{} ({}): memories {kinds:?}", device.to_string()?, device.kind()?);
+    ///     assert!(device.is_addressable()?);
+    ///     // Uploads without a memory go to the default one ("device" on CPU).
+    ///     assert!(memories.contains(&device.default_memory()?));
+    /// }
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn devices(&self) -> Vec<Device<'_>> {
         self.inner.devices.iter().map(|raw| Device::new(self, *raw)).collect()
     }

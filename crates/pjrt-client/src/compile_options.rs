@@ -194,6 +194,36 @@ impl DeviceAssignment {
 }
 
 /// Options for compiling a program. The defaults (1 replica, 1 partition) are always valid.
+///
+/// ```
+/// use pjrt_client::{CompileOptions, Placement, Program};
+///
+/// // Replicas, partitions (SPMD), XLA debug options; checked before any plugin sees them.
+/// let spmd = CompileOptions::new().num_partitions(4).use_spmd_partitioning(true);
+/// assert_eq!((spmd.replicas(), spmd.partitions()), (1, 4));
+/// assert!(CompileOptions::new().num_replicas(0).validate().is_err());
+/// // The serialized `CompileOptionsProto` (what JAX's compile_options.pb files hold) round-trips.
+/// let bytes = spmd.to_bytes()?;
+/// assert_eq!(CompileOptions::from_proto_bytes(&bytes)?.partitions(), 4);
+///
+/// // To get JAX's numbers from a JAX-lowered program, compile with JAX's XLA settings:
+/// // on CPU, max/min propagate NaN as in JAX.
+/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+/// let program = Program::mlir_text(r#"
+///   func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<2xf32> {
+///     %0 = stablehlo.maximum %a, %b : tensor<2xf32>
+///     return %0 : tensor<2xf32>
+///   }"#)?;
+/// let options = CompileOptions::new().jax_defaults("cpu").xla_option("xla_cpu_enable_fast_math", false);
+/// let exe = client.compile(&program, &options)?;
+/// let a = client.buffer_from_slice(&[f32::NAN, 1.], &[2], Placement::Default)?;
+/// let b = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
+/// let max = exe.execute(&[&a, &b])?[0].to_vec::<f32>()?;
+/// assert!(max[0].is_nan());
+/// assert_eq!(max[1], 2.);
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct CompileOptions {
     proto: proto::CompileOptionsProto,

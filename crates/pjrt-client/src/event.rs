@@ -20,6 +20,25 @@ use crate::sys::{self, Args};
 /// A PJRT event. Dropping it destroys the event (the work it tracks goes on).
 ///
 /// `Send + Sync`: events may be awaited, queried or given callbacks from any thread.
+///
+/// An event is a future (any executor; the plugin wakes it), or can be waited on directly:
+///
+/// ```
+/// use std::time::Duration;
+/// use futures::executor::block_on;
+/// # use pjrt_client::Placement;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+/// let x = client.buffer_from_slice(&[1f32; 1024], &[1024], Placement::Default)?;
+/// // Ready when the upload has landed on the device.
+/// x.ready_event()?.wait_timeout(Duration::from_secs(60))?;
+/// block_on(x.ready_event()?)?;
+/// // Or a callback, run by the plugin's thread when the event completes.
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let _callback = x.ready_event()?.on_ready(move |status| tx.send(status.is_ok()).unwrap())?;
+/// assert!(rx.recv().unwrap());
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
 pub struct Event {
     plugin: Plugin,
     // Keeps the client (and so whatever the event refers to) alive until the event is gone.

@@ -51,6 +51,22 @@ impl Client {
     ///
     /// The options are validated first: nothing that makes a plugin abort (no replicas, no
     /// partitions, more devices than the client has, unknown device ids) reaches it.
+    ///
+    /// ```
+    /// use pjrt_client::{CompileOptions, ElementType, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let program = Program::mlir_text(r#"
+    ///   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+    ///     %0 = stablehlo.add %a, %b : tensor<4xf32>
+    ///     return %0 : tensor<4xf32>
+    ///   }"#)?;
+    /// let exe = client.compile(&program, &CompileOptions::new())?;
+    /// assert_eq!((exe.num_replicas(), exe.num_partitions(), exe.num_outputs()), (1, 1, 1));
+    /// assert_eq!(exe.output_shapes()[0].element_type, Some(ElementType::F32));
+    /// assert_eq!(exe.output_shapes()[0].dims, [4]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
         let options_bytes = options.to_bytes()?;
         let needed = options.replicas() * options.partitions();
@@ -310,6 +326,26 @@ impl LoadedExecutable {
     ///
     /// This is the hot path: besides the returned vector it allocates nothing for up to 8
     /// arguments and outputs, makes no metadata query, and takes no lock.
+    ///
+    /// ```
+    /// # use pjrt_client::{CompileOptions, Placement, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// # let program = Program::mlir_text(r#"
+    /// #   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+    /// #     %0 = stablehlo.add %a, %b : tensor<4xf32>
+    /// #     return %0 : tensor<4xf32>
+    /// #   }"#)?;
+    /// let exe = client.compile(&program, &CompileOptions::new())?;
+    /// let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
+    /// let b = client.buffer_from_slice(&[10f32, 20., 30., 40.], &[4], Placement::Default)?;
+    /// let outputs = exe.execute(&[&a, &b])?;
+    /// assert_eq!(outputs[0].to_vec::<f32>()?, [11., 22., 33., 44.]);
+    /// // Arguments are checked against the program's parameters before the plugin sees them.
+    /// let wrong = client.buffer_from_slice(&[1i32, 2, 3, 4], &[4], Placement::Default)?;
+    /// assert!(exe.execute(&[&a, &wrong]).is_err());
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn execute(&self, arguments: &[&Buffer]) -> Result<Vec<Buffer>> {
         if self.portable || self.addressable_devices.len() != 1 {
             // Let the general path explain what is needed instead.
@@ -333,6 +369,30 @@ impl LoadedExecutable {
     /// consumed by the execution and deleted, unless its index is listed with
     /// [`ExecuteOptions::non_donatable_inputs`]. Plain [`LoadedExecutable::execute`] lets the
     /// plugin donate per the program's aliasing.
+    ///
+    /// ```
+    /// use pjrt_client::{CompileOptions, ExecuteOptions, Placement, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// // The parameter may be reused for the result (what `jax.jit(f, donate_argnums=0)` writes).
+    /// let program = Program::mlir_text(r#"
+    ///   func.func @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}) -> tensor<4xf32> {
+    ///     %0 = stablehlo.add %a, %a : tensor<4xf32>
+    ///     return %0 : tensor<4xf32>
+    ///   }"#)?;
+    /// let exe = client.compile(&program, &CompileOptions::new())?;
+    ///
+    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
+    /// let kept = exe.execute_with(&[&x], &ExecuteOptions::new().non_donatable_inputs([0]))?;
+    /// assert_eq!(kept[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
+    /// assert!(!x.is_deleted()?, "listed as non-donatable: still usable");
+    ///
+    /// let donated = exe.execute(&[&x])?;
+    /// assert_eq!(donated[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
+    /// assert!(x.is_deleted()?, "donated: its memory now holds the result");
+    /// assert!(x.to_vec::<f32>().is_err());
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn execute_with(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<Vec<Buffer>> {
         if self.portable || self.addressable_devices.len() != 1 {
             let result = self.execute_sharded_with(&[arguments], options)?;
@@ -351,6 +411,32 @@ impl LoadedExecutable {
     /// Launches on the executable's single device and returns at once: await the result (any
     /// executor) or call [`PendingExecution::wait`]. Submit many before awaiting any to let the
     /// plugin run them concurrently.
+    ///
+    /// ```
+    /// # use pjrt_client::{CompileOptions, Placement, Program};
+    /// use futures::executor::block_on;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// # let program = Program::mlir_text(r#"
+    /// #   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+    /// #     %0 = stablehlo.add %a, %b : tensor<4xf32>
+    /// #     return %0 : tensor<4xf32>
+    /// #   }"#)?;
+    /// let exe = client.compile(&program, &CompileOptions::new())?;
+    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
+    /// // Launch several executions, then wait for them: the plugin may run them at once.
+    /// let pending: Vec<_> = (0..4).map(|_| exe.execute_async(&[&x, &x])).collect::<Result<_, _>>()?;
+    /// let results = block_on(async {
+    ///     let mut results = Vec::new();
+    ///     for execution in pending {
+    ///         let outputs = execution.await?; // or `execution.wait()` without an executor
+    ///         results.push(outputs[0].to_host_async()?.await?);
+    ///     }
+    ///     Ok::<_, pjrt_client::Error>(results)
+    /// })?;
+    /// assert!(results.iter().all(|bytes| bytes.len() == 16));
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn execute_async(&self, arguments: &[&Buffer]) -> Result<PendingExecution> {
         if self.portable || self.addressable_devices.len() != 1 {
             let result = self.execute_sharded(&[arguments])?;
@@ -423,6 +509,35 @@ impl LoadedExecutable {
     /// Runs the program on every addressable device, with one argument list per device (in the
     /// order of [`LoadedExecutable::addressable_devices`]). Returns at once; the result holds
     /// the outputs per device and a completion event per device.
+    ///
+    /// ```
+    /// use pjrt_client::{Buffer, Client, ClientOptions, CompileOptions, Placement, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
+    /// // Two replicas: each device sums its own argument with every other device's (a psum).
+    /// let program = Program::mlir_text(r#"
+    ///   func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+    ///     %0 = "stablehlo.all_reduce"(%x) <{replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}> ({
+    ///     ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    ///       %s = stablehlo.add %a, %b : tensor<f32>
+    ///       stablehlo.return %s : tensor<f32>
+    ///     }) : (tensor<2xf32>) -> tensor<2xf32>
+    ///     return %0 : tensor<2xf32>
+    ///   }"#)?;
+    /// let exe = client.compile(&program, &CompileOptions::new().num_replicas(2))?;
+    /// // One argument list per device, each uploaded to its device.
+    /// let mut per_device: Vec<Vec<Buffer>> = Vec::new();
+    /// for (k, device) in exe.addressable_devices().iter().enumerate() {
+    ///     let x = [k as f32 + 1., 10. * (k as f32 + 1.)];
+    ///     per_device.push(vec![client.buffer_from_slice(&x, &[2], Placement::Device(device))?]);
+    /// }
+    /// let execution = exe.execute_sharded(&per_device.iter().map(|l| l.iter().collect()).collect::<Vec<Vec<_>>>())?;
+    /// execution.wait()?;
+    /// for outputs in &execution.outputs {
+    ///     assert_eq!(outputs[0].to_vec::<f32>()?, [3., 30.]);
+    /// }
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn execute_sharded<'b, L: AsRef<[&'b Buffer]>>(&self, arguments: &[L]) -> Result<Execution> {
         if self.portable {
             return Err(Error::invalid(

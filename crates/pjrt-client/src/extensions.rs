@@ -16,10 +16,10 @@
 //! Stream, GPU custom call, Profiler, Triton, Callback, RawBuffer) are reachable as typed views
 //! whose raw struct ([`ExtensionRef::as_raw`]) can be used with [`crate::sys`].
 //!
-//! ```no_run
+//! ```
 //! # fn main() -> pjrt_client::Result<()> {
 //! use pjrt_client::{Client, ClientOptions, ElementType, Plugin};
-//! let plugin = Plugin::load(pjrt_client::locate::resolve(None)?.path)?;
+//! let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 //! for info in plugin.extensions() {
 //!     println!("{} ({} bytes)", info.kind, info.struct_size);
 //! }

@@ -44,6 +44,41 @@ use crate::sys;
 /// Every method may be called from any thread, concurrently, including plugin threads (hence
 /// `Send + Sync + 'static`). Implementations should not panic; a panic is caught and reported to
 /// the plugin as an `INTERNAL` error, which usually fails client creation.
+///
+/// Give one to [`crate::Client::builder`] with [`crate::ClientBuilder::kv_store`]. A store of
+/// your own needs only these three methods:
+///
+/// ```
+/// use std::collections::HashMap;
+/// use std::sync::Mutex;
+/// use std::time::Duration;
+/// use pjrt_client::{KeyValueStore, KvError};
+///
+/// /// A store that never blocks: `get` of a missing key fails at once.
+/// #[derive(Default)]
+/// struct MapStore(Mutex<HashMap<String, Vec<u8>>>);
+///
+/// impl KeyValueStore for MapStore {
+///     fn get(&self, key: &str, timeout: Duration) -> Result<Vec<u8>, KvError> {
+///         self.try_get(key)?.ok_or_else(|| KvError::deadline_exceeded(key, timeout))
+///     }
+///     fn try_get(&self, key: &str) -> Result<Option<Vec<u8>>, KvError> {
+///         Ok(self.0.lock().unwrap().get(key).cloned())
+///     }
+///     fn put(&self, key: &str, value: &[u8]) -> Result<(), KvError> {
+///         self.0.lock().unwrap().insert(key.to_owned(), value.to_vec());
+///         Ok(())
+///     }
+/// }
+///
+/// let store = MapStore::default();
+/// store.put("topology/0", b"...").unwrap();
+/// assert_eq!(store.get("topology/0", Duration::ZERO).unwrap(), b"...");
+/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// let client = pjrt_client::Client::builder(&plugin).kv_store(store).process(0, 1).build()?;
+/// assert_eq!(client.process_index(), 0);
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
 pub trait KeyValueStore: Send + Sync + 'static {
     /// The value of `key`, waiting until some process puts it or `timeout` passes (then
     /// [`KvError::deadline_exceeded`]). A plugin that asks to wait forever passes
@@ -134,6 +169,20 @@ impl std::error::Error for KvError {}
 /// A cheap, cloneable handle: clones share one map, so several clients in one process (say, one
 /// per simulated process) can use the same store. For tests and single-host use; processes on
 /// different hosts need a store they can all reach. A `put` to an existing key replaces its value.
+///
+/// ```
+/// use std::time::Duration;
+/// use pjrt_client::{ErrorCode, InMemoryStore, KeyValueStore};
+///
+/// let store = InMemoryStore::new();
+/// let other_process = store.clone(); // shares the map
+/// let waiter = std::thread::spawn(move || other_process.get("ready", Duration::from_secs(60)));
+/// store.put("ready", b"yes").unwrap();
+/// assert_eq!(waiter.join().unwrap().unwrap(), b"yes"); // woken by the put
+/// assert_eq!(store.try_get("missing").unwrap(), None);
+/// let e = store.get("missing", Duration::from_millis(1)).unwrap_err();
+/// assert_eq!(e.code(), ErrorCode::DeadlineExceeded);
+/// ```
 #[derive(Clone, Default)]
 pub struct InMemoryStore {
     shared: Arc<InMemoryShared>,

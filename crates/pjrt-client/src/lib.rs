@@ -4,11 +4,13 @@
 //! (CPU, CUDA, ROCm, TPU), compile StableHLO, move data between host and devices, and run
 //! programs on one or many devices.
 //!
-//! ```no_run
+//! ```
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, Placement, Plugin, Program};
 //!
 //! # fn main() -> pjrt_client::Result<()> {
-//! let plugin = Plugin::load(pjrt_client::locate::resolve(None)?.path)?;
+//! // Find a plugin; with none on the machine, install the default CPU plugin from PyPI.
+//! let found = pjrt_client::locate::resolve_or_install(None, |line| eprintln!("{line}"))?;
+//! let plugin = Plugin::load(&found.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let program = Program::mlir_text(r#"
 //!   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
@@ -22,6 +24,15 @@
 //! assert_eq!(out[0].to_vec::<f32>()?, [11., 22., 33., 44.]);
 //! # Ok(()) }
 //! ```
+//!
+//! ## Tutorials and guides
+//! The repository's `examples/` folder holds numbered tutorials, each runnable with
+//! `cargo run -p pjrt-client --example NAME`: `01_inspect_plugin` (plugin, devices, memories),
+//! `02_run_stablehlo` (compile and run a JAX-lowered training step), `03_multi_device`
+//! (replicas, all-reduce, sharded inputs), `04_aot_compile` (compile ahead of time, load later),
+//! `05_async_execution` (futures, overlapping transfers, events), `06_safetensors` (weights),
+//! `07_jax_export` (a model exported from JAX). `docs/jax-guide.md` maps JAX concepts to this
+//! API; `docs/multi-host.md` covers many devices, processes and hosts.
 //!
 //! ## Layers
 //! - [`sys`]: our own `#[repr(C)]` declarations of the C API; no logic.

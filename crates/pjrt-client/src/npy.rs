@@ -16,6 +16,32 @@
 //! Every function here treats its input as untrusted: malformed, truncated or
 //! hostile files produce an [`NpyError`], never a panic, and nothing is
 //! allocated for the data before the input is known to contain it.
+//!
+//! To and from devices: [`crate::host_array::upload_npy`] and
+//! [`crate::host_array::download_npy`].
+//!
+//! ```
+//! use pjrt_client::host_array::{download_npy, upload_npy};
+//! use pjrt_client::npy::{Dtype, NpyArray};
+//! use pjrt_client::Placement;
+//!
+//! let x = NpyArray::from_elements(vec![2, 2], &[1f32, 2., 3., 4.])?;
+//! let path = std::env::temp_dir().join(format!("pjrt-doc-{}.npy", std::process::id()));
+//! x.write(&path)?; // what `np.save` writes; `np.load` reads it
+//! let back = NpyArray::read(&path)?;
+//! std::fs::remove_file(&path).ok();
+//! assert_eq!((back.dtype, &back.shape), (Dtype::F32, &vec![2, 2]));
+//! assert_eq!(back, x);
+//!
+//! # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+//! # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+//! let buffer = upload_npy(&client, &back, None, Placement::Default)?;
+//! assert_eq!(buffer.dimensions()?, [2, 2]);
+//! assert_eq!(download_npy(&buffer)?.to_vec::<f32>()?, [1., 2., 3., 4.]);
+//! // Malformed input is an error, never a panic.
+//! assert!(NpyArray::from_bytes(b"\x93NUMPY garbage").is_err());
+//! # Ok::<(), pjrt_client::Error>(())
+//! ```
 
 use std::error::Error;
 use std::fmt;

@@ -48,6 +48,21 @@ impl Plugin {
     /// version, and calls `PJRT_Plugin_Initialize` once.
     ///
     /// See the module docs: this runs the plugin's code.
+    ///
+    /// ```
+    /// use pjrt_client::{locate, Plugin};
+    ///
+    /// // Finds a plugin (installing the default CPU plugin from PyPI if there is none).
+    /// let found = locate::resolve_or_install(None, |line| eprintln!("{line}"))?;
+    /// let plugin = Plugin::load(&found.path)?;
+    /// println!("{} speaks PJRT API {}", plugin.path().display(), plugin.api_version());
+    /// assert_eq!(plugin.api_version().major, 0);
+    /// assert!(plugin.has_function("PJRT_Client_Create"));
+    /// for (name, value) in plugin.attributes() {
+    ///     println!("  {name} = {value:?}");
+    /// }
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<Plugin> {
         let path = path.as_ref();
         let load_err = |source| Error::Load { path: path.to_path_buf(), source };

@@ -9,13 +9,33 @@
 //! along one axis into as many equal shards as there are devices, or replicated (given whole to
 //! every device). [`Sharding`] says which, per argument and per output.
 //!
-//! ```no_run
-//! use pjrt_client::sharding::{self, Sharding};
+//! ```
 //! use pjrt_client::npy::NpyArray;
-//! # fn demo(exe: &pjrt_client::LoadedExecutable, x: NpyArray, w: NpyArray) -> pjrt_client::Result<()> {
-//! // x split by rows over the devices, w replicated; the output gathered along rows.
-//! let outputs = exe.run_sharded(&[x, w], &[Sharding::Split(0), Sharding::Replicated], &[Sharding::Split(0)])?;
-//! # Ok(()) }
+//! use pjrt_client::sharding::{gather_slices, shard_slice, Sharding};
+//! use pjrt_client::{Client, ClientOptions, CompileOptions, Program};
+//!
+//! // Plain slices: split a 4×2 array by rows over 2 devices and put it back together.
+//! let x: Vec<f32> = (0..8).map(|i| i as f32).collect();
+//! let parts = shard_slice(&x, &[4, 2], 0, 2)?;
+//! assert_eq!(parts[1], [4., 5., 6., 7.]);
+//! assert_eq!(gather_slices(&parts, &[2, 2], 0)?, (x.clone(), vec![4, 2]));
+//!
+//! // A data-parallel program on 2 devices: x split by rows, w replicated, y gathered by rows.
+//! # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+//! let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
+//! let program = Program::mlir_text(r#"
+//!   func.func @main(%x: tensor<2x2xf32>, %w: tensor<2xf32>) -> tensor<2x2xf32> {
+//!     %0 = stablehlo.broadcast_in_dim %w, dims = [1] : (tensor<2xf32>) -> tensor<2x2xf32>
+//!     %1 = stablehlo.multiply %x, %0 : tensor<2x2xf32>
+//!     return %1 : tensor<2x2xf32>
+//!   }"#)?;
+//! let exe = client.compile(&program, &CompileOptions::new().num_replicas(2))?;
+//! let xa = NpyArray::from_elements(vec![4, 2], &x)?;
+//! let wa = NpyArray::from_elements(vec![2], &[1f32, 10.])?;
+//! let y = exe.run_sharded(&[xa, wa], &[Sharding::Split(0), Sharding::Replicated], &[Sharding::Split(0)])?;
+//! assert_eq!(y[0].shape, [4, 2]);
+//! assert_eq!(y[0].to_vec::<f32>()?, [0., 10., 2., 30., 4., 50., 6., 70.]);
+//! # Ok::<(), pjrt_client::Error>(())
 //! ```
 
 use crate::buffer::{Buffer, Placement};

@@ -173,6 +173,36 @@ impl Topology {
 
     /// Compiles `program` for this topology without needing its devices (`PJRT_Compile`). With
     /// `client`, the plugin may use it for device information.
+    ///
+    /// Ahead-of-time compilation: compile once, serialize, load later (the CPU plugin at API
+    /// 0.115 implements it; 0.106 does not):
+    ///
+    /// ```
+    /// use pjrt_client::{locate, Client, ClientOptions, CompileOptions, Placement, Plugin, Program};
+    ///
+    /// // The default CPU plugin (API 0.115), installed into the cache if needed.
+    /// let plugin = Plugin::load(locate::install(locate::default_plugin(), |line| eprintln!("{line}"))?)?;
+    /// let client = Client::new(&plugin, &ClientOptions::new())?;
+    /// let program = Program::mlir_text(r#"
+    ///   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+    ///     %0 = stablehlo.add %a, %b : tensor<4xf32>
+    ///     return %0 : tensor<4xf32>
+    ///   }"#)?;
+    /// let options = CompileOptions::new();
+    /// let topology = client.topology()?;
+    /// assert_eq!(topology.platform_name()?, "cpu");
+    /// let compiled = topology.compile(&program, &options, None)?; // no devices needed
+    /// let bytes = compiled.serialize()?; // store these, e.g. in a file
+    ///
+    /// // Later, possibly in another process: load and run.
+    /// let exe = client.deserialize_and_load(&bytes)?;
+    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
+    /// assert_eq!(exe.execute(&[&x, &x])?[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
+    /// // Or load the compiled program directly.
+    /// let loaded = client.load(&compiled, &options)?;
+    /// assert_eq!(loaded.execute(&[&x, &x])?[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn compile(&self, program: &Program, options: &CompileOptions, client: Option<&Client>) -> Result<Executable> {
         let options_bytes = options.to_bytes()?;
         let format = program.format().as_pjrt_str();
@@ -262,6 +292,25 @@ impl fmt::Debug for Executable {
 impl LoadedExecutable {
     /// Serializes the compiled program (`PJRT_Executable_Serialize`); load it again with
     /// [`Client::deserialize_and_load`] on a client of the same plugin build.
+    ///
+    /// ```
+    /// # use pjrt_client::{CompileOptions, Placement, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// # let program = Program::mlir_text(r#"
+    /// #   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+    /// #     %0 = stablehlo.add %a, %b : tensor<4xf32>
+    /// #     return %0 : tensor<4xf32>
+    /// #   }"#)?;
+    /// let exe = client.compile(&program, &CompileOptions::new())?;
+    /// let bytes = exe.serialize()?;
+    /// let again = client.deserialize_and_load(&bytes)?;
+    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
+    /// assert_eq!(again.execute(&[&x, &x])?[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
+    /// // Bytes that are not an executable are an error, not a crash.
+    /// assert!(client.deserialize_and_load(b"not an executable").is_err());
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn serialize(&self) -> Result<Vec<u8>> {
         serialize_executable(self.client().plugin(), self.raw_executable())
     }
