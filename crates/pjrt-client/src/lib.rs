@@ -116,6 +116,11 @@ pub use program::{ModuleCounts, Program, ProgramFormat};
 pub use topology::{Executable, Topology};
 pub use transfer_manager::{PendingTransfer, ShapeSpec, TransferManager};
 
+/// The Rust snippets of `docs/jax-guide.md`, run as doc tests so the guide stays true to the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/jax-guide.md")]
+pub struct JaxGuide;
+
 pub use half;
 #[cfg(feature = "ndarray")]
 pub use ndarray;
