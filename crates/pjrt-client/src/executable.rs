@@ -531,7 +531,8 @@ impl LoadedExecutable {
     ///     let x = [k as f32 + 1., 10. * (k as f32 + 1.)];
     ///     per_device.push(vec![client.buffer_from_slice(&x, &[2], Placement::Device(device))?]);
     /// }
-    /// let execution = exe.execute_sharded(&per_device.iter().map(|l| l.iter().collect()).collect::<Vec<Vec<_>>>())?;
+    /// let arguments: Vec<Vec<&Buffer>> = per_device.iter().map(|list| list.iter().collect()).collect();
+    /// let execution = exe.execute_sharded(&arguments)?; // returns at once
     /// execution.wait()?;
     /// for outputs in &execution.outputs {
     ///     assert_eq!(outputs[0].to_vec::<f32>()?, [3., 30.]);
