@@ -407,8 +407,9 @@ fn create_private_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A lock file held while one process installs a plugin; removed on drop. A lock older than
-/// [`InstallLock::STALE`] is taken to be left behind by a process that died, and is taken over.
+/// A lock file held while one process installs a plugin; removed on drop. A lock whose process
+/// is gone (Linux: its recorded pid has no `/proc` entry) or that is older than
+/// [`InstallLock::STALE`] was left behind by a process that died, and is taken over.
 struct InstallLock {
     path: PathBuf,
 }
@@ -427,12 +428,15 @@ impl InstallLock {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     let age = std::fs::metadata(path).and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
-                    if age.is_some_and(|age| age > Self::STALE) {
+                    if age.is_some_and(|age| age > Self::STALE) || Self::holder_is_gone(path) {
                         let _ = std::fs::remove_file(path);
                         continue;
                     }
                     if !said {
-                        log(&format!("waiting for another process that is installing the plugin ({})", path.display()));
+                        log(&format!(
+                            "waiting for another process that is installing the plugin (lock file {})",
+                            path.display()
+                        ));
                         said = true;
                     }
                     std::thread::sleep(std::time::Duration::from_millis(200));
@@ -440,6 +444,15 @@ impl InstallLock {
                 Err(e) => return Err(Error::io(path, e)),
             }
         }
+    }
+
+    /// Whether the lock names a process that no longer runs. An empty file (its holder is
+    /// between creating and writing it) or an unknown platform counts as alive.
+    fn holder_is_gone(path: &Path) -> bool {
+        let Some(pid) = std::fs::read_to_string(path).ok().and_then(|text| text.trim().parse::<u32>().ok()) else {
+            return false;
+        };
+        cfg!(target_os = "linux") && !Path::new("/proc").join(pid.to_string()).exists()
     }
 }
 
@@ -598,6 +611,20 @@ mod tests {
         got_rx.recv().unwrap();
         waiter.join().unwrap();
         assert!(!path.exists(), "released");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_lock_left_by_a_dead_process_is_taken_over() {
+        let dir = std::env::temp_dir().join(format!("pjrt-stale-lock-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("plugin.lock");
+        // Above Linux's largest pid (2^22), so no process has it.
+        std::fs::write(&path, "4000000000\n").unwrap();
+        let lock = InstallLock::acquire(&path, &mut |line| panic!("should not wait: {line}")).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap().trim(), std::process::id().to_string());
+        drop(lock);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
