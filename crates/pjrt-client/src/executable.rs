@@ -52,6 +52,9 @@ impl Client {
     /// The options are validated first: nothing that makes a plugin abort (no replicas, no
     /// partitions, more devices than the client has, unknown device ids) reaches it.
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
+        let _span =
+            tracing::info_span!("compile", format = program.format().as_pjrt_str(), bytes = program.code().len())
+                .entered();
         let options_bytes = options.to_bytes()?;
         let needed = options.replicas() * options.partitions();
         let available = self.devices().len() as i64;
@@ -311,6 +314,7 @@ impl LoadedExecutable {
     /// This is the hot path: besides the returned vector it allocates nothing for up to 8
     /// arguments and outputs, makes no metadata query, and takes no lock.
     pub fn execute(&self, arguments: &[&Buffer]) -> Result<Vec<Buffer>> {
+        let _span = tracing::debug_span!("execute").entered();
         if self.portable || self.addressable_devices.len() != 1 {
             // Let the general path explain what is needed instead.
             let result = self.execute_sharded(&[arguments])?;
@@ -334,6 +338,7 @@ impl LoadedExecutable {
     /// [`ExecuteOptions::non_donatable_inputs`]. Plain [`LoadedExecutable::execute`] lets the
     /// plugin donate per the program's aliasing.
     pub fn execute_with(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<Vec<Buffer>> {
+        let _span = tracing::debug_span!("execute").entered();
         if self.portable || self.addressable_devices.len() != 1 {
             let result = self.execute_sharded_with(&[arguments], options)?;
             result.wait()?;
@@ -352,6 +357,7 @@ impl LoadedExecutable {
     /// executor) or call [`PendingExecution::wait`]. Submit many before awaiting any to let the
     /// plugin run them concurrently.
     pub fn execute_async(&self, arguments: &[&Buffer]) -> Result<PendingExecution> {
+        let _span = tracing::debug_span!("execute_launch").entered();
         if self.portable || self.addressable_devices.len() != 1 {
             let result = self.execute_sharded(&[arguments])?;
             let mut outputs = result.outputs;
@@ -424,6 +430,7 @@ impl LoadedExecutable {
     /// order of [`LoadedExecutable::addressable_devices`]). Returns at once; the result holds
     /// the outputs per device and a completion event per device.
     pub fn execute_sharded<'b, L: AsRef<[&'b Buffer]>>(&self, arguments: &[L]) -> Result<Execution> {
+        let _span = tracing::debug_span!("execute_launch", devices = arguments.len()).entered();
         if self.portable {
             return Err(Error::invalid(
                 "this executable is portable (compiled with compile_portable_executable): run it with execute_on(device, ...)",
@@ -451,6 +458,7 @@ impl LoadedExecutable {
         arguments: &[L],
         options: &ExecuteOptions,
     ) -> Result<Execution> {
+        let _span = tracing::debug_span!("execute_launch", devices = arguments.len()).entered();
         if self.portable {
             return Err(Error::invalid(
                 "this executable is portable (compiled with compile_portable_executable): run it with execute_on(device, ...)",
@@ -471,6 +479,7 @@ impl LoadedExecutable {
 
     /// Runs a portable executable (or a single-device one) on `device`.
     pub fn execute_on(&self, device: &Device<'_>, arguments: &[&Buffer]) -> Result<Vec<Buffer>> {
+        let _span = tracing::debug_span!("execute").entered();
         if !device.client().same_client(&self.client) {
             return Err(Error::invalid("the device belongs to another client"));
         }
@@ -701,6 +710,7 @@ pub struct PendingExecution {
 impl PendingExecution {
     /// Blocks until the execution finished; returns the outputs.
     pub fn wait(mut self) -> Result<Vec<Buffer>> {
+        let _span = tracing::debug_span!("execute_wait").entered();
         if let Some(event) = self.event.take() {
             event.wait()?;
         }
@@ -739,6 +749,7 @@ impl Future for PendingExecution {
 impl Execution {
     /// Waits for every device to finish; returns the first error.
     pub fn wait(&self) -> Result<()> {
+        let _span = tracing::debug_span!("execute_wait", devices = self.events.len()).entered();
         let mut first = Ok(());
         for event in &self.events {
             let status = event.wait();
