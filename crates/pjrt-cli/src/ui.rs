@@ -127,9 +127,6 @@ pub fn hint(error: &Error) -> Option<String> {
              plugin (API 0.115)"
                 .into(),
         ),
-        Error::Pjrt { function, .. } if function.contains("Compile") && !message.contains("hint:") => {
-            Some("run with -v to see the plugin's own log, which often names the offending operation".into())
-        }
         _ => None,
     }
 }
