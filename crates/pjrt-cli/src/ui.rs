@@ -423,6 +423,22 @@ mod tests {
     }
 
     #[test]
+    fn spans_past_the_limit_are_tallied_not_printed() {
+        let printer = Arc::new(Printer::new(1, false));
+        tracing::subscriber::with_default(SpanPrinter(Arc::clone(&printer)), || {
+            for _ in 0..SHOWN_PER_SPAN + 5 {
+                let _span = tracing::debug_span!("step", bytes = 4).entered();
+            }
+            // Below the -v level: not even recorded.
+            let _fine = tracing::trace_span!("fine").entered();
+        });
+        let tally = printer.tally.lock().unwrap();
+        assert_eq!((tally["step"].shown, tally["step"].hidden), (SHOWN_PER_SPAN, 5));
+        assert!(!tally.contains_key("fine"));
+        assert!(printer.spans.lock().unwrap().is_empty(), "every span was closed");
+    }
+
+    #[test]
     fn hints_name_the_next_step() {
         let missing = Error::Io { path: "x.npy".into(), source: std::io::ErrorKind::NotFound.into() };
         assert!(hint(&missing).unwrap().contains("path"));
