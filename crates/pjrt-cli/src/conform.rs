@@ -20,8 +20,8 @@ pub struct ConformArgs {
     /// The plugin to check (path or name). Not needed with --diff.
     pub plugin: Option<String>,
     /// The report as JSON. `--json` alone (or `--json -`) prints it on stdout instead of the
-    /// text; `--json FILE` writes it to FILE and still prints the text. With --diff, `--json`
-    /// prints the differences as JSON. Put the plugin before `--json`: `pjrt conform cpu --json`.
+    /// text; `--json FILE` writes it to FILE and still prints the text. With --diff, the same for
+    /// the differences. Put the plugin before `--json`: `pjrt conform cpu --json`.
     #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<std::path::PathBuf>,
     /// Compare two JSON reports instead of checking a plugin.
@@ -607,10 +607,16 @@ pub fn command(args: &ConformArgs, resolve: impl FnOnce(Option<String>) -> Resul
     let to_stdout = args.json.as_deref().is_some_and(|p| p == Path::new("-"));
     if let Some(files) = &args.diff {
         let (a, b) = (read_report(&files[0])?, read_report(&files[1])?);
-        if to_stdout {
-            println!("{}", diff_json(&a, &b));
-        } else {
-            diff(&a, &b);
+        match args.json.as_deref() {
+            Some(_) if to_stdout => println!("{}", diff_json(&a, &b)),
+            Some(file) => {
+                let text = format!("{:#}\n", diff_json(&a, &b));
+                std::fs::write(file, text).map_err(|e| Error::Io { path: file.to_path_buf(), source: e })?;
+                diff(&a, &b);
+            }
+            None => {
+                diff(&a, &b);
+            }
         }
         return Ok(());
     }

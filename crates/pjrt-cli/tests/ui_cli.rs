@@ -118,6 +118,19 @@ fn every_subcommand_speaks_json() {
     let diff = json(&["conform", "--diff", old.to_str().unwrap(), file.to_str().unwrap(), "--json"]);
     let differences = diff["differences"].as_array().unwrap();
     assert!(differences.iter().any(|d| d["name"] == "aot.compile_and_load" && d["a"] == "unsupported"), "{diff}");
+    let diff_file = dir.join("diff.json");
+    let out = pjrt_clean_env(&[
+        "conform",
+        "--diff",
+        old.to_str().unwrap(),
+        file.to_str().unwrap(),
+        "--json",
+        diff_file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("checks differ"), "text on stdout with --json FILE");
+    let written: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&diff_file).unwrap()).unwrap();
+    assert_eq!(written["differences"], diff["differences"]);
     // The trap `--json cpu` (a file named like a plugin) is refused with the right spelling.
     assert_fails(&pjrt_clean_env(&["conform", "--json", "cpu"]), "pjrt conform cpu --json");
 }
