@@ -127,6 +127,13 @@ pub fn hint(error: &Error) -> Option<String> {
              plugin (API 0.115)"
                 .into(),
         ),
+        Error::InvalidArgument(m) if m.contains("but the parameter is") => Some(
+            "save the input with the parameter's dtype, e.g. numpy.save(path, array.astype(numpy.float32)) for f32"
+                .into(),
+        ),
+        Error::InvalidArgument(m) if m.contains("but the program's parameter") => {
+            Some("--input takes the arrays in parameter order; check the order and each array's shape".into())
+        }
         _ => None,
     }
 }
@@ -445,5 +452,8 @@ mod tests {
         let unsupported = Error::Unsupported { function: "f", since_minor: 115, plugin_major: 0, plugin_minor: 106 };
         assert!(hint(&unsupported).unwrap().contains("pjrt plugin install cpu"));
         assert!(hint(&Error::InvalidArgument("x".into())).is_none());
+        let dtype =
+            Error::InvalidArgument("input 0 (i.npy): the array is int32 (s32), but the parameter is f32".into());
+        assert!(hint(&dtype).unwrap().contains("astype"));
     }
 }

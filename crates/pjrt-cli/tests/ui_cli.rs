@@ -167,5 +167,12 @@ fn errors_name_the_next_step() {
         NpyArray::from_elements(vec![3], &[1i32; 3]).unwrap().write(&ints).unwrap();
         let wrong = pjrt_clean_env(&["run", &program, "-i", ints.to_str().unwrap(), "-o", &out, "--plugin", plugin]);
         assert_fails(&wrong, "parameter is f32");
+        assert_fails(&wrong, "hint: save the input with the parameter's dtype");
+        // Input shape: what the parameter is, and that order matters.
+        let four = dir.join("four.npy");
+        NpyArray::from_elements(vec![4], &[1f32; 4]).unwrap().write(&four).unwrap();
+        let shape = pjrt_clean_env(&["run", &program, "-i", four.to_str().unwrap(), "-o", &out, "--plugin", plugin]);
+        assert_fails(&shape, "the program's parameter 0 is f32[3]");
+        assert_fails(&shape, "hint: --input takes the arrays in parameter order");
     }
 }
