@@ -414,6 +414,7 @@ fn progress_label(span: &str) -> &str {
         "install_plugin" => "downloading the plugin from PyPI",
         "create_client" => "creating the client",
         "load_plugin" => "loading the plugin",
+        "load_executable" => "loading the compiled program",
         other => other,
     }
 }

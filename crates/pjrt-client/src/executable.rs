@@ -1134,6 +1134,7 @@ impl Client {
         overrides: Option<&CompileOptions>,
         load_options: Option<&LoadOptions>,
     ) -> Result<LoadedExecutable> {
+        let _span = tracing::info_span!("load_executable", bytes = serialized.len()).entered();
         if serialized.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
         }
