@@ -11,7 +11,8 @@ use pjrt_client::npy::NpyArray;
 /// Runs `pjrt ARGS` without any log-level variables inherited from the test's environment, so
 /// that what is checked is `pjrt`'s own choice.
 fn pjrt_clean_env(args: &[&str]) -> Output {
-    pjrt(&["plugin", "list"]); // installs both plugins once
+    static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    INSTALLED.get_or_init(|| drop(pjrt(&["plugin", "list"]))); // `pjrt` installs both plugins first
     Command::new(env!("CARGO_BIN_EXE_pjrt"))
         .args(args)
         .current_dir(root())
