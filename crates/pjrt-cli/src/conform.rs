@@ -19,8 +19,10 @@ use serde_json::{json, Value as Json};
 pub struct ConformArgs {
     /// The plugin to check (path or name). Not needed with --diff.
     pub plugin: Option<String>,
-    /// Also write the JSON report to FILE.
-    #[arg(long, value_name = "FILE")]
+    /// The report as JSON. `--json` alone (or `--json -`) prints it on stdout instead of the
+    /// text; `--json FILE` writes it to FILE and still prints the text. With --diff, the same for
+    /// the differences. Put the plugin before `--json`: `pjrt conform cpu --json`.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
     pub json: Option<std::path::PathBuf>,
     /// Compare two JSON reports instead of checking a plugin.
     #[arg(long, num_args = 2, value_names = ["A.json", "B.json"])]
@@ -597,6 +599,81 @@ pub fn diff(a: &Json, b: &Json) -> usize {
     }
     println!("{differences} checks differ");
     differences
+}
+
+/// `pjrt conform`: checks the plugin that `resolve` finds for the name given (or diffs two
+/// reports) and prints the result as `args.json` asks. Fails when a check failed.
+pub fn command(args: &ConformArgs, resolve: impl FnOnce(Option<String>) -> Result<Plugin, Error>) -> Result<(), Error> {
+    let to_stdout = args.json.as_deref().is_some_and(|p| p == Path::new("-"));
+    if let Some(files) = &args.diff {
+        let (a, b) = (read_report(&files[0])?, read_report(&files[1])?);
+        match args.json.as_deref() {
+            Some(_) if to_stdout => println!("{}", diff_json(&a, &b)),
+            Some(file) => {
+                let text = format!("{:#}\n", diff_json(&a, &b));
+                std::fs::write(file, text).map_err(|e| Error::Io { path: file.to_path_buf(), source: e })?;
+                diff(&a, &b);
+            }
+            None => {
+                diff(&a, &b);
+            }
+        }
+        return Ok(());
+    }
+    let file = args.json.as_deref().filter(|_| !to_stdout);
+    if let Some(file) = file {
+        let name = file.to_string_lossy();
+        if args.plugin.is_none() && pjrt_client::locate::known_plugin(&name).is_some() && !file.exists() {
+            return Err(Error::InvalidArgument(format!(
+                "`--json {name}` would write the report to a file named `{name}` and check the default plugin; \
+                 write `pjrt conform {name} --json` to print the JSON, or `pjrt conform {name} --json FILE`"
+            )));
+        }
+    }
+    let plugin = resolve(args.plugin.clone())?;
+    let (plugin_json, report) = run_checks(&plugin);
+    let json = report_json(plugin_json, &report);
+    if let Some(file) = file {
+        std::fs::write(file, format!("{json:#}\n")).map_err(|e| Error::Io { path: file.to_path_buf(), source: e })?;
+    }
+    if to_stdout {
+        println!("{json}");
+    } else {
+        print_text(&json);
+    }
+    if report.failures() > 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{} conformance checks failed; the report lists them (status \"fail\")",
+            report.failures()
+        )));
+    }
+    Ok(())
+}
+
+/// The checks whose status differs between two reports, as JSON: `{"a": plugin, "b": plugin,
+/// "differences": [{"name", "a", "b"}]}`, where `a` and `b` are the reports' `plugin` objects and
+/// a status is `null` where a report lacks the check.
+pub fn diff_json(a: &Json, b: &Json) -> Json {
+    let status = |r: &Json| -> std::collections::BTreeMap<String, Json> {
+        r["checks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| (c["name"].as_str().unwrap_or("").to_owned(), c["status"].clone()))
+            .collect()
+    };
+    let (sa, sb) = (status(a), status(b));
+    let mut names: Vec<&String> = sa.keys().chain(sb.keys()).collect();
+    names.sort();
+    names.dedup();
+    let differences: Vec<Json> = names
+        .into_iter()
+        .filter_map(|name| {
+            let (x, y) = (sa.get(name).cloned().unwrap_or(Json::Null), sb.get(name).cloned().unwrap_or(Json::Null));
+            (x != y).then(|| json!({ "name": name, "a": x, "b": y }))
+        })
+        .collect();
+    json!({ "a": a["plugin"], "b": b["plugin"], "differences": differences })
 }
 
 /// Reads a report written with `--json`.

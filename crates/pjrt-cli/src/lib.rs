@@ -6,13 +6,14 @@
 
 pub mod bench;
 pub mod conform;
+pub mod ui;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{ArgAction, Args, Parser, Subcommand};
 use pjrt_client::host_array::{download_npy, upload_npy};
 use pjrt_client::locate::{self, Source};
 use pjrt_client::npy::{Dtype, NpyArray};
@@ -22,6 +23,10 @@ use serde_json::{json, Value as Json};
 #[derive(Parser)]
 #[command(name = "pjrt", version, about = "Inspect PJRT plugins and run StableHLO programs on them")]
 pub struct Cli {
+    /// More output on stderr: -v shows the plugin's log and how long each step took (load,
+    /// compile, transfers, execute); -vv also the plugin's debug log (VLOG 1) and every step.
+    #[arg(long, short = 'v', action = ArgAction::Count, global = true)]
+    pub verbose: u8,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -98,6 +103,9 @@ pub enum PluginCommand {
     Install {
         /// `cpu` (the default CPU plugin, API 0.115) or `cpu-0.106` (an older one).
         name: String,
+        /// Print one JSON object (name, package, version, path) instead of the path.
+        #[arg(long)]
+        json: bool,
     },
     /// List every plugin found, with its path, platform and API version.
     List {
@@ -132,19 +140,11 @@ where
             return ExitCode::from(code);
         }
     };
+    let _ui = ui::init(cli.verbose);
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
-            let shown = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(s) = source {
-                let text = s.to_string();
-                if !shown.contains(&text) {
-                    eprintln!("  caused by: {text}");
-                }
-                source = s.source();
-            }
+            ui::report_error(&e);
             ExitCode::from(1)
         }
     }
@@ -153,25 +153,7 @@ where
 /// Runs a parsed command.
 pub fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
-        Command::Conform(args) => {
-            if let Some(files) = &args.diff {
-                let a = conform::read_report(&files[0])?;
-                let b = conform::read_report(&files[1])?;
-                conform::diff(&a, &b);
-                return Ok(());
-            }
-            let plugin = resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?;
-            let (plugin_json, report) = conform::run_checks(&plugin);
-            let json = conform::report_json(plugin_json, &report);
-            if let Some(path) = &args.json {
-                std::fs::write(path, format!("{json:#}\n")).map_err(|e| Error::Io { path: path.clone(), source: e })?;
-            }
-            conform::print_text(&json);
-            if report.failures() > 0 {
-                return Err(Error::InvalidArgument(format!("{} conformance checks failed", report.failures())));
-            }
-            Ok(())
-        }
+        Command::Conform(args) => conform::command(&args, |plugin| resolve_plugin(&PluginArg { plugin })),
         Command::Bench(args) => {
             let plugin = resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?;
             let report = bench::run_bench(&args, &plugin)?;
@@ -184,15 +166,22 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Info { plugin, json } => info(&plugin, json),
         Command::Run(args) => run_program(&args),
-        Command::Plugin(PluginCommand::Install { name }) => {
+        Command::Plugin(PluginCommand::Install { name, json }) => {
             let known = locate::known_plugin(&name).ok_or_else(|| {
                 Error::InvalidArgument(format!(
-                    "unknown plugin `{name}`; known: {}",
+                    "unknown plugin `{name}`; known: {} (a plugin you already have needs no install: pass --plugin PATH)",
                     locate::KNOWN_PLUGINS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
                 ))
             })?;
-            let path = locate::install(known, |line| eprintln!("{line}"))?;
-            println!("{}", path.display());
+            let path = locate::install(known, ui::log_line)?;
+            if json {
+                println!(
+                    "{}",
+                    json!({ "name": known.name, "package": known.package, "version": known.version, "path": path })
+                );
+            } else {
+                println!("{}", path.display());
+            }
             Ok(())
         }
         Command::Plugin(PluginCommand::List { json }) => list_plugins(json),
@@ -201,7 +190,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
 
 /// Resolves the plugin to use; installs the default CPU plugin when nothing is found at all.
 fn resolve_plugin(arg: &PluginArg) -> Result<Plugin, Error> {
-    let found = locate::resolve_or_install(arg.plugin.as_deref(), |line| eprintln!("{line}"))?;
+    let found = locate::resolve_or_install(arg.plugin.as_deref(), ui::log_line)?;
     Plugin::load(&found.path)
 }
 

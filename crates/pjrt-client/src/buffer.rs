@@ -164,6 +164,7 @@ impl Client {
         layout: &HostLayout,
         placement: Placement<'_>,
     ) -> Result<Buffer> {
+        let _span = tracing::debug_span!("host_to_device", bytes = data.len()).entered();
         let api = self.api();
         match element_type.since_minor() {
             None => return Err(Error::invalid(format!("unknown element type {element_type}"))),
@@ -415,6 +416,7 @@ impl Buffer {
     /// Copies the buffer to the host and returns its bytes (dense, row-major).
     pub fn to_host_bytes(&self) -> Result<Vec<u8>> {
         let size = self.host_size()?;
+        let _span = tracing::debug_span!("device_to_host", bytes = size).entered();
         let mut destination = Vec::new();
         destination
             .try_reserve_exact(size)
@@ -532,6 +534,7 @@ impl HostTransfer {
 
     /// Waits for the copy and returns the bytes.
     pub fn wait(mut self) -> Result<Vec<u8>> {
+        let _span = tracing::trace_span!("device_to_host_wait").entered();
         if let Some(event) = self.event.take() {
             event.wait_until_complete()?;
         }

@@ -68,6 +68,9 @@ impl Client {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
+        let _span =
+            tracing::info_span!("compile", format = program.format().as_pjrt_str(), bytes = program.code().len())
+                .entered();
         let options_bytes = options.to_bytes()?;
         let needed = options.replicas() * options.partitions();
         let available = self.devices().len() as i64;
@@ -347,6 +350,7 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute(&self, arguments: &[&Buffer]) -> Result<Vec<Buffer>> {
+        let _span = tracing::debug_span!("execute").entered();
         if self.portable || self.addressable_devices.len() != 1 {
             // Let the general path explain what is needed instead.
             let result = self.execute_sharded(&[arguments])?;
@@ -394,6 +398,7 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute_with(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<Vec<Buffer>> {
+        let _span = tracing::debug_span!("execute").entered();
         if self.portable || self.addressable_devices.len() != 1 {
             let result = self.execute_sharded_with(&[arguments], options)?;
             result.wait()?;
@@ -438,6 +443,7 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute_async(&self, arguments: &[&Buffer]) -> Result<PendingExecution> {
+        let _span = tracing::debug_span!("execute_launch").entered();
         if self.portable || self.addressable_devices.len() != 1 {
             let result = self.execute_sharded(&[arguments])?;
             let mut outputs = result.outputs;
@@ -540,6 +546,7 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute_sharded<'b, L: AsRef<[&'b Buffer]>>(&self, arguments: &[L]) -> Result<Execution> {
+        let _span = tracing::debug_span!("execute_launch", devices = arguments.len()).entered();
         if self.portable {
             return Err(Error::invalid(
                 "this executable is portable (compiled with compile_portable_executable): run it with execute_on(device, ...)",
@@ -567,6 +574,7 @@ impl LoadedExecutable {
         arguments: &[L],
         options: &ExecuteOptions,
     ) -> Result<Execution> {
+        let _span = tracing::debug_span!("execute_launch", devices = arguments.len()).entered();
         if self.portable {
             return Err(Error::invalid(
                 "this executable is portable (compiled with compile_portable_executable): run it with execute_on(device, ...)",
@@ -587,6 +595,7 @@ impl LoadedExecutable {
 
     /// Runs a portable executable (or a single-device one) on `device`.
     pub fn execute_on(&self, device: &Device<'_>, arguments: &[&Buffer]) -> Result<Vec<Buffer>> {
+        let _span = tracing::debug_span!("execute").entered();
         if !device.client().same_client(&self.client) {
             return Err(Error::invalid("the device belongs to another client"));
         }
@@ -817,6 +826,7 @@ pub struct PendingExecution {
 impl PendingExecution {
     /// Blocks until the execution finished; returns the outputs.
     pub fn wait(mut self) -> Result<Vec<Buffer>> {
+        let _span = tracing::debug_span!("execute_wait").entered();
         if let Some(event) = self.event.take() {
             event.wait()?;
         }
@@ -855,6 +865,7 @@ impl Future for PendingExecution {
 impl Execution {
     /// Waits for every device to finish; returns the first error.
     pub fn wait(&self) -> Result<()> {
+        let _span = tracing::debug_span!("execute_wait", devices = self.events.len()).entered();
         let mut first = Ok(());
         for event in &self.events {
             let status = event.wait();
@@ -1239,6 +1250,7 @@ impl Client {
         overrides: Option<&CompileOptions>,
         load_options: Option<&LoadOptions>,
     ) -> Result<LoadedExecutable> {
+        let _span = tracing::info_span!("load_executable", bytes = serialized.len()).entered();
         if serialized.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
         }

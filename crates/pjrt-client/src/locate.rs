@@ -181,6 +181,12 @@ pub fn plugins_in_site_packages(site: &Path) -> Vec<FoundPlugin> {
 
 /// Every plugin this crate can find, in resolution order (environment, Python packages, cache).
 pub fn find_all() -> Vec<FoundPlugin> {
+    find_all_in(&python_site_packages())
+}
+
+/// [`find_all`] with the site-packages folders already known (asking `python3` for them is the
+/// slow part: a process start).
+fn find_all_in(sites: &[PathBuf]) -> Vec<FoundPlugin> {
     let mut found = Vec::new();
     if let Some(path) = std::env::var_os("PJRT_PLUGIN").filter(|p| !p.is_empty()) {
         found.push(FoundPlugin {
@@ -190,8 +196,8 @@ pub fn find_all() -> Vec<FoundPlugin> {
             source: Source::Environment,
         });
     }
-    for site in python_site_packages() {
-        found.extend(plugins_in_site_packages(&site));
+    for site in sites {
+        found.extend(plugins_in_site_packages(site));
     }
     for known in KNOWN_PLUGINS {
         let path = cached_path(known);
@@ -211,6 +217,7 @@ pub fn find_all() -> Vec<FoundPlugin> {
 /// ...). Without it: `PJRT_PLUGIN`, then Python packages, then the cache (CPU plugins last, so an
 /// installed accelerator plugin wins).
 pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
+    let _span = tracing::info_span!("find_plugin").entered();
     let mut tried = Vec::new();
     if let Some(spec) = explicit {
         let path = Path::new(spec);
@@ -235,12 +242,13 @@ pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
         };
         return Err(Error::PluginNotFound { tried: format!("  plugin named `{spec}` ({hint})") });
     }
-    let all = find_all();
-    tried.push("  $PJRT_PLUGIN (unset)".to_owned());
-    if let Some(env) = all.iter().find(|f| f.source == Source::Environment) {
-        return Ok(env.clone());
+    if let Some(env) = find_all_in(&[]).into_iter().find(|f| f.source == Source::Environment) {
+        // Before asking python3 for its site-packages, which takes a process start.
+        return Ok(env);
     }
+    tried.push("  $PJRT_PLUGIN (unset)".to_owned());
     let sites = python_site_packages();
+    let all = find_all_in(&sites);
     tried.push(format!(
         "  Python packages (jax_plugins/*, lammps_jax_pjrt_cpu, fastatomstruct_xla_cpu, libtpu) in: {}",
         if sites.is_empty() {
@@ -481,6 +489,7 @@ pub fn install(plugin: &KnownPlugin, mut log: impl FnMut(&str)) -> Result<PathBu
     let staging = cache.join(format!(".{}-{}.partial-{}", plugin.package, plugin.version, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     let requirement = format!("{}=={}", plugin.package, plugin.version);
+    let _span = tracing::info_span!("install_plugin", package = %requirement).entered();
     log(&format!("downloading PJRT plugin `{}` from PyPI ({requirement}) into {}", plugin.name, final_dir.display()));
     let status = Command::new("python3")
         .args(["-m", "pip", "install", "--quiet", "--no-deps", "--no-compile", "--disable-pip-version-check", "--target"])

@@ -62,6 +62,7 @@ impl Client {
     /// [`Executable::serialize`] (`PJRT_Executable_DeserializeAndLoad`). The bytes must come from
     /// the same plugin build; a foreign or corrupt blob is the plugin's error.
     pub fn deserialize_and_load(&self, serialized: &[u8]) -> Result<LoadedExecutable> {
+        let _span = tracing::info_span!("load_executable", bytes = serialized.len()).entered();
         if serialized.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
         }
@@ -204,6 +205,9 @@ impl Topology {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn compile(&self, program: &Program, options: &CompileOptions, client: Option<&Client>) -> Result<Executable> {
+        let _span =
+            tracing::info_span!("compile", format = program.format().as_pjrt_str(), bytes = program.code().len())
+                .entered();
         let options_bytes = options.to_bytes()?;
         let format = program.format().as_pjrt_str();
         let mut raw_program = sys::PJRT_Program::new();

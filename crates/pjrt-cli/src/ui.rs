@@ -1,0 +1,460 @@
+//! How `pjrt` talks to the person at the terminal: how much the plugin may log, the library's
+//! spans printed with their durations (`-v`), a progress line for slow steps, and error hints.
+//!
+//! Verbosity (`-v` is repeatable):
+//! - 0 (default): the plugin's INFO chatter is hidden (its warnings and errors still show); a
+//!   step that takes over a second (compile, plugin download, client creation) gets a progress
+//!   line, only when stderr is a terminal.
+//! - 1 (`-v`): the plugin's INFO logs, and one line per library span (load, client creation,
+//!   compile, transfers, execute) with its duration. Past [`SHOWN_PER_SPAN`] lines a span name is
+//!   only tallied; the tally is printed at exit.
+//! - 2 (`-vv`): also the plugin's VLOG(1) output (XLA's compiler passes: thousands of lines), the
+//!   finer spans, and every span line.
+//!
+//! Hiding the chatter: the XLA CPU plugins (API 0.106 and 0.115 alike) log through TSL/absl,
+//! which honour `TF_CPP_MIN_LOG_LEVEL` (0 INFO, 1 WARNING, 2 ERROR, 3 FATAL) and
+//! `TF_CPP_MAX_VLOG_LEVEL`, read when the plugin first logs. `ABSL_MIN_LOG_LEVEL` and
+//! `GLOG_minloglevel` have no effect on them. So [`init`] sets these variables, before any plugin
+//! is loaded and while the process has a single thread, unless the user set them already (their
+//! value wins).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use pjrt_client::npy::NpyError;
+use pjrt_client::Error;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Level, Metadata, Subscriber};
+
+/// At `-v`, how many lines each span name gets before it is only tallied.
+pub const SHOWN_PER_SPAN: usize = 20;
+
+/// A step shows a progress line once it has run this long.
+const PROGRESS_AFTER: Duration = Duration::from_secs(1);
+
+/// What [`init`] set up; dropping it prints the tally of spans not shown one by one.
+pub struct Session {
+    printer: Option<Arc<Printer>>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(printer) = &self.printer {
+            printer.print_tally();
+        }
+    }
+}
+
+/// Sets the plugin's log level from `verbosity` and installs the span printer. Call once, first
+/// thing, before any plugin is loaded.
+pub fn init(verbosity: u8) -> Session {
+    quiet_plugin_logs(verbosity);
+    let progress = verbosity == 0 && std::io::stderr().is_terminal();
+    if verbosity == 0 && !progress {
+        // Nothing to print or draw: no subscriber at all, so every span stays a single branch.
+        return Session { printer: None };
+    }
+    let printer = Arc::new(Printer::new(verbosity, progress));
+    let installed = tracing::subscriber::set_global_default(SpanPrinter(Arc::clone(&printer))).is_ok();
+    Session { printer: installed.then_some(printer) }
+}
+
+/// Sets `TF_CPP_MIN_LOG_LEVEL` / `TF_CPP_MAX_VLOG_LEVEL` for the plugin unless already set.
+fn quiet_plugin_logs(verbosity: u8) {
+    let set_default = |name: &str, value: &str| {
+        if std::env::var_os(name).is_none() {
+            // Called at startup, before any thread exists or any plugin reads its environment.
+            std::env::set_var(name, value);
+        }
+    };
+    match verbosity {
+        0 => set_default("TF_CPP_MIN_LOG_LEVEL", "1"),
+        1 => {}
+        _ => set_default("TF_CPP_MAX_VLOG_LEVEL", "1"),
+    }
+}
+
+/// Prints one line of our own on stderr, first clearing the progress line if one is drawn.
+pub fn log_line(line: &str) {
+    if let Some(progress) = PROGRESS.get() {
+        progress.clear();
+    }
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// Prints `error` on stderr the way `pjrt` reports failures: the message, its causes, then a
+/// hint line with the next step when one is known.
+pub fn report_error(error: &Error) {
+    let mut text = format!("error: {error}\n");
+    let shown = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(s) = source {
+        let cause = s.to_string();
+        if !shown.contains(&cause) {
+            let _ = writeln!(text, "  caused by: {cause}");
+        }
+        source = s.source();
+    }
+    if let Some(hint) = hint(error) {
+        let _ = writeln!(text, "  hint: {hint}");
+    }
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+}
+
+/// The next step for errors whose message does not already say it.
+pub fn hint(error: &Error) -> Option<String> {
+    let message = error.to_string();
+    let io_hint = |source: &std::io::Error| match source.kind() {
+        std::io::ErrorKind::NotFound => Some("check the path (relative paths start in the current directory)".into()),
+        std::io::ErrorKind::PermissionDenied => Some("check the file's permissions".into()),
+        _ => None,
+    };
+    match error {
+        Error::Io { source, .. } | Error::Npy(NpyError::Io { source, .. }) => io_hint(source),
+        Error::Npy(_) => {
+            Some("inputs must be NumPy .npy files (numpy.save); check that the file is one and is complete".into())
+        }
+        Error::Load { .. } if !message.contains("pjrt plugin install") => {
+            Some("`pjrt plugin list` shows the plugins found; `pjrt plugin install cpu` installs the CPU plugin".into())
+        }
+        Error::Unsupported { .. } => Some(
+            "`pjrt conform PLUGIN` lists what a plugin supports; `pjrt plugin install cpu` gets the newest known CPU \
+             plugin (API 0.115)"
+                .into(),
+        ),
+        Error::InvalidArgument(m) if m.contains("but the parameter is") => Some(
+            "save the input with the parameter's dtype, e.g. numpy.save(path, array.astype(numpy.float32)) for f32"
+                .into(),
+        ),
+        Error::InvalidArgument(m) if m.contains("but the program's parameter") => {
+            Some("--input takes the arrays in parameter order; check the order and each array's shape".into())
+        }
+        _ => None,
+    }
+}
+
+/// The `tracing` subscriber: a thin handle, so the session keeps the printer for the tally.
+struct SpanPrinter(Arc<Printer>);
+
+/// Remembers open spans; prints each closed one with its duration, and draws the progress line.
+struct Printer {
+    verbosity: u8,
+    max_level: Level,
+    started: Instant,
+    next_id: AtomicU64,
+    spans: Mutex<HashMap<u64, OpenSpan>>,
+    tally: Mutex<HashMap<&'static str, Tally>>,
+    progress: Option<Arc<Progress>>,
+}
+
+struct OpenSpan {
+    name: &'static str,
+    fields: String,
+    opened: Instant,
+    references: usize,
+}
+
+#[derive(Default)]
+struct Tally {
+    shown: usize,
+    hidden: usize,
+    hidden_total: Duration,
+}
+
+impl Printer {
+    fn new(verbosity: u8, progress: bool) -> Printer {
+        let max_level = match verbosity {
+            0 => Level::INFO,
+            1 => Level::DEBUG,
+            _ => Level::TRACE,
+        };
+        Printer {
+            verbosity,
+            max_level,
+            started: Instant::now(),
+            next_id: AtomicU64::new(1),
+            spans: Mutex::new(HashMap::new()),
+            tally: Mutex::new(HashMap::new()),
+            progress: progress.then(|| Arc::clone(PROGRESS.get_or_init(Progress::start))),
+        }
+    }
+
+    fn closed(&self, span: OpenSpan) {
+        if self.verbosity == 0 {
+            return;
+        }
+        let took = span.opened.elapsed();
+        if self.verbosity == 1 {
+            let mut tally = self.tally.lock().unwrap_or_else(|e| e.into_inner());
+            let entry = tally.entry(span.name).or_default();
+            if entry.shown >= SHOWN_PER_SPAN {
+                entry.hidden += 1;
+                entry.hidden_total += took;
+                return;
+            }
+            entry.shown += 1;
+        }
+        self.line(&format!("{}{}: {}", span.name, span.fields, format_duration(took)));
+    }
+
+    fn line(&self, text: &str) {
+        let at = self.started.elapsed().as_secs_f64();
+        let _ = writeln!(std::io::stderr().lock(), "[{at:>8.3}s] {text}");
+    }
+
+    fn print_tally(&self) {
+        let tally = self.tally.lock().unwrap_or_else(|e| e.into_inner());
+        let mut names: Vec<_> = tally.iter().filter(|(_, t)| t.hidden > 0).collect();
+        names.sort_by_key(|(name, _)| **name);
+        for (name, t) in names {
+            self.line(&format!(
+                "{name}: {} more not shown, {} in all, {} each on average",
+                t.hidden,
+                format_duration(t.hidden_total),
+                format_duration(t.hidden_total / t.hidden as u32)
+            ));
+        }
+    }
+}
+
+fn format_duration(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1e3 {
+        format!("{us:.1} µs")
+    } else if us < 1e6 {
+        format!("{:.1} ms", us / 1e3)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}
+
+/// Collects a span's or event's fields as ` name=value ...` (`message` first, bare).
+#[derive(Default)]
+struct Fields(String);
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.0, " {value:?}");
+        } else {
+            let _ = write!(self.0, " {}={value:?}", field.name());
+        }
+    }
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            let _ = write!(self.0, " {value}");
+        } else {
+            let _ = write!(self.0, " {}={value}", field.name());
+        }
+    }
+}
+
+impl Subscriber for SpanPrinter {
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        let printer = &self.0;
+        // Quiet mode subscribes only to draw progress for the (INFO) spans of slow steps.
+        metadata.level() <= &printer.max_level && (printer.verbosity > 0 || metadata.is_span())
+    }
+
+    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
+        Some(tracing::level_filters::LevelFilter::from_level(self.0.max_level))
+    }
+
+    fn new_span(&self, span: &Attributes<'_>) -> Id {
+        let printer = &self.0;
+        let id = printer.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut fields = Fields::default();
+        if printer.verbosity > 0 {
+            span.record(&mut fields);
+        }
+        let name = span.metadata().name();
+        if let Some(progress) = &printer.progress {
+            progress.begin(id, name);
+        }
+        let open = OpenSpan { name, fields: fields.0, opened: Instant::now(), references: 1 };
+        printer.spans.lock().unwrap_or_else(|e| e.into_inner()).insert(id, open);
+        Id::from_u64(id)
+    }
+
+    fn record(&self, span: &Id, values: &Record<'_>) {
+        if self.0.verbosity == 0 {
+            return;
+        }
+        let mut fields = Fields::default();
+        values.record(&mut fields);
+        if let Some(open) = self.0.spans.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&span.into_u64()) {
+            open.fields.push_str(&fields.0);
+        }
+    }
+
+    fn record_follows_from(&self, _span: &Id, _follows: &Id) {}
+
+    fn event(&self, event: &Event<'_>) {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        self.0.line(&format!("{} {}:{}", event.metadata().level(), event.metadata().target(), fields.0));
+    }
+
+    fn enter(&self, _span: &Id) {}
+
+    fn exit(&self, _span: &Id) {}
+
+    fn clone_span(&self, id: &Id) -> Id {
+        if let Some(open) = self.0.spans.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&id.into_u64()) {
+            open.references += 1;
+        }
+        id.clone()
+    }
+
+    fn try_close(&self, id: Id) -> bool {
+        let printer = &self.0;
+        let closed = {
+            let mut spans = printer.spans.lock().unwrap_or_else(|e| e.into_inner());
+            match spans.get_mut(&id.into_u64()) {
+                Some(open) if open.references > 1 => {
+                    open.references -= 1;
+                    None
+                }
+                Some(_) => spans.remove(&id.into_u64()),
+                None => None,
+            }
+        };
+        let Some(closed) = closed else { return false };
+        if let Some(progress) = &printer.progress {
+            progress.end(id.into_u64());
+        }
+        printer.closed(closed);
+        true
+    }
+}
+
+/// The process's progress line, once started.
+static PROGRESS: OnceLock<Arc<Progress>> = OnceLock::new();
+
+/// The progress line: a thread that, while a step has been running for over
+/// [`PROGRESS_AFTER`], redraws `<step>... 3.2 s` on stderr (a terminal) every 100 ms, and clears
+/// it as soon as the step ends.
+struct Progress {
+    state: Mutex<ProgressState>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct ProgressState {
+    /// Open steps, oldest first; the newest is shown.
+    steps: Vec<(u64, &'static str, Instant)>,
+    drawn: bool,
+}
+
+impl Progress {
+    fn start() -> Arc<Progress> {
+        let progress = Arc::new(Progress { state: Mutex::new(ProgressState::default()), wake: Condvar::new() });
+        let drawer = Arc::clone(&progress);
+        // If no thread can be started there is no progress line; everything else works without it.
+        let _ = std::thread::Builder::new().name("pjrt-progress".into()).spawn(move || drawer.draw_loop());
+        progress
+    }
+
+    fn begin(&self, id: u64, name: &'static str) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.steps.push((id, name, Instant::now()));
+        self.wake.notify_one();
+    }
+
+    fn end(&self, id: u64) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).steps.retain(|(open, _, _)| *open != id);
+        self.clear();
+    }
+
+    /// Erases the progress line if it is drawn (it is redrawn on the next tick).
+    fn clear(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.drawn {
+            // Cleared before the caller goes on to print anything.
+            let _ = write!(std::io::stderr().lock(), "\r\x1b[K");
+            state.drawn = false;
+        }
+    }
+
+    fn draw_loop(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            let wait = match state.steps.last() {
+                None => Duration::from_secs(3600),
+                Some((_, name, since)) => {
+                    let running = since.elapsed();
+                    if running >= PROGRESS_AFTER {
+                        let _ = write!(
+                            std::io::stderr().lock(),
+                            "\r\x1b[K{}... {:.1} s",
+                            progress_label(name),
+                            running.as_secs_f64()
+                        );
+                        state.drawn = true;
+                        Duration::from_millis(100)
+                    } else {
+                        PROGRESS_AFTER - running
+                    }
+                }
+            };
+            state = self.wake.wait_timeout(state, wait).unwrap_or_else(|e| e.into_inner()).0;
+        }
+    }
+}
+
+/// What the progress line calls a step.
+fn progress_label(span: &str) -> &str {
+    match span {
+        "compile" => "compiling",
+        "install_plugin" => "downloading the plugin from PyPI",
+        "create_client" => "creating the client",
+        "load_plugin" => "loading the plugin",
+        "load_executable" => "loading the compiled program",
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(format_duration(Duration::from_nanos(1500)), "1.5 µs");
+        assert_eq!(format_duration(Duration::from_micros(2500)), "2.5 ms");
+        assert_eq!(format_duration(Duration::from_millis(3250)), "3.25 s");
+    }
+
+    #[test]
+    fn spans_past_the_limit_are_tallied_not_printed() {
+        let printer = Arc::new(Printer::new(1, false));
+        tracing::subscriber::with_default(SpanPrinter(Arc::clone(&printer)), || {
+            for _ in 0..SHOWN_PER_SPAN + 5 {
+                let _span = tracing::debug_span!("step", bytes = 4).entered();
+            }
+            // Below the -v level: not even recorded.
+            let _fine = tracing::trace_span!("fine").entered();
+        });
+        let tally = printer.tally.lock().unwrap();
+        assert_eq!((tally["step"].shown, tally["step"].hidden), (SHOWN_PER_SPAN, 5));
+        assert!(!tally.contains_key("fine"));
+        assert!(printer.spans.lock().unwrap().is_empty(), "every span was closed");
+    }
+
+    #[test]
+    fn hints_name_the_next_step() {
+        let missing = Error::Io { path: "x.npy".into(), source: std::io::ErrorKind::NotFound.into() };
+        assert!(hint(&missing).unwrap().contains("path"));
+        let unsupported = Error::Unsupported { function: "f", since_minor: 115, plugin_major: 0, plugin_minor: 106 };
+        assert!(hint(&unsupported).unwrap().contains("pjrt plugin install cpu"));
+        assert!(hint(&Error::InvalidArgument("x".into())).is_none());
+        let dtype =
+            Error::InvalidArgument("input 0 (i.npy): the array is int32 (s32), but the parameter is f32".into());
+        assert!(hint(&dtype).unwrap().contains("astype"));
+    }
+}
