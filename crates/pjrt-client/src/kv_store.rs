@@ -27,7 +27,6 @@
 //! The value pointer is never NULL (an empty value is a valid, header-only allocation).
 
 use std::alloc::{self, Layout};
-use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::fmt;
@@ -37,6 +36,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::error::ErrorCode;
+use crate::event::panic_message;
 use crate::sys;
 
 /// A store shared by the processes of one multi-process client.
@@ -479,22 +479,12 @@ unsafe fn key_from_raw<'a>(ptr: *const c_char, len: usize) -> Result<&'a str, Kv
     })
 }
 
-fn panic_text(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".to_owned()
-    }
-}
-
 /// Runs `body` so that nothing unwinds: a panic becomes an `INTERNAL` error naming `op`.
 fn guarded<T>(op: &str, body: impl FnOnce() -> Result<T, KvError>) -> Result<T, KvError> {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(result) => result,
         Err(payload) => {
-            Err(KvError::internal(format!("the key-value store panicked in {op}: {}", panic_text(&*payload))))
+            Err(KvError::internal(format!("the key-value store panicked in {op}: {}", panic_message(&*payload))))
         }
     }
 }
