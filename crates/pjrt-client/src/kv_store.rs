@@ -521,6 +521,10 @@ fn check_size(struct_size: usize, needed: usize, name: &str) -> Result<(), KvErr
 trait ValueArgs: sys::Args {
     /// The C struct's name, for errors.
     const NAME: &'static str;
+    /// The callback's name, for errors (as the store method it calls).
+    const OP: &'static str;
+    /// The callback's counter in [`CallCounts`].
+    fn counter(calls: &CallCounts) -> &AtomicUsize;
     fn struct_size(&self) -> usize;
     fn user_arg(&self) -> *mut c_void;
     /// The key's pointer and length.
@@ -530,10 +534,16 @@ trait ValueArgs: sys::Args {
     fn set_value(&mut self, value: *mut c_char, value_size: usize);
 }
 
+/// Implements [`ValueArgs`] for args structs that name the shared fields alike; `$op` is both the
+/// callback's name and its field in [`CallCounts`].
 macro_rules! value_args {
-    ($($args:ident),+) => {$(
+    ($($args:ident => $op:ident),+) => {$(
         impl ValueArgs for sys::$args {
             const NAME: &'static str = stringify!($args);
+            const OP: &'static str = stringify!($op);
+            fn counter(calls: &CallCounts) -> &AtomicUsize {
+                &calls.$op
+            }
             fn struct_size(&self) -> usize {
                 self.struct_size
             }
@@ -555,32 +565,30 @@ macro_rules! value_args {
     )+};
 }
 
-value_args!(PJRT_KeyValueGetCallback_Args, PJRT_KeyValueTryGetCallback_Args);
+value_args!(PJRT_KeyValueGetCallback_Args => get, PJRT_KeyValueTryGetCallback_Args => try_get);
 
-/// The body of the get and try-get callbacks: checks the args, counts the call in `counter`,
-/// looks the key up with `lookup` and hands the value to the plugin. Runs under [`guarded`]: a
-/// store error or a panic (named `op`) becomes the error returned to the plugin.
+/// The body of the get and try-get callbacks: checks the args, counts the call, looks the key up
+/// with `lookup` and hands the value to the plugin. Runs under [`guarded`]: a store error or a
+/// panic becomes the error returned to the plugin.
 ///
 /// # Safety
 /// As [`kv_get_trampoline`].
 unsafe fn serve_value<A: ValueArgs>(
     args: *mut A,
-    op: &str,
-    counter: fn(&CallCounts) -> &AtomicUsize,
     lookup: impl FnOnce(&dyn KeyValueStore, &str, &A) -> Result<Vec<u8>, KvError>,
 ) -> *mut sys::PJRT_Error {
     if args.is_null() {
-        let error = KvError::invalid_argument(format!("NULL {op} args"));
+        let error = KvError::invalid_argument(format!("NULL {} args", A::OP));
         // SAFETY: a NULL factory reports the broken contract.
         return unsafe { plugin_error(std::ptr::null_mut(), &error) };
     }
     // SAFETY: the plugin passes a valid args struct for the duration of the call.
     let args = unsafe { &mut *args };
-    let outcome = guarded(op, || {
+    let outcome = guarded(A::OP, || {
         check_size(args.struct_size(), A::STRUCT_SIZE, A::NAME)?;
         // SAFETY: `user_arg` is NULL or the KvState of a live KvCallbacks.
         let state = unsafe { state_from(args.user_arg()) }?;
-        counter(&state.calls).fetch_add(1, Ordering::Relaxed);
+        A::counter(&state.calls).fetch_add(1, Ordering::Relaxed);
         let (key, key_size) = args.key();
         // SAFETY: the key lives for the call.
         let key = unsafe { key_from_raw(key, key_size) }?;
@@ -606,14 +614,7 @@ unsafe fn serve_value<A: ValueArgs>(
 /// that is still alive.
 unsafe extern "C" fn kv_get_trampoline(args: *mut sys::PJRT_KeyValueGetCallback_Args) -> *mut sys::PJRT_Error {
     // SAFETY: per this function's contract.
-    unsafe {
-        serve_value(
-            args,
-            "get",
-            |calls| &calls.get,
-            |store, key, args| store.get(key, timeout_from_ms(args.timeout_in_ms)),
-        )
-    }
+    unsafe { serve_value(args, |store, key, args| store.get(key, timeout_from_ms(args.timeout_in_ms))) }
 }
 
 /// The try-get callback: `NOT_FOUND` when the key is absent.
@@ -622,14 +623,7 @@ unsafe extern "C" fn kv_get_trampoline(args: *mut sys::PJRT_KeyValueGetCallback_
 /// As [`kv_get_trampoline`].
 unsafe extern "C" fn kv_try_get_trampoline(args: *mut sys::PJRT_KeyValueTryGetCallback_Args) -> *mut sys::PJRT_Error {
     // SAFETY: per this function's contract.
-    unsafe {
-        serve_value(
-            args,
-            "try_get",
-            |calls| &calls.try_get,
-            |store, key, _| store.try_get(key)?.ok_or_else(|| KvError::not_found(key)),
-        )
-    }
+    unsafe { serve_value(args, |store, key, _| store.try_get(key)?.ok_or_else(|| KvError::not_found(key))) }
 }
 
 /// The put callback.
