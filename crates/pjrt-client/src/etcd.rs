@@ -627,55 +627,55 @@ impl Parser<'_> {
         Ok(())
     }
 
+    /// Reads the comma-separated items of an object or array, from its opening byte through
+    /// `close`, with `item` reading each one.
+    fn items(
+        &mut self,
+        close: u8,
+        mut item: impl FnMut(&mut Self) -> Result<(), ParseError>,
+    ) -> Result<(), ParseError> {
+        self.i += 1; // the opening `{` or `[`
+        self.ws();
+        if self.peek()? == close {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            item(self)?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                c if c == close => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return Err(ParseError::Invalid(format!("expected , or {} at {}", close as char, self.i))),
+            }
+        }
+    }
+
     fn value(&mut self) -> Result<Json, ParseError> {
         self.ws();
         match self.peek()? {
             b'{' => {
-                self.i += 1;
                 let mut fields = Vec::new();
-                self.ws();
-                if self.peek()? == b'}' {
-                    self.i += 1;
-                    return Ok(Json::Obj(fields));
-                }
-                loop {
-                    self.ws();
-                    let key = self.string()?;
-                    self.ws();
-                    self.expect(b":")?;
-                    let value = self.value()?;
-                    fields.push((key, value));
-                    self.ws();
-                    match self.peek()? {
-                        b',' => self.i += 1,
-                        b'}' => {
-                            self.i += 1;
-                            return Ok(Json::Obj(fields));
-                        }
-                        _ => return Err(ParseError::Invalid(format!("expected , or }} at {}", self.i))),
-                    }
-                }
+                self.items(b'}', |p| {
+                    p.ws();
+                    let key = p.string()?;
+                    p.ws();
+                    p.expect(b":")?;
+                    fields.push((key, p.value()?));
+                    Ok(())
+                })?;
+                Ok(Json::Obj(fields))
             }
             b'[' => {
-                self.i += 1;
                 let mut items = Vec::new();
-                self.ws();
-                if self.peek()? == b']' {
-                    self.i += 1;
-                    return Ok(Json::Arr(items));
-                }
-                loop {
-                    items.push(self.value()?);
-                    self.ws();
-                    match self.peek()? {
-                        b',' => self.i += 1,
-                        b']' => {
-                            self.i += 1;
-                            return Ok(Json::Arr(items));
-                        }
-                        _ => return Err(ParseError::Invalid(format!("expected , or ] at {}", self.i))),
-                    }
-                }
+                self.items(b']', |p| {
+                    items.push(p.value()?);
+                    Ok(())
+                })?;
+                Ok(Json::Arr(items))
             }
             b'"' => Ok(Json::Str(self.string()?)),
             b't' => self.expect(b"true").map(|_| Json::Bool(true)),
@@ -776,6 +776,13 @@ mod tests {
         let mut p = Parser { s: br#"{"result":{"#, i: 0 };
         assert!(matches!(p.value(), Err(ParseError::Incomplete)));
         assert!(Json::parse_all(b"{} x").is_err());
+        let Json::Obj(empty) = Json::parse_all(b" { } ").unwrap() else { panic!() };
+        assert!(empty.is_empty());
+        let Json::Arr(nested) = Json::parse_all(b"[ [ ] , {\"a\" : [1]} ]").unwrap() else { panic!() };
+        assert_eq!(nested.len(), 2);
+        for bad in [&b"[1 2]"[..], b"[1,]", b"{\"a\":1 \"b\":2}", b"{\"a\" 1}", b"{1:2}"] {
+            assert!(matches!(Parser { s: bad, i: 0 }.value(), Err(ParseError::Invalid(_))), "{bad:?}");
+        }
     }
 
     #[test]

@@ -27,7 +27,6 @@
 //! The value pointer is never NULL (an empty value is a valid, header-only allocation).
 
 use std::alloc::{self, Layout};
-use std::any::Any;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::fmt;
@@ -37,6 +36,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::error::ErrorCode;
+use crate::event::panic_message;
 use crate::sys;
 
 /// A store shared by the processes of one multi-process client.
@@ -479,22 +479,12 @@ unsafe fn key_from_raw<'a>(ptr: *const c_char, len: usize) -> Result<&'a str, Kv
     })
 }
 
-fn panic_text(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".to_owned()
-    }
-}
-
 /// Runs `body` so that nothing unwinds: a panic becomes an `INTERNAL` error naming `op`.
 fn guarded<T>(op: &str, body: impl FnOnce() -> Result<T, KvError>) -> Result<T, KvError> {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(result) => result,
         Err(payload) => {
-            Err(KvError::internal(format!("the key-value store panicked in {op}: {}", panic_text(&*payload))))
+            Err(KvError::internal(format!("the key-value store panicked in {op}: {}", panic_message(&*payload))))
         }
     }
 }
@@ -526,41 +516,105 @@ fn check_size(struct_size: usize, needed: usize, name: &str) -> Result<(), KvErr
     Ok(())
 }
 
-/// The blocking-get callback.
+/// The args of the two callbacks that hand a value back (blocking get and try-get): the same
+/// fields under the same names, so [`serve_value`] serves both.
+trait ValueArgs: sys::Args {
+    /// The C struct's name, for errors.
+    const NAME: &'static str;
+    /// The callback's name, for errors (as the store method it calls).
+    const OP: &'static str;
+    /// The callback's counter in [`CallCounts`].
+    fn counter(calls: &CallCounts) -> &AtomicUsize;
+    fn struct_size(&self) -> usize;
+    fn user_arg(&self) -> *mut c_void;
+    /// The key's pointer and length.
+    fn key(&self) -> (*const c_char, usize);
+    fn callback_error(&self) -> *mut sys::PJRT_CallbackError;
+    /// Hands `value` (from [`alloc_value`]) to the plugin, with [`free_value`] as its deleter.
+    fn set_value(&mut self, value: *mut c_char, value_size: usize);
+}
+
+/// Implements [`ValueArgs`] for args structs that name the shared fields alike; `$op` is both the
+/// callback's name and its field in [`CallCounts`].
+macro_rules! value_args {
+    ($($args:ident => $op:ident),+) => {$(
+        impl ValueArgs for sys::$args {
+            const NAME: &'static str = stringify!($args);
+            const OP: &'static str = stringify!($op);
+            fn counter(calls: &CallCounts) -> &AtomicUsize {
+                &calls.$op
+            }
+            fn struct_size(&self) -> usize {
+                self.struct_size
+            }
+            fn user_arg(&self) -> *mut c_void {
+                self.user_arg
+            }
+            fn key(&self) -> (*const c_char, usize) {
+                (self.key, self.key_size)
+            }
+            fn callback_error(&self) -> *mut sys::PJRT_CallbackError {
+                self.callback_error
+            }
+            fn set_value(&mut self, value: *mut c_char, value_size: usize) {
+                self.value = value;
+                self.value_size = value_size;
+                self.value_deleter_callback = Some(free_value);
+            }
+        }
+    )+};
+}
+
+value_args!(PJRT_KeyValueGetCallback_Args => get, PJRT_KeyValueTryGetCallback_Args => try_get);
+
+/// The body of the get and try-get callbacks: checks the args, counts the call, looks the key up
+/// with `lookup` and hands the value to the plugin. Runs under [`guarded`]: a store error or a
+/// panic becomes the error returned to the plugin.
 ///
 /// # Safety
-/// Called by the plugin with a valid args struct whose `user_arg` is a [`KvCallbacks::user_arg`]
-/// that is still alive.
-unsafe extern "C" fn kv_get_trampoline(args: *mut sys::PJRT_KeyValueGetCallback_Args) -> *mut sys::PJRT_Error {
+/// As [`kv_get_trampoline`].
+unsafe fn serve_value<A: ValueArgs>(
+    args: *mut A,
+    lookup: impl FnOnce(&dyn KeyValueStore, &str, &A) -> Result<Vec<u8>, KvError>,
+) -> *mut sys::PJRT_Error {
     if args.is_null() {
+        let error = KvError::invalid_argument(format!("NULL {} args", A::OP));
         // SAFETY: a NULL factory reports the broken contract.
-        return unsafe { plugin_error(std::ptr::null_mut(), &KvError::invalid_argument("NULL get args")) };
+        return unsafe { plugin_error(std::ptr::null_mut(), &error) };
     }
     // SAFETY: the plugin passes a valid args struct for the duration of the call.
     let args = unsafe { &mut *args };
-    let outcome = guarded("get", || {
-        use sys::Args;
-        check_size(args.struct_size, sys::PJRT_KeyValueGetCallback_Args::STRUCT_SIZE, "PJRT_KeyValueGetCallback_Args")?;
+    let outcome = guarded(A::OP, || {
+        check_size(args.struct_size(), A::STRUCT_SIZE, A::NAME)?;
         // SAFETY: `user_arg` is NULL or the KvState of a live KvCallbacks.
-        let state = unsafe { state_from(args.user_arg) }?;
-        state.calls.get.fetch_add(1, Ordering::Relaxed);
+        let state = unsafe { state_from(args.user_arg()) }?;
+        A::counter(&state.calls).fetch_add(1, Ordering::Relaxed);
+        let (key, key_size) = args.key();
         // SAFETY: the key lives for the call.
-        let key = unsafe { key_from_raw(args.key, args.key_size) }?;
-        let value = state.store.get(key, timeout_from_ms(args.timeout_in_ms))?;
+        let key = unsafe { key_from_raw(key, key_size) }?;
+        let value = lookup(&*state.store, key, args)?;
         let ptr = alloc_value(&value, &state.outstanding)
             .ok_or_else(|| KvError::new(ErrorCode::ResourceExhausted, "cannot allocate the value"))?;
         Ok((ptr, value.len()))
     });
     match outcome {
         Ok((ptr, len)) => {
-            args.value = ptr;
-            args.value_size = len;
-            args.value_deleter_callback = Some(free_value);
+            args.set_value(ptr, len);
             std::ptr::null_mut()
         }
         // SAFETY: the factory pointer comes from the plugin, valid for the call.
-        Err(error) => unsafe { plugin_error(args.callback_error, &error) },
+        Err(error) => unsafe { plugin_error(args.callback_error(), &error) },
     }
+}
+
+/// The blocking-get callback.
+///
+/// # Safety
+/// Called by the plugin with a valid args struct whose `user_arg` is a [`KvCallbacks::user_arg`]
+/// that is still alive.
+unsafe extern "C" fn kv_get_trampoline(args: *mut sys::PJRT_KeyValueGetCallback_Args) -> *mut sys::PJRT_Error {
+    // SAFETY: per this function's contract.
+    unsafe { serve_value(args, |store, key, args| store.get(key, timeout_from_ms(args.timeout_in_ms))) }
 }
 
 /// The try-get callback: `NOT_FOUND` when the key is absent.
@@ -568,39 +622,8 @@ unsafe extern "C" fn kv_get_trampoline(args: *mut sys::PJRT_KeyValueGetCallback_
 /// # Safety
 /// As [`kv_get_trampoline`].
 unsafe extern "C" fn kv_try_get_trampoline(args: *mut sys::PJRT_KeyValueTryGetCallback_Args) -> *mut sys::PJRT_Error {
-    if args.is_null() {
-        // SAFETY: a NULL factory reports the broken contract.
-        return unsafe { plugin_error(std::ptr::null_mut(), &KvError::invalid_argument("NULL try-get args")) };
-    }
-    // SAFETY: the plugin passes a valid args struct for the duration of the call.
-    let args = unsafe { &mut *args };
-    let outcome = guarded("try_get", || {
-        use sys::Args;
-        check_size(
-            args.struct_size,
-            sys::PJRT_KeyValueTryGetCallback_Args::STRUCT_SIZE,
-            "PJRT_KeyValueTryGetCallback_Args",
-        )?;
-        // SAFETY: `user_arg` is NULL or the KvState of a live KvCallbacks.
-        let state = unsafe { state_from(args.user_arg) }?;
-        state.calls.try_get.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the key lives for the call.
-        let key = unsafe { key_from_raw(args.key, args.key_size) }?;
-        let value = state.store.try_get(key)?.ok_or_else(|| KvError::not_found(key))?;
-        let ptr = alloc_value(&value, &state.outstanding)
-            .ok_or_else(|| KvError::new(ErrorCode::ResourceExhausted, "cannot allocate the value"))?;
-        Ok((ptr, value.len()))
-    });
-    match outcome {
-        Ok((ptr, len)) => {
-            args.value = ptr;
-            args.value_size = len;
-            args.value_deleter_callback = Some(free_value);
-            std::ptr::null_mut()
-        }
-        // SAFETY: the factory pointer comes from the plugin, valid for the call.
-        Err(error) => unsafe { plugin_error(args.callback_error, &error) },
-    }
+    // SAFETY: per this function's contract.
+    unsafe { serve_value(args, |store, key, _| store.try_get(key)?.ok_or_else(|| KvError::not_found(key))) }
 }
 
 /// The put callback.

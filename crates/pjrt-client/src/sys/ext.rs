@@ -11,14 +11,14 @@
 //! (56 bytes) than the 0.114 layout declared here (40 bytes): the extra members are unknown to this
 //! crate and never read.
 //!
-//! Args structs: `STRUCT_SIZE` = offset of the last field + its size, as in `types.rs`. Some
-//! extension args structs have no `extension_start` (FFI's register_handler, Stream, GPU custom
-//! call, Triton, Callback, XlaTransform): they are declared as the API describes them.
+//! Args structs are declared with the shared `pjrt_struct!` (`STRUCT_SIZE` = offset of the last
+//! field + its size, as in `types.rs`). Some extension args structs have no `extension_start`
+//! (FFI's register_handler, Stream, GPU custom call, Triton, Callback, XlaTransform): they are
+//! declared as the API describes them.
 
 #![allow(non_camel_case_types, non_snake_case, missing_docs)]
 
 use std::ffi::{c_char, c_int, c_void};
-use std::marker::{PhantomData, PhantomPinned};
 
 use super::types::*;
 
@@ -129,50 +129,7 @@ macro_rules! ext_struct {
     };
 }
 
-macro_rules! ext_args {
-    ($(#[$m:meta])* $name:ident { $($field:ident : $ty:ty),+ $(,)? }) => {
-        $(#[$m])*
-        #[repr(C)]
-        #[derive(Clone, Copy, Debug)]
-        pub struct $name { $(pub $field: $ty),+ }
-        // SAFETY: repr(C), first field `struct_size: usize`, every field type is valid zeroed.
-        unsafe impl Args for $name {
-            const STRUCT_SIZE: usize = ext_args!(@size $name; $($field : $ty),+);
-        }
-    };
-    (@size $name:ident; $field:ident : $ty:ty) => {
-        ::core::mem::offset_of!($name, $field) + ::core::mem::size_of::<$ty>()
-    };
-    (@size $name:ident; $field:ident : $ty:ty, $($rest:ident : $rty:ty),+) => {
-        ext_args!(@size $name; $($rest : $rty),+)
-    };
-}
-
-macro_rules! ext_opaque {
-    ($($name:ident),+ $(,)?) => {$(
-        /// An opaque object owned by the plugin.
-        #[repr(C)]
-        pub struct $name {
-            _data: [u8; 0],
-            _marker: PhantomData<(*mut u8, PhantomPinned)>,
-        }
-    )+};
-}
-
-macro_rules! ext_enum {
-    ($(#[$m:meta])* $name:ident { $($variant:ident = $value:expr),+ $(,)? }) => {
-        $(#[$m])*
-        #[repr(transparent)]
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
-        pub struct $name(pub i32);
-        #[allow(non_upper_case_globals)]
-        impl $name {
-            $(pub const $variant: $name = $name($value);)+
-        }
-    };
-}
-
-ext_opaque!(
+opaque!(
     PJRT_Layouts_MemoryLayout,
     PJRT_Layouts_SerializedLayout,
     PJRT_MemoryDescription,
@@ -185,31 +142,31 @@ ext_opaque!(
 // Layouts (extension type 4; header extension version 4)
 // ---------------------------------------------------------------------------------------------
 
-ext_args!(PJRT_Layouts_MemoryLayout_Destroy_Args {
+pjrt_struct!(PJRT_Layouts_MemoryLayout_Destroy_Args {
     struct_size: usize, extension_start: Ext, layout: *mut PJRT_Layouts_MemoryLayout,
 });
-ext_args!(PJRT_Layouts_MemoryLayout_Serialize_Args {
+pjrt_struct!(PJRT_Layouts_MemoryLayout_Serialize_Args {
     struct_size: usize, extension_start: Ext, layout: *mut PJRT_Layouts_MemoryLayout,
     serialized_bytes: *const c_char, serialized_bytes_size: usize,
     serialized_layout: *mut PJRT_Layouts_SerializedLayout,
     serialized_layout_deleter: Option<unsafe extern "C" fn(s_layout: *mut PJRT_Layouts_SerializedLayout)>,
 });
-ext_args!(PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args {
+pjrt_struct!(PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args {
     struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, layout: *mut PJRT_Layouts_MemoryLayout,
 });
-ext_args!(PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args {
+pjrt_struct!(PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args {
     struct_size: usize, extension_start: Ext, client: *mut PJRT_Client, type_: PJRT_Buffer_Type,
     dims: *const i64, num_dims: usize, layout: *mut PJRT_Layouts_MemoryLayout,
 });
-ext_args!(PJRT_Layouts_PJRT_Topology_GetDefaultLayout_Args {
+pjrt_struct!(PJRT_Layouts_PJRT_Topology_GetDefaultLayout_Args {
     struct_size: usize, extension_start: Ext, topology_description: *mut PJRT_TopologyDescription,
     type_: PJRT_Buffer_Type, dims: *const i64, num_dims: usize, layout: *mut PJRT_Layouts_MemoryLayout,
 });
-ext_args!(PJRT_Layouts_PJRT_Executable_GetOutputLayouts_Args {
+pjrt_struct!(PJRT_Layouts_PJRT_Executable_GetOutputLayouts_Args {
     struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable, num_outputs: usize,
     layouts: *mut *mut PJRT_Layouts_MemoryLayout,
 });
-ext_args!(PJRT_Layouts_PJRT_Executable_GetParameterLayouts_Args {
+pjrt_struct!(PJRT_Layouts_PJRT_Executable_GetParameterLayouts_Args {
     struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable, num_parameters: usize,
     layouts: *mut *mut PJRT_Layouts_MemoryLayout,
 });
@@ -231,12 +188,12 @@ ext_struct!(
 // MemoryDescriptions (type 6)
 // ---------------------------------------------------------------------------------------------
 
-ext_args!(PJRT_DeviceDescription_MemoryDescriptions_Args {
+pjrt_struct!(PJRT_DeviceDescription_MemoryDescriptions_Args {
     struct_size: usize, extension_start: Ext, device_description: *mut PJRT_DeviceDescription,
     memory_descriptions: *const *const PJRT_MemoryDescription, num_memory_descriptions: usize,
     default_memory_index: usize,
 });
-ext_args!(PJRT_MemoryDescription_Kind_Args {
+pjrt_struct!(PJRT_MemoryDescription_Kind_Args {
     struct_size: usize, extension_start: Ext, memory_description: *const PJRT_MemoryDescription,
     kind: *const c_char, kind_size: usize, kind_id: c_int,
 });
@@ -253,11 +210,11 @@ ext_struct!(
 // Shardings (type 19)
 // ---------------------------------------------------------------------------------------------
 
-ext_args!(PJRT_Shardings_PJRT_Executable_ParameterShardings_Args {
+pjrt_struct!(PJRT_Shardings_PJRT_Executable_ParameterShardings_Args {
     struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable, num_parameters: usize,
     shardings: *const *const c_char, sharding_sizes: *const usize,
 });
-ext_args!(PJRT_Shardings_PJRT_Executable_OutputShardings_Args {
+pjrt_struct!(PJRT_Shardings_PJRT_Executable_OutputShardings_Args {
     struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable, num_outputs: usize,
     shardings: *const *const c_char, sharding_sizes: *const usize,
 });
@@ -294,19 +251,19 @@ pub struct PJRT_FFI_UserData {
     pub data: *mut c_void,
 }
 
-ext_enum!(
+c_enum!(
     /// `PJRT_FFI_Handler_TraitsBits` (a bit set).
     PJRT_FFI_Handler_TraitsBits { NONE = 0, COMMAND_BUFFER_COMPATIBLE = 1 }
 );
 
-ext_args!(PJRT_FFI_Type_Register_Args {
+pjrt_struct!(PJRT_FFI_Type_Register_Args {
     struct_size: usize, extension_start: Ext, type_name: *const c_char, type_name_size: usize,
     type_id: i64, type_info: *mut PJRT_FFI_Type_Info,
 });
-ext_args!(PJRT_FFI_UserData_Add_Args {
+pjrt_struct!(PJRT_FFI_UserData_Add_Args {
     struct_size: usize, extension_start: Ext, context: *mut PJRT_ExecuteContext, user_data: PJRT_FFI_UserData,
 });
-ext_args!(
+pjrt_struct!(
     /// Note: no `extension_start`.
     PJRT_FFI_Register_Handler_Args {
         struct_size: usize, target_name: *const c_char, target_name_size: usize, handler: *mut c_void,
@@ -327,24 +284,24 @@ ext_struct!(
 // PhaseCompile (type 9; experimental)
 // ---------------------------------------------------------------------------------------------
 
-ext_args!(PJRT_PhaseCompile_Get_Compiler_Args {
+pjrt_struct!(PJRT_PhaseCompile_Get_Compiler_Args {
     struct_size: usize, extension_start: Ext, phase_compiler: *const PJRT_PhaseCompiler,
 });
-ext_args!(PJRT_PhaseCompile_Destroy_Compiler_Args {
+pjrt_struct!(PJRT_PhaseCompile_Destroy_Compiler_Args {
     struct_size: usize, extension_start: Ext, phase_compiler: *const PJRT_PhaseCompiler,
 });
-ext_args!(PJRT_PhaseCompile_Run_Phase_Args {
+pjrt_struct!(PJRT_PhaseCompile_Run_Phase_Args {
     struct_size: usize, extension_start: Ext, phase_compiler: *const PJRT_PhaseCompiler,
     input_programs: *mut *const c_char, input_programs_sizes: *const usize, num_input_programs: usize,
     phases_to_run: *mut *const c_char, phases_to_run_sizes: *const usize, num_phases_to_run: usize,
     compile_options: *const c_char, compile_options_size: usize, topology: *mut PJRT_TopologyDescription,
     output_programs: *mut *const c_char, output_programs_sizes: *const usize, num_output_programs: usize,
 });
-ext_args!(PJRT_PhaseCompile_Get_PhaseNames_Args {
+pjrt_struct!(PJRT_PhaseCompile_Get_PhaseNames_Args {
     struct_size: usize, extension_start: Ext, phase_compiler: *const PJRT_PhaseCompiler,
     phase_names: *mut *const c_char, phase_names_sizes: *const usize, num_phase_names: usize,
 });
-ext_args!(PJRT_PhaseCompile_C_Buffers_Destroy_Args {
+pjrt_struct!(PJRT_PhaseCompile_C_Buffers_Destroy_Args {
     struct_size: usize, extension_start: Ext, char_buffers: *mut *const c_char,
     char_buffer_sizes: *const usize, num_char_buffers: usize,
 });
@@ -384,7 +341,7 @@ pub struct PJRT_XlaTransform_version_and_error {
     pub error_msg: PJRT_XlaTransform_string,
 }
 
-ext_args!(
+pjrt_struct!(
     /// Note: no `extension_start`; passed by the plugin to the caller's callback.
     PJRT_XlaTransform_Args {
         struct_size: usize, header: PJRT_XlaTransform_version_and_error,
@@ -402,19 +359,19 @@ pub struct PJRT_XlaTransform_Callbacks {
         Option<unsafe extern "C" fn(data: *mut PJRT_XlaTransform_Callbacks, args: *mut PJRT_XlaTransform_Args)>,
 }
 
-ext_enum!(
+c_enum!(
     /// `PJRT_XlaTransform_PipelineStage`.
     PJRT_XlaTransform_PipelineStage { kPreScheduler = 0, kPostScheduler = 1 }
 );
 
-ext_args!(
+pjrt_struct!(
     /// Note: no `extension_start`.
     PJRT_Register_Xla_Transform_Args {
         struct_size: usize, name: *const c_char, name_size: usize, stage: PJRT_XlaTransform_PipelineStage,
         callbacks: *mut PJRT_XlaTransform_Callbacks,
     }
 );
-ext_args!(
+pjrt_struct!(
     /// Note: no `extension_start`.
     PJRT_Clear_Xla_Transform_Args {
         struct_size: usize, stage: PJRT_XlaTransform_PipelineStage, name: *const c_char, name_size: usize,
@@ -434,13 +391,13 @@ ext_struct!(
 // Stream (type 3)
 // ---------------------------------------------------------------------------------------------
 
-ext_args!(
+pjrt_struct!(
     /// Note: no `extension_start`.
     PJRT_Get_Stream_For_External_Ready_Events_Args {
         struct_size: usize, device: *mut PJRT_Device, stream: isize,
     }
 );
-ext_args!(
+pjrt_struct!(
     /// Note: no `extension_start`.
     PJRT_Wait_Until_Buffer_Ready_On_Stream_Args {
         struct_size: usize, stream: isize, buffer: *mut PJRT_Buffer,
@@ -459,7 +416,7 @@ ext_struct!(
 // Gpu_Custom_Call (type 0; header extension version 2)
 // ---------------------------------------------------------------------------------------------
 
-ext_args!(
+pjrt_struct!(
     /// Note: no `extension_start`. `api_version` is 0 for an untyped call, 1 for a typed one.
     PJRT_Gpu_Register_Custom_Call_Args {
         struct_size: usize, function_name: *const c_char, function_name_size: usize, api_version: c_int,
@@ -492,7 +449,7 @@ ext_struct!(
 // Triton (type 7; header extension version 2)
 // ---------------------------------------------------------------------------------------------
 
-ext_args!(
+pjrt_struct!(
     /// Note: no `extension_start`. `out_asm` and `out_path` are owned by the caller afterwards.
     PJRT_Triton_Compile_Args {
         struct_size: usize, module: *const c_char, module_size: usize, arch_name: *const c_char,
@@ -513,12 +470,12 @@ ext_struct!(
 // Callback (type 14)
 // ---------------------------------------------------------------------------------------------
 
-ext_enum!(
+c_enum!(
     /// `PJRT_Callback_Type`.
     PJRT_Callback_Type { Unknown = 0, Tpu_SliceBuilder = 1, Prefatal = 2 }
 );
 
-ext_enum!(
+c_enum!(
     /// `PJRT_Callback_Tpu_SliceFailureType` (int32).
     PJRT_Callback_Tpu_SliceFailureType {
         SLICE_FAILURE_UNKNOWN = 0, SLICE_FAILURE_INIT_ERROR = 1, SLICE_FAILURE_WORKER_UNAVAILABLE = 2,
@@ -527,22 +484,25 @@ ext_enum!(
     }
 );
 
-ext_args!(PJRT_Callback_Tpu_SliceBuilderArgs { struct_size: usize, failure_type: PJRT_Callback_Tpu_SliceFailureType });
-ext_args!(PJRT_Callback_PrefatalArgs {
+pjrt_struct!(PJRT_Callback_Tpu_SliceBuilderArgs {
+    struct_size: usize,
+    failure_type: PJRT_Callback_Tpu_SliceFailureType
+});
+pjrt_struct!(PJRT_Callback_PrefatalArgs {
     struct_size: usize, error_code: PJRT_Error_Code, error_message: *const c_char, error_message_size: usize,
 });
 
 /// `PJRT_Callback_Function`: `args` is the type-specific args struct.
 pub type PJRT_Callback_Function = Option<unsafe extern "C" fn(args: *mut c_void, user_arg: *mut c_void)>;
 
-ext_args!(
+pjrt_struct!(
     /// Note: no `extension_start`.
     PJRT_Callback_RegisterCallback_Args {
         struct_size: usize, client: *mut PJRT_Client, type_: PJRT_Callback_Type,
         callback: PJRT_Callback_Function, user_arg: *mut c_void,
     }
 );
-ext_args!(
+pjrt_struct!(
     /// Note: no `extension_start`.
     PJRT_Callback_InvokeCallback_Args {
         struct_size: usize, client: *mut PJRT_Client, type_: PJRT_Callback_Type, args: *mut c_void,
@@ -562,24 +522,24 @@ ext_struct!(
 // RawBuffer (type 8; experimental; header extension version 2)
 // ---------------------------------------------------------------------------------------------
 
-ext_args!(PJRT_RawBuffer_CreateRawAliasOfBuffer_Args {
+pjrt_struct!(PJRT_RawBuffer_CreateRawAliasOfBuffer_Args {
     struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, raw_buffer: *mut PJRT_RawBuffer,
 });
-ext_args!(PJRT_RawBuffer_Destroy_Args { struct_size: usize, extension_start: Ext, buffer: *mut PJRT_RawBuffer });
-ext_args!(PJRT_RawBuffer_GetHostPointer_Args {
+pjrt_struct!(PJRT_RawBuffer_Destroy_Args { struct_size: usize, extension_start: Ext, buffer: *mut PJRT_RawBuffer });
+pjrt_struct!(PJRT_RawBuffer_GetHostPointer_Args {
     struct_size: usize, extension_start: Ext, buffer: *mut PJRT_RawBuffer, host_pointer: *mut c_void,
 });
-ext_args!(PJRT_RawBuffer_GetOnDeviceSizeInBytes_Args {
+pjrt_struct!(PJRT_RawBuffer_GetOnDeviceSizeInBytes_Args {
     struct_size: usize, extension_start: Ext, buffer: *mut PJRT_RawBuffer, on_device_size_in_bytes: usize,
 });
-ext_args!(PJRT_RawBuffer_GetMemorySpace_Args {
+pjrt_struct!(PJRT_RawBuffer_GetMemorySpace_Args {
     struct_size: usize, extension_start: Ext, buffer: *mut PJRT_RawBuffer, memory_space: *mut PJRT_Memory,
 });
-ext_args!(PJRT_RawBuffer_CopyRawDeviceToHost_Args {
+pjrt_struct!(PJRT_RawBuffer_CopyRawDeviceToHost_Args {
     struct_size: usize, extension_start: Ext, buffer: *mut PJRT_RawBuffer, dst: *mut c_void, offset: i64,
     transfer_size: i64, event: *mut PJRT_Event,
 });
-ext_args!(PJRT_RawBuffer_CopyRawHostToDevice_Args {
+pjrt_struct!(PJRT_RawBuffer_CopyRawHostToDevice_Args {
     struct_size: usize, extension_start: Ext, buffer: *mut PJRT_RawBuffer, src: *const c_void, offset: i64,
     transfer_size: i64, event: *mut PJRT_Event,
 });

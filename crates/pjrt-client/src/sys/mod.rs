@@ -31,15 +31,20 @@ macro_rules! c_enum {
 }
 
 /// Declares an args struct and its `STRUCT_SIZE` (offset of the last field plus its size).
+///
+/// The first field must be `struct_size: usize` (the pattern demands it, which is what makes the
+/// `Args` impl sound); nothing else is assumed: most structs go on with `extension_start`, some
+/// extension args structs do not have one and are declared as the API describes them.
 macro_rules! pjrt_struct {
-    ($(#[$m:meta])* $name:ident { $($field:ident : $ty:ty),+ $(,)? }) => {
+    ($(#[$m:meta])* $name:ident { struct_size: usize $(, $field:ident : $ty:ty)* $(,)? }) => {
         $(#[$m])*
         #[repr(C)]
         #[derive(Clone, Copy, Debug)]
-        pub struct $name { $(pub $field: $ty),+ }
-        // SAFETY: repr(C), first field `struct_size: usize`, every field type is valid zeroed.
+        pub struct $name { pub struct_size: usize $(, pub $field: $ty)* }
+        // SAFETY: repr(C), first field `struct_size: usize` (required by the pattern), every field
+        // type is valid zeroed.
         unsafe impl $crate::sys::Args for $name {
-            const STRUCT_SIZE: usize = pjrt_struct!(@size $name; $($field : $ty),+);
+            const STRUCT_SIZE: usize = pjrt_struct!(@size $name; struct_size: usize $(, $field : $ty)*);
         }
     };
     (@size $name:ident; $field:ident : $ty:ty) => {
