@@ -90,10 +90,10 @@ impl PluginIdentity {
 
 impl fmt::Display for PluginIdentity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} plugin {}", self.platform_name, self.platform_version)?;
+        write!(f, "{} plugin (version {}", self.platform_name, self.platform_version)?;
         match self.xla_version {
-            Some(v) => write!(f, " (xla_version {v}")?,
-            None => write!(f, " (no xla_version")?,
+            Some(v) => write!(f, ", xla_version {v}")?,
+            None => write!(f, ", no xla_version")?,
         }
         write!(f, ", API {}", self.api_version)?;
         if let Some(v) = self.stablehlo_version {
@@ -543,6 +543,6 @@ mod tests {
     #[test]
     fn identity_mismatch_reads_well() {
         let a = sample().header.plugin;
-        assert_eq!(a.to_string(), "cpu plugin cpu (xla_version 2, API 0.115, StableHLO 1.20.0)");
+        assert_eq!(a.to_string(), "cpu plugin (version cpu, xla_version 2, API 0.115, StableHLO 1.20.0)");
     }
 }

@@ -278,7 +278,7 @@ fn artifacts_load_without_compiling_and_refuse_another_plugin() {
         assert!(e.contains(&format!("API {}", made_by.plugin().api_version())), "{e}");
         assert!(
             e.contains(&format!(
-                "this plugin is the cpu plugin cpu (xla_version 2, API {}",
+                "this plugin is the cpu plugin (version cpu, xla_version 2, API {}",
                 other.plugin().api_version()
             )),
             "{e}"
