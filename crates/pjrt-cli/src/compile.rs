@@ -279,7 +279,11 @@ fn compile_for_topology(
                 }
                 None => (name, devices),
             };
-            let client = cpu_aware_client(plugin, count)?;
+            let client = if crate::plugin_is_cpu(plugin) {
+                Client::new(plugin, &ClientOptions::new().cpu_device_count(count))?
+            } else {
+                Client::new(plugin, &ClientOptions::new())?
+            };
             if platform != client.platform_name() {
                 return Err(Error::InvalidArgument(format!(
                     "--topology {name}: this plugin cannot create topologies by name ({e}); it can only describe \

@@ -154,10 +154,10 @@ fn compile_against_a_topology() {
     let artifact = dir.join("mlp.pjrt");
     let a = artifact.to_str().unwrap();
     let out =
-        pjrt(&["compile", "examples/mlp/train_step.mlir", "-o", a, "--plugin", "cpu", "--topology", "cpu", "--json"]);
+        pjrt(&["compile", "examples/mlp/train_step.mlir", "-o", a, "--plugin", "cpu", "--topology", "cpu:2", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let report: Json = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["target"], "topology");
+    assert_eq!((report["target"].as_str(), report["device_count"].as_i64()), (Some("topology"), Some(2)));
     let (from_source, from_artifact) = (dir.join("source"), dir.join("artifact"));
     run_mlp("examples/mlp/train_step.mlir", "cpu", &dir.join("cache"), &from_source, &["--no-cache"]);
     let run = run_mlp(a, "cpu", &dir.join("cache"), &from_artifact, &[]);
