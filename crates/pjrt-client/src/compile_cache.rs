@@ -272,7 +272,7 @@ impl CompileCache {
         let mut entries = Vec::new();
         for entry in read.flatten() {
             let path = entry.path();
-            if path.extension().and_then(|e| e.to_str()) != Some(ENTRY_EXTENSION) {
+            if !is_entry_name(&path) {
                 continue;
             }
             if let Ok(meta) = entry.metadata() {
@@ -287,6 +287,7 @@ impl CompileCache {
     /// Removes the least recently used entries until the folder fits the cap; `keep` (the entry
     /// just written) goes last.
     fn evict(&self, keep: &Path) {
+        self.sweep_stale_temp_files();
         let Ok(mut entries) = self.entries() else { return };
         let mut total: u64 = entries.iter().map(|e| e.1).sum();
         if total <= self.max_bytes {
@@ -300,6 +301,26 @@ impl CompileCache {
             }
             if std::fs::remove_file(&path).is_ok() {
                 total -= size;
+            }
+        }
+    }
+
+    /// Removes temporary files that writers which died mid-write left behind (older than an
+    /// hour, so no live writer loses its file).
+    fn sweep_stale_temp_files(&self) {
+        const STALE: Duration = Duration::from_secs(3600);
+        let Ok(read) = std::fs::read_dir(&self.dir) else { return };
+        for entry in read.flatten() {
+            let is_temp = entry.file_name().to_string_lossy().starts_with(artifact::TEMP_PREFIX);
+            let old = entry
+                .metadata()
+                .ok()
+                .filter(|m| m.is_file())
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > STALE);
+            if is_temp && old {
+                let _ = std::fs::remove_file(entry.path());
             }
         }
     }
@@ -329,7 +350,7 @@ impl CompileCache {
         for entry in read.flatten() {
             let path = entry.path();
             let name = entry.file_name();
-            let is_entry = path.extension().and_then(|e| e.to_str()) == Some(ENTRY_EXTENSION);
+            let is_entry = is_entry_name(&path);
             let is_temp = name.to_string_lossy().starts_with(artifact::TEMP_PREFIX);
             if (is_entry || is_temp) && entry.metadata().is_ok_and(|m| m.is_file()) {
                 match std::fs::remove_file(&path) {
@@ -341,6 +362,12 @@ impl CompileCache {
         }
         Ok(removed)
     }
+}
+
+/// `<hex key>.pjrtx`, not a temporary file (those end like the entry they become).
+fn is_entry_name(path: &Path) -> bool {
+    let temp = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(artifact::TEMP_PREFIX));
+    !temp && path.extension().and_then(|e| e.to_str()) == Some(ENTRY_EXTENSION)
 }
 
 fn off(executable: LoadedExecutable, compile: Duration, note: String) -> Cached {

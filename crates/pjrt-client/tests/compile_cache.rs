@@ -214,6 +214,15 @@ fn eviction_under_a_small_cap_keeps_the_most_recently_used() {
     assert!(!path(2.0).exists(), "the least recently used entry stayed");
     let info = cache.info().unwrap();
     assert_eq!(info.entries, 2);
+    // A writer that died mid-write an hour ago left a temporary file: the next store sweeps it,
+    // a fresh one (a live writer's) stays.
+    let (stale, fresh) = (dir.join(".tmp-1-0-0-dead.pjrtx"), dir.join(".tmp-2-0-0-live.pjrtx"));
+    std::fs::write(&stale, b"half").unwrap();
+    std::fs::write(&fresh, b"half").unwrap();
+    set_age(&stale, 7200);
+    assert_eq!(cache.compile(&client, &scaled_add(5.0), &options).unwrap().outcome, CacheOutcome::Miss);
+    assert!(!stale.exists() && fresh.exists());
+    assert_eq!(cache.info().unwrap().entries, 2, "temporary files are not entries");
     assert!(info.bytes <= info.max_bytes, "{info:?}");
     // An executable bigger than the whole cap is compiled but not stored.
     let tiny = CompileCache::open(&dir).unwrap().max_bytes(100);
