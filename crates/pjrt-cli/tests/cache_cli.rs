@@ -170,3 +170,23 @@ fn compile_against_a_topology() {
     assert_fails(&out, "cannot compile against a topology without devices");
     assert!(stderr(&out).contains("NOT_FOUND"), "{}", stderr(&out));
 }
+
+#[test]
+fn new_flags_parse() {
+    use pjrt_cli::{cache::CacheCommand, parse_args, Command};
+    let cli =
+        parse_args(["pjrt", "compile", "p.mlir", "-o", "a.pjrt", "--topology", "cpu:2", "--replicas", "2"]).unwrap();
+    let Command::Compile(args) = cli.command else { panic!("not compile") };
+    assert_eq!(
+        (args.topology.as_deref(), args.replicas, args.partitions, args.json),
+        (Some("cpu:2"), Some(2), None, false)
+    );
+    assert!(parse_args(["pjrt", "compile", "p.mlir"]).is_err(), "-o is required");
+    let Command::Cache(CacheCommand::Clear { json: true }) =
+        parse_args(["pjrt", "cache", "clear", "--json"]).unwrap().command
+    else {
+        panic!("not cache clear --json")
+    };
+    let Command::Run(run) = parse_args(["pjrt", "run", "a.pjrt", "--no-cache"]).unwrap().command else { panic!() };
+    assert!(run.no_cache);
+}
