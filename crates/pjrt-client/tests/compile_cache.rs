@@ -2,6 +2,7 @@
 //! results as compiling, keys follow the inputs, bad entries are misses, eviction keeps the
 //! newest, concurrent writers never corrupt an entry, artifacts refuse another plugin.
 
+mod fake_support;
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -319,4 +320,30 @@ fn topology_artifacts_load_on_the_0_115_plugin() {
     let e = Artifact::compile_for_topology(old.plugin(), &old.topology().unwrap(), &program, &CompileOptions::new())
         .unwrap_err();
     assert_eq!(e.code(), Some(pjrt_client::ErrorCode::NotFound), "{e}");
+}
+
+#[test]
+fn a_plugin_that_cannot_serialize_compiles_without_caching() {
+    // The fake plugin compiles (every executable adds two f32[4]) but does not implement
+    // PJRT_Executable_Serialize.
+    let fake = fake_support::Fake::new("working");
+    let client = Client::new(&fake.plugin(), &pjrt_client::ClientOptions::new()).unwrap();
+    let dir = temp_dir("no-serialize");
+    let cache = CompileCache::open(&dir).unwrap();
+    let program = Program::mlir_text(support::ADD_F32).unwrap();
+    for _ in 0..2 {
+        let cached = cache.compile(&client, &program, &CompileOptions::new()).unwrap();
+        assert_eq!(cached.outcome, CacheOutcome::Off);
+        let note = cached.note.unwrap();
+        assert!(note.contains("cannot serialize") && note.contains("UNIMPLEMENTED"), "{note}");
+        let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+        let out = cached.executable.execute_on(&client.addressable_devices()[0], &[&x, &x]).unwrap();
+        assert_eq!(out[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
+    }
+    assert_eq!(cache.info().unwrap().entries, 0);
+    // Portable executables are never cached either.
+    let portable = cache.compile(&client, &program, &CompileOptions::new().compile_portable_executable(true)).unwrap();
+    assert_eq!(portable.outcome, CacheOutcome::Off);
+    assert!(portable.note.unwrap().contains("portable"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
