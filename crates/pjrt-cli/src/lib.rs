@@ -5,6 +5,8 @@
 //! ([`parse_args`]) so it can be tested and fuzzed without running anything.
 
 pub mod bench;
+pub mod cache;
+pub mod compile;
 pub mod conform;
 pub mod ui;
 
@@ -17,7 +19,7 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 use pjrt_client::host_array::{download_npy, upload_npy};
 use pjrt_client::locate::{self, Source};
 use pjrt_client::npy::{Dtype, NpyArray};
-use pjrt_client::{Client, ClientOptions, CompileOptions, Error, Placement, Plugin, Program, Value};
+use pjrt_client::{Client, ClientOptions, CompileOptions, Error, Placement, Plugin, Value};
 use serde_json::{json, Value as Json};
 
 #[derive(Parser)]
@@ -41,8 +43,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Compile a StableHLO program (.mlir text or .mlirbc bytecode) and run it on .npy inputs.
+    /// Compile a StableHLO program (.mlir text or .mlirbc bytecode) and run it on .npy inputs;
+    /// or load an artifact written by `pjrt compile` and run it without compiling.
     Run(RunArgs),
+    /// Compile a program ahead of time into an artifact file for `pjrt run`.
+    Compile(compile::CompileArgs),
+    /// Inspect or clear the compile cache `pjrt run` uses ($PJRT_CACHE_DIR).
+    #[command(subcommand)]
+    Cache(cache::CacheCommand),
     /// Find and install plugins.
     #[command(subcommand)]
     Plugin(PluginCommand),
@@ -64,7 +72,8 @@ pub struct PluginArg {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The program: StableHLO/MLIR text (.mlir) or MLIR bytecode (.mlirbc).
+    /// The program: StableHLO/MLIR text (.mlir), MLIR bytecode (.mlirbc), or an artifact from
+    /// `pjrt compile` (recognised by its magic; loaded without compiling).
     pub program: PathBuf,
     /// Input arrays (.npy), in parameter order.
     #[arg(long, short = 'i', num_args = 1..)]
@@ -92,6 +101,10 @@ pub struct RunArgs {
     /// Do not apply the XLA settings that make results match JAX (see `CompileOptions::jax_defaults`).
     #[arg(long)]
     pub no_jax_defaults: bool,
+    /// Compile without the compile cache (by default compiled programs are cached in
+    /// $PJRT_CACHE_DIR, else ~/.cache/pjrt-client/compile; see `pjrt cache`).
+    #[arg(long)]
+    pub no_cache: bool,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -166,6 +179,8 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         }
         Command::Info { plugin, json } => info(&plugin, json),
         Command::Run(args) => run_program(&args),
+        Command::Compile(args) => compile::run_compile(&args, &resolve_plugin(&args.plugin)?),
+        Command::Cache(command) => cache::run_cache(&command),
         Command::Plugin(PluginCommand::Install { name, json }) => {
             let known = locate::known_plugin(&name).ok_or_else(|| {
                 Error::InvalidArgument(format!(
@@ -332,7 +347,7 @@ pub fn parse_xla_option(options: CompileOptions, spec: &str) -> Result<CompileOp
 
 fn run_program(args: &RunArgs) -> Result<(), Error> {
     let started = Instant::now();
-    let program = Program::from_file(&args.program)?;
+    let program = compile::ProgramSource::open(&args.program)?;
     let counts = program.module_counts();
     let replicas = args.replicas.or(counts.replicas).unwrap_or(1);
     let partitions = counts.partitions.unwrap_or(1);
@@ -382,9 +397,8 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     for spec in &args.xla_options {
         options = parse_xla_option(options, spec)?;
     }
-    let compile_started = Instant::now();
-    let exe = client.compile(&program, &options)?;
-    let compile_ms = compile_started.elapsed().as_secs_f64() * 1e3;
+    let compiled = compile::compile_or_load(&client, &program, &options, !args.no_cache)?;
+    let (exe, compile_ms, load_ms) = (compiled.executable, compiled.compile_ms, compiled.load_ms);
     let params = exe.parameter_shapes().map(|p| p.to_vec());
     if let Some(params) = &params {
         if params.len() != inputs.len() {
@@ -467,7 +481,8 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         let report = json!({
             "program": args.program, "plugin": plugin.path(), "platform": client.platform_name(),
             "replicas": replicas, "partitions": partitions, "shard_inputs": args.shard_inputs, "outputs": outputs,
-            "timings_ms": { "compile": compile_ms, "transfer": transfer_ms, "execute": execute_ms,
+            "cache": compiled.cache,
+            "timings_ms": { "compile": compile_ms, "load": load_ms, "transfer": transfer_ms, "execute": execute_ms,
                             "total": started.elapsed().as_secs_f64() * 1e3 },
         });
         println!("{report}");

@@ -65,9 +65,11 @@ pub mod sys;
 
 mod aligned;
 mod api;
+pub mod artifact;
 mod buffer;
 mod buffer_ext;
 mod client;
+pub mod compile_cache;
 pub mod compile_options;
 mod device;
 mod device_stats;

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// The two plugin versions every CLI test runs on.
@@ -15,8 +16,20 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// Runs `pjrt ARGS` in the workspace root, after installing both plugins once per process.
+/// Runs `pjrt ARGS` in the workspace root, after installing both plugins once per process. Each
+/// call gets a fresh, empty compile cache (removed afterwards), never the user's: every run
+/// compiles, as if there were no cache.
 pub fn pjrt(args: &[&str]) -> Output {
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, Ordering::Relaxed);
+    let cache = std::env::temp_dir().join(format!("pjrt-cli-test-{}-compile-cache-{n}", std::process::id()));
+    let out = pjrt_env(args, &[("PJRT_CACHE_DIR", cache.to_str().unwrap())]);
+    let _ = std::fs::remove_dir_all(&cache);
+    out
+}
+
+/// Runs `pjrt ARGS` with extra environment variables (see [`pjrt`]).
+pub fn pjrt_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
         for name in PLUGINS {
@@ -28,7 +41,7 @@ pub fn pjrt(args: &[&str]) -> Output {
             );
         }
     });
-    Command::new(env!("CARGO_BIN_EXE_pjrt")).args(args).current_dir(root()).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_pjrt")).args(args).envs(env.iter().copied()).current_dir(root()).output().unwrap()
 }
 
 /// The command's stderr as text.

@@ -1,0 +1,61 @@
+//! `pjrt cache info|clear`: the compile cache `pjrt run` uses (`$PJRT_CACHE_DIR`, else
+//! `$XDG_CACHE_HOME/pjrt-client/compile` or `~/.cache/pjrt-client/compile`).
+
+use clap::Subcommand;
+use pjrt_client::Error;
+use serde_json::json;
+
+/// `pjrt cache` subcommands.
+#[derive(Subcommand)]
+pub enum CacheCommand {
+    /// Show the cache folder, its number of entries and their size.
+    Info {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove every cached executable.
+    Clear {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs a `pjrt cache` subcommand.
+pub fn run_cache(command: &CacheCommand) -> Result<(), Error> {
+    let cache = crate::compile::open_cache()?;
+    match command {
+        CacheCommand::Info { json } => {
+            let info = cache.info()?;
+            if *json {
+                println!(
+                    "{}",
+                    json!({ "dir": info.dir, "entries": info.entries, "bytes": info.bytes, "max_bytes": info.max_bytes })
+                );
+            } else {
+                println!("compile cache: {}", info.dir.display());
+                println!("entries:       {}", info.entries);
+                println!("size:          {} of at most {}", human(info.bytes), human(info.max_bytes));
+            }
+        }
+        CacheCommand::Clear { json } => {
+            let removed = cache.clear()?;
+            if *json {
+                println!("{}", json!({ "dir": cache.dir(), "removed": removed }));
+            } else {
+                println!("removed {removed} entries from {}", cache.dir().display());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn human(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} bytes"),
+    }
+}

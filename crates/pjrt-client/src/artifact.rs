@@ -1,0 +1,548 @@
+//! Ahead-of-time artifacts: a compiled executable in a file of our own format, with a header
+//! that says which plugin made it, so a mismatch is refused with a clear message before the
+//! plugin ever sees the bytes. The compile cache ([`crate::compile_cache`]) stores its entries in
+//! the same format.
+//!
+//! Layout (all integers little-endian):
+//!
+//! ```text
+//! magic            8 bytes  "PJRT-AOT"
+//! format version   u32      1
+//! header length    u32      at most 64 KiB
+//! header           fields below, in order (a newer writer may append fields; readers skip them)
+//!   platform name      u16 length + UTF-8
+//!   platform version   u16 length + UTF-8
+//!   xla_version        u8 present + i64
+//!   PJRT API version   i32 major + i32 minor
+//!   StableHLO version  u8 present + 3 × i64
+//!   replicas, partitions, device count   3 × i64
+//!   program fingerprint  32 bytes (SHA-256 of the program format and bytes)
+//!   build key            32 bytes (the compile-cache key: program, options, plugin, devices)
+//!   target               u8 (0: compiled on a client's devices, 1: against a topology)
+//! payload SHA-256  32 bytes
+//! payload          the rest of the file: the plugin's serialized executable
+//! ```
+//!
+//! The reader checks every length against the bytes that are there, so a truncated, corrupt or
+//! hostile file is an [`Error::InvalidArgument`], never a panic or a large allocation.
+
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::api::ApiVersion;
+use crate::client::Client;
+use crate::compile_options::CompileOptions;
+use crate::error::{Error, Result};
+use crate::executable::LoadedExecutable;
+use crate::plugin::{Plugin, StableHloVersion};
+use crate::program::Program;
+use crate::topology::Topology;
+
+/// The bytes every artifact starts with.
+pub const MAGIC: &[u8; 8] = b"PJRT-AOT";
+/// The format version this crate writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// The largest header accepted.
+const MAX_HEADER_LEN: usize = 64 * 1024;
+/// The longest platform name or version accepted.
+const MAX_STRING_LEN: usize = 1024;
+
+/// What identifies the plugin build an executable was compiled by: a serialized executable loads
+/// only on the same one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PluginIdentity {
+    /// The platform name, e.g. `cpu`.
+    pub platform_name: String,
+    /// The platform version string.
+    pub platform_version: String,
+    /// The plugin's `xla_version` attribute, when it has one.
+    pub xla_version: Option<i64>,
+    /// The PJRT C API version the plugin implements.
+    pub api_version: ApiVersion,
+    /// The newest StableHLO version the plugin reads (tells XLA builds apart).
+    pub stablehlo_version: Option<StableHloVersion>,
+}
+
+impl PluginIdentity {
+    /// The identity of the plugin behind `client`.
+    pub fn of_client(client: &Client) -> PluginIdentity {
+        PluginIdentity::of_plugin(client.plugin(), client.platform_name(), client.platform_version())
+    }
+
+    /// The identity of the plugin behind `topology`.
+    pub fn of_topology(plugin: &Plugin, topology: &Topology) -> Result<PluginIdentity> {
+        Ok(PluginIdentity::of_plugin(plugin, &topology.platform_name()?, &topology.platform_version()?))
+    }
+
+    fn of_plugin(plugin: &Plugin, platform_name: &str, platform_version: &str) -> PluginIdentity {
+        PluginIdentity {
+            platform_name: platform_name.to_owned(),
+            platform_version: platform_version.to_owned(),
+            xla_version: plugin.xla_version(),
+            api_version: plugin.api_version(),
+            stablehlo_version: plugin.stablehlo_current_version(),
+        }
+    }
+}
+
+impl fmt::Display for PluginIdentity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} plugin (version {}", self.platform_name, self.platform_version)?;
+        match self.xla_version {
+            Some(v) => write!(f, ", xla_version {v}")?,
+            None => write!(f, ", no xla_version")?,
+        }
+        write!(f, ", API {}", self.api_version)?;
+        if let Some(v) = self.stablehlo_version {
+            write!(f, ", StableHLO {v}")?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// Whether an executable was compiled on a client's devices or against a topology.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Target {
+    /// Compiled by a client for its devices.
+    Devices,
+    /// Compiled against a topology, without its devices.
+    Topology,
+}
+
+/// An artifact's header: what it was compiled for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArtifactHeader {
+    /// The plugin build that compiled it.
+    pub plugin: PluginIdentity,
+    /// Number of replicas.
+    pub replicas: i64,
+    /// Number of partitions.
+    pub partitions: i64,
+    /// Number of devices the compiler saw (the client's or the topology's).
+    pub device_count: i64,
+    /// SHA-256 of the program (format and bytes).
+    pub program_fingerprint: [u8; 32],
+    /// The compile-cache key of the build (program, options, plugin, devices); all zero when
+    /// unknown.
+    pub build_key: [u8; 32],
+    /// Devices or topology.
+    pub target: Target,
+}
+
+/// A compiled executable with its header: an AOT artifact or a compile-cache entry.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Artifact {
+    /// What it was compiled for.
+    pub header: ArtifactHeader,
+    executable: Vec<u8>,
+}
+
+impl fmt::Debug for Artifact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Artifact")
+            .field("header", &self.header)
+            .field("executable_bytes", &self.executable.len())
+            .finish()
+    }
+}
+
+/// SHA-256 of a program's format and bytes.
+pub fn program_fingerprint(program: &Program) -> [u8; 32] {
+    let mut hash = Sha256::new();
+    hash.update(program.format().as_pjrt_str().as_bytes());
+    hash.update([0u8]);
+    hash.update(program.code());
+    hash.finalize().into()
+}
+
+/// Whether `bytes` start like an artifact.
+pub fn is_artifact(bytes: &[u8]) -> bool {
+    bytes.starts_with(MAGIC)
+}
+
+/// Whether the file at `path` starts like an artifact (reads only its first bytes).
+pub fn is_artifact_file(path: impl AsRef<Path>) -> bool {
+    use std::io::Read;
+    let mut start = [0u8; 8];
+    std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut start)).is_ok() && &start == MAGIC
+}
+
+impl Artifact {
+    /// An artifact from a header and a serialized executable.
+    pub fn new(header: ArtifactHeader, executable: Vec<u8>) -> Result<Artifact> {
+        if executable.is_empty() {
+            return Err(Error::invalid("an artifact needs a non-empty serialized executable"));
+        }
+        Ok(Artifact { header, executable })
+    }
+
+    /// Serializes `executable` (compiled by `client` from `program` with `options`) into an
+    /// artifact. Fails with the plugin's error when it cannot serialize executables.
+    pub fn from_loaded(
+        client: &Client,
+        executable: &LoadedExecutable,
+        program: &Program,
+        options: &CompileOptions,
+    ) -> Result<Artifact> {
+        let bytes = executable.serialize()?;
+        let header = ArtifactHeader {
+            plugin: PluginIdentity::of_client(client),
+            replicas: options.replicas(),
+            partitions: options.partitions(),
+            device_count: client.devices().len() as i64,
+            program_fingerprint: program_fingerprint(program),
+            build_key: crate::compile_cache::cache_key(client, program, options)?.0,
+            target: Target::Devices,
+        };
+        Artifact::new(header, bytes)
+    }
+
+    /// Compiles `program` against `topology` (no devices needed) and wraps the result.
+    pub fn compile_for_topology(
+        plugin: &Plugin,
+        topology: &Topology,
+        program: &Program,
+        options: &CompileOptions,
+    ) -> Result<Artifact> {
+        let executable = topology.compile(program, options, None)?;
+        let header = ArtifactHeader {
+            plugin: PluginIdentity::of_topology(plugin, topology)?,
+            replicas: options.replicas(),
+            partitions: options.partitions(),
+            device_count: topology.device_count()? as i64,
+            program_fingerprint: program_fingerprint(program),
+            build_key: [0; 32],
+            target: Target::Topology,
+        };
+        Artifact::new(header, executable.serialize()?)
+    }
+
+    /// The plugin's serialized executable.
+    pub fn executable_bytes(&self) -> &[u8] {
+        &self.executable
+    }
+
+    /// The file's bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let h = &self.header;
+        let mut header = Vec::with_capacity(256);
+        put_str(&mut header, &h.plugin.platform_name);
+        put_str(&mut header, &h.plugin.platform_version);
+        header.push(h.plugin.xla_version.is_some() as u8);
+        header.extend_from_slice(&h.plugin.xla_version.unwrap_or(0).to_le_bytes());
+        header.extend_from_slice(&h.plugin.api_version.major.to_le_bytes());
+        header.extend_from_slice(&h.plugin.api_version.minor.to_le_bytes());
+        let shlo = h.plugin.stablehlo_version;
+        header.push(shlo.is_some() as u8);
+        let StableHloVersion(a, b, c) = shlo.unwrap_or(StableHloVersion(0, 0, 0));
+        for v in [a, b, c, h.replicas, h.partitions, h.device_count] {
+            header.extend_from_slice(&v.to_le_bytes());
+        }
+        header.extend_from_slice(&h.program_fingerprint);
+        header.extend_from_slice(&h.build_key);
+        header.push(match h.target {
+            Target::Devices => 0,
+            Target::Topology => 1,
+        });
+        let mut out = Vec::with_capacity(16 + header.len() + 32 + self.executable.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        out.extend_from_slice(&header);
+        out.extend_from_slice(&Sha256::digest(&self.executable));
+        out.extend_from_slice(&self.executable);
+        out
+    }
+
+    /// Parses an artifact. Anything malformed (wrong magic, another format version, truncation,
+    /// a payload whose checksum does not match) is an [`Error::InvalidArgument`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Artifact> {
+        let mut r = Reader { bytes, at: 0 };
+        if r.take(8)? != MAGIC {
+            return Err(Error::invalid("not a pjrt artifact: it does not start with `PJRT-AOT`"));
+        }
+        let version = r.u32()?;
+        if version != FORMAT_VERSION {
+            return Err(Error::invalid(format!(
+                "artifact format version {version} is not supported (this build reads version {FORMAT_VERSION}); \
+                 recompile it with `pjrt compile`"
+            )));
+        }
+        let header_len = r.u32()? as usize;
+        if header_len > MAX_HEADER_LEN {
+            return Err(Error::invalid(format!(
+                "artifact header is {header_len} bytes, more than the {MAX_HEADER_LEN} allowed"
+            )));
+        }
+        let mut h = Reader { bytes: r.take(header_len)?, at: 0 };
+        let platform_name = h.string()?;
+        let platform_version = h.string()?;
+        let xla_version = h.flagged_i64()?;
+        let api_version = ApiVersion { major: h.i32()?, minor: h.i32()? };
+        let has_shlo = h.flag()?;
+        let shlo = StableHloVersion(h.i64()?, h.i64()?, h.i64()?);
+        let (replicas, partitions, device_count) = (h.i64()?, h.i64()?, h.i64()?);
+        let program_fingerprint = h.array32()?;
+        let build_key = h.array32()?;
+        let target = match h.u8()? {
+            0 => Target::Devices,
+            1 => Target::Topology,
+            other => return Err(Error::invalid(format!("artifact header: unknown target {other}"))),
+        };
+        // Any further header bytes are fields of a newer writer: skipped.
+        let checksum = r.array32()?;
+        let executable = &bytes[r.at..];
+        if executable.is_empty() {
+            return Err(Error::invalid("artifact is truncated: it holds no executable"));
+        }
+        if <[u8; 32]>::from(Sha256::digest(executable)) != checksum {
+            return Err(Error::invalid("artifact is corrupt: the executable's SHA-256 does not match its header"));
+        }
+        let header = ArtifactHeader {
+            plugin: PluginIdentity {
+                platform_name,
+                platform_version,
+                xla_version,
+                api_version,
+                stablehlo_version: has_shlo.then_some(shlo),
+            },
+            replicas,
+            partitions,
+            device_count,
+            program_fingerprint,
+            build_key,
+            target,
+        };
+        Ok(Artifact { header, executable: executable.to_vec() })
+    }
+
+    /// Reads an artifact file.
+    pub fn read(path: impl AsRef<Path>) -> Result<Artifact> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        Artifact::from_bytes(&bytes).map_err(|e| match e {
+            Error::InvalidArgument(m) => Error::invalid(format!("{}: {m}", path.display())),
+            other => other,
+        })
+    }
+
+    /// Writes the artifact atomically: to a temporary file in the same folder, then renamed, so a
+    /// reader never sees half a file.
+    pub fn write(&self, path: impl AsRef<Path>) -> Result<()> {
+        write_atomically(path.as_ref(), &self.to_bytes())
+    }
+
+    /// Checks that `client`'s plugin can load this artifact: the same plugin build (platform,
+    /// version, `xla_version`, API and StableHLO versions) and enough devices.
+    pub fn check_compatible(&self, client: &Client) -> Result<()> {
+        let here = PluginIdentity::of_client(client);
+        let made = &self.header.plugin;
+        if *made != here {
+            return Err(Error::invalid(format!(
+                "the artifact was compiled for the {made}; this plugin is the {here}. A serialized executable \
+                 loads only on the plugin build that made it: recompile the program for this plugin with \
+                 `pjrt compile` (or run the source program)"
+            )));
+        }
+        let needed = self.header.replicas.saturating_mul(self.header.partitions);
+        let available = client.devices().len() as i64;
+        if needed > available {
+            return Err(Error::invalid(format!(
+                "the artifact runs on {} replicas × {} partitions = {needed} devices, but the client has {available}",
+                self.header.replicas, self.header.partitions
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks compatibility, then loads the executable onto `client`'s devices without compiling.
+    pub fn load(&self, client: &Client) -> Result<LoadedExecutable> {
+        self.check_compatible(client)?;
+        client.deserialize_and_load(&self.executable)
+    }
+}
+
+/// Writes `bytes` to `path` through a uniquely named temporary file in the same folder and a
+/// rename, so concurrent writers and readers never see a partial file.
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let temp = dir.join(temp_name(path));
+    let result = (|| {
+        let mut file = std::fs::File::create(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_data()?;
+        std::fs::rename(&temp, path)
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&temp);
+        Error::io(path, e)
+    })
+}
+
+/// Temporary files start with this; the cache sweeps stale ones.
+pub(crate) const TEMP_PREFIX: &str = ".tmp-";
+
+fn temp_name(path: &Path) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    format!("{TEMP_PREFIX}{}-{n}-{nanos}-{name}", std::process::id())
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    // Longer strings are cut (at a char boundary) rather than written with a bad length.
+    let mut end = s.len().min(MAX_STRING_LEN);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.extend_from_slice(&(end as u16).to_le_bytes());
+    out.extend_from_slice(&s.as_bytes()[..end]);
+}
+
+/// A bounds-checked cursor: every read fails cleanly past the end.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self.at.checked_add(n).filter(|&end| end <= self.bytes.len()).ok_or_else(|| {
+            Error::invalid(format!("artifact is truncated: {n} more bytes expected at offset {}", self.at))
+        })?;
+        let out = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(out)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+
+    fn array32(&mut self) -> Result<[u8; 32]> {
+        self.array()
+    }
+
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.array::<1>()?[0])
+    }
+
+    fn flag(&mut self) -> Result<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(Error::invalid(format!("artifact header: flag byte {other} is neither 0 nor 1"))),
+        }
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+
+    fn i32(&mut self) -> Result<i32> {
+        Ok(i32::from_le_bytes(self.array()?))
+    }
+
+    fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+
+    fn flagged_i64(&mut self) -> Result<Option<i64>> {
+        let present = self.flag()?;
+        let value = self.i64()?;
+        Ok(present.then_some(value))
+    }
+
+    fn string(&mut self) -> Result<String> {
+        let len = u16::from_le_bytes(self.array()?) as usize;
+        if len > MAX_STRING_LEN {
+            return Err(Error::invalid(format!("artifact header: a {len}-byte string is too long")));
+        }
+        String::from_utf8(self.take(len)?.to_vec())
+            .map_err(|_| Error::invalid("artifact header: a platform string is not UTF-8"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Artifact {
+        let header = ArtifactHeader {
+            plugin: PluginIdentity {
+                platform_name: "cpu".into(),
+                platform_version: "cpu".into(),
+                xla_version: Some(2),
+                api_version: ApiVersion { major: 0, minor: 115 },
+                stablehlo_version: Some(StableHloVersion(1, 20, 0)),
+            },
+            replicas: 2,
+            partitions: 1,
+            device_count: 4,
+            program_fingerprint: [7; 32],
+            build_key: [9; 32],
+            target: Target::Devices,
+        };
+        Artifact::new(header, b"serialized executable".to_vec()).unwrap()
+    }
+
+    #[test]
+    fn round_trips() {
+        let a = sample();
+        let bytes = a.to_bytes();
+        assert!(is_artifact(&bytes));
+        assert_eq!(Artifact::from_bytes(&bytes).unwrap(), a);
+        let mut b = a.clone();
+        b.header.plugin.xla_version = None;
+        b.header.plugin.stablehlo_version = None;
+        b.header.target = Target::Topology;
+        assert_eq!(Artifact::from_bytes(&b.to_bytes()).unwrap(), b);
+    }
+
+    #[test]
+    fn every_truncation_and_bit_flip_is_a_clean_error() {
+        let bytes = sample().to_bytes();
+        for n in 0..bytes.len() {
+            assert!(Artifact::from_bytes(&bytes[..n]).is_err(), "truncated to {n}");
+        }
+        for i in 0..bytes.len() {
+            let mut flipped = bytes.clone();
+            flipped[i] ^= 0x40;
+            // A flip in a header value (a version, a count) parses; anything else must fail.
+            if let Ok(a) = Artifact::from_bytes(&flipped) {
+                assert_eq!(a.executable_bytes(), sample().executable_bytes());
+            }
+        }
+    }
+
+    #[test]
+    fn hostile_lengths_are_refused_without_allocating() {
+        let mut bytes = sample().to_bytes();
+        bytes[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Artifact::from_bytes(&bytes).unwrap_err().to_string().contains("header"));
+        let mut bytes = sample().to_bytes();
+        bytes[8..12].copy_from_slice(&2u32.to_le_bytes());
+        assert!(Artifact::from_bytes(&bytes).unwrap_err().to_string().contains("format version 2"));
+        let mut bytes = sample().to_bytes();
+        bytes[16..18].copy_from_slice(&u16::MAX.to_le_bytes());
+        assert!(Artifact::from_bytes(&bytes).is_err());
+    }
+
+    #[test]
+    fn identity_mismatch_reads_well() {
+        let a = sample().header.plugin;
+        assert_eq!(a.to_string(), "cpu plugin (version cpu, xla_version 2, API 0.115, StableHLO 1.20.0)");
+    }
+}

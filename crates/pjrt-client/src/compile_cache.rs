@@ -1,0 +1,381 @@
+//! A persistent compile cache: compiled executables serialized on disk, so the next run of the
+//! same program on the same plugin loads in milliseconds instead of compiling again.
+//!
+//! Opt-in: nothing is cached unless you make a [`CompileCache`].
+//!
+//! ```no_run
+//! use pjrt_client::compile_cache::{CacheOutcome, CompileCache};
+//! use pjrt_client::{Client, ClientOptions, CompileOptions, Plugin, Program};
+//!
+//! # fn main() -> pjrt_client::Result<()> {
+//! let plugin = Plugin::load(pjrt_client::locate::resolve(None)?.path)?;
+//! let client = Client::new(&plugin, &ClientOptions::new())?;
+//! let program = Program::from_file("model.mlir")?;
+//! let cache = CompileCache::open(CompileCache::default_dir())?;
+//! let cached = cache.compile(&client, &program, &CompileOptions::new())?;
+//! println!("{:?}: compile {:?}, load {:?}", cached.outcome, cached.compile, cached.load);
+//! let exe = cached.executable;
+//! # Ok(()) }
+//! ```
+//!
+//! Entries are keyed by a SHA-256 of everything that changes the compiled result: the plugin
+//! build ([`PluginIdentity`]: platform name and version, `xla_version`, PJRT API and StableHLO
+//! versions), the program's format and bytes, the serialized compile options, and the client's
+//! devices (count, ids and kinds). Each entry is an [`Artifact`] file (one format, one reader),
+//! written atomically (a temporary file in the same folder, then a rename). A corrupt, truncated
+//! or foreign entry is a miss and is removed; it is never an error. The folder is kept under a
+//! size cap by evicting the least recently used entries (a hit refreshes an entry's mtime).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use sha2::{Digest, Sha256};
+
+use crate::artifact::{self, program_fingerprint, Artifact, ArtifactHeader, PluginIdentity, Target};
+use crate::client::Client;
+use crate::compile_options::CompileOptions;
+use crate::error::{Error, Result};
+use crate::executable::LoadedExecutable;
+use crate::program::Program;
+
+/// Entry files end with this.
+const ENTRY_EXTENSION: &str = "pjrtx";
+
+/// A cache key: SHA-256 of everything that changes a compiled executable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CacheKey(pub [u8; 32]);
+
+impl CacheKey {
+    /// Lower-case hex.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// Whether a compile came from the cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CacheOutcome {
+    /// Loaded from the cache without compiling.
+    Hit,
+    /// Compiled, and stored for next time (see [`Cached::note`] if storing failed).
+    Miss,
+    /// Compiled without the cache (the executable cannot be cached; see [`Cached::note`]).
+    Off,
+}
+
+impl CacheOutcome {
+    /// `hit`, `miss` or `off`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheOutcome::Hit => "hit",
+            CacheOutcome::Miss => "miss",
+            CacheOutcome::Off => "off",
+        }
+    }
+}
+
+/// The result of [`CompileCache::compile`].
+#[derive(Debug)]
+pub struct Cached {
+    /// The executable, compiled or loaded.
+    pub executable: LoadedExecutable,
+    /// Hit, miss or off.
+    pub outcome: CacheOutcome,
+    /// Time spent compiling (zero on a hit).
+    pub compile: Duration,
+    /// Time spent reading and loading a cached executable (zero on a miss).
+    pub load: Duration,
+    /// Why the executable was not cached or not stored, when that happened.
+    pub note: Option<String>,
+}
+
+/// What the cache folder holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CacheInfo {
+    /// The folder.
+    pub dir: PathBuf,
+    /// Number of entries.
+    pub entries: usize,
+    /// Their total size in bytes.
+    pub bytes: u64,
+    /// The size cap.
+    pub max_bytes: u64,
+}
+
+/// A compile cache in one folder. Cheap to clone; many processes may share a folder.
+#[derive(Clone, Debug)]
+pub struct CompileCache {
+    dir: PathBuf,
+    max_bytes: u64,
+}
+
+/// The key of compiling `program` with `options` on `client`.
+pub fn cache_key(client: &Client, program: &Program, options: &CompileOptions) -> Result<CacheKey> {
+    let mut hash = Sha256::new();
+    // Every field is length-prefixed so no two different inputs hash the same bytes.
+    let mut field = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    field(b"pjrt-client compile cache v1");
+    let id = PluginIdentity::of_client(client);
+    field(id.platform_name.as_bytes());
+    field(id.platform_version.as_bytes());
+    field(&id.xla_version.map(|v| v.to_le_bytes().to_vec()).unwrap_or_default());
+    field(&id.api_version.major.to_le_bytes());
+    field(&id.api_version.minor.to_le_bytes());
+    field(id.stablehlo_version.map(|v| format!("{v}")).unwrap_or_default().as_bytes());
+    field(program.format().as_pjrt_str().as_bytes());
+    field(program.code());
+    field(&options.to_bytes()?);
+    let devices = client.devices();
+    field(&(devices.len() as u64).to_le_bytes());
+    let addressable = client.addressable_devices();
+    field(&(addressable.len() as u64).to_le_bytes());
+    for device in &addressable {
+        field(&device.id()?.to_le_bytes());
+        field(device.kind()?.as_bytes());
+    }
+    field(&client.process_index().to_le_bytes());
+    Ok(CacheKey(hash.finalize().into()))
+}
+
+impl CompileCache {
+    /// The default size cap: 2 GiB.
+    pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
+
+    /// Opens (creating it if needed) a cache in `dir`.
+    pub fn open(dir: impl Into<PathBuf>) -> Result<CompileCache> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        Ok(CompileCache { dir, max_bytes: CompileCache::DEFAULT_MAX_BYTES })
+    }
+
+    /// `$PJRT_CACHE_DIR` when set, else `$XDG_CACHE_HOME/pjrt-client/compile`, else
+    /// `~/.cache/pjrt-client/compile` (the temporary folder when there is no home).
+    pub fn default_dir() -> PathBuf {
+        if let Some(dir) = std::env::var_os("PJRT_CACHE_DIR").filter(|d| !d.is_empty()) {
+            return PathBuf::from(dir);
+        }
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .filter(|d| !d.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| PathBuf::from(h).join(".cache")))
+            .unwrap_or_else(std::env::temp_dir);
+        base.join("pjrt-client").join("compile")
+    }
+
+    /// Sets the size cap: after each store, the least recently used entries are removed until
+    /// the folder holds at most `max_bytes`. An executable larger than the cap is not stored.
+    pub fn max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the entry for `key` lives.
+    pub fn entry_path(&self, key: &CacheKey) -> PathBuf {
+        self.dir.join(format!("{}.{ENTRY_EXTENSION}", key.to_hex()))
+    }
+
+    /// Loads `program` compiled with `options` from the cache, or compiles it and stores it.
+    ///
+    /// Portable executables and plugins that cannot serialize executables are compiled without
+    /// the cache ([`CacheOutcome::Off`], with a note). Cache trouble (an unreadable or corrupt
+    /// entry, a full disk) never fails the compile: it becomes a miss or a note.
+    pub fn compile(&self, client: &Client, program: &Program, options: &CompileOptions) -> Result<Cached> {
+        if options.is_portable() {
+            return compile_uncached(client, program, options, "portable executables are not cached".into());
+        }
+        let key = cache_key(client, program, options)?;
+        let load_started = Instant::now();
+        if let Some(executable) = self.lookup(client, &key) {
+            return Ok(Cached {
+                executable,
+                outcome: CacheOutcome::Hit,
+                compile: Duration::ZERO,
+                load: load_started.elapsed(),
+                note: None,
+            });
+        }
+        let compile_started = Instant::now();
+        let executable = client.compile(program, options)?;
+        let compile = compile_started.elapsed();
+        let bytes = match executable.serialize() {
+            Ok(bytes) if !bytes.is_empty() => bytes,
+            Ok(_) => return Ok(off(executable, compile, "the plugin serialized the executable to nothing".into())),
+            Err(e) => return Ok(off(executable, compile, format!("the plugin cannot serialize executables: {e}"))),
+        };
+        let header = ArtifactHeader {
+            plugin: PluginIdentity::of_client(client),
+            replicas: options.replicas(),
+            partitions: options.partitions(),
+            device_count: client.devices().len() as i64,
+            program_fingerprint: program_fingerprint(program),
+            build_key: key.0,
+            target: Target::Devices,
+        };
+        let note = match Artifact::new(header, bytes).and_then(|a| self.store(&key, &a)) {
+            Ok(()) => None,
+            Err(e) => Some(format!("not stored in the compile cache: {e}")),
+        };
+        Ok(Cached { executable, outcome: CacheOutcome::Miss, compile, load: Duration::ZERO, note })
+    }
+
+    /// The cached executable for `key`, loaded; `None` on a miss. A bad entry is removed.
+    fn lookup(&self, client: &Client, key: &CacheKey) -> Option<LoadedExecutable> {
+        let path = self.entry_path(key);
+        let bytes = std::fs::read(&path).ok()?;
+        let usable = Artifact::from_bytes(&bytes).ok().filter(|a| {
+            a.header.build_key == key.0 && a.header.target == Target::Devices && a.check_compatible(client).is_ok()
+        });
+        let loaded = usable.and_then(|a| client.deserialize_and_load(a.executable_bytes()).ok());
+        match loaded {
+            Some(executable) => {
+                // Refresh the mtime: eviction removes the least recently used entries first.
+                if let Ok(file) = std::fs::File::options().append(true).open(&path) {
+                    let _ = file.set_modified(SystemTime::now());
+                }
+                Some(executable)
+            }
+            None => {
+                let _ = std::fs::remove_file(&path);
+                None
+            }
+        }
+    }
+
+    fn store(&self, key: &CacheKey, artifact: &Artifact) -> Result<()> {
+        let bytes = artifact.to_bytes();
+        if bytes.len() as u64 > self.max_bytes {
+            return Err(Error::invalid(format!(
+                "the executable is {} bytes, more than the cache's cap of {} bytes",
+                bytes.len(),
+                self.max_bytes
+            )));
+        }
+        std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        let path = self.entry_path(key);
+        artifact::write_atomically(&path, &bytes)?;
+        self.evict(&path);
+        Ok(())
+    }
+
+    /// Every entry with its size and mtime (entries that vanish meanwhile are skipped).
+    fn entries(&self) -> Result<Vec<(PathBuf, u64, SystemTime)>> {
+        let read = std::fs::read_dir(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        let mut entries = Vec::new();
+        for entry in read.flatten() {
+            let path = entry.path();
+            if !is_entry_name(&path) {
+                continue;
+            }
+            if let Ok(meta) = entry.metadata() {
+                if meta.is_file() {
+                    entries.push((path, meta.len(), meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)));
+                }
+            }
+        }
+        Ok(entries)
+    }
+
+    /// Removes the least recently used entries until the folder fits the cap; `keep` (the entry
+    /// just written) goes last.
+    fn evict(&self, keep: &Path) {
+        self.sweep_stale_temp_files();
+        let Ok(mut entries) = self.entries() else { return };
+        let mut total: u64 = entries.iter().map(|e| e.1).sum();
+        if total <= self.max_bytes {
+            return;
+        }
+        // Oldest first; the entry just written sorts as the newest whatever the clock says.
+        entries.sort_by(|a, b| (a.0 == keep, a.2, &a.0).cmp(&(b.0 == keep, b.2, &b.0)));
+        for (path, size, _) in entries {
+            if total <= self.max_bytes || path == keep {
+                break;
+            }
+            if std::fs::remove_file(&path).is_ok() {
+                total -= size;
+            }
+        }
+    }
+
+    /// Removes temporary files that writers which died mid-write left behind (older than an
+    /// hour, so no live writer loses its file).
+    fn sweep_stale_temp_files(&self) {
+        const STALE: Duration = Duration::from_secs(3600);
+        let Ok(read) = std::fs::read_dir(&self.dir) else { return };
+        for entry in read.flatten() {
+            let is_temp = entry.file_name().to_string_lossy().starts_with(artifact::TEMP_PREFIX);
+            let old = entry
+                .metadata()
+                .ok()
+                .filter(|m| m.is_file())
+                .and_then(|m| m.modified().ok())
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > STALE);
+            if is_temp && old {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+
+    /// How many entries the cache holds and their size.
+    pub fn info(&self) -> Result<CacheInfo> {
+        if !self.dir.exists() {
+            return Ok(CacheInfo { dir: self.dir.clone(), entries: 0, bytes: 0, max_bytes: self.max_bytes });
+        }
+        let entries = self.entries()?;
+        Ok(CacheInfo {
+            dir: self.dir.clone(),
+            entries: entries.len(),
+            bytes: entries.iter().map(|e| e.1).sum(),
+            max_bytes: self.max_bytes,
+        })
+    }
+
+    /// Removes every entry (and stale temporary files); returns how many entries were removed.
+    pub fn clear(&self) -> Result<usize> {
+        let read = match std::fs::read_dir(&self.dir) {
+            Ok(read) => read,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(Error::io(&self.dir, e)),
+        };
+        let mut removed = 0;
+        for entry in read.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            let is_entry = is_entry_name(&path);
+            let is_temp = name.to_string_lossy().starts_with(artifact::TEMP_PREFIX);
+            if (is_entry || is_temp) && entry.metadata().is_ok_and(|m| m.is_file()) {
+                match std::fs::remove_file(&path) {
+                    Ok(()) => removed += is_entry as usize,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(Error::io(&path, e)),
+                }
+            }
+        }
+        Ok(removed)
+    }
+}
+
+/// `<hex key>.pjrtx`, not a temporary file (those end like the entry they become).
+fn is_entry_name(path: &Path) -> bool {
+    let temp = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(artifact::TEMP_PREFIX));
+    !temp && path.extension().and_then(|e| e.to_str()) == Some(ENTRY_EXTENSION)
+}
+
+fn off(executable: LoadedExecutable, compile: Duration, note: String) -> Cached {
+    Cached { executable, outcome: CacheOutcome::Off, compile, load: Duration::ZERO, note: Some(note) }
+}
+
+fn compile_uncached(client: &Client, program: &Program, options: &CompileOptions, note: String) -> Result<Cached> {
+    let started = Instant::now();
+    let executable = client.compile(program, options)?;
+    Ok(off(executable, started.elapsed(), note))
+}
