@@ -6,6 +6,7 @@
 
 pub mod bench;
 pub mod conform;
+pub mod jax_model;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use clap::{Args, Parser, Subcommand};
 use pjrt_client::host_array::{download_npy, upload_npy};
 use pjrt_client::locate::{self, FoundPlugin, Source};
 use pjrt_client::npy::{Dtype, NpyArray};
-use pjrt_client::{Client, ClientOptions, CompileOptions, Error, Placement, Plugin, Program, Value};
+use pjrt_client::{Client, ClientOptions, CompileOptions, Error, Placement, Plugin, Value};
 use serde_json::{json, Value as Json};
 
 #[derive(Parser)]
@@ -59,9 +60,9 @@ pub struct PluginArg {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The program: StableHLO/MLIR text (.mlir) or MLIR bytecode (.mlirbc).
+    /// The program: StableHLO/MLIR text (.mlir), MLIR bytecode (.mlirbc), or a model serialized by jax.export (.jaxexport).
     pub program: PathBuf,
-    /// Input arrays (.npy), in parameter order.
+    /// Input arrays (.npy), in parameter order (for a jax.export model: every input of the function, unused ones too).
     #[arg(long, short = 'i', num_args = 1..)]
     pub input: Vec<PathBuf>,
     /// Where to write out0.npy, out1.npy, ... (default: the current directory).
@@ -357,7 +358,7 @@ pub fn parse_xla_option(options: CompileOptions, spec: &str) -> Result<CompileOp
 
 fn run_program(args: &RunArgs) -> Result<(), Error> {
     let started = Instant::now();
-    let program = Program::from_file(&args.program)?;
+    let (program, jax_model) = jax_model::read_program(&args.program)?;
     let counts = program.module_counts();
     let replicas = args.replicas.or(counts.replicas).unwrap_or(1);
     let partitions = counts.partitions.unwrap_or(1);
@@ -394,6 +395,13 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         client_options = client_options.cpu_device_count(device_count);
     }
     let client = Client::new(&plugin, &client_options)?;
+    let (inputs, input_names) = jax_model::module_arguments(
+        jax_model.as_ref(),
+        client.platform_name(),
+        inputs,
+        &args.input,
+        args.shard_inputs,
+    )?;
     let mut options = CompileOptions::new().num_replicas(replicas).num_partitions(partitions);
     if partitions > 1 {
         options = options.use_spmd_partitioning(true);
@@ -456,7 +464,7 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
             let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
             let buffer = upload_npy(&client, array, wanted, Placement::Device(device)).map_err(|e| match e {
                 Error::InvalidArgument(m) => {
-                    Error::InvalidArgument(format!("input {i} ({}): {m}", args.input[i].display()))
+                    Error::InvalidArgument(format!("input {i} ({}): {m}", input_names[i].display()))
                 }
                 other => other,
             })?;
