@@ -177,7 +177,12 @@ impl<'a> Table<'a> {
 
 fn string_at(buf: &[u8], at: usize) -> FlatResult<&str> {
     let len = read_u32(buf, at)? as usize;
-    let bytes = slice(buf, at + 4, len, "a string")?;
+    // The terminating NUL is part of the format; requiring it also catches truncation.
+    let with_nul = slice(buf, at + 4, len.saturating_add(1), "a string")?;
+    let (bytes, nul) = with_nul.split_at(len);
+    if nul != [0] {
+        return error(at, "a string lacks its terminating NUL");
+    }
     std::str::from_utf8(bytes).or_else(|_| error(at, "a string is not valid UTF-8"))
 }
 
@@ -267,7 +272,8 @@ mod tests {
     #[test]
     fn every_truncation_is_an_error_not_a_panic() {
         let b = small();
-        for len in 0..b.len() {
+        // The last two bytes are padding after the string's NUL.
+        for len in 0..b.len() - 2 {
             let cut = &b[..len];
             let result = Table::root(cut).and_then(|t| Ok((t.u16(0, 0)?, t.string(1)?)));
             assert!(result.is_err(), "truncated to {len} bytes: {result:?}");
