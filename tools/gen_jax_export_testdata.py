@@ -24,12 +24,14 @@ Rerun (from the repository root):
 that version.)
 """
 
+import contextlib
 import json
 import os
 import shutil
 import sys
 
 os.environ["JAX_PLATFORMS"] = "cpu"
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
 
 import numpy as np  # noqa: E402
 import ml_dtypes  # noqa: E402
@@ -68,6 +70,10 @@ def multi_platform(x, w):
     return jnp.sin(x @ w)
 
 
+def sharded(a, w):
+    return jnp.tanh(a @ w), jnp.sum(a)
+
+
 def symbolic(x):
     return jnp.sum(x * 2.0, axis=0)
 
@@ -98,6 +104,12 @@ def cases(rng):
     yield dict(name="multi_platform", fun=multi_platform, args=(f32(2, 5), f32(5, 3)), rtol=1e-5, atol=1e-5,
                platforms=("cpu", "cuda"),
                description="exported for cpu and cuda: the module takes a platform index first")
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    mesh = jax.make_mesh((4,), ("x",))
+    rows, whole = NamedSharding(mesh, P("x", None)), NamedSharding(mesh, P())
+    yield dict(name="sharded_4dev", fun=sharded, args=(f32(8, 4), f32(4, 3)), rtol=1e-5, atol=1e-5,
+               mesh=mesh, jit=dict(in_shardings=(rows, whole), out_shardings=(NamedSharding(mesh, P("x")), whole)),
+               description="4 devices (mesh x=4): a split by rows, w replicated; outputs split and replicated")
 
 
 def main():
@@ -110,13 +122,15 @@ def main():
         name = case["name"]
         out_dir = os.path.join(ROOT, name)
         os.makedirs(out_dir)
-        fun = jax.jit(case["fun"])
+        fun = jax.jit(case["fun"], **case.get("jit", {}))
         exp = export.export(fun, platforms=case.get("platforms"))(*case["args"])
         with open(os.path.join(out_dir, "model.jaxexport"), "wb") as f:
             f.write(exp.serialize())
         # Round trip through JAX's own deserializer and run that, so the outputs are the
         # exported artifact's.
-        outs = export.deserialize(exp.serialize()).call(*case["args"])
+        # (a multi-device export is called inside its mesh)
+        with jax.set_mesh(case["mesh"]) if "mesh" in case else contextlib.nullcontext():
+            outs = export.deserialize(exp.serialize()).call(*case["args"])
         flat_in = jax.tree_util.tree_leaves(case["args"])
         flat_out = jax.tree_util.tree_leaves(outs)
         entry = {"name": name, "description": case["description"], "model": f"{name}/model.jaxexport",

@@ -357,6 +357,9 @@ pub fn parse_xla_option(options: CompileOptions, spec: &str) -> Result<CompileOp
 }
 
 fn run_program(args: &RunArgs) -> Result<(), Error> {
+    if jax_model::run_multi_device_model(args)? {
+        return Ok(());
+    }
     let started = Instant::now();
     let (program, jax_model) = jax_model::read_program(&args.program)?;
     let counts = program.module_counts();

@@ -38,6 +38,7 @@ use crate::executable::LoadedExecutable;
 use crate::host_array::{download_npy, upload_npy};
 use crate::npy::{Dtype, NpyArray};
 use crate::program::Program;
+use crate::sharding::Sharding;
 use crate::Placement;
 
 /// The newest `jax.export` serialization version this reader knows (JAX 0.10's is 11).
@@ -862,9 +863,9 @@ impl JaxExport {
         }
     }
 
-    /// Checks that this crate can run the export on `platform`: one device, concrete shapes,
-    /// no ordered effects, a known calling convention, dtypes PJRT has, device memory, and
-    /// `platform` among the export's platforms.
+    /// Checks that this crate can run the export on `platform`: shardings it can lay out
+    /// ([`JaxExport::device_shardings`]), concrete shapes, no ordered effects, a known calling
+    /// convention, dtypes PJRT has, device memory, and `platform` among the export's platforms.
     pub fn check_runnable(&self, platform: &str) -> Result<()> {
         if let Some((i, aval)) = self.in_avals.iter().chain(&self.out_avals).enumerate().find(|(_, a)| a.is_symbolic())
         {
@@ -894,13 +895,7 @@ impl JaxExport {
                 SUPPORTED_CALLING_CONVENTIONS.end()
             )));
         }
-        if self.nr_devices != 1 {
-            return Err(Error::invalid(format!(
-                "the model was exported for {} devices; only single-device exports are run (export it with \
-                 shardings on one device)",
-                self.nr_devices
-            )));
-        }
+        self.device_shardings()?;
         for (i, aval) in self.in_avals.iter().chain(&self.out_avals).enumerate() {
             let which = if i < self.in_avals.len() {
                 format!("input {i}")
@@ -922,6 +917,70 @@ impl JaxExport {
         }
         self.platform_index(platform)?;
         Ok(())
+    }
+
+    /// How each module argument and each output is laid out over the devices, for
+    /// [`LoadedExecutable::run_sharded`]: arguments in the order [`JaxExport::arrange_inputs`]
+    /// gives them (the platform index, if any, is replicated), outputs in the order of
+    /// [`JaxExport::out_avals`]. One device: everything is replicated. More devices: each
+    /// sharding must be replicated or split along one array dimension over every mesh axis in
+    /// mesh order (what a 1-D mesh gives); others are refused.
+    pub fn device_shardings(&self) -> Result<(Vec<Sharding>, Vec<Sharding>)> {
+        let devices = self.nr_devices as usize;
+        let convert = |what: &str, i: usize, s: Option<&JaxSharding>| -> Result<Sharding> {
+            if devices == 1 {
+                return Ok(Sharding::Replicated);
+            }
+            let named = match s {
+                Some(JaxSharding::Named(n)) => n,
+                Some(JaxSharding::HloProto(_)) => {
+                    return Err(Error::invalid(format!(
+                        "{what} {i} has an HLO sharding (an export from before JAX's named shardings); only \
+                         named shardings are run on several devices. Export it again with a recent JAX"
+                    )))
+                }
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "{what} {i} of this {devices}-device model has no sharding (the compiler chose it); \
+                         export it with in_shardings and out_shardings given to jax.jit"
+                    )))
+                }
+            };
+            let mesh_size: u64 = named.mesh.axis_sizes.iter().map(|&n| n as u64).product();
+            let split: Vec<(usize, &Vec<String>)> =
+                named.partitions.iter().enumerate().filter(|(_, axes)| !axes.is_empty()).collect();
+            let unsupported = || {
+                Error::invalid(format!(
+                    "{what} {i} is sharded as {:?} over mesh {:?} = {:?}: only replicated arrays and arrays split \
+                     along one dimension over the whole mesh are supported",
+                    named.partitions, named.mesh.axis_names, named.mesh.axis_sizes
+                ))
+            };
+            if !named.unreduced.is_empty() || mesh_size != devices as u64 {
+                return Err(unsupported());
+            }
+            match split.as_slice() {
+                [] => Ok(Sharding::Replicated),
+                [(dim, axes)] if **axes == named.mesh.axis_names => Ok(Sharding::Split(*dim)),
+                _ => Err(unsupported()),
+            }
+        };
+        let mut inputs = Vec::with_capacity(self.module_kept_var_idx.len() + 1);
+        if self.platforms.len() > 1 {
+            inputs.push(Sharding::Replicated);
+        }
+        for &i in &self.module_kept_var_idx {
+            inputs.push(convert("input", i, self.in_shardings.get(i))?);
+        }
+        let outputs = (0..self.out_avals.len())
+            .map(|i| convert("output", i, self.out_shardings.get(i)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((inputs, outputs))
+    }
+
+    /// True if the module carries Shardy (`sdy`) shardings, so it is compiled with Shardy.
+    fn uses_shardy(&self) -> bool {
+        self.mlir_module.windows(4).any(|w| w == b"sdy.")
     }
 
     /// Checks one input (index into [`JaxExport::in_avals`]) against its aval.
@@ -975,19 +1034,46 @@ impl JaxExport {
     }
 
     /// Compiles the module for `client` (after [`JaxExport::check_runnable`]), with the XLA
-    /// settings that make results match JAX ([`CompileOptions::jax_defaults`]).
+    /// settings that make results match JAX ([`CompileOptions::jax_defaults`]); a multi-device
+    /// export is compiled with SPMD partitioning over `nr_devices` partitions (and Shardy when
+    /// the module uses it), so the client needs that many devices.
     pub fn compile(&self, client: &Client) -> Result<LoadedExecutable> {
         self.check_runnable(client.platform_name())?;
-        let options = CompileOptions::new().jax_defaults(client.platform_name());
-        client.compile(&self.program()?, &options)
+        client.compile(&self.program()?, &self.compile_options(client.platform_name()))
     }
 
-    /// Compiles and runs the model on the client's first device: `inputs` are every input in
+    /// The options [`JaxExport::compile`] uses on `platform` (to add XLA options to).
+    pub fn compile_options(&self, platform: &str) -> CompileOptions {
+        let mut options = CompileOptions::new().jax_defaults(platform);
+        if self.nr_devices > 1 {
+            options = options.num_partitions(self.nr_devices as i64).use_spmd_partitioning(true);
+            if self.uses_shardy() {
+                options = options.use_shardy_partitioner(true);
+            }
+        }
+        options
+    }
+
+    /// Compiles and runs the model (on the client's first device, or on as many devices as it
+    /// was exported for, with inputs split and outputs gathered by [`JaxExport::device_shardings`]):
+    /// `inputs` are every input in
     /// the order of [`JaxExport::in_avals`]; the outputs come back in the order of
     /// [`JaxExport::out_avals`] (bf16 as `<u2` bits).
     pub fn run(&self, client: &Client, inputs: &[NpyArray]) -> Result<Vec<NpyArray>> {
         let arguments = self.arrange_inputs(client.platform_name(), inputs)?;
         let exe = self.compile(client)?;
+        if self.nr_devices > 1 {
+            let (input_shardings, output_shardings) = self.device_shardings()?;
+            let outputs = exe.run_sharded(&arguments, &input_shardings, &output_shardings)?;
+            if outputs.len() != self.out_avals.len() {
+                return Err(Error::invalid(format!(
+                    "the module returned {} outputs but the export lists {}",
+                    outputs.len(),
+                    self.out_avals.len()
+                )));
+            }
+            return Ok(outputs);
+        }
         let params = exe.parameter_shapes().map(|p| p.to_vec());
         let device = exe
             .addressable_devices()

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use pjrt_client::jax_export::{Dim, JaxExport, JaxSharding};
 use pjrt_client::npy::{Dtype, NpyArray};
+use pjrt_client::sharding::Sharding;
 use pjrt_client::{Client, ElementType, Error};
 use serde_json::Value as Json;
 
@@ -78,7 +79,8 @@ fn run_case(client: &Client, case: &Json) -> Result<(), String> {
 }
 
 fn run_all(plugin: &str) {
-    let client = support::client(plugin, 1);
+    // 4 devices for the sharded model; the others run on the first.
+    let client = support::client(plugin, 4);
     let api = client.plugin().api_version();
     let mut failures = Vec::new();
     let cases = cases();
@@ -149,10 +151,32 @@ fn metadata_matches_what_jax_recorded() {
         assert_eq!(model.in_tree().leaf_paths(), in_paths, "{name}");
         assert_eq!(model.out_tree().leaf_paths(), out_paths, "{name}");
         // One device: shardings are unspecified or replicated.
-        for s in model.in_shardings().iter().chain(model.out_shardings()) {
-            assert!(matches!(s, JaxSharding::Unspecified) || s.is_replicated() == Some(true), "{name}: {s:?}");
+        if model.nr_devices() == 1 {
+            for s in model.in_shardings().iter().chain(model.out_shardings()) {
+                assert!(matches!(s, JaxSharding::Unspecified) || s.is_replicated() == Some(true), "{name}: {s:?}");
+            }
         }
     }
+}
+
+#[test]
+fn sharded_model_layout() {
+    let model = JaxExport::read(data_dir().join("sharded_4dev/model.jaxexport")).unwrap();
+    assert_eq!(model.nr_devices(), 4);
+    let JaxSharding::Named(rows) = &model.in_shardings()[0] else { panic!("{:?}", model.in_shardings()) };
+    assert_eq!((rows.mesh.axis_names.as_slice(), rows.mesh.axis_sizes.as_slice()), (&["x".to_string()][..], &[4][..]));
+    assert_eq!(rows.partitions, vec![vec!["x".to_string()], vec![]]);
+    assert_eq!(model.in_shardings()[1].is_replicated(), Some(true));
+    assert_eq!(
+        model.device_shardings().unwrap(),
+        (vec![Sharding::Split(0), Sharding::Replicated], vec![Sharding::Split(0), Sharding::Replicated])
+    );
+    // A client with fewer devices than the model needs is refused before compiling.
+    let client = support::client("cpu", 2);
+    let inputs: Vec<NpyArray> =
+        (0..2).map(|i| NpyArray::read(&data_dir().join(format!("sharded_4dev/in{i}.npy"))).unwrap()).collect();
+    let e = model.run(&client, &inputs).unwrap_err().to_string();
+    assert!(e.contains("devices"), "{e}");
 }
 
 #[test]

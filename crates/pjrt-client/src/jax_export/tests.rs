@@ -260,8 +260,29 @@ fn named_shardings_are_read() {
     assert_eq!(n.mesh.axis_names, ["x", "y"]);
     assert_eq!(n.partitions, vec![vec!["x".to_string()], vec![]]);
     assert_eq!(m.in_shardings()[0].is_replicated(), Some(false));
+    // Split over "x" of an x=2, y=4 mesh: not the whole mesh.
     let e = m.check_runnable("cpu").unwrap_err().to_string();
-    assert!(e.contains("exported for 8 devices"), "{e}");
+    assert!(e.contains("input 0 is sharded as") && e.contains("only replicated arrays and arrays split"), "{e}");
+    // On a 1-D mesh of the model's device count the same spec is a split along dim 0.
+    let mesh_1d =
+        table(&[(slot::mesh::AXIS_SIZES, V::U32s(vec![8])), (slot::mesh::AXIS_NAMES, V::Strs(vec!["x".into()]))]);
+    let spec = table(&[(slot::partition_spec::PARTITIONS, V::Tables(vec![one_axis(&["x"])]))]);
+    let split = table(&[(slot::named_sharding::SPEC, spec), (slot::named_sharding::ABSTRACT_MESH_IDX, V::U32(0))]);
+    let replicated = table(&[(slot::named_sharding::ABSTRACT_MESH_IDX, V::U32(0))]);
+    let bytes = with(&[
+        (f::UNIQUE_ABSTRACT_MESHES, V::Tables(vec![mesh_1d])),
+        (f::UNIQUE_NAMED_SHARDINGS, V::Tables(vec![split, replicated])),
+        (f::IN_SHARDINGS_IDXS, V::U32s(vec![1])),
+        (f::OUT_SHARDINGS_IDXS, V::U32s(vec![2])),
+        (f::NR_DEVICES, V::U32(8)),
+    ]);
+    let m = JaxExport::from_bytes(&bytes).unwrap();
+    m.check_runnable("cpu").unwrap();
+    assert_eq!(m.device_shardings().unwrap(), (vec![Sharding::Split(0)], vec![Sharding::Replicated]));
+    // Several devices and no sharding: the compiler's choice cannot be laid out.
+    let bytes = with(&[(f::NR_DEVICES, V::U32(8))]);
+    let e = JaxExport::from_bytes(&bytes).unwrap().check_runnable("cpu").unwrap_err().to_string();
+    assert!(e.contains("has no sharding"), "{e}");
     // An index past the unique shardings.
     let e = err(&with(&[(f::IN_SHARDINGS_IDXS, V::U32s(vec![5]))]));
     assert!(e.contains("sharding index 5 is out of range"), "{e}");
