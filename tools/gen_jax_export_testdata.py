@@ -39,6 +39,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax import export  # noqa: E402
 
+# Source locations in the modules name files without the folders of the machine that made them.
+jax.config.update("jax_hlo_source_file_canonicalization_regex", r".*/")
+
 BF16 = np.dtype(ml_dtypes.bfloat16)
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "jax_export")
 

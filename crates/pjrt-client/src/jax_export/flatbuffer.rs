@@ -169,6 +169,12 @@ impl<'a> Table<'a> {
         Ok(self.vector(slot, 1)?.map(|v| &v.buf[v.start..v.start + v.len]))
     }
 
+    /// Where field `slot`'s inline value lies (tests patch artifacts through it).
+    #[cfg(test)]
+    pub(crate) fn field_position(&self, slot: usize) -> Option<usize> {
+        self.field(slot, 4).ok().flatten()
+    }
+
     /// The table's position in the buffer (for error messages).
     pub(crate) fn position(&self) -> usize {
         self.pos

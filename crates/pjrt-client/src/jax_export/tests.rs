@@ -415,3 +415,24 @@ fn corrupting_any_byte_of_a_real_artifact_never_panics() {
     // Flips inside the MLIR module or in padding read fine; structural ones must be caught.
     assert!(refused > 100, "only {refused} corruptions were refused");
 }
+
+#[test]
+fn offsets_that_point_back_at_themselves_are_errors() {
+    // A uoffset of 0 makes a field point at itself: the only "cycle" the format allows, since
+    // offsets are unsigned and move forward. It must read as a broken table, not loop.
+    use slot::exported as f;
+    for slot in [f::IN_TREE, f::OUT_TREE, f::VJP] {
+        let mut bytes = with(&[(slot, leaf())]);
+        let root = Table::root(&bytes).unwrap();
+        let at = root.field_position(slot).unwrap();
+        bytes[at..at + 4].copy_from_slice(&0u32.to_le_bytes());
+        assert!(err(&bytes).contains("not a readable jax.export artifact"), "slot {slot}");
+    }
+    // The same inside a vector of tables.
+    let mut bytes = with(&[]);
+    let root = Table::root(&bytes).unwrap();
+    let avals = root.field_position(f::UNIQUE_AVALS).unwrap();
+    let vector = avals + u32::from_le_bytes(bytes[avals..avals + 4].try_into().unwrap()) as usize;
+    bytes[vector + 4..vector + 8].copy_from_slice(&0u32.to_le_bytes());
+    assert!(err(&bytes).contains("unique_avals"));
+}
