@@ -946,7 +946,8 @@ impl JaxExport {
                     )))
                 }
             };
-            let mesh_size: u64 = named.mesh.axis_sizes.iter().map(|&n| n as u64).product();
+            // Checked: a hostile mesh may claim sizes whose product overflows.
+            let mesh_size = named.mesh.axis_sizes.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n as u64));
             let split: Vec<(usize, &Vec<String>)> =
                 named.partitions.iter().enumerate().filter(|(_, axes)| !axes.is_empty()).collect();
             let unsupported = || {
@@ -956,7 +957,7 @@ impl JaxExport {
                     named.partitions, named.mesh.axis_names, named.mesh.axis_sizes
                 ))
             };
-            if !named.unreduced.is_empty() || mesh_size != devices as u64 {
+            if !named.unreduced.is_empty() || mesh_size != Some(devices as u64) {
                 return Err(unsupported());
             }
             match split.as_slice() {

@@ -436,3 +436,21 @@ fn offsets_that_point_back_at_themselves_are_errors() {
     bytes[vector + 4..vector + 8].copy_from_slice(&0u32.to_le_bytes());
     assert!(err(&bytes).contains("unique_avals"));
 }
+
+#[test]
+fn mesh_sizes_whose_product_overflows_are_refused() {
+    // Found by the jax_export fuzz target.
+    use slot::exported as f;
+    let mesh = table(&[
+        (slot::mesh::AXIS_SIZES, V::U32s(vec![u32::MAX, u32::MAX, u32::MAX])),
+        (slot::mesh::AXIS_NAMES, V::Strs(vec!["x".into(), "y".into(), "z".into()])),
+    ]);
+    let bytes = with(&[
+        (f::UNIQUE_ABSTRACT_MESHES, V::Tables(vec![mesh])),
+        (f::UNIQUE_NAMED_SHARDINGS, V::Tables(vec![table(&[(slot::named_sharding::ABSTRACT_MESH_IDX, V::U32(0))])])),
+        (f::IN_SHARDINGS_IDXS, V::U32s(vec![1])),
+        (f::NR_DEVICES, V::U32(4)),
+    ]);
+    let m = JaxExport::from_bytes(&bytes).unwrap();
+    assert!(m.device_shardings().unwrap_err().to_string().contains("only replicated arrays"));
+}
