@@ -8,6 +8,7 @@ pub mod bench;
 pub mod cache;
 pub mod compile;
 pub mod conform;
+pub mod jax_model;
 pub mod ui;
 
 use std::ffi::OsString;
@@ -72,10 +73,11 @@ pub struct PluginArg {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// The program: StableHLO/MLIR text (.mlir), MLIR bytecode (.mlirbc), or an artifact from
-    /// `pjrt compile` (recognised by its magic; loaded without compiling).
+    /// The program: StableHLO/MLIR text (.mlir), MLIR bytecode (.mlirbc), a model serialized by
+    /// jax.export (.jaxexport), or an artifact from `pjrt compile` (recognised by its magic;
+    /// loaded without compiling).
     pub program: PathBuf,
-    /// Input arrays (.npy), in parameter order.
+    /// Input arrays (.npy), in parameter order (for a jax.export model: every input of the function, unused ones too).
     #[arg(long, short = 'i', num_args = 1..)]
     pub input: Vec<PathBuf>,
     /// Where to write out0.npy, out1.npy, ... (default: the current directory).
@@ -346,8 +348,16 @@ pub fn parse_xla_option(options: CompileOptions, spec: &str) -> Result<CompileOp
 }
 
 fn run_program(args: &RunArgs) -> Result<(), Error> {
+    if jax_model::run_multi_device_model(args)? {
+        return Ok(());
+    }
     let started = Instant::now();
-    let program = compile::ProgramSource::open(&args.program)?;
+    let (program, jax_model) = if pjrt_client::artifact::is_artifact_file(&args.program) {
+        (compile::ProgramSource::open(&args.program)?, None)
+    } else {
+        let (program, model) = jax_model::read_program(&args.program)?;
+        (compile::ProgramSource::Program(program), model)
+    };
     let counts = program.module_counts();
     let replicas = args.replicas.or(counts.replicas).unwrap_or(1);
     let partitions = counts.partitions.unwrap_or(1);
@@ -384,6 +394,13 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         client_options = client_options.cpu_device_count(device_count);
     }
     let client = Client::new(&plugin, &client_options)?;
+    let (inputs, input_names) = jax_model::module_arguments(
+        jax_model.as_ref(),
+        client.platform_name(),
+        inputs,
+        &args.input,
+        args.shard_inputs,
+    )?;
     let mut options = CompileOptions::new().num_replicas(replicas).num_partitions(partitions);
     if partitions > 1 {
         options = options.use_spmd_partitioning(true);
@@ -445,7 +462,7 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
             let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
             let buffer = upload_npy(&client, array, wanted, Placement::Device(device)).map_err(|e| match e {
                 Error::InvalidArgument(m) => {
-                    Error::InvalidArgument(format!("input {i} ({}): {m}", args.input[i].display()))
+                    Error::InvalidArgument(format!("input {i} ({}): {m}", input_names[i].display()))
                 }
                 other => other,
             })?;

@@ -83,6 +83,7 @@ pub mod extensions;
 pub mod host_array;
 mod host_callbacks;
 mod host_copy;
+pub mod jax_export;
 mod kv_store;
 pub mod locate;
 mod named_value;

@@ -1,0 +1,130 @@
+//! `pjrt run` on models serialized by `jax.export` (`.jaxexport`): the model is recognised by
+//! its content (or its extension), its StableHLO module is what gets compiled, and the user's
+//! inputs (every input of the exported function, in order) become the module's arguments.
+//! Models exported for several devices run on that many devices, laid out by their shardings.
+
+use std::path::{Path, PathBuf};
+
+use pjrt_client::host_array::element_type_of;
+use pjrt_client::jax_export::JaxExport;
+use pjrt_client::npy::{Dtype, NpyArray};
+use pjrt_client::{Client, ClientOptions, ElementType, Error, Program};
+use serde_json::json;
+
+use crate::RunArgs;
+
+/// Reads the program to run: a `jax.export` model (with the model, for [`module_arguments`]) or
+/// any format [`Program::from_file`] reads.
+pub fn read_program(path: &Path) -> Result<(Program, Option<JaxExport>), Error> {
+    let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+    let by_name = path.extension().is_some_and(|e| e == "jaxexport");
+    if !(by_name || JaxExport::looks_like(&bytes)) {
+        return Ok((Program::from_file(path)?, None));
+    }
+    let model = JaxExport::from_bytes(&bytes).map_err(|e| match e {
+        Error::InvalidArgument(m) => Error::InvalidArgument(format!("{}: {m}", path.display())),
+        other => other,
+    })?;
+    Ok((model.program()?, Some(model)))
+}
+
+/// The module's arguments for `platform`: for a `jax.export` model each input is checked
+/// against the model's avals (errors name the file), unused inputs are dropped and the
+/// platform index goes first when the model has several platforms; other programs take the
+/// inputs as given. Also returns a name for each argument (its file, or `<platform index>`)
+/// for error messages.
+pub fn module_arguments(
+    model: Option<&JaxExport>,
+    platform: &str,
+    inputs: Vec<NpyArray>,
+    files: &[PathBuf],
+    shard_inputs: Option<usize>,
+) -> Result<(Vec<NpyArray>, Vec<PathBuf>), Error> {
+    let Some(model) = model else { return Ok((inputs, files.to_vec())) };
+    if shard_inputs.is_some() {
+        return Err(Error::InvalidArgument(
+            "--shard-inputs does not apply to a jax.export model: it runs on the one device it was exported for".into(),
+        ));
+    }
+    model.check_runnable(platform)?;
+    // A wrong count is reported by `arrange_inputs`, with every expected aval.
+    let checked = if inputs.len() == model.in_avals().len() { inputs.len() } else { 0 };
+    for (i, (array, file)) in inputs.iter().zip(files).enumerate().take(checked) {
+        let bf16 = model.in_avals().get(i).is_some_and(|a| a.element_type == Some(ElementType::BF16));
+        let element_type = if bf16 && matches!(array.dtype, Dtype::U16 | Dtype::V2) {
+            ElementType::BF16
+        } else {
+            element_type_of(array.dtype)
+        };
+        let dims: Vec<u64> = array.shape.iter().map(|&d| d as u64).collect();
+        model.check_input(i, element_type, &dims).map_err(|e| match e {
+            Error::InvalidArgument(m) => Error::InvalidArgument(format!("{m} (--input {})", file.display())),
+            other => other,
+        })?;
+    }
+    let arguments = model.arrange_inputs(platform, &inputs)?;
+    let mut names: Vec<PathBuf> = Vec::with_capacity(arguments.len());
+    if model.platform_index(platform)?.is_some() {
+        names.push(PathBuf::from("<platform index>"));
+    }
+    names.extend(model.module_kept_var_idx().iter().map(|&i| files[i].clone()));
+    Ok((arguments, names))
+}
+
+/// Runs a `jax.export` model exported for several devices (`pjrt run` calls this first and
+/// goes on with its usual path when it returns `false`): the client gets as many devices as
+/// the model's `nr_devices`, inputs are split and outputs gathered by the model's shardings
+/// ([`JaxExport::device_shardings`]), and the gathered outputs are written as out0.npy, ...
+pub fn run_multi_device_model(args: &RunArgs) -> Result<bool, Error> {
+    let model = match read_program(&args.program)? {
+        (_, Some(model)) if model.nr_devices() > 1 => model,
+        _ => return Ok(false),
+    };
+    let devices = model.nr_devices() as i64;
+    if args.replicas.is_some_and(|r| r != 1) {
+        return Err(Error::InvalidArgument(format!(
+            "--replicas does not apply to a jax.export model: it runs on the {devices} devices it was exported for"
+        )));
+    }
+    let inputs: Vec<NpyArray> = args.input.iter().map(|p| NpyArray::read(p)).collect::<Result<_, _>>()?;
+    let plugin = super::resolve_plugin(&args.plugin)?;
+    let mut client_options = ClientOptions::new();
+    if super::plugin_is_cpu(&plugin) {
+        client_options = client_options.cpu_device_count(devices);
+    }
+    let client = Client::new(&plugin, &client_options)?;
+    let platform = client.platform_name().to_string();
+    let (arguments, _) = module_arguments(Some(&model), &platform, inputs, &args.input, args.shard_inputs)?;
+    let mut options = if args.no_jax_defaults {
+        model.compile_options("") // no platform: no JAX defaults
+    } else {
+        model.compile_options(&platform)
+    };
+    for spec in &args.xla_options {
+        options = super::parse_xla_option(options, spec)?;
+    }
+    let exe = client.compile(&model.program()?, &options)?;
+    let (input_shardings, output_shardings) = model.device_shardings()?;
+    let outputs = exe.run_sharded(&arguments, &input_shardings, &output_shardings)?;
+    let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&out_dir).map_err(|e| Error::Io { path: out_dir.clone(), source: e })?;
+    let mut report = Vec::new();
+    for (i, (array, aval)) in outputs.iter().zip(model.out_avals()).enumerate() {
+        let file = out_dir.join(format!("out{i}.npy"));
+        array.write(&file)?;
+        let dtype = aval.element_type.map_or("unknown", |t| t.name());
+        let preview = super::preview(array, dtype == "bf16");
+        if !args.json {
+            let shape: Vec<String> = array.shape.iter().map(|d| d.to_string()).collect();
+            println!("out{i}: {dtype}[{}] = {preview}  -> {}", shape.join(","), file.display());
+        }
+        report.push(json!({ "index": i, "file": file, "dtype": dtype, "npy_dtype": array.dtype.descr(),
+                            "shape": array.shape, "preview": preview }));
+    }
+    if args.json {
+        let report = json!({ "program": args.program, "plugin": plugin.path(), "platform": platform,
+                             "devices": devices, "outputs": report });
+        println!("{report}");
+    }
+    Ok(true)
+}

@@ -1,0 +1,123 @@
+//! `pjrt run model.jaxexport --input ...` on the models in tests/data/jax_export (made by
+//! tools/gen_jax_export_testdata.py): outputs equal JAX's on both CPU plugins; what cannot run
+//! is refused with a clear message.
+
+mod common;
+
+use common::{assert_fails, pjrt, root, stderr, temp_dir, PLUGINS};
+use pjrt_client::npy::{Dtype, NpyArray};
+use serde_json::Value as Json;
+
+fn manifest() -> Json {
+    serde_json::from_str(&std::fs::read_to_string(root().join("tests/data/jax_export/manifest.json")).unwrap()).unwrap()
+}
+
+fn data(file: &str) -> String {
+    format!("tests/data/jax_export/{file}")
+}
+
+fn floats(a: &NpyArray, bf16: bool) -> Vec<f64> {
+    match a.dtype {
+        Dtype::F32 => a.data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
+        Dtype::U16 if bf16 => {
+            a.data.chunks_exact(2).map(|c| pjrt_client::half::bf16::from_le_bytes([c[0], c[1]]).to_f64()).collect()
+        }
+        other => panic!("no float comparison for {other}"),
+    }
+}
+
+/// Runs every case with `pjrt run` and compares each outNN.npy with JAX's.
+fn run_cases(plugin: &str) {
+    for case in manifest()["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let out_dir = temp_dir(&format!("jaxexport-{plugin}-{name}"));
+        let model = data(case["model"].as_str().unwrap());
+        let mut args = vec!["run".to_string(), model, "--plugin".into(), plugin.into()];
+        for input in case["inputs"].as_array().unwrap() {
+            args.extend(["--input".to_string(), data(input["file"].as_str().unwrap())]);
+        }
+        args.extend(["--output-dir".to_string(), out_dir.display().to_string()]);
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = pjrt(&argv);
+        assert!(out.status.success(), "{plugin} {name}: {}", stderr(&out));
+        let outputs = case["outputs"].as_array().unwrap();
+        for (o, spec) in outputs.iter().enumerate() {
+            let expected = NpyArray::read(&root().join(data(spec["file"].as_str().unwrap()))).unwrap();
+            let actual = NpyArray::read(&out_dir.join(format!("out{o}.npy"))).unwrap();
+            assert_eq!(actual.shape, expected.shape, "{plugin} {name} output {o}");
+            let bf16 = spec["encoding"] == "bf16_bits_u2";
+            if case["exact"].as_bool().unwrap() || !(bf16 || expected.dtype == Dtype::F32) {
+                assert_eq!(
+                    (actual.dtype, &actual.data),
+                    (expected.dtype, &expected.data),
+                    "{plugin} {name} output {o}"
+                );
+                continue;
+            }
+            let (rtol, atol) = (case["rtol"].as_f64().unwrap(), case["atol"].as_f64().unwrap());
+            for (e, a) in floats(&expected, bf16).iter().zip(floats(&actual, bf16)) {
+                assert!((a - e).abs() <= atol + rtol * e.abs(), "{plugin} {name} output {o}: {a} vs JAX's {e}");
+            }
+        }
+        assert!(!out_dir.join(format!("out{}.npy", outputs.len())).exists(), "{plugin} {name}: extra outputs");
+    }
+}
+
+#[test]
+fn jaxexport_models_match_jax_on_both_plugins() {
+    for plugin in PLUGINS {
+        run_cases(plugin);
+    }
+}
+
+#[test]
+fn jaxexport_is_detected_by_content_not_only_by_name() {
+    let dir = temp_dir("jaxexport-renamed");
+    let renamed = dir.join("model.bin");
+    std::fs::copy(root().join(data("unused_arg/model.jaxexport")), &renamed).unwrap();
+    let (a, b, c) = (data("unused_arg/in0.npy"), data("unused_arg/in1.npy"), data("unused_arg/in2.npy"));
+    let out_dir = dir.join("out");
+    let out = pjrt(&["run", renamed.to_str().unwrap(), "-i", &a, &b, &c, "-o", out_dir.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["outputs"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        NpyArray::read(&out_dir.join("out0.npy")).unwrap(),
+        NpyArray::read(&root().join(data("unused_arg/out0.npy"))).unwrap()
+    );
+}
+
+#[test]
+fn symbolic_shapes_are_refused() {
+    let model = data(manifest()["symbolic"]["model"].as_str().unwrap());
+    let x = data("unused_arg/in0.npy");
+    let out = pjrt(&["run", &model, "-i", &x]);
+    assert_fails(&out, "shape-polymorphic (input 0 is float32[b,4])");
+    assert!(stderr(&out).contains("export it again with concrete shapes"), "{}", stderr(&out));
+}
+
+#[test]
+fn wrong_inputs_name_the_file_and_the_expected_aval() {
+    let model = data("unused_arg/model.jaxexport");
+    let (a, c) = (data("unused_arg/in0.npy"), data("unused_arg/in2.npy"));
+    // The unused input must still be given.
+    let out = pjrt(&["run", &model, "-i", &a, &c]);
+    assert_fails(&out, "the model takes 3 inputs (float32[3,4], float32[5], float32[3,4]) but 2 were given");
+    let out = pjrt(&["run", &model, "-i", &a, &a, &c]);
+    assert_fails(
+        &out,
+        "input 1 is f32[3,4], but the model expects float32[5] (--input tests/data/jax_export/unused_arg/in0.npy)",
+    );
+    let out = pjrt(&["run", &model, "-i", &a, &a, &c, "--shard-inputs", "0"]);
+    assert_fails(&out, "--shard-inputs does not apply to a jax.export model");
+}
+
+#[test]
+fn a_corrupt_jaxexport_is_an_error_not_a_crash() {
+    let dir = temp_dir("jaxexport-corrupt");
+    let bytes = std::fs::read(root().join(data("mlp_f32/model.jaxexport"))).unwrap();
+    let cut = dir.join("cut.jaxexport");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let out = pjrt(&["run", cut.to_str().unwrap()]);
+    assert_fails(&out, "not a readable jax.export artifact");
+}
