@@ -372,6 +372,31 @@ mod tests {
     }
 
     #[test]
+    fn run_flags_parse() {
+        let cli = crate::parse_args([
+            "pjrt",
+            "run",
+            "p.mlir",
+            "--params",
+            "w.safetensors",
+            "--input",
+            "w.safetensors:x",
+            "y.npy",
+            "--output-format",
+            "safetensors",
+        ])
+        .unwrap();
+        let crate::Command::Run(args) = cli.command else { panic!("not run") };
+        assert_eq!(args.params, Some(PathBuf::from("w.safetensors")));
+        assert_eq!(args.input, [PathBuf::from("w.safetensors:x"), PathBuf::from("y.npy")]);
+        assert_eq!(args.output_format, OutputFormat::Safetensors);
+        let cli = crate::parse_args(["pjrt", "run", "p.mlir"]).unwrap();
+        let crate::Command::Run(args) = cli.command else { panic!("not run") };
+        assert_eq!((args.params, args.output_format), (None, OutputFormat::Npy));
+        assert!(crate::parse_args(["pjrt", "run", "p.mlir", "--output-format", "csv"]).is_err());
+    }
+
+    #[test]
     fn parameter_names_from_mlir() {
         let program = Program::mlir_text(
             r#"module @m {
