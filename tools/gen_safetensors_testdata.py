@@ -7,6 +7,11 @@
 `all_dtypes.safetensors` holds one tensor per dtype (named after it, values from arange) plus
 metadata; `all_dtypes.json` lists, for each tensor, the dtype, shape and the hex of the bytes numpy
 holds, so the Rust reader is checked against numpy, not against our own writer.
+
+`named_mlp.mlir` is a small JAX MLP exported with `jax.export` (which keeps the argument names
+as locations, `loc("params['layer1']['w']")`); `named_mlp_params.safetensors` holds its weights
+flattened with dots (`layer1.w`, as Flax/HF checkpoints name them), `named_mlp_x.npy` its input
+and `named_mlp_out0.npy` JAX's result (needs jax, e.g. the venv of tools/gen_jax_testdata.py).
 """
 import json
 import os
@@ -66,5 +71,30 @@ def main():
         f.write("\n")
 
 
+def named_mlp():
+    import jax
+    import jax.numpy as jnp
+    from jax import export
+
+    def f(params, x):
+        h = jnp.tanh(x @ params["layer1"]["w"] + params["layer1"]["b"])
+        return h @ params["out"]["w"]
+
+    rng = np.random.default_rng(0)
+    params = {
+        "layer1": {"w": rng.standard_normal((3, 4), dtype=np.float32), "b": rng.standard_normal(4, dtype=np.float32)},
+        "out": {"w": rng.standard_normal((4, 2), dtype=np.float32)},
+    }
+    x = rng.standard_normal((2, 3), dtype=np.float32)
+    exported = export.export(jax.jit(f))(params, x)
+    with open(os.path.join(OUT, "named_mlp.mlir"), "w") as out:
+        out.write(exported.mlir_module())
+    flat = {"layer1.w": params["layer1"]["w"], "layer1.b": params["layer1"]["b"], "out.w": params["out"]["w"]}
+    save_file(flat, os.path.join(OUT, "named_mlp_params.safetensors"))
+    np.save(os.path.join(OUT, "named_mlp_x.npy"), x)
+    np.save(os.path.join(OUT, "named_mlp_out0.npy"), np.asarray(jax.jit(f)(params, x)))
+
+
 if __name__ == "__main__":
     main()
+    named_mlp()

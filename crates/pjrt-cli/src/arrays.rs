@@ -88,7 +88,10 @@ pub fn parameter_names(program: &Program) -> Option<Vec<Option<String>>> {
         if arg.is_empty() {
             continue;
         }
-        let info = arg.find("jax.arg_info = \"").and_then(|at| read_mlir_string(&arg[at + "jax.arg_info = ".len()..]));
+        let info = arg
+            .find("jax.arg_info = \"")
+            .and_then(|at| read_mlir_string(&arg[at + "jax.arg_info = ".len()..]))
+            .or_else(|| location_name(text, arg));
         let ssa = arg
             .strip_prefix('%')
             .and_then(|rest| rest.split(':').next())
@@ -98,6 +101,26 @@ pub fn parameter_names(program: &Program) -> Option<Vec<Option<String>>> {
         names.push(info.or(ssa));
     }
     Some(names)
+}
+
+/// The name JAX gives an argument as its location when it lowers with debug info (as
+/// `jax.export` does): `%arg0: tensor<4xf32> loc("params['w']")`, or `loc(#loc3)` with
+/// `#loc3 = loc("params['w']")` at the end of the module. File locations (`loc("f.py":3:1)`)
+/// are not names.
+fn location_name(module: &str, arg: &str) -> Option<String> {
+    let at = arg.rfind("loc(")?;
+    let inner = &arg[at + "loc(".len()..];
+    // The literal must be the whole location: `"name")`.
+    let name_of =
+        |text: &str| read_mlir_string_and_rest(text).and_then(|(name, rest)| rest.starts_with(')').then_some(name));
+    if inner.starts_with('"') {
+        return name_of(inner);
+    }
+    let alias = inner.strip_prefix('#')?.split(')').next()?;
+    let definition = format!("#{alias} = loc(");
+    let line = module.lines().find(|l| l.trim_start().starts_with(&definition))?;
+    let start = line.find(&definition)? + definition.len();
+    name_of(&line[start..])
 }
 
 /// Empty, or `argN` as MLIR prints unnamed arguments: names nothing.
@@ -142,12 +165,18 @@ fn split_arguments(text: &str) -> Option<Vec<&str>> {
 
 /// The contents of an MLIR string literal that starts `text` (`"..."`, with `\"` and `\\`).
 fn read_mlir_string(text: &str) -> Option<String> {
-    let mut chars = text.strip_prefix('"')?.chars();
+    read_mlir_string_and_rest(text).map(|(s, _)| s)
+}
+
+/// As [`read_mlir_string`], plus the text after the closing quote.
+fn read_mlir_string_and_rest(text: &str) -> Option<(String, &str)> {
+    let body = text.strip_prefix('"')?;
+    let mut chars = body.char_indices();
     let mut out = String::new();
-    while let Some(c) = chars.next() {
+    while let Some((i, c)) = chars.next() {
         match c {
-            '"' => return Some(out),
-            '\\' => out.push(chars.next()?),
+            '"' => return Some((out, &body[i + 1..])),
+            '\\' => out.push(chars.next()?.1),
             c => out.push(c),
         }
     }
@@ -412,6 +441,20 @@ mod tests {
             parameter_names(&program).unwrap(),
             [Some("params['w1']".into()), Some("x\"q".into()), None, Some("bias".into()), None]
         );
+        // JAX with debug info (jax.export): names as argument locations, inline or aliased.
+        let located = Program::mlir_text(
+            r#"module @jit_f {
+  func.func public @main(%arg0: tensor<4xf32> loc("params['b']"), %arg1: tensor<3xf32> loc(#loc2), %arg2: tensor<f32> loc(#loc3), %arg3: tensor<f32> loc("f.py":3:1)) -> (tensor<4xf32>) {
+    return %arg0 : tensor<4xf32> loc(#loc4)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc2 = loc("x")
+#loc3 = loc("f.py":1:2)
+"#,
+        )
+        .unwrap();
+        assert_eq!(parameter_names(&located).unwrap(), [Some("params['b']".into()), Some("x".into()), None, None]);
         let plain = Program::mlir_text("func.func @main() -> () {\n  return\n}").unwrap();
         assert_eq!(parameter_names(&plain).unwrap(), Vec::<Option<String>>::new());
     }

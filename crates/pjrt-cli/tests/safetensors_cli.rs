@@ -181,3 +181,41 @@ fn bad_tensor_names_and_files_fail_clearly() {
     let out = pjrt(&["run", "examples/mlp/train_step.mlir", "--params", weights.to_str().unwrap()]);
     assert_fails(&out, "takes 6 inputs");
 }
+
+#[test]
+fn jax_exported_program_binds_python_weights_by_name() {
+    // tools/gen_safetensors_testdata.py: jax.export keeps argument names as locations;
+    // the weights were saved by Python's safetensors as layer1.b, layer1.w, out.w.
+    let data = root().join("tests/data/safetensors");
+    let program = data.join("named_mlp.mlir");
+    let x = data.join("named_mlp_x.npy");
+    let want = NpyArray::read(&data.join("named_mlp_out0.npy")).unwrap().to_vec::<f32>().unwrap();
+    // The same weights stored in reverse order: only the names can put them right.
+    let dir = temp_dir("st-jax-named");
+    let python = SafeTensors::open(data.join("named_mlp_params.safetensors")).unwrap();
+    let reversed_path = dir.join("reversed.safetensors");
+    let reversed: Vec<(&str, TensorView<'_>)> = python.tensors().rev().collect();
+    safetensors::write(&reversed_path, &reversed, &[]).unwrap();
+    for params in [data.join("named_mlp_params.safetensors"), reversed_path] {
+        for plugin in PLUGINS {
+            let out_dir = dir.join(format!("out-{plugin}"));
+            let out = pjrt(&[
+                "run",
+                program.to_str().unwrap(),
+                "--plugin",
+                plugin,
+                "--params",
+                params.to_str().unwrap(),
+                "--input",
+                x.to_str().unwrap(),
+                "--output-dir",
+                out_dir.to_str().unwrap(),
+            ]);
+            assert!(out.status.success(), "{plugin} {}: {}", params.display(), stderr(&out));
+            let got = NpyArray::read(&out_dir.join("out0.npy")).unwrap().to_vec::<f32>().unwrap();
+            for (a, b) in got.iter().zip(&want) {
+                assert!((a - b).abs() <= 1e-5 + 1e-5 * b.abs(), "{plugin} {}: {got:?} vs {want:?}", params.display());
+            }
+        }
+    }
+}
