@@ -68,8 +68,9 @@ pub struct RunArgs {
     #[arg(long, short = 'i', num_args = 1..)]
     pub input: Vec<PathBuf>,
     /// A safetensors file whose tensors feed the program's parameters: by name where the
-    /// program names its parameters (JAX's `jax.arg_info`, e.g. "params['w1']" matches a tensor
-    /// w1, or params.w1), else in file order before the --input arrays.
+    /// program names its parameters (JAX's `jax.arg_info` attribute or its argument location
+    /// `loc("params['w1']")`, as `jax.export` writes it; "params['w1']" matches a tensor w1 or
+    /// params.w1), else in file order before the --input arrays.
     #[arg(long, value_name = "FILE.safetensors")]
     pub params: Option<PathBuf>,
     /// Where to write out0.npy, out1.npy, ... (default: the current directory).
