@@ -491,12 +491,11 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         for (i, buffer) in device_outputs.iter().enumerate() {
             let array = download_npy(buffer)?;
             let element_type = buffer.element_type()?;
-            let row = json!({
+            let mut row = json!({
                 "device": k, "index": i, "dtype": element_type.name(),
                 "npy_dtype": array.dtype.descr(), "shape": array.shape, "preview": preview(&array, element_type.name() == "bf16"),
             });
             let (file, tensor) = sink.add(i, element_type, array)?;
-            let mut row = row;
             row["file"] = json!(file);
             row["tensor"] = json!(tensor);
             outputs.push(row);
