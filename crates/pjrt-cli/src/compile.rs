@@ -64,6 +64,14 @@ impl ProgramSource {
         Ok(ProgramSource::Program(Program::from_file(path)?))
     }
 
+    /// The program, unless this is an artifact.
+    pub fn program(&self) -> Option<&Program> {
+        match self {
+            ProgramSource::Program(p) => Some(p),
+            ProgramSource::Artifact(_) => None,
+        }
+    }
+
     /// The replica and partition counts: the module's attributes, or the artifact's header.
     pub fn module_counts(&self) -> ModuleCounts {
         match self {

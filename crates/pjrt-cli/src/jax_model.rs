@@ -37,10 +37,10 @@ pub fn module_arguments(
     model: Option<&JaxExport>,
     platform: &str,
     inputs: Vec<NpyArray>,
-    files: &[PathBuf],
+    labels: &[String],
     shard_inputs: Option<usize>,
-) -> Result<(Vec<NpyArray>, Vec<PathBuf>), Error> {
-    let Some(model) = model else { return Ok((inputs, files.to_vec())) };
+) -> Result<(Vec<NpyArray>, Vec<String>), Error> {
+    let Some(model) = model else { return Ok((inputs, labels.to_vec())) };
     if shard_inputs.is_some() {
         return Err(Error::InvalidArgument(
             "--shard-inputs does not apply to a jax.export model: it runs on the one device it was exported for".into(),
@@ -49,7 +49,7 @@ pub fn module_arguments(
     model.check_runnable(platform)?;
     // A wrong count is reported by `arrange_inputs`, with every expected aval.
     let checked = if inputs.len() == model.in_avals().len() { inputs.len() } else { 0 };
-    for (i, (array, file)) in inputs.iter().zip(files).enumerate().take(checked) {
+    for (i, (array, label)) in inputs.iter().zip(labels).enumerate().take(checked) {
         let bf16 = model.in_avals().get(i).is_some_and(|a| a.element_type == Some(ElementType::BF16));
         let element_type = if bf16 && matches!(array.dtype, Dtype::U16 | Dtype::V2) {
             ElementType::BF16
@@ -58,16 +58,16 @@ pub fn module_arguments(
         };
         let dims: Vec<u64> = array.shape.iter().map(|&d| d as u64).collect();
         model.check_input(i, element_type, &dims).map_err(|e| match e {
-            Error::InvalidArgument(m) => Error::InvalidArgument(format!("{m} (--input {})", file.display())),
+            Error::InvalidArgument(m) => Error::InvalidArgument(format!("{m} (--input {label})")),
             other => other,
         })?;
     }
     let arguments = model.arrange_inputs(platform, &inputs)?;
-    let mut names: Vec<PathBuf> = Vec::with_capacity(arguments.len());
+    let mut names: Vec<String> = Vec::with_capacity(arguments.len());
     if model.platform_index(platform)?.is_some() {
-        names.push(PathBuf::from("<platform index>"));
+        names.push("<platform index>".to_owned());
     }
-    names.extend(model.module_kept_var_idx().iter().map(|&i| files[i].clone()));
+    names.extend(model.module_kept_var_idx().iter().map(|&i| labels[i].clone()));
     Ok((arguments, names))
 }
 
@@ -86,7 +86,7 @@ pub fn run_multi_device_model(args: &RunArgs) -> Result<bool, Error> {
             "--replicas does not apply to a jax.export model: it runs on the {devices} devices it was exported for"
         )));
     }
-    let inputs: Vec<NpyArray> = args.input.iter().map(|p| NpyArray::read(p)).collect::<Result<_, _>>()?;
+    let (inputs, labels) = super::arrays::gather_inputs(None, args.params.as_deref(), &args.input)?;
     let plugin = super::resolve_plugin(&args.plugin)?;
     let mut client_options = ClientOptions::new();
     if super::plugin_is_cpu(&plugin) {
@@ -94,7 +94,7 @@ pub fn run_multi_device_model(args: &RunArgs) -> Result<bool, Error> {
     }
     let client = Client::new(&plugin, &client_options)?;
     let platform = client.platform_name().to_string();
-    let (arguments, _) = module_arguments(Some(&model), &platform, inputs, &args.input, args.shard_inputs)?;
+    let (arguments, _) = module_arguments(Some(&model), &platform, inputs, &labels, args.shard_inputs)?;
     let mut options = if args.no_jax_defaults {
         model.compile_options("") // no platform: no JAX defaults
     } else {

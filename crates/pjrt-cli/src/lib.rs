@@ -4,6 +4,7 @@
 //! The binary (`src/main.rs`) only calls [`main_with_args`]. The argument parser is public
 //! ([`parse_args`]) so it can be tested and fuzzed without running anything.
 
+pub mod arrays;
 pub mod bench;
 pub mod cache;
 pub mod compile;
@@ -44,8 +45,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Compile a StableHLO program (.mlir text or .mlirbc bytecode) and run it on .npy inputs;
-    /// or load an artifact written by `pjrt compile` and run it without compiling.
+    /// Compile a StableHLO program (.mlir text or .mlirbc bytecode, or a jax.export model) and
+    /// run it on .npy or safetensors inputs; or load an artifact written by `pjrt compile` and
+    /// run it without compiling.
     Run(RunArgs),
     /// Compile a program ahead of time into an artifact file for `pjrt run`.
     Compile(compile::CompileArgs),
@@ -77,12 +79,23 @@ pub struct RunArgs {
     /// jax.export (.jaxexport), or an artifact from `pjrt compile` (recognised by its magic;
     /// loaded without compiling).
     pub program: PathBuf,
-    /// Input arrays (.npy), in parameter order (for a jax.export model: every input of the function, unused ones too).
+    /// Input arrays, in parameter order: .npy files, or one tensor of a safetensors file as
+    /// FILE.safetensors:NAME (for a jax.export model: every input of the function, unused ones too).
     #[arg(long, short = 'i', num_args = 1..)]
     pub input: Vec<PathBuf>,
+    /// A safetensors file whose tensors feed the program's parameters: by name where the
+    /// program names its parameters (JAX's `jax.arg_info` attribute or its argument location
+    /// `loc("params['w1']")`, as `jax.export` writes it; "params['w1']" matches a tensor w1 or
+    /// params.w1), else in file order before the --input arrays.
+    #[arg(long, value_name = "FILE.safetensors")]
+    pub params: Option<PathBuf>,
     /// Where to write out0.npy, out1.npy, ... (default: the current directory).
     #[arg(long, short = 'o')]
     pub output_dir: Option<PathBuf>,
+    /// How to write the outputs: npy (DIR/out0.npy, ...) or safetensors (DIR/outputs.safetensors
+    /// with tensors out0, out1, ...).
+    #[arg(long, value_enum, default_value_t = arrays::OutputFormat::Npy)]
+    pub output_format: arrays::OutputFormat,
     #[command(flatten)]
     pub plugin: PluginArg,
     /// Number of replicas (default: the module's mhlo.num_replicas, else 1). Each replica gets
@@ -376,13 +389,13 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     let device_count = replicas
         .checked_mul(partitions)
         .ok_or_else(|| Error::InvalidArgument(format!("{replicas} replicas × {partitions} partitions is too many")))?;
-    let inputs: Vec<NpyArray> = args.input.iter().map(|p| NpyArray::read(p)).collect::<Result<_, _>>()?;
+    let (inputs, input_labels) = arrays::gather_inputs(program.program(), args.params.as_deref(), &args.input)?;
     if let Some(axis) = args.shard_inputs {
         for (i, array) in inputs.iter().enumerate() {
             if axis >= array.shape.len() {
                 return Err(Error::InvalidArgument(format!(
                     "--shard-inputs {axis}: input {i} ({}) has rank {}",
-                    args.input[i].display(),
+                    input_labels[i],
                     array.shape.len()
                 )));
             }
@@ -394,11 +407,11 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         client_options = client_options.cpu_device_count(device_count);
     }
     let client = Client::new(&plugin, &client_options)?;
-    let (inputs, input_names) = jax_model::module_arguments(
+    let (inputs, input_labels) = jax_model::module_arguments(
         jax_model.as_ref(),
         client.platform_name(),
         inputs,
-        &args.input,
+        &input_labels,
         args.shard_inputs,
     )?;
     let mut options = CompileOptions::new().num_replicas(replicas).num_partitions(partitions);
@@ -461,9 +474,7 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         for (i, array) in inputs.iter().enumerate() {
             let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
             let buffer = upload_npy(&client, array, wanted, Placement::Device(device)).map_err(|e| match e {
-                Error::InvalidArgument(m) => {
-                    Error::InvalidArgument(format!("input {i} ({}): {m}", input_names[i].display()))
-                }
+                Error::InvalidArgument(m) => Error::InvalidArgument(format!("input {i} ({}): {m}", input_labels[i])),
                 other => other,
             })?;
             row.push(buffer);
@@ -482,16 +493,20 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     for (k, device_outputs) in execution.outputs.iter().enumerate() {
         let dir = if execution.outputs.len() > 1 { out_dir.join(format!("device{k}")) } else { out_dir.clone() };
         std::fs::create_dir_all(&dir).map_err(|e| Error::Io { path: dir.clone(), source: e })?;
+        let mut sink = arrays::OutputSink::new(args.output_format, &dir);
         for (i, buffer) in device_outputs.iter().enumerate() {
             let array = download_npy(buffer)?;
-            let file = dir.join(format!("out{i}.npy"));
-            array.write(&file)?;
             let element_type = buffer.element_type()?;
-            outputs.push(json!({
-                "device": k, "index": i, "file": file, "dtype": element_type.name(),
+            let mut row = json!({
+                "device": k, "index": i, "dtype": element_type.name(),
                 "npy_dtype": array.dtype.descr(), "shape": array.shape, "preview": preview(&array, element_type.name() == "bf16"),
-            }));
+            });
+            let (file, tensor) = sink.add(i, element_type, array)?;
+            row["file"] = json!(file);
+            row["tensor"] = json!(tensor);
+            outputs.push(row);
         }
+        sink.finish()?;
     }
     transfer_ms += download_started.elapsed().as_secs_f64() * 1e3;
     if args.json {
@@ -507,13 +522,14 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         for o in &outputs {
             let shape: Vec<String> = o["shape"].as_array().into_iter().flatten().map(|d| d.to_string()).collect();
             println!(
-                "{}{}: {}[{}] = {}  -> {}",
+                "{}{}: {}[{}] = {}  -> {}{}",
                 if execution.outputs.len() > 1 { format!("device{} ", o["device"]) } else { String::new() },
                 format_args!("out{}", o["index"]),
                 o["dtype"].as_str().unwrap_or(""),
                 shape.join(","),
                 o["preview"].as_str().unwrap_or(""),
-                Path::new(o["file"].as_str().unwrap_or("")).display()
+                Path::new(o["file"].as_str().unwrap_or("")).display(),
+                o["tensor"].as_str().map(|t| format!(":{t}")).unwrap_or_default()
             );
         }
     }

@@ -251,6 +251,9 @@ pub enum Error {
     /// A `.npy` file could not be read or written.
     #[error(transparent)]
     Npy(#[from] crate::npy::NpyError),
+    /// A `.safetensors` file could not be read or written.
+    #[error(transparent)]
+    Safetensors(#[from] crate::safetensors::SafetensorsError),
 }
 
 impl Error {

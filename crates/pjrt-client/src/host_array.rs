@@ -5,7 +5,7 @@ use crate::buffer::{Buffer, HostLayout, Placement};
 use crate::client::Client;
 use crate::element_type::ElementType;
 use crate::error::{Error, Result};
-use crate::npy::{Dtype, NpyArray};
+use crate::npy::{Dtype, Endian, MappedNpy, NpyArray};
 
 /// The element type a `.npy` dtype uploads as. `V2` (ml_dtypes' bfloat16) is bf16; `u2` data may
 /// also be taken as bf16 when the program's parameter asks for it (see [`upload_npy`]).
@@ -58,21 +58,53 @@ pub fn upload_npy(
     wanted: Option<ElementType>,
     placement: Placement<'_>,
 ) -> Result<Buffer> {
-    let natural = element_type_of(array.dtype);
-    let element_type = match wanted {
-        Some(ElementType::BF16) if matches!(array.dtype, Dtype::U16 | Dtype::V2) => ElementType::BF16,
+    let element_type = upload_type(array.dtype, wanted)?;
+    let dims: Vec<i64> = array.shape.iter().map(|d| *d as i64).collect();
+    client.buffer_from_bytes(&array.data, element_type, &dims, &HostLayout::default(), placement)
+}
+
+/// The element type an array of `dtype` uploads as, for a parameter of type `wanted`.
+fn upload_type(dtype: Dtype, wanted: Option<ElementType>) -> Result<ElementType> {
+    let natural = element_type_of(dtype);
+    Ok(match wanted {
+        Some(ElementType::BF16) if matches!(dtype, Dtype::U16 | Dtype::V2) => ElementType::BF16,
         Some(w) if w != natural => {
             return Err(Error::invalid(format!(
-                "the array is {} ({}), but the parameter is {w}{}",
-                array.dtype,
-                natural,
+                "the array is {dtype} ({natural}), but the parameter is {w}{}",
                 if w == ElementType::BF16 { " (give bf16 as raw 2-byte bits: `<u2` or `<V2`)" } else { "" }
             )))
         }
         _ => natural,
-    };
-    let dims: Vec<i64> = array.shape.iter().map(|d| *d as i64).collect();
-    client.buffer_from_bytes(&array.data, element_type, &dims, &HostLayout::default(), placement)
+    })
+}
+
+/// Uploads a memory-mapped `.npy` file (see [`upload_npy`] for `wanted`). The plugin reads the
+/// mapping directly: C-order files as they are, Fortran-order files through byte strides. Only
+/// big-endian files are converted into a copy first.
+pub fn upload_mapped_npy(
+    client: &Client,
+    file: &MappedNpy,
+    wanted: Option<ElementType>,
+    placement: Placement<'_>,
+) -> Result<Buffer> {
+    let element_type = upload_type(file.dtype(), wanted)?;
+    let dims: Vec<i64> = file.shape().iter().map(|d| *d as i64).collect();
+    if file.is_c_order_little_endian() {
+        return client.buffer_from_bytes(file.bytes(), element_type, &dims, &HostLayout::default(), placement);
+    }
+    if file.endian() == Endian::Big {
+        let array = file.to_array();
+        return client.buffer_from_bytes(&array.data, element_type, &dims, &HostLayout::default(), placement);
+    }
+    // Fortran order: axis 0 varies fastest.
+    let mut strides = Vec::with_capacity(dims.len());
+    let mut stride = file.dtype().size() as i64;
+    for &d in &dims {
+        strides.push(stride);
+        stride = stride.saturating_mul(d.max(1));
+    }
+    let layout = HostLayout { byte_strides: Some(strides), ..Default::default() };
+    client.buffer_from_bytes(file.bytes(), element_type, &dims, &layout, placement)
 }
 
 /// Downloads a buffer as a `.npy` array (bf16 as `<u2` bits).

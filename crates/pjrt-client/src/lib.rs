@@ -92,6 +92,7 @@ mod ndarray_support;
 pub mod npy;
 mod plugin;
 mod program;
+pub mod safetensors;
 pub mod sharding;
 mod topology;
 mod transfer_manager;

@@ -553,6 +553,128 @@ impl NpyArray {
     }
 }
 
+/// Where the bytes of a [`MappedNpy`] live.
+enum MappedBytes {
+    Mapped(memmap2::Mmap),
+    /// An empty file cannot be mapped; it is held (and rejected) as an empty `Vec`.
+    Empty(Vec<u8>),
+}
+
+/// A `.npy` file read in place through a memory mapping: for arrays too large to copy into a
+/// `Vec`. The header is parsed and checked against the file size when it is opened; the data
+/// is then exposed as stored (see [`MappedNpy::is_c_order_little_endian`]), and
+/// [`crate::host_array::upload_mapped_npy`] uploads it without a host copy (Fortran order
+/// through byte strides; only big-endian files are converted first).
+///
+/// The file must not be modified or truncated while it is open.
+pub struct MappedNpy {
+    bytes: MappedBytes,
+    path: PathBuf,
+    dtype: Dtype,
+    endian: Endian,
+    fortran_order: bool,
+    shape: Vec<usize>,
+    data_offset: usize,
+}
+
+impl MappedNpy {
+    /// Maps and checks a `.npy` file. Errors name the file, as [`NpyArray::read`]'s do.
+    pub fn open(path: &Path) -> Result<Self, NpyError> {
+        let io_err = |source| NpyError::Io { path: path.to_path_buf(), source };
+        let file = std::fs::File::open(path).map_err(io_err)?;
+        let len = file.metadata().map_err(io_err)?.len();
+        let bytes = if len == 0 {
+            MappedBytes::Empty(Vec::new())
+        } else {
+            // SAFETY: a read-only mapping whose contents are parsed as untrusted bytes; the
+            // remaining hazard of any mapping (the file being truncated meanwhile) is documented
+            // on the type.
+            MappedBytes::Mapped(unsafe { memmap2::Mmap::map(&file) }.map_err(io_err)?)
+        };
+        let all: &[u8] = match &bytes {
+            MappedBytes::Mapped(map) => map,
+            MappedBytes::Empty(v) => v,
+        };
+        let header =
+            parse_file_header(all).map_err(|e| NpyError::InFile { path: path.to_path_buf(), source: Box::new(e) })?;
+        Ok(MappedNpy {
+            bytes,
+            path: path.to_path_buf(),
+            dtype: header.dtype,
+            endian: header.endian,
+            fortran_order: header.fortran_order,
+            shape: header.shape,
+            data_offset: header.data_offset,
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+
+    /// The dimensions (empty for a scalar).
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The byte order of the data as stored.
+    pub fn endian(&self) -> Endian {
+        self.endian
+    }
+
+    /// Whether the data is stored in Fortran (column-major) order.
+    pub fn fortran_order(&self) -> bool {
+        self.fortran_order
+    }
+
+    /// Whether [`MappedNpy::bytes`] already is what an [`NpyArray`] holds: C order (or rank
+    /// below 2) and little-endian (or byte order not applicable).
+    pub fn is_c_order_little_endian(&self) -> bool {
+        let c_order = !self.fortran_order || self.shape.len() < 2;
+        let little = self.endian != Endian::Big || self.dtype.swap_unit() == 1;
+        c_order && little
+    }
+
+    /// The data section exactly as stored in the file (its length was checked on open).
+    pub fn bytes(&self) -> &[u8] {
+        let all: &[u8] = match &self.bytes {
+            MappedBytes::Mapped(map) => map,
+            MappedBytes::Empty(v) => v,
+        };
+        all.get(self.data_offset..).unwrap_or(&[])
+    }
+
+    /// A copy in memory, converted to C order and little-endian.
+    pub fn to_array(&self) -> NpyArray {
+        let header = FileHeader {
+            dtype: self.dtype,
+            endian: self.endian,
+            fortran_order: self.fortran_order,
+            shape: self.shape.clone(),
+            data_offset: self.data_offset,
+        };
+        header.into_array(self.bytes().to_vec())
+    }
+}
+
+impl fmt::Debug for MappedNpy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MappedNpy")
+            .field("path", &self.path)
+            .field("dtype", &self.dtype)
+            .field("shape", &self.shape)
+            .field("endian", &self.endian)
+            .field("fortran_order", &self.fortran_order)
+            .finish()
+    }
+}
+
 /// Rust element types that map one-to-one onto a [`Dtype`].
 pub trait NpyElement: Copy + private::Sealed {
     /// The dtype whose elements are this type.
@@ -591,6 +713,45 @@ npy_element_num!(
     u8 => U8, u16 => U16, u32 => U32, u64 => U64,
     f32 => F32, f64 => F64,
 );
+
+macro_rules! npy_element_bits {
+    ($($t:ty => $d:ident),* $(,)?) => {$(
+        impl private::Sealed for $t {}
+        impl NpyElement for $t {
+            const DTYPE: Dtype = Dtype::$d;
+            fn append_le(&self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn from_le(bytes: &[u8]) -> Self {
+                <$t>::from_bits(<u16 as NpyElement>::from_le(bytes))
+            }
+        }
+    )*};
+}
+
+// bfloat16 is stored as ml_dtypes (and so JAX) saves it: the opaque 2-byte void `V2`.
+npy_element_bits!(half::f16 => F16, half::bf16 => V2);
+
+macro_rules! npy_element_complex {
+    ($($t:ty => $d:ident),* $(,)?) => {$(
+        impl private::Sealed for num_complex::Complex<$t> {}
+        impl NpyElement for num_complex::Complex<$t> {
+            const DTYPE: Dtype = Dtype::$d;
+            fn append_le(&self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.re.to_le_bytes());
+                out.extend_from_slice(&self.im.to_le_bytes());
+            }
+            fn from_le(bytes: &[u8]) -> Self {
+                let half = std::mem::size_of::<$t>();
+                let re = <$t as NpyElement>::from_le(bytes.get(..half).unwrap_or(&[]));
+                let im = <$t as NpyElement>::from_le(bytes.get(half..).unwrap_or(&[]));
+                num_complex::Complex::new(re, im)
+            }
+        }
+    )*};
+}
+
+npy_element_complex!(f32 => C64, f64 => C128);
 
 impl private::Sealed for bool {}
 impl NpyElement for bool {

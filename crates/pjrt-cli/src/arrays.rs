@@ -1,0 +1,472 @@
+//! Host arrays in and out of `pjrt run`: `--input` (`.npy` files or `FILE.safetensors:NAME`),
+//! `--params FILE.safetensors` (bound to the program's parameters by name where the program
+//! names them, else in file order), and the output files (`.npy` or one `.safetensors`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use pjrt_client::npy::NpyArray;
+use pjrt_client::safetensors::{self, SafeTensors, TensorView};
+use pjrt_client::{ElementType, Error, Program};
+
+/// The suffix that marks a safetensors file in `--input FILE.safetensors:NAME`.
+const SAFETENSORS_SUFFIX: &str = ".safetensors";
+
+/// How `pjrt run` writes its outputs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// One `.npy` file per output: DIR/out0.npy, DIR/out1.npy, ...
+    #[default]
+    Npy,
+    /// One DIR/outputs.safetensors holding tensors out0, out1, ...
+    Safetensors,
+}
+
+/// One `--input` argument.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InputSource {
+    /// A `.npy` file.
+    Npy(PathBuf),
+    /// One tensor of a safetensors file.
+    Tensor {
+        /// The file.
+        file: PathBuf,
+        /// The tensor's name.
+        name: String,
+    },
+}
+
+impl InputSource {
+    /// Reads `FILE.safetensors:NAME` as a tensor (the name may itself hold `:`), anything else
+    /// as a `.npy` path. A bare `FILE.safetensors` is an error: it names no tensor.
+    pub fn parse(arg: &Path) -> Result<InputSource, Error> {
+        let text = arg.to_string_lossy();
+        if let Some(at) = text.find(&format!("{SAFETENSORS_SUFFIX}:")) {
+            let split = at + SAFETENSORS_SUFFIX.len();
+            return Ok(InputSource::Tensor {
+                file: PathBuf::from(&text[..split]),
+                name: text[split + 1..].to_string(),
+            });
+        }
+        if text.ends_with(SAFETENSORS_SUFFIX) {
+            return Err(Error::InvalidArgument(format!(
+                "--input {text}: name the tensor (`{text}:NAME`), or pass the whole file with --params"
+            )));
+        }
+        Ok(InputSource::Npy(arg.to_path_buf()))
+    }
+}
+
+/// Opens each safetensors file once.
+#[derive(Default)]
+struct OpenFiles(HashMap<PathBuf, SafeTensors>);
+
+impl OpenFiles {
+    fn get(&mut self, path: &Path) -> Result<&SafeTensors, Error> {
+        if !self.0.contains_key(path) {
+            let file = SafeTensors::open(path)?;
+            self.0.insert(path.to_path_buf(), file);
+        }
+        Ok(&self.0[path])
+    }
+}
+
+/// A tensor as a `.npy` array (bf16 as ml_dtypes' `V2`, which uploads as bf16).
+fn tensor_array(file: &Path, name: &str, view: TensorView<'_>) -> Result<NpyArray, Error> {
+    view.to_npy().map_err(|e| Error::InvalidArgument(format!("tensor '{name}' of {}: {e}", file.display())))
+}
+
+/// The program's parameter names, one per parameter (`None` where it has none), read from the
+/// `@main` signature of MLIR text: `jax.arg_info = "..."` where JAX wrote it, else the SSA name
+/// unless it is the generic `%argN`. `None` for bytecode or when no signature is found.
+pub fn parameter_names(program: &Program) -> Option<Vec<Option<String>>> {
+    let text = program.text()?;
+    let start = text.find("@main(")? + "@main(".len();
+    let mut names = Vec::new();
+    for arg in split_arguments(&text[start..])? {
+        let arg = arg.trim();
+        if arg.is_empty() {
+            continue;
+        }
+        let info = arg
+            .find("jax.arg_info = \"")
+            .and_then(|at| read_mlir_string(&arg[at + "jax.arg_info = ".len()..]))
+            .or_else(|| location_name(text, arg));
+        let ssa = arg
+            .strip_prefix('%')
+            .and_then(|rest| rest.split(':').next())
+            .map(str::trim)
+            .filter(|n| !is_generic_ssa_name(n))
+            .map(String::from);
+        names.push(info.or(ssa));
+    }
+    Some(names)
+}
+
+/// The name JAX gives an argument as its location when it lowers with debug info (as
+/// `jax.export` does): `%arg0: tensor<4xf32> loc("params['w']")`, or `loc(#loc3)` with
+/// `#loc3 = loc("params['w']")` at the end of the module. File locations (`loc("f.py":3:1)`)
+/// are not names.
+fn location_name(module: &str, arg: &str) -> Option<String> {
+    let at = arg.rfind("loc(")?;
+    let inner = &arg[at + "loc(".len()..];
+    // The literal must be the whole location: `"name")`.
+    let name_of =
+        |text: &str| read_mlir_string_and_rest(text).and_then(|(name, rest)| rest.starts_with(')').then_some(name));
+    if inner.starts_with('"') {
+        return name_of(inner);
+    }
+    let alias = inner.strip_prefix('#')?.split(')').next()?;
+    let definition = format!("#{alias} = loc(");
+    let line = module.lines().find(|l| l.trim_start().starts_with(&definition))?;
+    let start = line.find(&definition)? + definition.len();
+    name_of(&line[start..])
+}
+
+/// Empty, or `argN` as MLIR prints unnamed arguments: names nothing.
+fn is_generic_ssa_name(name: &str) -> bool {
+    name.is_empty() || name.strip_prefix("arg").is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// The top-level comma-separated pieces of an argument list, up to its closing `)`.
+fn split_arguments(text: &str) -> Option<Vec<&str>> {
+    let bytes = text.as_bytes();
+    let (mut depth, mut in_string, mut escaped, mut piece_start) = (0i32, false, false, 0);
+    let mut pieces = Vec::new();
+    for (i, &c) in bytes.iter().enumerate() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_string = true,
+            b'(' | b'[' | b'{' | b'<' => depth += 1,
+            // `->` inside a type is an arrow, not a closing bracket.
+            b'>' if i > 0 && bytes[i - 1] == b'-' => {}
+            b')' if depth == 0 => {
+                pieces.push(&text[piece_start..i]);
+                return Some(pieces);
+            }
+            b')' | b']' | b'}' | b'>' => depth -= 1,
+            b',' if depth == 0 => {
+                pieces.push(&text[piece_start..i]);
+                piece_start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The contents of an MLIR string literal that starts `text` (`"..."`, with `\"` and `\\`).
+fn read_mlir_string(text: &str) -> Option<String> {
+    read_mlir_string_and_rest(text).map(|(s, _)| s)
+}
+
+/// As [`read_mlir_string`], plus the text after the closing quote.
+fn read_mlir_string_and_rest(text: &str) -> Option<(String, &str)> {
+    let body = text.strip_prefix('"')?;
+    let mut chars = body.char_indices();
+    let mut out = String::new();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((out, &body[i + 1..])),
+            '\\' => out.push(chars.next()?.1),
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+/// The tensor names a parameter name may be written as: itself, and for a JAX path such as
+/// `params['layer1']['w']` the keys joined by `.` or `/`, with and without the root
+/// (`layer1.w`, `params.layer1.w`, `layer1/w`, ...).
+pub fn name_candidates(name: &str) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    let mut rest = name;
+    let root_end = rest.find(['[', '.']).unwrap_or(rest.len());
+    if root_end > 0 {
+        keys.push(rest[..root_end].to_string());
+    }
+    rest = &rest[root_end..];
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['[', '.']).unwrap_or(r.len());
+            keys.push(r[..end].to_string());
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = match r.find(']') {
+                Some(end) => end,
+                None => break,
+            };
+            keys.push(r[..end].trim_matches(|c| c == '\'' || c == '"').to_string());
+            rest = &r[end + 1..];
+        } else {
+            break;
+        }
+    }
+    let mut out = vec![name.to_string()];
+    if keys.len() > 1 {
+        for sep in [".", "/"] {
+            out.push(keys.join(sep));
+            out.push(keys[1..].join(sep));
+        }
+    }
+    out.dedup();
+    out
+}
+
+/// The host arrays for the program's parameters, with a label for each (for error messages):
+/// the tensors of `--params` and the `--input` arrays. Where the program names its parameters
+/// and those names match the file's tensors, names decide which parameter each tensor feeds and
+/// the `--input` arrays fill the other parameters in order; otherwise the file's tensors come
+/// first, in file order, then the `--input` arrays.
+pub fn gather_inputs(
+    program: Option<&Program>,
+    params: Option<&Path>,
+    inputs: &[PathBuf],
+) -> Result<(Vec<NpyArray>, Vec<String>), Error> {
+    let mut files = OpenFiles::default();
+    let mut explicit: Vec<(NpyArray, String)> = Vec::new();
+    for arg in inputs {
+        match InputSource::parse(arg)? {
+            InputSource::Npy(path) => explicit.push((NpyArray::read(&path)?, path.display().to_string())),
+            InputSource::Tensor { file, name } => {
+                let view = files
+                    .get(&file)?
+                    .tensor(&name)
+                    .map_err(|e| Error::InvalidArgument(format!("--input {}: {e}", arg.display())))?;
+                explicit.push((tensor_array(&file, &name, view)?, arg.display().to_string()));
+            }
+        }
+    }
+    let Some(params_path) = params else {
+        return Ok(explicit.into_iter().unzip());
+    };
+    let file = files.get(params_path)?;
+    let label = |name: &str| format!("{}:{name}", params_path.display());
+    if let Some(bound) = bind_by_name(program, file)? {
+        let mut explicit = explicit.into_iter();
+        let given = explicit.len();
+        let free = bound.iter().filter(|b| b.is_none()).count();
+        if given != free {
+            return Err(Error::InvalidArgument(format!(
+                "the program takes {} parameters; {} are bound by name to tensors of {}, so {free} must come \
+                 from --input, but {given} were given",
+                bound.len(),
+                bound.len() - free,
+                params_path.display()
+            )));
+        }
+        let mut arrays = Vec::with_capacity(bound.len());
+        let mut labels = Vec::with_capacity(bound.len());
+        for slot in bound {
+            let (array, text) = match slot {
+                Some(name) => (tensor_array(params_path, &name, file.tensor(&name)?)?, label(&name)),
+                None => explicit.next().ok_or_else(|| Error::InvalidArgument("too few --input arrays".into()))?,
+            };
+            arrays.push(array);
+            labels.push(text);
+        }
+        return Ok((arrays, labels));
+    }
+    let mut arrays = Vec::with_capacity(file.len() + explicit.len());
+    let mut labels = Vec::with_capacity(file.len() + explicit.len());
+    for (name, view) in file.tensors() {
+        arrays.push(tensor_array(params_path, name, view)?);
+        labels.push(label(name));
+    }
+    for (array, text) in explicit {
+        arrays.push(array);
+        labels.push(text);
+    }
+    Ok((arrays, labels))
+}
+
+/// Which tensor feeds each parameter, when the program's parameter names match tensor names
+/// (`None` when they decide nothing: no names, or no name matches). Every tensor of the file
+/// must then feed exactly one parameter.
+fn bind_by_name(program: Option<&Program>, file: &SafeTensors) -> Result<Option<Vec<Option<String>>>, Error> {
+    let Some(names) = program.and_then(parameter_names) else { return Ok(None) };
+    let tensors: Vec<&str> = file.names().collect();
+    let bound: Vec<Option<String>> = names
+        .iter()
+        .map(|name| {
+            let name = name.as_deref()?;
+            name_candidates(name).into_iter().find(|c| tensors.contains(&c.as_str()))
+        })
+        .collect();
+    if bound.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    for (i, tensor) in bound.iter().enumerate().filter_map(|(i, t)| Some((i, t.as_deref()?))) {
+        if let Some(j) = bound.iter().skip(i + 1).position(|t| t.as_deref() == Some(tensor)) {
+            return Err(Error::InvalidArgument(format!(
+                "tensor '{tensor}' matches the names of parameters {i} and {} of the program",
+                i + 1 + j
+            )));
+        }
+    }
+    let unused: Vec<&str> =
+        tensors.iter().copied().filter(|t| !bound.iter().any(|b| b.as_deref() == Some(*t))).collect();
+    if !unused.is_empty() {
+        let described: Vec<String> =
+            names.iter().enumerate().map(|(i, n)| format!("{i}: {}", n.as_deref().unwrap_or("(unnamed)"))).collect();
+        return Err(Error::InvalidArgument(format!(
+            "--params {}: tensors {} match no parameter name of the program (parameters: {})",
+            file.path().map(|p| p.display().to_string()).unwrap_or_default(),
+            unused.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", "),
+            described.join(", ")
+        )));
+    }
+    Ok(Some(bound))
+}
+
+/// Collects one device's outputs and writes them in the chosen format.
+pub struct OutputSink {
+    format: OutputFormat,
+    dir: PathBuf,
+    pending: Vec<(String, ElementType, NpyArray)>,
+}
+
+impl OutputSink {
+    /// Outputs go to `dir` (which must exist).
+    pub fn new(format: OutputFormat, dir: &Path) -> Self {
+        OutputSink { format, dir: dir.to_path_buf(), pending: Vec::new() }
+    }
+
+    /// Adds output `index` (`element_type` is the buffer's: bf16 arrays hold raw bits).
+    /// Returns the file it goes to and, for safetensors, the tensor name in it.
+    pub fn add(
+        &mut self,
+        index: usize,
+        element_type: ElementType,
+        array: NpyArray,
+    ) -> Result<(PathBuf, Option<String>), Error> {
+        let name = format!("out{index}");
+        match self.format {
+            OutputFormat::Npy => {
+                let file = self.dir.join(format!("{name}.npy"));
+                array.write(&file)?;
+                Ok((file, None))
+            }
+            OutputFormat::Safetensors => {
+                self.pending.push((name.clone(), element_type, array));
+                Ok((self.file(), Some(name)))
+            }
+        }
+    }
+
+    fn file(&self) -> PathBuf {
+        self.dir.join("outputs.safetensors")
+    }
+
+    /// Writes what is still pending (the safetensors file).
+    pub fn finish(self) -> Result<(), Error> {
+        if self.format != OutputFormat::Safetensors {
+            return Ok(());
+        }
+        let views: Vec<(&str, TensorView<'_>)> = self
+            .pending
+            .iter()
+            .map(|(name, element_type, array)| {
+                let view = TensorView::new(*element_type, &array.shape, &array.data).map_err(|e| {
+                    Error::InvalidArgument(format!("output {name} cannot be written as safetensors: {e}"))
+                })?;
+                Ok((name.as_str(), view))
+            })
+            .collect::<Result<_, Error>>()?;
+        safetensors::write(self.file(), &views, &[("producer", "pjrt run")])?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_arguments() {
+        assert_eq!(InputSource::parse(Path::new("a.npy")).unwrap(), InputSource::Npy("a.npy".into()));
+        assert_eq!(
+            InputSource::parse(Path::new("dir/w.safetensors:layer.0:w")).unwrap(),
+            InputSource::Tensor { file: "dir/w.safetensors".into(), name: "layer.0:w".into() }
+        );
+        assert!(InputSource::parse(Path::new("w.safetensors")).is_err());
+    }
+
+    #[test]
+    fn run_flags_parse() {
+        let cli = crate::parse_args([
+            "pjrt",
+            "run",
+            "p.mlir",
+            "--params",
+            "w.safetensors",
+            "--input",
+            "w.safetensors:x",
+            "y.npy",
+            "--output-format",
+            "safetensors",
+        ])
+        .unwrap();
+        let crate::Command::Run(args) = cli.command else { panic!("not run") };
+        assert_eq!(args.params, Some(PathBuf::from("w.safetensors")));
+        assert_eq!(args.input, [PathBuf::from("w.safetensors:x"), PathBuf::from("y.npy")]);
+        assert_eq!(args.output_format, OutputFormat::Safetensors);
+        let cli = crate::parse_args(["pjrt", "run", "p.mlir"]).unwrap();
+        let crate::Command::Run(args) = cli.command else { panic!("not run") };
+        assert_eq!((args.params, args.output_format), (None, OutputFormat::Npy));
+        assert!(crate::parse_args(["pjrt", "run", "p.mlir", "--output-format", "csv"]).is_err());
+    }
+
+    #[test]
+    fn parameter_names_from_mlir() {
+        let program = Program::mlir_text(
+            r#"module @m {
+  func.func public @main(%arg0: tensor<2xf32> {jax.arg_info = "params['w1']", mhlo.sharding = "{replicated}"},
+      %arg1: tensor<f32> {jax.arg_info = "x\"q"}, %arg2: tensor<2x!stablehlo.token>, %bias: tensor<3xf32>,
+      %arg4: tensor<i32> {mhlo.layout_mode = "default"}) -> (tensor<2xf32> {jax.result_info = "r"}) {
+    return %arg0 : tensor<2xf32>
+  }
+}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            parameter_names(&program).unwrap(),
+            [Some("params['w1']".into()), Some("x\"q".into()), None, Some("bias".into()), None]
+        );
+        // JAX with debug info (jax.export): names as argument locations, inline or aliased.
+        let located = Program::mlir_text(
+            r#"module @jit_f {
+  func.func public @main(%arg0: tensor<4xf32> loc("params['b']"), %arg1: tensor<3xf32> loc(#loc2), %arg2: tensor<f32> loc(#loc3), %arg3: tensor<f32> loc("f.py":3:1)) -> (tensor<4xf32>) {
+    return %arg0 : tensor<4xf32> loc(#loc4)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc2 = loc("x")
+#loc3 = loc("f.py":1:2)
+"#,
+        )
+        .unwrap();
+        assert_eq!(parameter_names(&located).unwrap(), [Some("params['b']".into()), Some("x".into()), None, None]);
+        let plain = Program::mlir_text("func.func @main() -> () {\n  return\n}").unwrap();
+        assert_eq!(parameter_names(&plain).unwrap(), Vec::<Option<String>>::new());
+    }
+
+    #[test]
+    fn jax_paths_become_tensor_names() {
+        let c = name_candidates("params['layer1']['w']");
+        for want in ["params['layer1']['w']", "layer1.w", "params.layer1.w", "layer1/w", "params/layer1/w"] {
+            assert!(c.contains(&want.to_string()), "{want}: {c:?}");
+        }
+        assert!(name_candidates("params['w1']").contains(&"w1".to_string()));
+        assert!(name_candidates("layers[0].w").contains(&"0.w".to_string()));
+        assert_eq!(name_candidates("x"), ["x"]);
+    }
+}

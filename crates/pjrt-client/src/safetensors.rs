@@ -1,0 +1,1008 @@
+//! Reading and writing `.safetensors` files, and uploading them to a device in one call.
+//!
+//! The format: an 8-byte little-endian `u64` N, then N bytes of JSON header, then the data.
+//! The header maps each tensor name to `{"dtype": "F32", "shape": [2, 3], "data_offsets":
+//! [begin, end]}` (offsets relative to the start of the data) and may hold one
+//! `"__metadata__"` object of string values. The data must be covered exactly: no gaps, no
+//! overlaps, nothing after the last tensor.
+//!
+//! [`SafeTensors::open`] memory-maps the file, so a large file is never read into memory: a
+//! [`TensorView`] borrows its bytes from the mapping, and [`Client::upload_safetensors`] hands
+//! those bytes straight to the plugin. Every check is done once, when the file is opened, and
+//! treats the file as hostile: a malformed header gives a [`SafetensorsError`], never a panic,
+//! and nothing is allocated in proportion to what the header claims, only to its real length.
+//!
+//! ```no_run
+//! use pjrt_client::safetensors::{self, SafeTensors, TensorView};
+//! use pjrt_client::ElementType;
+//!
+//! # fn main() -> pjrt_client::Result<()> {
+//! let w: Vec<u8> = [1f32, 2., 3., 4.].iter().flat_map(|v| v.to_le_bytes()).collect();
+//! let view = TensorView::new(ElementType::F32, &[2, 2], &w)?;
+//! safetensors::write("weights.safetensors", &[("w", view)], &[("format", "pt")])?;
+//!
+//! let file = SafeTensors::open("weights.safetensors")?;
+//! assert_eq!(file.names().collect::<Vec<_>>(), ["w"]);
+//! assert_eq!(file.tensor("w")?.to_vec::<f32>()?, [1., 2., 3., 4.]);
+//! # Ok(()) }
+//! ```
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+use crate::buffer::{Buffer, HostLayout, Placement};
+use crate::client::Client;
+use crate::element_type::{ElementType, NativeType};
+use crate::error::Result;
+use crate::npy::{Dtype, NpyArray};
+
+/// The largest header accepted (the limit the reference implementation uses too).
+pub const MAX_HEADER_BYTES: u64 = 100_000_000;
+/// The highest rank accepted for a tensor.
+pub const MAX_RANK: usize = 64;
+/// The header key that holds the free-form string metadata.
+const METADATA_KEY: &str = "__metadata__";
+
+/// Each safetensors dtype name and the element type it holds.
+const DTYPES: &[(&str, ElementType)] = &[
+    ("BOOL", ElementType::PRED),
+    ("U8", ElementType::U8),
+    ("I8", ElementType::S8),
+    ("U16", ElementType::U16),
+    ("I16", ElementType::S16),
+    ("U32", ElementType::U32),
+    ("I32", ElementType::S32),
+    ("U64", ElementType::U64),
+    ("I64", ElementType::S64),
+    ("F16", ElementType::F16),
+    ("BF16", ElementType::BF16),
+    ("F32", ElementType::F32),
+    ("F64", ElementType::F64),
+    ("C64", ElementType::C64),
+    ("F8_E4M3", ElementType::F8E4M3FN),
+    ("F8_E5M2", ElementType::F8E5M2),
+    ("F8_E4M3FNUZ", ElementType::F8E4M3FNUZ),
+    ("F8_E5M2FNUZ", ElementType::F8E5M2FNUZ),
+    ("F8_E8M0", ElementType::F8E8M0FNU),
+];
+
+/// The element type a safetensors dtype name (`"F32"`, `"BF16"`, `"F8_E4M3"`, ...) holds.
+/// `F8_E4M3` is the finite-only variant (`f8e4m3fn`), as in PyTorch and ml_dtypes.
+pub fn element_type_of(dtype: &str) -> Option<ElementType> {
+    DTYPES.iter().find(|(name, _)| *name == dtype).map(|(_, t)| *t)
+}
+
+/// The safetensors dtype name of an element type, if the format has one (it has none for
+/// `c128`, sub-byte types and the newer 8-bit floats).
+pub fn dtype_name(element_type: ElementType) -> Option<&'static str> {
+    DTYPES.iter().find(|(_, t)| *t == element_type).map(|(name, _)| *name)
+}
+
+fn supported_dtypes() -> String {
+    DTYPES.iter().map(|(name, _)| *name).collect::<Vec<_>>().join(", ")
+}
+
+/// Everything that can be wrong with a safetensors file, or with tensors given to the writer.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SafetensorsError {
+    /// Reading or writing the file failed.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The contents of the file at `path` are invalid; `source` says how.
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: Box<SafetensorsError>,
+    },
+    /// The file is shorter than the 8-byte header length it must start with.
+    TooShort {
+        /// The file's length in bytes.
+        len: u64,
+    },
+    /// The header length field points past the end of the file, or beyond [`MAX_HEADER_BYTES`].
+    HeaderLength {
+        /// What the length field says.
+        header_len: u64,
+        /// The bytes that follow the length field.
+        available: u64,
+    },
+    /// The header is not the JSON object the format describes.
+    BadHeader(String),
+    /// Two tensors have the same name.
+    DuplicateName(String),
+    /// A tensor's dtype is not one this crate knows.
+    UnknownDtype {
+        /// The tensor.
+        tensor: String,
+        /// Its dtype as written.
+        dtype: String,
+    },
+    /// The byte size of a tensor's shape does not fit in memory.
+    ShapeOverflow {
+        /// The tensor.
+        tensor: String,
+        /// Its shape.
+        shape: Vec<u64>,
+    },
+    /// A tensor's data offsets span another number of bytes than its dtype and shape need.
+    SizeMismatch {
+        /// The tensor.
+        tensor: String,
+        /// The bytes dtype and shape need.
+        expected: u64,
+        /// The bytes the offsets (or the data given to the writer) span.
+        actual: u64,
+    },
+    /// A tensor's data offsets are reversed or reach past the end of the file.
+    OutOfRange {
+        /// The tensor.
+        tensor: String,
+        /// Its first data offset.
+        begin: u64,
+        /// Its end data offset.
+        end: u64,
+        /// The size of the data section.
+        data_len: u64,
+    },
+    /// Two tensors share bytes.
+    Overlap {
+        /// One tensor.
+        tensor: String,
+        /// The tensor whose bytes it overlaps.
+        other: String,
+    },
+    /// Part of the data section belongs to no tensor (a gap, or bytes after the last one).
+    Gap {
+        /// First uncovered byte (relative to the data start).
+        begin: u64,
+        /// End of the uncovered range.
+        end: u64,
+    },
+    /// No tensor has this name.
+    NotFound {
+        /// The name asked for.
+        name: String,
+        /// The names in the file, in file order.
+        available: Vec<String>,
+    },
+    /// The writer was given a tensor whose element type the format cannot store.
+    UnsupportedElementType {
+        /// The tensor.
+        tensor: String,
+        /// Its element type.
+        element_type: ElementType,
+    },
+    /// A tensor's dtype has no `.npy` or Rust equivalent for the conversion asked for.
+    Conversion(String),
+}
+
+impl SafetensorsError {
+    /// The error with any [`SafetensorsError::InFile`] wrappers removed.
+    pub fn without_path(&self) -> &SafetensorsError {
+        let mut e = self;
+        while let SafetensorsError::InFile { source, .. } = e {
+            e = source;
+        }
+        e
+    }
+
+    fn bad(message: impl Into<String>) -> Self {
+        SafetensorsError::BadHeader(message.into())
+    }
+}
+
+/// Lists names for an error message, at most 50 of them.
+fn list_names(names: &[String]) -> String {
+    const SHOWN: usize = 50;
+    let mut text = names.iter().take(SHOWN).map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
+    if names.len() > SHOWN {
+        text.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    text
+}
+
+impl fmt::Display for SafetensorsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io { path, source } => write!(f, "I/O error on safetensors file '{}': {source}", path.display()),
+            Self::InFile { path, source } => write!(f, "invalid safetensors file '{}': {source}", path.display()),
+            Self::TooShort { len } => write!(
+                f,
+                "the file is {len} bytes long, too short for the 8-byte header length a safetensors file starts with"
+            ),
+            Self::HeaderLength { header_len, available } => {
+                if *header_len > MAX_HEADER_BYTES {
+                    write!(f, "the header length field says {header_len} bytes, over the limit of {MAX_HEADER_BYTES}")
+                } else {
+                    write!(f, "the header length field says {header_len} bytes but only {available} bytes follow it (truncated file?)")
+                }
+            }
+            Self::BadHeader(message) => write!(f, "malformed safetensors header: {message}"),
+            Self::DuplicateName(name) => write!(f, "the tensor name '{name}' appears twice"),
+            Self::UnknownDtype { tensor, dtype } => {
+                write!(
+                    f,
+                    "tensor '{tensor}' has dtype {dtype:?}, which is not supported (supported: {})",
+                    supported_dtypes()
+                )
+            }
+            Self::ShapeOverflow { tensor, shape } => {
+                write!(f, "tensor '{tensor}' has shape {shape:?}, too large to fit in memory")
+            }
+            Self::SizeMismatch { tensor, expected, actual } => {
+                write!(f, "tensor '{tensor}' has {actual} data bytes but its dtype and shape need {expected}")
+            }
+            Self::OutOfRange { tensor, begin, end, data_len } => write!(
+                f,
+                "tensor '{tensor}' has data offsets [{begin}, {end}], outside the {data_len}-byte data section"
+            ),
+            Self::Overlap { tensor, other } => write!(f, "the data of tensors '{other}' and '{tensor}' overlap"),
+            Self::Gap { begin, end } => {
+                write!(f, "data bytes [{begin}, {end}) belong to no tensor (the data must be covered exactly)")
+            }
+            Self::NotFound { name, available } if available.is_empty() => {
+                write!(f, "no tensor named '{name}': the file holds no tensors")
+            }
+            Self::NotFound { name, available } => {
+                write!(f, "no tensor named '{name}'; the file holds {}", list_names(available))
+            }
+            Self::UnsupportedElementType { tensor, element_type } => write!(
+                f,
+                "tensor '{tensor}' is {element_type}, which safetensors cannot store (supported: {})",
+                supported_dtypes()
+            ),
+            Self::Conversion(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for SafetensorsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { source, .. } => Some(source),
+            Self::InFile { source, .. } => Some(&**source),
+            _ => None,
+        }
+    }
+}
+
+/// Byte size of `count` elements, for the whole-byte types safetensors stores.
+fn byte_size(element_type: ElementType, shape: &[usize]) -> Option<usize> {
+    let count = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))?;
+    element_type.host_bytes(count).filter(|b| *b <= isize::MAX as usize)
+}
+
+/// One tensor's dtype, shape and bytes, borrowed (from an open file, or from the caller for the
+/// writer). The byte length always matches dtype and shape.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct TensorView<'a> {
+    dtype: ElementType,
+    shape: &'a [usize],
+    bytes: &'a [u8],
+}
+
+impl<'a> TensorView<'a> {
+    /// A view of `bytes` (dense, row-major, little-endian) as a tensor; checks the length.
+    pub fn new(dtype: ElementType, shape: &'a [usize], bytes: &'a [u8]) -> Result<Self, SafetensorsError> {
+        let unnamed = || String::from("(unnamed)");
+        if dtype_name(dtype).is_none() {
+            return Err(SafetensorsError::UnsupportedElementType { tensor: unnamed(), element_type: dtype });
+        }
+        let expected = byte_size(dtype, shape).ok_or_else(|| SafetensorsError::ShapeOverflow {
+            tensor: unnamed(),
+            shape: shape.iter().map(|&d| d as u64).collect(),
+        })?;
+        if expected != bytes.len() {
+            return Err(SafetensorsError::SizeMismatch {
+                tensor: unnamed(),
+                expected: expected as u64,
+                actual: bytes.len() as u64,
+            });
+        }
+        Ok(TensorView { dtype, shape, bytes })
+    }
+
+    /// A view of a `.npy` array; ml_dtypes' bfloat16 (`V2`) becomes [`ElementType::BF16`].
+    pub fn from_npy(array: &'a NpyArray) -> Result<Self, SafetensorsError> {
+        TensorView::new(crate::host_array::element_type_of(array.dtype), &array.shape, &array.data)
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> ElementType {
+        self.dtype
+    }
+
+    /// The dimensions (empty for a scalar).
+    pub fn shape(&self) -> &'a [usize] {
+        self.shape
+    }
+
+    /// The dimensions as PJRT takes them.
+    pub fn dims(&self) -> Vec<i64> {
+        self.shape.iter().map(|&d| d as i64).collect()
+    }
+
+    /// The raw data: row-major, little-endian, tightly packed.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// The number of elements.
+    pub fn element_count(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// The elements as Rust values (copied: file data need not be aligned for `T`).
+    pub fn to_vec<T: NativeType>(&self) -> Result<Vec<T>, SafetensorsError> {
+        if T::ELEMENT_TYPE != self.dtype {
+            return Err(SafetensorsError::Conversion(format!(
+                "requested {} elements but the tensor holds {}",
+                T::ELEMENT_TYPE,
+                self.dtype
+            )));
+        }
+        // A bool may only be 0 or 1; any other byte would be an invalid `bool`.
+        if self.dtype == ElementType::PRED && self.bytes.iter().any(|&b| b > 1) {
+            return Err(SafetensorsError::Conversion("a BOOL tensor holds bytes other than 0 and 1".into()));
+        }
+        let count = self.element_count();
+        let mut out: Vec<T> = Vec::with_capacity(count);
+        // SAFETY: `bytes` holds exactly `count` elements of `T`'s layout (checked at
+        // construction; `T: NativeType` matches the dtype, has no padding and, for bool, the
+        // bytes were just checked); the copy is bytewise, so alignment does not matter, and the
+        // length is set only after the elements are written.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.bytes.as_ptr(), out.as_mut_ptr() as *mut u8, self.bytes.len());
+            out.set_len(count);
+        }
+        Ok(out)
+    }
+
+    /// A `.npy` array holding a copy of the data; bf16 becomes ml_dtypes' `V2`. The 8-bit float
+    /// types have no `.npy` dtype here.
+    pub fn to_npy(&self) -> Result<NpyArray, SafetensorsError> {
+        let dtype = match self.dtype {
+            ElementType::BF16 => Dtype::V2,
+            other => crate::host_array::dtype_of(other).ok_or_else(|| {
+                SafetensorsError::Conversion(format!("{other} tensors cannot be converted to .npy arrays"))
+            })?,
+        };
+        NpyArray::new(dtype, self.shape.to_vec(), self.bytes.to_vec())
+            .map_err(|e| SafetensorsError::Conversion(e.to_string()))
+    }
+}
+
+impl fmt::Debug for TensorView<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TensorView")
+            .field("dtype", &self.dtype)
+            .field("shape", &self.shape)
+            .field("bytes", &self.bytes.len())
+            .finish()
+    }
+}
+
+/// Where the file's bytes live.
+enum Storage {
+    Mapped(memmap2::Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Storage {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Storage::Mapped(map) => map,
+            Storage::Owned(bytes) => bytes,
+        }
+    }
+}
+
+/// A checked tensor entry: byte range is absolute within the storage.
+struct Entry {
+    name: String,
+    dtype: ElementType,
+    shape: Vec<usize>,
+    start: usize,
+    end: usize,
+}
+
+/// An open safetensors file, checked and (for [`SafeTensors::open`]) memory-mapped.
+///
+/// The file must not be modified or truncated while it is open: the mapping reads it in place.
+pub struct SafeTensors {
+    storage: Storage,
+    path: Option<PathBuf>,
+    /// In data-offset order.
+    entries: Vec<Entry>,
+    metadata: BTreeMap<String, String>,
+    data_len: u64,
+}
+
+impl fmt::Debug for SafeTensors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SafeTensors")
+            .field("path", &self.path)
+            .field("tensors", &self.entries.len())
+            .field("data_bytes", &self.data_len)
+            .finish()
+    }
+}
+
+impl SafeTensors {
+    /// Memory-maps and checks a file. Errors name the file.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, SafetensorsError> {
+        let path = path.as_ref();
+        let io_err = |source| SafetensorsError::Io { path: path.to_path_buf(), source };
+        let file = std::fs::File::open(path).map_err(io_err)?;
+        let len = file.metadata().map_err(io_err)?.len();
+        let storage = if len < 8 {
+            // Too short to map usefully (and an empty file cannot be mapped): read it, so that
+            // the check below reports it.
+            Storage::Owned(std::fs::read(path).map_err(io_err)?)
+        } else {
+            // SAFETY: the mapping is read-only and its contents are treated as untrusted bytes.
+            // The remaining hazard of any file mapping, another process truncating the file
+            // while it is mapped, is documented on the type.
+            Storage::Mapped(unsafe { memmap2::Mmap::map(&file) }.map_err(io_err)?)
+        };
+        Self::from_storage(storage, Some(path.to_path_buf()))
+            .map_err(|e| SafetensorsError::InFile { path: path.to_path_buf(), source: Box::new(e) })
+    }
+
+    /// Checks a whole file held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Self, SafetensorsError> {
+        Self::from_storage(Storage::Owned(bytes), None)
+    }
+
+    fn from_storage(storage: Storage, path: Option<PathBuf>) -> Result<Self, SafetensorsError> {
+        let bytes = storage.bytes();
+        let (header_end, raw) = parse_header(bytes)?;
+        let data_len = (bytes.len() - header_end) as u64;
+        let entries = check_entries(raw.tensors, header_end, data_len)?;
+        let metadata = raw.metadata.into_iter().collect();
+        Ok(SafeTensors { storage, path, entries, metadata, data_len })
+    }
+
+    /// The file this was opened from (`None` for [`SafeTensors::from_bytes`]).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The tensor names, in file (data offset) order.
+    pub fn names(&self) -> impl DoubleEndedIterator<Item = &str> + ExactSizeIterator + '_ {
+        self.entries.iter().map(|e| e.name.as_str())
+    }
+
+    /// Every tensor with its name, in file order.
+    pub fn tensors(&self) -> impl DoubleEndedIterator<Item = (&str, TensorView<'_>)> + ExactSizeIterator + '_ {
+        self.entries.iter().map(|e| (e.name.as_str(), self.view(e)))
+    }
+
+    /// The number of tensors.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the file holds no tensors.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The tensor called `name`, if there is one.
+    pub fn get(&self, name: &str) -> Option<TensorView<'_>> {
+        self.entries.iter().find(|e| e.name == name).map(|e| self.view(e))
+    }
+
+    /// The tensor called `name`; the error lists the names there are.
+    pub fn tensor(&self, name: &str) -> Result<TensorView<'_>, SafetensorsError> {
+        self.get(name).ok_or_else(|| SafetensorsError::NotFound {
+            name: name.to_string(),
+            available: self.names().map(String::from).collect(),
+        })
+    }
+
+    /// The `__metadata__` strings (empty if the file has none).
+    pub fn metadata(&self) -> &BTreeMap<String, String> {
+        &self.metadata
+    }
+
+    /// The size of the data section: the sum of all tensors' bytes.
+    pub fn data_bytes(&self) -> u64 {
+        self.data_len
+    }
+
+    /// Whether the data is read in place from a memory mapping (rather than held in a `Vec`).
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.storage, Storage::Mapped(_))
+    }
+
+    fn view<'a>(&'a self, e: &'a Entry) -> TensorView<'a> {
+        // The range was checked against the storage when the file was opened.
+        TensorView { dtype: e.dtype, shape: &e.shape, bytes: &self.storage.bytes()[e.start..e.end] }
+    }
+}
+
+/// One tensor entry as written in the header, before any check.
+struct RawEntry {
+    dtype: String,
+    shape: Vec<u64>,
+    offsets: (u64, u64),
+}
+
+/// The header as written: tensors in header order, names unique.
+struct RawHeader {
+    tensors: Vec<(String, RawEntry)>,
+    metadata: Vec<(String, String)>,
+}
+
+/// Reads the length field and parses the JSON header; returns where the data starts.
+fn parse_header(bytes: &[u8]) -> Result<(usize, RawHeader), SafetensorsError> {
+    let len_field: [u8; 8] = match bytes.get(..8) {
+        Some(field) => field.try_into().unwrap_or([0; 8]),
+        None => return Err(SafetensorsError::TooShort { len: bytes.len() as u64 }),
+    };
+    let header_len = u64::from_le_bytes(len_field);
+    let available = (bytes.len() - 8) as u64;
+    if header_len > MAX_HEADER_BYTES || header_len > available {
+        return Err(SafetensorsError::HeaderLength { header_len, available });
+    }
+    let header_end = 8 + header_len as usize;
+    let text = &bytes[8..header_end];
+    if text.first() != Some(&b'{') {
+        return Err(SafetensorsError::bad("the header must be a JSON object starting with '{'"));
+    }
+    let raw: RawHeader = serde_json::from_slice(text).map_err(|e| match e.classify() {
+        // Our own checks (duplicates, fields) come back as "data" errors with our message.
+        serde_json::error::Category::Data => {
+            let message = e.to_string();
+            match message.strip_prefix(DUPLICATE_PREFIX) {
+                Some(rest) => SafetensorsError::DuplicateName(
+                    rest.rsplit_once(DUPLICATE_SUFFIX).map_or(rest, |(name, _)| name).to_string(),
+                ),
+                None => SafetensorsError::bad(message),
+            }
+        }
+        _ => SafetensorsError::bad(format!("not valid JSON: {e}")),
+    })?;
+    Ok((header_end, raw))
+}
+
+/// How the header visitor reports a duplicated tensor name (turned into [`DuplicateName`]).
+///
+/// [`DuplicateName`]: SafetensorsError::DuplicateName
+const DUPLICATE_PREFIX: &str = "duplicate tensor name <<";
+const DUPLICATE_SUFFIX: &str = ">>";
+
+/// Checks every entry against the data section; returns them sorted by offset.
+fn check_entries(
+    raw: Vec<(String, RawEntry)>,
+    header_end: usize,
+    data_len: u64,
+) -> Result<Vec<Entry>, SafetensorsError> {
+    let mut entries = Vec::with_capacity(raw.len());
+    for (name, entry) in raw {
+        let dtype = element_type_of(&entry.dtype)
+            .ok_or_else(|| SafetensorsError::UnknownDtype { tensor: name.clone(), dtype: entry.dtype.clone() })?;
+        let overflow = || SafetensorsError::ShapeOverflow { tensor: name.clone(), shape: entry.shape.clone() };
+        let shape: Vec<usize> =
+            entry.shape.iter().map(|&d| usize::try_from(d).map_err(|_| overflow())).collect::<Result<_, _>>()?;
+        let expected = byte_size(dtype, &shape).ok_or_else(overflow)? as u64;
+        let (begin, end) = entry.offsets;
+        if begin > end || end > data_len {
+            return Err(SafetensorsError::OutOfRange { tensor: name, begin, end, data_len });
+        }
+        if end - begin != expected {
+            return Err(SafetensorsError::SizeMismatch { tensor: name, expected, actual: end - begin });
+        }
+        // In range of the data section, which is in memory, so these fit in usize.
+        let start = header_end + begin as usize;
+        entries.push(Entry { name, dtype, shape, start, end: header_end + end as usize });
+    }
+    entries.sort_by_key(|e| (e.start, e.end));
+    let mut covered = header_end;
+    for (i, e) in entries.iter().enumerate() {
+        if e.start < covered {
+            let other = entries[..i].iter().rev().find(|o| o.end > e.start).map_or("?", |o| o.name.as_str());
+            return Err(SafetensorsError::Overlap { tensor: e.name.clone(), other: other.to_string() });
+        }
+        if e.start > covered {
+            return Err(SafetensorsError::Gap {
+                begin: (covered - header_end) as u64,
+                end: (e.start - header_end) as u64,
+            });
+        }
+        covered = e.end;
+    }
+    let covered = (covered - header_end) as u64;
+    if covered != data_len {
+        return Err(SafetensorsError::Gap { begin: covered, end: data_len });
+    }
+    Ok(entries)
+}
+
+impl<'de> Deserialize<'de> for RawHeader {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct HeaderVisitor;
+        impl<'de> Visitor<'de> for HeaderVisitor {
+            type Value = RawHeader;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object mapping tensor names to entries")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawHeader, A::Error> {
+                let mut tensors = Vec::new();
+                let mut names = HashSet::new();
+                let mut metadata = None;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == METADATA_KEY {
+                        if metadata.is_some() {
+                            return Err(de::Error::custom("the header has two __metadata__ entries"));
+                        }
+                        metadata = Some(map.next_value::<Metadata>()?.0);
+                        continue;
+                    }
+                    if !names.insert(key.clone()) {
+                        return Err(de::Error::custom(format!("{DUPLICATE_PREFIX}{key}{DUPLICATE_SUFFIX}")));
+                    }
+                    let entry = map.next_value_seed(EntrySeed(&key))?;
+                    tensors.push((key, entry));
+                }
+                Ok(RawHeader { tensors, metadata: metadata.unwrap_or_default() })
+            }
+        }
+        deserializer.deserialize_map(HeaderVisitor)
+    }
+}
+
+/// The `__metadata__` object: string keys (unique) to string values.
+struct Metadata(Vec<(String, String)>);
+
+impl<'de> Deserialize<'de> for Metadata {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MetadataVisitor;
+        impl<'de> Visitor<'de> for MetadataVisitor {
+            type Value = Metadata;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("__metadata__ to be an object of string values")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Metadata, A::Error> {
+                let mut out: Vec<(String, String)> = Vec::new();
+                let mut keys = HashSet::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let value: String = map
+                        .next_value()
+                        .map_err(|_| de::Error::custom(format!("__metadata__ value of '{key}' must be a string")))?;
+                    if !keys.insert(key.clone()) {
+                        return Err(de::Error::custom(format!("__metadata__ has the key '{key}' twice")));
+                    }
+                    out.push((key, value));
+                }
+                Ok(Metadata(out))
+            }
+        }
+        deserializer.deserialize_map(MetadataVisitor)
+    }
+}
+
+/// Deserializes one tensor entry, naming the tensor in errors.
+struct EntrySeed<'n>(&'n str);
+
+impl<'de> de::DeserializeSeed<'de> for EntrySeed<'_> {
+    type Value = RawEntry;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<RawEntry, D::Error> {
+        struct EntryVisitor<'n>(&'n str);
+        impl<'de> Visitor<'de> for EntryVisitor<'_> {
+            type Value = RawEntry;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "tensor '{}' to be an object with dtype, shape and data_offsets", self.0)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEntry, A::Error> {
+                let name = self.0;
+                let (mut dtype, mut shape, mut offsets) = (None, None, None);
+                while let Some(key) = map.next_key::<String>()? {
+                    let twice = || de::Error::custom(format!("tensor '{name}' has the field '{key}' twice"));
+                    match key.as_str() {
+                        "dtype" => {
+                            if dtype.is_some() {
+                                return Err(twice());
+                            }
+                            dtype =
+                                Some(map.next_value::<String>().map_err(|_| {
+                                    de::Error::custom(format!("tensor '{name}': dtype must be a string"))
+                                })?);
+                        }
+                        "shape" => {
+                            if shape.is_some() {
+                                return Err(twice());
+                            }
+                            shape = Some(map.next_value_seed(U64List { name, field: "shape", max: MAX_RANK })?);
+                        }
+                        "data_offsets" => {
+                            if offsets.is_some() {
+                                return Err(twice());
+                            }
+                            let pair = map.next_value_seed(U64List { name, field: "data_offsets", max: 2 })?;
+                            match pair[..] {
+                                [begin, end] => offsets = Some((begin, end)),
+                                _ => {
+                                    return Err(de::Error::custom(format!(
+                                        "tensor '{name}': data_offsets must be [begin, end]"
+                                    )))
+                                }
+                            }
+                        }
+                        other => {
+                            return Err(de::Error::custom(format!(
+                                "tensor '{name}' has an unknown field '{other}' (expected dtype, shape, data_offsets)"
+                            )))
+                        }
+                    }
+                }
+                let missing = |field| de::Error::custom(format!("tensor '{name}' has no '{field}' field"));
+                Ok(RawEntry {
+                    dtype: dtype.ok_or_else(|| missing("dtype"))?,
+                    shape: shape.ok_or_else(|| missing("shape"))?,
+                    offsets: offsets.ok_or_else(|| missing("data_offsets"))?,
+                })
+            }
+        }
+        deserializer.deserialize_map(EntryVisitor(self.0))
+    }
+}
+
+/// A JSON array of non-negative integers, at most `max` long (so no allocation grows with it).
+struct U64List<'n> {
+    name: &'n str,
+    field: &'static str,
+    max: usize,
+}
+
+impl<'de> de::DeserializeSeed<'de> for U64List<'_> {
+    type Value = Vec<u64>;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Vec<u64>, D::Error> {
+        deserializer.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for U64List<'_> {
+    type Value = Vec<u64>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "tensor '{}': {} to be an array of non-negative integers", self.name, self.field)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u64>, A::Error> {
+        let mut out = Vec::new();
+        loop {
+            let item = seq.next_element::<u64>().map_err(|_| {
+                de::Error::custom(format!(
+                    "tensor '{}': {} must hold non-negative integers below 2^64",
+                    self.name, self.field
+                ))
+            })?;
+            let Some(item) = item else { break };
+            if out.len() == self.max {
+                return Err(de::Error::custom(format!(
+                    "tensor '{}': {} has more than {} entries",
+                    self.name, self.field, self.max
+                )));
+            }
+            out.push(item);
+        }
+        Ok(out)
+    }
+}
+
+/// The header bytes (length field, JSON, space padding to a multiple of 8) for these tensors,
+/// laid out back to back in the order given.
+fn header_bytes(tensors: &[(&str, TensorView<'_>)], metadata: &[(&str, &str)]) -> Result<Vec<u8>, SafetensorsError> {
+    let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\""));
+    let mut json = String::from("{");
+    if !metadata.is_empty() {
+        let mut keys = HashSet::new();
+        let fields: Vec<String> = metadata
+            .iter()
+            .map(|(k, v)| {
+                if !keys.insert(*k) {
+                    return Err(SafetensorsError::bad(format!("metadata key '{k}' given twice")));
+                }
+                Ok(format!("{}:{}", quote(k), quote(v)))
+            })
+            .collect::<Result<_, _>>()?;
+        json.push_str(&format!("{}:{{{}}}", quote(METADATA_KEY), fields.join(",")));
+    }
+    let mut names = HashSet::new();
+    let mut offset = 0u64;
+    for (name, view) in tensors {
+        if *name == METADATA_KEY {
+            return Err(SafetensorsError::bad(format!("a tensor cannot be named {METADATA_KEY}")));
+        }
+        if !names.insert(*name) {
+            return Err(SafetensorsError::DuplicateName(name.to_string()));
+        }
+        let dtype = dtype_name(view.dtype).ok_or_else(|| SafetensorsError::UnsupportedElementType {
+            tensor: name.to_string(),
+            element_type: view.dtype,
+        })?;
+        let end = offset + view.bytes.len() as u64;
+        if json.len() > 1 {
+            json.push(',');
+        }
+        json.push_str(&format!(
+            "{}:{{\"dtype\":\"{dtype}\",\"shape\":{:?},\"data_offsets\":[{offset},{end}]}}",
+            quote(name),
+            view.shape
+        ));
+        offset = end;
+    }
+    json.push('}');
+    // The data starts 8-byte aligned, as the reference writer does it.
+    while json.len() % 8 != 0 {
+        json.push(' ');
+    }
+    let mut out = Vec::with_capacity(8 + json.len());
+    out.extend_from_slice(&(json.len() as u64).to_le_bytes());
+    out.extend_from_slice(json.as_bytes());
+    Ok(out)
+}
+
+/// A whole safetensors file in memory: the tensors back to back in the order given.
+pub fn to_bytes(tensors: &[(&str, TensorView<'_>)], metadata: &[(&str, &str)]) -> Result<Vec<u8>, SafetensorsError> {
+    let mut out = header_bytes(tensors, metadata)?;
+    for (_, view) in tensors {
+        out.extend_from_slice(view.bytes);
+    }
+    Ok(out)
+}
+
+/// Writes a safetensors file (created or truncated): the tensors back to back in the order
+/// given (which is the order [`SafeTensors::names`] gives back), then `metadata` as
+/// `__metadata__` (omitted when empty). Names must be unique.
+pub fn write(
+    path: impl AsRef<Path>,
+    tensors: &[(&str, TensorView<'_>)],
+    metadata: &[(&str, &str)],
+) -> Result<(), SafetensorsError> {
+    let path = path.as_ref();
+    let header = header_bytes(tensors, metadata)?;
+    let io_err = |source| SafetensorsError::Io { path: path.to_path_buf(), source };
+    let file = std::fs::File::create(path).map_err(io_err)?;
+    let mut writer = std::io::BufWriter::new(file);
+    writer.write_all(&header).map_err(io_err)?;
+    for (_, view) in tensors {
+        writer.write_all(view.bytes).map_err(io_err)?;
+    }
+    writer.flush().map_err(io_err)
+}
+
+/// Where [`Client::upload_safetensors`] stands, reported after each tensor.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct Progress<'a> {
+    /// The tensor just uploaded.
+    pub tensor: &'a str,
+    /// How many tensors are uploaded (this one included).
+    pub tensors_done: usize,
+    /// How many tensors there are.
+    pub tensors_total: usize,
+    /// Data bytes uploaded so far.
+    pub bytes_done: u64,
+    /// Data bytes in all.
+    pub bytes_total: u64,
+}
+
+impl Client {
+    /// Uploads one tensor (the plugin copies its bytes during the call).
+    pub fn buffer_from_tensor(&self, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer> {
+        self.buffer_from_bytes(tensor.bytes, tensor.dtype, &tensor.dims(), &HostLayout::default(), placement)
+    }
+
+    /// Uploads every tensor of a file, in file order, and returns the buffers by name.
+    /// `progress` is called after each tensor. The plugin reads each tensor straight from the
+    /// memory mapping: nothing is copied on the host first.
+    pub fn upload_safetensors(
+        &self,
+        file: &SafeTensors,
+        placement: Placement<'_>,
+        mut progress: impl FnMut(Progress<'_>),
+    ) -> Result<Vec<(String, Buffer)>> {
+        let mut out = Vec::with_capacity(file.len());
+        let mut bytes_done = 0u64;
+        for (name, view) in file.tensors() {
+            let buffer = self.buffer_from_tensor(&view, placement).map_err(|e| match e {
+                crate::Error::InvalidArgument(m) => crate::Error::InvalidArgument(format!("tensor '{name}': {m}")),
+                other => other,
+            })?;
+            bytes_done += view.bytes.len() as u64;
+            out.push((name.to_string(), buffer));
+            progress(Progress {
+                tensor: name,
+                tensors_done: out.len(),
+                tensors_total: file.len(),
+                bytes_done,
+                bytes_total: file.data_bytes(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(header: &str, data: &[u8]) -> Vec<u8> {
+        let mut out = (header.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(data);
+        out
+    }
+
+    #[test]
+    fn round_trip_in_memory() {
+        let a: Vec<u8> = [1f32, 2., 3., 4., 5., 6.].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let b = [1u8, 0, 1];
+        let tensors = [
+            ("a", TensorView::new(ElementType::F32, &[2, 3], &a).unwrap()),
+            ("b\"odd name", TensorView::new(ElementType::PRED, &[3], &b).unwrap()),
+            ("empty", TensorView::new(ElementType::S64, &[0, 4], &[]).unwrap()),
+        ];
+        let bytes = to_bytes(&tensors, &[("format", "np")]).unwrap();
+        assert_eq!((8 + u64::from_le_bytes(bytes[..8].try_into().unwrap())) % 8, 0);
+        let st = SafeTensors::from_bytes(bytes).unwrap();
+        assert_eq!(st.names().collect::<Vec<_>>(), ["a", "b\"odd name", "empty"]);
+        assert_eq!(st.tensor("a").unwrap().to_vec::<f32>().unwrap(), [1., 2., 3., 4., 5., 6.]);
+        assert_eq!(st.tensor("b\"odd name").unwrap().to_vec::<bool>().unwrap(), [true, false, true]);
+        assert_eq!(st.tensor("empty").unwrap().shape(), [0, 4]);
+        assert_eq!(st.metadata().get("format").map(String::as_str), Some("np"));
+        assert_eq!(st.data_bytes(), 27);
+        match st.tensor("c") {
+            Err(e @ SafetensorsError::NotFound { .. }) => {
+                assert!(e.to_string().contains("'a', 'b\"odd name', 'empty'"))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn writer_rejects_bad_input() {
+        let v = TensorView::new(ElementType::U8, &[1], &[7]).unwrap();
+        assert!(matches!(to_bytes(&[("x", v), ("x", v)], &[]), Err(SafetensorsError::DuplicateName(_))));
+        assert!(to_bytes(&[("__metadata__", v)], &[]).is_err());
+        assert!(to_bytes(&[("x", v)], &[("k", "1"), ("k", "2")]).is_err());
+        assert!(matches!(
+            TensorView::new(ElementType::C128, &[1], &[0; 16]),
+            Err(SafetensorsError::UnsupportedElementType { .. })
+        ));
+        assert!(matches!(TensorView::new(ElementType::F32, &[2], &[0; 7]), Err(SafetensorsError::SizeMismatch { .. })));
+        assert!(matches!(
+            TensorView::new(ElementType::F32, &[usize::MAX, 2], &[]),
+            Err(SafetensorsError::ShapeOverflow { .. })
+        ));
+    }
+
+    #[test]
+    fn duplicate_names_are_found() {
+        let h = r#"{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}}"#;
+        match SafeTensors::from_bytes(file(h, &[1, 2])) {
+            Err(SafetensorsError::DuplicateName(name)) => assert_eq!(name, "a"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn dtype_names_round_trip() {
+        for (name, t) in DTYPES {
+            assert_eq!(element_type_of(name), Some(*t));
+            assert_eq!(dtype_name(*t), Some(*name));
+        }
+        assert_eq!(element_type_of("F4"), None);
+    }
+}

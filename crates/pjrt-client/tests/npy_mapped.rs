@@ -1,0 +1,174 @@
+//! Memory-mapped `.npy` files: every core dtype round-trips through a device on both CPU
+//! plugins, Fortran order goes through byte strides, big-endian files are converted, and JAX's
+//! bfloat16 (`V2`) files load as bf16.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use pjrt_client::half::{bf16, f16};
+use pjrt_client::host_array::{download_npy, upload_mapped_npy};
+use pjrt_client::npy::{Dtype, Endian, MappedNpy, NpyArray, NpyError};
+use pjrt_client::{ElementType, Placement};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pjrt-npy-mapped-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Six elements of `dtype` with distinct, exactly representable values, little-endian.
+fn sample(dtype: Dtype) -> Vec<u8> {
+    let values = [0.0f64, 1.0, -2.0, 3.5, 100.0, -0.25];
+    let mut out = Vec::new();
+    for (i, v) in values.iter().enumerate() {
+        match dtype {
+            Dtype::Bool => out.push((i % 2) as u8),
+            Dtype::I8 => out.push((i as i8 - 3) as u8),
+            Dtype::U8 => out.push(i as u8 * 40),
+            Dtype::I16 => out.extend((i as i16 * -1000).to_le_bytes()),
+            Dtype::U16 => out.extend((i as u16 * 9000).to_le_bytes()),
+            Dtype::I32 => out.extend((i as i32 * -100_000).to_le_bytes()),
+            Dtype::U32 => out.extend((i as u32 * 700_000_000).to_le_bytes()),
+            Dtype::I64 => out.extend((i as i64 * -(1 << 40)).to_le_bytes()),
+            Dtype::U64 => out.extend((i as u64).wrapping_mul(3 << 61).to_le_bytes()),
+            Dtype::F16 => out.extend(f16::from_f64(*v).to_le_bytes()),
+            Dtype::V2 => out.extend(bf16::from_f64(*v).to_le_bytes()),
+            Dtype::F32 => out.extend((*v as f32).to_le_bytes()),
+            Dtype::F64 => out.extend(v.to_le_bytes()),
+            Dtype::C64 => {
+                out.extend((*v as f32).to_le_bytes());
+                out.extend((-*v as f32).to_le_bytes());
+            }
+            Dtype::C128 => {
+                out.extend(v.to_le_bytes());
+                out.extend((v * 2.0).to_le_bytes());
+            }
+            other => panic!("no sample for {other}"),
+        }
+    }
+    out
+}
+
+fn write(dir: &Path, name: &str, array: &NpyArray) -> PathBuf {
+    let path = dir.join(name);
+    array.write(&path).unwrap();
+    path
+}
+
+#[test]
+fn every_core_dtype_round_trips_through_a_device() {
+    let dir = temp_dir("dtypes");
+    for plugin in support::PLUGINS {
+        let client = support::client(plugin, 1);
+        for dtype in Dtype::ALL {
+            let array = NpyArray::new(dtype, vec![2, 3], sample(dtype)).unwrap();
+            let path = write(&dir, &format!("{dtype}.npy"), &array);
+            let mapped = MappedNpy::open(&path).unwrap();
+            assert_eq!((mapped.dtype(), mapped.shape()), (dtype, &[2usize, 3][..]));
+            assert!(mapped.is_c_order_little_endian());
+            assert_eq!(mapped.bytes(), &array.data[..], "{dtype}: the mapping holds the data as written");
+            assert_eq!(mapped.to_array(), array);
+            let buffer = upload_mapped_npy(&client, &mapped, None, Placement::Default).unwrap();
+            let back = download_npy(&buffer).unwrap();
+            assert_eq!(back.shape, array.shape, "{plugin} {dtype}");
+            assert_eq!(back.data, array.data, "{plugin} {dtype}");
+            // bf16 comes back as raw bits (`<u2`), everything else as itself.
+            let want = if dtype == Dtype::V2 { Dtype::U16 } else { dtype };
+            assert_eq!(back.dtype, want, "{plugin} {dtype}");
+            if dtype == Dtype::V2 {
+                assert_eq!(buffer.element_type().unwrap(), ElementType::BF16);
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A version 1.0 `.npy` file from a header dict and the data bytes.
+fn npy_file(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = header.to_string();
+    while (10 + h.len() + 1) % 64 != 0 {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend((h.len() as u16).to_le_bytes());
+    out.extend(h.as_bytes());
+    out.extend(data);
+    out
+}
+
+#[test]
+fn fortran_order_and_big_endian_files() {
+    let dir = temp_dir("layouts");
+    // A 2x3 int32 array [[0, 1, 2], [3, 4, 5]] stored column-major: 0 3 1 4 2 5.
+    let fortran: Vec<u8> = [0i32, 3, 1, 4, 2, 5].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let f_path = dir.join("fortran.npy");
+    std::fs::write(&f_path, npy_file("{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3), }", &fortran)).unwrap();
+    // The same values big-endian in C order.
+    let big: Vec<u8> = (0i32..6).flat_map(|v| v.to_be_bytes()).collect();
+    let b_path = dir.join("big.npy");
+    std::fs::write(&b_path, npy_file("{'descr': '>i4', 'fortran_order': False, 'shape': (2, 3), }", &big)).unwrap();
+    for plugin in support::PLUGINS {
+        let client = support::client(plugin, 1);
+        for path in [&f_path, &b_path] {
+            let mapped = MappedNpy::open(path).unwrap();
+            assert!(!mapped.is_c_order_little_endian());
+            assert_eq!(mapped.to_array().to_vec::<i32>().unwrap(), [0, 1, 2, 3, 4, 5]);
+            let buffer = upload_mapped_npy(&client, &mapped, None, Placement::Default).unwrap();
+            assert_eq!(buffer.to_vec::<i32>().unwrap(), [0, 1, 2, 3, 4, 5], "{plugin} {}", path.display());
+        }
+        assert_eq!(MappedNpy::open(&b_path).unwrap().endian(), Endian::Big);
+        assert!(MappedNpy::open(&f_path).unwrap().fortran_order());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn jax_bfloat16_files_load_as_bf16() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/jax/ew_bfloat16_v2");
+    let mapped = MappedNpy::open(&root.join("in0.npy")).unwrap();
+    assert_eq!(mapped.dtype(), Dtype::V2);
+    let client = support::client("cpu", 1);
+    let buffer = upload_mapped_npy(&client, &mapped, Some(ElementType::BF16), Placement::Default).unwrap();
+    assert_eq!(buffer.element_type().unwrap(), ElementType::BF16);
+    assert_eq!(download_npy(&buffer).unwrap().data, NpyArray::read(&root.join("in0.npy")).unwrap().data);
+    // A parameter of another type is refused before the upload.
+    assert!(upload_mapped_npy(&client, &mapped, Some(ElementType::F32), Placement::Default).is_err());
+}
+
+#[test]
+fn broken_files_are_refused_on_open() {
+    let dir = temp_dir("broken");
+    let empty = dir.join("empty.npy");
+    std::fs::write(&empty, b"").unwrap();
+    assert!(matches!(MappedNpy::open(&empty).unwrap_err().without_path(), NpyError::BadMagic));
+    let truncated = dir.join("truncated.npy");
+    std::fs::write(
+        &truncated,
+        npy_file("{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000000,), }", &[0; 8]),
+    )
+    .unwrap();
+    assert!(matches!(MappedNpy::open(&truncated).unwrap_err().without_path(), NpyError::SizeMismatch { .. }));
+    assert!(matches!(MappedNpy::open(&dir.join("missing.npy")), Err(NpyError::Io { .. })));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn half_and_complex_elements_convert_both_ways() {
+    use pjrt_client::num_complex::Complex;
+    let h = [f16::from_f32(1.5), f16::from_f32(-2.0)];
+    let a = NpyArray::from_elements(vec![2], &h).unwrap();
+    assert_eq!((a.dtype, a.to_vec::<f16>().unwrap()), (Dtype::F16, h.to_vec()));
+    let b = [bf16::from_f32(3.0), bf16::from_f32(-0.5)];
+    let a = NpyArray::from_elements(vec![2], &b).unwrap();
+    assert_eq!((a.dtype, a.to_vec::<bf16>().unwrap()), (Dtype::V2, b.to_vec()));
+    let c = [Complex::new(1f32, -1.), Complex::new(0.5, 2.)];
+    let a = NpyArray::from_elements(vec![2], &c).unwrap();
+    assert_eq!((a.dtype, a.to_vec::<Complex<f32>>().unwrap()), (Dtype::C64, c.to_vec()));
+    let z = [Complex::new(1f64, -1.)];
+    let a = NpyArray::from_elements(vec![], &z).unwrap();
+    assert_eq!((a.dtype, a.to_vec::<Complex<f64>>().unwrap()), (Dtype::C128, z.to_vec()));
+    assert!(a.to_vec::<Complex<f32>>().is_err());
+}

@@ -1,0 +1,305 @@
+//! Safetensors files: read what Python's `safetensors` package writes, round-trip our writer,
+//! refuse broken files with typed errors, and upload whole files on both CPU plugins.
+
+mod support;
+
+use std::path::PathBuf;
+
+use pjrt_client::half::{bf16, f16};
+use pjrt_client::npy::{Dtype, NpyArray};
+use pjrt_client::num_complex::Complex;
+use pjrt_client::safetensors::{self, SafeTensors, SafetensorsError, TensorView};
+use pjrt_client::{CompileOptions, ElementType, Error, Placement, Program};
+
+fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/safetensors")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pjrt-safetensors-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// (name, dtype, shape, hex of the bytes) from the generator's JSON.
+fn expected_tensors() -> Vec<(String, String, Vec<usize>, String)> {
+    let text = std::fs::read_to_string(data_dir().join("all_dtypes.json")).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    json.as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, v)| {
+            let shape = v["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+            (name.clone(), v["dtype"].as_str().unwrap().to_string(), shape, v["hex"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn reads_files_written_by_python_safetensors() {
+    let file = SafeTensors::open(data_dir().join("all_dtypes.safetensors")).unwrap();
+    assert!(file.is_mapped());
+    let expected = expected_tensors();
+    assert_eq!(file.len(), expected.len());
+    for (name, dtype, shape, bytes) in &expected {
+        let view = file.tensor(name).unwrap();
+        assert_eq!(Some(view.dtype()), safetensors::element_type_of(dtype), "{name}");
+        assert_eq!(view.shape(), &shape[..], "{name}");
+        assert_eq!(hex(view.bytes()), *bytes, "{name}");
+    }
+    // Typed values, checked against the generator's formula (arange(6), signed types minus 2).
+    let t = |name: &str| file.tensor(name).unwrap();
+    assert_eq!(t("bool").to_vec::<bool>().unwrap(), [false, true, false, true, false, true]);
+    assert_eq!(t("i8").to_vec::<i8>().unwrap(), [-2, -1, 0, 1, 2, 3]);
+    assert_eq!(t("u64").to_vec::<u64>().unwrap(), [0, 1, 2, 3, 4, 5]);
+    assert_eq!(t("i64").to_vec::<i64>().unwrap(), [-2, -1, 0, 1, 2, 3]);
+    assert_eq!(t("f16").to_vec::<f16>().unwrap(), (0..6).map(|v| f16::from_f32(v as f32)).collect::<Vec<_>>());
+    assert_eq!(t("bf16").to_vec::<bf16>().unwrap(), (0..6).map(|v| bf16::from_f32(v as f32)).collect::<Vec<_>>());
+    assert_eq!(t("f64").to_vec::<f64>().unwrap(), [0., 1., 2., 3., 4., 5.]);
+    assert_eq!(
+        t("c64").to_vec::<Complex<f32>>().unwrap(),
+        (0..6).map(|v| Complex::new(v as f32, v as f32 + 0.5)).collect::<Vec<_>>()
+    );
+    assert_eq!(t("f8_e4m3").dtype(), ElementType::F8E4M3FN);
+    assert_eq!(t("f8_e4m3").bytes(), [0x00, 0x38, 0x40, 0x44, 0x48, 0x4a]);
+    assert_eq!(t("f8_e5m2").bytes(), [0x00, 0x3c, 0x40, 0x42, 0x44, 0x45]);
+    assert_eq!(t("scalar").to_vec::<f32>().unwrap(), [7.5]);
+    assert_eq!(t("scalar").shape(), &[] as &[usize]);
+    assert_eq!(t("empty").shape(), [0, 3]);
+    assert!(t("f32").to_vec::<i32>().is_err());
+    assert_eq!(file.metadata().get("format").map(String::as_str), Some("np"));
+    // Names come in data order (the package sorts by alignment, then name).
+    let names: Vec<&str> = file.names().collect();
+    let mut by_offset: Vec<(usize, &str)> =
+        file.tensors().map(|(n, v)| (v.bytes().as_ptr() as usize, n)).collect::<Vec<_>>();
+    by_offset.sort();
+    assert_eq!(names, by_offset.iter().map(|(_, n)| *n).collect::<Vec<_>>());
+    assert_eq!(names[0], "u64");
+}
+
+#[test]
+fn our_writer_round_trips_every_dtype_and_python_layout() {
+    let dir = temp_dir("round-trip");
+    let source = SafeTensors::open(data_dir().join("all_dtypes.safetensors")).unwrap();
+    // Rewrite the Python file in reverse order with our writer; read it back.
+    let tensors: Vec<(&str, TensorView<'_>)> = source.tensors().rev().collect();
+    let path = dir.join("ours.safetensors");
+    safetensors::write(&path, &tensors, &[("who", "pjrt-client"), ("quote\"d", "é")]).unwrap();
+    let back = SafeTensors::open(&path).unwrap();
+    assert_eq!(back.names().collect::<Vec<_>>(), tensors.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+    for (name, view) in &tensors {
+        assert_eq!(back.tensor(name).unwrap(), *view, "{name}");
+    }
+    assert_eq!(back.metadata().get("quote\"d").map(String::as_str), Some("é"));
+    // Our header is 8-byte aligned, like the reference writer's.
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(u64::from_le_bytes(bytes[..8].try_into().unwrap()) % 8, 0);
+
+    // From .npy arrays: ml_dtypes bf16 (V2) is stored as BF16; npy again on the way out.
+    let w = NpyArray::from_elements(vec![2, 2], &[1f32, -2., 3., 4.5]).unwrap();
+    let b = NpyArray::new(Dtype::V2, vec![2], bf16::from_f32(1.5).to_le_bytes().repeat(2)).unwrap();
+    let views = [("w", TensorView::from_npy(&w).unwrap()), ("b", TensorView::from_npy(&b).unwrap())];
+    let bytes = safetensors::to_bytes(&views, &[]).unwrap();
+    let back = SafeTensors::from_bytes(bytes).unwrap();
+    assert!(!back.is_mapped());
+    assert_eq!(back.tensor("b").unwrap().dtype(), ElementType::BF16);
+    assert_eq!(back.tensor("b").unwrap().to_npy().unwrap(), b);
+    assert_eq!(back.tensor("w").unwrap().to_npy().unwrap(), w);
+    assert!(back.metadata().is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A file from a header text and a data section.
+fn file(header: &str, data: &[u8]) -> Vec<u8> {
+    let mut out = (header.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(header.as_bytes());
+    out.extend_from_slice(data);
+    out
+}
+
+#[test]
+fn broken_files_are_typed_errors() {
+    use SafetensorsError as E;
+    let entry = |name: &str, dtype: &str, shape: &str, begin: u64, end: u64| {
+        format!(r#""{name}":{{"dtype":"{dtype}","shape":{shape},"data_offsets":[{begin},{end}]}}"#)
+    };
+    let one = |e: String| format!("{{{e}}}");
+    let two = |a: String, b: String| format!("{{{a},{b}}}");
+    let mut huge_length = 8u64.to_le_bytes().to_vec();
+    huge_length[7] = 0xff;
+    let mut beyond_file = file("{}", &[]);
+    beyond_file[0] = 200;
+    type Check = fn(&SafetensorsError) -> bool;
+    let cases: Vec<(&str, Vec<u8>, Check)> = vec![
+        ("empty file", vec![], |e| matches!(e, E::TooShort { len: 0 })),
+        ("7 bytes", vec![1; 7], |e| matches!(e, E::TooShort { len: 7 })),
+        ("header length 2^63", huge_length, |e| matches!(e, E::HeaderLength { .. })),
+        ("header length beyond the file", beyond_file, |e| matches!(e, E::HeaderLength { header_len: 200, .. })),
+        ("not JSON", file("{not json", &[]), |e| matches!(e, E::BadHeader(_))),
+        ("not an object", file("[1, 2]", &[]), |e| matches!(e, E::BadHeader(_))),
+        ("entry not an object", file(r#"{"a": 3}"#, &[]), |e| matches!(e, E::BadHeader(_))),
+        (
+            "unknown field",
+            file(&one(entry("a", "U8", "[1]", 0, 1).replace('}', r#","x":1}"#)), &[0]),
+            |e| matches!(e, E::BadHeader(m) if m.contains("unknown field 'x'")),
+        ),
+        (
+            "missing data_offsets",
+            file(r#"{"a":{"dtype":"U8","shape":[1]}}"#, &[0]),
+            |e| matches!(e, E::BadHeader(m) if m.contains("data_offsets")),
+        ),
+        ("three offsets", file(r#"{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1,2]}}"#, &[0]), |e| {
+            matches!(e, E::BadHeader(_))
+        }),
+        ("negative dimension", file(&one(entry("a", "U8", "[-1]", 0, 1)), &[0]), |e| matches!(e, E::BadHeader(_))),
+        ("float dimension", file(&one(entry("a", "U8", "[1.5]", 0, 1)), &[0]), |e| matches!(e, E::BadHeader(_))),
+        (
+            "rank 65",
+            file(&one(entry("a", "U8", &format!("[{}1]", "1,".repeat(64)), 0, 1)), &[0]),
+            |e| matches!(e, E::BadHeader(m) if m.contains("more than 64")),
+        ),
+        ("metadata not strings", file(r#"{"__metadata__":{"a":1}}"#, &[]), |e| matches!(e, E::BadHeader(_))),
+        (
+            "duplicate names",
+            file(&two(entry("a", "U8", "[1]", 0, 1), entry("a", "U8", "[1]", 1, 2)), &[0, 0]),
+            |e| matches!(e, E::DuplicateName(n) if n == "a"),
+        ),
+        (
+            "unknown dtype",
+            file(&one(entry("a", "F4", "[2]", 0, 1)), &[0]),
+            |e| matches!(e, E::UnknownDtype { dtype, .. } if dtype == "F4"),
+        ),
+        ("huge shape", file(&one(entry("a", "F64", "[4294967296,4294967296]", 0, 8)), &[0; 8]), |e| {
+            matches!(e, E::ShapeOverflow { .. })
+        }),
+        ("offsets reversed", file(&one(entry("a", "U8", "[1]", 1, 0)), &[0]), |e| matches!(e, E::OutOfRange { .. })),
+        ("offsets past the end", file(&one(entry("a", "U8", "[4]", 0, 4)), &[0]), |e| {
+            matches!(e, E::OutOfRange { end: 4, data_len: 1, .. })
+        }),
+        ("offsets past 2^64", file(&one(entry("a", "U8", "[1]", u64::MAX, u64::MAX)), &[0]), |e| {
+            matches!(e, E::OutOfRange { .. })
+        }),
+        ("offsets do not match dtype*shape", file(&one(entry("a", "F32", "[2]", 0, 4)), &[0; 4]), |e| {
+            matches!(e, E::SizeMismatch { expected: 8, actual: 4, .. })
+        }),
+        (
+            "overlap",
+            file(&two(entry("a", "U8", "[2]", 0, 2), entry("b", "U8", "[2]", 1, 3)), &[0; 3]),
+            |e| matches!(e, E::Overlap { tensor, other } if tensor == "b" && other == "a"),
+        ),
+        ("gap", file(&two(entry("a", "U8", "[1]", 0, 1), entry("b", "U8", "[1]", 2, 3)), &[0; 3]), |e| {
+            matches!(e, E::Gap { begin: 1, end: 2 })
+        }),
+        ("trailing bytes", file(&one(entry("a", "U8", "[1]", 0, 1)), &[0; 5]), |e| {
+            matches!(e, E::Gap { begin: 1, end: 5 })
+        }),
+        (
+            "deep nesting",
+            file(&format!("{{\"__metadata__\":{}{}", "[".repeat(100_000), "]".repeat(100_000)), &[]),
+            |e| matches!(e, E::BadHeader(_)),
+        ),
+    ];
+    for (what, bytes, check) in cases {
+        match SafeTensors::from_bytes(bytes) {
+            Err(e) => assert!(check(&e), "{what}: wrong error {e:?}"),
+            Ok(f) => panic!("{what}: accepted: {f:?}"),
+        }
+    }
+    // Through a file, the error names it and converts into the crate's error.
+    let dir = temp_dir("broken");
+    let path = dir.join("bad.safetensors");
+    std::fs::write(&path, file(&one(entry("a", "F4", "[2]", 0, 1)), &[0])).unwrap();
+    let e = SafeTensors::open(&path).unwrap_err();
+    assert!(matches!(e.without_path(), E::UnknownDtype { .. }));
+    let message = Error::from(e).to_string();
+    assert!(message.contains("bad.safetensors") && message.contains("F4") && message.contains("BF16"), "{message}");
+    assert!(matches!(SafeTensors::open(dir.join("missing.safetensors")), Err(E::Io { .. })));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn mutated_files_never_panic() {
+    let seed = std::fs::read(data_dir().join("all_dtypes.safetensors")).unwrap();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for i in 0..3000 {
+        let mut v = seed.clone();
+        let pos = (next() as usize) % v.len();
+        match i % 3 {
+            0 => v[pos] = next() as u8,
+            1 => v.truncate(pos),
+            _ => v.insert(pos, b"{}[],:\"0123456789"[pos % 17]),
+        }
+        if let Ok(f) = SafeTensors::from_bytes(v) {
+            for (_, view) in f.tensors() {
+                assert_eq!(view.bytes().len(), view.dtype().host_bytes(view.element_count()).unwrap());
+            }
+        }
+    }
+}
+
+#[test]
+fn whole_files_upload_on_both_plugins() {
+    let file = SafeTensors::open(data_dir().join("all_dtypes.safetensors")).unwrap();
+    for name in support::PLUGINS {
+        let client = support::client(name, 1);
+        let mut reports = Vec::new();
+        let buffers = client
+            .upload_safetensors(&file, Placement::Default, |p| {
+                reports.push((p.tensor.to_string(), p.tensors_done, p.tensors_total, p.bytes_done, p.bytes_total))
+            })
+            .unwrap();
+        assert_eq!(buffers.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(), file.names().collect::<Vec<_>>());
+        assert_eq!(reports.len(), file.len());
+        let last = reports.last().unwrap();
+        assert_eq!((last.1, last.2, last.3, last.4), (file.len(), file.len(), file.data_bytes(), file.data_bytes()));
+        assert!(reports.windows(2).all(|w| w[0].3 <= w[1].3));
+        for (tensor, buffer) in &buffers {
+            let view = file.tensor(tensor).unwrap();
+            assert_eq!(buffer.element_type().unwrap(), view.dtype(), "{name} {tensor}");
+            assert_eq!(buffer.dimensions().unwrap(), &view.dims()[..], "{name} {tensor}");
+            assert_eq!(buffer.to_host_bytes().unwrap(), view.bytes(), "{name} {tensor}");
+        }
+    }
+}
+
+#[test]
+fn uploaded_weights_feed_a_program() {
+    let w: Vec<u8> = [1f32, 2., 3., 4.].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let b: Vec<u8> = [10f32, 20.].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let bytes = safetensors::to_bytes(
+        &[
+            ("w", TensorView::new(ElementType::F32, &[2, 2], &w).unwrap()),
+            ("b", TensorView::new(ElementType::F32, &[2], &b).unwrap()),
+        ],
+        &[],
+    )
+    .unwrap();
+    let file = SafeTensors::from_bytes(bytes).unwrap();
+    let program = Program::mlir_text(
+        r#"func.func @main(%w: tensor<2x2xf32>, %b: tensor<2xf32>, %x: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = stablehlo.dot_general %w, %x, contracting_dims = [1] x [0] : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  %1 = stablehlo.add %0, %b : tensor<2xf32>
+  return %1 : tensor<2xf32>
+}"#,
+    )
+    .unwrap();
+    for name in support::PLUGINS {
+        let client = support::client(name, 1);
+        let exe = client.compile(&program, &CompileOptions::new()).unwrap();
+        let weights = client.upload_safetensors(&file, Placement::Default, |_| {}).unwrap();
+        let x = client.buffer_from_slice(&[1f32, 1.], &[2], Placement::Default).unwrap();
+        let out = exe.execute(&[&weights[0].1, &weights[1].1, &x]).unwrap();
+        assert_eq!(out[0].to_vec::<f32>().unwrap(), [13., 27.], "{name}");
+    }
+}
