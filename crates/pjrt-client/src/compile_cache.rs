@@ -126,6 +126,12 @@ pub fn cache_key(client: &Client, program: &Program, options: &CompileOptions) -
     field(&id.api_version.major.to_le_bytes());
     field(&id.api_version.minor.to_le_bytes());
     field(id.stablehlo_version.map(|v| format!("{v}")).unwrap_or_default().as_bytes());
+    // Two builds of a plugin can report the same versions; the library file's size and
+    // modification time tell them apart (a reinstall only costs one miss).
+    let library = std::fs::metadata(client.plugin().path()).ok();
+    field(&library.as_ref().map(|m| m.len()).unwrap_or_default().to_le_bytes());
+    let modified = library.and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    field(&modified.map(|d| d.as_nanos()).unwrap_or_default().to_le_bytes());
     field(program.format().as_pjrt_str().as_bytes());
     field(program.code());
     field(&options.to_bytes()?);

@@ -29,9 +29,9 @@
 //! The repository's `examples/` folder holds numbered tutorials, each runnable with
 //! `cargo run -p pjrt-client --example NAME`: `01_inspect_plugin` (plugin, devices, memories),
 //! `02_run_stablehlo` (compile and run a JAX-lowered training step), `03_multi_device`
-//! (replicas, all-reduce, sharded inputs), `04_aot_compile` (compile ahead of time, load later),
-//! `05_async_execution` (futures, overlapping transfers, events), `06_safetensors` (weights),
-//! `07_jax_export` (a model exported from JAX). `docs/jax-guide.md` maps JAX concepts to this
+//! (replicas, all-reduce, sharded inputs), `04_aot_compile_and_load` (compile ahead of time, load later),
+//! `05_async_execution` (futures, overlapping transfers, events), `06_safetensors_weights` (weights),
+//! `07_jax_exported_model` (a model exported from JAX). `docs/jax-guide.md` maps JAX concepts to this
 //! API; `docs/multi-host.md` covers many devices, processes and hosts.
 //!
 //! ## Layers
