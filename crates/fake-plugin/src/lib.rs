@@ -24,6 +24,7 @@
 //! | `fail SLOT [after N]` | the call returns an `INTERNAL` error "fake: injected failure in SLOT" |
 //! | `null_output SLOT [after N]` | the call succeeds but leaves its out-pointers NULL (array counts keep their true values) |
 //! | `bad_count SLOT [after N]` | the call succeeds with an impossible count: 2^63 elements (more bytes than an address space), or, where another call reports the same count (output types vs `NumOutputs`, output dimension sizes), one that disagrees with it |
+//! | `payload KEY VALUE` | every injected failure carries this payload (`PJRT_Error_ForEachPayload` reports it) |
 //! | `event [ready\|never\|late <N>ms] [error] [for SLOT]` | events handed out (by `SLOT` only, or by every slot) complete at once, never, or `N` ms later on a thread of the fake; `error` makes them complete with `INTERNAL` "fake: event failed" |
 //!
 //! `after N` lets the first `N` calls of the slot through. The directives can also be replaced at
@@ -191,9 +192,12 @@ struct Faults {
     events: Vec<EventRule>,
     /// Calls per slot since the directives were set.
     calls: BTreeMap<String, u64>,
+    /// Payloads attached to injected failures.
+    payloads: Vec<(String, Vec<u8>)>,
 }
 
-static FAULTS: Mutex<Faults> = Mutex::new(Faults { rules: Vec::new(), events: Vec::new(), calls: BTreeMap::new() });
+static FAULTS: Mutex<Faults> =
+    Mutex::new(Faults { rules: Vec::new(), events: Vec::new(), calls: BTreeMap::new(), payloads: Vec::new() });
 
 /// More elements than fit in an address space, whatever their size (2^63 > isize::MAX).
 const IMPOSSIBLE_COUNT: usize = usize::MAX / 2 + 1;
@@ -218,7 +222,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 fn parse_directives(text: &str) -> Result<Faults, String> {
-    let mut faults = Faults { rules: Vec::new(), events: Vec::new(), calls: BTreeMap::new() };
+    let mut faults = Faults { rules: Vec::new(), events: Vec::new(), calls: BTreeMap::new(), payloads: Vec::new() };
     for line in text.lines() {
         let line = line.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
@@ -230,6 +234,13 @@ fn parse_directives(text: &str) -> Result<Faults, String> {
             "null_output" => Some(Fault::NullOutput),
             "bad_count" => Some(Fault::BadCount),
             "event" => None,
+            "payload" => match words[1..] {
+                [key, value] => {
+                    faults.payloads.push((key.to_owned(), value.as_bytes().to_vec()));
+                    continue;
+                }
+                _ => return Err(format!("expected `payload KEY VALUE`, got `{line}`")),
+            },
             other => return Err(format!("unknown directive `{other}` in `{line}`")),
         };
         if let Some(fault) = fault {
@@ -284,7 +295,11 @@ fn injects(fault: Option<Fault>, wanted: Fault) -> bool {
 
 fn injected_failure(slot: &str) -> *mut PJRT_Error {
     bump(&COUNTERS.faults_injected);
-    new_error(PJRT_Error_Code::INTERNAL, format!("fake: injected failure in {slot}"))
+    let payloads = lock(&FAULTS).payloads.clone();
+    let error = new_error(PJRT_Error_Code::INTERNAL, format!("fake: injected failure in {slot}"));
+    // SAFETY: just made by `new_error`, not shared yet.
+    unsafe { (*error.cast::<FakeError>()).payloads = payloads };
+    error
 }
 
 /// Applies `null_output` / `bad_count` to an array out-parameter.
@@ -444,11 +459,12 @@ fn config() -> &'static Config {
 struct FakeError {
     code: PJRT_Error_Code,
     message: String,
+    payloads: Vec<(String, Vec<u8>)>,
 }
 
 fn new_error(code: PJRT_Error_Code, message: impl Into<String>) -> *mut PJRT_Error {
     bump(&COUNTERS.errors_created);
-    Box::into_raw(Box::new(FakeError { code, message: message.into() })).cast()
+    Box::into_raw(Box::new(FakeError { code, message: message.into(), payloads: Vec::new() })).cast()
 }
 
 fn invalid(message: impl Into<String>) -> *mut PJRT_Error {
@@ -559,6 +575,17 @@ slot_fn!(PJRT_Error_GetCode => fn error_get_code(args: PJRT_Error_GetCode_Args, 
     // SAFETY: a live error of this plugin (not yet destroyed).
     let error = unsafe { handle::<FakeError, _>(args.error.cast_mut(), "error") }?;
     args.code = error.code;
+    Ok(())
+});
+
+slot_fn!(PJRT_Error_ForEachPayload => fn error_for_each_payload(args: PJRT_Error_ForEachPayload_Args, fault) {
+    // SAFETY: a live error of this plugin (not yet destroyed).
+    let error = unsafe { handle::<FakeError, _>(args.error.cast_mut(), "error") }?;
+    let Some(visitor) = args.visitor else { return Err(invalid("fake: visitor is NULL")) };
+    for (key, value) in &error.payloads {
+        // SAFETY: the visitor contract: key and value readable during the call.
+        unsafe { visitor(key.as_ptr().cast(), key.len(), value.as_ptr().cast(), value.len(), args.user_arg) };
+    }
     Ok(())
 });
 
@@ -1194,6 +1221,45 @@ slot_fn!(PJRT_Event_OnReady => fn event_on_ready(args: PJRT_Event_OnReady_Args, 
     })
 });
 
+// A user event: pending until `PJRT_Event_Set`. Setting it twice is refused (a real plugin's
+// promise would abort).
+slot_fn!(PJRT_Event_Create => fn event_create(args: PJRT_Event_Create_Args, fault) {
+    if injects(fault, Fault::NullOutput) {
+        args.event = null_mut();
+        return Ok(());
+    }
+    bump(&COUNTERS.events_created);
+    args.event = Box::into_raw(Box::new(FakeEvent(Arc::default()))).cast();
+    Ok(())
+});
+
+slot_fn!(PJRT_Event_Set => fn event_set(args: PJRT_Event_Set_Args, fault) {
+    let state = event(args.event)?;
+    if lock(&state.inner).result.is_some() {
+        return Err(new_error(PJRT_Error_Code::FAILED_PRECONDITION, "fake: the event was already set"));
+    }
+    let failure = (args.error_code.0 != 0).then(|| {
+        // SAFETY: the client passes `error_message_size` readable bytes (or NULL with 0).
+        let bytes = unsafe { sys_bytes(args.error_message, args.error_message_size) };
+        (args.error_code, String::from_utf8_lossy(bytes).into_owned())
+    });
+    state.complete(failure);
+    Ok(())
+});
+
+/// The bytes of a (pointer, length) pair the client passed; empty for NULL.
+///
+/// # Safety
+/// `ptr` must be NULL or point to `len` readable bytes.
+unsafe fn sys_bytes<'a>(ptr: *const c_char, len: usize) -> &'a [u8] {
+    if ptr.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's guarantee.
+        unsafe { std::slice::from_raw_parts(ptr.cast(), len) }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Buffers
 
@@ -1727,6 +1793,7 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_Error_Destroy = Some(error_destroy);
         api.PJRT_Error_Message = Some(error_message);
         api.PJRT_Error_GetCode = Some(error_get_code);
+        api.PJRT_Error_ForEachPayload = Some(error_for_each_payload);
         api.PJRT_Plugin_Initialize = Some(plugin_initialize);
         api.PJRT_Plugin_Attributes = Some(plugin_attributes);
         api.PJRT_Event_Destroy = Some(event_destroy);
@@ -1734,6 +1801,8 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_Event_Error = Some(event_error);
         api.PJRT_Event_Await = Some(event_await);
         api.PJRT_Event_OnReady = Some(event_on_ready);
+        api.PJRT_Event_Create = Some(event_create);
+        api.PJRT_Event_Set = Some(event_set);
         api.PJRT_Client_Create = Some(client_create);
         api.PJRT_Client_Destroy = Some(client_destroy);
         api.PJRT_Client_PlatformName = Some(client_platform_name);

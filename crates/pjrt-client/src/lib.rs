@@ -57,6 +57,7 @@ mod api;
 mod buffer;
 mod buffer_ext;
 mod client;
+mod client_ext;
 pub mod compile_options;
 mod device;
 mod device_stats;
@@ -81,12 +82,14 @@ mod program;
 pub mod sharding;
 mod topology;
 mod transfer_manager;
+mod user_event;
 
 pub use aligned::{AlignedHostBuffer, HOST_ALIGNMENT};
 pub use api::ApiVersion;
 pub use buffer::{Buffer, HostBufferSemantics, HostLayout, HostTransfer, Placement};
 pub use buffer_ext::{AliasFulfiller, ControlDependency, ExternalReference, HostData, MemoryLayout, RawCopyRequest};
 pub use client::{Client, ClientBuilder, ClientOptions};
+pub use client_ext::{DmaMapping, ProcessInfo, ProcessState};
 pub use compile_options::{CompileOptions, DeviceAssignment};
 pub use device::{Device, Memory};
 pub use device_stats::{AsyncTrackingEvent, MemoryStats};
@@ -102,8 +105,9 @@ pub use kv_store::{InMemoryStore, KeyValueStore, KvCallCounts, KvCallbacks, KvEr
 pub use named_value::Value;
 pub use plugin::{Plugin, StableHloVersion};
 pub use program::{ModuleCounts, Program, ProgramFormat};
-pub use topology::{Executable, Topology};
+pub use topology::{CanonicalShape, Executable, Topology};
 pub use transfer_manager::{PendingTransfer, ShapeSpec, TransferManager};
+pub use user_event::UserEvent;
 
 pub use half;
 #[cfg(feature = "ndarray")]

@@ -5,9 +5,11 @@ use std::ffi::c_char;
 use std::fmt;
 use std::ptr::NonNull;
 
-use crate::api::{pjrt_call, slice_from_raw, string_from_raw};
+use crate::api::{checked_slice, pjrt_call, slice_from_raw, string_from_raw};
+use crate::buffer_ext::check_array;
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
+use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::executable::LoadedExecutable;
 use crate::named_value::{read_named_values, RawNamedValues, Value};
@@ -157,6 +159,43 @@ impl Topology {
         Ok(unsafe { slice_from_raw(args.memory_space_kind_ids, args.num_memory_space_kind_ids) }.to_vec())
     }
 
+    /// The shape a memory space stores an array of `element_type` and `dims` as
+    /// (`PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace`, 0.109), for the memory kind
+    /// `memory_kind_id` (one of [`Topology::memory_space_kind_ids`], checked first: the plugin is
+    /// never asked about a kind it did not list). The plugin chooses the layout.
+    pub fn canonical_shape(
+        &self,
+        memory_kind_id: i32,
+        element_type: ElementType,
+        dims: &[i64],
+    ) -> Result<CanonicalShape> {
+        const SLOT: &str = "PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace";
+        let api = self.plugin.api();
+        check_array(api, element_type, dims)?;
+        let kinds = self.memory_space_kind_ids()?;
+        if !kinds.contains(&memory_kind_id) {
+            return Err(Error::invalid(format!(
+                "memory kind id {memory_kind_id} is not one of this topology's memory kinds {kinds:?}"
+            )));
+        }
+        let mut args = sys::PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace_Args::new();
+        args.topology = self.raw.as_ptr();
+        args.memory_space_kind_id = memory_kind_id;
+        args.dims = dims.as_ptr();
+        args.num_dims = dims.len();
+        args.element_type = element_type.to_raw();
+        pjrt_call!(api, PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace, &mut args)?;
+        // SAFETY: the bytes live until the deleter is called, right after the copy.
+        let bytes =
+            unsafe { checked_slice(args.serialized_shape as *const u8, args.serialized_shape_size, SLOT, "the shape") }
+                .map(|b| b.to_vec());
+        if let Some(deleter) = args.serialized_shape_deleter {
+            // SAFETY: called once, on the bytes the plugin handed out.
+            unsafe { deleter(args.serialized_shape) };
+        }
+        CanonicalShape::decode(bytes?)
+    }
+
     /// Serializes the topology (the bytes are plugin-specific).
     pub fn serialize(&self) -> Result<Vec<u8>> {
         let mut args = sys::PJRT_TopologyDescription_Serialize_Args::new();
@@ -278,4 +317,52 @@ fn serialize_executable(plugin: &Plugin, raw: *mut sys::PJRT_Executable) -> Resu
         unsafe { deleter(args.serialized_executable) };
     }
     Ok(bytes)
+}
+
+/// A shape as a memory space stores it: the serialized `xla.ShapeProto` the plugin returned,
+/// with the parts this crate reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CanonicalShape {
+    /// The serialized `xla.ShapeProto`.
+    pub bytes: Vec<u8>,
+    /// `xla.PrimitiveType` number (not a PJRT buffer type: F32 is 11 in both, but not all agree).
+    pub primitive_type: i32,
+    /// Dimensions.
+    pub dims: Vec<i64>,
+    /// The layout's minor-to-major order, when the shape has a layout.
+    pub minor_to_major: Option<Vec<i64>>,
+}
+
+impl CanonicalShape {
+    fn decode(bytes: Vec<u8>) -> Result<CanonicalShape> {
+        use prost::Message;
+        let proto = shape_proto::ShapeProto::decode(bytes.as_slice())
+            .map_err(|source| Error::Decode { what: "the canonical shape (xla.ShapeProto)", source })?;
+        Ok(CanonicalShape {
+            primitive_type: proto.element_type,
+            dims: proto.dimensions,
+            minor_to_major: proto.layout.map(|l| l.minor_to_major),
+            bytes,
+        })
+    }
+}
+
+/// The fields of `xla.ShapeProto` / `xla.LayoutProto` read here (field numbers from the
+/// published `xla_data.proto`).
+mod shape_proto {
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct ShapeProto {
+        #[prost(int32, tag = "2")]
+        pub element_type: i32,
+        #[prost(int64, repeated, tag = "3")]
+        pub dimensions: Vec<i64>,
+        #[prost(message, optional, tag = "5")]
+        pub layout: Option<LayoutProto>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct LayoutProto {
+        #[prost(int64, repeated, tag = "1")]
+        pub minor_to_major: Vec<i64>,
+    }
 }
