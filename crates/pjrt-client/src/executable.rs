@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use prost::Message;
 use smallvec::SmallVec;
 
-use crate::api::{checked_slice, checked_string, pjrt_call};
+use crate::api::{checked_slice, checked_string, pjrt_call, Api};
 use crate::buffer::Buffer;
 use crate::client::Client;
 use crate::compile_options::{proto::DeviceAssignmentProto, CompileOptions, DeviceAssignment};
@@ -853,13 +853,17 @@ impl CompiledMemoryStats {
     }
 }
 
-impl LoadedExecutable {
+/// The queries every compiled program answers, loaded ([`LoadedExecutable`]) or not
+/// ([`crate::Executable`], from [`crate::Topology::compile`]): `PJRT_Executable_*`.
+macro_rules! executable_metadata {
+    ($($ty:ty),+) => {$(
+impl $ty {
     /// Size of the generated code in bytes (`PJRT_Executable_SizeOfGeneratedCodeInBytes`; the
     /// CPU plugins say 0).
     pub fn generated_code_size(&self) -> Result<i64> {
         let mut args = sys::PJRT_Executable_SizeOfGeneratedCodeInBytes_Args::new();
-        args.executable = self.executable.as_ptr();
-        pjrt_call!(self.client.api(), PJRT_Executable_SizeOfGeneratedCodeInBytes, &mut args)?;
+        args.executable = self.metadata_raw();
+        pjrt_call!(self.metadata_api(), PJRT_Executable_SizeOfGeneratedCodeInBytes, &mut args)?;
         Ok(args.size_in_bytes)
     }
 
@@ -867,8 +871,8 @@ impl LoadedExecutable {
     /// names such as `flops`; the CPU plugins say UNIMPLEMENTED).
     pub fn cost_analysis(&self) -> Result<Vec<(String, Value)>> {
         let mut args = sys::PJRT_Executable_GetCostAnalysis_Args::new();
-        args.executable = self.executable.as_ptr();
-        pjrt_call!(self.client.api(), PJRT_Executable_GetCostAnalysis, &mut args)?;
+        args.executable = self.metadata_raw();
+        pjrt_call!(self.metadata_api(), PJRT_Executable_GetCostAnalysis, &mut args)?;
         // SAFETY: owned by the executable; checked and copied at once.
         let properties = unsafe {
             checked_slice(args.properties, args.num_properties, "PJRT_Executable_GetCostAnalysis", "properties")
@@ -881,8 +885,8 @@ impl LoadedExecutable {
     /// (`PJRT_Executable_OutputMemoryKinds`; UNIMPLEMENTED on the 0.106 CPU plugin).
     pub fn output_memory_kinds(&self) -> Result<Vec<String>> {
         let mut args = sys::PJRT_Executable_OutputMemoryKinds_Args::new();
-        args.executable = self.executable.as_ptr();
-        pjrt_call!(self.client.api(), PJRT_Executable_OutputMemoryKinds, &mut args)?;
+        args.executable = self.metadata_raw();
+        pjrt_call!(self.metadata_api(), PJRT_Executable_OutputMemoryKinds, &mut args)?;
         // SAFETY: arrays owned by the executable, of the count the plugin reported.
         unsafe {
             read_kinds(args.memory_kinds, args.memory_kind_sizes, args.num_outputs, "PJRT_Executable_OutputMemoryKinds")
@@ -893,8 +897,8 @@ impl LoadedExecutable {
     /// UNIMPLEMENTED on the 0.106 CPU plugin).
     pub fn parameter_memory_kinds(&self) -> Result<Vec<String>> {
         let mut args = sys::PJRT_Executable_ParameterMemoryKinds_Args::new();
-        args.executable = self.executable.as_ptr();
-        pjrt_call!(self.client.api(), PJRT_Executable_ParameterMemoryKinds, &mut args)?;
+        args.executable = self.metadata_raw();
+        pjrt_call!(self.metadata_api(), PJRT_Executable_ParameterMemoryKinds, &mut args)?;
         // SAFETY: arrays owned by the executable, of the count the plugin reported.
         unsafe {
             read_kinds(
@@ -910,9 +914,9 @@ impl LoadedExecutable {
     /// struct of 0.104+ is sent (plugins accept any size from the 0.72 one on and write what
     /// fits); fields newer than the plugin's version, or left unwritten, are `None`.
     pub fn compiled_memory_stats(&self) -> Result<CompiledMemoryStats> {
-        let minor = self.client.plugin().api_version().minor;
+        let minor = self.metadata_api().version().minor;
         let mut args = sys::PJRT_Executable_GetCompiledMemoryStats_Args::new();
-        args.executable = self.executable.as_ptr();
+        args.executable = self.metadata_raw();
         for field in [
             &mut args.host_generated_code_size_in_bytes,
             &mut args.host_argument_size_in_bytes,
@@ -927,7 +931,7 @@ impl LoadedExecutable {
         ] {
             *field = UNWRITTEN;
         }
-        pjrt_call!(self.client.api(), PJRT_Executable_GetCompiledMemoryStats, &mut args)?;
+        pjrt_call!(self.metadata_api(), PJRT_Executable_GetCompiledMemoryStats, &mut args)?;
         Ok(CompiledMemoryStats::from_raw(&args, minor))
     }
 
@@ -935,10 +939,10 @@ impl LoadedExecutable {
     /// the plugin fills a buffer of that size).
     pub fn optimized_program(&self) -> Result<OptimizedProgram> {
         const FUNCTION: &str = "PJRT_Executable_OptimizedProgram";
-        let api = self.client.api();
+        let api = self.metadata_api();
         let mut program = sys::PJRT_Program::new();
         let mut args = sys::PJRT_Executable_OptimizedProgram_Args::new();
-        args.executable = self.executable.as_ptr();
+        args.executable = self.metadata_raw();
         args.program = &mut program;
         // First call: the plugin reports the size.
         pjrt_call!(api, PJRT_Executable_OptimizedProgram, &mut args)?;
@@ -968,8 +972,8 @@ impl LoadedExecutable {
     /// the result layout.
     pub fn compile_options_bytes(&self) -> Result<Vec<u8>> {
         let mut args = sys::PJRT_Executable_GetCompileOptions_Args::new();
-        args.executable = self.executable.as_ptr();
-        pjrt_call!(self.client.api(), PJRT_Executable_GetCompileOptions, &mut args)?;
+        args.executable = self.metadata_raw();
+        pjrt_call!(self.metadata_api(), PJRT_Executable_GetCompileOptions, &mut args)?;
         // SAFETY: the bytes live until the deleter runs, right after the copy.
         let bytes = unsafe {
             checked_slice(
@@ -988,9 +992,23 @@ impl LoadedExecutable {
     }
 
     /// The compile options the executable was built with, decoded
-    /// ([`LoadedExecutable::compile_options_bytes`] through [`CompileOptions::from_proto_bytes`]).
+    /// ([`Self::compile_options_bytes`] through [`CompileOptions::from_proto_bytes`]).
     pub fn compile_options(&self) -> Result<CompileOptions> {
         CompileOptions::from_proto_bytes(&self.compile_options_bytes()?)
+    }
+}
+    )+};
+}
+
+executable_metadata!(LoadedExecutable, crate::topology::Executable);
+
+impl LoadedExecutable {
+    fn metadata_api(&self) -> &Api {
+        self.client.api()
+    }
+
+    fn metadata_raw(&self) -> *mut sys::PJRT_Executable {
+        self.executable.as_ptr()
     }
 
     /// Which device runs which replica and partition

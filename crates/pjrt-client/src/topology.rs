@@ -5,13 +5,14 @@ use std::ffi::c_char;
 use std::fmt;
 use std::ptr::NonNull;
 
-use crate::api::{checked_slice, pjrt_call, slice_from_raw, string_from_raw};
+use crate::api::{checked_slice, checked_string, pjrt_call, slice_from_raw, string_from_raw};
 use crate::buffer_ext::check_array;
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
+use crate::device_description::DeviceDescription;
 use crate::element_type::ElementType;
 use crate::error::{Error, Result};
-use crate::executable::LoadedExecutable;
+use crate::executable::{ArrayShape, LoadedExecutable};
 use crate::named_value::{read_named_values, RawNamedValues, Value};
 use crate::plugin::Plugin;
 use crate::program::Program;
@@ -131,6 +132,33 @@ impl Topology {
         pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_GetDeviceDescriptions, &mut args)?;
         // SAFETY: the array is owned by the topology.
         Ok(unsafe { slice_from_raw(args.descriptions, args.num_descriptions) }.len())
+    }
+
+    /// The descriptions of the topology's devices.
+    pub fn device_descriptions(&self) -> Result<Vec<DeviceDescription<'_>>> {
+        let mut args = sys::PJRT_TopologyDescription_GetDeviceDescriptions_Args::new();
+        args.topology = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_GetDeviceDescriptions, &mut args)?;
+        // SAFETY: the array is owned by the topology, which `self` keeps alive.
+        let raw = unsafe {
+            checked_slice(
+                args.descriptions,
+                args.num_descriptions,
+                "PJRT_TopologyDescription_GetDeviceDescriptions",
+                "descriptions",
+            )
+        }?;
+        Ok(raw.iter().filter_map(|d| NonNull::new(*d)).map(|d| DeviceDescription::new(self, d)).collect())
+    }
+
+    /// The plugin this topology belongs to.
+    pub fn plugin(&self) -> &Plugin {
+        &self.plugin
+    }
+
+    /// The raw handle, for use with [`crate::sys`]. Do not destroy it.
+    pub fn as_raw(&self) -> *mut sys::PJRT_TopologyDescription {
+        self.raw.as_ptr()
     }
 
     /// Topology attributes (plugin-specific).
@@ -281,6 +309,91 @@ impl Executable {
     /// Serializes the executable; load it with [`Client::deserialize_and_load`].
     pub fn serialize(&self) -> Result<Vec<u8>> {
         serialize_executable(&self.plugin, self.raw.as_ptr())
+    }
+
+    /// Number of replicas it was compiled for.
+    pub fn num_replicas(&self) -> Result<usize> {
+        let mut args = sys::PJRT_Executable_NumReplicas_Args::new();
+        args.executable = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_Executable_NumReplicas, &mut args)?;
+        Ok(args.num_replicas)
+    }
+
+    /// Number of partitions it was compiled for.
+    pub fn num_partitions(&self) -> Result<usize> {
+        let mut args = sys::PJRT_Executable_NumPartitions_Args::new();
+        args.executable = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_Executable_NumPartitions, &mut args)?;
+        Ok(args.num_partitions)
+    }
+
+    /// Element type and dimensions of each output (`PJRT_Executable_OutputElementTypes` and
+    /// `PJRT_Executable_OutputDimensions`).
+    pub fn output_shapes(&self) -> Result<Vec<ArrayShape>> {
+        const TYPES: &str = "PJRT_Executable_OutputElementTypes";
+        const DIMS: &str = "PJRT_Executable_OutputDimensions";
+        let api = self.plugin.api();
+        let mut types = sys::PJRT_Executable_OutputElementTypes_Args::new();
+        types.executable = self.raw.as_ptr();
+        pjrt_call!(api, PJRT_Executable_OutputElementTypes, &mut types)?;
+        let mut dims = sys::PJRT_Executable_OutputDimensions_Args::new();
+        dims.executable = self.raw.as_ptr();
+        pjrt_call!(api, PJRT_Executable_OutputDimensions, &mut dims)?;
+        let n = types.num_output_types;
+        if dims.num_outputs != n {
+            return Err(Error::invalid(format!(
+                "the plugin reports {n} output types but {} output shapes",
+                dims.num_outputs
+            )));
+        }
+        // SAFETY: arrays owned by the executable, of the sizes the plugin reported; copied now.
+        unsafe {
+            let element_types = checked_slice(types.output_types, n, TYPES, "output element types")?;
+            let ranks = checked_slice(dims.dim_sizes, n, DIMS, "output ranks")?;
+            let total = ranks
+                .iter()
+                .try_fold(0usize, |total, rank| total.checked_add(*rank))
+                .ok_or_else(|| Error::invalid(format!("{DIMS} returned output ranks {ranks:?}, which overflow")))?;
+            let flat = checked_slice(dims.dims, total, DIMS, "output dimensions")?;
+            let mut at = 0;
+            Ok(element_types
+                .iter()
+                .zip(ranks)
+                .map(|(t, rank)| {
+                    let shape = ArrayShape {
+                        element_type: Some(ElementType::from_raw(*t)),
+                        dims: flat[at..at + rank].to_vec(),
+                    };
+                    at += rank;
+                    shape
+                })
+                .collect())
+        }
+    }
+
+    /// A fingerprint of the compiled program (`PJRT_Executable_Fingerprint`).
+    pub fn fingerprint(&self) -> Result<String> {
+        let mut args = sys::PJRT_Executable_Fingerprint_Args::new();
+        args.executable = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_Executable_Fingerprint, &mut args)?;
+        // SAFETY: owned by the executable; copied at once.
+        unsafe {
+            checked_string(
+                args.executable_fingerprint,
+                args.executable_fingerprint_size,
+                "PJRT_Executable_Fingerprint",
+                "the fingerprint",
+            )
+        }
+    }
+
+    // Used by the metadata queries shared with `LoadedExecutable` (executable.rs).
+    pub(crate) fn metadata_api(&self) -> &crate::api::Api {
+        self.plugin.api()
+    }
+
+    pub(crate) fn metadata_raw(&self) -> *mut sys::PJRT_Executable {
+        self.raw.as_ptr()
     }
 }
 

@@ -153,3 +153,70 @@ fn canonical_shapes_on_0_115_and_unsupported_on_0_106() {
         }
     }
 }
+
+#[test]
+fn topology_device_descriptions_match_the_client_devices() {
+    for name in support::PLUGINS {
+        let client = support::client(name, 2);
+        let topology = client.topology().unwrap();
+        let descriptions = topology.device_descriptions().unwrap();
+        assert_eq!(descriptions.len(), 2, "{name}");
+        for (description, device) in descriptions.iter().zip(client.devices()) {
+            assert_eq!(description.id().unwrap(), device.id().unwrap());
+            assert_eq!(description.process_index().unwrap(), 0);
+            assert_eq!(description.kind().unwrap(), "cpu");
+            assert_eq!(description.to_string().unwrap(), device.to_string().unwrap());
+            assert_eq!(description.debug_string().unwrap(), device.debug_string().unwrap());
+            assert!(description.attributes().unwrap().is_empty());
+        }
+        let memories = client.plugin().memory_descriptions_extension().unwrap();
+        assert!(memories.description_memory_descriptions(&descriptions[0]).unwrap().is_empty(), "{name}: none on CPU");
+        let layouts = client.plugin().layouts_extension().unwrap();
+        assert_eq!(layouts.topology_default_layout(&topology, ElementType::F32, &[2, 3]).unwrap(), "{1,0}");
+        assert!(matches!(
+            layouts.topology_default_layout(&topology, ElementType::F32, &[-2]),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+}
+
+#[test]
+fn devices_find_their_memories_by_kind() {
+    for name in support::PLUGINS {
+        let client = support::client(name, 1);
+        let device = client.devices()[0];
+        for kind in ["device", "pinned_host", "unpinned_host"] {
+            let memory = device.memory_by_kind(kind).unwrap().unwrap_or_else(|| panic!("{name}: no {kind}"));
+            assert_eq!(memory.kind().unwrap(), kind);
+        }
+        assert!(device.memory_by_kind("hbm").unwrap().is_none());
+    }
+}
+
+#[test]
+fn unloaded_executables_answer_the_metadata_queries() {
+    // Only the 0.115 plugin compiles against a topology (0.106: NOT_FOUND, see tests/aot.rs).
+    let client = support::client("cpu", 1);
+    let topology = client.topology().unwrap();
+    let program = pjrt_client::Program::mlir_text(support::ADD_F32).unwrap();
+    let options = pjrt_client::CompileOptions::new();
+    let executable = topology.compile(&program, &options, None).unwrap();
+    let loaded = client.compile(&program, &options).unwrap();
+    assert_eq!((executable.num_replicas().unwrap(), executable.num_partitions().unwrap()), (1, 1));
+    let shapes = executable.output_shapes().unwrap();
+    assert_eq!(shapes, loaded.output_shapes());
+    assert_eq!(shapes[0].to_string(), "f32[4]");
+    assert_eq!(executable.generated_code_size().unwrap(), 0);
+    assert_eq!(executable.output_memory_kinds().unwrap(), ["device"]);
+    assert_eq!(executable.parameter_memory_kinds().unwrap(), ["device", "device"]);
+    assert_eq!(executable.cost_analysis().unwrap_err().code(), Some(ErrorCode::Unimplemented));
+    let stats = executable.compiled_memory_stats().unwrap();
+    assert_eq!(stats, loaded.compiled_memory_stats().unwrap());
+    let optimized = executable.optimized_program().unwrap();
+    assert!(!optimized.code.is_empty());
+    let compiled_with = executable.compile_options().unwrap();
+    assert_eq!(compiled_with.to_bytes().unwrap(), loaded.compile_options().unwrap().to_bytes().unwrap());
+    let fingerprint = executable.fingerprint().unwrap();
+    assert!(!fingerprint.is_empty());
+    assert_eq!(fingerprint, loaded.fingerprint().unwrap(), "same program, same fingerprint");
+}
