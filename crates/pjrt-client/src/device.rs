@@ -201,7 +201,7 @@ impl<'c> Memory<'c> {
     }
 
     /// The client this memory belongs to.
-    pub(crate) fn client(&self) -> &'c Client {
+    pub fn client(&self) -> &'c Client {
         self.client
     }
 

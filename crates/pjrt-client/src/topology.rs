@@ -387,6 +387,11 @@ impl Executable {
         }
     }
 
+    /// The raw handle, for use with [`crate::sys`]. Do not destroy it.
+    pub fn as_raw(&self) -> *mut sys::PJRT_Executable {
+        self.raw.as_ptr()
+    }
+
     // Used by the metadata queries shared with `LoadedExecutable` (executable.rs).
     pub(crate) fn metadata_api(&self) -> &crate::api::Api {
         self.plugin.api()
