@@ -101,6 +101,10 @@ counters!(
     threads_running,
     faults_injected,
     unimplemented_calls,
+    // Host ranges registered with `PJRT_Client_DmaMap` and released with `DmaUnmap`.
+    dma_maps,
+    dma_unmaps,
+    process_info_updates,
 );
 
 fn bump(counter: &AtomicI64) {
@@ -836,6 +840,52 @@ fn client<'a>(ptr: *mut sys::PJRT_Client) -> Result<&'a FakeClient, *mut PJRT_Er
     // SAFETY: the client library passes clients this plugin created and has not destroyed.
     unsafe { handle::<FakeClient, _>(ptr, "client") }
 }
+
+/// Start addresses of the host ranges currently DMA-mapped (by any client of this copy).
+static DMA_MAPPED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+slot_fn!(PJRT_Client_DmaMap => fn client_dma_map(args: PJRT_Client_DmaMap_Args, fault) {
+    client(args.client)?;
+    if args.data.is_null() || args.size == 0 {
+        return Err(invalid("fake: DmaMap needs a non-empty range"));
+    }
+    let mut mapped = lock(&DMA_MAPPED);
+    if mapped.contains(&(args.data as usize)) {
+        return Err(invalid("fake: the range is already mapped"));
+    }
+    mapped.push(args.data as usize);
+    bump(&COUNTERS.dma_maps);
+    Ok(())
+});
+
+slot_fn!(PJRT_Client_DmaUnmap => fn client_dma_unmap(args: PJRT_Client_DmaUnmap_Args, fault) {
+    client(args.client)?;
+    let mut mapped = lock(&DMA_MAPPED);
+    let Some(at) = mapped.iter().position(|p| *p == args.data as usize) else {
+        return Err(invalid("fake: DmaUnmap of a range that is not mapped"));
+    };
+    mapped.swap_remove(at);
+    bump(&COUNTERS.dma_unmaps);
+    Ok(())
+});
+
+slot_fn!(PJRT_Client_UpdateGlobalProcessInfo => fn client_update_global_process_info(
+    args: PJRT_Client_UpdateGlobalProcessInfo_Args, fault
+) {
+    client(args.client)?;
+    if args.num_process_infos > 0 {
+        if args.process_infos.is_null() {
+            return Err(invalid("fake: process_infos is NULL"));
+        }
+        // SAFETY: the client passes `num_process_infos` readable entries.
+        let infos = unsafe { std::slice::from_raw_parts(args.process_infos, args.num_process_infos) };
+        if let Some(info) = infos.iter().find(|i| i.struct_size < sys::PJRT_ProcessInfo::STRUCT_SIZE) {
+            return Err(invalid(format!("fake: PJRT_ProcessInfo of size {}", info.struct_size)));
+        }
+    }
+    bump(&COUNTERS.process_info_updates);
+    Ok(())
+});
 
 slot_fn!(PJRT_Client_PlatformName => fn client_platform_name(args: PJRT_Client_PlatformName_Args, fault) {
     client(args.client)?;
@@ -1804,6 +1854,9 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_Event_Create = Some(event_create);
         api.PJRT_Event_Set = Some(event_set);
         api.PJRT_Client_Create = Some(client_create);
+        api.PJRT_Client_DmaMap = Some(client_dma_map);
+        api.PJRT_Client_DmaUnmap = Some(client_dma_unmap);
+        api.PJRT_Client_UpdateGlobalProcessInfo = Some(client_update_global_process_info);
         api.PJRT_Client_Destroy = Some(client_destroy);
         api.PJRT_Client_PlatformName = Some(client_platform_name);
         api.PJRT_Client_ProcessIndex = Some(client_process_index);

@@ -392,3 +392,23 @@ fn error_payloads_reach_the_error_and_a_failing_for_each_payload_loses_only_them
     assert_eq!(fake.counter("errors_destroyed"), 3);
     fake.assert_nothing_leaked();
 }
+
+#[test]
+fn dma_mappings_are_released_by_unmap_and_by_drop() {
+    let fake = Fake::new("working");
+    let plugin = fake.plugin();
+    let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
+    let mapping = client.dma_map(pjrt_client::AlignedHostBuffer::zeroed(64).unwrap()).unwrap();
+    assert_eq!(mapping.memory().len(), 64);
+    assert_eq!((fake.counter("dma_maps"), fake.counter("dma_unmaps")), (1, 0));
+    let memory = mapping.unmap().unwrap();
+    assert_eq!((fake.counter("dma_maps"), fake.counter("dma_unmaps")), (1, 1));
+    let mapping = client.dma_map(memory).unwrap();
+    drop(mapping);
+    assert_eq!((fake.counter("dma_maps"), fake.counter("dma_unmaps")), (2, 2));
+    let info = pjrt_client::ProcessInfo::new(0, 9, pjrt_client::ProcessState::Connected);
+    client.update_global_process_info(&[info]).unwrap();
+    assert_eq!(fake.counter("process_info_updates"), 1);
+    drop(client);
+    fake.assert_nothing_leaked();
+}

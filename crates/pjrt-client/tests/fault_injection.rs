@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use fake_support::{Fake, OBJECT_KINDS};
 use pjrt_client::{
     ArrayShape, Buffer, Client, ClientOptions, CompileOptions, ElementType, Error, ErrorCode, HostBufferSemantics,
-    HostLayout, LoadError, LoadedExecutable, Placement, Plugin, Program, UserEvent,
+    HostLayout, LoadError, LoadedExecutable, Placement, Plugin, ProcessInfo, ProcessState, Program, UserEvent,
 };
 
 /// How long a wait for an event that never completes is given.
@@ -95,6 +95,10 @@ enum Op {
     DropClient,
     /// A user event set with an error, then awaited.
     UserEvent,
+    /// Host memory DMA-mapped, then unmapped.
+    DmaMap,
+    /// The state of two processes handed to the client.
+    UpdateGlobalProcessInfo,
 }
 
 /// What a case must give.
@@ -194,6 +198,10 @@ fn client_and_device_cases() -> Vec<Case> {
     cases.push(fail_case(UserEvent, "PJRT_Event_Create"));
     cases.push(case(UserEvent, "null_output PJRT_Event_Create", Invalid));
     cases.push(fail_case(UserEvent, "PJRT_Event_Set"));
+    cases.push(fail_case(DmaMap, "PJRT_Client_DmaMap"));
+    // A failed unmap leaves the range mapped (and its memory leaked, never freed under the device).
+    cases.push(Case { stays: Some("dma_maps"), ..fail_case(DmaMap, "PJRT_Client_DmaUnmap") });
+    cases.push(fail_case(UpdateGlobalProcessInfo, "PJRT_Client_UpdateGlobalProcessInfo"));
     cases
 }
 
@@ -406,10 +414,6 @@ const NOT_YET_IN_THE_FAKE_PLUGIN: &[&str] = &[
     "PJRT_TopologyDescription_PlatformName",
     "PJRT_TopologyDescription_PlatformVersion",
     "PJRT_TopologyDescription_Serialize",
-    // DMA mapping and process info (tests/parity_slots.rs).
-    "PJRT_Client_DmaMap",
-    "PJRT_Client_DmaUnmap",
-    "PJRT_Client_UpdateGlobalProcessInfo",
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -459,6 +463,23 @@ impl Op {
                 arm();
                 let client = Client::new(&env.plugin, &ClientOptions::new())?;
                 Ok(client.devices().len() == 2 && client.platform_name() == "fake")
+            }
+            Op::DmaMap => {
+                arm();
+                let mapping = client.dma_map(pjrt_client::AlignedHostBuffer::zeroed(256)?)?;
+                Ok(mapping.unmap()?.len() == 256)
+            }
+            Op::UpdateGlobalProcessInfo => {
+                arm();
+                let infos = [
+                    ProcessInfo::new(0, 1, ProcessState::Connected),
+                    ProcessInfo {
+                        error: Some((ErrorCode::Unavailable, "gone".into())),
+                        ..ProcessInfo::new(1, 2, ProcessState::Error)
+                    },
+                ];
+                client.update_global_process_info(&infos)?;
+                Ok(true)
             }
             Op::UserEvent => {
                 arm();

@@ -92,6 +92,7 @@ pub const OBJECT_KINDS: &[(&str, &str)] = &[
     ("events_created", "events_destroyed"),
     ("loaded_executables_created", "loaded_executables_destroyed"),
     ("executables_created", "executables_destroyed"),
+    ("dma_maps", "dma_unmaps"),
 ];
 
 /// One copy of the fake plugin, configured with one scenario.
