@@ -585,10 +585,18 @@ impl LoadedExecutable {
         Ok(args.is_deleted)
     }
 
+    /// A fingerprint of the compiled program as text (see [`LoadedExecutable::fingerprint_bytes`];
+    /// bytes that are not UTF-8 are replaced, so prefer the bytes where a plugin returns binary
+    /// fingerprints, as the TPU plugin does).
+    pub fn fingerprint(&self) -> Result<String> {
+        Ok(String::from_utf8_lossy(&self.fingerprint_bytes()?).into_owned())
+    }
+
     /// A fingerprint of the compiled program (`PJRT_Executable_Fingerprint`; where that is
     /// missing or fails, the deprecated `PJRT_LoadedExecutable_Fingerprint`). When both fail, the
-    /// first one's error is returned, unless the plugin lacks that function altogether.
-    pub fn fingerprint(&self) -> Result<String> {
+    /// first one's error is returned, unless the plugin lacks that function altogether. The CPU
+    /// plugins return a decimal number as text, the TPU plugin binary bytes.
+    pub fn fingerprint_bytes(&self) -> Result<Vec<u8>> {
         let api = self.client.api();
         let mut args = sys::PJRT_Executable_Fingerprint_Args::new();
         args.executable = self.executable.as_ptr();
@@ -596,13 +604,14 @@ impl LoadedExecutable {
             // SAFETY: owned by the executable; copied at once.
             Ok(()) => {
                 return unsafe {
-                    checked_string(
-                        args.executable_fingerprint,
+                    checked_slice(
+                        args.executable_fingerprint as *const u8,
                         args.executable_fingerprint_size,
                         "PJRT_Executable_Fingerprint",
                         "the fingerprint",
                     )
                 }
+                .map(<[u8]>::to_vec)
             }
             Err(e) => e,
         };
@@ -611,13 +620,14 @@ impl LoadedExecutable {
         match pjrt_call!(api, PJRT_LoadedExecutable_Fingerprint, &mut old) {
             // SAFETY: owned by the executable; copied at once.
             Ok(()) => unsafe {
-                checked_string(
-                    old.executable_fingerprint,
+                checked_slice(
+                    old.executable_fingerprint as *const u8,
                     old.executable_fingerprint_size,
                     "PJRT_LoadedExecutable_Fingerprint",
                     "the fingerprint",
                 )
-            },
+            }
+            .map(<[u8]>::to_vec),
             Err(fallback) if matches!(first, Error::Unsupported { .. }) => Err(fallback),
             Err(_) => Err(first),
         }

@@ -5,7 +5,7 @@ use std::ffi::c_char;
 use std::fmt;
 use std::ptr::NonNull;
 
-use crate::api::{checked_slice, checked_string, pjrt_call, slice_from_raw, string_from_raw};
+use crate::api::{checked_slice, pjrt_call, slice_from_raw, string_from_raw};
 use crate::buffer_ext::check_array;
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
@@ -371,20 +371,28 @@ impl Executable {
         }
     }
 
-    /// A fingerprint of the compiled program (`PJRT_Executable_Fingerprint`).
+    /// A fingerprint of the compiled program as text (non-UTF-8 bytes replaced; see
+    /// [`Executable::fingerprint_bytes`]).
     pub fn fingerprint(&self) -> Result<String> {
+        Ok(String::from_utf8_lossy(&self.fingerprint_bytes()?).into_owned())
+    }
+
+    /// A fingerprint of the compiled program (`PJRT_Executable_Fingerprint`): a decimal number
+    /// as text from the CPU plugins, binary bytes from the TPU plugin.
+    pub fn fingerprint_bytes(&self) -> Result<Vec<u8>> {
         let mut args = sys::PJRT_Executable_Fingerprint_Args::new();
         args.executable = self.raw.as_ptr();
         pjrt_call!(self.plugin.api(), PJRT_Executable_Fingerprint, &mut args)?;
         // SAFETY: owned by the executable; copied at once.
-        unsafe {
-            checked_string(
-                args.executable_fingerprint,
+        let bytes = unsafe {
+            checked_slice(
+                args.executable_fingerprint as *const u8,
                 args.executable_fingerprint_size,
                 "PJRT_Executable_Fingerprint",
                 "the fingerprint",
             )
-        }
+        }?;
+        Ok(bytes.to_vec())
     }
 
     /// The raw handle, for use with [`crate::sys`]. Do not destroy it.

@@ -219,4 +219,6 @@ fn unloaded_executables_answer_the_metadata_queries() {
     let fingerprint = executable.fingerprint().unwrap();
     assert!(!fingerprint.is_empty());
     assert_eq!(fingerprint, loaded.fingerprint().unwrap(), "same program, same fingerprint");
+    assert_eq!(executable.fingerprint_bytes().unwrap(), fingerprint.as_bytes(), "the CPU plugin's is text");
+    assert_eq!(loaded.fingerprint_bytes().unwrap(), fingerprint.as_bytes());
 }
