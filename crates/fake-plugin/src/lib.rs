@@ -105,6 +105,11 @@ counters!(
     dma_maps,
     dma_unmaps,
     process_info_updates,
+    // Device attribute lists handed out by `PJRT_Device_GetAttributes` and freed by their deleter.
+    device_attributes_created,
+    device_attributes_destroyed,
+    tracking_events_created,
+    tracking_events_destroyed,
 );
 
 fn bump(counter: &AtomicI64) {
@@ -758,6 +763,79 @@ fn device_index(ptr: *mut sys::PJRT_Device) -> Result<usize, *mut PJRT_Error> {
         .map(|d| d.index)
         .ok_or_else(|| invalid("fake: not a device of this plugin"))
 }
+
+// ---- device statistics, attributes, poisoning and tracking events ----
+
+slot_fn!(PJRT_Device_MemoryStats => fn device_memory_stats(args: PJRT_Device_MemoryStats_Args, fault) {
+    device_index(args.device)?;
+    args.bytes_in_use = 1024;
+    args.peak_bytes_in_use = 4096;
+    args.peak_bytes_in_use_is_set = true;
+    Ok(())
+});
+
+slot_fn!(PJRT_Device_ClearMemoryStats => fn device_clear_memory_stats(args: PJRT_Device_ClearMemoryStats_Args, fault) {
+    device_index(args.device)?;
+    Ok(())
+});
+
+/// What `PJRT_Device_GetAttributes` hands out: the list and its owner, freed by the deleter.
+struct FakeDeviceAttributes(Vec<sys::PJRT_NamedValue>);
+
+unsafe extern "C" fn device_attributes_deleter(attributes: *mut sys::PJRT_Device_Attributes) {
+    if !attributes.is_null() {
+        // SAFETY: a `Box<FakeDeviceAttributes>` this plugin leaked; the client frees it once.
+        drop(unsafe { Box::from_raw(attributes.cast::<FakeDeviceAttributes>()) });
+        bump(&COUNTERS.device_attributes_destroyed);
+    }
+}
+
+slot_fn!(PJRT_Device_GetAttributes => fn device_get_attributes(args: PJRT_Device_GetAttributes_Args, fault) {
+    let index = device_index(args.device)?;
+    let owned = Box::new(FakeDeviceAttributes(vec![int64_attribute(c"fake_device_index", index as i64)]));
+    args.attributes = owned.0.as_ptr();
+    args.num_attributes = owned.0.len();
+    args.device_attributes = Box::into_raw(owned).cast();
+    args.attributes_deleter = Some(device_attributes_deleter);
+    bump(&COUNTERS.device_attributes_created);
+    shape_array(fault, &mut args.attributes, &mut args.num_attributes);
+    Ok(())
+});
+
+slot_fn!(PJRT_Device_PoisonExecution => fn device_poison_execution(args: PJRT_Device_PoisonExecution_Args, fault) {
+    device_index(args.device)?;
+    if args.error_code.0 == 0 {
+        return Err(invalid("fake: poisoning with OK"));
+    }
+    // Nothing runs on the fake's devices: nothing to poison.
+    args.poisoned = false;
+    Ok(())
+});
+
+/// An async tracking event: only its life is tracked.
+struct FakeTrackingEvent;
+
+slot_fn!(PJRT_Device_CreateAsyncTrackingEvent => fn device_create_async_tracking_event(
+    args: PJRT_Device_CreateAsyncTrackingEvent_Args, fault
+) {
+    device_index(args.device)?;
+    if injects(fault, Fault::NullOutput) {
+        args.event = null_mut();
+        return Ok(());
+    }
+    args.event = Box::into_raw(Box::new(FakeTrackingEvent)).cast();
+    bump(&COUNTERS.tracking_events_created);
+    Ok(())
+});
+
+slot_fn!(PJRT_AsyncTrackingEvent_Destroy => fn async_tracking_event_destroy(args: PJRT_AsyncTrackingEvent_Destroy_Args, fault) {
+    if !args.event.is_null() {
+        // SAFETY: an event this plugin created; the client destroys it once.
+        drop(unsafe { Box::from_raw(args.event.cast::<FakeTrackingEvent>()) });
+        bump(&COUNTERS.tracking_events_destroyed);
+    }
+    Ok(())
+});
 
 fn description_index(ptr: *mut sys::PJRT_DeviceDescription) -> Result<usize, *mut PJRT_Error> {
     DEVICE_OBJECTS
@@ -1855,6 +1933,12 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_Event_Set = Some(event_set);
         api.PJRT_Client_Create = Some(client_create);
         api.PJRT_Client_DmaMap = Some(client_dma_map);
+        api.PJRT_Device_MemoryStats = Some(device_memory_stats);
+        api.PJRT_Device_ClearMemoryStats = Some(device_clear_memory_stats);
+        api.PJRT_Device_GetAttributes = Some(device_get_attributes);
+        api.PJRT_Device_PoisonExecution = Some(device_poison_execution);
+        api.PJRT_Device_CreateAsyncTrackingEvent = Some(device_create_async_tracking_event);
+        api.PJRT_AsyncTrackingEvent_Destroy = Some(async_tracking_event_destroy);
         api.PJRT_Client_DmaUnmap = Some(client_dma_unmap);
         api.PJRT_Client_UpdateGlobalProcessInfo = Some(client_update_global_process_info);
         api.PJRT_Client_Destroy = Some(client_destroy);

@@ -99,6 +99,12 @@ enum Op {
     DmaMap,
     /// The state of two processes handed to the client.
     UpdateGlobalProcessInfo,
+    MemoryStats,
+    ClearMemoryStats,
+    RuntimeAttributes,
+    PoisonExecution,
+    /// An async tracking event made, then dropped.
+    AsyncTrackingEvent,
 }
 
 /// What a case must give.
@@ -202,6 +208,17 @@ fn client_and_device_cases() -> Vec<Case> {
     // A failed unmap leaves the range mapped (and its memory leaked, never freed under the device).
     cases.push(Case { stays: Some("dma_maps"), ..fail_case(DmaMap, "PJRT_Client_DmaUnmap") });
     cases.push(fail_case(UpdateGlobalProcessInfo, "PJRT_Client_UpdateGlobalProcessInfo"));
+    cases.push(fail_case(MemoryStats, "PJRT_Device_MemoryStats"));
+    cases.push(fail_case(ClearMemoryStats, "PJRT_Device_ClearMemoryStats"));
+    cases.extend(array_cases(RuntimeAttributes, "PJRT_Device_GetAttributes"));
+    cases.push(fail_case(PoisonExecution, "PJRT_Device_PoisonExecution"));
+    cases.push(fail_case(AsyncTrackingEvent, "PJRT_Device_CreateAsyncTrackingEvent"));
+    // A plugin may hand out no event (the CPU plugins do): not an error.
+    cases.push(case(AsyncTrackingEvent, "null_output PJRT_Device_CreateAsyncTrackingEvent", Degraded));
+    cases.push(Case {
+        stays: Some("tracking_events_created"),
+        ..case(AsyncTrackingEvent, "fail PJRT_AsyncTrackingEvent_Destroy", Ok)
+    });
     cases
 }
 
@@ -385,13 +402,6 @@ const NOT_YET_IN_THE_FAKE_PLUGIN: &[&str] = &[
     "PJRT_AsyncHostToDeviceTransferManager_TransferData",
     "PJRT_AsyncHostToDeviceTransferManager_TransferLiteral",
     "PJRT_Client_CreateBuffersForAsyncHostToDevice",
-    // Device statistics and tracking (tests/device_extras.rs).
-    "PJRT_AsyncTrackingEvent_Destroy",
-    "PJRT_Device_ClearMemoryStats",
-    "PJRT_Device_CreateAsyncTrackingEvent",
-    "PJRT_Device_GetAttributes",
-    "PJRT_Device_MemoryStats",
-    "PJRT_Device_PoisonExecution",
     // Host receive streams (tests/host_callbacks.rs; the CPU plugins refuse host send/recv).
     "PJRT_CopyToDeviceStream_AddChunk",
     "PJRT_CopyToDeviceStream_CurrentBytes",
@@ -480,6 +490,29 @@ impl Op {
                 ];
                 client.update_global_process_info(&infos)?;
                 Ok(true)
+            }
+            Op::MemoryStats => {
+                arm();
+                let stats = d1.memory_stats()?;
+                Ok(stats.bytes_in_use == 1024 && stats.peak_bytes_in_use == Some(4096) && stats.num_allocs.is_none())
+            }
+            Op::ClearMemoryStats => {
+                arm();
+                d1.clear_memory_stats()?;
+                Ok(true)
+            }
+            Op::RuntimeAttributes => {
+                arm();
+                Ok(d1.runtime_attributes()? == [("fake_device_index".to_owned(), pjrt_client::Value::Int64(1))])
+            }
+            Op::PoisonExecution => {
+                arm();
+                Ok(!d1.poison_execution(3, ErrorCode::Aborted, "stop")?)
+            }
+            Op::AsyncTrackingEvent => {
+                arm();
+                let event = d1.async_tracking_event("fault case")?;
+                Ok(event.is_some())
             }
             Op::UserEvent => {
                 arm();

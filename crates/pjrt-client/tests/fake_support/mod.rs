@@ -93,6 +93,8 @@ pub const OBJECT_KINDS: &[(&str, &str)] = &[
     ("loaded_executables_created", "loaded_executables_destroyed"),
     ("executables_created", "executables_destroyed"),
     ("dma_maps", "dma_unmaps"),
+    ("device_attributes_created", "device_attributes_destroyed"),
+    ("tracking_events_created", "tracking_events_destroyed"),
 ];
 
 /// One copy of the fake plugin, configured with one scenario.
