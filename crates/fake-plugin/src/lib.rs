@@ -110,6 +110,11 @@ counters!(
     device_attributes_destroyed,
     tracking_events_created,
     tracking_events_destroyed,
+    // Serialized compile options and device assignments, freed by their deleters.
+    serialized_created,
+    serialized_destroyed,
+    execute_contexts_created,
+    execute_contexts_destroyed,
 );
 
 fn bump(counter: &AtomicI64) {
@@ -1624,6 +1629,8 @@ slot_fn!(PJRT_Buffer_CopyToMemory => fn buffer_copy_to_memory(args: PJRT_Buffer_
 struct FakeLoaded {
     /// The devices it runs on (empty when portable).
     devices: Vec<*mut sys::PJRT_Device>,
+    /// (replica, partition) of each device in `devices`.
+    logical_ids: Vec<sys::PJRT_LogicalDeviceIds>,
     replicas: usize,
     partitions: usize,
     deleted: AtomicBool,
@@ -1680,7 +1687,10 @@ slot_fn!(PJRT_Client_Compile => fn client_compile(args: PJRT_Client_Compile_Args
         return Ok(());
     }
     let devices = if options.is_portable() { Vec::new() } else { (0..count).map(device_ptr).collect() };
-    let loaded = FakeLoaded { devices, replicas, partitions, deleted: AtomicBool::new(false) };
+    let logical_ids = (0..devices.len())
+        .map(|i| sys::PJRT_LogicalDeviceIds { replica: (i / partitions) as c_int, partition: (i % partitions) as c_int })
+        .collect();
+    let loaded = FakeLoaded { devices, logical_ids, replicas, partitions, deleted: AtomicBool::new(false) };
     args.executable = Box::into_raw(Box::new(loaded)).cast();
     bump(&COUNTERS.loaded_executables_created);
     Ok(())
@@ -1812,6 +1822,172 @@ slot_fn!(PJRT_Executable_Fingerprint => fn executable_fingerprint(args: PJRT_Exe
     Ok(())
 });
 
+// ---- executable metadata ----
+
+slot_fn!(PJRT_Executable_SizeOfGeneratedCodeInBytes => fn executable_code_size(
+    args: PJRT_Executable_SizeOfGeneratedCodeInBytes_Args, fault
+) {
+    executable(args.executable)?;
+    args.size_in_bytes = 4096;
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_GetCostAnalysis => fn executable_cost_analysis(args: PJRT_Executable_GetCostAnalysis_Args, fault) {
+    executable(args.executable)?;
+    static PROPERTIES: OnceLock<Immortal<Vec<sys::PJRT_NamedValue>>> = OnceLock::new();
+    let properties = &PROPERTIES.get_or_init(|| Immortal(vec![int64_attribute(c"flops", 4)])).0;
+    args.properties = properties.as_ptr();
+    args.num_properties = properties.len();
+    shape_array(fault, &mut args.properties, &mut args.num_properties);
+    Ok(())
+});
+
+/// `device` as a C string array with sizes, `n` times (the memory kind of every output or
+/// parameter).
+fn device_kinds() -> (&'static [*const c_char], &'static [usize]) {
+    static KINDS: OnceLock<Immortal<(Vec<*const c_char>, Vec<usize>)>> = OnceLock::new();
+    let kinds = &KINDS.get_or_init(|| Immortal((vec![c"device".as_ptr(); NUM_PARAMETERS], vec![6; NUM_PARAMETERS]))).0;
+    (&kinds.0, &kinds.1)
+}
+
+slot_fn!(PJRT_Executable_OutputMemoryKinds => fn executable_output_memory_kinds(
+    args: PJRT_Executable_OutputMemoryKinds_Args, fault
+) {
+    executable(args.executable)?;
+    let (kinds, sizes) = device_kinds();
+    args.memory_kinds = kinds.as_ptr();
+    args.memory_kind_sizes = sizes.as_ptr();
+    args.num_outputs = OUTPUT_DIM_SIZES.len();
+    shape_array(fault, &mut args.memory_kinds, &mut args.num_outputs);
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_ParameterMemoryKinds => fn executable_parameter_memory_kinds(
+    args: PJRT_Executable_ParameterMemoryKinds_Args, fault
+) {
+    executable(args.executable)?;
+    let (kinds, sizes) = device_kinds();
+    args.memory_kinds = kinds.as_ptr();
+    args.memory_kind_sizes = sizes.as_ptr();
+    args.num_parameters = NUM_PARAMETERS;
+    shape_array(fault, &mut args.memory_kinds, &mut args.num_parameters);
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_GetCompiledMemoryStats => fn executable_compiled_memory_stats(
+    args: PJRT_Executable_GetCompiledMemoryStats_Args, fault
+) {
+    executable(args.executable)?;
+    args.generated_code_size_in_bytes = 4096;
+    args.argument_size_in_bytes = (NUM_PARAMETERS * PARAMETER_BYTES) as i64;
+    args.output_size_in_bytes = PARAMETER_BYTES as i64;
+    args.peak_memory_in_bytes = 3 * PARAMETER_BYTES as i64;
+    Ok(())
+});
+
+/// Bytes handed out with a deleter (serialized compile options, device assignments).
+struct FakeSerialized(Vec<u8>);
+
+fn serialized(bytes: Vec<u8>) -> (*const c_char, usize, *mut FakeSerialized) {
+    let owned = Box::new(FakeSerialized(bytes));
+    let (ptr, len) = (owned.0.as_ptr().cast(), owned.0.len());
+    bump(&COUNTERS.serialized_created);
+    (ptr, len, Box::into_raw(owned))
+}
+
+unsafe extern "C" fn free_serialized<T>(serialized: *mut T) {
+    if !serialized.is_null() {
+        // SAFETY: a `Box<FakeSerialized>` this plugin leaked; the client frees it once.
+        drop(unsafe { Box::from_raw(serialized.cast::<FakeSerialized>()) });
+        bump(&COUNTERS.serialized_destroyed);
+    }
+}
+
+slot_fn!(PJRT_Executable_GetCompileOptions => fn executable_get_compile_options(
+    args: PJRT_Executable_GetCompileOptions_Args, fault
+) {
+    let executable = executable(args.executable)?;
+    // CompileOptionsProto { executable_build_options (3) { num_replicas (4), num_partitions (5) } }.
+    let bytes = vec![0x1a, 0x04, 0x20, executable.replicas as u8, 0x28, executable.partitions as u8];
+    let (ptr, len, owner) = serialized(bytes);
+    args.serialized_bytes = ptr;
+    args.serialized_bytes_size = len;
+    args.serialized_compile_options = owner.cast();
+    args.serialized_compile_options_deleter = Some(free_serialized::<sys::PJRT_SerializedCompileOptions>);
+    shape_array(fault, &mut args.serialized_bytes, &mut args.serialized_bytes_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_LoadedExecutable_GetDeviceAssignment => fn loaded_get_device_assignment(
+    args: PJRT_LoadedExecutable_GetDeviceAssignment_Args, fault
+) {
+    let loaded = loaded(args.executable)?;
+    if loaded.devices.is_empty() {
+        return Err(invalid("fake: a portable executable has no device assignment"));
+    }
+    // DeviceAssignmentProto { replica_count (1), computation_count (2),
+    // computation_devices (3) { replica_device_ids (1) } per partition }.
+    let mut bytes = vec![0x08, loaded.replicas as u8, 0x10, loaded.partitions as u8];
+    for partition in 0..loaded.partitions {
+        let ids: Vec<u8> = (0..loaded.replicas)
+            .flat_map(|replica| {
+                let device = loaded.devices[replica * loaded.partitions + partition];
+                [0x08, device_index(device).unwrap_or(0) as u8]
+            })
+            .collect();
+        bytes.extend([0x1a, ids.len() as u8]);
+        bytes.extend(ids);
+    }
+    let (ptr, len, owner) = serialized(bytes);
+    args.serialized_bytes = ptr;
+    args.serialized_bytes_size = len;
+    args.serialized_device_assignment = owner.cast();
+    args.serialized_device_assignment_deleter = Some(free_serialized::<sys::PJRT_DeviceAssignmentSerialized>);
+    shape_array(fault, &mut args.serialized_bytes, &mut args.serialized_bytes_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_LoadedExecutable_AddressableDeviceLogicalIds => fn loaded_logical_ids(
+    args: PJRT_LoadedExecutable_AddressableDeviceLogicalIds_Args, fault
+) {
+    let loaded = loaded(args.executable)?;
+    args.addressable_device_logical_ids = loaded.logical_ids.as_ptr().cast_mut();
+    args.num_addressable_device_logical_ids = loaded.logical_ids.len();
+    let mut ptr = args.addressable_device_logical_ids.cast_const();
+    shape_array(fault, &mut ptr, &mut args.num_addressable_device_logical_ids);
+    args.addressable_device_logical_ids = ptr.cast_mut();
+    Ok(())
+});
+
+// The deprecated per-loaded-executable fingerprint: the same text.
+slot_fn!(PJRT_LoadedExecutable_Fingerprint => fn loaded_fingerprint(args: PJRT_LoadedExecutable_Fingerprint_Args, fault) {
+    loaded(args.executable)?;
+    set_string(fault, FINGERPRINT, &mut args.executable_fingerprint, &mut args.executable_fingerprint_size);
+    Ok(())
+});
+
+/// An execute context: only its life is tracked.
+struct FakeExecuteContext;
+
+slot_fn!(PJRT_ExecuteContext_Create => fn execute_context_create(args: PJRT_ExecuteContext_Create_Args, fault) {
+    if injects(fault, Fault::NullOutput) {
+        args.context = null_mut();
+        return Ok(());
+    }
+    args.context = Box::into_raw(Box::new(FakeExecuteContext)).cast();
+    bump(&COUNTERS.execute_contexts_created);
+    Ok(())
+});
+
+slot_fn!(PJRT_ExecuteContext_Destroy => fn execute_context_destroy(args: PJRT_ExecuteContext_Destroy_Args, fault) {
+    if !args.context.is_null() {
+        // SAFETY: a context this plugin created; the client destroys it once.
+        drop(unsafe { Box::from_raw(args.context.cast::<FakeExecuteContext>()) });
+        bump(&COUNTERS.execute_contexts_destroyed);
+    }
+    Ok(())
+});
+
 slot_fn!(PJRT_LoadedExecutable_AddressableDevices => fn loaded_addressable_devices(
     args: PJRT_LoadedExecutable_AddressableDevices_Args, fault
 ) {
@@ -1933,6 +2109,17 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_Event_Set = Some(event_set);
         api.PJRT_Client_Create = Some(client_create);
         api.PJRT_Client_DmaMap = Some(client_dma_map);
+        api.PJRT_Executable_SizeOfGeneratedCodeInBytes = Some(executable_code_size);
+        api.PJRT_Executable_GetCostAnalysis = Some(executable_cost_analysis);
+        api.PJRT_Executable_OutputMemoryKinds = Some(executable_output_memory_kinds);
+        api.PJRT_Executable_ParameterMemoryKinds = Some(executable_parameter_memory_kinds);
+        api.PJRT_Executable_GetCompiledMemoryStats = Some(executable_compiled_memory_stats);
+        api.PJRT_Executable_GetCompileOptions = Some(executable_get_compile_options);
+        api.PJRT_LoadedExecutable_GetDeviceAssignment = Some(loaded_get_device_assignment);
+        api.PJRT_LoadedExecutable_AddressableDeviceLogicalIds = Some(loaded_logical_ids);
+        api.PJRT_LoadedExecutable_Fingerprint = Some(loaded_fingerprint);
+        api.PJRT_ExecuteContext_Create = Some(execute_context_create);
+        api.PJRT_ExecuteContext_Destroy = Some(execute_context_destroy);
         api.PJRT_Device_MemoryStats = Some(device_memory_stats);
         api.PJRT_Device_ClearMemoryStats = Some(device_clear_memory_stats);
         api.PJRT_Device_GetAttributes = Some(device_get_attributes);

@@ -95,6 +95,8 @@ pub const OBJECT_KINDS: &[(&str, &str)] = &[
     ("dma_maps", "dma_unmaps"),
     ("device_attributes_created", "device_attributes_destroyed"),
     ("tracking_events_created", "tracking_events_destroyed"),
+    ("serialized_created", "serialized_destroyed"),
+    ("execute_contexts_created", "execute_contexts_destroyed"),
 ];
 
 /// One copy of the fake plugin, configured with one scenario.
