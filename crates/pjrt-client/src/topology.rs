@@ -5,7 +5,7 @@ use std::ffi::c_char;
 use std::fmt;
 use std::ptr::NonNull;
 
-use crate::api::{checked_slice, pjrt_call, slice_from_raw, string_from_raw};
+use crate::api::{checked_slice, checked_string, pjrt_call, slice_from_raw, string_from_raw};
 use crate::buffer_ext::check_array;
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
@@ -113,7 +113,14 @@ impl Topology {
         args.topology = self.raw.as_ptr();
         pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_PlatformName, &mut args)?;
         // SAFETY: owned by the topology; copied at once.
-        Ok(unsafe { string_from_raw(args.platform_name, args.platform_name_size) })
+        unsafe {
+            checked_string(
+                args.platform_name,
+                args.platform_name_size,
+                "PJRT_TopologyDescription_PlatformName",
+                "the name",
+            )
+        }
     }
 
     /// The platform version.
@@ -122,7 +129,14 @@ impl Topology {
         args.topology = self.raw.as_ptr();
         pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_PlatformVersion, &mut args)?;
         // SAFETY: owned by the topology; copied at once.
-        Ok(unsafe { string_from_raw(args.platform_version, args.platform_version_size) })
+        unsafe {
+            checked_string(
+                args.platform_version,
+                args.platform_version_size,
+                "PJRT_TopologyDescription_PlatformVersion",
+                "the version",
+            )
+        }
     }
 
     /// Number of device descriptions.
@@ -131,7 +145,15 @@ impl Topology {
         args.topology = self.raw.as_ptr();
         pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_GetDeviceDescriptions, &mut args)?;
         // SAFETY: the array is owned by the topology.
-        Ok(unsafe { slice_from_raw(args.descriptions, args.num_descriptions) }.len())
+        Ok(unsafe {
+            checked_slice(
+                args.descriptions,
+                args.num_descriptions,
+                "PJRT_TopologyDescription_GetDeviceDescriptions",
+                "descriptions",
+            )
+        }?
+        .len())
     }
 
     /// The descriptions of the topology's devices.
@@ -167,7 +189,15 @@ impl Topology {
         args.topology = self.raw.as_ptr();
         pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_Attributes, &mut args)?;
         // SAFETY: owned by the topology; copied at once.
-        Ok(unsafe { read_named_values(args.attributes, args.num_attributes) })
+        unsafe {
+            let attributes = checked_slice(
+                args.attributes,
+                args.num_attributes,
+                "PJRT_TopologyDescription_Attributes",
+                "attributes",
+            )?;
+            Ok(read_named_values(attributes.as_ptr(), attributes.len()))
+        }
     }
 
     /// A fingerprint that identifies the topology.
@@ -184,7 +214,15 @@ impl Topology {
         args.topology = self.raw.as_ptr();
         pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_GetMemorySpaceKindIds, &mut args)?;
         // SAFETY: owned by the topology; copied at once.
-        Ok(unsafe { slice_from_raw(args.memory_space_kind_ids, args.num_memory_space_kind_ids) }.to_vec())
+        Ok(unsafe {
+            checked_slice(
+                args.memory_space_kind_ids,
+                args.num_memory_space_kind_ids,
+                "PJRT_TopologyDescription_GetMemorySpaceKindIds",
+                "kind ids",
+            )
+        }?
+        .to_vec())
     }
 
     /// The shape a memory space stores an array of `element_type` and `dims` as
@@ -230,12 +268,20 @@ impl Topology {
         args.topology = self.raw.as_ptr();
         pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_Serialize, &mut args)?;
         // SAFETY: the bytes live until the deleter is called, which happens right after the copy.
-        let bytes = unsafe { slice_from_raw(args.serialized_bytes as *const u8, args.serialized_bytes_size) }.to_vec();
+        let bytes = unsafe {
+            checked_slice(
+                args.serialized_bytes as *const u8,
+                args.serialized_bytes_size,
+                "PJRT_TopologyDescription_Serialize",
+                "the bytes",
+            )
+        }
+        .map(<[u8]>::to_vec);
         if let Some(deleter) = args.serialized_topology_deleter {
             // SAFETY: called once, on the object the plugin handed out.
             unsafe { deleter(args.serialized_topology) };
         }
-        Ok(bytes)
+        bytes
     }
 
     /// Compiles `program` for this topology without needing its devices (`PJRT_Compile`). With

@@ -115,6 +115,15 @@ enum Op {
     LogicalIds,
     /// An execute context made, then dropped.
     NewExecuteContext,
+    ClientTopology,
+    TopologyName,
+    TopologyVersion,
+    TopologyDescriptions,
+    TopologyAttributes,
+    TopologyFingerprint,
+    TopologySerialize,
+    TopologyKindIds,
+    CanonicalShape,
 }
 
 /// What a case must give.
@@ -381,6 +390,21 @@ fn executable_cases() -> Vec<Case> {
     cases.extend(array_cases(CompileOptionsOf, "PJRT_Executable_GetCompileOptions"));
     cases.extend(array_cases(DeviceAssignmentOf, "PJRT_LoadedExecutable_GetDeviceAssignment"));
     cases.extend(array_cases(LogicalIds, "PJRT_LoadedExecutable_AddressableDeviceLogicalIds"));
+    cases.extend(handle_cases(ClientTopology, "PJRT_Client_TopologyDescription"));
+    cases.extend(array_cases(TopologyName, "PJRT_TopologyDescription_PlatformName"));
+    cases.extend(array_cases(TopologyVersion, "PJRT_TopologyDescription_PlatformVersion"));
+    cases.extend(array_cases(TopologyDescriptions, "PJRT_TopologyDescription_GetDeviceDescriptions"));
+    cases.extend(array_cases(TopologyAttributes, "PJRT_TopologyDescription_Attributes"));
+    cases.push(fail_case(TopologyFingerprint, "PJRT_TopologyDescription_Fingerprint"));
+    cases.extend(array_cases(TopologySerialize, "PJRT_TopologyDescription_Serialize"));
+    cases.extend(array_cases(TopologyKindIds, "PJRT_TopologyDescription_GetMemorySpaceKindIds"));
+    cases.extend(array_cases(CanonicalShape, "PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace"));
+    // The kind ids are read first, to check the kind: their failure is the shape's failure.
+    cases.push(case(
+        CanonicalShape,
+        "fail PJRT_TopologyDescription_GetMemorySpaceKindIds",
+        Pjrt("PJRT_TopologyDescription_GetMemorySpaceKindIds"),
+    ));
     cases.push(fail_case(NewExecuteContext, "PJRT_ExecuteContext_Create"));
     cases.push(case(NewExecuteContext, "null_output PJRT_ExecuteContext_Create", Invalid));
     cases.push(Case {
@@ -435,22 +459,14 @@ const NOT_YET_IN_THE_FAKE_PLUGIN: &[&str] = &[
     "PJRT_CopyToDeviceStream_Destroy",
     "PJRT_CopyToDeviceStream_GranuleSize",
     "PJRT_CopyToDeviceStream_TotalBytes",
-    // Topologies and ahead-of-time compilation (tests/aot.rs, tests/parity_slots.rs).
+    // Topologies made or read by name or bytes, ahead-of-time compilation (tests/aot.rs; the fake
+    // has only its client's topology).
     "PJRT_Client_Load",
-    "PJRT_Client_TopologyDescription",
     "PJRT_Compile",
     "PJRT_Executable_Serialize",
-    "PJRT_TopologyDescription_Attributes",
     "PJRT_TopologyDescription_Create",
     "PJRT_TopologyDescription_Deserialize",
     "PJRT_TopologyDescription_Destroy",
-    "PJRT_TopologyDescription_Fingerprint",
-    "PJRT_TopologyDescription_GetDeviceDescriptions",
-    "PJRT_TopologyDescription_GetMemorySpaceKindIds",
-    "PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace",
-    "PJRT_TopologyDescription_PlatformName",
-    "PJRT_TopologyDescription_PlatformVersion",
-    "PJRT_TopologyDescription_Serialize",
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -589,6 +605,53 @@ impl Op {
                 let context = pjrt_client::ExecuteContext::new(&env.plugin)?;
                 drop(context);
                 Ok(true)
+            }
+            Op::ClientTopology => {
+                arm();
+                let topology = client.topology()?;
+                Ok(!topology.as_raw().is_null())
+            }
+            Op::TopologyName => {
+                let topology = client.topology()?;
+                arm();
+                Ok(topology.platform_name()? == "fake")
+            }
+            Op::TopologyVersion => {
+                let topology = client.topology()?;
+                arm();
+                Ok(topology.platform_version()? == "fake 0.1")
+            }
+            Op::TopologyDescriptions => {
+                let topology = client.topology()?;
+                arm();
+                let descriptions = topology.device_descriptions()?;
+                Ok(descriptions.len() == 2 && descriptions[1].id()? == 1 && topology.device_count()? == 2)
+            }
+            Op::TopologyAttributes => {
+                let topology = client.topology()?;
+                arm();
+                Ok(topology.attributes()?.len() == 2)
+            }
+            Op::TopologyFingerprint => {
+                let topology = client.topology()?;
+                arm();
+                Ok(topology.fingerprint()? == 0xfa4e)
+            }
+            Op::TopologySerialize => {
+                let topology = client.topology()?;
+                arm();
+                Ok(topology.serialize()? == b"fake topology")
+            }
+            Op::TopologyKindIds => {
+                let topology = client.topology()?;
+                arm();
+                Ok(topology.memory_space_kind_ids()? == [0, 1])
+            }
+            Op::CanonicalShape => {
+                let topology = client.topology()?;
+                arm();
+                let shape = topology.canonical_shape(1, ElementType::F32, &[2, 3])?;
+                Ok(shape.primitive_type == 11 && shape.dims == [2, 3] && shape.minor_to_major == Some(vec![1, 0]))
             }
             Op::UserEvent => {
                 arm();
