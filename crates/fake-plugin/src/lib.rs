@@ -1403,6 +1403,8 @@ struct FakeBuffer {
     device: usize,
     memory: usize,
     deleted: AtomicBool,
+    /// External references taken (`IncreaseExternalReferenceCount`) and not yet released.
+    external_references: AtomicI64,
 }
 
 fn new_buffer(
@@ -1413,7 +1415,15 @@ fn new_buffer(
     memory: usize,
 ) -> *mut sys::PJRT_Buffer {
     bump(&COUNTERS.buffers_created);
-    let buffer = FakeBuffer { element_type, dims, bytes, device, memory, deleted: AtomicBool::new(false) };
+    let buffer = FakeBuffer {
+        element_type,
+        dims,
+        bytes,
+        device,
+        memory,
+        deleted: AtomicBool::new(false),
+        external_references: AtomicI64::new(0),
+    };
     Box::into_raw(Box::new(buffer)).cast()
 }
 
@@ -1548,6 +1558,107 @@ slot_fn!(PJRT_Buffer_Dimensions => fn buffer_dimensions(args: PJRT_Buffer_Dimens
 
 slot_fn!(PJRT_Buffer_OnDeviceSizeInBytes => fn buffer_on_device_size(args: PJRT_Buffer_OnDeviceSizeInBytes_Args, fault) {
     args.on_device_size_in_bytes = live_buffer(args.buffer)?.bytes.len();
+    Ok(())
+});
+
+// ---- buffer extras ----
+
+slot_fn!(PJRT_Buffer_IsOnCpu => fn buffer_is_on_cpu(args: PJRT_Buffer_IsOnCpu_Args, fault) {
+    buffer(args.buffer)?;
+    args.is_on_cpu = true;
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_UnpaddedDimensions => fn buffer_unpadded_dimensions(args: PJRT_Buffer_UnpaddedDimensions_Args, fault) {
+    let b = buffer(args.buffer)?;
+    args.unpadded_dims = b.dims.as_ptr();
+    args.num_dims = b.dims.len();
+    shape_array(fault, &mut args.unpadded_dims, &mut args.num_dims);
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_DynamicDimensionIndices => fn buffer_dynamic_dimension_indices(
+    args: PJRT_Buffer_DynamicDimensionIndices_Args, fault
+) {
+    buffer(args.buffer)?;
+    // No dynamic dimensions; a count only a fault makes non-zero.
+    static NONE: [usize; 1] = [0];
+    args.dynamic_dim_indices = NONE.as_ptr();
+    args.num_dynamic_dims = 0;
+    shape_array(fault, &mut args.dynamic_dim_indices, &mut args.num_dynamic_dims);
+    if injects(fault, Fault::NullOutput) {
+        args.num_dynamic_dims = 1;
+    }
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_UnsafePointer => fn buffer_unsafe_pointer(args: PJRT_Buffer_UnsafePointer_Args, fault) {
+    args.buffer_pointer = buffer(args.buffer)?.bytes.as_ptr() as usize;
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_OpaqueDeviceMemoryDataPointer => fn buffer_device_pointer(
+    args: PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args, fault
+) {
+    args.device_memory_ptr = null_handle(fault, buffer(args.buffer)?.bytes.as_ptr().cast_mut().cast());
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_IncreaseExternalReferenceCount => fn buffer_increase_references(
+    args: PJRT_Buffer_IncreaseExternalReferenceCount_Args, fault
+) {
+    buffer(args.buffer)?.external_references.fetch_add(1, Ordering::SeqCst);
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_DecreaseExternalReferenceCount => fn buffer_decrease_references(
+    args: PJRT_Buffer_DecreaseExternalReferenceCount_Args, fault
+) {
+    let b = buffer(args.buffer)?;
+    if b.external_references.fetch_sub(1, Ordering::SeqCst) <= 0 {
+        b.external_references.fetch_add(1, Ordering::SeqCst);
+        return Err(invalid("fake: no external reference to release"));
+    }
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_CopyRawToHost => fn buffer_copy_raw_to_host(args: PJRT_Buffer_CopyRawToHost_Args, fault) {
+    let b = buffer(args.buffer)?;
+    let (offset, size) = (usize::try_from(args.offset), usize::try_from(args.transfer_size));
+    let (Ok(offset), Ok(size)) = (offset, size) else { return Err(invalid("fake: negative offset or size")) };
+    if offset.checked_add(size).is_none_or(|end| end > b.bytes.len()) {
+        return Err(invalid("fake: the range is outside the buffer"));
+    }
+    if size > 0 {
+        // SAFETY: the client passes `transfer_size` writable bytes at `dst`.
+        unsafe { std::ptr::copy_nonoverlapping(b.bytes[offset..].as_ptr(), args.dst.cast::<u8>(), size) };
+    }
+    if injects(fault, Fault::NullOutput) {
+        args.event = null_mut();
+        return Ok(());
+    }
+    args.event = new_event("PJRT_Buffer_CopyRawToHost");
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_Bitcast => fn buffer_bitcast(args: PJRT_Buffer_Bitcast_Args, fault) {
+    let b = buffer(args.buffer)?;
+    let dims: Vec<i64> = if args.num_dims == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: the client passes `num_dims` readable dimensions.
+        unsafe { std::slice::from_raw_parts(args.dims, args.num_dims) }.to_vec()
+    };
+    let count = dims.iter().try_fold(1usize, |n, d| usize::try_from(*d).ok().and_then(|d| n.checked_mul(d)));
+    let size = count.and_then(|c| ElementType::from_raw(args.element_type).host_bytes(c));
+    if size != Some(b.bytes.len()) {
+        return Err(invalid("fake: a bitcast keeps the byte size"));
+    }
+    if injects(fault, Fault::NullOutput) {
+        args.out_buffer = null_mut();
+        return Ok(());
+    }
+    args.out_buffer = new_buffer(args.element_type, dims, b.bytes.clone(), b.device, b.memory);
     Ok(())
 });
 
@@ -2238,6 +2349,15 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_Event_Set = Some(event_set);
         api.PJRT_Client_Create = Some(client_create);
         api.PJRT_Client_DmaMap = Some(client_dma_map);
+        api.PJRT_Buffer_IsOnCpu = Some(buffer_is_on_cpu);
+        api.PJRT_Buffer_UnpaddedDimensions = Some(buffer_unpadded_dimensions);
+        api.PJRT_Buffer_DynamicDimensionIndices = Some(buffer_dynamic_dimension_indices);
+        api.PJRT_Buffer_UnsafePointer = Some(buffer_unsafe_pointer);
+        api.PJRT_Buffer_OpaqueDeviceMemoryDataPointer = Some(buffer_device_pointer);
+        api.PJRT_Buffer_IncreaseExternalReferenceCount = Some(buffer_increase_references);
+        api.PJRT_Buffer_DecreaseExternalReferenceCount = Some(buffer_decrease_references);
+        api.PJRT_Buffer_CopyRawToHost = Some(buffer_copy_raw_to_host);
+        api.PJRT_Buffer_Bitcast = Some(buffer_bitcast);
         api.PJRT_Client_TopologyDescription = Some(client_topology);
         api.PJRT_TopologyDescription_PlatformName = Some(topology_platform_name);
         api.PJRT_TopologyDescription_PlatformVersion = Some(topology_platform_version);

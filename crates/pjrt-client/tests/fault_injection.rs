@@ -116,6 +116,14 @@ enum Op {
     /// An execute context made, then dropped.
     NewExecuteContext,
     ClientTopology,
+    IsOnCpu,
+    UnpaddedDimensions,
+    DynamicDimensions,
+    UnsafePointer,
+    /// An external reference taken, its device pointer read, then released.
+    ExternalReference,
+    RawCopy,
+    Bitcast,
     TopologyName,
     TopologyVersion,
     TopologyDescriptions,
@@ -390,6 +398,20 @@ fn executable_cases() -> Vec<Case> {
     cases.extend(array_cases(CompileOptionsOf, "PJRT_Executable_GetCompileOptions"));
     cases.extend(array_cases(DeviceAssignmentOf, "PJRT_LoadedExecutable_GetDeviceAssignment"));
     cases.extend(array_cases(LogicalIds, "PJRT_LoadedExecutable_AddressableDeviceLogicalIds"));
+    cases.push(fail_case(IsOnCpu, "PJRT_Buffer_IsOnCpu"));
+    cases.extend(array_cases(UnpaddedDimensions, "PJRT_Buffer_UnpaddedDimensions"));
+    cases.extend(array_cases(DynamicDimensions, "PJRT_Buffer_DynamicDimensionIndices"));
+    cases.push(fail_case(UnsafePointer, "PJRT_Buffer_UnsafePointer"));
+    cases.push(fail_case(ExternalReference, "PJRT_Buffer_IncreaseExternalReferenceCount"));
+    cases.push(fail_case(ExternalReference, "PJRT_Buffer_OpaqueDeviceMemoryDataPointer"));
+    // A release that fails cannot be reported from Drop; the buffer stays usable.
+    cases.push(case(ExternalReference, "fail PJRT_Buffer_DecreaseExternalReferenceCount", Ok));
+    cases.push(fail_case(RawCopy, "PJRT_Buffer_CopyRawToHost"));
+    // No event: nothing says when the plugin stops writing, so the destination is leaked, not freed.
+    cases.push(case(RawCopy, "null_output PJRT_Buffer_CopyRawToHost", Invalid));
+    cases.push(case(RawCopy, "event error for PJRT_Buffer_CopyRawToHost", Pjrt("PJRT_Event_Await")));
+    cases.push(case(RawCopy, "event late 30ms for PJRT_Buffer_CopyRawToHost", Ok));
+    cases.extend(handle_cases(Bitcast, "PJRT_Buffer_Bitcast"));
     cases.extend(handle_cases(ClientTopology, "PJRT_Client_TopologyDescription"));
     cases.extend(array_cases(TopologyName, "PJRT_TopologyDescription_PlatformName"));
     cases.extend(array_cases(TopologyVersion, "PJRT_TopologyDescription_PlatformVersion"));
@@ -425,18 +447,9 @@ const NOT_YET_IN_THE_FAKE_PLUGIN: &[&str] = &[
     // Loading serialized executables (tests/executable_parity.rs; the fake does not serialize).
     "PJRT_Executable_DeserializeAndLoad",
     // Buffer extras (tests/buffer_parity.rs, tests/zero_copy.rs).
-    "PJRT_Buffer_Bitcast",
-    "PJRT_Buffer_CopyRawToHost",
     "PJRT_Buffer_CopyRawToHostFuture",
-    "PJRT_Buffer_DecreaseExternalReferenceCount",
     "PJRT_Buffer_DonateWithControlDependency",
-    "PJRT_Buffer_DynamicDimensionIndices",
     "PJRT_Buffer_GetMemoryLayout",
-    "PJRT_Buffer_IncreaseExternalReferenceCount",
-    "PJRT_Buffer_IsOnCpu",
-    "PJRT_Buffer_OpaqueDeviceMemoryDataPointer",
-    "PJRT_Buffer_UnpaddedDimensions",
-    "PJRT_Buffer_UnsafePointer",
     "PJRT_Client_CreateAliasBuffer",
     "PJRT_Client_CreateErrorBuffer",
     "PJRT_Client_CreateUninitializedBuffer",
@@ -605,6 +618,46 @@ impl Op {
                 let context = pjrt_client::ExecuteContext::new(&env.plugin)?;
                 drop(context);
                 Ok(true)
+            }
+            Op::IsOnCpu => {
+                let buffer = upload(client, &A, 0)?;
+                arm();
+                Ok(buffer.is_on_cpu()?)
+            }
+            Op::UnpaddedDimensions => {
+                let buffer = upload(client, &A, 0)?;
+                arm();
+                Ok(buffer.unpadded_dimensions()? == [4])
+            }
+            Op::DynamicDimensions => {
+                let buffer = upload(client, &A, 0)?;
+                arm();
+                Ok(buffer.dynamic_dimension_indices()?.is_empty())
+            }
+            Op::UnsafePointer => {
+                let buffer = upload(client, &A, 0)?;
+                arm();
+                Ok(!buffer.unsafe_pointer()?.is_null())
+            }
+            Op::ExternalReference => {
+                let buffer = upload(client, &A, 0)?;
+                arm();
+                let reference = buffer.external_reference()?;
+                let pointer = reference.device_pointer()?;
+                drop(reference);
+                Ok(!pointer.is_null())
+            }
+            Op::RawCopy => {
+                let buffer = upload(client, &A, 0)?;
+                arm();
+                let bytes = buffer.copy_raw_to_host(4, 8)?;
+                Ok(bytes == [2f32, 3.].iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>())
+            }
+            Op::Bitcast => {
+                let buffer = upload(client, &A, 0)?;
+                arm();
+                let square = buffer.bitcast(ElementType::F32, &[2, 2])?;
+                Ok(square.dimensions()? == [2, 2] && square.to_vec::<f32>()? == A)
             }
             Op::ClientTopology => {
                 arm();
