@@ -1405,6 +1405,8 @@ struct FakeBuffer {
     deleted: AtomicBool,
     /// External references taken (`IncreaseExternalReferenceCount`) and not yet released.
     external_references: AtomicI64,
+    /// The error of an error buffer (`PJRT_Client_CreateErrorBuffer`): its ready event fails.
+    error: Option<(PJRT_Error_Code, String)>,
 }
 
 fn new_buffer(
@@ -1423,6 +1425,7 @@ fn new_buffer(
         memory,
         deleted: AtomicBool::new(false),
         external_references: AtomicI64::new(0),
+        error: None,
     };
     Box::into_raw(Box::new(buffer)).cast()
 }
@@ -1683,8 +1686,75 @@ slot_fn!(PJRT_Buffer_Memory => fn buffer_memory(args: PJRT_Buffer_Memory_Args, f
 });
 
 slot_fn!(PJRT_Buffer_ReadyEvent => fn buffer_ready_event(args: PJRT_Buffer_ReadyEvent_Args, fault) {
-    buffer(args.buffer)?;
+    let b = buffer(args.buffer)?;
     args.event = if injects(fault, Fault::NullOutput) { null_mut() } else { new_event("PJRT_Buffer_ReadyEvent") };
+    if let (Some(error), false) = (&b.error, args.event.is_null()) {
+        // An error buffer is never ready with data: its event completes with the error at once.
+        // SAFETY: the event was just made by `new_event`.
+        let state = unsafe { &(*args.event.cast::<FakeEvent>()).0 };
+        let mut inner = lock(&state.inner);
+        inner.result = Some(Some(error.clone()));
+    }
+    Ok(())
+});
+
+/// Dims and element type of a shape the client passes, checked like a real plugin would.
+///
+/// # Safety
+/// `dims` must be NULL or point to `num_dims` readable values.
+unsafe fn shape_of(
+    dims: *const i64,
+    num_dims: usize,
+    element_type: sys::PJRT_Buffer_Type,
+) -> Result<(Vec<i64>, usize), *mut PJRT_Error> {
+    let dims: Vec<i64> =
+        if num_dims == 0 { Vec::new() } else { unsafe { std::slice::from_raw_parts(dims, num_dims) }.to_vec() };
+    let count = dims.iter().try_fold(1usize, |n, d| usize::try_from(*d).ok().and_then(|d| n.checked_mul(d)));
+    let size = count
+        .and_then(|c| ElementType::from_raw(element_type).host_bytes(c))
+        .ok_or_else(|| invalid("fake: a shape with a negative dimension, a bad type or too many bytes"))?;
+    Ok((dims, size))
+}
+
+slot_fn!(PJRT_Client_CreateUninitializedBuffer => fn client_create_uninitialized_buffer(
+    args: PJRT_Client_CreateUninitializedBuffer_Args, fault
+) {
+    client(args.client)?;
+    // SAFETY: the client passes `shape_num_dims` readable dimensions.
+    let (dims, size) = unsafe { shape_of(args.shape_dims, args.shape_num_dims, args.shape_element_type) }?;
+    let (device, memory) = if args.memory.is_null() {
+        let device = device_index(args.device)?;
+        (device, DEVICES[device].default_memory)
+    } else {
+        let memory = memory_index(args.memory)?;
+        (MEMORIES[memory].devices[0], memory)
+    };
+    args.buffer = if injects(fault, Fault::NullOutput) {
+        null_mut()
+    } else {
+        new_buffer(args.shape_element_type, dims, vec![0; size], device, memory)
+    };
+    Ok(())
+});
+
+slot_fn!(PJRT_Client_CreateErrorBuffer => fn client_create_error_buffer(args: PJRT_Client_CreateErrorBuffer_Args, fault) {
+    client(args.client)?;
+    // SAFETY: the client passes `shape_num_dims` readable dimensions.
+    let (dims, size) = unsafe { shape_of(args.shape_dims, args.shape_num_dims, args.shape_element_type) }?;
+    let memory = memory_index(args.memory)?;
+    if args.error_code.0 == 0 {
+        return Err(invalid("fake: an error buffer needs an error code"));
+    }
+    // SAFETY: the client passes `error_message_size` readable bytes.
+    let message = String::from_utf8_lossy(unsafe { sys_bytes(args.error_message, args.error_message_size) }).into_owned();
+    if injects(fault, Fault::NullOutput) {
+        args.buffer = null_mut();
+        return Ok(());
+    }
+    let raw = new_buffer(args.shape_element_type, dims, vec![0; size], MEMORIES[memory].devices[0], memory);
+    // SAFETY: just made by `new_buffer`, not shared yet.
+    unsafe { (*raw.cast::<FakeBuffer>()).error = Some((args.error_code, message)) };
+    args.buffer = raw;
     Ok(())
 });
 
@@ -2349,6 +2419,8 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_Event_Set = Some(event_set);
         api.PJRT_Client_Create = Some(client_create);
         api.PJRT_Client_DmaMap = Some(client_dma_map);
+        api.PJRT_Client_CreateUninitializedBuffer = Some(client_create_uninitialized_buffer);
+        api.PJRT_Client_CreateErrorBuffer = Some(client_create_error_buffer);
         api.PJRT_Buffer_IsOnCpu = Some(buffer_is_on_cpu);
         api.PJRT_Buffer_UnpaddedDimensions = Some(buffer_unpadded_dimensions);
         api.PJRT_Buffer_DynamicDimensionIndices = Some(buffer_dynamic_dimension_indices);

@@ -116,6 +116,9 @@ enum Op {
     /// An execute context made, then dropped.
     NewExecuteContext,
     ClientTopology,
+    Uninitialized,
+    /// An error buffer made; its ready event must fail with the error.
+    ErrorBuffer,
     IsOnCpu,
     UnpaddedDimensions,
     DynamicDimensions,
@@ -398,6 +401,8 @@ fn executable_cases() -> Vec<Case> {
     cases.extend(array_cases(CompileOptionsOf, "PJRT_Executable_GetCompileOptions"));
     cases.extend(array_cases(DeviceAssignmentOf, "PJRT_LoadedExecutable_GetDeviceAssignment"));
     cases.extend(array_cases(LogicalIds, "PJRT_LoadedExecutable_AddressableDeviceLogicalIds"));
+    cases.extend(handle_cases(Uninitialized, "PJRT_Client_CreateUninitializedBuffer"));
+    cases.extend(handle_cases(ErrorBuffer, "PJRT_Client_CreateErrorBuffer"));
     cases.push(fail_case(IsOnCpu, "PJRT_Buffer_IsOnCpu"));
     cases.extend(array_cases(UnpaddedDimensions, "PJRT_Buffer_UnpaddedDimensions"));
     cases.extend(array_cases(DynamicDimensions, "PJRT_Buffer_DynamicDimensionIndices"));
@@ -451,8 +456,6 @@ const NOT_YET_IN_THE_FAKE_PLUGIN: &[&str] = &[
     "PJRT_Buffer_DonateWithControlDependency",
     "PJRT_Buffer_GetMemoryLayout",
     "PJRT_Client_CreateAliasBuffer",
-    "PJRT_Client_CreateErrorBuffer",
-    "PJRT_Client_CreateUninitializedBuffer",
     "PJRT_Client_CreateViewOfDeviceBuffer",
     "PJRT_Client_FulfillAliasBuffer",
     // The async host-to-device transfer manager (tests/buffer_parity.rs).
@@ -618,6 +621,25 @@ impl Op {
                 let context = pjrt_client::ExecuteContext::new(&env.plugin)?;
                 drop(context);
                 Ok(true)
+            }
+            Op::Uninitialized => {
+                arm();
+                let buffer = client.create_uninitialized_buffer(ElementType::S32, &[2, 3], Placement::Device(&d1))?;
+                Ok(buffer.dimensions()? == [2, 3] && buffer.device()? == d1)
+            }
+            Op::ErrorBuffer => {
+                arm();
+                let buffer = client.create_error_buffer(
+                    ErrorCode::DataLoss,
+                    "boom",
+                    ElementType::F32,
+                    &[4],
+                    Placement::Default,
+                )?;
+                match buffer.ready_event()?.wait_timeout(Duration::from_secs(LATE_TIMEOUT)) {
+                    Err(Error::Pjrt { code: ErrorCode::DataLoss, message, .. }) => Ok(message == "boom"),
+                    other => other.map(|()| false),
+                }
             }
             Op::IsOnCpu => {
                 let buffer = upload(client, &A, 0)?;
