@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use fake_support::{Fake, OBJECT_KINDS};
 use pjrt_client::{
     ArrayShape, Buffer, Client, ClientOptions, CompileOptions, ElementType, Error, ErrorCode, HostBufferSemantics,
-    HostLayout, LoadError, LoadedExecutable, Placement, Plugin, ProcessInfo, ProcessState, Program, UserEvent,
+    HostLayout, LoadError, LoadedExecutable, Placement, Plugin, ProcessInfo, ProcessState, Program, ShapeSpec,
+    UserEvent,
 };
 
 /// How long a wait for an event that never completes is given.
@@ -116,6 +117,11 @@ enum Op {
     /// An execute context made, then dropped.
     NewExecuteContext,
     ClientTopology,
+    /// A transfer manager for one f32[4] buffer: queries, metadata, two pieces of data, retrieve.
+    TransferManagerData,
+    TransferManagerLiteral,
+    /// A transfer manager whose buffer is set to an error.
+    TransferManagerError,
     Uninitialized,
     /// An error buffer made; its ready event must fail with the error.
     ErrorBuffer,
@@ -401,6 +407,29 @@ fn executable_cases() -> Vec<Case> {
     cases.extend(array_cases(CompileOptionsOf, "PJRT_Executable_GetCompileOptions"));
     cases.extend(array_cases(DeviceAssignmentOf, "PJRT_LoadedExecutable_GetDeviceAssignment"));
     cases.extend(array_cases(LogicalIds, "PJRT_LoadedExecutable_AddressableDeviceLogicalIds"));
+    cases.extend(handle_cases(TransferManagerData, "PJRT_Client_CreateBuffersForAsyncHostToDevice"));
+    for slot in [
+        "PJRT_AsyncHostToDeviceTransferManager_BufferCount",
+        "PJRT_AsyncHostToDeviceTransferManager_BufferSize",
+        "PJRT_AsyncHostToDeviceTransferManager_AddMetadata",
+        "PJRT_AsyncHostToDeviceTransferManager_TransferData",
+    ] {
+        cases.push(fail_case(TransferManagerData, slot));
+    }
+    cases.extend(handle_cases(TransferManagerData, "PJRT_AsyncHostToDeviceTransferManager_Device"));
+    cases.extend(handle_cases(TransferManagerData, "PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer"));
+    cases.push(case(
+        TransferManagerData,
+        "event error for PJRT_AsyncHostToDeviceTransferManager_TransferData",
+        Pjrt("PJRT_Event_Await"),
+    ));
+    cases.push(case(TransferManagerData, "event late 30ms for PJRT_AsyncHostToDeviceTransferManager_TransferData", Ok));
+    cases.push(fail_case(TransferManagerLiteral, "PJRT_AsyncHostToDeviceTransferManager_TransferLiteral"));
+    cases.push(fail_case(TransferManagerError, "PJRT_AsyncHostToDeviceTransferManager_SetBufferError"));
+    cases.push(Case {
+        stays: Some("transfer_managers_created"),
+        ..case(TransferManagerLiteral, "fail PJRT_AsyncHostToDeviceTransferManager_Destroy", Ok)
+    });
     cases.extend(handle_cases(Uninitialized, "PJRT_Client_CreateUninitializedBuffer"));
     cases.extend(handle_cases(ErrorBuffer, "PJRT_Client_CreateErrorBuffer"));
     cases.push(fail_case(IsOnCpu, "PJRT_Buffer_IsOnCpu"));
@@ -458,17 +487,6 @@ const NOT_YET_IN_THE_FAKE_PLUGIN: &[&str] = &[
     "PJRT_Client_CreateAliasBuffer",
     "PJRT_Client_CreateViewOfDeviceBuffer",
     "PJRT_Client_FulfillAliasBuffer",
-    // The async host-to-device transfer manager (tests/buffer_parity.rs).
-    "PJRT_AsyncHostToDeviceTransferManager_AddMetadata",
-    "PJRT_AsyncHostToDeviceTransferManager_BufferCount",
-    "PJRT_AsyncHostToDeviceTransferManager_BufferSize",
-    "PJRT_AsyncHostToDeviceTransferManager_Destroy",
-    "PJRT_AsyncHostToDeviceTransferManager_Device",
-    "PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer",
-    "PJRT_AsyncHostToDeviceTransferManager_SetBufferError",
-    "PJRT_AsyncHostToDeviceTransferManager_TransferData",
-    "PJRT_AsyncHostToDeviceTransferManager_TransferLiteral",
-    "PJRT_Client_CreateBuffersForAsyncHostToDevice",
     // Host receive streams (tests/host_callbacks.rs; the CPU plugins refuse host send/recv).
     "PJRT_CopyToDeviceStream_AddChunk",
     "PJRT_CopyToDeviceStream_CurrentBytes",
@@ -621,6 +639,41 @@ impl Op {
                 let context = pjrt_client::ExecuteContext::new(&env.plugin)?;
                 drop(context);
                 Ok(true)
+            }
+            Op::TransferManagerData => {
+                arm();
+                let manager = client.create_buffers_for_async_host_to_device(
+                    &[ShapeSpec::new(ElementType::F32, &[4])],
+                    Placement::Device(&d1),
+                )?;
+                let facts = manager.buffer_count()? == 1 && manager.buffer_size(0)? == 16 && manager.device()? == d1;
+                manager.add_metadata(&[("origin".to_owned(), pjrt_client::Value::String("fault case".into()))])?;
+                manager.transfer_data(0, &bytes[..8], 0, false)?;
+                manager.transfer_data(0, &bytes[8..], 8, true)?;
+                Ok(facts && manager.retrieve_buffer(0)?.to_vec::<f32>()? == A)
+            }
+            Op::TransferManagerLiteral => {
+                arm();
+                let manager = client.create_buffers_for_async_host_to_device(
+                    &[ShapeSpec::new(ElementType::S32, &[2])],
+                    Placement::Default,
+                )?;
+                let data: Vec<u8> = [7i32, 8].iter().flat_map(|v| v.to_ne_bytes()).collect();
+                manager.transfer_literal(0, &data)?;
+                Ok(manager.retrieve_buffer(0)?.to_vec::<i32>()? == [7, 8])
+            }
+            Op::TransferManagerError => {
+                arm();
+                let manager = client.create_buffers_for_async_host_to_device(
+                    &[ShapeSpec::new(ElementType::U8, &[3])],
+                    Placement::Default,
+                )?;
+                manager.set_buffer_error(0, ErrorCode::Unavailable, "gone")?;
+                let buffer = manager.retrieve_buffer(0)?;
+                match buffer.ready_event()?.wait_timeout(Duration::from_secs(LATE_TIMEOUT)) {
+                    Err(Error::Pjrt { code: ErrorCode::Unavailable, message, .. }) => Ok(message == "gone"),
+                    other => other.map(|()| false),
+                }
             }
             Op::Uninitialized => {
                 arm();

@@ -97,6 +97,7 @@ pub const OBJECT_KINDS: &[(&str, &str)] = &[
     ("tracking_events_created", "tracking_events_destroyed"),
     ("serialized_created", "serialized_destroyed"),
     ("execute_contexts_created", "execute_contexts_destroyed"),
+    ("transfer_managers_created", "transfer_managers_destroyed"),
 ];
 
 /// One copy of the fake plugin, configured with one scenario.
