@@ -1409,6 +1409,8 @@ struct FakeBuffer {
     external_references: AtomicI64,
     /// The error of an error buffer (`PJRT_Client_CreateErrorBuffer`): its ready event fails.
     error: Option<(PJRT_Error_Code, String)>,
+    /// Its dense layout, for `PJRT_Buffer_GetMemoryLayout` (rank-1 .. 0).
+    minor_to_major: Vec<i64>,
 }
 
 fn new_buffer(
@@ -1421,13 +1423,14 @@ fn new_buffer(
     bump(&COUNTERS.buffers_created);
     let buffer = FakeBuffer {
         element_type,
-        dims,
         bytes,
         device,
         memory,
         deleted: AtomicBool::new(false),
         external_references: AtomicI64::new(0),
         error: None,
+        minor_to_major: (0..dims.len() as i64).rev().collect(),
+        dims,
     };
     Box::into_raw(Box::new(buffer)).cast()
 }
@@ -1567,6 +1570,18 @@ slot_fn!(PJRT_Buffer_OnDeviceSizeInBytes => fn buffer_on_device_size(args: PJRT_
 });
 
 // ---- buffer extras ----
+
+// The deprecated layout query: dense, no tiles.
+slot_fn!(PJRT_Buffer_GetMemoryLayout => fn buffer_get_memory_layout(args: PJRT_Buffer_GetMemoryLayout_Args, fault) {
+    let b = buffer(args.buffer)?;
+    let mut tiled = sys::PJRT_Buffer_MemoryLayout_Tiled::new();
+    tiled.minor_to_major = b.minor_to_major.as_ptr();
+    tiled.minor_to_major_size = b.minor_to_major.len();
+    shape_array(fault, &mut tiled.minor_to_major, &mut tiled.minor_to_major_size);
+    args.layout.layout = sys::PJRT_Buffer_MemoryLayout_Union { tiled };
+    args.layout.type_ = sys::PJRT_Buffer_MemoryLayout_Type::Tiled;
+    Ok(())
+});
 
 slot_fn!(PJRT_Buffer_IsOnCpu => fn buffer_is_on_cpu(args: PJRT_Buffer_IsOnCpu_Args, fault) {
     buffer(args.buffer)?;
@@ -2602,6 +2617,7 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_Client_CreateUninitializedBuffer = Some(client_create_uninitialized_buffer);
         api.PJRT_Client_CreateErrorBuffer = Some(client_create_error_buffer);
         api.PJRT_Buffer_IsOnCpu = Some(buffer_is_on_cpu);
+        api.PJRT_Buffer_GetMemoryLayout = Some(buffer_get_memory_layout);
         api.PJRT_Buffer_UnpaddedDimensions = Some(buffer_unpadded_dimensions);
         api.PJRT_Buffer_DynamicDimensionIndices = Some(buffer_dynamic_dimension_indices);
         api.PJRT_Buffer_UnsafePointer = Some(buffer_unsafe_pointer);

@@ -126,6 +126,7 @@ enum Op {
     /// An error buffer made; its ready event must fail with the error.
     ErrorBuffer,
     IsOnCpu,
+    LegacyLayout,
     UnpaddedDimensions,
     DynamicDimensions,
     UnsafePointer,
@@ -433,6 +434,7 @@ fn executable_cases() -> Vec<Case> {
     cases.extend(handle_cases(Uninitialized, "PJRT_Client_CreateUninitializedBuffer"));
     cases.extend(handle_cases(ErrorBuffer, "PJRT_Client_CreateErrorBuffer"));
     cases.push(fail_case(IsOnCpu, "PJRT_Buffer_IsOnCpu"));
+    cases.extend(array_cases(LegacyLayout, "PJRT_Buffer_GetMemoryLayout"));
     cases.extend(array_cases(UnpaddedDimensions, "PJRT_Buffer_UnpaddedDimensions"));
     cases.extend(array_cases(DynamicDimensions, "PJRT_Buffer_DynamicDimensionIndices"));
     cases.push(fail_case(UnsafePointer, "PJRT_Buffer_UnsafePointer"));
@@ -483,7 +485,6 @@ const NOT_YET_IN_THE_FAKE_PLUGIN: &[&str] = &[
     // Buffer extras (tests/buffer_parity.rs, tests/zero_copy.rs).
     "PJRT_Buffer_CopyRawToHostFuture",
     "PJRT_Buffer_DonateWithControlDependency",
-    "PJRT_Buffer_GetMemoryLayout",
     "PJRT_Client_CreateAliasBuffer",
     "PJRT_Client_CreateViewOfDeviceBuffer",
     "PJRT_Client_FulfillAliasBuffer",
@@ -698,6 +699,11 @@ impl Op {
                 let buffer = upload(client, &A, 0)?;
                 arm();
                 Ok(buffer.is_on_cpu()?)
+            }
+            Op::LegacyLayout => {
+                let buffer = upload(client, &A, 0)?;
+                arm();
+                Ok(buffer.legacy_memory_layout()? == pjrt_client::MemoryLayout::dense(1))
             }
             Op::UnpaddedDimensions => {
                 let buffer = upload(client, &A, 0)?;
