@@ -24,6 +24,7 @@
 //! | `fail SLOT [after N]` | the call returns an `INTERNAL` error "fake: injected failure in SLOT" |
 //! | `null_output SLOT [after N]` | the call succeeds but leaves its out-pointers NULL (array counts keep their true values) |
 //! | `bad_count SLOT [after N]` | the call succeeds with an impossible count: 2^63 elements (more bytes than an address space), or, where another call reports the same count (output types vs `NumOutputs`, output dimension sizes), one that disagrees with it |
+//! | `payload KEY VALUE` | every injected failure carries this payload (`PJRT_Error_ForEachPayload` reports it) |
 //! | `event [ready\|never\|late <N>ms] [error] [for SLOT]` | events handed out (by `SLOT` only, or by every slot) complete at once, never, or `N` ms later on a thread of the fake; `error` makes them complete with `INTERNAL` "fake: event failed" |
 //!
 //! `after N` lets the first `N` calls of the slot through. The directives can also be replaced at
@@ -100,6 +101,22 @@ counters!(
     threads_running,
     faults_injected,
     unimplemented_calls,
+    // Host ranges registered with `PJRT_Client_DmaMap` and released with `DmaUnmap`.
+    dma_maps,
+    dma_unmaps,
+    process_info_updates,
+    // Device attribute lists handed out by `PJRT_Device_GetAttributes` and freed by their deleter.
+    device_attributes_created,
+    device_attributes_destroyed,
+    tracking_events_created,
+    tracking_events_destroyed,
+    // Serialized compile options and device assignments, freed by their deleters.
+    serialized_created,
+    serialized_destroyed,
+    execute_contexts_created,
+    execute_contexts_destroyed,
+    transfer_managers_created,
+    transfer_managers_destroyed,
 );
 
 fn bump(counter: &AtomicI64) {
@@ -191,9 +208,12 @@ struct Faults {
     events: Vec<EventRule>,
     /// Calls per slot since the directives were set.
     calls: BTreeMap<String, u64>,
+    /// Payloads attached to injected failures.
+    payloads: Vec<(String, Vec<u8>)>,
 }
 
-static FAULTS: Mutex<Faults> = Mutex::new(Faults { rules: Vec::new(), events: Vec::new(), calls: BTreeMap::new() });
+static FAULTS: Mutex<Faults> =
+    Mutex::new(Faults { rules: Vec::new(), events: Vec::new(), calls: BTreeMap::new(), payloads: Vec::new() });
 
 /// More elements than fit in an address space, whatever their size (2^63 > isize::MAX).
 const IMPOSSIBLE_COUNT: usize = usize::MAX / 2 + 1;
@@ -218,7 +238,7 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
 }
 
 fn parse_directives(text: &str) -> Result<Faults, String> {
-    let mut faults = Faults { rules: Vec::new(), events: Vec::new(), calls: BTreeMap::new() };
+    let mut faults = Faults { rules: Vec::new(), events: Vec::new(), calls: BTreeMap::new(), payloads: Vec::new() };
     for line in text.lines() {
         let line = line.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
@@ -230,6 +250,13 @@ fn parse_directives(text: &str) -> Result<Faults, String> {
             "null_output" => Some(Fault::NullOutput),
             "bad_count" => Some(Fault::BadCount),
             "event" => None,
+            "payload" => match words[1..] {
+                [key, value] => {
+                    faults.payloads.push((key.to_owned(), value.as_bytes().to_vec()));
+                    continue;
+                }
+                _ => return Err(format!("expected `payload KEY VALUE`, got `{line}`")),
+            },
             other => return Err(format!("unknown directive `{other}` in `{line}`")),
         };
         if let Some(fault) = fault {
@@ -284,7 +311,11 @@ fn injects(fault: Option<Fault>, wanted: Fault) -> bool {
 
 fn injected_failure(slot: &str) -> *mut PJRT_Error {
     bump(&COUNTERS.faults_injected);
-    new_error(PJRT_Error_Code::INTERNAL, format!("fake: injected failure in {slot}"))
+    let payloads = lock(&FAULTS).payloads.clone();
+    let error = new_error(PJRT_Error_Code::INTERNAL, format!("fake: injected failure in {slot}"));
+    // SAFETY: just made by `new_error`, not shared yet.
+    unsafe { (*error.cast::<FakeError>()).payloads = payloads };
+    error
 }
 
 /// Applies `null_output` / `bad_count` to an array out-parameter.
@@ -444,11 +475,12 @@ fn config() -> &'static Config {
 struct FakeError {
     code: PJRT_Error_Code,
     message: String,
+    payloads: Vec<(String, Vec<u8>)>,
 }
 
 fn new_error(code: PJRT_Error_Code, message: impl Into<String>) -> *mut PJRT_Error {
     bump(&COUNTERS.errors_created);
-    Box::into_raw(Box::new(FakeError { code, message: message.into() })).cast()
+    Box::into_raw(Box::new(FakeError { code, message: message.into(), payloads: Vec::new() })).cast()
 }
 
 fn invalid(message: impl Into<String>) -> *mut PJRT_Error {
@@ -559,6 +591,17 @@ slot_fn!(PJRT_Error_GetCode => fn error_get_code(args: PJRT_Error_GetCode_Args, 
     // SAFETY: a live error of this plugin (not yet destroyed).
     let error = unsafe { handle::<FakeError, _>(args.error.cast_mut(), "error") }?;
     args.code = error.code;
+    Ok(())
+});
+
+slot_fn!(PJRT_Error_ForEachPayload => fn error_for_each_payload(args: PJRT_Error_ForEachPayload_Args, fault) {
+    // SAFETY: a live error of this plugin (not yet destroyed).
+    let error = unsafe { handle::<FakeError, _>(args.error.cast_mut(), "error") }?;
+    let Some(visitor) = args.visitor else { return Err(invalid("fake: visitor is NULL")) };
+    for (key, value) in &error.payloads {
+        // SAFETY: the visitor contract: key and value readable during the call.
+        unsafe { visitor(key.as_ptr().cast(), key.len(), value.as_ptr().cast(), value.len(), args.user_arg) };
+    }
     Ok(())
 });
 
@@ -728,6 +771,79 @@ fn device_index(ptr: *mut sys::PJRT_Device) -> Result<usize, *mut PJRT_Error> {
         .ok_or_else(|| invalid("fake: not a device of this plugin"))
 }
 
+// ---- device statistics, attributes, poisoning and tracking events ----
+
+slot_fn!(PJRT_Device_MemoryStats => fn device_memory_stats(args: PJRT_Device_MemoryStats_Args, fault) {
+    device_index(args.device)?;
+    args.bytes_in_use = 1024;
+    args.peak_bytes_in_use = 4096;
+    args.peak_bytes_in_use_is_set = true;
+    Ok(())
+});
+
+slot_fn!(PJRT_Device_ClearMemoryStats => fn device_clear_memory_stats(args: PJRT_Device_ClearMemoryStats_Args, fault) {
+    device_index(args.device)?;
+    Ok(())
+});
+
+/// What `PJRT_Device_GetAttributes` hands out: the list and its owner, freed by the deleter.
+struct FakeDeviceAttributes(Vec<sys::PJRT_NamedValue>);
+
+unsafe extern "C" fn device_attributes_deleter(attributes: *mut sys::PJRT_Device_Attributes) {
+    if !attributes.is_null() {
+        // SAFETY: a `Box<FakeDeviceAttributes>` this plugin leaked; the client frees it once.
+        drop(unsafe { Box::from_raw(attributes.cast::<FakeDeviceAttributes>()) });
+        bump(&COUNTERS.device_attributes_destroyed);
+    }
+}
+
+slot_fn!(PJRT_Device_GetAttributes => fn device_get_attributes(args: PJRT_Device_GetAttributes_Args, fault) {
+    let index = device_index(args.device)?;
+    let owned = Box::new(FakeDeviceAttributes(vec![int64_attribute(c"fake_device_index", index as i64)]));
+    args.attributes = owned.0.as_ptr();
+    args.num_attributes = owned.0.len();
+    args.device_attributes = Box::into_raw(owned).cast();
+    args.attributes_deleter = Some(device_attributes_deleter);
+    bump(&COUNTERS.device_attributes_created);
+    shape_array(fault, &mut args.attributes, &mut args.num_attributes);
+    Ok(())
+});
+
+slot_fn!(PJRT_Device_PoisonExecution => fn device_poison_execution(args: PJRT_Device_PoisonExecution_Args, fault) {
+    device_index(args.device)?;
+    if args.error_code.0 == 0 {
+        return Err(invalid("fake: poisoning with OK"));
+    }
+    // Nothing runs on the fake's devices: nothing to poison.
+    args.poisoned = false;
+    Ok(())
+});
+
+/// An async tracking event: only its life is tracked.
+struct FakeTrackingEvent;
+
+slot_fn!(PJRT_Device_CreateAsyncTrackingEvent => fn device_create_async_tracking_event(
+    args: PJRT_Device_CreateAsyncTrackingEvent_Args, fault
+) {
+    device_index(args.device)?;
+    if injects(fault, Fault::NullOutput) {
+        args.event = null_mut();
+        return Ok(());
+    }
+    args.event = Box::into_raw(Box::new(FakeTrackingEvent)).cast();
+    bump(&COUNTERS.tracking_events_created);
+    Ok(())
+});
+
+slot_fn!(PJRT_AsyncTrackingEvent_Destroy => fn async_tracking_event_destroy(args: PJRT_AsyncTrackingEvent_Destroy_Args, fault) {
+    if !args.event.is_null() {
+        // SAFETY: an event this plugin created; the client destroys it once.
+        drop(unsafe { Box::from_raw(args.event.cast::<FakeTrackingEvent>()) });
+        bump(&COUNTERS.tracking_events_destroyed);
+    }
+    Ok(())
+});
+
 fn description_index(ptr: *mut sys::PJRT_DeviceDescription) -> Result<usize, *mut PJRT_Error> {
     DEVICE_OBJECTS
         .iter()
@@ -809,6 +925,52 @@ fn client<'a>(ptr: *mut sys::PJRT_Client) -> Result<&'a FakeClient, *mut PJRT_Er
     // SAFETY: the client library passes clients this plugin created and has not destroyed.
     unsafe { handle::<FakeClient, _>(ptr, "client") }
 }
+
+/// Start addresses of the host ranges currently DMA-mapped (by any client of this copy).
+static DMA_MAPPED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+slot_fn!(PJRT_Client_DmaMap => fn client_dma_map(args: PJRT_Client_DmaMap_Args, fault) {
+    client(args.client)?;
+    if args.data.is_null() || args.size == 0 {
+        return Err(invalid("fake: DmaMap needs a non-empty range"));
+    }
+    let mut mapped = lock(&DMA_MAPPED);
+    if mapped.contains(&(args.data as usize)) {
+        return Err(invalid("fake: the range is already mapped"));
+    }
+    mapped.push(args.data as usize);
+    bump(&COUNTERS.dma_maps);
+    Ok(())
+});
+
+slot_fn!(PJRT_Client_DmaUnmap => fn client_dma_unmap(args: PJRT_Client_DmaUnmap_Args, fault) {
+    client(args.client)?;
+    let mut mapped = lock(&DMA_MAPPED);
+    let Some(at) = mapped.iter().position(|p| *p == args.data as usize) else {
+        return Err(invalid("fake: DmaUnmap of a range that is not mapped"));
+    };
+    mapped.swap_remove(at);
+    bump(&COUNTERS.dma_unmaps);
+    Ok(())
+});
+
+slot_fn!(PJRT_Client_UpdateGlobalProcessInfo => fn client_update_global_process_info(
+    args: PJRT_Client_UpdateGlobalProcessInfo_Args, fault
+) {
+    client(args.client)?;
+    if args.num_process_infos > 0 {
+        if args.process_infos.is_null() {
+            return Err(invalid("fake: process_infos is NULL"));
+        }
+        // SAFETY: the client passes `num_process_infos` readable entries.
+        let infos = unsafe { std::slice::from_raw_parts(args.process_infos, args.num_process_infos) };
+        if let Some(info) = infos.iter().find(|i| i.struct_size < sys::PJRT_ProcessInfo::STRUCT_SIZE) {
+            return Err(invalid(format!("fake: PJRT_ProcessInfo of size {}", info.struct_size)));
+        }
+    }
+    bump(&COUNTERS.process_info_updates);
+    Ok(())
+});
 
 slot_fn!(PJRT_Client_PlatformName => fn client_platform_name(args: PJRT_Client_PlatformName_Args, fault) {
     client(args.client)?;
@@ -1194,6 +1356,45 @@ slot_fn!(PJRT_Event_OnReady => fn event_on_ready(args: PJRT_Event_OnReady_Args, 
     })
 });
 
+// A user event: pending until `PJRT_Event_Set`. Setting it twice is refused (a real plugin's
+// promise would abort).
+slot_fn!(PJRT_Event_Create => fn event_create(args: PJRT_Event_Create_Args, fault) {
+    if injects(fault, Fault::NullOutput) {
+        args.event = null_mut();
+        return Ok(());
+    }
+    bump(&COUNTERS.events_created);
+    args.event = Box::into_raw(Box::new(FakeEvent(Arc::default()))).cast();
+    Ok(())
+});
+
+slot_fn!(PJRT_Event_Set => fn event_set(args: PJRT_Event_Set_Args, fault) {
+    let state = event(args.event)?;
+    if lock(&state.inner).result.is_some() {
+        return Err(new_error(PJRT_Error_Code::FAILED_PRECONDITION, "fake: the event was already set"));
+    }
+    let failure = (args.error_code.0 != 0).then(|| {
+        // SAFETY: the client passes `error_message_size` readable bytes (or NULL with 0).
+        let bytes = unsafe { sys_bytes(args.error_message, args.error_message_size) };
+        (args.error_code, String::from_utf8_lossy(bytes).into_owned())
+    });
+    state.complete(failure);
+    Ok(())
+});
+
+/// The bytes of a (pointer, length) pair the client passed; empty for NULL.
+///
+/// # Safety
+/// `ptr` must be NULL or point to `len` readable bytes.
+unsafe fn sys_bytes<'a>(ptr: *const c_char, len: usize) -> &'a [u8] {
+    if ptr.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller's guarantee.
+        unsafe { std::slice::from_raw_parts(ptr.cast(), len) }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Buffers
 
@@ -1204,6 +1405,12 @@ struct FakeBuffer {
     device: usize,
     memory: usize,
     deleted: AtomicBool,
+    /// External references taken (`IncreaseExternalReferenceCount`) and not yet released.
+    external_references: AtomicI64,
+    /// The error of an error buffer (`PJRT_Client_CreateErrorBuffer`): its ready event fails.
+    error: Option<(PJRT_Error_Code, String)>,
+    /// Its dense layout, for `PJRT_Buffer_GetMemoryLayout` (rank-1 .. 0).
+    minor_to_major: Vec<i64>,
 }
 
 fn new_buffer(
@@ -1214,7 +1421,17 @@ fn new_buffer(
     memory: usize,
 ) -> *mut sys::PJRT_Buffer {
     bump(&COUNTERS.buffers_created);
-    let buffer = FakeBuffer { element_type, dims, bytes, device, memory, deleted: AtomicBool::new(false) };
+    let buffer = FakeBuffer {
+        element_type,
+        bytes,
+        device,
+        memory,
+        deleted: AtomicBool::new(false),
+        external_references: AtomicI64::new(0),
+        error: None,
+        minor_to_major: (0..dims.len() as i64).rev().collect(),
+        dims,
+    };
     Box::into_raw(Box::new(buffer)).cast()
 }
 
@@ -1352,6 +1569,119 @@ slot_fn!(PJRT_Buffer_OnDeviceSizeInBytes => fn buffer_on_device_size(args: PJRT_
     Ok(())
 });
 
+// ---- buffer extras ----
+
+// The deprecated layout query: dense, no tiles.
+slot_fn!(PJRT_Buffer_GetMemoryLayout => fn buffer_get_memory_layout(args: PJRT_Buffer_GetMemoryLayout_Args, fault) {
+    let b = buffer(args.buffer)?;
+    let mut tiled = sys::PJRT_Buffer_MemoryLayout_Tiled::new();
+    tiled.minor_to_major = b.minor_to_major.as_ptr();
+    tiled.minor_to_major_size = b.minor_to_major.len();
+    shape_array(fault, &mut tiled.minor_to_major, &mut tiled.minor_to_major_size);
+    args.layout.layout = sys::PJRT_Buffer_MemoryLayout_Union { tiled };
+    args.layout.type_ = sys::PJRT_Buffer_MemoryLayout_Type::Tiled;
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_IsOnCpu => fn buffer_is_on_cpu(args: PJRT_Buffer_IsOnCpu_Args, fault) {
+    buffer(args.buffer)?;
+    args.is_on_cpu = true;
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_UnpaddedDimensions => fn buffer_unpadded_dimensions(args: PJRT_Buffer_UnpaddedDimensions_Args, fault) {
+    let b = buffer(args.buffer)?;
+    args.unpadded_dims = b.dims.as_ptr();
+    args.num_dims = b.dims.len();
+    shape_array(fault, &mut args.unpadded_dims, &mut args.num_dims);
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_DynamicDimensionIndices => fn buffer_dynamic_dimension_indices(
+    args: PJRT_Buffer_DynamicDimensionIndices_Args, fault
+) {
+    buffer(args.buffer)?;
+    // No dynamic dimensions; a count only a fault makes non-zero.
+    static NONE: [usize; 1] = [0];
+    args.dynamic_dim_indices = NONE.as_ptr();
+    args.num_dynamic_dims = 0;
+    shape_array(fault, &mut args.dynamic_dim_indices, &mut args.num_dynamic_dims);
+    if injects(fault, Fault::NullOutput) {
+        args.num_dynamic_dims = 1;
+    }
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_UnsafePointer => fn buffer_unsafe_pointer(args: PJRT_Buffer_UnsafePointer_Args, fault) {
+    args.buffer_pointer = buffer(args.buffer)?.bytes.as_ptr() as usize;
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_OpaqueDeviceMemoryDataPointer => fn buffer_device_pointer(
+    args: PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args, fault
+) {
+    args.device_memory_ptr = null_handle(fault, buffer(args.buffer)?.bytes.as_ptr().cast_mut().cast());
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_IncreaseExternalReferenceCount => fn buffer_increase_references(
+    args: PJRT_Buffer_IncreaseExternalReferenceCount_Args, fault
+) {
+    buffer(args.buffer)?.external_references.fetch_add(1, Ordering::SeqCst);
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_DecreaseExternalReferenceCount => fn buffer_decrease_references(
+    args: PJRT_Buffer_DecreaseExternalReferenceCount_Args, fault
+) {
+    let b = buffer(args.buffer)?;
+    if b.external_references.fetch_sub(1, Ordering::SeqCst) <= 0 {
+        b.external_references.fetch_add(1, Ordering::SeqCst);
+        return Err(invalid("fake: no external reference to release"));
+    }
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_CopyRawToHost => fn buffer_copy_raw_to_host(args: PJRT_Buffer_CopyRawToHost_Args, fault) {
+    let b = buffer(args.buffer)?;
+    let (offset, size) = (usize::try_from(args.offset), usize::try_from(args.transfer_size));
+    let (Ok(offset), Ok(size)) = (offset, size) else { return Err(invalid("fake: negative offset or size")) };
+    if offset.checked_add(size).is_none_or(|end| end > b.bytes.len()) {
+        return Err(invalid("fake: the range is outside the buffer"));
+    }
+    if size > 0 {
+        // SAFETY: the client passes `transfer_size` writable bytes at `dst`.
+        unsafe { std::ptr::copy_nonoverlapping(b.bytes[offset..].as_ptr(), args.dst.cast::<u8>(), size) };
+    }
+    if injects(fault, Fault::NullOutput) {
+        args.event = null_mut();
+        return Ok(());
+    }
+    args.event = new_event("PJRT_Buffer_CopyRawToHost");
+    Ok(())
+});
+
+slot_fn!(PJRT_Buffer_Bitcast => fn buffer_bitcast(args: PJRT_Buffer_Bitcast_Args, fault) {
+    let b = buffer(args.buffer)?;
+    let dims: Vec<i64> = if args.num_dims == 0 {
+        Vec::new()
+    } else {
+        // SAFETY: the client passes `num_dims` readable dimensions.
+        unsafe { std::slice::from_raw_parts(args.dims, args.num_dims) }.to_vec()
+    };
+    let count = dims.iter().try_fold(1usize, |n, d| usize::try_from(*d).ok().and_then(|d| n.checked_mul(d)));
+    let size = count.and_then(|c| ElementType::from_raw(args.element_type).host_bytes(c));
+    if size != Some(b.bytes.len()) {
+        return Err(invalid("fake: a bitcast keeps the byte size"));
+    }
+    if injects(fault, Fault::NullOutput) {
+        args.out_buffer = null_mut();
+        return Ok(());
+    }
+    args.out_buffer = new_buffer(args.element_type, dims, b.bytes.clone(), b.device, b.memory);
+    Ok(())
+});
+
 slot_fn!(PJRT_Buffer_Delete => fn buffer_delete(args: PJRT_Buffer_Delete_Args, fault) {
     buffer(args.buffer)?.deleted.store(true, Ordering::SeqCst);
     Ok(())
@@ -1373,8 +1703,243 @@ slot_fn!(PJRT_Buffer_Memory => fn buffer_memory(args: PJRT_Buffer_Memory_Args, f
 });
 
 slot_fn!(PJRT_Buffer_ReadyEvent => fn buffer_ready_event(args: PJRT_Buffer_ReadyEvent_Args, fault) {
-    buffer(args.buffer)?;
+    let b = buffer(args.buffer)?;
     args.event = if injects(fault, Fault::NullOutput) { null_mut() } else { new_event("PJRT_Buffer_ReadyEvent") };
+    if let (Some(error), false) = (&b.error, args.event.is_null()) {
+        // An error buffer is never ready with data: its event completes with the error at once.
+        // SAFETY: the event was just made by `new_event`.
+        let state = unsafe { &(*args.event.cast::<FakeEvent>()).0 };
+        let mut inner = lock(&state.inner);
+        inner.result = Some(Some(error.clone()));
+    }
+    Ok(())
+});
+
+// ---- the async host-to-device transfer manager ----
+
+/// One buffer of a transfer manager: its shape and the bytes received so far.
+struct FakeTransferSlot {
+    element_type: sys::PJRT_Buffer_Type,
+    dims: Vec<i64>,
+    bytes: Mutex<Vec<u8>>,
+    error: Mutex<Option<(PJRT_Error_Code, String)>>,
+}
+
+struct FakeTransferManager {
+    device: usize,
+    memory: usize,
+    slots: Vec<FakeTransferSlot>,
+}
+
+fn transfer_manager<'a>(
+    ptr: *mut sys::PJRT_AsyncHostToDeviceTransferManager,
+) -> Result<&'a FakeTransferManager, *mut PJRT_Error> {
+    // SAFETY: the client library passes managers this plugin created and has not destroyed.
+    unsafe { handle::<FakeTransferManager, _>(ptr, "transfer manager") }
+}
+
+fn transfer_slot(manager: &FakeTransferManager, index: c_int) -> Result<&FakeTransferSlot, *mut PJRT_Error> {
+    usize::try_from(index).ok().and_then(|i| manager.slots.get(i)).ok_or_else(|| invalid("fake: no such buffer index"))
+}
+
+slot_fn!(PJRT_Client_CreateBuffersForAsyncHostToDevice => fn client_create_transfer_manager(
+    args: PJRT_Client_CreateBuffersForAsyncHostToDevice_Args, fault
+) {
+    client(args.client)?;
+    let memory = memory_index(args.memory)?;
+    if args.num_shape_specs == 0 || args.shape_specs.is_null() {
+        return Err(invalid("fake: no shape specs"));
+    }
+    // SAFETY: the client passes `num_shape_specs` readable specs.
+    let specs = unsafe { std::slice::from_raw_parts(args.shape_specs, args.num_shape_specs) };
+    let mut slots = Vec::with_capacity(specs.len());
+    for spec in specs {
+        // SAFETY: each spec's dims are readable for `num_dims` values.
+        let (dims, size) = unsafe { shape_of(spec.dims, spec.num_dims, spec.element_type) }?;
+        slots.push(FakeTransferSlot {
+            element_type: spec.element_type,
+            dims,
+            bytes: Mutex::new(vec![0; size]),
+            error: Mutex::new(None),
+        });
+    }
+    if injects(fault, Fault::NullOutput) {
+        args.transfer_manager = null_mut();
+        return Ok(());
+    }
+    let manager = FakeTransferManager { device: MEMORIES[memory].devices[0], memory, slots };
+    args.transfer_manager = Box::into_raw(Box::new(manager)).cast();
+    bump(&COUNTERS.transfer_managers_created);
+    Ok(())
+});
+
+slot_fn!(PJRT_AsyncHostToDeviceTransferManager_Destroy => fn transfer_manager_destroy(
+    args: PJRT_AsyncHostToDeviceTransferManager_Destroy_Args, fault
+) {
+    if !args.transfer_manager.is_null() {
+        // SAFETY: a manager this plugin created; the client destroys it once.
+        drop(unsafe { Box::from_raw(args.transfer_manager.cast::<FakeTransferManager>()) });
+        bump(&COUNTERS.transfer_managers_destroyed);
+    }
+    Ok(())
+});
+
+slot_fn!(PJRT_AsyncHostToDeviceTransferManager_TransferData => fn transfer_manager_transfer_data(
+    args: PJRT_AsyncHostToDeviceTransferManager_TransferData_Args, fault
+) {
+    let slot = transfer_slot(transfer_manager(args.transfer_manager)?, args.buffer_index)?;
+    let (Ok(offset), Ok(size)) = (usize::try_from(args.offset), usize::try_from(args.transfer_size)) else {
+        return Err(invalid("fake: negative offset or size"));
+    };
+    let mut bytes = lock(&slot.bytes);
+    if offset.checked_add(size).is_none_or(|end| end > bytes.len()) {
+        return Err(invalid("fake: the transfer is outside the buffer"));
+    }
+    // SAFETY: the client passes `transfer_size` readable bytes, alive until the done event.
+    bytes[offset..offset + size].copy_from_slice(unsafe { sys_bytes(args.data.cast(), size) });
+    drop(bytes);
+    args.done_with_h2d_transfer = if injects(fault, Fault::NullOutput) {
+        null_mut()
+    } else {
+        new_event("PJRT_AsyncHostToDeviceTransferManager_TransferData")
+    };
+    Ok(())
+});
+
+slot_fn!(PJRT_AsyncHostToDeviceTransferManager_TransferLiteral => fn transfer_manager_transfer_literal(
+    args: PJRT_AsyncHostToDeviceTransferManager_TransferLiteral_Args, fault
+) {
+    let slot = transfer_slot(transfer_manager(args.transfer_manager)?, args.buffer_index)?;
+    if args.shape_layout.is_null() {
+        return Err(invalid("fake: a literal needs a layout (the real plugin aborts without one)"));
+    }
+    let mut bytes = lock(&slot.bytes);
+    let size = bytes.len();
+    // SAFETY: the client passes the whole literal: the buffer's size in bytes.
+    bytes.copy_from_slice(unsafe { sys_bytes(args.data.cast(), size) });
+    drop(bytes);
+    args.done_with_h2d_transfer = if injects(fault, Fault::NullOutput) {
+        null_mut()
+    } else {
+        new_event("PJRT_AsyncHostToDeviceTransferManager_TransferLiteral")
+    };
+    Ok(())
+});
+
+slot_fn!(PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer => fn transfer_manager_retrieve_buffer(
+    args: PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer_Args, fault
+) {
+    let manager = transfer_manager(args.transfer_manager)?;
+    let slot = transfer_slot(manager, args.buffer_index)?;
+    if injects(fault, Fault::NullOutput) {
+        args.buffer_out = null_mut();
+        return Ok(());
+    }
+    let raw = new_buffer(slot.element_type, slot.dims.clone(), lock(&slot.bytes).clone(), manager.device, manager.memory);
+    // SAFETY: just made by `new_buffer`, not shared yet.
+    unsafe { (*raw.cast::<FakeBuffer>()).error = lock(&slot.error).clone() };
+    args.buffer_out = raw;
+    Ok(())
+});
+
+slot_fn!(PJRT_AsyncHostToDeviceTransferManager_Device => fn transfer_manager_device(
+    args: PJRT_AsyncHostToDeviceTransferManager_Device_Args, fault
+) {
+    args.device_out = null_handle(fault, device_ptr(transfer_manager(args.transfer_manager)?.device));
+    Ok(())
+});
+
+slot_fn!(PJRT_AsyncHostToDeviceTransferManager_BufferCount => fn transfer_manager_buffer_count(
+    args: PJRT_AsyncHostToDeviceTransferManager_BufferCount_Args, fault
+) {
+    args.buffer_count = transfer_manager(args.transfer_manager)?.slots.len();
+    Ok(())
+});
+
+slot_fn!(PJRT_AsyncHostToDeviceTransferManager_BufferSize => fn transfer_manager_buffer_size(
+    args: PJRT_AsyncHostToDeviceTransferManager_BufferSize_Args, fault
+) {
+    args.buffer_size = lock(&transfer_slot(transfer_manager(args.transfer_manager)?, args.buffer_index)?.bytes).len();
+    Ok(())
+});
+
+slot_fn!(PJRT_AsyncHostToDeviceTransferManager_SetBufferError => fn transfer_manager_set_buffer_error(
+    args: PJRT_AsyncHostToDeviceTransferManager_SetBufferError_Args, fault
+) {
+    let slot = transfer_slot(transfer_manager(args.transfer_manager)?, args.buffer_index)?;
+    // SAFETY: the client passes `error_message_size` readable bytes.
+    let message = String::from_utf8_lossy(unsafe { sys_bytes(args.error_message, args.error_message_size) }).into_owned();
+    *lock(&slot.error) = Some((args.error_code, message));
+    Ok(())
+});
+
+slot_fn!(PJRT_AsyncHostToDeviceTransferManager_AddMetadata => fn transfer_manager_add_metadata(
+    args: PJRT_AsyncHostToDeviceTransferManager_AddMetadata_Args, fault
+) {
+    transfer_manager(args.transfer_manager)?;
+    if args.num_metadata > 0 && args.transfer_metadata.is_null() {
+        return Err(invalid("fake: metadata is NULL"));
+    }
+    Ok(())
+});
+
+/// Dims and element type of a shape the client passes, checked like a real plugin would.
+///
+/// # Safety
+/// `dims` must be NULL or point to `num_dims` readable values.
+unsafe fn shape_of(
+    dims: *const i64,
+    num_dims: usize,
+    element_type: sys::PJRT_Buffer_Type,
+) -> Result<(Vec<i64>, usize), *mut PJRT_Error> {
+    let dims: Vec<i64> =
+        if num_dims == 0 { Vec::new() } else { unsafe { std::slice::from_raw_parts(dims, num_dims) }.to_vec() };
+    let count = dims.iter().try_fold(1usize, |n, d| usize::try_from(*d).ok().and_then(|d| n.checked_mul(d)));
+    let size = count
+        .and_then(|c| ElementType::from_raw(element_type).host_bytes(c))
+        .ok_or_else(|| invalid("fake: a shape with a negative dimension, a bad type or too many bytes"))?;
+    Ok((dims, size))
+}
+
+slot_fn!(PJRT_Client_CreateUninitializedBuffer => fn client_create_uninitialized_buffer(
+    args: PJRT_Client_CreateUninitializedBuffer_Args, fault
+) {
+    client(args.client)?;
+    // SAFETY: the client passes `shape_num_dims` readable dimensions.
+    let (dims, size) = unsafe { shape_of(args.shape_dims, args.shape_num_dims, args.shape_element_type) }?;
+    let (device, memory) = if args.memory.is_null() {
+        let device = device_index(args.device)?;
+        (device, DEVICES[device].default_memory)
+    } else {
+        let memory = memory_index(args.memory)?;
+        (MEMORIES[memory].devices[0], memory)
+    };
+    args.buffer = if injects(fault, Fault::NullOutput) {
+        null_mut()
+    } else {
+        new_buffer(args.shape_element_type, dims, vec![0; size], device, memory)
+    };
+    Ok(())
+});
+
+slot_fn!(PJRT_Client_CreateErrorBuffer => fn client_create_error_buffer(args: PJRT_Client_CreateErrorBuffer_Args, fault) {
+    client(args.client)?;
+    // SAFETY: the client passes `shape_num_dims` readable dimensions.
+    let (dims, size) = unsafe { shape_of(args.shape_dims, args.shape_num_dims, args.shape_element_type) }?;
+    let memory = memory_index(args.memory)?;
+    if args.error_code.0 == 0 {
+        return Err(invalid("fake: an error buffer needs an error code"));
+    }
+    // SAFETY: the client passes `error_message_size` readable bytes.
+    let message = String::from_utf8_lossy(unsafe { sys_bytes(args.error_message, args.error_message_size) }).into_owned();
+    if injects(fault, Fault::NullOutput) {
+        args.buffer = null_mut();
+        return Ok(());
+    }
+    let raw = new_buffer(args.shape_element_type, dims, vec![0; size], MEMORIES[memory].devices[0], memory);
+    // SAFETY: just made by `new_buffer`, not shared yet.
+    unsafe { (*raw.cast::<FakeBuffer>()).error = Some((args.error_code, message)) };
+    args.buffer = raw;
     Ok(())
 });
 
@@ -1430,6 +1995,8 @@ slot_fn!(PJRT_Buffer_CopyToMemory => fn buffer_copy_to_memory(args: PJRT_Buffer_
 struct FakeLoaded {
     /// The devices it runs on (empty when portable).
     devices: Vec<*mut sys::PJRT_Device>,
+    /// (replica, partition) of each device in `devices`.
+    logical_ids: Vec<sys::PJRT_LogicalDeviceIds>,
     replicas: usize,
     partitions: usize,
     deleted: AtomicBool,
@@ -1486,7 +2053,10 @@ slot_fn!(PJRT_Client_Compile => fn client_compile(args: PJRT_Client_Compile_Args
         return Ok(());
     }
     let devices = if options.is_portable() { Vec::new() } else { (0..count).map(device_ptr).collect() };
-    let loaded = FakeLoaded { devices, replicas, partitions, deleted: AtomicBool::new(false) };
+    let logical_ids = (0..devices.len())
+        .map(|i| sys::PJRT_LogicalDeviceIds { replica: (i / partitions) as c_int, partition: (i % partitions) as c_int })
+        .collect();
+    let loaded = FakeLoaded { devices, logical_ids, replicas, partitions, deleted: AtomicBool::new(false) };
     args.executable = Box::into_raw(Box::new(loaded)).cast();
     bump(&COUNTERS.loaded_executables_created);
     Ok(())
@@ -1618,6 +2188,301 @@ slot_fn!(PJRT_Executable_Fingerprint => fn executable_fingerprint(args: PJRT_Exe
     Ok(())
 });
 
+// ---- the client's topology (owned by the client: never destroyed) ----
+
+struct FakeTopology;
+static TOPOLOGY: FakeTopology = FakeTopology;
+/// The memory kind ids of the fake's memories ("device" 0, "pinned_host" 1).
+static KIND_IDS: [c_int; 2] = [0, 1];
+
+fn topology(ptr: *const sys::PJRT_TopologyDescription) -> Result<(), *mut PJRT_Error> {
+    if std::ptr::eq(ptr.cast::<FakeTopology>(), &TOPOLOGY) {
+        Ok(())
+    } else {
+        Err(invalid("fake: not a topology of this plugin"))
+    }
+}
+
+slot_fn!(PJRT_Client_TopologyDescription => fn client_topology(args: PJRT_Client_TopologyDescription_Args, fault) {
+    client(args.client)?;
+    args.topology = null_handle(fault, std::ptr::addr_of!(TOPOLOGY).cast_mut().cast());
+    Ok(())
+});
+
+slot_fn!(PJRT_TopologyDescription_PlatformName => fn topology_platform_name(
+    args: PJRT_TopologyDescription_PlatformName_Args, fault
+) {
+    topology(args.topology)?;
+    set_string(fault, PLATFORM_NAME, &mut args.platform_name, &mut args.platform_name_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_TopologyDescription_PlatformVersion => fn topology_platform_version(
+    args: PJRT_TopologyDescription_PlatformVersion_Args, fault
+) {
+    topology(args.topology)?;
+    set_string(fault, PLATFORM_VERSION, &mut args.platform_version, &mut args.platform_version_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_TopologyDescription_GetDeviceDescriptions => fn topology_device_descriptions(
+    args: PJRT_TopologyDescription_GetDeviceDescriptions_Args, fault
+) {
+    topology(args.topology)?;
+    static DESCRIPTIONS: OnceLock<Immortal<Vec<*mut sys::PJRT_DeviceDescription>>> = OnceLock::new();
+    let descriptions = &DESCRIPTIONS.get_or_init(|| Immortal((0..DEVICES.len()).map(description_ptr).collect())).0;
+    args.descriptions = descriptions.as_ptr();
+    args.num_descriptions = descriptions.len();
+    shape_array(fault, &mut args.descriptions, &mut args.num_descriptions);
+    Ok(())
+});
+
+slot_fn!(PJRT_TopologyDescription_Attributes => fn topology_attributes(args: PJRT_TopologyDescription_Attributes_Args, fault) {
+    topology(args.topology)?;
+    let attributes = attributes();
+    args.attributes = attributes.as_ptr();
+    args.num_attributes = attributes.len();
+    shape_array(fault, &mut args.attributes, &mut args.num_attributes);
+    Ok(())
+});
+
+slot_fn!(PJRT_TopologyDescription_Fingerprint => fn topology_fingerprint(args: PJRT_TopologyDescription_Fingerprint_Args, fault) {
+    topology(args.topology)?;
+    args.fingerprint = 0xfa4e;
+    Ok(())
+});
+
+slot_fn!(PJRT_TopologyDescription_Serialize => fn topology_serialize(args: PJRT_TopologyDescription_Serialize_Args, fault) {
+    topology(args.topology)?;
+    let (ptr, len, owner) = serialized(b"fake topology".to_vec());
+    args.serialized_bytes = ptr;
+    args.serialized_bytes_size = len;
+    args.serialized_topology = owner.cast();
+    args.serialized_topology_deleter = Some(free_serialized::<sys::PJRT_SerializedTopology>);
+    shape_array(fault, &mut args.serialized_bytes, &mut args.serialized_bytes_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_TopologyDescription_GetMemorySpaceKindIds => fn topology_kind_ids(
+    args: PJRT_TopologyDescription_GetMemorySpaceKindIds_Args, fault
+) {
+    topology(args.topology)?;
+    args.memory_space_kind_ids = KIND_IDS.as_ptr();
+    args.num_memory_space_kind_ids = KIND_IDS.len();
+    shape_array(fault, &mut args.memory_space_kind_ids, &mut args.num_memory_space_kind_ids);
+    Ok(())
+});
+
+/// Canonical shapes handed out, by the address of their bytes (the deleter gets only that).
+static CANONICAL_SHAPES: Mutex<Vec<(usize, Box<FakeSerialized>)>> = Mutex::new(Vec::new());
+
+unsafe extern "C" fn free_canonical_shape(bytes: *const c_char) {
+    let mut shapes = lock(&CANONICAL_SHAPES);
+    if let Some(at) = shapes.iter().position(|(p, _)| *p == bytes as usize) {
+        shapes.swap_remove(at);
+        bump(&COUNTERS.serialized_destroyed);
+    }
+}
+
+slot_fn!(PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace => fn topology_canonical_shape(
+    args: PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace_Args, fault
+) {
+    topology(args.topology)?;
+    if !KIND_IDS.contains(&args.memory_space_kind_id) {
+        return Err(invalid(format!("fake: no memory kind {}", args.memory_space_kind_id)));
+    }
+    // SAFETY: the client passes `num_dims` readable dimensions.
+    let dims: &[i64] = if args.num_dims == 0 { &[] } else { unsafe { std::slice::from_raw_parts(args.dims, args.num_dims) } };
+    if dims.iter().any(|d| !(0..128).contains(d)) || dims.len() > 100 {
+        return Err(invalid("fake: canonical shapes only for small arrays"));
+    }
+    // xla.ShapeProto { element_type (2), dimensions (3, packed), layout (5) { minor_to_major (1, packed) } }.
+    let mut bytes = vec![0x10, args.element_type.0 as u8, 0x1a, dims.len() as u8];
+    bytes.extend(dims.iter().map(|d| *d as u8));
+    let minor_to_major: Vec<u8> = (0..dims.len() as u8).rev().collect();
+    bytes.extend([0x2a, minor_to_major.len() as u8 + 2, 0x0a, minor_to_major.len() as u8]);
+    bytes.extend(minor_to_major);
+    let owned = Box::new(FakeSerialized(bytes));
+    args.serialized_shape = owned.0.as_ptr().cast();
+    args.serialized_shape_size = owned.0.len();
+    args.serialized_shape_deleter = Some(free_canonical_shape);
+    lock(&CANONICAL_SHAPES).push((args.serialized_shape as usize, owned));
+    bump(&COUNTERS.serialized_created);
+    shape_array(fault, &mut args.serialized_shape, &mut args.serialized_shape_size);
+    if args.serialized_shape.is_null() {
+        // The client cannot free what it cannot name: free it here, as a real plugin would leak it.
+        lock(&CANONICAL_SHAPES).pop();
+        bump(&COUNTERS.serialized_destroyed);
+    }
+    Ok(())
+});
+
+// ---- executable metadata ----
+
+slot_fn!(PJRT_Executable_SizeOfGeneratedCodeInBytes => fn executable_code_size(
+    args: PJRT_Executable_SizeOfGeneratedCodeInBytes_Args, fault
+) {
+    executable(args.executable)?;
+    args.size_in_bytes = 4096;
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_GetCostAnalysis => fn executable_cost_analysis(args: PJRT_Executable_GetCostAnalysis_Args, fault) {
+    executable(args.executable)?;
+    static PROPERTIES: OnceLock<Immortal<Vec<sys::PJRT_NamedValue>>> = OnceLock::new();
+    let properties = &PROPERTIES.get_or_init(|| Immortal(vec![int64_attribute(c"flops", 4)])).0;
+    args.properties = properties.as_ptr();
+    args.num_properties = properties.len();
+    shape_array(fault, &mut args.properties, &mut args.num_properties);
+    Ok(())
+});
+
+/// `device` as a C string array with sizes, `n` times (the memory kind of every output or
+/// parameter).
+fn device_kinds() -> (&'static [*const c_char], &'static [usize]) {
+    static KINDS: OnceLock<Immortal<(Vec<*const c_char>, Vec<usize>)>> = OnceLock::new();
+    let kinds = &KINDS.get_or_init(|| Immortal((vec![c"device".as_ptr(); NUM_PARAMETERS], vec![6; NUM_PARAMETERS]))).0;
+    (&kinds.0, &kinds.1)
+}
+
+slot_fn!(PJRT_Executable_OutputMemoryKinds => fn executable_output_memory_kinds(
+    args: PJRT_Executable_OutputMemoryKinds_Args, fault
+) {
+    executable(args.executable)?;
+    let (kinds, sizes) = device_kinds();
+    args.memory_kinds = kinds.as_ptr();
+    args.memory_kind_sizes = sizes.as_ptr();
+    args.num_outputs = OUTPUT_DIM_SIZES.len();
+    shape_array(fault, &mut args.memory_kinds, &mut args.num_outputs);
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_ParameterMemoryKinds => fn executable_parameter_memory_kinds(
+    args: PJRT_Executable_ParameterMemoryKinds_Args, fault
+) {
+    executable(args.executable)?;
+    let (kinds, sizes) = device_kinds();
+    args.memory_kinds = kinds.as_ptr();
+    args.memory_kind_sizes = sizes.as_ptr();
+    args.num_parameters = NUM_PARAMETERS;
+    shape_array(fault, &mut args.memory_kinds, &mut args.num_parameters);
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_GetCompiledMemoryStats => fn executable_compiled_memory_stats(
+    args: PJRT_Executable_GetCompiledMemoryStats_Args, fault
+) {
+    executable(args.executable)?;
+    args.generated_code_size_in_bytes = 4096;
+    args.argument_size_in_bytes = (NUM_PARAMETERS * PARAMETER_BYTES) as i64;
+    args.output_size_in_bytes = PARAMETER_BYTES as i64;
+    args.peak_memory_in_bytes = 3 * PARAMETER_BYTES as i64;
+    Ok(())
+});
+
+/// Bytes handed out with a deleter (serialized compile options, device assignments).
+struct FakeSerialized(Vec<u8>);
+
+fn serialized(bytes: Vec<u8>) -> (*const c_char, usize, *mut FakeSerialized) {
+    let owned = Box::new(FakeSerialized(bytes));
+    let (ptr, len) = (owned.0.as_ptr().cast(), owned.0.len());
+    bump(&COUNTERS.serialized_created);
+    (ptr, len, Box::into_raw(owned))
+}
+
+unsafe extern "C" fn free_serialized<T>(serialized: *mut T) {
+    if !serialized.is_null() {
+        // SAFETY: a `Box<FakeSerialized>` this plugin leaked; the client frees it once.
+        drop(unsafe { Box::from_raw(serialized.cast::<FakeSerialized>()) });
+        bump(&COUNTERS.serialized_destroyed);
+    }
+}
+
+slot_fn!(PJRT_Executable_GetCompileOptions => fn executable_get_compile_options(
+    args: PJRT_Executable_GetCompileOptions_Args, fault
+) {
+    let executable = executable(args.executable)?;
+    // CompileOptionsProto { executable_build_options (3) { num_replicas (4), num_partitions (5) } }.
+    let bytes = vec![0x1a, 0x04, 0x20, executable.replicas as u8, 0x28, executable.partitions as u8];
+    let (ptr, len, owner) = serialized(bytes);
+    args.serialized_bytes = ptr;
+    args.serialized_bytes_size = len;
+    args.serialized_compile_options = owner.cast();
+    args.serialized_compile_options_deleter = Some(free_serialized::<sys::PJRT_SerializedCompileOptions>);
+    shape_array(fault, &mut args.serialized_bytes, &mut args.serialized_bytes_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_LoadedExecutable_GetDeviceAssignment => fn loaded_get_device_assignment(
+    args: PJRT_LoadedExecutable_GetDeviceAssignment_Args, fault
+) {
+    let loaded = loaded(args.executable)?;
+    if loaded.devices.is_empty() {
+        return Err(invalid("fake: a portable executable has no device assignment"));
+    }
+    // DeviceAssignmentProto { replica_count (1), computation_count (2),
+    // computation_devices (3) { replica_device_ids (1) } per partition }.
+    let mut bytes = vec![0x08, loaded.replicas as u8, 0x10, loaded.partitions as u8];
+    for partition in 0..loaded.partitions {
+        let ids: Vec<u8> = (0..loaded.replicas)
+            .flat_map(|replica| {
+                let device = loaded.devices[replica * loaded.partitions + partition];
+                [0x08, device_index(device).unwrap_or(0) as u8]
+            })
+            .collect();
+        bytes.extend([0x1a, ids.len() as u8]);
+        bytes.extend(ids);
+    }
+    let (ptr, len, owner) = serialized(bytes);
+    args.serialized_bytes = ptr;
+    args.serialized_bytes_size = len;
+    args.serialized_device_assignment = owner.cast();
+    args.serialized_device_assignment_deleter = Some(free_serialized::<sys::PJRT_DeviceAssignmentSerialized>);
+    shape_array(fault, &mut args.serialized_bytes, &mut args.serialized_bytes_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_LoadedExecutable_AddressableDeviceLogicalIds => fn loaded_logical_ids(
+    args: PJRT_LoadedExecutable_AddressableDeviceLogicalIds_Args, fault
+) {
+    let loaded = loaded(args.executable)?;
+    args.addressable_device_logical_ids = loaded.logical_ids.as_ptr().cast_mut();
+    args.num_addressable_device_logical_ids = loaded.logical_ids.len();
+    let mut ptr = args.addressable_device_logical_ids.cast_const();
+    shape_array(fault, &mut ptr, &mut args.num_addressable_device_logical_ids);
+    args.addressable_device_logical_ids = ptr.cast_mut();
+    Ok(())
+});
+
+// The deprecated per-loaded-executable fingerprint: the same text.
+slot_fn!(PJRT_LoadedExecutable_Fingerprint => fn loaded_fingerprint(args: PJRT_LoadedExecutable_Fingerprint_Args, fault) {
+    loaded(args.executable)?;
+    set_string(fault, FINGERPRINT, &mut args.executable_fingerprint, &mut args.executable_fingerprint_size);
+    Ok(())
+});
+
+/// An execute context: only its life is tracked.
+struct FakeExecuteContext;
+
+slot_fn!(PJRT_ExecuteContext_Create => fn execute_context_create(args: PJRT_ExecuteContext_Create_Args, fault) {
+    if injects(fault, Fault::NullOutput) {
+        args.context = null_mut();
+        return Ok(());
+    }
+    args.context = Box::into_raw(Box::new(FakeExecuteContext)).cast();
+    bump(&COUNTERS.execute_contexts_created);
+    Ok(())
+});
+
+slot_fn!(PJRT_ExecuteContext_Destroy => fn execute_context_destroy(args: PJRT_ExecuteContext_Destroy_Args, fault) {
+    if !args.context.is_null() {
+        // SAFETY: a context this plugin created; the client destroys it once.
+        drop(unsafe { Box::from_raw(args.context.cast::<FakeExecuteContext>()) });
+        bump(&COUNTERS.execute_contexts_destroyed);
+    }
+    Ok(())
+});
+
 slot_fn!(PJRT_LoadedExecutable_AddressableDevices => fn loaded_addressable_devices(
     args: PJRT_LoadedExecutable_AddressableDevices_Args, fault
 ) {
@@ -1727,6 +2592,7 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_Error_Destroy = Some(error_destroy);
         api.PJRT_Error_Message = Some(error_message);
         api.PJRT_Error_GetCode = Some(error_get_code);
+        api.PJRT_Error_ForEachPayload = Some(error_for_each_payload);
         api.PJRT_Plugin_Initialize = Some(plugin_initialize);
         api.PJRT_Plugin_Attributes = Some(plugin_attributes);
         api.PJRT_Event_Destroy = Some(event_destroy);
@@ -1734,7 +2600,60 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_Event_Error = Some(event_error);
         api.PJRT_Event_Await = Some(event_await);
         api.PJRT_Event_OnReady = Some(event_on_ready);
+        api.PJRT_Event_Create = Some(event_create);
+        api.PJRT_Event_Set = Some(event_set);
         api.PJRT_Client_Create = Some(client_create);
+        api.PJRT_Client_DmaMap = Some(client_dma_map);
+        api.PJRT_Client_CreateBuffersForAsyncHostToDevice = Some(client_create_transfer_manager);
+        api.PJRT_AsyncHostToDeviceTransferManager_Destroy = Some(transfer_manager_destroy);
+        api.PJRT_AsyncHostToDeviceTransferManager_TransferData = Some(transfer_manager_transfer_data);
+        api.PJRT_AsyncHostToDeviceTransferManager_TransferLiteral = Some(transfer_manager_transfer_literal);
+        api.PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer = Some(transfer_manager_retrieve_buffer);
+        api.PJRT_AsyncHostToDeviceTransferManager_Device = Some(transfer_manager_device);
+        api.PJRT_AsyncHostToDeviceTransferManager_BufferCount = Some(transfer_manager_buffer_count);
+        api.PJRT_AsyncHostToDeviceTransferManager_BufferSize = Some(transfer_manager_buffer_size);
+        api.PJRT_AsyncHostToDeviceTransferManager_SetBufferError = Some(transfer_manager_set_buffer_error);
+        api.PJRT_AsyncHostToDeviceTransferManager_AddMetadata = Some(transfer_manager_add_metadata);
+        api.PJRT_Client_CreateUninitializedBuffer = Some(client_create_uninitialized_buffer);
+        api.PJRT_Client_CreateErrorBuffer = Some(client_create_error_buffer);
+        api.PJRT_Buffer_IsOnCpu = Some(buffer_is_on_cpu);
+        api.PJRT_Buffer_GetMemoryLayout = Some(buffer_get_memory_layout);
+        api.PJRT_Buffer_UnpaddedDimensions = Some(buffer_unpadded_dimensions);
+        api.PJRT_Buffer_DynamicDimensionIndices = Some(buffer_dynamic_dimension_indices);
+        api.PJRT_Buffer_UnsafePointer = Some(buffer_unsafe_pointer);
+        api.PJRT_Buffer_OpaqueDeviceMemoryDataPointer = Some(buffer_device_pointer);
+        api.PJRT_Buffer_IncreaseExternalReferenceCount = Some(buffer_increase_references);
+        api.PJRT_Buffer_DecreaseExternalReferenceCount = Some(buffer_decrease_references);
+        api.PJRT_Buffer_CopyRawToHost = Some(buffer_copy_raw_to_host);
+        api.PJRT_Buffer_Bitcast = Some(buffer_bitcast);
+        api.PJRT_Client_TopologyDescription = Some(client_topology);
+        api.PJRT_TopologyDescription_PlatformName = Some(topology_platform_name);
+        api.PJRT_TopologyDescription_PlatformVersion = Some(topology_platform_version);
+        api.PJRT_TopologyDescription_GetDeviceDescriptions = Some(topology_device_descriptions);
+        api.PJRT_TopologyDescription_Attributes = Some(topology_attributes);
+        api.PJRT_TopologyDescription_Fingerprint = Some(topology_fingerprint);
+        api.PJRT_TopologyDescription_Serialize = Some(topology_serialize);
+        api.PJRT_TopologyDescription_GetMemorySpaceKindIds = Some(topology_kind_ids);
+        api.PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace = Some(topology_canonical_shape);
+        api.PJRT_Executable_SizeOfGeneratedCodeInBytes = Some(executable_code_size);
+        api.PJRT_Executable_GetCostAnalysis = Some(executable_cost_analysis);
+        api.PJRT_Executable_OutputMemoryKinds = Some(executable_output_memory_kinds);
+        api.PJRT_Executable_ParameterMemoryKinds = Some(executable_parameter_memory_kinds);
+        api.PJRT_Executable_GetCompiledMemoryStats = Some(executable_compiled_memory_stats);
+        api.PJRT_Executable_GetCompileOptions = Some(executable_get_compile_options);
+        api.PJRT_LoadedExecutable_GetDeviceAssignment = Some(loaded_get_device_assignment);
+        api.PJRT_LoadedExecutable_AddressableDeviceLogicalIds = Some(loaded_logical_ids);
+        api.PJRT_LoadedExecutable_Fingerprint = Some(loaded_fingerprint);
+        api.PJRT_ExecuteContext_Create = Some(execute_context_create);
+        api.PJRT_ExecuteContext_Destroy = Some(execute_context_destroy);
+        api.PJRT_Device_MemoryStats = Some(device_memory_stats);
+        api.PJRT_Device_ClearMemoryStats = Some(device_clear_memory_stats);
+        api.PJRT_Device_GetAttributes = Some(device_get_attributes);
+        api.PJRT_Device_PoisonExecution = Some(device_poison_execution);
+        api.PJRT_Device_CreateAsyncTrackingEvent = Some(device_create_async_tracking_event);
+        api.PJRT_AsyncTrackingEvent_Destroy = Some(async_tracking_event_destroy);
+        api.PJRT_Client_DmaUnmap = Some(client_dma_unmap);
+        api.PJRT_Client_UpdateGlobalProcessInfo = Some(client_update_global_process_info);
         api.PJRT_Client_Destroy = Some(client_destroy);
         api.PJRT_Client_PlatformName = Some(client_platform_name);
         api.PJRT_Client_ProcessIndex = Some(client_process_index);

@@ -10,7 +10,8 @@ use std::time::Duration;
 use clap::Args;
 use pjrt_client::{
     AlignedHostBuffer, Buffer, Client, ClientOptions, CompileOptions, DeviceAssignment, ElementType, Error, ErrorCode,
-    HostLayout, Placement, Plugin, Program, Topology,
+    ExecuteContext, ExecuteOptions, HostLayout, InMemoryStore, Placement, Plugin, ProcessInfo, ProcessState, Program,
+    ShapeSpec, Topology, UserEvent, Value,
 };
 use serde_json::{json, Value as Json};
 
@@ -158,6 +159,11 @@ pub fn run_checks(plugin: &Plugin) -> (Json, Report) {
     execute_checks(&mut r, &client);
     topology_checks(&mut r, &client);
     extension_checks(&mut r, &client);
+    executable_metadata_checks(&mut r, &client);
+    buffer_ext_checks(&mut r, &client);
+    transfer_manager_checks(&mut r, &client);
+    client_ext_checks(&mut r, &client);
+    kv_store_checks(&mut r, plugin, &options);
     (plugin_json(plugin, Some(&client)), r)
 }
 
@@ -519,6 +525,269 @@ fn extension_checks(r: &mut Report, client: &Client) {
     r.check("extension.ffi.register_type", || {
         let ext = plugin.ffi_extension().ok_or(Problem::Unsupported("no FFI extension".into()))?;
         Ok(ext.register_type("pjrt_conform_type")?.to_string())
+    });
+}
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The newest executable queries (`PJRT_Executable_*` beyond name and counts), on a loaded and on
+/// an unloaded (`PJRT_Compile`) executable.
+fn executable_metadata_checks(r: &mut Report, client: &Client) {
+    let Ok(exe) = Program::mlir_text(ADD).and_then(|p| client.compile(&p, &CompileOptions::new())) else {
+        r.check("executable.metadata_compile", || Err(Problem::Fail("cannot compile the add program".into())));
+        return;
+    };
+    r.check("executable.generated_code_size", || Ok(format!("{} bytes", exe.generated_code_size()?)));
+    r.check("executable.cost_analysis", || Ok(format!("{} properties", exe.cost_analysis()?.len())));
+    r.check("executable.output_memory_kinds", || {
+        let kinds = exe.output_memory_kinds()?;
+        expect(kinds.len() == 1, format!("{} kinds for 1 output", kinds.len()))?;
+        Ok(kinds.join(","))
+    });
+    r.check("executable.parameter_memory_kinds", || {
+        let kinds = exe.parameter_memory_kinds()?;
+        expect(kinds.len() == 2, format!("{} kinds for 2 parameters", kinds.len()))?;
+        Ok(kinds.join(","))
+    });
+    r.check("executable.compiled_memory_stats", || {
+        let stats = exe.compiled_memory_stats()?;
+        Ok(format!(
+            "args {} out {} temp {}",
+            stats.argument_size_in_bytes, stats.output_size_in_bytes, stats.temp_size_in_bytes
+        ))
+    });
+    r.check("executable.optimized_program", || {
+        let program = exe.optimized_program()?;
+        expect(!program.code.is_empty(), "an empty program")?;
+        Ok(format!("{} bytes of {}", program.code.len(), program.format))
+    });
+    r.check("executable.compile_options", || {
+        let options = exe.compile_options()?;
+        Ok(format!("{} bytes", options.to_bytes()?.len()))
+    });
+    r.check("executable.device_assignment", || Ok(format!("{:?}", exe.device_assignment()?)));
+    r.check("executable.addressable_device_logical_ids", || Ok(format!("{:?}", exe.addressable_device_logical_ids()?)));
+    r.check("execute.with_context_and_options", || {
+        let context = ExecuteContext::new(client.plugin())?;
+        let options = ExecuteOptions::new().launch_id(7).non_donatable_inputs([0, 1]).context(&context);
+        let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
+        expect(f32s(&exe.execute_with(&[&a, &a], &options)?[0])? == [2., 4., 6., 8.], "wrong sum")?;
+        Ok(String::new())
+    });
+    r.check("aot.unloaded_executable_metadata", || {
+        let topology = client.topology()?;
+        let unloaded = topology.compile(&Program::mlir_text(ADD)?, &CompileOptions::new(), None)?;
+        expect(unloaded.output_shapes()? == exe.output_shapes(), "output shapes differ from the loaded program")?;
+        expect(unloaded.num_replicas()? == 1 && unloaded.num_partitions()? == 1, "counts")?;
+        Ok(format!("fingerprint {}", unloaded.fingerprint()?))
+    });
+}
+
+fn buffer_ext_checks(r: &mut Report, client: &Client) {
+    let make = || client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default);
+    r.check("buffer.is_on_cpu", || Ok(make()?.is_on_cpu()?.to_string()));
+    r.check("buffer.dynamic_and_unpadded_dimensions", || {
+        let b = make()?;
+        expect(b.unpadded_dimensions()? == [4], "unpadded dimensions")?;
+        Ok(format!("{} dynamic", b.dynamic_dimension_indices()?.len()))
+    });
+    r.check("buffer.memory_layout", || Ok(make()?.memory_layout()?.to_string()));
+    r.check("buffer.legacy_memory_layout", || Ok(make()?.legacy_memory_layout()?.to_string()));
+    r.check("buffer.unsafe_pointer", || {
+        expect(!make()?.unsafe_pointer()?.is_null(), "NULL")?;
+        Ok(String::new())
+    });
+    r.check("buffer.external_reference", || {
+        let b = make()?;
+        let reference = b.external_reference()?;
+        expect(!reference.device_pointer()?.is_null(), "NULL device pointer")?;
+        Ok(String::new())
+    });
+    r.check("buffer.raw_copy_to_host", || {
+        let bytes = make()?.copy_raw_to_host(4, 8)?;
+        let expected: Vec<u8> = [2f32, 3.].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        expect(bytes == expected, "bytes 4..12 differ")?;
+        Ok(String::new())
+    });
+    r.check("buffer.raw_copy_to_host_future", || {
+        let b = make()?;
+        let request = b.copy_raw_to_host_future(0, 4)?;
+        let bytes = request.fulfill(vec![0; 4])?.wait_timeout(WAIT)?;
+        expect(bytes == 1f32.to_ne_bytes(), "bytes 0..4 differ")?;
+        Ok(String::new())
+    });
+    r.check("buffer.view_of_host_memory", || {
+        if client.view_alignment().is_none() {
+            return Err(Problem::Unsupported("views of host memory are only offered for CPU clients".into()));
+        }
+        let host = Arc::new(AlignedHostBuffer::from_slice(&[5f32, 6., 7.])?);
+        let view = client.view_of_aligned(host, ElementType::F32, &[3], Placement::Default)?;
+        expect(f32s(&view)? == [5., 6., 7.], "values")?;
+        Ok(String::new())
+    });
+    r.check("buffer.uninitialized", || {
+        let b = client.create_uninitialized_buffer(ElementType::S32, &[2, 3], Placement::Default)?;
+        expect(b.dimensions()? == [2, 3], "dimensions")?;
+        Ok(String::new())
+    });
+    r.check("buffer.error_buffer", || {
+        let b =
+            client.create_error_buffer(ErrorCode::Internal, "conform", ElementType::F32, &[4], Placement::Default)?;
+        match b.ready_event()?.wait_timeout(WAIT) {
+            Err(Error::Pjrt { code: ErrorCode::Internal, message, .. }) if message.contains("conform") => Ok(message),
+            other => Err(Problem::Fail(format!("the ready event gave {other:?}"))),
+        }
+    });
+    r.check("buffer.alias", || {
+        let (alias, fulfiller) = client.create_alias_buffer(ElementType::F32, &[4], Placement::Default)?;
+        fulfiller.fulfill(&make()?)?;
+        expect(f32s(&alias)? == [1., 2., 3., 4.], "the alias does not read the real buffer")?;
+        Ok(String::new())
+    });
+    r.check("buffer.bitcast", || {
+        let square = make()?.bitcast(ElementType::F32, &[2, 2])?;
+        expect(square.dimensions()? == [2, 2] && f32s(&square)? == [1., 2., 3., 4.], "values or shape")?;
+        Ok(String::new())
+    });
+    r.check("buffer.donate_with_control_dependency", || {
+        let (donated, dependency) = make()?.donate_with_control_dependency()?;
+        dependency.ready();
+        expect(f32s(&donated)? == [1., 2., 3., 4.], "values")?;
+        Ok(String::new())
+    });
+    r.check("buffer.copy_to_client", || {
+        let other = Client::new(client.plugin(), &ClientOptions::new())?;
+        let copy = make()?.copy_to_client(&other, Placement::Default)?;
+        expect(f32s(&copy)? == [1., 2., 3., 4.], "values")?;
+        Ok(String::new())
+    });
+    r.check("buffer.copy_to_memory_by_kind", || {
+        let device = client.addressable_devices()[0];
+        let memory =
+            device.memory_by_kind("pinned_host")?.ok_or(Problem::Unsupported("no pinned_host memory".into()))?;
+        let b = make()?.copy_to_memory(&memory)?;
+        expect(b.memory()?.kind()? == "pinned_host", "landed in another memory")?;
+        Ok(String::new())
+    });
+}
+
+fn transfer_manager_checks(r: &mut Report, client: &Client) {
+    let shapes = [
+        ShapeSpec::new(ElementType::F32, &[4]),
+        ShapeSpec::new(ElementType::S32, &[2]),
+        ShapeSpec::new(ElementType::U8, &[3]),
+    ];
+    r.check("transfer_manager.create", || {
+        let m = client.create_buffers_for_async_host_to_device(&shapes, Placement::Default)?;
+        expect(m.buffer_count()? == 3 && m.buffer_size(0)? == 16, "count or size")?;
+        Ok(m.device()?.to_string()?)
+    });
+    r.check("transfer_manager.transfer_data", || {
+        let m = client.create_buffers_for_async_host_to_device(&shapes[..1], Placement::Default)?;
+        let data: Vec<u8> = [1f32, 2., 3., 4.].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        m.transfer_data(0, &data[..8], 0, false)?;
+        m.transfer_data(0, &data[8..], 8, true)?;
+        expect(f32s(&m.retrieve_buffer(0)?)? == [1., 2., 3., 4.], "values")?;
+        Ok(String::new())
+    });
+    r.check("transfer_manager.transfer_literal", || {
+        let m = client.create_buffers_for_async_host_to_device(&shapes[1..2], Placement::Default)?;
+        let data: Vec<u8> = [7i32, 8].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        m.transfer_literal(0, &data)?;
+        expect(m.retrieve_buffer(0)?.to_vec::<i32>()? == [7, 8], "values")?;
+        Ok(String::new())
+    });
+    r.check("transfer_manager.set_buffer_error", || {
+        let m = client.create_buffers_for_async_host_to_device(&shapes[2..], Placement::Default)?;
+        m.set_buffer_error(0, ErrorCode::Unavailable, "conform")?;
+        let b = m.retrieve_buffer(0)?;
+        match b.ready_event()?.wait_timeout(WAIT) {
+            Err(Error::Pjrt { code: ErrorCode::Unavailable, .. }) => Ok(String::new()),
+            other => Err(Problem::Fail(format!("the ready event gave {other:?}"))),
+        }
+    });
+    r.check("transfer_manager.add_metadata", || {
+        let m = client.create_buffers_for_async_host_to_device(&shapes[..1], Placement::Default)?;
+        m.add_metadata(&[("origin".to_owned(), Value::String("pjrt conform".into()))])?;
+        m.set_buffer_error(0, ErrorCode::Cancelled, "not needed")?;
+        Ok(String::new())
+    });
+}
+
+fn client_ext_checks(r: &mut Report, client: &Client) {
+    r.check("client.dma_map", || {
+        let mapping = client.dma_map(AlignedHostBuffer::zeroed(4096)?)?;
+        mapping.unmap()?;
+        Ok(String::new())
+    });
+    r.check("client.update_global_process_info", || {
+        client.update_global_process_info(&[ProcessInfo::new(client.process_index(), 1, ProcessState::Connected)])?;
+        Ok(String::new())
+    });
+    r.check("event.user_event_ok", || {
+        let event = UserEvent::new(client.plugin())?;
+        expect(!event.event().is_ready()?, "ready before it was set")?;
+        event.set_ok()?;
+        event.event().wait_timeout(WAIT)?;
+        Ok(String::new())
+    });
+    r.check("event.user_event_error", || {
+        let event = UserEvent::new(client.plugin())?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let handle = event.event().on_ready(move |s| {
+            let _ = tx.send(s.err().and_then(|e| e.code()));
+        })?;
+        event.set_error(ErrorCode::Aborted, "conform")?;
+        expect(handle.wait_timeout(WAIT)?, "the callback did not run")?;
+        expect(rx.recv().ok().flatten() == Some(ErrorCode::Aborted), "waiters did not see ABORTED")?;
+        Ok(String::new())
+    });
+    r.check("error.payloads", || {
+        let error = client.lookup_device(i32::MAX).err().ok_or(Problem::Fail("an unknown id was found".into()))?;
+        Ok(format!("{} payloads", error.payloads().len()))
+    });
+    r.check("device.memory_by_kind", || {
+        let device = client.addressable_devices()[0];
+        let kind = device.default_memory()?.kind()?;
+        expect(device.memory_by_kind(&kind)?.is_some(), "the default memory's kind was not found")?;
+        Ok(kind)
+    });
+    let topology = client.topology();
+    let with = |f: &dyn Fn(&Topology) -> Outcome| match &topology {
+        Ok(t) => f(t),
+        Err(e) => Err(Problem::from(Error::InvalidArgument(e.to_string()))),
+    };
+    r.check("topology.device_description_details", || {
+        with(&|t| {
+            let descriptions = t.device_descriptions()?;
+            let first = descriptions.first().ok_or(Problem::Fail("no device descriptions".into()))?;
+            Ok(format!("{} x {}", descriptions.len(), first.kind()?))
+        })
+    });
+    r.check("topology.canonical_shape", || {
+        with(&|t| {
+            let kind = *t.memory_space_kind_ids()?.first().ok_or(Problem::Fail("no memory kinds".into()))?;
+            let shape = t.canonical_shape(kind, ElementType::F32, &[2, 3])?;
+            expect(shape.dims == [2, 3], format!("dims {:?}", shape.dims))?;
+            Ok(format!("{:?}", shape.minor_to_major))
+        })
+    });
+    r.check("extension.layouts.topology_default_layout", || {
+        let ext = client.plugin().layouts_extension().ok_or(Problem::Unsupported("no Layouts extension".into()))?;
+        with(&|t| Ok(ext.topology_default_layout(t, ElementType::F32, &[2, 3])?.to_string()))
+    });
+}
+
+/// A client whose plugin may use a key-value store (`PJRT_Client_Create` with the kv callbacks).
+fn kv_store_checks(r: &mut Report, plugin: &Plugin, options: &ClientOptions) {
+    r.check("kv_store.client_with_in_memory_store", || {
+        let store = InMemoryStore::new();
+        let client = Client::builder(plugin).options(options.clone()).kv_store(store.clone()).build()?;
+        let exe = client.compile(&Program::mlir_text(ADD)?, &CompileOptions::new())?;
+        let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
+        expect(f32s(&exe.execute(&[&a, &a])?[0])? == [2., 4., 6., 8.], "wrong sum")?;
+        let calls = client.kv_callbacks().map(|kv| kv.call_counts());
+        Ok(format!("{} keys; calls {calls:?}", store.len()))
     });
 }
 

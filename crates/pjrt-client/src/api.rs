@@ -187,9 +187,64 @@ impl ErrorGuard<'_> {
                 get_message(&mut msg_args);
                 message = string_from_raw(msg_args.message, msg_args.message_size);
             }
+            crate::error::append_payloads(&mut message, &self.payloads());
             (code, message)
         }
     }
+
+    /// The error's payloads (`PJRT_Error_ForEachPayload`, 0.99); none when the plugin predates
+    /// the slot or the call fails (a failure is destroyed here, never reported: this runs while
+    /// reporting another error).
+    fn payloads(&self) -> Vec<(String, Vec<u8>)> {
+        const OFFSET: usize = std::mem::offset_of!(sys::PJRT_Api, PJRT_Error_ForEachPayload);
+        let mut payloads: Vec<(String, Vec<u8>)> = Vec::new();
+        if !self.api.slot_in_table(OFFSET) {
+            return payloads;
+        }
+        let raw = self.api.raw();
+        // SAFETY: the slot lies inside the table (checked above); slot 0 exists (checked at
+        // load). The visitor only runs during the call, while `payloads` is alive and borrowed
+        // by nothing else; it never unwinds (see `payload_visitor`).
+        unsafe {
+            let Some(for_each) = std::ptr::addr_of!((*raw).PJRT_Error_ForEachPayload).read() else {
+                return payloads;
+            };
+            let mut args = sys::PJRT_Error_ForEachPayload_Args::new();
+            args.error = self.error;
+            args.visitor = Some(payload_visitor);
+            args.user_arg = (&mut payloads as *mut Vec<(String, Vec<u8>)>).cast();
+            let nested = for_each(&mut args);
+            if !nested.is_null() {
+                if let Some(destroy) = std::ptr::addr_of!((*raw).PJRT_Error_Destroy).read() {
+                    let mut d = sys::PJRT_Error_Destroy_Args::new();
+                    d.error = nested;
+                    destroy(&mut d);
+                }
+                payloads.clear();
+            }
+        }
+        payloads
+    }
+}
+
+/// Collects one payload of an error into the `Vec` behind `user_arg`.
+unsafe extern "C" fn payload_visitor(
+    key: *const c_char,
+    key_size: usize,
+    value: *const c_char,
+    value_size: usize,
+    user_arg: *mut std::ffi::c_void,
+) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `user_arg` is the `Vec` passed by `ErrorGuard::payloads`, alive for the call;
+        // key and value are readable for their sizes during this call (the visitor contract).
+        unsafe {
+            let payloads = &mut *(user_arg as *mut Vec<(String, Vec<u8>)>);
+            let key = string_from_raw(key, key_size);
+            let value = slice_from_raw(value as *const u8, value_size).to_vec();
+            payloads.push((key, value));
+        }
+    }));
 }
 
 impl Drop for ErrorGuard<'_> {

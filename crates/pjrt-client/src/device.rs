@@ -126,6 +126,17 @@ impl<'c> Device<'c> {
         Ok(raw.iter().filter_map(|m| NonNull::new(*m)).map(|m| Memory::new(self.client, m)).collect())
     }
 
+    /// The memory of kind `kind` (e.g. `"pinned_host"`) this device addresses, if any (XLA's
+    /// `memory_space_by_kind`).
+    pub fn memory_by_kind(&self, kind: &str) -> Result<Option<Memory<'c>>> {
+        for memory in self.memories()? {
+            if memory.kind()? == kind {
+                return Ok(Some(memory));
+            }
+        }
+        Ok(None)
+    }
+
     /// The memory buffers go to by default.
     pub fn default_memory(&self) -> Result<Memory<'c>> {
         let mut args = sys::PJRT_Device_DefaultMemory_Args::new();
@@ -190,7 +201,7 @@ impl<'c> Memory<'c> {
     }
 
     /// The client this memory belongs to.
-    pub(crate) fn client(&self) -> &'c Client {
+    pub fn client(&self) -> &'c Client {
         self.client
     }
 

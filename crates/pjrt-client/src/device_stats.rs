@@ -3,7 +3,7 @@
 
 use std::ffi::c_char;
 
-use crate::api::pjrt_call;
+use crate::api::{checked_slice, pjrt_call};
 use crate::device::Device;
 use crate::error::{Error, ErrorCode, Result};
 use crate::named_value::{read_named_values, Value};
@@ -92,13 +92,17 @@ impl<'c> Device<'c> {
         let mut a = sys::PJRT_Device_GetAttributes_Args::new();
         a.device = self.as_raw();
         pjrt_call!(self.client().api(), PJRT_Device_GetAttributes, &mut a)?;
-        // SAFETY: the array lives until the deleter runs, right after the copy.
-        let values = unsafe { read_named_values(a.attributes, a.num_attributes) };
+        // SAFETY: the array lives until the deleter runs, right after the copy; a pair that
+        // cannot be an array is refused before anything is read.
+        let values = unsafe {
+            checked_slice(a.attributes, a.num_attributes, "PJRT_Device_GetAttributes", "attributes")
+                .map(|attributes| read_named_values(attributes.as_ptr(), attributes.len()))
+        };
         if let Some(deleter) = a.attributes_deleter {
             // SAFETY: called once, on the object the plugin handed out.
             unsafe { deleter(a.device_attributes) };
         }
-        Ok(values)
+        values
     }
 
     /// Makes the execution with `launch_id` running on this device fail with `code` and

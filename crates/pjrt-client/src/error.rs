@@ -257,6 +257,20 @@ pub enum Error {
 }
 
 impl Error {
+    /// The payloads a plugin attached to this error (`PJRT_Error_ForEachPayload`): `(key, value)`
+    /// pairs, e.g. a type URL and a serialized proto. Empty for errors without payloads and for
+    /// every error that did not come from the plugin.
+    ///
+    /// They travel at the end of the [`Error::Pjrt`] message, written the way absl's
+    /// `Status::ToString` writes them (` [key='value']`, non-printable bytes as `\xNN`), so that
+    /// the variant keeps its three fields; this method reads them back.
+    pub fn payloads(&self) -> Vec<(String, Vec<u8>)> {
+        match self {
+            Error::Pjrt { message, .. } => split_payloads(message).1,
+            _ => Vec::new(),
+        }
+    }
+
     /// The PJRT status code, for errors that came from the plugin.
     pub fn code(&self) -> Option<ErrorCode> {
         match self {
@@ -273,5 +287,92 @@ impl Error {
     #[cold]
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }
+    }
+}
+
+/// Escapes payload text so that it cannot contain `'`, `[` or `]`: printable ASCII other than
+/// those and `\` stays, every other byte becomes `\xNN`.
+fn escape_payload(bytes: &[u8], out: &mut String) {
+    for &b in bytes {
+        if (0x20..0x7f).contains(&b) && !matches!(b, b'\'' | b'\\' | b'[' | b']') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+}
+
+fn unescape_payload(text: &str) -> Option<Vec<u8>> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' {
+            let hex = text.get(i + 2..i + 4)?;
+            if bytes.get(i + 1) != Some(&b'x') {
+                return None;
+            }
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+/// Appends `payloads` to a plugin error message as ` [key='value']` items.
+pub(crate) fn append_payloads(message: &mut String, payloads: &[(String, Vec<u8>)]) {
+    for (key, value) in payloads {
+        message.push_str(" [");
+        escape_payload(key.as_bytes(), message);
+        message.push_str("='");
+        escape_payload(value, message);
+        message.push_str("']");
+    }
+}
+
+/// Splits a message written by [`append_payloads`] into the plugin's text and the payloads.
+/// Items are read from the end; text that does not parse as an item belongs to the message.
+fn split_payloads(message: &str) -> (&str, Vec<(String, Vec<u8>)>) {
+    let mut rest = message;
+    let mut payloads = Vec::new();
+    while let Some(body) = rest.strip_suffix("']") {
+        // Escaped keys and values contain no `[`, `'` or `]`, so the item starts at the last " [".
+        let Some(start) = body.rfind(" [") else { break };
+        let Some((key, value)) = body[start + 2..].split_once("='") else { break };
+        let (Some(key), Some(value)) = (unescape_payload(key), unescape_payload(value)) else { break };
+        payloads.push((String::from_utf8_lossy(&key).into_owned(), value));
+        rest = &rest[..start];
+    }
+    payloads.reverse();
+    (rest, payloads)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_round_trip_through_the_message() {
+        let payloads = vec![
+            ("type.googleapis.com/x.Y".to_owned(), vec![0u8, 1, b'\'', b'[', b']', b'a', 0xff]),
+            ("k [2]".to_owned(), b"plain text".to_vec()),
+        ];
+        let mut message = "boom [not a payload] it's".to_owned();
+        append_payloads(&mut message, &payloads);
+        assert_eq!(
+            message,
+            "boom [not a payload] it's [type.googleapis.com/x.Y='\\x00\\x01\\x27\\x5b\\x5da\\xff'] [k \\x5b2\\x5d='plain text']"
+        );
+        let (text, back) = split_payloads(&message);
+        assert_eq!(text, "boom [not a payload] it's");
+        assert_eq!(back, payloads);
+        let error = Error::Pjrt { function: "f", code: ErrorCode::Internal, message };
+        assert_eq!(error.payloads(), payloads);
+        let plain = Error::Pjrt { function: "f", code: ErrorCode::Internal, message: "x ['y']".into() };
+        assert!(plain.payloads().is_empty());
+        assert!(Error::invalid("z").payloads().is_empty());
     }
 }

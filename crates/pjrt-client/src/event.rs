@@ -72,6 +72,10 @@ impl Event {
         self.plugin.api()
     }
 
+    pub(crate) fn plugin(&self) -> &Plugin {
+        &self.plugin
+    }
+
     /// Blocks until the event completes; returns its error, if any.
     pub fn wait(&self) -> Result<()> {
         let mut args = sys::PJRT_Event_Await_Args::new();

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use prost::Message;
 use smallvec::SmallVec;
 
-use crate::api::{checked_slice, checked_string, pjrt_call};
+use crate::api::{checked_slice, checked_string, pjrt_call, Api};
 use crate::buffer::Buffer;
 use crate::client::Client;
 use crate::compile_options::{proto::DeviceAssignmentProto, CompileOptions, DeviceAssignment};
@@ -710,10 +710,18 @@ impl LoadedExecutable {
         Ok(args.is_deleted)
     }
 
+    /// A fingerprint of the compiled program as text (see [`LoadedExecutable::fingerprint_bytes`];
+    /// bytes that are not UTF-8 are replaced, so prefer the bytes where a plugin returns binary
+    /// fingerprints, as the TPU plugin does).
+    pub fn fingerprint(&self) -> Result<String> {
+        Ok(String::from_utf8_lossy(&self.fingerprint_bytes()?).into_owned())
+    }
+
     /// A fingerprint of the compiled program (`PJRT_Executable_Fingerprint`; where that is
     /// missing or fails, the deprecated `PJRT_LoadedExecutable_Fingerprint`). When both fail, the
-    /// first one's error is returned, unless the plugin lacks that function altogether.
-    pub fn fingerprint(&self) -> Result<String> {
+    /// first one's error is returned, unless the plugin lacks that function altogether. The CPU
+    /// plugins return a decimal number as text, the TPU plugin binary bytes.
+    pub fn fingerprint_bytes(&self) -> Result<Vec<u8>> {
         let api = self.client.api();
         let mut args = sys::PJRT_Executable_Fingerprint_Args::new();
         args.executable = self.executable.as_ptr();
@@ -721,13 +729,14 @@ impl LoadedExecutable {
             // SAFETY: owned by the executable; copied at once.
             Ok(()) => {
                 return unsafe {
-                    checked_string(
-                        args.executable_fingerprint,
+                    checked_slice(
+                        args.executable_fingerprint as *const u8,
                         args.executable_fingerprint_size,
                         "PJRT_Executable_Fingerprint",
                         "the fingerprint",
                     )
                 }
+                .map(<[u8]>::to_vec)
             }
             Err(e) => e,
         };
@@ -736,13 +745,14 @@ impl LoadedExecutable {
         match pjrt_call!(api, PJRT_LoadedExecutable_Fingerprint, &mut old) {
             // SAFETY: owned by the executable; copied at once.
             Ok(()) => unsafe {
-                checked_string(
-                    old.executable_fingerprint,
+                checked_slice(
+                    old.executable_fingerprint as *const u8,
                     old.executable_fingerprint_size,
                     "PJRT_LoadedExecutable_Fingerprint",
                     "the fingerprint",
                 )
-            },
+            }
+            .map(<[u8]>::to_vec),
             Err(fallback) if matches!(first, Error::Unsupported { .. }) => Err(fallback),
             Err(_) => Err(first),
         }
@@ -980,13 +990,17 @@ impl CompiledMemoryStats {
     }
 }
 
-impl LoadedExecutable {
+/// The queries every compiled program answers, loaded ([`LoadedExecutable`]) or not
+/// ([`crate::Executable`], from [`crate::Topology::compile`]): `PJRT_Executable_*`.
+macro_rules! executable_metadata {
+    ($($ty:ty),+) => {$(
+impl $ty {
     /// Size of the generated code in bytes (`PJRT_Executable_SizeOfGeneratedCodeInBytes`; the
     /// CPU plugins say 0).
     pub fn generated_code_size(&self) -> Result<i64> {
         let mut args = sys::PJRT_Executable_SizeOfGeneratedCodeInBytes_Args::new();
-        args.executable = self.executable.as_ptr();
-        pjrt_call!(self.client.api(), PJRT_Executable_SizeOfGeneratedCodeInBytes, &mut args)?;
+        args.executable = self.metadata_raw();
+        pjrt_call!(self.metadata_api(), PJRT_Executable_SizeOfGeneratedCodeInBytes, &mut args)?;
         Ok(args.size_in_bytes)
     }
 
@@ -994,8 +1008,8 @@ impl LoadedExecutable {
     /// names such as `flops`; the CPU plugins say UNIMPLEMENTED).
     pub fn cost_analysis(&self) -> Result<Vec<(String, Value)>> {
         let mut args = sys::PJRT_Executable_GetCostAnalysis_Args::new();
-        args.executable = self.executable.as_ptr();
-        pjrt_call!(self.client.api(), PJRT_Executable_GetCostAnalysis, &mut args)?;
+        args.executable = self.metadata_raw();
+        pjrt_call!(self.metadata_api(), PJRT_Executable_GetCostAnalysis, &mut args)?;
         // SAFETY: owned by the executable; checked and copied at once.
         let properties = unsafe {
             checked_slice(args.properties, args.num_properties, "PJRT_Executable_GetCostAnalysis", "properties")
@@ -1008,8 +1022,8 @@ impl LoadedExecutable {
     /// (`PJRT_Executable_OutputMemoryKinds`; UNIMPLEMENTED on the 0.106 CPU plugin).
     pub fn output_memory_kinds(&self) -> Result<Vec<String>> {
         let mut args = sys::PJRT_Executable_OutputMemoryKinds_Args::new();
-        args.executable = self.executable.as_ptr();
-        pjrt_call!(self.client.api(), PJRT_Executable_OutputMemoryKinds, &mut args)?;
+        args.executable = self.metadata_raw();
+        pjrt_call!(self.metadata_api(), PJRT_Executable_OutputMemoryKinds, &mut args)?;
         // SAFETY: arrays owned by the executable, of the count the plugin reported.
         unsafe {
             read_kinds(args.memory_kinds, args.memory_kind_sizes, args.num_outputs, "PJRT_Executable_OutputMemoryKinds")
@@ -1020,8 +1034,8 @@ impl LoadedExecutable {
     /// UNIMPLEMENTED on the 0.106 CPU plugin).
     pub fn parameter_memory_kinds(&self) -> Result<Vec<String>> {
         let mut args = sys::PJRT_Executable_ParameterMemoryKinds_Args::new();
-        args.executable = self.executable.as_ptr();
-        pjrt_call!(self.client.api(), PJRT_Executable_ParameterMemoryKinds, &mut args)?;
+        args.executable = self.metadata_raw();
+        pjrt_call!(self.metadata_api(), PJRT_Executable_ParameterMemoryKinds, &mut args)?;
         // SAFETY: arrays owned by the executable, of the count the plugin reported.
         unsafe {
             read_kinds(
@@ -1037,9 +1051,9 @@ impl LoadedExecutable {
     /// struct of 0.104+ is sent (plugins accept any size from the 0.72 one on and write what
     /// fits); fields newer than the plugin's version, or left unwritten, are `None`.
     pub fn compiled_memory_stats(&self) -> Result<CompiledMemoryStats> {
-        let minor = self.client.plugin().api_version().minor;
+        let minor = self.metadata_api().version().minor;
         let mut args = sys::PJRT_Executable_GetCompiledMemoryStats_Args::new();
-        args.executable = self.executable.as_ptr();
+        args.executable = self.metadata_raw();
         for field in [
             &mut args.host_generated_code_size_in_bytes,
             &mut args.host_argument_size_in_bytes,
@@ -1054,7 +1068,7 @@ impl LoadedExecutable {
         ] {
             *field = UNWRITTEN;
         }
-        pjrt_call!(self.client.api(), PJRT_Executable_GetCompiledMemoryStats, &mut args)?;
+        pjrt_call!(self.metadata_api(), PJRT_Executable_GetCompiledMemoryStats, &mut args)?;
         Ok(CompiledMemoryStats::from_raw(&args, minor))
     }
 
@@ -1062,10 +1076,10 @@ impl LoadedExecutable {
     /// the plugin fills a buffer of that size).
     pub fn optimized_program(&self) -> Result<OptimizedProgram> {
         const FUNCTION: &str = "PJRT_Executable_OptimizedProgram";
-        let api = self.client.api();
+        let api = self.metadata_api();
         let mut program = sys::PJRT_Program::new();
         let mut args = sys::PJRT_Executable_OptimizedProgram_Args::new();
-        args.executable = self.executable.as_ptr();
+        args.executable = self.metadata_raw();
         args.program = &mut program;
         // First call: the plugin reports the size.
         pjrt_call!(api, PJRT_Executable_OptimizedProgram, &mut args)?;
@@ -1095,8 +1109,8 @@ impl LoadedExecutable {
     /// the result layout.
     pub fn compile_options_bytes(&self) -> Result<Vec<u8>> {
         let mut args = sys::PJRT_Executable_GetCompileOptions_Args::new();
-        args.executable = self.executable.as_ptr();
-        pjrt_call!(self.client.api(), PJRT_Executable_GetCompileOptions, &mut args)?;
+        args.executable = self.metadata_raw();
+        pjrt_call!(self.metadata_api(), PJRT_Executable_GetCompileOptions, &mut args)?;
         // SAFETY: the bytes live until the deleter runs, right after the copy.
         let bytes = unsafe {
             checked_slice(
@@ -1115,9 +1129,23 @@ impl LoadedExecutable {
     }
 
     /// The compile options the executable was built with, decoded
-    /// ([`LoadedExecutable::compile_options_bytes`] through [`CompileOptions::from_proto_bytes`]).
+    /// ([`Self::compile_options_bytes`] through [`CompileOptions::from_proto_bytes`]).
     pub fn compile_options(&self) -> Result<CompileOptions> {
         CompileOptions::from_proto_bytes(&self.compile_options_bytes()?)
+    }
+}
+    )+};
+}
+
+executable_metadata!(LoadedExecutable, crate::topology::Executable);
+
+impl LoadedExecutable {
+    fn metadata_api(&self) -> &Api {
+        self.client.api()
+    }
+
+    fn metadata_raw(&self) -> *mut sys::PJRT_Executable {
+        self.executable.as_ptr()
     }
 
     /// Which device runs which replica and partition

@@ -533,6 +533,35 @@ impl<'p> LayoutsExtension<'p> {
         self.serialize(layout.layout)
     }
 
+    /// The layout a topology's devices give a new array of `element_type` and `dims` by default
+    /// (XLA's `PjRtTopologyDescription::GetDefaultLayout`).
+    pub fn topology_default_layout(
+        &self,
+        topology: &crate::Topology,
+        element_type: ElementType,
+        dims: &[i64],
+    ) -> Result<SerializedLayout> {
+        self.same_plugin(topology.plugin().api())?;
+        check_array_type(self.api, element_type)?;
+        if let Some(d) = dims.iter().find(|d| **d < 0) {
+            return Err(Error::invalid(format!("negative dimension {d} in {dims:?}")));
+        }
+        type L = sys::PJRT_Layouts_Extension;
+        let (destroy, destroy_name) = ext_fn!(self, L, PJRT_Layouts_MemoryLayout_Destroy);
+        ext_fn!(self, L, PJRT_Layouts_MemoryLayout_Serialize);
+        let (get, name) = ext_fn!(self, L, PJRT_Layouts_PJRT_Topology_GetDefaultLayout);
+        let mut args = sys::PJRT_Layouts_PJRT_Topology_GetDefaultLayout_Args::new();
+        args.topology_description = topology.as_raw();
+        args.type_ = element_type.to_raw();
+        args.dims = dims.as_ptr();
+        args.num_dims = dims.len();
+        // SAFETY: args built with `Args::new`; the topology belongs to this plugin (checked) and
+        // the dims outlive the call.
+        self.api.check(unsafe { get(&mut args) }, name)?;
+        let layout = self.own(args.layout, destroy, destroy_name, name)?;
+        self.serialize(layout.layout)
+    }
+
     /// The layout of a buffer on its device.
     pub fn buffer_layout(&self, buffer: &Buffer) -> Result<SerializedLayout> {
         self.same_plugin(buffer.client().api())?;
@@ -671,16 +700,39 @@ impl<'p> MemoryDescriptionsExtension<'p> {
     pub fn device_memory_descriptions(&self, device: &Device<'_>) -> Result<Vec<MemoryDescription>> {
         let api = device.client().api();
         self.same_plugin(api)?;
-        type M = sys::PJRT_MemoryDescriptions_Extension;
-        let (get, name) = ext_fn!(self, M, PJRT_DeviceDescription_MemoryDescriptions);
+        // Checked before any call, so a missing member is reported without touching the device.
+        ext_fn!(self, sys::PJRT_MemoryDescriptions_Extension, PJRT_DeviceDescription_MemoryDescriptions);
         let mut description = sys::PJRT_Device_GetDescription_Args::new();
         description.device = device.as_raw();
         pjrt_call!(api, PJRT_Device_GetDescription, &mut description)?;
         if description.device_description.is_null() {
             return Err(Error::invalid("PJRT_Device_GetDescription returned no description"));
         }
+        // SAFETY: the description is owned by the device's client, which the device keeps alive.
+        unsafe { self.memory_descriptions_raw(description.device_description) }
+    }
+
+    /// The memory descriptions of a topology's device description (XLA's
+    /// `PjRtDeviceDescription::memory_spaces`).
+    pub fn description_memory_descriptions(
+        &self,
+        description: &crate::DeviceDescription<'_>,
+    ) -> Result<Vec<MemoryDescription>> {
+        self.same_plugin(description.topology().plugin().api())?;
+        // SAFETY: the description is owned by its topology, which the borrow keeps alive.
+        unsafe { self.memory_descriptions_raw(description.as_raw()) }
+    }
+
+    /// # Safety
+    /// `description` must be a live device description of this plugin.
+    unsafe fn memory_descriptions_raw(
+        &self,
+        description: *mut sys::PJRT_DeviceDescription,
+    ) -> Result<Vec<MemoryDescription>> {
+        type M = sys::PJRT_MemoryDescriptions_Extension;
+        let (get, name) = ext_fn!(self, M, PJRT_DeviceDescription_MemoryDescriptions);
         let mut args = sys::PJRT_DeviceDescription_MemoryDescriptions_Args::new();
-        args.device_description = description.device_description;
+        args.device_description = description;
         // SAFETY: args built with `Args::new`; the description is owned by the device's client,
         // which the borrowed device keeps alive.
         self.api.check(unsafe { get(&mut args) }, name)?;

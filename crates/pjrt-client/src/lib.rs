@@ -69,9 +69,11 @@ pub mod artifact;
 mod buffer;
 mod buffer_ext;
 mod client;
+mod client_ext;
 pub mod compile_cache;
 pub mod compile_options;
 mod device;
+mod device_description;
 mod device_stats;
 mod element_type;
 mod error;
@@ -96,14 +98,17 @@ pub mod safetensors;
 pub mod sharding;
 mod topology;
 mod transfer_manager;
+mod user_event;
 
 pub use aligned::{AlignedHostBuffer, HOST_ALIGNMENT};
 pub use api::ApiVersion;
 pub use buffer::{Buffer, HostBufferSemantics, HostLayout, HostTransfer, Placement};
 pub use buffer_ext::{AliasFulfiller, ControlDependency, ExternalReference, HostData, MemoryLayout, RawCopyRequest};
 pub use client::{Client, ClientBuilder, ClientOptions};
+pub use client_ext::{DmaMapping, ProcessInfo, ProcessState};
 pub use compile_options::{CompileOptions, DeviceAssignment};
 pub use device::{Device, Memory};
+pub use device_description::DeviceDescription;
 pub use device_stats::{AsyncTrackingEvent, MemoryStats};
 pub use element_type::{ElementType, NativeType};
 pub use error::{Error, ErrorCode, LoadError, Result};
@@ -117,8 +122,9 @@ pub use kv_store::{InMemoryStore, KeyValueStore, KvCallCounts, KvCallbacks, KvEr
 pub use named_value::Value;
 pub use plugin::{Plugin, StableHloVersion};
 pub use program::{ModuleCounts, Program, ProgramFormat};
-pub use topology::{Executable, Topology};
+pub use topology::{CanonicalShape, Executable, Topology};
 pub use transfer_manager::{PendingTransfer, ShapeSpec, TransferManager};
+pub use user_event::UserEvent;
 
 /// The Rust snippets of `docs/jax-guide.md`, run as doc tests so the guide stays true to the API.
 #[cfg(doctest)]

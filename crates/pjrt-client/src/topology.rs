@@ -5,11 +5,14 @@ use std::ffi::c_char;
 use std::fmt;
 use std::ptr::NonNull;
 
-use crate::api::{pjrt_call, slice_from_raw, string_from_raw};
+use crate::api::{checked_slice, checked_string, pjrt_call, slice_from_raw, string_from_raw};
+use crate::buffer_ext::check_array;
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
+use crate::device_description::DeviceDescription;
+use crate::element_type::ElementType;
 use crate::error::{Error, Result};
-use crate::executable::LoadedExecutable;
+use crate::executable::{ArrayShape, LoadedExecutable};
 use crate::named_value::{read_named_values, RawNamedValues, Value};
 use crate::plugin::Plugin;
 use crate::program::Program;
@@ -111,7 +114,14 @@ impl Topology {
         args.topology = self.raw.as_ptr();
         pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_PlatformName, &mut args)?;
         // SAFETY: owned by the topology; copied at once.
-        Ok(unsafe { string_from_raw(args.platform_name, args.platform_name_size) })
+        unsafe {
+            checked_string(
+                args.platform_name,
+                args.platform_name_size,
+                "PJRT_TopologyDescription_PlatformName",
+                "the name",
+            )
+        }
     }
 
     /// The platform version.
@@ -120,7 +130,14 @@ impl Topology {
         args.topology = self.raw.as_ptr();
         pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_PlatformVersion, &mut args)?;
         // SAFETY: owned by the topology; copied at once.
-        Ok(unsafe { string_from_raw(args.platform_version, args.platform_version_size) })
+        unsafe {
+            checked_string(
+                args.platform_version,
+                args.platform_version_size,
+                "PJRT_TopologyDescription_PlatformVersion",
+                "the version",
+            )
+        }
     }
 
     /// Number of device descriptions.
@@ -129,7 +146,42 @@ impl Topology {
         args.topology = self.raw.as_ptr();
         pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_GetDeviceDescriptions, &mut args)?;
         // SAFETY: the array is owned by the topology.
-        Ok(unsafe { slice_from_raw(args.descriptions, args.num_descriptions) }.len())
+        Ok(unsafe {
+            checked_slice(
+                args.descriptions,
+                args.num_descriptions,
+                "PJRT_TopologyDescription_GetDeviceDescriptions",
+                "descriptions",
+            )
+        }?
+        .len())
+    }
+
+    /// The descriptions of the topology's devices.
+    pub fn device_descriptions(&self) -> Result<Vec<DeviceDescription<'_>>> {
+        let mut args = sys::PJRT_TopologyDescription_GetDeviceDescriptions_Args::new();
+        args.topology = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_GetDeviceDescriptions, &mut args)?;
+        // SAFETY: the array is owned by the topology, which `self` keeps alive.
+        let raw = unsafe {
+            checked_slice(
+                args.descriptions,
+                args.num_descriptions,
+                "PJRT_TopologyDescription_GetDeviceDescriptions",
+                "descriptions",
+            )
+        }?;
+        Ok(raw.iter().filter_map(|d| NonNull::new(*d)).map(|d| DeviceDescription::new(self, d)).collect())
+    }
+
+    /// The plugin this topology belongs to.
+    pub fn plugin(&self) -> &Plugin {
+        &self.plugin
+    }
+
+    /// The raw handle, for use with [`crate::sys`]. Do not destroy it.
+    pub fn as_raw(&self) -> *mut sys::PJRT_TopologyDescription {
+        self.raw.as_ptr()
     }
 
     /// Topology attributes (plugin-specific).
@@ -138,7 +190,15 @@ impl Topology {
         args.topology = self.raw.as_ptr();
         pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_Attributes, &mut args)?;
         // SAFETY: owned by the topology; copied at once.
-        Ok(unsafe { read_named_values(args.attributes, args.num_attributes) })
+        unsafe {
+            let attributes = checked_slice(
+                args.attributes,
+                args.num_attributes,
+                "PJRT_TopologyDescription_Attributes",
+                "attributes",
+            )?;
+            Ok(read_named_values(attributes.as_ptr(), attributes.len()))
+        }
     }
 
     /// A fingerprint that identifies the topology.
@@ -155,7 +215,52 @@ impl Topology {
         args.topology = self.raw.as_ptr();
         pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_GetMemorySpaceKindIds, &mut args)?;
         // SAFETY: owned by the topology; copied at once.
-        Ok(unsafe { slice_from_raw(args.memory_space_kind_ids, args.num_memory_space_kind_ids) }.to_vec())
+        Ok(unsafe {
+            checked_slice(
+                args.memory_space_kind_ids,
+                args.num_memory_space_kind_ids,
+                "PJRT_TopologyDescription_GetMemorySpaceKindIds",
+                "kind ids",
+            )
+        }?
+        .to_vec())
+    }
+
+    /// The shape a memory space stores an array of `element_type` and `dims` as
+    /// (`PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace`, 0.109), for the memory kind
+    /// `memory_kind_id` (one of [`Topology::memory_space_kind_ids`], checked first: the plugin is
+    /// never asked about a kind it did not list). The plugin chooses the layout.
+    pub fn canonical_shape(
+        &self,
+        memory_kind_id: i32,
+        element_type: ElementType,
+        dims: &[i64],
+    ) -> Result<CanonicalShape> {
+        const SLOT: &str = "PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace";
+        let api = self.plugin.api();
+        check_array(api, element_type, dims)?;
+        let kinds = self.memory_space_kind_ids()?;
+        if !kinds.contains(&memory_kind_id) {
+            return Err(Error::invalid(format!(
+                "memory kind id {memory_kind_id} is not one of this topology's memory kinds {kinds:?}"
+            )));
+        }
+        let mut args = sys::PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace_Args::new();
+        args.topology = self.raw.as_ptr();
+        args.memory_space_kind_id = memory_kind_id;
+        args.dims = dims.as_ptr();
+        args.num_dims = dims.len();
+        args.element_type = element_type.to_raw();
+        pjrt_call!(api, PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace, &mut args)?;
+        // SAFETY: the bytes live until the deleter is called, right after the copy.
+        let bytes =
+            unsafe { checked_slice(args.serialized_shape as *const u8, args.serialized_shape_size, SLOT, "the shape") }
+                .map(|b| b.to_vec());
+        if let Some(deleter) = args.serialized_shape_deleter {
+            // SAFETY: called once, on the bytes the plugin handed out.
+            unsafe { deleter(args.serialized_shape) };
+        }
+        CanonicalShape::decode(bytes?)
     }
 
     /// Serializes the topology (the bytes are plugin-specific).
@@ -164,12 +269,20 @@ impl Topology {
         args.topology = self.raw.as_ptr();
         pjrt_call!(self.plugin.api(), PJRT_TopologyDescription_Serialize, &mut args)?;
         // SAFETY: the bytes live until the deleter is called, which happens right after the copy.
-        let bytes = unsafe { slice_from_raw(args.serialized_bytes as *const u8, args.serialized_bytes_size) }.to_vec();
+        let bytes = unsafe {
+            checked_slice(
+                args.serialized_bytes as *const u8,
+                args.serialized_bytes_size,
+                "PJRT_TopologyDescription_Serialize",
+                "the bytes",
+            )
+        }
+        .map(<[u8]>::to_vec);
         if let Some(deleter) = args.serialized_topology_deleter {
             // SAFETY: called once, on the object the plugin handed out.
             unsafe { deleter(args.serialized_topology) };
         }
-        Ok(bytes)
+        bytes
     }
 
     /// Compiles `program` for this topology without needing its devices (`PJRT_Compile`). With
@@ -277,6 +390,104 @@ impl Executable {
     pub fn serialize(&self) -> Result<Vec<u8>> {
         serialize_executable(&self.plugin, self.raw.as_ptr())
     }
+
+    /// Number of replicas it was compiled for.
+    pub fn num_replicas(&self) -> Result<usize> {
+        let mut args = sys::PJRT_Executable_NumReplicas_Args::new();
+        args.executable = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_Executable_NumReplicas, &mut args)?;
+        Ok(args.num_replicas)
+    }
+
+    /// Number of partitions it was compiled for.
+    pub fn num_partitions(&self) -> Result<usize> {
+        let mut args = sys::PJRT_Executable_NumPartitions_Args::new();
+        args.executable = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_Executable_NumPartitions, &mut args)?;
+        Ok(args.num_partitions)
+    }
+
+    /// Element type and dimensions of each output (`PJRT_Executable_OutputElementTypes` and
+    /// `PJRT_Executable_OutputDimensions`).
+    pub fn output_shapes(&self) -> Result<Vec<ArrayShape>> {
+        const TYPES: &str = "PJRT_Executable_OutputElementTypes";
+        const DIMS: &str = "PJRT_Executable_OutputDimensions";
+        let api = self.plugin.api();
+        let mut types = sys::PJRT_Executable_OutputElementTypes_Args::new();
+        types.executable = self.raw.as_ptr();
+        pjrt_call!(api, PJRT_Executable_OutputElementTypes, &mut types)?;
+        let mut dims = sys::PJRT_Executable_OutputDimensions_Args::new();
+        dims.executable = self.raw.as_ptr();
+        pjrt_call!(api, PJRT_Executable_OutputDimensions, &mut dims)?;
+        let n = types.num_output_types;
+        if dims.num_outputs != n {
+            return Err(Error::invalid(format!(
+                "the plugin reports {n} output types but {} output shapes",
+                dims.num_outputs
+            )));
+        }
+        // SAFETY: arrays owned by the executable, of the sizes the plugin reported; copied now.
+        unsafe {
+            let element_types = checked_slice(types.output_types, n, TYPES, "output element types")?;
+            let ranks = checked_slice(dims.dim_sizes, n, DIMS, "output ranks")?;
+            let total = ranks
+                .iter()
+                .try_fold(0usize, |total, rank| total.checked_add(*rank))
+                .ok_or_else(|| Error::invalid(format!("{DIMS} returned output ranks {ranks:?}, which overflow")))?;
+            let flat = checked_slice(dims.dims, total, DIMS, "output dimensions")?;
+            let mut at = 0;
+            Ok(element_types
+                .iter()
+                .zip(ranks)
+                .map(|(t, rank)| {
+                    let shape = ArrayShape {
+                        element_type: Some(ElementType::from_raw(*t)),
+                        dims: flat[at..at + rank].to_vec(),
+                    };
+                    at += rank;
+                    shape
+                })
+                .collect())
+        }
+    }
+
+    /// A fingerprint of the compiled program as text (non-UTF-8 bytes replaced; see
+    /// [`Executable::fingerprint_bytes`]).
+    pub fn fingerprint(&self) -> Result<String> {
+        Ok(String::from_utf8_lossy(&self.fingerprint_bytes()?).into_owned())
+    }
+
+    /// A fingerprint of the compiled program (`PJRT_Executable_Fingerprint`): a decimal number
+    /// as text from the CPU plugins, binary bytes from the TPU plugin.
+    pub fn fingerprint_bytes(&self) -> Result<Vec<u8>> {
+        let mut args = sys::PJRT_Executable_Fingerprint_Args::new();
+        args.executable = self.raw.as_ptr();
+        pjrt_call!(self.plugin.api(), PJRT_Executable_Fingerprint, &mut args)?;
+        // SAFETY: owned by the executable; copied at once.
+        let bytes = unsafe {
+            checked_slice(
+                args.executable_fingerprint as *const u8,
+                args.executable_fingerprint_size,
+                "PJRT_Executable_Fingerprint",
+                "the fingerprint",
+            )
+        }?;
+        Ok(bytes.to_vec())
+    }
+
+    /// The raw handle, for use with [`crate::sys`]. Do not destroy it.
+    pub fn as_raw(&self) -> *mut sys::PJRT_Executable {
+        self.raw.as_ptr()
+    }
+
+    // Used by the metadata queries shared with `LoadedExecutable` (executable.rs).
+    pub(crate) fn metadata_api(&self) -> &crate::api::Api {
+        self.plugin.api()
+    }
+
+    pub(crate) fn metadata_raw(&self) -> *mut sys::PJRT_Executable {
+        self.raw.as_ptr()
+    }
 }
 
 impl Drop for Executable {
@@ -331,4 +542,52 @@ fn serialize_executable(plugin: &Plugin, raw: *mut sys::PJRT_Executable) -> Resu
         unsafe { deleter(args.serialized_executable) };
     }
     Ok(bytes)
+}
+
+/// A shape as a memory space stores it: the serialized `xla.ShapeProto` the plugin returned,
+/// with the parts this crate reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CanonicalShape {
+    /// The serialized `xla.ShapeProto`.
+    pub bytes: Vec<u8>,
+    /// `xla.PrimitiveType` number (not a PJRT buffer type: F32 is 11 in both, but not all agree).
+    pub primitive_type: i32,
+    /// Dimensions.
+    pub dims: Vec<i64>,
+    /// The layout's minor-to-major order, when the shape has a layout.
+    pub minor_to_major: Option<Vec<i64>>,
+}
+
+impl CanonicalShape {
+    fn decode(bytes: Vec<u8>) -> Result<CanonicalShape> {
+        use prost::Message;
+        let proto = shape_proto::ShapeProto::decode(bytes.as_slice())
+            .map_err(|source| Error::Decode { what: "the canonical shape (xla.ShapeProto)", source })?;
+        Ok(CanonicalShape {
+            primitive_type: proto.element_type,
+            dims: proto.dimensions,
+            minor_to_major: proto.layout.map(|l| l.minor_to_major),
+            bytes,
+        })
+    }
+}
+
+/// The fields of `xla.ShapeProto` / `xla.LayoutProto` read here (field numbers from the
+/// published `xla_data.proto`).
+mod shape_proto {
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct ShapeProto {
+        #[prost(int32, tag = "2")]
+        pub element_type: i32,
+        #[prost(int64, repeated, tag = "3")]
+        pub dimensions: Vec<i64>,
+        #[prost(message, optional, tag = "5")]
+        pub layout: Option<LayoutProto>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct LayoutProto {
+        #[prost(int64, repeated, tag = "1")]
+        pub minor_to_major: Vec<i64>,
+    }
 }

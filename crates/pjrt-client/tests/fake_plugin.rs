@@ -361,3 +361,54 @@ fn wrong_client_option_type_is_refused_before_the_call() {
     drop(client);
     fake.assert_nothing_leaked();
 }
+
+#[test]
+fn error_payloads_reach_the_error_and_a_failing_for_each_payload_loses_only_them() {
+    let fake = Fake::new("working");
+    let plugin = fake.plugin();
+    let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
+    fake.set_faults("fail PJRT_Client_LookupDevice\npayload type.googleapis.com/fake.Detail it's[1]");
+    let error = client.lookup_device(0).unwrap_err();
+    assert_eq!(error.payloads(), [("type.googleapis.com/fake.Detail".to_owned(), b"it's[1]".to_vec())]);
+    match &error {
+        Error::Pjrt { function: "PJRT_Client_LookupDevice", code: ErrorCode::Internal, message } => assert_eq!(
+            message,
+            "fake: injected failure in PJRT_Client_LookupDevice [type.googleapis.com/fake.Detail='it\\x27s\\x5b1\\x5d']"
+        ),
+        other => panic!("{other:?}"),
+    }
+
+    // When reading the payloads fails, the error keeps its code and message and the second error
+    // is freed too.
+    fake.set_faults(
+        "fail PJRT_Client_LookupDevice\nfail PJRT_Error_ForEachPayload\npayload type.googleapis.com/fake.Detail x",
+    );
+    let error = client.lookup_device(0).unwrap_err();
+    assert!(error.payloads().is_empty());
+    assert!(matches!(&error, Error::Pjrt { code: ErrorCode::Internal, message, .. }
+        if message == "fake: injected failure in PJRT_Client_LookupDevice"));
+    drop(client);
+    assert_eq!(fake.counter("errors_created"), 3);
+    assert_eq!(fake.counter("errors_destroyed"), 3);
+    fake.assert_nothing_leaked();
+}
+
+#[test]
+fn dma_mappings_are_released_by_unmap_and_by_drop() {
+    let fake = Fake::new("working");
+    let plugin = fake.plugin();
+    let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
+    let mapping = client.dma_map(pjrt_client::AlignedHostBuffer::zeroed(64).unwrap()).unwrap();
+    assert_eq!(mapping.memory().len(), 64);
+    assert_eq!((fake.counter("dma_maps"), fake.counter("dma_unmaps")), (1, 0));
+    let memory = mapping.unmap().unwrap();
+    assert_eq!((fake.counter("dma_maps"), fake.counter("dma_unmaps")), (1, 1));
+    let mapping = client.dma_map(memory).unwrap();
+    drop(mapping);
+    assert_eq!((fake.counter("dma_maps"), fake.counter("dma_unmaps")), (2, 2));
+    let info = pjrt_client::ProcessInfo::new(0, 9, pjrt_client::ProcessState::Connected);
+    client.update_global_process_info(&[info]).unwrap();
+    assert_eq!(fake.counter("process_info_updates"), 1);
+    drop(client);
+    fake.assert_nothing_leaked();
+}

@@ -1,16 +1,10 @@
 //! The `PJRT_Api` function table at 0.115: all 138 slots, in order, with the minor version that
-//! introduced each one. Slots whose args struct this crate does not declare yet take
-//! [`Undeclared`]; they are still listed so that offsets and slot gating stay right.
+//! introduced each one and the args struct it takes. [`SLOTS`] lists their names (the parity
+//! document and the fault-matrix guard read it).
 
 #![allow(non_snake_case, missing_docs)]
 
 use super::types::*;
-
-/// Stand-in args type for slots this crate does not call yet.
-#[repr(C)]
-pub struct Undeclared {
-    _private: [u8; 0],
-}
 
 /// What the crate knows about one slot of the table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,10 +152,10 @@ api_table! {
     107 PJRT_AsyncHostToDeviceTransferManager_BufferSize(super::buffer_types::PJRT_AsyncHostToDeviceTransferManager_BufferSize_Args) since 62;
     108 PJRT_AsyncHostToDeviceTransferManager_SetBufferError(super::buffer_types::PJRT_AsyncHostToDeviceTransferManager_SetBufferError_Args) since 62;
     109 PJRT_AsyncHostToDeviceTransferManager_AddMetadata(super::buffer_types::PJRT_AsyncHostToDeviceTransferManager_AddMetadata_Args) since 62;
-    110 PJRT_Client_DmaMap(Undeclared) since 67;
-    111 PJRT_Client_DmaUnmap(Undeclared) since 67;
+    110 PJRT_Client_DmaMap(super::client_types::PJRT_Client_DmaMap_Args) since 67;
+    111 PJRT_Client_DmaUnmap(super::client_types::PJRT_Client_DmaUnmap_Args) since 67;
     112 PJRT_Client_CreateUninitializedBuffer(super::buffer_types::PJRT_Client_CreateUninitializedBuffer_Args) since 69;
-    113 PJRT_Client_UpdateGlobalProcessInfo(Undeclared) since 73;
+    113 PJRT_Client_UpdateGlobalProcessInfo(super::client_types::PJRT_Client_UpdateGlobalProcessInfo_Args) since 73;
     114 PJRT_TopologyDescription_Deserialize(PJRT_TopologyDescription_Deserialize_Args) since 75;
     115 PJRT_Client_CreateAliasBuffer(super::buffer_types::PJRT_Client_CreateAliasBuffer_Args) since 77;
     116 PJRT_Client_FulfillAliasBuffer(super::buffer_types::PJRT_Client_FulfillAliasBuffer_Args) since 77;
@@ -180,11 +174,11 @@ api_table! {
     129 PJRT_Client_Load(PJRT_Client_Load_Args) since 95;
     130 PJRT_LoadedExecutable_AddressableDeviceLogicalIds(super::exec_types::PJRT_LoadedExecutable_AddressableDeviceLogicalIds_Args) since 96;
     131 PJRT_Buffer_Bitcast(super::buffer_types::PJRT_Buffer_Bitcast_Args) since 98;
-    132 PJRT_Error_ForEachPayload(Undeclared) since 99;
+    132 PJRT_Error_ForEachPayload(super::client_types::PJRT_Error_ForEachPayload_Args) since 99;
     133 PJRT_TopologyDescription_Fingerprint(PJRT_TopologyDescription_Fingerprint_Args) since 101;
     134 PJRT_Executable_ParameterMemoryKinds(super::exec_types::PJRT_Executable_ParameterMemoryKinds_Args) since 102;
     135 PJRT_Device_ClearMemoryStats(PJRT_Device_ClearMemoryStats_Args) since 106;
-    136 PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace(Undeclared) since 109;
+    136 PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace(super::client_types::PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace_Args) since 109;
     137 PJRT_TopologyDescription_GetMemorySpaceKindIds(PJRT_TopologyDescription_GetMemorySpaceKindIds_Args) since 110;
 }
 

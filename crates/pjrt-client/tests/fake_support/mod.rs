@@ -92,6 +92,12 @@ pub const OBJECT_KINDS: &[(&str, &str)] = &[
     ("events_created", "events_destroyed"),
     ("loaded_executables_created", "loaded_executables_destroyed"),
     ("executables_created", "executables_destroyed"),
+    ("dma_maps", "dma_unmaps"),
+    ("device_attributes_created", "device_attributes_destroyed"),
+    ("tracking_events_created", "tracking_events_destroyed"),
+    ("serialized_created", "serialized_destroyed"),
+    ("execute_contexts_created", "execute_contexts_destroyed"),
+    ("transfer_managers_created", "transfer_managers_destroyed"),
 ];
 
 /// One copy of the fake plugin, configured with one scenario.
