@@ -71,15 +71,11 @@ pub fn module_arguments(
     Ok((arguments, names))
 }
 
-/// Runs a `jax.export` model exported for several devices (`pjrt run` calls this first and
-/// goes on with its usual path when it returns `false`): the client gets as many devices as
+/// Runs a `jax.export` model exported for several devices (`pjrt run` hands such models
+/// here instead of taking its usual path): the client gets as many devices as
 /// the model's `nr_devices`, inputs are split and outputs gathered by the model's shardings
 /// ([`JaxExport::device_shardings`]), and the gathered outputs are written as out0.npy, ...
-pub fn run_multi_device_model(args: &RunArgs) -> Result<bool, Error> {
-    let model = match read_program(&args.program)? {
-        (_, Some(model)) if model.nr_devices() > 1 => model,
-        _ => return Ok(false),
-    };
+pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), Error> {
     let devices = model.nr_devices() as i64;
     if args.replicas.is_some_and(|r| r != 1) {
         return Err(Error::InvalidArgument(format!(
@@ -94,7 +90,7 @@ pub fn run_multi_device_model(args: &RunArgs) -> Result<bool, Error> {
     }
     let client = Client::new(&plugin, &client_options)?;
     let platform = client.platform_name().to_string();
-    let (arguments, _) = module_arguments(Some(&model), &platform, inputs, &labels, args.shard_inputs)?;
+    let (arguments, _) = module_arguments(Some(model), &platform, inputs, &labels, args.shard_inputs)?;
     let mut options = if args.no_jax_defaults {
         model.compile_options("") // no platform: no JAX defaults
     } else {
@@ -126,5 +122,5 @@ pub fn run_multi_device_model(args: &RunArgs) -> Result<bool, Error> {
                              "devices": devices, "outputs": report });
         println!("{report}");
     }
-    Ok(true)
+    Ok(())
 }

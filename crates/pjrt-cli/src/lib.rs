@@ -361,9 +361,6 @@ pub fn parse_xla_option(options: CompileOptions, spec: &str) -> Result<CompileOp
 }
 
 fn run_program(args: &RunArgs) -> Result<(), Error> {
-    if jax_model::run_multi_device_model(args)? {
-        return Ok(());
-    }
     let started = Instant::now();
     let (program, jax_model) = if pjrt_client::artifact::is_artifact_file(&args.program) {
         (compile::ProgramSource::open(&args.program)?, None)
@@ -371,6 +368,9 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         let (program, model) = jax_model::read_program(&args.program)?;
         (compile::ProgramSource::Program(program), model)
     };
+    if let Some(model) = jax_model.as_ref().filter(|m| m.nr_devices() > 1) {
+        return jax_model::run_multi_device_model(args, model);
+    }
     let counts = program.module_counts();
     let replicas = args.replicas.or(counts.replicas).unwrap_or(1);
     let partitions = counts.partitions.unwrap_or(1);
