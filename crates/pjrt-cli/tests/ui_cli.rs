@@ -13,13 +13,20 @@ use pjrt_client::npy::NpyArray;
 fn pjrt_clean_env(args: &[&str]) -> Output {
     static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     INSTALLED.get_or_init(|| drop(pjrt(&["plugin", "list"]))); // `pjrt` installs both plugins first
-    Command::new(env!("CARGO_BIN_EXE_pjrt"))
+    // Each call compiles (an empty compile cache of its own), so its spans include `compile`.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let cache = std::env::temp_dir().join(format!("pjrt-ui-test-{}-cache-{n}", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_pjrt"))
         .args(args)
         .current_dir(root())
         .env_remove("TF_CPP_MIN_LOG_LEVEL")
         .env_remove("TF_CPP_MAX_VLOG_LEVEL")
+        .env("PJRT_CACHE_DIR", &cache)
         .output()
-        .unwrap()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&cache);
+    out
 }
 
 /// A two-replica doubling program and its input; two CPU devices make both plugins log
