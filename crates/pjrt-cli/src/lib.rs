@@ -414,18 +414,16 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         &input_labels,
         args.shard_inputs,
     )?;
-    let mut options = CompileOptions::new().num_replicas(replicas).num_partitions(partitions);
-    if partitions > 1 {
-        options = options.use_spmd_partitioning(true);
-    }
-    if !args.no_jax_defaults {
-        options = options.jax_defaults(client.platform_name());
-    }
-    if counts.uses_shardy {
-        options = options.use_shardy_partitioner(true);
-    }
-    for spec in &args.xla_options {
-        options = parse_xla_option(options, spec)?;
+    let options = compile::build_options(
+        client.platform_name(),
+        replicas,
+        partitions,
+        counts.uses_shardy,
+        &args.xla_options,
+        args.no_jax_defaults,
+    )?;
+    if matches!(program, compile::ProgramSource::Artifact(_)) && !args.xla_options.is_empty() {
+        ui::log_line("note: --xla-option has no effect on an artifact: it was compiled by `pjrt compile`");
     }
     let compiled = compile::compile_or_load(&client, &program, &options, !args.no_cache)?;
     let (exe, compile_ms, load_ms) = (compiled.executable, compiled.compile_ms, compiled.load_ms);

@@ -13,7 +13,7 @@ use pjrt_client::npy::NpyArray;
 fn pjrt_clean_env(args: &[&str]) -> Output {
     static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     INSTALLED.get_or_init(|| drop(pjrt(&["plugin", "list"]))); // `pjrt` installs both plugins first
-    // Each call compiles (an empty compile cache of its own), so its spans include `compile`.
+                                                               // Each call compiles (an empty compile cache of its own), so its spans include `compile`.
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let cache = std::env::temp_dir().join(format!("pjrt-ui-test-{}-cache-{n}", std::process::id()));

@@ -133,6 +133,27 @@ pub struct ArtifactHeader {
     pub target: Target,
 }
 
+impl ArtifactHeader {
+    /// The header of `program` compiled with `options` for `client`'s devices, with its
+    /// compile-cache `key`.
+    pub(crate) fn for_devices(
+        client: &Client,
+        program: &Program,
+        options: &CompileOptions,
+        key: &crate::compile_cache::CacheKey,
+    ) -> ArtifactHeader {
+        ArtifactHeader {
+            plugin: PluginIdentity::of_client(client),
+            replicas: options.replicas(),
+            partitions: options.partitions(),
+            device_count: client.devices().len() as i64,
+            program_fingerprint: program_fingerprint(program),
+            build_key: key.0,
+            target: Target::Devices,
+        }
+    }
+}
+
 /// A compiled executable with its header: an AOT artifact or a compile-cache entry.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Artifact {
@@ -189,15 +210,8 @@ impl Artifact {
         options: &CompileOptions,
     ) -> Result<Artifact> {
         let bytes = executable.serialize()?;
-        let header = ArtifactHeader {
-            plugin: PluginIdentity::of_client(client),
-            replicas: options.replicas(),
-            partitions: options.partitions(),
-            device_count: client.devices().len() as i64,
-            program_fingerprint: program_fingerprint(program),
-            build_key: crate::compile_cache::cache_key(client, program, options)?.0,
-            target: Target::Devices,
-        };
+        let key = crate::compile_cache::cache_key(client, program, options)?;
+        let header = ArtifactHeader::for_devices(client, program, options, &key);
         Artifact::new(header, bytes)
     }
 

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use sha2::{Digest, Sha256};
 
-use crate::artifact::{self, program_fingerprint, Artifact, ArtifactHeader, PluginIdentity, Target};
+use crate::artifact::{self, Artifact, ArtifactHeader, PluginIdentity, Target};
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
 use crate::error::{Error, Result};
@@ -217,15 +217,7 @@ impl CompileCache {
             Ok(_) => return Ok(off(executable, compile, "the plugin serialized the executable to nothing".into())),
             Err(e) => return Ok(off(executable, compile, format!("the plugin cannot serialize executables: {e}"))),
         };
-        let header = ArtifactHeader {
-            plugin: PluginIdentity::of_client(client),
-            replicas: options.replicas(),
-            partitions: options.partitions(),
-            device_count: client.devices().len() as i64,
-            program_fingerprint: program_fingerprint(program),
-            build_key: key.0,
-            target: Target::Devices,
-        };
+        let header = ArtifactHeader::for_devices(client, program, options, &key);
         let note = match Artifact::new(header, bytes).and_then(|a| self.store(&key, &a)) {
             Ok(()) => None,
             Err(e) => Some(format!("not stored in the compile cache: {e}")),
