@@ -2052,13 +2052,63 @@ slot_fn!(PJRT_Client_Compile => fn client_compile(args: PJRT_Client_Compile_Args
         args.executable = null_mut();
         return Ok(());
     }
-    let devices = if options.is_portable() { Vec::new() } else { (0..count).map(device_ptr).collect() };
+    args.executable = new_loaded(replicas, partitions, options.is_portable());
+    Ok(())
+});
+
+/// A loaded executable for `replicas` × `partitions` devices (none when portable).
+fn new_loaded(replicas: usize, partitions: usize, portable: bool) -> *mut sys::PJRT_LoadedExecutable {
+    let count = replicas * partitions;
+    let devices: Vec<_> = if portable { Vec::new() } else { (0..count).map(device_ptr).collect() };
     let logical_ids = (0..devices.len())
-        .map(|i| sys::PJRT_LogicalDeviceIds { replica: (i / partitions) as c_int, partition: (i % partitions) as c_int })
+        .map(|i| sys::PJRT_LogicalDeviceIds {
+            replica: (i / partitions) as c_int,
+            partition: (i % partitions) as c_int,
+        })
         .collect();
     let loaded = FakeLoaded { devices, logical_ids, replicas, partitions, deleted: AtomicBool::new(false) };
-    args.executable = Box::into_raw(Box::new(loaded)).cast();
     bump(&COUNTERS.loaded_executables_created);
+    Box::into_raw(Box::new(loaded)).cast()
+}
+
+/// What `PJRT_Executable_Serialize` writes: this prefix, then the replica and partition counts.
+const SERIALIZED_PREFIX: &[u8] = b"fake-executable ";
+
+/// Reads (replicas, partitions) back from serialized bytes; anything else is not ours.
+fn parse_serialized(bytes: &[u8]) -> Option<(usize, usize)> {
+    let rest = std::str::from_utf8(bytes.strip_prefix(SERIALIZED_PREFIX)?).ok()?;
+    let (replicas, partitions) = rest.split_once(' ')?;
+    let (replicas, partitions): (usize, usize) = (replicas.parse().ok()?, partitions.parse().ok()?);
+    (replicas >= 1 && partitions >= 1 && replicas * partitions <= DEVICES.len()).then_some((replicas, partitions))
+}
+
+slot_fn!(PJRT_Executable_Serialize => fn executable_serialize(args: PJRT_Executable_Serialize_Args, fault) {
+    let executable = executable(args.executable.cast_mut())?;
+    let mut bytes = SERIALIZED_PREFIX.to_vec();
+    bytes.extend(format!("{} {}", executable.replicas, executable.partitions).bytes());
+    let (ptr, len, owner) = serialized(bytes);
+    args.serialized_bytes = ptr;
+    args.serialized_bytes_size = len;
+    args.serialized_executable = owner.cast();
+    args.serialized_executable_deleter = Some(free_serialized::<sys::PJRT_SerializedExecutable>);
+    shape_array(fault, &mut args.serialized_bytes, &mut args.serialized_bytes_size);
+    Ok(())
+});
+
+slot_fn!(PJRT_Executable_DeserializeAndLoad => fn executable_deserialize_and_load(
+    args: PJRT_Executable_DeserializeAndLoad_Args, fault
+) {
+    client(args.client)?;
+    // SAFETY: the client passes `serialized_executable_size` readable bytes.
+    let bytes = unsafe { sys_bytes(args.serialized_executable, args.serialized_executable_size) };
+    let Some((replicas, partitions)) = parse_serialized(bytes) else {
+        return Err(invalid("fake: not a serialized executable of this plugin"));
+    };
+    if injects(fault, Fault::NullOutput) {
+        args.loaded_executable = null_mut();
+        return Ok(());
+    }
+    args.loaded_executable = new_loaded(replicas, partitions, false);
     Ok(())
 });
 
@@ -2698,6 +2748,8 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_LoadedExecutable_Delete = Some(loaded_delete);
         api.PJRT_LoadedExecutable_IsDeleted = Some(loaded_is_deleted);
         api.PJRT_LoadedExecutable_Execute = Some(loaded_execute);
+        api.PJRT_Executable_Serialize = Some(executable_serialize);
+        api.PJRT_Executable_DeserializeAndLoad = Some(executable_deserialize_and_load);
         api.PJRT_Buffer_Destroy = Some(buffer_destroy);
         api.PJRT_Buffer_ElementType = Some(buffer_element_type);
         api.PJRT_Buffer_Dimensions = Some(buffer_dimensions);

@@ -5,7 +5,7 @@ use std::ffi::c_char;
 use std::fmt;
 use std::ptr::NonNull;
 
-use crate::api::{checked_slice, checked_string, pjrt_call, slice_from_raw, string_from_raw};
+use crate::api::{checked_slice, checked_string, pjrt_call, string_from_raw};
 use crate::buffer_ext::check_array;
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
@@ -534,14 +534,18 @@ impl LoadedExecutable {
 fn serialize_executable(plugin: &Plugin, raw: *mut sys::PJRT_Executable) -> Result<Vec<u8>> {
     let mut args = sys::PJRT_Executable_Serialize_Args::new();
     args.executable = raw;
+    const SLOT: &str = "PJRT_Executable_Serialize";
     pjrt_call!(plugin.api(), PJRT_Executable_Serialize, &mut args)?;
     // SAFETY: the bytes live until the deleter is called, right after the copy.
-    let bytes = unsafe { slice_from_raw(args.serialized_bytes as *const u8, args.serialized_bytes_size) }.to_vec();
+    let bytes =
+        unsafe { checked_slice(args.serialized_bytes as *const u8, args.serialized_bytes_size, SLOT, "the bytes") }
+            .map(<[u8]>::to_vec);
+    // Freed whether or not the bytes could be read.
     if let Some(deleter) = args.serialized_executable_deleter {
         // SAFETY: called once, on the object the plugin handed out.
         unsafe { deleter(args.serialized_executable) };
     }
-    Ok(bytes)
+    bytes
 }
 
 /// A shape as a memory space stores it: the serialized `xla.ShapeProto` the plugin returned,

@@ -142,6 +142,10 @@ enum Op {
     TopologySerialize,
     TopologyKindIds,
     CanonicalShape,
+    /// A 2-replica executable serialized.
+    Serialize,
+    /// A 2-replica executable serialized, then loaded again.
+    DeserializeAndLoad,
 }
 
 /// What a case must give.
@@ -463,6 +467,9 @@ fn executable_cases() -> Vec<Case> {
         "fail PJRT_TopologyDescription_GetMemorySpaceKindIds",
         Pjrt("PJRT_TopologyDescription_GetMemorySpaceKindIds"),
     ));
+    // Serialized bytes that cannot be read are an error, and their owner is still freed.
+    cases.extend(array_cases(Serialize, "PJRT_Executable_Serialize"));
+    cases.extend(handle_cases(DeserializeAndLoad, "PJRT_Executable_DeserializeAndLoad"));
     cases.push(fail_case(NewExecuteContext, "PJRT_ExecuteContext_Create"));
     cases.push(case(NewExecuteContext, "null_output PJRT_ExecuteContext_Create", Invalid));
     cases.push(Case {
@@ -480,8 +487,6 @@ const VOID_SLOTS: &[&str] = &["PJRT_Error_Destroy"];
 /// for them. Each is exercised on both real CPU plugins (the test file is named per group). Listed
 /// explicitly so that any other new slot still fails this guard.
 const NOT_YET_IN_THE_FAKE_PLUGIN: &[&str] = &[
-    // Loading serialized executables (tests/executable_parity.rs; the fake does not serialize).
-    "PJRT_Executable_DeserializeAndLoad",
     // Buffer extras (tests/buffer_parity.rs, tests/zero_copy.rs).
     "PJRT_Buffer_CopyRawToHostFuture",
     "PJRT_Buffer_DonateWithControlDependency",
@@ -498,7 +503,6 @@ const NOT_YET_IN_THE_FAKE_PLUGIN: &[&str] = &[
     // has only its client's topology).
     "PJRT_Client_Load",
     "PJRT_Compile",
-    "PJRT_Executable_Serialize",
     "PJRT_TopologyDescription_Create",
     "PJRT_TopologyDescription_Deserialize",
     "PJRT_TopologyDescription_Destroy",
@@ -786,6 +790,17 @@ impl Op {
                 arm();
                 let shape = topology.canonical_shape(1, ElementType::F32, &[2, 3])?;
                 Ok(shape.primitive_type == 11 && shape.dims == [2, 3] && shape.minor_to_major == Some(vec![1, 0]))
+            }
+            Op::Serialize => {
+                let executable = compile(client, 2)?;
+                arm();
+                Ok(executable.serialize()? == b"fake-executable 2 1")
+            }
+            Op::DeserializeAndLoad => {
+                let bytes = compile(client, 2)?.serialize()?;
+                arm();
+                let again = client.deserialize_and_load(&bytes)?;
+                Ok(again.num_replicas() == 2 && again.output_shapes() == [f32_4()])
             }
             Op::UserEvent => {
                 arm();
