@@ -117,6 +117,9 @@ counters!(
     execute_contexts_destroyed,
     transfer_managers_created,
     transfer_managers_destroyed,
+    // Topologies made by `PJRT_TopologyDescription_Create` / `Deserialize` (not the client's).
+    topologies_created,
+    topologies_destroyed,
 );
 
 fn bump(counter: &AtomicI64) {
@@ -2245,13 +2248,127 @@ static TOPOLOGY: FakeTopology = FakeTopology;
 /// The memory kind ids of the fake's memories ("device" 0, "pinned_host" 1).
 static KIND_IDS: [c_int; 2] = [0, 1];
 
+/// Addresses of the live topologies made by `Create` or `Deserialize` (each a boxed
+/// `FakeTopology`, destroyed with `PJRT_TopologyDescription_Destroy`).
+static OWNED_TOPOLOGIES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
 fn topology(ptr: *const sys::PJRT_TopologyDescription) -> Result<(), *mut PJRT_Error> {
-    if std::ptr::eq(ptr.cast::<FakeTopology>(), &TOPOLOGY) {
+    if std::ptr::eq(ptr.cast::<FakeTopology>(), &TOPOLOGY) || lock(&OWNED_TOPOLOGIES).contains(&(ptr as usize)) {
         Ok(())
     } else {
         Err(invalid("fake: not a topology of this plugin"))
     }
 }
+
+/// A new topology the caller owns (the same devices as the client's).
+fn new_owned_topology() -> *mut sys::PJRT_TopologyDescription {
+    let raw = Box::into_raw(Box::new(FakeTopology));
+    lock(&OWNED_TOPOLOGIES).push(raw as usize);
+    bump(&COUNTERS.topologies_created);
+    raw.cast()
+}
+
+/// What `PJRT_TopologyDescription_Serialize` writes and `Deserialize` reads.
+const SERIALIZED_TOPOLOGY: &[u8] = b"fake topology";
+
+slot_fn!(PJRT_TopologyDescription_Create => fn topology_create(args: PJRT_TopologyDescription_Create_Args, fault) {
+    // SAFETY: the client passes `topology_name_size` readable bytes.
+    let name = unsafe { sys_bytes(args.topology_name, args.topology_name_size) };
+    if name != PLATFORM_NAME.as_bytes() {
+        return Err(invalid(format!("fake: no topology named {:?}", String::from_utf8_lossy(name))));
+    }
+    args.topology = null_handle(fault, new_owned_topology());
+    if args.topology.is_null() {
+        // Nobody else can free it: a real plugin would leak it, the fake takes it back.
+        let raw = lock(&OWNED_TOPOLOGIES).pop().unwrap_or(0);
+        // SAFETY: made just above and never handed out.
+        drop(unsafe { Box::from_raw(raw as *mut FakeTopology) });
+        bump(&COUNTERS.topologies_destroyed);
+    }
+    Ok(())
+});
+
+slot_fn!(PJRT_TopologyDescription_Deserialize => fn topology_deserialize(
+    args: PJRT_TopologyDescription_Deserialize_Args, fault
+) {
+    // SAFETY: the client passes `serialized_topology_size` readable bytes.
+    if unsafe { sys_bytes(args.serialized_topology, args.serialized_topology_size) } != SERIALIZED_TOPOLOGY {
+        return Err(invalid("fake: not a serialized topology of this plugin"));
+    }
+    if injects(fault, Fault::NullOutput) {
+        args.topology = null_mut();
+        return Ok(());
+    }
+    args.topology = new_owned_topology();
+    Ok(())
+});
+
+slot_fn!(PJRT_TopologyDescription_Destroy => fn topology_destroy(args: PJRT_TopologyDescription_Destroy_Args, fault) {
+    let mut owned = lock(&OWNED_TOPOLOGIES);
+    let Some(at) = owned.iter().position(|p| *p == args.topology as usize) else {
+        return Err(invalid("fake: not a topology the caller owns"));
+    };
+    owned.swap_remove(at);
+    // SAFETY: a topology this plugin made and handed out; removed from the live list above.
+    drop(unsafe { Box::from_raw(args.topology.cast::<FakeTopology>()) });
+    bump(&COUNTERS.topologies_destroyed);
+    Ok(())
+});
+
+/// The replica and partition counts of serialized compile options the client passed, checked
+/// against the fake's devices.
+///
+/// # Safety
+/// `ptr` must be NULL or point to `len` readable bytes.
+unsafe fn compile_options(ptr: *const c_char, len: usize) -> Result<(usize, usize, bool), *mut PJRT_Error> {
+    if ptr.is_null() {
+        return Err(invalid("fake: no compile options"));
+    }
+    // SAFETY: the caller's guarantee.
+    let options =
+        CompileOptions::from_proto_bytes(unsafe { sys_bytes(ptr, len) }).map_err(|e| invalid(format!("fake: {e}")))?;
+    let replicas = options.replicas().max(1) as usize;
+    let partitions = options.partitions().max(1) as usize;
+    if replicas * partitions > DEVICES.len() {
+        return Err(invalid(format!("fake: {} devices asked for, {} exist", replicas * partitions, DEVICES.len())));
+    }
+    Ok((replicas, partitions, options.is_portable()))
+}
+
+// Ahead-of-time compilation: an executable that is not loaded anywhere.
+slot_fn!(PJRT_Compile => fn topology_compile(args: PJRT_Compile_Args, fault) {
+    topology(args.topology)?;
+    if !args.client.is_null() {
+        client(args.client)?;
+    }
+    // SAFETY: the client passes a valid program for the call.
+    let program = unsafe { checked_args(args.program.cast_mut(), "PJRT_Program") }?;
+    if program.code.is_null() || program.code_size == 0 {
+        return Err(invalid("fake: empty program"));
+    }
+    // SAFETY: the client passes `compile_options_size` readable bytes.
+    let (replicas, partitions, _) = unsafe { compile_options(args.compile_options, args.compile_options_size) }?;
+    if injects(fault, Fault::NullOutput) {
+        args.executable = null_mut();
+        return Ok(());
+    }
+    args.executable = Box::into_raw(Box::new(FakeExecutable { replicas, partitions })).cast();
+    bump(&COUNTERS.executables_created);
+    Ok(())
+});
+
+slot_fn!(PJRT_Client_Load => fn client_load(args: PJRT_Client_Load_Args, fault) {
+    client(args.client)?;
+    executable(args.executable)?;
+    // SAFETY: the client passes `compile_options_size` readable bytes.
+    let (replicas, partitions, portable) = unsafe { compile_options(args.compile_options, args.compile_options_size) }?;
+    if injects(fault, Fault::NullOutput) {
+        args.loaded_executable = null_mut();
+        return Ok(());
+    }
+    args.loaded_executable = new_loaded(replicas, partitions, portable);
+    Ok(())
+});
 
 slot_fn!(PJRT_Client_TopologyDescription => fn client_topology(args: PJRT_Client_TopologyDescription_Args, fault) {
     client(args.client)?;
@@ -2304,7 +2421,7 @@ slot_fn!(PJRT_TopologyDescription_Fingerprint => fn topology_fingerprint(args: P
 
 slot_fn!(PJRT_TopologyDescription_Serialize => fn topology_serialize(args: PJRT_TopologyDescription_Serialize_Args, fault) {
     topology(args.topology)?;
-    let (ptr, len, owner) = serialized(b"fake topology".to_vec());
+    let (ptr, len, owner) = serialized(SERIALIZED_TOPOLOGY.to_vec());
     args.serialized_bytes = ptr;
     args.serialized_bytes_size = len;
     args.serialized_topology = owner.cast();
@@ -2749,6 +2866,11 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_LoadedExecutable_IsDeleted = Some(loaded_is_deleted);
         api.PJRT_LoadedExecutable_Execute = Some(loaded_execute);
         api.PJRT_Executable_Serialize = Some(executable_serialize);
+        api.PJRT_TopologyDescription_Create = Some(topology_create);
+        api.PJRT_TopologyDescription_Deserialize = Some(topology_deserialize);
+        api.PJRT_TopologyDescription_Destroy = Some(topology_destroy);
+        api.PJRT_Compile = Some(topology_compile);
+        api.PJRT_Client_Load = Some(client_load);
         api.PJRT_Executable_DeserializeAndLoad = Some(executable_deserialize_and_load);
         api.PJRT_Buffer_Destroy = Some(buffer_destroy);
         api.PJRT_Buffer_ElementType = Some(buffer_element_type);

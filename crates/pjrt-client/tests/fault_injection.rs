@@ -24,7 +24,7 @@ use fake_support::{Fake, OBJECT_KINDS};
 use pjrt_client::{
     ArrayShape, Buffer, Client, ClientOptions, CompileOptions, ElementType, Error, ErrorCode, HostBufferSemantics,
     HostLayout, LoadError, LoadedExecutable, Placement, Plugin, ProcessInfo, ProcessState, Program, ShapeSpec,
-    UserEvent,
+    Topology, UserEvent,
 };
 
 /// How long a wait for an event that never completes is given.
@@ -146,6 +146,16 @@ enum Op {
     Serialize,
     /// A 2-replica executable serialized, then loaded again.
     DeserializeAndLoad,
+    /// A topology made by name (`Topology::create`), then queried.
+    TopologyCreate,
+    /// The client's topology serialized, then rebuilt from the bytes.
+    TopologyDeserialize,
+    /// A topology made by name, then dropped.
+    DropTopology,
+    /// Ahead-of-time compilation on a topology made by name.
+    AotCompile,
+    /// An ahead-of-time compiled executable loaded onto the client, then run.
+    ClientLoad,
 }
 
 /// What a case must give.
@@ -470,6 +480,15 @@ fn executable_cases() -> Vec<Case> {
     // Serialized bytes that cannot be read are an error, and their owner is still freed.
     cases.extend(array_cases(Serialize, "PJRT_Executable_Serialize"));
     cases.extend(handle_cases(DeserializeAndLoad, "PJRT_Executable_DeserializeAndLoad"));
+    cases.extend(handle_cases(TopologyCreate, "PJRT_TopologyDescription_Create"));
+    cases.extend(handle_cases(TopologyDeserialize, "PJRT_TopologyDescription_Deserialize"));
+    // A failed destroy cannot be reported from Drop: the plugin keeps the topology.
+    cases.push(Case {
+        stays: Some("topologies_created"),
+        ..case(DropTopology, "fail PJRT_TopologyDescription_Destroy", Ok)
+    });
+    cases.extend(handle_cases(AotCompile, "PJRT_Compile"));
+    cases.extend(handle_cases(ClientLoad, "PJRT_Client_Load"));
     cases.push(fail_case(NewExecuteContext, "PJRT_ExecuteContext_Create"));
     cases.push(case(NewExecuteContext, "null_output PJRT_ExecuteContext_Create", Invalid));
     cases.push(Case {
@@ -499,13 +518,6 @@ const NOT_YET_IN_THE_FAKE_PLUGIN: &[&str] = &[
     "PJRT_CopyToDeviceStream_Destroy",
     "PJRT_CopyToDeviceStream_GranuleSize",
     "PJRT_CopyToDeviceStream_TotalBytes",
-    // Topologies made or read by name or bytes, ahead-of-time compilation (tests/aot.rs; the fake
-    // has only its client's topology).
-    "PJRT_Client_Load",
-    "PJRT_Compile",
-    "PJRT_TopologyDescription_Create",
-    "PJRT_TopologyDescription_Deserialize",
-    "PJRT_TopologyDescription_Destroy",
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -801,6 +813,36 @@ impl Op {
                 arm();
                 let again = client.deserialize_and_load(&bytes)?;
                 Ok(again.num_replicas() == 2 && again.output_shapes() == [f32_4()])
+            }
+            Op::TopologyCreate => {
+                arm();
+                let topology = Topology::create(&env.plugin, "fake", &[])?;
+                Ok(topology.platform_name()? == "fake" && topology.device_count()? == 2)
+            }
+            Op::TopologyDeserialize => {
+                let bytes = client.topology()?.serialize()?;
+                arm();
+                let topology = Topology::deserialize(&env.plugin, &bytes)?;
+                Ok(topology.fingerprint()? == 0xfa4e)
+            }
+            Op::DropTopology => {
+                let topology = Topology::create(&env.plugin, "fake", &[])?;
+                arm();
+                drop(topology);
+                Ok(true)
+            }
+            Op::AotCompile => {
+                let topology = Topology::create(&env.plugin, "fake", &[])?;
+                arm();
+                let compiled = topology.compile(&program(), &CompileOptions::new().num_replicas(2), None)?;
+                Ok(compiled.name()? == "fake_add" && compiled.num_replicas()? == 2)
+            }
+            Op::ClientLoad => {
+                let compiled = client.topology()?.compile(&program(), &CompileOptions::new(), Some(client))?;
+                let (a, b) = (upload(client, &A, 0)?, upload(client, &B, 0)?);
+                arm();
+                let loaded = client.load(&compiled, &CompileOptions::new())?;
+                Ok(loaded.execute(&[&a, &b])?[0].to_vec::<f32>()? == SUM)
             }
             Op::UserEvent => {
                 arm();

@@ -98,6 +98,7 @@ pub const OBJECT_KINDS: &[(&str, &str)] = &[
     ("serialized_created", "serialized_destroyed"),
     ("execute_contexts_created", "execute_contexts_destroyed"),
     ("transfer_managers_created", "transfer_managers_destroyed"),
+    ("topologies_created", "topologies_destroyed"),
 ];
 
 /// One copy of the fake plugin, configured with one scenario.
