@@ -120,6 +120,10 @@ counters!(
     // Topologies made by `PJRT_TopologyDescription_Create` / `Deserialize` (not the client's).
     topologies_created,
     topologies_destroyed,
+    // Control dependencies handed out by `PJRT_Buffer_DonateWithControlDependency`, signalled
+    // (their callback data consumed) by the client.
+    dependencies_created,
+    dependencies_destroyed,
 );
 
 fn bump(counter: &AtomicI64) {
@@ -1550,7 +1554,99 @@ slot_fn!(PJRT_Buffer_Destroy => fn buffer_destroy(args: PJRT_Buffer_Destroy_Args
         // SAFETY: a buffer this plugin created; the client library destroys it once.
         drop(unsafe { Box::from_raw(args.buffer.cast::<FakeBuffer>()) });
         bump(&COUNTERS.buffers_destroyed);
+        let view = {
+            let mut views = lock(&VIEWS);
+            views.iter().position(|v| v.buffer == args.buffer as usize).map(|at| views.swap_remove(at))
+        };
+        if let Some(view) = view {
+            // SAFETY: the callback and argument the client gave for this view, called once.
+            unsafe { (view.on_delete)(view.memory as *mut c_void, view.arg as *mut c_void) };
+        }
     }
+    Ok(())
+});
+
+// ---- views of device memory and donation with a control dependency ----
+
+/// A view's on-delete callback, called when its buffer is destroyed.
+struct FakeView {
+    buffer: usize,
+    memory: usize,
+    on_delete: unsafe extern "C" fn(*mut c_void, *mut c_void),
+    arg: usize,
+}
+
+static VIEWS: Mutex<Vec<FakeView>> = Mutex::new(Vec::new());
+
+// The fake's "device memory" is host memory: the view copies it at once (a real plugin reads it
+// in place until the on-delete callback).
+slot_fn!(PJRT_Client_CreateViewOfDeviceBuffer => fn client_create_view(
+    args: PJRT_Client_CreateViewOfDeviceBuffer_Args, fault
+) {
+    client(args.client)?;
+    // SAFETY: the client passes `num_dims` readable dimensions.
+    let (dims, size) = unsafe { shape_of(args.dims, args.num_dims, args.element_type) }?;
+    let (device, memory) = if args.memory.is_null() {
+        let device = device_index(args.device)?;
+        (device, DEVICES[device].default_memory)
+    } else {
+        let memory = memory_index(args.memory)?;
+        (MEMORIES[memory].devices[0], memory)
+    };
+    let Some(on_delete) = args.on_delete_callback else {
+        return Err(invalid("fake: a view needs an on-delete callback"));
+    };
+    if args.device_buffer_ptr.is_null() {
+        return Err(invalid("fake: NULL device memory"));
+    }
+    if injects(fault, Fault::NullOutput) {
+        args.buffer = null_mut();
+        return Ok(());
+    }
+    // SAFETY: the client passes memory holding the array's dense bytes.
+    let bytes = unsafe { sys_bytes(args.device_buffer_ptr.cast(), size) }.to_vec();
+    args.buffer = new_buffer(args.element_type, dims, bytes, device, memory);
+    lock(&VIEWS).push(FakeView {
+        buffer: args.buffer as usize,
+        memory: args.device_buffer_ptr as usize,
+        on_delete,
+        arg: args.on_delete_callback_arg as usize,
+    });
+    Ok(())
+});
+
+/// The callback data of a control dependency: only its life is tracked.
+struct FakeDependency;
+
+unsafe extern "C" fn dependency_ready(args: *mut sys::PJRT_Buffer_DonateWithControlDependency_Callback_Args) {
+    let _ = catch_unwind(|| {
+        // SAFETY: the client passes a valid args struct with the data this plugin handed out.
+        let Some(args) = (unsafe { args.as_mut() }) else { return };
+        if !args.callback_data.is_null() {
+            // SAFETY: a `Box<FakeDependency>` this plugin leaked; the client signals it once.
+            drop(unsafe { Box::from_raw(args.callback_data.cast::<FakeDependency>()) });
+            bump(&COUNTERS.dependencies_destroyed);
+        }
+    });
+}
+
+// The new buffer holds the bytes at once (a real plugin would hold back its readiness until the
+// dependency is signalled); the old one is deleted, as donated.
+slot_fn!(PJRT_Buffer_DonateWithControlDependency => fn buffer_donate_with_control_dependency(
+    args: PJRT_Buffer_DonateWithControlDependency_Args, fault
+) {
+    let old = live_buffer(args.buffer)?;
+    if injects(fault, Fault::NullOutput) {
+        args.out_buffer = null_mut();
+        args.dependency_ready_callback = None;
+        args.callback_data = null_mut();
+        return Ok(());
+    }
+    args.out_buffer = new_buffer(old.element_type, old.dims.clone(), old.bytes.clone(), old.device, old.memory);
+    old.deleted.store(true, Ordering::SeqCst);
+    args.callback_data = Box::into_raw(Box::new(FakeDependency)).cast();
+    args.dependency_ready_callback = Some(dependency_ready);
+    bump(&COUNTERS.dependencies_created);
     Ok(())
 });
 
@@ -2866,6 +2962,8 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_LoadedExecutable_IsDeleted = Some(loaded_is_deleted);
         api.PJRT_LoadedExecutable_Execute = Some(loaded_execute);
         api.PJRT_Executable_Serialize = Some(executable_serialize);
+        api.PJRT_Client_CreateViewOfDeviceBuffer = Some(client_create_view);
+        api.PJRT_Buffer_DonateWithControlDependency = Some(buffer_donate_with_control_dependency);
         api.PJRT_TopologyDescription_Create = Some(topology_create);
         api.PJRT_TopologyDescription_Deserialize = Some(topology_deserialize);
         api.PJRT_TopologyDescription_Destroy = Some(topology_destroy);

@@ -723,9 +723,13 @@ impl Client {
             drop(payload);
             return Err(e);
         }
-        let buffer = NonNull::new(args.buffer)
-            .map(|raw| Buffer::from_raw(self, raw))
-            .ok_or_else(|| Error::invalid("PJRT_Client_CreateViewOfDeviceBuffer returned no buffer"))?;
+        let Some(raw) = NonNull::new(args.buffer) else {
+            // No buffer to delete, so no on-delete callback: release what it depended on now.
+            let payload = state.payload.lock().unwrap_or_else(|p| p.into_inner()).take();
+            drop(payload);
+            return Err(Error::invalid("PJRT_Client_CreateViewOfDeviceBuffer returned no buffer"));
+        };
+        let buffer = Buffer::from_raw(self, raw);
         buffer.set_known_shape(element_type, dims);
         Ok(buffer)
     }

@@ -17,7 +17,9 @@ mod fake_support;
 
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use fake_support::{Fake, OBJECT_KINDS};
@@ -156,6 +158,11 @@ enum Op {
     AotCompile,
     /// An ahead-of-time compiled executable loaded onto the client, then run.
     ClientLoad,
+    /// A view of host memory (the fake's device memory) read back, then dropped: its on-delete
+    /// callback must run; when the view fails, what the callback held must be released.
+    View,
+    /// An upload donated with a control dependency, which is then signalled.
+    Donate,
 }
 
 /// What a case must give.
@@ -489,6 +496,8 @@ fn executable_cases() -> Vec<Case> {
     });
     cases.extend(handle_cases(AotCompile, "PJRT_Compile"));
     cases.extend(handle_cases(ClientLoad, "PJRT_Client_Load"));
+    cases.extend(handle_cases(View, "PJRT_Client_CreateViewOfDeviceBuffer"));
+    cases.extend(handle_cases(Donate, "PJRT_Buffer_DonateWithControlDependency"));
     cases.push(fail_case(NewExecuteContext, "PJRT_ExecuteContext_Create"));
     cases.push(case(NewExecuteContext, "null_output PJRT_ExecuteContext_Create", Invalid));
     cases.push(Case {
@@ -508,9 +517,7 @@ const VOID_SLOTS: &[&str] = &["PJRT_Error_Destroy"];
 const NOT_YET_IN_THE_FAKE_PLUGIN: &[&str] = &[
     // Buffer extras (tests/buffer_parity.rs, tests/zero_copy.rs).
     "PJRT_Buffer_CopyRawToHostFuture",
-    "PJRT_Buffer_DonateWithControlDependency",
     "PJRT_Client_CreateAliasBuffer",
-    "PJRT_Client_CreateViewOfDeviceBuffer",
     "PJRT_Client_FulfillAliasBuffer",
     // Host receive streams (tests/host_callbacks.rs; the CPU plugins refuse host send/recv).
     "PJRT_CopyToDeviceStream_AddChunk",
@@ -843,6 +850,44 @@ impl Op {
                 arm();
                 let loaded = client.load(&compiled, &CompileOptions::new())?;
                 Ok(loaded.execute(&[&a, &b])?[0].to_vec::<f32>()? == SUM)
+            }
+            Op::View => {
+                let memory = A.to_vec();
+                let deleted = Arc::new(AtomicBool::new(false));
+                let on_delete = {
+                    let deleted = deleted.clone();
+                    Box::new(move || deleted.store(true, Ordering::SeqCst))
+                };
+                arm();
+                // SAFETY: `memory` holds an f32[4] and outlives the view (dropped below).
+                let view = unsafe {
+                    client.view_of_device_pointer(
+                        memory.as_ptr() as *mut std::ffi::c_void,
+                        ElementType::F32,
+                        &[4],
+                        Placement::Device(&d1),
+                        Some(on_delete),
+                    )
+                };
+                // Whatever happened, nothing may still hold the callback's closure but the plugin
+                // (after success, until the view is dropped).
+                let view = match view {
+                    Ok(view) => view,
+                    Err(e) => {
+                        assert_eq!(Arc::strong_count(&deleted), 1, "a failed view keeps its on-delete closure");
+                        return Err(e);
+                    }
+                };
+                let read = view.to_vec::<f32>()? == A;
+                drop(view);
+                Ok(read && deleted.load(Ordering::SeqCst) && Arc::strong_count(&deleted) == 1)
+            }
+            Op::Donate => {
+                let buffer = upload(client, &A, 0)?;
+                arm();
+                let (donated, dependency) = buffer.donate_with_control_dependency()?;
+                dependency.ready();
+                Ok(buffer.is_deleted()? && donated.to_vec::<f32>()? == A)
             }
             Op::UserEvent => {
                 arm();

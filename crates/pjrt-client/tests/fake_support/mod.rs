@@ -99,6 +99,7 @@ pub const OBJECT_KINDS: &[(&str, &str)] = &[
     ("execute_contexts_created", "execute_contexts_destroyed"),
     ("transfer_managers_created", "transfer_managers_destroyed"),
     ("topologies_created", "topologies_destroyed"),
+    ("dependencies_created", "dependencies_destroyed"),
 ];
 
 /// One copy of the fake plugin, configured with one scenario.
