@@ -124,6 +124,14 @@ counters!(
     // (their callback data consumed) by the client.
     dependencies_created,
     dependencies_destroyed,
+    // Fulfil callbacks of alias buffers (`PJRT_Client_CreateAliasBuffer`), handed back with
+    // `PJRT_Client_FulfillAliasBuffer`.
+    aliases_created,
+    aliases_destroyed,
+    // Raw copies waiting for their destination (`PJRT_Buffer_CopyRawToHostFuture`), completed
+    // by the client's call of the callback.
+    raw_copy_requests_created,
+    raw_copy_requests_destroyed,
 );
 
 fn bump(counter: &AtomicI64) {
@@ -1615,6 +1623,137 @@ slot_fn!(PJRT_Client_CreateViewOfDeviceBuffer => fn client_create_view(
     Ok(())
 });
 
+// ---- alias buffers ----
+
+/// The fulfil callback object of an alias buffer: the shape a source must have (not the alias
+/// itself, which the client may destroy first).
+struct FakeAlias {
+    element_type: sys::PJRT_Buffer_Type,
+    dims: Vec<i64>,
+}
+
+slot_fn!(PJRT_Client_CreateAliasBuffer => fn client_create_alias_buffer(args: PJRT_Client_CreateAliasBuffer_Args, fault) {
+    client(args.client)?;
+    // SAFETY: the client passes `shape_num_dims` readable dimensions.
+    let (dims, size) = unsafe { shape_of(args.shape_dims, args.shape_num_dims, args.shape_element_type) }?;
+    let memory = memory_index(args.memory)?;
+    if injects(fault, Fault::NullOutput) {
+        args.alias_buffer = null_mut();
+        args.fulfill_alias_buffer_cb = null_mut();
+        return Ok(());
+    }
+    // The fake's alias holds zeros: its data is not replaced on fulfilment.
+    let alias = FakeAlias { element_type: args.shape_element_type, dims: dims.clone() };
+    args.alias_buffer = new_buffer(args.shape_element_type, dims, vec![0; size], MEMORIES[memory].devices[0], memory);
+    args.fulfill_alias_buffer_cb = Box::into_raw(Box::new(alias)).cast();
+    bump(&COUNTERS.aliases_created);
+    Ok(())
+});
+
+// Written out rather than with `slot_fn!`: the callback object is consumed whether or not the
+// call (or an injected failure) succeeds, as the real plugins do.
+unsafe extern "C" fn client_fulfill_alias_buffer(
+    raw: *mut sys::PJRT_Client_FulfillAliasBuffer_Args,
+) -> *mut PJRT_Error {
+    const SLOT: &str = "PJRT_Client_FulfillAliasBuffer";
+    guarded(SLOT, || {
+        // SAFETY: the client passes a valid args struct that it does not touch during the call.
+        let args = match unsafe { checked_args(raw, "PJRT_Client_FulfillAliasBuffer_Args") } {
+            Ok(args) => args,
+            Err(error) => return error,
+        };
+        if args.fulfill_alias_buffer_cb.is_null() {
+            return invalid("fake: no fulfil callback");
+        }
+        // SAFETY: a `Box<FakeAlias>` this plugin leaked; the client hands it back once.
+        let alias = unsafe { Box::from_raw(args.fulfill_alias_buffer_cb.cast::<FakeAlias>()) };
+        bump(&COUNTERS.aliases_destroyed);
+        if fault_for(SLOT) == Some(Fault::Fail) {
+            return injected_failure(SLOT);
+        }
+        if let Err(error) = client(args.client) {
+            return error;
+        }
+        if args.status_code != PJRT_Error_Code::OK {
+            // Like the CPU plugins: the alias fails, and the call returns the status it was given.
+            // SAFETY: the client passes `error_message_size` readable bytes.
+            let message = unsafe { sys_bytes(args.error_message, args.error_message_size) };
+            return new_error(args.status_code, String::from_utf8_lossy(message));
+        }
+        match live_buffer(args.buffer) {
+            Ok(source) if source.element_type != alias.element_type || source.dims != alias.dims => {
+                invalid("fake: the source's shape is not the alias's")
+            }
+            Ok(source) => {
+                // The source's memory moves into the alias.
+                source.deleted.store(true, Ordering::SeqCst);
+                OK
+            }
+            Err(error) => error,
+        }
+    })
+}
+
+// ---- raw copies whose destination comes later ----
+
+/// A raw copy waiting for its destination: the bytes (read at once) and the event to complete.
+struct FakeRawCopy {
+    bytes: Vec<u8>,
+    event: Arc<EventState>,
+}
+
+unsafe extern "C" fn raw_copy_ready(args: *mut sys::PJRT_Buffer_CopyRawToHostFuture_Callback_Args) {
+    let _ = catch_unwind(|| {
+        // SAFETY: the client passes a valid args struct with the data this plugin handed out.
+        let Some(args) = (unsafe { args.as_mut() }) else { return };
+        if args.callback_data.is_null() {
+            return;
+        }
+        // SAFETY: a `Box<FakeRawCopy>` this plugin leaked; the client completes it once.
+        let copy = unsafe { Box::from_raw(args.callback_data.cast::<FakeRawCopy>()) };
+        bump(&COUNTERS.raw_copy_requests_destroyed);
+        let failure = if args.error_code != PJRT_Error_Code::OK {
+            // SAFETY: the client passes `error_message_size` readable bytes.
+            let message = unsafe { sys_bytes(args.error_message, args.error_message_size) };
+            Some((args.error_code, String::from_utf8_lossy(message).into_owned()))
+        } else if args.dst.is_null() {
+            Some((PJRT_Error_Code::INVALID_ARGUMENT, "fake: no destination".to_owned()))
+        } else {
+            // SAFETY: the client passes a destination of the requested size.
+            unsafe { std::ptr::copy_nonoverlapping(copy.bytes.as_ptr(), args.dst.cast::<u8>(), copy.bytes.len()) };
+            None
+        };
+        copy.event.complete(failure);
+    });
+}
+
+// `null_output` leaves the event NULL but hands out the callback: the client must still complete
+// (cancel) the request, so that its data comes back.
+slot_fn!(PJRT_Buffer_CopyRawToHostFuture => fn buffer_copy_raw_to_host_future(
+    args: PJRT_Buffer_CopyRawToHostFuture_Args, fault
+) {
+    let buffer = live_buffer(args.buffer)?;
+    let (offset, size) = (usize::try_from(args.offset), usize::try_from(args.transfer_size));
+    let (Ok(offset), Ok(size)) = (offset, size) else {
+        return Err(invalid("fake: negative offset or size"));
+    };
+    let Some(bytes) = offset.checked_add(size).and_then(|end| buffer.bytes.get(offset..end)) else {
+        return Err(invalid("fake: the range is outside the buffer"));
+    };
+    let state = Arc::new(EventState::default());
+    let copy = FakeRawCopy { bytes: bytes.to_vec(), event: state.clone() };
+    args.callback_data = Box::into_raw(Box::new(copy)).cast();
+    args.future_ready_callback = Some(raw_copy_ready);
+    bump(&COUNTERS.raw_copy_requests_created);
+    args.event = if injects(fault, Fault::NullOutput) {
+        null_mut()
+    } else {
+        bump(&COUNTERS.events_created);
+        Box::into_raw(Box::new(FakeEvent(state))).cast()
+    };
+    Ok(())
+});
+
 /// The callback data of a control dependency: only its life is tracked.
 struct FakeDependency;
 
@@ -2962,6 +3101,9 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_LoadedExecutable_IsDeleted = Some(loaded_is_deleted);
         api.PJRT_LoadedExecutable_Execute = Some(loaded_execute);
         api.PJRT_Executable_Serialize = Some(executable_serialize);
+        api.PJRT_Client_CreateAliasBuffer = Some(client_create_alias_buffer);
+        api.PJRT_Client_FulfillAliasBuffer = Some(client_fulfill_alias_buffer);
+        api.PJRT_Buffer_CopyRawToHostFuture = Some(buffer_copy_raw_to_host_future);
         api.PJRT_Client_CreateViewOfDeviceBuffer = Some(client_create_view);
         api.PJRT_Buffer_DonateWithControlDependency = Some(buffer_donate_with_control_dependency);
         api.PJRT_TopologyDescription_Create = Some(topology_create);

@@ -163,6 +163,12 @@ enum Op {
     View,
     /// An upload donated with a control dependency, which is then signalled.
     Donate,
+    /// An alias buffer made and fulfilled with an upload.
+    Alias,
+    /// An alias buffer made, then failed.
+    AliasFail,
+    /// A raw copy whose destination is given after the call, then awaited.
+    RawCopyFuture,
 }
 
 /// What a case must give.
@@ -498,6 +504,14 @@ fn executable_cases() -> Vec<Case> {
     cases.extend(handle_cases(ClientLoad, "PJRT_Client_Load"));
     cases.extend(handle_cases(View, "PJRT_Client_CreateViewOfDeviceBuffer"));
     cases.extend(handle_cases(Donate, "PJRT_Buffer_DonateWithControlDependency"));
+    // The fulfil callback goes back to the plugin exactly once: on success, on failure, or when
+    // the fulfiller is dropped (the counters check it).
+    cases.extend(handle_cases(Alias, "PJRT_Client_CreateAliasBuffer"));
+    cases.push(fail_case(Alias, "PJRT_Client_FulfillAliasBuffer"));
+    cases.push(fail_case(AliasFail, "PJRT_Client_FulfillAliasBuffer"));
+    cases.push(fail_case(RawCopyFuture, "PJRT_Buffer_CopyRawToHostFuture"));
+    // No event (with a callback): the request is cancelled, which hands its data back.
+    cases.push(case(RawCopyFuture, "null_output PJRT_Buffer_CopyRawToHostFuture", Invalid));
     cases.push(fail_case(NewExecuteContext, "PJRT_ExecuteContext_Create"));
     cases.push(case(NewExecuteContext, "null_output PJRT_ExecuteContext_Create", Invalid));
     cases.push(Case {
@@ -516,9 +530,6 @@ const VOID_SLOTS: &[&str] = &["PJRT_Error_Destroy"];
 /// explicitly so that any other new slot still fails this guard.
 const NOT_YET_IN_THE_FAKE_PLUGIN: &[&str] = &[
     // Buffer extras (tests/buffer_parity.rs, tests/zero_copy.rs).
-    "PJRT_Buffer_CopyRawToHostFuture",
-    "PJRT_Client_CreateAliasBuffer",
-    "PJRT_Client_FulfillAliasBuffer",
     // Host receive streams (tests/host_callbacks.rs; the CPU plugins refuse host send/recv).
     "PJRT_CopyToDeviceStream_AddChunk",
     "PJRT_CopyToDeviceStream_CurrentBytes",
@@ -888,6 +899,26 @@ impl Op {
                 let (donated, dependency) = buffer.donate_with_control_dependency()?;
                 dependency.ready();
                 Ok(buffer.is_deleted()? && donated.to_vec::<f32>()? == A)
+            }
+            Op::Alias | Op::AliasFail => {
+                let memory = d1.default_memory()?;
+                let source = upload(client, &B, 1)?;
+                arm();
+                let (alias, fulfiller) =
+                    client.create_alias_buffer(ElementType::F32, &[4], Placement::Memory(&memory))?;
+                if matches!(self, Op::AliasFail) {
+                    fulfiller.fail(ErrorCode::Aborted, "no data")?;
+                    return Ok(alias.dimensions()? == [4]);
+                }
+                fulfiller.fulfill(&source)?;
+                Ok(source.is_deleted()? && alias.dimensions()? == [4])
+            }
+            Op::RawCopyFuture => {
+                let buffer = upload(client, &A, 0)?;
+                arm();
+                let request = buffer.copy_raw_to_host_future(4, 8)?;
+                let copied = request.fulfill(vec![0; 8])?.wait_timeout(Duration::from_secs(LATE_TIMEOUT))?;
+                Ok(copied == [2f32, 3.].iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>())
             }
             Op::UserEvent => {
                 arm();

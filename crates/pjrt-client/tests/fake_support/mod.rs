@@ -100,6 +100,8 @@ pub const OBJECT_KINDS: &[(&str, &str)] = &[
     ("transfer_managers_created", "transfer_managers_destroyed"),
     ("topologies_created", "topologies_destroyed"),
     ("dependencies_created", "dependencies_destroyed"),
+    ("aliases_created", "aliases_destroyed"),
+    ("raw_copy_requests_created", "raw_copy_requests_destroyed"),
 ];
 
 /// One copy of the fake plugin, configured with one scenario.
