@@ -5,7 +5,11 @@
 //! events that complete on another thread. In its `working` scenarios it behaves like a tiny
 //! plugin: a client with 2 devices and 3 memories, buffers that hold host bytes, a "compiler"
 //! whose every executable takes two `f32[4]` and returns their sum, and events that complete at
-//! once, later, never, or with an error.
+//! once, later, never, or with an error. Beyond that: serialized executables, topologies made by
+//! name or from bytes, ahead-of-time compilation and loading, views of (host) memory, donation
+//! with a control dependency, alias buffers, raw copies whose destination comes later, and a
+//! 16-byte host receive on channel 1 during every execution whose client registers a callback
+//! for it.
 //!
 //! # Configuration: one scenario per copy of the library
 //! The tests copy `libfake_plugin.so` to a fresh file per scenario (a copy has its own statics,
@@ -132,6 +136,9 @@ counters!(
     // by the client's call of the callback.
     raw_copy_requests_created,
     raw_copy_requests_destroyed,
+    // Host-to-device streams handed to receive callbacks during Execute, destroyed by the client.
+    streams_created,
+    streams_destroyed,
 );
 
 fn bump(counter: &AtomicI64) {
@@ -2919,12 +2926,125 @@ fn add_f32(arguments: &[&FakeBuffer]) -> Result<Vec<u8>, *mut PJRT_Error> {
     Ok(sum.iter().flat_map(|v| v.to_ne_bytes()).collect())
 }
 
+// ---- host receives: every program receives 16 bytes on channel 1 from the host ----
+
+/// The channel every fake program receives on, when the client registers a callback for it.
+const RECV_CHANNEL: i64 = 1;
+const RECV_BYTES: usize = 16;
+const RECV_GRANULE: usize = 4;
+
+/// The object behind a `PJRT_CopyToDeviceStream*`: the bytes received so far.
+#[derive(Default)]
+struct FakeStream {
+    received: Mutex<Vec<u8>>,
+}
+
+fn stream<'a>(ptr: *mut sys::PJRT_CopyToDeviceStream) -> Result<&'a FakeStream, *mut PJRT_Error> {
+    // SAFETY: the client passes streams this plugin handed out and has not destroyed.
+    unsafe { handle::<FakeStream, _>(ptr, "stream") }
+}
+
+/// Calls the receive callbacks for `RECV_CHANNEL` of device `i` of a launch, each with a new
+/// stream it owns.
+///
+/// # Safety
+/// `options` must be the client's valid execute options, with `num_recv_ops` callbacks per
+/// device when `recv_callbacks` is set.
+unsafe fn run_host_receives(options: &sys::PJRT_ExecuteOptions, i: usize) {
+    if options.recv_callbacks.is_null() || options.num_recv_ops == 0 {
+        return;
+    }
+    // SAFETY: the caller's guarantee: one list per device.
+    let list = unsafe { *options.recv_callbacks.add(i) }.cast::<sys::PJRT_RecvCallbackInfo>();
+    if list.is_null() {
+        return;
+    }
+    for j in 0..options.num_recv_ops {
+        // SAFETY: `num_recv_ops` entries per list.
+        let info = unsafe { *list.add(j) };
+        if let (RECV_CHANNEL, Some(callback)) = (info.channel_id, info.recv_callback) {
+            bump(&COUNTERS.streams_created);
+            let raw = Box::into_raw(Box::<FakeStream>::default()).cast();
+            // SAFETY: the client's callback and argument; it takes the stream.
+            unsafe { callback(raw, info.user_arg) };
+        }
+    }
+}
+
+slot_fn!(PJRT_CopyToDeviceStream_Destroy => fn stream_destroy(args: PJRT_CopyToDeviceStream_Destroy_Args, fault) {
+    if !args.stream.is_null() {
+        // SAFETY: a stream this plugin handed out; the client destroys it once.
+        drop(unsafe { Box::from_raw(args.stream.cast::<FakeStream>()) });
+        bump(&COUNTERS.streams_destroyed);
+    }
+    Ok(())
+});
+
+slot_fn!(PJRT_CopyToDeviceStream_TotalBytes => fn stream_total_bytes(args: PJRT_CopyToDeviceStream_TotalBytes_Args, fault) {
+    stream(args.stream)?;
+    args.total_bytes = RECV_BYTES as i64;
+    Ok(())
+});
+
+slot_fn!(PJRT_CopyToDeviceStream_GranuleSize => fn stream_granule_size(
+    args: PJRT_CopyToDeviceStream_GranuleSize_Args, fault
+) {
+    stream(args.stream)?;
+    args.granule_size_in_bytes = RECV_GRANULE as i64;
+    Ok(())
+});
+
+slot_fn!(PJRT_CopyToDeviceStream_CurrentBytes => fn stream_current_bytes(
+    args: PJRT_CopyToDeviceStream_CurrentBytes_Args, fault
+) {
+    args.current_bytes = lock(&stream(args.stream)?.received).len() as i64;
+    Ok(())
+});
+
+// Written out rather than with `slot_fn!`: the chunk is the plugin's from the call on, so it is
+// freed whether or not the call (or an injected failure) succeeds.
+unsafe extern "C" fn stream_add_chunk(raw: *mut sys::PJRT_CopyToDeviceStream_AddChunk_Args) -> *mut PJRT_Error {
+    const SLOT: &str = "PJRT_CopyToDeviceStream_AddChunk";
+    guarded(SLOT, || {
+        // SAFETY: the client passes a valid args struct that it does not touch during the call.
+        let args = match unsafe { checked_args(raw, "PJRT_CopyToDeviceStream_AddChunk_Args") } {
+            Ok(args) => args,
+            Err(error) => return error,
+        };
+        // SAFETY: the client passes a valid chunk (or NULL).
+        let Some(chunk) = (unsafe { args.chunk.as_mut() }) else {
+            return invalid("fake: no chunk");
+        };
+        // SAFETY: the chunk holds `size` readable bytes until its deleter runs.
+        let data = unsafe { sys_bytes(chunk.data.cast(), chunk.size) }.to_vec();
+        if let Some(deleter) = chunk.deleter.take() {
+            // SAFETY: the client's deleter for this chunk, called once.
+            unsafe { deleter(chunk.data, chunk.deleter_arg) };
+        }
+        if fault_for(SLOT) == Some(Fault::Fail) {
+            return injected_failure(SLOT);
+        }
+        let stream = match stream(args.stream) {
+            Ok(stream) => stream,
+            Err(error) => return error,
+        };
+        let mut received = lock(&stream.received);
+        if data.len() % RECV_GRANULE != 0 || received.len() + data.len() > RECV_BYTES {
+            return invalid("fake: the chunk does not fit the stream");
+        }
+        received.extend(data);
+        drop(received);
+        args.transfer_complete = new_event(SLOT);
+        OK
+    })
+}
+
 // Checks everything first, then creates the outputs and events: a failing call hands out nothing.
 slot_fn!(PJRT_LoadedExecutable_Execute => fn loaded_execute(args: PJRT_LoadedExecutable_Execute_Args, fault) {
     bump(&COUNTERS.execute_calls);
     let loaded = loaded(args.executable)?;
     // SAFETY: the client passes valid execute options for the call.
-    unsafe { checked_args(args.options, "PJRT_ExecuteOptions") }?;
+    let options = unsafe { checked_args(args.options, "PJRT_ExecuteOptions") }?;
     let devices: Vec<usize> = if args.execute_device.is_null() {
         if loaded.devices.is_empty() {
             return Err(invalid("fake: a portable executable needs execute_device"));
@@ -2957,6 +3077,10 @@ slot_fn!(PJRT_LoadedExecutable_Execute => fn loaded_execute(args: PJRT_LoadedExe
     }
     if injects(fault, Fault::NullOutput) {
         return Ok(()); // outputs and events stay NULL
+    }
+    for i in 0..devices.len() {
+        // SAFETY: the client's options for this launch of `devices.len()` devices.
+        unsafe { run_host_receives(options, i) };
     }
     for (i, (bytes, device)) in results.into_iter().zip(devices).enumerate() {
         let output = new_buffer(sys::PJRT_Buffer_Type::F32, vec![4], bytes, device, DEVICES[device].default_memory);
@@ -3101,6 +3225,11 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         api.PJRT_LoadedExecutable_IsDeleted = Some(loaded_is_deleted);
         api.PJRT_LoadedExecutable_Execute = Some(loaded_execute);
         api.PJRT_Executable_Serialize = Some(executable_serialize);
+        api.PJRT_CopyToDeviceStream_Destroy = Some(stream_destroy);
+        api.PJRT_CopyToDeviceStream_AddChunk = Some(stream_add_chunk);
+        api.PJRT_CopyToDeviceStream_TotalBytes = Some(stream_total_bytes);
+        api.PJRT_CopyToDeviceStream_GranuleSize = Some(stream_granule_size);
+        api.PJRT_CopyToDeviceStream_CurrentBytes = Some(stream_current_bytes);
         api.PJRT_Client_CreateAliasBuffer = Some(client_create_alias_buffer);
         api.PJRT_Client_FulfillAliasBuffer = Some(client_fulfill_alias_buffer);
         api.PJRT_Buffer_CopyRawToHostFuture = Some(buffer_copy_raw_to_host_future);

@@ -24,9 +24,9 @@ use std::time::{Duration, Instant};
 
 use fake_support::{Fake, OBJECT_KINDS};
 use pjrt_client::{
-    ArrayShape, Buffer, Client, ClientOptions, CompileOptions, ElementType, Error, ErrorCode, HostBufferSemantics,
-    HostLayout, LoadError, LoadedExecutable, Placement, Plugin, ProcessInfo, ProcessState, Program, ShapeSpec,
-    Topology, UserEvent,
+    ArrayShape, Buffer, Client, ClientOptions, CompileOptions, ElementType, Error, ErrorCode, ExecuteOptions,
+    HostBufferSemantics, HostLayout, LoadError, LoadedExecutable, Placement, Plugin, ProcessInfo, ProcessState,
+    Program, ShapeSpec, Topology, UserEvent,
 };
 
 /// How long a wait for an event that never completes is given.
@@ -169,6 +169,9 @@ enum Op {
     AliasFail,
     /// A raw copy whose destination is given after the call, then awaited.
     RawCopyFuture,
+    /// An execution whose receive callback (channel 1) fills the fake's 16-byte host stream and
+    /// waits for the chunk; the callback's failure is the result.
+    HostReceive,
 }
 
 /// What a case must give.
@@ -512,6 +515,18 @@ fn executable_cases() -> Vec<Case> {
     cases.push(fail_case(RawCopyFuture, "PJRT_Buffer_CopyRawToHostFuture"));
     // No event (with a callback): the request is cancelled, which hands its data back.
     cases.push(case(RawCopyFuture, "null_output PJRT_Buffer_CopyRawToHostFuture", Invalid));
+    for slot in [
+        "PJRT_CopyToDeviceStream_TotalBytes",
+        "PJRT_CopyToDeviceStream_GranuleSize",
+        "PJRT_CopyToDeviceStream_CurrentBytes",
+        "PJRT_CopyToDeviceStream_AddChunk",
+    ] {
+        cases.push(fail_case(HostReceive, slot));
+    }
+    cases.push(case(HostReceive, "event error for PJRT_CopyToDeviceStream_AddChunk", Pjrt("PJRT_Event_Await")));
+    cases.push(case(HostReceive, "event late 30ms for PJRT_CopyToDeviceStream_AddChunk", Ok));
+    cases
+        .push(Case { stays: Some("streams_created"), ..case(HostReceive, "fail PJRT_CopyToDeviceStream_Destroy", Ok) });
     cases.push(fail_case(NewExecuteContext, "PJRT_ExecuteContext_Create"));
     cases.push(case(NewExecuteContext, "null_output PJRT_ExecuteContext_Create", Invalid));
     cases.push(Case {
@@ -525,18 +540,6 @@ fn executable_cases() -> Vec<Case> {
 const LOAD_TIME_SLOTS: &[&str] = &["PJRT_Plugin_Initialize", "PJRT_Plugin_Attributes"];
 /// `void` slots: they cannot fail, and every case with an error exercises this one.
 const VOID_SLOTS: &[&str] = &["PJRT_Error_Destroy"];
-/// Slots the library calls that the fake plugin does not implement yet, so no fault case can fire
-/// for them. Each is exercised on both real CPU plugins (the test file is named per group). Listed
-/// explicitly so that any other new slot still fails this guard.
-const NOT_YET_IN_THE_FAKE_PLUGIN: &[&str] = &[
-    // Buffer extras (tests/buffer_parity.rs, tests/zero_copy.rs).
-    // Host receive streams (tests/host_callbacks.rs; the CPU plugins refuse host send/recv).
-    "PJRT_CopyToDeviceStream_AddChunk",
-    "PJRT_CopyToDeviceStream_CurrentBytes",
-    "PJRT_CopyToDeviceStream_Destroy",
-    "PJRT_CopyToDeviceStream_GranuleSize",
-    "PJRT_CopyToDeviceStream_TotalBytes",
-];
 
 // ---------------------------------------------------------------------------------------------
 // The operations
@@ -919,6 +922,28 @@ impl Op {
                 let request = buffer.copy_raw_to_host_future(4, 8)?;
                 let copied = request.fulfill(vec![0; 8])?.wait_timeout(Duration::from_secs(LATE_TIMEOUT))?;
                 Ok(copied == [2f32, 3.].iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>())
+            }
+            Op::HostReceive => {
+                let executable = compile(client, 1)?;
+                let (a, b) = (upload(client, &A, 0)?, upload(client, &B, 0)?);
+                let received = Arc::new(AtomicBool::new(false));
+                let options = {
+                    let received = received.clone();
+                    ExecuteOptions::new().on_recv(1, move |stream| {
+                        let size = usize::try_from(stream.total_bytes()?).unwrap_or(0);
+                        if let Some(done) = stream.add_chunk(vec![7; size])? {
+                            done.wait()?;
+                        }
+                        received.store(stream.current_bytes()? == 16, Ordering::SeqCst);
+                        Ok(())
+                    })
+                };
+                arm();
+                let out = executable.execute_with(&[&a, &b], &options)?;
+                if let Some(failure) = options.take_callback_failures().into_iter().next() {
+                    return Err(failure);
+                }
+                Ok(received.load(Ordering::SeqCst) && out[0].to_vec::<f32>()? == SUM)
             }
             Op::UserEvent => {
                 arm();
@@ -1387,7 +1412,7 @@ fn every_called_slot_is_in_the_fault_matrix() {
         .flatten()
         .flat_map(|c| slot_names(c.faults))
         .collect();
-    covered.extend(LOAD_TIME_SLOTS.iter().chain(VOID_SLOTS).chain(NOT_YET_IN_THE_FAKE_PLUGIN).map(|s| s.to_string()));
+    covered.extend(LOAD_TIME_SLOTS.iter().chain(VOID_SLOTS).map(|s| s.to_string()));
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut missing = Vec::new();
     // Every module outside `sys/` (which only declares the table).

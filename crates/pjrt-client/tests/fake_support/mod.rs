@@ -102,6 +102,7 @@ pub const OBJECT_KINDS: &[(&str, &str)] = &[
     ("dependencies_created", "dependencies_destroyed"),
     ("aliases_created", "aliases_destroyed"),
     ("raw_copy_requests_created", "raw_copy_requests_destroyed"),
+    ("streams_created", "streams_destroyed"),
 ];
 
 /// One copy of the fake plugin, configured with one scenario.
