@@ -324,9 +324,9 @@ fn topology_artifacts_load_on_the_0_115_plugin() {
 
 #[test]
 fn a_plugin_that_cannot_serialize_compiles_without_caching() {
-    // The fake plugin compiles (every executable adds two f32[4]) but does not implement
-    // PJRT_Executable_Serialize.
-    let fake = fake_support::Fake::new("working");
+    // The fake plugin compiles (every executable adds two f32[4]); here its
+    // PJRT_Executable_Serialize always fails.
+    let fake = fake_support::Fake::with_sidecar("no-serialize", "working\nfail PJRT_Executable_Serialize\n");
     let client = Client::new(&fake.plugin(), &pjrt_client::ClientOptions::new()).unwrap();
     let dir = temp_dir("no-serialize");
     let cache = CompileCache::open(&dir).unwrap();
@@ -335,7 +335,7 @@ fn a_plugin_that_cannot_serialize_compiles_without_caching() {
         let cached = cache.compile(&client, &program, &CompileOptions::new()).unwrap();
         assert_eq!(cached.outcome, CacheOutcome::Off);
         let note = cached.note.unwrap();
-        assert!(note.contains("cannot serialize") && note.contains("UNIMPLEMENTED"), "{note}");
+        assert!(note.contains("cannot serialize") && note.contains("injected failure"), "{note}");
         let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
         let out = cached.executable.execute_on(&client.addressable_devices()[0], &[&x, &x]).unwrap();
         assert_eq!(out[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
@@ -345,5 +345,16 @@ fn a_plugin_that_cannot_serialize_compiles_without_caching() {
     let portable = cache.compile(&client, &program, &CompileOptions::new().compile_portable_executable(true)).unwrap();
     assert_eq!(portable.outcome, CacheOutcome::Off);
     assert!(portable.note.unwrap().contains("portable"));
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    // The same plugin serializing: a miss stores the entry, the next compile loads it.
+    let fake = fake_support::Fake::new("working");
+    let client = Client::new(&fake.plugin(), &pjrt_client::ClientOptions::new()).unwrap();
+    let dir = temp_dir("fake-serialize");
+    let cache = CompileCache::open(&dir).unwrap();
+    let outcomes: Vec<CacheOutcome> =
+        (0..2).map(|_| cache.compile(&client, &program, &CompileOptions::new()).unwrap().outcome).collect();
+    assert_eq!(outcomes, [CacheOutcome::Miss, CacheOutcome::Hit]);
+    assert_eq!(cache.info().unwrap().entries, 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }
