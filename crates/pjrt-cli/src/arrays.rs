@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use pjrt_client::host_array::upload_npy;
-use pjrt_client::npy::NpyArray;
+use pjrt_client::host_array::{upload_mapped_npy, upload_npy};
+use pjrt_client::npy::{MappedNpy, NpyArray};
 use pjrt_client::safetensors::{self, SafeTensors, TensorView};
 use pjrt_client::{Buffer, Client, ElementType, Error, HostLayout, Placement, Program};
 
@@ -228,12 +228,15 @@ pub fn name_candidates(name: &str) -> Vec<String> {
     out
 }
 
-/// One input of `pjrt run`: a host array, or a tensor left in its memory-mapped safetensors file
-/// (uploaded from the mapping when every device takes the whole input).
+/// One input of `pjrt run`: a host array, a memory-mapped `.npy` file, or a tensor left in its
+/// memory-mapped safetensors file (mapped ones upload from the mapping when every device takes
+/// the whole input).
 #[derive(Debug)]
 pub enum Input {
-    /// An array in host memory (a `.npy` file, read).
+    /// An array in host memory.
     Host(NpyArray),
+    /// A memory-mapped `.npy` file (uploaded from the mapping).
+    Npy(MappedNpy),
     /// Tensor `name` of the safetensors file `file` (opened in [`Inputs`]).
     Tensor {
         /// The file.
@@ -269,14 +272,15 @@ impl Inputs {
         self.items.is_empty()
     }
 
-    /// Every input as a host array (what sharding and `jax.export` models work on); tensors
-    /// are copied out of their files here. Fails for tensors with no `.npy` dtype (f8).
+    /// Every input as a host array (what sharding and `jax.export` models work on); mapped
+    /// files are copied here. Fails for tensors with no `.npy` dtype (f8).
     pub fn into_host_arrays(self) -> Result<(Vec<NpyArray>, Vec<String>), Error> {
         let arrays = self
             .items
             .into_iter()
             .map(|input| match input {
                 Input::Host(array) => Ok(array),
+                Input::Npy(file) => Ok(file.to_array()),
                 Input::Tensor { file, name } => tensor_array(&file, &name, self.files.tensor(&file, &name)?),
             })
             .collect::<Result<_, Error>>()?;
@@ -295,6 +299,7 @@ impl Inputs {
     ) -> Result<Buffer, Error> {
         match &self.items[index] {
             Input::Host(array) => upload_npy(client, array, wanted, placement),
+            Input::Npy(file) => upload_mapped_npy(client, file, wanted, placement),
             Input::Tensor { file, name } => {
                 let view = self.files.tensor(file, name)?;
                 let element_type = match wanted {
@@ -326,7 +331,7 @@ pub fn gather_inputs(program: Option<&Program>, params: Option<&Path>, inputs: &
     let mut explicit: Vec<(Input, String)> = Vec::new();
     for arg in inputs {
         match InputSource::parse(arg)? {
-            InputSource::Npy(path) => explicit.push((Input::Host(NpyArray::read(&path)?), path.display().to_string())),
+            InputSource::Npy(path) => explicit.push((Input::Npy(MappedNpy::open(&path)?), path.display().to_string())),
             InputSource::Tensor { file, name } => {
                 files
                     .get(&file)?
