@@ -86,7 +86,8 @@ pub struct RunArgs {
     /// A safetensors file whose tensors feed the program's parameters: by name where the
     /// program names its parameters (JAX's `jax.arg_info` attribute or its argument location
     /// `loc("params['w1']")`, as `jax.export` writes it; "params['w1']" matches a tensor w1 or
-    /// params.w1), else in file order before the --input arrays.
+    /// params.w1), else in file order before the --input arrays. Without --shard-inputs, tensors
+    /// (and .npy inputs) upload straight from the memory-mapped file, f8 tensors included.
     #[arg(long, value_name = "FILE.safetensors")]
     pub params: Option<PathBuf>,
     /// Where to write out0.npy, out1.npy, ... (default: the current directory).
