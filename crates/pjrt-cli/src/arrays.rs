@@ -5,9 +5,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use pjrt_client::npy::NpyArray;
+use pjrt_client::host_array::{upload_mapped_npy, upload_npy};
+use pjrt_client::npy::{MappedNpy, NpyArray};
 use pjrt_client::safetensors::{self, SafeTensors, TensorView};
-use pjrt_client::{ElementType, Error, Program};
+use pjrt_client::{Buffer, Client, ElementType, Error, HostLayout, Placement, Program};
 
 /// The suffix that marks a safetensors file in `--input FILE.safetensors:NAME`.
 const SAFETENSORS_SUFFIX: &str = ".safetensors";
@@ -68,6 +69,12 @@ impl OpenFiles {
             self.0.insert(path.to_path_buf(), file);
         }
         Ok(&self.0[path])
+    }
+
+    /// Tensor `name` of `file`, which [`OpenFiles::get`] opened.
+    fn tensor(&self, file: &Path, name: &str) -> Result<TensorView<'_>, Error> {
+        let open = self.0.get(file).ok_or_else(|| Error::InvalidArgument(format!("{} is not open", file.display())))?;
+        Ok(open.tensor(name)?)
     }
 }
 
@@ -221,35 +228,126 @@ pub fn name_candidates(name: &str) -> Vec<String> {
     out
 }
 
-/// The host arrays for the program's parameters, with a label for each (for error messages):
-/// the tensors of `--params` and the `--input` arrays. Where the program names its parameters
-/// and those names match the file's tensors, names decide which parameter each tensor feeds and
-/// the `--input` arrays fill the other parameters in order; otherwise the file's tensors come
-/// first, in file order, then the `--input` arrays.
-pub fn gather_inputs(
-    program: Option<&Program>,
-    params: Option<&Path>,
-    inputs: &[PathBuf],
-) -> Result<(Vec<NpyArray>, Vec<String>), Error> {
+/// One input of `pjrt run`: a host array, a memory-mapped `.npy` file, or a tensor left in its
+/// memory-mapped safetensors file (mapped ones upload from the mapping when every device takes
+/// the whole input).
+#[derive(Debug)]
+pub enum Input {
+    /// An array in host memory.
+    Host(NpyArray),
+    /// A memory-mapped `.npy` file (uploaded from the mapping).
+    Npy(MappedNpy),
+    /// Tensor `name` of the safetensors file `file` (opened in [`Inputs`]).
+    Tensor {
+        /// The file.
+        file: PathBuf,
+        /// The tensor's name.
+        name: String,
+    },
+}
+
+/// The program's inputs in parameter order, a label for each (for error messages), and the
+/// safetensors files their tensors live in.
+pub struct Inputs {
+    files: OpenFiles,
+    /// The inputs, in parameter order.
+    pub items: Vec<Input>,
+    /// What each input came from: a path, or `FILE:NAME`.
+    pub labels: Vec<String>,
+}
+
+impl Inputs {
+    /// Host arrays only, with their labels.
+    pub fn host(arrays: Vec<NpyArray>, labels: Vec<String>) -> Inputs {
+        Inputs { files: OpenFiles::default(), items: arrays.into_iter().map(Input::Host).collect(), labels }
+    }
+
+    /// How many inputs there are.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Every input as a host array (what sharding and `jax.export` models work on); mapped
+    /// files are copied here. Fails for tensors with no `.npy` dtype (f8).
+    pub fn into_host_arrays(self) -> Result<(Vec<NpyArray>, Vec<String>), Error> {
+        let arrays = self
+            .items
+            .into_iter()
+            .map(|input| match input {
+                Input::Host(array) => Ok(array),
+                Input::Npy(file) => Ok(file.to_array()),
+                Input::Tensor { file, name } => tensor_array(&file, &name, self.files.tensor(&file, &name)?),
+            })
+            .collect::<Result<_, Error>>()?;
+        Ok((arrays, self.labels))
+    }
+
+    /// Uploads input `index` for a parameter of element type `wanted` (when known), tensors
+    /// straight from the file's mapping. A dtype other than the parameter's is an error, except
+    /// 2-byte raw bits (`u16`) for a bf16 parameter.
+    pub fn upload(
+        &self,
+        client: &Client,
+        index: usize,
+        wanted: Option<ElementType>,
+        placement: Placement<'_>,
+    ) -> Result<Buffer, Error> {
+        match &self.items[index] {
+            Input::Host(array) => upload_npy(client, array, wanted, placement),
+            Input::Npy(file) => upload_mapped_npy(client, file, wanted, placement),
+            Input::Tensor { file, name } => {
+                let view = self.files.tensor(file, name)?;
+                let element_type = match wanted {
+                    Some(ElementType::BF16) if view.dtype() == ElementType::U16 => ElementType::BF16,
+                    Some(w) if w != view.dtype() => {
+                        return Err(Error::InvalidArgument(format!(
+                            "the tensor is {}, but the parameter is {w}",
+                            view.dtype()
+                        )))
+                    }
+                    _ => view.dtype(),
+                };
+                if element_type == view.dtype() {
+                    return client.buffer_from_tensor(&view, placement);
+                }
+                client.buffer_from_bytes(view.bytes(), element_type, &view.dims(), &HostLayout::default(), placement)
+            }
+        }
+    }
+}
+
+/// The inputs for the program's parameters: the tensors of `--params` and the `--input`
+/// arrays. Where the program names its parameters and those names match the file's tensors,
+/// names decide which parameter each tensor feeds and the `--input` arrays fill the other
+/// parameters in order; otherwise the file's tensors come first, in file order, then the
+/// `--input` arrays. Tensors stay in their (memory-mapped) files.
+pub fn gather_inputs(program: Option<&Program>, params: Option<&Path>, inputs: &[PathBuf]) -> Result<Inputs, Error> {
     let mut files = OpenFiles::default();
-    let mut explicit: Vec<(NpyArray, String)> = Vec::new();
+    let mut explicit: Vec<(Input, String)> = Vec::new();
     for arg in inputs {
         match InputSource::parse(arg)? {
-            InputSource::Npy(path) => explicit.push((NpyArray::read(&path)?, path.display().to_string())),
+            InputSource::Npy(path) => explicit.push((Input::Npy(MappedNpy::open(&path)?), path.display().to_string())),
             InputSource::Tensor { file, name } => {
-                let view = files
+                files
                     .get(&file)?
                     .tensor(&name)
                     .map_err(|e| Error::InvalidArgument(format!("--input {}: {e}", arg.display())))?;
-                explicit.push((tensor_array(&file, &name, view)?, arg.display().to_string()));
+                explicit.push((Input::Tensor { file, name }, arg.display().to_string()));
             }
         }
     }
     let Some(params_path) = params else {
-        return Ok(explicit.into_iter().unzip());
+        let (items, labels) = explicit.into_iter().unzip();
+        return Ok(Inputs { files, items, labels });
     };
     let file = files.get(params_path)?;
     let label = |name: &str| format!("{}:{name}", params_path.display());
+    let tensor = |name: &str| Input::Tensor { file: params_path.to_path_buf(), name: name.to_string() };
     if let Some(bound) = bind_by_name(program, file)? {
         let mut explicit = explicit.into_iter();
         let given = explicit.len();
@@ -263,29 +361,29 @@ pub fn gather_inputs(
                 params_path.display()
             )));
         }
-        let mut arrays = Vec::with_capacity(bound.len());
+        let mut items = Vec::with_capacity(bound.len());
         let mut labels = Vec::with_capacity(bound.len());
         for slot in bound {
-            let (array, text) = match slot {
-                Some(name) => (tensor_array(params_path, &name, file.tensor(&name)?)?, label(&name)),
+            let (input, text) = match slot {
+                Some(name) => (tensor(&name), label(&name)),
                 None => explicit.next().ok_or_else(|| Error::InvalidArgument("too few --input arrays".into()))?,
             };
-            arrays.push(array);
+            items.push(input);
             labels.push(text);
         }
-        return Ok((arrays, labels));
+        return Ok(Inputs { files, items, labels });
     }
-    let mut arrays = Vec::with_capacity(file.len() + explicit.len());
+    let mut items = Vec::with_capacity(file.len() + explicit.len());
     let mut labels = Vec::with_capacity(file.len() + explicit.len());
-    for (name, view) in file.tensors() {
-        arrays.push(tensor_array(params_path, name, view)?);
+    for name in file.names() {
+        items.push(tensor(name));
         labels.push(label(name));
     }
-    for (array, text) in explicit {
-        arrays.push(array);
+    for (input, text) in explicit {
+        items.push(input);
         labels.push(text);
     }
-    Ok((arrays, labels))
+    Ok(Inputs { files, items, labels })
 }
 
 /// Which tensor feeds each parameter, when the program's parameter names match tensor names

@@ -82,7 +82,8 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
             "--replicas does not apply to a jax.export model: it runs on the {devices} devices it was exported for"
         )));
     }
-    let (inputs, labels) = super::arrays::gather_inputs(None, args.params.as_deref(), &args.input)?;
+    let (inputs, labels) =
+        super::arrays::gather_inputs(None, args.params.as_deref(), &args.input)?.into_host_arrays()?;
     let plugin = super::resolve_plugin(&args.plugin)?;
     let mut client_options = ClientOptions::new();
     if super::plugin_is_cpu(&plugin) {

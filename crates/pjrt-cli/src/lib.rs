@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
-use pjrt_client::host_array::{download_npy, upload_npy};
+use pjrt_client::host_array::download_npy;
 use pjrt_client::locate::{self, Source};
 use pjrt_client::npy::{Dtype, NpyArray};
 use pjrt_client::{Client, ClientOptions, CompileOptions, Error, Placement, Plugin, Value};
@@ -86,7 +86,8 @@ pub struct RunArgs {
     /// A safetensors file whose tensors feed the program's parameters: by name where the
     /// program names its parameters (JAX's `jax.arg_info` attribute or its argument location
     /// `loc("params['w1']")`, as `jax.export` writes it; "params['w1']" matches a tensor w1 or
-    /// params.w1), else in file order before the --input arrays.
+    /// params.w1), else in file order before the --input arrays. Without --shard-inputs, tensors
+    /// (and .npy inputs) upload straight from the memory-mapped file, f8 tensors included.
     #[arg(long, value_name = "FILE.safetensors")]
     pub params: Option<PathBuf>,
     /// Where to write out0.npy, out1.npy, ... (default: the current directory).
@@ -389,17 +390,25 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     let device_count = replicas
         .checked_mul(partitions)
         .ok_or_else(|| Error::InvalidArgument(format!("{replicas} replicas × {partitions} partitions is too many")))?;
-    let (inputs, input_labels) = arrays::gather_inputs(program.program(), args.params.as_deref(), &args.input)?;
-    if let Some(axis) = args.shard_inputs {
-        for (i, array) in inputs.iter().enumerate() {
-            if axis >= array.shape.len() {
-                return Err(Error::InvalidArgument(format!(
-                    "--shard-inputs {axis}: input {i} ({}) has rank {}",
-                    input_labels[i],
-                    array.shape.len()
-                )));
+    let mut inputs = arrays::gather_inputs(program.program(), args.params.as_deref(), &args.input)?;
+    // Sharding and jax.export models work on host arrays. Otherwise every device takes each
+    // whole input, and safetensors tensors upload straight from their mapped files.
+    let mut host_inputs = None;
+    if args.shard_inputs.is_some() || jax_model.is_some() {
+        let (arrays, labels) = inputs.into_host_arrays()?;
+        if let Some(axis) = args.shard_inputs {
+            for (i, array) in arrays.iter().enumerate() {
+                if axis >= array.shape.len() {
+                    return Err(Error::InvalidArgument(format!(
+                        "--shard-inputs {axis}: input {i} ({}) has rank {}",
+                        labels[i],
+                        array.shape.len()
+                    )));
+                }
             }
         }
+        host_inputs = Some(arrays);
+        inputs = arrays::Inputs::host(Vec::new(), labels);
     }
     let plugin = resolve_plugin(&args.plugin)?;
     let mut client_options = ClientOptions::new();
@@ -407,13 +416,22 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         client_options = client_options.cpu_device_count(device_count);
     }
     let client = Client::new(&plugin, &client_options)?;
-    let (inputs, input_labels) = jax_model::module_arguments(
-        jax_model.as_ref(),
-        client.platform_name(),
-        inputs,
-        &input_labels,
-        args.shard_inputs,
-    )?;
+    if let Some(arrays) = host_inputs.take() {
+        let (arrays, labels) = jax_model::module_arguments(
+            jax_model.as_ref(),
+            client.platform_name(),
+            arrays,
+            &inputs.labels,
+            args.shard_inputs,
+        )?;
+        if args.shard_inputs.is_some() {
+            host_inputs = Some(arrays);
+            inputs = arrays::Inputs::host(Vec::new(), labels);
+        } else {
+            inputs = arrays::Inputs::host(arrays, labels);
+        }
+    }
+    let input_count = host_inputs.as_ref().map_or(inputs.len(), Vec::len);
     let options = compile::build_options(
         client.platform_name(),
         replicas,
@@ -429,22 +447,22 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     let (exe, compile_ms, load_ms) = (compiled.executable, compiled.compile_ms, compiled.load_ms);
     let params = exe.parameter_shapes().map(|p| p.to_vec());
     if let Some(params) = &params {
-        if params.len() != inputs.len() {
+        if params.len() != input_count {
             return Err(Error::InvalidArgument(format!(
                 "the program takes {} inputs ({}) but {} were given; pass them in order with --input",
                 params.len(),
                 params.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "),
-                inputs.len()
+                input_count
             )));
         }
     }
     let transfer_started = Instant::now();
     let devices = exe.addressable_devices();
-    let per_device: Vec<Vec<NpyArray>> = match args.shard_inputs {
-        None => vec![inputs.clone(); devices.len()],
-        Some(axis) => {
+    // One set of inputs per device when sharded; else all devices share `inputs`.
+    let sharded: Option<Vec<arrays::Inputs>> = match (args.shard_inputs, host_inputs) {
+        (Some(axis), Some(host)) => {
             // Replicated where the input already has the (per-device) parameter shape.
-            let shardings: Vec<pjrt_client::sharding::Sharding> = inputs
+            let shardings: Vec<pjrt_client::sharding::Sharding> = host
                 .iter()
                 .enumerate()
                 .map(|(i, array)| {
@@ -460,19 +478,25 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
                     }
                 })
                 .collect();
-            pjrt_client::sharding::per_device_arrays(&inputs, &shardings, devices.len()).map_err(|e| match e {
-                Error::InvalidArgument(m) => Error::InvalidArgument(format!("--shard-inputs {axis}: {m}")),
-                other => other,
-            })?
+            let per_device =
+                pjrt_client::sharding::per_device_arrays(&host, &shardings, devices.len()).map_err(|e| match e {
+                    Error::InvalidArgument(m) => Error::InvalidArgument(format!("--shard-inputs {axis}: {m}")),
+                    other => other,
+                })?;
+            Some(per_device.into_iter().map(|arrays| arrays::Inputs::host(arrays, inputs.labels.clone())).collect())
         }
+        _ => None,
     };
     let mut buffers = Vec::new();
-    for (device, inputs) in devices.iter().zip(&per_device) {
+    for (k, device) in devices.iter().enumerate() {
+        let device_inputs = sharded.as_ref().map_or(&inputs, |s| &s[k]);
         let mut row = Vec::new();
-        for (i, array) in inputs.iter().enumerate() {
+        for i in 0..device_inputs.len() {
             let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
-            let buffer = upload_npy(&client, array, wanted, Placement::Device(device)).map_err(|e| match e {
-                Error::InvalidArgument(m) => Error::InvalidArgument(format!("input {i} ({}): {m}", input_labels[i])),
+            let buffer = device_inputs.upload(&client, i, wanted, Placement::Device(device)).map_err(|e| match e {
+                Error::InvalidArgument(m) => {
+                    Error::InvalidArgument(format!("input {i} ({}): {m}", device_inputs.labels[i]))
+                }
                 other => other,
             })?;
             row.push(buffer);
@@ -530,8 +554,22 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
                 o["tensor"].as_str().map(|t| format!(":{t}")).unwrap_or_default()
             );
         }
+        println!(
+            "{}",
+            cache_line(compiled.cache, compile_ms, load_ms, matches!(program, compile::ProgramSource::Artifact(_)))
+        );
     }
     Ok(())
+}
+
+/// What the compile cache did, in one line: `compile cache: hit (loaded in 21.1 ms)`.
+fn cache_line(cache: &str, compile_ms: f64, load_ms: f64, artifact: bool) -> String {
+    match cache {
+        _ if artifact => format!("compile cache: off (artifact loaded in {load_ms:.1} ms)"),
+        "hit" => format!("compile cache: hit (loaded in {load_ms:.1} ms)"),
+        "miss" => format!("compile cache: miss (compiled in {compile_ms:.1} ms)"),
+        other => format!("compile cache: {other} (compiled in {compile_ms:.1} ms)"),
+    }
 }
 
 fn plugin_is_cpu(plugin: &Plugin) -> bool {
@@ -587,6 +625,14 @@ fn preview(array: &NpyArray, bf16: bool) -> String {
 mod tests {
     use super::*;
     use clap::error::ErrorKind;
+
+    #[test]
+    fn cache_line_says_what_happened() {
+        assert_eq!(cache_line("hit", 0.0, 21.14, false), "compile cache: hit (loaded in 21.1 ms)");
+        assert_eq!(cache_line("miss", 887.0, 0.0, false), "compile cache: miss (compiled in 887.0 ms)");
+        assert_eq!(cache_line("off", 12.0, 0.0, false), "compile cache: off (compiled in 12.0 ms)");
+        assert_eq!(cache_line("off", 0.0, 3.0, true), "compile cache: off (artifact loaded in 3.0 ms)");
+    }
 
     #[test]
     fn parses_run_arguments() {

@@ -219,3 +219,93 @@ fn jax_exported_program_binds_python_weights_by_name() {
         }
     }
 }
+
+#[test]
+fn mapped_params_give_the_same_bytes_as_npy_inputs() {
+    let dir = temp_dir("st-same-bytes");
+    let weights = mlp_file(&dir, "weights.safetensors", &["b1", "b2", "w1", "w2"]);
+    let npy: Vec<String> = ["b1", "b2", "w1", "w2", "x", "y"].iter().map(|n| format!("examples/mlp/{n}.npy")).collect();
+    for plugin in PLUGINS {
+        let (from_npy, from_file) = (dir.join(format!("npy-{plugin}")), dir.join(format!("st-{plugin}")));
+        let mut args = vec!["run", "examples/mlp/train_step.mlir", "--plugin", plugin, "--output-dir"];
+        args.push(from_npy.to_str().unwrap());
+        args.push("--input");
+        args.extend(npy.iter().map(String::as_str));
+        let out = pjrt(&args);
+        assert!(out.status.success(), "{plugin}: {}", stderr(&out));
+        let out = pjrt(&[
+            "run",
+            "examples/mlp/train_step.mlir",
+            "--plugin",
+            plugin,
+            "--params",
+            weights.to_str().unwrap(),
+            "--input",
+            "examples/mlp/x.npy",
+            "examples/mlp/y.npy",
+            "--output-dir",
+            from_file.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{plugin}: {}", stderr(&out));
+        for i in 0..5 {
+            let name = format!("out{i}.npy");
+            assert_eq!(
+                std::fs::read(from_npy.join(&name)).unwrap(),
+                std::fs::read(from_file.join(&name)).unwrap(),
+                "{plugin} {name}"
+            );
+        }
+    }
+}
+
+/// Widens f8E4M3FN to f32 and doubles it.
+const F8_TO_F32: &str = r#"func.func @main(%x: tensor<4xf8E4M3FN>) -> tensor<4xf32> {
+  %0 = stablehlo.convert %x : (tensor<4xf8E4M3FN>) -> tensor<4xf32>
+  %1 = stablehlo.add %0, %0 : tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+"#;
+
+#[test]
+fn f8_tensors_are_inputs() {
+    // F8 has no .npy dtype: only the mapped path can feed it.
+    let dir = temp_dir("st-f8");
+    let program = dir.join("f8.mlir");
+    std::fs::write(&program, F8_TO_F32).unwrap();
+    // e4m3fn bits of 1, 2, -0.5, 1.5.
+    let bits = [0x38u8, 0x40, 0xB0, 0x3C];
+    let shape = [4usize];
+    let file = dir.join("f8.safetensors");
+    let view = TensorView::new(pjrt_client::ElementType::F8E4M3FN, &shape, &bits).unwrap();
+    safetensors::write(&file, &[("x", view)], &[]).unwrap();
+    let input = format!("{}:x", file.display());
+    for plugin in PLUGINS {
+        for how in [["--input", input.as_str()], ["--params", file.to_str().unwrap()]] {
+            let out_dir = dir.join(format!("out-{plugin}"));
+            let out = pjrt(&[
+                "run",
+                program.to_str().unwrap(),
+                "--plugin",
+                plugin,
+                how[0],
+                how[1],
+                "--output-dir",
+                out_dir.to_str().unwrap(),
+            ]);
+            assert!(out.status.success(), "{plugin} {how:?}: {}", stderr(&out));
+            let got = NpyArray::read(&out_dir.join("out0.npy")).unwrap();
+            let want: Vec<u8> = [2f32, 4., -1., 3.].iter().flat_map(|v| v.to_le_bytes()).collect();
+            assert_eq!(got.data, want, "{plugin} {how:?}");
+        }
+    }
+    // An f8 tensor for an f32 parameter names both types.
+    let f32_program = dir.join("f32.mlir");
+    std::fs::write(
+        &f32_program,
+        "func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %x : tensor<4xf32>\n}\n",
+    )
+    .unwrap();
+    let out = pjrt(&["run", f32_program.to_str().unwrap(), "--input", &input, "--output-dir", dir.to_str().unwrap()]);
+    assert_fails(&out, "but the parameter is f32");
+    assert_fails(&out, "input 0 (");
+}
