@@ -511,16 +511,8 @@ impl<'p> LayoutsExtension<'p> {
         element_type: ElementType,
         dims: &[i64],
     ) -> Result<SerializedLayout> {
-        self.same_plugin(client.api())?;
-        check_array_type(self.api, element_type)?;
-        if let Some(d) = dims.iter().find(|d| **d < 0) {
-            return Err(Error::invalid(format!("negative dimension {d} in {dims:?}")));
-        }
-        type L = sys::PJRT_Layouts_Extension;
-        // Everything needed to free the result is checked before the plugin allocates it.
-        let (destroy, destroy_name) = ext_fn!(self, L, PJRT_Layouts_MemoryLayout_Destroy);
-        ext_fn!(self, L, PJRT_Layouts_MemoryLayout_Serialize);
-        let (get, name) = ext_fn!(self, L, PJRT_Layouts_PJRT_Client_GetDefaultLayout);
+        let (destroy, destroy_name) = self.check_default_layout_request(client.api(), element_type, dims)?;
+        let (get, name) = ext_fn!(self, sys::PJRT_Layouts_Extension, PJRT_Layouts_PJRT_Client_GetDefaultLayout);
         let mut args = sys::PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args::new();
         args.client = client.raw();
         args.type_ = element_type.to_raw();
@@ -541,15 +533,8 @@ impl<'p> LayoutsExtension<'p> {
         element_type: ElementType,
         dims: &[i64],
     ) -> Result<SerializedLayout> {
-        self.same_plugin(topology.plugin().api())?;
-        check_array_type(self.api, element_type)?;
-        if let Some(d) = dims.iter().find(|d| **d < 0) {
-            return Err(Error::invalid(format!("negative dimension {d} in {dims:?}")));
-        }
-        type L = sys::PJRT_Layouts_Extension;
-        let (destroy, destroy_name) = ext_fn!(self, L, PJRT_Layouts_MemoryLayout_Destroy);
-        ext_fn!(self, L, PJRT_Layouts_MemoryLayout_Serialize);
-        let (get, name) = ext_fn!(self, L, PJRT_Layouts_PJRT_Topology_GetDefaultLayout);
+        let (destroy, destroy_name) = self.check_default_layout_request(topology.plugin().api(), element_type, dims)?;
+        let (get, name) = ext_fn!(self, sys::PJRT_Layouts_Extension, PJRT_Layouts_PJRT_Topology_GetDefaultLayout);
         let mut args = sys::PJRT_Layouts_PJRT_Topology_GetDefaultLayout_Args::new();
         args.topology_description = topology.as_raw();
         args.type_ = element_type.to_raw();
@@ -630,6 +615,30 @@ impl<'p> LayoutsExtension<'p> {
         // SAFETY: an array of `count` layouts owned by the executable, which outlives this call.
         let layouts = unsafe { slice_from_raw(layouts as *const *mut sys::PJRT_Layouts_MemoryLayout, count) };
         layouts.iter().map(|l| self.serialize(*l)).collect()
+    }
+
+    /// What a default-layout query needs checked before the plugin allocates a layout: the
+    /// owner (client or topology) is this plugin's, the element type and dims are valid, and
+    /// the functions that serialize and free the result exist. Returns the destroy function.
+    #[allow(clippy::type_complexity)]
+    fn check_default_layout_request(
+        &self,
+        owner_api: &Api,
+        element_type: ElementType,
+        dims: &[i64],
+    ) -> Result<(
+        unsafe extern "C" fn(*mut sys::PJRT_Layouts_MemoryLayout_Destroy_Args) -> *mut sys::PJRT_Error,
+        &'static str,
+    )> {
+        self.same_plugin(owner_api)?;
+        check_array_type(self.api, element_type)?;
+        if let Some(d) = dims.iter().find(|d| **d < 0) {
+            return Err(Error::invalid(format!("negative dimension {d} in {dims:?}")));
+        }
+        type L = sys::PJRT_Layouts_Extension;
+        let destroy = ext_fn!(self, L, PJRT_Layouts_MemoryLayout_Destroy);
+        ext_fn!(self, L, PJRT_Layouts_MemoryLayout_Serialize);
+        Ok(destroy)
     }
 
     fn own<'a>(
