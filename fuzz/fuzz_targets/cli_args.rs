@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
         Ok(cli) => {
             if let Command::Run(run) = cli.command {
                 let mut options = CompileOptions::new();
-                for spec in &run.xla_options {
+                for spec in &run.xla.xla_options {
                     match parse_xla_option(options.clone(), spec) {
                         Ok(o) => options = o,
                         Err(_) => assert!(!spec.contains('='), "{spec:?} has a '=' but was refused"),

@@ -36,12 +36,8 @@ pub struct CompileArgs {
     /// with an optional device count (`cpu`, `cpu:8`). Needs a plugin with a topology compiler.
     #[arg(long, value_name = "NAME")]
     pub topology: Option<String>,
-    /// An XLA option, NAME=VALUE, as for `pjrt run`; may be repeated.
-    #[arg(long = "xla-option", value_name = "NAME=VALUE")]
-    pub xla_options: Vec<String>,
-    /// Do not apply the XLA settings that make results match JAX.
-    #[arg(long)]
-    pub no_jax_defaults: bool,
+    #[command(flatten)]
+    pub xla: XlaSettings,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -168,29 +164,47 @@ fn ms(since: Instant) -> f64 {
     since.elapsed().as_secs_f64() * 1e3
 }
 
+/// The XLA flags `pjrt run` and `pjrt compile` share.
+#[derive(Args, Default)]
+pub struct XlaSettings {
+    /// An XLA option, NAME=VALUE (bool, integer, float or string), passed as an
+    /// env_option_override; may be repeated.
+    #[arg(long = "xla-option", value_name = "NAME=VALUE")]
+    pub xla_options: Vec<String>,
+    /// Do not apply the XLA settings that make results match JAX (see `CompileOptions::jax_defaults`).
+    #[arg(long)]
+    pub no_jax_defaults: bool,
+}
+
+impl XlaSettings {
+    /// Applies every `--xla-option` to `options`.
+    pub fn apply_xla_options(&self, mut options: CompileOptions) -> Result<CompileOptions, Error> {
+        for spec in &self.xla_options {
+            options = crate::parse_xla_option(options, spec)?;
+        }
+        Ok(options)
+    }
+}
+
 /// The options `pjrt run` and `pjrt compile` build from their flags and the module.
 pub fn build_options(
     platform: &str,
     replicas: i64,
     partitions: i64,
     uses_shardy: bool,
-    xla_options: &[String],
-    no_jax_defaults: bool,
+    xla: &XlaSettings,
 ) -> Result<CompileOptions, Error> {
     let mut options = CompileOptions::new().num_replicas(replicas).num_partitions(partitions);
     if partitions > 1 {
         options = options.use_spmd_partitioning(true);
     }
-    if !no_jax_defaults {
+    if !xla.no_jax_defaults {
         options = options.jax_defaults(platform);
     }
     if uses_shardy {
         options = options.use_shardy_partitioner(true);
     }
-    for spec in xla_options {
-        options = crate::parse_xla_option(options, spec)?;
-    }
-    Ok(options)
+    xla.apply_xla_options(options)
 }
 
 /// `pjrt compile`: compiles PROGRAM and writes an artifact.
@@ -212,14 +226,7 @@ pub fn run_compile(args: &CompileArgs, plugin: &Plugin) -> Result<(), Error> {
     let artifact = match &args.topology {
         None => {
             let client = cpu_aware_client(plugin, devices)?;
-            let options = build_options(
-                client.platform_name(),
-                replicas,
-                partitions,
-                counts.uses_shardy,
-                &args.xla_options,
-                args.no_jax_defaults,
-            )?;
+            let options = build_options(client.platform_name(), replicas, partitions, counts.uses_shardy, &args.xla)?;
             let executable = client.compile(&program, &options)?;
             Artifact::from_loaded(&client, &executable, &program, &options).map_err(|e| cannot_serialize(plugin, e))?
         }
@@ -304,14 +311,7 @@ fn compile_for_topology(
         }
         Err(e) => return Err(e),
     };
-    let options = build_options(
-        &topology.platform_name()?,
-        replicas,
-        partitions,
-        counts.uses_shardy,
-        &args.xla_options,
-        args.no_jax_defaults,
-    )?;
+    let options = build_options(&topology.platform_name()?, replicas, partitions, counts.uses_shardy, &args.xla)?;
     let id = PluginIdentity::of_topology(plugin, &topology)?;
     Artifact::compile_for_topology(plugin, &topology, program, &options).map_err(|e| match e.code() {
         Some(ErrorCode::NotFound) | Some(ErrorCode::Unimplemented) => Error::InvalidArgument(format!(

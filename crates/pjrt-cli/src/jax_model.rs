@@ -92,14 +92,11 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     let client = Client::new(&plugin, &client_options)?;
     let platform = client.platform_name().to_string();
     let (arguments, _) = module_arguments(Some(model), &platform, inputs, &labels, args.shard_inputs)?;
-    let mut options = if args.no_jax_defaults {
+    let options = args.xla.apply_xla_options(if args.xla.no_jax_defaults {
         model.compile_options("") // no platform: no JAX defaults
     } else {
         model.compile_options(&platform)
-    };
-    for spec in &args.xla_options {
-        options = super::parse_xla_option(options, spec)?;
-    }
+    })?;
     let exe = client.compile(&model.program()?, &options)?;
     let (input_shardings, output_shardings) = model.device_shardings()?;
     let outputs = exe.run_sharded(&arguments, &input_shardings, &output_shardings)?;

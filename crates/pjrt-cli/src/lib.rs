@@ -110,13 +110,8 @@ pub struct RunArgs {
     /// the module uses sdy).
     #[arg(long, value_name = "AXIS")]
     pub shard_inputs: Option<usize>,
-    /// An XLA option, NAME=VALUE (bool, integer, float or string), passed as an
-    /// env_option_override; may be repeated.
-    #[arg(long = "xla-option", value_name = "NAME=VALUE")]
-    pub xla_options: Vec<String>,
-    /// Do not apply the XLA settings that make results match JAX (see `CompileOptions::jax_defaults`).
-    #[arg(long)]
-    pub no_jax_defaults: bool,
+    #[command(flatten)]
+    pub xla: compile::XlaSettings,
     /// Compile without the compile cache (by default compiled programs are cached in
     /// $PJRT_CACHE_DIR, else ~/.cache/pjrt-client/compile; see `pjrt cache`).
     #[arg(long)]
@@ -432,15 +427,8 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         }
     }
     let input_count = host_inputs.as_ref().map_or(inputs.len(), Vec::len);
-    let options = compile::build_options(
-        client.platform_name(),
-        replicas,
-        partitions,
-        counts.uses_shardy,
-        &args.xla_options,
-        args.no_jax_defaults,
-    )?;
-    if matches!(program, compile::ProgramSource::Artifact(_)) && !args.xla_options.is_empty() {
+    let options = compile::build_options(client.platform_name(), replicas, partitions, counts.uses_shardy, &args.xla)?;
+    if matches!(program, compile::ProgramSource::Artifact(_)) && !args.xla.xla_options.is_empty() {
         ui::log_line("note: --xla-option has no effect on an artifact: it was compiled by `pjrt compile`");
     }
     let compiled = compile::compile_or_load(&client, &program, &options, !args.no_cache)?;
@@ -653,8 +641,8 @@ mod tests {
         let Command::Run(args) = cli.command else { panic!("not run") };
         assert_eq!(args.program, PathBuf::from("p.mlir"));
         assert_eq!(args.input, [PathBuf::from("a.npy"), PathBuf::from("b.npy")]);
-        assert_eq!((args.replicas, args.json, args.no_jax_defaults), (Some(2), true, false));
-        assert_eq!(args.xla_options, ["x=1"]);
+        assert_eq!((args.replicas, args.json, args.xla.no_jax_defaults), (Some(2), true, false));
+        assert_eq!(args.xla.xla_options, ["x=1"]);
     }
 
     #[test]
