@@ -32,26 +32,32 @@ fn assert_mlp_outputs(outputs: &[NpyArray], what: &str) {
     }
 }
 
+/// `pjrt run` of the MLP step with its weights from `weights` (--params) and x, y as .npy
+/// inputs, writing to `out_dir`; fails the test if the run fails.
+fn run_mlp_with_params(plugin: &str, weights: &Path, out_dir: &Path) {
+    let out = pjrt(&[
+        "run",
+        "examples/mlp/train_step.mlir",
+        "--plugin",
+        plugin,
+        "--params",
+        weights.to_str().unwrap(),
+        "--input",
+        "examples/mlp/x.npy",
+        "examples/mlp/y.npy",
+        "--output-dir",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{plugin}: {}", stderr(&out));
+}
+
 #[test]
 fn mlp_weights_from_params_then_npy_inputs() {
     let dir = temp_dir("st-params");
     let weights = mlp_file(&dir, "weights.safetensors", &["b1", "b2", "w1", "w2"]);
     for plugin in PLUGINS {
         let out_dir = dir.join(format!("out-{plugin}"));
-        let out = pjrt(&[
-            "run",
-            "examples/mlp/train_step.mlir",
-            "--plugin",
-            plugin,
-            "--params",
-            weights.to_str().unwrap(),
-            "--input",
-            "examples/mlp/x.npy",
-            "examples/mlp/y.npy",
-            "--output-dir",
-            out_dir.to_str().unwrap(),
-        ]);
-        assert!(out.status.success(), "{plugin}: {}", stderr(&out));
+        run_mlp_with_params(plugin, &weights, &out_dir);
         let outputs: Vec<NpyArray> =
             (0..5).map(|i| NpyArray::read(&out_dir.join(format!("out{i}.npy"))).unwrap()).collect();
         assert_mlp_outputs(&outputs, plugin);
@@ -233,20 +239,7 @@ fn mapped_params_give_the_same_bytes_as_npy_inputs() {
         args.extend(npy.iter().map(String::as_str));
         let out = pjrt(&args);
         assert!(out.status.success(), "{plugin}: {}", stderr(&out));
-        let out = pjrt(&[
-            "run",
-            "examples/mlp/train_step.mlir",
-            "--plugin",
-            plugin,
-            "--params",
-            weights.to_str().unwrap(),
-            "--input",
-            "examples/mlp/x.npy",
-            "examples/mlp/y.npy",
-            "--output-dir",
-            from_file.to_str().unwrap(),
-        ]);
-        assert!(out.status.success(), "{plugin}: {}", stderr(&out));
+        run_mlp_with_params(plugin, &weights, &from_file);
         for i in 0..5 {
             let name = format!("out{i}.npy");
             assert_eq!(
