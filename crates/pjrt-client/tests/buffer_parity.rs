@@ -8,7 +8,7 @@ mod support;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pjrt_client::{
     AlignedHostBuffer, Client, ClientOptions, CompileOptions, Error, ErrorCode, HostData, MemoryLayout, Placement,
@@ -28,15 +28,6 @@ fn f32_bytes(values: &[f32]) -> Vec<u8> {
 
 fn i32_bytes(values: &[i32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
-}
-
-/// Waits (bounded) until `cond` holds.
-fn eventually(what: &str, cond: impl Fn() -> bool) {
-    let deadline = Instant::now() + WAIT;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 fn assert_invalid(result: Result<impl std::fmt::Debug, Error>, needle: &str) {
@@ -101,14 +92,14 @@ fn views_read_the_callers_memory_and_keep_it_alive() {
         assert_eq!(view.unsafe_pointer().unwrap() as usize, host.as_bytes().as_ptr() as usize, "{name}");
         assert!(Arc::strong_count(&host) >= 2, "{name}: held while the view lives");
         drop(view);
-        eventually("the on-delete callback", || Arc::strong_count(&host) == 1);
+        support::wait_for("the on-delete callback", || Arc::strong_count(&host) == 1);
 
         // Through a memory instead of a device.
         let memory = client.addressable_devices()[0].default_memory().unwrap();
         let view = client.view_of_aligned(host.clone(), ElementType::S32, &[6], Placement::Memory(&memory)).unwrap();
         assert_eq!(view.to_vec::<i32>().unwrap()[0], 1f32.to_bits() as i32, "{name}");
         drop(view);
-        eventually("the on-delete callback", || Arc::strong_count(&host) == 1);
+        support::wait_for("the on-delete callback", || Arc::strong_count(&host) == 1);
 
         // Validation before the plugin: sizes, element types (0 would abort), dims.
         assert_invalid(client.view_of_aligned(host.clone(), ElementType::F32, &[5], Placement::Default), "needs 20");
@@ -144,7 +135,7 @@ fn views_of_host_memory_are_never_donated() {
         assert_eq!(view.to_vec::<f32>().unwrap(), [1., 2., 3., 4.], "{name}");
         assert_eq!(host.as_bytes(), f32_bytes(&[1., 2., 3., 4.]), "{name}: the caller's memory is unchanged");
         drop(view);
-        eventually("the on-delete callback", || Arc::strong_count(&host) == 1);
+        support::wait_for("the on-delete callback", || Arc::strong_count(&host) == 1);
     }
 }
 
@@ -173,7 +164,7 @@ fn raw_pointer_views_check_alignment_and_run_on_delete() {
         assert_eq!(view.to_vec::<i32>().unwrap(), [10, 11, 21, 31], "{name}");
         assert!(!deleted.load(Ordering::SeqCst));
         drop(view);
-        eventually("the on-delete callback", || deleted.load(Ordering::SeqCst));
+        support::wait_for("the on-delete callback", || deleted.load(Ordering::SeqCst));
         drop(host);
     }
 }
@@ -509,7 +500,7 @@ fn done_callbacks_run_with_the_data_given_back() {
         done.wait().unwrap();
         assert_eq!(rx.recv_timeout(WAIT).unwrap(), (true, 12));
         assert_eq!(buffer.to_vec::<i32>().unwrap(), [7, 8, 9]);
-        eventually("the data given back", || Arc::strong_count(&host) == 1);
+        support::wait_for("the data given back", || Arc::strong_count(&host) == 1);
 
         // A panicking callback is caught at the C boundary and reported.
         let (buffer, done) = client

@@ -5,7 +5,6 @@
 mod support;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use pjrt_client::{
     Client, CompileOptions, DeviceAssignment, Error, ErrorCode, ExecuteContext, ExecuteOptions, LoadOptions,
@@ -269,14 +268,6 @@ fn inputs_are_donated_per_the_program_unless_listed_as_non_donatable() {
     }
 }
 
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 #[test]
 fn launch_id_and_execute_context() {
     for name in support::PLUGINS {
@@ -346,6 +337,6 @@ fn options_state_is_released_once_every_device_completed() {
         // Once the options are gone and every launch has completed, the closure is freed.
         assert!(Arc::strong_count(&token) >= 2);
         drop(options);
-        wait_for("the launches to release the callbacks", || Arc::strong_count(&token) == 1);
+        support::wait_for("the launches to release the callbacks", || Arc::strong_count(&token) == 1);
     }
 }

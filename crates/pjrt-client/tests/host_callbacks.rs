@@ -10,7 +10,6 @@ mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use pjrt_client::{Client, CompileOptions, Error, ErrorCode, ExecuteOptions, Placement, Program};
 
@@ -51,14 +50,6 @@ module @host_recv {
     return %z : tensor<4xf32>
   }
 }"#;
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
 
 #[test]
 fn the_cpu_plugins_cannot_compile_host_send_or_recv() {
@@ -144,7 +135,7 @@ fn execute_options_with_callbacks_run_on_both_plugins() {
         // The closures live as long as the options and any launch not yet completed; then they
         // are freed (nothing leaks).
         drop(options);
-        wait_for("the launches to release the callbacks", || Arc::strong_count(&probe.alive) == 1);
+        support::wait_for("the launches to release the callbacks", || Arc::strong_count(&probe.alive) == 1);
     }
 }
 

@@ -66,3 +66,12 @@ module @fma_and_sum {
     return %a, %s : tensor<64xf32>, tensor<i32>
   }
 }"#;
+
+/// Waits, bounded (30 s), until `done` holds; fails the test naming `what` otherwise.
+pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
