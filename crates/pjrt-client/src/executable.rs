@@ -202,42 +202,8 @@ impl LoadedExecutable {
         let mut num_outputs = sys::PJRT_Executable_NumOutputs_Args::new();
         num_outputs.executable = e;
         pjrt_call!(api, PJRT_Executable_NumOutputs, &mut num_outputs)?;
-        let n = num_outputs.num_outputs;
-        let mut types = sys::PJRT_Executable_OutputElementTypes_Args::new();
-        types.executable = e;
-        pjrt_call!(api, PJRT_Executable_OutputElementTypes, &mut types)?;
-        let mut dims = sys::PJRT_Executable_OutputDimensions_Args::new();
-        dims.executable = e;
-        pjrt_call!(api, PJRT_Executable_OutputDimensions, &mut dims)?;
-        // The three calls describe the same outputs: counts that disagree are refused before any
-        // array is read.
-        if types.num_output_types != n || dims.num_outputs != n {
-            return Err(Error::invalid(format!(
-                "the plugin reports {n} outputs but {} output types and {} output shapes",
-                types.num_output_types, dims.num_outputs
-            )));
-        }
-        // SAFETY: arrays owned by the executable, of the sizes the plugin reported; copied now.
-        unsafe {
-            const DIMS: &str = "PJRT_Executable_OutputDimensions";
-            let types =
-                checked_slice(types.output_types, n, "PJRT_Executable_OutputElementTypes", "output element types")?;
-            let sizes = checked_slice(dims.dim_sizes, n, DIMS, "output ranks")?;
-            let total = sizes
-                .iter()
-                .try_fold(0usize, |total, size| total.checked_add(*size))
-                .ok_or_else(|| Error::invalid(format!("{DIMS} returned output ranks {sizes:?}, which overflow")))?;
-            let flat = checked_slice(dims.dims, total, DIMS, "output dimensions")?;
-            let mut at = 0;
-            for (t, size) in types.iter().zip(sizes) {
-                this.outputs.push(ArrayShape {
-                    element_type: Some(ElementType::from_raw(*t)),
-                    dims: flat[at..at + size].to_vec(),
-                });
-                this.output_dims.push(Arc::from(&flat[at..at + size]));
-                at += size;
-            }
-        }
+        this.outputs = read_output_shapes(api, e, Some(num_outputs.num_outputs))?;
+        this.output_dims = this.outputs.iter().map(|shape| Arc::from(shape.dims.as_slice())).collect();
         let mut devices = sys::PJRT_LoadedExecutable_AddressableDevices_Args::new();
         devices.executable = raw.as_ptr();
         pjrt_call!(api, PJRT_LoadedExecutable_AddressableDevices, &mut devices)?;
@@ -987,6 +953,63 @@ impl CompiledMemoryStats {
             indefinite_allocations: since(104, args.indefinite_allocations),
             peak_unpadded_heap_bytes: since(104, args.peak_unpadded_heap_bytes),
         }
+    }
+}
+
+/// Element type and dimensions of each output of a PJRT executable
+/// (`PJRT_Executable_OutputElementTypes` and `PJRT_Executable_OutputDimensions`), loaded or not.
+/// `num_outputs`, when the caller asked `PJRT_Executable_NumOutputs`, must agree with both.
+pub(crate) fn read_output_shapes(
+    api: &Api,
+    executable: *mut sys::PJRT_Executable,
+    num_outputs: Option<usize>,
+) -> Result<Vec<ArrayShape>> {
+    const TYPES: &str = "PJRT_Executable_OutputElementTypes";
+    const DIMS: &str = "PJRT_Executable_OutputDimensions";
+    let mut types = sys::PJRT_Executable_OutputElementTypes_Args::new();
+    types.executable = executable;
+    pjrt_call!(api, PJRT_Executable_OutputElementTypes, &mut types)?;
+    let mut dims = sys::PJRT_Executable_OutputDimensions_Args::new();
+    dims.executable = executable;
+    pjrt_call!(api, PJRT_Executable_OutputDimensions, &mut dims)?;
+    // The calls describe the same outputs: counts that disagree are refused before any array
+    // is read.
+    let n = types.num_output_types;
+    match num_outputs {
+        Some(outputs) if outputs != n || dims.num_outputs != n => {
+            return Err(Error::invalid(format!(
+                "the plugin reports {outputs} outputs but {n} output types and {} output shapes",
+                dims.num_outputs
+            )))
+        }
+        None if dims.num_outputs != n => {
+            return Err(Error::invalid(format!(
+                "the plugin reports {n} output types but {} output shapes",
+                dims.num_outputs
+            )))
+        }
+        _ => {}
+    }
+    // SAFETY: arrays owned by the executable, of the sizes the plugin reported; copied now.
+    unsafe {
+        let element_types = checked_slice(types.output_types, n, TYPES, "output element types")?;
+        let ranks = checked_slice(dims.dim_sizes, n, DIMS, "output ranks")?;
+        let total = ranks
+            .iter()
+            .try_fold(0usize, |total, rank| total.checked_add(*rank))
+            .ok_or_else(|| Error::invalid(format!("{DIMS} returned output ranks {ranks:?}, which overflow")))?;
+        let flat = checked_slice(dims.dims, total, DIMS, "output dimensions")?;
+        let mut at = 0;
+        Ok(element_types
+            .iter()
+            .zip(ranks)
+            .map(|(t, rank)| {
+                let shape =
+                    ArrayShape { element_type: Some(ElementType::from_raw(*t)), dims: flat[at..at + rank].to_vec() };
+                at += rank;
+                shape
+            })
+            .collect())
     }
 }
 

@@ -410,45 +410,7 @@ impl Executable {
     /// Element type and dimensions of each output (`PJRT_Executable_OutputElementTypes` and
     /// `PJRT_Executable_OutputDimensions`).
     pub fn output_shapes(&self) -> Result<Vec<ArrayShape>> {
-        const TYPES: &str = "PJRT_Executable_OutputElementTypes";
-        const DIMS: &str = "PJRT_Executable_OutputDimensions";
-        let api = self.plugin.api();
-        let mut types = sys::PJRT_Executable_OutputElementTypes_Args::new();
-        types.executable = self.raw.as_ptr();
-        pjrt_call!(api, PJRT_Executable_OutputElementTypes, &mut types)?;
-        let mut dims = sys::PJRT_Executable_OutputDimensions_Args::new();
-        dims.executable = self.raw.as_ptr();
-        pjrt_call!(api, PJRT_Executable_OutputDimensions, &mut dims)?;
-        let n = types.num_output_types;
-        if dims.num_outputs != n {
-            return Err(Error::invalid(format!(
-                "the plugin reports {n} output types but {} output shapes",
-                dims.num_outputs
-            )));
-        }
-        // SAFETY: arrays owned by the executable, of the sizes the plugin reported; copied now.
-        unsafe {
-            let element_types = checked_slice(types.output_types, n, TYPES, "output element types")?;
-            let ranks = checked_slice(dims.dim_sizes, n, DIMS, "output ranks")?;
-            let total = ranks
-                .iter()
-                .try_fold(0usize, |total, rank| total.checked_add(*rank))
-                .ok_or_else(|| Error::invalid(format!("{DIMS} returned output ranks {ranks:?}, which overflow")))?;
-            let flat = checked_slice(dims.dims, total, DIMS, "output dimensions")?;
-            let mut at = 0;
-            Ok(element_types
-                .iter()
-                .zip(ranks)
-                .map(|(t, rank)| {
-                    let shape = ArrayShape {
-                        element_type: Some(ElementType::from_raw(*t)),
-                        dims: flat[at..at + rank].to_vec(),
-                    };
-                    at += rank;
-                    shape
-                })
-                .collect())
-        }
+        crate::executable::read_output_shapes(self.plugin.api(), self.raw.as_ptr(), None)
     }
 
     /// A fingerprint of the compiled program as text (non-UTF-8 bytes replaced; see
