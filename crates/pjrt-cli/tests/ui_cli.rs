@@ -1,32 +1,19 @@
 //! How `pjrt` feels: the plugin's log chatter hidden unless -v, span timings under -v, --json on
 //! every subcommand, and errors that name what failed and the next step. Both CPU plugins.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 mod common;
 use common::*;
 
 use pjrt_client::npy::NpyArray;
 
-/// Runs `pjrt ARGS` without any log-level variables inherited from the test's environment, so
-/// that what is checked is `pjrt`'s own choice.
+/// Runs `pjrt ARGS` (fresh compile cache, so every run compiles) without any log-level
+/// variables inherited from the test's environment, so that what is checked is `pjrt`'s own choice.
 fn pjrt_clean_env(args: &[&str]) -> Output {
-    static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
-    INSTALLED.get_or_init(|| drop(pjrt(&["plugin", "list"]))); // `pjrt` installs both plugins first
-                                                               // Each call compiles (an empty compile cache of its own), so its spans include `compile`.
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let cache = std::env::temp_dir().join(format!("pjrt-ui-test-{}-cache-{n}", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_pjrt"))
-        .args(args)
-        .current_dir(root())
-        .env_remove("TF_CPP_MIN_LOG_LEVEL")
-        .env_remove("TF_CPP_MAX_VLOG_LEVEL")
-        .env("PJRT_CACHE_DIR", &cache)
-        .output()
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&cache);
-    out
+    pjrt_configured(args, |command| {
+        command.env_remove("TF_CPP_MIN_LOG_LEVEL").env_remove("TF_CPP_MAX_VLOG_LEVEL");
+    })
 }
 
 /// A two-replica doubling program and its input; two CPU devices make both plugins log
@@ -83,12 +70,10 @@ fn plugin_chatter_is_hidden_unless_verbose() {
 #[test]
 fn a_log_level_the_user_set_wins() {
     let (program, input, out) = two_replica_run("user-level");
-    let out = Command::new(env!("CARGO_BIN_EXE_pjrt"))
-        .args(["run", &program, "-i", &input, "--replicas", "2", "-o", &out, "--plugin", "cpu"])
-        .current_dir(root())
-        .env("TF_CPP_MIN_LOG_LEVEL", "0")
-        .output()
-        .unwrap();
+    let out =
+        pjrt_configured(&["run", &program, "-i", &input, "--replicas", "2", "-o", &out, "--plugin", "cpu"], |c| {
+            c.env("TF_CPP_MIN_LOG_LEVEL", "0");
+        });
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("cpu_device_count set via create_options"), "{}", stderr(&out));
 }

@@ -20,16 +20,33 @@ pub fn root() -> PathBuf {
 /// call gets a fresh, empty compile cache (removed afterwards), never the user's: every run
 /// compiles, as if there were no cache.
 pub fn pjrt(args: &[&str]) -> Output {
+    pjrt_configured(args, |_| {})
+}
+
+/// [`pjrt`] with the command adjusted by `configure` (environment variables set or removed)
+/// before it runs; still with a fresh compile cache of its own.
+pub fn pjrt_configured(args: &[&str], configure: impl FnOnce(&mut Command)) -> Output {
     static CALLS: AtomicUsize = AtomicUsize::new(0);
     let n = CALLS.fetch_add(1, Ordering::Relaxed);
     let cache = std::env::temp_dir().join(format!("pjrt-cli-test-{}-compile-cache-{n}", std::process::id()));
-    let out = pjrt_env(args, &[("PJRT_CACHE_DIR", cache.to_str().unwrap())]);
+    let out = run_pjrt(args, |command| {
+        command.env("PJRT_CACHE_DIR", &cache);
+        configure(command);
+    });
     let _ = std::fs::remove_dir_all(&cache);
     out
 }
 
-/// Runs `pjrt ARGS` with extra environment variables (see [`pjrt`]).
+/// Runs `pjrt ARGS` with extra environment variables (see [`pjrt`]); the caller chooses the
+/// compile cache (`PJRT_CACHE_DIR`) if it matters.
 pub fn pjrt_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    run_pjrt(args, |command| {
+        command.envs(env.iter().copied());
+    })
+}
+
+/// Installs both plugins once per process, then runs `pjrt ARGS` in the workspace root.
+fn run_pjrt(args: &[&str], configure: impl FnOnce(&mut Command)) -> Output {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
         for name in PLUGINS {
@@ -41,7 +58,10 @@ pub fn pjrt_env(args: &[&str], env: &[(&str, &str)]) -> Output {
             );
         }
     });
-    Command::new(env!("CARGO_BIN_EXE_pjrt")).args(args).envs(env.iter().copied()).current_dir(root()).output().unwrap()
+    let mut command = Command::new(env!("CARGO_BIN_EXE_pjrt"));
+    command.args(args).current_dir(root());
+    configure(&mut command);
+    command.output().unwrap()
 }
 
 /// The command's stderr as text.
