@@ -261,7 +261,7 @@ pub fn run_compile(args: &CompileArgs, plugin: &Plugin) -> Result<(), Error> {
 }
 
 /// A client with enough devices: the CPU plugins make as many as asked for.
-fn cpu_aware_client(plugin: &Plugin, devices: i64) -> Result<Client, Error> {
+pub(crate) fn cpu_aware_client(plugin: &Plugin, devices: i64) -> Result<Client, Error> {
     let mut options = ClientOptions::new();
     if devices > 1 && crate::plugin_is_cpu(plugin) {
         options = options.cpu_device_count(devices);

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use pjrt_client::host_array::element_type_of;
 use pjrt_client::jax_export::JaxExport;
 use pjrt_client::npy::{Dtype, NpyArray};
-use pjrt_client::{Client, ClientOptions, ElementType, Error, Program};
+use pjrt_client::{ElementType, Error, Program};
 use serde_json::json;
 
 use crate::RunArgs;
@@ -85,11 +85,7 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     let (inputs, labels) =
         super::arrays::gather_inputs(None, args.params.as_deref(), &args.input)?.into_host_arrays()?;
     let plugin = super::resolve_plugin(&args.plugin)?;
-    let mut client_options = ClientOptions::new();
-    if super::plugin_is_cpu(&plugin) {
-        client_options = client_options.cpu_device_count(devices);
-    }
-    let client = Client::new(&plugin, &client_options)?;
+    let client = crate::compile::cpu_aware_client(&plugin, devices)?; // devices > 1 here
     let platform = client.platform_name().to_string();
     let (arguments, _) = module_arguments(Some(model), &platform, inputs, &labels, args.shard_inputs)?;
     let options = args.xla.apply_xla_options(if args.xla.no_jax_defaults {

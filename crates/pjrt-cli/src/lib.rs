@@ -406,11 +406,7 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         inputs = arrays::Inputs::host(Vec::new(), labels);
     }
     let plugin = resolve_plugin(&args.plugin)?;
-    let mut client_options = ClientOptions::new();
-    if device_count > 1 && plugin_is_cpu(&plugin) {
-        client_options = client_options.cpu_device_count(device_count);
-    }
-    let client = Client::new(&plugin, &client_options)?;
+    let client = compile::cpu_aware_client(&plugin, device_count)?;
     if let Some(arrays) = host_inputs.take() {
         let (arrays, labels) = jax_model::module_arguments(
             jax_model.as_ref(),
