@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::api::pjrt_call;
 use crate::buffer::{dense_byte_size, Buffer, Placement};
+use crate::buffer_ext::increase_external_reference;
 use crate::client::Client;
 use crate::element_type::{ElementType, NativeType};
 use crate::error::{Error, Result};
@@ -106,6 +107,14 @@ impl Client {
     /// the buffer may read `host` in place for its whole life. A clone of the `Arc` is kept
     /// until the plugin's done-with-host-buffer event fires (on CPU: when the buffer is
     /// destroyed), so the memory cannot be freed or mutated early.
+    ///
+    /// The buffer holds an external reference (`PJRT_Buffer_IncreaseExternalReferenceCount`)
+    /// for its whole life, so the plugin never donates it to an execution: a donated buffer's
+    /// memory is overwritten by the result, and here that memory is `host`, which the caller
+    /// may still be reading. An execution that would donate it copies instead.
+    ///
+    /// Sub-byte types are one element per byte on the host (see [`ElementType::host_bytes`]);
+    /// the plugin packs them into memory of its own.
     pub fn buffer_from_aligned(
         &self,
         host: &Arc<AlignedHostBuffer>,
@@ -128,6 +137,7 @@ impl Client {
                 host.len()
             )));
         }
+        element_type.check_host_values(host.as_bytes())?;
         let mut args = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
         args.client = self.raw();
         args.data = host.ptr.as_ptr() as *const c_void;
@@ -170,7 +180,11 @@ impl Client {
             // one reference rather than risk a use after free.
             std::mem::forget(host.clone());
         }
-        let buffer = buffer.ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
+        let mut buffer = buffer.ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
+        // No donation while the caller shares `host` (see the doc comment). Without the
+        // reference the buffer is refused (dropped here, which lets the plugin release `host`).
+        let reference = increase_external_reference(self.plugin(), buffer.as_raw())?;
+        buffer.attach(Box::new(reference));
         buffer.set_known_shape(element_type, dims);
         Ok(buffer)
     }

@@ -87,6 +87,14 @@ pub(crate) fn dense_byte_size(element_type: ElementType, dims: &[i64]) -> Result
         .ok_or_else(|| Error::invalid(format!("the shape {dims:?} of {element_type} is too large")))
 }
 
+/// Maps PRED bytes as numpy casts bytes to `bool`: nonzero is true (1), zero is false. A plugin
+/// returns PRED bytes unchanged, whatever they are, so they are never read as `bool` unmapped.
+pub(crate) fn normalize_pred(bytes: &mut [u8]) {
+    for b in bytes {
+        *b = u8::from(*b != 0);
+    }
+}
+
 /// Checks that a host slice of `len` bytes can be read with the given strides.
 fn check_strided(element_type: ElementType, dims: &[i64], strides: &[i64], len: usize) -> Result<()> {
     if strides.len() != dims.len() {
@@ -154,8 +162,27 @@ impl Client {
         self.buffer_from_bytes(bytes, T::ELEMENT_TYPE, dims, &HostLayout::default(), placement)
     }
 
-    /// Uploads raw host bytes holding elements of `element_type` (sub-byte types packed, as
-    /// PJRT expects). The data is copied before this returns, so `data` may be reused at once.
+    /// Uploads raw host bytes holding elements of `element_type`. The data is copied before
+    /// this returns, so `data` may be reused at once.
+    ///
+    /// Sub-byte types (S4, U4, S2, ..., F4E2M1FN) take one element per byte, the value in the
+    /// low bits, as XLA and `ml_dtypes` hold them on the host (see [`ElementType::host_bytes`]);
+    /// a byte with other bits set is refused ([`ElementType::check_host_values`]).
+    ///
+    /// ```
+    /// use pjrt_client::{ElementType, HostLayout, Placement};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// // int4 values -8, -1, 0, 5, 7: five bytes, one per element (i8 values are accepted).
+    /// let values = [-8i8, -1, 0, 5, 7];
+    /// let x = client.buffer_from_bytes(&values.map(|v| v as u8), ElementType::S4, &[5], &HostLayout::default(), Placement::Default)?;
+    /// // They come back as their low 4 bits; widen them to i8 to compare.
+    /// let mut bytes = x.to_host_bytes()?;
+    /// assert_eq!(bytes, [0x8, 0xf, 0, 5, 7]);
+    /// ElementType::S4.sign_extend_host_values(&mut bytes);
+    /// assert_eq!(bytes.iter().map(|b| *b as i8).collect::<Vec<_>>(), values);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn buffer_from_bytes(
         &self,
         data: &[u8],
@@ -164,7 +191,31 @@ impl Client {
         layout: &HostLayout,
         placement: Placement<'_>,
     ) -> Result<Buffer> {
-        let _span = tracing::debug_span!("host_to_device", bytes = data.len()).entered();
+        if layout.byte_strides.is_none() {
+            element_type.check_host_values(data)?;
+        }
+        // SAFETY: `data` is a live borrow of `data.len()` bytes for the whole call, which waits
+        // until the plugin no longer reads it.
+        unsafe { self.upload_borrowed(data.as_ptr(), data.len(), element_type, dims, layout, placement) }
+    }
+
+    /// [`Client::buffer_from_bytes`] for host data given by pointer, so callers with strided
+    /// views (whose gaps may belong to someone else) never form a slice over memory they do not
+    /// own. Returns only once the plugin no longer reads the data.
+    ///
+    /// # Safety
+    /// `data` must be readable, for the whole call, at every byte the shape and layout address
+    /// (`len` bytes from `data` cover them all; checked here against the layout).
+    pub(crate) unsafe fn upload_borrowed(
+        &self,
+        data: *const u8,
+        len: usize,
+        element_type: ElementType,
+        dims: &[i64],
+        layout: &HostLayout,
+        placement: Placement<'_>,
+    ) -> Result<Buffer> {
+        let _span = tracing::debug_span!("host_to_device", bytes = len).entered();
         let api = self.api();
         match element_type.since_minor() {
             None => return Err(Error::invalid(format!("unknown element type {element_type}"))),
@@ -178,21 +229,21 @@ impl Client {
         }
         let size = dense_byte_size(element_type, dims)?;
         match &layout.byte_strides {
-            None if data.len() != size => {
+            None if len != size => {
                 return Err(Error::invalid(format!(
-                    "the host data has {} bytes but shape {dims:?} of {element_type} needs {size}",
-                    data.len()
+                    "the host data has {len} bytes but shape {dims:?} of {element_type} needs {size} \
+                     (one byte per element for sub-byte types)"
                 )))
             }
             None => {}
-            Some(strides) => check_strided(element_type, dims, strides, data.len())?,
+            Some(strides) => check_strided(element_type, dims, strides, len)?,
         }
         let mut args = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
         args.client = self.raw();
-        args.data = if data.is_empty() {
+        args.data = if len == 0 {
             std::ptr::NonNull::<u64>::dangling().as_ptr() as *const c_void
         } else {
-            data.as_ptr() as *const c_void
+            data as *const c_void
         };
         args.type_ = element_type.to_raw();
         args.dims = dims.as_ptr();
@@ -230,18 +281,30 @@ impl Client {
         // Own both outputs before anything can fail, so that neither leaks.
         let done = Event::from_raw(self.plugin(), Some(self), args.done_with_host_buffer);
         let buffer = NonNull::new(args.buffer).map(|raw| Buffer::from_raw(self, raw));
-        if let Some(done) = done {
-            match layout.semantics {
-                // `data` is borrowed only for this call: wait until the plugin is done with it.
-                HostBufferSemantics::CopyUntilTransferCompletes => done.wait_until_complete()?,
-                // The plugin copied the data during the call (the contract of these semantics):
-                // nothing to wait for, but a failure it already knows of is reported.
-                HostBufferSemantics::CopyDuringCall => {
-                    if done.is_ready()? {
-                        done.error()?;
-                    }
+        match (layout.semantics, done) {
+            // `data` is borrowed only for this call: wait until the plugin is done with it.
+            (HostBufferSemantics::CopyUntilTransferCompletes, Some(done)) => done.wait_until_complete()?,
+            // No done event where the plugin may read later: the buffer's own readiness is the
+            // only signal left (its contents are defined once the host data has been read). A
+            // plugin that gives neither is refused.
+            (HostBufferSemantics::CopyUntilTransferCompletes, None) => {
+                if let Some(Ok(ready)) = buffer.as_ref().map(|b| b.ready_event()) {
+                    let _ = ready.wait_until_complete();
+                }
+                return Err(Error::invalid(
+                    "PJRT_Client_BufferFromHostBuffer returned no done_with_host_buffer event for \
+                     kImmutableUntilTransferCompletes; upload with HostBufferSemantics::CopyDuringCall",
+                ));
+            }
+            // The plugin copied the data during the call (the contract of these semantics,
+            // checked on the CPU plugins by the test `copy_during_call_copies_during_the_call`):
+            // nothing to wait for, but a failure it already knows of is reported.
+            (HostBufferSemantics::CopyDuringCall, Some(done)) => {
+                if done.is_ready()? {
+                    done.error()?;
                 }
             }
+            (HostBufferSemantics::CopyDuringCall, None) => {}
         }
         let buffer = buffer.ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
         let _ = buffer.shape.set((element_type, Arc::from(dims)));
@@ -363,16 +426,15 @@ impl Buffer {
         // dst = NULL asks for the size only.
         pjrt_call!(self.client.api(), PJRT_Buffer_ToHostBuffer, &mut args)?;
         let size = args.dst_size;
-        // A size no array of this shape can have would make the copy allocate without bound. The
-        // bound allows a whole byte per sub-byte element (plugins may or may not pack them).
+        // The plugin's size must be the dense host size of the buffer's shape (one byte per
+        // element for sub-byte types): any other size would make the copy write past, or
+        // leave unwritten, the destination this crate sizes from it.
         let (element_type, dims) = self.shape()?;
-        let bound = element_type.bits().and_then(|bits| {
-            let count = dims.iter().try_fold(1usize, |n, d| usize::try_from(*d).ok().and_then(|d| n.checked_mul(d)));
-            count.and_then(|c| c.checked_mul(bits.div_ceil(8)))
-        });
-        if bound.is_some_and(|bound| size > bound) || size > isize::MAX as usize {
+        let expected = dense_byte_size(*element_type, dims)?;
+        if size != expected {
             return Err(Error::invalid(format!(
-                "PJRT_Buffer_ToHostBuffer reports {size} bytes for a host copy of {element_type}{dims:?}"
+                "PJRT_Buffer_ToHostBuffer reports {size} bytes for a host copy of {element_type}{dims:?}, \
+                 which takes {expected}"
             )));
         }
         Ok(size)
@@ -397,8 +459,15 @@ impl Buffer {
         };
         args.dst_size = size;
         pjrt_call!(self.client.api(), PJRT_Buffer_ToHostBuffer, &mut args)?;
-        let event = Event::from_raw(self.client.plugin(), Some(&self.client), args.event);
-        Ok(HostTransfer { event, data: Some(destination) })
+        match Event::from_raw(self.client.plugin(), Some(&self.client), args.event) {
+            Some(event) => Ok(HostTransfer { event: Some(event), data: Some(destination) }),
+            None => {
+                // Nothing says when the plugin stops writing: the destination can never be freed
+                // or handed out.
+                std::mem::forget(destination);
+                Err(Error::invalid("PJRT_Buffer_ToHostBuffer returned no completion event"))
+            }
+        }
     }
 
     /// Starts copying the buffer to a new host vector; await the result or call
@@ -441,11 +510,16 @@ impl Buffer {
         if element_type != T::ELEMENT_TYPE {
             return Err(Error::invalid(format!("the buffer holds {element_type}, not {}", T::ELEMENT_TYPE)));
         }
-        let bytes = self.to_host_bytes()?;
+        let mut bytes = self.to_host_bytes()?;
+        if element_type == ElementType::PRED {
+            normalize_pred(&mut bytes);
+        }
         let count = bytes.len() / std::mem::size_of::<T>();
         let mut out = Vec::<T>::with_capacity(count);
-        // SAFETY: `T: NativeType` accepts the bit patterns PJRT produces for its element type;
-        // `bytes` holds exactly `count` elements and the destination has room for them.
+        // SAFETY: `T: NativeType` accepts every bit pattern of its element type's size, and for
+        // PRED the bytes were just mapped to 0 and 1; `bytes` holds exactly `count` elements
+        // (its size is the dense size of the shape, checked in `host_size`) and the
+        // destination has room for them.
         unsafe {
             std::ptr::copy_nonoverlapping(
                 bytes.as_ptr(),

@@ -371,7 +371,10 @@ impl Buffer {
     }
 }
 
-fn increase_external_reference(plugin: &Plugin, buffer: *mut sys::PJRT_Buffer) -> Result<RawExternalReference> {
+pub(crate) fn increase_external_reference(
+    plugin: &Plugin,
+    buffer: *mut sys::PJRT_Buffer,
+) -> Result<RawExternalReference> {
     let mut args = sys::PJRT_Buffer_IncreaseExternalReferenceCount_Args::new();
     args.buffer = buffer;
     pjrt_call!(plugin.api(), PJRT_Buffer_IncreaseExternalReferenceCount, &mut args)?;
@@ -379,7 +382,7 @@ fn increase_external_reference(plugin: &Plugin, buffer: *mut sys::PJRT_Buffer) -
 }
 
 /// One external reference, given back on drop (exactly once).
-struct RawExternalReference {
+pub(crate) struct RawExternalReference {
     plugin: Plugin,
     buffer: *mut sys::PJRT_Buffer,
 }
@@ -691,6 +694,14 @@ impl Client {
     ) -> Result<Buffer> {
         // The element type is converted before anything else is checked: 0 aborts the process.
         check_array(self.api(), element_type, dims)?;
+        if element_type.is_sub_byte() {
+            // A view reads device memory, where sub-byte types are packed in a plugin-specific
+            // way; the sizes checked here are host sizes (one byte per element).
+            return Err(Error::invalid(format!(
+                "views of {element_type} memory are not supported: sub-byte types are packed on the device; \
+                 upload one byte per element with buffer_from_bytes instead"
+            )));
+        }
         if ptr.is_null() {
             return Err(Error::invalid("the device pointer is NULL"));
         }
@@ -1116,6 +1127,7 @@ impl Client {
                 data.as_bytes().len()
             )));
         }
+        element_type.check_host_values(data.as_bytes())?;
         let target = resolve_target(self, placement)?;
         let ptr = if size == 0 {
             NonNull::<u64>::dangling().as_ptr() as *const c_void

@@ -100,14 +100,93 @@ impl ElementType {
         self.bits().is_some()
     }
 
-    /// Bytes that `count` elements take in a dense host buffer, sub-byte types packed.
-    /// `None` on overflow or for non-array types.
+    /// Whether elements are narrower than a byte (S4, U4, S2, U2, S1, U1, F4E2M1FN, the 6-bit
+    /// F6 types): on the host each one takes a whole byte (see [`ElementType::host_bytes`]).
+    pub fn is_sub_byte(self) -> bool {
+        self.bits().is_some_and(|bits| bits < 8)
+    }
+
+    /// Bytes one element takes in a host buffer: `bits / 8`, and 1 for the sub-byte types.
+    /// `None` for non-array types.
+    pub fn host_element_bytes(self) -> Option<usize> {
+        self.bits().map(|bits| bits.div_ceil(8))
+    }
+
+    /// Bytes that `count` elements take in a dense host buffer. `None` on overflow or for
+    /// non-array types.
+    ///
+    /// Sub-byte types are **one element per byte** on the host, the value in the low bits:
+    /// that is what XLA reads and writes for host buffers (it packs them on the device itself),
+    /// and how `ml_dtypes` holds `int4`, `uint4`, `float4_e2m1fn`, ... arrays in numpy. A packed
+    /// host buffer would be read past its end. Downloads give the low bits only (int4 -1 is
+    /// `0x0f`; [`ElementType::sign_extend_host_values`] widens them to `i8`); uploads take that
+    /// form, or signed values sign-extended (`0xff`), see [`ElementType::check_host_values`].
+    /// [`ElementType::packed_bytes`] gives the packed size (device memory, safetensors' F4).
     pub fn host_bytes(self, count: usize) -> Option<usize> {
+        count.checked_mul(self.host_element_bytes()?)
+    }
+
+    /// Bytes that `count` elements take packed without gaps (`ceil(count * bits / 8)`): how
+    /// devices store sub-byte types and how safetensors stores F4. Equal to
+    /// [`ElementType::host_bytes`] for types of whole bytes.
+    pub fn packed_bytes(self, count: usize) -> Option<usize> {
         let bits = self.bits()?;
         if bits >= 8 {
             count.checked_mul(bits / 8)
         } else {
             count.checked_mul(bits).map(|b| b.div_ceil(8))
+        }
+    }
+
+    fn is_signed_sub_byte(self) -> bool {
+        matches!(self, ElementType::S4 | ElementType::S2 | ElementType::S1)
+    }
+
+    /// Checks that every byte of a host buffer of a sub-byte type holds one value of the type:
+    /// its low `bits` bits with the others zero (as XLA and `ml_dtypes` store them), or for
+    /// S4, S2 and S1 a negative value sign-extended (`-1` as `0xff`). Any other byte would have
+    /// bits the plugin drops, silently changing the value. Types of whole bytes are not checked
+    /// (every byte pattern is a value).
+    ///
+    /// ```
+    /// use pjrt_client::ElementType;
+    /// // int4 -8, -1, 0, 7 as ml_dtypes stores them, and -1 sign-extended.
+    /// assert!(ElementType::S4.check_host_values(&[0x08, 0x0f, 0, 7, 0xff]).is_ok());
+    /// assert!(ElementType::S4.check_host_values(&[0x10]).is_err());
+    /// assert!(ElementType::U4.check_host_values(&[15]).is_ok());
+    /// assert!(ElementType::U4.check_host_values(&[0xff]).is_err());
+    /// ```
+    pub fn check_host_values(self, bytes: &[u8]) -> Result<(), crate::Error> {
+        let Some(bits) = self.bits().filter(|b| *b < 8) else { return Ok(()) };
+        let signed = self.is_signed_sub_byte();
+        let high = 0xffu8 << bits; // the bits a value leaves zero (or, sign-extended, one)
+        let sign = 1u8 << (bits - 1);
+        let ok = |b: u8| b & high == 0 || (signed && b & high == high && b & sign != 0);
+        match bytes.iter().position(|b| !ok(*b)) {
+            None => Ok(()),
+            Some(i) => Err(crate::Error::invalid(format!(
+                "element {i} of the {self} host data is the byte {:#04x}, which is not a {bits}-bit value: \
+                 sub-byte types take one element per byte on the host, the value in the low {bits} bits{}",
+                bytes[i],
+                if signed { " (negative values may also be sign-extended)" } else { "" }
+            ))),
+        }
+    }
+
+    /// Rewrites host bytes of S4, S2 or S1 (the low bits, as downloads give them) as `i8`
+    /// values, sign-extended: int4 `0x0f` becomes `0xff` (-1). Other types are left as they are.
+    ///
+    /// ```
+    /// use pjrt_client::ElementType;
+    /// let mut bytes = [0x08, 0x0f, 0x00, 0x07];
+    /// ElementType::S4.sign_extend_host_values(&mut bytes);
+    /// assert_eq!(bytes.map(|b| b as i8), [-8, -1, 0, 7]);
+    /// ```
+    pub fn sign_extend_host_values(self, bytes: &mut [u8]) {
+        let Some(bits) = self.bits().filter(|_| self.is_signed_sub_byte()) else { return };
+        let shift = 8 - bits as u32;
+        for b in bytes {
+            *b = (((*b << shift) as i8) >> shift) as u8;
         }
     }
 
@@ -134,9 +213,15 @@ impl fmt::Display for ElementType {
 
 /// A Rust type whose values are stored exactly as one PJRT element type.
 ///
+/// Reading a buffer into such a type copies the plugin's bytes, except for PRED: a plugin
+/// stores and returns PRED bytes unchanged (the CPU plugins give back `[2, 1, 0]` for an upload
+/// of `[2, 1, 0]`), so PRED bytes are read the way numpy casts bytes to `bool`: every nonzero
+/// byte is `true` (1), zero is `false`, before they become `Self`.
+///
 /// # Safety
-/// `Self` must have the size and bit layout of `ELEMENT_TYPE` and no padding or invalid bit
-/// patterns that the plugin could produce (bool: PJRT writes only 0 and 1).
+/// `Self` must have the size and bit layout of `ELEMENT_TYPE`, no padding, and every bit
+/// pattern of that size must be a valid `Self` — for PRED, the bytes 0 and 1 (the only ones
+/// this crate ever produces for it).
 pub unsafe trait NativeType: Copy + Send + Sync + 'static {
     /// The matching element type.
     const ELEMENT_TYPE: ElementType;
@@ -144,7 +229,8 @@ pub unsafe trait NativeType: Copy + Send + Sync + 'static {
 
 macro_rules! native {
     ($($t:ty => $e:ident),+ $(,)?) => {$(
-        // SAFETY: same size and layout as the PJRT type.
+        // SAFETY: same size and layout as the PJRT type; every bit pattern is a value, and for
+        // `bool` (PRED) the library hands over only the bytes 0 and 1.
         unsafe impl NativeType for $t { const ELEMENT_TYPE: ElementType = ElementType::$e; }
     )+};
 }
@@ -169,10 +255,48 @@ mod tests {
     #[test]
     fn sizes() {
         assert_eq!(ElementType::F32.host_bytes(3), Some(12));
-        assert_eq!(ElementType::S4.host_bytes(3), Some(2));
+        assert_eq!(ElementType::S4.host_bytes(3), Some(3));
+        assert_eq!(ElementType::S4.packed_bytes(3), Some(2));
+        assert_eq!(ElementType::F6E2M3FN.host_bytes(4), Some(4));
+        assert_eq!(ElementType::F6E2M3FN.packed_bytes(4), Some(3));
+        assert_eq!(ElementType::U1.packed_bytes(9), Some(2));
         assert_eq!(ElementType::C128.host_bytes(2), Some(32));
         assert_eq!(ElementType::TOKEN.host_bytes(1), None);
         assert_eq!(ElementType::F64.host_bytes(usize::MAX), None);
+    }
+
+    #[test]
+    fn sub_byte_host_values_are_checked() {
+        // Low bits, and negative values sign-extended.
+        assert!(ElementType::S2.check_host_values(&[0, 1, 2, 3, 0xfe, 0xff]).is_ok());
+        assert!(ElementType::S2.check_host_values(&[4]).is_err());
+        assert!(ElementType::S2.check_host_values(&[0xfd]).is_err()); // -3: not a 2-bit value
+        assert!(ElementType::S4.check_host_values(&[0xf8, 0x08]).is_ok());
+        assert!(ElementType::S4.check_host_values(&[0xf7]).is_err());
+        assert!(ElementType::U1.check_host_values(&[0, 1]).is_ok());
+        assert!(ElementType::U1.check_host_values(&[2]).is_err());
+        assert!(ElementType::U1.check_host_values(&[0xff]).is_err());
+        assert!(ElementType::S1.check_host_values(&[0xff, 0, 1]).is_ok());
+        assert!(ElementType::S1.check_host_values(&[2]).is_err());
+        assert!(ElementType::F4E2M1FN.check_host_values(&[15]).is_ok());
+        assert!(ElementType::F4E2M1FN.check_host_values(&[16]).is_err());
+        assert!(ElementType::F6E3M2FN.check_host_values(&[63]).is_ok());
+        assert!(ElementType::F6E3M2FN.check_host_values(&[64]).is_err());
+        // Whole-byte types take any byte.
+        assert!(ElementType::S8.check_host_values(&[0x80, 0x7f]).is_ok());
+    }
+
+    #[test]
+    fn sign_extension_of_sub_byte_values() {
+        let mut s2 = [0, 1, 2, 3];
+        ElementType::S2.sign_extend_host_values(&mut s2);
+        assert_eq!(s2.map(|b| b as i8), [0, 1, -2, -1]);
+        let mut s1 = [0, 1];
+        ElementType::S1.sign_extend_host_values(&mut s1);
+        assert_eq!(s1.map(|b| b as i8), [0, -1]);
+        let mut u4 = [15];
+        ElementType::U4.sign_extend_host_values(&mut u4);
+        assert_eq!(u4, [15]);
     }
 
     #[test]

@@ -3,8 +3,8 @@
 use std::ffi::c_void;
 
 use crate::api::pjrt_call;
-use crate::buffer::Buffer;
-use crate::element_type::NativeType;
+use crate::buffer::{normalize_pred, Buffer};
+use crate::element_type::{ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::sys::{self, Args};
@@ -31,20 +31,41 @@ impl Buffer {
         pjrt_call!(client.api(), PJRT_Buffer_ToHostBuffer, &mut args)?;
         // `destination` is borrowed only until we return: wait until the plugin stopped writing,
         // even if waiting itself reports an error.
-        if let Some(event) = Event::from_raw(client.plugin(), Some(client), args.event) {
-            event.wait_until_complete()?;
+        match Event::from_raw(client.plugin(), Some(client), args.event) {
+            Some(event) => event.wait_until_complete(),
+            None => {
+                // The C API gives the plugin the destination until the event it returns
+                // completes; it returned none, so it cannot claim the memory past this call.
+                // Still, wait for the buffer to be ready (a copy can only finish after that)
+                // before refusing the result, which nothing says is complete.
+                if let Ok(ready) = self.ready_event() {
+                    let _ = ready.wait_until_complete();
+                }
+                Err(Error::invalid("PJRT_Buffer_ToHostBuffer returned no completion event"))
+            }
         }
-        Ok(())
     }
 
-    /// Copies the buffer into a typed slice of the buffer's element type.
+    /// Copies the buffer into a typed slice of the buffer's element type. PRED bytes are read
+    /// as numpy does (nonzero is `true`), through a byte copy: the plugin never writes into the
+    /// `bool`s themselves.
     pub fn copy_to_slice<T: NativeType>(&self, destination: &mut [T]) -> Result<()> {
         let element_type = self.element_type()?;
         if element_type != T::ELEMENT_TYPE {
             return Err(Error::invalid(format!("the buffer holds {element_type}, not {}", T::ELEMENT_TYPE)));
         }
-        // SAFETY: `T: NativeType` is plain data; every bit pattern the plugin writes for its
-        // element type is a valid `T`, and the byte view covers exactly the slice.
+        if element_type == ElementType::PRED {
+            let size = std::mem::size_of_val(destination);
+            let mut bytes = vec![0u8; size];
+            self.copy_to_host_into(&mut bytes)?;
+            normalize_pred(&mut bytes);
+            // SAFETY: `destination` has exactly `size` bytes; the bytes are 0 or 1, valid for
+            // any `T: NativeType` of PRED (its contract).
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), destination.as_mut_ptr() as *mut u8, size) };
+            return Ok(());
+        }
+        // SAFETY: `T: NativeType` is plain data that accepts every bit pattern of its size (PRED
+        // was handled above); the byte view covers exactly the slice.
         let bytes = unsafe {
             std::slice::from_raw_parts_mut(destination.as_mut_ptr() as *mut u8, std::mem::size_of_val(destination))
         };

@@ -272,6 +272,7 @@ impl TransferManager {
                 data.len()
             )));
         }
+        shape.element_type.check_host_values(data)?;
         {
             let mut slots = self.slots();
             if slots[index].finished {

@@ -70,9 +70,16 @@ fn every_supported_element_type_round_trips() {
             }
             let dims = [2i64, 4];
             let bytes = t.host_bytes(8).unwrap();
-            // Bit patterns valid for every type: small values repeated.
-            let data: Vec<u8> =
-                (0..bytes).map(|i| if t == ElementType::PRED { (i % 2) as u8 } else { (i % 7) as u8 }).collect();
+            // Bit patterns valid for every type: small values repeated; 0 and 1 for PRED and the
+            // unsigned sub-byte types, 0 and -1 for the signed ones (one element per byte).
+            let signed_sub_byte = [ElementType::S4, ElementType::S2, ElementType::S1].contains(&t);
+            let data: Vec<u8> = (0..bytes)
+                .map(|i| match () {
+                    _ if signed_sub_byte => [0, 0xff][i % 2],
+                    _ if t == ElementType::PRED || t.is_sub_byte() => (i % 2) as u8,
+                    _ => (i % 7) as u8,
+                })
+                .collect();
             let result = client.buffer_from_bytes(&data, t, &dims, &HostLayout::default(), Placement::Default);
             if since > minor {
                 assert!(
@@ -89,9 +96,10 @@ fn every_supported_element_type_round_trips() {
             };
             assert_eq!(buffer.element_type().unwrap(), t);
             assert_eq!(buffer.dimensions().unwrap(), dims);
-            if t.bits().unwrap() >= 8 {
-                assert_eq!(buffer.to_host_bytes().unwrap(), data, "{name}: {t}");
-            }
+            // Sub-byte values come back as their low bits (-1 as 0x0f for S4).
+            let mask = if t.is_sub_byte() { (1u16 << t.bits().unwrap()) as u8 - 1 } else { 0xff };
+            let expected: Vec<u8> = data.iter().map(|b| b & mask).collect();
+            assert_eq!(buffer.to_host_bytes().unwrap(), expected, "{name}: {t}");
         }
     }
 }
