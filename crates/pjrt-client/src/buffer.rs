@@ -11,6 +11,7 @@ use crate::device::{Device, Memory};
 use crate::element_type::{ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::release::release_if_in_callback;
 use crate::sys::{self, Args};
 
 /// Where an upload goes.
@@ -576,6 +577,12 @@ impl Buffer {
 
 impl Drop for Buffer {
     fn drop(&mut self) {
+        release_if_in_callback!(Buffer {
+            client: self.client.clone(),
+            raw: self.raw,
+            shape: OnceLock::new(),
+            attached: self.attached.take(),
+        });
         drop(self.attached.take());
         let mut args = sys::PJRT_Buffer_Destroy_Args::new();
         args.buffer = self.raw.as_ptr();
@@ -667,6 +674,8 @@ impl fmt::Debug for HostTransfer {
 
 impl Drop for HostTransfer {
     fn drop(&mut self) {
+        // Waiting for the copy inside a plugin callback could wait for this very thread.
+        release_if_in_callback!(HostTransfer { event: self.event.take(), data: self.data.take() });
         if let Some(event) = self.event.take() {
             if event.wait_until_complete().is_err() {
                 // The copy failed; either way it no longer touches `data`.

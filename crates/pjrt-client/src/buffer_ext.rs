@@ -20,6 +20,7 @@ use crate::element_type::ElementType;
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::{Event, OnReady};
 use crate::plugin::Plugin;
+use crate::release::{release_if_in_callback, CallbackScope};
 use crate::sys::{self, Args};
 
 // ---------------------------------------------------------------------------------------------
@@ -586,6 +587,9 @@ impl fmt::Debug for RawCopyRequest<'_> {
 // Views of existing memory
 // ---------------------------------------------------------------------------------------------
 
+/// The minor version that added `PJRT_Client_CreateViewOfDeviceBuffer_Args.memory`.
+const VIEW_MEMORY_MINOR: i32 = 66;
+
 /// What a view keeps alive until the plugin's on-delete callback runs.
 struct ViewKeepAlive {
     host: Option<Arc<AlignedHostBuffer>>,
@@ -599,6 +603,7 @@ struct ViewState {
 }
 
 unsafe extern "C" fn view_on_delete(_device_buffer_ptr: *mut c_void, user_arg: *mut c_void) {
+    let _scope = CallbackScope::enter();
     no_unwind(|| {
         // SAFETY: `user_arg` is the reference leaked with `Arc::into_raw` for this callback, which
         // the plugin calls at most once.
@@ -714,6 +719,14 @@ impl Client {
             }
         }
         let target = resolve_target(self, placement)?;
+        if matches!(target, Target::Memory(_)) && self.api().version().minor < VIEW_MEMORY_MINOR {
+            // An older plugin has no `memory` field: it would read a NULL device and refuse, or
+            // worse, place the view on a device it picks.
+            return Err(self.api().unsupported_feature(
+                "PJRT_Client_CreateViewOfDeviceBuffer_Args.memory (a view placed in a memory)",
+                VIEW_MEMORY_MINOR,
+            ));
+        }
         let state = Arc::new(ViewState { payload: Mutex::new(Some(keep)) });
         let mut args = sys::PJRT_Client_CreateViewOfDeviceBuffer_Args::new();
         args.client = self.raw();
@@ -934,6 +947,14 @@ impl AliasFulfiller {
 
 impl Drop for AliasFulfiller {
     fn drop(&mut self) {
+        release_if_in_callback!(AliasFulfiller {
+            client: self.client.clone(),
+            callback: self.callback,
+            memory: self.memory,
+            element_type: self.element_type,
+            dims: std::mem::take(&mut self.dims),
+            consumed: std::mem::replace(&mut self.consumed, true),
+        });
         let _ = self.complete(
             std::ptr::null_mut(),
             sys::PJRT_Error_Code::CANCELLED,
@@ -993,6 +1014,7 @@ impl Buffer {
         pjrt_call!(self.client().api(), PJRT_Buffer_DonateWithControlDependency, &mut args)?;
         let buffer = NonNull::new(args.out_buffer).map(|raw| Buffer::from_raw(self.client(), raw));
         let dependency = args.dependency_ready_callback.map(|callback| ControlDependency {
+            client: self.client().clone(),
             callback,
             data: args.callback_data,
             consumed: false,
@@ -1005,8 +1027,10 @@ impl Buffer {
 }
 
 /// The dependency a donated buffer waits for (see [`Buffer::donate_with_control_dependency`]).
-/// Dropping it unsignalled fails it with CANCELLED, so nothing waits forever.
+/// Dropping it unsignalled fails it with CANCELLED, so nothing waits forever. It keeps the
+/// client alive (its callback is the plugin's, valid only while the client is).
 pub struct ControlDependency {
+    client: Client,
     callback: unsafe extern "C" fn(*mut sys::PJRT_Buffer_DonateWithControlDependency_Callback_Args),
     data: *mut c_void,
     consumed: bool,
@@ -1044,6 +1068,12 @@ impl ControlDependency {
 
 impl Drop for ControlDependency {
     fn drop(&mut self) {
+        release_if_in_callback!(ControlDependency {
+            client: self.client.clone(),
+            callback: self.callback,
+            data: self.data,
+            consumed: std::mem::replace(&mut self.consumed, true),
+        });
         self.complete(sys::PJRT_Error_Code::CANCELLED, "the control dependency was dropped");
     }
 }

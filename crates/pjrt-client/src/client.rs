@@ -1,8 +1,9 @@
 //! Clients: one per plugin and set of devices; the root of every other object.
 
+use std::any::Any;
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::api::{checked_slice, checked_string, pjrt_call};
 use crate::device::{Device, Memory};
@@ -10,6 +11,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::kv_store::{KeyValueStore, KvCallbacks};
 use crate::named_value::{RawNamedValues, Value};
 use crate::plugin::Plugin;
+use crate::release::release_if_in_callback;
 use crate::sys::{self, Args};
 
 /// Options for [`Client::new`]: typed name/value pairs passed to `PJRT_Client_Create`.
@@ -116,6 +118,10 @@ pub(crate) struct ClientInner {
     /// The key-value callbacks' state and store. A field, so it is dropped only after `drop`
     /// below has destroyed the client: the plugin may call the callbacks until then.
     kv: Option<KvCallbacks>,
+    /// What the plugin may still use until the client is destroyed and nothing tells when it
+    /// stops sooner (e.g. the callbacks and context of an execution whose launch failed after
+    /// some devices may have started). Dropped after `PJRT_Client_Destroy`, like `kv`.
+    kept_until_destroyed: Mutex<Vec<Box<dyn Any + Send>>>,
 }
 
 // SAFETY: PJRT clients are thread-safe objects (XLA's PjRtClient contract: every method may be
@@ -127,6 +133,19 @@ unsafe impl Sync for ClientInner {}
 
 impl Drop for ClientInner {
     fn drop(&mut self) {
+        // The last client handle dropped inside a plugin callback (say, by a closure that owned
+        // it): destroy it on the release thread, never on the plugin's own thread.
+        release_if_in_callback!(ClientInner {
+            plugin: self.plugin.clone(),
+            raw: self.raw,
+            platform_name: std::mem::take(&mut self.platform_name),
+            platform_version: std::mem::take(&mut self.platform_version),
+            process_index: self.process_index,
+            devices: std::mem::take(&mut self.devices),
+            addressable_devices: std::mem::take(&mut self.addressable_devices),
+            kv: self.kv.take(),
+            kept_until_destroyed: std::mem::take(&mut self.kept_until_destroyed),
+        });
         let mut args = sys::PJRT_Client_Destroy_Args::new();
         args.client = self.raw.as_ptr();
         // Nothing else refers to the client any more (every child holds an Arc to us). A failure
@@ -211,6 +230,7 @@ impl Client {
             devices: Vec::new(),
             addressable_devices: Vec::new(),
             kv,
+            kept_until_destroyed: Mutex::new(Vec::new()),
         };
         let mut name = sys::PJRT_Client_PlatformName_Args::new();
         name.client = raw.as_ptr();
@@ -380,6 +400,28 @@ impl Client {
 
     pub(crate) fn same_client(&self, other: &Client) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// A handle that does not keep the client alive (for what the client itself may own).
+    pub(crate) fn downgrade(&self) -> WeakClient {
+        WeakClient(Arc::downgrade(&self.inner))
+    }
+
+    /// Keeps `value` until the client is destroyed (after `PJRT_Client_Destroy`): for what the
+    /// plugin may still use when nothing says when it stops.
+    pub(crate) fn keep_until_destroyed(&self, value: impl Any + Send) {
+        self.inner.kept_until_destroyed.lock().unwrap_or_else(|p| p.into_inner()).push(Box::new(value));
+    }
+}
+
+/// A [`Client`] that does not keep it alive ([`Client::downgrade`]).
+#[derive(Clone)]
+pub(crate) struct WeakClient(std::sync::Weak<ClientInner>);
+
+impl WeakClient {
+    /// The client, if it still exists.
+    pub(crate) fn upgrade(&self) -> Option<Client> {
+        self.0.upgrade().map(|inner| Client { inner })
     }
 }
 

@@ -9,6 +9,7 @@ use crate::aligned::AlignedHostBuffer;
 use crate::api::pjrt_call;
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
+use crate::release::release_if_in_callback;
 use crate::sys::{self, Args};
 
 /// Host memory registered with the plugin for direct (DMA) transfers, made by
@@ -56,6 +57,7 @@ impl DmaMapping {
 
 impl Drop for DmaMapping {
     fn drop(&mut self) {
+        release_if_in_callback!(DmaMapping { client: self.client.clone(), memory: self.memory.take() });
         if self.memory.is_some() && self.unmap_in_place().is_err() {
             // Still mapped: leak rather than free memory the device may use.
             std::mem::forget(self.memory.take());

@@ -219,6 +219,23 @@ pub enum Error {
     /// An argument was rejected before it reached the plugin.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// An object of one plugin was passed to a call of another plugin. Refused before the call:
+    /// a plugin reads whatever it is given as its own objects (two CPU plugins in one process
+    /// abort on each other's clients). Data moves between plugins through the host
+    /// ([`crate::Buffer::copy_to_client`]); programs are compiled again, or serialized and
+    /// loaded, on the other plugin.
+    #[error(
+        "{what} belongs to the plugin {found}, but this call is on the plugin {expected}: objects of one plugin \
+         cannot be used with another (move data through the host, e.g. Buffer::copy_to_client)"
+    )]
+    ForeignObject {
+        /// What was passed, e.g. "the executable".
+        what: &'static str,
+        /// The plugin the call is on.
+        expected: PathBuf,
+        /// The plugin the object belongs to.
+        found: PathBuf,
+    },
     /// A user callback panicked; the panic was caught at the C boundary.
     #[error("a callback panicked: {0}")]
     CallbackPanicked(String),

@@ -79,7 +79,7 @@ impl EtcdStore {
 
     /// The server's version (`GET /version`): a cheap check that etcd answers.
     pub fn version(&self) -> Result<String, KvError> {
-        let deadline = Instant::now() + self.request_timeout;
+        let deadline = self.request_deadline();
         let body = self.request("GET", "/version", "", deadline)?;
         let json = Json::parse_all(&body)?;
         json.get("etcdserver")
@@ -119,9 +119,18 @@ impl EtcdStore {
             base64_encode(self.prefix.as_bytes()),
             base64_encode(&prefix_end(self.prefix.as_bytes()))
         );
-        let deadline = Instant::now() + self.request_timeout;
+        let deadline = self.request_deadline();
         let answer = Json::parse_all(&self.request("POST", "/v3/kv/deleterange", &body, deadline)?)?;
         Ok(answer.get("deleted").and_then(Json::as_u64).unwrap_or(0))
+    }
+
+    /// The deadline of one request from now. A request timeout too long for `Instant` (up to
+    /// `Duration::MAX`, "no limit") is capped at about 30 years instead of panicking.
+    fn request_deadline(&self) -> Instant {
+        let now = Instant::now();
+        now.checked_add(self.request_timeout)
+            .or_else(|| now.checked_add(Duration::from_secs(1 << 30)))
+            .unwrap_or(now)
     }
 
     fn full_key(&self, key: &str) -> String {
@@ -131,7 +140,7 @@ impl EtcdStore {
     /// A range request; returns the store's revision and the keys and values found.
     #[allow(clippy::type_complexity)]
     fn range(&self, body: &str) -> Result<(u64, Vec<(Vec<u8>, Vec<u8>)>), KvError> {
-        let deadline = Instant::now() + self.request_timeout;
+        let deadline = self.request_deadline();
         let answer = Json::parse_all(&self.request("POST", "/v3/kv/range", body, deadline)?)?;
         let revision = answer.get("header").and_then(|h| h.get("revision")).and_then(Json::as_u64).unwrap_or(0);
         let mut kvs = Vec::new();
@@ -209,7 +218,7 @@ impl EtcdStore {
             r#"{{"create_request":{{"key":"{}","start_revision":"{revision}"}}}}"#,
             base64_encode(self.full_key(key).as_bytes())
         );
-        let connect_deadline = deadline.unwrap_or_else(|| Instant::now() + self.request_timeout);
+        let connect_deadline = deadline.unwrap_or_else(|| self.request_deadline());
         let mut reader = self.send("POST", "/v3/watch", &body, connect_deadline)?;
         let mut consumed = 0;
         loop {
@@ -300,7 +309,7 @@ impl KeyValueStore for EtcdStore {
             base64_encode(self.full_key(key).as_bytes()),
             base64_encode(value)
         );
-        let deadline = Instant::now() + self.request_timeout;
+        let deadline = self.request_deadline();
         Json::parse_all(&self.request("POST", "/v3/kv/put", &body, deadline)?)?;
         Ok(())
     }

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::NonNull;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -44,16 +44,29 @@ pub struct Event {
     // Keeps the client (and so whatever the event refers to) alive until the event is gone.
     _client: Option<Client>,
     raw: NonNull<sys::PJRT_Event>,
-    // Set on the first `poll` that finds the event pending: where the callback leaves the result
-    // and finds the waker.
-    waiter: Option<Arc<Mutex<FutureSlot>>>,
+    // The one on-ready callback this handle registers for its own waits (`wait_timeout`,
+    // `poll`, `wait_until_complete`), made on the first wait that finds the event pending:
+    // waiting again, or from several threads, reuses it instead of adding a callback each time.
+    completion: OnceLock<Arc<Completion>>,
 }
 
-/// What an awaiting `Event` and its on-ready callback share.
+/// What the waits of an `Event` and its one on-ready callback share.
 #[derive(Default)]
-struct FutureSlot {
-    result: Option<Result<()>>,
+struct Completion {
+    state: Mutex<CompletionState>,
+    cond: Condvar,
+}
+
+#[derive(Default)]
+struct CompletionState {
+    done: bool,
     waker: Option<Waker>,
+}
+
+/// The instant `timeout` from now; `None` ("no deadline") when that is beyond what `Instant`
+/// can hold, e.g. for `Duration::MAX`, which means "wait forever".
+pub(crate) fn deadline_after(timeout: Duration) -> Option<Instant> {
+    Instant::now().checked_add(timeout)
 }
 
 // SAFETY: PJRT events are thread-safe (`PjRtFuture` may be awaited and queried from any
@@ -65,7 +78,12 @@ unsafe impl Sync for Event {}
 impl Event {
     /// Wraps a raw event returned by the plugin. Returns `None` for NULL.
     pub(crate) fn from_raw(plugin: &Plugin, client: Option<&Client>, raw: *mut sys::PJRT_Event) -> Option<Event> {
-        NonNull::new(raw).map(|raw| Event { plugin: plugin.clone(), _client: client.cloned(), raw, waiter: None })
+        NonNull::new(raw).map(|raw| Event {
+            plugin: plugin.clone(),
+            _client: client.cloned(),
+            raw,
+            completion: OnceLock::new(),
+        })
     }
 
     fn api(&self) -> &Api {
@@ -89,29 +107,47 @@ impl Event {
     pub(crate) fn wait_until_complete(&self) -> Result<()> {
         let status = self.wait();
         if status.is_err() && !matches!(self.is_ready(), Ok(true)) {
-            if let Ok(done) = self.on_ready(|_| {}) {
-                let _ = done.wait();
+            if let Ok(completion) = self.completion() {
+                completion.wait_until(None);
             }
         }
         status
     }
 
+    /// The shared completion callback, registered on first use (see the `completion` field).
+    fn completion(&self) -> Result<&Arc<Completion>> {
+        if let Some(completion) = self.completion.get() {
+            return Ok(completion);
+        }
+        let completion = Arc::new(Completion::default());
+        let shared = completion.clone();
+        // `OnReady` only tracks the callback; the completion itself is what waits look at.
+        let _tracker = self.on_ready(move |_status| {
+            let mut state = shared.state.lock().unwrap_or_else(|p| p.into_inner());
+            state.done = true;
+            let waker = state.waker.take();
+            drop(state);
+            shared.cond.notify_all();
+            if let Some(waker) = waker {
+                waker.wake();
+            }
+        })?;
+        // Two threads may get here at once; the first to store wins and the other's callback
+        // only sets a completion nobody looks at (at most one per racing thread, not per wait).
+        Ok(self.completion.get_or_init(|| completion))
+    }
+
     /// Blocks until the event completes or `timeout` passes. A timeout gives [`Error::Timeout`]
-    /// and leaves the event (and the work it tracks) as it was: waiting again is fine.
+    /// and leaves the event (and the work it tracks) as it was: waiting again is fine, and
+    /// registers nothing new with the plugin. [`Duration::MAX`] waits without a limit.
     pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
         if self.is_ready()? {
             return self.error();
         }
-        let status: Arc<Mutex<Option<Result<()>>>> = Arc::default();
-        let slot = status.clone();
-        let handle = self.on_ready(move |result| {
-            *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-        })?;
-        if !handle.wait_timeout(timeout)? {
+        if !self.completion()?.wait_until(deadline_after(timeout)) {
             return Err(Error::Timeout { what: "waiting for a PJRT event", after: timeout });
         }
-        let result = status.lock().unwrap_or_else(|p| p.into_inner()).take();
-        result.unwrap_or(Ok(()))
+        self.error()
     }
 
     /// Whether the event has completed.
@@ -168,45 +204,61 @@ impl Future for Event {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
         let this = self.get_mut();
-        if let Some(waiter) = &this.waiter {
-            let mut slot = waiter.lock().unwrap_or_else(|p| p.into_inner());
-            return match slot.result.take() {
-                Some(result) => Poll::Ready(result),
-                None => {
-                    slot.waker = Some(cx.waker().clone());
-                    Poll::Pending
-                }
-            };
-        }
-        match this.is_ready() {
-            Ok(true) => return Poll::Ready(this.error()),
-            Ok(false) => {}
-            Err(e) => return Poll::Ready(Err(e)),
-        }
-        let waiter = Arc::new(Mutex::new(FutureSlot { result: None, waker: Some(cx.waker().clone()) }));
-        let shared = waiter.clone();
-        let registered = this.on_ready(move |status| {
-            let mut slot = shared.lock().unwrap_or_else(|p| p.into_inner());
-            slot.result = Some(status);
-            if let Some(waker) = slot.waker.take() {
-                waker.wake();
+        if this.completion.get().is_none() {
+            match this.is_ready() {
+                Ok(true) => return Poll::Ready(this.error()),
+                Ok(false) => {}
+                Err(e) => return Poll::Ready(Err(e)),
             }
-        });
-        if let Err(e) = registered {
-            return Poll::Ready(Err(e));
         }
-        // The callback may already have run (the event completed in between).
-        let ready = waiter.lock().unwrap_or_else(|p| p.into_inner()).result.take();
-        this.waiter = Some(waiter);
-        match ready {
-            Some(result) => Poll::Ready(result),
-            None => Poll::Pending,
+        let completion = match this.completion() {
+            Ok(completion) => completion,
+            Err(e) => return Poll::Ready(Err(e)),
+        };
+        let mut state = completion.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.done {
+            drop(state);
+            return Poll::Ready(this.error());
         }
+        // Only the latest waker is kept: the event is polled through `&mut`, by one task.
+        state.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+impl Completion {
+    /// Waits until the callback ran, or until `deadline` (`None`: no limit). Returns whether it
+    /// ran.
+    fn wait_until(&self, deadline: Option<Instant>) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while !state.done {
+            match deadline {
+                None => state = self.cond.wait(state).unwrap_or_else(|p| p.into_inner()),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return false;
+                    }
+                    state = self.cond.wait_timeout(state, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+                }
+            }
+        }
+        true
     }
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
+        if crate::release::in_plugin_callback() {
+            // Destroyed on the release thread instead (see `crate::release`).
+            crate::release::release_later(Event {
+                plugin: self.plugin.clone(),
+                _client: self._client.take(),
+                raw: self.raw,
+                completion: std::mem::take(&mut self.completion),
+            });
+            return;
+        }
         let mut args = sys::PJRT_Event_Destroy_Args::new();
         args.event = self.raw.as_ptr();
         // A destroy failure cannot be reported from Drop and leaves nothing to clean up.
@@ -253,9 +305,13 @@ impl OnReady {
     /// Like [`OnReady::wait`], but gives up after `timeout`: `Ok(false)` when the callback has
     /// not run by then.
     pub fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
-        let deadline = Instant::now() + timeout;
+        let deadline = deadline_after(timeout);
         let mut done = self.state.done.lock().unwrap_or_else(|p| p.into_inner());
         while done.is_none() {
+            let Some(deadline) = deadline else {
+                done = self.state.cond.wait(done).unwrap_or_else(|p| p.into_inner());
+                continue;
+            };
             let now = Instant::now();
             if now >= deadline {
                 return Ok(false);
@@ -289,6 +345,8 @@ unsafe extern "C" fn on_ready_trampoline<F>(error: *mut sys::PJRT_Error, user_ar
 where
     F: FnOnce(Result<()>) + Send + 'static,
 {
+    // Whatever the callback drops that would call the plugin goes to the release thread.
+    let _scope = crate::release::CallbackScope::enter();
     // SAFETY: `user_arg` is the `Box<OnReadyClosure<F>>` leaked in `on_ready`; the plugin calls
     // this exactly once, so ownership comes back exactly once.
     let closure = unsafe { Box::from_raw(user_arg as *mut OnReadyClosure<F>) };

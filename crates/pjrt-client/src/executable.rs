@@ -26,6 +26,7 @@ pub use crate::host_callbacks::{CopyToDeviceStream, SendChunk};
 use crate::named_value::{read_named_values, Value};
 use crate::plugin::Plugin;
 use crate::program::Program;
+use crate::release::release_if_in_callback;
 use crate::sys::{self, Args};
 
 /// The type and shape of one parameter or output.
@@ -324,7 +325,7 @@ impl LoadedExecutable {
             return Ok(result.outputs.into_iter().next().unwrap_or_default());
         }
         let (outputs, event) =
-            self.launch_one(arguments, std::ptr::null_mut(), &mut sys::PJRT_ExecuteOptions::new(), None)?;
+            self.launch_one(arguments, std::ptr::null_mut(), &mut raw_execute_options(), None)?;
         if let Some(event) = event {
             event.wait()?;
         }
@@ -417,7 +418,7 @@ impl LoadedExecutable {
             return Ok(PendingExecution { outputs: Some(outputs.pop().unwrap_or_default()), event });
         }
         let (outputs, event) =
-            self.launch_one(arguments, std::ptr::null_mut(), &mut sys::PJRT_ExecuteOptions::new(), None)?;
+            self.launch_one(arguments, std::ptr::null_mut(), &mut raw_execute_options(), None)?;
         Ok(PendingExecution { outputs: Some(outputs), event })
     }
 
@@ -451,7 +452,7 @@ impl LoadedExecutable {
         let outputs = self.adopt_outputs(&raw_outputs);
         let event = Event::from_raw(self.client.plugin(), Some(&self.client), event);
         if let Some(keepalive) = keepalive {
-            keepalive.hold_until_complete(event.as_slice(), 1, status.is_ok());
+            keepalive.hold_until_complete(&self.client, event.as_slice(), 1);
         }
         status?;
         if outputs.len() != self.outputs.len() {
@@ -528,7 +529,7 @@ impl LoadedExecutable {
                 arguments.len()
             )));
         }
-        self.launch(arguments, None, &mut sys::PJRT_ExecuteOptions::new(), None)
+        self.launch(arguments, None, &mut raw_execute_options(), None)
     }
 
     /// Like [`LoadedExecutable::execute_sharded`], with [`ExecuteOptions`] (see
@@ -566,7 +567,7 @@ impl LoadedExecutable {
             return Err(Error::invalid("the device belongs to another client"));
         }
         let (outputs, event) =
-            self.launch_one(arguments, device.as_raw(), &mut sys::PJRT_ExecuteOptions::new(), None)?;
+            self.launch_one(arguments, device.as_raw(), &mut raw_execute_options(), None)?;
         if let Some(event) = event {
             event.wait()?;
         }
@@ -650,7 +651,7 @@ impl LoadedExecutable {
         let events: Vec<Event> =
             events.iter().filter_map(|e| Event::from_raw(self.client.plugin(), Some(&self.client), *e)).collect();
         if let Some(keepalive) = keepalive {
-            keepalive.hold_until_complete(&events, num_devices, status.is_ok());
+            keepalive.hold_until_complete(&self.client, &events, num_devices);
         }
         status?;
         if outputs.iter().any(|list| list.len() != num_outputs) {
@@ -743,6 +744,19 @@ fn destroy_loaded(client: &Client, raw: NonNull<sys::PJRT_LoadedExecutable>) {
 
 impl Drop for LoadedExecutable {
     fn drop(&mut self) {
+        release_if_in_callback!(LoadedExecutable {
+            client: self.client.clone(),
+            raw: self.raw,
+            executable: self.executable,
+            name: String::new(),
+            num_replicas: self.num_replicas,
+            num_partitions: self.num_partitions,
+            portable: self.portable,
+            outputs: Vec::new(),
+            output_dims: Vec::new(),
+            addressable_devices: Vec::new(),
+            parameters: OnceLock::new(),
+        });
         let mut args = sys::PJRT_Executable_Destroy_Args::new();
         args.executable = self.executable.as_ptr();
         // Failures cannot be reported from Drop; they would only leak.
@@ -855,10 +869,12 @@ impl Execution {
     /// Like [`Execution::wait`], but gives up once `timeout` has passed (for all devices
     /// together) with [`Error::Timeout`]. The execution goes on; waiting again is fine.
     pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
+        // No deadline (wait without a limit) when `timeout` reaches past what `Instant` holds.
+        let deadline = crate::event::deadline_after(timeout);
         let mut first = Ok(());
         for event in &self.events {
-            let status = event.wait_timeout(deadline.saturating_duration_since(Instant::now()));
+            let left = deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()));
+            let status = event.wait_timeout(left);
             if let Err(Error::Timeout { .. }) = status {
                 return Err(Error::Timeout { what: "waiting for an execution", after: timeout });
             }
@@ -1346,6 +1362,20 @@ impl Client {
 
 /// The minor version that added `PJRT_ExecuteOptions.context`.
 const CONTEXT_FIELD_MINOR: i32 = 64;
+/// The minor version that added `PJRT_ExecuteOptions.non_donatable_input_indices`.
+const NON_DONATABLE_MINOR: i32 = 39;
+
+/// The `PJRT_ExecuteOptions` every launch starts from: zeroed, full size, and with
+/// `use_major_to_minor_data_layout_for_callbacks` set, as XLA's own frameworks (JAX, IFRT,
+/// TensorFlow) set it: host send/receive callbacks then get and give their chunks in the dense
+/// row-major layout this crate documents, not in the device's layout. Plugins older than 0.108
+/// do not read the field and use that layout anyway.
+#[inline]
+pub(crate) fn raw_execute_options() -> sys::PJRT_ExecuteOptions {
+    let mut raw = sys::PJRT_ExecuteOptions::new();
+    raw.use_major_to_minor_data_layout_for_callbacks = true;
+    raw
+}
 
 /// An execute context (`PJRT_ExecuteContext`, API 0.52): per-execution data for the plugin,
 /// e.g. FFI user data (see [`crate::extensions`]). Cheap to clone (shared); destroyed when the
@@ -1385,6 +1415,7 @@ impl ExecuteContext {
 
 impl Drop for ContextInner {
     fn drop(&mut self) {
+        release_if_in_callback!(ContextInner { plugin: self.plugin.clone(), raw: self.raw });
         let mut args = sys::PJRT_ExecuteContext_Destroy_Args::new();
         args.context = self.raw.as_ptr();
         let _ = pjrt_call!(self.plugin.api(), PJRT_ExecuteContext_Destroy, &mut args);
@@ -1452,7 +1483,7 @@ impl ExecuteOptions {
     /// Builds the raw options for `num_devices` argument lists of `num_args` buffers.
     fn to_raw(&self, exe: &LoadedExecutable, num_devices: usize, num_args: usize) -> Result<RawExecuteOptions<'_>> {
         let api = exe.client.api();
-        let mut raw = sys::PJRT_ExecuteOptions::new();
+        let mut raw = raw_execute_options();
         raw.launch_id = self.launch_id;
         if let Some(&bad) = self.non_donatable.iter().find(|&&i| i as u64 >= num_args as u64) {
             return Err(Error::invalid(format!(
@@ -1460,14 +1491,19 @@ impl ExecuteOptions {
             )));
         }
         if !self.non_donatable.is_empty() {
+            // An older plugin would not read the field and donate the inputs anyway.
+            if api.version().minor < NON_DONATABLE_MINOR {
+                return Err(api.unsupported_feature(
+                    "PJRT_ExecuteOptions.non_donatable_input_indices",
+                    NON_DONATABLE_MINOR,
+                ));
+            }
             raw.non_donatable_input_indices = self.non_donatable.as_ptr();
             raw.num_non_donatable_input_indices = self.non_donatable.len();
         }
         let mut keepalive = Keepalive { context: None, targets: None };
         if let Some(context) = &self.context {
-            if !Arc::ptr_eq(&context.inner.plugin.inner, &exe.client.plugin().inner) {
-                return Err(Error::invalid("the execute context belongs to another plugin"));
-            }
+            exe.client.plugin().check_same(&context.inner.plugin, "the execute context")?;
             if api.version().minor < CONTEXT_FIELD_MINOR {
                 return Err(api.unsupported_feature("PJRT_ExecuteOptions.context", CONTEXT_FIELD_MINOR));
             }
@@ -1476,7 +1512,7 @@ impl ExecuteOptions {
         }
         let mut lists = None;
         if !self.callbacks.is_empty() {
-            let (mut prepared, targets) = self.callbacks.prepare(exe.client.plugin(), num_devices);
+            let (mut prepared, targets) = self.callbacks.prepare(&exe.client, num_devices);
             prepared.apply(&mut raw);
             lists = Some(prepared);
             keepalive.targets = Some(targets);
@@ -1518,25 +1554,26 @@ pub(crate) struct Keepalive {
 }
 
 impl Keepalive {
-    /// Keeps `self` alive until every one of `events` (one per device) has fired. When the plugin
-    /// gave fewer events than devices, nothing tells when the execution is over: `self` is then
-    /// leaked rather than freed too early. A launch that failed without any event never started,
-    /// and `self` is freed now.
-    fn hold_until_complete(self, events: &[Event], num_devices: usize, launched: bool) {
-        if !launched && events.is_empty() {
-            return;
-        }
+    /// Keeps `self` alive until every one of `events` (one per device) has fired, then drops it
+    /// on the release thread (it holds user closures, never dropped on a plugin thread; see
+    /// `crate::release`).
+    ///
+    /// When there is not one event per device — the plugin gave fewer, or the launch failed
+    /// (possibly after some devices started, which may still call the callbacks) — nothing tells
+    /// when the plugin stops using what `self` holds: it is then kept until the client is
+    /// destroyed (after `PJRT_Client_Destroy`), never freed early.
+    fn hold_until_complete(self, client: &Client, events: &[Event], num_devices: usize) {
         if events.len() < num_devices {
-            std::mem::forget(self);
+            client.keep_until_destroyed(self);
             return;
         }
         let shared = Arc::new(self);
         for event in events {
             let held = shared.clone();
-            if event.on_ready(move |_| drop(held)).is_err() {
-                // The callback was not registered (its closure, with its clone, is dropped):
-                // keep one clone forever instead.
-                std::mem::forget(shared.clone());
+            if event.on_ready(move |_| crate::release::release_later(held)).is_err() {
+                // The callback was not registered (its closure, with its clone, is dropped): keep
+                // one clone until the client goes instead.
+                client.keep_until_destroyed(shared.clone());
             }
         }
     }
@@ -1656,6 +1693,14 @@ mod tests {
             (older.host_temp_size_in_bytes, older.peak_memory_in_bytes, older.argument_size_in_bytes),
             (Some(9), None, 2)
         );
+    }
+
+    #[test]
+    fn every_launch_asks_for_major_to_minor_callback_chunks() {
+        let raw = raw_execute_options();
+        assert!(raw.use_major_to_minor_data_layout_for_callbacks);
+        assert_eq!(raw.struct_size, 144, "the full 0.112+ size, so 0.108+ plugins read the field");
+        assert_eq!(std::mem::offset_of!(sys::PJRT_ExecuteOptions, use_major_to_minor_data_layout_for_callbacks), 120);
     }
 
     #[test]

@@ -29,7 +29,8 @@ use crate::api::{pjrt_call, slice_from_raw, Api};
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::{panic_message, Event};
 use crate::executable::ExecuteOptions;
-use crate::plugin::Plugin;
+use crate::client::{Client, WeakClient};
+use crate::release::{release_if_in_callback, CallbackScope};
 use crate::sys::{self, Args};
 
 type SendFn = dyn FnMut(SendChunk<'_>) -> Result<()> + Send;
@@ -141,10 +142,12 @@ impl<'a> SendChunk<'a> {
     }
 }
 
-/// Where a stream's functions come from: the plugin, or (in unit tests) a hand-made table.
+/// Where a stream's functions come from: the client the execution runs on (held, so the
+/// stream and its events keep it alive like every other child), or (in unit tests) a
+/// hand-made table.
 #[derive(Clone)]
 enum ApiSource {
-    Plugin(Plugin),
+    Client(Client),
     #[cfg(test)]
     Static(&'static Api),
 }
@@ -152,7 +155,7 @@ enum ApiSource {
 impl ApiSource {
     fn api(&self) -> &Api {
         match self {
-            ApiSource::Plugin(plugin) => plugin.api(),
+            ApiSource::Client(client) => client.api(),
             #[cfg(test)]
             ApiSource::Static(api) => api,
         }
@@ -160,7 +163,8 @@ impl ApiSource {
 }
 
 /// The stream a receive callback fills: the device's buffer for one host-to-device transfer.
-/// Owned: dropping it destroys the stream (`PJRT_CopyToDeviceStream_Destroy`).
+/// Owned: dropping it destroys the stream (`PJRT_CopyToDeviceStream_Destroy`). It keeps the
+/// client alive, like every other child of a client.
 ///
 /// `Send + Sync`: it may be kept and filled later from another thread.
 pub struct CopyToDeviceStream {
@@ -245,7 +249,8 @@ impl CopyToDeviceStream {
             Err(e) => return Err(e),
         }
         Ok(match &self.api {
-            ApiSource::Plugin(plugin) => Event::from_raw(plugin, None, args.transfer_complete),
+            // The event keeps the client alive, like every other event.
+            ApiSource::Client(client) => Event::from_raw(client.plugin(), Some(client), args.transfer_complete),
             #[cfg(test)]
             ApiSource::Static(_) => None,
         })
@@ -269,6 +274,12 @@ impl CopyToDeviceStream {
 
 impl Drop for CopyToDeviceStream {
     fn drop(&mut self) {
+        release_if_in_callback!(CopyToDeviceStream {
+            api: self.api.clone(),
+            raw: self.raw,
+            channel_id: self.channel_id,
+            device_index: self.device_index,
+        });
         let mut args = sys::PJRT_CopyToDeviceStream_Destroy_Args::new();
         args.stream = self.raw.as_ptr();
         let _ = pjrt_call!(self.api.api(), PJRT_CopyToDeviceStream_Destroy, &mut args);
@@ -307,7 +318,27 @@ struct RecvTarget {
     channel_id: i64,
     device_index: usize,
     failures: Arc<Mutex<Vec<Error>>>,
-    api: ApiSource,
+    source: TargetSource,
+}
+
+/// Where a receive target finds the client for the streams it makes. Weak: targets may be kept
+/// by the client itself (after a failed launch, until the client is destroyed), and a strong
+/// handle there would keep the client alive forever.
+#[derive(Clone)]
+enum TargetSource {
+    Client(WeakClient),
+    #[cfg(test)]
+    Static(&'static Api),
+}
+
+impl TargetSource {
+    fn resolve(&self) -> Option<ApiSource> {
+        match self {
+            TargetSource::Client(client) => client.upgrade().map(ApiSource::Client),
+            #[cfg(test)]
+            TargetSource::Static(api) => Some(ApiSource::Static(api)),
+        }
+    }
 }
 
 fn record(failures: &Mutex<Vec<Error>>, error: Error) {
@@ -332,6 +363,11 @@ unsafe impl Sync for CallbackTargets {}
 
 impl Drop for CallbackTargets {
     fn drop(&mut self) {
+        // The targets own user closures: never dropped on a plugin thread.
+        release_if_in_callback!(CallbackTargets {
+            send: std::mem::take(&mut self.send),
+            recv: std::mem::take(&mut self.recv),
+        });
         for t in self.send.drain(..) {
             // SAFETY: made by Box::into_raw in `prepare`; freed once, here.
             drop(unsafe { Box::from_raw(t.as_ptr()) });
@@ -370,11 +406,11 @@ impl HostCallbacks {
     /// When only one kind is registered, the other list gets one entry on an unused channel:
     /// some plugins read the receive lists with the send count (fixed upstream in
     /// openxla/xla#37129), and an entry no program op refers to is never called.
-    pub(crate) fn prepare(&self, plugin: &Plugin, num_devices: usize) -> (CallbackLists, CallbackTargets) {
-        self.prepare_with(ApiSource::Plugin(plugin.clone()), num_devices)
+    pub(crate) fn prepare(&self, client: &Client, num_devices: usize) -> (CallbackLists, CallbackTargets) {
+        self.prepare_with(TargetSource::Client(client.downgrade()), num_devices)
     }
 
-    fn prepare_with(&self, api: ApiSource, num_devices: usize) -> (CallbackLists, CallbackTargets) {
+    fn prepare_with(&self, source: TargetSource, num_devices: usize) -> (CallbackLists, CallbackTargets) {
         let mut targets = CallbackTargets { send: Vec::new(), recv: Vec::new() };
         let unused_send: Vec<(i64, SendSlot)>;
         let unused_recv: Vec<(i64, RecvSlot)>;
@@ -420,7 +456,7 @@ impl HostCallbacks {
                     channel_id: *channel_id,
                     device_index,
                     failures: self.failures.clone(),
-                    api: api.clone(),
+                    source: source.clone(),
                 });
                 let target = NonNull::from(Box::leak(target));
                 targets.recv.push(target);
@@ -486,6 +522,7 @@ unsafe extern "C" fn send_trampoline(
     done: bool,
     user_arg: *mut c_void,
 ) -> *mut sys::PJRT_Error {
+    let _scope = CallbackScope::enter();
     // SAFETY: the plugin passes the chunk it owns and hands to us (read once, freed below).
     let owned = if chunk.is_null() { None } else { Some(unsafe { chunk.read() }) };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
@@ -537,6 +574,7 @@ unsafe extern "C" fn send_trampoline(
 
 /// The C receive callback: gives the stream to the channel's closure. Never unwinds.
 unsafe extern "C" fn recv_trampoline(stream: *mut sys::PJRT_CopyToDeviceStream, user_arg: *mut c_void) {
+    let _scope = CallbackScope::enter();
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // SAFETY: `user_arg` is a RecvTarget from `prepare`, alive until every device of the
         // launch has completed.
@@ -545,9 +583,15 @@ unsafe extern "C" fn recv_trampoline(stream: *mut sys::PJRT_CopyToDeviceStream, 
             record(&target.failures, Error::invalid("the plugin called a receive callback without a stream"));
             return;
         };
+        let Some(api) = target.source.resolve() else {
+            // The client is gone (it cannot be while one of its executions runs): nothing can
+            // destroy the stream; it is left to the plugin.
+            record(&target.failures, Error::invalid("a receive callback ran after its client was destroyed"));
+            return;
+        };
         // From here on the stream is owned (destroyed on drop, also while unwinding).
         let stream = CopyToDeviceStream {
-            api: target.api.clone(),
+            api,
             raw,
             channel_id: target.channel_id,
             device_index: target.device_index,
@@ -818,7 +862,7 @@ mod tests {
             channel_id: 3,
             device_index: 0,
             failures: failures.clone(),
-            api: ApiSource::Static(fake_api()),
+            source: TargetSource::Static(fake_api()),
         });
         (target, failures)
     }
@@ -843,6 +887,8 @@ mod tests {
             Ok(())
         }));
         call_recv(&target, raw);
+        // Streams dropped inside the callback are destroyed on the release thread.
+        crate::release::flush_released();
         assert!(failures.lock().unwrap().is_empty(), "{:?}", failures.lock().unwrap());
         assert_eq!(*fake.chunks.lock().unwrap(), [vec![1, 2, 3, 4], vec![5, 6, 7, 8]]);
         assert_eq!(fake.destroyed.load(Ordering::SeqCst), 1);
@@ -858,6 +904,8 @@ mod tests {
             Ok(())
         }));
         call_recv(&target, raw);
+        // Streams dropped inside the callback are destroyed on the release thread.
+        crate::release::flush_released();
         assert_eq!(fake.destroyed.load(Ordering::SeqCst), 0);
         let stream = kept.lock().unwrap().take().unwrap();
         std::thread::spawn(move || stream.add_chunk(vec![9; 4]).map(|_| ())).join().unwrap().unwrap();
@@ -870,6 +918,8 @@ mod tests {
         let (fake, raw) = fake_stream(4, 1);
         let (target, failures) = recv_target(Box::new(|_stream| panic!("boom in recv")));
         call_recv(&target, raw);
+        // Streams dropped inside the callback are destroyed on the release thread.
+        crate::release::flush_released();
         assert_eq!(fake.destroyed.load(Ordering::SeqCst), 1);
         {
             let failures = failures.lock().unwrap();
@@ -880,12 +930,16 @@ mod tests {
         // The closure's mutex is poisoned now: the next stream is refused and still destroyed.
         let (fake2, raw2) = fake_stream(4, 1);
         call_recv(&target, raw2);
+        // Streams dropped inside the callback are destroyed on the release thread.
+        crate::release::flush_released();
         assert_eq!(fake2.destroyed.load(Ordering::SeqCst), 1);
         assert!(matches!(&failures.lock().unwrap()[1], Error::CallbackPanicked(m) if m.contains("earlier call")));
 
         let (fake3, raw3) = fake_stream(4, 1);
         let (target, failures) = recv_target(Box::new(|_stream| Err(Error::invalid("no data"))));
         call_recv(&target, raw3);
+        // Streams dropped inside the callback are destroyed on the release thread.
+        crate::release::flush_released();
         assert_eq!(fake3.destroyed.load(Ordering::SeqCst), 1);
         assert!(matches!(&failures.lock().unwrap()[0], Error::InvalidArgument(m) if m == "no data"));
 
@@ -910,7 +964,7 @@ mod tests {
             })
             .on_send(5, |_| Err(Error::invalid("replaced")));
         assert_eq!(options.callback_channels(), (vec![6, 5], vec![]));
-        let (mut lists, targets) = options.callbacks.prepare_with(ApiSource::Static(fake_api()), 2);
+        let (mut lists, targets) = options.callbacks.prepare_with(TargetSource::Static(fake_api()), 2);
         let mut raw = sys::PJRT_ExecuteOptions::new();
         lists.apply(&mut raw);
         assert_eq!((raw.num_send_ops, raw.num_recv_ops), (2, 1));
@@ -947,6 +1001,7 @@ mod tests {
         let (fake, raw_stream) = fake_stream(4, 1);
         // SAFETY: the entry's own function and user_arg.
         unsafe { (recv[1][0].recv_callback.unwrap())(raw_stream, recv[1][0].user_arg) };
+        crate::release::flush_released();
         assert_eq!(fake.destroyed.load(Ordering::SeqCst), 1);
         assert_eq!(options.take_callback_failures().len(), 1);
         // The targets hold the closures; the options too. Dropping both frees them.

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 
 use crate::error::ErrorCode;
 use crate::event::panic_message;
+use crate::release::CallbackScope;
 use crate::sys;
 
 /// A store shared by the processes of one multi-process client.
@@ -426,9 +427,12 @@ unsafe extern "C" fn free_value(value: *mut c_char) {
         let header = (base as *const ValueHeader).read();
         let outstanding = Arc::from_raw(header.outstanding);
         outstanding.fetch_sub(1, Ordering::SeqCst);
-        // The layout was valid when the value was allocated with this length.
-        let layout = value_layout(header.len).expect("layout of an allocated value");
-        alloc::dealloc(base, layout);
+        // The layout was valid when the value was allocated with this length, so it is now; if
+        // the header were damaged (a plugin writing past a value), leaking beats a panic here,
+        // which cannot unwind out of an `extern "C"` function.
+        if let Some(layout) = value_layout(header.len) {
+            alloc::dealloc(base, layout);
+        }
     }
 }
 
@@ -582,6 +586,7 @@ unsafe fn serve_value<A: ValueArgs>(
         // SAFETY: a NULL factory reports the broken contract.
         return unsafe { plugin_error(std::ptr::null_mut(), &error) };
     }
+    let _scope = CallbackScope::enter();
     // SAFETY: the plugin passes a valid args struct for the duration of the call.
     let args = unsafe { &mut *args };
     let outcome = guarded(A::OP, || {
@@ -635,6 +640,7 @@ unsafe extern "C" fn kv_put_trampoline(args: *mut sys::PJRT_KeyValuePutCallback_
         // SAFETY: a NULL factory reports the broken contract.
         return unsafe { plugin_error(std::ptr::null_mut(), &KvError::invalid_argument("NULL put args")) };
     }
+    let _scope = CallbackScope::enter();
     // SAFETY: the plugin passes a valid args struct for the duration of the call.
     let args = unsafe { &*args };
     let outcome = guarded("put", || {
@@ -662,5 +668,24 @@ unsafe extern "C" fn kv_put_trampoline(args: *mut sys::PJRT_KeyValuePutCallback_
         Ok(()) => std::ptr::null_mut(),
         // SAFETY: the factory pointer comes from the plugin, valid for the call.
         Err(error) => unsafe { plugin_error(args.callback_error, &error) },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn freeing_a_value_whose_header_was_damaged_leaks_instead_of_panicking() {
+        // A panic in `free_value` cannot unwind out of an `extern "C"` function: it would abort.
+        let outstanding = Arc::new(AtomicUsize::new(0));
+        let value = alloc_value(b"abc", &outstanding).expect("an allocation");
+        assert_eq!(outstanding.load(Ordering::SeqCst), 1);
+        // SAFETY: `value` is HEADER bytes into our allocation; overwrite the stored length as a
+        // plugin writing before the value would.
+        unsafe { ((value as *mut u8).sub(HEADER) as *mut usize).write(usize::MAX) };
+        // SAFETY: a value from `alloc_value`, freed once.
+        unsafe { free_value(value) };
+        assert_eq!(outstanding.load(Ordering::SeqCst), 0);
     }
 }

@@ -94,6 +94,7 @@ mod ndarray_support;
 pub mod npy;
 mod plugin;
 mod program;
+mod release;
 pub mod safetensors;
 pub mod sharding;
 mod topology;
@@ -122,6 +123,7 @@ pub use kv_store::{InMemoryStore, KeyValueStore, KvCallCounts, KvCallbacks, KvEr
 pub use named_value::Value;
 pub use plugin::{Plugin, StableHloVersion};
 pub use program::{ModuleCounts, Program, ProgramFormat};
+pub use release::flush_released;
 pub use topology::{CanonicalShape, Executable, Topology};
 pub use transfer_manager::{PendingTransfer, ShapeSpec, TransferManager};
 pub use user_event::UserEvent;

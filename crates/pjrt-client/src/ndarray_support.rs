@@ -24,18 +24,24 @@ impl Client {
         }
         let element = std::mem::size_of::<T>() as isize;
         let strides = array.strides();
-        if !array.is_empty() && strides.iter().all(|s| *s >= 0) {
+        if !array.is_empty() && strides.iter().all(|s| *s >= 0) && T::ELEMENT_TYPE.bits().is_some_and(|b| b >= 8) {
             // The furthest element the view touches, from its first element.
             let last: isize = array.shape().iter().zip(strides).map(|(&n, &s)| (n as isize - 1) * s).sum();
             let span = ((last + 1) * element) as usize;
-            // SAFETY: with non-negative strides every element of the view lies in
-            // [as_ptr, as_ptr + span), memory the array borrows for the duration of this call.
-            let bytes = unsafe { std::slice::from_raw_parts(array.as_ptr() as *const u8, span) };
             let layout = HostLayout {
                 byte_strides: Some(strides.iter().map(|s| (s * element) as i64).collect()),
                 ..Default::default()
             };
-            return self.buffer_from_bytes(bytes, T::ELEMENT_TYPE, &dims, &layout, placement);
+            // No slice over `span`: the gaps between the view's elements may belong to someone
+            // else (another view of the same array, borrowed mutably), and a `&[u8]` over them
+            // would alias it. The plugin is given the pointer and reads only the elements.
+            // SAFETY: with non-negative strides every element of the view lies in
+            // [as_ptr, as_ptr + span) and is readable (the array borrows it) for this call, which
+            // returns only once the plugin no longer reads; the strides are checked against
+            // `span` inside.
+            return unsafe {
+                self.upload_borrowed(array.as_ptr() as *const u8, span, T::ELEMENT_TYPE, &dims, &layout, placement)
+            };
         }
         let standard = array.as_standard_layout();
         let slice = standard.as_slice().ok_or_else(|| Error::invalid("could not make the array contiguous"))?;

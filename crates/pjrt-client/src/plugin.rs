@@ -172,6 +172,21 @@ impl Plugin {
     pub(crate) fn api(&self) -> &Api {
         &self.inner.api
     }
+
+    /// Whether `other` is this very plugin (the same loaded library: loading one file twice
+    /// gives the same plugin).
+    pub fn is_same(&self, other: &Plugin) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// Refuses `object`'s plugin `other` unless it is this plugin ([`Error::ForeignObject`]).
+    pub(crate) fn check_same(&self, other: &Plugin, what: &'static str) -> Result<()> {
+        if self.is_same(other) {
+            Ok(())
+        } else {
+            Err(Error::ForeignObject { what, expected: self.path().to_path_buf(), found: other.path().to_path_buf() })
+        }
+    }
 }
 
 impl fmt::Debug for Plugin {

@@ -16,6 +16,7 @@ use crate::executable::{ArrayShape, LoadedExecutable};
 use crate::named_value::{read_named_values, RawNamedValues, Value};
 use crate::plugin::Plugin;
 use crate::program::Program;
+use crate::release::release_if_in_callback;
 use crate::sys::{self, Args};
 
 /// A topology description: which devices exist, for compilation.
@@ -47,8 +48,11 @@ impl Client {
     }
 
     /// Loads an executable compiled ahead of time (by [`Topology::compile`]) onto this client's
-    /// devices (`PJRT_Client_Load`).
+    /// devices (`PJRT_Client_Load`). The executable must come from this client's plugin
+    /// ([`Error::ForeignObject`] otherwise; serialize it and load the bytes on a client of the
+    /// plugin build that made them).
     pub fn load(&self, executable: &Executable, options: &CompileOptions) -> Result<LoadedExecutable> {
+        self.plugin().check_same(&executable.plugin, "the executable")?;
         let options_bytes = options.to_bytes()?;
         let mut args = sys::PJRT_Client_Load_Args::new();
         args.client = self.raw();
@@ -286,7 +290,8 @@ impl Topology {
     }
 
     /// Compiles `program` for this topology without needing its devices (`PJRT_Compile`). With
-    /// `client`, the plugin may use it for device information.
+    /// `client`, the plugin may use it for device information; it must be a client of the
+    /// topology's plugin ([`Error::ForeignObject`] otherwise).
     ///
     /// Ahead-of-time compilation: compile once, serialize, load later (the CPU plugin at API
     /// 0.115 implements it; 0.106 does not):
@@ -321,6 +326,9 @@ impl Topology {
         let _span =
             tracing::info_span!("compile", format = program.format().as_pjrt_str(), bytes = program.code().len())
                 .entered();
+        if let Some(client) = client {
+            self.plugin.check_same(client.plugin(), "the client")?;
+        }
         let options_bytes = options.to_bytes()?;
         let format = program.format().as_pjrt_str();
         let mut raw_program = sys::PJRT_Program::new();
@@ -342,6 +350,12 @@ impl Topology {
 
 impl Drop for Topology {
     fn drop(&mut self) {
+        release_if_in_callback!(Topology {
+            plugin: self.plugin.clone(),
+            client: self.client.take(),
+            raw: self.raw,
+            owned: std::mem::replace(&mut self.owned, false),
+        });
         if self.owned {
             let mut args = sys::PJRT_TopologyDescription_Destroy_Args::new();
             args.topology = self.raw.as_ptr();
@@ -454,6 +468,7 @@ impl Executable {
 
 impl Drop for Executable {
     fn drop(&mut self) {
+        release_if_in_callback!(Executable { plugin: self.plugin.clone(), raw: self.raw });
         let mut args = sys::PJRT_Executable_Destroy_Args::new();
         args.executable = self.raw.as_ptr();
         let _ = pjrt_call!(self.plugin.api(), PJRT_Executable_Destroy, &mut args);

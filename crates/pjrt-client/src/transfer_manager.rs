@@ -16,6 +16,7 @@ use crate::element_type::ElementType;
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::Event;
 use crate::named_value::{RawNamedValues, Value};
+use crate::release::release_if_in_callback;
 use crate::sys::{self, Args};
 
 /// The shape of one buffer of a [`TransferManager`].
@@ -361,6 +362,13 @@ impl TransferManager {
 
 impl Drop for TransferManager {
     fn drop(&mut self) {
+        release_if_in_callback!(TransferManager {
+            client: self.client.clone(),
+            raw: self.raw,
+            shapes: Vec::new(),
+            sizes: Vec::new(),
+            slots: Mutex::new(Vec::new()),
+        });
         let mut args = sys::PJRT_AsyncHostToDeviceTransferManager_Destroy_Args::new();
         args.transfer_manager = self.raw.as_ptr();
         // A failure cannot be reported from Drop; the plugin would only leak the manager.
@@ -404,6 +412,8 @@ impl PendingTransfer {
 
 impl Drop for PendingTransfer {
     fn drop(&mut self) {
+        // Waiting inside a plugin callback could wait for this very thread.
+        release_if_in_callback!(PendingTransfer { event: self.event.take(), data: self.data.take() });
         if let Some(event) = self.event.take() {
             if event.wait_until_complete().is_err() && !matches!(event.is_ready(), Ok(true)) {
                 std::mem::forget(self.data.take());

@@ -84,6 +84,8 @@ impl UserEvent {
 
 impl Drop for UserEvent {
     fn drop(&mut self) {
+        // Setting the event is no destroy (its `Event` field releases itself on the release
+        // thread when dropped inside a plugin callback).
         if !self.is_set() {
             let _ = self.set(ErrorCode::Cancelled.to_raw(), "the UserEvent was dropped without being set");
         }

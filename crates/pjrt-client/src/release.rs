@@ -1,0 +1,191 @@
+//! The plugin's threads and ours: nothing is destroyed inside a plugin callback.
+//!
+//! Plugins call back into Rust on their own threads (an event completing, a host send or
+//! receive, the key-value store, a view's on-delete), often while holding their own locks or
+//! from a worker of a pool the client owns. Destroying a PJRT object there re-enters the plugin
+//! from inside itself: the last [`crate::Client`] dropped on one of the CPU client's worker
+//! threads would make its destructor join that very thread. A user closure that owns the last
+//! client (or buffer, executable, event, ...) is enough to get there.
+//!
+//! So every trampoline marks its thread as *inside a plugin callback* while it runs
+//! ([`CallbackScope`]), and every handle whose drop calls the plugin, or owns user closures the
+//! plugin may call, checks the mark: inside a callback it hands itself to the **release
+//! thread**, one thread of this crate that drops what it is given, outside any plugin call.
+//! Closures the plugin held for an execution (host send/receive callbacks, the execute
+//! context) are always dropped there. Outside callbacks nothing changes: drops happen where
+//! they happen, with no thread hop and no allocation.
+
+use std::any::Any;
+use std::cell::Cell;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Mutex, OnceLock};
+
+thread_local! {
+    /// How many plugin callbacks this thread is inside (they may nest: a callback that
+    /// registers an on-ready callback on a completed event runs it at once).
+    static CALLBACK_DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Marks the current thread as inside a plugin callback until dropped. Every `extern "C"`
+/// trampoline of this crate holds one while it runs user code or drops anything.
+pub(crate) struct CallbackScope(());
+
+impl CallbackScope {
+    pub(crate) fn enter() -> CallbackScope {
+        CALLBACK_DEPTH.with(|depth| depth.set(depth.get() + 1));
+        CallbackScope(())
+    }
+}
+
+impl Drop for CallbackScope {
+    fn drop(&mut self) {
+        CALLBACK_DEPTH.with(|depth| depth.set(depth.get().saturating_sub(1)));
+    }
+}
+
+/// Whether the current thread is running a plugin callback of this crate.
+#[inline]
+pub(crate) fn in_plugin_callback() -> bool {
+    CALLBACK_DEPTH.with(|depth| depth.get() > 0)
+}
+
+type Released = Box<dyn Any + Send>;
+
+/// The release thread's queue; `None` when the thread could not be started.
+fn queue() -> Option<&'static Mutex<Sender<Released>>> {
+    static QUEUE: OnceLock<Option<Mutex<Sender<Released>>>> = OnceLock::new();
+    QUEUE
+        .get_or_init(|| {
+            let (sender, receiver) = mpsc::channel::<Released>();
+            let spawned = std::thread::Builder::new().name("pjrt-release".into()).spawn(move || {
+                for value in receiver {
+                    // A panicking drop must not end the thread (the queue would then fill up
+                    // forever); it has nowhere to be reported.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(value)));
+                }
+            });
+            spawned.ok().map(|_| Mutex::new(sender))
+        })
+        .as_ref()
+}
+
+/// Drops `value` on the release thread, outside any plugin call. If that thread cannot be had
+/// (it could not be started), `value` is leaked: never dropped is safe, dropped inside the
+/// plugin is not.
+pub(crate) fn release_later<T: Send + 'static>(value: T) {
+    let value: Released = Box::new(value);
+    match queue() {
+        Some(queue) => {
+            let sent = queue.lock().unwrap_or_else(|p| p.into_inner()).send(value);
+            if let Err(mpsc::SendError(value)) = sent {
+                std::mem::forget(value);
+            }
+        }
+        None => std::mem::forget(value),
+    }
+}
+
+/// For `Drop` impls of handles that call the plugin when dropped: inside a plugin callback,
+/// hands `$moved` (the handle's contents, moved out of `self` into a new value of the same
+/// type, whose own drop then runs on the release thread) to the release thread and returns.
+macro_rules! release_if_in_callback {
+    ($moved:expr) => {
+        if $crate::release::in_plugin_callback() {
+            $crate::release::release_later($moved);
+            return;
+        }
+    };
+}
+pub(crate) use release_if_in_callback;
+
+/// Drops `value` now, or on the release thread when called inside a plugin callback.
+pub(crate) fn drop_outside_plugin<T: Send + 'static>(value: T) {
+    if in_plugin_callback() {
+        release_later(value);
+    } else {
+        drop(value);
+    }
+}
+
+/// Blocks until everything handed to the release thread before this call has been dropped
+/// (for tests, and for callers that want released handles gone before they go on).
+pub fn flush_released() {
+    if in_plugin_callback() {
+        // The release thread may be waiting for this very callback's plugin: never block here.
+        return;
+    }
+    let (done, wait) = mpsc::channel::<()>();
+    struct Signal(Sender<()>);
+    impl Drop for Signal {
+        fn drop(&mut self) {
+            let _ = self.0.send(());
+        }
+    }
+    release_later(Signal(done));
+    if queue().is_some() {
+        let _ = wait.recv();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    use super::*;
+
+    struct Probe {
+        dropped_on: Arc<Mutex<Option<String>>>,
+    }
+
+    impl Drop for Probe {
+        fn drop(&mut self) {
+            *self.dropped_on.lock().unwrap() = std::thread::current().name().map(str::to_owned);
+        }
+    }
+
+    #[test]
+    fn values_dropped_inside_a_callback_go_to_the_release_thread() {
+        let dropped_on = Arc::new(Mutex::new(None));
+        assert!(!in_plugin_callback());
+        {
+            let _scope = CallbackScope::enter();
+            assert!(in_plugin_callback());
+            {
+                let _nested = CallbackScope::enter();
+                assert!(in_plugin_callback());
+            }
+            assert!(in_plugin_callback(), "nested scopes count");
+            drop_outside_plugin(Probe { dropped_on: dropped_on.clone() });
+        }
+        assert!(!in_plugin_callback());
+        flush_released();
+        assert_eq!(dropped_on.lock().unwrap().as_deref(), Some("pjrt-release"));
+
+        // Outside a callback, at once and here.
+        let here = Arc::new(Mutex::new(None));
+        drop_outside_plugin(Probe { dropped_on: here.clone() });
+        assert_eq!(*here.lock().unwrap(), std::thread::current().name().map(str::to_owned));
+    }
+
+    #[test]
+    fn a_panicking_drop_does_not_stop_the_release_thread() {
+        struct Boom;
+        impl Drop for Boom {
+            fn drop(&mut self) {
+                panic!("boom in drop");
+            }
+        }
+        release_later(Boom);
+        let flag = Arc::new(AtomicBool::new(false));
+        struct Set(Arc<AtomicBool>);
+        impl Drop for Set {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        release_later(Set(flag.clone()));
+        flush_released();
+        assert!(flag.load(Ordering::SeqCst));
+    }
+}
