@@ -7,8 +7,15 @@
 //!
 //! Every member is gated by the extension's own `struct_size`: a member is read only when the
 //! plugin's struct is long enough to contain it, and called only when it is non-NULL; otherwise
-//! the call fails with [`Error::Unsupported`] naming the member. Extensions of a type this crate
-//! does not know are listed as [`ExtensionKind::Other`] and otherwise ignored.
+//! the call fails with [`Error::Unsupported`] naming the member. Members are read by byte offset
+//! inside the plugin's `struct_size`; no reference to (or place of) a whole extension struct is
+//! ever formed, since the plugin's may be shorter than the one declared. Extensions of a type this
+//! crate does not know are listed as [`ExtensionKind::Other`] and otherwise ignored.
+//!
+//! Extension structs have no version field, and some older forms put other functions where the
+//! declared members are (see [`crate::sys::Extension::OLDER_FORM`]): a node in such a form is
+//! listed ([`ExtensionInfo::older_form`]) and its typed view exists, but it reports no member and
+//! every call fails with [`Error::Unsupported`] naming the older form.
 //!
 //! Safe calls exist for the extensions the CPU plugins expose: Layouts ([`LayoutsExtension`]),
 //! MemoryDescriptions ([`MemoryDescriptionsExtension`]), Shardings ([`ShardingsExtension`]),
@@ -33,6 +40,7 @@
 
 use std::ffi::{c_char, c_void};
 use std::fmt;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use crate::api::{pjrt_call, slice_from_raw, string_from_raw, Api};
@@ -139,6 +147,30 @@ pub struct ExtensionInfo {
     pub kind: ExtensionKind,
     /// The size the plugin gives its struct: which members it provides.
     pub struct_size: usize,
+    /// Whether the node is a known older form of its extension whose members are other
+    /// functions than the declared ones (e.g. a Layouts node shorter than 56 bytes): listed,
+    /// never used.
+    pub older_form: bool,
+}
+
+/// Whether a node of a declared extension type is that extension's known older form.
+fn is_older_form(type_: sys::PJRT_Extension_Type, struct_size: usize) -> bool {
+    fn check<E: Extension>(type_: sys::PJRT_Extension_Type, struct_size: usize) -> Option<bool> {
+        (type_ == E::TYPE).then(|| E::is_older_form(struct_size))
+    }
+    check::<sys::PJRT_Layouts_Extension>(type_, struct_size)
+        .or_else(|| check::<sys::PJRT_MemoryDescriptions_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_Shardings_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_FFI_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_PhaseCompile_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_Xla_Transform_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_Stream_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_Gpu_Custom_Call>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_Profiler_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_Triton_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_Callback_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_RawBuffer_Extension>(type_, struct_size))
+        .unwrap_or(false)
 }
 
 /// A node read from the chain.
@@ -149,12 +181,28 @@ struct Node {
     struct_size: usize,
 }
 
-/// Walks a chain from `start`: stops at NULL, at a node seen before, at a node too short to hold
-/// its `next` field, or after [`MAX_CHAIN_LENGTH`] nodes.
+/// Reads a `T` at byte `offset` of a plugin struct, unaligned, without forming a reference to or
+/// a place of the struct.
 ///
 /// # Safety
-/// `start` must be NULL or point to a readable `PJRT_Extension_Base`, and so must every `next`
-/// of a node whose `struct_size` covers the whole base.
+/// `offset + size_of::<T>()` bytes from `ptr` must be readable (inside the plugin's struct), and
+/// any bit pattern there must be a valid `T` (integers, raw pointers, `Option<fn>`).
+unsafe fn read_at<T: Copy>(ptr: *const u8, offset: usize) -> T {
+    // SAFETY: guaranteed by the caller.
+    unsafe { ptr.add(offset).cast::<T>().read_unaligned() }
+}
+
+const BASE_TYPE_OFFSET: usize = std::mem::offset_of!(sys::PJRT_Extension_Base, type_);
+const BASE_NEXT_OFFSET: usize = std::mem::offset_of!(sys::PJRT_Extension_Base, next);
+
+/// Walks a chain from `start`: stops at NULL, at a node seen before, at a node too short to hold
+/// its `next` field, or after [`MAX_CHAIN_LENGTH`] nodes. A node too short even for its `type`
+/// is not listed. Each field of a base is read only when the node's `struct_size` covers it.
+///
+/// # Safety
+/// `start` must be NULL or point to a node readable for its own `struct_size` (and at least the
+/// 8 bytes of `struct_size`), and so must every `next` of a node whose `struct_size` covers the
+/// whole base.
 unsafe fn walk(start: *mut sys::PJRT_Extension_Base) -> Vec<Node> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut current = start;
@@ -162,17 +210,22 @@ unsafe fn walk(start: *mut sys::PJRT_Extension_Base) -> Vec<Node> {
         if nodes.len() >= MAX_CHAIN_LENGTH || nodes.iter().any(|n| n.ptr == ptr) {
             break;
         }
-        let base = ptr.as_ptr();
-        // SAFETY: guaranteed by the caller: `base` points to a readable base.
-        let (struct_size, type_) =
-            unsafe { (std::ptr::addr_of!((*base).struct_size).read(), std::ptr::addr_of!((*base).type_).read()) };
+        let bytes = ptr.as_ptr() as *const u8;
+        // SAFETY: guaranteed by the caller: a node's `struct_size` (offset 0) is readable.
+        let struct_size: usize = unsafe { read_at(bytes, 0) };
+        if struct_size < BASE_TYPE_OFFSET + std::mem::size_of::<sys::PJRT_Extension_Type>() {
+            // Malformed: not even `type` is part of this node.
+            break;
+        }
+        // SAFETY: `type` lies inside the node (checked just above); an int32 newtype.
+        let type_: sys::PJRT_Extension_Type = unsafe { read_at(bytes, BASE_TYPE_OFFSET) };
         nodes.push(Node { ptr, type_, struct_size });
-        if struct_size < std::mem::size_of::<sys::PJRT_Extension_Base>() {
+        if struct_size < BASE_NEXT_OFFSET + std::mem::size_of::<*mut sys::PJRT_Extension_Base>() {
             // Malformed: `next` is not part of this node.
             break;
         }
-        // SAFETY: the node is at least a whole base, so `next` lies inside it.
-        current = unsafe { std::ptr::addr_of!((*base).next).read() };
+        // SAFETY: `next` lies inside the node (checked just above); a raw pointer.
+        current = unsafe { read_at(bytes, BASE_NEXT_OFFSET) };
     }
     nodes
 }
@@ -186,7 +239,7 @@ fn chain(api: &Api) -> Vec<Node> {
     // `extension_start` (offset 8). The plugin's chain is static data that lives as long as the
     // plugin (never unloaded), as the API requires.
     unsafe {
-        let start = std::ptr::addr_of!((*api.raw()).extension_start).read();
+        let start = read_at(api.raw() as *const u8, std::mem::offset_of!(sys::PJRT_Api, extension_start));
         walk(start)
     }
 }
@@ -194,7 +247,11 @@ fn chain(api: &Api) -> Vec<Node> {
 fn infos(api: &Api) -> Vec<ExtensionInfo> {
     chain(api)
         .into_iter()
-        .map(|n| ExtensionInfo { kind: ExtensionKind::from_raw(n.type_), struct_size: n.struct_size })
+        .map(|n| ExtensionInfo {
+            kind: ExtensionKind::from_raw(n.type_),
+            struct_size: n.struct_size,
+            older_form: is_older_form(n.type_, n.struct_size),
+        })
         .collect()
 }
 
@@ -229,16 +286,20 @@ unsafe impl<E: Extension> Send for ExtensionRef<'_, E> {}
 // SAFETY: as above; the view has no interior mutability.
 unsafe impl<E: Extension> Sync for ExtensionRef<'_, E> {}
 
-/// Reads a member after checking that the plugin's struct contains it, and evaluates to the
-/// non-NULL function pointer; returns `Error::Unsupported` from the enclosing function otherwise.
+/// The type of a field, known without forming any place or reference of the struct (the closure
+/// is never called).
+fn field_type<E, T>(_field: fn(&E) -> &T) -> PhantomData<T> {
+    PhantomData
+}
+
+/// Reads a member after checking that the plugin's struct contains it (and is not an older form),
+/// and evaluates to the non-NULL function pointer; returns `Error::Unsupported` from the enclosing
+/// function otherwise.
 macro_rules! ext_fn {
     ($ext:expr, $ty:ty, $field:ident) => {{
         const OFFSET: usize = ::core::mem::offset_of!($ty, $field);
         let ext: &ExtensionRef<'_, $ty> = $ext;
-        ext.gate(OFFSET)?;
-        // SAFETY: `gate` checked that the member lies within the plugin's struct_size, i.e.
-        // inside the plugin's extension struct.
-        let function = unsafe { ::core::ptr::addr_of!((*ext.ptr.as_ptr()).$field).read() };
+        let function = ext.read_member(OFFSET, field_type::<$ty, _>(|e| &e.$field))?;
         match function {
             Some(function) => (function, ext.member_name(OFFSET)),
             None => return Err(ext.unsupported(OFFSET)),
@@ -265,8 +326,15 @@ impl<'p, E: Extension> ExtensionRef<'p, E> {
         self.ptr.as_ptr()
     }
 
+    /// Whether the plugin's struct is a known older form of the extension (see
+    /// [`Extension::OLDER_FORM`]): then no member is reported or called.
+    pub fn is_older_form(&self) -> bool {
+        E::is_older_form(self.struct_size)
+    }
+
     /// Whether the plugin provides the member `name` (its C name, e.g. `"type_register"`):
     /// declared by this crate, inside the plugin's struct, and not NULL (not zero, for data).
+    /// Never for a struct in an older form.
     pub fn has(&self, name: &str) -> bool {
         E::member(name).is_some_and(|m| self.present(m))
     }
@@ -277,12 +345,12 @@ impl<'p, E: Extension> ExtensionRef<'p, E> {
     }
 
     fn present(&self, member: &sys::ExtMember) -> bool {
-        if !member.within(self.struct_size) || member.size != std::mem::size_of::<usize>() {
+        if self.is_older_form() || !member.within(self.struct_size) || member.size != std::mem::size_of::<usize>() {
             return false;
         }
-        // SAFETY: the member lies inside the plugin's struct; every declared member is 8 bytes
-        // at an 8-aligned offset, read here as plain bits.
-        let bits = unsafe { (self.ptr.as_ptr() as *const u8).add(member.offset).cast::<usize>().read() };
+        // SAFETY: the member lies inside the plugin's struct_size (checked just above) and is 8
+        // bytes, read unaligned as plain bits.
+        let bits: usize = unsafe { read_at(self.ptr.as_ptr() as *const u8, member.offset) };
         bits != 0
     }
 
@@ -294,13 +362,28 @@ impl<'p, E: Extension> ExtensionRef<'p, E> {
         self.member_info(offset).error_name()
     }
 
-    /// `Ok` when the member at `offset` lies inside the plugin's struct.
+    /// `Ok` when the member at `offset` lies inside the plugin's struct and the struct is not an
+    /// older form.
     fn gate(&self, offset: usize) -> Result<()> {
+        if let (true, Some(form)) = (self.is_older_form(), E::OLDER_FORM) {
+            return Err(self.api.unsupported_feature(form.description, form.declared_since_minor));
+        }
         if self.member_info(offset).within(self.struct_size) {
             Ok(())
         } else {
             Err(self.unsupported(offset))
         }
+    }
+
+    /// Reads the member at `offset` (of type `T`, as declared) after [`Self::gate`].
+    fn read_member<T: Copy>(&self, offset: usize, _type: PhantomData<T>) -> Result<T> {
+        self.gate(offset)?;
+        let member = self.member_info(offset);
+        assert_eq!(member.size, std::mem::size_of::<T>(), "{} is read as its declared type", member.qualified_name);
+        // SAFETY: `gate` checked that the member lies inside the plugin's struct_size, and its size
+        // is that of `T` (asserted); every declared member type (`Option<fn>`, raw pointers,
+        // integers) is valid for any bits the plugin stores there.
+        Ok(unsafe { read_at(self.ptr.as_ptr() as *const u8, offset) })
     }
 
     #[cold]
@@ -324,6 +407,7 @@ impl<E: Extension> fmt::Debug for ExtensionRef<'_, E> {
         f.debug_struct("ExtensionRef")
             .field("extension", &E::NAME)
             .field("struct_size", &self.struct_size)
+            .field("older_form", &self.is_older_form())
             .field("members", &self.members())
             .finish()
     }
@@ -955,10 +1039,9 @@ impl<'p> ProfilerExtension<'p> {
     /// The plugin's profiler table (`PLUGIN_Profiler_Api`, not declared by this crate), if the
     /// plugin's struct contains it and it is not NULL.
     pub fn profiler_api(&self) -> Option<*mut sys::PLUGIN_Profiler_Api> {
-        const OFFSET: usize = std::mem::offset_of!(sys::PJRT_Profiler_Extension, profiler_api);
-        self.gate(OFFSET).ok()?;
-        // SAFETY: the member lies inside the plugin's struct (gated just above).
-        let api = unsafe { std::ptr::addr_of!((*self.ptr.as_ptr()).profiler_api).read() };
+        type P = sys::PJRT_Profiler_Extension;
+        const OFFSET: usize = std::mem::offset_of!(P, profiler_api);
+        let api = self.read_member(OFFSET, field_type::<P, _>(|e| &e.profiler_api)).ok()?;
         (!api.is_null()).then_some(api)
     }
 }
@@ -971,11 +1054,17 @@ mod tests {
     /// A fake function table with nothing but a header: enough for `Api` (errors are never
     /// produced by the fake extension functions below).
     fn fake_api(minor: i32) -> Api {
+        fake_api_with_chain(minor, std::ptr::null_mut())
+    }
+
+    /// The same, with an extension chain starting at `start`.
+    fn fake_api_with_chain(minor: i32, start: *mut sys::PJRT_Extension_Base) -> Api {
         // SAFETY: every field of `PJRT_Api` is an integer, a pointer or an `Option<fn>`, all
         // valid when zero.
         let table: &'static mut sys::PJRT_Api = Box::leak(Box::new(unsafe { std::mem::zeroed() }));
         table.struct_size = std::mem::size_of::<sys::PJRT_Api>();
         table.pjrt_api_version.minor_version = minor;
+        table.extension_start = start;
         // SAFETY: the table is leaked, so valid for the rest of the process.
         unsafe { Api::new(NonNull::from(table)) }.expect("a valid fake table")
     }
@@ -1016,15 +1105,25 @@ mod tests {
 
     #[test]
     fn members_beyond_struct_size_are_never_read_or_called() {
-        // Only the first two members (Destroy, Serialize) are inside the plugin's struct; the
-        // bytes after it hold valid-looking pointers that must be ignored.
-        let mut short = full_layouts(40);
+        // Only the first five members (up to Topology_GetDefaultLayout, the 0.75 form) are inside
+        // the plugin's struct; the bytes after it hold valid-looking pointers that must be ignored.
+        let mut short = full_layouts(64);
         let ext = view(115, &mut short);
         assert!(ext.has("PJRT_Layouts_MemoryLayout_Destroy"));
-        assert!(ext.has("PJRT_Layouts_MemoryLayout_Serialize"));
-        assert!(!ext.has("PJRT_Layouts_PJRT_Client_GetDefaultLayout"));
+        assert!(ext.has("PJRT_Layouts_PJRT_Topology_GetDefaultLayout"));
+        assert!(!ext.has("PJRT_Layouts_PJRT_Executable_GetOutputLayouts"));
         assert!(!ext.has("no_such_member"));
-        assert_eq!(ext.members(), ["PJRT_Layouts_MemoryLayout_Destroy", "PJRT_Layouts_MemoryLayout_Serialize"]);
+        assert!(!ext.is_older_form());
+        assert_eq!(
+            ext.members(),
+            [
+                "PJRT_Layouts_MemoryLayout_Destroy",
+                "PJRT_Layouts_MemoryLayout_Serialize",
+                "PJRT_Layouts_PJRT_Client_GetDefaultLayout",
+                "PJRT_Layouts_PJRT_Buffer_MemoryLayout",
+                "PJRT_Layouts_PJRT_Topology_GetDefaultLayout",
+            ]
+        );
 
         let before = CALLS.load(Ordering::SeqCst);
         let fake_exe = NonNull::<sys::PJRT_Executable>::dangling().as_ptr();
@@ -1039,8 +1138,14 @@ mod tests {
             other => panic!("expected Unsupported, got {other:?}"),
         }
         // SAFETY: as above.
-        let err = unsafe { ext.buffer_layout_raw(NonNull::dangling().as_ptr()) }.unwrap_err();
-        assert!(matches!(err, Error::Unsupported { function: "PJRT_Layouts_PJRT_Buffer_MemoryLayout", .. }), "{err:?}");
+        let err = unsafe { ext.executable_layouts_raw(fake_exe, ExecutableSide::Outputs) }.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Unsupported { function: "PJRT_Layouts_PJRT_Executable_GetOutputLayouts", since_minor: 81, .. }
+            ),
+            "{err:?}"
+        );
         assert_eq!(CALLS.load(Ordering::SeqCst), before, "nothing beyond struct_size was called");
     }
 
@@ -1093,18 +1198,21 @@ mod tests {
             ),
             "{err:?}"
         );
-        // A short FFI struct: type_register inside, register_handler outside.
+        // A short FFI struct (version 2 before 0.73): register_handler outside.
         let mut ffi = sys::PJRT_FFI_Extension {
-            base: base(sys::PJRT_Extension_Type::FFI, 32),
+            base: base(sys::PJRT_Extension_Type::FFI, 40),
             type_register: Some(counting),
             user_data_add: Some(counting),
             register_handler: Some(counting),
         };
         let ext = view(106, &mut ffi);
-        assert_eq!(ext.members(), ["type_register"]);
+        assert_eq!(ext.members(), ["type_register", "user_data_add"]);
         // SAFETY: refused before the handler is used.
         let err = unsafe { ext.register_handler("t", "Host", std::ptr::null_mut(), false) }.unwrap_err();
-        assert!(matches!(err, Error::Unsupported { function: "PJRT_FFI_Extension.register_handler", .. }), "{err:?}");
+        assert!(
+            matches!(err, Error::Unsupported { function: "PJRT_FFI_Extension.register_handler", since_minor: 73, .. }),
+            "{err:?}"
+        );
     }
 
     #[test]
@@ -1172,5 +1280,133 @@ mod tests {
         // The fake table's extension_start is NULL anyway; what matters is that it is not read.
         assert!(infos(&api).is_empty());
         assert!(find::<sys::PJRT_Layouts_Extension>(&api).is_none());
+    }
+    // ---- older forms ----------------------------------------------------------------------
+
+    /// An early-form Layouts node: the base and one function at offset 24 (32 bytes in all,
+    /// nothing after it).
+    #[repr(C)]
+    struct EarlyLayouts {
+        base: sys::PJRT_Extension_Base,
+        get_memory_layout: sys::ExtFn<sys::PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args>,
+    }
+
+    static EARLY_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn early_get_memory_layout(
+        _args: *mut sys::PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args,
+    ) -> *mut sys::PJRT_Error {
+        EARLY_CALLS.fetch_add(1, Ordering::SeqCst);
+        std::ptr::null_mut()
+    }
+
+    #[test]
+    fn an_early_form_layouts_struct_is_listed_but_none_of_its_members_is_used() {
+        let early: &'static mut EarlyLayouts = Box::leak(Box::new(EarlyLayouts {
+            base: base(sys::PJRT_Extension_Type::Layouts, 32),
+            get_memory_layout: Some(early_get_memory_layout),
+        }));
+        assert_eq!(std::mem::size_of::<EarlyLayouts>(), 32);
+        let api: &'static Api = Box::leak(Box::new(fake_api_with_chain(115, std::ptr::addr_of_mut!(early.base))));
+
+        // Listed, with its size, and marked as the older form.
+        assert_eq!(infos(api), [ExtensionInfo { kind: ExtensionKind::Layouts, struct_size: 32, older_form: true }]);
+
+        // The typed view exists but reports nothing: the pointer at offset 24 is not Destroy.
+        let ext = find::<sys::PJRT_Layouts_Extension>(api).expect("a view of the early form");
+        assert!(ext.is_older_form());
+        assert!(!ext.has("PJRT_Layouts_MemoryLayout_Destroy"));
+        assert!(ext.members().is_empty(), "{ext:?}");
+
+        // Every call refuses, naming the early form, and nothing is called.
+        let fake = NonNull::dangling().as_ptr();
+        // SAFETY: refused before anything is called with the dangling pointers.
+        let errors = unsafe {
+            [
+                ext.buffer_layout_raw(fake).unwrap_err(),
+                ext.executable_layouts_raw(NonNull::dangling().as_ptr(), ExecutableSide::Outputs).unwrap_err(),
+                ext.serialize(NonNull::dangling().as_ptr()).unwrap_err(),
+            ]
+        };
+        for err in errors {
+            match &err {
+                Error::Unsupported { function, since_minor: 51, plugin_minor: 115, .. } => {
+                    assert!(function.starts_with("PJRT_Layouts_Extension (an early form"), "{err}");
+                }
+                other => panic!("expected Unsupported naming the early form, got {other:?}"),
+            }
+        }
+        assert_eq!(EARLY_CALLS.load(Ordering::SeqCst), 0, "the early form's function was never called");
+
+        // A 56-byte node is the first usable form.
+        let mut usable = full_layouts(56);
+        let ext = view(115, &mut usable);
+        assert!(!ext.is_older_form());
+        assert_eq!(ext.members().len(), 4);
+    }
+
+    /// A version-1 FFI node: `{base, user_data_add}` (32 bytes, nothing after it).
+    #[repr(C)]
+    struct FfiV1 {
+        base: sys::PJRT_Extension_Base,
+        user_data_add: sys::ExtFn<sys::PJRT_FFI_UserData_Add_Args_V2>,
+    }
+
+    static FFI_V1_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn ffi_v1_user_data_add(_args: *mut sys::PJRT_FFI_UserData_Add_Args_V2) -> *mut sys::PJRT_Error {
+        FFI_V1_CALLS.fetch_add(1, Ordering::SeqCst);
+        std::ptr::null_mut()
+    }
+
+    #[test]
+    fn a_version_1_ffi_struct_is_listed_but_its_user_data_add_is_never_taken_for_type_register() {
+        let v1: &'static mut FfiV1 = Box::leak(Box::new(FfiV1 {
+            base: base(sys::PJRT_Extension_Type::FFI, 32),
+            user_data_add: Some(ffi_v1_user_data_add),
+        }));
+        let api: &'static Api = Box::leak(Box::new(fake_api_with_chain(53, std::ptr::addr_of_mut!(v1.base))));
+        assert_eq!(infos(api), [ExtensionInfo { kind: ExtensionKind::Ffi, struct_size: 32, older_form: true }]);
+        let ext = find::<sys::PJRT_FFI_Extension>(api).unwrap();
+        assert!(ext.is_older_form());
+        assert!(!ext.has("type_register"));
+        assert!(ext.members().is_empty());
+        let err = ext.register_type("t").unwrap_err();
+        assert!(
+            matches!(err, Error::Unsupported { function, since_minor: 54, plugin_minor: 53, .. }
+                if function.starts_with("PJRT_FFI_Extension (version 1")),
+            "{err:?}"
+        );
+        assert_eq!(FFI_V1_CALLS.load(Ordering::SeqCst), 0);
+    }
+
+    // ---- reads stay inside struct_size --------------------------------------------------------
+
+    #[test]
+    fn members_are_read_only_inside_struct_size() {
+        // Exactly 40 bytes of FFI struct (heap, nothing after it): the two members inside are
+        // read, the third (offset 40) never.
+        let words: &'static mut [usize; 5] = Box::leak(Box::new([40, 5, 0, 0, 0]));
+        words[3] = counting::<sys::PJRT_FFI_Type_Register_Args> as *const () as usize;
+        words[4] = counting::<sys::PJRT_FFI_UserData_Add_Args> as *const () as usize;
+        let api: &'static Api = Box::leak(Box::new(fake_api(115)));
+        let ptr = NonNull::from(words).cast::<sys::PJRT_FFI_Extension>();
+        // SAFETY: 40 readable bytes, the node's struct_size.
+        let ext = unsafe { ExtensionRef::new(api, ptr, 40) };
+        assert_eq!(ext.members(), ["type_register", "user_data_add"]);
+        // SAFETY: refused before the handler is used.
+        let err = unsafe { ext.register_handler("t", "Host", std::ptr::null_mut(), false) }.unwrap_err();
+        assert!(matches!(err, Error::Unsupported { function: "PJRT_FFI_Extension.register_handler", .. }), "{err:?}");
+
+        // A chain node of 8 bytes holds only its struct_size: its type is never read, and it is
+        // not listed; one of 12 bytes is listed but its `next` is never read.
+        let tiny: &'static mut usize = Box::leak(Box::new(8));
+        // SAFETY: 8 readable bytes, the node's struct_size.
+        assert!(unsafe { walk((tiny as *mut usize).cast()) }.is_empty());
+        let short: &'static mut [u32; 3] = Box::leak(Box::new([12, 0, sys::PJRT_Extension_Type::Shardings.0 as u32]));
+        // SAFETY: 12 readable bytes, the node's struct_size.
+        let nodes = unsafe { walk((short as *mut [u32; 3]).cast()) };
+        assert_eq!(nodes.len(), 1);
+        assert_eq!((nodes[0].type_, nodes[0].struct_size), (sys::PJRT_Extension_Type::Shardings, 12));
     }
 }

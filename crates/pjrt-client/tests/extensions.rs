@@ -24,6 +24,12 @@ fn the_chain_matches_what_each_plugin_exposes() {
         chain(&p106.extensions()),
         [(Shardings, 40), (PhaseCompile, 64), (Ffi, 48), (MemoryDescriptions, 40), (Layouts, 80)]
     );
+    // No node of either plugin is a known older form.
+    for plugin in [&p115, &p106] {
+        assert!(plugin.extensions().iter().all(|i| !i.older_form), "{:?}", plugin.extensions());
+        assert!(!plugin.layouts_extension().unwrap().is_older_form());
+        assert!(!plugin.ffi_extension().unwrap().is_older_form());
+    }
 }
 
 #[test]
