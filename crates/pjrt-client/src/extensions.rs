@@ -15,7 +15,9 @@
 //! Extension structs have no version field, and some older forms put other functions where the
 //! declared members are (see [`crate::sys::Extension::OLDER_FORM`]): a node in such a form is
 //! listed ([`ExtensionInfo::older_form`]) and its typed view exists, but it reports no member and
-//! every call fails with [`Error::Unsupported`] naming the older form.
+//! every call fails with [`Error::Unsupported`] naming the older form. An older form of the same
+//! size whose args differ (MemoryDescriptions version 0) is handled by sending args valid for
+//! every form; see [`MemoryDescriptionsExtension::device_memory_descriptions`].
 //!
 //! Safe calls exist for the extensions the CPU plugins expose: Layouts ([`LayoutsExtension`]),
 //! MemoryDescriptions ([`MemoryDescriptionsExtension`]), Shardings ([`ShardingsExtension`]),
@@ -784,12 +786,35 @@ pub struct MemoryDescription {
     pub kind: String,
     /// The kind's id.
     pub kind_id: i32,
-    /// Whether this is the device's default memory.
+    /// Whether this is the device's default memory. Never set by plugins of extension version 0
+    /// (0.59–0.60), which report no default.
     pub is_default: bool,
+}
+
+/// Pre-filled into `default_memory_index` before the call: a version-0 plugin (0.59, no such
+/// field) leaves it as it is. No plugin writes it: a valid index is below the number of
+/// descriptions, and "no default" is `SIZE_MAX`.
+const DEFAULT_INDEX_NOT_WRITTEN: usize = usize::MAX - 1;
+
+/// The default description's index from what the plugin left in `default_memory_index`: `None`
+/// when not written (version 0), `SIZE_MAX` ("no default"), or not an index into `count`
+/// descriptions.
+fn default_memory_index(raw: usize, count: usize) -> Option<usize> {
+    match raw {
+        DEFAULT_INDEX_NOT_WRITTEN | usize::MAX => None,
+        index if index < count => Some(index),
+        _ => None,
+    }
 }
 
 impl<'p> MemoryDescriptionsExtension<'p> {
     /// The memory descriptions of a device (the CPU plugins report none).
+    ///
+    /// Extension version 0 (0.59) had the same struct size but args without
+    /// `default_memory_index`: the 48-byte version-1 args are sent to both, with the index
+    /// pre-filled with a value no plugin writes, so a version-0 plugin's descriptions come back
+    /// with no default (rather than the first one). An index that is not below the number of
+    /// descriptions also means no default.
     pub fn device_memory_descriptions(&self, device: &Device<'_>) -> Result<Vec<MemoryDescription>> {
         let api = device.client().api();
         self.same_plugin(api)?;
@@ -826,14 +851,16 @@ impl<'p> MemoryDescriptionsExtension<'p> {
         let (get, name) = ext_fn!(self, M, PJRT_DeviceDescription_MemoryDescriptions);
         let mut args = sys::PJRT_DeviceDescription_MemoryDescriptions_Args::new();
         args.device_description = description;
-        // SAFETY: args built with `Args::new`; the description is owned by the device's client,
-        // which the borrowed device keeps alive.
+        args.default_memory_index = DEFAULT_INDEX_NOT_WRITTEN;
+        // SAFETY: args built with `Args::new` (48 bytes, which a version-0 plugin also accepts:
+        // its 40-byte args are a prefix); the description is live (caller's contract).
         self.api.check(unsafe { get(&mut args) }, name)?;
         // SAFETY: an array owned by the device description.
         let descriptions = unsafe { slice_from_raw(args.memory_descriptions, args.num_memory_descriptions) };
         if descriptions.is_empty() {
             return Ok(Vec::new());
         }
+        let default = default_memory_index(args.default_memory_index, descriptions.len());
         let (kind_fn, kind_name) = ext_fn!(self, M, PJRT_MemoryDescription_Kind);
         let mut out = Vec::with_capacity(descriptions.len());
         for (i, d) in descriptions.iter().enumerate() {
@@ -845,7 +872,7 @@ impl<'p> MemoryDescriptionsExtension<'p> {
                 // SAFETY: the string lives as long as the memory description.
                 kind: unsafe { string_from_raw(kind.kind, kind.kind_size) },
                 kind_id: kind.kind_id,
-                is_default: args.default_memory_index == i,
+                is_default: default == Some(i),
             });
         }
         Ok(out)
@@ -1378,6 +1405,91 @@ mod tests {
             "{err:?}"
         );
         assert_eq!(FFI_V1_CALLS.load(Ordering::SeqCst), 0);
+    }
+
+    // ---- MemoryDescriptions version 0 and 1 -------------------------------------------------
+
+    static MEMORY_A: u8 = 0;
+    static MEMORY_B: u8 = 0;
+
+    struct Descriptions([*const sys::PJRT_MemoryDescription; 2]);
+    // SAFETY: two addresses of statics, never written through.
+    unsafe impl Sync for Descriptions {}
+    static DESCRIPTIONS: Descriptions = Descriptions([
+        &MEMORY_A as *const u8 as *const sys::PJRT_MemoryDescription,
+        &MEMORY_B as *const u8 as *const sys::PJRT_MemoryDescription,
+    ]);
+
+    /// Version 0: reads and writes only its 40-byte args (no `default_memory_index`); refuses
+    /// (by writing no descriptions) args shorter than that.
+    unsafe extern "C" fn describe_v0(
+        args: *mut sys::PJRT_DeviceDescription_MemoryDescriptions_Args,
+    ) -> *mut sys::PJRT_Error {
+        let bytes = args as *mut u8;
+        // SAFETY: struct_size at 0 of the caller's args.
+        let size = unsafe { bytes.cast::<usize>().read() };
+        if size >= 40 {
+            // SAFETY: the two out fields lie inside the 40 bytes checked just above.
+            unsafe {
+                bytes.add(24).cast::<*const *const sys::PJRT_MemoryDescription>().write(DESCRIPTIONS.0.as_ptr());
+                bytes.add(32).cast::<usize>().write(2);
+            }
+        }
+        std::ptr::null_mut()
+    }
+
+    /// Version 1 writing `INDEX` as the default (SIZE_MAX: none).
+    unsafe extern "C" fn describe_v1<const INDEX: usize>(
+        args: *mut sys::PJRT_DeviceDescription_MemoryDescriptions_Args,
+    ) -> *mut sys::PJRT_Error {
+        // SAFETY: the caller's args; fields written only when its struct_size covers them.
+        unsafe {
+            if (*args).struct_size >= 48 {
+                (*args).memory_descriptions = DESCRIPTIONS.0.as_ptr();
+                (*args).num_memory_descriptions = 2;
+                (*args).default_memory_index = INDEX;
+            }
+        }
+        std::ptr::null_mut()
+    }
+
+    unsafe extern "C" fn kind(args: *mut sys::PJRT_MemoryDescription_Kind_Args) -> *mut sys::PJRT_Error {
+        // SAFETY: the caller's args, 44 bytes.
+        unsafe {
+            let a = (*args).memory_description == DESCRIPTIONS.0[0];
+            let kind: &'static str = if a { "device" } else { "pinned_host" };
+            (*args).kind = kind.as_ptr() as *const c_char;
+            (*args).kind_size = kind.len();
+            (*args).kind_id = if a { 0 } else { 1 };
+        }
+        std::ptr::null_mut()
+    }
+
+    fn defaults(describe: sys::ExtFn<sys::PJRT_DeviceDescription_MemoryDescriptions_Args>) -> Vec<(String, bool)> {
+        let mut ext = sys::PJRT_MemoryDescriptions_Extension {
+            base: base(sys::PJRT_Extension_Type::MemoryDescriptions, 40),
+            PJRT_DeviceDescription_MemoryDescriptions: describe,
+            PJRT_MemoryDescription_Kind: Some(kind),
+        };
+        let ext = view(115, &mut ext);
+        // SAFETY: the fake functions never use the description.
+        let descriptions = unsafe { ext.memory_descriptions_raw(NonNull::dangling().as_ptr()) }.unwrap();
+        descriptions.into_iter().map(|d| (d.kind, d.is_default)).collect()
+    }
+
+    #[test]
+    fn a_version_0_memory_descriptions_plugin_reports_no_default() {
+        let none = [("device".to_owned(), false), ("pinned_host".to_owned(), false)];
+        // Version 0 never writes default_memory_index: not "memory 0 is the default".
+        assert_eq!(defaults(Some(describe_v0)), none);
+        // Version 1: SIZE_MAX is no default; an index past the descriptions is no default (and
+        // no panic); a valid index marks that memory.
+        assert_eq!(defaults(Some(describe_v1::<{ usize::MAX }>)), none);
+        assert_eq!(defaults(Some(describe_v1::<2>)), none);
+        assert_eq!(defaults(Some(describe_v1::<{ usize::MAX - 1 }>)), none);
+        assert_eq!(defaults(Some(describe_v1::<1>)), [("device".to_owned(), false), ("pinned_host".to_owned(), true)]);
+        assert_eq!(defaults(Some(describe_v1::<0>)), [("device".to_owned(), true), ("pinned_host".to_owned(), false)]);
+        assert_eq!(default_memory_index(0, 0), None);
     }
 
     // ---- reads stay inside struct_size --------------------------------------------------------
