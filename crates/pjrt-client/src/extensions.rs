@@ -15,9 +15,10 @@
 //! Extension structs have no version field, and some older forms put other functions where the
 //! declared members are (see [`crate::sys::Extension::OLDER_FORM`]): a node in such a form is
 //! listed ([`ExtensionInfo::older_form`]) and its typed view exists, but it reports no member and
-//! every call fails with [`Error::Unsupported`] naming the older form. An older form of the same
-//! size whose args differ (MemoryDescriptions version 0) is handled by sending args valid for
-//! every form; see [`MemoryDescriptionsExtension::device_memory_descriptions`].
+//! every call fails with [`Error::Unsupported`] naming the older form. Older forms of the same
+//! size that differ only in their args (FFI version 2, MemoryDescriptions version 0) are handled
+//! by sending args valid for every form; see [`FfiExtension`] and
+//! [`MemoryDescriptionsExtension::device_memory_descriptions`].
 //!
 //! Safe calls exist for the extensions the CPU plugins expose: Layouts ([`LayoutsExtension`]),
 //! MemoryDescriptions ([`MemoryDescriptionsExtension`]), Shardings ([`ShardingsExtension`]),
@@ -944,6 +945,21 @@ unsafe fn read_shardings(count: usize, shardings: *const *const c_char, sizes: *
 // FFI
 // ---------------------------------------------------------------------------------------------
 
+/// # Versions
+///
+/// The FFI extension struct has the same size (48 bytes) in versions 2 and 3, and nothing in it
+/// tells them apart, so every call sends args that are correct for both (see
+/// [`sys::PJRT_FFI_Extension`]):
+/// * type registration sends the version-3 [`sys::PJRT_FFI_Type_Register_Args`] (48 bytes) with
+///   a non-NULL, zeroed `type_info` (version 3 reads it unconditionally); a version-2 plugin reads
+///   the first 40 bytes, which are its [`sys::PJRT_FFI_TypeID_Register_Args`];
+/// * adding user data sends [`sys::PJRT_FFI_UserData_Add_Args_V2`] (48 bytes) whose user data has
+///   a NULL deleter: a version-2 plugin reads all of it (and has nothing to delete), a version-3
+///   one reads `type_id` and `data` at the same offsets;
+/// * handler registration args are the same in both.
+///
+/// A version-1 struct (0.53, 32 bytes, `user_data_add` where `type_register` is declared) is an
+/// older form: listed, never used.
 impl<'p> FfiExtension<'p> {
     /// Registers an external FFI type by name in the plugin's (process-wide) type registry and
     /// returns the id the plugin assigned. Objects of this type get no deleter.
@@ -952,23 +968,63 @@ impl<'p> FfiExtension<'p> {
     }
 
     /// Registers an external FFI type under a caller-chosen `type_id` (0: let the plugin
-    /// assign one) and returns the id in effect.
+    /// assign one) and returns the id in effect: plugins older than 0.67 assign their own id
+    /// whatever `type_id` says.
     pub fn register_type_with_id(&self, name: &str, type_id: i64) -> Result<i64> {
         let (register, fn_name) = ext_fn!(self, sys::PJRT_FFI_Extension, type_register);
-        // The plugin reads the type info unconditionally (copying the deleter): never NULL.
+        // Version 3 reads the type info unconditionally (copying the deleter): never NULL.
+        // Version 2 reads the first 40 bytes of these args, its whole args struct.
         let mut info = sys::PJRT_FFI_Type_Info::default();
         let mut args = sys::PJRT_FFI_Type_Register_Args::new();
         args.type_name = name.as_ptr() as *const c_char;
         args.type_name_size = name.len();
         args.type_id = type_id;
         args.type_info = &mut info;
-        // SAFETY: args built with `Args::new`; name and info outlive the call.
+        // SAFETY: args built with `Args::new` (48 bytes: the version-3 args, whose 40-byte prefix
+        // is the version-2 args); name and info outlive the call; `type_info` is not NULL.
         self.api.check(unsafe { register(&mut args) }, fn_name)?;
         Ok(args.type_id)
     }
 
+    /// Adds user data for XLA FFI handlers to an execute context (`user_data_add`): handlers of
+    /// executions run with `context` find `data` under `type_id` (from [`Self::register_type`]).
+    /// The plugin does not take ownership of `data` (no deleter is passed).
+    ///
+    /// # Safety
+    /// `data` must point to an object of the type registered as `type_id` that stays valid, and
+    /// usable from the threads the plugin runs handlers on, for as long as any execution with
+    /// `context` may run a handler that reads it.
+    pub unsafe fn add_user_data(&self, context: &crate::ExecuteContext, type_id: i64, data: *mut c_void) -> Result<()> {
+        self.same_plugin(context.api())?;
+        // SAFETY: the context is alive (borrowed) and belongs to this plugin; `data` is the
+        // caller's contract.
+        unsafe { self.add_user_data_raw(context.as_raw(), type_id, data) }
+    }
+
+    /// # Safety
+    /// `context` must be a live execute context of this plugin; `data` as for
+    /// [`Self::add_user_data`].
+    unsafe fn add_user_data_raw(
+        &self,
+        context: *mut sys::PJRT_ExecuteContext,
+        type_id: i64,
+        data: *mut c_void,
+    ) -> Result<()> {
+        let (add, fn_name) = ext_fn!(self, sys::PJRT_FFI_Extension, user_data_add);
+        let mut args = sys::PJRT_FFI_UserData_Add_Args_V2::new();
+        args.context = context;
+        args.user_data = sys::PJRT_FFI_UserData_V2 { type_id, data, deleter: None };
+        // The member is declared with the version-3 args; the 48-byte version-2 args are valid
+        // for both versions (see the type's docs), so they are what is passed.
+        let args_ptr = (&mut args as *mut sys::PJRT_FFI_UserData_Add_Args_V2).cast::<sys::PJRT_FFI_UserData_Add_Args>();
+        // SAFETY: args built with `Args::new` with struct_size 48, at least what either version
+        // checks for; the first 40 bytes have the version-3 layout, the deleter is NULL; the
+        // context is live (caller's contract).
+        self.api.check(unsafe { add(args_ptr) }, fn_name)
+    }
+
     /// Registers an XLA FFI handler for the custom-call target `target_name` on `platform_name`
-    /// (e.g. `"Host"`, `"CUDA"`).
+    /// (e.g. `"Host"`, `"CUDA"`). The args are the same in versions 2 and 3 (from 0.73).
     ///
     /// # Safety
     /// `handler` must be a valid `XLA_FFI_Handler*` of the XLA FFI ABI the plugin was built with,
@@ -1404,6 +1460,9 @@ mod tests {
                 if function.starts_with("PJRT_FFI_Extension (version 1")),
             "{err:?}"
         );
+        // SAFETY: refused before the dangling context is used.
+        let err = unsafe { ext.add_user_data_raw(NonNull::dangling().as_ptr(), 1, std::ptr::null_mut()) }.unwrap_err();
+        assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
         assert_eq!(FFI_V1_CALLS.load(Ordering::SeqCst), 0);
     }
 
@@ -1490,6 +1549,109 @@ mod tests {
         assert_eq!(defaults(Some(describe_v1::<1>)), [("device".to_owned(), false), ("pinned_host".to_owned(), true)]);
         assert_eq!(defaults(Some(describe_v1::<0>)), [("device".to_owned(), true), ("pinned_host".to_owned(), false)]);
         assert_eq!(default_memory_index(0, 0), None);
+    }
+
+    // ---- FFI versions 2 and 3 ---------------------------------------------------------------
+
+    static FFI_V2_REGISTER_SIZE: AtomicUsize = AtomicUsize::new(0);
+    static FFI_V3_TYPE_INFO_SEEN: AtomicUsize = AtomicUsize::new(0);
+    static FFI_V2_ADD_SEEN: AtomicUsize = AtomicUsize::new(0);
+    static FFI_V3_ADD_SEEN: AtomicUsize = AtomicUsize::new(0);
+
+    /// Version 2: `type_id_register` reads only its 40-byte args, and refuses (by assigning no
+    /// id) anything shorter.
+    unsafe extern "C" fn ffi_v2_type_id_register(args: *mut sys::PJRT_FFI_Type_Register_Args) -> *mut sys::PJRT_Error {
+        let args = args.cast::<sys::PJRT_FFI_TypeID_Register_Args>();
+        // SAFETY: struct_size first; the rest only when covered.
+        unsafe {
+            let size = (*args).struct_size;
+            FFI_V2_REGISTER_SIZE.store(size, Ordering::SeqCst);
+            if size >= sys::PJRT_FFI_TypeID_Register_Args::STRUCT_SIZE {
+                let name = slice_from_raw((*args).type_name as *const u8, (*args).type_name_size);
+                if name == b"v2_type" && (*args).type_id == 0 {
+                    (*args).type_id = 2;
+                }
+            }
+        }
+        std::ptr::null_mut()
+    }
+
+    /// Version 3: needs 48 bytes and dereferences `type_info` unconditionally.
+    unsafe extern "C" fn ffi_v3_type_register(args: *mut sys::PJRT_FFI_Type_Register_Args) -> *mut sys::PJRT_Error {
+        // SAFETY: struct_size first; the rest only when covered.
+        unsafe {
+            if (*args).struct_size >= sys::PJRT_FFI_Type_Register_Args::STRUCT_SIZE {
+                let info = (*args).type_info;
+                if !info.is_null() {
+                    FFI_V3_TYPE_INFO_SEEN.fetch_add(1, Ordering::SeqCst);
+                    if (*info).deleter.is_none() && (*args).type_id == 0 {
+                        (*args).type_id = 3;
+                    }
+                }
+            }
+        }
+        std::ptr::null_mut()
+    }
+
+    /// Version 2: 48-byte args whose user data carries a deleter.
+    unsafe extern "C" fn ffi_v2_user_data_add(args: *mut sys::PJRT_FFI_UserData_Add_Args) -> *mut sys::PJRT_Error {
+        let args = args.cast::<sys::PJRT_FFI_UserData_Add_Args_V2>();
+        // SAFETY: struct_size first; the rest only when covered.
+        unsafe {
+            if (*args).struct_size >= sys::PJRT_FFI_UserData_Add_Args_V2::STRUCT_SIZE {
+                let u = (*args).user_data;
+                if u.type_id == 5 && u.data as usize == 0x1234 && u.deleter.is_none() {
+                    FFI_V2_ADD_SEEN.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
+        std::ptr::null_mut()
+    }
+
+    /// Version 3: 40-byte args, 16 bytes of user data.
+    unsafe extern "C" fn ffi_v3_user_data_add(args: *mut sys::PJRT_FFI_UserData_Add_Args) -> *mut sys::PJRT_Error {
+        // SAFETY: struct_size first; the rest only when covered.
+        unsafe {
+            if (*args).struct_size >= sys::PJRT_FFI_UserData_Add_Args::STRUCT_SIZE {
+                let u = (*args).user_data;
+                if u.type_id == 5 && u.data as usize == 0x1234 {
+                    FFI_V3_ADD_SEEN.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
+        std::ptr::null_mut()
+    }
+
+    #[test]
+    fn ffi_calls_send_args_valid_for_versions_2_and_3() {
+        let mut v2 = sys::PJRT_FFI_Extension {
+            base: base(sys::PJRT_Extension_Type::FFI, 48),
+            type_register: Some(ffi_v2_type_id_register),
+            user_data_add: Some(ffi_v2_user_data_add),
+            register_handler: None,
+        };
+        let mut v3 = sys::PJRT_FFI_Extension {
+            base: base(sys::PJRT_Extension_Type::FFI, 48),
+            type_register: Some(ffi_v3_type_register),
+            user_data_add: Some(ffi_v3_user_data_add),
+            register_handler: None,
+        };
+        let v2 = view(80, &mut v2);
+        let v3 = view(115, &mut v3);
+
+        assert_eq!(v2.register_type("v2_type").unwrap(), 2);
+        assert_eq!(FFI_V2_REGISTER_SIZE.load(Ordering::SeqCst), 48);
+        assert_eq!(v3.register_type("v3_type").unwrap(), 3);
+        assert_eq!(FFI_V3_TYPE_INFO_SEEN.load(Ordering::SeqCst), 1, "version 3 saw a non-NULL type_info");
+
+        let data = 0x1234 as *mut c_void;
+        // SAFETY: the fake functions never use the context or the data.
+        unsafe {
+            v2.add_user_data_raw(NonNull::dangling().as_ptr(), 5, data).unwrap();
+            v3.add_user_data_raw(NonNull::dangling().as_ptr(), 5, data).unwrap();
+        }
+        assert_eq!(FFI_V2_ADD_SEEN.load(Ordering::SeqCst), 1, "version 2 got 48 bytes and a NULL deleter");
+        assert_eq!(FFI_V3_ADD_SEEN.load(Ordering::SeqCst), 1);
     }
 
     // ---- reads stay inside struct_size --------------------------------------------------------
