@@ -1411,6 +1411,11 @@ impl ExecuteContext {
     pub fn as_raw(&self) -> *mut sys::PJRT_ExecuteContext {
         self.inner.raw.as_ptr()
     }
+
+    /// The function table of the plugin the context belongs to.
+    pub(crate) fn api(&self) -> &crate::api::Api {
+        self.inner.plugin.api()
+    }
 }
 
 impl Drop for ContextInner {

@@ -7,8 +7,18 @@
 //!
 //! Every member is gated by the extension's own `struct_size`: a member is read only when the
 //! plugin's struct is long enough to contain it, and called only when it is non-NULL; otherwise
-//! the call fails with [`Error::Unsupported`] naming the member. Extensions of a type this crate
-//! does not know are listed as [`ExtensionKind::Other`] and otherwise ignored.
+//! the call fails with [`Error::Unsupported`] naming the member. Members are read by byte offset
+//! inside the plugin's `struct_size`; no reference to (or place of) a whole extension struct is
+//! ever formed, since the plugin's may be shorter than the one declared. Extensions of a type this
+//! crate does not know are listed as [`ExtensionKind::Other`] and otherwise ignored.
+//!
+//! Extension structs have no version field, and some older forms put other functions where the
+//! declared members are (see [`crate::sys::Extension::OLDER_FORM`]): a node in such a form is
+//! listed ([`ExtensionInfo::older_form`]) and its typed view exists, but it reports no member and
+//! every call fails with [`Error::Unsupported`] naming the older form. Older forms of the same
+//! size that differ only in their args (FFI version 2, MemoryDescriptions version 0) are handled
+//! by sending args valid for every form; see [`FfiExtension`] and
+//! [`MemoryDescriptionsExtension::device_memory_descriptions`].
 //!
 //! Safe calls exist for the extensions the CPU plugins expose: Layouts ([`LayoutsExtension`]),
 //! MemoryDescriptions ([`MemoryDescriptionsExtension`]), Shardings ([`ShardingsExtension`]),
@@ -33,6 +43,7 @@
 
 use std::ffi::{c_char, c_void};
 use std::fmt;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use crate::api::{pjrt_call, slice_from_raw, string_from_raw, Api};
@@ -139,6 +150,30 @@ pub struct ExtensionInfo {
     pub kind: ExtensionKind,
     /// The size the plugin gives its struct: which members it provides.
     pub struct_size: usize,
+    /// Whether the node is a known older form of its extension whose members are other
+    /// functions than the declared ones (e.g. a Layouts node shorter than 56 bytes): listed,
+    /// never used.
+    pub older_form: bool,
+}
+
+/// Whether a node of a declared extension type is that extension's known older form.
+fn is_older_form(type_: sys::PJRT_Extension_Type, struct_size: usize) -> bool {
+    fn check<E: Extension>(type_: sys::PJRT_Extension_Type, struct_size: usize) -> Option<bool> {
+        (type_ == E::TYPE).then(|| E::is_older_form(struct_size))
+    }
+    check::<sys::PJRT_Layouts_Extension>(type_, struct_size)
+        .or_else(|| check::<sys::PJRT_MemoryDescriptions_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_Shardings_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_FFI_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_PhaseCompile_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_Xla_Transform_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_Stream_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_Gpu_Custom_Call>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_Profiler_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_Triton_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_Callback_Extension>(type_, struct_size))
+        .or_else(|| check::<sys::PJRT_RawBuffer_Extension>(type_, struct_size))
+        .unwrap_or(false)
 }
 
 /// A node read from the chain.
@@ -149,12 +184,28 @@ struct Node {
     struct_size: usize,
 }
 
-/// Walks a chain from `start`: stops at NULL, at a node seen before, at a node too short to hold
-/// its `next` field, or after [`MAX_CHAIN_LENGTH`] nodes.
+/// Reads a `T` at byte `offset` of a plugin struct, unaligned, without forming a reference to or
+/// a place of the struct.
 ///
 /// # Safety
-/// `start` must be NULL or point to a readable `PJRT_Extension_Base`, and so must every `next`
-/// of a node whose `struct_size` covers the whole base.
+/// `offset + size_of::<T>()` bytes from `ptr` must be readable (inside the plugin's struct), and
+/// any bit pattern there must be a valid `T` (integers, raw pointers, `Option<fn>`).
+unsafe fn read_at<T: Copy>(ptr: *const u8, offset: usize) -> T {
+    // SAFETY: guaranteed by the caller.
+    unsafe { ptr.add(offset).cast::<T>().read_unaligned() }
+}
+
+const BASE_TYPE_OFFSET: usize = std::mem::offset_of!(sys::PJRT_Extension_Base, type_);
+const BASE_NEXT_OFFSET: usize = std::mem::offset_of!(sys::PJRT_Extension_Base, next);
+
+/// Walks a chain from `start`: stops at NULL, at a node seen before, at a node too short to hold
+/// its `next` field, or after [`MAX_CHAIN_LENGTH`] nodes. A node too short even for its `type`
+/// is not listed. Each field of a base is read only when the node's `struct_size` covers it.
+///
+/// # Safety
+/// `start` must be NULL or point to a node readable for its own `struct_size` (and at least the
+/// 8 bytes of `struct_size`), and so must every `next` of a node whose `struct_size` covers the
+/// whole base.
 unsafe fn walk(start: *mut sys::PJRT_Extension_Base) -> Vec<Node> {
     let mut nodes: Vec<Node> = Vec::new();
     let mut current = start;
@@ -162,17 +213,22 @@ unsafe fn walk(start: *mut sys::PJRT_Extension_Base) -> Vec<Node> {
         if nodes.len() >= MAX_CHAIN_LENGTH || nodes.iter().any(|n| n.ptr == ptr) {
             break;
         }
-        let base = ptr.as_ptr();
-        // SAFETY: guaranteed by the caller: `base` points to a readable base.
-        let (struct_size, type_) =
-            unsafe { (std::ptr::addr_of!((*base).struct_size).read(), std::ptr::addr_of!((*base).type_).read()) };
+        let bytes = ptr.as_ptr() as *const u8;
+        // SAFETY: guaranteed by the caller: a node's `struct_size` (offset 0) is readable.
+        let struct_size: usize = unsafe { read_at(bytes, 0) };
+        if struct_size < BASE_TYPE_OFFSET + std::mem::size_of::<sys::PJRT_Extension_Type>() {
+            // Malformed: not even `type` is part of this node.
+            break;
+        }
+        // SAFETY: `type` lies inside the node (checked just above); an int32 newtype.
+        let type_: sys::PJRT_Extension_Type = unsafe { read_at(bytes, BASE_TYPE_OFFSET) };
         nodes.push(Node { ptr, type_, struct_size });
-        if struct_size < std::mem::size_of::<sys::PJRT_Extension_Base>() {
+        if struct_size < BASE_NEXT_OFFSET + std::mem::size_of::<*mut sys::PJRT_Extension_Base>() {
             // Malformed: `next` is not part of this node.
             break;
         }
-        // SAFETY: the node is at least a whole base, so `next` lies inside it.
-        current = unsafe { std::ptr::addr_of!((*base).next).read() };
+        // SAFETY: `next` lies inside the node (checked just above); a raw pointer.
+        current = unsafe { read_at(bytes, BASE_NEXT_OFFSET) };
     }
     nodes
 }
@@ -186,7 +242,7 @@ fn chain(api: &Api) -> Vec<Node> {
     // `extension_start` (offset 8). The plugin's chain is static data that lives as long as the
     // plugin (never unloaded), as the API requires.
     unsafe {
-        let start = std::ptr::addr_of!((*api.raw()).extension_start).read();
+        let start = read_at(api.raw() as *const u8, std::mem::offset_of!(sys::PJRT_Api, extension_start));
         walk(start)
     }
 }
@@ -194,7 +250,11 @@ fn chain(api: &Api) -> Vec<Node> {
 fn infos(api: &Api) -> Vec<ExtensionInfo> {
     chain(api)
         .into_iter()
-        .map(|n| ExtensionInfo { kind: ExtensionKind::from_raw(n.type_), struct_size: n.struct_size })
+        .map(|n| ExtensionInfo {
+            kind: ExtensionKind::from_raw(n.type_),
+            struct_size: n.struct_size,
+            older_form: is_older_form(n.type_, n.struct_size),
+        })
         .collect()
 }
 
@@ -229,16 +289,20 @@ unsafe impl<E: Extension> Send for ExtensionRef<'_, E> {}
 // SAFETY: as above; the view has no interior mutability.
 unsafe impl<E: Extension> Sync for ExtensionRef<'_, E> {}
 
-/// Reads a member after checking that the plugin's struct contains it, and evaluates to the
-/// non-NULL function pointer; returns `Error::Unsupported` from the enclosing function otherwise.
+/// The type of a field, known without forming any place or reference of the struct (the closure
+/// is never called).
+fn field_type<E, T>(_field: fn(&E) -> &T) -> PhantomData<T> {
+    PhantomData
+}
+
+/// Reads a member after checking that the plugin's struct contains it (and is not an older form),
+/// and evaluates to the non-NULL function pointer; returns `Error::Unsupported` from the enclosing
+/// function otherwise.
 macro_rules! ext_fn {
     ($ext:expr, $ty:ty, $field:ident) => {{
         const OFFSET: usize = ::core::mem::offset_of!($ty, $field);
         let ext: &ExtensionRef<'_, $ty> = $ext;
-        ext.gate(OFFSET)?;
-        // SAFETY: `gate` checked that the member lies within the plugin's struct_size, i.e.
-        // inside the plugin's extension struct.
-        let function = unsafe { ::core::ptr::addr_of!((*ext.ptr.as_ptr()).$field).read() };
+        let function = ext.read_member(OFFSET, field_type::<$ty, _>(|e| &e.$field))?;
         match function {
             Some(function) => (function, ext.member_name(OFFSET)),
             None => return Err(ext.unsupported(OFFSET)),
@@ -265,8 +329,15 @@ impl<'p, E: Extension> ExtensionRef<'p, E> {
         self.ptr.as_ptr()
     }
 
+    /// Whether the plugin's struct is a known older form of the extension (see
+    /// [`Extension::OLDER_FORM`]): then no member is reported or called.
+    pub fn is_older_form(&self) -> bool {
+        E::is_older_form(self.struct_size)
+    }
+
     /// Whether the plugin provides the member `name` (its C name, e.g. `"type_register"`):
     /// declared by this crate, inside the plugin's struct, and not NULL (not zero, for data).
+    /// Never for a struct in an older form.
     pub fn has(&self, name: &str) -> bool {
         E::member(name).is_some_and(|m| self.present(m))
     }
@@ -277,12 +348,12 @@ impl<'p, E: Extension> ExtensionRef<'p, E> {
     }
 
     fn present(&self, member: &sys::ExtMember) -> bool {
-        if !member.within(self.struct_size) || member.size != std::mem::size_of::<usize>() {
+        if self.is_older_form() || !member.within(self.struct_size) || member.size != std::mem::size_of::<usize>() {
             return false;
         }
-        // SAFETY: the member lies inside the plugin's struct; every declared member is 8 bytes
-        // at an 8-aligned offset, read here as plain bits.
-        let bits = unsafe { (self.ptr.as_ptr() as *const u8).add(member.offset).cast::<usize>().read() };
+        // SAFETY: the member lies inside the plugin's struct_size (checked just above) and is 8
+        // bytes, read unaligned as plain bits.
+        let bits: usize = unsafe { read_at(self.ptr.as_ptr() as *const u8, member.offset) };
         bits != 0
     }
 
@@ -294,13 +365,28 @@ impl<'p, E: Extension> ExtensionRef<'p, E> {
         self.member_info(offset).error_name()
     }
 
-    /// `Ok` when the member at `offset` lies inside the plugin's struct.
+    /// `Ok` when the member at `offset` lies inside the plugin's struct and the struct is not an
+    /// older form.
     fn gate(&self, offset: usize) -> Result<()> {
+        if let (true, Some(form)) = (self.is_older_form(), E::OLDER_FORM) {
+            return Err(self.api.unsupported_feature(form.description, form.declared_since_minor));
+        }
         if self.member_info(offset).within(self.struct_size) {
             Ok(())
         } else {
             Err(self.unsupported(offset))
         }
+    }
+
+    /// Reads the member at `offset` (of type `T`, as declared) after [`Self::gate`].
+    fn read_member<T: Copy>(&self, offset: usize, _type: PhantomData<T>) -> Result<T> {
+        self.gate(offset)?;
+        let member = self.member_info(offset);
+        assert_eq!(member.size, std::mem::size_of::<T>(), "{} is read as its declared type", member.qualified_name);
+        // SAFETY: `gate` checked that the member lies inside the plugin's struct_size, and its size
+        // is that of `T` (asserted); every declared member type (`Option<fn>`, raw pointers,
+        // integers) is valid for any bits the plugin stores there.
+        Ok(unsafe { read_at(self.ptr.as_ptr() as *const u8, offset) })
     }
 
     #[cold]
@@ -324,6 +410,7 @@ impl<E: Extension> fmt::Debug for ExtensionRef<'_, E> {
         f.debug_struct("ExtensionRef")
             .field("extension", &E::NAME)
             .field("struct_size", &self.struct_size)
+            .field("older_form", &self.is_older_form())
             .field("members", &self.members())
             .finish()
     }
@@ -700,12 +787,35 @@ pub struct MemoryDescription {
     pub kind: String,
     /// The kind's id.
     pub kind_id: i32,
-    /// Whether this is the device's default memory.
+    /// Whether this is the device's default memory. Never set by plugins of extension version 0
+    /// (0.59–0.60), which report no default.
     pub is_default: bool,
+}
+
+/// Pre-filled into `default_memory_index` before the call: a version-0 plugin (0.59, no such
+/// field) leaves it as it is. No plugin writes it: a valid index is below the number of
+/// descriptions, and "no default" is `SIZE_MAX`.
+const DEFAULT_INDEX_NOT_WRITTEN: usize = usize::MAX - 1;
+
+/// The default description's index from what the plugin left in `default_memory_index`: `None`
+/// when not written (version 0), `SIZE_MAX` ("no default"), or not an index into `count`
+/// descriptions.
+fn default_memory_index(raw: usize, count: usize) -> Option<usize> {
+    match raw {
+        DEFAULT_INDEX_NOT_WRITTEN | usize::MAX => None,
+        index if index < count => Some(index),
+        _ => None,
+    }
 }
 
 impl<'p> MemoryDescriptionsExtension<'p> {
     /// The memory descriptions of a device (the CPU plugins report none).
+    ///
+    /// Extension version 0 (0.59) had the same struct size but args without
+    /// `default_memory_index`: the 48-byte version-1 args are sent to both, with the index
+    /// pre-filled with a value no plugin writes, so a version-0 plugin's descriptions come back
+    /// with no default (rather than the first one). An index that is not below the number of
+    /// descriptions also means no default.
     pub fn device_memory_descriptions(&self, device: &Device<'_>) -> Result<Vec<MemoryDescription>> {
         let api = device.client().api();
         self.same_plugin(api)?;
@@ -742,14 +852,16 @@ impl<'p> MemoryDescriptionsExtension<'p> {
         let (get, name) = ext_fn!(self, M, PJRT_DeviceDescription_MemoryDescriptions);
         let mut args = sys::PJRT_DeviceDescription_MemoryDescriptions_Args::new();
         args.device_description = description;
-        // SAFETY: args built with `Args::new`; the description is owned by the device's client,
-        // which the borrowed device keeps alive.
+        args.default_memory_index = DEFAULT_INDEX_NOT_WRITTEN;
+        // SAFETY: args built with `Args::new` (48 bytes, which a version-0 plugin also accepts:
+        // its 40-byte args are a prefix); the description is live (caller's contract).
         self.api.check(unsafe { get(&mut args) }, name)?;
         // SAFETY: an array owned by the device description.
         let descriptions = unsafe { slice_from_raw(args.memory_descriptions, args.num_memory_descriptions) };
         if descriptions.is_empty() {
             return Ok(Vec::new());
         }
+        let default = default_memory_index(args.default_memory_index, descriptions.len());
         let (kind_fn, kind_name) = ext_fn!(self, M, PJRT_MemoryDescription_Kind);
         let mut out = Vec::with_capacity(descriptions.len());
         for (i, d) in descriptions.iter().enumerate() {
@@ -761,7 +873,7 @@ impl<'p> MemoryDescriptionsExtension<'p> {
                 // SAFETY: the string lives as long as the memory description.
                 kind: unsafe { string_from_raw(kind.kind, kind.kind_size) },
                 kind_id: kind.kind_id,
-                is_default: args.default_memory_index == i,
+                is_default: default == Some(i),
             });
         }
         Ok(out)
@@ -833,6 +945,21 @@ unsafe fn read_shardings(count: usize, shardings: *const *const c_char, sizes: *
 // FFI
 // ---------------------------------------------------------------------------------------------
 
+/// # Versions
+///
+/// The FFI extension struct has the same size (48 bytes) in versions 2 and 3, and nothing in it
+/// tells them apart, so every call sends args that are correct for both (see
+/// [`sys::PJRT_FFI_Extension`]):
+/// * type registration sends the version-3 [`sys::PJRT_FFI_Type_Register_Args`] (48 bytes) with
+///   a non-NULL, zeroed `type_info` (version 3 reads it unconditionally); a version-2 plugin reads
+///   the first 40 bytes, which are its [`sys::PJRT_FFI_TypeID_Register_Args`];
+/// * adding user data sends [`sys::PJRT_FFI_UserData_Add_Args_V2`] (48 bytes) whose user data has
+///   a NULL deleter: a version-2 plugin reads all of it (and has nothing to delete), a version-3
+///   one reads `type_id` and `data` at the same offsets;
+/// * handler registration args are the same in both.
+///
+/// A version-1 struct (0.53, 32 bytes, `user_data_add` where `type_register` is declared) is an
+/// older form: listed, never used.
 impl<'p> FfiExtension<'p> {
     /// Registers an external FFI type by name in the plugin's (process-wide) type registry and
     /// returns the id the plugin assigned. Objects of this type get no deleter.
@@ -841,23 +968,63 @@ impl<'p> FfiExtension<'p> {
     }
 
     /// Registers an external FFI type under a caller-chosen `type_id` (0: let the plugin
-    /// assign one) and returns the id in effect.
+    /// assign one) and returns the id in effect: plugins older than 0.67 assign their own id
+    /// whatever `type_id` says.
     pub fn register_type_with_id(&self, name: &str, type_id: i64) -> Result<i64> {
         let (register, fn_name) = ext_fn!(self, sys::PJRT_FFI_Extension, type_register);
-        // The plugin reads the type info unconditionally (copying the deleter): never NULL.
+        // Version 3 reads the type info unconditionally (copying the deleter): never NULL.
+        // Version 2 reads the first 40 bytes of these args, its whole args struct.
         let mut info = sys::PJRT_FFI_Type_Info::default();
         let mut args = sys::PJRT_FFI_Type_Register_Args::new();
         args.type_name = name.as_ptr() as *const c_char;
         args.type_name_size = name.len();
         args.type_id = type_id;
         args.type_info = &mut info;
-        // SAFETY: args built with `Args::new`; name and info outlive the call.
+        // SAFETY: args built with `Args::new` (48 bytes: the version-3 args, whose 40-byte prefix
+        // is the version-2 args); name and info outlive the call; `type_info` is not NULL.
         self.api.check(unsafe { register(&mut args) }, fn_name)?;
         Ok(args.type_id)
     }
 
+    /// Adds user data for XLA FFI handlers to an execute context (`user_data_add`): handlers of
+    /// executions run with `context` find `data` under `type_id` (from [`Self::register_type`]).
+    /// The plugin does not take ownership of `data` (no deleter is passed).
+    ///
+    /// # Safety
+    /// `data` must point to an object of the type registered as `type_id` that stays valid, and
+    /// usable from the threads the plugin runs handlers on, for as long as any execution with
+    /// `context` may run a handler that reads it.
+    pub unsafe fn add_user_data(&self, context: &crate::ExecuteContext, type_id: i64, data: *mut c_void) -> Result<()> {
+        self.same_plugin(context.api())?;
+        // SAFETY: the context is alive (borrowed) and belongs to this plugin; `data` is the
+        // caller's contract.
+        unsafe { self.add_user_data_raw(context.as_raw(), type_id, data) }
+    }
+
+    /// # Safety
+    /// `context` must be a live execute context of this plugin; `data` as for
+    /// [`Self::add_user_data`].
+    unsafe fn add_user_data_raw(
+        &self,
+        context: *mut sys::PJRT_ExecuteContext,
+        type_id: i64,
+        data: *mut c_void,
+    ) -> Result<()> {
+        let (add, fn_name) = ext_fn!(self, sys::PJRT_FFI_Extension, user_data_add);
+        let mut args = sys::PJRT_FFI_UserData_Add_Args_V2::new();
+        args.context = context;
+        args.user_data = sys::PJRT_FFI_UserData_V2 { type_id, data, deleter: None };
+        // The member is declared with the version-3 args; the 48-byte version-2 args are valid
+        // for both versions (see the type's docs), so they are what is passed.
+        let args_ptr = (&mut args as *mut sys::PJRT_FFI_UserData_Add_Args_V2).cast::<sys::PJRT_FFI_UserData_Add_Args>();
+        // SAFETY: args built with `Args::new` with struct_size 48, at least what either version
+        // checks for; the first 40 bytes have the version-3 layout, the deleter is NULL; the
+        // context is live (caller's contract).
+        self.api.check(unsafe { add(args_ptr) }, fn_name)
+    }
+
     /// Registers an XLA FFI handler for the custom-call target `target_name` on `platform_name`
-    /// (e.g. `"Host"`, `"CUDA"`).
+    /// (e.g. `"Host"`, `"CUDA"`). The args are the same in versions 2 and 3 (from 0.73).
     ///
     /// # Safety
     /// `handler` must be a valid `XLA_FFI_Handler*` of the XLA FFI ABI the plugin was built with,
@@ -955,10 +1122,9 @@ impl<'p> ProfilerExtension<'p> {
     /// The plugin's profiler table (`PLUGIN_Profiler_Api`, not declared by this crate), if the
     /// plugin's struct contains it and it is not NULL.
     pub fn profiler_api(&self) -> Option<*mut sys::PLUGIN_Profiler_Api> {
-        const OFFSET: usize = std::mem::offset_of!(sys::PJRT_Profiler_Extension, profiler_api);
-        self.gate(OFFSET).ok()?;
-        // SAFETY: the member lies inside the plugin's struct (gated just above).
-        let api = unsafe { std::ptr::addr_of!((*self.ptr.as_ptr()).profiler_api).read() };
+        type P = sys::PJRT_Profiler_Extension;
+        const OFFSET: usize = std::mem::offset_of!(P, profiler_api);
+        let api = self.read_member(OFFSET, field_type::<P, _>(|e| &e.profiler_api)).ok()?;
         (!api.is_null()).then_some(api)
     }
 }
@@ -971,11 +1137,17 @@ mod tests {
     /// A fake function table with nothing but a header: enough for `Api` (errors are never
     /// produced by the fake extension functions below).
     fn fake_api(minor: i32) -> Api {
+        fake_api_with_chain(minor, std::ptr::null_mut())
+    }
+
+    /// The same, with an extension chain starting at `start`.
+    fn fake_api_with_chain(minor: i32, start: *mut sys::PJRT_Extension_Base) -> Api {
         // SAFETY: every field of `PJRT_Api` is an integer, a pointer or an `Option<fn>`, all
         // valid when zero.
         let table: &'static mut sys::PJRT_Api = Box::leak(Box::new(unsafe { std::mem::zeroed() }));
         table.struct_size = std::mem::size_of::<sys::PJRT_Api>();
         table.pjrt_api_version.minor_version = minor;
+        table.extension_start = start;
         // SAFETY: the table is leaked, so valid for the rest of the process.
         unsafe { Api::new(NonNull::from(table)) }.expect("a valid fake table")
     }
@@ -1016,15 +1188,25 @@ mod tests {
 
     #[test]
     fn members_beyond_struct_size_are_never_read_or_called() {
-        // Only the first two members (Destroy, Serialize) are inside the plugin's struct; the
-        // bytes after it hold valid-looking pointers that must be ignored.
-        let mut short = full_layouts(40);
+        // Only the first five members (up to Topology_GetDefaultLayout, the 0.75 form) are inside
+        // the plugin's struct; the bytes after it hold valid-looking pointers that must be ignored.
+        let mut short = full_layouts(64);
         let ext = view(115, &mut short);
         assert!(ext.has("PJRT_Layouts_MemoryLayout_Destroy"));
-        assert!(ext.has("PJRT_Layouts_MemoryLayout_Serialize"));
-        assert!(!ext.has("PJRT_Layouts_PJRT_Client_GetDefaultLayout"));
+        assert!(ext.has("PJRT_Layouts_PJRT_Topology_GetDefaultLayout"));
+        assert!(!ext.has("PJRT_Layouts_PJRT_Executable_GetOutputLayouts"));
         assert!(!ext.has("no_such_member"));
-        assert_eq!(ext.members(), ["PJRT_Layouts_MemoryLayout_Destroy", "PJRT_Layouts_MemoryLayout_Serialize"]);
+        assert!(!ext.is_older_form());
+        assert_eq!(
+            ext.members(),
+            [
+                "PJRT_Layouts_MemoryLayout_Destroy",
+                "PJRT_Layouts_MemoryLayout_Serialize",
+                "PJRT_Layouts_PJRT_Client_GetDefaultLayout",
+                "PJRT_Layouts_PJRT_Buffer_MemoryLayout",
+                "PJRT_Layouts_PJRT_Topology_GetDefaultLayout",
+            ]
+        );
 
         let before = CALLS.load(Ordering::SeqCst);
         let fake_exe = NonNull::<sys::PJRT_Executable>::dangling().as_ptr();
@@ -1039,8 +1221,14 @@ mod tests {
             other => panic!("expected Unsupported, got {other:?}"),
         }
         // SAFETY: as above.
-        let err = unsafe { ext.buffer_layout_raw(NonNull::dangling().as_ptr()) }.unwrap_err();
-        assert!(matches!(err, Error::Unsupported { function: "PJRT_Layouts_PJRT_Buffer_MemoryLayout", .. }), "{err:?}");
+        let err = unsafe { ext.executable_layouts_raw(fake_exe, ExecutableSide::Outputs) }.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Unsupported { function: "PJRT_Layouts_PJRT_Executable_GetOutputLayouts", since_minor: 81, .. }
+            ),
+            "{err:?}"
+        );
         assert_eq!(CALLS.load(Ordering::SeqCst), before, "nothing beyond struct_size was called");
     }
 
@@ -1093,18 +1281,21 @@ mod tests {
             ),
             "{err:?}"
         );
-        // A short FFI struct: type_register inside, register_handler outside.
+        // A short FFI struct (version 2 before 0.73): register_handler outside.
         let mut ffi = sys::PJRT_FFI_Extension {
-            base: base(sys::PJRT_Extension_Type::FFI, 32),
+            base: base(sys::PJRT_Extension_Type::FFI, 40),
             type_register: Some(counting),
             user_data_add: Some(counting),
             register_handler: Some(counting),
         };
         let ext = view(106, &mut ffi);
-        assert_eq!(ext.members(), ["type_register"]);
+        assert_eq!(ext.members(), ["type_register", "user_data_add"]);
         // SAFETY: refused before the handler is used.
         let err = unsafe { ext.register_handler("t", "Host", std::ptr::null_mut(), false) }.unwrap_err();
-        assert!(matches!(err, Error::Unsupported { function: "PJRT_FFI_Extension.register_handler", .. }), "{err:?}");
+        assert!(
+            matches!(err, Error::Unsupported { function: "PJRT_FFI_Extension.register_handler", since_minor: 73, .. }),
+            "{err:?}"
+        );
     }
 
     #[test]
@@ -1172,5 +1363,324 @@ mod tests {
         // The fake table's extension_start is NULL anyway; what matters is that it is not read.
         assert!(infos(&api).is_empty());
         assert!(find::<sys::PJRT_Layouts_Extension>(&api).is_none());
+    }
+    // ---- older forms ----------------------------------------------------------------------
+
+    /// An early-form Layouts node: the base and one function at offset 24 (32 bytes in all,
+    /// nothing after it).
+    #[repr(C)]
+    struct EarlyLayouts {
+        base: sys::PJRT_Extension_Base,
+        get_memory_layout: sys::ExtFn<sys::PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args>,
+    }
+
+    static EARLY_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn early_get_memory_layout(
+        _args: *mut sys::PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args,
+    ) -> *mut sys::PJRT_Error {
+        EARLY_CALLS.fetch_add(1, Ordering::SeqCst);
+        std::ptr::null_mut()
+    }
+
+    #[test]
+    fn an_early_form_layouts_struct_is_listed_but_none_of_its_members_is_used() {
+        let early: &'static mut EarlyLayouts = Box::leak(Box::new(EarlyLayouts {
+            base: base(sys::PJRT_Extension_Type::Layouts, 32),
+            get_memory_layout: Some(early_get_memory_layout),
+        }));
+        assert_eq!(std::mem::size_of::<EarlyLayouts>(), 32);
+        let api: &'static Api = Box::leak(Box::new(fake_api_with_chain(115, std::ptr::addr_of_mut!(early.base))));
+
+        // Listed, with its size, and marked as the older form.
+        assert_eq!(infos(api), [ExtensionInfo { kind: ExtensionKind::Layouts, struct_size: 32, older_form: true }]);
+
+        // The typed view exists but reports nothing: the pointer at offset 24 is not Destroy.
+        let ext = find::<sys::PJRT_Layouts_Extension>(api).expect("a view of the early form");
+        assert!(ext.is_older_form());
+        assert!(!ext.has("PJRT_Layouts_MemoryLayout_Destroy"));
+        assert!(ext.members().is_empty(), "{ext:?}");
+
+        // Every call refuses, naming the early form, and nothing is called.
+        let fake = NonNull::dangling().as_ptr();
+        // SAFETY: refused before anything is called with the dangling pointers.
+        let errors = unsafe {
+            [
+                ext.buffer_layout_raw(fake).unwrap_err(),
+                ext.executable_layouts_raw(NonNull::dangling().as_ptr(), ExecutableSide::Outputs).unwrap_err(),
+                ext.serialize(NonNull::dangling().as_ptr()).unwrap_err(),
+            ]
+        };
+        for err in errors {
+            match &err {
+                Error::Unsupported { function, since_minor: 51, plugin_minor: 115, .. } => {
+                    assert!(function.starts_with("PJRT_Layouts_Extension (an early form"), "{err}");
+                }
+                other => panic!("expected Unsupported naming the early form, got {other:?}"),
+            }
+        }
+        assert_eq!(EARLY_CALLS.load(Ordering::SeqCst), 0, "the early form's function was never called");
+
+        // A 56-byte node is the first usable form.
+        let mut usable = full_layouts(56);
+        let ext = view(115, &mut usable);
+        assert!(!ext.is_older_form());
+        assert_eq!(ext.members().len(), 4);
+    }
+
+    /// A version-1 FFI node: `{base, user_data_add}` (32 bytes, nothing after it).
+    #[repr(C)]
+    struct FfiV1 {
+        base: sys::PJRT_Extension_Base,
+        user_data_add: sys::ExtFn<sys::PJRT_FFI_UserData_Add_Args_V2>,
+    }
+
+    static FFI_V1_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn ffi_v1_user_data_add(_args: *mut sys::PJRT_FFI_UserData_Add_Args_V2) -> *mut sys::PJRT_Error {
+        FFI_V1_CALLS.fetch_add(1, Ordering::SeqCst);
+        std::ptr::null_mut()
+    }
+
+    #[test]
+    fn a_version_1_ffi_struct_is_listed_but_its_user_data_add_is_never_taken_for_type_register() {
+        let v1: &'static mut FfiV1 = Box::leak(Box::new(FfiV1 {
+            base: base(sys::PJRT_Extension_Type::FFI, 32),
+            user_data_add: Some(ffi_v1_user_data_add),
+        }));
+        let api: &'static Api = Box::leak(Box::new(fake_api_with_chain(53, std::ptr::addr_of_mut!(v1.base))));
+        assert_eq!(infos(api), [ExtensionInfo { kind: ExtensionKind::Ffi, struct_size: 32, older_form: true }]);
+        let ext = find::<sys::PJRT_FFI_Extension>(api).unwrap();
+        assert!(ext.is_older_form());
+        assert!(!ext.has("type_register"));
+        assert!(ext.members().is_empty());
+        let err = ext.register_type("t").unwrap_err();
+        assert!(
+            matches!(err, Error::Unsupported { function, since_minor: 54, plugin_minor: 53, .. }
+                if function.starts_with("PJRT_FFI_Extension (version 1")),
+            "{err:?}"
+        );
+        // SAFETY: refused before the dangling context is used.
+        let err = unsafe { ext.add_user_data_raw(NonNull::dangling().as_ptr(), 1, std::ptr::null_mut()) }.unwrap_err();
+        assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
+        assert_eq!(FFI_V1_CALLS.load(Ordering::SeqCst), 0);
+    }
+
+    // ---- MemoryDescriptions version 0 and 1 -------------------------------------------------
+
+    static MEMORY_A: u8 = 0;
+    static MEMORY_B: u8 = 0;
+
+    struct Descriptions([*const sys::PJRT_MemoryDescription; 2]);
+    // SAFETY: two addresses of statics, never written through.
+    unsafe impl Sync for Descriptions {}
+    static DESCRIPTIONS: Descriptions = Descriptions([
+        &MEMORY_A as *const u8 as *const sys::PJRT_MemoryDescription,
+        &MEMORY_B as *const u8 as *const sys::PJRT_MemoryDescription,
+    ]);
+
+    /// Version 0: reads and writes only its 40-byte args (no `default_memory_index`); refuses
+    /// (by writing no descriptions) args shorter than that.
+    unsafe extern "C" fn describe_v0(
+        args: *mut sys::PJRT_DeviceDescription_MemoryDescriptions_Args,
+    ) -> *mut sys::PJRT_Error {
+        let bytes = args as *mut u8;
+        // SAFETY: struct_size at 0 of the caller's args.
+        let size = unsafe { bytes.cast::<usize>().read() };
+        if size >= 40 {
+            // SAFETY: the two out fields lie inside the 40 bytes checked just above.
+            unsafe {
+                bytes.add(24).cast::<*const *const sys::PJRT_MemoryDescription>().write(DESCRIPTIONS.0.as_ptr());
+                bytes.add(32).cast::<usize>().write(2);
+            }
+        }
+        std::ptr::null_mut()
+    }
+
+    /// Version 1 writing `INDEX` as the default (SIZE_MAX: none).
+    unsafe extern "C" fn describe_v1<const INDEX: usize>(
+        args: *mut sys::PJRT_DeviceDescription_MemoryDescriptions_Args,
+    ) -> *mut sys::PJRT_Error {
+        // SAFETY: the caller's args; fields written only when its struct_size covers them.
+        unsafe {
+            if (*args).struct_size >= 48 {
+                (*args).memory_descriptions = DESCRIPTIONS.0.as_ptr();
+                (*args).num_memory_descriptions = 2;
+                (*args).default_memory_index = INDEX;
+            }
+        }
+        std::ptr::null_mut()
+    }
+
+    unsafe extern "C" fn kind(args: *mut sys::PJRT_MemoryDescription_Kind_Args) -> *mut sys::PJRT_Error {
+        // SAFETY: the caller's args, 44 bytes.
+        unsafe {
+            let a = (*args).memory_description == DESCRIPTIONS.0[0];
+            let kind: &'static str = if a { "device" } else { "pinned_host" };
+            (*args).kind = kind.as_ptr() as *const c_char;
+            (*args).kind_size = kind.len();
+            (*args).kind_id = if a { 0 } else { 1 };
+        }
+        std::ptr::null_mut()
+    }
+
+    fn defaults(describe: sys::ExtFn<sys::PJRT_DeviceDescription_MemoryDescriptions_Args>) -> Vec<(String, bool)> {
+        let mut ext = sys::PJRT_MemoryDescriptions_Extension {
+            base: base(sys::PJRT_Extension_Type::MemoryDescriptions, 40),
+            PJRT_DeviceDescription_MemoryDescriptions: describe,
+            PJRT_MemoryDescription_Kind: Some(kind),
+        };
+        let ext = view(115, &mut ext);
+        // SAFETY: the fake functions never use the description.
+        let descriptions = unsafe { ext.memory_descriptions_raw(NonNull::dangling().as_ptr()) }.unwrap();
+        descriptions.into_iter().map(|d| (d.kind, d.is_default)).collect()
+    }
+
+    #[test]
+    fn a_version_0_memory_descriptions_plugin_reports_no_default() {
+        let none = [("device".to_owned(), false), ("pinned_host".to_owned(), false)];
+        // Version 0 never writes default_memory_index: not "memory 0 is the default".
+        assert_eq!(defaults(Some(describe_v0)), none);
+        // Version 1: SIZE_MAX is no default; an index past the descriptions is no default (and
+        // no panic); a valid index marks that memory.
+        assert_eq!(defaults(Some(describe_v1::<{ usize::MAX }>)), none);
+        assert_eq!(defaults(Some(describe_v1::<2>)), none);
+        assert_eq!(defaults(Some(describe_v1::<{ usize::MAX - 1 }>)), none);
+        assert_eq!(defaults(Some(describe_v1::<1>)), [("device".to_owned(), false), ("pinned_host".to_owned(), true)]);
+        assert_eq!(defaults(Some(describe_v1::<0>)), [("device".to_owned(), true), ("pinned_host".to_owned(), false)]);
+        assert_eq!(default_memory_index(0, 0), None);
+    }
+
+    // ---- FFI versions 2 and 3 ---------------------------------------------------------------
+
+    static FFI_V2_REGISTER_SIZE: AtomicUsize = AtomicUsize::new(0);
+    static FFI_V3_TYPE_INFO_SEEN: AtomicUsize = AtomicUsize::new(0);
+    static FFI_V2_ADD_SEEN: AtomicUsize = AtomicUsize::new(0);
+    static FFI_V3_ADD_SEEN: AtomicUsize = AtomicUsize::new(0);
+
+    /// Version 2: `type_id_register` reads only its 40-byte args, and refuses (by assigning no
+    /// id) anything shorter.
+    unsafe extern "C" fn ffi_v2_type_id_register(args: *mut sys::PJRT_FFI_Type_Register_Args) -> *mut sys::PJRT_Error {
+        let args = args.cast::<sys::PJRT_FFI_TypeID_Register_Args>();
+        // SAFETY: struct_size first; the rest only when covered.
+        unsafe {
+            let size = (*args).struct_size;
+            FFI_V2_REGISTER_SIZE.store(size, Ordering::SeqCst);
+            if size >= sys::PJRT_FFI_TypeID_Register_Args::STRUCT_SIZE {
+                let name = slice_from_raw((*args).type_name as *const u8, (*args).type_name_size);
+                if name == b"v2_type" && (*args).type_id == 0 {
+                    (*args).type_id = 2;
+                }
+            }
+        }
+        std::ptr::null_mut()
+    }
+
+    /// Version 3: needs 48 bytes and dereferences `type_info` unconditionally.
+    unsafe extern "C" fn ffi_v3_type_register(args: *mut sys::PJRT_FFI_Type_Register_Args) -> *mut sys::PJRT_Error {
+        // SAFETY: struct_size first; the rest only when covered.
+        unsafe {
+            if (*args).struct_size >= sys::PJRT_FFI_Type_Register_Args::STRUCT_SIZE {
+                let info = (*args).type_info;
+                if !info.is_null() {
+                    FFI_V3_TYPE_INFO_SEEN.fetch_add(1, Ordering::SeqCst);
+                    if (*info).deleter.is_none() && (*args).type_id == 0 {
+                        (*args).type_id = 3;
+                    }
+                }
+            }
+        }
+        std::ptr::null_mut()
+    }
+
+    /// Version 2: 48-byte args whose user data carries a deleter.
+    unsafe extern "C" fn ffi_v2_user_data_add(args: *mut sys::PJRT_FFI_UserData_Add_Args) -> *mut sys::PJRT_Error {
+        let args = args.cast::<sys::PJRT_FFI_UserData_Add_Args_V2>();
+        // SAFETY: struct_size first; the rest only when covered.
+        unsafe {
+            if (*args).struct_size >= sys::PJRT_FFI_UserData_Add_Args_V2::STRUCT_SIZE {
+                let u = (*args).user_data;
+                if u.type_id == 5 && u.data as usize == 0x1234 && u.deleter.is_none() {
+                    FFI_V2_ADD_SEEN.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
+        std::ptr::null_mut()
+    }
+
+    /// Version 3: 40-byte args, 16 bytes of user data.
+    unsafe extern "C" fn ffi_v3_user_data_add(args: *mut sys::PJRT_FFI_UserData_Add_Args) -> *mut sys::PJRT_Error {
+        // SAFETY: struct_size first; the rest only when covered.
+        unsafe {
+            if (*args).struct_size >= sys::PJRT_FFI_UserData_Add_Args::STRUCT_SIZE {
+                let u = (*args).user_data;
+                if u.type_id == 5 && u.data as usize == 0x1234 {
+                    FFI_V3_ADD_SEEN.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
+        std::ptr::null_mut()
+    }
+
+    #[test]
+    fn ffi_calls_send_args_valid_for_versions_2_and_3() {
+        let mut v2 = sys::PJRT_FFI_Extension {
+            base: base(sys::PJRT_Extension_Type::FFI, 48),
+            type_register: Some(ffi_v2_type_id_register),
+            user_data_add: Some(ffi_v2_user_data_add),
+            register_handler: None,
+        };
+        let mut v3 = sys::PJRT_FFI_Extension {
+            base: base(sys::PJRT_Extension_Type::FFI, 48),
+            type_register: Some(ffi_v3_type_register),
+            user_data_add: Some(ffi_v3_user_data_add),
+            register_handler: None,
+        };
+        let v2 = view(80, &mut v2);
+        let v3 = view(115, &mut v3);
+
+        assert_eq!(v2.register_type("v2_type").unwrap(), 2);
+        assert_eq!(FFI_V2_REGISTER_SIZE.load(Ordering::SeqCst), 48);
+        assert_eq!(v3.register_type("v3_type").unwrap(), 3);
+        assert_eq!(FFI_V3_TYPE_INFO_SEEN.load(Ordering::SeqCst), 1, "version 3 saw a non-NULL type_info");
+
+        let data = 0x1234 as *mut c_void;
+        // SAFETY: the fake functions never use the context or the data.
+        unsafe {
+            v2.add_user_data_raw(NonNull::dangling().as_ptr(), 5, data).unwrap();
+            v3.add_user_data_raw(NonNull::dangling().as_ptr(), 5, data).unwrap();
+        }
+        assert_eq!(FFI_V2_ADD_SEEN.load(Ordering::SeqCst), 1, "version 2 got 48 bytes and a NULL deleter");
+        assert_eq!(FFI_V3_ADD_SEEN.load(Ordering::SeqCst), 1);
+    }
+
+    // ---- reads stay inside struct_size --------------------------------------------------------
+
+    #[test]
+    fn members_are_read_only_inside_struct_size() {
+        // Exactly 40 bytes of FFI struct (heap, nothing after it): the two members inside are
+        // read, the third (offset 40) never.
+        let words: &'static mut [usize; 5] = Box::leak(Box::new([40, 5, 0, 0, 0]));
+        words[3] = counting::<sys::PJRT_FFI_Type_Register_Args> as *const () as usize;
+        words[4] = counting::<sys::PJRT_FFI_UserData_Add_Args> as *const () as usize;
+        let api: &'static Api = Box::leak(Box::new(fake_api(115)));
+        let ptr = NonNull::from(words).cast::<sys::PJRT_FFI_Extension>();
+        // SAFETY: 40 readable bytes, the node's struct_size.
+        let ext = unsafe { ExtensionRef::new(api, ptr, 40) };
+        assert_eq!(ext.members(), ["type_register", "user_data_add"]);
+        // SAFETY: refused before the handler is used.
+        let err = unsafe { ext.register_handler("t", "Host", std::ptr::null_mut(), false) }.unwrap_err();
+        assert!(matches!(err, Error::Unsupported { function: "PJRT_FFI_Extension.register_handler", .. }), "{err:?}");
+
+        // A chain node of 8 bytes holds only its struct_size: its type is never read, and it is
+        // not listed; one of 12 bytes is listed but its `next` is never read.
+        let tiny: &'static mut usize = Box::leak(Box::new(8));
+        // SAFETY: 8 readable bytes, the node's struct_size.
+        assert!(unsafe { walk((tiny as *mut usize).cast()) }.is_empty());
+        let short: &'static mut [u32; 3] = Box::leak(Box::new([12, 0, sys::PJRT_Extension_Type::Shardings.0 as u32]));
+        // SAFETY: 12 readable bytes, the node's struct_size.
+        let nodes = unsafe { walk((short as *mut [u32; 3]).cast()) };
+        assert_eq!(nodes.len(), 1);
+        assert_eq!((nodes[0].type_, nodes[0].struct_size), (sys::PJRT_Extension_Type::Shardings, 12));
     }
 }

@@ -3,7 +3,7 @@
 mod support;
 
 use pjrt_client::extensions::{ExtensionInfo, ExtensionKind};
-use pjrt_client::{sys, CompileOptions, ElementType, Error, ErrorCode, Placement, Program};
+use pjrt_client::{sys, CompileOptions, ElementType, Error, ErrorCode, ExecuteContext, Placement, Program};
 
 fn chain(infos: &[ExtensionInfo]) -> Vec<(ExtensionKind, usize)> {
     infos.iter().map(|i| (i.kind, i.struct_size)).collect()
@@ -24,6 +24,12 @@ fn the_chain_matches_what_each_plugin_exposes() {
         chain(&p106.extensions()),
         [(Shardings, 40), (PhaseCompile, 64), (Ffi, 48), (MemoryDescriptions, 40), (Layouts, 80)]
     );
+    // No node of either plugin is a known older form.
+    for plugin in [&p115, &p106] {
+        assert!(plugin.extensions().iter().all(|i| !i.older_form), "{:?}", plugin.extensions());
+        assert!(!plugin.layouts_extension().unwrap().is_older_form());
+        assert!(!plugin.ffi_extension().unwrap().is_older_form());
+    }
 }
 
 #[test]
@@ -153,6 +159,27 @@ fn ffi_type_registration() {
         let e = unsafe { ffi.register_handler("pjrt_client_null_handler", "Host", std::ptr::null_mut(), false) }
             .unwrap_err();
         assert_eq!(e.code(), Some(ErrorCode::InvalidArgument), "{name}: {e}");
+    }
+}
+
+#[test]
+fn ffi_user_data_is_accepted_in_the_form_valid_for_versions_2_and_3() {
+    static DATA: u64 = 42;
+    for name in support::PLUGINS {
+        let plugin = support::plugin(name);
+        let ffi = plugin.ffi_extension().unwrap();
+        let id = ffi.register_type(&format!("pjrt_client_tests::UserData_{}", name.replace('-', "_"))).unwrap();
+        let context = ExecuteContext::new(&plugin).unwrap();
+        // The 48-byte (version-2) args with a NULL deleter; these version-3 plugins read 40.
+        // SAFETY: DATA is a static of the registered (opaque) type; no handler reads it.
+        unsafe { ffi.add_user_data(&context, id, std::ptr::addr_of!(DATA) as *mut _) }
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        // A context of another plugin is refused before the plugin sees it.
+        let other = support::plugin(if *name == "cpu" { "cpu-0.106" } else { "cpu" });
+        let other_context = ExecuteContext::new(&other).unwrap();
+        // SAFETY: refused before anything is called.
+        let e = unsafe { ffi.add_user_data(&other_context, id, std::ptr::null_mut()) }.unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{name}: {e}");
     }
 }
 

@@ -7,6 +7,18 @@
 //! when `base.struct_size >= offset + size` of that member (see [`Extension::MEMBERS`]); it may
 //! still be NULL.
 //!
+//! Some extensions changed shape over time without a version field, so `struct_size` alone cannot
+//! always tell the forms apart:
+//! * an older form may be *shorter* and put other functions at the offsets declared here. Such a
+//!   form is described by [`Extension::OLDER_FORM`]: a node shorter than
+//!   [`OlderForm::below_size`] is that form, and none of its members may be read as declared here
+//!   (FFI version 1 at 0.53, `{base, user_data_add}`; a Layouts node shorter than its first known
+//!   form, 56 bytes);
+//! * an older form may have the *same* size but other args structs (FFI version 2 against 3,
+//!   MemoryDescriptions version 0 against 1). Those are handled by the safe wrappers, which send
+//!   args valid for every form; the older args structs are declared here too (`*_V2`,
+//!   [`PJRT_FFI_TypeID_Register_Args`]).
+//!
 //! Layouts follow the 0.114 extension headers. The 0.115 CPU plugin's XlaTransform node is longer
 //! (56 bytes) than the 0.114 layout declared here (40 bytes): the extra members are unknown to this
 //! crate and never read.
@@ -77,6 +89,15 @@ pub unsafe trait Extension: Sized {
     const STRUCT_SIZE: usize;
     /// The members after the base, in order.
     const MEMBERS: &'static [ExtMember];
+    /// An older, shorter form of this extension whose members are other functions (or take
+    /// other args) than the ones declared here, if one is known.
+    const OLDER_FORM: Option<OlderForm> = None;
+
+    /// Whether a node of `struct_size` bytes is the known older form ([`Self::OLDER_FORM`]):
+    /// none of its members may then be read as declared.
+    fn is_older_form(struct_size: usize) -> bool {
+        Self::OLDER_FORM.is_some_and(|form| struct_size < form.below_size)
+    }
 
     /// The declared member called `name` (its C name), if any.
     fn member(name: &str) -> Option<&'static ExtMember> {
@@ -87,6 +108,19 @@ pub unsafe trait Extension: Sized {
     fn member_at(offset: usize) -> Option<&'static ExtMember> {
         Self::MEMBERS.iter().find(|m| m.offset == offset)
     }
+}
+
+/// An older form of an extension struct that shares its type but not its member layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OlderForm {
+    /// A node with a `struct_size` below this is the older form; from this size on, the members
+    /// up to this offset are the ones declared.
+    pub below_size: usize,
+    /// What the older form is, naming the extension (used as the "function" of
+    /// `Error::Unsupported`).
+    pub description: &'static str,
+    /// The API minor version from which the declared form is known to exist.
+    pub declared_since_minor: i32,
 }
 
 const fn members_end(members: &[ExtMember]) -> usize {
@@ -103,7 +137,7 @@ const fn members_end(members: &[ExtMember]) -> usize {
 }
 
 macro_rules! ext_struct {
-    ($(#[$m:meta])* $name:ident = $kind:ident {
+    ($(#[$m:meta])* $name:ident = $kind:ident $([older_form = $older:expr])? {
         $($(#[$fm:meta])* $field:ident : $ty:ty = since $minor:literal),+ $(,)?
     }) => {
         $(#[$m])*
@@ -125,6 +159,7 @@ macro_rules! ext_struct {
                 size: ::core::mem::size_of::<$ty>(),
                 since_minor: $minor,
             }),+];
+            $(const OLDER_FORM: Option<OlderForm> = Some($older);)?
         }
     };
 }
@@ -173,12 +208,27 @@ pjrt_struct!(PJRT_Layouts_PJRT_Executable_GetParameterLayouts_Args {
 
 ext_struct!(
     /// `PJRT_Layouts_Extension`: memory layouts of buffers, clients' defaults and executables.
-    PJRT_Layouts_Extension = Layouts {
+    ///
+    /// The first four members came together with the extension (0.51; 56 bytes). A shorter node
+    /// is not a form this crate can use: an early cut of the extension is reported to have had a
+    /// single member at offset 24, a buffer-layout getter with other args than
+    /// `PJRT_Layouts_MemoryLayout_Destroy`. Such a node is listed, but none of its members is
+    /// used ([`Extension::OLDER_FORM`]).
+    ///
+    /// Since-minors: 0.51 for the first four (CHANGELOG); `Topology_GetDefaultLayout` is in no
+    /// CHANGELOG entry, 0.75 is the API version of the first header known to list it;
+    /// `GetOutputLayouts` 0.81 and `GetParameterLayouts` 0.93 (CHANGELOG).
+    PJRT_Layouts_Extension = Layouts [older_form = OlderForm {
+        below_size: 56,
+        description: "PJRT_Layouts_Extension (an early form shorter than 56 bytes, whose members are other \
+                      functions than the declared ones; none is used)",
+        declared_since_minor: 51,
+    }] {
         PJRT_Layouts_MemoryLayout_Destroy: ExtFn<PJRT_Layouts_MemoryLayout_Destroy_Args> = since 51,
         PJRT_Layouts_MemoryLayout_Serialize: ExtFn<PJRT_Layouts_MemoryLayout_Serialize_Args> = since 51,
         PJRT_Layouts_PJRT_Client_GetDefaultLayout: ExtFn<PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args> = since 51,
         PJRT_Layouts_PJRT_Buffer_MemoryLayout: ExtFn<PJRT_Layouts_PJRT_Buffer_MemoryLayout_Args> = since 51,
-        PJRT_Layouts_PJRT_Topology_GetDefaultLayout: ExtFn<PJRT_Layouts_PJRT_Topology_GetDefaultLayout_Args> = since 81,
+        PJRT_Layouts_PJRT_Topology_GetDefaultLayout: ExtFn<PJRT_Layouts_PJRT_Topology_GetDefaultLayout_Args> = since 75,
         PJRT_Layouts_PJRT_Executable_GetOutputLayouts: ExtFn<PJRT_Layouts_PJRT_Executable_GetOutputLayouts_Args> = since 81,
         PJRT_Layouts_PJRT_Executable_GetParameterLayouts: ExtFn<PJRT_Layouts_PJRT_Executable_GetParameterLayouts_Args> = since 93,
     }
@@ -188,11 +238,17 @@ ext_struct!(
 // MemoryDescriptions (type 6)
 // ---------------------------------------------------------------------------------------------
 
-pjrt_struct!(PJRT_DeviceDescription_MemoryDescriptions_Args {
-    struct_size: usize, extension_start: Ext, device_description: *mut PJRT_DeviceDescription,
-    memory_descriptions: *const *const PJRT_MemoryDescription, num_memory_descriptions: usize,
-    default_memory_index: usize,
-});
+pjrt_struct!(
+    /// Extension version 1 (0.61). Version 0 (0.59) had no `default_memory_index` (40 bytes) and
+    /// the same struct size for the extension, so a version-0 plugin accepts these args but
+    /// leaves `default_memory_index` as the caller set it. Version-1 plugins write `SIZE_MAX` for
+    /// "no default".
+    PJRT_DeviceDescription_MemoryDescriptions_Args {
+        struct_size: usize, extension_start: Ext, device_description: *mut PJRT_DeviceDescription,
+        memory_descriptions: *const *const PJRT_MemoryDescription, num_memory_descriptions: usize,
+        default_memory_index: usize,
+    }
+);
 pjrt_struct!(PJRT_MemoryDescription_Kind_Args {
     struct_size: usize, extension_start: Ext, memory_description: *const PJRT_MemoryDescription,
     kind: *const c_char, kind_size: usize, kind_id: c_int,
@@ -230,6 +286,20 @@ ext_struct!(
 
 // ---------------------------------------------------------------------------------------------
 // FFI (type 5; header extension version 3)
+//
+// Forms, none with a version field:
+// * version 1 (0.53): `{base, user_data_add}`, 32 bytes: the function at offset 24 is
+//   `user_data_add`. Declared here as the older form: never used.
+// * version 2 (0.54): `{base, type_id_register, user_data_add}`, 40 bytes; from 0.73 also
+//   `register_handler` (48 bytes). `type_id_register` takes `PJRT_FFI_TypeID_Register_Args` (40
+//   bytes); user data carries a deleter (`PJRT_FFI_UserData_V2`, add args 48 bytes).
+// * version 3 (0.80): `{base, type_register, user_data_add, register_handler}`, 48 bytes;
+//   `type_register` takes `PJRT_FFI_Type_Register_Args` (48 bytes, `type_info` read
+//   unconditionally). For a few days the struct was 56 bytes, with a second type-register
+//   function at offset 48 and, at offset 24, one taking either the version-2 or the version-3
+//   args (the 48-byte args serve both). Early version-3 plugins still take
+//   `PJRT_FFI_UserData_V2`; later ones the 16-byte `PJRT_FFI_UserData`.
+// `PJRT_FFI_Register_Handler_Args` is the same in versions 2 and 3.
 // ---------------------------------------------------------------------------------------------
 
 /// `PJRT_FFI_Type_Info`: how the plugin treats objects of a registered type (no struct_size).
@@ -243,7 +313,7 @@ pub struct PJRT_FFI_Type_Info {
     pub deserialize: Option<unsafe extern "C" fn()>,
 }
 
-/// `PJRT_FFI_UserData` (no struct_size).
+/// `PJRT_FFI_UserData` (no struct_size), the later version-3 form (16 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct PJRT_FFI_UserData {
@@ -251,18 +321,50 @@ pub struct PJRT_FFI_UserData {
     pub data: *mut c_void,
 }
 
+/// `PJRT_FFI_UserData` of versions 1, 2 and early 3 (24 bytes): a later plugin reads the first
+/// 16 bytes, so this form with a NULL `deleter` is valid for both.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct PJRT_FFI_UserData_V2 {
+    pub type_id: i64,
+    pub data: *mut c_void,
+    /// Called by the plugin when the execute context is destroyed; may be NULL.
+    pub deleter: Option<unsafe extern "C" fn(data: *mut c_void)>,
+}
+
 c_enum!(
     /// `PJRT_FFI_Handler_TraitsBits` (a bit set).
     PJRT_FFI_Handler_TraitsBits { NONE = 0, COMMAND_BUFFER_COMPATIBLE = 1 }
 );
 
-pjrt_struct!(PJRT_FFI_Type_Register_Args {
-    struct_size: usize, extension_start: Ext, type_name: *const c_char, type_name_size: usize,
-    type_id: i64, type_info: *mut PJRT_FFI_Type_Info,
-});
-pjrt_struct!(PJRT_FFI_UserData_Add_Args {
-    struct_size: usize, extension_start: Ext, context: *mut PJRT_ExecuteContext, user_data: PJRT_FFI_UserData,
-});
+pjrt_struct!(
+    /// Version 3. Its first 40 bytes are [`PJRT_FFI_TypeID_Register_Args`] (version 2).
+    PJRT_FFI_Type_Register_Args {
+        struct_size: usize, extension_start: Ext, type_name: *const c_char, type_name_size: usize,
+        type_id: i64, type_info: *mut PJRT_FFI_Type_Info,
+    }
+);
+pjrt_struct!(
+    /// Version 2 (`type_id_register`); `type_id` is in-out from 0.67, out only before.
+    PJRT_FFI_TypeID_Register_Args {
+        struct_size: usize, extension_start: Ext, type_name: *const c_char, type_name_size: usize,
+        type_id: i64,
+    }
+);
+pjrt_struct!(
+    /// The later version-3 form (40 bytes).
+    PJRT_FFI_UserData_Add_Args {
+        struct_size: usize, extension_start: Ext, context: *mut PJRT_ExecuteContext, user_data: PJRT_FFI_UserData,
+    }
+);
+pjrt_struct!(
+    /// Versions 1, 2 and early 3 (48 bytes): accepted by later plugins too, which read the
+    /// first 40 bytes (the user data's `type_id` and `data`).
+    PJRT_FFI_UserData_Add_Args_V2 {
+        struct_size: usize, extension_start: Ext, context: *mut PJRT_ExecuteContext,
+        user_data: PJRT_FFI_UserData_V2,
+    }
+);
 pjrt_struct!(
     /// Note: no `extension_start`.
     PJRT_FFI_Register_Handler_Args {
@@ -272,11 +374,22 @@ pjrt_struct!(
 );
 
 ext_struct!(
-    /// `PJRT_FFI_Extension`: XLA FFI types, user data and handlers.
-    PJRT_FFI_Extension = FFI {
-        type_register: ExtFn<PJRT_FFI_Type_Register_Args> = since 53,
-        user_data_add: ExtFn<PJRT_FFI_UserData_Add_Args> = since 53,
-        register_handler: ExtFn<PJRT_FFI_Register_Handler_Args> = since 53,
+    /// `PJRT_FFI_Extension`: XLA FFI types, user data and handlers (version 3; see the forms
+    /// above). `type_register` is `type_id_register` in version 2, and `user_data_add` may take
+    /// [`PJRT_FFI_UserData_Add_Args_V2`]: send args valid for both forms.
+    ///
+    /// Since-minors: the extension came at 0.53 in version 1, whose only member sits where
+    /// `type_register` is declared; the declared layout exists from 0.54 (`type_id_register`,
+    /// first header listing it) and `register_handler` from 0.73 (first header listing it).
+    PJRT_FFI_Extension = FFI [older_form = OlderForm {
+        below_size: 40,
+        description: "PJRT_FFI_Extension (version 1, shorter than 40 bytes, whose member is \
+                      user_data_add where type_register is declared; none is used)",
+        declared_since_minor: 54,
+    }] {
+        type_register: ExtFn<PJRT_FFI_Type_Register_Args> = since 54,
+        user_data_add: ExtFn<PJRT_FFI_UserData_Add_Args> = since 54,
+        register_handler: ExtFn<PJRT_FFI_Register_Handler_Args> = since 73,
     }
 );
 
@@ -626,6 +739,22 @@ mod tests {
     }
 
     #[test]
+    fn older_forms() {
+        // Layouts: below the first four members; FFI: the version-1 `{base, user_data_add}`.
+        assert!(PJRT_Layouts_Extension::is_older_form(32) && PJRT_Layouts_Extension::is_older_form(55));
+        assert!(!PJRT_Layouts_Extension::is_older_form(56) && !PJRT_Layouts_Extension::is_older_form(80));
+        assert!(PJRT_FFI_Extension::is_older_form(32) && !PJRT_FFI_Extension::is_older_form(40));
+        // The bound covers exactly the members the older forms misplace.
+        assert_eq!(
+            PJRT_Layouts_Extension::OLDER_FORM.unwrap().below_size,
+            PJRT_Layouts_Extension::MEMBERS[3].offset + 8
+        );
+        assert_eq!(PJRT_FFI_Extension::OLDER_FORM.unwrap().below_size, PJRT_FFI_Extension::MEMBERS[1].offset + 8);
+        assert_eq!(PJRT_Shardings_Extension::OLDER_FORM, None);
+        assert!(!PJRT_MemoryDescriptions_Extension::is_older_form(24));
+    }
+
+    #[test]
     fn args_struct_sizes() {
         let expected: &[(usize, usize, &str)] = &[
             (PJRT_Layouts_MemoryLayout_Destroy_Args::STRUCT_SIZE, 24, "MemoryLayout_Destroy"),
@@ -641,6 +770,8 @@ mod tests {
             (PJRT_Shardings_PJRT_Executable_OutputShardings_Args::STRUCT_SIZE, 48, "OutputShardings"),
             (PJRT_FFI_Type_Register_Args::STRUCT_SIZE, 48, "FFI_Type_Register"),
             (PJRT_FFI_UserData_Add_Args::STRUCT_SIZE, 40, "FFI_UserData_Add"),
+            (PJRT_FFI_UserData_Add_Args_V2::STRUCT_SIZE, 48, "FFI_UserData_Add (v2)"),
+            (PJRT_FFI_TypeID_Register_Args::STRUCT_SIZE, 40, "FFI_TypeID_Register (v2)"),
             (PJRT_FFI_Register_Handler_Args::STRUCT_SIZE, 52, "FFI_Register_Handler"),
             (PJRT_PhaseCompile_Get_Compiler_Args::STRUCT_SIZE, 24, "Get_Compiler"),
             (PJRT_PhaseCompile_Destroy_Compiler_Args::STRUCT_SIZE, 24, "Destroy_Compiler"),
@@ -679,6 +810,16 @@ mod tests {
         assert_eq!(offset_of!(PJRT_FFI_Register_Handler_Args, target_name), 8);
         assert_eq!(offset_of!(PJRT_FFI_UserData_Add_Args, user_data), 24);
         assert_eq!(std::mem::size_of::<PJRT_FFI_Type_Info>(), 24);
+        assert_eq!(std::mem::size_of::<PJRT_FFI_UserData>(), 16);
+        assert_eq!(std::mem::size_of::<PJRT_FFI_UserData_V2>(), 24);
+        // The v2 register args are a prefix of the v3 ones, and v2 user data extends v3's.
+        assert_eq!(
+            offset_of!(PJRT_FFI_TypeID_Register_Args, type_id),
+            offset_of!(PJRT_FFI_Type_Register_Args, type_id)
+        );
+        assert_eq!(offset_of!(PJRT_FFI_Type_Register_Args, type_info), PJRT_FFI_TypeID_Register_Args::STRUCT_SIZE);
+        assert_eq!(offset_of!(PJRT_FFI_UserData_V2, data), offset_of!(PJRT_FFI_UserData, data));
+        assert_eq!(offset_of!(PJRT_FFI_UserData_Add_Args_V2, user_data), 24);
         assert_eq!(std::mem::size_of::<PJRT_XlaTransform_version_and_error>(), 48);
         assert_eq!(offset_of!(PJRT_XlaTransform_version_and_error, code), 28);
         assert_eq!(offset_of!(PJRT_XlaTransform_Args, hlo_module), 56);
