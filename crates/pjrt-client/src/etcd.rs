@@ -128,9 +128,7 @@ impl EtcdStore {
     /// `Duration::MAX`, "no limit") is capped at about 30 years instead of panicking.
     fn request_deadline(&self) -> Instant {
         let now = Instant::now();
-        now.checked_add(self.request_timeout)
-            .or_else(|| now.checked_add(Duration::from_secs(1 << 30)))
-            .unwrap_or(now)
+        now.checked_add(self.request_timeout).or_else(|| now.checked_add(Duration::from_secs(1 << 30))).unwrap_or(now)
     }
 
     fn full_key(&self, key: &str) -> String {

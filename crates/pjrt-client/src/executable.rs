@@ -324,8 +324,7 @@ impl LoadedExecutable {
             result.wait()?;
             return Ok(result.outputs.into_iter().next().unwrap_or_default());
         }
-        let (outputs, event) =
-            self.launch_one(arguments, std::ptr::null_mut(), &mut raw_execute_options(), None)?;
+        let (outputs, event) = self.launch_one(arguments, std::ptr::null_mut(), &mut raw_execute_options(), None)?;
         if let Some(event) = event {
             event.wait()?;
         }
@@ -417,8 +416,7 @@ impl LoadedExecutable {
             let event = result.events.into_iter().next();
             return Ok(PendingExecution { outputs: Some(outputs.pop().unwrap_or_default()), event });
         }
-        let (outputs, event) =
-            self.launch_one(arguments, std::ptr::null_mut(), &mut raw_execute_options(), None)?;
+        let (outputs, event) = self.launch_one(arguments, std::ptr::null_mut(), &mut raw_execute_options(), None)?;
         Ok(PendingExecution { outputs: Some(outputs), event })
     }
 
@@ -566,8 +564,7 @@ impl LoadedExecutable {
         if !device.client().same_client(&self.client) {
             return Err(Error::invalid("the device belongs to another client"));
         }
-        let (outputs, event) =
-            self.launch_one(arguments, device.as_raw(), &mut raw_execute_options(), None)?;
+        let (outputs, event) = self.launch_one(arguments, device.as_raw(), &mut raw_execute_options(), None)?;
         if let Some(event) = event {
             event.wait()?;
         }
@@ -1498,10 +1495,9 @@ impl ExecuteOptions {
         if !self.non_donatable.is_empty() {
             // An older plugin would not read the field and donate the inputs anyway.
             if api.version().minor < NON_DONATABLE_MINOR {
-                return Err(api.unsupported_feature(
-                    "PJRT_ExecuteOptions.non_donatable_input_indices",
-                    NON_DONATABLE_MINOR,
-                ));
+                return Err(
+                    api.unsupported_feature("PJRT_ExecuteOptions.non_donatable_input_indices", NON_DONATABLE_MINOR)
+                );
             }
             raw.non_donatable_input_indices = self.non_donatable.as_ptr();
             raw.num_non_donatable_input_indices = self.non_donatable.len();

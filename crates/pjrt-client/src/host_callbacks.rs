@@ -26,10 +26,10 @@ use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
 use crate::api::{pjrt_call, slice_from_raw, Api};
+use crate::client::{Client, WeakClient};
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::{panic_message, Event};
 use crate::executable::ExecuteOptions;
-use crate::client::{Client, WeakClient};
 use crate::release::{release_if_in_callback, CallbackScope};
 use crate::sys::{self, Args};
 
@@ -590,12 +590,7 @@ unsafe extern "C" fn recv_trampoline(stream: *mut sys::PJRT_CopyToDeviceStream, 
             return;
         };
         // From here on the stream is owned (destroyed on drop, also while unwinding).
-        let stream = CopyToDeviceStream {
-            api,
-            raw,
-            channel_id: target.channel_id,
-            device_index: target.device_index,
-        };
+        let stream = CopyToDeviceStream { api, raw, channel_id: target.channel_id, device_index: target.device_index };
         let result = call_once_unless_panicked(&target.callback, stream, || {
             format!("the receive callback for channel {}", target.channel_id)
         });

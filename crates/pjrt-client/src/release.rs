@@ -98,15 +98,6 @@ macro_rules! release_if_in_callback {
 }
 pub(crate) use release_if_in_callback;
 
-/// Drops `value` now, or on the release thread when called inside a plugin callback.
-pub(crate) fn drop_outside_plugin<T: Send + 'static>(value: T) {
-    if in_plugin_callback() {
-        release_later(value);
-    } else {
-        drop(value);
-    }
-}
-
 /// Blocks until everything handed to the release thread before this call has been dropped
 /// (for tests, and for callers that want released handles gone before they go on).
 pub fn flush_released() {
@@ -145,7 +136,7 @@ mod tests {
     }
 
     #[test]
-    fn values_dropped_inside_a_callback_go_to_the_release_thread() {
+    fn released_values_are_dropped_on_the_release_thread() {
         let dropped_on = Arc::new(Mutex::new(None));
         assert!(!in_plugin_callback());
         {
@@ -156,16 +147,12 @@ mod tests {
                 assert!(in_plugin_callback());
             }
             assert!(in_plugin_callback(), "nested scopes count");
-            drop_outside_plugin(Probe { dropped_on: dropped_on.clone() });
+            release_later(Probe { dropped_on: dropped_on.clone() });
         }
         assert!(!in_plugin_callback());
         flush_released();
         assert_eq!(dropped_on.lock().unwrap().as_deref(), Some("pjrt-release"));
 
-        // Outside a callback, at once and here.
-        let here = Arc::new(Mutex::new(None));
-        drop_outside_plugin(Probe { dropped_on: here.clone() });
-        assert_eq!(*here.lock().unwrap(), std::thread::current().name().map(str::to_owned));
     }
 
     #[test]

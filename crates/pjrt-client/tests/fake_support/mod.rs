@@ -197,13 +197,16 @@ impl Fake {
         assert_eq!(self.counter(name), value, "counter `{name}`");
     }
 
-    /// Waits (up to 10 s) until no thread of the fake (late events, callbacks) runs any more.
+    /// Waits (up to 10 s) until no thread of the fake (late events, callbacks) runs any more,
+    /// and until the library's release thread has dropped what it was handed.
     pub fn settle(&self) {
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.counter("threads_running") > 0 {
             assert!(Instant::now() < deadline, "the fake's threads did not finish");
             std::thread::sleep(Duration::from_millis(1));
         }
+        // And what the library handed to its release thread (handles dropped inside callbacks).
+        pjrt_client::flush_released();
     }
 
     /// created − destroyed for every kind of object, in the order of [`OBJECT_KINDS`].
