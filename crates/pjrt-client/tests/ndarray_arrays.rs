@@ -80,3 +80,69 @@ fn half_precision_and_complex_arrays_both_ways() {
         assert!(b.to_array::<bf16>().is_err());
     }
 }
+
+/// A strided view's gaps may belong to someone else (another view of the same array, borrowed
+/// mutably), so the upload never forms a slice over them: only the elements are read. Here the
+/// gap is a page no one may read (PROT_NONE) between the view's two elements; the upload reads
+/// around it. (Forming a `&[u8]` over it is undefined behaviour whether or not it is read; this
+/// shows that nothing reads the gap, while the code shows that no slice spans it.)
+#[test]
+fn strided_views_are_read_without_touching_their_gaps() {
+    use std::ffi::c_void;
+    extern "C" {
+        fn mmap(addr: *mut c_void, len: usize, prot: i32, flags: i32, fd: i32, offset: i64) -> *mut c_void;
+        fn mprotect(addr: *mut c_void, len: usize, prot: i32) -> i32;
+        fn sysconf(name: i32) -> i64;
+    }
+    const PROT_NONE: i32 = 0;
+    const PROT_READ_WRITE: i32 = 3;
+    const MAP_PRIVATE_ANONYMOUS: i32 = 0x22;
+    const SC_PAGESIZE: i32 = 30;
+    // SAFETY: three fresh anonymous pages, the middle one made unreadable; never unmapped.
+    let (first, page) = unsafe {
+        let page = sysconf(SC_PAGESIZE) as usize;
+        let map = mmap(std::ptr::null_mut(), 3 * page, PROT_READ_WRITE, MAP_PRIVATE_ANONYMOUS, -1, 0);
+        assert!(map as isize != -1, "mmap failed");
+        assert_eq!(mprotect((map as *mut u8).add(page).cast(), page, PROT_NONE), 0);
+        let first = map as *mut i32;
+        first.write(7);
+        first.add(2 * page / 4).write(9);
+        (first, page)
+    };
+    // Two i32 elements, one on the first page and one on the third.
+    // SAFETY: both elements are readable for the view's life; the gap is never read here.
+    let view = unsafe {
+        pjrt_client::ndarray::ArrayView1::from_shape_ptr(
+            pjrt_client::ndarray::ShapeBuilder::strides(2, 2 * page / 4),
+            first as *const i32,
+        )
+    };
+    for name in support::PLUGINS {
+        let client = support::client(name, 1);
+        let buffer = client.buffer_from_array(&view, Placement::Default).unwrap();
+        assert_eq!(buffer.to_vec::<i32>().unwrap(), [7, 9], "{name}");
+    }
+}
+
+/// PRED bytes other than 0 and 1 (the plugins return what they were given) become valid
+/// bools in an `ArrayD<bool>`: nonzero is true, as numpy reads them.
+#[test]
+fn pred_buffers_convert_to_valid_bool_arrays() {
+    for name in support::PLUGINS {
+        let client = support::client(name, 1);
+        let buffer = client
+            .buffer_from_bytes(
+                &[2, 0, 1, 255],
+                pjrt_client::ElementType::PRED,
+                &[2, 2],
+                &pjrt_client::HostLayout::default(),
+                Placement::Default,
+            )
+            .unwrap();
+        let array = buffer.to_array::<bool>().unwrap();
+        assert_eq!(array, pjrt_client::ndarray::arr2(&[[true, false], [true, true]]).into_dyn(), "{name}");
+        // SAFETY: reading the bytes behind the bools (initialised, valid bytes).
+        let bytes: Vec<u8> = array.iter().map(|b| unsafe { (b as *const bool).cast::<u8>().read() }).collect();
+        assert_eq!(bytes, [1, 0, 1, 1], "{name}");
+    }
+}

@@ -133,3 +133,158 @@ fn zero_copy_uploads_are_never_donated() {
         assert_eq!(host.as_bytes(), expected, "{name}: the caller's memory is unchanged");
     }
 }
+
+/// Objects of one plugin never reach another plugin's functions: a topology of the 0.115
+/// plugin compiling with a client of the 0.106 plugin aborted the process
+/// (`std::length_error`), and loading one plugin's executable on another's client was refused
+/// only because the options happened not to parse.
+#[test]
+fn objects_of_another_plugin_are_refused_before_the_call() {
+    let new = support::client("cpu", 1);
+    let old = support::client("cpu-0.106", 1);
+    let program = Program::mlir_text(support::ADD_F32).unwrap();
+    let options = CompileOptions::new();
+    let topology = new.topology().unwrap();
+    let e = topology.compile(&program, &options, Some(&old)).unwrap_err();
+    assert!(matches!(&e, Error::ForeignObject { what: "the client", .. }), "{e}");
+    assert!(e.to_string().contains("fastatomstruct") && e.to_string().contains("lammps"), "names both plugins: {e}");
+    // With its own plugin's client (or none) it compiles; that executable cannot be loaded on
+    // the other plugin's client.
+    let compiled = topology.compile(&program, &options, Some(&new)).unwrap();
+    let e = old.load(&compiled, &options).unwrap_err();
+    assert!(matches!(&e, Error::ForeignObject { what: "the executable", .. }), "{e}");
+    let loaded = new.load(&compiled, &options).unwrap();
+    let x = new.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+    assert_eq!(loaded.execute(&[&x, &x]).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
+    // Buffers of the other plugin are refused as arguments too; copies go through the host.
+    let foreign = old.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+    assert!(matches!(loaded.execute(&[&x, &foreign]), Err(Error::InvalidArgument(_))));
+    let copied = foreign.copy_to_client(&new, Placement::Default).unwrap();
+    assert_eq!(loaded.execute(&[&x, &copied]).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
+}
+
+/// A `ControlDependency` holds the plugin's callback, which is valid only while the client is:
+/// it keeps the client alive, so signalling it after every other handle is gone is fine (it
+/// used to run the plugin's callback on a destroyed client). The 0.115 plugin implements
+/// donation with a control dependency (0.106 says UNIMPLEMENTED).
+#[test]
+fn a_control_dependency_keeps_its_client_alive() {
+    let client = support::client("cpu", 1);
+    let source = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+    let (donated, dependency) = source.donate_with_control_dependency().unwrap();
+    let weak_probe = client.clone();
+    drop((source, donated, client));
+    // Only the dependency (and our probe) hold the client now.
+    drop(weak_probe);
+    dependency.ready();
+}
+
+/// `Duration::MAX` means "wait without a limit" everywhere a timeout is taken (it used to
+/// panic adding it to `Instant::now()`).
+#[test]
+fn the_longest_timeout_waits_instead_of_panicking() {
+    use std::time::Duration;
+    let client = support::client("cpu", 2);
+    let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+    x.ready_event().unwrap().wait_timeout(Duration::MAX).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let on_ready = x.ready_event().unwrap().on_ready(move |status| tx.send(status.is_ok()).unwrap()).unwrap();
+    assert!(on_ready.wait_timeout(Duration::MAX).unwrap());
+    assert!(rx.recv().unwrap());
+    let exe = client.compile(&Program::mlir_text(support::ADD_F32).unwrap(), &CompileOptions::new()).unwrap();
+    let mut pending = exe.execute_async(&[&x, &x]).unwrap();
+    assert_eq!(pending.wait_timeout(Duration::MAX).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
+    let replicated =
+        client.compile(&Program::mlir_text(support::ADD_F32).unwrap(), &CompileOptions::new().num_replicas(2)).unwrap();
+    let devices = replicated.addressable_devices();
+    let y = x.copy_to_device(&devices[1]).unwrap();
+    let run = replicated.execute_sharded(&[[&x, &x], [&y, &y]]).unwrap();
+    run.wait_timeout(Duration::MAX).unwrap();
+    let transfer = run.outputs[1][0].to_host_async().unwrap();
+    assert_eq!(transfer.wait_timeout(Duration::MAX).unwrap().len(), 16);
+}
+
+/// A 1024×1024 matrix product: big enough that the 0.115 CPU plugin, asked to be
+/// `asynchronous`, runs it on its own threads (a small program runs inline in `Execute`), so a
+/// callback registered on its completion runs on one of the plugin's threads.
+const BIG_DOT: &str = r#"
+module @big_dot {
+  func.func public @main(%a: tensor<1024x1024xf32>) -> tensor<1024x1024xf32> {
+    %0 = stablehlo.dot_general %a, %a, contracting_dims = [1] x [0] : (tensor<1024x1024xf32>, tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
+    return %0 : tensor<1024x1024xf32>
+  }
+}"#;
+
+/// The child of `the_last_client_dropped_by_a_callback_is_destroyed_outside_the_plugin`.
+#[test]
+#[ignore = "run by the_last_client_dropped_by_a_callback_is_destroyed_outside_the_plugin in a child process"]
+fn child_drops_the_last_client_inside_a_callback() {
+    // The 0.115 CPU plugin runs executions on its own threads when asked to (`asynchronous`);
+    // otherwise `Execute` returns after the work and the callback runs inline, proving nothing.
+    let client = pjrt_client::Client::new(
+        &support::plugin("cpu"),
+        &pjrt_client::ClientOptions::new().cpu_device_count(1).set("asynchronous", true),
+    )
+    .unwrap();
+    let exe = client.compile(&Program::mlir_text(BIG_DOT).unwrap(), &CompileOptions::new()).unwrap();
+    let n = client.buffer_from_slice(&vec![1f32; 1024 * 1024], &[1024, 1024], Placement::Default).unwrap();
+    let mut run = exe.execute_sharded(&[[&n]]).unwrap();
+    let outputs = std::mem::take(&mut run.outputs);
+    let main_thread = std::thread::current().id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    // The callback owns the last client (through the outputs and its own handle).
+    let owned = client.clone();
+    let _on_ready = run.events[0]
+        .on_ready(move |status| {
+            let first = outputs[0][0].to_vec::<f32>().map(|v| v[0]);
+            let on_plugin_thread = std::thread::current().id() != main_thread;
+            drop(outputs);
+            drop(owned);
+            tx.send((status.is_ok(), first, on_plugin_thread)).unwrap();
+        })
+        .unwrap();
+    drop((run, exe, n, client));
+    let (ok, first, on_plugin_thread) = rx.recv().unwrap();
+    assert!(ok);
+    assert_eq!(first.unwrap(), 1024.);
+    pjrt_client::flush_released();
+    println!("CHILD-DONE on_plugin_thread={on_plugin_thread}");
+}
+
+/// A closure run by the plugin that owns the last `Client` would destroy the client from
+/// inside the plugin's own worker thread (whose pool the client's destructor joins). The
+/// client is destroyed on the library's release thread instead. Run in a child process, with
+/// a time limit, so that a regression (a hang or an abort) fails this test instead of the run.
+#[test]
+fn the_last_client_dropped_by_a_callback_is_destroyed_outside_the_plugin() {
+    {
+        let name = "cpu";
+        support::plugin(name); // installed before the child needs it
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--ignored", "--exact", "child_drops_the_last_client_inside_a_callback", "--nocapture"])
+            .env("TF_CPP_MIN_LOG_LEVEL", "2")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{name}: the child hung (a client destroyed from inside the plugin?)");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let output = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            status.success() && stdout.contains("CHILD-DONE"),
+            "{name}: the child failed ({status}):\n{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(stdout.contains("on_plugin_thread=true"), "{name}: the callback ran inline: BIG_DOT ran synchronously");
+    }
+}
