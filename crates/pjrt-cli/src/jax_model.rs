@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use pjrt_client::host_array::element_type_of;
+use pjrt_client::host_array::{element_type_of, upload_element_type};
 use pjrt_client::jax_export::JaxExport;
-use pjrt_client::npy::{Dtype, NpyArray};
-use pjrt_client::{ElementType, Error, Program};
+use pjrt_client::npy::NpyArray;
+use pjrt_client::{Error, Program};
 use serde_json::json;
 
 use crate::RunArgs;
@@ -50,12 +50,10 @@ pub fn module_arguments(
     // A wrong count is reported by `arrange_inputs`, with every expected aval.
     let checked = if inputs.len() == model.in_avals().len() { inputs.len() } else { 0 };
     for (i, (array, label)) in inputs.iter().zip(labels).enumerate().take(checked) {
-        let bf16 = model.in_avals().get(i).is_some_and(|a| a.element_type == Some(ElementType::BF16));
-        let element_type = if bf16 && matches!(array.dtype, Dtype::U16 | Dtype::V2) {
-            ElementType::BF16
-        } else {
-            element_type_of(array.dtype)
-        };
+        // As the array uploads for this input (bf16 bits, widened sub-byte values), else its
+        // own type, which `check_input` reports.
+        let wanted = model.in_avals().get(i).and_then(|a| a.element_type);
+        let element_type = upload_element_type(array.dtype, wanted).unwrap_or_else(|_| element_type_of(array.dtype));
         let dims: Vec<u64> = array.shape.iter().map(|&d| d as u64).collect();
         model.check_input(i, element_type, &dims).map_err(|e| match e {
             Error::InvalidArgument(m) => Error::InvalidArgument(format!("{m} (--input {label})")),
