@@ -92,6 +92,13 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
         model.compile_options(&platform)
     })?;
     let exe = client.compile(&model.program()?, &options)?;
+    // Outputs are written as .npy: refuse any that cannot be before running.
+    let stored: Vec<&str> = exe
+        .output_shapes()
+        .iter()
+        .enumerate()
+        .map(|(i, shape)| super::arrays::output_dtype(super::arrays::OutputFormat::Npy, i, shape))
+        .collect::<Result<_, _>>()?;
     let (input_shardings, output_shardings) = model.device_shardings()?;
     let outputs = exe.run_sharded(&arguments, &input_shardings, &output_shardings)?;
     let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -106,7 +113,8 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
             let shape: Vec<String> = array.shape.iter().map(|d| d.to_string()).collect();
             println!("out{i}: {dtype}[{}] = {preview}  -> {}", shape.join(","), file.display());
         }
-        report.push(json!({ "index": i, "file": file, "dtype": dtype, "npy_dtype": array.dtype.descr(),
+        report.push(json!({ "index": i, "file": file, "dtype": dtype, "element_type": dtype,
+                            "npy_dtype": array.dtype.descr(), "stored_as": stored.get(i).copied().unwrap_or(array.dtype.name()),
                             "shape": array.shape, "preview": preview }));
     }
     if args.json {
