@@ -457,9 +457,11 @@ pub fn output_dtype(format: OutputFormat, index: usize, shape: &ArrayShape) -> R
             let stored = tensor_type(element_type);
             let name = safetensors::dtype_name(stored)
                 .ok_or_else(|| cannot("safetensors cannot store (write it with --output-format npy)".into()))?;
-            let count = shape.dims.iter().map(|d| u64::try_from(*d).unwrap_or(0)).product::<u64>();
+            // Whether count * bits fills whole bytes, without forming a product that may overflow.
+            let count_mod_8 = shape.dims.iter().fold(1u64, |m, d| m * d.rem_euclid(8) as u64 % 8);
             let bits = stored.bits().unwrap_or(8) as u64;
-            if count * bits % 8 != 0 {
+            if count_mod_8 * bits % 8 != 0 {
+                let count = shape.dims.iter().fold(1u64, |n, d| n.saturating_mul(u64::try_from(*d).unwrap_or(0)));
                 return Err(cannot(format!(
                     "safetensors cannot store: it packs {stored} {} per byte and needs whole bytes, but the output has \
                      {count} elements (write it with --output-format npy)",
@@ -504,8 +506,12 @@ impl OutputSink {
             OutputFormat::Safetensors => {
                 let stored = tensor_type(element_type);
                 // F4 arrives as one bit code per byte: the file packs two per byte.
-                let bytes = safetensors::pack_sub_byte(stored, &array.data)
-                    .map_err(|e| Error::InvalidArgument(format!("output {name}: {e}")))?;
+                let bytes = if stored.is_sub_byte() {
+                    safetensors::pack_sub_byte(stored, &array.data)
+                        .map_err(|e| Error::InvalidArgument(format!("output {name}: {e}")))?
+                } else {
+                    array.data
+                };
                 self.pending.push((name.clone(), stored, array.shape, bytes));
                 Ok((self.file(), Some(name)))
             }
@@ -560,6 +566,9 @@ mod tests {
         // An odd number of F4 elements leaves half a byte, which safetensors cannot store.
         let e = st(T::F4E2M1FN, &[3]).unwrap_err().to_string();
         assert!(e.contains("output 0 is f4e2m1fn[3]") && e.contains("--output-format npy"), "{e}");
+        // Huge shapes decide by parity, without overflowing.
+        assert!(st(T::F4E2M1FN, &[i64::MAX, 3]).is_err());
+        assert_eq!(st(T::F4E2M1FN, &[i64::MAX, 4]).unwrap(), "F4");
         let e = npy(T::F8E4M3FN).unwrap_err().to_string();
         assert!(e.contains("f8e4m3fn"), "{e}");
         assert!(st(T::C128, &[1]).is_err());
