@@ -11,7 +11,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(file) = SafeTensors::from_bytes(data.to_vec()) else { return };
     let mut total = 0u64;
     for (_, view) in file.tensors() {
-        assert_eq!(Some(view.bytes().len()), view.dtype().host_bytes(view.element_count()), "bytes match dtype*shape");
+        assert_eq!(Some(view.bytes().len()), view.dtype().packed_bytes(view.element_count()), "bytes match dtype*shape");
         total += view.bytes().len() as u64;
     }
     assert_eq!(total, file.data_bytes(), "the tensors cover the data exactly");

@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use pjrt_client::host_array::{upload_mapped_npy, upload_npy};
+use pjrt_client::host_array::{dtype_of, element_type_of, upload_mapped_npy, upload_npy};
 use pjrt_client::npy::{MappedNpy, NpyArray};
 use pjrt_client::safetensors::{self, SafeTensors, TensorView};
-use pjrt_client::{Buffer, Client, ElementType, Error, HostLayout, Placement, Program};
+use pjrt_client::{ArrayShape, Buffer, Client, ElementType, Error, HostLayout, Placement, Program};
 
 /// The suffix that marks a safetensors file in `--input FILE.safetensors:NAME`.
 const SAFETENSORS_SUFFIX: &str = ".safetensors";
@@ -289,7 +289,9 @@ impl Inputs {
 
     /// Uploads input `index` for a parameter of element type `wanted` (when known), tensors
     /// straight from the file's mapping. A dtype other than the parameter's is an error, except
-    /// 2-byte raw bits (`u16`) for a bf16 parameter.
+    /// 2-byte raw bits (`u16`) for a bf16 parameter and, for a sub-byte parameter, int8/uint8
+    /// values in its range (`.npy` arrays also ml_dtypes' `|V1`; see
+    /// [`pjrt_client::host_array::upload_npy`]).
     pub fn upload(
         &self,
         client: &Client,
@@ -304,6 +306,10 @@ impl Inputs {
                 let view = self.files.tensor(file, name)?;
                 let element_type = match wanted {
                     Some(ElementType::BF16) if view.dtype() == ElementType::U16 => ElementType::BF16,
+                    // Widened sub-byte values: the .npy rules check them (a copy, but a small one).
+                    Some(w) if w.is_sub_byte() && matches!(view.dtype(), ElementType::S8 | ElementType::U8) => {
+                        return upload_npy(client, &tensor_array(file, name, view)?, wanted, placement);
+                    }
                     Some(w) if w != view.dtype() => {
                         return Err(Error::InvalidArgument(format!(
                             "the tensor is {}, but the parameter is {w}",
@@ -425,11 +431,54 @@ fn bind_by_name(program: Option<&Program>, file: &SafeTensors) -> Result<Option<
     Ok(Some(bound))
 }
 
+/// The element type an output is stored as in a safetensors file: sub-byte integers widened to
+/// I8/U8 (the format has no 4-, 2- or 1-bit integers) as in `.npy`, the 6-bit floats as U8
+/// bit codes (the format names them but defines no packing), F4 packed as the format's `F4`.
+fn tensor_type(element_type: ElementType) -> ElementType {
+    match element_type {
+        ElementType::F4E2M1FN => element_type,
+        t if t.is_sub_byte() => dtype_of(t).map_or(t, element_type_of),
+        t => t,
+    }
+}
+
+/// The dtype output `index` (of per-device type and shape `shape`) is written as in `format`:
+/// the `.npy` dtype (`int8` for an S4 output) or the safetensors dtype (`I8`, `F4`, ...). An
+/// error says why it cannot be written, so that `pjrt run` refuses it before running anything.
+pub fn output_dtype(format: OutputFormat, index: usize, shape: &ArrayShape) -> Result<&'static str, Error> {
+    let cannot = |why: String| Error::InvalidArgument(format!("output {index} is {shape}, which {why}"));
+    let element_type = shape.element_type.ok_or_else(|| cannot("has an element type pjrt does not know".into()))?;
+    // Every output is downloaded as a .npy array first.
+    let npy = dtype_of(element_type)
+        .ok_or_else(|| cannot(format!("pjrt run cannot write: {element_type} has no .npy dtype")))?;
+    match format {
+        OutputFormat::Npy => Ok(npy.name()),
+        OutputFormat::Safetensors => {
+            let stored = tensor_type(element_type);
+            let name = safetensors::dtype_name(stored)
+                .ok_or_else(|| cannot("safetensors cannot store (write it with --output-format npy)".into()))?;
+            // Whether count * bits fills whole bytes, without forming a product that may overflow.
+            let count_mod_8 = shape.dims.iter().fold(1u64, |m, d| m * d.rem_euclid(8) as u64 % 8);
+            let bits = stored.bits().unwrap_or(8) as u64;
+            if count_mod_8 * bits % 8 != 0 {
+                let count = shape.dims.iter().fold(1u64, |n, d| n.saturating_mul(u64::try_from(*d).unwrap_or(0)));
+                return Err(cannot(format!(
+                    "safetensors cannot store: it packs {stored} {} per byte and needs whole bytes, but the output has \
+                     {count} elements (write it with --output-format npy)",
+                    8 / bits
+                )));
+            }
+            Ok(name)
+        }
+    }
+}
+
 /// Collects one device's outputs and writes them in the chosen format.
 pub struct OutputSink {
     format: OutputFormat,
     dir: PathBuf,
-    pending: Vec<(String, ElementType, NpyArray)>,
+    /// Safetensors outputs: name, stored type, shape, bytes as the file holds them.
+    pending: Vec<(String, ElementType, Vec<usize>, Vec<u8>)>,
 }
 
 impl OutputSink {
@@ -438,8 +487,9 @@ impl OutputSink {
         OutputSink { format, dir: dir.to_path_buf(), pending: Vec::new() }
     }
 
-    /// Adds output `index` (`element_type` is the buffer's: bf16 arrays hold raw bits).
-    /// Returns the file it goes to and, for safetensors, the tensor name in it.
+    /// Adds output `index`: `array` as [`pjrt_client::host_array::download_npy`] gives it
+    /// (bf16 as raw bits, sub-byte types widened), `element_type` the buffer's. Returns the
+    /// file it goes to and, for safetensors, the tensor name in it.
     pub fn add(
         &mut self,
         index: usize,
@@ -454,7 +504,15 @@ impl OutputSink {
                 Ok((file, None))
             }
             OutputFormat::Safetensors => {
-                self.pending.push((name.clone(), element_type, array));
+                let stored = tensor_type(element_type);
+                // F4 arrives as one bit code per byte: the file packs two per byte.
+                let bytes = if stored.is_sub_byte() {
+                    safetensors::pack_sub_byte(stored, &array.data)
+                        .map_err(|e| Error::InvalidArgument(format!("output {name}: {e}")))?
+                } else {
+                    array.data
+                };
+                self.pending.push((name.clone(), stored, array.shape, bytes));
                 Ok((self.file(), Some(name)))
             }
         }
@@ -472,8 +530,8 @@ impl OutputSink {
         let views: Vec<(&str, TensorView<'_>)> = self
             .pending
             .iter()
-            .map(|(name, element_type, array)| {
-                let view = TensorView::new(*element_type, &array.shape, &array.data).map_err(|e| {
+            .map(|(name, element_type, shape, bytes)| {
+                let view = TensorView::new(*element_type, shape, bytes).map_err(|e| {
                     Error::InvalidArgument(format!("output {name} cannot be written as safetensors: {e}"))
                 })?;
                 Ok((name.as_str(), view))
@@ -487,6 +545,36 @@ impl OutputSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_output_type_has_a_file_form_or_a_reason() {
+        use ElementType as T;
+        let shape = |t: T, dims: &[i64]| ArrayShape { element_type: Some(t), dims: dims.to_vec() };
+        let npy = |t: T| output_dtype(OutputFormat::Npy, 0, &shape(t, &[3]));
+        let st = |t: T, dims: &[i64]| output_dtype(OutputFormat::Safetensors, 0, &shape(t, dims));
+        assert_eq!(npy(T::S4).unwrap(), "int8");
+        assert_eq!(npy(T::S1).unwrap(), "int8");
+        assert_eq!(npy(T::U2).unwrap(), "uint8");
+        assert_eq!(npy(T::F4E2M1FN).unwrap(), "uint8");
+        assert_eq!(npy(T::F6E3M2FN).unwrap(), "uint8");
+        assert_eq!(npy(T::BF16).unwrap(), "uint16");
+        assert_eq!(st(T::S4, &[3]).unwrap(), "I8");
+        assert_eq!(st(T::U1, &[3]).unwrap(), "U8");
+        assert_eq!(st(T::F6E2M3FN, &[3]).unwrap(), "U8");
+        assert_eq!(st(T::F4E2M1FN, &[2, 2]).unwrap(), "F4");
+        assert_eq!(st(T::BF16, &[3]).unwrap(), "BF16");
+        // An odd number of F4 elements leaves half a byte, which safetensors cannot store.
+        let e = st(T::F4E2M1FN, &[3]).unwrap_err().to_string();
+        assert!(e.contains("output 0 is f4e2m1fn[3]") && e.contains("--output-format npy"), "{e}");
+        // Huge shapes decide by parity, without overflowing.
+        assert!(st(T::F4E2M1FN, &[i64::MAX, 3]).is_err());
+        assert_eq!(st(T::F4E2M1FN, &[i64::MAX, 4]).unwrap(), "F4");
+        let e = npy(T::F8E4M3FN).unwrap_err().to_string();
+        assert!(e.contains("f8e4m3fn"), "{e}");
+        assert!(st(T::C128, &[1]).is_err());
+        let unknown = ArrayShape { element_type: None, dims: vec![1] };
+        assert!(output_dtype(OutputFormat::Npy, 2, &unknown).unwrap_err().to_string().contains("output 2"));
+    }
 
     #[test]
     fn input_arguments() {

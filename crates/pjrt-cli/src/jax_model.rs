@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use pjrt_client::host_array::element_type_of;
+use pjrt_client::host_array::{element_type_of, upload_element_type};
 use pjrt_client::jax_export::JaxExport;
-use pjrt_client::npy::{Dtype, NpyArray};
-use pjrt_client::{ElementType, Error, Program};
+use pjrt_client::npy::NpyArray;
+use pjrt_client::{Error, Program};
 use serde_json::json;
 
 use crate::RunArgs;
@@ -50,12 +50,10 @@ pub fn module_arguments(
     // A wrong count is reported by `arrange_inputs`, with every expected aval.
     let checked = if inputs.len() == model.in_avals().len() { inputs.len() } else { 0 };
     for (i, (array, label)) in inputs.iter().zip(labels).enumerate().take(checked) {
-        let bf16 = model.in_avals().get(i).is_some_and(|a| a.element_type == Some(ElementType::BF16));
-        let element_type = if bf16 && matches!(array.dtype, Dtype::U16 | Dtype::V2) {
-            ElementType::BF16
-        } else {
-            element_type_of(array.dtype)
-        };
+        // As the array uploads for this input (bf16 bits, widened sub-byte values), else its
+        // own type, which `check_input` reports.
+        let wanted = model.in_avals().get(i).and_then(|a| a.element_type);
+        let element_type = upload_element_type(array.dtype, wanted).unwrap_or_else(|_| element_type_of(array.dtype));
         let dims: Vec<u64> = array.shape.iter().map(|&d| d as u64).collect();
         model.check_input(i, element_type, &dims).map_err(|e| match e {
             Error::InvalidArgument(m) => Error::InvalidArgument(format!("{m} (--input {label})")),
@@ -94,6 +92,13 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
         model.compile_options(&platform)
     })?;
     let exe = client.compile(&model.program()?, &options)?;
+    // Outputs are written as .npy: refuse any that cannot be before running.
+    let stored: Vec<&str> = exe
+        .output_shapes()
+        .iter()
+        .enumerate()
+        .map(|(i, shape)| super::arrays::output_dtype(super::arrays::OutputFormat::Npy, i, shape))
+        .collect::<Result<_, _>>()?;
     let (input_shardings, output_shardings) = model.device_shardings()?;
     let outputs = exe.run_sharded(&arguments, &input_shardings, &output_shardings)?;
     let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -108,7 +113,8 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
             let shape: Vec<String> = array.shape.iter().map(|d| d.to_string()).collect();
             println!("out{i}: {dtype}[{}] = {preview}  -> {}", shape.join(","), file.display());
         }
-        report.push(json!({ "index": i, "file": file, "dtype": dtype, "npy_dtype": array.dtype.descr(),
+        report.push(json!({ "index": i, "file": file, "dtype": dtype, "element_type": dtype,
+                            "npy_dtype": array.dtype.descr(), "stored_as": stored.get(i).copied().unwrap_or(array.dtype.name()),
                             "shape": array.shape, "preview": preview }));
     }
     if args.json {

@@ -21,7 +21,7 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 use pjrt_client::host_array::download_npy;
 use pjrt_client::locate::{self, Source};
 use pjrt_client::npy::{Dtype, NpyArray};
-use pjrt_client::{Client, ClientOptions, CompileOptions, Error, Placement, Plugin, Value};
+use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, Error, Placement, Plugin, Value};
 use serde_json::{json, Value as Json};
 
 #[derive(Parser)]
@@ -81,6 +81,9 @@ pub struct RunArgs {
     pub program: PathBuf,
     /// Input arrays, in parameter order: .npy files, or one tensor of a safetensors file as
     /// FILE.safetensors:NAME (for a jax.export model: every input of the function, unused ones too).
+    /// A bf16 parameter takes raw 2-byte bits (<u2, or V2 as ml_dtypes writes it); a sub-byte one
+    /// (i4, ui4, i2, ui2, i1, ui1, f4E2M1FN, f6*) takes int8 or uint8 values in its range (f4/f6 as
+    /// bit codes), ml_dtypes' |V1, or a safetensors F4 tensor; a value out of range is an error.
     #[arg(long, short = 'i', num_args = 1..)]
     pub input: Vec<PathBuf>,
     /// A safetensors file whose tensors feed the program's parameters: by name where the
@@ -90,11 +93,15 @@ pub struct RunArgs {
     /// (and .npy inputs) upload straight from the memory-mapped file, f8 tensors included.
     #[arg(long, value_name = "FILE.safetensors")]
     pub params: Option<PathBuf>,
-    /// Where to write out0.npy, out1.npy, ... (default: the current directory).
+    /// Where to write out0.npy, out1.npy, ... (default: the current directory). Sub-byte outputs
+    /// are widened so their values survive: s4/s2/s1 as int8, u4/u2/u1 as uint8, f4e2m1fn and
+    /// f6* as uint8 bit codes (the summary and --json name the original type).
     #[arg(long, short = 'o')]
     pub output_dir: Option<PathBuf>,
     /// How to write the outputs: npy (DIR/out0.npy, ...) or safetensors (DIR/outputs.safetensors
-    /// with tensors out0, out1, ...).
+    /// with tensors out0, out1, ...; f4e2m1fn as the format's packed F4, which needs an even
+    /// element count, other sub-byte types widened to I8/U8). An output that cannot be written
+    /// is refused before the program runs.
     #[arg(long, value_enum, default_value_t = arrays::OutputFormat::Npy)]
     pub output_format: arrays::OutputFormat,
     #[command(flatten)]
@@ -429,6 +436,14 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     }
     let compiled = compile::compile_or_load(&client, &program, &options, !args.no_cache)?;
     let (exe, compile_ms, load_ms) = (compiled.executable, compiled.compile_ms, compiled.load_ms);
+    // Every output must be writable before anything is uploaded or run: a failure after the
+    // work would leave some outputs written and the others lost.
+    let stored: Vec<&str> = exe
+        .output_shapes()
+        .iter()
+        .enumerate()
+        .map(|(i, shape)| arrays::output_dtype(args.output_format, i, shape))
+        .collect::<Result<_, _>>()?;
     let params = exe.parameter_shapes().map(|p| p.to_vec());
     if let Some(params) = &params {
         if params.len() != input_count {
@@ -503,9 +518,12 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         for (i, buffer) in device_outputs.iter().enumerate() {
             let array = download_npy(buffer)?;
             let element_type = buffer.element_type()?;
+            // `dtype` and `element_type` name the program's type (s4), `npy_dtype` and
+            // `stored_as` what the file holds (int8 for s4: sub-byte types are widened).
             let mut row = json!({
-                "device": k, "index": i, "dtype": element_type.name(),
-                "npy_dtype": array.dtype.descr(), "shape": array.shape, "preview": preview(&array, element_type.name() == "bf16"),
+                "device": k, "index": i, "dtype": element_type.name(), "element_type": element_type.name(),
+                "npy_dtype": array.dtype.descr(), "stored_as": stored.get(i).copied().unwrap_or(array.dtype.name()),
+                "shape": array.shape, "preview": preview(&array, element_type.name() == "bf16"),
             });
             let (file, tensor) = sink.add(i, element_type, array)?;
             row["file"] = json!(file);
@@ -527,11 +545,21 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     } else {
         for o in &outputs {
             let shape: Vec<String> = o["shape"].as_array().into_iter().flatten().map(|d| d.to_string()).collect();
+            let element_type = o["element_type"].as_str().unwrap_or("");
+            // Sub-byte outputs are stored widened: say as what.
+            let widened = ElementType::from_name(element_type)
+                .filter(|t| t.is_sub_byte())
+                .map(|t| {
+                    let stored = o["stored_as"].as_str().unwrap_or("?");
+                    let codes = if t.is_integral() || stored == "F4" { "" } else { " bit codes" };
+                    format!(" (as {stored}{codes})")
+                })
+                .unwrap_or_default();
             println!(
-                "{}{}: {}[{}] = {}  -> {}{}",
+                "{}{}: {}[{}] = {}  -> {}{}{widened}",
                 if execution.outputs.len() > 1 { format!("device{} ", o["device"]) } else { String::new() },
                 format_args!("out{}", o["index"]),
-                o["dtype"].as_str().unwrap_or(""),
+                element_type,
                 shape.join(","),
                 o["preview"].as_str().unwrap_or(""),
                 Path::new(o["file"].as_str().unwrap_or("")).display(),

@@ -1640,6 +1640,21 @@ mod hlo {
             20 => ElementType::F8E4M3FN,
             21 => ElementType::S4,
             22 => ElementType::U4,
+            23 => ElementType::F8E4M3B11FNUZ,
+            24 => ElementType::F8E5M2FNUZ,
+            25 => ElementType::F8E4M3FNUZ,
+            26 => ElementType::S2,
+            27 => ElementType::U2,
+            28 => ElementType::F8E4M3,
+            29 => ElementType::F8E3M4,
+            30 => ElementType::S1,
+            31 => ElementType::U1,
+            32 => ElementType::F4E2M1FN,
+            33 => ElementType::F8E8M0FNU,
+            // Not in the published xla_data.proto yet; read from the current CPU plugin's
+            // compiled parameters (f6E3M2FN and f6E2M3FN programs).
+            35 => ElementType::F6E3M2FN,
+            36 => ElementType::F6E2M3FN,
             _ => return None,
         })
     }
@@ -1649,6 +1664,19 @@ mod hlo {
 mod tests {
     use super::*;
     use crate::compile_options::proto::ComputationDevice;
+
+    #[test]
+    fn hlo_primitive_types_map_to_element_types() {
+        // Sub-byte parameters must be known so that `pjrt run` uploads widened arrays as them.
+        let cases = [(21, ElementType::S4), (22, ElementType::U4), (26, ElementType::S2), (27, ElementType::U2)];
+        let more = [(30, ElementType::S1), (31, ElementType::U1), (32, ElementType::F4E2M1FN)];
+        let f6 = [(35, ElementType::F6E3M2FN), (36, ElementType::F6E2M3FN), (16, ElementType::BF16)];
+        for (primitive, t) in cases.into_iter().chain(more).chain(f6) {
+            assert_eq!(hlo::element_type(primitive), Some(t), "{primitive}");
+        }
+        assert_eq!(hlo::element_type(hlo::TUPLE), None);
+        assert_eq!(hlo::element_type(34), None); // BUFFER
+    }
 
     fn stats_args(fill: i64, unwritten_from_total: bool) -> sys::PJRT_Executable_GetCompiledMemoryStats_Args {
         let mut args = sys::PJRT_Executable_GetCompiledMemoryStats_Args::new();

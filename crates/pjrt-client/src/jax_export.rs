@@ -36,7 +36,7 @@ use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::executable::LoadedExecutable;
 use crate::host_array::{download_npy, upload_npy};
-use crate::npy::{Dtype, NpyArray};
+use crate::npy::NpyArray;
 use crate::program::Program;
 use crate::sharding::Sharding;
 use crate::Placement;
@@ -1003,7 +1003,8 @@ impl JaxExport {
     /// Maps the caller's inputs (every input, in the order of [`JaxExport::in_avals`]) to the
     /// module's arguments: checks each against its aval, drops the ones the module does not
     /// keep, and puts the platform index (an `i32` scalar) first when the export has several
-    /// platforms. bf16 inputs are given as raw bits (`<u2` or `<V2` arrays).
+    /// platforms. bf16 inputs are given as raw bits (`<u2` or `<V2` arrays), sub-byte ones as
+    /// `int8`/`uint8` values or ml_dtypes' `|V1` (see [`crate::host_array::upload_npy`]).
     pub fn arrange_inputs(&self, platform: &str, inputs: &[NpyArray]) -> Result<Vec<NpyArray>> {
         self.check_runnable(platform)?;
         if inputs.len() != self.in_avals.len() {
@@ -1016,13 +1017,10 @@ impl JaxExport {
             )));
         }
         for (i, (array, aval)) in inputs.iter().zip(&self.in_avals).enumerate() {
-            let natural = crate::host_array::element_type_of(array.dtype);
-            let element_type =
-                if aval.element_type == Some(ElementType::BF16) && matches!(array.dtype, Dtype::U16 | Dtype::V2) {
-                    ElementType::BF16
-                } else {
-                    natural
-                };
+            // The type it uploads as for this aval (bf16 bits, widened sub-byte values), else
+            // its own type, which `check_input` then reports as the mismatch.
+            let element_type = crate::host_array::upload_element_type(array.dtype, aval.element_type)
+                .unwrap_or_else(|_| crate::host_array::element_type_of(array.dtype));
             let dims: Vec<u64> = array.shape.iter().map(|&d| d as u64).collect();
             self.check_input(i, element_type, &dims)?;
         }
@@ -1059,7 +1057,7 @@ impl JaxExport {
     /// was exported for, with inputs split and outputs gathered by [`JaxExport::device_shardings`]):
     /// `inputs` are every input in
     /// the order of [`JaxExport::in_avals`]; the outputs come back in the order of
-    /// [`JaxExport::out_avals`] (bf16 as `<u2` bits).
+    /// [`JaxExport::out_avals`] (bf16 as `<u2` bits, sub-byte types widened to `int8`/`uint8`).
     pub fn run(&self, client: &Client, inputs: &[NpyArray]) -> Result<Vec<NpyArray>> {
         let arguments = self.arrange_inputs(client.platform_name(), inputs)?;
         let exe = self.compile(client)?;

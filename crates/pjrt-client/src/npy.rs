@@ -59,7 +59,8 @@ const MAX_NESTING: usize = 32;
 
 /// The descrs accepted by [`Dtype::from_descr`], for error messages.
 const SUPPORTED_DESCRS: &str = "|b1 (or ?), |i1, <i2, <i4, <i8, |u1, <u2, <u4, <u8, \
-     <f2, <f4, <f8, <c8, <c16 and |V2 (bfloat16 as saved by ml_dtypes), \
+     <f2, <f4, <f8, <c8, <c16, |V2 (bfloat16 as saved by ml_dtypes) and |V1 (ml_dtypes' int4, \
+     uint4, float4_e2m1fn, ...), \
      each also with a '>' (big-endian) or '=' (native) byte-order prefix";
 
 /// Element kinds that a .npy header can describe and that PJRT can hold.
@@ -96,11 +97,16 @@ pub enum Dtype {
     C128,
     /// 2-byte opaque void (`<V2`/`|V2`): how ml_dtypes' bfloat16 arrays are saved.
     V2,
+    /// 1-byte opaque void (`|V1`): how ml_dtypes saves its 1-byte types (`int4`, `uint4`,
+    /// `float4_e2m1fn`, the float8 types, ...), which numpy cannot name. Read as raw bytes:
+    /// [`crate::host_array::upload_npy`] takes it for a sub-byte parameter (one element per
+    /// byte, as ml_dtypes stores them) and otherwise as `u8`.
+    V1,
 }
 
 impl Dtype {
     /// Every dtype, in declaration order.
-    pub const ALL: [Dtype; 15] = [
+    pub const ALL: [Dtype; 16] = [
         Dtype::Bool,
         Dtype::I8,
         Dtype::I16,
@@ -116,12 +122,13 @@ impl Dtype {
         Dtype::C64,
         Dtype::C128,
         Dtype::V2,
+        Dtype::V1,
     ];
 
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
-            Dtype::Bool | Dtype::I8 | Dtype::U8 => 1,
+            Dtype::Bool | Dtype::I8 | Dtype::U8 | Dtype::V1 => 1,
             Dtype::I16 | Dtype::U16 | Dtype::F16 | Dtype::V2 => 2,
             Dtype::I32 | Dtype::U32 | Dtype::F32 => 4,
             Dtype::I64 | Dtype::U64 | Dtype::F64 | Dtype::C64 => 8,
@@ -147,10 +154,11 @@ impl Dtype {
             Dtype::C64 => "<c8",
             Dtype::C128 => "<c16",
             Dtype::V2 => "|V2",
+            Dtype::V1 => "|V1",
         }
     }
 
-    /// NumPy's name for this dtype, e.g. `"float32"` (`"V2"` for the opaque 2-byte void).
+    /// NumPy's name for this dtype, e.g. `"float32"` (`"V2"`, `"V1"` for the opaque voids).
     pub fn name(self) -> &'static str {
         match self {
             Dtype::Bool => "bool",
@@ -168,6 +176,7 @@ impl Dtype {
             Dtype::C64 => "complex64",
             Dtype::C128 => "complex128",
             Dtype::V2 => "V2",
+            Dtype::V1 => "V1",
         }
     }
 
@@ -177,7 +186,7 @@ impl Dtype {
         match self {
             Dtype::C64 => 4,
             Dtype::C128 => 8,
-            Dtype::V2 => 1,
+            Dtype::V2 | Dtype::V1 => 1,
             other => other.size(),
         }
     }
@@ -187,7 +196,8 @@ impl Dtype {
     /// Accepts the byte-order prefixes `<` (little-endian), `>` (big-endian),
     /// `=` (native) and `|` (not applicable, as NumPy writes for 1-byte
     /// types), or no prefix (native). `"?"` is bool; `"<V2"`/`"|V2"` is the
-    /// opaque 2-byte void that ml_dtypes' bfloat16 arrays are saved as. The
+    /// opaque 2-byte void that ml_dtypes' bfloat16 arrays are saved as, `"|V1"`
+    /// the 1-byte one of its int4, uint4, float4 and float8 arrays. The
     /// returned [`Endian`] is [`Endian::NotApplicable`] for 1-byte types and
     /// `V2`, and for `=`/`|`/no prefix it is the byte order of this machine.
     ///
@@ -216,6 +226,7 @@ impl Dtype {
             "c8" => Dtype::C64,
             "c16" => Dtype::C128,
             "V2" => Dtype::V2,
+            "V1" => Dtype::V1,
             _ => return Err(unsupported()),
         };
         let endian = if dtype.swap_unit() == 1 {
@@ -1438,6 +1449,8 @@ mod tests {
             ("f2", Dtype::F16, Endian::NATIVE),
             ("<V2", Dtype::V2, NotApplicable),
             ("|V2", Dtype::V2, NotApplicable),
+            ("|V1", Dtype::V1, NotApplicable),
+            ("<V1", Dtype::V1, NotApplicable),
         ];
         for (s, d, e) in cases {
             assert_eq!(Dtype::from_descr(s).unwrap(), (d, e), "{s}");

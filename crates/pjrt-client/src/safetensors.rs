@@ -12,6 +12,10 @@
 //! treats the file as hostile: a malformed header gives a [`SafetensorsError`], never a panic,
 //! and nothing is allocated in proportion to what the header claims, only to its real length.
 //!
+//! `F4` (float4_e2m1fn) tensors are stored packed, two elements per byte, while PJRT takes one
+//! element per byte: [`TensorView::host_bytes`] and [`Client::buffer_from_tensor`] unpack them,
+//! [`pack_sub_byte`] packs host values for the writer.
+//!
 //! ```no_run
 //! use pjrt_client::safetensors::{self, SafeTensors, TensorView};
 //! use pjrt_client::ElementType;
@@ -68,16 +72,28 @@ const DTYPES: &[(&str, ElementType)] = &[
     ("F8_E4M3FNUZ", ElementType::F8E4M3FNUZ),
     ("F8_E5M2FNUZ", ElementType::F8E5M2FNUZ),
     ("F8_E8M0", ElementType::F8E8M0FNU),
+    // Packed two per byte (see `pack_sub_byte`). The format also names F6_E2M3 and F6_E3M2,
+    // but no writer defines how four 6-bit values fill three bytes, so they stay unsupported
+    // rather than risk reading values in the wrong bit order.
+    ("F4", ElementType::F4E2M1FN),
 ];
 
 /// The element type a safetensors dtype name (`"F32"`, `"BF16"`, `"F8_E4M3"`, ...) holds.
-/// `F8_E4M3` is the finite-only variant (`f8e4m3fn`), as in PyTorch and ml_dtypes.
+/// `F8_E4M3` is the finite-only variant (`f8e4m3fn`), as in PyTorch and ml_dtypes; `F4` is
+/// `f4e2m1fn`, stored two per byte.
+///
+/// ```
+/// use pjrt_client::safetensors::element_type_of;
+/// use pjrt_client::ElementType;
+/// assert_eq!(element_type_of("F4"), Some(ElementType::F4E2M1FN));
+/// assert_eq!(element_type_of("F6_E2M3"), None); // no agreed bit order for 6-bit values
+/// ```
 pub fn element_type_of(dtype: &str) -> Option<ElementType> {
     DTYPES.iter().find(|(name, _)| *name == dtype).map(|(_, t)| *t)
 }
 
 /// The safetensors dtype name of an element type, if the format has one (it has none for
-/// `c128`, sub-byte types and the newer 8-bit floats).
+/// `c128`, the sub-byte integers, the 6-bit floats and the newer 8-bit floats).
 pub fn dtype_name(element_type: ElementType) -> Option<&'static str> {
     DTYPES.iter().find(|(_, t)| *t == element_type).map(|(name, _)| *name)
 }
@@ -184,6 +200,16 @@ pub enum SafetensorsError {
     },
     /// A tensor's dtype has no `.npy` or Rust equivalent for the conversion asked for.
     Conversion(String),
+    /// A tensor of a packed sub-byte dtype (`F4`) whose elements do not fill whole bytes: the
+    /// format refuses such tensors (the reference implementation's `MisalignedSlice`).
+    Misaligned {
+        /// The tensor.
+        tensor: String,
+        /// Its element type.
+        element_type: ElementType,
+        /// Its element count.
+        elements: u64,
+    },
 }
 
 impl SafetensorsError {
@@ -262,6 +288,12 @@ impl fmt::Display for SafetensorsError {
                 supported_dtypes()
             ),
             Self::Conversion(message) => f.write_str(message),
+            Self::Misaligned { tensor, element_type, elements } => write!(
+                f,
+                "tensor '{tensor}' holds {elements} {element_type} elements, which do not fill whole bytes: \
+                 safetensors packs {element_type} {} per byte and stores only whole bytes",
+                8 / element_type.bits().unwrap_or(8).max(1)
+            ),
         }
     }
 }
@@ -276,10 +308,85 @@ impl std::error::Error for SafetensorsError {
     }
 }
 
-/// Byte size of `count` elements, for the whole-byte types safetensors stores.
-fn byte_size(element_type: ElementType, shape: &[usize]) -> Option<usize> {
+/// Byte size of a tensor in the file (sub-byte types packed), `None` on overflow; whether its
+/// elements fill whole bytes (the format refuses those that do not).
+fn byte_size(element_type: ElementType, shape: &[usize]) -> Option<(usize, bool)> {
     let count = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))?;
-    element_type.host_bytes(count).filter(|b| *b <= isize::MAX as usize)
+    let bits = count.checked_mul(element_type.bits()?)?;
+    let bytes = element_type.packed_bytes(count).filter(|b| *b <= isize::MAX as usize)?;
+    Some((bytes, bits % 8 == 0))
+}
+
+/// The bit stream order of packed sub-byte values: element `i` takes bits `[i*b, (i+1)*b)`,
+/// counted from the least significant bit of byte 0. For F4 that is element 0 in the low
+/// nibble of byte 0, element 1 in its high nibble: the layout of PyTorch's
+/// `float4_e2m1fn_x2` ("val1 : val0" in bits 7654 : 3210, torch/headeronly/util/
+/// Float4_e2m1fn_x2.h), whose storage bytes safetensors writes as its `F4` data
+/// (bindings/python/src/lib.rs of huggingface/safetensors: two F4 values per byte).
+fn bit_position(index: usize, bits: usize) -> (usize, usize) {
+    let bit = index * bits;
+    (bit / 8, bit % 8)
+}
+
+/// Packs values of a sub-byte type held one per byte (the host form PJRT and ml_dtypes use:
+/// the value in the low bits, signed ones possibly sign-extended) into the packed form
+/// safetensors stores, element 0 in the low bits of byte 0 (see the module docs). The last
+/// byte is padded with zero bits when the values do not fill it. Whole-byte types come back
+/// as they are. A byte that holds no value of the type is an error: nothing is truncated.
+///
+/// ```
+/// use pjrt_client::safetensors::{pack_sub_byte, unpack_sub_byte};
+/// use pjrt_client::ElementType;
+/// // float4_e2m1fn codes 1.0 (2), 6.0 (7), -0.5 (9): low nibble first, the last one padded.
+/// let packed = pack_sub_byte(ElementType::F4E2M1FN, &[2, 7, 9])?;
+/// assert_eq!(packed, [0x72, 0x09]);
+/// assert_eq!(unpack_sub_byte(ElementType::F4E2M1FN, &packed, 3)?, [2, 7, 9]);
+/// assert!(pack_sub_byte(ElementType::F4E2M1FN, &[16]).is_err());
+/// # Ok::<(), pjrt_client::safetensors::SafetensorsError>(())
+/// ```
+pub fn pack_sub_byte(element_type: ElementType, host: &[u8]) -> Result<Vec<u8>, SafetensorsError> {
+    let Some(bits) = element_type.bits().filter(|_| element_type.is_sub_byte()) else { return Ok(host.to_vec()) };
+    element_type.check_host_values(host).map_err(|e| SafetensorsError::Conversion(e.to_string()))?;
+    let size = element_type
+        .packed_bytes(host.len())
+        .ok_or_else(|| SafetensorsError::Conversion(format!("{} {element_type} values are too many", host.len())))?;
+    let mask = (1u16 << bits) - 1;
+    let mut out = vec![0u8; size];
+    for (i, &value) in host.iter().enumerate() {
+        let (byte, shift) = bit_position(i, bits);
+        // A value may straddle two bytes (6-bit types): its high bits go to the next one.
+        let wide = (u16::from(value) & mask) << shift;
+        out[byte] |= wide as u8;
+        if wide > 0xff {
+            out[byte + 1] |= (wide >> 8) as u8;
+        }
+    }
+    Ok(out)
+}
+
+/// Unpacks `count` elements of a sub-byte type from the packed form safetensors stores into
+/// one element per byte, the value in the low bits (what PJRT uploads take; the inverse of
+/// [`pack_sub_byte`]). `packed` must be exactly `ceil(count * bits / 8)` bytes. Whole-byte
+/// types come back as they are.
+pub fn unpack_sub_byte(element_type: ElementType, packed: &[u8], count: usize) -> Result<Vec<u8>, SafetensorsError> {
+    let Some(bits) = element_type.bits().filter(|_| element_type.is_sub_byte()) else { return Ok(packed.to_vec()) };
+    let size = element_type.packed_bytes(count);
+    if size != Some(packed.len()) {
+        return Err(SafetensorsError::Conversion(format!(
+            "{count} packed {element_type} elements take {} bytes, not {}",
+            size.map_or_else(|| "too many".to_string(), |s| s.to_string()),
+            packed.len()
+        )));
+    }
+    let mask = (1u16 << bits) - 1;
+    Ok((0..count)
+        .map(|i| {
+            let (byte, shift) = bit_position(i, bits);
+            let low = u16::from(packed[byte]);
+            let high = packed.get(byte + 1).map_or(0, |b| u16::from(*b) << 8);
+            (((low | high) >> shift) & mask) as u8
+        })
+        .collect())
 }
 
 /// One tensor's dtype, shape and bytes, borrowed (from an open file, or from the caller for the
@@ -293,15 +400,20 @@ pub struct TensorView<'a> {
 
 impl<'a> TensorView<'a> {
     /// A view of `bytes` (dense, row-major, little-endian) as a tensor; checks the length.
+    /// `F4` bytes are packed, two elements per byte (see [`pack_sub_byte`]).
     pub fn new(dtype: ElementType, shape: &'a [usize], bytes: &'a [u8]) -> Result<Self, SafetensorsError> {
         let unnamed = || String::from("(unnamed)");
         if dtype_name(dtype).is_none() {
             return Err(SafetensorsError::UnsupportedElementType { tensor: unnamed(), element_type: dtype });
         }
-        let expected = byte_size(dtype, shape).ok_or_else(|| SafetensorsError::ShapeOverflow {
+        let (expected, whole_bytes) = byte_size(dtype, shape).ok_or_else(|| SafetensorsError::ShapeOverflow {
             tensor: unnamed(),
             shape: shape.iter().map(|&d| d as u64).collect(),
         })?;
+        if !whole_bytes {
+            let elements = shape.iter().product::<usize>() as u64;
+            return Err(SafetensorsError::Misaligned { tensor: unnamed(), element_type: dtype, elements });
+        }
         if expected != bytes.len() {
             return Err(SafetensorsError::SizeMismatch {
                 tensor: unnamed(),
@@ -332,9 +444,28 @@ impl<'a> TensorView<'a> {
         self.shape.iter().map(|&d| d as i64).collect()
     }
 
-    /// The raw data: row-major, little-endian, tightly packed.
+    /// The raw data as the file holds it: row-major, little-endian, tightly packed (`F4` two
+    /// elements per byte).
     pub fn bytes(&self) -> &'a [u8] {
         self.bytes
+    }
+
+    /// The data as PJRT uploads take it: the file's bytes, except that `F4` is unpacked to one
+    /// element per byte (a copy, [`unpack_sub_byte`]).
+    ///
+    /// ```
+    /// use pjrt_client::safetensors::TensorView;
+    /// use pjrt_client::ElementType;
+    /// let packed = [0x72, 0x9f];
+    /// let view = TensorView::new(ElementType::F4E2M1FN, &[4], &packed)?;
+    /// assert_eq!(&*view.host_bytes()?, [2, 7, 15, 9]);
+    /// # Ok::<(), pjrt_client::safetensors::SafetensorsError>(())
+    /// ```
+    pub fn host_bytes(&self) -> Result<std::borrow::Cow<'a, [u8]>, SafetensorsError> {
+        if self.dtype.is_sub_byte() {
+            return Ok(std::borrow::Cow::Owned(unpack_sub_byte(self.dtype, self.bytes, self.element_count())?));
+        }
+        Ok(std::borrow::Cow::Borrowed(self.bytes))
     }
 
     /// The number of elements.
@@ -368,8 +499,9 @@ impl<'a> TensorView<'a> {
         Ok(out)
     }
 
-    /// A `.npy` array holding a copy of the data; bf16 becomes ml_dtypes' `V2`. The 8-bit float
-    /// types have no `.npy` dtype here.
+    /// A `.npy` array holding a copy of the data; bf16 becomes ml_dtypes' `V2`, `F4` a `uint8`
+    /// array of its bit codes, one per element (as [`crate::host_array::dtype_of`] widens it).
+    /// The 8-bit float types have no `.npy` dtype here.
     pub fn to_npy(&self) -> Result<NpyArray, SafetensorsError> {
         let dtype = match self.dtype {
             ElementType::BF16 => Dtype::V2,
@@ -377,7 +509,7 @@ impl<'a> TensorView<'a> {
                 SafetensorsError::Conversion(format!("{other} tensors cannot be converted to .npy arrays"))
             })?,
         };
-        NpyArray::new(dtype, self.shape.to_vec(), self.bytes.to_vec())
+        NpyArray::new(dtype, self.shape.to_vec(), self.host_bytes()?.into_owned())
             .map_err(|e| SafetensorsError::Conversion(e.to_string()))
     }
 }
@@ -596,7 +728,12 @@ fn check_entries(
         let overflow = || SafetensorsError::ShapeOverflow { tensor: name.clone(), shape: entry.shape.clone() };
         let shape: Vec<usize> =
             entry.shape.iter().map(|&d| usize::try_from(d).map_err(|_| overflow())).collect::<Result<_, _>>()?;
-        let expected = byte_size(dtype, &shape).ok_or_else(overflow)? as u64;
+        let (expected, whole_bytes) = byte_size(dtype, &shape).ok_or_else(overflow)?;
+        if !whole_bytes {
+            let elements = shape.iter().product::<usize>() as u64;
+            return Err(SafetensorsError::Misaligned { tensor: name, element_type: dtype, elements });
+        }
+        let expected = expected as u64;
         let (begin, end) = entry.offsets;
         if begin > end || end > data_len {
             return Err(SafetensorsError::OutOfRange { tensor: name, begin, end, data_len });
@@ -899,14 +1036,17 @@ pub struct Progress<'a> {
 }
 
 impl Client {
-    /// Uploads one tensor (the plugin copies its bytes during the call).
+    /// Uploads one tensor (the plugin copies its bytes during the call). `F4` tensors are
+    /// unpacked first ([`TensorView::host_bytes`]): PJRT takes one element per byte.
     pub fn buffer_from_tensor(&self, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer> {
-        self.buffer_from_bytes(tensor.bytes, tensor.dtype, &tensor.dims(), &HostLayout::default(), placement)
+        let bytes = tensor.host_bytes()?;
+        self.buffer_from_bytes(&bytes, tensor.dtype, &tensor.dims(), &HostLayout::default(), placement)
     }
 
     /// Uploads every tensor of a file, in file order, and returns the buffers by name.
     /// `progress` is called after each tensor. The plugin reads each tensor straight from the
-    /// memory mapping: nothing is copied on the host first.
+    /// memory mapping: nothing is copied on the host first, except `F4` tensors, which are
+    /// unpacked to one element per byte.
     pub fn upload_safetensors(
         &self,
         file: &SafeTensors,
@@ -1003,6 +1143,102 @@ mod tests {
             assert_eq!(element_type_of(name), Some(*t));
             assert_eq!(dtype_name(*t), Some(*name));
         }
-        assert_eq!(element_type_of("F4"), None);
+        assert_eq!(element_type_of("F4"), Some(ElementType::F4E2M1FN));
+        assert_eq!(dtype_name(ElementType::F4E2M1FN), Some("F4"));
+        for unsupported in ["F6_E2M3", "F6_E3M2", "I4", "U4"] {
+            assert_eq!(element_type_of(unsupported), None, "{unsupported}");
+        }
+        assert_eq!(dtype_name(ElementType::S4), None);
+    }
+
+    #[test]
+    fn sub_byte_packing_round_trips() {
+        use ElementType as T;
+        // F4: low nibble first; an odd count pads the high nibble of the last byte with zero.
+        assert_eq!(pack_sub_byte(T::F4E2M1FN, &[0x1, 0x2, 0x3, 0x4, 0xf]).unwrap(), [0x21, 0x43, 0x0f]);
+        assert_eq!(unpack_sub_byte(T::F4E2M1FN, &[0x21, 0x43, 0x0f], 5).unwrap(), [1, 2, 3, 4, 15]);
+        assert_eq!(unpack_sub_byte(T::F4E2M1FN, &[0x21, 0x43, 0x0f], 6).unwrap(), [1, 2, 3, 4, 15, 0]);
+        // Signed values may come sign-extended; they are packed as their low bits.
+        assert_eq!(pack_sub_byte(T::S4, &[0xff, 0x08, 0x07]).unwrap(), [0x8f, 0x07]);
+        // 2- and 1-bit types: least significant bits first.
+        assert_eq!(pack_sub_byte(T::U2, &[1, 2, 3, 0, 3]).unwrap(), [0b00_11_10_01, 0b11]);
+        assert_eq!(pack_sub_byte(T::U1, &[1, 0, 1, 1, 0, 0, 0, 1, 1]).unwrap(), [0b1000_1101, 1]);
+        // 6-bit values straddle bytes.
+        let f6 = [0x3f, 0x01, 0x20, 0x15, 0x2a];
+        let packed = pack_sub_byte(T::F6E2M3FN, &f6).unwrap();
+        assert_eq!(packed.len(), 4);
+        assert_eq!(packed[0], 0x3f | (0x01 << 6));
+        assert_eq!(unpack_sub_byte(T::F6E2M3FN, &packed, 5).unwrap(), f6);
+        // Every odd and even count of every sub-byte type round trips.
+        let mut seed = 7u32;
+        for t in ElementType::ALL.iter().copied().filter(|t| t.is_sub_byte()) {
+            let bits = t.bits().unwrap();
+            for count in 0..20usize {
+                let values: Vec<u8> = (0..count)
+                    .map(|_| {
+                        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                        ((seed >> 16) as u8) & ((1u16 << bits) - 1) as u8
+                    })
+                    .collect();
+                let packed = pack_sub_byte(t, &values).unwrap();
+                assert_eq!(packed.len(), (count * bits).div_ceil(8), "{t} x{count}");
+                assert_eq!(unpack_sub_byte(t, &packed, count).unwrap(), values, "{t} x{count}");
+            }
+        }
+        // Values that are not of the type, and sizes that do not match, are errors.
+        assert!(pack_sub_byte(T::U4, &[16]).is_err());
+        assert!(pack_sub_byte(T::S2, &[0xfd]).is_err());
+        assert!(unpack_sub_byte(T::F4E2M1FN, &[0, 0], 5).is_err());
+        assert!(unpack_sub_byte(T::F4E2M1FN, &[0], 3).is_err());
+        // Whole-byte types pass through.
+        assert_eq!(pack_sub_byte(T::U8, &[200, 1]).unwrap(), [200, 1]);
+        assert_eq!(unpack_sub_byte(T::S8, &[200, 1], 2).unwrap(), [200, 1]);
+    }
+
+    #[test]
+    fn f4_tensors_round_trip_packed() {
+        let codes = [2u8, 7, 9, 15, 0, 1]; // 1.0, 6.0, -0.5, -6.0, 0, 0.5
+        let packed = pack_sub_byte(ElementType::F4E2M1FN, &codes).unwrap();
+        assert_eq!(packed, [0x72, 0xf9, 0x10]);
+        let view = TensorView::new(ElementType::F4E2M1FN, &[2, 3], &packed).unwrap();
+        let bytes = to_bytes(&[("w", view)], &[]).unwrap();
+        let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        let header = std::str::from_utf8(&bytes[8..8 + header_len]).unwrap();
+        assert!(header.contains(r#""w":{"dtype":"F4","shape":[2, 3],"data_offsets":[0,3]}"#), "{header}");
+        assert_eq!(&bytes[8 + header_len..], packed);
+        let file = SafeTensors::from_bytes(bytes).unwrap();
+        let back = file.tensor("w").unwrap();
+        assert_eq!((back.dtype(), back.shape(), back.bytes()), (ElementType::F4E2M1FN, &[2usize, 3][..], &packed[..]));
+        assert_eq!(&*back.host_bytes().unwrap(), codes);
+        let array = back.to_npy().unwrap();
+        assert_eq!((array.dtype, array.shape.clone(), array.data.clone()), (Dtype::U8, vec![2, 3], codes.to_vec()));
+        // Other tensors keep borrowing the file's bytes.
+        let u8s = [1u8, 2];
+        let plain = TensorView::new(ElementType::U8, &[2], &u8s).unwrap();
+        assert!(matches!(plain.host_bytes().unwrap(), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn f4_tensors_must_fill_whole_bytes() {
+        // An odd element count leaves half a byte: the format (and its reference reader)
+        // refuses that, in files and in the writer.
+        let h = r#"{"w":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}}"#;
+        match SafeTensors::from_bytes(file(h, &[0x21, 0x03])) {
+            Err(e @ SafetensorsError::Misaligned { .. }) => {
+                assert!(e.to_string().contains("3 f4e2m1fn elements"), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            TensorView::new(ElementType::F4E2M1FN, &[3], &[0x21, 0x03]),
+            Err(SafetensorsError::Misaligned { .. })
+        ));
+        // A size that is not the packed size is a mismatch.
+        let h = r#"{"w":{"dtype":"F4","shape":[4],"data_offsets":[0,4]}}"#;
+        assert!(matches!(SafeTensors::from_bytes(file(h, &[0; 4])), Err(SafetensorsError::SizeMismatch { .. })));
+        assert!(matches!(
+            TensorView::new(ElementType::F4E2M1FN, &[4], &[0; 4]),
+            Err(SafetensorsError::SizeMismatch { .. })
+        ));
     }
 }

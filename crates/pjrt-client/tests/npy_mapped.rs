@@ -1,6 +1,6 @@
 //! Memory-mapped `.npy` files: every core dtype round-trips through a device on both CPU
-//! plugins, Fortran order goes through byte strides, big-endian files are converted, and JAX's
-//! bfloat16 (`V2`) files load as bf16.
+//! plugins, Fortran order goes through byte strides, big-endian files are converted, JAX's
+//! bfloat16 (`V2`) files load as bf16, and sub-byte parameters take int8/uint8/`V1` files.
 
 mod support;
 
@@ -26,7 +26,7 @@ fn sample(dtype: Dtype) -> Vec<u8> {
         match dtype {
             Dtype::Bool => out.push((i % 2) as u8),
             Dtype::I8 => out.push((i as i8 - 3) as u8),
-            Dtype::U8 => out.push(i as u8 * 40),
+            Dtype::U8 | Dtype::V1 => out.push(i as u8 * 40),
             Dtype::I16 => out.extend((i as i16 * -1000).to_le_bytes()),
             Dtype::U16 => out.extend((i as u16 * 9000).to_le_bytes()),
             Dtype::I32 => out.extend((i as i32 * -100_000).to_le_bytes()),
@@ -74,8 +74,13 @@ fn every_core_dtype_round_trips_through_a_device() {
             let back = download_npy(&buffer).unwrap();
             assert_eq!(back.shape, array.shape, "{plugin} {dtype}");
             assert_eq!(back.data, array.data, "{plugin} {dtype}");
-            // bf16 comes back as raw bits (`<u2`), everything else as itself.
-            let want = if dtype == Dtype::V2 { Dtype::U16 } else { dtype };
+            // bf16 comes back as raw bits (`<u2`), raw bytes (`V1`, no parameter asking for a
+            // sub-byte type) as `u8`, everything else as itself.
+            let want = match dtype {
+                Dtype::V2 => Dtype::U16,
+                Dtype::V1 => Dtype::U8,
+                other => other,
+            };
             assert_eq!(back.dtype, want, "{plugin} {dtype}");
             if dtype == Dtype::V2 {
                 assert_eq!(buffer.element_type().unwrap(), ElementType::BF16);
@@ -171,4 +176,41 @@ fn half_and_complex_elements_convert_both_ways() {
     let a = NpyArray::from_elements(vec![], &z).unwrap();
     assert_eq!((a.dtype, a.to_vec::<Complex<f64>>().unwrap()), (Dtype::C128, z.to_vec()));
     assert!(a.to_vec::<Complex<f32>>().is_err());
+}
+
+#[test]
+fn sub_byte_parameters_take_widened_files() {
+    let dir = temp_dir("sub-byte");
+    // int4 values as int8, in Fortran order (so the upload goes through byte strides): the
+    // 2x3 array [[-8, -1, 0], [1, 5, 7]] stored column-major.
+    let s4 = dir.join("s4.npy");
+    let column_major = [-8i8, 1, -1, 5, 0, 7].map(|v| v as u8);
+    std::fs::write(&s4, npy_file("{'descr': '|i1', 'fortran_order': True, 'shape': (2, 3), }", &column_major)).unwrap();
+    // ml_dtypes' int4 file: `|V1`, the values in the low bits (-1 is 0x0f).
+    let v1 = dir.join("v1.npy");
+    std::fs::write(&v1, npy_file("{'descr': '|V1', 'fortran_order': False, 'shape': (3,), }", &[0x08, 0x0f, 0x07]))
+        .unwrap();
+    // A uint8 file with 16, which no uint4 holds.
+    let u4 = dir.join("u4.npy");
+    NpyArray::from_elements(vec![3], &[0u8, 15, 16]).unwrap().write(&u4).unwrap();
+    for plugin in support::PLUGINS {
+        let client = support::client(plugin, 1);
+        let mapped = MappedNpy::open(&s4).unwrap();
+        let buffer = upload_mapped_npy(&client, &mapped, Some(ElementType::S4), Placement::Default).unwrap();
+        assert_eq!(buffer.element_type().unwrap(), ElementType::S4);
+        // The plugin gives the low bits; download_npy widens them back to int8.
+        assert_eq!(buffer.to_host_bytes().unwrap(), [0x8, 0xf, 0x0, 0x1, 0x5, 0x7], "{plugin}");
+        let back = download_npy(&buffer).unwrap();
+        assert_eq!((back.dtype, back.shape.clone()), (Dtype::I8, vec![2, 3]));
+        assert_eq!(back.to_vec::<i8>().unwrap(), [-8, -1, 0, 1, 5, 7], "{plugin}");
+        let buffer =
+            upload_mapped_npy(&client, &MappedNpy::open(&v1).unwrap(), Some(ElementType::S4), Placement::Default)
+                .unwrap();
+        assert_eq!(download_npy(&buffer).unwrap().to_vec::<i8>().unwrap(), [-8, -1, 7], "{plugin}");
+        let err = upload_mapped_npy(&client, &MappedNpy::open(&u4).unwrap(), Some(ElementType::U4), Placement::Default)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("element 2") && err.contains("16") && err.contains("u4"), "{err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -171,9 +171,15 @@ fn broken_files_are_typed_errors() {
         ),
         (
             "unknown dtype",
-            file(&one(entry("a", "F4", "[2]", 0, 1)), &[0]),
-            |e| matches!(e, E::UnknownDtype { dtype, .. } if dtype == "F4"),
+            file(&one(entry("a", "F6_E2M3", "[4]", 0, 3)), &[0; 3]),
+            |e| matches!(e, E::UnknownDtype { dtype, .. } if dtype == "F6_E2M3"),
         ),
+        ("F4 filling half a byte", file(&one(entry("a", "F4", "[3]", 0, 2)), &[0; 2]), |e| {
+            matches!(e, E::Misaligned { elements: 3, .. })
+        }),
+        ("F4 stored unpacked", file(&one(entry("a", "F4", "[2]", 0, 2)), &[0; 2]), |e| {
+            matches!(e, E::SizeMismatch { expected: 1, actual: 2, .. })
+        }),
         ("huge shape", file(&one(entry("a", "F64", "[4294967296,4294967296]", 0, 8)), &[0; 8]), |e| {
             matches!(e, E::ShapeOverflow { .. })
         }),
@@ -213,11 +219,14 @@ fn broken_files_are_typed_errors() {
     // Through a file, the error names it and converts into the crate's error.
     let dir = temp_dir("broken");
     let path = dir.join("bad.safetensors");
-    std::fs::write(&path, file(&one(entry("a", "F4", "[2]", 0, 1)), &[0])).unwrap();
+    std::fs::write(&path, file(&one(entry("a", "F6_E3M2", "[4]", 0, 3)), &[0; 3])).unwrap();
     let e = SafeTensors::open(&path).unwrap_err();
     assert!(matches!(e.without_path(), E::UnknownDtype { .. }));
     let message = Error::from(e).to_string();
-    assert!(message.contains("bad.safetensors") && message.contains("F4") && message.contains("BF16"), "{message}");
+    assert!(
+        message.contains("bad.safetensors") && message.contains("F6_E3M2") && message.contains("BF16"),
+        "{message}"
+    );
     assert!(matches!(SafeTensors::open(dir.join("missing.safetensors")), Err(E::Io { .. })));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -242,7 +251,7 @@ fn mutated_files_never_panic() {
         }
         if let Ok(f) = SafeTensors::from_bytes(v) {
             for (_, view) in f.tensors() {
-                assert_eq!(view.bytes().len(), view.dtype().host_bytes(view.element_count()).unwrap());
+                assert_eq!(view.bytes().len(), view.dtype().packed_bytes(view.element_count()).unwrap());
             }
         }
     }
@@ -302,4 +311,41 @@ fn uploaded_weights_feed_a_program() {
         let out = exe.execute(&[&weights[0].1, &weights[1].1, &x]).unwrap();
         assert_eq!(out[0].to_vec::<f32>().unwrap(), [13., 27.], "{name}");
     }
+}
+
+/// float4_e2m1fn codes and their values (OCP MX e2m1: sign, 2 exponent bits, 1 mantissa bit).
+const F4_CODES: [(u8, f32); 8] = [(0, 0.), (1, 0.5), (2, 1.), (7, 6.), (9, -0.5), (12, -2.), (5, 3.), (15, -6.)];
+
+#[test]
+fn packed_f4_tensors_upload_as_their_values() {
+    let codes: Vec<u8> = F4_CODES.iter().map(|(c, _)| *c).collect();
+    let packed = safetensors::pack_sub_byte(ElementType::F4E2M1FN, &codes).unwrap();
+    assert_eq!(packed.len(), 4);
+    let bytes = safetensors::to_bytes(&[("w", TensorView::new(ElementType::F4E2M1FN, &[2, 4], &packed).unwrap())], &[])
+        .unwrap();
+    let dir = temp_dir("f4");
+    let path = dir.join("f4.safetensors");
+    std::fs::write(&path, bytes).unwrap();
+    let file = SafeTensors::open(&path).unwrap();
+    // The program widens the f4 values to f32: what the device holds, not how the file packs it.
+    let program = Program::mlir_text(
+        r#"func.func @main(%w: tensor<2x4xf4E2M1FN>) -> tensor<2x4xf32> {
+  %0 = stablehlo.convert %w : (tensor<2x4xf4E2M1FN>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}"#,
+    )
+    .unwrap();
+    for name in support::PLUGINS {
+        let client = support::client(name, 1);
+        let buffers = client.upload_safetensors(&file, Placement::Default, |_| {}).unwrap();
+        let w = &buffers[0].1;
+        assert_eq!((w.element_type().unwrap(), w.dimensions().unwrap()), (ElementType::F4E2M1FN, &[2i64, 4][..]));
+        // One code per byte on the host, in element order.
+        assert_eq!(w.to_host_bytes().unwrap(), codes, "{name}");
+        let exe = client.compile(&program, &CompileOptions::new()).unwrap();
+        let out = exe.execute(&[w]).unwrap();
+        let want: Vec<f32> = F4_CODES.iter().map(|(_, v)| *v).collect();
+        assert_eq!(out[0].to_vec::<f32>().unwrap(), want, "{name}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
