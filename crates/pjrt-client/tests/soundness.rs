@@ -163,20 +163,46 @@ fn objects_of_another_plugin_are_refused_before_the_call() {
     assert_eq!(loaded.execute(&[&x, &copied]).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
 }
 
+/// A key-value store that records when it is dropped: the client owns its store and drops it
+/// right after `PJRT_Client_Destroy`, so this tells when the client is gone.
+struct DropProbe(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for DropProbe {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+impl pjrt_client::KeyValueStore for DropProbe {
+    fn get(&self, key: &str, timeout: std::time::Duration) -> Result<Vec<u8>, pjrt_client::KvError> {
+        Err(pjrt_client::KvError::deadline_exceeded(key, timeout))
+    }
+    fn try_get(&self, _key: &str) -> Result<Option<Vec<u8>>, pjrt_client::KvError> {
+        Ok(None)
+    }
+    fn put(&self, _key: &str, _value: &[u8]) -> Result<(), pjrt_client::KvError> {
+        Ok(())
+    }
+}
+
 /// A `ControlDependency` holds the plugin's callback, which is valid only while the client is:
-/// it keeps the client alive, so signalling it after every other handle is gone is fine (it
-/// used to run the plugin's callback on a destroyed client). The 0.115 plugin implements
-/// donation with a control dependency (0.106 says UNIMPLEMENTED).
+/// it keeps the client alive, so signalling it after every other handle is gone is fine (the
+/// client used to be destroyed first, and the callback then ran on a destroyed client). The
+/// 0.115 plugin implements donation with a control dependency (0.106 says UNIMPLEMENTED).
 #[test]
 fn a_control_dependency_keeps_its_client_alive() {
-    let client = support::client("cpu", 1);
+    let destroyed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let client = pjrt_client::Client::builder(&support::plugin("cpu"))
+        .options(pjrt_client::ClientOptions::new().cpu_device_count(1))
+        .kv_store(DropProbe(destroyed.clone()))
+        .build()
+        .unwrap();
     let source = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
     let (donated, dependency) = source.donate_with_control_dependency().unwrap();
-    let weak_probe = client.clone();
     drop((source, donated, client));
-    // Only the dependency (and our probe) hold the client now.
-    drop(weak_probe);
+    assert!(!destroyed.load(std::sync::atomic::Ordering::SeqCst), "the dependency keeps the client");
     dependency.ready();
+    assert!(destroyed.load(std::sync::atomic::Ordering::SeqCst), "the client goes with the last handle");
 }
 
 /// `Duration::MAX` means "wait without a limit" everywhere a timeout is taken (it used to
