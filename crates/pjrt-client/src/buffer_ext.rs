@@ -605,9 +605,9 @@ struct ViewState {
 unsafe extern "C" fn view_on_delete(_device_buffer_ptr: *mut c_void, user_arg: *mut c_void) {
     let _scope = CallbackScope::enter();
     no_unwind(|| {
-        // SAFETY: `user_arg` is the reference leaked with `Arc::into_raw` for this callback, which
-        // the plugin calls at most once.
-        let state = unsafe { Arc::from_raw(user_arg as *const ViewState) };
+        // Taken out of the hand-off table once; a second call, or an argument never given, finds
+        // nothing (see `crate::handoff`).
+        let Some(state) = crate::handoff::take::<Arc<ViewState>>(user_arg) else { return };
         let payload = state.payload.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(ViewKeepAlive { host, on_delete }) = payload {
             drop(host);
@@ -739,10 +739,10 @@ impl Client {
             Target::Memory(memory) => args.memory = memory,
         }
         args.on_delete_callback = Some(view_on_delete);
-        args.on_delete_callback_arg = Arc::into_raw(state.clone()) as *mut c_void;
+        args.on_delete_callback_arg = crate::handoff::give(state.clone());
         if let Err(e) = pjrt_call!(self.api(), PJRT_Client_CreateViewOfDeviceBuffer, &mut args) {
             // No buffer refers to the memory: release what it depended on now. The callback's
-            // own reference stays with the plugin (a few bytes) in case it still calls it.
+            // entry stays in the hand-off table (a few bytes) in case the plugin still calls it.
             let payload = state.payload.lock().unwrap_or_else(|p| p.into_inner()).take();
             drop(payload);
             return Err(e);

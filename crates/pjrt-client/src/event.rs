@@ -176,16 +176,17 @@ impl Event {
         F: FnOnce(Result<()>) + Send + 'static,
     {
         let state = Arc::new(OnReadyState::default());
-        let boxed = Box::new(OnReadyClosure { callback, state: state.clone(), plugin: self.plugin.clone() });
-        let user_arg = Box::into_raw(boxed);
+        // By id, not by pointer (see `crate::handoff`): a plugin calling back twice, or with a
+        // wrong argument, finds nothing.
+        let user_arg =
+            crate::handoff::give(OnReadyClosure { callback, state: state.clone(), plugin: self.plugin.clone() });
         let mut args = sys::PJRT_Event_OnReady_Args::new();
         args.event = self.raw.as_ptr();
         args.callback = Some(on_ready_trampoline::<F>);
-        args.user_arg = user_arg as *mut c_void;
+        args.user_arg = user_arg;
         if let Err(e) = pjrt_call!(self.api(), PJRT_Event_OnReady, &mut args) {
             // The plugin did not take the callback: reclaim the closure.
-            // SAFETY: `user_arg` came from `Box::into_raw` above and was not handed over.
-            drop(unsafe { Box::from_raw(user_arg) });
+            drop(crate::handoff::take::<OnReadyClosure<F>>(user_arg));
             return Err(e);
         }
         Ok(OnReady { state })
@@ -347,10 +348,12 @@ where
 {
     // Whatever the callback drops that would call the plugin goes to the release thread.
     let _scope = crate::release::CallbackScope::enter();
-    // SAFETY: `user_arg` is the `Box<OnReadyClosure<F>>` leaked in `on_ready`; the plugin calls
-    // this exactly once, so ownership comes back exactly once.
-    let closure = unsafe { Box::from_raw(user_arg as *mut OnReadyClosure<F>) };
-    let OnReadyClosure { callback, state, plugin } = *closure;
+    // The closure is taken out of the hand-off table: once. A second call for the same event (a
+    // plugin bug), or an argument this crate never gave, finds nothing; its error, if any, then
+    // cannot be freed (no plugin to free it with) and is left to the plugin.
+    let Some(OnReadyClosure { callback, state, plugin }) = crate::handoff::take::<OnReadyClosure<F>>(user_arg) else {
+        return;
+    };
     // The callback owns `error` and must destroy it: `check` converts and destroys. Everything
     // runs inside catch_unwind so no panic unwinds into the plugin.
     let outcome = catch_unwind(AssertUnwindSafe(move || {

@@ -224,15 +224,13 @@ impl CopyToDeviceStream {
                 "a chunk of {len} bytes does not fit: the stream holds {current} of {total} bytes"
             )));
         }
-        let owner = Box::into_raw(Box::new(data));
-        // SAFETY: `owner` is a live box until `free_chunk` runs.
-        let (ptr, size) = unsafe { ((*owner).as_mut_ptr(), (*owner).len()) };
-        let mut chunk = sys::PJRT_Chunk {
-            data: ptr as *mut c_void,
-            size,
-            deleter: Some(free_chunk),
-            deleter_arg: owner as *mut c_void,
-        };
+        let mut data = data;
+        let (ptr, size) = (data.as_mut_ptr(), data.len());
+        // The vector (its heap bytes stay where they are) goes into the hand-off table until
+        // the plugin calls the deleter with its id (see `crate::handoff`).
+        let owner = crate::handoff::give(data);
+        let mut chunk =
+            sys::PJRT_Chunk { data: ptr as *mut c_void, size, deleter: Some(free_chunk), deleter_arg: owner };
         let mut args = sys::PJRT_CopyToDeviceStream_AddChunk_Args::new();
         args.stream = self.raw.as_ptr();
         args.chunk = &mut chunk;
@@ -240,8 +238,7 @@ impl CopyToDeviceStream {
             Ok(()) => {}
             Err(e @ Error::Unsupported { .. }) => {
                 // Never reached the plugin: the chunk is still ours.
-                // SAFETY: `owner` came from Box::into_raw above and was not handed over.
-                unsafe { free_chunk(ptr as *mut c_void, owner as *mut c_void) };
+                drop(crate::handoff::take::<Vec<u8>>(owner));
                 return Err(e);
             }
             // The plugin may already own the chunk (the header says AddChunk takes it): freeing
@@ -297,11 +294,10 @@ impl fmt::Debug for CopyToDeviceStream {
     }
 }
 
-/// Frees a chunk made by [`CopyToDeviceStream::add_chunk`].
+/// Frees a chunk made by [`CopyToDeviceStream::add_chunk`]: its vector is taken out of the
+/// hand-off table, once; a second call (or an argument never given) frees nothing.
 unsafe extern "C" fn free_chunk(_data: *mut c_void, deleter_arg: *mut c_void) {
-    // SAFETY: `deleter_arg` is the `Box<Vec<u8>>` leaked in `add_chunk`; the plugin calls the
-    // deleter once. Dropping a Vec<u8> cannot panic.
-    drop(unsafe { Box::from_raw(deleter_arg as *mut Vec<u8>) });
+    drop(crate::handoff::take::<Vec<u8>>(deleter_arg));
 }
 
 /// What one send callback's `user_arg` points to.
@@ -348,18 +344,14 @@ fn record(failures: &Mutex<Vec<Error>>, error: Error) {
 /// A channel id no program uses, for the padding entries (see [`HostCallbacks::prepare`]).
 const UNUSED_CHANNEL: i64 = i64::MIN;
 
-/// The `user_arg`s handed to the plugin for one launch. They must outlive the launch: dropping
-/// this frees them, so it is dropped only once every device has completed.
+/// The `user_arg`s handed to the plugin for one launch: ids in the hand-off table (see
+/// `crate::handoff`), each holding one target. They must outlive the launch: dropping this
+/// takes them out of the table, so it is dropped only once every device has completed; a
+/// plugin calling back after that finds nothing.
 pub(crate) struct CallbackTargets {
-    send: Vec<NonNull<SendTarget>>,
-    recv: Vec<NonNull<RecvTarget>>,
+    send: Vec<usize>,
+    recv: Vec<usize>,
 }
-
-// SAFETY: the targets are uniquely owned boxes whose contents are Send + Sync (closures behind a
-// Mutex, Arcs, a Plugin); the plugin only reads them through shared references.
-unsafe impl Send for CallbackTargets {}
-// SAFETY: as above.
-unsafe impl Sync for CallbackTargets {}
 
 impl Drop for CallbackTargets {
     fn drop(&mut self) {
@@ -368,13 +360,11 @@ impl Drop for CallbackTargets {
             send: std::mem::take(&mut self.send),
             recv: std::mem::take(&mut self.recv),
         });
-        for t in self.send.drain(..) {
-            // SAFETY: made by Box::into_raw in `prepare`; freed once, here.
-            drop(unsafe { Box::from_raw(t.as_ptr()) });
+        for id in self.send.drain(..) {
+            drop(crate::handoff::take::<Arc<SendTarget>>(id as *mut c_void));
         }
-        for t in self.recv.drain(..) {
-            // SAFETY: as above.
-            drop(unsafe { Box::from_raw(t.as_ptr()) });
+        for id in self.recv.drain(..) {
+            drop(crate::handoff::take::<Arc<RecvTarget>>(id as *mut c_void));
         }
     }
 }
@@ -440,11 +430,11 @@ impl HostCallbacks {
                     device_index,
                     failures: self.failures.clone(),
                 });
-                let target = NonNull::from(Box::leak(target));
-                targets.send.push(target);
+                let id = crate::handoff::give(Arc::<SendTarget>::from(target));
+                targets.send.push(id as usize);
                 list.push(sys::PJRT_SendCallbackInfo {
                     channel_id: *channel_id,
-                    user_arg: target.as_ptr() as *mut c_void,
+                    user_arg: id,
                     send_callback: Some(send_trampoline),
                 });
             }
@@ -458,11 +448,11 @@ impl HostCallbacks {
                     failures: self.failures.clone(),
                     source: source.clone(),
                 });
-                let target = NonNull::from(Box::leak(target));
-                targets.recv.push(target);
+                let id = crate::handoff::give(Arc::<RecvTarget>::from(target));
+                targets.recv.push(id as usize);
                 list.push(sys::PJRT_RecvCallbackInfo {
                     channel_id: *channel_id,
-                    user_arg: target.as_ptr() as *mut c_void,
+                    user_arg: id,
                     recv_callback: Some(recv_trampoline),
                 });
             }
@@ -526,9 +516,13 @@ unsafe extern "C" fn send_trampoline(
     // SAFETY: the plugin passes the chunk it owns and hands to us (read once, freed below).
     let owned = if chunk.is_null() { None } else { Some(unsafe { chunk.read() }) };
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `user_arg` is a SendTarget from `prepare`, alive until every device of the
-        // launch has completed (CallbackTargets is dropped only then).
-        let target = unsafe { &*(user_arg as *const SendTarget) };
+        // The target stays in the hand-off table until every device of the launch has
+        // completed (CallbackTargets is dropped only then); a call after that, or with an
+        // argument this crate never gave, finds none.
+        let Some(target) = crate::handoff::get::<Arc<SendTarget>>(user_arg) else {
+            let message = "the plugin called a send callback of an execution that is over (or an unknown one)";
+            return Some((sys::PJRT_Error_Code::INTERNAL, message.to_owned()));
+        };
         // SAFETY: the chunk's bytes stay valid until its deleter runs, after this closure.
         let data = owned.map(|c| unsafe { slice_from_raw(c.data as *const u8, c.size) }).unwrap_or(&[]);
         let chunk = SendChunk {
@@ -576,9 +570,8 @@ unsafe extern "C" fn send_trampoline(
 unsafe extern "C" fn recv_trampoline(stream: *mut sys::PJRT_CopyToDeviceStream, user_arg: *mut c_void) {
     let _scope = CallbackScope::enter();
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: `user_arg` is a RecvTarget from `prepare`, alive until every device of the
-        // launch has completed.
-        let target = unsafe { &*(user_arg as *const RecvTarget) };
+        // See `send_trampoline`: an unknown or finished target is not called.
+        let Some(target) = crate::handoff::get::<Arc<RecvTarget>>(user_arg) else { return };
         let Some(raw) = NonNull::new(stream) else {
             record(&target.failures, Error::invalid("the plugin called a receive callback without a stream"));
             return;
@@ -651,9 +644,24 @@ mod tests {
         }
     }
 
-    fn send_target(callback: Box<SendFn>) -> (Box<SendTarget>, Arc<Mutex<Vec<Error>>>) {
+    /// A target in the hand-off table, as `prepare` makes them; taken out again on drop.
+    struct Given<T: Send + Sync + 'static>(*mut c_void, std::marker::PhantomData<T>);
+
+    impl<T: Send + Sync + 'static> Given<T> {
+        fn new(target: T) -> Self {
+            Given(crate::handoff::give(Arc::new(target)), std::marker::PhantomData)
+        }
+    }
+
+    impl<T: Send + Sync + 'static> Drop for Given<T> {
+        fn drop(&mut self) {
+            drop(crate::handoff::take::<Arc<T>>(self.0));
+        }
+    }
+
+    fn send_target(callback: Box<SendFn>) -> (Given<SendTarget>, Arc<Mutex<Vec<Error>>>) {
         let failures = Arc::new(Mutex::new(Vec::new()));
-        let target = Box::new(SendTarget {
+        let target = Given::new(SendTarget {
             callback: Arc::new(Mutex::new(Some(callback))),
             channel_id: 7,
             device_index: 1,
@@ -662,13 +670,11 @@ mod tests {
         (target, failures)
     }
 
-    fn call_send(target: &SendTarget, done: bool) -> Option<FakeError> {
+    fn call_send(target: &Given<SendTarget>, done: bool) -> Option<FakeError> {
         let mut chunk = plugin_chunk();
         let mut constructor: sys::PJRT_CallbackError = Some(make_error);
         // SAFETY: the arguments a plugin would pass.
-        let error = unsafe {
-            send_trampoline(&mut chunk, &mut constructor, 12, done, target as *const SendTarget as *mut c_void)
-        };
+        let error = unsafe { send_trampoline(&mut chunk, &mut constructor, 12, done, target.0) };
         take_error(error)
     }
 
@@ -726,9 +732,7 @@ mod tests {
         assert_eq!(call_send(&target, true).unwrap().code, sys::PJRT_Error_Code::RESOURCE_EXHAUSTED);
         let mut chunk = plugin_chunk();
         // SAFETY: a NULL callback_error, as a careless plugin might pass.
-        let error = unsafe {
-            send_trampoline(&mut chunk, std::ptr::null_mut(), 6, true, &*target as *const SendTarget as *mut c_void)
-        };
+        let error = unsafe { send_trampoline(&mut chunk, std::ptr::null_mut(), 6, true, target.0) };
         assert!(error.is_null());
         assert_eq!(failures.lock().unwrap().len(), 2);
         assert_eq!(FREED.load(Ordering::SeqCst), before + 7);
@@ -740,15 +744,7 @@ mod tests {
         }));
         let mut constructor: sys::PJRT_CallbackError = Some(make_error);
         // SAFETY: as a plugin would call it, with no chunk.
-        let error = unsafe {
-            send_trampoline(
-                std::ptr::null_mut(),
-                &mut constructor,
-                0,
-                true,
-                &*target as *const SendTarget as *mut c_void,
-            )
-        };
+        let error = unsafe { send_trampoline(std::ptr::null_mut(), &mut constructor, 0, true, target.0) };
         assert!(error.is_null());
     }
 
@@ -850,9 +846,9 @@ mod tests {
         (stream, raw)
     }
 
-    fn recv_target(callback: Box<RecvFn>) -> (Box<RecvTarget>, Arc<Mutex<Vec<Error>>>) {
+    fn recv_target(callback: Box<RecvFn>) -> (Given<RecvTarget>, Arc<Mutex<Vec<Error>>>) {
         let failures = Arc::new(Mutex::new(Vec::new()));
-        let target = Box::new(RecvTarget {
+        let target = Given::new(RecvTarget {
             callback: Arc::new(Mutex::new(Some(callback))),
             channel_id: 3,
             device_index: 0,
@@ -862,9 +858,41 @@ mod tests {
         (target, failures)
     }
 
-    fn call_recv(target: &RecvTarget, stream: *mut sys::PJRT_CopyToDeviceStream) {
+    fn call_recv(target: &Given<RecvTarget>, stream: *mut sys::PJRT_CopyToDeviceStream) {
         // SAFETY: the arguments a plugin would pass.
-        unsafe { recv_trampoline(stream, target as *const RecvTarget as *mut c_void) }
+        unsafe { recv_trampoline(stream, target.0) }
+    }
+
+    #[test]
+    fn callbacks_after_the_launch_or_with_unknown_arguments_call_nothing() {
+        let called = Arc::new(AtomicUsize::new(0));
+        let seen = called.clone();
+        let (target, failures) = send_target(Box::new(move |_| {
+            seen.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }));
+        let id = target.0;
+        assert!(call_send(&target, false).is_none());
+        drop(target); // the launch is over: its targets are taken out of the table
+        let mut chunk = plugin_chunk();
+        let mut constructor: sys::PJRT_CallbackError = Some(make_error);
+        // SAFETY: what a plugin would pass, but after the execution completed.
+        let late = take_error(unsafe { send_trampoline(&mut chunk, &mut constructor, 6, true, id) });
+        // (The chunk is freed either way; FREED is shared with the test above, so it is not
+        // counted here.)
+        assert!(late.is_some_and(|e| e.code == sys::PJRT_Error_Code::INTERNAL));
+        // An argument never handed out, and NULL.
+        for bogus in [std::ptr::null_mut(), 0x1234 as *mut c_void] {
+            let mut chunk = plugin_chunk();
+            // SAFETY: as above.
+            assert!(take_error(unsafe { send_trampoline(&mut chunk, &mut constructor, 6, true, bogus) }).is_some());
+            let (fake, raw) = fake_stream(4, 1);
+            // SAFETY: as above, for a receive.
+            unsafe { recv_trampoline(raw, bogus) };
+            assert_eq!(fake.destroyed.load(Ordering::SeqCst), 0, "an unknown target touches nothing");
+        }
+        assert_eq!(called.load(Ordering::SeqCst), 1);
+        assert!(failures.lock().unwrap().is_empty());
     }
 
     #[test]

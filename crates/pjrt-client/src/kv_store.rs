@@ -272,8 +272,11 @@ impl fmt::Debug for InMemoryStore {
 /// [`crate::sys`] yourself: [`KvCallbacks::install`] fills the args, and the `KvCallbacks` must
 /// then outlive the raw client.
 pub struct KvCallbacks {
-    // Boxed so that `user_arg` (a pointer to it) stays put when `KvCallbacks` moves.
-    state: Box<KvState>,
+    state: Arc<KvState>,
+    // The `user_arg` the plugin is given: an id in the hand-off table (see `crate::handoff`)
+    // holding a clone of `state`, taken out when this is dropped; a callback after that, or
+    // with another argument, finds nothing.
+    id: usize,
 }
 
 struct KvState {
@@ -304,13 +307,10 @@ pub struct KvCallCounts {
 impl KvCallbacks {
     /// Callbacks serving `store`.
     pub fn new(store: Arc<dyn KeyValueStore>) -> Self {
-        Self {
-            state: Box::new(KvState {
-                store,
-                calls: CallCounts::default(),
-                outstanding: Arc::new(AtomicUsize::new(0)),
-            }),
-        }
+        let state =
+            Arc::new(KvState { store, calls: CallCounts::default(), outstanding: Arc::new(AtomicUsize::new(0)) });
+        let id = crate::handoff::give(state.clone()) as usize;
+        Self { state, id }
     }
 
     /// The store the callbacks serve.
@@ -336,7 +336,7 @@ impl KvCallbacks {
 
     /// The `user_arg` every callback expects (the same for all three).
     pub fn user_arg(&self) -> *mut c_void {
-        &*self.state as *const KvState as *mut c_void
+        self.id as *mut c_void
     }
 
     /// The blocking-get callback.
@@ -365,6 +365,12 @@ impl KvCallbacks {
     }
 }
 
+impl Drop for KvCallbacks {
+    fn drop(&mut self) {
+        drop(crate::handoff::take::<Arc<KvState>>(self.id as *mut c_void));
+    }
+}
+
 impl fmt::Debug for KvCallbacks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("KvCallbacks")
@@ -386,6 +392,13 @@ struct ValueHeader {
 
 const HEADER: usize = std::mem::size_of::<ValueHeader>();
 
+/// Every value handed to a plugin and not freed yet, by address: the deleter frees only what is
+/// here, once, so a plugin freeing a value twice (or something else) frees nothing.
+fn live_values() -> std::sync::MutexGuard<'static, std::collections::HashSet<usize>> {
+    static LIVE: std::sync::OnceLock<Mutex<std::collections::HashSet<usize>>> = std::sync::OnceLock::new();
+    LIVE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn value_layout(len: usize) -> Option<Layout> {
     Layout::from_size_align(HEADER.checked_add(len)?, std::mem::align_of::<ValueHeader>()).ok()
 }
@@ -406,22 +419,23 @@ fn alloc_value(bytes: &[u8], outstanding: &Arc<AtomicUsize>) -> Option<*mut c_ch
     unsafe {
         (base as *mut ValueHeader).write(header);
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(HEADER), bytes.len());
-        Some(base.add(HEADER) as *mut c_char)
+        let value = base.add(HEADER);
+        live_values().insert(value as usize);
+        Some(value as *mut c_char)
     }
 }
 
-/// The `value_deleter_callback` set on every value: frees what [`alloc_value`] made. NULL is
-/// ignored.
+/// The `value_deleter_callback` set on every value: frees what [`alloc_value`] made, once. A
+/// pointer it did not make, or one freed before (a plugin's bug), is ignored.
 ///
 /// # Safety
-/// `value` must be NULL or a pointer returned by [`alloc_value`] (that is, a value our get or
-/// try-get callback handed to the plugin), freed only once.
+/// None beyond the C ABI: only live values of [`alloc_value`] are ever dereferenced.
 unsafe extern "C" fn free_value(value: *mut c_char) {
-    if value.is_null() {
+    if value.is_null() || !live_values().remove(&(value as usize)) {
         return;
     }
-    // SAFETY: per the contract, `value` is HEADER bytes past the start of an allocation that
-    // begins with a ValueHeader written by `alloc_value`.
+    // SAFETY: `value` was in the live set, so it is HEADER bytes past the start of an allocation
+    // that begins with a ValueHeader written by `alloc_value`, not freed yet.
     unsafe {
         let base = (value as *mut u8).sub(HEADER);
         let header = (base as *const ValueHeader).read();
@@ -493,16 +507,14 @@ fn guarded<T>(op: &str, body: impl FnOnce() -> Result<T, KvError>) -> Result<T, 
     }
 }
 
-/// The state behind a callback's `user_arg`.
-///
-/// # Safety
-/// `user_arg` must be NULL or a [`KvCallbacks::user_arg`] whose `KvCallbacks` is alive.
-unsafe fn state_from<'a>(user_arg: *mut c_void) -> Result<&'a KvState, KvError> {
-    if user_arg.is_null() {
-        return Err(KvError::invalid_argument("the plugin passed a NULL user_arg to a key-value callback"));
-    }
-    // SAFETY: per the contract.
-    Ok(unsafe { &*(user_arg as *const KvState) })
+/// The state behind a callback's `user_arg`: an id from [`KvCallbacks::user_arg`] whose
+/// `KvCallbacks` is alive, else an error (never a dereference of what the plugin passed).
+fn state_from(user_arg: *mut c_void) -> Result<Arc<KvState>, KvError> {
+    crate::handoff::get::<Arc<KvState>>(user_arg).ok_or_else(|| {
+        KvError::invalid_argument(format!(
+            "the plugin passed a user_arg ({user_arg:p}) to a key-value callback that is not one of a live client's"
+        ))
+    })
 }
 
 /// Converts a negative `timeout_in_ms` (XLA's infinite duration, truncated to `int`) to "no limit".
@@ -591,8 +603,7 @@ unsafe fn serve_value<A: ValueArgs>(
     let args = unsafe { &mut *args };
     let outcome = guarded(A::OP, || {
         check_size(args.struct_size(), A::STRUCT_SIZE, A::NAME)?;
-        // SAFETY: `user_arg` is NULL or the KvState of a live KvCallbacks.
-        let state = unsafe { state_from(args.user_arg()) }?;
+        let state = state_from(args.user_arg())?;
         A::counter(&state.calls).fetch_add(1, Ordering::Relaxed);
         let (key, key_size) = args.key();
         // SAFETY: the key lives for the call.
@@ -646,8 +657,7 @@ unsafe extern "C" fn kv_put_trampoline(args: *mut sys::PJRT_KeyValuePutCallback_
     let outcome = guarded("put", || {
         use sys::Args;
         check_size(args.struct_size, sys::PJRT_KeyValuePutCallback_Args::STRUCT_SIZE, "PJRT_KeyValuePutCallback_Args")?;
-        // SAFETY: `user_arg` is NULL or the KvState of a live KvCallbacks.
-        let state = unsafe { state_from(args.user_arg) }?;
+        let state = state_from(args.user_arg)?;
         state.calls.put.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the key lives for the call.
         let key = unsafe { key_from_raw(args.key, args.key_size) }?;
@@ -687,5 +697,21 @@ mod tests {
         // SAFETY: a value from `alloc_value`, freed once.
         unsafe { free_value(value) };
         assert_eq!(outstanding.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn values_freed_twice_or_never_allocated_are_ignored() {
+        let outstanding = Arc::new(AtomicUsize::new(0));
+        let value = alloc_value(b"abcdef", &outstanding).expect("an allocation");
+        // SAFETY: the deleter takes any pointer; only live values are dereferenced.
+        unsafe {
+            free_value(value);
+            free_value(value); // a plugin's double free: nothing happens
+            let mut not_ours = [0 as c_char; 64];
+            free_value(not_ours.as_mut_ptr().add(HEADER));
+        }
+        assert_eq!(outstanding.load(Ordering::SeqCst), 0);
+        assert!(state_from(std::ptr::null_mut()).is_err());
+        assert!(state_from(0x40 as *mut c_void).is_err());
     }
 }

@@ -82,6 +82,7 @@ pub mod etcd;
 mod event;
 mod executable;
 pub mod extensions;
+mod handoff;
 pub mod host_array;
 mod host_callbacks;
 mod host_copy;
