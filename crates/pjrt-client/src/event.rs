@@ -169,6 +169,11 @@ impl Event {
     /// Runs `callback` when the event completes, on whatever thread completes it (or at once,
     /// in this thread, if it already has).
     ///
+    /// That thread may be one of the plugin's own: PJRT objects the callback drops, or owns
+    /// when it returns (the last [`Client`], a [`crate::Buffer`], ...), are destroyed on this
+    /// crate's release thread instead, never inside the plugin ([`crate::flush_released`]
+    /// waits for them).
+    ///
     /// A panic in `callback` is caught at the C boundary (it never unwinds into the plugin) and
     /// reported by [`OnReady::wait`] as [`Error::CallbackPanicked`].
     pub fn on_ready<F>(&self, callback: F) -> Result<OnReady>

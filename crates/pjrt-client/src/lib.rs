@@ -51,6 +51,14 @@
 //! execution writes to until it completes. Each `unsafe impl Send/Sync` carries its reasoning in
 //! a `SAFETY` comment.
 //!
+//! ## Callbacks and the plugin's threads
+//! Plugins call back (events completing, host send/receive, the key-value store) on their own
+//! threads. Nothing that calls the plugin is destroyed there: a handle dropped inside a plugin
+//! callback (say, the last [`Client`], owned by an `on_ready` closure) is handed to one
+//! release thread of this crate and destroyed outside the plugin; [`flush_released`] waits for
+//! it. What the plugin is given to hand back later (a callback's `user_arg`) is an id, never a
+//! pointer: a plugin calling back twice, late or with another argument finds nothing.
+//!
 //! ## Async
 //! [`Event`], [`HostTransfer`], [`PendingExecution`] and [`Execution`] are futures: the waker is
 //! registered through `PJRT_Event_OnReady`, so they work with any executor and never poll.

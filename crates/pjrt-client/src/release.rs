@@ -99,7 +99,21 @@ macro_rules! release_if_in_callback {
 pub(crate) use release_if_in_callback;
 
 /// Blocks until everything handed to the release thread before this call has been dropped
-/// (for tests, and for callers that want released handles gone before they go on).
+/// (for tests, and for callers that want released handles gone before they go on). Inside a
+/// plugin callback it returns at once.
+///
+/// ```
+/// # use pjrt_client::Placement;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+/// let x = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
+/// let ready = x.ready_event()?;
+/// // The callback owns the buffer and drops it, possibly on a plugin thread: it is destroyed
+/// // on the release thread instead.
+/// ready.on_ready(move |_| drop(x))?.wait()?;
+/// pjrt_client::flush_released(); // the buffer is gone by now
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
 pub fn flush_released() {
     if in_plugin_callback() {
         // The release thread may be waiting for this very callback's plugin: never block here.
