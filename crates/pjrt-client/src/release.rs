@@ -152,7 +152,6 @@ mod tests {
         assert!(!in_plugin_callback());
         flush_released();
         assert_eq!(dropped_on.lock().unwrap().as_deref(), Some("pjrt-release"));
-
     }
 
     #[test]
