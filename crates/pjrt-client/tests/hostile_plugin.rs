@@ -902,3 +902,59 @@ fn null_completion_events_are_never_read_as_done() {
     drop(client);
     fake.assert_nothing_leaked();
 }
+
+/// A copy whose event is pending while the plugin refuses both ways of waiting for it (`Await`
+/// fails at once, `OnReady` fails): the destination is freed only once the copy is seen to be
+/// over (here, by asking `IsReady` until it says so), and leaked when even that cannot be
+/// asked. It used to be freed at once, while a real plugin could still write into it.
+#[test]
+fn a_copy_whose_end_cannot_be_awaited_never_frees_its_destination_early() {
+    let fake = Fake::new("working");
+    let client = client_of(&fake);
+    let odd = client.buffer_from_slice(&vec![5u8; ODD], &[ODD as i64], Placement::Default).unwrap();
+    let late = "event late 100ms for PJRT_Buffer_ToHostBuffer\nfail PJRT_Event_Await\nfail PJRT_Event_OnReady";
+    let expect_await_failure = |result: pjrt_client::Result<Vec<u8>>| match result {
+        Err(Error::Pjrt { function: "PJRT_Event_Await", .. }) => {}
+        other => panic!("expected the injected Await failure, got {other:?}"),
+    };
+
+    // Owned destinations: freed only after the copy completed.
+    fake.set_faults(late);
+    let start = Instant::now();
+    let (result, watched) = watch_allocation(ODD, || odd.to_host_bytes());
+    expect_await_failure(result);
+    assert!(watched.allocated);
+    assert!(watched.leaked() || start.elapsed() >= Duration::from_millis(95), "freed after {:?}", start.elapsed());
+    fake.set_faults(late);
+    let start = Instant::now();
+    let (result, watched) = watch_allocation(ODD, || odd.to_host_async().unwrap().wait());
+    expect_await_failure(result);
+    assert!(watched.leaked() || start.elapsed() >= Duration::from_millis(95), "freed after {:?}", start.elapsed());
+    // Dropped without waiting: the same.
+    fake.set_faults(late);
+    let start = Instant::now();
+    let ((), watched) = watch_allocation(ODD, || drop(odd.to_host_async().unwrap()));
+    assert!(watched.leaked() || start.elapsed() >= Duration::from_millis(95), "freed after {:?}", start.elapsed());
+
+    // A borrowed destination cannot be leaked: the call returns only once the copy is over.
+    fake.set_faults(late);
+    let start = Instant::now();
+    match odd.copy_to_host_into(&mut vec![0; ODD]) {
+        Err(Error::Pjrt { function: "PJRT_Event_Await", .. }) => {}
+        other => panic!("expected the injected Await failure, got {other:?}"),
+    }
+    assert!(start.elapsed() >= Duration::from_millis(95), "returned after {:?}", start.elapsed());
+
+    // Nothing tells when the copy ends (IsReady fails as well): the destination is leaked.
+    fake.set_faults(&format!("{late}\nfail PJRT_Event_IsReady"));
+    let (result, watched) = watch_allocation(ODD, || odd.to_host_bytes());
+    expect_await_failure(result);
+    assert!(watched.leaked(), "{watched:?}");
+    fake.set_faults(&format!("{late}\nfail PJRT_Event_IsReady"));
+    let ((), watched) = watch_allocation(ODD, || drop(odd.to_host_async().unwrap()));
+    assert!(watched.leaked(), "{watched:?}");
+
+    fake.set_faults("");
+    drop((odd, client));
+    fake.assert_nothing_leaked();
+}
