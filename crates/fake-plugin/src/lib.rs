@@ -19,6 +19,23 @@
 //! [`Config::from_name`]), every further line a fault directive (below). Without a sidecar file
 //! it runs `working`.
 //!
+//! # Hostile scenarios
+//! Answers real plugins may give, or a buggy plugin could, that the C API does not rule out; the
+//! fake still does nothing undefined (it writes only where it was given room and hands out only
+//! memory it owns), and it still does the work, at once, so the client's answers can be checked:
+//!
+//! | scenario | what changes |
+//! |---|---|
+//! | `hostile_pred` | PRED bytes copied to the host say true with 2 or 0xff, not 1 (`hostile_pred_bytes` counts them) |
+//! | `hostile_events` | every slot that hands out an event hands out NULL (`null_events_returned`) |
+//! | `hostile_sizes` | the `ToHostBuffer` size query reports 8 bytes more than the dense size; `OnDeviceSizeInBytes` half the data; a transfer manager's `BufferSize` 8 bytes more |
+//! | `hostile_sizes_fewer` | the same, but the `ToHostBuffer` size query reports 1 byte fewer |
+//! | `old_extensions` | `extension_start` lists an early Layouts form (32 bytes), MemoryDescriptions version 0 (40 bytes, no default index written) and FFI version 1 (32 bytes); calls of the old functions are counted |
+//! | `hostile` | all of the above (sizes: more) |
+//!
+//! Counts that disagree between `NumOutputs`, `OutputElementTypes` and `OutputDimensions` come
+//! from the `bad_count` directive (below). `minor_<N>` claims API version 0.N (a full table).
+//!
 //! # Fault directives
 //! One per line (`#` starts a comment); `SLOT` is a `PJRT_Api` slot name such as
 //! `PJRT_Client_Compile`:
@@ -139,6 +156,23 @@ counters!(
     // Host-to-device streams handed to receive callbacks during Execute, destroyed by the client.
     streams_created,
     streams_destroyed,
+    // `PJRT_Client_Destroy` / `PJRT_Buffer_Destroy` calls made on a thread of the fake (a late
+    // event's or a callback's): a client library must never destroy anything there.
+    clients_destroyed_on_fake_threads,
+    buffers_destroyed_on_fake_threads,
+    // Calls of `PJRT_Client_CreateViewOfDeviceBuffer` that reached the fake.
+    view_calls,
+    // Executions whose `PJRT_ExecuteOptions` covered offset 120 and set
+    // `use_major_to_minor_data_layout_for_callbacks`.
+    executions_major_to_minor,
+    // Hostile scenarios: NULL events handed out where an event belongs (`hostile_events`),
+    // PRED bytes other than 0 and 1 copied to the host (`hostile_pred`), and calls of the
+    // older-form extension functions (`old_extensions`), which a client must never make.
+    null_events_returned,
+    hostile_pred_bytes,
+    early_layouts_calls,
+    memory_descriptions_v0_calls,
+    ffi_v1_calls,
 );
 
 fn bump(counter: &AtomicI64) {
@@ -387,6 +421,35 @@ struct Config {
     client_create_error: bool,
     /// Buffer ready events complete with INTERNAL "fake: transfer failed".
     event_error: bool,
+    /// The answers of the `hostile*` and `old_extensions` scenarios.
+    hostile: Hostile,
+}
+
+/// What the hostile scenarios change: answers real plugins may give, or a buggy one could, that
+/// the C API does not rule out. The fake itself still does nothing undefined: it writes only
+/// where it was given room, and hands out only memory it owns.
+#[derive(Clone, Copy, Debug, Default)]
+struct Hostile {
+    /// PRED bytes copied to the host (`ToHostBuffer`, `CopyRawToHost`, raw copies whose
+    /// destination comes later) say true with 2 (even positions) or 0xff (odd ones), not 1.
+    pred: bool,
+    /// Every slot that hands out an event (upload done events, downloads, raw copies, ready
+    /// events, execution completion, transfer-manager pieces, stream chunks, user events) hands
+    /// out NULL; the work itself is done at once, so the answers can still be checked.
+    null_events: bool,
+    /// Sizes that disagree with the data (see [`SizeLie`]).
+    sizes: Option<SizeLie>,
+    /// `PJRT_Api.extension_start` lists older forms of extensions (see [`old_extensions`]).
+    old_extensions: bool,
+}
+
+/// How the size queries lie: `OnDeviceSizeInBytes` reports half the data and a transfer
+/// manager's `BufferSize` 8 bytes more than the buffer holds in both cases; the
+/// `ToHostBuffer` size query reports 8 bytes more than the dense size, or 1 fewer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SizeLie {
+    More,
+    Fewer,
 }
 
 /// `struct_size` of a table with `slots` slots.
@@ -411,7 +474,9 @@ impl Config {
             null_client_create: false,
             client_create_error: false,
             event_error: false,
+            hostile: Hostile::default(),
         };
+        let all_hostile = Hostile { pred: true, null_events: true, sizes: Some(SizeLie::More), old_extensions: true };
         match name {
             // A plugin that does enough for clients, devices, memories, buffers, compilation,
             // execution and events (API 0.115, 138 slots).
@@ -423,9 +488,18 @@ impl Config {
             }
             // Ready events complete with an error.
             "event_error" => config.event_error = true,
-            "minor_56" => config.minor = 56,
             "major_1" => config.major = 1,
-            "minor_40" => config.minor = 40,
+            // Any claimed minor version (`minor_40`, `minor_65`, ...): the full table otherwise.
+            _ if name.strip_prefix("minor_").is_some_and(|n| n.parse::<i32>().is_ok()) => {
+                config.minor = name["minor_".len()..].parse().unwrap_or(config.minor);
+            }
+            // Everything hostile at once: PRED bytes, NULL events, lying sizes, old extensions.
+            "hostile" => config.hostile = all_hostile,
+            "hostile_pred" => config.hostile.pred = true,
+            "hostile_events" => config.hostile.null_events = true,
+            "hostile_sizes" => config.hostile.sizes = Some(SizeLie::More),
+            "hostile_sizes_fewer" => config.hostile.sizes = Some(SizeLie::Fewer),
+            "old_extensions" => config.hostile.old_extensions = true,
             // Slots 0..10 only (up to PJRT_Event_OnReady); PJRT_Client_Create is garbage.
             "short_table" => config.struct_size = table_size(10),
             "null_client_create" => config.null_client_create = true,
@@ -939,6 +1013,9 @@ slot_fn!(PJRT_Client_Destroy => fn client_destroy(args: PJRT_Client_Destroy_Args
         // SAFETY: a client this plugin created; the client library destroys it once.
         drop(unsafe { Box::from_raw(args.client.cast::<FakeClient>()) });
         bump(&COUNTERS.clients_destroyed);
+        if on_fake_thread() {
+            bump(&COUNTERS.clients_destroyed_on_fake_threads);
+        }
     }
     Ok(())
 });
@@ -1228,6 +1305,7 @@ impl Drop for EventInner {
 struct FakeEvent(Arc<EventState>);
 
 /// Runs `body` on a new thread of the fake, counted in `threads_running` until it returns.
+/// `name` starts with `fake-pjrt` (see [`on_fake_thread`]).
 fn spawn_counted(name: &str, body: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
     bump(&COUNTERS.threads_running);
     let spawned = std::thread::Builder::new().name(name.to_owned()).spawn(move || {
@@ -1314,6 +1392,26 @@ fn new_event(source: &str) -> *mut sys::PJRT_Event {
     Box::into_raw(Box::new(FakeEvent(state))).cast()
 }
 
+/// The event a slot hands out: NULL under `null_output` (counted as an injected fault) or in the
+/// `hostile_events` scenarios (counted in `null_events_returned`), else a new event as the event
+/// rules for `source` say.
+fn handed_out_event(fault: Option<Fault>, source: &str) -> *mut sys::PJRT_Event {
+    if injects(fault, Fault::NullOutput) {
+        null_mut()
+    } else if config().hostile.null_events {
+        bump(&COUNTERS.null_events_returned);
+        null_mut()
+    } else {
+        new_event(source)
+    }
+}
+
+/// Whether the current thread is one of the fake's own (late events, callbacks): see
+/// [`spawn_counted`].
+fn on_fake_thread() -> bool {
+    std::thread::current().name().is_some_and(|name| name.starts_with("fake-pjrt"))
+}
+
 fn event<'a>(ptr: *mut sys::PJRT_Event) -> Result<&'a EventState, *mut PJRT_Error> {
     // SAFETY: the client library passes events this plugin created and has not destroyed.
     Ok(&unsafe { handle::<FakeEvent, _>(ptr, "event") }?.0)
@@ -1382,6 +1480,11 @@ slot_fn!(PJRT_Event_OnReady => fn event_on_ready(args: PJRT_Event_OnReady_Args, 
 // promise would abort).
 slot_fn!(PJRT_Event_Create => fn event_create(args: PJRT_Event_Create_Args, fault) {
     if injects(fault, Fault::NullOutput) {
+        args.event = null_mut();
+        return Ok(());
+    }
+    if config().hostile.null_events {
+        bump(&COUNTERS.null_events_returned);
         args.event = null_mut();
         return Ok(());
     }
@@ -1460,6 +1563,30 @@ fn new_buffer(
 fn buffer<'a>(ptr: *mut sys::PJRT_Buffer) -> Result<&'a FakeBuffer, *mut PJRT_Error> {
     // SAFETY: the client library passes buffers this plugin created and has not destroyed.
     unsafe { handle::<FakeBuffer, _>(ptr, "buffer") }
+}
+
+/// What a copy to the host gives for `bytes`, which start at byte `offset` of `buffer`: the
+/// stored bytes, except PRED in the `hostile_pred` scenarios, whose true values come back as 2
+/// (at even positions) or 0xff (at odd ones), as a plugin may (it returns PRED bytes unchanged).
+fn host_copy_of(buffer: &FakeBuffer, offset: usize, bytes: &[u8]) -> Vec<u8> {
+    if !config().hostile.pred || buffer.element_type != sys::PJRT_Buffer_Type::PRED {
+        return bytes.to_vec();
+    }
+    bytes
+        .iter()
+        .enumerate()
+        .map(|(i, b)| match (*b, (offset + i) % 2) {
+            (0, _) => 0,
+            (_, 0) => {
+                bump(&COUNTERS.hostile_pred_bytes);
+                2
+            }
+            _ => {
+                bump(&COUNTERS.hostile_pred_bytes);
+                0xff
+            }
+        })
+        .collect()
 }
 
 fn live_buffer<'a>(ptr: *mut sys::PJRT_Buffer) -> Result<&'a FakeBuffer, *mut PJRT_Error> {
@@ -1560,7 +1687,13 @@ slot_fn!(PJRT_Client_BufferFromHostBuffer => fn client_buffer_from_host_buffer(
     } else {
         args.buffer = new_buffer(args.type_, dims, bytes, device, memory);
     }
-    args.done_with_host_buffer = new_event("PJRT_Client_BufferFromHostBuffer");
+    // The data was copied above: a NULL done event (hostile) still leaves nothing to read later.
+    args.done_with_host_buffer = if config().hostile.null_events {
+        bump(&COUNTERS.null_events_returned);
+        null_mut()
+    } else {
+        new_event("PJRT_Client_BufferFromHostBuffer")
+    };
     Ok(())
 });
 
@@ -1569,6 +1702,9 @@ slot_fn!(PJRT_Buffer_Destroy => fn buffer_destroy(args: PJRT_Buffer_Destroy_Args
         // SAFETY: a buffer this plugin created; the client library destroys it once.
         drop(unsafe { Box::from_raw(args.buffer.cast::<FakeBuffer>()) });
         bump(&COUNTERS.buffers_destroyed);
+        if on_fake_thread() {
+            bump(&COUNTERS.buffers_destroyed_on_fake_threads);
+        }
         let view = {
             let mut views = lock(&VIEWS);
             views.iter().position(|v| v.buffer == args.buffer as usize).map(|at| views.swap_remove(at))
@@ -1598,6 +1734,7 @@ static VIEWS: Mutex<Vec<FakeView>> = Mutex::new(Vec::new());
 slot_fn!(PJRT_Client_CreateViewOfDeviceBuffer => fn client_create_view(
     args: PJRT_Client_CreateViewOfDeviceBuffer_Args, fault
 ) {
+    bump(&COUNTERS.view_calls);
     client(args.client)?;
     // SAFETY: the client passes `num_dims` readable dimensions.
     let (dims, size) = unsafe { shape_of(args.dims, args.num_dims, args.element_type) }?;
@@ -1748,11 +1885,14 @@ slot_fn!(PJRT_Buffer_CopyRawToHostFuture => fn buffer_copy_raw_to_host_future(
         return Err(invalid("fake: the range is outside the buffer"));
     };
     let state = Arc::new(EventState::default());
-    let copy = FakeRawCopy { bytes: bytes.to_vec(), event: state.clone() };
+    let copy = FakeRawCopy { bytes: host_copy_of(buffer, offset, bytes), event: state.clone() };
     args.callback_data = Box::into_raw(Box::new(copy)).cast();
     args.future_ready_callback = Some(raw_copy_ready);
     bump(&COUNTERS.raw_copy_requests_created);
     args.event = if injects(fault, Fault::NullOutput) {
+        null_mut()
+    } else if config().hostile.null_events {
+        bump(&COUNTERS.null_events_returned);
         null_mut()
     } else {
         bump(&COUNTERS.events_created);
@@ -1810,7 +1950,9 @@ slot_fn!(PJRT_Buffer_Dimensions => fn buffer_dimensions(args: PJRT_Buffer_Dimens
 });
 
 slot_fn!(PJRT_Buffer_OnDeviceSizeInBytes => fn buffer_on_device_size(args: PJRT_Buffer_OnDeviceSizeInBytes_Args, fault) {
-    args.on_device_size_in_bytes = live_buffer(args.buffer)?.bytes.len();
+    let size = live_buffer(args.buffer)?.bytes.len();
+    // Hostile sizes: smaller than the data (a raw copy sized from it must stay inside).
+    args.on_device_size_in_bytes = if config().hostile.sizes.is_some() { size / 2 } else { size };
     Ok(())
 });
 
@@ -1895,14 +2037,14 @@ slot_fn!(PJRT_Buffer_CopyRawToHost => fn buffer_copy_raw_to_host(args: PJRT_Buff
         return Err(invalid("fake: the range is outside the buffer"));
     }
     if size > 0 {
+        if args.dst.is_null() {
+            return Err(invalid("fake: dst is NULL"));
+        }
+        let bytes = host_copy_of(b, offset, &b.bytes[offset..offset + size]);
         // SAFETY: the client passes `transfer_size` writable bytes at `dst`.
-        unsafe { std::ptr::copy_nonoverlapping(b.bytes[offset..].as_ptr(), args.dst.cast::<u8>(), size) };
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), args.dst.cast::<u8>(), size) };
     }
-    if injects(fault, Fault::NullOutput) {
-        args.event = null_mut();
-        return Ok(());
-    }
-    args.event = new_event("PJRT_Buffer_CopyRawToHost");
+    args.event = handed_out_event(fault, "PJRT_Buffer_CopyRawToHost");
     Ok(())
 });
 
@@ -1949,7 +2091,7 @@ slot_fn!(PJRT_Buffer_Memory => fn buffer_memory(args: PJRT_Buffer_Memory_Args, f
 
 slot_fn!(PJRT_Buffer_ReadyEvent => fn buffer_ready_event(args: PJRT_Buffer_ReadyEvent_Args, fault) {
     let b = buffer(args.buffer)?;
-    args.event = if injects(fault, Fault::NullOutput) { null_mut() } else { new_event("PJRT_Buffer_ReadyEvent") };
+    args.event = handed_out_event(fault, "PJRT_Buffer_ReadyEvent");
     if let (Some(error), false) = (&b.error, args.event.is_null()) {
         // An error buffer is never ready with data: its event completes with the error at once.
         // SAFETY: the event was just made by `new_event`.
@@ -2043,11 +2185,7 @@ slot_fn!(PJRT_AsyncHostToDeviceTransferManager_TransferData => fn transfer_manag
     // SAFETY: the client passes `transfer_size` readable bytes, alive until the done event.
     bytes[offset..offset + size].copy_from_slice(unsafe { sys_bytes(args.data.cast(), size) });
     drop(bytes);
-    args.done_with_h2d_transfer = if injects(fault, Fault::NullOutput) {
-        null_mut()
-    } else {
-        new_event("PJRT_AsyncHostToDeviceTransferManager_TransferData")
-    };
+    args.done_with_h2d_transfer = handed_out_event(fault, "PJRT_AsyncHostToDeviceTransferManager_TransferData");
     Ok(())
 });
 
@@ -2063,11 +2201,7 @@ slot_fn!(PJRT_AsyncHostToDeviceTransferManager_TransferLiteral => fn transfer_ma
     // SAFETY: the client passes the whole literal: the buffer's size in bytes.
     bytes.copy_from_slice(unsafe { sys_bytes(args.data.cast(), size) });
     drop(bytes);
-    args.done_with_h2d_transfer = if injects(fault, Fault::NullOutput) {
-        null_mut()
-    } else {
-        new_event("PJRT_AsyncHostToDeviceTransferManager_TransferLiteral")
-    };
+    args.done_with_h2d_transfer = handed_out_event(fault, "PJRT_AsyncHostToDeviceTransferManager_TransferLiteral");
     Ok(())
 });
 
@@ -2104,7 +2238,9 @@ slot_fn!(PJRT_AsyncHostToDeviceTransferManager_BufferCount => fn transfer_manage
 slot_fn!(PJRT_AsyncHostToDeviceTransferManager_BufferSize => fn transfer_manager_buffer_size(
     args: PJRT_AsyncHostToDeviceTransferManager_BufferSize_Args, fault
 ) {
-    args.buffer_size = lock(&transfer_slot(transfer_manager(args.transfer_manager)?, args.buffer_index)?.bytes).len();
+    let size = lock(&transfer_slot(transfer_manager(args.transfer_manager)?, args.buffer_index)?.bytes).len();
+    // Hostile sizes: more than the buffer holds (TransferData still checks its real size).
+    args.buffer_size = if config().hostile.sizes.is_some() { size + 8 } else { size };
     Ok(())
 });
 
@@ -2197,15 +2333,24 @@ slot_fn!(PJRT_Buffer_ToHostBuffer => fn buffer_to_host(args: PJRT_Buffer_ToHostB
     }
     let size = buffer.bytes.len();
     if args.dst.is_null() {
-        args.dst_size = if injects(fault, Fault::BadCount) { IMPOSSIBLE_COUNT } else { size };
+        args.dst_size = if injects(fault, Fault::BadCount) {
+            IMPOSSIBLE_COUNT
+        } else {
+            match config().hostile.sizes {
+                None => size,
+                Some(SizeLie::More) => size + 8,
+                Some(SizeLie::Fewer) => size.saturating_sub(1),
+            }
+        };
         return Ok(());
     }
     if args.dst_size < size {
         return Err(invalid(format!("fake: dst_size {} < {size}", args.dst_size)));
     }
+    let bytes = host_copy_of(buffer, 0, &buffer.bytes);
     // SAFETY: the client passes `dst_size >= size` writable bytes at `dst`.
-    unsafe { std::ptr::copy_nonoverlapping(buffer.bytes.as_ptr(), args.dst.cast::<u8>(), size) };
-    args.event = if injects(fault, Fault::NullOutput) { null_mut() } else { new_event("PJRT_Buffer_ToHostBuffer") };
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), args.dst.cast::<u8>(), size) };
+    args.event = handed_out_event(fault, "PJRT_Buffer_ToHostBuffer");
     Ok(())
 });
 
@@ -3034,7 +3179,7 @@ unsafe extern "C" fn stream_add_chunk(raw: *mut sys::PJRT_CopyToDeviceStream_Add
         }
         received.extend(data);
         drop(received);
-        args.transfer_complete = new_event(SLOT);
+        args.transfer_complete = handed_out_event(None, SLOT);
         OK
     })
 }
@@ -3045,6 +3190,16 @@ slot_fn!(PJRT_LoadedExecutable_Execute => fn loaded_execute(args: PJRT_LoadedExe
     let loaded = loaded(args.executable)?;
     // SAFETY: the client passes valid execute options for the call.
     let options = unsafe { checked_args(args.options, "PJRT_ExecuteOptions") }?;
+    // Plugins from 0.108 on read this flag (offset 120) when the options' struct_size covers it.
+    // Read as a byte, as C writes it: any nonzero byte is true.
+    const MAJOR_TO_MINOR: usize =
+        std::mem::offset_of!(sys::PJRT_ExecuteOptions, use_major_to_minor_data_layout_for_callbacks);
+    // SAFETY: the byte lies inside the options (struct_size checked just before the read).
+    let major_to_minor = options.struct_size > MAJOR_TO_MINOR
+        && unsafe { (options as *const sys::PJRT_ExecuteOptions).cast::<u8>().add(MAJOR_TO_MINOR).read() } != 0;
+    if major_to_minor {
+        bump(&COUNTERS.executions_major_to_minor);
+    }
     let devices: Vec<usize> = if args.execute_device.is_null() {
         if loaded.devices.is_empty() {
             return Err(invalid("fake: a portable executable needs execute_device"));
@@ -3087,12 +3242,207 @@ slot_fn!(PJRT_LoadedExecutable_Execute => fn loaded_execute(args: PJRT_LoadedExe
         // SAFETY: the client passes `num_devices` output lists with room for the one output.
         unsafe { (*args.output_lists.add(i)).write(output) };
         if !args.device_complete_events.is_null() {
+            let event = handed_out_event(None, "PJRT_LoadedExecutable_Execute");
             // SAFETY: the client passes `num_devices` event slots.
-            unsafe { args.device_complete_events.add(i).write(new_event("PJRT_LoadedExecutable_Execute")) };
+            unsafe { args.device_complete_events.add(i).write(event) };
         }
     }
     Ok(())
 });
+
+// ---------------------------------------------------------------------------------------------
+// Older forms of extensions (scenarios `old_extensions` and `hostile`)
+//
+// The chain lists three nodes whose `struct_size` tells a careful client which form they are:
+// an early Layouts node (32 bytes: one member at offset 24, a buffer-layout getter whose args are
+// not `PJRT_Layouts_MemoryLayout_Destroy`'s), a MemoryDescriptions version-0 node (40 bytes, the
+// size of version 1, whose describe function writes only the first 40 bytes of its args: there
+// is no `default_memory_index`) and an FFI version-1 node (32 bytes: `user_data_add` where
+// `type_register` sits later). Calls of the early Layouts and FFI functions are counted: a client
+// must never make them.
+
+/// The early Layouts form: `{base, buffer_memory_layout}`.
+#[repr(C)]
+struct EarlyLayouts {
+    base: sys::PJRT_Extension_Base,
+    buffer_memory_layout: unsafe extern "C" fn(*mut EarlyBufferLayoutArgs) -> *mut PJRT_Error,
+}
+
+/// The args of the early Layouts form's only function (32 bytes).
+#[repr(C)]
+struct EarlyBufferLayoutArgs {
+    struct_size: usize,
+    extension_start: *mut sys::PJRT_Extension_Base,
+    buffer: *mut sys::PJRT_Buffer,
+    layout: *mut sys::PJRT_Layouts_MemoryLayout,
+}
+
+/// MemoryDescriptions version 0: the same members (and size) as version 1.
+#[repr(C)]
+struct MemoryDescriptionsV0 {
+    base: sys::PJRT_Extension_Base,
+    memory_descriptions: unsafe extern "C" fn(*mut MemoryDescriptionsV0Args) -> *mut PJRT_Error,
+    kind: unsafe extern "C" fn(*mut sys::PJRT_MemoryDescription_Kind_Args) -> *mut PJRT_Error,
+}
+
+/// The version-0 describe args (40 bytes: no `default_memory_index`).
+#[repr(C)]
+struct MemoryDescriptionsV0Args {
+    struct_size: usize,
+    extension_start: *mut sys::PJRT_Extension_Base,
+    device_description: *mut sys::PJRT_DeviceDescription,
+    memory_descriptions: *const *const sys::PJRT_MemoryDescription,
+    num_memory_descriptions: usize,
+}
+
+/// FFI version 1: `{base, user_data_add}`.
+#[repr(C)]
+struct FfiV1 {
+    base: sys::PJRT_Extension_Base,
+    user_data_add: unsafe extern "C" fn(*mut c_void) -> *mut PJRT_Error,
+}
+
+const _: () = {
+    assert!(std::mem::size_of::<EarlyLayouts>() == 32);
+    assert!(std::mem::size_of::<EarlyBufferLayoutArgs>() == 32);
+    assert!(std::mem::size_of::<MemoryDescriptionsV0>() == 40);
+    assert!(std::mem::size_of::<MemoryDescriptionsV0Args>() == 40);
+    assert!(std::mem::size_of::<FfiV1>() == 32);
+};
+
+/// The object behind a `PJRT_MemoryDescription*` of the version-0 extension.
+struct MemoryDescriptionObject {
+    kind: &'static str,
+    kind_id: c_int,
+}
+
+static MEMORY_DESCRIPTION_OBJECTS: [MemoryDescriptionObject; 2] = [
+    MemoryDescriptionObject { kind: "device", kind_id: 0 },
+    MemoryDescriptionObject { kind: "pinned_host", kind_id: 1 },
+];
+
+/// Reads the `struct_size` of an args struct a client passed, refusing NULL and sizes below
+/// `min`.
+///
+/// # Safety
+/// `args` must be NULL or point to at least 8 readable bytes.
+unsafe fn args_size_at_least(args: *const c_void, min: usize, name: &str) -> Result<(), *mut PJRT_Error> {
+    if args.is_null() {
+        return Err(invalid(format!("fake: {name} is NULL")));
+    }
+    // SAFETY: the caller's guarantee: `struct_size` is readable.
+    let size = unsafe { args.cast::<usize>().read() };
+    if size < min {
+        return Err(invalid(format!("Unexpected {name} size: expected {min}, got {size}")));
+    }
+    Ok(())
+}
+
+unsafe extern "C" fn early_buffer_memory_layout(raw: *mut EarlyBufferLayoutArgs) -> *mut PJRT_Error {
+    guarded("early Layouts buffer_memory_layout", || {
+        bump(&COUNTERS.early_layouts_calls);
+        // SAFETY: a client passes a struct at least 8 bytes long (or NULL).
+        if let Err(error) =
+            unsafe { args_size_at_least(raw.cast(), std::mem::size_of::<EarlyBufferLayoutArgs>(), "early layout args") }
+        {
+            return error;
+        }
+        // SAFETY: checked non-NULL and large enough just above.
+        let args = unsafe { &mut *raw };
+        args.layout = null_mut();
+        new_error(PJRT_Error_Code::UNIMPLEMENTED, "fake: the early Layouts form gives no layouts")
+    })
+}
+
+unsafe extern "C" fn memory_descriptions_v0(raw: *mut MemoryDescriptionsV0Args) -> *mut PJRT_Error {
+    guarded("MemoryDescriptions v0 describe", || {
+        bump(&COUNTERS.memory_descriptions_v0_calls);
+        // SAFETY: a client passes a struct at least 8 bytes long (or NULL).
+        if let Err(error) = unsafe {
+            args_size_at_least(raw.cast(), std::mem::size_of::<MemoryDescriptionsV0Args>(), "MemoryDescriptions args")
+        } {
+            return error;
+        }
+        // SAFETY: checked non-NULL and at least 40 bytes; only those 40 bytes are touched.
+        let args = unsafe { &mut *raw };
+        if let Err(error) = description_index(args.device_description) {
+            return error;
+        }
+        static POINTERS: OnceLock<Immortal<Vec<*const sys::PJRT_MemoryDescription>>> = OnceLock::new();
+        let pointers = &POINTERS
+            .get_or_init(|| {
+                Immortal(
+                    MEMORY_DESCRIPTION_OBJECTS.iter().map(|m| (m as *const MemoryDescriptionObject).cast()).collect(),
+                )
+            })
+            .0;
+        args.memory_descriptions = pointers.as_ptr();
+        args.num_memory_descriptions = pointers.len();
+        OK
+    })
+}
+
+unsafe extern "C" fn memory_description_kind_v0(raw: *mut sys::PJRT_MemoryDescription_Kind_Args) -> *mut PJRT_Error {
+    guarded("MemoryDescriptions v0 kind", || {
+        // SAFETY: the client passes a valid args struct that it does not touch during the call.
+        let args = match unsafe { checked_args(raw, "PJRT_MemoryDescription_Kind_Args") } {
+            Ok(args) => args,
+            Err(error) => return error,
+        };
+        let Some(object) = MEMORY_DESCRIPTION_OBJECTS
+            .iter()
+            .find(|m| std::ptr::eq((*m as *const MemoryDescriptionObject).cast(), args.memory_description))
+        else {
+            return invalid("fake: not a memory description of this plugin");
+        };
+        args.kind = object.kind.as_ptr().cast();
+        args.kind_size = object.kind.len();
+        args.kind_id = object.kind_id;
+        OK
+    })
+}
+
+unsafe extern "C" fn ffi_v1_user_data_add(_args: *mut c_void) -> *mut PJRT_Error {
+    guarded("FFI v1 user_data_add", || {
+        bump(&COUNTERS.ffi_v1_calls);
+        new_error(PJRT_Error_Code::UNIMPLEMENTED, "fake: FFI version 1 adds no user data")
+    })
+}
+
+/// The chain of older-form extensions, built once and never freed: FFI v1, then
+/// MemoryDescriptions v0, then the early Layouts form.
+fn old_extensions() -> *mut sys::PJRT_Extension_Base {
+    static CHAIN: OnceLock<usize> = OnceLock::new();
+    let start = *CHAIN.get_or_init(|| {
+        let layouts = Box::leak(Box::new(EarlyLayouts {
+            base: sys::PJRT_Extension_Base {
+                struct_size: std::mem::size_of::<EarlyLayouts>(),
+                type_: sys::PJRT_Extension_Type::Layouts,
+                next: null_mut(),
+            },
+            buffer_memory_layout: early_buffer_memory_layout,
+        }));
+        let descriptions = Box::leak(Box::new(MemoryDescriptionsV0 {
+            base: sys::PJRT_Extension_Base {
+                struct_size: std::mem::size_of::<MemoryDescriptionsV0>(),
+                type_: sys::PJRT_Extension_Type::MemoryDescriptions,
+                next: (layouts as *mut EarlyLayouts).cast(),
+            },
+            memory_descriptions: memory_descriptions_v0,
+            kind: memory_description_kind_v0,
+        }));
+        let ffi = Box::leak(Box::new(FfiV1 {
+            base: sys::PJRT_Extension_Base {
+                struct_size: std::mem::size_of::<FfiV1>(),
+                type_: sys::PJRT_Extension_Type::FFI,
+                next: (descriptions as *mut MemoryDescriptionsV0).cast(),
+            },
+            user_data_add: ffi_v1_user_data_add,
+        }));
+        ffi as *mut FfiV1 as usize
+    });
+    start as *mut sys::PJRT_Extension_Base
+}
 
 // ---------------------------------------------------------------------------------------------
 // The table
@@ -3109,6 +3459,9 @@ fn table(config: &Config) -> *const sys::PJRT_Api {
         // function pointer, for all of which all-zero bytes are a valid value (0, NULL, None).
         let mut api: sys::PJRT_Api = unsafe { std::mem::zeroed() };
         api.struct_size = config.struct_size;
+        if config.hostile.old_extensions {
+            api.extension_start = old_extensions();
+        }
         api.pjrt_api_version = sys::PJRT_Api_Version {
             struct_size: 24,
             extension_start: null_mut(),

@@ -613,11 +613,17 @@ impl HostTransfer {
         HostTransfer { event, data: Some(data) }
     }
 
-    /// Waits for the copy and returns the bytes.
+    /// Waits for the copy and returns the bytes. When the wait fails and the copy cannot be seen
+    /// to be over, the destination is leaked rather than freed (the plugin may still write it).
     pub fn wait(mut self) -> Result<Vec<u8>> {
         let _span = tracing::trace_span!("device_to_host_wait").entered();
         if let Some(event) = self.event.take() {
-            event.wait_until_complete()?;
+            if let Err(error) = event.wait_until_complete() {
+                if !matches!(event.is_ready(), Ok(true)) {
+                    std::mem::forget(self.data.take());
+                }
+                return Err(error);
+            }
         }
         Ok(self.data.take().unwrap_or_default())
     }
@@ -677,8 +683,9 @@ impl Drop for HostTransfer {
         // Waiting for the copy inside a plugin callback could wait for this very thread.
         release_if_in_callback!(HostTransfer { event: self.event.take(), data: self.data.take() });
         if let Some(event) = self.event.take() {
-            if event.wait_until_complete().is_err() {
-                // The copy failed; either way it no longer touches `data`.
+            // A failed copy no longer touches `data`, but one that cannot be seen to be over may.
+            if event.wait_until_complete().is_err() && !matches!(event.is_ready(), Ok(true)) {
+                std::mem::forget(self.data.take());
             }
         }
     }

@@ -102,13 +102,25 @@ impl Event {
     }
 
     /// Like [`Event::wait`], but when `PJRT_Event_Await` fails while the event has not completed,
-    /// waits for its completion through a callback before returning the error: for waits that
-    /// guard memory the plugin may still use (host data of uploads, destinations of downloads).
+    /// waits for its completion before returning the error: for waits that guard memory the
+    /// plugin may still use (host data of uploads, destinations of downloads). It waits through
+    /// a callback, or, if the plugin refuses one, by asking `PJRT_Event_IsReady` until it says
+    /// yes. Only when that fails too can it return before the event completed: callers that own
+    /// the memory then check [`Event::is_ready`] and leak it unless the event is known complete.
     pub(crate) fn wait_until_complete(&self) -> Result<()> {
         let status = self.wait();
         if status.is_err() && !matches!(self.is_ready(), Ok(true)) {
-            if let Ok(completion) = self.completion() {
-                completion.wait_until(None);
+            match self.completion() {
+                Ok(completion) => {
+                    completion.wait_until(None);
+                }
+                Err(_) => {
+                    let mut pause = Duration::from_micros(100);
+                    while let Ok(false) = self.is_ready() {
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(Duration::from_millis(10));
+                    }
+                }
             }
         }
         status

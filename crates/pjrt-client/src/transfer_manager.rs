@@ -205,14 +205,19 @@ impl TransferManager {
     /// Sends `data` into buffer `index` at byte `offset` of its on-device representation and
     /// waits until the plugin no longer reads `data`. `is_last` marks the buffer's final piece:
     /// after it the buffer becomes ready.
+    ///
+    /// A plugin that returns no done event gives no sign that it stopped reading: the call then
+    /// returns [`Error::InvalidArgument`] (the piece may or may not have arrived).
     pub fn transfer_data(&self, index: usize, data: &[u8], offset: usize, is_last: bool) -> Result<()> {
         let raw_index = self.begin_data(index, offset, data.len(), is_last)?;
         // SAFETY: `data` is borrowed until we return, and we wait for the done event below.
         let done = unsafe { self.transfer_raw(raw_index, data.as_ptr(), data.len(), offset, is_last) }?;
-        if let Some(done) = done {
-            done.wait_until_complete()?;
+        match done {
+            Some(done) => done.wait_until_complete(),
+            // The C API lends the data until the done event completes; without one the plugin
+            // cannot claim it past the call, but nothing says the piece was read either.
+            None => Err(Error::invalid("PJRT_AsyncHostToDeviceTransferManager_TransferData returned no done event")),
         }
-        Ok(())
     }
 
     /// Like [`TransferManager::transfer_data`], but returns at once: the returned transfer owns
@@ -260,7 +265,8 @@ impl TransferManager {
 
     /// Sends the whole of buffer `index` as a dense row-major host array of its shape
     /// (`TransferLiteral`, 0.83) and waits until the plugin no longer reads `data`. The layout is
-    /// always given explicitly (a missing one aborts the plugin).
+    /// always given explicitly (a missing one aborts the plugin). Without a done event from the
+    /// plugin, [`Error::InvalidArgument`] (as for [`TransferManager::transfer_data`]).
     pub fn transfer_literal(&self, index: usize, data: &[u8]) -> Result<()> {
         let raw_index = self.check_index(index)?;
         let shape = &self.shapes[index];
@@ -292,10 +298,10 @@ impl TransferManager {
         args.shape_element_type = shape.element_type.to_raw();
         args.shape_layout = layout.as_mut_ptr();
         pjrt_call!(self.client.api(), PJRT_AsyncHostToDeviceTransferManager_TransferLiteral, &mut args)?;
-        if let Some(done) = Event::from_raw(self.client.plugin(), Some(&self.client), args.done_with_h2d_transfer) {
-            done.wait_until_complete()?;
+        match Event::from_raw(self.client.plugin(), Some(&self.client), args.done_with_h2d_transfer) {
+            Some(done) => done.wait_until_complete(),
+            None => Err(Error::invalid("PJRT_AsyncHostToDeviceTransferManager_TransferLiteral returned no done event")),
         }
-        Ok(())
     }
 
     /// Takes buffer `index` (once per index). It becomes ready when its last piece arrived.

@@ -456,7 +456,14 @@ fn executable_cases() -> Vec<Case> {
         Pjrt("PJRT_Event_Await"),
     ));
     cases.push(case(TransferManagerData, "event late 30ms for PJRT_AsyncHostToDeviceTransferManager_TransferData", Ok));
+    // No done event: nothing says the plugin stopped reading the (borrowed) data.
+    cases.push(case(TransferManagerData, "null_output PJRT_AsyncHostToDeviceTransferManager_TransferData", Invalid));
     cases.push(fail_case(TransferManagerLiteral, "PJRT_AsyncHostToDeviceTransferManager_TransferLiteral"));
+    cases.push(case(
+        TransferManagerLiteral,
+        "null_output PJRT_AsyncHostToDeviceTransferManager_TransferLiteral",
+        Invalid,
+    ));
     cases.push(fail_case(TransferManagerError, "PJRT_AsyncHostToDeviceTransferManager_SetBufferError"));
     cases.push(Case {
         stays: Some("transfer_managers_created"),
