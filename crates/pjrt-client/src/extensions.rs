@@ -1156,10 +1156,24 @@ mod tests {
         sys::PJRT_Extension_Base { struct_size, type_, next: std::ptr::null_mut() }
     }
 
-    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    /// Calls of `counting` on this thread: the fake functions run on the calling test's thread,
+    /// so tests running in parallel never see each other's calls.
+    struct ThreadCalls;
+
+    thread_local! {
+        static THREAD_CALLS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    impl ThreadCalls {
+        fn load(&self, _: Ordering) -> usize {
+            THREAD_CALLS.with(|c| c.get())
+        }
+    }
+
+    static CALLS: ThreadCalls = ThreadCalls;
 
     unsafe extern "C" fn counting<A>(_args: *mut A) -> *mut sys::PJRT_Error {
-        CALLS.fetch_add(1, Ordering::SeqCst);
+        THREAD_CALLS.with(|c| c.set(c.get() + 1));
         std::ptr::null_mut()
     }
 
