@@ -39,21 +39,7 @@ suites=(fake_plugin hostile_plugin)
 status=0
 for suite in "${suites[@]}"; do
     echo "== build the $suite test binary"
-    binary="$(cargo test --quiet -p pjrt-client --test "$suite" --no-run --message-format=json \
-        | SUITE="$suite" python3 -c '
-import json, os, sys
-for line in sys.stdin:
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == os.environ["SUITE"]:
-        print(m["executable"])
-')"
-    if [[ -z "$binary" || ! -x "$binary" ]]; then
-        echo "leakcheck: could not find the $suite test binary" >&2
-        exit 2
-    fi
+    binary="$(tools/test-binary.sh "$suite")"
     echo "   $binary"
 
     log="$out_dir/valgrind-$suite.log"

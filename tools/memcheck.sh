@@ -30,21 +30,7 @@ mkdir -p "$out_dir"
 log="$out_dir/valgrind.log"
 
 echo "== build the test binary"
-binary="$(cargo test --quiet -p pjrt-client --test soundness --no-run --message-format=json \
-    | python3 -c '
-import json, sys
-for line in sys.stdin:
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "soundness":
-        print(m["executable"])
-')"
-if [[ -z "$binary" || ! -x "$binary" ]]; then
-    echo "memcheck: could not find the soundness test binary" >&2
-    exit 2
-fi
+binary="$(tools/test-binary.sh soundness)"
 echo "   $binary"
 
 echo "== install the plugins (outside valgrind)"

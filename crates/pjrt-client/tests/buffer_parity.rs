@@ -109,20 +109,11 @@ fn views_read_the_callers_memory_and_keep_it_alive() {
     }
 }
 
-/// A program that donates its argument to its result (`tf.aliasing_output`).
-const DONATING: &str = r#"
-module @donating {
-  func.func public @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}) -> tensor<4xf32> {
-    %0 = stablehlo.add %a, %a : tensor<4xf32>
-    return %0 : tensor<4xf32>
-  }
-}"#;
-
 #[test]
 fn views_of_host_memory_are_never_donated() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
-        let exe = client.compile(&Program::mlir_text(DONATING).unwrap(), &CompileOptions::new()).unwrap();
+        let exe = client.compile(&Program::mlir_text(support::DONATING).unwrap(), &CompileOptions::new()).unwrap();
         // An ordinary buffer is donated.
         let plain = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
         assert_eq!(exe.execute(&[&plain]).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);

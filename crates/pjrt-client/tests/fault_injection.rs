@@ -22,11 +22,11 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fake_support::{Fake, OBJECT_KINDS};
+use fake_support::{compile, program, Fake, OBJECT_KINDS};
 use pjrt_client::{
     ArrayShape, Buffer, Client, ClientOptions, CompileOptions, ElementType, Error, ErrorCode, ExecuteOptions,
-    HostBufferSemantics, HostLayout, LoadError, LoadedExecutable, Placement, Plugin, ProcessInfo, ProcessState,
-    Program, ShapeSpec, Topology, UserEvent,
+    HostBufferSemantics, HostLayout, LoadError, Placement, Plugin, ProcessInfo, ProcessState, ShapeSpec, Topology,
+    UserEvent,
 };
 
 /// How long a wait for an event that never completes is given.
@@ -561,19 +561,6 @@ struct Env {
 const A: [f32; 4] = [1., 2., 3., 4.];
 const B: [f32; 4] = [10., 20., 30., 40.];
 const SUM: [f32; 4] = [11., 22., 33., 44.];
-
-fn program() -> Program {
-    Program::mlir_text(
-        "func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {\n\
-         %0 = stablehlo.add %a, %b : tensor<4xf32>\n\
-         return %0 : tensor<4xf32>\n}",
-    )
-    .unwrap()
-}
-
-fn compile(client: &Client, replicas: i64) -> pjrt_client::Result<LoadedExecutable> {
-    client.compile(&program(), &CompileOptions::new().num_replicas(replicas))
-}
 
 fn upload(client: &Client, data: &[f32; 4], device: usize) -> pjrt_client::Result<Buffer> {
     let devices = client.devices();

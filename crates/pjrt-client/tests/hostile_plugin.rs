@@ -26,11 +26,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fake_support::Fake;
+use fake_support::{compile, Fake};
 use futures::FutureExt;
 use pjrt_client::{
-    Buffer, Client, ClientOptions, CompileOptions, CopyToDeviceStream, ElementType, Error, ErrorCode, ExecuteContext,
-    ExecuteOptions, HostBufferSemantics, HostLayout, LoadedExecutable, Placement, Program, ShapeSpec, UserEvent,
+    Buffer, Client, ClientOptions, CopyToDeviceStream, ElementType, Error, ErrorCode, ExecuteContext, ExecuteOptions,
+    HostBufferSemantics, HostLayout, Placement, ShapeSpec, UserEvent,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -147,19 +147,6 @@ const ODD: usize = 1237;
 
 fn client_of(fake: &Fake) -> Client {
     Client::new(&fake.plugin(), &ClientOptions::new()).unwrap()
-}
-
-fn program() -> Program {
-    Program::mlir_text(
-        "func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {\n\
-         %0 = stablehlo.add %a, %b : tensor<4xf32>\n\
-         return %0 : tensor<4xf32>\n}",
-    )
-    .unwrap()
-}
-
-fn compile(client: &Client, replicas: i64) -> pjrt_client::Result<LoadedExecutable> {
-    client.compile(&program(), &CompileOptions::new().num_replicas(replicas))
 }
 
 fn upload(client: &Client, data: &[f32; 4], device: usize) -> Buffer {

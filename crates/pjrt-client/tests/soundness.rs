@@ -107,22 +107,13 @@ fn copy_during_call_copies_during_the_call() {
     }
 }
 
-/// A program that donates its argument to its result (`tf.aliasing_output`).
-const DONATING: &str = r#"
-module @donating {
-  func.func public @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}) -> tensor<4xf32> {
-    %0 = stablehlo.add %a, %a : tensor<4xf32>
-    return %0 : tensor<4xf32>
-  }
-}"#;
-
 /// A zero-copy upload may read the caller's `Arc<AlignedHostBuffer>` in place; donating it to an
 /// execution would write the result into memory the caller still shares. It is never donated.
 #[test]
 fn zero_copy_uploads_are_never_donated() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
-        let exe = client.compile(&Program::mlir_text(DONATING).unwrap(), &CompileOptions::new()).unwrap();
+        let exe = client.compile(&Program::mlir_text(support::DONATING).unwrap(), &CompileOptions::new()).unwrap();
         let host = Arc::new(AlignedHostBuffer::from_slice(&[1f32, 2., 3., 4.]).unwrap());
         let buffer = client.buffer_from_aligned(&host, ElementType::F32, &[4], Placement::Default).unwrap();
         let out = exe.execute(&[&buffer]).unwrap();

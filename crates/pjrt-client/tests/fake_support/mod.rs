@@ -248,3 +248,18 @@ fn last_dl_error() -> String {
         }
     }
 }
+
+/// The program every fake executable runs: the sum of two `f32[4]`.
+pub fn program() -> pjrt_client::Program {
+    pjrt_client::Program::mlir_text(
+        "func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {\n\
+         %0 = stablehlo.add %a, %b : tensor<4xf32>\n\
+         return %0 : tensor<4xf32>\n}",
+    )
+    .unwrap()
+}
+
+/// [`program`] compiled for `replicas` replicas.
+pub fn compile(client: &pjrt_client::Client, replicas: i64) -> pjrt_client::Result<pjrt_client::LoadedExecutable> {
+    client.compile(&program(), &pjrt_client::CompileOptions::new().num_replicas(replicas))
+}

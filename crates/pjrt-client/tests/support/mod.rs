@@ -52,6 +52,15 @@ module @add_module {
   }
 }"#;
 
+/// A program that donates its argument to its result (`tf.aliasing_output`): `a + a`.
+pub const DONATING: &str = r#"
+module @donating {
+  func.func public @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}) -> tensor<4xf32> {
+    %0 = stablehlo.add %a, %a : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}"#;
+
 /// `x * y + z` on f32[64] and the sum of an i32[64]: two outputs of different types (used by the
 /// stress and soak tests).
 pub const FMA_AND_SUM: &str = r#"
