@@ -618,12 +618,7 @@ impl HostTransfer {
     pub fn wait(mut self) -> Result<Vec<u8>> {
         let _span = tracing::trace_span!("device_to_host_wait").entered();
         if let Some(event) = self.event.take() {
-            if let Err(error) = event.wait_until_complete() {
-                if !matches!(event.is_ready(), Ok(true)) {
-                    std::mem::forget(self.data.take());
-                }
-                return Err(error);
-            }
+            event.leak_if_in_use(event.wait_until_complete(), &mut self.data)?;
         }
         Ok(self.data.take().unwrap_or_default())
     }
@@ -633,13 +628,7 @@ impl HostTransfer {
     /// also happens when the wait fails and the copy cannot be seen to be over).
     pub fn wait_timeout(mut self, timeout: std::time::Duration) -> Result<Vec<u8>> {
         if let Some(event) = self.event.take() {
-            if let Err(error) = event.wait_timeout(timeout) {
-                // Free the destination only if the copy is known to be over.
-                if !matches!(event.is_ready(), Ok(true)) {
-                    std::mem::forget(self.data.take());
-                }
-                return Err(error);
-            }
+            event.leak_if_in_use(event.wait_timeout(timeout), &mut self.data)?;
         }
         Ok(self.data.take().unwrap_or_default())
     }
@@ -684,9 +673,7 @@ impl Drop for HostTransfer {
         release_if_in_callback!(HostTransfer { event: self.event.take(), data: self.data.take() });
         if let Some(event) = self.event.take() {
             // A failed copy no longer touches `data`, but one that cannot be seen to be over may.
-            if event.wait_until_complete().is_err() && !matches!(event.is_ready(), Ok(true)) {
-                std::mem::forget(self.data.take());
-            }
+            let _ = event.leak_if_in_use(event.wait_until_complete(), &mut self.data);
         }
     }
 }

@@ -1200,10 +1200,7 @@ impl Client {
             Err(e) => {
                 // Wait for the plugin to let go of the data before freeing it; if that cannot be
                 // seen, leak it.
-                let _ = done.wait_until_complete();
-                if !matches!(done.is_ready(), Ok(true)) {
-                    std::mem::forget(slot);
-                }
+                let _ = done.leak_if_in_use(done.wait_until_complete(), &mut Some(slot));
                 return Err(e);
             }
         };

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::api::{pjrt_call, Api};
 use crate::client::Client;
@@ -63,12 +63,6 @@ struct CompletionState {
     waker: Option<Waker>,
 }
 
-/// The instant `timeout` from now; `None` ("no deadline") when that is beyond what `Instant`
-/// can hold, e.g. for `Duration::MAX`, which means "wait forever".
-pub(crate) fn deadline_after(timeout: Duration) -> Option<Instant> {
-    Instant::now().checked_add(timeout)
-}
-
 // SAFETY: PJRT events are thread-safe (`PjRtFuture` may be awaited and queried from any
 // thread); this handle owns the event exclusively.
 unsafe impl Send for Event {}
@@ -112,7 +106,7 @@ impl Event {
         if status.is_err() && !matches!(self.is_ready(), Ok(true)) {
             match self.completion() {
                 Ok(completion) => {
-                    completion.wait_until(None);
+                    completion.wait_for(Duration::MAX);
                 }
                 Err(_) => {
                     let mut pause = Duration::from_micros(100);
@@ -122,6 +116,16 @@ impl Event {
                     }
                 }
             }
+        }
+        status
+    }
+
+    /// After a wait for this event ended with `status`: when the wait failed and the event
+    /// cannot be seen to be complete, the plugin may still use `held` (a destination it writes,
+    /// host data it reads), so it is taken out and leaked, never freed. Returns `status`.
+    pub(crate) fn leak_if_in_use<T>(&self, status: Result<()>, held: &mut Option<T>) -> Result<()> {
+        if status.is_err() && !matches!(self.is_ready(), Ok(true)) {
+            std::mem::forget(held.take());
         }
         status
     }
@@ -156,7 +160,7 @@ impl Event {
         if self.is_ready()? {
             return self.error();
         }
-        if !self.completion()?.wait_until(deadline_after(timeout)) {
+        if !self.completion()?.wait_for(timeout) {
             return Err(Error::Timeout { what: "waiting for a PJRT event", after: timeout });
         }
         self.error()
@@ -245,38 +249,23 @@ impl Future for Event {
 }
 
 impl Completion {
-    /// Waits until the callback ran, or until `deadline` (`None`: no limit). Returns whether it
-    /// ran.
-    fn wait_until(&self, deadline: Option<Instant>) -> bool {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        while !state.done {
-            match deadline {
-                None => state = self.cond.wait(state).unwrap_or_else(|p| p.into_inner()),
-                Some(deadline) => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        return false;
-                    }
-                    state = self.cond.wait_timeout(state, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
-                }
-            }
-        }
-        true
+    /// Waits until the callback ran, for at most `timeout` (`Duration::MAX`: no limit; std's
+    /// timed wait takes any duration). Returns whether it ran.
+    fn wait_for(&self, timeout: Duration) -> bool {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let waited = self.cond.wait_timeout_while(state, timeout, |state| !state.done);
+        !waited.unwrap_or_else(|p| p.into_inner()).1.timed_out()
     }
 }
 
 impl Drop for Event {
     fn drop(&mut self) {
-        if crate::release::in_plugin_callback() {
-            // Destroyed on the release thread instead (see `crate::release`).
-            crate::release::release_later(Event {
-                plugin: self.plugin.clone(),
-                _client: self._client.take(),
-                raw: self.raw,
-                completion: std::mem::take(&mut self.completion),
-            });
-            return;
-        }
+        crate::release::release_if_in_callback!(Event {
+            plugin: self.plugin.clone(),
+            _client: self._client.take(),
+            raw: self.raw,
+            completion: std::mem::take(&mut self.completion),
+        });
         let mut args = sys::PJRT_Event_Destroy_Args::new();
         args.event = self.raw.as_ptr();
         // A destroy failure cannot be reported from Drop and leaves nothing to clean up.
@@ -310,35 +299,19 @@ pub struct OnReady {
 impl OnReady {
     /// Blocks until the callback has run. Returns [`Error::CallbackPanicked`] if it panicked.
     pub fn wait(&self) -> Result<()> {
-        let mut done = self.state.done.lock().unwrap_or_else(|p| p.into_inner());
-        while done.is_none() {
-            done = self.state.cond.wait(done).unwrap_or_else(|p| p.into_inner());
-        }
-        match done.as_ref() {
-            Some(Err(Error::CallbackPanicked(m))) => Err(Error::CallbackPanicked(m.clone())),
-            _ => Ok(()),
-        }
+        self.wait_timeout(Duration::MAX).map(|_| ())
     }
 
     /// Like [`OnReady::wait`], but gives up after `timeout`: `Ok(false)` when the callback has
-    /// not run by then.
+    /// not run by then. [`Duration::MAX`] waits without a limit.
     pub fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
-        let deadline = deadline_after(timeout);
-        let mut done = self.state.done.lock().unwrap_or_else(|p| p.into_inner());
-        while done.is_none() {
-            let Some(deadline) = deadline else {
-                done = self.state.cond.wait(done).unwrap_or_else(|p| p.into_inner());
-                continue;
-            };
-            let now = Instant::now();
-            if now >= deadline {
-                return Ok(false);
-            }
-            done = self.state.cond.wait_timeout(done, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
-        }
+        let done = self.state.done.lock().unwrap_or_else(|p| p.into_inner());
+        let (done, _) =
+            self.state.cond.wait_timeout_while(done, timeout, |done| done.is_none()).unwrap_or_else(|p| p.into_inner());
         match done.as_ref() {
+            None => Ok(false),
             Some(Err(Error::CallbackPanicked(m))) => Err(Error::CallbackPanicked(m.clone())),
-            _ => Ok(true),
+            Some(_) => Ok(true),
         }
     }
 

@@ -866,12 +866,10 @@ impl Execution {
     /// Like [`Execution::wait`], but gives up once `timeout` has passed (for all devices
     /// together) with [`Error::Timeout`]. The execution goes on; waiting again is fine.
     pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
-        // No deadline (wait without a limit) when `timeout` reaches past what `Instant` holds.
-        let deadline = crate::event::deadline_after(timeout);
+        let start = Instant::now();
         let mut first = Ok(());
         for event in &self.events {
-            let left = deadline.map_or(Duration::MAX, |d| d.saturating_duration_since(Instant::now()));
-            let status = event.wait_timeout(left);
+            let status = event.wait_timeout(timeout.saturating_sub(start.elapsed()));
             if let Err(Error::Timeout { .. }) = status {
                 return Err(Error::Timeout { what: "waiting for an execution", after: timeout });
             }

@@ -399,13 +399,7 @@ impl PendingTransfer {
     /// Waits until the plugin no longer reads the data, and gives the data back.
     pub fn wait(mut self) -> Result<HostData> {
         if let Some(event) = self.event.take() {
-            if let Err(e) = event.wait_until_complete() {
-                if !matches!(event.is_ready(), Ok(true)) {
-                    // The plugin may still read it: never free it.
-                    std::mem::forget(self.data.take());
-                }
-                return Err(e);
-            }
+            event.leak_if_in_use(event.wait_until_complete(), &mut self.data)?;
         }
         self.data.take().ok_or_else(|| Error::invalid("the transfer's data was already taken"))
     }
@@ -421,9 +415,7 @@ impl Drop for PendingTransfer {
         // Waiting inside a plugin callback could wait for this very thread.
         release_if_in_callback!(PendingTransfer { event: self.event.take(), data: self.data.take() });
         if let Some(event) = self.event.take() {
-            if event.wait_until_complete().is_err() && !matches!(event.is_ready(), Ok(true)) {
-                std::mem::forget(self.data.take());
-            }
+            let _ = event.leak_if_in_use(event.wait_until_complete(), &mut self.data);
         }
     }
 }
