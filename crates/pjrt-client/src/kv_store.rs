@@ -21,12 +21,11 @@
 //! an `INTERNAL` error with the panic message, both made through the `callback_error` factory the
 //! plugin passes in the args. Nothing unwinds into the plugin and nothing is silently dropped.
 //!
-//! Values handed to the plugin are allocated by this crate with a small header in front of the
-//! bytes (the length and a counter of values still out), and the plugin frees them by calling the
-//! `value_deleter_callback` we set, which reads the header back to rebuild the allocation's layout.
-//! The value pointer is never NULL (an empty value is a valid, header-only allocation).
+//! Values handed to the plugin are copies this crate keeps in a table, by the address the plugin
+//! is given; the plugin frees them by calling the `value_deleter_callback` we set, which takes
+//! the value out of the table (once: a second call, or an address we never gave, frees nothing).
+//! The value pointer is never NULL (an empty value still has an allocation of its own).
 
-use std::alloc::{self, Layout};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::fmt;
@@ -282,7 +281,7 @@ pub struct KvCallbacks {
 struct KvState {
     store: Arc<dyn KeyValueStore>,
     calls: CallCounts,
-    // Values handed to the plugin and not yet freed; each value's header holds a clone.
+    // Values handed to the plugin and not yet freed; each value's table entry holds a clone.
     outstanding: Arc<AtomicUsize>,
 }
 
@@ -382,71 +381,46 @@ impl fmt::Debug for KvCallbacks {
 
 // ---- values handed to the plugin ----
 
-/// In front of every value: its length and the `Arc` counter of values still out (leaked into the
-/// header, reclaimed by the deleter).
-#[repr(C)]
-struct ValueHeader {
-    len: usize,
-    outstanding: *const AtomicUsize,
+/// A value handed to a plugin: its bytes (read by the plugin through the address it was given;
+/// a vector's heap bytes stay where they are while it sits in the table) and the counter of
+/// values still out of the callbacks that made it.
+struct LiveValue {
+    _bytes: Vec<u8>,
+    outstanding: Arc<AtomicUsize>,
 }
 
-const HEADER: usize = std::mem::size_of::<ValueHeader>();
-
-/// Every value handed to a plugin and not freed yet, by address: the deleter frees only what is
-/// here, once, so a plugin freeing a value twice (or something else) frees nothing.
-fn live_values() -> std::sync::MutexGuard<'static, std::collections::HashSet<usize>> {
-    static LIVE: std::sync::OnceLock<Mutex<std::collections::HashSet<usize>>> = std::sync::OnceLock::new();
+/// Every value handed to a plugin and not freed yet, by the address the plugin was given. The
+/// deleter frees only what is here, once: a plugin freeing a value twice, or something else,
+/// frees nothing; and nothing the deleter relies on lies where the plugin could overwrite it.
+fn live_values() -> MutexGuard<'static, HashMap<usize, LiveValue>> {
+    static LIVE: std::sync::OnceLock<Mutex<HashMap<usize, LiveValue>>> = std::sync::OnceLock::new();
+    // An insert or a remove cannot be left half done by a panic: a poisoned lock is still usable.
     LIVE.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn value_layout(len: usize) -> Option<Layout> {
-    Layout::from_size_align(HEADER.checked_add(len)?, std::mem::align_of::<ValueHeader>()).ok()
-}
-
-/// Copies `bytes` into a new allocation the plugin releases with [`free_value`]. `None` if the
+/// Copies `bytes` into a value the plugin releases with [`free_value`]. `None` if the
 /// allocation fails (the caller reports `RESOURCE_EXHAUSTED`).
 fn alloc_value(bytes: &[u8], outstanding: &Arc<AtomicUsize>) -> Option<*mut c_char> {
-    let layout = value_layout(bytes.len())?;
-    // SAFETY: the layout has a non-zero size (at least the header).
-    let base = unsafe { alloc::alloc(layout) };
-    if base.is_null() {
-        return None;
-    }
+    // Never an empty allocation: the address must be non-NULL and this value's own (a key of
+    // the table), also for an empty value.
+    let mut copy = Vec::new();
+    copy.try_reserve_exact(bytes.len().max(1)).ok()?;
+    copy.extend_from_slice(bytes);
+    let address = copy.as_mut_ptr();
     outstanding.fetch_add(1, Ordering::SeqCst);
-    let header = ValueHeader { len: bytes.len(), outstanding: Arc::into_raw(Arc::clone(outstanding)) };
-    // SAFETY: `base` is a fresh allocation of HEADER + len bytes, aligned for the header; the data
-    // starts right after it.
-    unsafe {
-        (base as *mut ValueHeader).write(header);
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.add(HEADER), bytes.len());
-        let value = base.add(HEADER);
-        live_values().insert(value as usize);
-        Some(value as *mut c_char)
-    }
+    live_values().insert(address as usize, LiveValue { _bytes: copy, outstanding: Arc::clone(outstanding) });
+    Some(address as *mut c_char)
 }
 
 /// The `value_deleter_callback` set on every value: frees what [`alloc_value`] made, once. A
 /// pointer it did not make, or one freed before (a plugin's bug), is ignored.
 ///
 /// # Safety
-/// None beyond the C ABI: only live values of [`alloc_value`] are ever dereferenced.
+/// None beyond the C ABI: `value` is only looked up, never dereferenced.
 unsafe extern "C" fn free_value(value: *mut c_char) {
-    if value.is_null() || !live_values().remove(&(value as usize)) {
-        return;
-    }
-    // SAFETY: `value` was in the live set, so it is HEADER bytes past the start of an allocation
-    // that begins with a ValueHeader written by `alloc_value`, not freed yet.
-    unsafe {
-        let base = (value as *mut u8).sub(HEADER);
-        let header = (base as *const ValueHeader).read();
-        let outstanding = Arc::from_raw(header.outstanding);
-        outstanding.fetch_sub(1, Ordering::SeqCst);
-        // The layout was valid when the value was allocated with this length, so it is now; if
-        // the header were damaged (a plugin writing past a value), leaking beats a panic here,
-        // which cannot unwind out of an `extern "C"` function.
-        if let Some(layout) = value_layout(header.len) {
-            alloc::dealloc(base, layout);
-        }
+    let freed = live_values().remove(&(value as usize));
+    if let Some(freed) = freed {
+        freed.outstanding.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -686,16 +660,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn freeing_a_value_whose_header_was_damaged_leaks_instead_of_panicking() {
-        // A panic in `free_value` cannot unwind out of an `extern "C"` function: it would abort.
+    fn a_value_the_plugin_wrote_over_is_still_freed_once() {
+        // Nothing the deleter needs lies in or next to the value, so whatever the plugin writes
+        // into it cannot mislead the deleter (a panic there could not unwind out of `extern "C"`).
         let outstanding = Arc::new(AtomicUsize::new(0));
         let value = alloc_value(b"abc", &outstanding).expect("an allocation");
         assert_eq!(outstanding.load(Ordering::SeqCst), 1);
-        // SAFETY: `value` is HEADER bytes into our allocation; overwrite the stored length as a
-        // plugin writing before the value would.
-        unsafe { ((value as *mut u8).sub(HEADER) as *mut usize).write(usize::MAX) };
+        // SAFETY: the value's own 3 bytes, written as a plugin may.
+        unsafe { std::ptr::write_bytes(value, 0xff, 3) };
         // SAFETY: a value from `alloc_value`, freed once.
         unsafe { free_value(value) };
+        assert_eq!(outstanding.load(Ordering::SeqCst), 0);
+        // Empty values get addresses of their own.
+        let (a, b) = (alloc_value(b"", &outstanding).unwrap(), alloc_value(b"", &outstanding).unwrap());
+        assert!(!a.is_null() && a != b);
+        // SAFETY: as above.
+        unsafe { (free_value(a), free_value(b)) };
         assert_eq!(outstanding.load(Ordering::SeqCst), 0);
     }
 
@@ -708,7 +688,7 @@ mod tests {
             free_value(value);
             free_value(value); // a plugin's double free: nothing happens
             let mut not_ours = [0 as c_char; 64];
-            free_value(not_ours.as_mut_ptr().add(HEADER));
+            free_value(not_ours.as_mut_ptr());
         }
         assert_eq!(outstanding.load(Ordering::SeqCst), 0);
         assert!(state_from(std::ptr::null_mut()).is_err());
