@@ -156,24 +156,9 @@ pub struct ExtensionInfo {
     pub older_form: bool,
 }
 
-/// Whether a node of a declared extension type is that extension's known older form.
+/// Whether a node of this type and size is its extension's known older form.
 fn is_older_form(type_: sys::PJRT_Extension_Type, struct_size: usize) -> bool {
-    fn check<E: Extension>(type_: sys::PJRT_Extension_Type, struct_size: usize) -> Option<bool> {
-        (type_ == E::TYPE).then(|| E::is_older_form(struct_size))
-    }
-    check::<sys::PJRT_Layouts_Extension>(type_, struct_size)
-        .or_else(|| check::<sys::PJRT_MemoryDescriptions_Extension>(type_, struct_size))
-        .or_else(|| check::<sys::PJRT_Shardings_Extension>(type_, struct_size))
-        .or_else(|| check::<sys::PJRT_FFI_Extension>(type_, struct_size))
-        .or_else(|| check::<sys::PJRT_PhaseCompile_Extension>(type_, struct_size))
-        .or_else(|| check::<sys::PJRT_Xla_Transform_Extension>(type_, struct_size))
-        .or_else(|| check::<sys::PJRT_Stream_Extension>(type_, struct_size))
-        .or_else(|| check::<sys::PJRT_Gpu_Custom_Call>(type_, struct_size))
-        .or_else(|| check::<sys::PJRT_Profiler_Extension>(type_, struct_size))
-        .or_else(|| check::<sys::PJRT_Triton_Extension>(type_, struct_size))
-        .or_else(|| check::<sys::PJRT_Callback_Extension>(type_, struct_size))
-        .or_else(|| check::<sys::PJRT_RawBuffer_Extension>(type_, struct_size))
-        .unwrap_or(false)
+    sys::older_form_of(type_).is_some_and(|form| form.describes(struct_size))
 }
 
 /// A node read from the chain.
@@ -1156,24 +1141,18 @@ mod tests {
         sys::PJRT_Extension_Base { struct_size, type_, next: std::ptr::null_mut() }
     }
 
-    /// Calls of `counting` on this thread: the fake functions run on the calling test's thread,
-    /// so tests running in parallel never see each other's calls.
-    struct ThreadCalls;
-
     thread_local! {
-        static THREAD_CALLS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        /// Calls of `counting` on this thread: the fake functions run on the calling test's
+        /// thread, so tests running in parallel never see each other's calls.
+        static CALLS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     }
 
-    impl ThreadCalls {
-        fn load(&self, _: Ordering) -> usize {
-            THREAD_CALLS.with(|c| c.get())
-        }
+    fn calls() -> usize {
+        CALLS.with(|c| c.get())
     }
-
-    static CALLS: ThreadCalls = ThreadCalls;
 
     unsafe extern "C" fn counting<A>(_args: *mut A) -> *mut sys::PJRT_Error {
-        THREAD_CALLS.with(|c| c.set(c.get() + 1));
+        CALLS.with(|c| c.set(c.get() + 1));
         std::ptr::null_mut()
     }
 
@@ -1222,7 +1201,7 @@ mod tests {
             ]
         );
 
-        let before = CALLS.load(Ordering::SeqCst);
+        let before = calls();
         let fake_exe = NonNull::<sys::PJRT_Executable>::dangling().as_ptr();
         // SAFETY: the gate refuses before anything is called with the dangling pointer.
         let err = unsafe { ext.executable_layouts_raw(fake_exe, ExecutableSide::Parameters) }.unwrap_err();
@@ -1243,7 +1222,7 @@ mod tests {
             ),
             "{err:?}"
         );
-        assert_eq!(CALLS.load(Ordering::SeqCst), before, "nothing beyond struct_size was called");
+        assert_eq!(calls(), before, "nothing beyond struct_size was called");
     }
 
     #[test]
@@ -1254,13 +1233,13 @@ mod tests {
         assert!(!ext.has("PJRT_Layouts_MemoryLayout_Serialize"));
         assert!(ext.has("PJRT_Layouts_PJRT_Executable_GetParameterLayouts"));
         // GetOutputLayouts is present but Serialize is NULL: refused before any call.
-        let before = CALLS.load(Ordering::SeqCst);
+        let before = calls();
         // SAFETY: every member the call needs is checked before GetOutputLayouts is called, so
         // the dangling pointer is never used.
         let err =
             unsafe { ext.executable_layouts_raw(NonNull::dangling().as_ptr(), ExecutableSide::Outputs) }.unwrap_err();
         assert!(matches!(err, Error::Unsupported { function: "PJRT_Layouts_MemoryLayout_Serialize", .. }), "{err:?}");
-        assert_eq!(CALLS.load(Ordering::SeqCst), before);
+        assert_eq!(calls(), before);
 
         // A present member is called: destroying a (fake) owned layout calls Destroy once.
         let (destroy, name) =
@@ -1269,7 +1248,7 @@ mod tests {
         assert_eq!(name, "PJRT_Layouts_MemoryLayout_Destroy");
         let owned = ext.own(NonNull::dangling().as_ptr(), destroy, name, "test").unwrap();
         drop(owned);
-        assert_eq!(CALLS.load(Ordering::SeqCst), before + 1);
+        assert_eq!(calls(), before + 1);
     }
 
     #[test]

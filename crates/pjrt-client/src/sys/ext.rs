@@ -90,13 +90,13 @@ pub unsafe trait Extension: Sized {
     /// The members after the base, in order.
     const MEMBERS: &'static [ExtMember];
     /// An older, shorter form of this extension whose members are other functions (or take
-    /// other args) than the ones declared here, if one is known.
-    const OLDER_FORM: Option<OlderForm> = None;
+    /// other args) than the ones declared here, if one is known (from [`OLDER_FORMS`]).
+    const OLDER_FORM: Option<OlderForm> = older_form_of(Self::TYPE);
 
     /// Whether a node of `struct_size` bytes is the known older form ([`Self::OLDER_FORM`]):
     /// none of its members may then be read as declared.
     fn is_older_form(struct_size: usize) -> bool {
-        Self::OLDER_FORM.is_some_and(|form| struct_size < form.below_size)
+        Self::OLDER_FORM.is_some_and(|form| form.describes(struct_size))
     }
 
     /// The declared member called `name` (its C name), if any.
@@ -123,6 +123,50 @@ pub struct OlderForm {
     pub declared_since_minor: i32,
 }
 
+impl OlderForm {
+    /// Whether a node of `struct_size` bytes is this older form.
+    pub const fn describes(&self, struct_size: usize) -> bool {
+        struct_size < self.below_size
+    }
+}
+
+/// The known older forms, by extension type (see the module docs): the one table both the typed
+/// views ([`Extension::OLDER_FORM`]) and the listing of a plugin's chain read.
+pub const OLDER_FORMS: &[(PJRT_Extension_Type, OlderForm)] = &[
+    (
+        // See `PJRT_Layouts_Extension`.
+        PJRT_Extension_Type::Layouts,
+        OlderForm {
+            below_size: 56,
+            description: "PJRT_Layouts_Extension (an early form shorter than 56 bytes, whose members are other \
+                          functions than the declared ones; none is used)",
+            declared_since_minor: 51,
+        },
+    ),
+    (
+        // See `PJRT_FFI_Extension`.
+        PJRT_Extension_Type::FFI,
+        OlderForm {
+            below_size: 40,
+            description: "PJRT_FFI_Extension (version 1, shorter than 40 bytes, whose member is \
+                          user_data_add where type_register is declared; none is used)",
+            declared_since_minor: 54,
+        },
+    ),
+];
+
+/// The known older form of extensions of type `type_`, if any ([`OLDER_FORMS`]).
+pub const fn older_form_of(type_: PJRT_Extension_Type) -> Option<OlderForm> {
+    let mut i = 0;
+    while i < OLDER_FORMS.len() {
+        if OLDER_FORMS[i].0 .0 == type_.0 {
+            return Some(OLDER_FORMS[i].1);
+        }
+        i += 1;
+    }
+    None
+}
+
 const fn members_end(members: &[ExtMember]) -> usize {
     let mut end = std::mem::size_of::<PJRT_Extension_Base>();
     let mut i = 0;
@@ -137,7 +181,7 @@ const fn members_end(members: &[ExtMember]) -> usize {
 }
 
 macro_rules! ext_struct {
-    ($(#[$m:meta])* $name:ident = $kind:ident $([older_form = $older:expr])? {
+    ($(#[$m:meta])* $name:ident = $kind:ident {
         $($(#[$fm:meta])* $field:ident : $ty:ty = since $minor:literal),+ $(,)?
     }) => {
         $(#[$m])*
@@ -159,7 +203,6 @@ macro_rules! ext_struct {
                 size: ::core::mem::size_of::<$ty>(),
                 since_minor: $minor,
             }),+];
-            $(const OLDER_FORM: Option<OlderForm> = Some($older);)?
         }
     };
 }
@@ -218,12 +261,7 @@ ext_struct!(
     /// Since-minors: 0.51 for the first four (CHANGELOG); `Topology_GetDefaultLayout` is in no
     /// CHANGELOG entry, 0.75 is the API version of the first header known to list it;
     /// `GetOutputLayouts` 0.81 and `GetParameterLayouts` 0.93 (CHANGELOG).
-    PJRT_Layouts_Extension = Layouts [older_form = OlderForm {
-        below_size: 56,
-        description: "PJRT_Layouts_Extension (an early form shorter than 56 bytes, whose members are other \
-                      functions than the declared ones; none is used)",
-        declared_since_minor: 51,
-    }] {
+    PJRT_Layouts_Extension = Layouts {
         PJRT_Layouts_MemoryLayout_Destroy: ExtFn<PJRT_Layouts_MemoryLayout_Destroy_Args> = since 51,
         PJRT_Layouts_MemoryLayout_Serialize: ExtFn<PJRT_Layouts_MemoryLayout_Serialize_Args> = since 51,
         PJRT_Layouts_PJRT_Client_GetDefaultLayout: ExtFn<PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args> = since 51,
@@ -381,12 +419,7 @@ ext_struct!(
     /// Since-minors: the extension came at 0.53 in version 1, whose only member sits where
     /// `type_register` is declared; the declared layout exists from 0.54 (`type_id_register`,
     /// first header listing it) and `register_handler` from 0.73 (first header listing it).
-    PJRT_FFI_Extension = FFI [older_form = OlderForm {
-        below_size: 40,
-        description: "PJRT_FFI_Extension (version 1, shorter than 40 bytes, whose member is \
-                      user_data_add where type_register is declared; none is used)",
-        declared_since_minor: 54,
-    }] {
+    PJRT_FFI_Extension = FFI {
         type_register: ExtFn<PJRT_FFI_Type_Register_Args> = since 54,
         user_data_add: ExtFn<PJRT_FFI_UserData_Add_Args> = since 54,
         register_handler: ExtFn<PJRT_FFI_Register_Handler_Args> = since 73,
