@@ -3321,34 +3321,25 @@ static MEMORY_DESCRIPTION_OBJECTS: [MemoryDescriptionObject; 2] = [
     MemoryDescriptionObject { kind: "pinned_host", kind_id: 1 },
 ];
 
-/// Reads the `struct_size` of an args struct a client passed, refusing NULL and sizes below
-/// `min`.
-///
-/// # Safety
-/// `args` must be NULL or point to at least 8 readable bytes.
-unsafe fn args_size_at_least(args: *const c_void, min: usize, name: &str) -> Result<(), *mut PJRT_Error> {
-    if args.is_null() {
-        return Err(invalid(format!("fake: {name} is NULL")));
-    }
-    // SAFETY: the caller's guarantee: `struct_size` is readable.
-    let size = unsafe { args.cast::<usize>().read() };
-    if size < min {
-        return Err(invalid(format!("Unexpected {name} size: expected {min}, got {size}")));
-    }
-    Ok(())
+// SAFETY: repr(C), first field `struct_size: usize`, every field valid zeroed; the size is the
+// whole struct (its last field ends it, no tail padding).
+unsafe impl Args for EarlyBufferLayoutArgs {
+    const STRUCT_SIZE: usize = std::mem::size_of::<Self>();
+}
+
+// SAFETY: as above.
+unsafe impl Args for MemoryDescriptionsV0Args {
+    const STRUCT_SIZE: usize = std::mem::size_of::<Self>();
 }
 
 unsafe extern "C" fn early_buffer_memory_layout(raw: *mut EarlyBufferLayoutArgs) -> *mut PJRT_Error {
     guarded("early Layouts buffer_memory_layout", || {
         bump(&COUNTERS.early_layouts_calls);
-        // SAFETY: a client passes a struct at least 8 bytes long (or NULL).
-        if let Err(error) =
-            unsafe { args_size_at_least(raw.cast(), std::mem::size_of::<EarlyBufferLayoutArgs>(), "early layout args") }
-        {
-            return error;
-        }
-        // SAFETY: checked non-NULL and large enough just above.
-        let args = unsafe { &mut *raw };
+        // SAFETY: a client passes a struct at least 8 bytes long (or NULL), ours for the call.
+        let args = match unsafe { checked_args(raw, "early layout args") } {
+            Ok(args) => args,
+            Err(error) => return error,
+        };
         args.layout = null_mut();
         new_error(PJRT_Error_Code::UNIMPLEMENTED, "fake: the early Layouts form gives no layouts")
     })
@@ -3357,14 +3348,12 @@ unsafe extern "C" fn early_buffer_memory_layout(raw: *mut EarlyBufferLayoutArgs)
 unsafe extern "C" fn memory_descriptions_v0(raw: *mut MemoryDescriptionsV0Args) -> *mut PJRT_Error {
     guarded("MemoryDescriptions v0 describe", || {
         bump(&COUNTERS.memory_descriptions_v0_calls);
-        // SAFETY: a client passes a struct at least 8 bytes long (or NULL).
-        if let Err(error) = unsafe {
-            args_size_at_least(raw.cast(), std::mem::size_of::<MemoryDescriptionsV0Args>(), "MemoryDescriptions args")
-        } {
-            return error;
-        }
-        // SAFETY: checked non-NULL and at least 40 bytes; only those 40 bytes are touched.
-        let args = unsafe { &mut *raw };
+        // SAFETY: a client passes a struct at least 8 bytes long (or NULL), ours for the call;
+        // `checked_args` makes sure it has the 40 version-0 bytes, the only ones touched.
+        let args = match unsafe { checked_args(raw, "MemoryDescriptions args") } {
+            Ok(args) => args,
+            Err(error) => return error,
+        };
         if let Err(error) = description_index(args.device_description) {
             return error;
         }

@@ -442,6 +442,12 @@ fn tensor_type(element_type: ElementType) -> ElementType {
     }
 }
 
+/// [`output_dtype`] of every output of a program (`shapes`: its output shapes): what `pjrt run`
+/// checks before uploading or running anything, so that no output fails after the work is done.
+pub fn output_dtypes(format: OutputFormat, shapes: &[ArrayShape]) -> Result<Vec<&'static str>, Error> {
+    shapes.iter().enumerate().map(|(i, shape)| output_dtype(format, i, shape)).collect()
+}
+
 /// The dtype output `index` (of per-device type and shape `shape`) is written as in `format`:
 /// the `.npy` dtype (`int8` for an S4 output) or the safetensors dtype (`I8`, `F4`, ...). An
 /// error says why it cannot be written, so that `pjrt run` refuses it before running anything.

@@ -93,12 +93,7 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     })?;
     let exe = client.compile(&model.program()?, &options)?;
     // Outputs are written as .npy: refuse any that cannot be before running.
-    let stored: Vec<&str> = exe
-        .output_shapes()
-        .iter()
-        .enumerate()
-        .map(|(i, shape)| super::arrays::output_dtype(super::arrays::OutputFormat::Npy, i, shape))
-        .collect::<Result<_, _>>()?;
+    let stored = super::arrays::output_dtypes(super::arrays::OutputFormat::Npy, exe.output_shapes())?;
     let (input_shardings, output_shardings) = model.device_shardings()?;
     let outputs = exe.run_sharded(&arguments, &input_shardings, &output_shardings)?;
     let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("."));

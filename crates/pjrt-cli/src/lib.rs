@@ -438,12 +438,7 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     let (exe, compile_ms, load_ms) = (compiled.executable, compiled.compile_ms, compiled.load_ms);
     // Every output must be writable before anything is uploaded or run: a failure after the
     // work would leave some outputs written and the others lost.
-    let stored: Vec<&str> = exe
-        .output_shapes()
-        .iter()
-        .enumerate()
-        .map(|(i, shape)| arrays::output_dtype(args.output_format, i, shape))
-        .collect::<Result<_, _>>()?;
+    let stored = arrays::output_dtypes(args.output_format, exe.output_shapes())?;
     let params = exe.parameter_shapes().map(|p| p.to_vec());
     if let Some(params) = &params {
         if params.len() != input_count {

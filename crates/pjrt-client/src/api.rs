@@ -234,9 +234,6 @@ impl ErrorGuard<'_> {
     fn payloads(&self) -> Vec<(String, Vec<u8>)> {
         const OFFSET: usize = std::mem::offset_of!(sys::PJRT_Api, PJRT_Error_ForEachPayload);
         let mut payloads: Vec<(String, Vec<u8>)> = Vec::new();
-        if !self.api.slot_in_table(OFFSET) {
-            return payloads;
-        }
         let Some(for_each) = self.api.read_slot(OFFSET, |t| &t.PJRT_Error_ForEachPayload) else {
             return payloads;
         };

@@ -210,7 +210,7 @@ impl CopyToDeviceStream {
     ///
     /// Refused before reaching the plugin: a size that is not a multiple of
     /// [`granule_size`](Self::granule_size), or more bytes than the stream still expects.
-    pub fn add_chunk(&self, data: Vec<u8>) -> Result<Option<Event>> {
+    pub fn add_chunk(&self, mut data: Vec<u8>) -> Result<Option<Event>> {
         let granule = self.granule_size()?;
         let len = i64::try_from(data.len()).map_err(|_| Error::invalid("the chunk is too large"))?;
         if granule > 0 && len % granule != 0 {
@@ -224,7 +224,6 @@ impl CopyToDeviceStream {
                 "a chunk of {len} bytes does not fit: the stream holds {current} of {total} bytes"
             )));
         }
-        let mut data = data;
         let (ptr, size) = (data.as_mut_ptr(), data.len());
         // The vector (its heap bytes stay where they are) goes into the hand-off table until
         // the plugin calls the deleter with its id (see `crate::handoff`).
@@ -424,13 +423,13 @@ impl HostCallbacks {
         for device_index in 0..num_devices {
             let mut list = Vec::with_capacity(send.len());
             for (channel_id, callback) in send {
-                let target = Box::new(SendTarget {
+                let target = Arc::new(SendTarget {
                     callback: callback.clone(),
                     channel_id: *channel_id,
                     device_index,
                     failures: self.failures.clone(),
                 });
-                let id = crate::handoff::give(Arc::<SendTarget>::from(target));
+                let id = crate::handoff::give(target);
                 targets.send.push(id as usize);
                 list.push(sys::PJRT_SendCallbackInfo {
                     channel_id: *channel_id,
@@ -441,14 +440,14 @@ impl HostCallbacks {
             send_lists.push(list);
             let mut list = Vec::with_capacity(recv.len());
             for (channel_id, callback) in recv {
-                let target = Box::new(RecvTarget {
+                let target = Arc::new(RecvTarget {
                     callback: callback.clone(),
                     channel_id: *channel_id,
                     device_index,
                     failures: self.failures.clone(),
                     source: source.clone(),
                 });
-                let id = crate::handoff::give(Arc::<RecvTarget>::from(target));
+                let id = crate::handoff::give(target);
                 targets.recv.push(id as usize);
                 list.push(sys::PJRT_RecvCallbackInfo {
                     channel_id: *channel_id,

@@ -24,7 +24,7 @@ impl Client {
         }
         let element = std::mem::size_of::<T>() as isize;
         let strides = array.strides();
-        if !array.is_empty() && strides.iter().all(|s| *s >= 0) && T::ELEMENT_TYPE.bits().is_some_and(|b| b >= 8) {
+        if !array.is_empty() && strides.iter().all(|s| *s >= 0) {
             // The furthest element the view touches, from its first element.
             let last: isize = array.shape().iter().zip(strides).map(|(&n, &s)| (n as isize - 1) * s).sum();
             let span = ((last + 1) * element) as usize;
