@@ -7,7 +7,7 @@
 //!
 //! Run it with:
 //!
-//!     cargo run -p pjrt-client --example 01_inspect_plugin
+//!     cargo run -p pjrt-examples --example 01_inspect_plugin
 //!
 //! Set `PJRT_PLUGIN=/path/to/plugin.so` to inspect another plugin (the CPU-only parts, such as
 //! asking for two devices, are then skipped).

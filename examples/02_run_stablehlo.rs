@@ -3,7 +3,7 @@
 //!
 //! Teaches: `Program::from_file`, `CompileOptions::jax_defaults` (JAX's XLA settings, so the
 //! numbers match JAX), the executable's parameter and output shapes, uploading `.npy` arrays
-//! (`host_array::upload_npy`), `execute`, reading outputs back (`download_npy`, `to_vec`), and
+//! (`ClientExt::upload_npy`), `execute`, reading outputs back (`BufferExt::to_npy`, `to_vec`), and
 //! keeping parameters on the device between steps.
 //!
 //! The program is `examples/mlp/train_step.mlir`: `jax.value_and_grad` of the MSE loss of a
@@ -14,18 +14,18 @@
 //!
 //! Run it with:
 //!
-//!     cargo run -p pjrt-client --example 02_run_stablehlo
+//!     cargo run -p pjrt-examples --example 02_run_stablehlo
 //!
 //! The same program from the command line: `pjrt run examples/mlp/train_step.mlir --input ...`.
 
 use std::path::PathBuf;
 
-use pjrt_client::host_array::{download_npy, upload_npy};
-use pjrt_client::npy::NpyArray;
-use pjrt_client::{locate, Buffer, Client, ClientOptions, CompileOptions, Placement, Plugin, Program, Result};
+use pjrt_client::{locate, Buffer, Client, ClientOptions, CompileOptions, Placement, Plugin, Program};
+use pjrt_formats::npy::NpyArray;
+use pjrt_formats::{BufferExt as _, ClientExt as _};
 
 fn repo_path(relative: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(relative)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(relative)
 }
 
 /// Elementwise closeness, as numpy.allclose with JAX's test tolerances for this program.
@@ -36,7 +36,7 @@ fn assert_close(what: &str, got: &[f32], want: &[f32]) {
     }
 }
 
-fn main() -> Result<()> {
+fn main() -> pjrt_formats::Result<()> {
     let plugin = Plugin::load(locate::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
 
@@ -65,7 +65,7 @@ fn main() -> Result<()> {
     for name in names {
         let array = NpyArray::read(&repo_path(&format!("examples/mlp/{name}.npy")))?;
         println!("input {name}: {} {:?}", array.dtype, array.shape);
-        inputs.push(upload_npy(&client, &array, None, Placement::Default)?);
+        inputs.push(client.upload_npy(&array, None, Placement::Default)?);
     }
 
     // 3. Run once and compare every output with what JAX computed.
@@ -73,7 +73,7 @@ fn main() -> Result<()> {
     let results = exe.execute(&args)?;
     let result_names = ["loss", "d b1", "d b2", "d w1", "d w2"];
     for (i, (output, name)) in results.iter().zip(result_names).enumerate() {
-        let got = download_npy(output)?;
+        let got = output.to_npy()?;
         let want = NpyArray::read(&repo_path(&format!("tests/data/jax/mlp_value_and_grad/out{i}.npy")))?;
         assert_eq!(got.shape, want.shape, "{name}: shape");
         assert_close(name, &got.to_vec::<f32>()?, &want.to_vec::<f32>()?);
@@ -85,15 +85,17 @@ fn main() -> Result<()> {
     // 4. A few steps of gradient descent. Parameters are updated on the host here for clarity;
     //    x and y stay on the device, uploaded once.
     let learning_rate = 0.5f32;
-    let mut params: Vec<Vec<f32>> = inputs[..4].iter().map(|b| b.to_vec::<f32>()).collect::<Result<_>>()?;
-    let dims: Vec<Vec<i64>> = inputs[..4].iter().map(|b| b.dimensions().map(<[i64]>::to_vec)).collect::<Result<_>>()?;
+    let mut params: Vec<Vec<f32>> =
+        inputs[..4].iter().map(|b| b.to_vec::<f32>()).collect::<pjrt_client::Result<_>>()?;
+    let dims: Vec<Vec<i64>> =
+        inputs[..4].iter().map(|b| b.dimensions().map(<[i64]>::to_vec)).collect::<pjrt_client::Result<_>>()?;
     let mut loss = first_loss;
     for step in 1..=20 {
         let uploaded: Vec<Buffer> = params
             .iter()
             .zip(&dims)
             .map(|(p, d)| client.buffer_from_slice(p, d, Placement::Default))
-            .collect::<Result<_>>()?;
+            .collect::<pjrt_client::Result<_>>()?;
         let mut args: Vec<&Buffer> = uploaded.iter().collect();
         args.extend([&inputs[4], &inputs[5]]);
         let results = exe.execute(&args)?;

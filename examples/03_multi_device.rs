@@ -15,11 +15,12 @@
 //!
 //! Run it with:
 //!
-//!     cargo run -p pjrt-client --example 03_multi_device
+//!     cargo run -p pjrt-examples --example 03_multi_device
 
-use pjrt_client::npy::NpyArray;
 use pjrt_client::sharding::{gather_outputs, shard_slice, Sharding};
-use pjrt_client::{locate, Buffer, Client, ClientOptions, CompileOptions, Placement, Plugin, Program, Result};
+use pjrt_client::{
+    locate, Buffer, Client, ClientOptions, CompileOptions, HostArray, Placement, Plugin, Program, Result,
+};
 
 const DEVICES: usize = 4;
 
@@ -142,16 +143,16 @@ fn sharded_matmul(client: &Client) -> Result<()> {
         assert_close(&format!("column sums on device {k}"), &outputs[1].to_vec::<f32>()?, &sums);
     }
     let gathered = gather_outputs(&execution, &[Sharding::Split(0), Sharding::Replicated])?;
-    println!("gathered y: shape {:?}; column sums {:?}", gathered[0].shape, gathered[1].to_vec::<f32>()?);
-    assert_eq!(gathered[0].shape, [8, 3]);
+    println!("gathered y: shape {:?}; column sums {:?}", gathered[0].shape(), gathered[1].to_vec::<f32>()?);
+    assert_eq!(gathered[0].shape(), [8, 3]);
     assert_close("gathered y", &gathered[0].to_vec::<f32>()?, &y);
 
-    // b) In one call with host arrays (e.g. read from .npy files).
+    // b) In one call with host arrays (`HostArray`; `pjrt_formats` makes them from .npy files).
     let outputs = exe.run_sharded(
         &[
-            NpyArray::from_elements(vec![8, 4], &x)?,
-            NpyArray::from_elements(vec![4, 3], &w)?,
-            NpyArray::from_elements(vec![3], &b)?,
+            HostArray::from_elements(vec![8, 4], &x)?,
+            HostArray::from_elements(vec![4, 3], &w)?,
+            HostArray::from_elements(vec![3], &b)?,
         ],
         &[Sharding::Split(0), Sharding::Replicated, Sharding::Replicated],
         &[Sharding::Split(0), Sharding::Replicated],

@@ -1,15 +1,15 @@
 //! 04: compile ahead of time, save the executable, load it back without compiling.
 //!
-//! A compiled executable can be written to an artifact file (`pjrt_client::artifact`), whose
+//! A compiled executable can be written to an artifact file (`pjrt_formats::artifact`), whose
 //! header names the plugin build that made it, and loaded later, in another process, without
-//! compiling again. The compile cache (`pjrt_client::compile_cache`) does the same
+//! compiling again. The compile cache (`pjrt_formats::compile_cache`) does the same
 //! automatically, keyed by the program, the options, the plugin and the devices.
 //!
-//! Run with `cargo run -p pjrt-client --example 04_aot_compile_and_load`.
+//! Run with `cargo run -p pjrt-examples --example 04_aot_compile_and_load`.
 
-use pjrt_client::artifact::Artifact;
-use pjrt_client::compile_cache::{CacheOutcome, CompileCache};
 use pjrt_client::{Client, ClientOptions, CompileOptions, Placement, Plugin, Program};
+use pjrt_formats::artifact::Artifact;
+use pjrt_formats::compile_cache::{CacheOutcome, CompileCache};
 
 const PROGRAM: &str = r#"
 module @axpy {
@@ -21,7 +21,7 @@ module @axpy {
   }
 }"#;
 
-fn main() -> pjrt_client::Result<()> {
+fn main() -> pjrt_formats::Result<()> {
     let plugin = Plugin::load(pjrt_client::locate::resolve(None)?.path)?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let program = Program::mlir_text(PROGRAM)?;

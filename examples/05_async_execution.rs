@@ -14,7 +14,7 @@
 //!
 //! Run it with:
 //!
-//!     cargo run -p pjrt-client --example 05_async_execution
+//!     cargo run -p pjrt-examples --example 05_async_execution
 
 use std::time::Duration;
 

@@ -6,11 +6,12 @@
 //! tiny dense layer with those weights.
 //!
 //! ```text
-//! cargo run -p pjrt-client --example 06_safetensors_weights
+//! cargo run -p pjrt-examples --example 06_safetensors_weights
 //! ```
 
-use pjrt_client::safetensors::{self, SafeTensors, TensorView};
 use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, Placement, Plugin, Program};
+use pjrt_formats::safetensors::{self, SafeTensors, TensorView};
+use pjrt_formats::ClientExt as _;
 
 /// `relu(x · w + b)` for one input row of 3 values and 2 outputs.
 const DENSE: &str = r#"
@@ -27,7 +28,7 @@ fn le_bytes(values: &[f32]) -> Vec<u8> {
     values.iter().flat_map(|v| v.to_le_bytes()).collect()
 }
 
-fn main() -> pjrt_client::Result<()> {
+fn main() -> pjrt_formats::Result<()> {
     // 1. Write the weights. A `TensorView` is dtype + shape + little-endian bytes; the writer
     //    stores tensors in the order given, plus free-form string metadata.
     let w = le_bytes(&[1., -1., 2., 0.5, -3., 1.]);
@@ -57,7 +58,7 @@ fn main() -> pjrt_client::Result<()> {
     })?;
     let weight = |name: &str| weights.iter().find(|(n, _)| n == name).map(|(_, buffer)| buffer);
     let (Some(w), Some(b)) = (weight("dense.w"), weight("dense.b")) else {
-        return Err(pjrt_client::Error::InvalidArgument("the file lacks dense.w or dense.b".into()));
+        return Err(pjrt_client::Error::InvalidArgument("the file lacks dense.w or dense.b".into()).into());
     };
 
     // 4. Run the layer on one input row with the uploaded weights.

@@ -12,17 +12,17 @@
 //! uses. This example reads the MLP exported by tools/gen_jax_export_testdata.py, shows that
 //! metadata, runs it with the inputs JAX used, and compares with JAX's outputs.
 //!
-//! Run it with `cargo run -p pjrt-client --example 07_jax_exported_model` (the CPU plugin is
+//! Run it with `cargo run -p pjrt-examples --example 07_jax_exported_model` (the CPU plugin is
 //! found by `locate::resolve`; `cargo run -p pjrt-cli -- plugin install cpu` installs one).
 
 use std::path::{Path, PathBuf};
 
-use pjrt_client::jax_export::JaxExport;
-use pjrt_client::npy::NpyArray;
 use pjrt_client::{locate, Client, ClientOptions, Plugin};
+use pjrt_formats::jax_export::JaxExport;
+use pjrt_formats::npy::NpyArray;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/jax_export/mlp_f32");
+    let dir: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/jax_export/mlp_f32");
 
     // 1. Read the artifact. Nothing is compiled yet; malformed files are an error, not a crash.
     let model = JaxExport::read(dir.join("model.jaxexport"))?;

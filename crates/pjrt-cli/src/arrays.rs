@@ -5,10 +5,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use pjrt_client::host_array::{dtype_of, element_type_of, upload_mapped_npy, upload_npy};
-use pjrt_client::npy::{MappedNpy, NpyArray};
-use pjrt_client::safetensors::{self, SafeTensors, TensorView};
-use pjrt_client::{ArrayShape, Buffer, Client, ElementType, Error, HostLayout, Placement, Program};
+use pjrt_client::{ArrayShape, Buffer, Client, ElementType, HostArray, HostLayout, Placement, Program};
+use pjrt_formats::npy::{MappedNpy, NpyArray};
+use pjrt_formats::safetensors::{self, SafeTensors, TensorView};
+use pjrt_formats::{dtype_of, element_type_of, ClientExt, Error};
 
 /// The suffix that marks a safetensors file in `--input FILE.safetensors:NAME`.
 const SAFETENSORS_SUFFIX: &str = ".safetensors";
@@ -50,7 +50,7 @@ impl InputSource {
             });
         }
         if text.ends_with(SAFETENSORS_SUFFIX) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(crate::invalid(format!(
                 "--input {text}: name the tensor (`{text}:NAME`), or pass the whole file with --params"
             )));
         }
@@ -73,14 +73,14 @@ impl OpenFiles {
 
     /// Tensor `name` of `file`, which [`OpenFiles::get`] opened.
     fn tensor(&self, file: &Path, name: &str) -> Result<TensorView<'_>, Error> {
-        let open = self.0.get(file).ok_or_else(|| Error::InvalidArgument(format!("{} is not open", file.display())))?;
+        let open = self.0.get(file).ok_or_else(|| crate::invalid(format!("{} is not open", file.display())))?;
         Ok(open.tensor(name)?)
     }
 }
 
 /// A tensor as a `.npy` array (bf16 as ml_dtypes' `V2`, which uploads as bf16).
 fn tensor_array(file: &Path, name: &str, view: TensorView<'_>) -> Result<NpyArray, Error> {
-    view.to_npy().map_err(|e| Error::InvalidArgument(format!("tensor '{name}' of {}: {e}", file.display())))
+    view.to_npy().map_err(|e| crate::invalid(format!("tensor '{name}' of {}: {e}", file.display())))
 }
 
 /// The program's parameter names, one per parameter (`None` where it has none), read from the
@@ -235,6 +235,8 @@ pub fn name_candidates(name: &str) -> Vec<String> {
 pub enum Input {
     /// An array in host memory.
     Host(NpyArray),
+    /// An array already of its parameter's element type (a shard of a host array).
+    Array(HostArray),
     /// A memory-mapped `.npy` file (uploaded from the mapping).
     Npy(MappedNpy),
     /// Tensor `name` of the safetensors file `file` (opened in [`Inputs`]).
@@ -262,6 +264,11 @@ impl Inputs {
         Inputs { files: OpenFiles::default(), items: arrays.into_iter().map(Input::Host).collect(), labels }
     }
 
+    /// Arrays already of their parameters' element types (a device's shards), with labels.
+    pub fn arrays(arrays: Vec<HostArray>, labels: Vec<String>) -> Inputs {
+        Inputs { files: OpenFiles::default(), items: arrays.into_iter().map(Input::Array).collect(), labels }
+    }
+
     /// How many inputs there are.
     pub fn len(&self) -> usize {
         self.items.len()
@@ -280,6 +287,7 @@ impl Inputs {
             .into_iter()
             .map(|input| match input {
                 Input::Host(array) => Ok(array),
+                Input::Array(array) => NpyArray::from_host_array(&array),
                 Input::Npy(file) => Ok(file.to_array()),
                 Input::Tensor { file, name } => tensor_array(&file, &name, self.files.tensor(&file, &name)?),
             })
@@ -291,7 +299,7 @@ impl Inputs {
     /// straight from the file's mapping. A dtype other than the parameter's is an error, except
     /// 2-byte raw bits (`u16`) for a bf16 parameter and, for a sub-byte parameter, int8/uint8
     /// values in its range (`.npy` arrays also ml_dtypes' `|V1`; see
-    /// [`pjrt_client::host_array::upload_npy`]).
+    /// [`pjrt_formats::ClientExt::upload_npy`]).
     pub fn upload(
         &self,
         client: &Client,
@@ -300,28 +308,32 @@ impl Inputs {
         placement: Placement<'_>,
     ) -> Result<Buffer, Error> {
         match &self.items[index] {
-            Input::Host(array) => upload_npy(client, array, wanted, placement),
-            Input::Npy(file) => upload_mapped_npy(client, file, wanted, placement),
+            Input::Host(array) => client.upload_npy(array, wanted, placement),
+            Input::Array(array) => Ok(client.buffer_from_array(array, placement)?),
+            Input::Npy(file) => client.upload_mapped_npy(file, wanted, placement),
             Input::Tensor { file, name } => {
                 let view = self.files.tensor(file, name)?;
                 let element_type = match wanted {
                     Some(ElementType::BF16) if view.dtype() == ElementType::U16 => ElementType::BF16,
                     // Widened sub-byte values: the .npy rules check them (a copy, but a small one).
                     Some(w) if w.is_sub_byte() && matches!(view.dtype(), ElementType::S8 | ElementType::U8) => {
-                        return upload_npy(client, &tensor_array(file, name, view)?, wanted, placement);
+                        return client.upload_npy(&tensor_array(file, name, view)?, wanted, placement);
                     }
                     Some(w) if w != view.dtype() => {
-                        return Err(Error::InvalidArgument(format!(
-                            "the tensor is {}, but the parameter is {w}",
-                            view.dtype()
-                        )))
+                        return Err(crate::invalid(format!("the tensor is {}, but the parameter is {w}", view.dtype())))
                     }
                     _ => view.dtype(),
                 };
                 if element_type == view.dtype() {
                     return client.buffer_from_tensor(&view, placement);
                 }
-                client.buffer_from_bytes(view.bytes(), element_type, &view.dims(), &HostLayout::default(), placement)
+                Ok(client.buffer_from_bytes(
+                    view.bytes(),
+                    element_type,
+                    &view.dims(),
+                    &HostLayout::default(),
+                    placement,
+                )?)
             }
         }
     }
@@ -342,7 +354,7 @@ pub fn gather_inputs(program: Option<&Program>, params: Option<&Path>, inputs: &
                 files
                     .get(&file)?
                     .tensor(&name)
-                    .map_err(|e| Error::InvalidArgument(format!("--input {}: {e}", arg.display())))?;
+                    .map_err(|e| crate::invalid(format!("--input {}: {e}", arg.display())))?;
                 explicit.push((Input::Tensor { file, name }, arg.display().to_string()));
             }
         }
@@ -359,7 +371,7 @@ pub fn gather_inputs(program: Option<&Program>, params: Option<&Path>, inputs: &
         let given = explicit.len();
         let free = bound.iter().filter(|b| b.is_none()).count();
         if given != free {
-            return Err(Error::InvalidArgument(format!(
+            return Err(crate::invalid(format!(
                 "the program takes {} parameters; {} are bound by name to tensors of {}, so {free} must come \
                  from --input, but {given} were given",
                 bound.len(),
@@ -372,7 +384,7 @@ pub fn gather_inputs(program: Option<&Program>, params: Option<&Path>, inputs: &
         for slot in bound {
             let (input, text) = match slot {
                 Some(name) => (tensor(&name), label(&name)),
-                None => explicit.next().ok_or_else(|| Error::InvalidArgument("too few --input arrays".into()))?,
+                None => explicit.next().ok_or_else(|| crate::invalid("too few --input arrays"))?,
             };
             items.push(input);
             labels.push(text);
@@ -410,7 +422,7 @@ fn bind_by_name(program: Option<&Program>, file: &SafeTensors) -> Result<Option<
     }
     for (i, tensor) in bound.iter().enumerate().filter_map(|(i, t)| Some((i, t.as_deref()?))) {
         if let Some(j) = bound.iter().skip(i + 1).position(|t| t.as_deref() == Some(tensor)) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(crate::invalid(format!(
                 "tensor '{tensor}' matches the names of parameters {i} and {} of the program",
                 i + 1 + j
             )));
@@ -421,7 +433,7 @@ fn bind_by_name(program: Option<&Program>, file: &SafeTensors) -> Result<Option<
     if !unused.is_empty() {
         let described: Vec<String> =
             names.iter().enumerate().map(|(i, n)| format!("{i}: {}", n.as_deref().unwrap_or("(unnamed)"))).collect();
-        return Err(Error::InvalidArgument(format!(
+        return Err(crate::invalid(format!(
             "--params {}: tensors {} match no parameter name of the program (parameters: {})",
             file.path().map(|p| p.display().to_string()).unwrap_or_default(),
             unused.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", "),
@@ -452,7 +464,7 @@ pub fn output_dtypes(format: OutputFormat, shapes: &[ArrayShape]) -> Result<Vec<
 /// the `.npy` dtype (`int8` for an S4 output) or the safetensors dtype (`I8`, `F4`, ...). An
 /// error says why it cannot be written, so that `pjrt run` refuses it before running anything.
 pub fn output_dtype(format: OutputFormat, index: usize, shape: &ArrayShape) -> Result<&'static str, Error> {
-    let cannot = |why: String| Error::InvalidArgument(format!("output {index} is {shape}, which {why}"));
+    let cannot = |why: String| crate::invalid(format!("output {index} is {shape}, which {why}"));
     let element_type = shape.element_type.ok_or_else(|| cannot("has an element type pjrt does not know".into()))?;
     // Every output is downloaded as a .npy array first.
     let npy = dtype_of(element_type)
@@ -514,7 +526,7 @@ impl OutputSink {
                 // F4 arrives as one bit code per byte: the file packs two per byte.
                 let bytes = if stored.is_sub_byte() {
                     safetensors::pack_sub_byte(stored, &array.data)
-                        .map_err(|e| Error::InvalidArgument(format!("output {name}: {e}")))?
+                        .map_err(|e| crate::invalid(format!("output {name}: {e}")))?
                 } else {
                     array.data
                 };
@@ -537,9 +549,8 @@ impl OutputSink {
             .pending
             .iter()
             .map(|(name, element_type, shape, bytes)| {
-                let view = TensorView::new(*element_type, shape, bytes).map_err(|e| {
-                    Error::InvalidArgument(format!("output {name} cannot be written as safetensors: {e}"))
-                })?;
+                let view = TensorView::new(*element_type, shape, bytes)
+                    .map_err(|e| crate::invalid(format!("output {name} cannot be written as safetensors: {e}")))?;
                 Ok((name.as_str(), view))
             })
             .collect::<Result<_, Error>>()?;

@@ -2,7 +2,7 @@
 //! `$XDG_CACHE_HOME/pjrt-client/compile` or `~/.cache/pjrt-client/compile`).
 
 use clap::Subcommand;
-use pjrt_client::Error;
+use pjrt_formats::Error;
 use serde_json::json;
 
 /// `pjrt cache` subcommands.

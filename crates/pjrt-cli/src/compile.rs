@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use pjrt_client::artifact::{self, Artifact, PluginIdentity, Target};
-use pjrt_client::compile_cache::{CacheOutcome, CompileCache};
 use pjrt_client::{
-    Client, ClientOptions, CompileOptions, Error, ErrorCode, LoadedExecutable, ModuleCounts, Plugin, Program, Topology,
+    Client, ClientOptions, CompileOptions, ErrorCode, LoadedExecutable, ModuleCounts, Plugin, Program, Topology,
 };
+use pjrt_formats::artifact::{self, Artifact, PluginIdentity, Target};
+use pjrt_formats::compile_cache::{CacheOutcome, CompileCache};
+use pjrt_formats::Error;
 use serde_json::json;
 
 use crate::PluginArg;
@@ -98,9 +99,11 @@ pub struct Compiled {
 pub fn open_cache() -> Result<CompileCache, Error> {
     let cache = CompileCache::open(CompileCache::default_dir())?;
     Ok(match std::env::var("PJRT_CACHE_MAX_BYTES") {
-        Ok(text) => cache.max_bytes(text.trim().parse().map_err(|_| {
-            Error::InvalidArgument(format!("PJRT_CACHE_MAX_BYTES must be a number of bytes, got `{text}`"))
-        })?),
+        Ok(text) => cache.max_bytes(
+            text.trim()
+                .parse()
+                .map_err(|_| crate::invalid(format!("PJRT_CACHE_MAX_BYTES must be a number of bytes, got `{text}`")))?,
+        ),
         Err(_) => cache,
     })
 }
@@ -117,7 +120,7 @@ pub fn compile_or_load(
         ProgramSource::Artifact(artifact) => {
             let h = &artifact.header;
             if (options.replicas(), options.partitions()) != (h.replicas, h.partitions) {
-                return Err(Error::InvalidArgument(format!(
+                return Err(crate::invalid(format!(
                     "the artifact was compiled for {} replicas × {} partitions, not {} × {}; recompile it with \
                      `pjrt compile --replicas R --partitions N`",
                     h.replicas,
@@ -215,13 +218,13 @@ pub fn run_compile(args: &CompileArgs, plugin: &Plugin) -> Result<(), Error> {
     let replicas = args.replicas.or(counts.replicas).unwrap_or(1);
     let partitions = args.partitions.or(counts.partitions).unwrap_or(1);
     if replicas < 1 || partitions < 1 {
-        return Err(Error::InvalidArgument(format!(
+        return Err(crate::invalid(format!(
             "replicas and partitions must be at least 1, got {replicas} and {partitions}"
         )));
     }
     let devices = replicas
         .checked_mul(partitions)
-        .ok_or_else(|| Error::InvalidArgument(format!("{replicas} replicas × {partitions} partitions is too many")))?;
+        .ok_or_else(|| crate::invalid(format!("{replicas} replicas × {partitions} partitions is too many")))?;
     let compile_started = Instant::now();
     let artifact = match &args.topology {
         None => {
@@ -266,7 +269,7 @@ pub(crate) fn cpu_aware_client(plugin: &Plugin, devices: i64) -> Result<Client, 
     if devices > 1 && crate::plugin_is_cpu(plugin) {
         options = options.cpu_device_count(devices);
     }
-    Client::new(plugin, &options)
+    Ok(Client::new(plugin, &options)?)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -288,7 +291,7 @@ fn compile_for_topology(
             let (platform, count) = match name.split_once(':') {
                 Some((platform, count)) => {
                     let count: i64 = count.parse().ok().filter(|&c| c >= 1).ok_or_else(|| {
-                        Error::InvalidArgument(format!("--topology {name}: the device count must be a positive number"))
+                        crate::invalid(format!("--topology {name}: the device count must be a positive number"))
                     })?;
                     (platform, count)
                 }
@@ -300,7 +303,7 @@ fn compile_for_topology(
                 Client::new(plugin, &ClientOptions::new())?
             };
             if platform != client.platform_name() {
-                return Err(Error::InvalidArgument(format!(
+                return Err(crate::invalid(format!(
                     "--topology {name}: this plugin cannot create topologies by name ({e}); it can only describe \
                      its own platform, `{}` (e.g. --topology {}:{devices})",
                     client.platform_name(),
@@ -309,25 +312,29 @@ fn compile_for_topology(
             }
             (client.topology()?, Some(client))
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let options = build_options(&topology.platform_name()?, replicas, partitions, counts.uses_shardy, &args.xla)?;
     let id = PluginIdentity::of_topology(plugin, &topology)?;
-    Artifact::compile_for_topology(plugin, &topology, program, &options).map_err(|e| match e.code() {
-        Some(ErrorCode::NotFound) | Some(ErrorCode::Unimplemented) => Error::InvalidArgument(format!(
-            "the {id} cannot compile against a topology without devices ({e}); compile without --topology, on a \
+    Artifact::compile_for_topology(plugin, &topology, program, &options).map_err(|e| {
+        match e.client().and_then(|c| c.code()) {
+            Some(ErrorCode::NotFound) | Some(ErrorCode::Unimplemented) => crate::invalid(format!(
+                "the {id} cannot compile against a topology without devices ({e}); compile without --topology, on a \
              machine that has the devices, or use a newer plugin"
-        )),
-        _ => e,
+            )),
+            _ => e,
+        }
     })
 }
 
 fn cannot_serialize(plugin: &Plugin, e: Error) -> Error {
     match e {
-        Error::Pjrt { .. } | Error::Unsupported { .. } => Error::InvalidArgument(format!(
-            "the plugin {} cannot serialize executables, so it cannot write artifacts: {e}",
-            plugin.path().display()
-        )),
+        Error::Client(pjrt_client::Error::Pjrt { .. } | pjrt_client::Error::Unsupported { .. }) => {
+            crate::invalid(format!(
+                "the plugin {} cannot serialize executables, so it cannot write artifacts: {e}",
+                plugin.path().display()
+            ))
+        }
         other => other,
     }
 }

@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use pjrt_client::host_array::{element_type_of, upload_element_type};
-use pjrt_client::jax_export::JaxExport;
-use pjrt_client::npy::NpyArray;
-use pjrt_client::{Error, Program};
+use pjrt_client::{HostArray, Program};
+use pjrt_formats::jax_export::JaxExport;
+use pjrt_formats::npy::NpyArray;
+use pjrt_formats::{element_type_of, upload_element_type, Error};
 use serde_json::json;
 
 use crate::RunArgs;
@@ -16,15 +16,12 @@ use crate::RunArgs;
 /// Reads the program to run: a `jax.export` model (with the model, for [`module_arguments`]) or
 /// any format [`Program::from_file`] reads.
 pub fn read_program(path: &Path) -> Result<(Program, Option<JaxExport>), Error> {
-    let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.to_path_buf(), source: e })?;
+    let bytes = std::fs::read(path).map_err(|e| pjrt_client::Error::Io { path: path.to_path_buf(), source: e })?;
     let by_name = path.extension().is_some_and(|e| e == "jaxexport");
     if !(by_name || JaxExport::looks_like(&bytes)) {
         return Ok((Program::from_file(path)?, None));
     }
-    let model = JaxExport::from_bytes(&bytes).map_err(|e| match e {
-        Error::InvalidArgument(m) => Error::InvalidArgument(format!("{}: {m}", path.display())),
-        other => other,
-    })?;
+    let model = JaxExport::from_bytes(&bytes).map_err(|e| e.context(path.display()))?;
     Ok((model.program()?, Some(model)))
 }
 
@@ -34,16 +31,15 @@ pub fn read_program(path: &Path) -> Result<(Program, Option<JaxExport>), Error> 
 /// inputs as given. Also returns a name for each argument (its file, or `<platform index>`)
 /// for error messages.
 pub fn module_arguments(
-    model: Option<&JaxExport>,
+    model: &JaxExport,
     platform: &str,
     inputs: Vec<NpyArray>,
     labels: &[String],
     shard_inputs: Option<usize>,
-) -> Result<(Vec<NpyArray>, Vec<String>), Error> {
-    let Some(model) = model else { return Ok((inputs, labels.to_vec())) };
+) -> Result<(Vec<HostArray>, Vec<String>), Error> {
     if shard_inputs.is_some() {
-        return Err(Error::InvalidArgument(
-            "--shard-inputs does not apply to a jax.export model: it runs on the one device it was exported for".into(),
+        return Err(crate::invalid(
+            "--shard-inputs does not apply to a jax.export model: it runs on the one device it was exported for",
         ));
     }
     model.check_runnable(platform)?;
@@ -55,9 +51,9 @@ pub fn module_arguments(
         let wanted = model.in_avals().get(i).and_then(|a| a.element_type);
         let element_type = upload_element_type(array.dtype, wanted).unwrap_or_else(|_| element_type_of(array.dtype));
         let dims: Vec<u64> = array.shape.iter().map(|&d| d as u64).collect();
-        model.check_input(i, element_type, &dims).map_err(|e| match e {
-            Error::InvalidArgument(m) => Error::InvalidArgument(format!("{m} (--input {label})")),
-            other => other,
+        model.check_input(i, element_type, &dims).map_err(|e| match e.invalid_argument() {
+            Some(m) => crate::invalid(format!("{m} (--input {label})")),
+            None => e,
         })?;
     }
     let arguments = model.arrange_inputs(platform, &inputs)?;
@@ -76,7 +72,7 @@ pub fn module_arguments(
 pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), Error> {
     let devices = model.nr_devices() as i64;
     if args.replicas.is_some_and(|r| r != 1) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(crate::invalid(format!(
             "--replicas does not apply to a jax.export model: it runs on the {devices} devices it was exported for"
         )));
     }
@@ -85,7 +81,7 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     let plugin = super::resolve_plugin(&args.plugin)?;
     let client = crate::compile::cpu_aware_client(&plugin, devices)?; // devices > 1 here
     let platform = client.platform_name().to_string();
-    let (arguments, _) = module_arguments(Some(model), &platform, inputs, &labels, args.shard_inputs)?;
+    let (arguments, _) = module_arguments(model, &platform, inputs, &labels, args.shard_inputs)?;
     let options = args.xla.apply_xla_options(if args.xla.no_jax_defaults {
         model.compile_options("") // no platform: no JAX defaults
     } else {
@@ -97,9 +93,10 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     let (input_shardings, output_shardings) = model.device_shardings()?;
     let outputs = exe.run_sharded(&arguments, &input_shardings, &output_shardings)?;
     let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    std::fs::create_dir_all(&out_dir).map_err(|e| Error::Io { path: out_dir.clone(), source: e })?;
+    std::fs::create_dir_all(&out_dir).map_err(|e| pjrt_client::Error::Io { path: out_dir.clone(), source: e })?;
     let mut report = Vec::new();
     for (i, (array, aval)) in outputs.iter().zip(model.out_avals()).enumerate() {
+        let array = &NpyArray::from_host_array(array)?;
         let file = out_dir.join(format!("out{i}.npy"));
         array.write(&file)?;
         let dtype = aval.element_type.map_or("unknown", |t| t.name());

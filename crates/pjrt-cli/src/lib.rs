@@ -18,10 +18,10 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
-use pjrt_client::host_array::download_npy;
 use pjrt_client::locate::{self, Source};
-use pjrt_client::npy::{Dtype, NpyArray};
-use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, Error, Placement, Plugin, Value};
+use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, Placement, Plugin, Value};
+use pjrt_formats::npy::{Dtype, NpyArray};
+use pjrt_formats::{BufferExt as _, Error};
 use serde_json::{json, Value as Json};
 
 #[derive(Parser)]
@@ -181,10 +181,15 @@ where
     }
 }
 
+/// An invalid-argument error (what most mistakes on the command line are).
+pub(crate) fn invalid(message: impl Into<String>) -> Error {
+    pjrt_client::Error::InvalidArgument(message.into()).into()
+}
+
 /// Runs a parsed command.
 pub fn run(cli: Cli) -> Result<(), Error> {
     match cli.command {
-        Command::Conform(args) => conform::command(&args, |plugin| resolve_plugin(&PluginArg { plugin })),
+        Command::Conform(args) => Ok(conform::command(&args, |plugin| resolve_plugin(&PluginArg { plugin }))?),
         Command::Bench(args) => {
             let plugin = resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?;
             let report = bench::run_bench(&args, &plugin)?;
@@ -201,7 +206,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Command::Cache(command) => cache::run_cache(&command),
         Command::Plugin(PluginCommand::Install { name, json }) => {
             let known = locate::known_plugin(&name).ok_or_else(|| {
-                Error::InvalidArgument(format!(
+                crate::invalid(format!(
                     "unknown plugin `{name}`; known: {} (a plugin you already have needs no install: pass --plugin PATH)",
                     locate::KNOWN_PLUGINS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
                 ))
@@ -222,7 +227,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
 }
 
 /// Resolves the plugin to use; installs the default CPU plugin when nothing is found at all.
-fn resolve_plugin(arg: &PluginArg) -> Result<Plugin, Error> {
+fn resolve_plugin(arg: &PluginArg) -> pjrt_client::Result<Plugin> {
     let found = locate::resolve_or_install(arg.plugin.as_deref(), ui::log_line)?;
     Plugin::load(&found.path)
 }
@@ -352,9 +357,8 @@ fn list_plugins(as_json: bool) -> Result<(), Error> {
 /// Applies one `--xla-option NAME=VALUE`: `true`/`false` become a bool, then an integer, a float,
 /// else a string.
 pub fn parse_xla_option(options: CompileOptions, spec: &str) -> Result<CompileOptions, Error> {
-    let (name, value) = spec
-        .split_once('=')
-        .ok_or_else(|| Error::InvalidArgument(format!("--xla-option needs NAME=VALUE, got `{spec}`")))?;
+    let (name, value) =
+        spec.split_once('=').ok_or_else(|| crate::invalid(format!("--xla-option needs NAME=VALUE, got `{spec}`")))?;
     Ok(match value {
         "true" | "false" => options.xla_option(name, value == "true"),
         v if v.parse::<i64>().is_ok() => options.xla_option(name, v.parse::<i64>().unwrap_or_default()),
@@ -365,7 +369,7 @@ pub fn parse_xla_option(options: CompileOptions, spec: &str) -> Result<CompileOp
 
 fn run_program(args: &RunArgs) -> Result<(), Error> {
     let started = Instant::now();
-    let (program, jax_model) = if pjrt_client::artifact::is_artifact_file(&args.program) {
+    let (program, jax_model) = if pjrt_formats::artifact::is_artifact_file(&args.program) {
         (compile::ProgramSource::open(&args.program)?, None)
     } else {
         let (program, model) = jax_model::read_program(&args.program)?;
@@ -378,20 +382,20 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     let replicas = args.replicas.or(counts.replicas).unwrap_or(1);
     let partitions = counts.partitions.unwrap_or(1);
     if replicas < 1 {
-        return Err(Error::InvalidArgument(format!("--replicas must be at least 1, got {replicas}")));
+        return Err(crate::invalid(format!("--replicas must be at least 1, got {replicas}")));
     }
     if partitions < 1 {
-        return Err(Error::InvalidArgument(format!("mhlo.num_partitions must be at least 1, got {partitions}")));
+        return Err(crate::invalid(format!("mhlo.num_partitions must be at least 1, got {partitions}")));
     }
     if partitions > 1 && args.shard_inputs.is_none() {
-        return Err(Error::InvalidArgument(format!(
+        return Err(crate::invalid(format!(
             "the program is partitioned over {partitions} devices (mhlo.num_partitions): give --shard-inputs AXIS \
              to split the inputs into one shard per device along AXIS"
         )));
     }
     let device_count = replicas
         .checked_mul(partitions)
-        .ok_or_else(|| Error::InvalidArgument(format!("{replicas} replicas × {partitions} partitions is too many")))?;
+        .ok_or_else(|| crate::invalid(format!("{replicas} replicas × {partitions} partitions is too many")))?;
     let mut inputs = arrays::gather_inputs(program.program(), args.params.as_deref(), &args.input)?;
     // Sharding and jax.export models work on host arrays. Otherwise every device takes each
     // whole input, and safetensors tensors upload straight from their mapped files.
@@ -401,7 +405,7 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         if let Some(axis) = args.shard_inputs {
             for (i, array) in arrays.iter().enumerate() {
                 if axis >= array.shape.len() {
-                    return Err(Error::InvalidArgument(format!(
+                    return Err(crate::invalid(format!(
                         "--shard-inputs {axis}: input {i} ({}) has rank {}",
                         labels[i],
                         array.shape.len()
@@ -415,18 +419,14 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     let plugin = resolve_plugin(&args.plugin)?;
     let client = compile::cpu_aware_client(&plugin, device_count)?;
     if let Some(arrays) = host_inputs.take() {
-        let (arrays, labels) = jax_model::module_arguments(
-            jax_model.as_ref(),
-            client.platform_name(),
-            arrays,
-            &inputs.labels,
-            args.shard_inputs,
-        )?;
-        if args.shard_inputs.is_some() {
-            host_inputs = Some(arrays);
-            inputs = arrays::Inputs::host(Vec::new(), labels);
+        if let Some(model) = &jax_model {
+            // The model's arguments, each of its parameter's type (--shard-inputs is refused).
+            let (arrays, labels) =
+                jax_model::module_arguments(model, client.platform_name(), arrays, &inputs.labels, args.shard_inputs)?;
+            inputs = arrays::Inputs::arrays(arrays, labels);
         } else {
-            inputs = arrays::Inputs::host(arrays, labels);
+            // --shard-inputs: split below, once the parameters' types are known.
+            host_inputs = Some(arrays);
         }
     }
     let input_count = host_inputs.as_ref().map_or(inputs.len(), Vec::len);
@@ -442,7 +442,7 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     let params = exe.parameter_shapes().map(|p| p.to_vec());
     if let Some(params) = &params {
         if params.len() != input_count {
-            return Err(Error::InvalidArgument(format!(
+            return Err(crate::invalid(format!(
                 "the program takes {} inputs ({}) but {} were given; pass them in order with --input",
                 params.len(),
                 params.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "),
@@ -455,6 +455,15 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     // One set of inputs per device when sharded; else all devices share `inputs`.
     let sharded: Option<Vec<arrays::Inputs>> = match (args.shard_inputs, host_inputs) {
         (Some(axis), Some(host)) => {
+            // Each input as its parameter's element type (bf16 bits, widened sub-byte values).
+            let host = host
+                .iter()
+                .enumerate()
+                .map(|(i, array)| {
+                    let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
+                    array.to_host_array(wanted).map_err(|e| e.context(format_args!("input {i} ({})", inputs.labels[i])))
+                })
+                .collect::<Result<Vec<_>, Error>>()?;
             // Replicated where the input already has the (per-device) parameter shape.
             let shardings: Vec<pjrt_client::sharding::Sharding> = host
                 .iter()
@@ -462,8 +471,8 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
                 .map(|(i, array)| {
                     let param = params.as_ref().and_then(|p| p.get(i));
                     let whole = param.is_some_and(|p| {
-                        p.dims.len() == array.shape.len()
-                            && p.dims.iter().zip(&array.shape).all(|(d, s)| *d as usize == *s)
+                        p.dims.len() == array.shape().len()
+                            && p.dims.iter().zip(array.shape()).all(|(d, s)| *d as usize == *s)
                     });
                     if whole && devices.len() > 1 && partitions > 1 {
                         pjrt_client::sharding::Sharding::Replicated
@@ -472,12 +481,9 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
                     }
                 })
                 .collect();
-            let per_device =
-                pjrt_client::sharding::per_device_arrays(&host, &shardings, devices.len()).map_err(|e| match e {
-                    Error::InvalidArgument(m) => Error::InvalidArgument(format!("--shard-inputs {axis}: {m}")),
-                    other => other,
-                })?;
-            Some(per_device.into_iter().map(|arrays| arrays::Inputs::host(arrays, inputs.labels.clone())).collect())
+            let per_device = pjrt_client::sharding::per_device_arrays(&host, &shardings, devices.len())
+                .map_err(|e| Error::from(e).context(format_args!("--shard-inputs {axis}")))?;
+            Some(per_device.into_iter().map(|arrays| arrays::Inputs::arrays(arrays, inputs.labels.clone())).collect())
         }
         _ => None,
     };
@@ -487,12 +493,9 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
         let mut row = Vec::new();
         for i in 0..device_inputs.len() {
             let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
-            let buffer = device_inputs.upload(&client, i, wanted, Placement::Device(device)).map_err(|e| match e {
-                Error::InvalidArgument(m) => {
-                    Error::InvalidArgument(format!("input {i} ({}): {m}", device_inputs.labels[i]))
-                }
-                other => other,
-            })?;
+            let buffer = device_inputs
+                .upload(&client, i, wanted, Placement::Device(device))
+                .map_err(|e| e.context(format_args!("input {i} ({})", device_inputs.labels[i])))?;
             row.push(buffer);
         }
         buffers.push(row);
@@ -508,10 +511,10 @@ fn run_program(args: &RunArgs) -> Result<(), Error> {
     let mut outputs = Vec::new();
     for (k, device_outputs) in execution.outputs.iter().enumerate() {
         let dir = if execution.outputs.len() > 1 { out_dir.join(format!("device{k}")) } else { out_dir.clone() };
-        std::fs::create_dir_all(&dir).map_err(|e| Error::Io { path: dir.clone(), source: e })?;
+        std::fs::create_dir_all(&dir).map_err(|e| pjrt_client::Error::Io { path: dir.clone(), source: e })?;
         let mut sink = arrays::OutputSink::new(args.output_format, &dir);
         for (i, buffer) in device_outputs.iter().enumerate() {
-            let array = download_npy(buffer)?;
+            let array = buffer.to_npy()?;
             let element_type = buffer.element_type()?;
             // `dtype` and `element_type` name the program's type (s4), `npy_dtype` and
             // `stored_as` what the file holds (int8 for s4: sub-byte types are widened).

@@ -25,8 +25,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use pjrt_client::npy::NpyError;
-use pjrt_client::Error;
+use pjrt_client::Error as ClientError;
+use pjrt_formats::npy::NpyError;
+use pjrt_formats::Error;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
@@ -115,23 +116,32 @@ pub fn hint(error: &Error) -> Option<String> {
         _ => None,
     };
     match error {
-        Error::Io { source, .. } | Error::Npy(NpyError::Io { source, .. }) => io_hint(source),
+        Error::Client(ClientError::Io { source, .. }) | Error::Npy(NpyError::Io { source, .. }) => io_hint(source),
         Error::Npy(_) => {
             Some("inputs must be NumPy .npy files (numpy.save); check that the file is one and is complete".into())
         }
-        Error::Load { .. } if !message.contains("pjrt plugin install") => {
-            Some("`pjrt plugin list` shows the plugins found; `pjrt plugin install cpu` installs the CPU plugin".into())
+        Error::Client(ClientError::Load { .. } | ClientError::PluginNotFound { .. })
+            if !message.contains("pjrt plugin install") =>
+        {
+            Some(
+                "`pjrt plugin list` shows the plugins found; `pjrt plugin install cpu` installs the CPU plugin; \
+                 --plugin PATH (or PJRT_PLUGIN) loads another"
+                    .into(),
+            )
         }
-        Error::Unsupported { .. } => Some(
+        Error::Client(ClientError::Install { .. }) => {
+            Some("or download the plugin yourself and pass its library with --plugin PATH".into())
+        }
+        Error::Client(ClientError::Unsupported { .. }) => Some(
             "`pjrt conform PLUGIN` lists what a plugin supports; `pjrt plugin install cpu` gets the newest known CPU \
              plugin (API 0.115)"
                 .into(),
         ),
-        Error::InvalidArgument(m) if m.contains("but the parameter is") => Some(
+        Error::Client(ClientError::InvalidArgument(m)) if m.contains("but the parameter is") => Some(
             "save the input with the parameter's dtype, e.g. numpy.save(path, array.astype(numpy.float32)) for f32"
                 .into(),
         ),
-        Error::InvalidArgument(m) if m.contains("but the program's parameter") => {
+        Error::Client(ClientError::InvalidArgument(m)) if m.contains("but the program's parameter") => {
             Some("--input takes the arrays in parameter order; check the order and each array's shape".into())
         }
         _ => None,
@@ -448,13 +458,18 @@ mod tests {
 
     #[test]
     fn hints_name_the_next_step() {
-        let missing = Error::Io { path: "x.npy".into(), source: std::io::ErrorKind::NotFound.into() };
+        let missing =
+            Error::from(ClientError::Io { path: "x.npy".into(), source: std::io::ErrorKind::NotFound.into() });
         assert!(hint(&missing).unwrap().contains("path"));
-        let unsupported = Error::Unsupported { function: "f", since_minor: 115, plugin_major: 0, plugin_minor: 106 };
+        let unsupported = Error::from(ClientError::Unsupported {
+            function: "f",
+            since_minor: 115,
+            plugin_major: 0,
+            plugin_minor: 106,
+        });
         assert!(hint(&unsupported).unwrap().contains("pjrt plugin install cpu"));
-        assert!(hint(&Error::InvalidArgument("x".into())).is_none());
-        let dtype =
-            Error::InvalidArgument("input 0 (i.npy): the array is int32 (s32), but the parameter is f32".into());
+        assert!(hint(&crate::invalid("x")).is_none());
+        let dtype = crate::invalid("input 0 (i.npy): the array is int32 (s32), but the parameter is f32");
         assert!(hint(&dtype).unwrap().contains("astype"));
     }
 }

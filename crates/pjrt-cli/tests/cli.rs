@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::*;
 
-use pjrt_client::npy::NpyArray;
+use pjrt_formats::npy::NpyArray;
 
 fn mlp_inputs() -> Vec<String> {
     ["b1", "b2", "w1", "w2", "x", "y"].iter().map(|n| format!("examples/mlp/{n}.npy")).collect()
@@ -253,7 +253,7 @@ fn run_reproduces_every_single_device_jax_case() {
 }
 
 fn same(want: &NpyArray, got: &NpyArray, spec: &serde_json::Value) -> Result<(), String> {
-    use pjrt_client::npy::Dtype;
+    use pjrt_formats::npy::Dtype;
     if want.shape != got.shape || want.dtype != got.dtype {
         return Err(format!("{} {:?} vs expected {} {:?}", got.dtype, got.shape, want.dtype, want.shape));
     }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::{assert_fails, pjrt, root, stderr, temp_dir, PLUGINS};
-use pjrt_client::npy::{Dtype, NpyArray};
+use pjrt_formats::npy::{Dtype, NpyArray};
 use serde_json::Value as Json;
 
 fn manifest() -> Json {

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::*;
 
-use pjrt_client::npy::{Dtype, NpyArray};
-use pjrt_client::safetensors::{self, SafeTensors, TensorView};
 use pjrt_client::ElementType;
+use pjrt_formats::npy::{Dtype, NpyArray};
+use pjrt_formats::safetensors::{self, SafeTensors, TensorView};
 
 /// An s4 output (int4 -8, -1, 0, 5, 7) after an f32 one.
 const S4_OUT: &str = r#"func.func @main() -> (tensor<2xf32>, tensor<5xi4>) {
@@ -280,10 +280,10 @@ fn sharded_inputs_take_widened_and_packed_sub_byte_arrays() {
         assert_eq!(read(1, 0).to_vec::<i8>().unwrap(), [3, 7], "{plugin}");
         assert_eq!(read(0, 1).to_vec::<f32>().unwrap(), [1., 6.], "{plugin}");
         assert_eq!(read(1, 1).to_vec::<f32>().unwrap(), [-0.5, -6.], "{plugin}");
-        // Values are checked on this path too.
+        // Values are checked on this path too, before the split: the index is the file's.
         let big = dir.join("big.npy");
         NpyArray::from_elements(vec![4], &[0i8, 0, 0, 9]).unwrap().write(&big).unwrap();
         let out = pjrt(&["run", s(&program), "--plugin", plugin, "--shard-inputs", "0", "--input", s(&big), &w_arg]);
-        assert_fails(&out, "element 1 of the int8 array is 9, which is not a s4 value");
+        assert_fails(&out, "element 3 of the int8 array is 9, which is not a s4 value");
     }
 }

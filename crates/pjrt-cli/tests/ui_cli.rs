@@ -6,7 +6,7 @@ use std::process::Output;
 mod common;
 use common::*;
 
-use pjrt_client::npy::NpyArray;
+use pjrt_formats::npy::NpyArray;
 
 /// Runs `pjrt ARGS` (fresh compile cache, so every run compiles) without any log-level
 /// variables inherited from the test's environment, so that what is checked is `pjrt`'s own choice.

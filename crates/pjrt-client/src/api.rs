@@ -184,8 +184,9 @@ impl Api {
     pub(crate) fn take_error(&self, error: *mut sys::PJRT_Error, function: &'static str) -> Error {
         let guard = ErrorGuard { api: self, error };
         let (code, message) = guard.read();
+        let payloads = guard.payloads();
         drop(guard);
-        Error::Pjrt { function, code, message }
+        Error::Pjrt { function, code, message, payloads }
     }
 }
 
@@ -223,7 +224,6 @@ impl ErrorGuard<'_> {
                 get_message(&mut msg_args);
                 message = string_from_raw(msg_args.message, msg_args.message_size);
             }
-            crate::error::append_payloads(&mut message, &self.payloads());
             (code, message)
         }
     }

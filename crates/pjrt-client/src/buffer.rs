@@ -11,6 +11,7 @@ use crate::device::{Device, Memory};
 use crate::element_type::{ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::host_array::HostArray;
 use crate::release::release_if_in_callback;
 use crate::sys::{self, Args};
 
@@ -311,6 +312,21 @@ impl Client {
         let _ = buffer.shape.set((element_type, Arc::from(dims)));
         Ok(buffer)
     }
+
+    /// Uploads a [`HostArray`] (its element type, shape and bytes).
+    ///
+    /// ```
+    /// use pjrt_client::{HostArray, Placement};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let array = HostArray::from_elements(vec![2], &[true, false])?;
+    /// let buffer = client.buffer_from_array(&array, Placement::Default)?;
+    /// assert_eq!(buffer.to_vec::<bool>()?, [true, false]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn buffer_from_array(&self, array: &HostArray, placement: Placement<'_>) -> Result<Buffer> {
+        self.buffer_from_bytes(array.data(), array.element_type(), &array.dims(), &HostLayout::default(), placement)
+    }
 }
 
 impl Buffer {
@@ -493,6 +509,25 @@ impl Buffer {
             .map_err(|_| Error::invalid(format!("cannot allocate {size} bytes for the host copy")))?;
         destination.resize(size, 0);
         self.copy_to_host_async(destination)?.wait()
+    }
+
+    /// Copies the buffer to the host as a [`HostArray`]: its element type, dimensions and bytes
+    /// (sub-byte types one element per byte, the value in the low bits).
+    ///
+    /// ```
+    /// use pjrt_client::{ElementType, Placement};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let x = client.buffer_from_slice(&[1i32, 2, 3, 4, 5, 6], &[2, 3], Placement::Default)?;
+    /// let array = x.to_array()?;
+    /// assert_eq!((array.element_type(), array.shape()), (ElementType::S32, &[2, 3][..]));
+    /// assert_eq!(array.to_vec::<i32>()?, [1, 2, 3, 4, 5, 6]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn to_array(&self) -> Result<HostArray> {
+        let element_type = self.element_type()?;
+        let shape: Vec<usize> = self.dimensions()?.iter().map(|d| *d as usize).collect();
+        HostArray::new(element_type, shape, self.to_host_bytes()?)
     }
 
     /// Copies the buffer to the host as a vector of `T`, which must match the element type.

@@ -504,7 +504,7 @@ impl ClientBuilder<'_> {
         }
         let cpu = options.clone().set("process_id", id);
         match Client::create(plugin, &cpu, callbacks()) {
-            Err(Error::Pjrt { code: ErrorCode::InvalidArgument, message, function })
+            Err(Error::Pjrt { code: ErrorCode::InvalidArgument, message, function, .. })
                 if message.contains("process_id") =>
             {
                 let gpu = options.set("node_id", id).set("num_nodes", count);

@@ -168,7 +168,7 @@ pub enum LoadError {
 #[non_exhaustive]
 pub enum Error {
     /// The plugin returned an error from a call.
-    #[error("{function} failed ({code}): {message}")]
+    #[error("{function} failed ({code}): {message}{}", DisplayPayloads(payloads))]
     Pjrt {
         /// The C function that failed, e.g. `PJRT_Client_Compile`.
         function: &'static str,
@@ -176,6 +176,10 @@ pub enum Error {
         code: ErrorCode,
         /// The plugin's message.
         message: String,
+        /// The payloads the plugin attached (`PJRT_Error_ForEachPayload`, 0.99): `(key, value)`
+        /// pairs, e.g. a type URL and a serialized proto. Shown after the message the way
+        /// absl's `Status::ToString` writes them (` [key='value']`, other bytes as `\xNN`).
+        payloads: Vec<(String, Vec<u8>)>,
     },
     /// The plugin does not provide this function: its table is too short, the slot is NULL, or
     /// the plugin's API version predates it.
@@ -203,7 +207,7 @@ pub enum Error {
         source: LoadError,
     },
     /// No plugin was found where one was looked for.
-    #[error("no PJRT plugin found. Looked in:\n{tried}\nInstall the default CPU plugin with `pjrt plugin install cpu`, or pass a path with --plugin / PJRT_PLUGIN")]
+    #[error("no PJRT plugin found. Looked in:\n{tried}\nSet PJRT_PLUGIN to a plugin's path, or install the default CPU plugin (locate::install)")]
     PluginNotFound {
         /// Every place that was searched, one per line.
         tried: String,
@@ -265,26 +269,16 @@ pub enum Error {
         #[source]
         source: prost::DecodeError,
     },
-    /// A `.npy` file could not be read or written.
-    #[error(transparent)]
-    Npy(#[from] crate::npy::NpyError),
-    /// A `.safetensors` file could not be read or written.
-    #[error(transparent)]
-    Safetensors(#[from] crate::safetensors::SafetensorsError),
 }
 
 impl Error {
     /// The payloads a plugin attached to this error (`PJRT_Error_ForEachPayload`): `(key, value)`
     /// pairs, e.g. a type URL and a serialized proto. Empty for errors without payloads and for
     /// every error that did not come from the plugin.
-    ///
-    /// They travel at the end of the [`Error::Pjrt`] message, written the way absl's
-    /// `Status::ToString` writes them (` [key='value']`, non-printable bytes as `\xNN`), so that
-    /// the variant keeps its three fields; this method reads them back.
-    pub fn payloads(&self) -> Vec<(String, Vec<u8>)> {
+    pub fn payloads(&self) -> &[(String, Vec<u8>)] {
         match self {
-            Error::Pjrt { message, .. } => split_payloads(message).1,
-            _ => Vec::new(),
+            Error::Pjrt { payloads, .. } => payloads,
+            _ => &[],
         }
     }
 
@@ -319,52 +313,21 @@ fn escape_payload(bytes: &[u8], out: &mut String) {
     }
 }
 
-fn unescape_payload(text: &str) -> Option<Vec<u8>> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' {
-            let hex = text.get(i + 2..i + 4)?;
-            if bytes.get(i + 1) != Some(&b'x') {
-                return None;
-            }
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 4;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
+/// Shows payloads after a message as ` [key='value']` items.
+struct DisplayPayloads<'a>(&'a [(String, Vec<u8>)]);
+
+impl std::fmt::Display for DisplayPayloads<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut text = String::new();
+        for (key, value) in self.0 {
+            text.push_str(" [");
+            escape_payload(key.as_bytes(), &mut text);
+            text.push_str("='");
+            escape_payload(value, &mut text);
+            text.push_str("']");
         }
+        f.write_str(&text)
     }
-    Some(out)
-}
-
-/// Appends `payloads` to a plugin error message as ` [key='value']` items.
-pub(crate) fn append_payloads(message: &mut String, payloads: &[(String, Vec<u8>)]) {
-    for (key, value) in payloads {
-        message.push_str(" [");
-        escape_payload(key.as_bytes(), message);
-        message.push_str("='");
-        escape_payload(value, message);
-        message.push_str("']");
-    }
-}
-
-/// Splits a message written by [`append_payloads`] into the plugin's text and the payloads.
-/// Items are read from the end; text that does not parse as an item belongs to the message.
-fn split_payloads(message: &str) -> (&str, Vec<(String, Vec<u8>)>) {
-    let mut rest = message;
-    let mut payloads = Vec::new();
-    while let Some(body) = rest.strip_suffix("']") {
-        // Escaped keys and values contain no `[`, `'` or `]`, so the item starts at the last " [".
-        let Some(start) = body.rfind(" [") else { break };
-        let Some((key, value)) = body[start + 2..].split_once("='") else { break };
-        let (Some(key), Some(value)) = (unescape_payload(key), unescape_payload(value)) else { break };
-        payloads.push((String::from_utf8_lossy(&key).into_owned(), value));
-        rest = &rest[..start];
-    }
-    payloads.reverse();
-    (rest, payloads)
 }
 
 #[cfg(test)]
@@ -372,23 +335,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn payloads_round_trip_through_the_message() {
+    fn payloads_are_a_field_shown_after_the_message() {
         let payloads = vec![
             ("type.googleapis.com/x.Y".to_owned(), vec![0u8, 1, b'\'', b'[', b']', b'a', 0xff]),
             ("k [2]".to_owned(), b"plain text".to_vec()),
         ];
-        let mut message = "boom [not a payload] it's".to_owned();
-        append_payloads(&mut message, &payloads);
-        assert_eq!(
-            message,
-            "boom [not a payload] it's [type.googleapis.com/x.Y='\\x00\\x01\\x27\\x5b\\x5da\\xff'] [k \\x5b2\\x5d='plain text']"
-        );
-        let (text, back) = split_payloads(&message);
-        assert_eq!(text, "boom [not a payload] it's");
-        assert_eq!(back, payloads);
-        let error = Error::Pjrt { function: "f", code: ErrorCode::Internal, message };
+        let error = Error::Pjrt {
+            function: "f",
+            code: ErrorCode::Internal,
+            message: "boom [not a payload] it's".into(),
+            payloads: payloads.clone(),
+        };
         assert_eq!(error.payloads(), payloads);
-        let plain = Error::Pjrt { function: "f", code: ErrorCode::Internal, message: "x ['y']".into() };
+        assert_eq!(
+            error.to_string(),
+            "f failed (INTERNAL): boom [not a payload] it's [type.googleapis.com/x.Y='\\x00\\x01\\x27\\x5b\\x5da\\xff'] [k \\x5b2\\x5d='plain text']"
+        );
+        let plain =
+            Error::Pjrt { function: "f", code: ErrorCode::Internal, message: "x ['y']".into(), payloads: vec![] };
         assert!(plain.payloads().is_empty());
         assert!(Error::invalid("z").payloads().is_empty());
     }

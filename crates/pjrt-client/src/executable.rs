@@ -114,7 +114,7 @@ impl Client {
 
 fn add_compile_hint(error: Error, program: &Program) -> Error {
     match error {
-        Error::Pjrt { function, code, message } => {
+        Error::Pjrt { function, code, message, payloads } => {
             let mut message = message;
             if let Some(text) = program.text() {
                 if !text.contains("@main") {
@@ -124,10 +124,10 @@ fn add_compile_hint(error: Error, program: &Program) -> Error {
             if message.contains("Failed to parse") || message.contains("forward incompatibility") {
                 message.push_str(
                     " (hint: check the program's syntax, and that it targets a StableHLO version between the \
-                     plugin's stablehlo_minimum_version and stablehlo_current_version; `pjrt info` shows them)",
+                     plugin's stablehlo_minimum_version and stablehlo_current_version, see Plugin::stablehlo_version)",
                 );
             }
-            Error::Pjrt { function, code, message }
+            Error::Pjrt { function, code, message, payloads }
         }
         other => other,
     }

@@ -1,276 +1,192 @@
-//! Dense host arrays (`.npy` files in particular) to and from buffers, plus the split/concatenate
-//! helpers that multi-device runs need.
+//! [`HostArray`]: a dense array in host memory, typed by a PJRT [`ElementType`] — what a
+//! buffer holds, on the host. File formats (`.npy`, safetensors in the `pjrt-formats` crate)
+//! convert to and from it; [`crate::sharding`] splits and gathers it across devices.
 
-use crate::buffer::{Buffer, HostLayout, Placement};
-use crate::client::Client;
-use crate::element_type::ElementType;
+use crate::element_type::{ElementType, NativeType};
 use crate::error::{Error, Result};
-use crate::npy::{Dtype, Endian, MappedNpy, NpyArray};
 
-/// The element type a `.npy` dtype uploads as. `V2` (ml_dtypes' bfloat16) is bf16; `u2` data may
-/// also be taken as bf16 when the program's parameter asks for it (see [`upload_npy`]). `V1`
-/// (how ml_dtypes saves int4, uint4, float4, ...) is raw bytes: `u8`, unless a sub-byte
-/// parameter asks for it.
-pub fn element_type_of(dtype: Dtype) -> ElementType {
-    match dtype {
-        Dtype::Bool => ElementType::PRED,
-        Dtype::I8 => ElementType::S8,
-        Dtype::I16 => ElementType::S16,
-        Dtype::I32 => ElementType::S32,
-        Dtype::I64 => ElementType::S64,
-        Dtype::U8 | Dtype::V1 => ElementType::U8,
-        Dtype::U16 => ElementType::U16,
-        Dtype::U32 => ElementType::U32,
-        Dtype::U64 => ElementType::U64,
-        Dtype::F16 => ElementType::F16,
-        Dtype::F32 => ElementType::F32,
-        Dtype::F64 => ElementType::F64,
-        Dtype::C64 => ElementType::C64,
-        Dtype::C128 => ElementType::C128,
-        Dtype::V2 => ElementType::BF16,
-    }
-}
-
-/// The `.npy` dtype an element type is written as; bf16 is written as its raw bits (`<u2`).
+/// A dense, row-major array in host memory with a PJRT element type.
 ///
-/// Sub-byte types are widened, since numpy has no dtype for them (ml_dtypes saves its int4 as
-/// the opaque `|V1`, which loses the type): S4, S2 and S1 as `int8` (sign-extended by
-/// [`download_npy`]), U4, U2 and U1 as `uint8`, and F4E2M1FN, F6E2M3FN, F6E3M2FN as `uint8`
-/// holding the raw bit code (`float4_e2m1fn` 1.0 is 2). [`upload_npy`] takes them back.
+/// The bytes are in the host format of [`ElementType::host_bytes`]: little-endian elements of
+/// whole bytes, and for sub-byte types one element per byte, the value in the low bits (signed
+/// values may also be sign-extended). [`HostArray::new`] checks both the size and the values,
+/// so every `HostArray` uploads without surprises.
 ///
 /// ```
-/// use pjrt_client::host_array::dtype_of;
-/// use pjrt_client::npy::Dtype;
-/// use pjrt_client::ElementType;
-/// assert_eq!(dtype_of(ElementType::S4), Some(Dtype::I8));
-/// assert_eq!(dtype_of(ElementType::F4E2M1FN), Some(Dtype::U8));
-/// assert_eq!(dtype_of(ElementType::F8E4M3FN), None);
-/// ```
-pub fn dtype_of(element_type: ElementType) -> Option<Dtype> {
-    Some(match element_type {
-        ElementType::PRED => Dtype::Bool,
-        ElementType::S8 | ElementType::S4 | ElementType::S2 | ElementType::S1 => Dtype::I8,
-        ElementType::S16 => Dtype::I16,
-        ElementType::S32 => Dtype::I32,
-        ElementType::S64 => Dtype::I64,
-        ElementType::U8
-        | ElementType::U4
-        | ElementType::U2
-        | ElementType::U1
-        | ElementType::F4E2M1FN
-        | ElementType::F6E2M3FN
-        | ElementType::F6E3M2FN => Dtype::U8,
-        ElementType::U16 | ElementType::BF16 => Dtype::U16,
-        ElementType::U32 => Dtype::U32,
-        ElementType::U64 => Dtype::U64,
-        ElementType::F16 => Dtype::F16,
-        ElementType::F32 => Dtype::F32,
-        ElementType::F64 => Dtype::F64,
-        ElementType::C64 => Dtype::C64,
-        ElementType::C128 => Dtype::C128,
-        _ => return None,
-    })
-}
-
-/// Uploads a `.npy` array. `wanted` is the parameter's element type when known; an array of
-/// another dtype is an error, except:
-///
-/// - bf16: a `<u2` or `<V2` array (raw bits);
-/// - a sub-byte type (S4, U4, S2, U2, S1, U1, F4E2M1FN, F6*): an `int8` or `uint8` array of
-///   values in the type's range (the form [`download_npy`] writes; F4/F6 as their bit codes),
-///   or a `|V1` array as ml_dtypes saves it (the value in the low bits, negative ones also
-///   sign-extended). A value out of range is an error naming the element, never truncated.
-///
-/// ```
-/// use pjrt_client::host_array::{download_npy, upload_npy};
-/// use pjrt_client::npy::NpyArray;
-/// use pjrt_client::{ElementType, Placement};
+/// use pjrt_client::{ElementType, HostArray, Placement};
 /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-/// let values = NpyArray::from_elements(vec![3], &[-8i8, -1, 7])?;
-/// let s4 = upload_npy(&client, &values, Some(ElementType::S4), Placement::Default)?;
-/// assert_eq!(s4.element_type()?, ElementType::S4);
-/// assert_eq!(download_npy(&s4)?, values); // widened back to int8
-/// let too_big = NpyArray::from_elements(vec![1], &[8i8])?;
-/// assert!(upload_npy(&client, &too_big, Some(ElementType::S4), Placement::Default).is_err());
-/// # Ok::<(), pjrt_client::Error>(())
-/// ```
-pub fn upload_npy(
-    client: &Client,
-    array: &NpyArray,
-    wanted: Option<ElementType>,
-    placement: Placement<'_>,
-) -> Result<Buffer> {
-    let element_type = upload_element_type(array.dtype, wanted)?;
-    check_narrowed(array.dtype, element_type, &array.data)?;
-    let dims: Vec<i64> = array.shape.iter().map(|d| *d as i64).collect();
-    client.buffer_from_bytes(&array.data, element_type, &dims, &HostLayout::default(), placement)
-}
-
-/// The element type an array of `dtype` uploads as for a parameter of type `wanted` (the rules
-/// of [`upload_npy`]; the values of a widened sub-byte array are checked at upload).
+/// let x = HostArray::from_elements(vec![2, 2], &[1f32, 2., 3., 4.])?;
+/// let rows = x.split(0, 2)?;
+/// assert_eq!(rows[1].to_vec::<f32>()?, [3., 4.]);
+/// assert_eq!(HostArray::concatenate(&rows, 0)?, x);
 ///
-/// ```
-/// use pjrt_client::host_array::upload_element_type;
-/// use pjrt_client::npy::Dtype;
-/// use pjrt_client::ElementType;
-/// assert_eq!(upload_element_type(Dtype::I8, Some(ElementType::S4))?, ElementType::S4);
-/// assert_eq!(upload_element_type(Dtype::V2, None)?, ElementType::BF16);
-/// assert!(upload_element_type(Dtype::F32, Some(ElementType::S4)).is_err());
+/// let buffer = client.buffer_from_array(&x, Placement::Default)?;
+/// assert_eq!(buffer.to_array()?, x);
+///
+/// // Sub-byte types: one element per byte; int4 8 does not exist.
+/// assert!(HostArray::new(ElementType::S4, vec![2], vec![0x07, 0x0f]).is_ok());
+/// assert!(HostArray::new(ElementType::S4, vec![1], vec![0x10]).is_err());
 /// # Ok::<(), pjrt_client::Error>(())
 /// ```
-pub fn upload_element_type(dtype: Dtype, wanted: Option<ElementType>) -> Result<ElementType> {
-    let natural = element_type_of(dtype);
-    Ok(match wanted {
-        Some(ElementType::BF16) if matches!(dtype, Dtype::U16 | Dtype::V2) => ElementType::BF16,
-        Some(w) if w.is_sub_byte() && matches!(dtype, Dtype::I8 | Dtype::U8 | Dtype::V1) => w,
-        Some(w) if w != natural => {
-            let hint = if w == ElementType::BF16 {
-                " (give bf16 as raw 2-byte bits: `<u2` or `<V2`)"
-            } else if w.is_sub_byte() {
-                " (give a sub-byte type as int8 or uint8 values, one per element, or ml_dtypes' `|V1`)"
-            } else {
-                ""
-            };
-            return Err(Error::invalid(format!("the array is {dtype} ({natural}), but the parameter is {w}{hint}")));
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostArray {
+    element_type: ElementType,
+    shape: Vec<usize>,
+    data: Vec<u8>,
+}
+
+impl HostArray {
+    /// An array of `shape` from its host bytes. An error if `data` is not exactly the size of
+    /// `shape` in `element_type` ([`ElementType::host_bytes`]), if the type is not an array
+    /// type, or if a byte of a sub-byte type is not a value of it
+    /// ([`ElementType::check_host_values`]).
+    pub fn new(element_type: ElementType, shape: Vec<usize>, data: Vec<u8>) -> Result<Self> {
+        let count = shape.iter().try_fold(1usize, |n, d| n.checked_mul(*d));
+        let expected = count.and_then(|c| element_type.host_bytes(c)).ok_or_else(|| {
+            Error::invalid(format!("an array of {element_type} and shape {shape:?} has no host size"))
+        })?;
+        if data.len() != expected {
+            return Err(Error::invalid(format!(
+                "an array of {element_type} and shape {shape:?} takes {expected} bytes, not {}",
+                data.len()
+            )));
         }
-        _ => natural,
-    })
-}
+        element_type.check_host_values(&data)?;
+        Ok(HostArray { element_type, shape, data })
+    }
 
-/// The values an element of a sub-byte type can take, as integers (F4/F6: their bit codes).
-fn sub_byte_range(element_type: ElementType) -> Option<(i16, i16)> {
-    let bits = element_type.bits().filter(|_| element_type.is_sub_byte())? as u32;
-    Some(match element_type {
-        ElementType::S4 | ElementType::S2 | ElementType::S1 => (-(1 << (bits - 1)), (1 << (bits - 1)) - 1),
-        _ => (0, (1 << bits) - 1),
-    })
-}
+    /// An array of `shape` holding `elements` (row-major). PRED arrays are made from `bool`s.
+    pub fn from_elements<T: NativeType>(shape: Vec<usize>, elements: &[T]) -> Result<Self> {
+        // SAFETY: `T: NativeType` has no padding, so its elements are initialized bytes; the
+        // slice covers exactly the elements' memory.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(elements.as_ptr() as *const u8, std::mem::size_of_val(elements)) };
+        HostArray::new(T::ELEMENT_TYPE, shape, bytes.to_vec())
+    }
 
-/// Checks that the bytes of a `dtype` array hold values of the sub-byte type `element_type`
-/// (nothing to check for other types): `int8` and `uint8` by their numeric value (so int8 8 is
-/// refused for S4 rather than read as its low bits, -8), `V1` as ml_dtypes stores it.
-fn check_narrowed(dtype: Dtype, element_type: ElementType, bytes: &[u8]) -> Result<()> {
-    let Some((low, high)) = sub_byte_range(element_type) else { return Ok(()) };
-    let value = |b: u8| match dtype {
-        Dtype::I8 => i16::from(b as i8),
-        _ => i16::from(b),
-    };
-    match dtype {
-        Dtype::V1 => element_type.check_host_values(bytes),
-        Dtype::I8 | Dtype::U8 => match bytes.iter().position(|b| !(low..=high).contains(&value(*b))) {
-            None => Ok(()),
-            Some(i) => Err(Error::invalid(format!(
-                "element {i} of the {dtype} array is {}, which is not a {element_type} value ({low}..={high}{})",
-                value(bytes[i]),
-                if element_type.is_integral() { "" } else { ", as bit codes" }
-            ))),
-        },
-        _ => Ok(()),
-    }
-}
-
-/// Uploads a memory-mapped `.npy` file (see [`upload_npy`] for `wanted`). The plugin reads the
-/// mapping directly: C-order files as they are, Fortran-order files through byte strides. Only
-/// big-endian files, and Fortran-order files for a sub-byte parameter, are converted into a
-/// copy first.
-pub fn upload_mapped_npy(
-    client: &Client,
-    file: &MappedNpy,
-    wanted: Option<ElementType>,
-    placement: Placement<'_>,
-) -> Result<Buffer> {
-    let element_type = upload_element_type(file.dtype(), wanted)?;
-    // Every element's byte is in the mapping, in whatever order: the check needs no copy.
-    check_narrowed(file.dtype(), element_type, file.bytes())?;
-    let dims: Vec<i64> = file.shape().iter().map(|d| *d as i64).collect();
-    if file.is_c_order_little_endian() {
-        return client.buffer_from_bytes(file.bytes(), element_type, &dims, &HostLayout::default(), placement);
-    }
-    // Big-endian files, and Fortran-order ones of sub-byte types (which take no byte strides),
-    // upload from a C-order little-endian copy.
-    if file.endian() == Endian::Big || element_type.is_sub_byte() {
-        let array = file.to_array();
-        return client.buffer_from_bytes(&array.data, element_type, &dims, &HostLayout::default(), placement);
-    }
-    // Fortran order: axis 0 varies fastest.
-    let mut strides = Vec::with_capacity(dims.len());
-    let mut stride = file.dtype().size() as i64;
-    for &d in &dims {
-        strides.push(stride);
-        stride = stride.saturating_mul(d.max(1));
-    }
-    let layout = HostLayout { byte_strides: Some(strides), ..Default::default() };
-    client.buffer_from_bytes(file.bytes(), element_type, &dims, &layout, placement)
-}
-
-/// Downloads a buffer as a `.npy` array: bf16 as `<u2` bits, sub-byte types widened to `int8`
-/// or `uint8` as [`dtype_of`] says (S4 -1 is int8 -1, not its low bits `0x0f`). Types with no
-/// `.npy` dtype here (the 8-bit floats) are an error.
-pub fn download_npy(buffer: &Buffer) -> Result<NpyArray> {
-    let element_type = buffer.element_type()?;
-    let dtype = dtype_of(element_type)
-        .ok_or_else(|| Error::invalid(format!("{element_type} outputs cannot be written as .npy")))?;
-    let shape: Vec<usize> = buffer.dimensions()?.iter().map(|d| *d as usize).collect();
-    let mut data = buffer.to_host_bytes()?;
-    element_type.sign_extend_host_values(&mut data);
-    Ok(NpyArray::new(dtype, shape, data)?)
-}
-
-/// Splits an array into `parts` equal slices along `axis`.
-pub fn split(array: &NpyArray, axis: usize, parts: usize) -> Result<Vec<NpyArray>> {
-    let rank = array.shape.len();
-    if axis >= rank {
-        return Err(Error::invalid(format!("cannot split a rank-{rank} array along axis {axis}")));
-    }
-    if parts == 0 || array.shape[axis] % parts != 0 {
-        return Err(Error::invalid(format!(
-            "axis {axis} has size {}, which does not split into {parts} equal parts",
-            array.shape[axis]
-        )));
-    }
-    let outer: usize = array.shape[..axis].iter().product();
-    let inner: usize = array.shape[axis + 1..].iter().product::<usize>() * array.dtype.size();
-    let step = array.shape[axis] / parts;
-    let mut out = Vec::with_capacity(parts);
-    for p in 0..parts {
-        let mut data = Vec::with_capacity(outer * step * inner);
-        for o in 0..outer {
-            let start = (o * array.shape[axis] + p * step) * inner;
-            data.extend_from_slice(&array.data[start..start + step * inner]);
+    /// The elements as `T`, which must match the element type. PRED bytes other than 0 and 1
+    /// read as `true`, the way numpy casts bytes to `bool`.
+    pub fn to_vec<T: NativeType>(&self) -> Result<Vec<T>> {
+        if self.element_type != T::ELEMENT_TYPE {
+            return Err(Error::invalid(format!("the array holds {}, not {}", self.element_type, T::ELEMENT_TYPE)));
         }
-        let mut shape = array.shape.clone();
-        shape[axis] = step;
-        out.push(NpyArray::new(array.dtype, shape, data)?);
+        let size = std::mem::size_of::<T>();
+        Ok(self
+            .data
+            .chunks_exact(size)
+            .map(|chunk| {
+                let mut element = std::mem::MaybeUninit::<T>::uninit();
+                let mut bytes = [0u8; 16];
+                bytes[..size].copy_from_slice(chunk);
+                if self.element_type == ElementType::PRED {
+                    bytes[0] = u8::from(bytes[0] != 0);
+                }
+                // SAFETY: `T: NativeType` accepts every bit pattern of its size (for PRED the
+                // byte was just made 0 or 1); `size` bytes are copied into `element`, which is
+                // `size` bytes long, and no NativeType is larger than 16 bytes (C128).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), element.as_mut_ptr() as *mut u8, size);
+                    element.assume_init()
+                }
+            })
+            .collect())
     }
-    Ok(out)
-}
 
-/// Concatenates arrays of equal dtype and shape (except along `axis`).
-pub fn concatenate(parts: &[NpyArray], axis: usize) -> Result<NpyArray> {
-    let first = parts.first().ok_or_else(|| Error::invalid("nothing to concatenate"))?;
-    let rank = first.shape.len();
-    if axis >= rank {
-        return Err(Error::invalid(format!("cannot concatenate rank-{rank} arrays along axis {axis}")));
+    /// The element type.
+    pub fn element_type(&self) -> ElementType {
+        self.element_type
     }
-    for p in parts {
-        let same_other_dims = p.shape.len() == rank && (0..rank).all(|i| i == axis || p.shape[i] == first.shape[i]);
-        if p.dtype != first.dtype || !same_other_dims {
-            return Err(Error::invalid("arrays to concatenate must have the same dtype and the same other dimensions"));
+
+    /// The dimensions.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The host bytes.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The element type, shape and bytes.
+    pub fn into_parts(self) -> (ElementType, Vec<usize>, Vec<u8>) {
+        (self.element_type, self.shape, self.data)
+    }
+
+    /// The number of elements (1 for a scalar).
+    pub fn element_count(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// The dimensions as PJRT takes them.
+    pub fn dims(&self) -> Vec<i64> {
+        self.shape.iter().map(|d| *d as i64).collect()
+    }
+
+    fn element_bytes(&self) -> usize {
+        // An array exists only for types with a host size (checked in `new`).
+        self.element_type.host_element_bytes().unwrap_or(1)
+    }
+
+    /// Splits the array into `parts` equal slices along `axis` (an error if the axis does not
+    /// divide).
+    pub fn split(&self, axis: usize, parts: usize) -> Result<Vec<HostArray>> {
+        let rank = self.shape.len();
+        if axis >= rank {
+            return Err(Error::invalid(format!("cannot split a rank-{rank} array along axis {axis}")));
         }
+        if parts == 0 || self.shape[axis] % parts != 0 {
+            return Err(Error::invalid(format!(
+                "axis {axis} has size {}, which does not split into {parts} equal parts",
+                self.shape[axis]
+            )));
+        }
+        let outer: usize = self.shape[..axis].iter().product();
+        let inner: usize = self.shape[axis + 1..].iter().product::<usize>() * self.element_bytes();
+        let step = self.shape[axis] / parts;
+        Ok((0..parts)
+            .map(|p| {
+                let mut data = Vec::with_capacity(outer * step * inner);
+                for o in 0..outer {
+                    let start = (o * self.shape[axis] + p * step) * inner;
+                    data.extend_from_slice(&self.data[start..start + step * inner]);
+                }
+                let mut shape = self.shape.clone();
+                shape[axis] = step;
+                HostArray { element_type: self.element_type, shape, data }
+            })
+            .collect())
     }
-    let outer: usize = first.shape[..axis].iter().product();
-    let inner: usize = first.shape[axis + 1..].iter().product::<usize>() * first.dtype.size();
-    let mut data = Vec::new();
-    for o in 0..outer {
+
+    /// Concatenates arrays of equal element type and shape (except along `axis`): the inverse
+    /// of [`HostArray::split`].
+    pub fn concatenate(parts: &[HostArray], axis: usize) -> Result<HostArray> {
+        let first = parts.first().ok_or_else(|| Error::invalid("nothing to concatenate"))?;
+        let rank = first.shape.len();
+        if axis >= rank {
+            return Err(Error::invalid(format!("cannot concatenate rank-{rank} arrays along axis {axis}")));
+        }
         for p in parts {
-            let chunk = p.shape[axis] * inner;
-            data.extend_from_slice(&p.data[o * chunk..(o + 1) * chunk]);
+            let same_other_dims = p.shape.len() == rank && (0..rank).all(|i| i == axis || p.shape[i] == first.shape[i]);
+            if p.element_type != first.element_type || !same_other_dims {
+                return Err(Error::invalid(
+                    "arrays to concatenate must have the same element type and the same other dimensions",
+                ));
+            }
         }
+        let outer: usize = first.shape[..axis].iter().product();
+        let inner: usize = first.shape[axis + 1..].iter().product::<usize>() * first.element_bytes();
+        let mut data = Vec::with_capacity(parts.iter().map(|p| p.data.len()).sum());
+        for o in 0..outer {
+            for p in parts {
+                let chunk = p.shape[axis] * inner;
+                data.extend_from_slice(&p.data[o * chunk..(o + 1) * chunk]);
+            }
+        }
+        let mut shape = first.shape.clone();
+        shape[axis] = parts.iter().map(|p| p.shape[axis]).sum();
+        Ok(HostArray { element_type: first.element_type, shape, data })
     }
-    let mut shape = first.shape.clone();
-    shape[axis] = parts.iter().map(|p| p.shape[axis]).sum();
-    Ok(NpyArray::new(first.dtype, shape, data)?)
 }
 
 #[cfg(test)]
@@ -279,64 +195,31 @@ mod tests {
 
     #[test]
     fn split_and_concatenate_round_trip() {
-        let a = NpyArray::from_elements(vec![4, 3], &(0..12).collect::<Vec<i32>>()).unwrap();
+        let a = HostArray::from_elements(vec![4, 3], &(0..12).collect::<Vec<i32>>()).unwrap();
         for axis in 0..2 {
             let parts = if axis == 0 { 2 } else { 3 };
-            let pieces = split(&a, axis, parts).unwrap();
-            assert_eq!(concatenate(&pieces, axis).unwrap(), a);
+            let pieces = a.split(axis, parts).unwrap();
+            assert_eq!(HostArray::concatenate(&pieces, axis).unwrap(), a);
         }
-        let rows = split(&a, 0, 2).unwrap();
+        let rows = a.split(0, 2).unwrap();
         assert_eq!(rows[1].to_vec::<i32>().unwrap(), vec![6, 7, 8, 9, 10, 11]);
-        let cols = split(&a, 1, 3).unwrap();
+        let cols = a.split(1, 3).unwrap();
         assert_eq!(cols[2].to_vec::<i32>().unwrap(), vec![2, 5, 8, 11]);
-        assert!(split(&a, 0, 3).is_err());
-        assert!(split(&a, 2, 1).is_err());
+        assert!(a.split(0, 3).is_err());
+        assert!(a.split(2, 1).is_err());
+        let b = HostArray::from_elements(vec![4, 3], &[0f32; 12]).unwrap();
+        assert!(HostArray::concatenate(&[a, b], 0).is_err());
     }
 
     #[test]
-    fn sub_byte_types_take_widened_arrays() {
-        use ElementType as T;
-        for t in [T::S4, T::U4, T::S2, T::U2, T::S1, T::U1, T::F4E2M1FN, T::F6E2M3FN, T::F6E3M2FN] {
-            for d in [Dtype::I8, Dtype::U8, Dtype::V1] {
-                assert_eq!(upload_element_type(d, Some(t)).unwrap(), t, "{d} for {t}");
-            }
-            let widened = dtype_of(t).unwrap();
-            assert_eq!(widened, if matches!(t, T::S4 | T::S2 | T::S1) { Dtype::I8 } else { Dtype::U8 });
-            let err = upload_element_type(Dtype::I16, Some(t)).unwrap_err().to_string();
-            assert!(err.contains("int8 or uint8"), "{err}");
-        }
-        // No parameter type: the array's own type, V1 as raw bytes.
-        assert_eq!(upload_element_type(Dtype::V1, None).unwrap(), T::U8);
-        assert_eq!(upload_element_type(Dtype::I8, None).unwrap(), T::S8);
-        assert!(upload_element_type(Dtype::V1, Some(T::S8)).is_err());
-    }
-
-    #[test]
-    fn widened_values_are_checked_by_value() {
-        use ElementType as T;
-        let bytes = |v: &[i8]| v.iter().map(|v| *v as u8).collect::<Vec<u8>>();
-        assert_eq!(sub_byte_range(T::S4), Some((-8, 7)));
-        assert_eq!(sub_byte_range(T::U2), Some((0, 3)));
-        assert_eq!(sub_byte_range(T::S1), Some((-1, 0)));
-        assert_eq!(sub_byte_range(T::F6E3M2FN), Some((0, 63)));
-        assert_eq!(sub_byte_range(T::S8), None);
-        assert!(check_narrowed(Dtype::I8, T::S4, &bytes(&[-8, -1, 0, 7])).is_ok());
-        // int8 8 is not an int4 value, even though its low bits (-8) are.
-        let err = check_narrowed(Dtype::I8, T::S4, &bytes(&[0, 8])).unwrap_err().to_string();
-        assert!(err.contains("element 1") && err.contains("is 8") && err.contains("-8..=7"), "{err}");
-        assert!(check_narrowed(Dtype::U8, T::S4, &[7]).is_ok());
-        assert!(check_narrowed(Dtype::U8, T::S4, &[15]).is_err());
-        assert!(check_narrowed(Dtype::U8, T::U4, &[0, 15]).is_ok());
-        let err = check_narrowed(Dtype::U8, T::U4, &[3, 16]).unwrap_err().to_string();
-        assert!(err.contains("element 1") && err.contains("16") && err.contains("0..=15"), "{err}");
-        assert!(check_narrowed(Dtype::I8, T::U4, &bytes(&[-1])).is_err());
-        assert!(check_narrowed(Dtype::U8, T::F4E2M1FN, &[15]).is_ok());
-        assert!(check_narrowed(Dtype::U8, T::F4E2M1FN, &[16]).unwrap_err().to_string().contains("bit codes"));
-        assert!(check_narrowed(Dtype::U8, T::U1, &[2]).is_err());
-        // V1 is ml_dtypes' storage: low bits, or negative values sign-extended.
-        assert!(check_narrowed(Dtype::V1, T::S4, &[0x0f, 0xff, 0x08]).is_ok());
-        assert!(check_narrowed(Dtype::V1, T::S4, &[0x10]).is_err());
-        // Whole-byte types take any byte.
-        assert!(check_narrowed(Dtype::U8, T::U8, &[255]).is_ok());
+    fn sizes_and_values_are_checked() {
+        assert!(HostArray::new(ElementType::F32, vec![2], vec![0; 7]).is_err());
+        assert!(HostArray::new(ElementType::F32, vec![usize::MAX, 2], vec![]).is_err());
+        assert!(HostArray::new(ElementType::TOKEN, vec![], vec![]).is_err());
+        assert!(HostArray::new(ElementType::U4, vec![1], vec![0xff]).is_err());
+        assert!(HostArray::new(ElementType::S4, vec![1], vec![0xff]).is_ok());
+        let pred = HostArray::new(ElementType::PRED, vec![3], vec![2, 1, 0]).unwrap();
+        assert_eq!(pred.to_vec::<bool>().unwrap(), [true, true, false]);
+        assert!(pred.to_vec::<u8>().is_err());
     }
 }

@@ -726,7 +726,12 @@ mod tests {
         // A plugin error code passes through unchanged; without an error constructor the error
         // is only recorded.
         let (target, failures) = send_target(Box::new(|_| {
-            Err(Error::Pjrt { function: "x", code: ErrorCode::ResourceExhausted, message: "m".into() })
+            Err(Error::Pjrt {
+                function: "x",
+                code: ErrorCode::ResourceExhausted,
+                message: "m".into(),
+                payloads: vec![],
+            })
         }));
         assert_eq!(call_send(&target, true).unwrap().code, sys::PJRT_Error_Code::RESOURCE_EXHAUSTED);
         let mut chunk = plugin_chunk();

@@ -27,7 +27,7 @@
 //!
 //! ## Tutorials and guides
 //! The repository's `examples/` folder holds numbered tutorials, each runnable with
-//! `cargo run -p pjrt-client --example NAME`: `01_inspect_plugin` (plugin, devices, memories),
+//! `cargo run -p pjrt-examples --example NAME`: `01_inspect_plugin` (plugin, devices, memories),
 //! `02_run_stablehlo` (compile and run a JAX-lowered training step), `03_multi_device`
 //! (replicas, all-reduce, sharded inputs), `04_aot_compile_and_load` (compile ahead of time, load later),
 //! `05_async_execution` (futures, overlapping transfers, events), `06_safetensors_weights` (weights),
@@ -73,12 +73,10 @@ pub mod sys;
 
 mod aligned;
 mod api;
-pub mod artifact;
 mod buffer;
 mod buffer_ext;
 mod client;
 mod client_ext;
-pub mod compile_cache;
 pub mod compile_options;
 mod device;
 mod device_description;
@@ -94,17 +92,14 @@ mod handoff;
 pub mod host_array;
 mod host_callbacks;
 mod host_copy;
-pub mod jax_export;
 mod kv_store;
 pub mod locate;
 mod named_value;
 #[cfg(feature = "ndarray")]
 mod ndarray_support;
-pub mod npy;
 mod plugin;
 mod program;
 mod release;
-pub mod safetensors;
 pub mod sharding;
 mod topology;
 mod transfer_manager;
@@ -128,6 +123,7 @@ pub use executable::{
     CompiledMemoryStats, CopyToDeviceStream, ExecuteContext, ExecuteOptions, LoadOptions, LogicalDeviceId,
     OptimizedProgram, SendChunk,
 };
+pub use host_array::HostArray;
 pub use kv_store::{InMemoryStore, KeyValueStore, KvCallCounts, KvCallbacks, KvError};
 pub use named_value::Value;
 pub use plugin::{Plugin, StableHloVersion};
@@ -136,11 +132,6 @@ pub use release::flush_released;
 pub use topology::{CanonicalShape, Executable, Topology};
 pub use transfer_manager::{PendingTransfer, ShapeSpec, TransferManager};
 pub use user_event::UserEvent;
-
-/// The Rust snippets of `docs/jax-guide.md`, run as doc tests so the guide stays true to the API.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/jax-guide.md")]
-pub struct JaxGuide;
 
 pub use half;
 #[cfg(feature = "ndarray")]

@@ -234,7 +234,7 @@ pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
             return verify_if_cached(found);
         }
         let hint = match known_plugin(spec) {
-            Some(_) => format!("install it with `pjrt plugin install {spec}`"),
+            Some(_) => format!("install it with locate::install (known plugin `{spec}`)"),
             None => format!(
                 "known names: {}; or give a path to a .so file",
                 KNOWN_PLUGINS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
@@ -360,7 +360,7 @@ pub fn verified_cached(plugin: &KnownPlugin) -> Result<PathBuf> {
     let path = cached_path(plugin);
     if !path.is_file() {
         return Err(Error::PluginNotFound {
-            tried: format!("  {} (install it with `pjrt plugin install {}`)", path.display(), plugin.name),
+            tried: format!("  {} (install it with locate::install, known plugin `{}`)", path.display(), plugin.name),
         });
     }
     verify_file(plugin, path)
@@ -379,7 +379,7 @@ fn verify_file(plugin: &KnownPlugin, path: PathBuf) -> Result<PathBuf> {
         return Err(Error::Install {
             name: plugin.name.into(),
             message: format!(
-                "{} {what} (SHA-256 {digest}, expected {}); refusing to load it. Reinstall with `pjrt plugin install {}`",
+                "{} {what} (SHA-256 {digest}, expected {}); refusing to load it. Install it again (locate::install, known plugin `{}`)",
                 path.display(),
                 plugin.sha256,
                 plugin.name
@@ -500,7 +500,7 @@ pub fn install(plugin: &KnownPlugin, mut log: impl FnMut(&str)) -> Result<PathBu
         .status()
         .map_err(|e| Error::Install {
             name: plugin.name.into(),
-            message: format!("cannot run `python3 -m pip` ({e}); install Python 3 with pip, or download {requirement} yourself and pass --plugin PATH"),
+            message: format!("cannot run `python3 -m pip` ({e}); install Python 3 with pip, or download {requirement} yourself and load it by its path"),
         })?;
     if !status.success() {
         let _ = std::fs::remove_dir_all(&staging);

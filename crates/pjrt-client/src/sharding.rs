@@ -10,9 +10,8 @@
 //! every device). [`Sharding`] says which, per argument and per output.
 //!
 //! ```
-//! use pjrt_client::npy::NpyArray;
 //! use pjrt_client::sharding::{gather_slices, shard_slice, Sharding};
-//! use pjrt_client::{Client, ClientOptions, CompileOptions, Program};
+//! use pjrt_client::{Client, ClientOptions, CompileOptions, HostArray, Program};
 //!
 //! // Plain slices: split a 4×2 array by rows over 2 devices and put it back together.
 //! let x: Vec<f32> = (0..8).map(|i| i as f32).collect();
@@ -30,10 +29,10 @@
 //!     return %1 : tensor<2x2xf32>
 //!   }"#)?;
 //! let exe = client.compile(&program, &CompileOptions::new().num_replicas(2))?;
-//! let xa = NpyArray::from_elements(vec![4, 2], &x)?;
-//! let wa = NpyArray::from_elements(vec![2], &[1f32, 10.])?;
+//! let xa = HostArray::from_elements(vec![4, 2], &x)?;
+//! let wa = HostArray::from_elements(vec![2], &[1f32, 10.])?;
 //! let y = exe.run_sharded(&[xa, wa], &[Sharding::Split(0), Sharding::Replicated], &[Sharding::Split(0)])?;
-//! assert_eq!(y[0].shape, [4, 2]);
+//! assert_eq!(y[0].shape(), [4, 2]);
 //! assert_eq!(y[0].to_vec::<f32>()?, [0., 10., 2., 30., 4., 50., 6., 70.]);
 //! # Ok::<(), pjrt_client::Error>(())
 //! ```
@@ -41,8 +40,7 @@
 use crate::buffer::{Buffer, Placement};
 use crate::error::{Error, Result};
 use crate::executable::{Execution, LoadedExecutable};
-use crate::host_array::{concatenate, download_npy, split, upload_npy};
-use crate::npy::NpyArray;
+use crate::host_array::HostArray;
 
 /// How one argument (or output) is laid out over the devices of an execution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -68,13 +66,13 @@ impl From<Option<usize>> for Sharding {
 }
 
 /// Splits an array into `n` equal shards along `axis` (an error if the axis does not divide).
-pub fn shard(array: &NpyArray, axis: usize, n: usize) -> Result<Vec<NpyArray>> {
-    split(array, axis, n)
+pub fn shard(array: &HostArray, axis: usize, n: usize) -> Result<Vec<HostArray>> {
+    array.split(axis, n)
 }
 
 /// Concatenates shards along `axis`: the inverse of [`shard`].
-pub fn gather(parts: &[NpyArray], axis: usize) -> Result<NpyArray> {
-    concatenate(parts, axis)
+pub fn gather(parts: &[HostArray], axis: usize) -> Result<HostArray> {
+    HostArray::concatenate(parts, axis)
 }
 
 fn check_split(shape: &[usize], len: usize, axis: usize, n: usize) -> Result<()> {
@@ -147,7 +145,7 @@ pub fn gather_slices<T: Copy, P: AsRef<[T]>>(
 }
 
 /// One argument list per device: `inputs[i]` laid out by `shardings[i]` over `devices` devices.
-pub fn per_device_arrays(inputs: &[NpyArray], shardings: &[Sharding], devices: usize) -> Result<Vec<Vec<NpyArray>>> {
+pub fn per_device_arrays(inputs: &[HostArray], shardings: &[Sharding], devices: usize) -> Result<Vec<Vec<HostArray>>> {
     if shardings.len() != inputs.len() {
         return Err(Error::invalid(format!("{} inputs but {} shardings", inputs.len(), shardings.len())));
     }
@@ -171,42 +169,38 @@ pub fn per_device_arrays(inputs: &[NpyArray], shardings: &[Sharding], devices: u
 
 /// Gathers output `index` of an execution: concatenated along the axis for
 /// [`Sharding::Split`], device 0's copy for [`Sharding::Replicated`].
-pub fn gather_output(execution: &Execution, index: usize, sharding: Sharding) -> Result<NpyArray> {
+pub fn gather_output(execution: &Execution, index: usize, sharding: Sharding) -> Result<HostArray> {
     let first = execution.outputs.first().ok_or_else(|| Error::invalid("the execution has no devices"))?;
     if index >= first.len() {
         return Err(Error::invalid(format!("output {index} does not exist ({} outputs)", first.len())));
     }
     match sharding {
-        Sharding::Replicated => download_npy(&first[index]),
+        Sharding::Replicated => first[index].to_array(),
         Sharding::Split(axis) => {
-            let parts: Vec<NpyArray> =
-                execution.outputs.iter().map(|outs| download_npy(&outs[index])).collect::<Result<_>>()?;
+            let parts: Vec<HostArray> =
+                execution.outputs.iter().map(|outs| outs[index].to_array()).collect::<Result<_>>()?;
             gather(&parts, axis)
         }
     }
 }
 
 /// Every output of an execution, gathered by `shardings` (missing entries: replicated).
-pub fn gather_outputs(execution: &Execution, shardings: &[Sharding]) -> Result<Vec<NpyArray>> {
+pub fn gather_outputs(execution: &Execution, shardings: &[Sharding]) -> Result<Vec<HostArray>> {
     let count = execution.outputs.first().map_or(0, |o| o.len());
     (0..count).map(|i| gather_output(execution, i, shardings.get(i).copied().unwrap_or_default())).collect()
 }
 
 impl LoadedExecutable {
     /// Uploads one argument list per addressable device: `inputs[i]` split along its axis into
-    /// one shard per device, or given whole to each device ([`Sharding::Replicated`]). The
-    /// element type of each parameter is taken from the program when known (so `<u2` bits
-    /// upload as bf16). Pass the result to [`LoadedExecutable::execute_sharded`].
-    pub fn upload_sharded(&self, inputs: &[NpyArray], shardings: &[Sharding]) -> Result<Vec<Vec<Buffer>>> {
+    /// one shard per device, or given whole to each device ([`Sharding::Replicated`]). Pass the result to [`LoadedExecutable::execute_sharded`].
+    pub fn upload_sharded(&self, inputs: &[HostArray], shardings: &[Sharding]) -> Result<Vec<Vec<Buffer>>> {
         let devices = self.addressable_devices();
         let lists = per_device_arrays(inputs, shardings, devices.len())?;
-        let params = self.parameter_shapes().map(|p| p.to_vec());
         let mut buffers = Vec::with_capacity(devices.len());
         for (device, list) in devices.iter().zip(&lists) {
             let mut row = Vec::with_capacity(list.len());
             for (i, array) in list.iter().enumerate() {
-                let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
-                row.push(upload_npy(self.client(), array, wanted, Placement::Device(device)).map_err(|e| match e {
+                row.push(self.client().buffer_from_array(array, Placement::Device(device)).map_err(|e| match e {
                     Error::InvalidArgument(m) => Error::InvalidArgument(format!("input {i}: {m}")),
                     other => other,
                 })?);
@@ -218,7 +212,7 @@ impl LoadedExecutable {
 
     /// Launches on every addressable device with arguments uploaded by
     /// [`LoadedExecutable::upload_sharded`]. Returns at once; wait on the [`Execution`].
-    pub fn execute_host_sharded(&self, inputs: &[NpyArray], shardings: &[Sharding]) -> Result<Execution> {
+    pub fn execute_host_sharded(&self, inputs: &[HostArray], shardings: &[Sharding]) -> Result<Execution> {
         let buffers = self.upload_sharded(inputs, shardings)?;
         let refs: Vec<Vec<&Buffer>> = buffers.iter().map(|r| r.iter().collect()).collect();
         self.execute_sharded(&refs)
@@ -229,10 +223,10 @@ impl LoadedExecutable {
     /// [`gather_outputs`].
     pub fn run_sharded(
         &self,
-        inputs: &[NpyArray],
+        inputs: &[HostArray],
         input_shardings: &[Sharding],
         output_shardings: &[Sharding],
-    ) -> Result<Vec<NpyArray>> {
+    ) -> Result<Vec<HostArray>> {
         let execution = self.execute_host_sharded(inputs, input_shardings)?;
         execution.wait()?;
         gather_outputs(&execution, output_shardings)
@@ -253,8 +247,8 @@ mod tests {
             part_shape[axis] /= n;
             let (back, back_shape) = gather_slices(&parts, &part_shape, axis).unwrap();
             assert_eq!((back, back_shape), (data.clone(), shape.to_vec()), "axis {axis}, {n} parts");
-            // Same layout as the NpyArray helpers.
-            let a = NpyArray::from_elements(shape.to_vec(), &data).unwrap();
+            // Same layout as the HostArray helpers.
+            let a = HostArray::from_elements(shape.to_vec(), &data).unwrap();
             let npy_parts = shard(&a, axis, n).unwrap();
             for (p, q) in parts.iter().zip(&npy_parts) {
                 assert_eq!(*p, q.to_vec::<i32>().unwrap());
@@ -272,8 +266,8 @@ mod tests {
 
     #[test]
     fn per_device_lists() {
-        let x = NpyArray::from_elements(vec![4, 2], &(0..8).map(|v| v as f32).collect::<Vec<f32>>()).unwrap();
-        let w = NpyArray::from_elements(vec![2], &[1f32, 2.]).unwrap();
+        let x = HostArray::from_elements(vec![4, 2], &(0..8).map(|v| v as f32).collect::<Vec<f32>>()).unwrap();
+        let w = HostArray::from_elements(vec![2], &[1f32, 2.]).unwrap();
         let lists = per_device_arrays(&[x, w.clone()], &[Sharding::Split(0), Sharding::Replicated], 4).unwrap();
         assert_eq!(lists.len(), 4);
         assert_eq!(lists[3][0].to_vec::<f32>().unwrap(), vec![6., 7.]);

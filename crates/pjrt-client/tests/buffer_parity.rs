@@ -350,7 +350,7 @@ fn donation_with_a_control_dependency() {
         let result = buffer.donate_with_control_dependency();
         if minor(&client) < 115 {
             match result {
-                Err(Error::Pjrt { function, code, message }) => {
+                Err(Error::Pjrt { function, code, message, .. }) => {
                     assert_eq!(function, "PJRT_Buffer_DonateWithControlDependency");
                     assert_eq!(code, ErrorCode::Unimplemented);
                     assert_eq!(message, "DonateWithControlDependency is not supported.");

@@ -25,7 +25,7 @@ fn upload(client: &Client, values: [f32; 4]) -> pjrt_client::Buffer {
 
 fn assert_unimplemented(result: Result<impl std::fmt::Debug, Error>, function: &str, message: &str) {
     match result {
-        Err(Error::Pjrt { function: f, code: ErrorCode::Unimplemented, message: m }) => {
+        Err(Error::Pjrt { function: f, code: ErrorCode::Unimplemented, message: m, .. }) => {
             assert_eq!((f, m.as_str()), (function, message));
         }
         other => panic!("expected UNIMPLEMENTED from {function}, got {other:?}"),

@@ -1202,10 +1202,10 @@ fn smoke(env: &Env) -> pjrt_client::Result<()> {
 
 fn check(expect: Expect, result: &pjrt_client::Result<bool>) -> Result<(), String> {
     let fine = match (expect, result) {
-        (Expect::Pjrt(f), Err(Error::Pjrt { function, code: ErrorCode::Internal, message })) => {
+        (Expect::Pjrt(f), Err(Error::Pjrt { function, code: ErrorCode::Internal, message, .. })) => {
             *function == f && message.starts_with("fake:")
         }
-        (Expect::PjrtExactly(f, c, m), Err(Error::Pjrt { function, code, message })) => {
+        (Expect::PjrtExactly(f, c, m), Err(Error::Pjrt { function, code, message, .. })) => {
             *function == f && *code == c && message == m
         }
         (Expect::Invalid, Err(Error::InvalidArgument(_))) => true,
@@ -1365,7 +1365,7 @@ fn load_time_faults_from_the_sidecar() {
     let fake = Fake::with_sidecar("initialize", "working\nfail PJRT_Plugin_Initialize\n");
     match fake.load() {
         Err(Error::Load { source: LoadError::Initialize(inner), .. }) => match *inner {
-            Error::Pjrt { function: "PJRT_Plugin_Initialize", code: ErrorCode::Internal, ref message } => {
+            Error::Pjrt { function: "PJRT_Plugin_Initialize", code: ErrorCode::Internal, ref message, .. } => {
                 assert_eq!(message, "fake: injected failure in PJRT_Plugin_Initialize");
             }
             ref other => panic!("expected a PJRT_Plugin_Initialize error, got {other:?}"),

@@ -58,7 +58,7 @@ fn the_cpu_plugins_cannot_compile_host_send_or_recv() {
         for (source, opcode) in [(SEND_RECV, "send"), (RECV_ONLY, "recv")] {
             let result = client.compile(&Program::mlir_text(source).unwrap(), &CompileOptions::new());
             match result {
-                Err(Error::Pjrt { function, code: ErrorCode::Unimplemented, message }) => {
+                Err(Error::Pjrt { function, code: ErrorCode::Unimplemented, message, .. }) => {
                     assert_eq!(function, "PJRT_Client_Compile");
                     assert_eq!(message, format!("HLO opcode `{opcode}` is not supported by XLA:CPU ThunkEmitter"));
                 }

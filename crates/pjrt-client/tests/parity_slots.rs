@@ -16,7 +16,7 @@ fn dma_map_is_unimplemented_on_both_cpu_plugins() {
         let memory = AlignedHostBuffer::zeroed(4096).unwrap();
         let expected = if *name == "cpu" { "DmaMap is not supported." } else { "DmaMap not supported on platform cpu" };
         match client.dma_map(memory) {
-            Err(Error::Pjrt { function: "PJRT_Client_DmaMap", code: ErrorCode::Unimplemented, message }) => {
+            Err(Error::Pjrt { function: "PJRT_Client_DmaMap", code: ErrorCode::Unimplemented, message, .. }) => {
                 assert_eq!(message, expected, "{name}");
             }
             other => panic!("{name}: expected UNIMPLEMENTED from DmaMap, got {other:?}"),
@@ -58,7 +58,7 @@ fn user_events_complete_when_set() {
         assert!(matches!(failing.set_error(ErrorCode::Other(0), "x"), Err(Error::InvalidArgument(_))));
         failing.set_error(ErrorCode::Internal, "boom").unwrap();
         match failing.event().wait() {
-            Err(Error::Pjrt { function: "PJRT_Event_Await", code: ErrorCode::Internal, message }) => {
+            Err(Error::Pjrt { function: "PJRT_Event_Await", code: ErrorCode::Internal, message, .. }) => {
                 assert_eq!(message, "boom", "{name}");
             }
             other => panic!("{name}: expected INTERNAL boom, got {other:?}"),

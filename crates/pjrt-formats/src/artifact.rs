@@ -1,6 +1,6 @@
 //! Ahead-of-time artifacts: a compiled executable in a file of our own format, with a header
 //! that says which plugin made it, so a mismatch is refused with a clear message before the
-//! plugin ever sees the bytes. The compile cache ([`crate::compile_cache`]) stores its entries in
+//! plugin ever sees the bytes. The compile cache (`compile_cache`) stores its entries in
 //! the same format.
 //!
 //! Layout (all integers little-endian):
@@ -24,7 +24,7 @@
 //! ```
 //!
 //! The reader checks every length against the bytes that are there, so a truncated, corrupt or
-//! hostile file is an [`Error::InvalidArgument`], never a panic or a large allocation.
+//! hostile file is an [`pjrt_client::Error::InvalidArgument`] (as [`Error::Client`]), never a panic or a large allocation.
 
 use std::fmt;
 use std::io::Write;
@@ -32,14 +32,9 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use crate::api::ApiVersion;
-use crate::client::Client;
-use crate::compile_options::CompileOptions;
+use pjrt_client::{ApiVersion, Client, CompileOptions, LoadedExecutable, Plugin, Program, StableHloVersion, Topology};
+
 use crate::error::{Error, Result};
-use crate::executable::LoadedExecutable;
-use crate::plugin::{Plugin, StableHloVersion};
-use crate::program::Program;
-use crate::topology::Topology;
 
 /// The bytes every artifact starts with.
 pub const MAGIC: &[u8; 8] = b"PJRT-AOT";
@@ -140,7 +135,7 @@ impl ArtifactHeader {
         client: &Client,
         program: &Program,
         options: &CompileOptions,
-        key: &crate::compile_cache::CacheKey,
+        key: &CacheKey,
     ) -> ArtifactHeader {
         ArtifactHeader {
             plugin: PluginIdentity::of_client(client),
@@ -210,7 +205,7 @@ impl Artifact {
         options: &CompileOptions,
     ) -> Result<Artifact> {
         let bytes = executable.serialize()?;
-        let key = crate::compile_cache::cache_key(client, program, options)?;
+        let key = cache_key(client, program, options)?;
         let header = ArtifactHeader::for_devices(client, program, options, &key);
         Artifact::new(header, bytes)
     }
@@ -273,7 +268,7 @@ impl Artifact {
     }
 
     /// Parses an artifact. Anything malformed (wrong magic, another format version, truncation,
-    /// a payload whose checksum does not match) is an [`Error::InvalidArgument`].
+    /// a payload whose checksum does not match) is an [`pjrt_client::Error::InvalidArgument`] (as [`Error::Client`]).
     pub fn from_bytes(bytes: &[u8]) -> Result<Artifact> {
         let mut r = Reader { bytes, at: 0 };
         if r.take(8)? != MAGIC {
@@ -338,10 +333,7 @@ impl Artifact {
     pub fn read(path: impl AsRef<Path>) -> Result<Artifact> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        Artifact::from_bytes(&bytes).map_err(|e| match e {
-            Error::InvalidArgument(m) => Error::invalid(format!("{}: {m}", path.display())),
-            other => other,
-        })
+        Artifact::from_bytes(&bytes).map_err(|e| e.context(path.display()))
     }
 
     /// Writes the artifact atomically: to a temporary file in the same folder, then renamed, so a
@@ -376,7 +368,7 @@ impl Artifact {
     /// Checks compatibility, then loads the executable onto `client`'s devices without compiling.
     pub fn load(&self, client: &Client) -> Result<LoadedExecutable> {
         self.check_compatible(client)?;
-        client.deserialize_and_load(&self.executable)
+        Ok(client.deserialize_and_load(&self.executable)?)
     }
 }
 
@@ -487,6 +479,54 @@ impl<'a> Reader<'a> {
         String::from_utf8(self.take(len)?.to_vec())
             .map_err(|_| Error::invalid("artifact header: a platform string is not UTF-8"))
     }
+}
+
+/// A cache key (of the compile cache, and the build key of an artifact): SHA-256 of everything that changes a compiled executable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CacheKey(pub [u8; 32]);
+
+impl CacheKey {
+    /// Lower-case hex.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// The key of compiling `program` with `options` on `client`.
+pub fn cache_key(client: &Client, program: &Program, options: &CompileOptions) -> Result<CacheKey> {
+    let mut hash = Sha256::new();
+    // Every field is length-prefixed so no two different inputs hash the same bytes.
+    let mut field = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    field(b"pjrt-client compile cache v1");
+    let id = PluginIdentity::of_client(client);
+    field(id.platform_name.as_bytes());
+    field(id.platform_version.as_bytes());
+    field(&id.xla_version.map(|v| v.to_le_bytes().to_vec()).unwrap_or_default());
+    field(&id.api_version.major.to_le_bytes());
+    field(&id.api_version.minor.to_le_bytes());
+    field(id.stablehlo_version.map(|v| format!("{v}")).unwrap_or_default().as_bytes());
+    // Two builds of a plugin can report the same versions; the library file's size and
+    // modification time tell them apart (a reinstall only costs one miss).
+    let library = std::fs::metadata(client.plugin().path()).ok();
+    field(&library.as_ref().map(|m| m.len()).unwrap_or_default().to_le_bytes());
+    let modified = library.and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    field(&modified.map(|d| d.as_nanos()).unwrap_or_default().to_le_bytes());
+    field(program.format().as_pjrt_str().as_bytes());
+    field(program.code());
+    field(&options.to_bytes()?);
+    let devices = client.devices();
+    field(&(devices.len() as u64).to_le_bytes());
+    let addressable = client.addressable_devices();
+    field(&(addressable.len() as u64).to_le_bytes());
+    for device in &addressable {
+        field(&device.id()?.to_le_bytes());
+        field(device.kind()?.as_bytes());
+    }
+    field(&client.process_index().to_le_bytes());
+    Ok(CacheKey(hash.finalize().into()))
 }
 
 #[cfg(test)]

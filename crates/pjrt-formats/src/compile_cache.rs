@@ -4,10 +4,10 @@
 //! Opt-in: nothing is cached unless you make a [`CompileCache`].
 //!
 //! ```no_run
-//! use pjrt_client::compile_cache::{CacheOutcome, CompileCache};
+//! use pjrt_formats::compile_cache::{CacheOutcome, CompileCache};
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, Plugin, Program};
 //!
-//! # fn main() -> pjrt_client::Result<()> {
+//! # fn main() -> pjrt_formats::Result<()> {
 //! let plugin = Plugin::load(pjrt_client::locate::resolve(None)?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let program = Program::from_file("model.mlir")?;
@@ -19,7 +19,7 @@
 //! ```
 //!
 //! Entries are keyed by a SHA-256 of everything that changes the compiled result: the plugin
-//! build ([`PluginIdentity`]: platform name and version, `xla_version`, PJRT API and StableHLO
+//! build ([`crate::artifact::PluginIdentity`]: platform name and version, `xla_version`, PJRT API and StableHLO
 //! versions), the program's format and bytes, the serialized compile options, and the client's
 //! devices (count, ids and kinds). Each entry is an [`Artifact`] file (one format, one reader),
 //! written atomically (a temporary file in the same folder, then a rename). A corrupt, truncated
@@ -29,28 +29,14 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use sha2::{Digest, Sha256};
+use pjrt_client::{Client, CompileOptions, LoadedExecutable, Program};
 
-use crate::artifact::{self, Artifact, ArtifactHeader, PluginIdentity, Target};
-use crate::client::Client;
-use crate::compile_options::CompileOptions;
+use crate::artifact::{self, Artifact, ArtifactHeader, Target};
+pub use crate::artifact::{cache_key, CacheKey};
 use crate::error::{Error, Result};
-use crate::executable::LoadedExecutable;
-use crate::program::Program;
 
 /// Entry files end with this.
 const ENTRY_EXTENSION: &str = "pjrtx";
-
-/// A cache key: SHA-256 of everything that changes a compiled executable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct CacheKey(pub [u8; 32]);
-
-impl CacheKey {
-    /// Lower-case hex.
-    pub fn to_hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
-    }
-}
 
 /// Whether a compile came from the cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,43 +94,6 @@ pub struct CacheInfo {
 pub struct CompileCache {
     dir: PathBuf,
     max_bytes: u64,
-}
-
-/// The key of compiling `program` with `options` on `client`.
-pub fn cache_key(client: &Client, program: &Program, options: &CompileOptions) -> Result<CacheKey> {
-    let mut hash = Sha256::new();
-    // Every field is length-prefixed so no two different inputs hash the same bytes.
-    let mut field = |bytes: &[u8]| {
-        hash.update((bytes.len() as u64).to_le_bytes());
-        hash.update(bytes);
-    };
-    field(b"pjrt-client compile cache v1");
-    let id = PluginIdentity::of_client(client);
-    field(id.platform_name.as_bytes());
-    field(id.platform_version.as_bytes());
-    field(&id.xla_version.map(|v| v.to_le_bytes().to_vec()).unwrap_or_default());
-    field(&id.api_version.major.to_le_bytes());
-    field(&id.api_version.minor.to_le_bytes());
-    field(id.stablehlo_version.map(|v| format!("{v}")).unwrap_or_default().as_bytes());
-    // Two builds of a plugin can report the same versions; the library file's size and
-    // modification time tell them apart (a reinstall only costs one miss).
-    let library = std::fs::metadata(client.plugin().path()).ok();
-    field(&library.as_ref().map(|m| m.len()).unwrap_or_default().to_le_bytes());
-    let modified = library.and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-    field(&modified.map(|d| d.as_nanos()).unwrap_or_default().to_le_bytes());
-    field(program.format().as_pjrt_str().as_bytes());
-    field(program.code());
-    field(&options.to_bytes()?);
-    let devices = client.devices();
-    field(&(devices.len() as u64).to_le_bytes());
-    let addressable = client.addressable_devices();
-    field(&(addressable.len() as u64).to_le_bytes());
-    for device in &addressable {
-        field(&device.id()?.to_le_bytes());
-        field(device.kind()?.as_bytes());
-    }
-    field(&client.process_index().to_le_bytes());
-    Ok(CacheKey(hash.finalize().into()))
 }
 
 impl CompileCache {

@@ -10,9 +10,9 @@
 //! the order of [`JaxExport::in_avals`]) to the module's parameters:
 //!
 //! ```no_run
-//! # fn main() -> pjrt_client::Result<()> {
-//! use pjrt_client::jax_export::JaxExport;
-//! use pjrt_client::npy::NpyArray;
+//! # fn main() -> pjrt_formats::Result<()> {
+//! use pjrt_formats::jax_export::JaxExport;
+//! use pjrt_formats::npy::NpyArray;
 //! use pjrt_client::{locate, Client, ClientOptions, Plugin};
 //!
 //! let model = JaxExport::read("model.jaxexport")?;
@@ -30,16 +30,12 @@ use std::path::Path;
 
 use flatbuffer::{FlatError, Table, Vector};
 
-use crate::client::Client;
-use crate::compile_options::CompileOptions;
-use crate::element_type::ElementType;
+use pjrt_client::sharding::Sharding;
+use pjrt_client::{Client, CompileOptions, ElementType, HostArray, LoadedExecutable, Placement, Program};
+
 use crate::error::{Error, Result};
-use crate::executable::LoadedExecutable;
-use crate::host_array::{download_npy, upload_npy};
 use crate::npy::NpyArray;
-use crate::program::Program;
-use crate::sharding::Sharding;
-use crate::Placement;
+use crate::BufferExt as _;
 
 /// The newest `jax.export` serialization version this reader knows (JAX 0.10's is 11).
 pub const MAX_SERIALIZATION_VERSION: u16 = 11;
@@ -609,10 +605,7 @@ impl JaxExport {
     pub fn read(path: impl AsRef<Path>) -> Result<JaxExport> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        JaxExport::from_bytes(&bytes).map_err(|e| match e {
-            Error::InvalidArgument(m) => Error::invalid(format!("{}: {m}", path.display())),
-            other => other,
-        })
+        JaxExport::from_bytes(&bytes).map_err(|e| e.context(path.display()))
     }
 
     /// Parses the bytes of `Exported.serialize()`. Malformed input is an error, never a panic.
@@ -839,7 +832,7 @@ impl JaxExport {
     /// The StableHLO module as a [`Program`]. Use [`JaxExport::arrange_inputs`] for its
     /// arguments: they are not the function's inputs one to one.
     pub fn program(&self) -> Result<Program> {
-        Program::mlir_bytecode(self.mlir_module.clone())
+        Ok(Program::mlir_bytecode(self.mlir_module.clone())?)
     }
 
     /// The index of `platform` (a client's [`Client::platform_name`]) among the export's
@@ -1004,8 +997,9 @@ impl JaxExport {
     /// module's arguments: checks each against its aval, drops the ones the module does not
     /// keep, and puts the platform index (an `i32` scalar) first when the export has several
     /// platforms. bf16 inputs are given as raw bits (`<u2` or `<V2` arrays), sub-byte ones as
-    /// `int8`/`uint8` values or ml_dtypes' `|V1` (see [`crate::host_array::upload_npy`]).
-    pub fn arrange_inputs(&self, platform: &str, inputs: &[NpyArray]) -> Result<Vec<NpyArray>> {
+    /// `int8`/`uint8` values or ml_dtypes' `|V1` (see [`NpyArray::to_host_array`]); each
+    /// argument comes back as the [`HostArray`] of the module's parameter type.
+    pub fn arrange_inputs(&self, platform: &str, inputs: &[NpyArray]) -> Result<Vec<HostArray>> {
         self.check_runnable(platform)?;
         if inputs.len() != self.in_avals.len() {
             let avals: Vec<String> = self.in_avals.iter().map(|a| a.to_string()).collect();
@@ -1019,16 +1013,22 @@ impl JaxExport {
         for (i, (array, aval)) in inputs.iter().zip(&self.in_avals).enumerate() {
             // The type it uploads as for this aval (bf16 bits, widened sub-byte values), else
             // its own type, which `check_input` then reports as the mismatch.
-            let element_type = crate::host_array::upload_element_type(array.dtype, aval.element_type)
-                .unwrap_or_else(|_| crate::host_array::element_type_of(array.dtype));
+            let element_type = crate::npy_arrays::upload_element_type(array.dtype, aval.element_type)
+                .unwrap_or_else(|_| crate::npy_arrays::element_type_of(array.dtype));
             let dims: Vec<u64> = array.shape.iter().map(|&d| d as u64).collect();
             self.check_input(i, element_type, &dims)?;
         }
         let mut arguments = Vec::with_capacity(self.module_kept_var_idx.len() + 1);
         if let Some(index) = self.platform_index(platform)? {
-            arguments.push(NpyArray::from_elements(Vec::new(), &[index])?);
+            arguments.push(HostArray::from_elements(Vec::new(), &[index])?);
         }
-        arguments.extend(self.module_kept_var_idx.iter().map(|&i| inputs[i].clone()));
+        for &i in &self.module_kept_var_idx {
+            arguments.push(
+                inputs[i]
+                    .to_host_array(self.in_avals[i].element_type)
+                    .map_err(|e| e.context(format_args!("input {i}")))?,
+            );
+        }
         Ok(arguments)
     }
 
@@ -1038,7 +1038,7 @@ impl JaxExport {
     /// the module uses it), so the client needs that many devices.
     pub fn compile(&self, client: &Client) -> Result<LoadedExecutable> {
         self.check_runnable(client.platform_name())?;
-        client.compile(&self.program()?, &self.compile_options(client.platform_name()))
+        Ok(client.compile(&self.program()?, &self.compile_options(client.platform_name()))?)
     }
 
     /// The options [`JaxExport::compile`] uses on `platform` (to add XLA options to).
@@ -1071,20 +1071,18 @@ impl JaxExport {
                     self.out_avals.len()
                 )));
             }
-            return Ok(outputs);
+            return outputs.iter().map(NpyArray::from_host_array).collect();
         }
-        let params = exe.parameter_shapes().map(|p| p.to_vec());
         let device = exe
             .addressable_devices()
             .into_iter()
             .next()
             .ok_or_else(|| Error::invalid("the compiled model has no addressable device"))?;
         let mut buffers = Vec::with_capacity(arguments.len());
-        for (i, array) in arguments.iter().enumerate() {
-            let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
-            buffers.push(upload_npy(client, array, wanted, Placement::Device(&device))?);
+        for array in &arguments {
+            buffers.push(client.buffer_from_array(array, Placement::Device(&device))?);
         }
-        let refs: Vec<&crate::Buffer> = buffers.iter().collect();
+        let refs: Vec<&pjrt_client::Buffer> = buffers.iter().collect();
         let outputs = exe.execute(&refs)?;
         if outputs.len() != self.out_avals.len() {
             return Err(Error::invalid(format!(
@@ -1093,7 +1091,7 @@ impl JaxExport {
                 self.out_avals.len()
             )));
         }
-        outputs.iter().map(download_npy).collect()
+        outputs.iter().map(|o| o.to_npy()).collect()
     }
 }
 

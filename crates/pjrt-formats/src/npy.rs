@@ -17,12 +17,13 @@
 //! hostile files produce an [`NpyError`], never a panic, and nothing is
 //! allocated for the data before the input is known to contain it.
 //!
-//! To and from devices: [`crate::host_array::upload_npy`] and
-//! [`crate::host_array::download_npy`].
+//! To and from devices: [`crate::ClientExt::upload_npy`] and [`crate::BufferExt::to_npy`];
+//! to and from the client's own host arrays: [`NpyArray::to_host_array`] and
+//! [`NpyArray::from_host_array`].
 //!
 //! ```
-//! use pjrt_client::host_array::{download_npy, upload_npy};
-//! use pjrt_client::npy::{Dtype, NpyArray};
+//! use pjrt_formats::npy::{Dtype, NpyArray};
+//! use pjrt_formats::{BufferExt as _, ClientExt as _};
 //! use pjrt_client::Placement;
 //!
 //! let x = NpyArray::from_elements(vec![2, 2], &[1f32, 2., 3., 4.])?;
@@ -35,12 +36,12 @@
 //!
 //! # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 //! # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-//! let buffer = upload_npy(&client, &back, None, Placement::Default)?;
+//! let buffer = client.upload_npy(&back, None, Placement::Default)?;
 //! assert_eq!(buffer.dimensions()?, [2, 2]);
-//! assert_eq!(download_npy(&buffer)?.to_vec::<f32>()?, [1., 2., 3., 4.]);
+//! assert_eq!(buffer.to_npy()?.to_vec::<f32>()?, [1., 2., 3., 4.]);
 //! // Malformed input is an error, never a panic.
 //! assert!(NpyArray::from_bytes(b"\x93NUMPY garbage").is_err());
-//! # Ok::<(), pjrt_client::Error>(())
+//! # Ok::<(), pjrt_formats::Error>(())
 //! ```
 
 use std::error::Error;
@@ -99,7 +100,7 @@ pub enum Dtype {
     V2,
     /// 1-byte opaque void (`|V1`): how ml_dtypes saves its 1-byte types (`int4`, `uint4`,
     /// `float4_e2m1fn`, the float8 types, ...), which numpy cannot name. Read as raw bytes:
-    /// [`crate::host_array::upload_npy`] takes it for a sub-byte parameter (one element per
+    /// [`crate::ClientExt::upload_npy`] takes it for a sub-byte parameter (one element per
     /// byte, as ml_dtypes stores them) and otherwise as `u8`.
     V1,
 }
@@ -574,7 +575,7 @@ enum MappedBytes {
 /// A `.npy` file read in place through a memory mapping: for arrays too large to copy into a
 /// `Vec`. The header is parsed and checked against the file size when it is opened; the data
 /// is then exposed as stored (see [`MappedNpy::is_c_order_little_endian`]), and
-/// [`crate::host_array::upload_mapped_npy`] uploads it without a host copy (Fortran order
+/// [`crate::ClientExt::upload_mapped_npy`] uploads it without a host copy (Fortran order
 /// through byte strides; only big-endian files are converted first).
 ///
 /// The file must not be modified or truncated while it is open.
@@ -741,12 +742,12 @@ macro_rules! npy_element_bits {
 }
 
 // bfloat16 is stored as ml_dtypes (and so JAX) saves it: the opaque 2-byte void `V2`.
-npy_element_bits!(half::f16 => F16, half::bf16 => V2);
+npy_element_bits!(pjrt_client::half::f16 => F16, pjrt_client::half::bf16 => V2);
 
 macro_rules! npy_element_complex {
     ($($t:ty => $d:ident),* $(,)?) => {$(
-        impl private::Sealed for num_complex::Complex<$t> {}
-        impl NpyElement for num_complex::Complex<$t> {
+        impl private::Sealed for pjrt_client::num_complex::Complex<$t> {}
+        impl NpyElement for pjrt_client::num_complex::Complex<$t> {
             const DTYPE: Dtype = Dtype::$d;
             fn append_le(&self, out: &mut Vec<u8>) {
                 out.extend_from_slice(&self.re.to_le_bytes());
@@ -756,7 +757,7 @@ macro_rules! npy_element_complex {
                 let half = std::mem::size_of::<$t>();
                 let re = <$t as NpyElement>::from_le(bytes.get(..half).unwrap_or(&[]));
                 let im = <$t as NpyElement>::from_le(bytes.get(half..).unwrap_or(&[]));
-                num_complex::Complex::new(re, im)
+                pjrt_client::num_complex::Complex::new(re, im)
             }
         }
     )*};

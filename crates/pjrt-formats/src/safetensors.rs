@@ -7,20 +7,20 @@
 //! overlaps, nothing after the last tensor.
 //!
 //! [`SafeTensors::open`] memory-maps the file, so a large file is never read into memory: a
-//! [`TensorView`] borrows its bytes from the mapping, and [`Client::upload_safetensors`] hands
+//! [`TensorView`] borrows its bytes from the mapping, and [`crate::ClientExt::upload_safetensors`] hands
 //! those bytes straight to the plugin. Every check is done once, when the file is opened, and
 //! treats the file as hostile: a malformed header gives a [`SafetensorsError`], never a panic,
 //! and nothing is allocated in proportion to what the header claims, only to its real length.
 //!
 //! `F4` (float4_e2m1fn) tensors are stored packed, two elements per byte, while PJRT takes one
-//! element per byte: [`TensorView::host_bytes`] and [`Client::buffer_from_tensor`] unpack them,
+//! element per byte: [`TensorView::host_bytes`] and [`crate::ClientExt::buffer_from_tensor`] unpack them,
 //! [`pack_sub_byte`] packs host values for the writer.
 //!
 //! ```no_run
-//! use pjrt_client::safetensors::{self, SafeTensors, TensorView};
+//! use pjrt_formats::safetensors::{self, SafeTensors, TensorView};
 //! use pjrt_client::ElementType;
 //!
-//! # fn main() -> pjrt_client::Result<()> {
+//! # fn main() -> pjrt_formats::Result<()> {
 //! let w: Vec<u8> = [1f32, 2., 3., 4.].iter().flat_map(|v| v.to_le_bytes()).collect();
 //! let view = TensorView::new(ElementType::F32, &[2, 2], &w)?;
 //! safetensors::write("weights.safetensors", &[("w", view)], &[("format", "pt")])?;
@@ -38,9 +38,8 @@ use std::path::{Path, PathBuf};
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use crate::buffer::{Buffer, HostLayout, Placement};
-use crate::client::Client;
-use crate::element_type::{ElementType, NativeType};
+use pjrt_client::{Buffer, Client, ElementType, HostLayout, NativeType, Placement};
+
 use crate::error::Result;
 use crate::npy::{Dtype, NpyArray};
 
@@ -83,7 +82,7 @@ const DTYPES: &[(&str, ElementType)] = &[
 /// `f4e2m1fn`, stored two per byte.
 ///
 /// ```
-/// use pjrt_client::safetensors::element_type_of;
+/// use pjrt_formats::safetensors::element_type_of;
 /// use pjrt_client::ElementType;
 /// assert_eq!(element_type_of("F4"), Some(ElementType::F4E2M1FN));
 /// assert_eq!(element_type_of("F6_E2M3"), None); // no agreed bit order for 6-bit values
@@ -335,14 +334,14 @@ fn bit_position(index: usize, bits: usize) -> (usize, usize) {
 /// as they are. A byte that holds no value of the type is an error: nothing is truncated.
 ///
 /// ```
-/// use pjrt_client::safetensors::{pack_sub_byte, unpack_sub_byte};
+/// use pjrt_formats::safetensors::{pack_sub_byte, unpack_sub_byte};
 /// use pjrt_client::ElementType;
 /// // float4_e2m1fn codes 1.0 (2), 6.0 (7), -0.5 (9): low nibble first, the last one padded.
 /// let packed = pack_sub_byte(ElementType::F4E2M1FN, &[2, 7, 9])?;
 /// assert_eq!(packed, [0x72, 0x09]);
 /// assert_eq!(unpack_sub_byte(ElementType::F4E2M1FN, &packed, 3)?, [2, 7, 9]);
 /// assert!(pack_sub_byte(ElementType::F4E2M1FN, &[16]).is_err());
-/// # Ok::<(), pjrt_client::safetensors::SafetensorsError>(())
+/// # Ok::<(), pjrt_formats::safetensors::SafetensorsError>(())
 /// ```
 pub fn pack_sub_byte(element_type: ElementType, host: &[u8]) -> Result<Vec<u8>, SafetensorsError> {
     let Some(bits) = element_type.bits().filter(|_| element_type.is_sub_byte()) else { return Ok(host.to_vec()) };
@@ -426,7 +425,7 @@ impl<'a> TensorView<'a> {
 
     /// A view of a `.npy` array; ml_dtypes' bfloat16 (`V2`) becomes [`ElementType::BF16`].
     pub fn from_npy(array: &'a NpyArray) -> Result<Self, SafetensorsError> {
-        TensorView::new(crate::host_array::element_type_of(array.dtype), &array.shape, &array.data)
+        TensorView::new(crate::npy_arrays::element_type_of(array.dtype), &array.shape, &array.data)
     }
 
     /// The element type.
@@ -454,12 +453,12 @@ impl<'a> TensorView<'a> {
     /// element per byte (a copy, [`unpack_sub_byte`]).
     ///
     /// ```
-    /// use pjrt_client::safetensors::TensorView;
+    /// use pjrt_formats::safetensors::TensorView;
     /// use pjrt_client::ElementType;
     /// let packed = [0x72, 0x9f];
     /// let view = TensorView::new(ElementType::F4E2M1FN, &[4], &packed)?;
     /// assert_eq!(&*view.host_bytes()?, [2, 7, 15, 9]);
-    /// # Ok::<(), pjrt_client::safetensors::SafetensorsError>(())
+    /// # Ok::<(), pjrt_formats::safetensors::SafetensorsError>(())
     /// ```
     pub fn host_bytes(&self) -> Result<std::borrow::Cow<'a, [u8]>, SafetensorsError> {
         if self.dtype.is_sub_byte() {
@@ -500,12 +499,12 @@ impl<'a> TensorView<'a> {
     }
 
     /// A `.npy` array holding a copy of the data; bf16 becomes ml_dtypes' `V2`, `F4` a `uint8`
-    /// array of its bit codes, one per element (as [`crate::host_array::dtype_of`] widens it).
+    /// array of its bit codes, one per element (as [`crate::npy_arrays::dtype_of`] widens it).
     /// The 8-bit float types have no `.npy` dtype here.
     pub fn to_npy(&self) -> Result<NpyArray, SafetensorsError> {
         let dtype = match self.dtype {
             ElementType::BF16 => Dtype::V2,
-            other => crate::host_array::dtype_of(other).ok_or_else(|| {
+            other => crate::npy_arrays::dtype_of(other).ok_or_else(|| {
                 SafetensorsError::Conversion(format!("{other} tensors cannot be converted to .npy arrays"))
             })?,
         };
@@ -1019,7 +1018,7 @@ pub fn write(
     writer.flush().map_err(io_err)
 }
 
-/// Where [`Client::upload_safetensors`] stands, reported after each tensor.
+/// Where [`crate::ClientExt::upload_safetensors`] stands, reported after each tensor.
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub struct Progress<'a> {
@@ -1035,43 +1034,35 @@ pub struct Progress<'a> {
     pub bytes_total: u64,
 }
 
-impl Client {
-    /// Uploads one tensor (the plugin copies its bytes during the call). `F4` tensors are
-    /// unpacked first ([`TensorView::host_bytes`]): PJRT takes one element per byte.
-    pub fn buffer_from_tensor(&self, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer> {
-        let bytes = tensor.host_bytes()?;
-        self.buffer_from_bytes(&bytes, tensor.dtype, &tensor.dims(), &HostLayout::default(), placement)
-    }
+/// Uploads one tensor: [`crate::ClientExt::buffer_from_tensor`].
+pub(crate) fn buffer_from_tensor(client: &Client, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer> {
+    let bytes = tensor.host_bytes()?;
+    Ok(client.buffer_from_bytes(&bytes, tensor.dtype, &tensor.dims(), &HostLayout::default(), placement)?)
+}
 
-    /// Uploads every tensor of a file, in file order, and returns the buffers by name.
-    /// `progress` is called after each tensor. The plugin reads each tensor straight from the
-    /// memory mapping: nothing is copied on the host first, except `F4` tensors, which are
-    /// unpacked to one element per byte.
-    pub fn upload_safetensors(
-        &self,
-        file: &SafeTensors,
-        placement: Placement<'_>,
-        mut progress: impl FnMut(Progress<'_>),
-    ) -> Result<Vec<(String, Buffer)>> {
-        let mut out = Vec::with_capacity(file.len());
-        let mut bytes_done = 0u64;
-        for (name, view) in file.tensors() {
-            let buffer = self.buffer_from_tensor(&view, placement).map_err(|e| match e {
-                crate::Error::InvalidArgument(m) => crate::Error::InvalidArgument(format!("tensor '{name}': {m}")),
-                other => other,
-            })?;
-            bytes_done += view.bytes.len() as u64;
-            out.push((name.to_string(), buffer));
-            progress(Progress {
-                tensor: name,
-                tensors_done: out.len(),
-                tensors_total: file.len(),
-                bytes_done,
-                bytes_total: file.data_bytes(),
-            });
-        }
-        Ok(out)
+/// Uploads every tensor of a file: [`crate::ClientExt::upload_safetensors`].
+pub(crate) fn upload_safetensors(
+    client: &Client,
+    file: &SafeTensors,
+    placement: Placement<'_>,
+    mut progress: impl FnMut(Progress<'_>),
+) -> Result<Vec<(String, Buffer)>> {
+    let mut out = Vec::with_capacity(file.len());
+    let mut bytes_done = 0u64;
+    for (name, view) in file.tensors() {
+        let buffer =
+            buffer_from_tensor(client, &view, placement).map_err(|e| e.context(format_args!("tensor '{name}'")))?;
+        bytes_done += view.bytes.len() as u64;
+        out.push((name.to_string(), buffer));
+        progress(Progress {
+            tensor: name,
+            tensors_done: out.len(),
+            tensors_total: file.len(),
+            bytes_done,
+            bytes_total: file.data_bytes(),
+        });
     }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -3,13 +3,14 @@
 //! edits every field the edits did not touch, at the top level and inside
 //! `executable_build_options`, still has its exact bytes. And the CPU plugin compiles them.
 
+#[path = "../../pjrt-client/tests/support/mod.rs"]
 mod support;
 
 use std::path::{Path, PathBuf};
 
 use pjrt_client::compile_options::{proto::OptionOverrideProto, OptionValue};
-use pjrt_client::npy::NpyArray;
 use pjrt_client::{CompileOptions, Placement, Program};
+use pjrt_formats::npy::NpyArray;
 use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message as _;
 

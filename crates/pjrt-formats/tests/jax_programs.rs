@@ -2,13 +2,14 @@
 //! plugins and must reproduce JAX's outputs: bit-exact for integers, within the recorded
 //! tolerance for floats.
 
+#[path = "../../pjrt-client/tests/support/mod.rs"]
 mod support;
 
 use std::path::{Path, PathBuf};
 
-use pjrt_client::host_array::{concatenate, download_npy, split, upload_npy};
-use pjrt_client::npy::{Dtype, NpyArray};
+use pjrt_client::HostArray;
 use pjrt_client::{Client, CompileOptions, Placement, Program};
+use pjrt_formats::npy::{Dtype, NpyArray};
 use serde_json::Value as Json;
 
 fn data_dir() -> PathBuf {
@@ -52,14 +53,14 @@ fn compile_options(meta: &Json, program: &Program, platform: &str) -> CompileOpt
 }
 
 /// Splits each global input for each device according to the recorded shardings.
-fn per_device_inputs(meta: &Json, inputs: &[NpyArray], devices: usize) -> Vec<Vec<NpyArray>> {
+fn per_device_inputs(meta: &Json, inputs: &[HostArray], devices: usize) -> Vec<Vec<HostArray>> {
     let shardings = meta["input_shardings"].as_array().cloned().unwrap_or_default();
     let mut lists = vec![Vec::new(); devices];
     for (i, input) in inputs.iter().enumerate() {
         let axis = shardings.get(i).and_then(|s| s["axis"].as_u64());
         match axis {
             Some(axis) if devices > 1 => {
-                for (d, piece) in split(input, axis as usize, devices).unwrap().into_iter().enumerate() {
+                for (d, piece) in input.split(axis as usize, devices).unwrap().into_iter().enumerate() {
                     lists[d].push(piece);
                 }
             }
@@ -76,13 +77,15 @@ fn as_f64s(a: &NpyArray) -> Vec<f64> {
             data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64).collect()
         }
         Dtype::F64 | Dtype::C128 => data.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect(),
-        Dtype::F16 => data.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f64()).collect(),
+        Dtype::F16 => {
+            data.chunks_exact(2).map(|c| pjrt_client::half::f16::from_le_bytes([c[0], c[1]]).to_f64()).collect()
+        }
         _ => unreachable!(),
     }
 }
 
 fn bf16_bits_to_f64(a: &NpyArray) -> Vec<f64> {
-    a.data.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f64()).collect()
+    a.data.chunks_exact(2).map(|c| pjrt_client::half::bf16::from_le_bytes([c[0], c[1]]).to_f64()).collect()
 }
 
 fn compare(expected: &NpyArray, actual: &NpyArray, spec: &Json, meta: &Json) -> Result<(), String> {
@@ -133,14 +136,22 @@ fn run_case(client: &Client, case: &Path) -> Result<(), String> {
         .collect();
     let devices = exe.addressable_devices();
     let params = exe.parameter_shapes().ok_or("the plugin reported no parameter shapes")?.to_vec();
+    // Each input as its parameter's type (bf16 bits, widened sub-byte values), then split.
+    let inputs = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, array)| {
+            let wanted = params.get(i).and_then(|p| p.element_type);
+            array.to_host_array(wanted).map_err(|e| format!("input {i}: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let lists = per_device_inputs(&meta, &inputs, devices.len());
     let mut buffers = Vec::new();
     for (device, list) in devices.iter().zip(&lists) {
         let mut row = Vec::new();
         for (i, array) in list.iter().enumerate() {
-            let wanted = params.get(i).and_then(|p| p.element_type);
             row.push(
-                upload_npy(client, array, wanted, Placement::Device(device)).map_err(|e| format!("input {i}: {e}"))?,
+                client.buffer_from_array(array, Placement::Device(device)).map_err(|e| format!("input {i}: {e}"))?,
             );
         }
         buffers.push(row);
@@ -151,15 +162,18 @@ fn run_case(client: &Client, case: &Path) -> Result<(), String> {
     let out_shardings = meta["output_shardings"].as_array().cloned().unwrap_or_default();
     for (o, spec) in meta["outputs"].as_array().unwrap().iter().enumerate() {
         let expected = NpyArray::read(&case.join(spec["file"].as_str().unwrap())).unwrap();
-        let per_device: Vec<NpyArray> = execution
+        let per_device: Vec<HostArray> = execution
             .outputs
             .iter()
-            .map(|outs| download_npy(&outs[o]).map_err(|e| e.to_string()))
+            .map(|outs| outs[o].to_array().map_err(|e| e.to_string()))
             .collect::<Result<_, _>>()?;
         let actual = match out_shardings.get(o).and_then(|s| s["axis"].as_u64()) {
-            Some(axis) if per_device.len() > 1 => concatenate(&per_device, axis as usize).map_err(|e| e.to_string())?,
+            Some(axis) if per_device.len() > 1 => {
+                HostArray::concatenate(&per_device, axis as usize).map_err(|e| e.to_string())?
+            }
             _ => per_device[0].clone(),
         };
+        let actual = NpyArray::from_host_array(&actual).map_err(|e| e.to_string())?;
         compare(&expected, &actual, spec, &meta).map_err(|e| format!("output {o}: {e}"))?;
     }
     Ok(())

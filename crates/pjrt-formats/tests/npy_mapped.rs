@@ -2,14 +2,15 @@
 //! plugins, Fortran order goes through byte strides, big-endian files are converted, JAX's
 //! bfloat16 (`V2`) files load as bf16, and sub-byte parameters take int8/uint8/`V1` files.
 
+#[path = "../../pjrt-client/tests/support/mod.rs"]
 mod support;
 
 use std::path::{Path, PathBuf};
 
 use pjrt_client::half::{bf16, f16};
-use pjrt_client::host_array::{download_npy, upload_mapped_npy};
-use pjrt_client::npy::{Dtype, Endian, MappedNpy, NpyArray, NpyError};
 use pjrt_client::{ElementType, Placement};
+use pjrt_formats::npy::{Dtype, Endian, MappedNpy, NpyArray, NpyError};
+use pjrt_formats::{BufferExt as _, ClientExt as _};
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pjrt-npy-mapped-{}-{name}", std::process::id()));
@@ -70,8 +71,8 @@ fn every_core_dtype_round_trips_through_a_device() {
             assert!(mapped.is_c_order_little_endian());
             assert_eq!(mapped.bytes(), &array.data[..], "{dtype}: the mapping holds the data as written");
             assert_eq!(mapped.to_array(), array);
-            let buffer = upload_mapped_npy(&client, &mapped, None, Placement::Default).unwrap();
-            let back = download_npy(&buffer).unwrap();
+            let buffer = client.upload_mapped_npy(&mapped, None, Placement::Default).unwrap();
+            let back = buffer.to_npy().unwrap();
             assert_eq!(back.shape, array.shape, "{plugin} {dtype}");
             assert_eq!(back.data, array.data, "{plugin} {dtype}");
             // bf16 comes back as raw bits (`<u2`), raw bytes (`V1`, no parameter asking for a
@@ -121,7 +122,7 @@ fn fortran_order_and_big_endian_files() {
             let mapped = MappedNpy::open(path).unwrap();
             assert!(!mapped.is_c_order_little_endian());
             assert_eq!(mapped.to_array().to_vec::<i32>().unwrap(), [0, 1, 2, 3, 4, 5]);
-            let buffer = upload_mapped_npy(&client, &mapped, None, Placement::Default).unwrap();
+            let buffer = client.upload_mapped_npy(&mapped, None, Placement::Default).unwrap();
             assert_eq!(buffer.to_vec::<i32>().unwrap(), [0, 1, 2, 3, 4, 5], "{plugin} {}", path.display());
         }
         assert_eq!(MappedNpy::open(&b_path).unwrap().endian(), Endian::Big);
@@ -136,11 +137,11 @@ fn jax_bfloat16_files_load_as_bf16() {
     let mapped = MappedNpy::open(&root.join("in0.npy")).unwrap();
     assert_eq!(mapped.dtype(), Dtype::V2);
     let client = support::client("cpu", 1);
-    let buffer = upload_mapped_npy(&client, &mapped, Some(ElementType::BF16), Placement::Default).unwrap();
+    let buffer = client.upload_mapped_npy(&mapped, Some(ElementType::BF16), Placement::Default).unwrap();
     assert_eq!(buffer.element_type().unwrap(), ElementType::BF16);
-    assert_eq!(download_npy(&buffer).unwrap().data, NpyArray::read(&root.join("in0.npy")).unwrap().data);
+    assert_eq!(buffer.to_npy().unwrap().data, NpyArray::read(&root.join("in0.npy")).unwrap().data);
     // A parameter of another type is refused before the upload.
-    assert!(upload_mapped_npy(&client, &mapped, Some(ElementType::F32), Placement::Default).is_err());
+    assert!(client.upload_mapped_npy(&mapped, Some(ElementType::F32), Placement::Default).is_err());
 }
 
 #[test]
@@ -196,18 +197,19 @@ fn sub_byte_parameters_take_widened_files() {
     for plugin in support::PLUGINS {
         let client = support::client(plugin, 1);
         let mapped = MappedNpy::open(&s4).unwrap();
-        let buffer = upload_mapped_npy(&client, &mapped, Some(ElementType::S4), Placement::Default).unwrap();
+        let buffer = client.upload_mapped_npy(&mapped, Some(ElementType::S4), Placement::Default).unwrap();
         assert_eq!(buffer.element_type().unwrap(), ElementType::S4);
         // The plugin gives the low bits; download_npy widens them back to int8.
         assert_eq!(buffer.to_host_bytes().unwrap(), [0x8, 0xf, 0x0, 0x1, 0x5, 0x7], "{plugin}");
-        let back = download_npy(&buffer).unwrap();
+        let back = buffer.to_npy().unwrap();
         assert_eq!((back.dtype, back.shape.clone()), (Dtype::I8, vec![2, 3]));
         assert_eq!(back.to_vec::<i8>().unwrap(), [-8, -1, 0, 1, 5, 7], "{plugin}");
-        let buffer =
-            upload_mapped_npy(&client, &MappedNpy::open(&v1).unwrap(), Some(ElementType::S4), Placement::Default)
-                .unwrap();
-        assert_eq!(download_npy(&buffer).unwrap().to_vec::<i8>().unwrap(), [-8, -1, 7], "{plugin}");
-        let err = upload_mapped_npy(&client, &MappedNpy::open(&u4).unwrap(), Some(ElementType::U4), Placement::Default)
+        let buffer = client
+            .upload_mapped_npy(&MappedNpy::open(&v1).unwrap(), Some(ElementType::S4), Placement::Default)
+            .unwrap();
+        assert_eq!(buffer.to_npy().unwrap().to_vec::<i8>().unwrap(), [-8, -1, 7], "{plugin}");
+        let err = client
+            .upload_mapped_npy(&MappedNpy::open(&u4).unwrap(), Some(ElementType::U4), Placement::Default)
             .unwrap_err()
             .to_string();
         assert!(err.contains("element 2") && err.contains("16") && err.contains("u4"), "{err}");

@@ -4,9 +4,8 @@
 
 mod support;
 
-use pjrt_client::npy::NpyArray;
 use pjrt_client::sharding::{gather_outputs, shard_slice, Sharding};
-use pjrt_client::{Buffer, Client, CompileOptions, Placement, Program};
+use pjrt_client::{Buffer, Client, CompileOptions, HostArray, Placement, Program};
 
 fn all_reduce(n: usize) -> String {
     let groups: Vec<String> = (0..n).map(|i| i.to_string()).collect();
@@ -214,13 +213,13 @@ fn check_matmul_rows(client: &Client, n: usize) {
         close(&outs[1].to_vec::<f32>().unwrap(), &expected_sums, &format!("column sums on device {k}"));
     }
     let gathered = gather_outputs(&execution, &[Sharding::Split(0), Sharding::Replicated]).unwrap();
-    assert_eq!(gathered[0].shape, [rows, 3]);
+    assert_eq!(gathered[0].shape(), [rows, 3]);
     close(&gathered[0].to_vec::<f32>().unwrap(), &expected_y, "gathered y");
 
     // With the host-array helpers in one call.
-    let xa = NpyArray::from_elements(vec![rows, 4], &x).unwrap();
-    let wa = NpyArray::from_elements(vec![4, 3], &w).unwrap();
-    let ba = NpyArray::from_elements(vec![3], &b).unwrap();
+    let xa = HostArray::from_elements(vec![rows, 4], &x).unwrap();
+    let wa = HostArray::from_elements(vec![4, 3], &w).unwrap();
+    let ba = HostArray::from_elements(vec![3], &b).unwrap();
     let outs = exe
         .run_sharded(
             &[xa, wa, ba],
@@ -237,8 +236,8 @@ fn check_matmul_contracting(client: &Client) {
     let x: Vec<f32> = (0..32).map(|i| ((i * 5) % 11) as f32 - 5.).collect();
     let w: Vec<f32> = (0..48).map(|i| ((i * 3) % 7) as f32 * 0.5).collect();
     let expected = reference_matmul(client, &x, &w, 2, 16);
-    let xa = NpyArray::from_elements(vec![2, 16], &x).unwrap();
-    let wa = NpyArray::from_elements(vec![16, 3], &w).unwrap();
+    let xa = HostArray::from_elements(vec![2, 16], &x).unwrap();
+    let wa = HostArray::from_elements(vec![16, 3], &w).unwrap();
     let execution = exe.execute_host_sharded(&[xa, wa], &[Sharding::Split(1), Sharding::Split(0)]).unwrap();
     execution.wait().unwrap();
     for (k, outs) in execution.outputs.iter().enumerate() {
@@ -290,10 +289,10 @@ fn eight_devices() {
 fn wrong_argument_list_count_is_an_error() {
     let client = support::client("cpu", 4);
     let exe = compile(&client, &all_reduce(4), 4, 1);
-    let a = NpyArray::from_elements(vec![3], &[1f32, 2., 3.]).unwrap();
+    let a = HostArray::from_elements(vec![3], &[1f32, 2., 3.]).unwrap();
     let buffers = exe.upload_sharded(&[a], &[Sharding::Replicated]).unwrap();
     let refs: Vec<Vec<&Buffer>> = buffers.iter().take(3).map(|r| r.iter().collect()).collect();
     assert!(exe.execute_sharded(&refs).is_err());
-    let b = NpyArray::from_elements(vec![3], &[1f32, 2., 3.]).unwrap();
+    let b = HostArray::from_elements(vec![3], &[1f32, 2., 3.]).unwrap();
     assert!(exe.upload_sharded(&[b], &[Sharding::Split(0)]).is_err(), "3 does not split over 4 devices");
 }

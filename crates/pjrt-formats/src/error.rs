@@ -1,0 +1,75 @@
+//! The error of this crate: the client's own errors, and the file formats' errors.
+
+use std::path::PathBuf;
+
+use crate::npy::NpyError;
+use crate::safetensors::SafetensorsError;
+
+/// Every error this crate returns: an error of the client (a plugin call, an argument refused,
+/// a file that cannot be read), or of a file format.
+///
+/// ```
+/// use pjrt_formats::npy::NpyArray;
+/// let error = NpyArray::from_bytes(b"\x93NUMPY garbage").unwrap_err();
+/// let error = pjrt_formats::Error::from(error);
+/// assert!(matches!(error, pjrt_formats::Error::Npy(_)));
+/// assert!(error.client().is_none());
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An error of the client: from the plugin, or an argument refused before it.
+    #[error(transparent)]
+    Client(#[from] pjrt_client::Error),
+    /// A `.npy` file could not be read or written.
+    #[error(transparent)]
+    Npy(#[from] NpyError),
+    /// A `.safetensors` file could not be read or written.
+    #[error(transparent)]
+    Safetensors(#[from] SafetensorsError),
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The client's error, when this is one.
+    pub fn client(&self) -> Option<&pjrt_client::Error> {
+        match self {
+            Error::Client(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The PJRT status code, for errors that came from the plugin.
+    pub fn code(&self) -> Option<pjrt_client::ErrorCode> {
+        self.client().and_then(pjrt_client::Error::code)
+    }
+
+    /// The message of an [`pjrt_client::Error::InvalidArgument`], when this is one.
+    pub fn invalid_argument(&self) -> Option<&str> {
+        match self {
+            Error::Client(pjrt_client::Error::InvalidArgument(m)) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Prefixes the message of an invalid-argument error with `context` (other errors are
+    /// returned as they are), e.g. to say which input it is about.
+    pub fn context(self, context: impl std::fmt::Display) -> Self {
+        match self {
+            Error::Client(pjrt_client::Error::InvalidArgument(m)) => Error::invalid(format!("{context}: {m}")),
+            other => other,
+        }
+    }
+
+    #[cold]
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Error::Client(pjrt_client::Error::InvalidArgument(message.into()))
+    }
+
+    #[cold]
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Client(pjrt_client::Error::Io { path: path.into(), source })
+    }
+}

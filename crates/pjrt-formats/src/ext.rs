@@ -1,0 +1,116 @@
+//! The extension traits: uploads and downloads in this crate's formats, as methods of the
+//! client's [`Client`] and [`Buffer`] (the way `wgpu::util::DeviceExt` adds to `Device`).
+
+use pjrt_client::{Buffer, Client, ElementType, Placement};
+
+use crate::error::Result;
+use crate::npy::{MappedNpy, NpyArray};
+use crate::safetensors::{Progress, SafeTensors, TensorView};
+
+/// Uploads from `.npy` arrays and safetensors files, added to [`Client`].
+///
+/// ```
+/// use pjrt_formats::npy::NpyArray;
+/// use pjrt_formats::ClientExt;
+/// use pjrt_client::{ElementType, Placement};
+/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+/// // `<u2` bits upload as bf16 when the parameter is bf16.
+/// let bits = NpyArray::from_elements(vec![2], &[0x3f80u16, 0x4000])?;
+/// let x = client.upload_npy(&bits, Some(ElementType::BF16), Placement::Default)?;
+/// assert_eq!(x.to_vec::<pjrt_client::half::bf16>()?, [1.0, 2.0].map(pjrt_client::half::bf16::from_f32));
+/// # Ok::<(), pjrt_formats::Error>(())
+/// ```
+pub trait ClientExt: sealed::Sealed {
+    /// Uploads a `.npy` array. `wanted` is the parameter's element type when known; an array of
+    /// another dtype is an error, except bf16 from `<u2`/`<V2` bits and sub-byte types from
+    /// `int8`/`uint8` values or ml_dtypes' `|V1` (see [`NpyArray::to_host_array`]).
+    fn upload_npy(&self, array: &NpyArray, wanted: Option<ElementType>, placement: Placement<'_>) -> Result<Buffer>;
+
+    /// Uploads a memory-mapped `.npy` file (see [`ClientExt::upload_npy`] for `wanted`). The
+    /// plugin reads the mapping directly: C-order files as they are, Fortran-order files through
+    /// byte strides. Only big-endian files, and Fortran-order files for a sub-byte parameter,
+    /// are converted into a copy first.
+    fn upload_mapped_npy(
+        &self,
+        file: &MappedNpy,
+        wanted: Option<ElementType>,
+        placement: Placement<'_>,
+    ) -> Result<Buffer>;
+
+    /// Uploads one safetensors tensor (the plugin copies its bytes during the call). `F4`
+    /// tensors are unpacked first ([`TensorView::host_bytes`]): PJRT takes one element per byte.
+    fn buffer_from_tensor(&self, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer>;
+
+    /// Uploads every tensor of a safetensors file, in file order, and returns the buffers by
+    /// name. `progress` is called after each tensor. The plugin reads each tensor straight from
+    /// the memory mapping: nothing is copied on the host first, except `F4` tensors, which are
+    /// unpacked to one element per byte.
+    fn upload_safetensors(
+        &self,
+        file: &SafeTensors,
+        placement: Placement<'_>,
+        progress: impl FnMut(Progress<'_>),
+    ) -> Result<Vec<(String, Buffer)>>;
+}
+
+impl ClientExt for Client {
+    fn upload_npy(&self, array: &NpyArray, wanted: Option<ElementType>, placement: Placement<'_>) -> Result<Buffer> {
+        crate::npy_arrays::upload_npy(self, array, wanted, placement)
+    }
+
+    fn upload_mapped_npy(
+        &self,
+        file: &MappedNpy,
+        wanted: Option<ElementType>,
+        placement: Placement<'_>,
+    ) -> Result<Buffer> {
+        crate::npy_arrays::upload_mapped_npy(self, file, wanted, placement)
+    }
+
+    fn buffer_from_tensor(&self, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer> {
+        crate::safetensors::buffer_from_tensor(self, tensor, placement)
+    }
+
+    fn upload_safetensors(
+        &self,
+        file: &SafeTensors,
+        placement: Placement<'_>,
+        progress: impl FnMut(Progress<'_>),
+    ) -> Result<Vec<(String, Buffer)>> {
+        crate::safetensors::upload_safetensors(self, file, placement, progress)
+    }
+}
+
+/// Downloads into `.npy` arrays, added to [`Buffer`].
+///
+/// ```
+/// use pjrt_formats::BufferExt;
+/// use pjrt_formats::npy::Dtype;
+/// use pjrt_client::Placement;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+/// let x = client.buffer_from_slice(&[1i16, 2, 3], &[3], Placement::Default)?;
+/// let array = x.to_npy()?;
+/// assert_eq!((array.dtype, array.to_vec::<i16>()?), (Dtype::I16, vec![1, 2, 3]));
+/// # Ok::<(), pjrt_formats::Error>(())
+/// ```
+pub trait BufferExt: sealed::Sealed {
+    /// Downloads the buffer as a `.npy` array: bf16 as `<u2` bits, sub-byte types widened to
+    /// `int8` or `uint8` (see [`NpyArray::from_host_array`]). Types with no `.npy` dtype here
+    /// (the 8-bit floats) are an error.
+    fn to_npy(&self) -> Result<NpyArray>;
+}
+
+impl BufferExt for Buffer {
+    fn to_npy(&self) -> Result<NpyArray> {
+        crate::npy_arrays::download_npy(self)
+    }
+}
+
+mod sealed {
+    /// The traits are implemented for the client's types only, so methods can be added later.
+    pub trait Sealed {}
+    impl Sealed for pjrt_client::Client {}
+    impl Sealed for pjrt_client::Buffer {}
+}

@@ -1,0 +1,52 @@
+//! # pjrt-formats
+//!
+//! File formats for [`pjrt_client`]: arrays and weights in, results out, compiled programs kept.
+//!
+//! | module | what it reads and writes |
+//! |---|---|
+//! | [`npy`] | NumPy `.npy` arrays, to and from [`pjrt_client::HostArray`] and buffers |
+//! | [`safetensors`] | `.safetensors` weight files, memory-mapped and uploaded without copies |
+//! | [`jax_export`] | models serialized by `jax.export` |
+//! | [`artifact`] | ahead-of-time compiled executables, with the plugin that made them |
+//! | [`compile_cache`] | a persistent compile cache of such artifacts |
+//!
+//! Uploads and downloads are methods the extension traits [`ClientExt`] and [`BufferExt`] add
+//! to the client's types (import them, the way `wgpu::util::DeviceExt` adds to `Device`):
+//!
+//! ```
+//! use pjrt_formats::npy::NpyArray;
+//! use pjrt_formats::{BufferExt, ClientExt};
+//! use pjrt_client::{Client, ClientOptions, Placement, Plugin};
+//!
+//! # fn main() -> pjrt_formats::Result<()> {
+//! let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
+//! let client = Client::new(&plugin, &ClientOptions::new())?;
+//! let x = NpyArray::from_elements(vec![2, 2], &[1f32, 2., 3., 4.])?;
+//! let buffer = client.upload_npy(&x, None, Placement::Default)?;
+//! assert_eq!(buffer.to_npy()?, x);
+//! # Ok(()) }
+//! ```
+//!
+//! Errors are this crate's [`Error`]: a client error ([`Error::Client`]) or a format's own.
+
+#![deny(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub mod artifact;
+pub mod compile_cache;
+mod error;
+mod ext;
+pub mod jax_export;
+pub mod npy;
+mod npy_arrays;
+pub mod safetensors;
+
+pub use error::{Error, Result};
+pub use ext::{BufferExt, ClientExt};
+pub use npy_arrays::{dtype_of, element_type_of, upload_element_type};
+
+/// The Rust snippets of `docs/jax-guide.md`, run as doc tests so the guide stays true to the API
+/// (here, where both the client and the formats are at hand).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/jax-guide.md")]
+pub struct JaxGuide;

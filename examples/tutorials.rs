@@ -1,0 +1,16 @@
+//! The numbered tutorials of `pjrt-client`, as this package's examples; run one with
+//! `cargo run -p pjrt-examples --example NAME`:
+//!
+//! | example | what it teaches |
+//! |---|---|
+//! | `01_inspect_plugin` | find and load a plugin; its version, attributes, devices and memories |
+//! | `02_run_stablehlo` | compile and run a JAX-lowered training step on `.npy` inputs |
+//! | `03_multi_device` | replicas with an all-reduce, an SPMD program with a sharded input |
+//! | `04_aot_compile_and_load` | compile ahead of time, serialize, load later; the compile cache |
+//! | `05_async_execution` | futures, overlapping transfers, chained executions, events |
+//! | `06_safetensors_weights` | model weights from safetensors |
+//! | `07_jax_exported_model` | run a model exported with `jax.export` |
+//!
+//! They use [`pjrt_client`] and, for files, [`pjrt_formats`].
+
+#![deny(missing_docs)]
