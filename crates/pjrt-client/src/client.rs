@@ -190,7 +190,7 @@ impl Client {
     /// # fn main() -> pjrt_client::Result<()> {
     /// let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// // Process 0 of a 2-process job; the processes share the store (here an in-process one; on
-    /// // several hosts an `EtcdStore` or your own `KeyValueStore`).
+    /// // several hosts `pjrt_etcd::EtcdStore` or your own `KeyValueStore`).
     /// let store = InMemoryStore::new();
     /// let client = Client::builder(&plugin)
     ///     .options(ClientOptions::new().cpu_device_count(2))

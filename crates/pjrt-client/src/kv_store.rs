@@ -4,8 +4,9 @@
 //! A plugin that spans several processes (or hosts) exchanges data through a store that every
 //! process can reach: each process puts what it knows (for example its local topology) and gets
 //! what the others put. Implement [`KeyValueStore`] over whatever the processes share (etcd, a
-//! coordination service, a file system), or use [`InMemoryStore`] for tests and for several
-//! clients inside one process; hand it to [`crate::ClientBuilder::kv_store`].
+//! coordination service, a file system; the `pjrt-etcd` crate has one for etcd), or use
+//! [`InMemoryStore`] for tests and for several clients inside one process; hand it to
+//! [`crate::ClientBuilder::kv_store`].
 //!
 //! ## Keys and values
 //! Values are bytes (plugins store serialized protobufs). Keys are `&str`: XLA's plugins build

@@ -83,8 +83,6 @@ mod device_description;
 mod device_stats;
 mod element_type;
 mod error;
-#[cfg(feature = "etcd")]
-pub mod etcd;
 mod event;
 mod executable;
 pub mod extensions;

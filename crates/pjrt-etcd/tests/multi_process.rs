@@ -1,31 +1,60 @@
 //! `EtcdStore` against a real etcd server, and a 4-process data-parallel job on the 0.115 CPU
-//! plugin that rendezvous through it (feature `etcd`).
+//! plugin that rendezvous through it.
 //!
-//! The server: `$PJRT_TEST_ETCD` (`http://127.0.0.1:PORT`, as `.ci/run` sets it) if set, else
-//! each test starts its own `etcd` (from `PATH` or `/usr/bin/etcd`) on free loopback ports with a
-//! temporary data directory and stops it afterwards. Without either the tests fail, saying how to
-//! install etcd (`apt-get install etcd-server`).
+//! The server: `$PJRT_TEST_ETCD` (`http://127.0.0.1:PORT`, as `.ci/run` sets it). The tests that
+//! need a server run only when it is set at build time (`build.rs` turns it into
+//! `cfg(pjrt_test_etcd)`); otherwise `cargo test` reports them as ignored, never as passed.
+//! `cargo test -p pjrt-etcd -- --ignored` without `PJRT_TEST_ETCD` runs them anyway, each test
+//! starting its own `etcd` (from `PATH` or `/usr/bin/etcd`) on free loopback ports with a
+//! temporary data directory and stopping it afterwards; without etcd they fail, saying how to
+//! install it (`apt-get install etcd-server`). `etcd_going_away_is_unavailable_not_a_hang`
+//! always starts (and stops) a server of its own.
 //!
 //! The workers are this test binary run again (`current_exe()`), with `PJRT_MP_WORKER` set,
-//! running only the `worker` test.
-
-#![cfg(feature = "etcd")]
-
-mod support;
+//! running only the `worker` test (ignored in a normal run: it is an entry point, not a test).
 
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use pjrt_client::etcd::EtcdStore;
-use pjrt_client::{Client, ClientOptions, CompileOptions, ErrorCode, KeyValueStore, Placement, Program};
+use pjrt_client::{
+    locate, Client, ClientOptions, CompileOptions, ErrorCode, KeyValueStore, Placement, Plugin, Program,
+};
+use pjrt_etcd::EtcdStore;
 
 const WORKERS: usize = 4;
 const ELEMENTS: usize = 4096;
 /// How long a worker waits for another's key before giving up.
 const KV_TIMEOUT: Duration = Duration::from_secs(5);
+
+// ---- the CPU plugins (as pjrt-client's tests/support: installed into the cache on first use) ----
+
+/// The two plugin versions the client test runs on.
+const PLUGINS: &[&str] = &["cpu", "cpu-0.106"];
+
+/// Loads a known plugin, installing it into the plugin cache first if needed.
+fn plugin(name: &str) -> Plugin {
+    static INSTALL: OnceLock<Mutex<()>> = OnceLock::new();
+    let known = locate::known_plugin(name).expect("a known plugin name");
+    let path = {
+        let _guard = INSTALL.get_or_init(Mutex::default).lock().unwrap_or_else(|p| p.into_inner());
+        if let Ok(verified) = locate::verified_cached(known) {
+            verified
+        } else {
+            locate::install(known, |line| eprintln!("{line}")).unwrap_or_else(|e| {
+                panic!(
+                    "the {name} plugin is not installed and installing it failed: {e}\n\
+                     Install it by hand with `cargo run -p pjrt-cli -- plugin install {name}` \
+                     (needs python3 with pip and access to PyPI)"
+                )
+            })
+        }
+    };
+    Plugin::load(&path).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))
+}
 
 // ---- an etcd server for the test ----
 
@@ -114,6 +143,7 @@ fn unique_prefix(test: &str) -> String {
 // ---- the store on its own ----
 
 #[test]
+#[cfg_attr(not(pjrt_test_etcd), ignore = "needs an etcd server: set PJRT_TEST_ETCD=http://HOST:PORT")]
 fn etcd_store_put_get_try_get() {
     let etcd = etcd();
     let store = EtcdStore::new(&etcd.endpoint, unique_prefix("basic")).unwrap();
@@ -143,6 +173,7 @@ fn etcd_store_put_get_try_get() {
 }
 
 #[test]
+#[cfg_attr(not(pjrt_test_etcd), ignore = "needs an etcd server: set PJRT_TEST_ETCD=http://HOST:PORT")]
 fn etcd_get_waits_on_a_watch_and_times_out() {
     let etcd = etcd();
     let store = EtcdStore::new(&etcd.endpoint, unique_prefix("watch")).unwrap();
@@ -183,6 +214,7 @@ fn etcd_get_waits_on_a_watch_and_times_out() {
 }
 
 #[test]
+#[cfg_attr(not(pjrt_test_etcd), ignore = "needs an etcd server: set PJRT_TEST_ETCD=http://HOST:PORT")]
 fn etcd_going_away_is_unavailable_not_a_hang() {
     // A server of our own, to stop (never the shared PJRT_TEST_ETCD one).
     let mut etcd = own_etcd();
@@ -208,11 +240,12 @@ fn etcd_going_away_is_unavailable_not_a_hang() {
 }
 
 #[test]
+#[cfg_attr(not(pjrt_test_etcd), ignore = "needs an etcd server: set PJRT_TEST_ETCD=http://HOST:PORT")]
 fn clients_take_an_etcd_store() {
     let etcd = etcd();
     let store = EtcdStore::new(&etcd.endpoint, unique_prefix("client")).unwrap();
-    for plugin in support::PLUGINS {
-        let plugin = support::plugin(plugin);
+    for name in PLUGINS {
+        let plugin = plugin(name);
         let client = Client::builder(&plugin).kv_store(store.clone()).process(1, 2).build().unwrap();
         assert!(client.kv_callbacks().is_some());
         assert!(!client.addressable_devices().is_empty());
@@ -245,7 +278,7 @@ fn f32_of(bytes: &[u8]) -> f32 {
 /// exit code 3.
 fn worker_main(id: usize, endpoint: &str, prefix: &str, mode: &str) -> Result<(), String> {
     let store = EtcdStore::new(endpoint, prefix).map_err(|e| e.to_string())?;
-    let plugin = support::plugin("cpu");
+    let plugin = plugin("cpu");
     let client = Client::builder(&plugin)
         .options(ClientOptions::new().cpu_device_count(1))
         .kv_store(store.clone())
@@ -289,8 +322,10 @@ fn worker_main(id: usize, endpoint: &str, prefix: &str, mode: &str) -> Result<()
     Ok(())
 }
 
-/// The worker entry point: does nothing unless this binary was started as a worker.
+/// The worker entry point, run by `spawn_worker` (with `--ignored`); does nothing unless this
+/// binary was started as a worker.
 #[test]
+#[ignore = "the entry point of the worker processes that the multi-process tests start"]
 fn worker() {
     let Ok(id) = std::env::var("PJRT_MP_WORKER") else { return };
     let id: usize = id.parse().unwrap();
@@ -305,7 +340,7 @@ fn worker() {
 
 fn spawn_worker(id: usize, endpoint: &str, prefix: &str, mode: &str) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "worker", "--nocapture", "--test-threads", "1"])
+        .args(["--exact", "worker", "--ignored", "--nocapture", "--test-threads", "1"])
         .env("PJRT_MP_WORKER", id.to_string())
         .env("PJRT_MP_ENDPOINT", endpoint)
         .env("PJRT_MP_PREFIX", prefix)
@@ -340,6 +375,7 @@ fn wait_bounded(mut child: Child, bound: Duration) -> (Option<i32>, String, Dura
 }
 
 #[test]
+#[cfg_attr(not(pjrt_test_etcd), ignore = "needs an etcd server: set PJRT_TEST_ETCD=http://HOST:PORT")]
 fn four_processes_rendezvous_and_sum_through_etcd() {
     let etcd = etcd();
     let prefix = unique_prefix("job");
@@ -383,6 +419,7 @@ fn four_processes_rendezvous_and_sum_through_etcd() {
 }
 
 #[test]
+#[cfg_attr(not(pjrt_test_etcd), ignore = "needs an etcd server: set PJRT_TEST_ETCD=http://HOST:PORT")]
 fn a_killed_process_makes_the_others_time_out() {
     let etcd = etcd();
     let prefix = unique_prefix("killed");

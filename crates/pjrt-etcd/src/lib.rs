@@ -1,5 +1,9 @@
-//! A [`KeyValueStore`] on [etcd](https://etcd.io) (feature `etcd`): the store that the processes
-//! of a multi-process (or multi-host) client share.
+//! # pjrt-etcd
+//!
+//! A [`KeyValueStore`] on [etcd](https://etcd.io) for [`pjrt_client`]: the store that the
+//! processes of a multi-process (or multi-host) client share. A plug-in implementation of
+//! `pjrt-client`'s store trait, built on its public API only; hand an [`EtcdStore`] to
+//! [`ClientBuilder::kv_store`](pjrt_client::ClientBuilder::kv_store).
 //!
 //! [`EtcdStore`] talks to etcd's v3 JSON gateway (`POST /v3/kv/put`, `/v3/kv/range`,
 //! `/v3/watch`, keys and values in base64) over plain HTTP/1.1 on a `std::net::TcpStream`: no
@@ -14,13 +18,45 @@
 //! - Errors come back as [`KvError`], never panics: a connection that cannot be made, breaks, or a
 //!   server that answers with an error is `UNAVAILABLE` (or the gateway's own code); a timeout
 //!   is `DEADLINE_EXCEEDED`.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use pjrt_client::{Client, KeyValueStore, Plugin};
+//! use pjrt_etcd::EtcdStore;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Every process of the job: the same endpoint, the same job prefix.
+//! let (process_id, process_count) = (0, 2);
+//! let store = EtcdStore::new("http://127.0.0.1:2379", "jobs/run-42/")?;
+//! println!("etcd {}", store.version()?); // a cheap check that the server answers
+//! let plugin = Plugin::load(pjrt_client::locate::resolve(None)?.path)?;
+//! let client = Client::builder(&plugin)
+//!     .kv_store(store.clone()) // the plugin's kv_get / kv_try_get / kv_put go to etcd
+//!     .process(process_id, process_count)
+//!     .build()?;
+//! // Your own coordination can use the same store under keys of your choosing.
+//! store.put(&format!("app/ready/{process_id}"), b"yes")?;
+//! for other in 0..process_count {
+//!     store.get(&format!("app/ready/{other}"), Duration::from_secs(60))?; // waits on a watch
+//! }
+//! # drop(client);
+//! if process_id == 0 {
+//!     store.delete_all()?; // etcd keeps keys until they are deleted
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Tests: the unit tests need no server; `tests/multi_process.rs` (etcd itself, and a 4-process
+//! job on the CPU plugin that rendezvous through it) runs when `PJRT_TEST_ETCD` names a server
+//! (`http://127.0.0.1:PORT`) and is reported as ignored otherwise.
+
+#![deny(missing_docs)]
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
-use crate::error::ErrorCode;
-use crate::kv_store::{KeyValueStore, KvError};
+use pjrt_client::{ErrorCode, KeyValueStore, KvError};
 
 /// How long one request (other than a blocking `get`'s watch) may take.
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -39,6 +75,17 @@ impl EtcdStore {
     /// A store on the etcd at `endpoint` (`http://HOST:PORT` or `HOST:PORT`) whose keys all start
     /// with `prefix` (use one prefix per job; may be empty). Resolves the address but does not
     /// connect: see [`EtcdStore::version`] to check that the server answers.
+    ///
+    /// ```
+    /// use pjrt_client::ErrorCode;
+    /// use pjrt_etcd::EtcdStore;
+    ///
+    /// let store = EtcdStore::new("http://127.0.0.1:2379", "job-42/")?; // no connection yet
+    /// assert_eq!(store.with_prefix("job-43/").prefix(), "job-43/");
+    /// let refused = EtcdStore::new("https://127.0.0.1:2379", "").unwrap_err();
+    /// assert_eq!(refused.code(), ErrorCode::InvalidArgument);
+    /// # Ok::<(), pjrt_client::KvError>(())
+    /// ```
     pub fn new(endpoint: &str, prefix: impl Into<String>) -> Result<Self, KvError> {
         let rest = endpoint.trim().trim_end_matches('/');
         if rest.starts_with("https://") {
@@ -348,12 +395,32 @@ fn gateway_error(error: &Json, what: &str) -> KvError {
         .or_else(|| error.as_str())
         .or_else(|| error.get("error").and_then(Json::as_str))
         .unwrap_or("unknown error");
-    // gRPC status codes are PJRT's codes.
-    let code = match error.get("code").and_then(Json::as_u64) {
-        Some(c @ 1..=16) => ErrorCode::from_raw(crate::sys::PJRT_Error_Code(c as _)),
-        _ => ErrorCode::Unavailable,
-    };
+    let code = error.get("code").and_then(Json::as_u64).and_then(grpc_code).unwrap_or(ErrorCode::Unavailable);
     KvError::new(code, format!("etcd {what}: {message}"))
+}
+
+/// The [`ErrorCode`] of a gRPC status code (PJRT's codes are gRPC's); `None` for OK and codes
+/// outside 1..=16.
+fn grpc_code(code: u64) -> Option<ErrorCode> {
+    Some(match code {
+        1 => ErrorCode::Cancelled,
+        2 => ErrorCode::Unknown,
+        3 => ErrorCode::InvalidArgument,
+        4 => ErrorCode::DeadlineExceeded,
+        5 => ErrorCode::NotFound,
+        6 => ErrorCode::AlreadyExists,
+        7 => ErrorCode::PermissionDenied,
+        8 => ErrorCode::ResourceExhausted,
+        9 => ErrorCode::FailedPrecondition,
+        10 => ErrorCode::Aborted,
+        11 => ErrorCode::OutOfRange,
+        12 => ErrorCode::Unimplemented,
+        13 => ErrorCode::Internal,
+        14 => ErrorCode::Unavailable,
+        15 => ErrorCode::DataLoss,
+        16 => ErrorCode::Unauthenticated,
+        _ => return None,
+    })
 }
 
 // ---- HTTP/1.1 responses: head, then a body with Content-Length, chunked, or up to EOF ----
@@ -501,7 +568,7 @@ impl HttpReader {
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// Standard base64 with padding.
-pub fn base64_encode(data: &[u8]) -> String {
+fn base64_encode(data: &[u8]) -> String {
     let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
     for chunk in data.chunks(3) {
         let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
@@ -518,7 +585,7 @@ pub fn base64_encode(data: &[u8]) -> String {
 }
 
 /// Decodes standard (or URL-safe) base64, padded or not; `None` on anything else.
-pub fn base64_decode(text: &str) -> Option<Vec<u8>> {
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
     let text = text.trim_end_matches('=');
     let mut out = Vec::with_capacity(text.len() * 3 / 4);
     let mut acc = 0u32;
@@ -790,6 +857,22 @@ mod tests {
         for bad in [&b"[1 2]"[..], b"[1,]", b"{\"a\":1 \"b\":2}", b"{\"a\" 1}", b"{1:2}"] {
             assert!(matches!(Parser { s: bad, i: 0 }.value(), Err(ParseError::Invalid(_))), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn gateway_errors_keep_the_grpc_code() {
+        for c in 1..=16 {
+            assert_eq!(grpc_code(c).unwrap().to_raw().0 as u64, c);
+        }
+        assert_eq!(grpc_code(0), None);
+        assert_eq!(grpc_code(17), None);
+        let error = |json: &str| gateway_error(&Json::parse_all(json.as_bytes()).unwrap(), "put");
+        let e = error(r#"{"code":5,"message":"no such key"}"#);
+        assert_eq!((e.code(), e.message()), (ErrorCode::NotFound, "etcd put: no such key"));
+        assert_eq!(error(r#"{"code":"3","error":"bad"}"#).code(), ErrorCode::InvalidArgument);
+        assert_eq!(error(r#"{"code":0}"#).code(), ErrorCode::Unavailable);
+        assert_eq!(error(r#"{"code":99}"#).code(), ErrorCode::Unavailable);
+        assert_eq!(error(r#""text""#).message(), "etcd put: text");
     }
 
     #[test]
