@@ -309,7 +309,7 @@ impl Inputs {
     ) -> Result<Buffer, Error> {
         match &self.items[index] {
             Input::Host(array) => client.upload_npy(array, wanted, placement),
-            Input::Array(array) => Ok(client.buffer_from_array(array, placement)?),
+            Input::Array(array) => Ok(client.buffer_from_host_array(array, placement)?),
             Input::Npy(file) => client.upload_mapped_npy(file, wanted, placement),
             Input::Tensor { file, name } => {
                 let view = self.files.tensor(file, name)?;

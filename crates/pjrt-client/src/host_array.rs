@@ -21,8 +21,8 @@ use crate::error::{Error, Result};
 /// assert_eq!(rows[1].to_vec::<f32>()?, [3., 4.]);
 /// assert_eq!(HostArray::concatenate(&rows, 0)?, x);
 ///
-/// let buffer = client.buffer_from_array(&x, Placement::Default)?;
-/// assert_eq!(buffer.to_array()?, x);
+/// let buffer = client.buffer_from_host_array(&x, Placement::Default)?;
+/// assert_eq!(buffer.to_host_array()?, x);
 ///
 /// // Sub-byte types: one element per byte; int4 8 does not exist.
 /// assert!(HostArray::new(ElementType::S4, vec![2], vec![0x07, 0x0f]).is_ok());

@@ -71,50 +71,42 @@
 
 pub mod sys;
 
-mod aligned;
-mod api;
+// The layers, lowest first: a module uses only modules above it in this list (a child object
+// may name its parent type, e.g. `Device` its `Client`). `tests/layers.rs` checks it; the
+// README's "Layers" section draws it.
 mod buffer;
-mod buffer_ext;
+mod call;
 mod client;
-mod client_ext;
 pub mod compile_options;
-mod device;
-mod device_description;
-mod device_stats;
 mod element_type;
 mod error;
 mod event;
 mod executable;
 pub mod extensions;
-mod handoff;
-pub mod host_array;
-mod host_callbacks;
-mod host_copy;
-mod kv_store;
-pub mod locate;
-mod named_value;
-#[cfg(feature = "ndarray")]
-mod ndarray_support;
+mod host_array;
 mod plugin;
 mod program;
-mod release;
 pub mod sharding;
 mod topology;
-mod transfer_manager;
-mod user_event;
 
-pub use aligned::{AlignedHostBuffer, HOST_ALIGNMENT};
-pub use api::ApiVersion;
+pub use buffer::aligned::{AlignedHostBuffer, HOST_ALIGNMENT};
+pub use buffer::transfer_manager::{PendingTransfer, ShapeSpec, TransferManager};
+pub use buffer::zero_copy::{
+    AliasFulfiller, ControlDependency, ExternalReference, HostData, MemoryLayout, RawCopyRequest,
+};
 pub use buffer::{Buffer, HostBufferSemantics, HostLayout, HostTransfer, Placement};
-pub use buffer_ext::{AliasFulfiller, ControlDependency, ExternalReference, HostData, MemoryLayout, RawCopyRequest};
+pub use call::named_value::Value;
+pub use call::release::flush_released;
+pub use call::ApiVersion;
+pub use client::device::{Device, Memory};
+pub use client::device_stats::{AsyncTrackingEvent, MemoryStats};
+pub use client::kv_store::{InMemoryStore, KeyValueStore, KvCallCounts, KvCallbacks, KvError};
+pub use client::process::{DmaMapping, ProcessInfo, ProcessState};
 pub use client::{Client, ClientBuilder, ClientOptions};
-pub use client_ext::{DmaMapping, ProcessInfo, ProcessState};
 pub use compile_options::{CompileOptions, DeviceAssignment};
-pub use device::{Device, Memory};
-pub use device_description::DeviceDescription;
-pub use device_stats::{AsyncTrackingEvent, MemoryStats};
 pub use element_type::{ElementType, NativeType};
 pub use error::{Error, ErrorCode, LoadError, Result};
+pub use event::user_event::UserEvent;
 pub use event::{Event, OnReady};
 pub use executable::{ArrayShape, Execution, LoadedExecutable, PendingExecution};
 pub use executable::{
@@ -122,14 +114,11 @@ pub use executable::{
     OptimizedProgram, SendChunk,
 };
 pub use host_array::HostArray;
-pub use kv_store::{InMemoryStore, KeyValueStore, KvCallCounts, KvCallbacks, KvError};
-pub use named_value::Value;
+pub use plugin::locate;
 pub use plugin::{Plugin, StableHloVersion};
 pub use program::{ModuleCounts, Program, ProgramFormat};
-pub use release::flush_released;
+pub use topology::device_description::DeviceDescription;
 pub use topology::{CanonicalShape, Executable, Topology};
-pub use transfer_manager::{PendingTransfer, ShapeSpec, TransferManager};
-pub use user_event::UserEvent;
 
 pub use half;
 #[cfg(feature = "ndarray")]

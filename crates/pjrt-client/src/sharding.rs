@@ -175,10 +175,10 @@ pub fn gather_output(execution: &Execution, index: usize, sharding: Sharding) ->
         return Err(Error::invalid(format!("output {index} does not exist ({} outputs)", first.len())));
     }
     match sharding {
-        Sharding::Replicated => first[index].to_array(),
+        Sharding::Replicated => first[index].to_host_array(),
         Sharding::Split(axis) => {
             let parts: Vec<HostArray> =
-                execution.outputs.iter().map(|outs| outs[index].to_array()).collect::<Result<_>>()?;
+                execution.outputs.iter().map(|outs| outs[index].to_host_array()).collect::<Result<_>>()?;
             gather(&parts, axis)
         }
     }
@@ -200,10 +200,12 @@ impl LoadedExecutable {
         for (device, list) in devices.iter().zip(&lists) {
             let mut row = Vec::with_capacity(list.len());
             for (i, array) in list.iter().enumerate() {
-                row.push(self.client().buffer_from_array(array, Placement::Device(device)).map_err(|e| match e {
-                    Error::InvalidArgument(m) => Error::InvalidArgument(format!("input {i}: {m}")),
-                    other => other,
-                })?);
+                row.push(self.client().buffer_from_host_array(array, Placement::Device(device)).map_err(
+                    |e| match e {
+                        Error::InvalidArgument(m) => Error::InvalidArgument(format!("input {i}: {m}")),
+                        other => other,
+                    },
+                )?);
             }
             buffers.push(row);
         }

@@ -250,7 +250,7 @@ fn pred_bytes_other_than_one_are_read_as_true() {
     buffer.copy_to_slice(&mut slice).unwrap();
     assert_eq!(slice, values);
     assert_valid_bools(&slice);
-    let npy = buffer.to_array().unwrap().to_vec::<bool>().unwrap();
+    let npy = buffer.to_host_array().unwrap().to_vec::<bool>().unwrap();
     assert_eq!(npy, values);
     assert_valid_bools(&npy);
     buffer.ready_event().unwrap().wait().unwrap();

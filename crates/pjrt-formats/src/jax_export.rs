@@ -1080,7 +1080,7 @@ impl JaxExport {
             .ok_or_else(|| Error::invalid("the compiled model has no addressable device"))?;
         let mut buffers = Vec::with_capacity(arguments.len());
         for array in &arguments {
-            buffers.push(client.buffer_from_array(array, Placement::Device(&device))?);
+            buffers.push(client.buffer_from_host_array(array, Placement::Device(&device))?);
         }
         let refs: Vec<&pjrt_client::Buffer> = buffers.iter().collect();
         let outputs = exe.execute(&refs)?;

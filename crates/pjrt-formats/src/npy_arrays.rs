@@ -227,7 +227,7 @@ pub(crate) fn upload_npy(
 
 /// Downloads a buffer as a `.npy` array (see [`NpyArray::from_host_array`]).
 pub(crate) fn download_npy(buffer: &Buffer) -> Result<NpyArray> {
-    NpyArray::from_host_array(&buffer.to_array()?)
+    NpyArray::from_host_array(&buffer.to_host_array()?)
 }
 
 #[cfg(test)]

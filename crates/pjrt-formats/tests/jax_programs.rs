@@ -151,7 +151,9 @@ fn run_case(client: &Client, case: &Path) -> Result<(), String> {
         let mut row = Vec::new();
         for (i, array) in list.iter().enumerate() {
             row.push(
-                client.buffer_from_array(array, Placement::Device(device)).map_err(|e| format!("input {i}: {e}"))?,
+                client
+                    .buffer_from_host_array(array, Placement::Device(device))
+                    .map_err(|e| format!("input {i}: {e}"))?,
             );
         }
         buffers.push(row);
@@ -165,7 +167,7 @@ fn run_case(client: &Client, case: &Path) -> Result<(), String> {
         let per_device: Vec<HostArray> = execution
             .outputs
             .iter()
-            .map(|outs| outs[o].to_array().map_err(|e| e.to_string()))
+            .map(|outs| outs[o].to_host_array().map_err(|e| e.to_string()))
             .collect::<Result<_, _>>()?;
         let actual = match out_shardings.get(o).and_then(|s| s["axis"].as_u64()) {
             Some(axis) if per_device.len() > 1 => {

@@ -6,9 +6,9 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use crate::api::pjrt_call;
+use crate::buffer::zero_copy::increase_external_reference;
 use crate::buffer::{dense_byte_size, Buffer, Placement};
-use crate::buffer_ext::increase_external_reference;
+use crate::call::pjrt_call;
 use crate::client::Client;
 use crate::element_type::{ElementType, NativeType};
 use crate::error::{Error, Result};

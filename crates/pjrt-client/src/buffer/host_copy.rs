@@ -2,8 +2,8 @@
 
 use std::ffi::c_void;
 
-use crate::api::pjrt_call;
 use crate::buffer::{normalize_pred, Buffer};
+use crate::call::pjrt_call;
 use crate::element_type::{ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::event::Event;

@@ -1,18 +1,25 @@
 //! Buffers: arrays on a device, and the transfers between host and device.
 
+pub(crate) mod aligned;
+pub(crate) mod host_copy;
+#[cfg(feature = "ndarray")]
+mod ndarray;
+pub(crate) mod transfer_manager;
+pub(crate) mod zero_copy;
+
 use std::ffi::c_void;
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
 
-use crate::api::{checked_slice, pjrt_call};
+use crate::call::release::release_if_in_callback;
+use crate::call::{checked_slice, pjrt_call};
+use crate::client::device::{Device, Memory};
 use crate::client::Client;
-use crate::device::{Device, Memory};
 use crate::element_type::{ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::host_array::HostArray;
-use crate::release::release_if_in_callback;
 use crate::sys::{self, Args};
 
 /// Where an upload goes.
@@ -320,11 +327,11 @@ impl Client {
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let array = HostArray::from_elements(vec![2], &[true, false])?;
-    /// let buffer = client.buffer_from_array(&array, Placement::Default)?;
+    /// let buffer = client.buffer_from_host_array(&array, Placement::Default)?;
     /// assert_eq!(buffer.to_vec::<bool>()?, [true, false]);
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
-    pub fn buffer_from_array(&self, array: &HostArray, placement: Placement<'_>) -> Result<Buffer> {
+    pub fn buffer_from_host_array(&self, array: &HostArray, placement: Placement<'_>) -> Result<Buffer> {
         self.buffer_from_bytes(array.data(), array.element_type(), &array.dims(), &HostLayout::default(), placement)
     }
 }
@@ -519,12 +526,12 @@ impl Buffer {
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let x = client.buffer_from_slice(&[1i32, 2, 3, 4, 5, 6], &[2, 3], Placement::Default)?;
-    /// let array = x.to_array()?;
+    /// let array = x.to_host_array()?;
     /// assert_eq!((array.element_type(), array.shape()), (ElementType::S32, &[2, 3][..]));
     /// assert_eq!(array.to_vec::<i32>()?, [1, 2, 3, 4, 5, 6]);
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
-    pub fn to_array(&self) -> Result<HostArray> {
+    pub fn to_host_array(&self) -> Result<HostArray> {
         let element_type = self.element_type()?;
         let shape: Vec<usize> = self.dimensions()?.iter().map(|d| *d as usize).collect();
         HostArray::new(element_type, shape, self.to_host_bytes()?)

@@ -7,16 +7,16 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Mutex;
 
-use crate::api::pjrt_call;
+use crate::buffer::zero_copy::{check_array, resolve_memory, DenseLayout, HostData};
 use crate::buffer::{Buffer, Placement};
-use crate::buffer_ext::{check_array, resolve_memory, DenseLayout, HostData};
+use crate::call::named_value::{RawNamedValues, Value};
+use crate::call::pjrt_call;
+use crate::call::release::release_if_in_callback;
+use crate::client::device::Device;
 use crate::client::Client;
-use crate::device::Device;
 use crate::element_type::ElementType;
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::Event;
-use crate::named_value::{RawNamedValues, Value};
-use crate::release::release_if_in_callback;
 use crate::sys::{self, Args};
 
 /// The shape of one buffer of a [`TransferManager`].

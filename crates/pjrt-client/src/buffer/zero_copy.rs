@@ -12,15 +12,15 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
-use crate::aligned::AlignedHostBuffer;
-use crate::api::{checked_slice, pjrt_call, Api};
+use crate::buffer::aligned::AlignedHostBuffer;
 use crate::buffer::{dense_byte_size, Buffer, HostLayout, HostTransfer, Placement};
+use crate::call::release::{release_if_in_callback, CallbackScope};
+use crate::call::{checked_slice, pjrt_call, Api};
 use crate::client::Client;
 use crate::element_type::ElementType;
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::{Event, OnReady};
 use crate::plugin::Plugin;
-use crate::release::{release_if_in_callback, CallbackScope};
 use crate::sys::{self, Args};
 
 // ---------------------------------------------------------------------------------------------
@@ -606,8 +606,8 @@ unsafe extern "C" fn view_on_delete(_device_buffer_ptr: *mut c_void, user_arg: *
     let _scope = CallbackScope::enter();
     no_unwind(|| {
         // Taken out of the hand-off table once; a second call, or an argument never given, finds
-        // nothing (see `crate::handoff`).
-        let Some(state) = crate::handoff::take::<Arc<ViewState>>(user_arg) else { return };
+        // nothing (see `crate::call::handoff`).
+        let Some(state) = crate::call::handoff::take::<Arc<ViewState>>(user_arg) else { return };
         let payload = state.payload.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(ViewKeepAlive { host, on_delete }) = payload {
             drop(host);
@@ -622,7 +622,7 @@ impl Client {
     /// The alignment the plugin requires of memory it views (`CreateViewOfDeviceBuffer`):
     /// 64 bytes on CPU; `None` when this crate does not know the platform's requirement.
     pub fn view_alignment(&self) -> Option<usize> {
-        (self.platform_name() == "cpu").then_some(crate::aligned::HOST_ALIGNMENT)
+        (self.platform_name() == "cpu").then_some(crate::buffer::aligned::HOST_ALIGNMENT)
     }
 
     /// A buffer that reads `host` in place (`PJRT_Client_CreateViewOfDeviceBuffer`): no copy.
@@ -739,7 +739,7 @@ impl Client {
             Target::Memory(memory) => args.memory = memory,
         }
         args.on_delete_callback = Some(view_on_delete);
-        args.on_delete_callback_arg = crate::handoff::give(state.clone());
+        args.on_delete_callback_arg = crate::call::handoff::give(state.clone());
         if let Err(e) = pjrt_call!(self.api(), PJRT_Client_CreateViewOfDeviceBuffer, &mut args) {
             // No buffer refers to the memory: release what it depended on now. The callback's
             // entry stays in the hand-off table (a few bytes) in case the plugin still calls it.

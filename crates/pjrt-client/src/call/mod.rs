@@ -4,6 +4,10 @@
 //! that the plugin's API version is new enough and that the pointer is non-NULL; only then does it
 //! call. A returned `PJRT_Error` becomes [`Error::Pjrt`] and is always destroyed.
 
+pub(crate) mod handoff;
+pub(crate) mod named_value;
+pub(crate) mod release;
+
 use std::ffi::c_char;
 use std::ptr::NonNull;
 
@@ -389,7 +393,7 @@ fn bad_output<T>(function: &'static str, what: &str, ptr: *const T, len: usize) 
 /// filled by the plugin on success.
 macro_rules! pjrt_call {
     ($api:expr, $slot:ident, $args:expr) => {{
-        let api: &$crate::api::Api = $api;
+        let api: &$crate::call::Api = $api;
         const OFFSET: usize = ::core::mem::offset_of!($crate::sys::PJRT_Api, $slot);
         // Read by byte offset, only inside the plugin's table (see `Api::read_slot`).
         match api.read_slot(OFFSET, |table| &table.$slot) {

@@ -2,7 +2,7 @@
 
 use std::ffi::c_char;
 
-use crate::api::{slice_from_raw, string_from_raw};
+use crate::call::{slice_from_raw, string_from_raw};
 use crate::sys;
 
 /// A typed value as PJRT passes it in options and attributes.

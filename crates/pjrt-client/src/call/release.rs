@@ -90,8 +90,8 @@ pub(crate) fn release_later<T: Send + 'static>(value: T) {
 /// type, whose own drop then runs on the release thread) to the release thread and returns.
 macro_rules! release_if_in_callback {
     ($moved:expr) => {
-        if $crate::release::in_plugin_callback() {
-            $crate::release::release_later($moved);
+        if $crate::call::release::in_plugin_callback() {
+            $crate::call::release::release_later($moved);
             return;
         }
     };

@@ -3,10 +3,10 @@
 use std::fmt;
 use std::ptr::NonNull;
 
-use crate::api::{checked_slice, checked_string, pjrt_call};
+use crate::call::named_value::{read_named_values, Value};
+use crate::call::{checked_slice, checked_string, pjrt_call};
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::named_value::{read_named_values, Value};
 use crate::sys::{self, Args};
 
 /// A device of a client. Borrowed from the client: it cannot outlive it. `Send + Sync` (a view of

@@ -3,10 +3,10 @@
 
 use std::ffi::c_char;
 
-use crate::api::{checked_slice, pjrt_call};
-use crate::device::Device;
+use crate::call::named_value::{read_named_values, Value};
+use crate::call::{checked_slice, pjrt_call};
+use crate::client::device::Device;
 use crate::error::{Error, ErrorCode, Result};
-use crate::named_value::{read_named_values, Value};
 use crate::sys::{self, Args};
 
 /// A device's memory statistics. Fields the plugin does not report are `None`.

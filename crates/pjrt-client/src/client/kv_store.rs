@@ -35,9 +35,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use crate::call::release::CallbackScope;
 use crate::error::ErrorCode;
 use crate::event::panic_message;
-use crate::release::CallbackScope;
 use crate::sys;
 
 /// A store shared by the processes of one multi-process client.
@@ -273,7 +273,7 @@ impl fmt::Debug for InMemoryStore {
 /// then outlive the raw client.
 pub struct KvCallbacks {
     state: Arc<KvState>,
-    // The `user_arg` the plugin is given: an id in the hand-off table (see `crate::handoff`)
+    // The `user_arg` the plugin is given: an id in the hand-off table (see `crate::call::handoff`)
     // holding a clone of `state`, taken out when this is dropped; a callback after that, or
     // with another argument, finds nothing.
     id: usize,
@@ -309,7 +309,7 @@ impl KvCallbacks {
     pub fn new(store: Arc<dyn KeyValueStore>) -> Self {
         let state =
             Arc::new(KvState { store, calls: CallCounts::default(), outstanding: Arc::new(AtomicUsize::new(0)) });
-        let id = crate::handoff::give(state.clone()) as usize;
+        let id = crate::call::handoff::give(state.clone()) as usize;
         Self { state, id }
     }
 
@@ -367,7 +367,7 @@ impl KvCallbacks {
 
 impl Drop for KvCallbacks {
     fn drop(&mut self) {
-        drop(crate::handoff::take::<Arc<KvState>>(self.id as *mut c_void));
+        drop(crate::call::handoff::take::<Arc<KvState>>(self.id as *mut c_void));
     }
 }
 
@@ -485,7 +485,7 @@ fn guarded<T>(op: &str, body: impl FnOnce() -> Result<T, KvError>) -> Result<T, 
 /// The state behind a callback's `user_arg`: an id from [`KvCallbacks::user_arg`] whose
 /// `KvCallbacks` is alive, else an error (never a dereference of what the plugin passed).
 fn state_from(user_arg: *mut c_void) -> Result<Arc<KvState>, KvError> {
-    crate::handoff::get::<Arc<KvState>>(user_arg).ok_or_else(|| {
+    crate::call::handoff::get::<Arc<KvState>>(user_arg).ok_or_else(|| {
         KvError::invalid_argument(format!(
             "the plugin passed a user_arg ({user_arg:p}) to a key-value callback that is not one of a live client's"
         ))

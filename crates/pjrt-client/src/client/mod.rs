@@ -1,17 +1,22 @@
 //! Clients: one per plugin and set of devices; the root of every other object.
 
+pub(crate) mod device;
+pub(crate) mod device_stats;
+pub(crate) mod kv_store;
+pub(crate) mod process;
+
 use std::any::Any;
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
-use crate::api::{checked_slice, checked_string, pjrt_call};
-use crate::device::{Device, Memory};
+use crate::call::named_value::{RawNamedValues, Value};
+use crate::call::release::release_if_in_callback;
+use crate::call::{checked_slice, checked_string, pjrt_call};
+use crate::client::device::{Device, Memory};
+use crate::client::kv_store::{KeyValueStore, KvCallbacks};
 use crate::error::{Error, ErrorCode, Result};
-use crate::kv_store::{KeyValueStore, KvCallbacks};
-use crate::named_value::{RawNamedValues, Value};
 use crate::plugin::Plugin;
-use crate::release::release_if_in_callback;
 use crate::sys::{self, Args};
 
 /// Options for [`Client::new`]: typed name/value pairs passed to `PJRT_Client_Create`.
@@ -390,7 +395,7 @@ impl Client {
         self.inner.raw.as_ptr()
     }
 
-    pub(crate) fn api(&self) -> &crate::api::Api {
+    pub(crate) fn api(&self) -> &crate::call::Api {
         self.inner.plugin.api()
     }
 

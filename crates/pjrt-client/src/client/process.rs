@@ -5,11 +5,11 @@
 use std::ffi::c_void;
 use std::fmt;
 
-use crate::aligned::AlignedHostBuffer;
-use crate::api::pjrt_call;
+use crate::buffer::aligned::AlignedHostBuffer;
+use crate::call::pjrt_call;
+use crate::call::release::release_if_in_callback;
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
-use crate::release::release_if_in_callback;
 use crate::sys::{self, Args};
 
 /// Host memory registered with the plugin for direct (DMA) transfers, made by

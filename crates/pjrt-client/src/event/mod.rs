@@ -1,5 +1,7 @@
 //! Events: completion of asynchronous work (transfers, executions).
 
+pub(crate) mod user_event;
+
 use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
@@ -11,7 +13,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use crate::api::{pjrt_call, Api};
+use crate::call::{pjrt_call, Api};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::plugin::Plugin;
@@ -197,17 +199,17 @@ impl Event {
         F: FnOnce(Result<()>) + Send + 'static,
     {
         let state = Arc::new(OnReadyState::default());
-        // By id, not by pointer (see `crate::handoff`): a plugin calling back twice, or with a
+        // By id, not by pointer (see `crate::call::handoff`): a plugin calling back twice, or with a
         // wrong argument, finds nothing.
         let user_arg =
-            crate::handoff::give(OnReadyClosure { callback, state: state.clone(), plugin: self.plugin.clone() });
+            crate::call::handoff::give(OnReadyClosure { callback, state: state.clone(), plugin: self.plugin.clone() });
         let mut args = sys::PJRT_Event_OnReady_Args::new();
         args.event = self.raw.as_ptr();
         args.callback = Some(on_ready_trampoline::<F>);
         args.user_arg = user_arg;
         if let Err(e) = pjrt_call!(self.api(), PJRT_Event_OnReady, &mut args) {
             // The plugin did not take the callback: reclaim the closure.
-            drop(crate::handoff::take::<OnReadyClosure<F>>(user_arg));
+            drop(crate::call::handoff::take::<OnReadyClosure<F>>(user_arg));
             return Err(e);
         }
         Ok(OnReady { state })
@@ -260,7 +262,7 @@ impl Completion {
 
 impl Drop for Event {
     fn drop(&mut self) {
-        crate::release::release_if_in_callback!(Event {
+        crate::call::release::release_if_in_callback!(Event {
             plugin: self.plugin.clone(),
             _client: self._client.take(),
             raw: self.raw,
@@ -337,11 +339,12 @@ where
     F: FnOnce(Result<()>) + Send + 'static,
 {
     // Whatever the callback drops that would call the plugin goes to the release thread.
-    let _scope = crate::release::CallbackScope::enter();
+    let _scope = crate::call::release::CallbackScope::enter();
     // The closure is taken out of the hand-off table: once. A second call for the same event (a
     // plugin bug), or an argument this crate never gave, finds nothing; its error, if any, then
     // cannot be freed (no plugin to free it with) and is left to the plugin.
-    let Some(OnReadyClosure { callback, state, plugin }) = crate::handoff::take::<OnReadyClosure<F>>(user_arg) else {
+    let Some(OnReadyClosure { callback, state, plugin }) = crate::call::handoff::take::<OnReadyClosure<F>>(user_arg)
+    else {
         return;
     };
     // The callback owns `error` and must destroy it: `check` converts and destroys. Everything

@@ -6,7 +6,7 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::api::pjrt_call;
+use crate::call::pjrt_call;
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::Event;
 use crate::plugin::Plugin;

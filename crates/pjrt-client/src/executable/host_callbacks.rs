@@ -25,12 +25,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
-use crate::api::{pjrt_call, slice_from_raw, Api};
+use crate::call::release::{release_if_in_callback, CallbackScope};
+use crate::call::{pjrt_call, slice_from_raw, Api};
 use crate::client::{Client, WeakClient};
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::{panic_message, Event};
 use crate::executable::ExecuteOptions;
-use crate::release::{release_if_in_callback, CallbackScope};
 use crate::sys::{self, Args};
 
 type SendFn = dyn FnMut(SendChunk<'_>) -> Result<()> + Send;
@@ -226,8 +226,8 @@ impl CopyToDeviceStream {
         }
         let (ptr, size) = (data.as_mut_ptr(), data.len());
         // The vector (its heap bytes stay where they are) goes into the hand-off table until
-        // the plugin calls the deleter with its id (see `crate::handoff`).
-        let owner = crate::handoff::give(data);
+        // the plugin calls the deleter with its id (see `crate::call::handoff`).
+        let owner = crate::call::handoff::give(data);
         let mut chunk =
             sys::PJRT_Chunk { data: ptr as *mut c_void, size, deleter: Some(free_chunk), deleter_arg: owner };
         let mut args = sys::PJRT_CopyToDeviceStream_AddChunk_Args::new();
@@ -237,7 +237,7 @@ impl CopyToDeviceStream {
             Ok(()) => {}
             Err(e @ Error::Unsupported { .. }) => {
                 // Never reached the plugin: the chunk is still ours.
-                drop(crate::handoff::take::<Vec<u8>>(owner));
+                drop(crate::call::handoff::take::<Vec<u8>>(owner));
                 return Err(e);
             }
             // The plugin may already own the chunk (the header says AddChunk takes it): freeing
@@ -296,7 +296,7 @@ impl fmt::Debug for CopyToDeviceStream {
 /// Frees a chunk made by [`CopyToDeviceStream::add_chunk`]: its vector is taken out of the
 /// hand-off table, once; a second call (or an argument never given) frees nothing.
 unsafe extern "C" fn free_chunk(_data: *mut c_void, deleter_arg: *mut c_void) {
-    drop(crate::handoff::take::<Vec<u8>>(deleter_arg));
+    drop(crate::call::handoff::take::<Vec<u8>>(deleter_arg));
 }
 
 /// What one send callback's `user_arg` points to.
@@ -344,7 +344,7 @@ fn record(failures: &Mutex<Vec<Error>>, error: Error) {
 const UNUSED_CHANNEL: i64 = i64::MIN;
 
 /// The `user_arg`s handed to the plugin for one launch: ids in the hand-off table (see
-/// `crate::handoff`), each holding one target. They must outlive the launch: dropping this
+/// `crate::call::handoff`), each holding one target. They must outlive the launch: dropping this
 /// takes them out of the table, so it is dropped only once every device has completed; a
 /// plugin calling back after that finds nothing.
 pub(crate) struct CallbackTargets {
@@ -360,10 +360,10 @@ impl Drop for CallbackTargets {
             recv: std::mem::take(&mut self.recv),
         });
         for id in self.send.drain(..) {
-            drop(crate::handoff::take::<Arc<SendTarget>>(id as *mut c_void));
+            drop(crate::call::handoff::take::<Arc<SendTarget>>(id as *mut c_void));
         }
         for id in self.recv.drain(..) {
-            drop(crate::handoff::take::<Arc<RecvTarget>>(id as *mut c_void));
+            drop(crate::call::handoff::take::<Arc<RecvTarget>>(id as *mut c_void));
         }
     }
 }
@@ -429,7 +429,7 @@ impl HostCallbacks {
                     device_index,
                     failures: self.failures.clone(),
                 });
-                let id = crate::handoff::give(target);
+                let id = crate::call::handoff::give(target);
                 targets.send.push(id as usize);
                 list.push(sys::PJRT_SendCallbackInfo {
                     channel_id: *channel_id,
@@ -447,7 +447,7 @@ impl HostCallbacks {
                     failures: self.failures.clone(),
                     source: source.clone(),
                 });
-                let id = crate::handoff::give(target);
+                let id = crate::call::handoff::give(target);
                 targets.recv.push(id as usize);
                 list.push(sys::PJRT_RecvCallbackInfo {
                     channel_id: *channel_id,
@@ -518,7 +518,7 @@ unsafe extern "C" fn send_trampoline(
         // The target stays in the hand-off table until every device of the launch has
         // completed (CallbackTargets is dropped only then); a call after that, or with an
         // argument this crate never gave, finds none.
-        let Some(target) = crate::handoff::get::<Arc<SendTarget>>(user_arg) else {
+        let Some(target) = crate::call::handoff::get::<Arc<SendTarget>>(user_arg) else {
             let message = "the plugin called a send callback of an execution that is over (or an unknown one)";
             return Some((sys::PJRT_Error_Code::INTERNAL, message.to_owned()));
         };
@@ -570,7 +570,7 @@ unsafe extern "C" fn recv_trampoline(stream: *mut sys::PJRT_CopyToDeviceStream, 
     let _scope = CallbackScope::enter();
     let _ = catch_unwind(AssertUnwindSafe(|| {
         // See `send_trampoline`: an unknown or finished target is not called.
-        let Some(target) = crate::handoff::get::<Arc<RecvTarget>>(user_arg) else { return };
+        let Some(target) = crate::call::handoff::get::<Arc<RecvTarget>>(user_arg) else { return };
         let Some(raw) = NonNull::new(stream) else {
             record(&target.failures, Error::invalid("the plugin called a receive callback without a stream"));
             return;
@@ -648,13 +648,13 @@ mod tests {
 
     impl<T: Send + Sync + 'static> Given<T> {
         fn new(target: T) -> Self {
-            Given(crate::handoff::give(Arc::new(target)), std::marker::PhantomData)
+            Given(crate::call::handoff::give(Arc::new(target)), std::marker::PhantomData)
         }
     }
 
     impl<T: Send + Sync + 'static> Drop for Given<T> {
         fn drop(&mut self) {
-            drop(crate::handoff::take::<Arc<T>>(self.0));
+            drop(crate::call::handoff::take::<Arc<T>>(self.0));
         }
     }
 
@@ -915,7 +915,7 @@ mod tests {
         }));
         call_recv(&target, raw);
         // Streams dropped inside the callback are destroyed on the release thread.
-        crate::release::flush_released();
+        crate::call::release::flush_released();
         assert!(failures.lock().unwrap().is_empty(), "{:?}", failures.lock().unwrap());
         assert_eq!(*fake.chunks.lock().unwrap(), [vec![1, 2, 3, 4], vec![5, 6, 7, 8]]);
         assert_eq!(fake.destroyed.load(Ordering::SeqCst), 1);
@@ -932,7 +932,7 @@ mod tests {
         }));
         call_recv(&target, raw);
         // Streams dropped inside the callback are destroyed on the release thread.
-        crate::release::flush_released();
+        crate::call::release::flush_released();
         assert_eq!(fake.destroyed.load(Ordering::SeqCst), 0);
         let stream = kept.lock().unwrap().take().unwrap();
         std::thread::spawn(move || stream.add_chunk(vec![9; 4]).map(|_| ())).join().unwrap().unwrap();
@@ -946,7 +946,7 @@ mod tests {
         let (target, failures) = recv_target(Box::new(|_stream| panic!("boom in recv")));
         call_recv(&target, raw);
         // Streams dropped inside the callback are destroyed on the release thread.
-        crate::release::flush_released();
+        crate::call::release::flush_released();
         assert_eq!(fake.destroyed.load(Ordering::SeqCst), 1);
         {
             let failures = failures.lock().unwrap();
@@ -958,7 +958,7 @@ mod tests {
         let (fake2, raw2) = fake_stream(4, 1);
         call_recv(&target, raw2);
         // Streams dropped inside the callback are destroyed on the release thread.
-        crate::release::flush_released();
+        crate::call::release::flush_released();
         assert_eq!(fake2.destroyed.load(Ordering::SeqCst), 1);
         assert!(matches!(&failures.lock().unwrap()[1], Error::CallbackPanicked(m) if m.contains("earlier call")));
 
@@ -966,7 +966,7 @@ mod tests {
         let (target, failures) = recv_target(Box::new(|_stream| Err(Error::invalid("no data"))));
         call_recv(&target, raw3);
         // Streams dropped inside the callback are destroyed on the release thread.
-        crate::release::flush_released();
+        crate::call::release::flush_released();
         assert_eq!(fake3.destroyed.load(Ordering::SeqCst), 1);
         assert!(matches!(&failures.lock().unwrap()[0], Error::InvalidArgument(m) if m == "no data"));
 
@@ -1028,7 +1028,7 @@ mod tests {
         let (fake, raw_stream) = fake_stream(4, 1);
         // SAFETY: the entry's own function and user_arg.
         unsafe { (recv[1][0].recv_callback.unwrap())(raw_stream, recv[1][0].user_arg) };
-        crate::release::flush_released();
+        crate::call::release::flush_released();
         assert_eq!(fake.destroyed.load(Ordering::SeqCst), 1);
         assert_eq!(options.take_callback_failures().len(), 1);
         // The targets hold the closures; the options too. Dropping both frees them.

@@ -1,5 +1,7 @@
 //! Compiling programs and running loaded executables.
 
+pub(crate) mod host_callbacks;
+
 use std::ffi::c_char;
 use std::fmt;
 use std::future::Future;
@@ -13,20 +15,20 @@ use std::time::{Duration, Instant};
 use prost::Message;
 use smallvec::SmallVec;
 
-use crate::api::{checked_slice, checked_string, pjrt_call, Api};
 use crate::buffer::Buffer;
+use crate::call::named_value::{read_named_values, Value};
+use crate::call::release::release_if_in_callback;
+use crate::call::{checked_slice, checked_string, pjrt_call, Api};
+use crate::client::device::Device;
 use crate::client::Client;
 use crate::compile_options::{proto::DeviceAssignmentProto, CompileOptions, DeviceAssignment};
-use crate::device::Device;
 use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::host_callbacks::{CallbackLists, CallbackTargets, HostCallbacks};
-pub use crate::host_callbacks::{CopyToDeviceStream, SendChunk};
-use crate::named_value::{read_named_values, Value};
+use crate::executable::host_callbacks::{CallbackLists, CallbackTargets, HostCallbacks};
+pub use crate::executable::host_callbacks::{CopyToDeviceStream, SendChunk};
 use crate::plugin::Plugin;
 use crate::program::Program;
-use crate::release::release_if_in_callback;
 use crate::sys::{self, Args};
 
 /// The type and shape of one parameter or output.
@@ -1408,7 +1410,7 @@ impl ExecuteContext {
     }
 
     /// The function table of the plugin the context belongs to.
-    pub(crate) fn api(&self) -> &crate::api::Api {
+    pub(crate) fn api(&self) -> &crate::call::Api {
         self.inner.plugin.api()
     }
 }
@@ -1555,7 +1557,7 @@ pub(crate) struct Keepalive {
 impl Keepalive {
     /// Keeps `self` alive until every one of `events` (one per device) has fired, then drops it
     /// on the release thread (it holds user closures, never dropped on a plugin thread; see
-    /// `crate::release`).
+    /// `crate::call::release`).
     ///
     /// When there is not one event per device — the plugin gave fewer, or the launch failed
     /// (possibly after some devices started, which may still call the callbacks) — nothing tells
@@ -1569,7 +1571,7 @@ impl Keepalive {
         let shared = Arc::new(self);
         for event in events {
             let held = shared.clone();
-            if event.on_ready(move |_| crate::release::release_later(held)).is_err() {
+            if event.on_ready(move |_| crate::call::release::release_later(held)).is_err() {
                 // The callback was not registered (its closure, with its clone, is dropped): keep
                 // one clone until the client goes instead.
                 client.keep_until_destroyed(shared.clone());

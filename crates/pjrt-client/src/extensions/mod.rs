@@ -46,10 +46,10 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use crate::api::{pjrt_call, slice_from_raw, string_from_raw, Api};
 use crate::buffer::Buffer;
+use crate::call::{pjrt_call, slice_from_raw, string_from_raw, Api};
+use crate::client::device::Device;
 use crate::client::Client;
-use crate::device::Device;
 use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::executable::LoadedExecutable;

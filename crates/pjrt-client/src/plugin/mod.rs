@@ -4,15 +4,17 @@
 //! Loading a plugin runs its code (library initialisers, then `GetPjrtApi`), with the full
 //! rights of this process. Load only plugins you trust, as you would link any native library.
 
+pub mod locate;
+
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::api::{pjrt_call, Api, ApiVersion};
+use crate::call::named_value::{read_named_values, Value};
+use crate::call::{pjrt_call, Api, ApiVersion};
 use crate::error::{Error, LoadError, Result};
-use crate::named_value::{read_named_values, Value};
 use crate::sys::{self, Args};
 
 /// A loaded PJRT plugin: its library, its validated function table and its attributes.

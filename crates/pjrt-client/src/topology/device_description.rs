@@ -4,9 +4,9 @@
 use std::fmt;
 use std::ptr::NonNull;
 
-use crate::api::{checked_slice, checked_string, pjrt_call, Api};
+use crate::call::named_value::{read_named_values, Value};
+use crate::call::{checked_slice, checked_string, pjrt_call, Api};
 use crate::error::Result;
-use crate::named_value::{read_named_values, Value};
 use crate::sys::{self, Args};
 use crate::topology::Topology;
 

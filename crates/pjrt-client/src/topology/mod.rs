@@ -1,23 +1,25 @@
 //! Topologies (the devices a program can be compiled for, with or without those devices
 //! present), ahead-of-time compilation against them, and serialized executables.
 
+pub(crate) mod device_description;
+
 use std::ffi::c_char;
 use std::fmt;
 use std::ptr::NonNull;
 
-use crate::api::{checked_slice, checked_string, pjrt_call, string_from_raw};
-use crate::buffer_ext::check_array;
+use crate::buffer::zero_copy::check_array;
+use crate::call::named_value::{read_named_values, RawNamedValues, Value};
+use crate::call::release::release_if_in_callback;
+use crate::call::{checked_slice, checked_string, pjrt_call, string_from_raw};
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
-use crate::device_description::DeviceDescription;
 use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::executable::{ArrayShape, LoadedExecutable};
-use crate::named_value::{read_named_values, RawNamedValues, Value};
 use crate::plugin::Plugin;
 use crate::program::Program;
-use crate::release::release_if_in_callback;
 use crate::sys::{self, Args};
+use crate::topology::device_description::DeviceDescription;
 
 /// A topology description: which devices exist, for compilation.
 ///
@@ -457,7 +459,7 @@ impl Executable {
     }
 
     // Used by the metadata queries shared with `LoadedExecutable` (executable.rs).
-    pub(crate) fn metadata_api(&self) -> &crate::api::Api {
+    pub(crate) fn metadata_api(&self) -> &crate::call::Api {
         self.plugin.api()
     }
 
