@@ -74,8 +74,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use pjrt_client::compile_options::CompileOptions;
-use pjrt_client::sys::{self, Args, PJRT_Error, PJRT_Error_Code};
 use pjrt_client::ElementType;
+use pjrt_client_sys::{self as sys, Args, PJRT_Error, PJRT_Error_Code};
 
 // ---------------------------------------------------------------------------------------------
 // Counters
