@@ -1,3 +1,7 @@
+//! Buffers: host bytes with a shape, a device and a memory. Uploads, downloads and copies, views
+//! of device memory, alias buffers, raw copies whose destination comes later, donation with a
+//! control dependency, and the buffer queries.
+
 use std::ffi::c_void;
 use std::panic::catch_unwind;
 use std::ptr::null_mut;
@@ -7,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use pjrt_client::ElementType;
 use pjrt_client_sys::{self as sys, Args, PJRT_Error, PJRT_Error_Code};
 
-use crate::calls::{checked_args, guarded, handle, lock, slot_fn, sys_bytes, SlotResult, OK};
+use crate::calls::{checked_args, guarded, handle, lock, slot_fn, sys_bytes, OK};
 use crate::clients::client;
 use crate::counters::{bump, COUNTERS};
 use crate::devices::{device_index, device_ptr, memory_index, memory_ptr, DEVICES, MEMORIES};
@@ -15,9 +19,6 @@ use crate::errors::{invalid, new_error};
 use crate::events::{handed_out_event, new_event, on_fake_thread, EventState, FakeEvent};
 use crate::faults::{fault_for, injected_failure, injects, null_handle, shape_array, Fault, IMPOSSIBLE_COUNT};
 use crate::scenarios::{config, SizeLie};
-
-// ---------------------------------------------------------------------------------------------
-// Buffers
 
 pub(crate) struct FakeBuffer {
     pub(crate) element_type: sys::PJRT_Buffer_Type,

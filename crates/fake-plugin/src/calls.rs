@@ -1,3 +1,7 @@
+//! How a table function is made: panics caught ([`guarded`]), args checked like a real plugin
+//! checks them ([`checked_args`]), handles borrowed ([`handle`]), and [`slot_fn!`], which defines
+//! a table function from these and the fault directives. Also [`lock`] and [`sys_bytes`].
+
 use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
@@ -44,27 +48,30 @@ pub(crate) unsafe fn checked_args<'a, T: Args>(args: *mut T, name: &str) -> Resu
 
 /// Defines the table function for `$slot`: `unsafe extern "C" fn(*mut Args) -> *mut PJRT_Error`.
 /// The body sees the checked args as `$args` and the fault directed at this call as `$fault`
-/// (a `fail` never reaches it), and evaluates to a [`SlotResult`].
+/// (a `fail` never reaches it), and evaluates to a [`SlotResult`]. Its paths start at the crate
+/// root, so a module that defines table functions imports only the macro.
 macro_rules! slot_fn {
     ($slot:ident => fn $fn_name:ident($args:ident: $ty:ident, $fault:ident) $body:block) => {
-        pub(crate) unsafe extern "C" fn $fn_name(raw: *mut sys::$ty) -> *mut PJRT_Error {
-            guarded(stringify!($slot), || {
+        pub(crate) unsafe extern "C" fn $fn_name(
+            raw: *mut ::pjrt_client_sys::$ty,
+        ) -> *mut ::pjrt_client_sys::PJRT_Error {
+            $crate::calls::guarded(stringify!($slot), || {
                 // SAFETY: the client passes a valid args struct that it does not touch during
                 // the call (the PJRT calling convention).
-                let $args = match unsafe { checked_args(raw, stringify!($ty)) } {
+                let $args = match unsafe { $crate::calls::checked_args(raw, stringify!($ty)) } {
                     Ok(args) => args,
                     Err(error) => return error,
                 };
                 #[allow(unused_variables)]
-                let $fault = fault_for(stringify!($slot));
-                if $fault == Some(Fault::Fail) {
-                    return injected_failure(stringify!($slot));
+                let $fault = $crate::faults::fault_for(stringify!($slot));
+                if $fault == Some($crate::faults::Fault::Fail) {
+                    return $crate::faults::injected_failure(stringify!($slot));
                 }
                 // A closure, so that the body can use `?` and `return`.
                 #[allow(clippy::redundant_closure_call)]
-                let result: SlotResult = (|| $body)();
+                let result: $crate::calls::SlotResult = (|| $body)();
                 match result {
-                    Ok(()) => OK,
+                    Ok(()) => $crate::calls::OK,
                     Err(error) => error,
                 }
             })

@@ -1,3 +1,6 @@
+//! Clients: creation and destruction, DMA mappings, process info, and the client's device,
+//! memory and device-assignment queries.
+
 use std::ffi::c_int;
 use std::ptr::null_mut;
 use std::sync::atomic::Ordering;
@@ -5,16 +8,13 @@ use std::sync::Mutex;
 
 use pjrt_client_sys::{self as sys, Args, PJRT_Error, PJRT_Error_Code};
 
-use crate::calls::{checked_args, guarded, handle, lock, slot_fn, SlotResult, OK};
+use crate::calls::{handle, lock, slot_fn};
 use crate::counters::{bump, COUNTERS};
 use crate::devices::{device_ptr, tables, DEVICES};
 use crate::errors::{invalid, new_error};
 use crate::events::on_fake_thread;
-use crate::faults::{fault_for, injected_failure, injects, null_handle, set_string, shape_array, Fault};
+use crate::faults::{injects, null_handle, set_string, shape_array, Fault};
 use crate::scenarios::config;
-
-// ---------------------------------------------------------------------------------------------
-// Clients
 
 /// A client: the devices and memories are shared statics, so only its life is tracked.
 pub(crate) struct FakeClient {

@@ -1,3 +1,6 @@
+//! Compiling and loading: `PJRT_Client_Compile`, ahead-of-time `PJRT_Compile` on a topology,
+//! `PJRT_Client_Load`, and executables serialized and loaded back.
+
 use std::ffi::{c_char, c_int};
 use std::ptr::null_mut;
 use std::sync::atomic::AtomicBool;
@@ -5,13 +8,13 @@ use std::sync::atomic::AtomicBool;
 use pjrt_client::compile_options::CompileOptions;
 use pjrt_client_sys::{self as sys, PJRT_Error};
 
-use crate::calls::{checked_args, guarded, slot_fn, sys_bytes, SlotResult, OK};
+use crate::calls::{checked_args, slot_fn, sys_bytes};
 use crate::clients::client;
 use crate::counters::{bump, COUNTERS};
 use crate::devices::{device_ptr, DEVICES};
 use crate::errors::invalid;
 use crate::executables::{executable, free_serialized, serialized, FakeExecutable, FakeLoaded};
-use crate::faults::{fault_for, injected_failure, injects, shape_array, Fault};
+use crate::faults::{injects, shape_array, Fault};
 use crate::topology::topology;
 
 slot_fn!(PJRT_Client_Compile => fn client_compile(args: PJRT_Client_Compile_Args, fault) {

@@ -1,9 +1,10 @@
+//! Counters: what the plugin was asked to do (errors, clients, buffers, events, executables
+//! created and destroyed, faults injected, callbacks run, threads still running), read by the
+//! tests through the exported [`fake_counter`].
+
 use std::ffi::{c_char, CStr};
 use std::panic::catch_unwind;
 use std::sync::atomic::{AtomicI64, Ordering};
-
-// ---------------------------------------------------------------------------------------------
-// Counters
 
 macro_rules! counters {
     ($($name:ident),+ $(,)?) => {

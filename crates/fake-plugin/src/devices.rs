@@ -1,20 +1,20 @@
+//! Devices and memories: immortal objects shared by every client of this copy, and the slots of
+//! devices and their descriptions (the memory slots are in `memories.rs`).
+//!
+//! - device 0: memories 0 ("device", default) and 2 ("pinned_host")
+//! - device 1: memories 1 ("device", default) and 2 ("pinned_host")
+
 use std::ffi::c_int;
 use std::ptr::null_mut;
 use std::sync::OnceLock;
 
 use pjrt_client_sys::{self as sys, PJRT_Error};
 
-use crate::calls::{checked_args, guarded, slot_fn, SlotResult, OK};
+use crate::calls::slot_fn;
 use crate::counters::{bump, COUNTERS};
 use crate::errors::invalid;
-use crate::faults::{fault_for, injected_failure, injects, null_handle, set_string, shape_array, Fault};
+use crate::faults::{injects, null_handle, set_string, shape_array, Fault};
 use crate::plugin::{int64_attribute, Immortal};
-
-// ---------------------------------------------------------------------------------------------
-// Devices and memories: immortal objects shared by every client of this copy.
-//
-// device 0: memories 0 ("device", default) and 2 ("pinned_host")
-// device 1: memories 1 ("device", default) and 2 ("pinned_host")
 
 /// The object behind a `PJRT_Device*`; its description is the embedded field.
 struct DeviceObject {
@@ -228,8 +228,7 @@ pub(crate) fn tables() -> &'static Tables {
         .0
 }
 
-// ---------------------------------------------------------------------------------------------
-// Devices
+// ---- devices and their descriptions ----
 
 slot_fn!(PJRT_Device_GetDescription => fn device_get_description(args: PJRT_Device_GetDescription_Args, fault) {
     let index = device_index(args.device)?;

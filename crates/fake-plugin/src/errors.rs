@@ -1,13 +1,12 @@
+//! Errors: the fake's `PJRT_Error` ([`FakeError`]) and the `PJRT_Error_*` slots.
+
 use std::panic::catch_unwind;
 
 use pjrt_client_sys::{self as sys, PJRT_Error, PJRT_Error_Code};
 
-use crate::calls::{checked_args, guarded, handle, slot_fn, SlotResult, OK};
+use crate::calls::{checked_args, handle, slot_fn};
 use crate::counters::{bump, COUNTERS};
-use crate::faults::{fault_for, injected_failure, shape_array, Fault};
-
-// ---------------------------------------------------------------------------------------------
-// Errors
+use crate::faults::{fault_for, shape_array};
 
 /// The fake's `PJRT_Error`: a boxed code and message.
 pub(crate) struct FakeError {

@@ -1,3 +1,6 @@
+//! Events: their shared state, completion (at once, later on a thread of the fake, or never, as
+//! the event rules say), `OnReady` callbacks, user events and the `PJRT_Event_*` slots.
+
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::null_mut;
@@ -6,14 +9,11 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use pjrt_client_sys::{self as sys, PJRT_Error, PJRT_Error_Code};
 
-use crate::calls::{checked_args, guarded, handle, lock, slot_fn, sys_bytes, SlotResult, OK};
+use crate::calls::{handle, lock, slot_fn, sys_bytes, OK};
 use crate::counters::{bump, COUNTERS};
 use crate::errors::{invalid, new_error};
-use crate::faults::{fault_for, injected_failure, injects, Completion, EventRule, Fault, FAULTS};
+use crate::faults::{injects, Completion, EventRule, Fault, FAULTS};
 use crate::scenarios::config;
-
-// ---------------------------------------------------------------------------------------------
-// Events
 
 /// How an event ends: `None` for success, else the error's code and message.
 type Failure = Option<(PJRT_Error_Code, String)>;

@@ -1,3 +1,7 @@
+//! Executables: every program compiles to `fake_add(f32[4], f32[4]) -> f32[4]`. The loaded and
+//! unloaded executable objects and their queries (compiling is in `compile.rs`, running in
+//! `execute.rs`).
+
 use std::ffi::c_char;
 use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -5,15 +9,12 @@ use std::sync::OnceLock;
 
 use pjrt_client_sys::{self as sys, PJRT_Error};
 
-use crate::calls::{checked_args, guarded, handle, slot_fn, SlotResult, OK};
+use crate::calls::{checked_args, handle, slot_fn};
 use crate::counters::{bump, COUNTERS};
 use crate::devices::device_index;
 use crate::errors::invalid;
-use crate::faults::{fault_for, injected_failure, injects, set_string, shape_array, Fault, IMPOSSIBLE_COUNT};
+use crate::faults::{injects, set_string, shape_array, Fault, IMPOSSIBLE_COUNT};
 use crate::plugin::{int64_attribute, Immortal};
-
-// ---------------------------------------------------------------------------------------------
-// Compilation and execution: every program compiles to `fake_add(f32[4], f32[4]) -> f32[4]`.
 
 /// The object behind a `PJRT_LoadedExecutable*`.
 pub(crate) struct FakeLoaded {

@@ -1,15 +1,18 @@
+//! Execution: `PJRT_LoadedExecutable_Execute`, which adds the `f32[4]` arguments of each device,
+//! and execute contexts.
+
 use std::ptr::null_mut;
 
 use pjrt_client_sys::{self as sys, PJRT_Error};
 
 use crate::buffers::{live_buffer, new_buffer, FakeBuffer};
-use crate::calls::{checked_args, guarded, slot_fn, SlotResult, OK};
+use crate::calls::{checked_args, slot_fn};
 use crate::counters::{bump, COUNTERS};
 use crate::devices::{device_index, DEVICES};
 use crate::errors::invalid;
 use crate::events::handed_out_event;
 use crate::executables::{loaded, NUM_PARAMETERS, PARAMETER_BYTES};
-use crate::faults::{fault_for, injected_failure, injects, Fault};
+use crate::faults::{injects, Fault};
 use crate::host_receives::run_host_receives;
 
 /// An execute context: only its life is tracked.

@@ -1,3 +1,6 @@
+//! Fault directives: their parser, the per-slot call counts, and the helpers with which a call
+//! applies its fault to its outputs; [`fake_set_faults`] replaces the directives at run time.
+
 use std::collections::BTreeMap;
 use std::ffi::{c_char, CStr};
 use std::panic::catch_unwind;
@@ -10,9 +13,6 @@ use pjrt_client_sys::{self as sys, PJRT_Error, PJRT_Error_Code};
 use crate::calls::lock;
 use crate::counters::{bump, COUNTERS};
 use crate::errors::{new_error, FakeError};
-
-// ---------------------------------------------------------------------------------------------
-// Fault directives
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Fault {

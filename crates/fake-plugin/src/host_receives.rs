@@ -1,14 +1,15 @@
+//! Host receives: every program receives 16 bytes on channel 1 from the host, through a
+//! `PJRT_CopyToDeviceStream` handed to the client's receive callback.
+
 use std::sync::Mutex;
 
 use pjrt_client_sys::{self as sys, PJRT_Error};
 
-use crate::calls::{checked_args, guarded, handle, lock, slot_fn, sys_bytes, SlotResult, OK};
+use crate::calls::{checked_args, guarded, handle, lock, slot_fn, sys_bytes, OK};
 use crate::counters::{bump, COUNTERS};
 use crate::errors::invalid;
 use crate::events::handed_out_event;
 use crate::faults::{fault_for, injected_failure, Fault};
-
-// ---- host receives: every program receives 16 bytes on channel 1 from the host ----
 
 /// The channel every fake program receives on, when the client registers a callback for it.
 const RECV_CHANNEL: i64 = 1;

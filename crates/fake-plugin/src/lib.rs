@@ -16,7 +16,7 @@
 //! because the dynamic loader treats it as a different library) and write a sidecar file
 //! `<path of the copy>.scenario`. On the first `GetPjrtApi` the plugin finds its own path with
 //! `dladdr` and reads that file: its first line is the scenario's name (see
-//! [`Config::from_name`]), every further line a fault directive (below). Without a sidecar file
+//! [`scenarios::Config::from_name`]), every further line a fault directive (below). Without a sidecar file
 //! it runs `working`.
 //!
 //! # Hostile scenarios
@@ -57,6 +57,21 @@
 //! created and destroyed, faults injected, callbacks run, threads still running). The tests read
 //! the counters through the exported C function [`fake_counter`], found with `dlsym`.
 //!
+//! # Files
+//! `lib.rs` holds `GetPjrtApi`; each other file one concept:
+//! - `scenarios.rs`: what this copy does, read from its sidecar file;
+//! - `faults.rs`: the fault directives and how a call applies them ([`fake_set_faults`]);
+//! - `counters.rs`: what the tests can count ([`fake_counter`]);
+//! - `calls.rs`: how a table function checks its args, catches panics and meets its fault
+//!   (`slot_fn!`);
+//! - `table.rs`: the `PJRT_Api` table, with garbage after its end;
+//! - the slots, by the object they act on: `errors.rs`, `plugin.rs` (initialize, attributes),
+//!   `clients.rs`, `devices.rs` (devices and their descriptions, and the device and memory
+//!   objects), `memories.rs`, `events.rs`, `buffers.rs`, `transfer_manager.rs`, `topology.rs`,
+//!   `compile.rs` (compile, load, serialize), `executables.rs` (executable queries), `execute.rs`
+//!   and `host_receives.rs` (the receive streams handed out during execution);
+//! - `old_extensions.rs`: the older extension forms of the `old_extensions` scenario.
+//!
 //! # Safety rules kept here
 //! Every exported or table function catches panics, so no unwind ever crosses the C boundary; a
 //! panic becomes an `INTERNAL` error (or is swallowed by the `void` functions). Every args struct
@@ -84,6 +99,9 @@ mod scenarios;
 mod table;
 mod topology;
 mod transfer_manager;
+
+pub use counters::fake_counter;
+pub use faults::fake_set_faults;
 
 use std::panic::catch_unwind;
 use std::ptr::null;

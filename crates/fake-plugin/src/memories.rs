@@ -1,13 +1,10 @@
+//! Memories: the `PJRT_Memory_*` slots (the memory objects are declared in `devices.rs`).
+
 use std::ffi::c_int;
 
-use pjrt_client_sys::{self as sys, PJRT_Error};
-
-use crate::calls::{checked_args, guarded, slot_fn, SlotResult, OK};
+use crate::calls::slot_fn;
 use crate::devices::{memory_index, tables, MEMORIES};
-use crate::faults::{fault_for, injected_failure, set_string, shape_array, Fault};
-
-// ---------------------------------------------------------------------------------------------
-// Memories
+use crate::faults::{set_string, shape_array};
 
 slot_fn!(PJRT_Memory_Id => fn memory_id(args: PJRT_Memory_Id_Args, fault) {
     args.id = memory_index(args.memory)? as c_int;

@@ -1,3 +1,13 @@
+//! Older forms of extensions (scenarios `old_extensions` and `hostile`)
+//!
+//! The chain lists three nodes whose `struct_size` tells a careful client which form they are:
+//! an early Layouts node (32 bytes: one member at offset 24, a buffer-layout getter whose args are
+//! not `PJRT_Layouts_MemoryLayout_Destroy`'s), a MemoryDescriptions version-0 node (40 bytes, the
+//! size of version 1, whose describe function writes only the first 40 bytes of its args: there
+//! is no `default_memory_index`) and an FFI version-1 node (32 bytes: `user_data_add` where
+//! `type_register` sits later). Calls of the early Layouts and FFI functions are counted: a client
+//! must never make them.
+
 use std::ffi::{c_int, c_void};
 use std::ptr::null_mut;
 use std::sync::OnceLock;
@@ -9,17 +19,6 @@ use crate::counters::{bump, COUNTERS};
 use crate::devices::description_index;
 use crate::errors::{invalid, new_error};
 use crate::plugin::Immortal;
-
-// ---------------------------------------------------------------------------------------------
-// Older forms of extensions (scenarios `old_extensions` and `hostile`)
-//
-// The chain lists three nodes whose `struct_size` tells a careful client which form they are:
-// an early Layouts node (32 bytes: one member at offset 24, a buffer-layout getter whose args are
-// not `PJRT_Layouts_MemoryLayout_Destroy`'s), a MemoryDescriptions version-0 node (40 bytes, the
-// size of version 1, whose describe function writes only the first 40 bytes of its args: there
-// is no `default_memory_index`) and an FFI version-1 node (32 bytes: `user_data_add` where
-// `type_register` sits later). Calls of the early Layouts and FFI functions are counted: a client
-// must never make them.
 
 /// The early Layouts form: `{base, buffer_memory_layout}`.
 #[repr(C)]

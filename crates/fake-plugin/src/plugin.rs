@@ -1,16 +1,16 @@
+//! The plugin: `PJRT_Plugin_Initialize` and `PJRT_Plugin_Attributes`, with the named-value and
+//! immortal-data helpers that other attribute lists share.
+
 use std::ffi::CStr;
 use std::sync::OnceLock;
 
-use pjrt_client_sys::{self as sys, Args, PJRT_Error, PJRT_Error_Code};
+use pjrt_client_sys::{self as sys, Args, PJRT_Error_Code};
 
-use crate::calls::{checked_args, guarded, slot_fn, SlotResult, OK};
+use crate::calls::slot_fn;
 use crate::counters::{bump, COUNTERS};
 use crate::errors::new_error;
-use crate::faults::{fault_for, injected_failure, shape_array, Fault};
+use crate::faults::shape_array;
 use crate::scenarios::config;
-
-// ---------------------------------------------------------------------------------------------
-// Plugin
 
 slot_fn!(PJRT_Plugin_Initialize => fn plugin_initialize(_args: PJRT_Plugin_Initialize_Args, fault) {
     bump(&COUNTERS.initialize_calls);

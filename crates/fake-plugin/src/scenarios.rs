@@ -1,3 +1,6 @@
+//! Scenarios: what this copy of the plugin does ([`Config`]), decided once from the sidecar file
+//! next to the library.
+
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::ptr::{null, null_mut};
 use std::sync::OnceLock;
@@ -7,9 +10,6 @@ use pjrt_client_sys as sys;
 use crate::calls::lock;
 use crate::faults::{parse_directives, FAULTS};
 use crate::GetPjrtApi;
-
-// ---------------------------------------------------------------------------------------------
-// Scenarios
 
 /// What this copy of the plugin does, decided once from its sidecar file.
 #[derive(Debug)]
@@ -48,7 +48,7 @@ pub(crate) struct Hostile {
     pub(crate) null_events: bool,
     /// Sizes that disagree with the data (see [`SizeLie`]).
     pub(crate) sizes: Option<SizeLie>,
-    /// `PJRT_Api.extension_start` lists older forms of extensions (see [`old_extensions`]).
+    /// `PJRT_Api.extension_start` lists older forms of extensions (see [`old_extensions`](crate::old_extensions)).
     pub(crate) old_extensions: bool,
 }
 

@@ -1,3 +1,5 @@
+//! The table: this copy's `PJRT_Api`, built once as its scenario says.
+
 use std::ffi::c_void;
 use std::ptr::null_mut;
 use std::sync::OnceLock;
@@ -60,9 +62,6 @@ use crate::transfer_manager::{
     transfer_manager_buffer_size, transfer_manager_destroy, transfer_manager_device, transfer_manager_retrieve_buffer,
     transfer_manager_set_buffer_error, transfer_manager_transfer_data, transfer_manager_transfer_literal,
 };
-
-// ---------------------------------------------------------------------------------------------
-// The table
 
 /// What the 0.106 CPU plugin has after its last slot (observed; see the API notes, §1.1).
 const GARBAGE: usize = 0x39f0_0000_0101;

@@ -1,19 +1,20 @@
+//! Topologies: the client's own (owned by the client: never destroyed), and those made by name
+//! or from bytes, which their caller destroys.
+
 use std::ffi::{c_char, c_int};
 use std::ptr::null_mut;
 use std::sync::{Mutex, OnceLock};
 
 use pjrt_client_sys::{self as sys, PJRT_Error};
 
-use crate::calls::{checked_args, guarded, lock, slot_fn, sys_bytes, SlotResult, OK};
+use crate::calls::{lock, slot_fn, sys_bytes};
 use crate::clients::{client, PLATFORM_NAME, PLATFORM_VERSION};
 use crate::counters::{bump, COUNTERS};
 use crate::devices::{description_ptr, DEVICES};
 use crate::errors::invalid;
 use crate::executables::{free_serialized, serialized, FakeSerialized};
-use crate::faults::{fault_for, injected_failure, injects, null_handle, set_string, shape_array, Fault};
+use crate::faults::{injects, null_handle, set_string, shape_array, Fault};
 use crate::plugin::{attributes, Immortal};
-
-// ---- the client's topology (owned by the client: never destroyed) ----
 
 struct FakeTopology;
 static TOPOLOGY: FakeTopology = FakeTopology;

@@ -1,3 +1,5 @@
+//! The async host-to-device transfer manager: buffers filled piece by piece.
+
 use std::ffi::c_int;
 use std::ptr::null_mut;
 use std::sync::Mutex;
@@ -5,16 +7,14 @@ use std::sync::Mutex;
 use pjrt_client_sys::{self as sys, PJRT_Error, PJRT_Error_Code};
 
 use crate::buffers::{new_buffer, shape_of, FakeBuffer};
-use crate::calls::{checked_args, guarded, handle, lock, slot_fn, sys_bytes, SlotResult, OK};
+use crate::calls::{handle, lock, slot_fn, sys_bytes};
 use crate::clients::client;
 use crate::counters::{bump, COUNTERS};
 use crate::devices::{device_ptr, memory_index, MEMORIES};
 use crate::errors::invalid;
 use crate::events::handed_out_event;
-use crate::faults::{fault_for, injected_failure, injects, null_handle, Fault};
+use crate::faults::{injects, null_handle, Fault};
 use crate::scenarios::config;
-
-// ---- the async host-to-device transfer manager ----
 
 /// One buffer of a transfer manager: its shape and the bytes received so far.
 struct FakeTransferSlot {
