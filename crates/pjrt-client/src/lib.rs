@@ -69,7 +69,11 @@
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod sys;
+/// The raw ABI: our own `#[repr(C)]` declarations of the PJRT C API, with no logic (the
+/// `pjrt-client-sys` crate, re-exported).
+///
+/// Nothing there is checked: use the safe types of this crate unless you need an escape hatch.
+pub use pjrt_client_sys as sys;
 
 // The layers, lowest first: a module uses only modules above it in this list (a child object
 // may name its parent type, e.g. `Device` its `Client`). `tests/layers.rs` checks it; the
