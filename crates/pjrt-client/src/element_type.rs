@@ -156,7 +156,7 @@ impl ElementType {
     /// assert!(ElementType::U4.check_host_values(&[15]).is_ok());
     /// assert!(ElementType::U4.check_host_values(&[0xff]).is_err());
     /// ```
-    pub fn check_host_values(self, bytes: &[u8]) -> Result<(), crate::Error> {
+    pub fn check_host_values(self, bytes: &[u8]) -> Result<(), crate::error::Error> {
         let Some(bits) = self.bits().filter(|b| *b < 8) else { return Ok(()) };
         let signed = self.is_signed_sub_byte();
         let high = 0xffu8 << bits; // the bits a value leaves zero (or, sign-extended, one)
@@ -164,7 +164,7 @@ impl ElementType {
         let ok = |b: u8| b & high == 0 || (signed && b & high == high && b & sign != 0);
         match bytes.iter().position(|b| !ok(*b)) {
             None => Ok(()),
-            Some(i) => Err(crate::Error::invalid(format!(
+            Some(i) => Err(crate::error::Error::invalid(format!(
                 "element {i} of the {self} host data is the byte {:#04x}, which is not a {bits}-bit value: \
                  sub-byte types take one element per byte on the host, the value in the low {bits} bits{}",
                 bytes[i],

@@ -75,29 +75,33 @@
 /// Nothing there is checked: use the safe types of this crate unless you need an escape hatch.
 pub use pjrt_client_sys as sys;
 
-// The layers, lowest first: a module uses only modules above it in this list (a child object
+// The layers, lowest first: a module uses only the modules before it in this list (a child object
 // may name its parent type, e.g. `Device` its `Client`). `tests/layers.rs` checks it; the
 // README's "Layers" section draws it.
-mod buffer;
-mod call;
-mod client;
-pub mod compile_options;
-mod element_type;
 mod error;
-mod event;
-mod executable;
-pub mod extensions;
+mod element_type;
+mod call;
 mod host_array;
-mod plugin;
 mod program;
-pub mod sharding;
+pub mod compile_options;
+mod plugin;
+mod client;
+mod event;
+mod buffer;
+mod executable;
 mod topology;
+pub mod sharding;
+pub mod extensions;
 
 pub use buffer::aligned::{AlignedHostBuffer, HOST_ALIGNMENT};
+pub use buffer::dma::DmaMapping;
+pub use buffer::donation::ControlDependency;
+pub use buffer::host_data::HostData;
+pub use buffer::layout::MemoryLayout;
+pub use buffer::queries::ExternalReference;
+pub use buffer::raw_copy::RawCopyRequest;
 pub use buffer::transfer_manager::{PendingTransfer, ShapeSpec, TransferManager};
-pub use buffer::zero_copy::{
-    AliasFulfiller, ControlDependency, ExternalReference, HostData, MemoryLayout, RawCopyRequest,
-};
+pub use buffer::without_host_data::AliasFulfiller;
 pub use buffer::{Buffer, HostBufferSemantics, HostLayout, HostTransfer, Placement};
 pub use call::named_value::Value;
 pub use call::release::flush_released;
@@ -105,13 +109,14 @@ pub use call::ApiVersion;
 pub use client::device::{Device, Memory};
 pub use client::device_stats::{AsyncTrackingEvent, MemoryStats};
 pub use client::kv_store::{InMemoryStore, KeyValueStore, KvCallCounts, KvCallbacks, KvError};
-pub use client::process::{DmaMapping, ProcessInfo, ProcessState};
+pub use client::process::{ProcessInfo, ProcessState};
 pub use client::{Client, ClientBuilder, ClientOptions};
 pub use compile_options::{CompileOptions, DeviceAssignment};
 pub use element_type::{ElementType, NativeType};
 pub use error::{Error, ErrorCode, LoadError, Result};
 pub use event::user_event::UserEvent;
 pub use event::{Event, OnReady};
+pub use executable::unloaded::Executable;
 pub use executable::{ArrayShape, Execution, LoadedExecutable, PendingExecution};
 pub use executable::{
     CompiledMemoryStats, CopyToDeviceStream, ExecuteContext, ExecuteOptions, LoadOptions, LogicalDeviceId,
@@ -122,7 +127,7 @@ pub use plugin::locate;
 pub use plugin::{Plugin, StableHloVersion};
 pub use program::{ModuleCounts, Program, ProgramFormat};
 pub use topology::device_description::DeviceDescription;
-pub use topology::{CanonicalShape, Executable, Topology};
+pub use topology::{CanonicalShape, Topology};
 
 pub use half;
 #[cfg(feature = "ndarray")]

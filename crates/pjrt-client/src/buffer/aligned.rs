@@ -6,7 +6,7 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use crate::buffer::zero_copy::increase_external_reference;
+use crate::buffer::queries::increase_external_reference;
 use crate::buffer::{dense_byte_size, Buffer, Placement};
 use crate::call::pjrt_call;
 use crate::client::Client;

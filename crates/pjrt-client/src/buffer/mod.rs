@@ -1,11 +1,19 @@
 //! Buffers: arrays on a device, and the transfers between host and device.
 
 pub(crate) mod aligned;
+pub(crate) mod dma;
 pub(crate) mod host_copy;
 #[cfg(feature = "ndarray")]
 mod ndarray;
 pub(crate) mod transfer_manager;
-pub(crate) mod zero_copy;
+pub(crate) mod checks;
+pub(crate) mod layout;
+pub(crate) mod queries;
+pub(crate) mod raw_copy;
+pub(crate) mod views;
+pub(crate) mod without_host_data;
+pub(crate) mod donation;
+pub(crate) mod host_data;
 
 use std::ffi::c_void;
 use std::fmt;

@@ -7,7 +7,8 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Mutex;
 
-use crate::buffer::zero_copy::{check_array, resolve_memory, DenseLayout, HostData};
+use crate::buffer::checks::{check_array, resolve_memory, DenseLayout};
+use crate::buffer::host_data::HostData;
 use crate::buffer::{Buffer, Placement};
 use crate::call::named_value::{RawNamedValues, Value};
 use crate::call::pjrt_call;

@@ -6,6 +6,7 @@
 
 pub(crate) mod handoff;
 pub(crate) mod named_value;
+pub(crate) mod panic;
 pub(crate) mod release;
 
 use std::ffi::c_char;

@@ -30,14 +30,12 @@
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::call::release::CallbackScope;
 use crate::error::ErrorCode;
-use crate::event::panic_message;
 use crate::sys;
 
 /// A store shared by the processes of one multi-process client.
@@ -474,12 +472,8 @@ unsafe fn key_from_raw<'a>(ptr: *const c_char, len: usize) -> Result<&'a str, Kv
 
 /// Runs `body` so that nothing unwinds: a panic becomes an `INTERNAL` error naming `op`.
 fn guarded<T>(op: &str, body: impl FnOnce() -> Result<T, KvError>) -> Result<T, KvError> {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(result) => result,
-        Err(payload) => {
-            Err(KvError::internal(format!("the key-value store panicked in {op}: {}", panic_message(&*payload))))
-        }
-    }
+    crate::call::panic::catch(body)
+        .unwrap_or_else(|message| Err(KvError::internal(format!("the key-value store panicked in {op}: {message}"))))
 }
 
 /// The state behind a callback's `user_arg`: an id from [`KvCallbacks::user_arg`] whose

@@ -2,11 +2,9 @@
 
 pub(crate) mod user_event;
 
-use std::any::Any;
 use std::ffi::c_void;
 use std::fmt;
 use std::future::Future;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
@@ -323,17 +321,6 @@ impl OnReady {
     }
 }
 
-/// Text of a panic payload.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "panic with a non-string payload".to_owned()
-    }
-}
-
 unsafe extern "C" fn on_ready_trampoline<F>(error: *mut sys::PJRT_Error, user_arg: *mut c_void)
 where
     F: FnOnce(Result<()>) + Send + 'static,
@@ -349,14 +336,11 @@ where
     };
     // The callback owns `error` and must destroy it: `check` converts and destroys. Everything
     // runs inside catch_unwind so no panic unwinds into the plugin.
-    let outcome = catch_unwind(AssertUnwindSafe(move || {
+    let record = crate::call::panic::catch(move || {
         let status = plugin.api().check(error, "PJRT_Event");
         callback(status)
-    }));
-    let record = match outcome {
-        Ok(()) => Ok(()),
-        Err(payload) => Err(Error::CallbackPanicked(panic_message(payload.as_ref()))),
-    };
+    })
+    .map_err(Error::CallbackPanicked);
     // Never panic here: a poisoned lock is still usable.
     let mut done = state.done.lock().unwrap_or_else(|p| p.into_inner());
     *done = Some(record);

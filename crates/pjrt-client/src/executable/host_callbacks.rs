@@ -25,11 +25,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
+use crate::call::panic::panic_message;
 use crate::call::release::{release_if_in_callback, CallbackScope};
 use crate::call::{pjrt_call, slice_from_raw, Api};
 use crate::client::{Client, WeakClient};
 use crate::error::{Error, ErrorCode, Result};
-use crate::event::{panic_message, Event};
+use crate::event::Event;
 use crate::executable::ExecuteOptions;
 use crate::sys::{self, Args};
 

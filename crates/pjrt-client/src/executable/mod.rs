@@ -1,6 +1,7 @@
 //! Compiling programs and running loaded executables.
 
 pub(crate) mod host_callbacks;
+pub(crate) mod unloaded;
 
 use std::ffi::c_char;
 use std::fmt;
@@ -1173,7 +1174,7 @@ impl $ty {
     )+};
 }
 
-executable_metadata!(LoadedExecutable, crate::topology::Executable);
+executable_metadata!(LoadedExecutable, crate::executable::unloaded::Executable);
 
 impl LoadedExecutable {
     fn metadata_api(&self) -> &Api {

@@ -601,7 +601,7 @@ impl<'p> LayoutsExtension<'p> {
     /// (XLA's `PjRtTopologyDescription::GetDefaultLayout`).
     pub fn topology_default_layout(
         &self,
-        topology: &crate::Topology,
+        topology: &crate::topology::Topology,
         element_type: ElementType,
         dims: &[i64],
     ) -> Result<SerializedLayout> {
@@ -820,7 +820,7 @@ impl<'p> MemoryDescriptionsExtension<'p> {
     /// `PjRtDeviceDescription::memory_spaces`).
     pub fn description_memory_descriptions(
         &self,
-        description: &crate::DeviceDescription<'_>,
+        description: &crate::topology::device_description::DeviceDescription<'_>,
     ) -> Result<Vec<MemoryDescription>> {
         self.same_plugin(description.topology().plugin().api())?;
         // SAFETY: the description is owned by its topology, which the borrow keeps alive.
@@ -979,7 +979,12 @@ impl<'p> FfiExtension<'p> {
     /// `data` must point to an object of the type registered as `type_id` that stays valid, and
     /// usable from the threads the plugin runs handlers on, for as long as any execution with
     /// `context` may run a handler that reads it.
-    pub unsafe fn add_user_data(&self, context: &crate::ExecuteContext, type_id: i64, data: *mut c_void) -> Result<()> {
+    pub unsafe fn add_user_data(
+        &self,
+        context: &crate::executable::ExecuteContext,
+        type_id: i64,
+        data: *mut c_void,
+    ) -> Result<()> {
         self.same_plugin(context.api())?;
         // SAFETY: the context is alive (borrowed) and belongs to this plugin; `data` is the
         // caller's contract.

@@ -1,0 +1,137 @@
+//! Copies between clients, and uploads with a done callback ([`HostData`]).
+
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex};
+
+use crate::buffer::aligned::AlignedHostBuffer;
+use crate::buffer::checks::{check_array, check_element_type, resolve_target, Target};
+use crate::buffer::{Buffer, HostLayout, Placement};
+use crate::call::pjrt_call;
+use crate::client::Client;
+use crate::element_type::ElementType;
+use crate::error::{Error, Result};
+use crate::event::{Event, OnReady};
+use crate::sys::{self, Args};
+
+impl Buffer {
+    /// Copies the buffer to another client (possibly of another plugin) through the host: a
+    /// dense host copy, then an upload to `placement` of `client`. The element type must be
+    /// known to the target plugin.
+    pub fn copy_to_client(&self, client: &Client, placement: Placement<'_>) -> Result<Buffer> {
+        let element_type = self.element_type()?;
+        let dims = self.dimensions()?.to_vec();
+        check_element_type(client.api(), element_type)?;
+        let bytes = self.to_host_bytes()?;
+        client.buffer_from_bytes(&bytes, element_type, &dims, &HostLayout::default(), placement)
+    }
+}
+
+/// Host data an upload can own until the plugin is done with it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum HostData {
+    /// 64-byte aligned memory, shared.
+    Aligned(Arc<AlignedHostBuffer>),
+    /// A plain vector.
+    Bytes(Vec<u8>),
+}
+
+impl HostData {
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            HostData::Aligned(a) => a.as_bytes(),
+            HostData::Bytes(v) => v,
+        }
+    }
+}
+
+impl From<Vec<u8>> for HostData {
+    fn from(v: Vec<u8>) -> Self {
+        HostData::Bytes(v)
+    }
+}
+
+impl From<Arc<AlignedHostBuffer>> for HostData {
+    fn from(a: Arc<AlignedHostBuffer>) -> Self {
+        HostData::Aligned(a)
+    }
+}
+
+impl Client {
+    /// Uploads host data the upload owns, with `ImmutableUntilTransferCompletes`: the call
+    /// returns at once, the plugin reads `data` asynchronously, and when it is done (its
+    /// done-with-host-buffer event) `on_done` runs with the event's status and gets the data
+    /// back. A panic in `on_done` is caught and reported by the returned [`OnReady`].
+    pub fn buffer_from_host_data<F>(
+        &self,
+        data: impl Into<HostData>,
+        element_type: ElementType,
+        dims: &[i64],
+        placement: Placement<'_>,
+        on_done: F,
+    ) -> Result<(Buffer, OnReady)>
+    where
+        F: FnOnce(Result<()>, HostData) + Send + 'static,
+    {
+        let data = data.into();
+        let size = check_array(self.api(), element_type, dims)?;
+        if data.as_bytes().len() != size {
+            return Err(Error::invalid(format!(
+                "the host data has {} bytes but shape {dims:?} of {element_type} needs {size}",
+                data.as_bytes().len()
+            )));
+        }
+        element_type.check_host_values(data.as_bytes())?;
+        let target = resolve_target(self, placement)?;
+        let ptr = if size == 0 {
+            NonNull::<u64>::dangling().as_ptr() as *const c_void
+        } else {
+            data.as_bytes().as_ptr() as *const c_void
+        };
+        // The data lives in a slot the callback empties; if the callback cannot be registered
+        // the data is still here, and is freed only once the plugin is known to be done.
+        let slot = Arc::new(Mutex::new(Some(data)));
+        let mut args = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
+        args.client = self.raw();
+        args.data = ptr;
+        args.type_ = element_type.to_raw();
+        args.dims = dims.as_ptr();
+        args.num_dims = dims.len();
+        args.host_buffer_semantics = sys::PJRT_HostBufferSemantics::ImmutableUntilTransferCompletes;
+        match target {
+            Target::Device(device) => args.device = device,
+            Target::Memory(memory) => args.memory = memory,
+        }
+        pjrt_call!(self.api(), PJRT_Client_BufferFromHostBuffer, &mut args)?;
+        let buffer = NonNull::new(args.buffer).map(|raw| Buffer::from_raw(self, raw));
+        let Some(done) = Event::from_raw(self.plugin(), Some(self), args.done_with_host_buffer) else {
+            // No signal of when the plugin stops reading: the data must never be freed.
+            std::mem::forget(slot);
+            return match buffer {
+                Some(_) => Err(Error::invalid("PJRT_Client_BufferFromHostBuffer returned no done event")),
+                None => Err(Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer")),
+            };
+        };
+        let shared = slot.clone();
+        let registered = done.on_ready(move |status| {
+            let data = shared.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let Some(data) = data {
+                on_done(status, data);
+            }
+        });
+        let on_ready = match registered {
+            Ok(on_ready) => on_ready,
+            Err(e) => {
+                // Wait for the plugin to let go of the data before freeing it; if that cannot be
+                // seen, leak it.
+                let _ = done.leak_if_in_use(done.wait_until_complete(), &mut Some(slot));
+                return Err(e);
+            }
+        };
+        let buffer = buffer.ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
+        buffer.set_known_shape(element_type, dims);
+        Ok((buffer, on_ready))
+    }
+}
