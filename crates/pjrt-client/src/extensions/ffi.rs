@@ -1,0 +1,122 @@
+//! The FFI extension (`PJRT_FFI_Extension`): register custom-call handlers and type ids, add user
+//! data to an execute context.
+
+use std::ffi::{c_char, c_void};
+
+use crate::error::Result;
+use crate::extensions::{ext_fn, FfiExtension};
+use crate::sys::{self, Args};
+
+/// # Versions
+///
+/// The FFI extension struct has the same size (48 bytes) in versions 2 and 3, and nothing in it
+/// tells them apart, so every call sends args that are correct for both (see
+/// [`sys::PJRT_FFI_Extension`]):
+/// * type registration sends the version-3 [`sys::PJRT_FFI_Type_Register_Args`] (48 bytes) with
+///   a non-NULL, zeroed `type_info` (version 3 reads it unconditionally); a version-2 plugin reads
+///   the first 40 bytes, which are its [`sys::PJRT_FFI_TypeID_Register_Args`];
+/// * adding user data sends [`sys::PJRT_FFI_UserData_Add_Args_V2`] (48 bytes) whose user data has
+///   a NULL deleter: a version-2 plugin reads all of it (and has nothing to delete), a version-3
+///   one reads `type_id` and `data` at the same offsets;
+/// * handler registration args are the same in both.
+///
+/// A version-1 struct (0.53, 32 bytes, `user_data_add` where `type_register` is declared) is an
+/// older form: listed, never used.
+impl<'p> FfiExtension<'p> {
+    /// Registers an external FFI type by name in the plugin's (process-wide) type registry and
+    /// returns the id the plugin assigned. Objects of this type get no deleter.
+    pub fn register_type(&self, name: &str) -> Result<i64> {
+        self.register_type_with_id(name, 0)
+    }
+
+    /// Registers an external FFI type under a caller-chosen `type_id` (0: let the plugin
+    /// assign one) and returns the id in effect: plugins older than 0.67 assign their own id
+    /// whatever `type_id` says.
+    pub fn register_type_with_id(&self, name: &str, type_id: i64) -> Result<i64> {
+        let (register, fn_name) = ext_fn!(self, sys::PJRT_FFI_Extension, type_register);
+        // Version 3 reads the type info unconditionally (copying the deleter): never NULL.
+        // Version 2 reads the first 40 bytes of these args, its whole args struct.
+        let mut info = sys::PJRT_FFI_Type_Info::default();
+        let mut args = sys::PJRT_FFI_Type_Register_Args::new();
+        args.type_name = name.as_ptr() as *const c_char;
+        args.type_name_size = name.len();
+        args.type_id = type_id;
+        args.type_info = &mut info;
+        // SAFETY: args built with `Args::new` (48 bytes: the version-3 args, whose 40-byte prefix
+        // is the version-2 args); name and info outlive the call; `type_info` is not NULL.
+        self.api.check(unsafe { register(&mut args) }, fn_name)?;
+        Ok(args.type_id)
+    }
+
+    /// Adds user data for XLA FFI handlers to an execute context (`user_data_add`): handlers of
+    /// executions run with `context` find `data` under `type_id` (from [`Self::register_type`]).
+    /// The plugin does not take ownership of `data` (no deleter is passed).
+    ///
+    /// # Safety
+    /// `data` must point to an object of the type registered as `type_id` that stays valid, and
+    /// usable from the threads the plugin runs handlers on, for as long as any execution with
+    /// `context` may run a handler that reads it.
+    pub unsafe fn add_user_data(
+        &self,
+        context: &crate::executable::ExecuteContext,
+        type_id: i64,
+        data: *mut c_void,
+    ) -> Result<()> {
+        self.same_plugin(context.api())?;
+        // SAFETY: the context is alive (borrowed) and belongs to this plugin; `data` is the
+        // caller's contract.
+        unsafe { self.add_user_data_raw(context.as_raw(), type_id, data) }
+    }
+
+    /// # Safety
+    /// `context` must be a live execute context of this plugin; `data` as for
+    /// [`Self::add_user_data`].
+    pub(super) unsafe fn add_user_data_raw(
+        &self,
+        context: *mut sys::PJRT_ExecuteContext,
+        type_id: i64,
+        data: *mut c_void,
+    ) -> Result<()> {
+        let (add, fn_name) = ext_fn!(self, sys::PJRT_FFI_Extension, user_data_add);
+        let mut args = sys::PJRT_FFI_UserData_Add_Args_V2::new();
+        args.context = context;
+        args.user_data = sys::PJRT_FFI_UserData_V2 { type_id, data, deleter: None };
+        // The member is declared with the version-3 args; the 48-byte version-2 args are valid
+        // for both versions (see the type's docs), so they are what is passed.
+        let args_ptr = (&mut args as *mut sys::PJRT_FFI_UserData_Add_Args_V2).cast::<sys::PJRT_FFI_UserData_Add_Args>();
+        // SAFETY: args built with `Args::new` with struct_size 48, at least what either version
+        // checks for; the first 40 bytes have the version-3 layout, the deleter is NULL; the
+        // context is live (caller's contract).
+        self.api.check(unsafe { add(args_ptr) }, fn_name)
+    }
+
+    /// Registers an XLA FFI handler for the custom-call target `target_name` on `platform_name`
+    /// (e.g. `"Host"`, `"CUDA"`). The args are the same in versions 2 and 3 (from 0.73).
+    ///
+    /// # Safety
+    /// `handler` must be a valid `XLA_FFI_Handler*` of the XLA FFI ABI the plugin was built with,
+    /// callable for as long as the plugin may run programs that use `target_name`.
+    pub unsafe fn register_handler(
+        &self,
+        target_name: &str,
+        platform_name: &str,
+        handler: *mut c_void,
+        command_buffer_compatible: bool,
+    ) -> Result<()> {
+        let (register, fn_name) = ext_fn!(self, sys::PJRT_FFI_Extension, register_handler);
+        let mut args = sys::PJRT_FFI_Register_Handler_Args::new();
+        args.target_name = target_name.as_ptr() as *const c_char;
+        args.target_name_size = target_name.len();
+        args.handler = handler;
+        args.platform_name = platform_name.as_ptr() as *const c_char;
+        args.platform_name_size = platform_name.len();
+        args.traits = if command_buffer_compatible {
+            sys::PJRT_FFI_Handler_TraitsBits::COMMAND_BUFFER_COMPATIBLE
+        } else {
+            sys::PJRT_FFI_Handler_TraitsBits::NONE
+        };
+        // SAFETY: args built with `Args::new`; strings outlive the call; the handler is the
+        // caller's contract.
+        self.api.check(unsafe { register(&mut args) }, fn_name)
+    }
+}
