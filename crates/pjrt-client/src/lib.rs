@@ -35,11 +35,22 @@
 //! API; `docs/multi-host.md` covers many devices, processes and hosts.
 //!
 //! ## Layers
-//! - [`sys`]: our own `#[repr(C)]` declarations of the C API; no logic.
-//! - one checked call path (internal): every call checks that the plugin's table has the slot,
-//!   that its version has the function, and converts and frees returned errors.
-//! - safe types, one module per concept: [`Plugin`], [`Client`], [`Device`], [`Memory`],
-//!   [`Buffer`], [`LoadedExecutable`], [`Event`].
+//! | level | where | what |
+//! |---|---|---|
+//! | raw | [`sys`] (the `pjrt-client-sys` crate) | our own `#[repr(C)]` declarations of the C API; no logic |
+//! | checked | `call/` (internal) | one checked call path: the slot exists in the plugin's table and its version, args carry their `struct_size`, returned errors become [`Error::Pjrt`] and are freed; the panic and release boundaries |
+//! | safe | a folder per object | `plugin/` [`Plugin`], [`locate`]; `client/` [`Client`], [`Device`], [`Memory`], [`KeyValueStore`]; `event/` [`Event`], [`UserEvent`]; `buffer/` [`Buffer`], uploads and downloads, [`TransferManager`]; `executable/` [`LoadedExecutable`], [`Executable`]; `topology/` [`Topology`]; [`extensions`] one file per extension |
+//!
+//! Each module uses only the ones below it (`tests/layers.rs` checks the order). File formats
+//! (`.npy`, safetensors, `jax.export`, AOT artifacts, the compile cache) are the `pjrt-formats`
+//! crate; an etcd key-value store is `pjrt-etcd`.
+//!
+//! ## Features
+//! - `tracing` (default): [`tracing`](https://docs.rs/tracing) spans around plugin loading,
+//!   client creation, compiles, transfers and executions. Without it, no spans and no
+//!   dependency.
+//! - `ndarray`: buffers from and to [`ndarray`](https://docs.rs/ndarray) arrays
+//!   (`Client::buffer_from_array`, `Buffer::to_array`).
 //!
 //! ## Threads
 //! Every public handle is `Send + Sync`: PJRT objects are thread-safe by contract, so one client
@@ -74,6 +85,21 @@
 ///
 /// Nothing there is checked: use the safe types of this crate unless you need an escape hatch.
 pub use pjrt_client_sys as sys;
+
+/// A `tracing` span entered until the end of the scope (`let _span = span!(DEBUG, "name", field
+/// = value);`), or nothing at all without the `tracing` feature.
+#[cfg(feature = "tracing")]
+macro_rules! span {
+    ($level:ident, $($args:tt)*) => {
+        ::tracing::span!(::tracing::Level::$level, $($args)*).entered()
+    };
+}
+#[cfg(not(feature = "tracing"))]
+macro_rules! span {
+    ($level:ident, $($args:tt)*) => {
+        ()
+    };
+}
 
 // The layers, lowest first: a module uses only the modules before it in this list (a child object
 // may name its parent type, e.g. `Device` its `Client`). `tests/layers.rs` checks it; the
@@ -116,12 +142,13 @@ pub use element_type::{ElementType, NativeType};
 pub use error::{Error, ErrorCode, LoadError, Result};
 pub use event::user_event::UserEvent;
 pub use event::{Event, OnReady};
+pub use executable::execute_options::{ExecuteContext, ExecuteOptions};
+pub use executable::execution::{Execution, PendingExecution};
+pub use executable::host_callbacks::{CopyToDeviceStream, SendChunk};
+pub use executable::load::LoadOptions;
+pub use executable::metadata::{CompiledMemoryStats, LogicalDeviceId, OptimizedProgram};
 pub use executable::unloaded::Executable;
-pub use executable::{ArrayShape, Execution, LoadedExecutable, PendingExecution};
-pub use executable::{
-    CompiledMemoryStats, CopyToDeviceStream, ExecuteContext, ExecuteOptions, LoadOptions, LogicalDeviceId,
-    OptimizedProgram, SendChunk,
-};
+pub use executable::{ArrayShape, LoadedExecutable};
 pub use host_array::HostArray;
 pub use plugin::locate;
 pub use plugin::{Plugin, StableHloVersion};

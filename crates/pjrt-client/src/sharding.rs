@@ -39,7 +39,8 @@
 
 use crate::buffer::{Buffer, Placement};
 use crate::error::{Error, Result};
-use crate::executable::{Execution, LoadedExecutable};
+use crate::executable::execution::Execution;
+use crate::executable::LoadedExecutable;
 use crate::host_array::HostArray;
 
 /// How one argument (or output) is laid out over the devices of an execution.

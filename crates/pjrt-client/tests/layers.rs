@@ -38,7 +38,9 @@ const CHILD_NAMES_PARENT: &[(&str, &str, &str)] = &[
     ("extensions::phase_compile", "extensions", "an extension's methods are on its view type, ExtensionRef"),
     ("extensions::profiler", "extensions", "an extension's methods are on its view type, ExtensionRef"),
     ("extensions::shardings", "extensions", "an extension's methods are on its view type, ExtensionRef"),
-    ("executable::host_callbacks", "executable", "host callbacks are options of an execution"),
+    ("executable::execute_options", "executable", "options become the raw args of a LoadedExecutable's launch"),
+    ("executable::metadata", "executable", "metadata queries are methods of LoadedExecutable"),
+    ("executable::load", "executable", "loading with options makes a LoadedExecutable"),
     ("executable::unloaded", "executable", "an unloaded Executable shares LoadedExecutable's metadata"),
     ("buffer::aligned", "buffer", "aligned host memory becomes a Buffer"),
     ("buffer::checks", "buffer", "the checks take a Buffer and its Placement"),
@@ -79,10 +81,14 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The `crate::a::b` paths in a file's code (comments and doc comments left out).
+/// The `crate::a::b` paths in a file's code (comments, doc comments and the unit tests at the
+/// end of the file, which may use anything, left out).
 fn crate_paths(text: &str) -> Vec<(usize, Vec<String>)> {
     let mut paths = Vec::new();
-    for (number, line) in text.lines().enumerate() {
+    let lines: Vec<&str> = text.lines().collect();
+    let tests =
+        lines.windows(2).position(|w| w[0] == "#[cfg(test)]" && w[1].starts_with("mod tests")).unwrap_or(lines.len());
+    for (number, line) in lines[..tests].iter().enumerate() {
         let code = line.split("//").next().unwrap();
         let mut rest = code;
         while let Some(at) = rest.find("crate::") {

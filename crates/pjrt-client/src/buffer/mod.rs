@@ -232,7 +232,7 @@ impl Client {
         layout: &HostLayout,
         placement: Placement<'_>,
     ) -> Result<Buffer> {
-        let _span = tracing::debug_span!("host_to_device", bytes = len).entered();
+        let _span = span!(DEBUG, "host_to_device", bytes = len);
         let api = self.api();
         match element_type.since_minor() {
             None => return Err(Error::invalid(format!("unknown element type {element_type}"))),
@@ -517,7 +517,7 @@ impl Buffer {
     /// Copies the buffer to the host and returns its bytes (dense, row-major).
     pub fn to_host_bytes(&self) -> Result<Vec<u8>> {
         let size = self.host_size()?;
-        let _span = tracing::debug_span!("device_to_host", bytes = size).entered();
+        let _span = span!(DEBUG, "device_to_host", bytes = size);
         let mut destination = Vec::new();
         destination
             .try_reserve_exact(size)
@@ -666,7 +666,7 @@ impl HostTransfer {
     /// Waits for the copy and returns the bytes. When the wait fails and the copy cannot be seen
     /// to be over, the destination is leaked rather than freed (the plugin may still write it).
     pub fn wait(mut self) -> Result<Vec<u8>> {
-        let _span = tracing::trace_span!("device_to_host_wait").entered();
+        let _span = span!(TRACE, "device_to_host_wait");
         if let Some(event) = self.event.take() {
             event.leak_if_in_use(event.wait_until_complete(), &mut self.data)?;
         }

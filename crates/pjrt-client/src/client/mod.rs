@@ -212,7 +212,7 @@ impl Client {
 
     /// Calls `PJRT_Client_Create` (options already validated) and reads the client's fixed facts.
     fn create(plugin: &Plugin, options: &ClientOptions, kv: Option<KvCallbacks>) -> Result<Client> {
-        let _span = tracing::info_span!("create_client").entered();
+        let _span = span!(INFO, "create_client");
         let raw_options = RawNamedValues::new(&options.options);
         let api = plugin.api();
         let mut args = sys::PJRT_Client_Create_Args::new();

@@ -31,7 +31,6 @@ use crate::call::{pjrt_call, slice_from_raw, Api};
 use crate::client::{Client, WeakClient};
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::Event;
-use crate::executable::ExecuteOptions;
 use crate::sys::{self, Args};
 
 type SendFn = dyn FnMut(SendChunk<'_>) -> Result<()> + Send;
@@ -53,56 +52,26 @@ impl HostCallbacks {
         self.send.is_empty() && self.recv.is_empty()
     }
 
+    /// Registers `callback` for sends on `channel_id` (replacing one registered before).
+    pub(crate) fn add_send(&mut self, channel_id: i64, callback: Box<SendFn>) {
+        self.send.retain(|(c, _)| *c != channel_id);
+        self.send.push((channel_id, Arc::new(Mutex::new(Some(callback)))));
+    }
+
+    /// Registers `callback` for receives on `channel_id` (replacing one registered before).
+    pub(crate) fn add_recv(&mut self, channel_id: i64, callback: Box<RecvFn>) {
+        self.recv.retain(|(c, _)| *c != channel_id);
+        self.recv.push((channel_id, Arc::new(Mutex::new(Some(callback)))));
+    }
+
+    /// Removes and returns the failures recorded so far.
+    pub(crate) fn take_failures(&self) -> Vec<Error> {
+        std::mem::take(&mut *self.failures.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
     /// The channel ids, for `Debug`.
     pub(crate) fn channels(&self) -> (Vec<i64>, Vec<i64>) {
         (self.send.iter().map(|(c, _)| *c).collect(), self.recv.iter().map(|(c, _)| *c).collect())
-    }
-}
-
-impl ExecuteOptions {
-    /// Calls `callback` for every chunk a device sends to the host on channel `channel_id` (a
-    /// `stablehlo.send` with `is_host_transfer = true` and a DEVICE_TO_HOST channel handle).
-    ///
-    /// An error returned by `callback`, or a panic in it, is passed to the plugin, which fails
-    /// the execution with it (code from [`Error::code`], else INTERNAL for a panic and UNKNOWN
-    /// otherwise). Registering a channel twice keeps the last closure.
-    pub fn on_send<F>(mut self, channel_id: i64, callback: F) -> Self
-    where
-        F: FnMut(SendChunk<'_>) -> Result<()> + Send + 'static,
-    {
-        self.callbacks.send.retain(|(c, _)| *c != channel_id);
-        self.callbacks.send.push((channel_id, Arc::new(Mutex::new(Some(Box::new(callback))))));
-        self
-    }
-
-    /// Calls `callback` when a device waits for data from the host on channel `channel_id` (a
-    /// `stablehlo.recv` with `is_host_transfer = true` and a HOST_TO_DEVICE channel handle). The
-    /// closure gets the stream to fill ([`CopyToDeviceStream::add_chunk`]) and may keep it to fill
-    /// later, from any thread; the device waits until the stream holds
-    /// [`CopyToDeviceStream::total_bytes`].
-    ///
-    /// The plugin cannot be told about a failure here: an error or a panic is recorded (see
-    /// [`ExecuteOptions::take_callback_failures`]) and the stream is destroyed; what the device
-    /// does with a stream destroyed before it was full is up to the plugin. Registering a channel
-    /// twice keeps the last closure.
-    pub fn on_recv<F>(mut self, channel_id: i64, callback: F) -> Self
-    where
-        F: FnMut(CopyToDeviceStream) -> Result<()> + Send + 'static,
-    {
-        self.callbacks.recv.retain(|(c, _)| *c != channel_id);
-        self.callbacks.recv.push((channel_id, Arc::new(Mutex::new(Some(Box::new(callback))))));
-        self
-    }
-
-    /// Removes and returns the failures (errors returned and panics) of the callbacks registered
-    /// on these options (and their clones), in the order they happened.
-    pub fn take_callback_failures(&self) -> Vec<Error> {
-        std::mem::take(&mut *self.callbacks.failures.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-
-    /// Channel ids with a send and with a receive callback.
-    pub fn callback_channels(&self) -> (Vec<i64>, Vec<i64>) {
-        self.callbacks.channels()
     }
 }
 
@@ -601,6 +570,7 @@ mod tests {
     use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 
     use super::*;
+    use crate::executable::execute_options::ExecuteOptions;
 
     // ---- a fake plugin error, made by the fake `callback_error` ----
     struct FakeError {

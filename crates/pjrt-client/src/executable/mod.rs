@@ -1,34 +1,36 @@
 //! Compiling programs and running loaded executables.
 
+pub(crate) mod execute_options;
+pub(crate) mod execution;
+mod hlo;
 pub(crate) mod host_callbacks;
+pub(crate) mod load;
+pub(crate) mod metadata;
 pub(crate) mod unloaded;
 
 use std::ffi::c_char;
 use std::fmt;
-use std::future::Future;
-use std::marker::PhantomData;
-use std::pin::Pin;
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
 
 use prost::Message;
 use smallvec::SmallVec;
 
 use crate::buffer::Buffer;
-use crate::call::named_value::{read_named_values, Value};
 use crate::call::release::release_if_in_callback;
 use crate::call::{checked_slice, checked_string, pjrt_call, Api};
 use crate::client::device::Device;
 use crate::client::Client;
-use crate::compile_options::{proto::DeviceAssignmentProto, CompileOptions, DeviceAssignment};
+use crate::compile_options::CompileOptions;
 use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::executable::host_callbacks::{CallbackLists, CallbackTargets, HostCallbacks};
-pub use crate::executable::host_callbacks::{CopyToDeviceStream, SendChunk};
-use crate::plugin::Plugin;
+use crate::executable::execute_options::raw_execute_options;
+use crate::executable::execute_options::ExecuteOptions;
+use crate::executable::execute_options::Keepalive;
+use crate::executable::execution::Execution;
+use crate::executable::execution::PendingExecution;
+use crate::executable::metadata::OptimizedProgram;
 use crate::program::Program;
 use crate::sys::{self, Args};
 
@@ -72,9 +74,7 @@ impl Client {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
-        let _span =
-            tracing::info_span!("compile", format = program.format().as_pjrt_str(), bytes = program.code().len())
-                .entered();
+        let _span = span!(INFO, "compile", format = program.format().as_pjrt_str(), bytes = program.code().len());
         let options_bytes = options.to_bytes()?;
         let needed = options.replicas() * options.partitions();
         let available = self.devices().len() as i64;
@@ -320,7 +320,7 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute(&self, arguments: &[&Buffer]) -> Result<Vec<Buffer>> {
-        let _span = tracing::debug_span!("execute").entered();
+        let _span = span!(DEBUG, "execute");
         if self.portable || self.addressable_devices.len() != 1 {
             // Let the general path explain what is needed instead.
             let result = self.execute_sharded(&[arguments])?;
@@ -367,7 +367,7 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute_with(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<Vec<Buffer>> {
-        let _span = tracing::debug_span!("execute").entered();
+        let _span = span!(DEBUG, "execute");
         if self.portable || self.addressable_devices.len() != 1 {
             let result = self.execute_sharded_with(&[arguments], options)?;
             result.wait()?;
@@ -412,7 +412,7 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute_async(&self, arguments: &[&Buffer]) -> Result<PendingExecution> {
-        let _span = tracing::debug_span!("execute_launch").entered();
+        let _span = span!(DEBUG, "execute_launch");
         if self.portable || self.addressable_devices.len() != 1 {
             let result = self.execute_sharded(&[arguments])?;
             let mut outputs = result.outputs;
@@ -514,7 +514,7 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute_sharded<'b, L: AsRef<[&'b Buffer]>>(&self, arguments: &[L]) -> Result<Execution> {
-        let _span = tracing::debug_span!("execute_launch", devices = arguments.len()).entered();
+        let _span = span!(DEBUG, "execute_launch", devices = arguments.len());
         if self.portable {
             return Err(Error::invalid(
                 "this executable is portable (compiled with compile_portable_executable): run it with execute_on(device, ...)",
@@ -542,7 +542,7 @@ impl LoadedExecutable {
         arguments: &[L],
         options: &ExecuteOptions,
     ) -> Result<Execution> {
-        let _span = tracing::debug_span!("execute_launch", devices = arguments.len()).entered();
+        let _span = span!(DEBUG, "execute_launch", devices = arguments.len());
         if self.portable {
             return Err(Error::invalid(
                 "this executable is portable (compiled with compile_portable_executable): run it with execute_on(device, ...)",
@@ -563,7 +563,7 @@ impl LoadedExecutable {
 
     /// Runs a portable executable (or a single-device one) on `device`.
     pub fn execute_on(&self, device: &Device<'_>, arguments: &[&Buffer]) -> Result<Vec<Buffer>> {
-        let _span = tracing::debug_span!("execute").entered();
+        let _span = span!(DEBUG, "execute");
         if !device.client().same_client(&self.client) {
             return Err(Error::invalid("the device belongs to another client"));
         }
@@ -776,200 +776,6 @@ impl fmt::Debug for LoadedExecutable {
     }
 }
 
-/// The result of launching an execution: outputs and a completion event per device.
-#[derive(Debug)]
-pub struct Execution {
-    /// `outputs[device][output]`.
-    pub outputs: Vec<Vec<Buffer>>,
-    /// One completion event per device (where the plugin returned them).
-    pub events: Vec<Event>,
-}
-
-/// Awaiting an execution (as `(&mut execution).await`) waits for every device, keeping the
-/// outputs in place; resolves to the first error.
-impl Future for Execution {
-    type Output = Result<()>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
-        let this = self.get_mut();
-        while let Some(event) = this.events.first_mut() {
-            match Pin::new(event).poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(status) => {
-                    this.events.remove(0);
-                    status?;
-                }
-            }
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-/// A single-device execution in flight ([`LoadedExecutable::execute_async`]): resolves to the
-/// outputs once the device has finished.
-#[derive(Debug)]
-pub struct PendingExecution {
-    outputs: Option<Vec<Buffer>>,
-    event: Option<Event>,
-}
-
-impl PendingExecution {
-    /// Blocks until the execution finished; returns the outputs.
-    pub fn wait(mut self) -> Result<Vec<Buffer>> {
-        let _span = tracing::debug_span!("execute_wait").entered();
-        if let Some(event) = self.event.take() {
-            event.wait()?;
-        }
-        Ok(self.outputs.take().unwrap_or_default())
-    }
-
-    /// Like [`PendingExecution::wait`], with a bound ([`Error::Timeout`] when it runs out; the
-    /// execution goes on and may be waited for again).
-    pub fn wait_timeout(&mut self, timeout: Duration) -> Result<Vec<Buffer>> {
-        if let Some(event) = &self.event {
-            event.wait_timeout(timeout)?;
-        }
-        self.event = None;
-        Ok(self.outputs.take().unwrap_or_default())
-    }
-}
-
-impl Future for PendingExecution {
-    type Output = Result<Vec<Buffer>>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        if let Some(event) = this.event.as_mut() {
-            match Pin::new(event).poll(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(status) => {
-                    this.event = None;
-                    status?;
-                }
-            }
-        }
-        Poll::Ready(Ok(this.outputs.take().unwrap_or_default()))
-    }
-}
-
-impl Execution {
-    /// Waits for every device to finish; returns the first error.
-    pub fn wait(&self) -> Result<()> {
-        let _span = tracing::debug_span!("execute_wait", devices = self.events.len()).entered();
-        let mut first = Ok(());
-        for event in &self.events {
-            let status = event.wait();
-            if first.is_ok() {
-                first = status;
-            }
-        }
-        first
-    }
-
-    /// Like [`Execution::wait`], but gives up once `timeout` has passed (for all devices
-    /// together) with [`Error::Timeout`]. The execution goes on; waiting again is fine.
-    pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
-        let start = Instant::now();
-        let mut first = Ok(());
-        for event in &self.events {
-            let status = event.wait_timeout(timeout.saturating_sub(start.elapsed()));
-            if let Err(Error::Timeout { .. }) = status {
-                return Err(Error::Timeout { what: "waiting for an execution", after: timeout });
-            }
-            if first.is_ok() {
-                first = status;
-            }
-        }
-        first
-    }
-}
-
-// ---- metadata of a compiled program ----
-
-/// Memory the compiled program needs, as the plugin estimates it
-/// (`PJRT_Executable_GetCompiledMemoryStats`). Fields newer than the plugin's API version, or
-/// that it did not write, are `None`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CompiledMemoryStats {
-    /// Size of the generated code in device memory.
-    pub generated_code_size_in_bytes: i64,
-    /// Size of the arguments.
-    pub argument_size_in_bytes: i64,
-    /// Size of the outputs.
-    pub output_size_in_bytes: i64,
-    /// How much of the arguments is reused for outputs.
-    pub alias_size_in_bytes: i64,
-    /// Size of temporaries.
-    pub temp_size_in_bytes: i64,
-    /// Host memory: generated code (0.43).
-    pub host_generated_code_size_in_bytes: Option<i64>,
-    /// Host memory: arguments (0.43).
-    pub host_argument_size_in_bytes: Option<i64>,
-    /// Host memory: outputs (0.43).
-    pub host_output_size_in_bytes: Option<i64>,
-    /// Host memory: aliased arguments (0.43).
-    pub host_alias_size_in_bytes: Option<i64>,
-    /// Host memory: temporaries (0.43).
-    pub host_temp_size_in_bytes: Option<i64>,
-    /// Peak device memory (0.72).
-    pub peak_memory_in_bytes: Option<i64>,
-    /// Total device memory (0.90).
-    pub total_size_in_bytes: Option<i64>,
-    /// Total allocations (0.104).
-    pub total_allocation_bytes: Option<i64>,
-    /// Allocations that live for the whole program (0.104).
-    pub indefinite_allocations: Option<i64>,
-    /// Peak heap size without padding (0.104).
-    pub peak_unpadded_heap_bytes: Option<i64>,
-}
-
-/// The program after the plugin's optimisations ([`LoadedExecutable::optimized_program`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OptimizedProgram {
-    /// The serialized program.
-    pub code: Vec<u8>,
-    /// Its format, e.g. `hlo_with_config` (a serialized `HloModuleProtoWithConfig`; the XLA CPU
-    /// plugins always answer this) or `hlo` (`HloModuleProto`).
-    pub format: String,
-}
-
-/// The logical position of one addressable device in an execution.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct LogicalDeviceId {
-    /// The replica.
-    pub replica: i32,
-    /// The partition.
-    pub partition: i32,
-}
-
-/// What a plugin filled in the memory-stats struct: a value no plugin writes marks "not written".
-const UNWRITTEN: i64 = i64::MIN;
-
-impl CompiledMemoryStats {
-    /// Reads what a plugin of API `minor` wrote into `args` (whose optional fields were set to
-    /// [`UNWRITTEN`] before the call).
-    fn from_raw(args: &sys::PJRT_Executable_GetCompiledMemoryStats_Args, minor: i32) -> Self {
-        let since = |added: i32, value: i64| (minor >= added && value != UNWRITTEN).then_some(value);
-        CompiledMemoryStats {
-            generated_code_size_in_bytes: args.generated_code_size_in_bytes,
-            argument_size_in_bytes: args.argument_size_in_bytes,
-            output_size_in_bytes: args.output_size_in_bytes,
-            alias_size_in_bytes: args.alias_size_in_bytes,
-            temp_size_in_bytes: args.temp_size_in_bytes,
-            host_generated_code_size_in_bytes: since(43, args.host_generated_code_size_in_bytes),
-            host_argument_size_in_bytes: since(43, args.host_argument_size_in_bytes),
-            host_output_size_in_bytes: since(43, args.host_output_size_in_bytes),
-            host_alias_size_in_bytes: since(43, args.host_alias_size_in_bytes),
-            host_temp_size_in_bytes: since(43, args.host_temp_size_in_bytes),
-            peak_memory_in_bytes: since(72, args.peak_memory_in_bytes),
-            total_size_in_bytes: since(90, args.total_size_in_bytes),
-            total_allocation_bytes: since(104, args.total_allocation_bytes),
-            indefinite_allocations: since(104, args.indefinite_allocations),
-            peak_unpadded_heap_bytes: since(104, args.peak_unpadded_heap_bytes),
-        }
-    }
-}
-
 /// Element type and dimensions of each output of a PJRT executable
 /// (`PJRT_Executable_OutputElementTypes` and `PJRT_Executable_OutputDimensions`), loaded or not.
 /// `num_outputs`, when the caller asked `PJRT_Executable_NumOutputs`, must agree with both.
@@ -1027,644 +833,11 @@ pub(crate) fn read_output_shapes(
     }
 }
 
-/// The queries every compiled program answers, loaded ([`LoadedExecutable`]) or not
-/// ([`crate::Executable`], from [`crate::Topology::compile`]): `PJRT_Executable_*`.
-macro_rules! executable_metadata {
-    ($($ty:ty),+) => {$(
-impl $ty {
-    /// Size of the generated code in bytes (`PJRT_Executable_SizeOfGeneratedCodeInBytes`; the
-    /// CPU plugins say 0).
-    pub fn generated_code_size(&self) -> Result<i64> {
-        let mut args = sys::PJRT_Executable_SizeOfGeneratedCodeInBytes_Args::new();
-        args.executable = self.metadata_raw();
-        pjrt_call!(self.metadata_api(), PJRT_Executable_SizeOfGeneratedCodeInBytes, &mut args)?;
-        Ok(args.size_in_bytes)
-    }
-
-    /// The plugin's cost estimates, by name (`PJRT_Executable_GetCostAnalysis`; plugin-specific
-    /// names such as `flops`; the CPU plugins say UNIMPLEMENTED).
-    pub fn cost_analysis(&self) -> Result<Vec<(String, Value)>> {
-        let mut args = sys::PJRT_Executable_GetCostAnalysis_Args::new();
-        args.executable = self.metadata_raw();
-        pjrt_call!(self.metadata_api(), PJRT_Executable_GetCostAnalysis, &mut args)?;
-        // SAFETY: owned by the executable; checked and copied at once.
-        let properties = unsafe {
-            checked_slice(args.properties, args.num_properties, "PJRT_Executable_GetCostAnalysis", "properties")
-        }?;
-        // SAFETY: each named value is the plugin's, valid while the executable lives.
-        Ok(unsafe { read_named_values(properties.as_ptr(), properties.len()) })
-    }
-
-    /// Memory kind of each output, e.g. `device` or `pinned_host`
-    /// (`PJRT_Executable_OutputMemoryKinds`; UNIMPLEMENTED on the 0.106 CPU plugin).
-    pub fn output_memory_kinds(&self) -> Result<Vec<String>> {
-        let mut args = sys::PJRT_Executable_OutputMemoryKinds_Args::new();
-        args.executable = self.metadata_raw();
-        pjrt_call!(self.metadata_api(), PJRT_Executable_OutputMemoryKinds, &mut args)?;
-        // SAFETY: arrays owned by the executable, of the count the plugin reported.
-        unsafe {
-            read_kinds(args.memory_kinds, args.memory_kind_sizes, args.num_outputs, "PJRT_Executable_OutputMemoryKinds")
-        }
-    }
-
-    /// Memory kind of each parameter (`PJRT_Executable_ParameterMemoryKinds`, 0.102;
-    /// UNIMPLEMENTED on the 0.106 CPU plugin).
-    pub fn parameter_memory_kinds(&self) -> Result<Vec<String>> {
-        let mut args = sys::PJRT_Executable_ParameterMemoryKinds_Args::new();
-        args.executable = self.metadata_raw();
-        pjrt_call!(self.metadata_api(), PJRT_Executable_ParameterMemoryKinds, &mut args)?;
-        // SAFETY: arrays owned by the executable, of the count the plugin reported.
-        unsafe {
-            read_kinds(
-                args.memory_kinds,
-                args.memory_kind_sizes,
-                args.num_parameters,
-                "PJRT_Executable_ParameterMemoryKinds",
-            )
-        }
-    }
-
-    /// The plugin's memory estimates (`PJRT_Executable_GetCompiledMemoryStats`, 0.40). The full
-    /// struct of 0.104+ is sent (plugins accept any size from the 0.72 one on and write what
-    /// fits); fields newer than the plugin's version, or left unwritten, are `None`.
-    pub fn compiled_memory_stats(&self) -> Result<CompiledMemoryStats> {
-        let minor = self.metadata_api().version().minor;
-        let mut args = sys::PJRT_Executable_GetCompiledMemoryStats_Args::new();
-        args.executable = self.metadata_raw();
-        for field in [
-            &mut args.host_generated_code_size_in_bytes,
-            &mut args.host_argument_size_in_bytes,
-            &mut args.host_output_size_in_bytes,
-            &mut args.host_alias_size_in_bytes,
-            &mut args.host_temp_size_in_bytes,
-            &mut args.peak_memory_in_bytes,
-            &mut args.total_size_in_bytes,
-            &mut args.total_allocation_bytes,
-            &mut args.indefinite_allocations,
-            &mut args.peak_unpadded_heap_bytes,
-        ] {
-            *field = UNWRITTEN;
-        }
-        pjrt_call!(self.metadata_api(), PJRT_Executable_GetCompiledMemoryStats, &mut args)?;
-        Ok(CompiledMemoryStats::from_raw(&args, minor))
-    }
-
-    /// The optimised program (`PJRT_Executable_OptimizedProgram`: the size is asked first, then
-    /// the plugin fills a buffer of that size).
-    pub fn optimized_program(&self) -> Result<OptimizedProgram> {
-        const FUNCTION: &str = "PJRT_Executable_OptimizedProgram";
-        let api = self.metadata_api();
-        let mut program = sys::PJRT_Program::new();
-        let mut args = sys::PJRT_Executable_OptimizedProgram_Args::new();
-        args.executable = self.metadata_raw();
-        args.program = &mut program;
-        // First call: the plugin reports the size.
-        pjrt_call!(api, PJRT_Executable_OptimizedProgram, &mut args)?;
-        let size = program.code_size;
-        let mut code = Vec::new();
-        if size > isize::MAX as usize || code.try_reserve_exact(size).is_err() {
-            return Err(Error::invalid(format!("{FUNCTION} reports a program of {size} bytes")));
-        }
-        code.resize(size, 0);
-        program.code = code.as_mut_ptr() as *mut c_char;
-        pjrt_call!(api, PJRT_Executable_OptimizedProgram, &mut args)?;
-        // The second call reports the size it wrote; more than the buffer would be a plugin bug.
-        if program.code_size > size {
-            return Err(Error::invalid(format!(
-                "{FUNCTION} wrote {} bytes into a buffer of the {size} bytes it asked for",
-                program.code_size
-            )));
-        }
-        code.truncate(program.code_size);
-        // SAFETY: the format string is owned by the plugin (static); copied at once.
-        let format = unsafe { checked_string(program.format, program.format_size, FUNCTION, "the format") }?;
-        Ok(OptimizedProgram { code, format })
-    }
-
-    /// The serialized `CompileOptionsProto` the executable was built with, as the plugin reports
-    /// it (`PJRT_Executable_GetCompileOptions`, 0.87): the plugin fills in what it decided, e.g.
-    /// the result layout.
-    pub fn compile_options_bytes(&self) -> Result<Vec<u8>> {
-        let mut args = sys::PJRT_Executable_GetCompileOptions_Args::new();
-        args.executable = self.metadata_raw();
-        pjrt_call!(self.metadata_api(), PJRT_Executable_GetCompileOptions, &mut args)?;
-        // SAFETY: the bytes live until the deleter runs, right after the copy.
-        let bytes = unsafe {
-            checked_slice(
-                args.serialized_bytes as *const u8,
-                args.serialized_bytes_size,
-                "PJRT_Executable_GetCompileOptions",
-                "the options",
-            )
-        }
-        .map(<[u8]>::to_vec);
-        if let Some(deleter) = args.serialized_compile_options_deleter {
-            // SAFETY: called once, on the object the plugin handed out.
-            unsafe { deleter(args.serialized_compile_options) };
-        }
-        bytes
-    }
-
-    /// The compile options the executable was built with, decoded
-    /// ([`Self::compile_options_bytes`] through [`CompileOptions::from_proto_bytes`]).
-    pub fn compile_options(&self) -> Result<CompileOptions> {
-        CompileOptions::from_proto_bytes(&self.compile_options_bytes()?)
-    }
-}
-    )+};
-}
-
-executable_metadata!(LoadedExecutable, crate::executable::unloaded::Executable);
-
-impl LoadedExecutable {
-    fn metadata_api(&self) -> &Api {
-        self.client.api()
-    }
-
-    fn metadata_raw(&self) -> *mut sys::PJRT_Executable {
-        self.executable.as_ptr()
-    }
-
-    /// Which device runs which replica and partition
-    /// (`PJRT_LoadedExecutable_GetDeviceAssignment`, 0.79).
-    pub fn device_assignment(&self) -> Result<DeviceAssignment> {
-        let mut args = sys::PJRT_LoadedExecutable_GetDeviceAssignment_Args::new();
-        args.executable = self.raw.as_ptr();
-        pjrt_call!(self.client.api(), PJRT_LoadedExecutable_GetDeviceAssignment, &mut args)?;
-        // SAFETY: the bytes live until the deleter runs, right after the decode.
-        let decoded = unsafe {
-            checked_slice(
-                args.serialized_bytes as *const u8,
-                args.serialized_bytes_size,
-                "PJRT_LoadedExecutable_GetDeviceAssignment",
-                "the assignment",
-            )
-        }
-        .and_then(|bytes| {
-            DeviceAssignmentProto::decode(bytes)
-                .map_err(|source| Error::Decode { what: "DeviceAssignmentProto", source })
-        });
-        if let Some(deleter) = args.serialized_device_assignment_deleter {
-            // SAFETY: called once, on the object the plugin handed out.
-            unsafe { deleter(args.serialized_device_assignment) };
-        }
-        device_assignment_from_proto(&decoded?)
-    }
-
-    /// The (replica, partition) of each addressable device, in the order of
-    /// [`LoadedExecutable::addressable_devices`] (`PJRT_LoadedExecutable_AddressableDeviceLogicalIds`,
-    /// 0.96).
-    pub fn addressable_device_logical_ids(&self) -> Result<Vec<LogicalDeviceId>> {
-        let mut args = sys::PJRT_LoadedExecutable_AddressableDeviceLogicalIds_Args::new();
-        args.executable = self.raw.as_ptr();
-        pjrt_call!(self.client.api(), PJRT_LoadedExecutable_AddressableDeviceLogicalIds, &mut args)?;
-        // SAFETY: owned by the executable; copied at once.
-        let ids = unsafe {
-            checked_slice(
-                args.addressable_device_logical_ids,
-                args.num_addressable_device_logical_ids,
-                "PJRT_LoadedExecutable_AddressableDeviceLogicalIds",
-                "logical ids",
-            )
-        }?;
-        Ok(ids.iter().map(|id| LogicalDeviceId { replica: id.replica, partition: id.partition }).collect())
-    }
-}
-
-/// Reads a (strings, sizes) pair of arrays returned by the plugin.
-///
-/// # Safety
-/// `kinds` and `sizes` must be NULL or point to `n` valid values each, every string readable for
-/// its size.
-unsafe fn read_kinds(
-    kinds: *const *const c_char,
-    sizes: *const usize,
-    n: usize,
-    function: &'static str,
-) -> Result<Vec<String>> {
-    // SAFETY: the caller's guarantee.
-    let (kinds, sizes) =
-        unsafe { (checked_slice(kinds, n, function, "memory kinds")?, checked_slice(sizes, n, function, "sizes")?) };
-    kinds
-        .iter()
-        .zip(sizes)
-        // SAFETY: the caller's guarantee.
-        .map(|(kind, size)| unsafe { checked_string(*kind, *size, function, "a memory kind") })
-        .collect()
-}
-
-/// `DeviceAssignmentProto` → [`DeviceAssignment`], checking the counts against the ids present
-/// before building anything of their size (the bytes come from the plugin).
-fn device_assignment_from_proto(proto: &DeviceAssignmentProto) -> Result<DeviceAssignment> {
-    let bad = || {
-        Error::invalid(format!(
-            "the plugin returned an inconsistent device assignment ({} replicas × {} partitions, {} partition lists)",
-            proto.replica_count,
-            proto.computation_count,
-            proto.computation_devices.len()
-        ))
-    };
-    let replicas = usize::try_from(proto.replica_count).ok().filter(|&r| r >= 1).ok_or_else(bad)?;
-    let partitions = usize::try_from(proto.computation_count).ok().filter(|&c| c >= 1).ok_or_else(bad)?;
-    if proto.computation_devices.len() != partitions
-        || proto.computation_devices.iter().any(|c| c.replica_device_ids.len() != replicas)
-    {
-        return Err(bad());
-    }
-    DeviceAssignment::new(
-        (0..replicas).map(|r| proto.computation_devices.iter().map(|c| c.replica_device_ids[r]).collect()).collect(),
-    )
-}
-
-// ---- loading serialized executables with options ----
-
-/// Options for loading a serialized executable (`PJRT_LoadOptions`, API 0.111).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct LoadOptions {
-    computation_origin: Option<Vec<i32>>,
-}
-
-impl LoadOptions {
-    /// No options set.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Where the computation sits in a larger device mesh (plugin-specific; for multi-slice
-    /// setups).
-    pub fn computation_origin(mut self, origin: &[i32]) -> Self {
-        self.computation_origin = Some(origin.to_vec());
-        self
-    }
-}
-
-/// The minor version that added `PJRT_LoadOptions`.
-const LOAD_OPTIONS_MINOR: i32 = 111;
-/// The minor version that added the compile-option overrides of `DeserializeAndLoad`.
-const OVERRIDES_MINOR: i32 = 71;
-
-impl Client {
-    /// Like [`Client::deserialize_and_load`], optionally replacing the compile options stored in
-    /// the serialized executable with `overrides`, and with `load_options`.
-    ///
-    /// Each is refused with [`Error::Unsupported`] on a plugin too old to read it (overrides:
-    /// 0.71; load options: 0.111; an older plugin would silently ignore them).
-    pub fn deserialize_and_load_with(
-        &self,
-        serialized: &[u8],
-        overrides: Option<&CompileOptions>,
-        load_options: Option<&LoadOptions>,
-    ) -> Result<LoadedExecutable> {
-        let _span = tracing::info_span!("load_executable", bytes = serialized.len()).entered();
-        if serialized.is_empty() {
-            return Err(Error::invalid("the serialized executable is empty"));
-        }
-        let api = self.api();
-        let overrides_bytes = match overrides {
-            Some(_) if api.version().minor < OVERRIDES_MINOR => {
-                return Err(api.unsupported_feature(
-                    "PJRT_Executable_DeserializeAndLoad_Args.overridden_serialized_compile_options",
-                    OVERRIDES_MINOR,
-                ));
-            }
-            Some(options) => Some(options.to_bytes()?),
-            None => None,
-        };
-        let mut raw_load = sys::PJRT_LoadOptions::new();
-        if load_options.is_some() && api.version().minor < LOAD_OPTIONS_MINOR {
-            return Err(api.unsupported_feature("PJRT_LoadOptions", LOAD_OPTIONS_MINOR));
-        }
-        if let Some(origin) = load_options.and_then(|o| o.computation_origin.as_ref()) {
-            raw_load.computation_origin = origin.as_ptr();
-            raw_load.computation_origin_size = origin.len();
-        }
-        let mut args = sys::PJRT_Executable_DeserializeAndLoad_Args::new();
-        args.client = self.raw();
-        args.serialized_executable = serialized.as_ptr() as *const c_char;
-        args.serialized_executable_size = serialized.len();
-        if let Some(bytes) = &overrides_bytes {
-            args.overridden_serialized_compile_options = bytes.as_ptr() as *const c_char;
-            args.overridden_serialized_compile_options_size = bytes.len();
-        }
-        if load_options.is_some() {
-            args.load_options = &mut raw_load as *mut sys::PJRT_LoadOptions as *mut std::ffi::c_void;
-        }
-        pjrt_call!(api, PJRT_Executable_DeserializeAndLoad, &mut args)?;
-        let raw = NonNull::new(args.loaded_executable)
-            .ok_or_else(|| Error::invalid("PJRT_Executable_DeserializeAndLoad returned no executable"))?;
-        LoadedExecutable::new(self, raw, overrides.is_some_and(CompileOptions::is_portable))
-    }
-}
-
-// ---- execute options ----
-
-/// The minor version that added `PJRT_ExecuteOptions.context`.
-const CONTEXT_FIELD_MINOR: i32 = 64;
-/// The minor version that added `PJRT_ExecuteOptions.non_donatable_input_indices`.
-const NON_DONATABLE_MINOR: i32 = 39;
-
-/// The `PJRT_ExecuteOptions` every launch starts from: zeroed, full size, and with
-/// `use_major_to_minor_data_layout_for_callbacks` set, as XLA's own frameworks (JAX, IFRT,
-/// TensorFlow) set it: host send/receive callbacks then get and give their chunks in the dense
-/// row-major layout this crate documents, not in the device's layout. Plugins older than 0.108
-/// do not read the field and use that layout anyway.
-#[inline]
-pub(crate) fn raw_execute_options() -> sys::PJRT_ExecuteOptions {
-    let mut raw = sys::PJRT_ExecuteOptions::new();
-    raw.use_major_to_minor_data_layout_for_callbacks = true;
-    raw
-}
-
-/// An execute context (`PJRT_ExecuteContext`, API 0.52): per-execution data for the plugin,
-/// e.g. FFI user data (see [`crate::extensions`]). Cheap to clone (shared); destroyed when the
-/// last clone, and the last execution using it, is gone.
-#[derive(Clone)]
-pub struct ExecuteContext {
-    inner: Arc<ContextInner>,
-}
-
-struct ContextInner {
-    plugin: Plugin,
-    raw: NonNull<sys::PJRT_ExecuteContext>,
-}
-
-// SAFETY: the context is only read by executions (thread-safe in PJRT) and destroyed once, when
-// the last handle is dropped; mutation through `as_raw` is the raw-API user's responsibility.
-unsafe impl Send for ContextInner {}
-// SAFETY: as above.
-unsafe impl Sync for ContextInner {}
-
-impl ExecuteContext {
-    /// Creates an empty context (`PJRT_ExecuteContext_Create`).
-    pub fn new(plugin: &Plugin) -> Result<ExecuteContext> {
-        let mut args = sys::PJRT_ExecuteContext_Create_Args::new();
-        pjrt_call!(plugin.api(), PJRT_ExecuteContext_Create, &mut args)?;
-        let raw = NonNull::new(args.context)
-            .ok_or_else(|| Error::invalid("PJRT_ExecuteContext_Create returned no context"))?;
-        Ok(ExecuteContext { inner: Arc::new(ContextInner { plugin: plugin.clone(), raw }) })
-    }
-
-    /// The raw handle, for use with [`crate::sys`] (e.g. the FFI extension's user data). Do not
-    /// destroy it.
-    pub fn as_raw(&self) -> *mut sys::PJRT_ExecuteContext {
-        self.inner.raw.as_ptr()
-    }
-
-    /// The function table of the plugin the context belongs to.
-    pub(crate) fn api(&self) -> &crate::call::Api {
-        self.inner.plugin.api()
-    }
-}
-
-impl Drop for ContextInner {
-    fn drop(&mut self) {
-        release_if_in_callback!(ContextInner { plugin: self.plugin.clone(), raw: self.raw });
-        let mut args = sys::PJRT_ExecuteContext_Destroy_Args::new();
-        args.context = self.raw.as_ptr();
-        let _ = pjrt_call!(self.plugin.api(), PJRT_ExecuteContext_Destroy, &mut args);
-    }
-}
-
-impl fmt::Debug for ExecuteContext {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ExecuteContext").field("raw", &self.inner.raw).finish()
-    }
-}
-
-/// Options for [`LoadedExecutable::execute_with`] and
-/// [`LoadedExecutable::execute_sharded_with`]. Cheap to clone (callbacks and context are
-/// shared); one value may serve many executions.
-///
-/// ```no_run
-/// # use pjrt_client::{ExecuteOptions, LoadedExecutable, Buffer};
-/// # fn f(exe: &LoadedExecutable, x: &Buffer) -> pjrt_client::Result<()> {
-/// let options = ExecuteOptions::new()
-///     .launch_id(7)
-///     .non_donatable_inputs([0])
-///     .on_send(1, |chunk| {
-///         println!("device {} sent {} bytes", chunk.device_index(), chunk.data().len());
-///         Ok(())
-///     });
-/// let outputs = exe.execute_with(&[x], &options)?;
-/// # Ok(()) }
-/// ```
-#[derive(Clone, Default)]
-pub struct ExecuteOptions {
-    launch_id: i32,
-    non_donatable: Vec<i64>,
-    context: Option<ExecuteContext>,
-    pub(crate) callbacks: HostCallbacks,
-}
-
-impl ExecuteOptions {
-    /// No launch id, every input donatable per the program, no context, no callbacks.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Identifies this launch among those of a multi-device (or multi-host) program; 0 = none.
-    pub fn launch_id(mut self, launch_id: i32) -> Self {
-        self.launch_id = launch_id;
-        self
-    }
-
-    /// Inputs (by argument index) the plugin must not donate even if the program aliases them to
-    /// an output, e.g. a buffer passed twice or still needed afterwards.
-    pub fn non_donatable_inputs(mut self, indices: impl IntoIterator<Item = usize>) -> Self {
-        self.non_donatable.extend(indices.into_iter().map(|i| i64::try_from(i).unwrap_or(i64::MAX)));
-        self.non_donatable.sort_unstable();
-        self.non_donatable.dedup();
-        self
-    }
-
-    /// Passes `context` to the execution (kept alive until it completes).
-    pub fn context(mut self, context: &ExecuteContext) -> Self {
-        self.context = Some(context.clone());
-        self
-    }
-
-    /// Builds the raw options for `num_devices` argument lists of `num_args` buffers.
-    fn to_raw(&self, exe: &LoadedExecutable, num_devices: usize, num_args: usize) -> Result<RawExecuteOptions<'_>> {
-        let api = exe.client.api();
-        let mut raw = raw_execute_options();
-        raw.launch_id = self.launch_id;
-        if let Some(&bad) = self.non_donatable.iter().find(|&&i| i as u64 >= num_args as u64) {
-            return Err(Error::invalid(format!(
-                "non-donatable input {bad} does not exist: the execution has {num_args} arguments"
-            )));
-        }
-        if !self.non_donatable.is_empty() {
-            // An older plugin would not read the field and donate the inputs anyway.
-            if api.version().minor < NON_DONATABLE_MINOR {
-                return Err(
-                    api.unsupported_feature("PJRT_ExecuteOptions.non_donatable_input_indices", NON_DONATABLE_MINOR)
-                );
-            }
-            raw.non_donatable_input_indices = self.non_donatable.as_ptr();
-            raw.num_non_donatable_input_indices = self.non_donatable.len();
-        }
-        let mut keepalive = Keepalive { context: None, targets: None };
-        if let Some(context) = &self.context {
-            exe.client.plugin().check_same(&context.inner.plugin, "the execute context")?;
-            if api.version().minor < CONTEXT_FIELD_MINOR {
-                return Err(api.unsupported_feature("PJRT_ExecuteOptions.context", CONTEXT_FIELD_MINOR));
-            }
-            raw.context = context.as_raw();
-            keepalive.context = Some(context.clone());
-        }
-        let mut lists = None;
-        if !self.callbacks.is_empty() {
-            let (mut prepared, targets) = self.callbacks.prepare(&exe.client, num_devices);
-            prepared.apply(&mut raw);
-            lists = Some(prepared);
-            keepalive.targets = Some(targets);
-        }
-        let keepalive = (keepalive.context.is_some() || keepalive.targets.is_some()).then_some(keepalive);
-        Ok(RawExecuteOptions { raw, _lists: lists, keepalive, _options: PhantomData })
-    }
-}
-
-impl fmt::Debug for ExecuteOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (send, recv) = self.callbacks.channels();
-        f.debug_struct("ExecuteOptions")
-            .field("launch_id", &self.launch_id)
-            .field("non_donatable_inputs", &self.non_donatable)
-            .field("context", &self.context)
-            .field("send_channels", &send)
-            .field("recv_channels", &recv)
-            .finish()
-    }
-}
-
-/// `PJRT_ExecuteOptions` and what it points to, for one Execute call.
-struct RawExecuteOptions<'o> {
-    raw: sys::PJRT_ExecuteOptions,
-    /// The callback lists `raw` points to (heap memory: moving this struct is fine).
-    _lists: Option<CallbackLists>,
-    /// What must outlive the execution itself.
-    keepalive: Option<Keepalive>,
-    /// `raw` also points into the options (non-donatable indices).
-    _options: PhantomData<&'o ExecuteOptions>,
-}
-
-/// What an execution may use until every device has completed: the callbacks' `user_arg`s and
-/// the execute context.
-pub(crate) struct Keepalive {
-    context: Option<ExecuteContext>,
-    targets: Option<CallbackTargets>,
-}
-
-impl Keepalive {
-    /// Keeps `self` alive until every one of `events` (one per device) has fired, then drops it
-    /// on the release thread (it holds user closures, never dropped on a plugin thread; see
-    /// `crate::call::release`).
-    ///
-    /// When there is not one event per device — the plugin gave fewer, or the launch failed
-    /// (possibly after some devices started, which may still call the callbacks) — nothing tells
-    /// when the plugin stops using what `self` holds: it is then kept until the client is
-    /// destroyed (after `PJRT_Client_Destroy`), never freed early.
-    fn hold_until_complete(self, client: &Client, events: &[Event], num_devices: usize) {
-        if events.len() < num_devices {
-            client.keep_until_destroyed(self);
-            return;
-        }
-        let shared = Arc::new(self);
-        for event in events {
-            let held = shared.clone();
-            if event.on_ready(move |_| crate::call::release::release_later(held)).is_err() {
-                // The callback was not registered (its closure, with its clone, is dropped): keep
-                // one clone until the client goes instead.
-                client.keep_until_destroyed(shared.clone());
-            }
-        }
-    }
-}
-
-/// The parts of XLA's HLO protos needed to read an entry computation's signature (field numbers
-/// from the published `hlo.proto` / `xla_data.proto`).
-mod hlo {
-    use super::ElementType;
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub(super) struct HloModuleProtoWithConfig {
-        #[prost(message, optional, tag = "1")]
-        pub hlo_module: Option<HloModuleProto>,
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub(super) struct HloModuleProto {
-        #[prost(message, optional, tag = "4")]
-        pub host_program_shape: Option<ProgramShapeProto>,
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub(super) struct ProgramShapeProto {
-        #[prost(message, repeated, tag = "1")]
-        pub parameters: Vec<ShapeProto>,
-        #[prost(message, optional, tag = "2")]
-        pub result: Option<ShapeProto>,
-    }
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub(super) struct ShapeProto {
-        #[prost(int32, tag = "2")]
-        pub element_type: i32,
-        #[prost(int64, repeated, tag = "3")]
-        pub dimensions: Vec<i64>,
-        #[prost(message, repeated, tag = "4")]
-        pub tuple_shapes: Vec<ShapeProto>,
-    }
-
-    /// `xla.PrimitiveType.TUPLE`.
-    pub(super) const TUPLE: i32 = 13;
-
-    /// Maps `xla.PrimitiveType` to the PJRT element type, for the values known for certain.
-    pub(super) fn element_type(primitive: i32) -> Option<ElementType> {
-        Some(match primitive {
-            1 => ElementType::PRED,
-            2 => ElementType::S8,
-            3 => ElementType::S16,
-            4 => ElementType::S32,
-            5 => ElementType::S64,
-            6 => ElementType::U8,
-            7 => ElementType::U16,
-            8 => ElementType::U32,
-            9 => ElementType::U64,
-            10 => ElementType::F16,
-            11 => ElementType::F32,
-            12 => ElementType::F64,
-            15 => ElementType::C64,
-            16 => ElementType::BF16,
-            18 => ElementType::C128,
-            19 => ElementType::F8E5M2,
-            20 => ElementType::F8E4M3FN,
-            21 => ElementType::S4,
-            22 => ElementType::U4,
-            23 => ElementType::F8E4M3B11FNUZ,
-            24 => ElementType::F8E5M2FNUZ,
-            25 => ElementType::F8E4M3FNUZ,
-            26 => ElementType::S2,
-            27 => ElementType::U2,
-            28 => ElementType::F8E4M3,
-            29 => ElementType::F8E3M4,
-            30 => ElementType::S1,
-            31 => ElementType::U1,
-            32 => ElementType::F4E2M1FN,
-            33 => ElementType::F8E8M0FNU,
-            // Not in the published xla_data.proto yet; read from the current CPU plugin's
-            // compiled parameters (f6E3M2FN and f6E2M3FN programs).
-            35 => ElementType::F6E3M2FN,
-            36 => ElementType::F6E2M3FN,
-            _ => return None,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::metadata::{device_assignment_from_proto, CompiledMemoryStats, UNWRITTEN};
     use super::*;
-    use crate::compile_options::proto::ComputationDevice;
+    use crate::compile_options::proto::{ComputationDevice, DeviceAssignmentProto};
 
     #[test]
     fn hlo_primitive_types_map_to_element_types() {

@@ -10,6 +10,7 @@ use crate::call::{checked_slice, pjrt_call, string_from_raw};
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
 use crate::error::{Error, Result};
+
 use crate::executable::{read_output_shapes, ArrayShape, LoadedExecutable};
 use crate::plugin::Plugin;
 use crate::sys::{self, Args};
@@ -147,7 +148,7 @@ impl Client {
     /// [`Executable::serialize`] (`PJRT_Executable_DeserializeAndLoad`). The bytes must come from
     /// the same plugin build; a foreign or corrupt blob is the plugin's error.
     pub fn deserialize_and_load(&self, serialized: &[u8]) -> Result<LoadedExecutable> {
-        let _span = tracing::info_span!("load_executable", bytes = serialized.len()).entered();
+        let _span = span!(INFO, "load_executable", bytes = serialized.len());
         if serialized.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
         }

@@ -58,7 +58,7 @@ impl<'p> FfiExtension<'p> {
     /// `context` may run a handler that reads it.
     pub unsafe fn add_user_data(
         &self,
-        context: &crate::executable::ExecuteContext,
+        context: &crate::executable::execute_options::ExecuteContext,
         type_id: i64,
         data: *mut c_void,
     ) -> Result<()> {

@@ -217,7 +217,7 @@ fn find_all_in(sites: &[PathBuf]) -> Vec<FoundPlugin> {
 /// ...). Without it: `PJRT_PLUGIN`, then Python packages, then the cache (CPU plugins last, so an
 /// installed accelerator plugin wins).
 pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
-    let _span = tracing::info_span!("find_plugin").entered();
+    let _span = span!(INFO, "find_plugin");
     let mut tried = Vec::new();
     if let Some(spec) = explicit {
         let path = Path::new(spec);
@@ -489,7 +489,7 @@ pub fn install(plugin: &KnownPlugin, mut log: impl FnMut(&str)) -> Result<PathBu
     let staging = cache.join(format!(".{}-{}.partial-{}", plugin.package, plugin.version, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
     let requirement = format!("{}=={}", plugin.package, plugin.version);
-    let _span = tracing::info_span!("install_plugin", package = %requirement).entered();
+    let _span = span!(INFO, "install_plugin", package = %requirement);
     log(&format!("downloading PJRT plugin `{}` from PyPI ({requirement}) into {}", plugin.name, final_dir.display()));
     let status = Command::new("python3")
         .args(["-m", "pip", "install", "--quiet", "--no-deps", "--no-compile", "--disable-pip-version-check", "--target"])

@@ -67,7 +67,7 @@ impl Plugin {
     /// ```
     pub fn load(path: impl AsRef<Path>) -> Result<Plugin> {
         let path = path.as_ref();
-        let _span = tracing::info_span!("load_plugin", path = %path.display()).entered();
+        let _span = span!(INFO, "load_plugin", path = %path.display());
         let load_err = |source| Error::Load { path: path.to_path_buf(), source };
         if !path.exists() {
             return Err(load_err(LoadError::NotFound));

@@ -289,9 +289,7 @@ impl Topology {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn compile(&self, program: &Program, options: &CompileOptions, client: Option<&Client>) -> Result<Executable> {
-        let _span =
-            tracing::info_span!("compile", format = program.format().as_pjrt_str(), bytes = program.code().len())
-                .entered();
+        let _span = span!(INFO, "compile", format = program.format().as_pjrt_str(), bytes = program.code().len());
         if let Some(client) = client {
             self.plugin.check_same(client.plugin(), "the client")?;
         }

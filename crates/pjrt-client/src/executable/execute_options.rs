@@ -1,0 +1,291 @@
+//! How an execution runs: [`ExecuteOptions`] (launch id, donation, non-donatable inputs, host
+//! callbacks) and [`ExecuteContext`].
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::call::pjrt_call;
+use crate::call::release::release_if_in_callback;
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::executable::host_callbacks::{CallbackLists, CallbackTargets, CopyToDeviceStream, HostCallbacks, SendChunk};
+use crate::executable::LoadedExecutable;
+use crate::plugin::Plugin;
+use crate::sys::{self, Args};
+
+/// The minor version that added `PJRT_ExecuteOptions.context`.
+pub(crate) const CONTEXT_FIELD_MINOR: i32 = 64;
+/// The minor version that added `PJRT_ExecuteOptions.non_donatable_input_indices`.
+pub(crate) const NON_DONATABLE_MINOR: i32 = 39;
+
+/// The `PJRT_ExecuteOptions` every launch starts from: zeroed, full size, and with
+/// `use_major_to_minor_data_layout_for_callbacks` set, as XLA's own frameworks (JAX, IFRT,
+/// TensorFlow) set it: host send/receive callbacks then get and give their chunks in the dense
+/// row-major layout this crate documents, not in the device's layout. Plugins older than 0.108
+/// do not read the field and use that layout anyway.
+#[inline]
+pub(crate) fn raw_execute_options() -> sys::PJRT_ExecuteOptions {
+    let mut raw = sys::PJRT_ExecuteOptions::new();
+    raw.use_major_to_minor_data_layout_for_callbacks = true;
+    raw
+}
+
+/// An execute context (`PJRT_ExecuteContext`, API 0.52): per-execution data for the plugin,
+/// e.g. FFI user data (see [`crate::extensions`]). Cheap to clone (shared); destroyed when the
+/// last clone, and the last execution using it, is gone.
+#[derive(Clone)]
+pub struct ExecuteContext {
+    inner: Arc<ContextInner>,
+}
+
+pub(crate) struct ContextInner {
+    plugin: Plugin,
+    raw: NonNull<sys::PJRT_ExecuteContext>,
+}
+
+// SAFETY: the context is only read by executions (thread-safe in PJRT) and destroyed once, when
+// the last handle is dropped; mutation through `as_raw` is the raw-API user's responsibility.
+unsafe impl Send for ContextInner {}
+// SAFETY: as above.
+unsafe impl Sync for ContextInner {}
+
+impl ExecuteContext {
+    /// Creates an empty context (`PJRT_ExecuteContext_Create`).
+    pub fn new(plugin: &Plugin) -> Result<ExecuteContext> {
+        let mut args = sys::PJRT_ExecuteContext_Create_Args::new();
+        pjrt_call!(plugin.api(), PJRT_ExecuteContext_Create, &mut args)?;
+        let raw = NonNull::new(args.context)
+            .ok_or_else(|| Error::invalid("PJRT_ExecuteContext_Create returned no context"))?;
+        Ok(ExecuteContext { inner: Arc::new(ContextInner { plugin: plugin.clone(), raw }) })
+    }
+
+    /// The raw handle, for use with [`crate::sys`] (e.g. the FFI extension's user data). Do not
+    /// destroy it.
+    pub fn as_raw(&self) -> *mut sys::PJRT_ExecuteContext {
+        self.inner.raw.as_ptr()
+    }
+
+    /// The function table of the plugin the context belongs to.
+    pub(crate) fn api(&self) -> &crate::call::Api {
+        self.inner.plugin.api()
+    }
+}
+
+impl Drop for ContextInner {
+    fn drop(&mut self) {
+        release_if_in_callback!(ContextInner { plugin: self.plugin.clone(), raw: self.raw });
+        let mut args = sys::PJRT_ExecuteContext_Destroy_Args::new();
+        args.context = self.raw.as_ptr();
+        let _ = pjrt_call!(self.plugin.api(), PJRT_ExecuteContext_Destroy, &mut args);
+    }
+}
+
+impl fmt::Debug for ExecuteContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecuteContext").field("raw", &self.inner.raw).finish()
+    }
+}
+
+/// Options for [`LoadedExecutable::execute_with`] and
+/// [`LoadedExecutable::execute_sharded_with`]. Cheap to clone (callbacks and context are
+/// shared); one value may serve many executions.
+///
+/// ```no_run
+/// # use pjrt_client::{ExecuteOptions, LoadedExecutable, Buffer};
+/// # fn f(exe: &LoadedExecutable, x: &Buffer) -> pjrt_client::Result<()> {
+/// let options = ExecuteOptions::new()
+///     .launch_id(7)
+///     .non_donatable_inputs([0])
+///     .on_send(1, |chunk| {
+///         println!("device {} sent {} bytes", chunk.device_index(), chunk.data().len());
+///         Ok(())
+///     });
+/// let outputs = exe.execute_with(&[x], &options)?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Default)]
+pub struct ExecuteOptions {
+    launch_id: i32,
+    non_donatable: Vec<i64>,
+    context: Option<ExecuteContext>,
+    pub(crate) callbacks: HostCallbacks,
+}
+
+impl ExecuteOptions {
+    /// No launch id, every input donatable per the program, no context, no callbacks.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Identifies this launch among those of a multi-device (or multi-host) program; 0 = none.
+    pub fn launch_id(mut self, launch_id: i32) -> Self {
+        self.launch_id = launch_id;
+        self
+    }
+
+    /// Inputs (by argument index) the plugin must not donate even if the program aliases them to
+    /// an output, e.g. a buffer passed twice or still needed afterwards.
+    pub fn non_donatable_inputs(mut self, indices: impl IntoIterator<Item = usize>) -> Self {
+        self.non_donatable.extend(indices.into_iter().map(|i| i64::try_from(i).unwrap_or(i64::MAX)));
+        self.non_donatable.sort_unstable();
+        self.non_donatable.dedup();
+        self
+    }
+
+    /// Passes `context` to the execution (kept alive until it completes).
+    pub fn context(mut self, context: &ExecuteContext) -> Self {
+        self.context = Some(context.clone());
+        self
+    }
+
+    /// Builds the raw options for `num_devices` argument lists of `num_args` buffers.
+    pub(super) fn to_raw(
+        &self,
+        exe: &LoadedExecutable,
+        num_devices: usize,
+        num_args: usize,
+    ) -> Result<RawExecuteOptions<'_>> {
+        let api = exe.client.api();
+        let mut raw = raw_execute_options();
+        raw.launch_id = self.launch_id;
+        if let Some(&bad) = self.non_donatable.iter().find(|&&i| i as u64 >= num_args as u64) {
+            return Err(Error::invalid(format!(
+                "non-donatable input {bad} does not exist: the execution has {num_args} arguments"
+            )));
+        }
+        if !self.non_donatable.is_empty() {
+            // An older plugin would not read the field and donate the inputs anyway.
+            if api.version().minor < NON_DONATABLE_MINOR {
+                return Err(
+                    api.unsupported_feature("PJRT_ExecuteOptions.non_donatable_input_indices", NON_DONATABLE_MINOR)
+                );
+            }
+            raw.non_donatable_input_indices = self.non_donatable.as_ptr();
+            raw.num_non_donatable_input_indices = self.non_donatable.len();
+        }
+        let mut keepalive = Keepalive { context: None, targets: None };
+        if let Some(context) = &self.context {
+            exe.client.plugin().check_same(&context.inner.plugin, "the execute context")?;
+            if api.version().minor < CONTEXT_FIELD_MINOR {
+                return Err(api.unsupported_feature("PJRT_ExecuteOptions.context", CONTEXT_FIELD_MINOR));
+            }
+            raw.context = context.as_raw();
+            keepalive.context = Some(context.clone());
+        }
+        let mut lists = None;
+        if !self.callbacks.is_empty() {
+            let (mut prepared, targets) = self.callbacks.prepare(&exe.client, num_devices);
+            prepared.apply(&mut raw);
+            lists = Some(prepared);
+            keepalive.targets = Some(targets);
+        }
+        let keepalive = (keepalive.context.is_some() || keepalive.targets.is_some()).then_some(keepalive);
+        Ok(RawExecuteOptions { raw, _lists: lists, keepalive, _options: PhantomData })
+    }
+}
+
+impl fmt::Debug for ExecuteOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (send, recv) = self.callbacks.channels();
+        f.debug_struct("ExecuteOptions")
+            .field("launch_id", &self.launch_id)
+            .field("non_donatable_inputs", &self.non_donatable)
+            .field("context", &self.context)
+            .field("send_channels", &send)
+            .field("recv_channels", &recv)
+            .finish()
+    }
+}
+
+/// `PJRT_ExecuteOptions` and what it points to, for one Execute call.
+pub(crate) struct RawExecuteOptions<'o> {
+    pub(super) raw: sys::PJRT_ExecuteOptions,
+    /// The callback lists `raw` points to (heap memory: moving this struct is fine).
+    _lists: Option<CallbackLists>,
+    /// What must outlive the execution itself.
+    pub(super) keepalive: Option<Keepalive>,
+    /// `raw` also points into the options (non-donatable indices).
+    _options: PhantomData<&'o ExecuteOptions>,
+}
+
+/// What an execution may use until every device has completed: the callbacks' `user_arg`s and
+/// the execute context.
+pub(crate) struct Keepalive {
+    context: Option<ExecuteContext>,
+    targets: Option<CallbackTargets>,
+}
+
+impl Keepalive {
+    /// Keeps `self` alive until every one of `events` (one per device) has fired, then drops it
+    /// on the release thread (it holds user closures, never dropped on a plugin thread; see
+    /// `crate::call::release`).
+    ///
+    /// When there is not one event per device — the plugin gave fewer, or the launch failed
+    /// (possibly after some devices started, which may still call the callbacks) — nothing tells
+    /// when the plugin stops using what `self` holds: it is then kept until the client is
+    /// destroyed (after `PJRT_Client_Destroy`), never freed early.
+    pub(super) fn hold_until_complete(self, client: &Client, events: &[Event], num_devices: usize) {
+        if events.len() < num_devices {
+            client.keep_until_destroyed(self);
+            return;
+        }
+        let shared = Arc::new(self);
+        for event in events {
+            let held = shared.clone();
+            if event.on_ready(move |_| crate::call::release::release_later(held)).is_err() {
+                // The callback was not registered (its closure, with its clone, is dropped): keep
+                // one clone until the client goes instead.
+                client.keep_until_destroyed(shared.clone());
+            }
+        }
+    }
+}
+
+/// Host callbacks: closures the devices call during an execution (see `host_callbacks.rs`).
+impl ExecuteOptions {
+    /// Calls `callback` for every chunk a device sends to the host on channel `channel_id` (a
+    /// `stablehlo.send` with `is_host_transfer = true` and a DEVICE_TO_HOST channel handle).
+    ///
+    /// An error returned by `callback`, or a panic in it, is passed to the plugin, which fails
+    /// the execution with it (code from [`Error::code`], else INTERNAL for a panic and UNKNOWN
+    /// otherwise). Registering a channel twice keeps the last closure.
+    pub fn on_send<F>(mut self, channel_id: i64, callback: F) -> Self
+    where
+        F: FnMut(SendChunk<'_>) -> Result<()> + Send + 'static,
+    {
+        self.callbacks.add_send(channel_id, Box::new(callback));
+        self
+    }
+
+    /// Calls `callback` when a device waits for data from the host on channel `channel_id` (a
+    /// `stablehlo.recv` with `is_host_transfer = true` and a HOST_TO_DEVICE channel handle). The
+    /// closure gets the stream to fill ([`CopyToDeviceStream::add_chunk`]) and may keep it to fill
+    /// later, from any thread; the device waits until the stream holds
+    /// [`CopyToDeviceStream::total_bytes`].
+    ///
+    /// The plugin cannot be told about a failure here: an error or a panic is recorded (see
+    /// [`ExecuteOptions::take_callback_failures`]) and the stream is destroyed; what the device
+    /// does with a stream destroyed before it was full is up to the plugin. Registering a channel
+    /// twice keeps the last closure.
+    pub fn on_recv<F>(mut self, channel_id: i64, callback: F) -> Self
+    where
+        F: FnMut(CopyToDeviceStream) -> Result<()> + Send + 'static,
+    {
+        self.callbacks.add_recv(channel_id, Box::new(callback));
+        self
+    }
+
+    /// Removes and returns the failures (errors returned and panics) of the callbacks registered
+    /// on these options (and their clones), in the order they happened.
+    pub fn take_callback_failures(&self) -> Vec<Error> {
+        self.callbacks.take_failures()
+    }
+
+    /// Channel ids with a send and with a receive callback.
+    pub fn callback_channels(&self) -> (Vec<i64>, Vec<i64>) {
+        self.callbacks.channels()
+    }
+}

@@ -1,0 +1,119 @@
+//! Launched executions: [`Execution`] (outputs and a completion event per device) and
+//! [`PendingExecution`], both futures.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use crate::buffer::Buffer;
+use crate::error::{Error, Result};
+use crate::event::Event;
+
+/// The result of launching an execution: outputs and a completion event per device.
+#[derive(Debug)]
+pub struct Execution {
+    /// `outputs[device][output]`.
+    pub outputs: Vec<Vec<Buffer>>,
+    /// One completion event per device (where the plugin returned them).
+    pub events: Vec<Event>,
+}
+
+/// Awaiting an execution (as `(&mut execution).await`) waits for every device, keeping the
+/// outputs in place; resolves to the first error.
+impl Future for Execution {
+    type Output = Result<()>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<()>> {
+        let this = self.get_mut();
+        while let Some(event) = this.events.first_mut() {
+            match Pin::new(event).poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(status) => {
+                    this.events.remove(0);
+                    status?;
+                }
+            }
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// A single-device execution in flight ([`LoadedExecutable::execute_async`]): resolves to the
+/// outputs once the device has finished.
+#[derive(Debug)]
+pub struct PendingExecution {
+    pub(super) outputs: Option<Vec<Buffer>>,
+    pub(super) event: Option<Event>,
+}
+
+impl PendingExecution {
+    /// Blocks until the execution finished; returns the outputs.
+    pub fn wait(mut self) -> Result<Vec<Buffer>> {
+        let _span = span!(DEBUG, "execute_wait");
+        if let Some(event) = self.event.take() {
+            event.wait()?;
+        }
+        Ok(self.outputs.take().unwrap_or_default())
+    }
+
+    /// Like [`PendingExecution::wait`], with a bound ([`Error::Timeout`] when it runs out; the
+    /// execution goes on and may be waited for again).
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Result<Vec<Buffer>> {
+        if let Some(event) = &self.event {
+            event.wait_timeout(timeout)?;
+        }
+        self.event = None;
+        Ok(self.outputs.take().unwrap_or_default())
+    }
+}
+
+impl Future for PendingExecution {
+    type Output = Result<Vec<Buffer>>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if let Some(event) = this.event.as_mut() {
+            match Pin::new(event).poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(status) => {
+                    this.event = None;
+                    status?;
+                }
+            }
+        }
+        Poll::Ready(Ok(this.outputs.take().unwrap_or_default()))
+    }
+}
+
+impl Execution {
+    /// Waits for every device to finish; returns the first error.
+    pub fn wait(&self) -> Result<()> {
+        let _span = span!(DEBUG, "execute_wait", devices = self.events.len());
+        let mut first = Ok(());
+        for event in &self.events {
+            let status = event.wait();
+            if first.is_ok() {
+                first = status;
+            }
+        }
+        first
+    }
+
+    /// Like [`Execution::wait`], but gives up once `timeout` has passed (for all devices
+    /// together) with [`Error::Timeout`]. The execution goes on; waiting again is fine.
+    pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
+        let start = Instant::now();
+        let mut first = Ok(());
+        for event in &self.events {
+            let status = event.wait_timeout(timeout.saturating_sub(start.elapsed()));
+            if let Err(Error::Timeout { .. }) = status {
+                return Err(Error::Timeout { what: "waiting for an execution", after: timeout });
+            }
+            if first.is_ok() {
+                first = status;
+            }
+        }
+        first
+    }
+}
