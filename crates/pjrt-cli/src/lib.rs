@@ -1,0 +1,82 @@
+//! `pjrt`: inspect PJRT plugins and run StableHLO programs on them. A thin user of the
+//! `pjrt_client` and `pjrt_formats` libraries.
+//!
+//! The binary (`src/main.rs`) only calls [`main_with_args`]. The argument parser is public
+//! ([`parse_args`]) so it can be tested and fuzzed without running anything.
+//!
+//! # Where things are
+//!
+//! Each command's arguments (and their `--help` text) are in [`cli`]; the command itself is one
+//! module of [`commands`], whose `exec` [`run`] calls:
+//!
+//! | command | arguments ([`cli`]) | code |
+//! | --- | --- | --- |
+//! | `pjrt info` | [`Command::Info`], [`cli::PluginArg`] | `src/commands/info.rs` |
+//! | `pjrt run` | [`cli::RunArgs`] | `src/commands/run/mod.rs`; its inputs in `run/inputs.rs`, its output files and summary in `run/outputs.rs`, `jax.export` models in `run/jax_model.rs` |
+//! | `pjrt compile` | [`cli::CompileArgs`] | `src/commands/compile.rs` |
+//! | `pjrt cache info\|clear` | [`cli::CacheCommand`] | `src/commands/cache.rs` |
+//! | `pjrt plugin install\|list` | [`cli::PluginCommand`] | `src/commands/plugin.rs` |
+//! | `pjrt bench` | [`cli::BenchArgs`] | `src/commands/bench.rs` |
+//! | `pjrt conform` | [`cli::ConformArgs`] | `src/commands/conform.rs` |
+//!
+//! What several commands share lives outside [`commands`]:
+//! - `src/cli.rs`: the clap definitions, [`parse_args`] and [`parse_xla_option`].
+//! - `src/plugins.rs`: the plugin `--plugin` names, and a client with enough devices on it.
+//! - `src/compiling.rs`: the compile step of `run` and `compile` (options from the flags,
+//!   the compile cache, artifacts); `cache` opens the same cache.
+//! - `src/ui.rs`: the terminal: log levels, `-v` span lines, progress, invalid-argument errors,
+//!   and how errors are reported, with hints.
+//!
+//! Imports point one way: `lib.rs` → `commands` → `compiling`, `plugins` → `cli` → `ui`. A
+//! command never imports another command, and no shared module imports a command.
+
+pub mod cli;
+pub mod commands;
+pub mod compiling;
+pub mod plugins;
+pub mod ui;
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use pjrt_formats::Error;
+
+pub use cli::{parse_args, parse_xla_option, Cli, Command};
+
+/// The whole `pjrt` command: parses `args` (`args[0]` is the program name), runs the command and
+/// reports errors on stderr. Exit code 0 on success and for `--help` / `--version`, 1 on any error.
+pub fn main_with_args<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match parse_args(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 1 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let _ui = ui::init(cli.verbose);
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            ui::report_error(&e);
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Runs a parsed command.
+pub fn run(cli: Cli) -> Result<(), Error> {
+    match cli.command {
+        Command::Conform(args) => Ok(commands::conform::exec(&args)?),
+        Command::Bench(args) => Ok(commands::bench::exec(&args)?),
+        Command::Info { plugin, json } => commands::info::exec(&plugin, json),
+        Command::Run(args) => commands::run::exec(&args),
+        Command::Compile(args) => commands::compile::exec(&args),
+        Command::Cache(command) => commands::cache::exec(&command),
+        Command::Plugin(command) => commands::plugin::exec(&command),
+    }
+}
