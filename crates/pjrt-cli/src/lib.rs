@@ -30,6 +30,8 @@
 //! Imports point one way: `lib.rs` → `commands` → `compiling`, `plugins` → `cli` → `ui`. A
 //! command never imports another command, and no shared module imports a command.
 
+#![deny(missing_docs)]
+
 pub mod cli;
 pub mod commands;
 pub mod compiling;
