@@ -75,7 +75,7 @@ impl OutputSink {
         OutputSink { format, dir: dir.to_path_buf(), pending: Vec::new() }
     }
 
-    /// Adds output `index`: `array` as [`pjrt_client::host_array::download_npy`] gives it
+    /// Adds output `index`: `array` as [`pjrt_formats::BufferExt::to_npy`] gives it
     /// (bf16 as raw bits, sub-byte types widened), `element_type` the buffer's. Returns the
     /// file it goes to and, for safetensors, the tensor name in it.
     pub fn add(
