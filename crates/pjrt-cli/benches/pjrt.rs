@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use pjrt_cli::bench::Dispatch;
+use pjrt_cli::commands::bench::Dispatch;
 use pjrt_client::{locate, AlignedHostBuffer, Client, ClientOptions, ElementType, HostLayout, Placement, Plugin};
 
 fn client() -> Client {

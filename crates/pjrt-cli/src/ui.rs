@@ -1,5 +1,6 @@
 //! How `pjrt` talks to the person at the terminal: how much the plugin may log, the library's
-//! spans printed with their durations (`-v`), a progress line for slow steps, and error hints.
+//! spans printed with their durations (`-v`), a progress line for slow steps, and errors: the
+//! invalid-argument errors the commands make (`invalid`) and how failures are reported, with hints.
 //!
 //! Verbosity (`-v` is repeatable):
 //! - 0 (default): the plugin's INFO chatter is hidden (its warnings and errors still show); a
@@ -86,6 +87,11 @@ pub fn log_line(line: &str) {
         progress.clear();
     }
     let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// An invalid-argument error (what most mistakes on the command line are).
+pub(crate) fn invalid(message: impl Into<String>) -> Error {
+    pjrt_client::Error::InvalidArgument(message.into()).into()
 }
 
 /// Prints `error` on stderr the way `pjrt` reports failures: the message, its causes, then a
@@ -468,8 +474,8 @@ mod tests {
             plugin_minor: 106,
         });
         assert!(hint(&unsupported).unwrap().contains("pjrt plugin install cpu"));
-        assert!(hint(&crate::invalid("x")).is_none());
-        let dtype = crate::invalid("input 0 (i.npy): the array is int32 (s32), but the parameter is f32");
+        assert!(hint(&invalid("x")).is_none());
+        let dtype = invalid("input 0 (i.npy): the array is int32 (s32), but the parameter is f32");
         assert!(hint(&dtype).unwrap().contains("astype"));
     }
 }

@@ -173,7 +173,7 @@ fn compile_against_a_topology() {
 
 #[test]
 fn new_flags_parse() {
-    use pjrt_cli::{cache::CacheCommand, parse_args, Command};
+    use pjrt_cli::{cli::CacheCommand, parse_args, Command};
     let cli =
         parse_args(["pjrt", "compile", "p.mlir", "-o", "a.pjrt", "--topology", "cpu:2", "--replicas", "2"]).unwrap();
     let Command::Compile(args) = cli.command else { panic!("not compile") };

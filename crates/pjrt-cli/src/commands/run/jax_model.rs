@@ -11,7 +11,11 @@ use pjrt_formats::npy::NpyArray;
 use pjrt_formats::{element_type_of, upload_element_type, Error};
 use serde_json::json;
 
-use crate::RunArgs;
+use super::inputs::gather_inputs;
+use super::outputs::{output_dtypes, preview};
+use crate::cli::{OutputFormat, RunArgs};
+use crate::plugins::{cpu_aware_client, resolve_plugin};
+use crate::ui::invalid;
 
 /// Reads the program to run: a `jax.export` model (with the model, for [`module_arguments`]) or
 /// any format [`Program::from_file`] reads.
@@ -38,7 +42,7 @@ pub fn module_arguments(
     shard_inputs: Option<usize>,
 ) -> Result<(Vec<HostArray>, Vec<String>), Error> {
     if shard_inputs.is_some() {
-        return Err(crate::invalid(
+        return Err(invalid(
             "--shard-inputs does not apply to a jax.export model: it runs on the one device it was exported for",
         ));
     }
@@ -52,7 +56,7 @@ pub fn module_arguments(
         let element_type = upload_element_type(array.dtype, wanted).unwrap_or_else(|_| element_type_of(array.dtype));
         let dims: Vec<u64> = array.shape.iter().map(|&d| d as u64).collect();
         model.check_input(i, element_type, &dims).map_err(|e| match e.invalid_argument() {
-            Some(m) => crate::invalid(format!("{m} (--input {label})")),
+            Some(m) => invalid(format!("{m} (--input {label})")),
             None => e,
         })?;
     }
@@ -72,14 +76,13 @@ pub fn module_arguments(
 pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), Error> {
     let devices = model.nr_devices() as i64;
     if args.replicas.is_some_and(|r| r != 1) {
-        return Err(crate::invalid(format!(
+        return Err(invalid(format!(
             "--replicas does not apply to a jax.export model: it runs on the {devices} devices it was exported for"
         )));
     }
-    let (inputs, labels) =
-        super::arrays::gather_inputs(None, args.params.as_deref(), &args.input)?.into_host_arrays()?;
-    let plugin = super::resolve_plugin(&args.plugin)?;
-    let client = crate::compile::cpu_aware_client(&plugin, devices)?; // devices > 1 here
+    let (inputs, labels) = gather_inputs(None, args.params.as_deref(), &args.input)?.into_host_arrays()?;
+    let plugin = resolve_plugin(&args.plugin)?;
+    let client = cpu_aware_client(&plugin, devices)?; // devices > 1 here
     let platform = client.platform_name().to_string();
     let (arguments, _) = module_arguments(model, &platform, inputs, &labels, args.shard_inputs)?;
     let options = args.xla.apply_xla_options(if args.xla.no_jax_defaults {
@@ -89,7 +92,7 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     })?;
     let exe = client.compile(&model.program()?, &options)?;
     // Outputs are written as .npy: refuse any that cannot be before running.
-    let stored = super::arrays::output_dtypes(super::arrays::OutputFormat::Npy, exe.output_shapes())?;
+    let stored = output_dtypes(OutputFormat::Npy, exe.output_shapes())?;
     let (input_shardings, output_shardings) = model.device_shardings()?;
     let outputs = exe.run_sharded(&arguments, &input_shardings, &output_shardings)?;
     let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -100,7 +103,7 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
         let file = out_dir.join(format!("out{i}.npy"));
         array.write(&file)?;
         let dtype = aval.element_type.map_or("unknown", |t| t.name());
-        let preview = super::preview(array, dtype == "bf16");
+        let preview = preview(array, dtype == "bf16");
         if !args.json {
             let shape: Vec<String> = array.shape.iter().map(|d| d.to_string()).collect();
             println!("out{i}: {dtype}[{}] = {preview}  -> {}", shape.join(","), file.display());

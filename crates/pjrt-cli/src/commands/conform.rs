@@ -7,7 +7,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::Args;
 use pjrt_client::{
     AlignedHostBuffer, Buffer, Client, ClientOptions, CompileOptions, DeviceAssignment, ElementType, Error, ErrorCode,
     ExecuteContext, ExecuteOptions, HostLayout, InMemoryStore, Placement, Plugin, ProcessInfo, ProcessState, Program,
@@ -15,20 +14,8 @@ use pjrt_client::{
 };
 use serde_json::{json, Value as Json};
 
-/// `pjrt conform` arguments.
-#[derive(Args)]
-pub struct ConformArgs {
-    /// The plugin to check (path or name). Not needed with --diff.
-    pub plugin: Option<String>,
-    /// The report as JSON. `--json` alone (or `--json -`) prints it on stdout instead of the
-    /// text; `--json FILE` writes it to FILE and still prints the text. With --diff, the same for
-    /// the differences. Put the plugin before `--json`: `pjrt conform cpu --json`.
-    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
-    pub json: Option<std::path::PathBuf>,
-    /// Compare two JSON reports instead of checking a plugin.
-    #[arg(long, num_args = 2, value_names = ["A.json", "B.json"])]
-    pub diff: Option<Vec<std::path::PathBuf>>,
-}
+use crate::cli::{ConformArgs, PluginArg};
+use crate::plugins::resolve_plugin;
 
 /// The outcome of one check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,9 +99,9 @@ const ADD: &str = r#"module @add_module {
     return %0 : tensor<4xf32>
   }
 }"#;
-const BYTECODE: &[u8] = include_bytes!("../../../tests/data/formats/tanh_mul.mlirbc");
-const PORTABLE: &[u8] = include_bytes!("../../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
-const HLO: &[u8] = include_bytes!("../../../tests/data/formats/tanh_mul.hlo.pb");
+const BYTECODE: &[u8] = include_bytes!("../../../../tests/data/formats/tanh_mul.mlirbc");
+const PORTABLE: &[u8] = include_bytes!("../../../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
+const HLO: &[u8] = include_bytes!("../../../../tests/data/formats/tanh_mul.hlo.pb");
 
 fn f32s(buffer: &Buffer) -> Result<Vec<f32>, Problem> {
     Ok(buffer.to_vec::<f32>()?)
@@ -870,9 +857,9 @@ pub fn diff(a: &Json, b: &Json) -> usize {
     differences
 }
 
-/// `pjrt conform`: checks the plugin that `resolve` finds for the name given (or diffs two
-/// reports) and prints the result as `args.json` asks. Fails when a check failed.
-pub fn command(args: &ConformArgs, resolve: impl FnOnce(Option<String>) -> Result<Plugin, Error>) -> Result<(), Error> {
+/// `pjrt conform`: checks the plugin named (or diffs two reports) and prints the result as
+/// `args.json` asks. Fails when a check failed.
+pub fn exec(args: &ConformArgs) -> Result<(), Error> {
     let to_stdout = args.json.as_deref().is_some_and(|p| p == Path::new("-"));
     if let Some(files) = &args.diff {
         let (a, b) = (read_report(&files[0])?, read_report(&files[1])?);
@@ -899,7 +886,7 @@ pub fn command(args: &ConformArgs, resolve: impl FnOnce(Option<String>) -> Resul
             )));
         }
     }
-    let plugin = resolve(args.plugin.clone())?;
+    let plugin = resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?;
     let (plugin_json, report) = run_checks(&plugin);
     let json = report_json(plugin_json, &report);
     if let Some(file) = file {

@@ -1,30 +1,15 @@
 //! `pjrt cache info|clear`: the compile cache `pjrt run` uses (`$PJRT_CACHE_DIR`, else
 //! `$XDG_CACHE_HOME/pjrt-client/compile` or `~/.cache/pjrt-client/compile`).
 
-use clap::Subcommand;
 use pjrt_formats::Error;
 use serde_json::json;
 
-/// `pjrt cache` subcommands.
-#[derive(Subcommand)]
-pub enum CacheCommand {
-    /// Show the cache folder, its number of entries and their size.
-    Info {
-        /// Print one JSON object instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Remove every cached executable.
-    Clear {
-        /// Print one JSON object instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-}
+use crate::cli::CacheCommand;
+use crate::compiling::open_cache;
 
 /// Runs a `pjrt cache` subcommand.
-pub fn run_cache(command: &CacheCommand) -> Result<(), Error> {
-    let cache = crate::compile::open_cache()?;
+pub fn exec(command: &CacheCommand) -> Result<(), Error> {
+    let cache = open_cache()?;
     match command {
         CacheCommand::Info { json } => {
             let info = cache.info()?;

@@ -1,27 +1,19 @@
-//! Host arrays in and out of `pjrt run`: `--input` (`.npy` files or `FILE.safetensors:NAME`),
+//! The inputs of `pjrt run`: `--input` (`.npy` files or `FILE.safetensors:NAME`) and
 //! `--params FILE.safetensors` (bound to the program's parameters by name where the program
-//! names them, else in file order), and the output files (`.npy` or one `.safetensors`).
+//! names them, else in file order), read and uploaded.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use pjrt_client::{ArrayShape, Buffer, Client, ElementType, HostArray, HostLayout, Placement, Program};
+use pjrt_client::{Buffer, Client, ElementType, HostArray, HostLayout, Placement, Program};
 use pjrt_formats::npy::{MappedNpy, NpyArray};
-use pjrt_formats::safetensors::{self, SafeTensors, TensorView};
-use pjrt_formats::{dtype_of, element_type_of, ClientExt, Error};
+use pjrt_formats::safetensors::{SafeTensors, TensorView};
+use pjrt_formats::{ClientExt, Error};
+
+use crate::ui::invalid;
 
 /// The suffix that marks a safetensors file in `--input FILE.safetensors:NAME`.
 const SAFETENSORS_SUFFIX: &str = ".safetensors";
-
-/// How `pjrt run` writes its outputs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// One `.npy` file per output: DIR/out0.npy, DIR/out1.npy, ...
-    #[default]
-    Npy,
-    /// One DIR/outputs.safetensors holding tensors out0, out1, ...
-    Safetensors,
-}
 
 /// One `--input` argument.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,7 +42,7 @@ impl InputSource {
             });
         }
         if text.ends_with(SAFETENSORS_SUFFIX) {
-            return Err(crate::invalid(format!(
+            return Err(invalid(format!(
                 "--input {text}: name the tensor (`{text}:NAME`), or pass the whole file with --params"
             )));
         }
@@ -73,14 +65,14 @@ impl OpenFiles {
 
     /// Tensor `name` of `file`, which [`OpenFiles::get`] opened.
     fn tensor(&self, file: &Path, name: &str) -> Result<TensorView<'_>, Error> {
-        let open = self.0.get(file).ok_or_else(|| crate::invalid(format!("{} is not open", file.display())))?;
+        let open = self.0.get(file).ok_or_else(|| invalid(format!("{} is not open", file.display())))?;
         Ok(open.tensor(name)?)
     }
 }
 
 /// A tensor as a `.npy` array (bf16 as ml_dtypes' `V2`, which uploads as bf16).
 fn tensor_array(file: &Path, name: &str, view: TensorView<'_>) -> Result<NpyArray, Error> {
-    view.to_npy().map_err(|e| crate::invalid(format!("tensor '{name}' of {}: {e}", file.display())))
+    view.to_npy().map_err(|e| invalid(format!("tensor '{name}' of {}: {e}", file.display())))
 }
 
 /// The program's parameter names, one per parameter (`None` where it has none), read from the
@@ -320,7 +312,7 @@ impl Inputs {
                         return client.upload_npy(&tensor_array(file, name, view)?, wanted, placement);
                     }
                     Some(w) if w != view.dtype() => {
-                        return Err(crate::invalid(format!("the tensor is {}, but the parameter is {w}", view.dtype())))
+                        return Err(invalid(format!("the tensor is {}, but the parameter is {w}", view.dtype())))
                     }
                     _ => view.dtype(),
                 };
@@ -351,10 +343,7 @@ pub fn gather_inputs(program: Option<&Program>, params: Option<&Path>, inputs: &
         match InputSource::parse(arg)? {
             InputSource::Npy(path) => explicit.push((Input::Npy(MappedNpy::open(&path)?), path.display().to_string())),
             InputSource::Tensor { file, name } => {
-                files
-                    .get(&file)?
-                    .tensor(&name)
-                    .map_err(|e| crate::invalid(format!("--input {}: {e}", arg.display())))?;
+                files.get(&file)?.tensor(&name).map_err(|e| invalid(format!("--input {}: {e}", arg.display())))?;
                 explicit.push((Input::Tensor { file, name }, arg.display().to_string()));
             }
         }
@@ -371,7 +360,7 @@ pub fn gather_inputs(program: Option<&Program>, params: Option<&Path>, inputs: &
         let given = explicit.len();
         let free = bound.iter().filter(|b| b.is_none()).count();
         if given != free {
-            return Err(crate::invalid(format!(
+            return Err(invalid(format!(
                 "the program takes {} parameters; {} are bound by name to tensors of {}, so {free} must come \
                  from --input, but {given} were given",
                 bound.len(),
@@ -384,7 +373,7 @@ pub fn gather_inputs(program: Option<&Program>, params: Option<&Path>, inputs: &
         for slot in bound {
             let (input, text) = match slot {
                 Some(name) => (tensor(&name), label(&name)),
-                None => explicit.next().ok_or_else(|| crate::invalid("too few --input arrays"))?,
+                None => explicit.next().ok_or_else(|| invalid("too few --input arrays"))?,
             };
             items.push(input);
             labels.push(text);
@@ -422,7 +411,7 @@ fn bind_by_name(program: Option<&Program>, file: &SafeTensors) -> Result<Option<
     }
     for (i, tensor) in bound.iter().enumerate().filter_map(|(i, t)| Some((i, t.as_deref()?))) {
         if let Some(j) = bound.iter().skip(i + 1).position(|t| t.as_deref() == Some(tensor)) {
-            return Err(crate::invalid(format!(
+            return Err(invalid(format!(
                 "tensor '{tensor}' matches the names of parameters {i} and {} of the program",
                 i + 1 + j
             )));
@@ -433,7 +422,7 @@ fn bind_by_name(program: Option<&Program>, file: &SafeTensors) -> Result<Option<
     if !unused.is_empty() {
         let described: Vec<String> =
             names.iter().enumerate().map(|(i, n)| format!("{i}: {}", n.as_deref().unwrap_or("(unnamed)"))).collect();
-        return Err(crate::invalid(format!(
+        return Err(invalid(format!(
             "--params {}: tensors {} match no parameter name of the program (parameters: {})",
             file.path().map(|p| p.display().to_string()).unwrap_or_default(),
             unused.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", "),
@@ -443,155 +432,9 @@ fn bind_by_name(program: Option<&Program>, file: &SafeTensors) -> Result<Option<
     Ok(Some(bound))
 }
 
-/// The element type an output is stored as in a safetensors file: sub-byte integers widened to
-/// I8/U8 (the format has no 4-, 2- or 1-bit integers) as in `.npy`, the 6-bit floats as U8
-/// bit codes (the format names them but defines no packing), F4 packed as the format's `F4`.
-fn tensor_type(element_type: ElementType) -> ElementType {
-    match element_type {
-        ElementType::F4E2M1FN => element_type,
-        t if t.is_sub_byte() => dtype_of(t).map_or(t, element_type_of),
-        t => t,
-    }
-}
-
-/// [`output_dtype`] of every output of a program (`shapes`: its output shapes): what `pjrt run`
-/// checks before uploading or running anything, so that no output fails after the work is done.
-pub fn output_dtypes(format: OutputFormat, shapes: &[ArrayShape]) -> Result<Vec<&'static str>, Error> {
-    shapes.iter().enumerate().map(|(i, shape)| output_dtype(format, i, shape)).collect()
-}
-
-/// The dtype output `index` (of per-device type and shape `shape`) is written as in `format`:
-/// the `.npy` dtype (`int8` for an S4 output) or the safetensors dtype (`I8`, `F4`, ...). An
-/// error says why it cannot be written, so that `pjrt run` refuses it before running anything.
-pub fn output_dtype(format: OutputFormat, index: usize, shape: &ArrayShape) -> Result<&'static str, Error> {
-    let cannot = |why: String| crate::invalid(format!("output {index} is {shape}, which {why}"));
-    let element_type = shape.element_type.ok_or_else(|| cannot("has an element type pjrt does not know".into()))?;
-    // Every output is downloaded as a .npy array first.
-    let npy = dtype_of(element_type)
-        .ok_or_else(|| cannot(format!("pjrt run cannot write: {element_type} has no .npy dtype")))?;
-    match format {
-        OutputFormat::Npy => Ok(npy.name()),
-        OutputFormat::Safetensors => {
-            let stored = tensor_type(element_type);
-            let name = safetensors::dtype_name(stored)
-                .ok_or_else(|| cannot("safetensors cannot store (write it with --output-format npy)".into()))?;
-            // Whether count * bits fills whole bytes, without forming a product that may overflow.
-            let count_mod_8 = shape.dims.iter().fold(1u64, |m, d| m * d.rem_euclid(8) as u64 % 8);
-            let bits = stored.bits().unwrap_or(8) as u64;
-            if count_mod_8 * bits % 8 != 0 {
-                let count = shape.dims.iter().fold(1u64, |n, d| n.saturating_mul(u64::try_from(*d).unwrap_or(0)));
-                return Err(cannot(format!(
-                    "safetensors cannot store: it packs {stored} {} per byte and needs whole bytes, but the output has \
-                     {count} elements (write it with --output-format npy)",
-                    8 / bits
-                )));
-            }
-            Ok(name)
-        }
-    }
-}
-
-/// Collects one device's outputs and writes them in the chosen format.
-pub struct OutputSink {
-    format: OutputFormat,
-    dir: PathBuf,
-    /// Safetensors outputs: name, stored type, shape, bytes as the file holds them.
-    pending: Vec<(String, ElementType, Vec<usize>, Vec<u8>)>,
-}
-
-impl OutputSink {
-    /// Outputs go to `dir` (which must exist).
-    pub fn new(format: OutputFormat, dir: &Path) -> Self {
-        OutputSink { format, dir: dir.to_path_buf(), pending: Vec::new() }
-    }
-
-    /// Adds output `index`: `array` as [`pjrt_client::host_array::download_npy`] gives it
-    /// (bf16 as raw bits, sub-byte types widened), `element_type` the buffer's. Returns the
-    /// file it goes to and, for safetensors, the tensor name in it.
-    pub fn add(
-        &mut self,
-        index: usize,
-        element_type: ElementType,
-        array: NpyArray,
-    ) -> Result<(PathBuf, Option<String>), Error> {
-        let name = format!("out{index}");
-        match self.format {
-            OutputFormat::Npy => {
-                let file = self.dir.join(format!("{name}.npy"));
-                array.write(&file)?;
-                Ok((file, None))
-            }
-            OutputFormat::Safetensors => {
-                let stored = tensor_type(element_type);
-                // F4 arrives as one bit code per byte: the file packs two per byte.
-                let bytes = if stored.is_sub_byte() {
-                    safetensors::pack_sub_byte(stored, &array.data)
-                        .map_err(|e| crate::invalid(format!("output {name}: {e}")))?
-                } else {
-                    array.data
-                };
-                self.pending.push((name.clone(), stored, array.shape, bytes));
-                Ok((self.file(), Some(name)))
-            }
-        }
-    }
-
-    fn file(&self) -> PathBuf {
-        self.dir.join("outputs.safetensors")
-    }
-
-    /// Writes what is still pending (the safetensors file).
-    pub fn finish(self) -> Result<(), Error> {
-        if self.format != OutputFormat::Safetensors {
-            return Ok(());
-        }
-        let views: Vec<(&str, TensorView<'_>)> = self
-            .pending
-            .iter()
-            .map(|(name, element_type, shape, bytes)| {
-                let view = TensorView::new(*element_type, shape, bytes)
-                    .map_err(|e| crate::invalid(format!("output {name} cannot be written as safetensors: {e}")))?;
-                Ok((name.as_str(), view))
-            })
-            .collect::<Result<_, Error>>()?;
-        safetensors::write(self.file(), &views, &[("producer", "pjrt run")])?;
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_output_type_has_a_file_form_or_a_reason() {
-        use ElementType as T;
-        let shape = |t: T, dims: &[i64]| ArrayShape { element_type: Some(t), dims: dims.to_vec() };
-        let npy = |t: T| output_dtype(OutputFormat::Npy, 0, &shape(t, &[3]));
-        let st = |t: T, dims: &[i64]| output_dtype(OutputFormat::Safetensors, 0, &shape(t, dims));
-        assert_eq!(npy(T::S4).unwrap(), "int8");
-        assert_eq!(npy(T::S1).unwrap(), "int8");
-        assert_eq!(npy(T::U2).unwrap(), "uint8");
-        assert_eq!(npy(T::F4E2M1FN).unwrap(), "uint8");
-        assert_eq!(npy(T::F6E3M2FN).unwrap(), "uint8");
-        assert_eq!(npy(T::BF16).unwrap(), "uint16");
-        assert_eq!(st(T::S4, &[3]).unwrap(), "I8");
-        assert_eq!(st(T::U1, &[3]).unwrap(), "U8");
-        assert_eq!(st(T::F6E2M3FN, &[3]).unwrap(), "U8");
-        assert_eq!(st(T::F4E2M1FN, &[2, 2]).unwrap(), "F4");
-        assert_eq!(st(T::BF16, &[3]).unwrap(), "BF16");
-        // An odd number of F4 elements leaves half a byte, which safetensors cannot store.
-        let e = st(T::F4E2M1FN, &[3]).unwrap_err().to_string();
-        assert!(e.contains("output 0 is f4e2m1fn[3]") && e.contains("--output-format npy"), "{e}");
-        // Huge shapes decide by parity, without overflowing.
-        assert!(st(T::F4E2M1FN, &[i64::MAX, 3]).is_err());
-        assert_eq!(st(T::F4E2M1FN, &[i64::MAX, 4]).unwrap(), "F4");
-        let e = npy(T::F8E4M3FN).unwrap_err().to_string();
-        assert!(e.contains("f8e4m3fn"), "{e}");
-        assert!(st(T::C128, &[1]).is_err());
-        let unknown = ArrayShape { element_type: None, dims: vec![1] };
-        assert!(output_dtype(OutputFormat::Npy, 2, &unknown).unwrap_err().to_string().contains("output 2"));
-    }
 
     #[test]
     fn input_arguments() {
@@ -601,31 +444,6 @@ mod tests {
             InputSource::Tensor { file: "dir/w.safetensors".into(), name: "layer.0:w".into() }
         );
         assert!(InputSource::parse(Path::new("w.safetensors")).is_err());
-    }
-
-    #[test]
-    fn run_flags_parse() {
-        let cli = crate::parse_args([
-            "pjrt",
-            "run",
-            "p.mlir",
-            "--params",
-            "w.safetensors",
-            "--input",
-            "w.safetensors:x",
-            "y.npy",
-            "--output-format",
-            "safetensors",
-        ])
-        .unwrap();
-        let crate::Command::Run(args) = cli.command else { panic!("not run") };
-        assert_eq!(args.params, Some(PathBuf::from("w.safetensors")));
-        assert_eq!(args.input, [PathBuf::from("w.safetensors:x"), PathBuf::from("y.npy")]);
-        assert_eq!(args.output_format, OutputFormat::Safetensors);
-        let cli = crate::parse_args(["pjrt", "run", "p.mlir"]).unwrap();
-        let crate::Command::Run(args) = cli.command else { panic!("not run") };
-        assert_eq!((args.params, args.output_format), (None, OutputFormat::Npy));
-        assert!(crate::parse_args(["pjrt", "run", "p.mlir", "--output-format", "csv"]).is_err());
     }
 
     #[test]

@@ -6,7 +6,6 @@ use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Instant;
 
-use clap::{Args, Subcommand};
 use pjrt_client::sys::{self, Args as _};
 use pjrt_client::{
     AlignedHostBuffer, Buffer, Client, ClientOptions, CompileOptions, ElementType, Error, HostLayout, LoadedExecutable,
@@ -14,61 +13,8 @@ use pjrt_client::{
 };
 use serde_json::{json, Value as Json};
 
-/// `pjrt bench` arguments.
-#[derive(Args)]
-pub struct BenchArgs {
-    /// What to measure.
-    #[command(subcommand)]
-    pub what: BenchWhat,
-    /// A plugin path or name (see `pjrt info --help`).
-    #[arg(long, short = 'p', global = true)]
-    pub plugin: Option<String>,
-    /// Print one JSON object instead of text.
-    #[arg(long, global = true)]
-    pub json: bool,
-}
-
-/// The benchmarks.
-#[derive(Subcommand)]
-pub enum BenchWhat {
-    /// Execute a compiled scalar f32 add, await it and drop the output; safe and raw alternating.
-    Dispatch {
-        /// Iterations per variant (after a warm-up).
-        #[arg(long, default_value_t = 20_000)]
-        iters: usize,
-    },
-    /// Host-to-device copies of BYTES bytes (f32 data); safe and raw alternating.
-    H2d {
-        /// Bytes per transfer.
-        #[arg(long, default_value_t = 64 << 20)]
-        bytes: usize,
-        /// Transfers per variant.
-        #[arg(long, default_value_t = 20)]
-        iters: usize,
-        /// Upload 64-byte aligned memory without copying (safe API only; no raw variant).
-        #[arg(long)]
-        zero_copy: bool,
-    },
-    /// Throughput of one client and one (portable) executable shared by 1..=THREADS threads,
-    /// thread t running on device t mod devices (a 128x128 f32 matmul per execution).
-    Threads {
-        /// The largest number of threads (and of CPU devices asked for).
-        #[arg(long, default_value_t = 4)]
-        threads: usize,
-        /// Executions per thread.
-        #[arg(long, default_value_t = 500)]
-        iters: usize,
-    },
-    /// Device-to-host copies of BYTES bytes into a reused host buffer; safe and raw alternating.
-    D2h {
-        /// Bytes per transfer.
-        #[arg(long, default_value_t = 64 << 20)]
-        bytes: usize,
-        /// Transfers per variant.
-        #[arg(long, default_value_t = 20)]
-        iters: usize,
-    },
-}
+use crate::cli::{BenchArgs, BenchWhat, PluginArg};
+use crate::plugins::resolve_plugin;
 
 /// Timing statistics of one variant, in microseconds.
 #[derive(Clone, Debug)]
@@ -315,6 +261,19 @@ fn check_bytes(bytes: usize) -> Result<i64, Error> {
         return Err(Error::InvalidArgument(format!("--bytes must be a positive multiple of 4, got {bytes}")));
     }
     Ok((bytes / 4) as i64)
+}
+
+/// `pjrt bench`: runs the benchmark `args` names on the plugin `--plugin` names and prints its
+/// report (text, or JSON with `--json`).
+pub fn exec(args: &BenchArgs) -> Result<(), Error> {
+    let plugin = resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?;
+    let report = run_bench(args, &plugin)?;
+    if args.json {
+        println!("{report}");
+    } else {
+        print_report(&report);
+    }
+    Ok(())
 }
 
 /// Runs one benchmark and returns its report.

@@ -1,0 +1,422 @@
+//! The command line: every command's arguments as clap definitions ([`Cli`], [`Command`] and one
+//! argument struct or subcommand enum per command), the ones several commands share
+//! ([`PluginArg`], [`XlaSettings`]), and [`parse_args`]. The doc comments of the fields are the
+//! `--help` text. Parsing runs nothing: the commands live in [`crate::commands`].
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{ArgAction, Args, Parser, Subcommand};
+use pjrt_client::CompileOptions;
+use pjrt_formats::Error;
+
+use crate::ui::invalid;
+
+/// The whole command line: the global flags and one command.
+#[derive(Parser)]
+#[command(name = "pjrt", version, about = "Inspect PJRT plugins and run StableHLO programs on them")]
+pub struct Cli {
+    /// More output on stderr: -v shows the plugin's log and how long each step took (load,
+    /// compile, transfers, execute); -vv also the plugin's debug log (VLOG 1) and every step.
+    #[arg(long, short = 'v', action = ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// The command to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands, each run by its module in [`crate::commands`].
+#[derive(Subcommand)]
+pub enum Command {
+    /// Show a plugin's API version, attributes, devices and memories.
+    Info {
+        /// The plugin to show.
+        #[command(flatten)]
+        plugin: PluginArg,
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compile a StableHLO program (.mlir text or .mlirbc bytecode, or a jax.export model) and
+    /// run it on .npy or safetensors inputs; or load an artifact written by `pjrt compile` and
+    /// run it without compiling.
+    Run(RunArgs),
+    /// Compile a program ahead of time into an artifact file for `pjrt run`.
+    Compile(CompileArgs),
+    /// Inspect or clear the compile cache `pjrt run` uses ($PJRT_CACHE_DIR).
+    #[command(subcommand)]
+    Cache(CacheCommand),
+    /// Find and install plugins.
+    #[command(subcommand)]
+    Plugin(PluginCommand),
+    /// Measure dispatch and transfer speed, beside the raw C API.
+    Bench(BenchArgs),
+    /// Check what a plugin supports: one check per capability (pass, fail or unsupported).
+    /// Exits non-zero only when a check fails.
+    Conform(ConformArgs),
+}
+
+/// Parses command-line arguments (`args[0]` is the program name) without running anything.
+/// `--help` and `--version` come back as an `Err` whose kind is `DisplayHelp` / `DisplayVersion`.
+pub fn parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    Cli::try_parse_from(args)
+}
+
+// Shared by several commands
+
+/// `--plugin`: the plugin a command loads (`plugins::resolve_plugin` finds it).
+#[derive(Args)]
+pub struct PluginArg {
+    /// A plugin path or name (cpu, cpu-0.106, cuda12, tpu, ...). Default: $PJRT_PLUGIN, then
+    /// Python packages, then the plugin cache; if none is found, the default CPU plugin is
+    /// installed.
+    #[arg(long, short = 'p')]
+    pub plugin: Option<String>,
+}
+
+/// The XLA flags `pjrt run` and `pjrt compile` share.
+#[derive(Args, Default)]
+pub struct XlaSettings {
+    /// An XLA option, NAME=VALUE (bool, integer, float or string), passed as an
+    /// env_option_override; may be repeated.
+    #[arg(long = "xla-option", value_name = "NAME=VALUE")]
+    pub xla_options: Vec<String>,
+    /// Do not apply the XLA settings that make results match JAX (see `CompileOptions::jax_defaults`).
+    #[arg(long)]
+    pub no_jax_defaults: bool,
+}
+
+impl XlaSettings {
+    /// Applies every `--xla-option` to `options`.
+    pub fn apply_xla_options(&self, mut options: CompileOptions) -> Result<CompileOptions, Error> {
+        for spec in &self.xla_options {
+            options = parse_xla_option(options, spec)?;
+        }
+        Ok(options)
+    }
+}
+
+/// Applies one `--xla-option NAME=VALUE`: `true`/`false` become a bool, then an integer, a float,
+/// else a string.
+pub fn parse_xla_option(options: CompileOptions, spec: &str) -> Result<CompileOptions, Error> {
+    let (name, value) =
+        spec.split_once('=').ok_or_else(|| invalid(format!("--xla-option needs NAME=VALUE, got `{spec}`")))?;
+    Ok(match value {
+        "true" | "false" => options.xla_option(name, value == "true"),
+        v if v.parse::<i64>().is_ok() => options.xla_option(name, v.parse::<i64>().unwrap_or_default()),
+        v if v.parse::<f64>().is_ok() => options.xla_option(name, v.parse::<f64>().unwrap_or_default()),
+        v => options.xla_option(name, v),
+    })
+}
+
+// `pjrt run`
+
+/// `pjrt run` arguments.
+#[derive(Args)]
+pub struct RunArgs {
+    /// The program: StableHLO/MLIR text (.mlir), MLIR bytecode (.mlirbc), a model serialized by
+    /// jax.export (.jaxexport), or an artifact from `pjrt compile` (recognised by its magic;
+    /// loaded without compiling).
+    pub program: PathBuf,
+    /// Input arrays, in parameter order: .npy files, or one tensor of a safetensors file as
+    /// FILE.safetensors:NAME (for a jax.export model: every input of the function, unused ones too).
+    /// A bf16 parameter takes raw 2-byte bits (<u2, or V2 as ml_dtypes writes it); a sub-byte one
+    /// (i4, ui4, i2, ui2, i1, ui1, f4E2M1FN, f6*) takes int8 or uint8 values in its range (f4/f6 as
+    /// bit codes), ml_dtypes' |V1, or a safetensors F4 tensor; a value out of range is an error.
+    #[arg(long, short = 'i', num_args = 1..)]
+    pub input: Vec<PathBuf>,
+    /// A safetensors file whose tensors feed the program's parameters: by name where the
+    /// program names its parameters (JAX's `jax.arg_info` attribute or its argument location
+    /// `loc("params['w1']")`, as `jax.export` writes it; "params['w1']" matches a tensor w1 or
+    /// params.w1), else in file order before the --input arrays. Without --shard-inputs, tensors
+    /// (and .npy inputs) upload straight from the memory-mapped file, f8 tensors included.
+    #[arg(long, value_name = "FILE.safetensors")]
+    pub params: Option<PathBuf>,
+    /// Where to write out0.npy, out1.npy, ... (default: the current directory). Sub-byte outputs
+    /// are widened so their values survive: s4/s2/s1 as int8, u4/u2/u1 as uint8, f4e2m1fn and
+    /// f6* as uint8 bit codes (the summary and --json name the original type).
+    #[arg(long, short = 'o')]
+    pub output_dir: Option<PathBuf>,
+    /// How to write the outputs: npy (DIR/out0.npy, ...) or safetensors (DIR/outputs.safetensors
+    /// with tensors out0, out1, ...; f4e2m1fn as the format's packed F4, which needs an even
+    /// element count, other sub-byte types widened to I8/U8). An output that cannot be written
+    /// is refused before the program runs.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Npy)]
+    pub output_format: OutputFormat,
+    /// The plugin to run on.
+    #[command(flatten)]
+    pub plugin: PluginArg,
+    /// Number of replicas (default: the module's mhlo.num_replicas, else 1). Each replica gets
+    /// the same inputs; replica k's outputs go to DIR/device{k}/.
+    #[arg(long)]
+    pub replicas: Option<i64>,
+    /// Split each input along AXIS into one shard per device (replicas × partitions): device k
+    /// gets shard k. An input whose shape already is the program's (per-device) parameter shape
+    /// is given whole to every device instead. Needed to run a partitioned program
+    /// (mhlo.num_partitions > 1), which is then compiled with SPMD partitioning (and Shardy when
+    /// the module uses sdy).
+    #[arg(long, value_name = "AXIS")]
+    pub shard_inputs: Option<usize>,
+    /// `--xla-option` and `--no-jax-defaults`.
+    #[command(flatten)]
+    pub xla: XlaSettings,
+    /// Compile without the compile cache (by default compiled programs are cached in
+    /// $PJRT_CACHE_DIR, else ~/.cache/pjrt-client/compile; see `pjrt cache`).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How `pjrt run` writes its outputs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// One `.npy` file per output: DIR/out0.npy, DIR/out1.npy, ...
+    #[default]
+    Npy,
+    /// One DIR/outputs.safetensors holding tensors out0, out1, ...
+    Safetensors,
+}
+
+// `pjrt compile`
+
+/// `pjrt compile` arguments.
+#[derive(Args)]
+pub struct CompileArgs {
+    /// The program: StableHLO/MLIR text (.mlir), MLIR bytecode (.mlirbc) or an HLO module (.pb).
+    pub program: PathBuf,
+    /// The artifact to write (load it with `pjrt run FILE`).
+    #[arg(long, short = 'o')]
+    pub output: PathBuf,
+    /// The plugin to compile with.
+    #[command(flatten)]
+    pub plugin: PluginArg,
+    /// Number of replicas (default: the module's mhlo.num_replicas, else 1).
+    #[arg(long)]
+    pub replicas: Option<i64>,
+    /// Number of partitions (default: the module's mhlo.num_partitions, else 1); more than one
+    /// compiles with SPMD partitioning.
+    #[arg(long)]
+    pub partitions: Option<i64>,
+    /// Compile against a topology instead of a client's devices: a name the plugin knows, or,
+    /// for plugins that cannot create topologies by name (the CPU ones), the platform name
+    /// with an optional device count (`cpu`, `cpu:8`). Needs a plugin with a topology compiler.
+    #[arg(long, value_name = "NAME")]
+    pub topology: Option<String>,
+    /// `--xla-option` and `--no-jax-defaults`.
+    #[command(flatten)]
+    pub xla: XlaSettings,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+// `pjrt cache`
+
+/// `pjrt cache` subcommands.
+#[derive(Subcommand)]
+pub enum CacheCommand {
+    /// Show the cache folder, its number of entries and their size.
+    Info {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove every cached executable.
+    Clear {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+// `pjrt plugin`
+
+/// `pjrt plugin` subcommands.
+#[derive(Subcommand)]
+pub enum PluginCommand {
+    /// Install a known plugin from PyPI into the plugin cache (checks its SHA-256).
+    Install {
+        /// `cpu` (the default CPU plugin, API 0.115) or `cpu-0.106` (an older one).
+        name: String,
+        /// Print one JSON object (name, package, version, path) instead of the path.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every plugin found, with its path, platform and API version.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+// `pjrt bench`
+
+/// `pjrt bench` arguments.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// What to measure.
+    #[command(subcommand)]
+    pub what: BenchWhat,
+    /// A plugin path or name (see `pjrt info --help`).
+    #[arg(long, short = 'p', global = true)]
+    pub plugin: Option<String>,
+    /// Print one JSON object instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// The benchmarks.
+#[derive(Subcommand)]
+pub enum BenchWhat {
+    /// Execute a compiled scalar f32 add, await it and drop the output; safe and raw alternating.
+    Dispatch {
+        /// Iterations per variant (after a warm-up).
+        #[arg(long, default_value_t = 20_000)]
+        iters: usize,
+    },
+    /// Host-to-device copies of BYTES bytes (f32 data); safe and raw alternating.
+    H2d {
+        /// Bytes per transfer.
+        #[arg(long, default_value_t = 64 << 20)]
+        bytes: usize,
+        /// Transfers per variant.
+        #[arg(long, default_value_t = 20)]
+        iters: usize,
+        /// Upload 64-byte aligned memory without copying (safe API only; no raw variant).
+        #[arg(long)]
+        zero_copy: bool,
+    },
+    /// Throughput of one client and one (portable) executable shared by 1..=THREADS threads,
+    /// thread t running on device t mod devices (a 128x128 f32 matmul per execution).
+    Threads {
+        /// The largest number of threads (and of CPU devices asked for).
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        /// Executions per thread.
+        #[arg(long, default_value_t = 500)]
+        iters: usize,
+    },
+    /// Device-to-host copies of BYTES bytes into a reused host buffer; safe and raw alternating.
+    D2h {
+        /// Bytes per transfer.
+        #[arg(long, default_value_t = 64 << 20)]
+        bytes: usize,
+        /// Transfers per variant.
+        #[arg(long, default_value_t = 20)]
+        iters: usize,
+    },
+}
+
+// `pjrt conform`
+
+/// `pjrt conform` arguments.
+#[derive(Args)]
+pub struct ConformArgs {
+    /// The plugin to check (path or name). Not needed with --diff.
+    pub plugin: Option<String>,
+    /// The report as JSON. `--json` alone (or `--json -`) prints it on stdout instead of the
+    /// text; `--json FILE` writes it to FILE and still prints the text. With --diff, the same for
+    /// the differences. Put the plugin before `--json`: `pjrt conform cpu --json`.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
+    pub json: Option<PathBuf>,
+    /// Compare two JSON reports instead of checking a plugin.
+    #[arg(long, num_args = 2, value_names = ["A.json", "B.json"])]
+    pub diff: Option<Vec<PathBuf>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::error::ErrorKind;
+
+    #[test]
+    fn parses_run_arguments() {
+        let cli = parse_args([
+            "pjrt",
+            "run",
+            "p.mlir",
+            "-i",
+            "a.npy",
+            "b.npy",
+            "--replicas",
+            "2",
+            "--xla-option",
+            "x=1",
+            "--json",
+        ])
+        .unwrap();
+        let Command::Run(args) = cli.command else { panic!("not run") };
+        assert_eq!(args.program, PathBuf::from("p.mlir"));
+        assert_eq!(args.input, [PathBuf::from("a.npy"), PathBuf::from("b.npy")]);
+        assert_eq!((args.replicas, args.json, args.xla.no_jax_defaults), (Some(2), true, false));
+        assert_eq!(args.xla.xla_options, ["x=1"]);
+    }
+
+    #[test]
+    fn help_and_version_are_not_errors_for_the_exit_code() {
+        for (args, kind) in [
+            (&["pjrt", "--help"][..], ErrorKind::DisplayHelp),
+            (&["pjrt", "--version"], ErrorKind::DisplayVersion),
+            (&["pjrt", "run", "--help"], ErrorKind::DisplayHelp),
+        ] {
+            let e = parse_args(args).err().unwrap();
+            assert_eq!(e.kind(), kind);
+            assert!(!e.use_stderr());
+        }
+        for args in [&["pjrt"][..], &["pjrt", "run"], &["pjrt", "run", "p", "--replicas", "x"], &["pjrt", "frob"]] {
+            assert!(parse_args(args).err().unwrap().use_stderr(), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn parser_survives_odd_words() {
+        // Words the fuzz target found interesting: empty, lone dashes, `=` forms, non-UTF-8.
+        use std::os::unix::ffi::OsStringExt;
+        let odd = [
+            OsString::from(""),
+            OsString::from("-"),
+            OsString::from("--"),
+            OsString::from("--replicas="),
+            OsString::from("-i="),
+            OsString::from_vec(vec![0xff, 0xfe]),
+        ];
+        for a in &odd {
+            for b in &odd {
+                let _ = parse_args([OsString::from("pjrt"), OsString::from("run"), a.clone(), b.clone()]);
+                let _ = parse_args([OsString::from("pjrt"), a.clone(), b.clone()]);
+            }
+        }
+    }
+
+    #[test]
+    fn run_flags_parse() {
+        let cli = parse_args([
+            "pjrt",
+            "run",
+            "p.mlir",
+            "--params",
+            "w.safetensors",
+            "--input",
+            "w.safetensors:x",
+            "y.npy",
+            "--output-format",
+            "safetensors",
+        ])
+        .unwrap();
+        let Command::Run(args) = cli.command else { panic!("not run") };
+        assert_eq!(args.params, Some(PathBuf::from("w.safetensors")));
+        assert_eq!(args.input, [PathBuf::from("w.safetensors:x"), PathBuf::from("y.npy")]);
+        assert_eq!(args.output_format, OutputFormat::Safetensors);
+        let cli = parse_args(["pjrt", "run", "p.mlir"]).unwrap();
+        let Command::Run(args) = cli.command else { panic!("not run") };
+        assert_eq!((args.params, args.output_format), (None, OutputFormat::Npy));
+        assert!(parse_args(["pjrt", "run", "p.mlir", "--output-format", "csv"]).is_err());
+    }
+}

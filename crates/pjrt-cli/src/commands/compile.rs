@@ -1,0 +1,131 @@
+//! `pjrt compile`: compiles a program ahead of time (for a client's devices, or against a
+//! topology without devices) and writes an artifact that `pjrt run` loads without compiling.
+
+use std::time::Instant;
+
+use pjrt_client::{Client, ClientOptions, ErrorCode, ModuleCounts, Plugin, Program, Topology};
+use pjrt_formats::artifact::{Artifact, PluginIdentity, Target};
+use pjrt_formats::Error;
+use serde_json::json;
+
+use crate::cli::CompileArgs;
+use crate::compiling::{build_options, ms};
+use crate::plugins::{cpu_aware_client, plugin_is_cpu, resolve_plugin};
+use crate::ui::invalid;
+
+/// `pjrt compile`: compiles PROGRAM with the plugin `--plugin` names and writes an artifact.
+pub fn exec(args: &CompileArgs) -> Result<(), Error> {
+    let plugin = &resolve_plugin(&args.plugin)?;
+    let started = Instant::now();
+    let program = Program::from_file(&args.program)?;
+    let counts = program.module_counts();
+    let replicas = args.replicas.or(counts.replicas).unwrap_or(1);
+    let partitions = args.partitions.or(counts.partitions).unwrap_or(1);
+    if replicas < 1 || partitions < 1 {
+        return Err(invalid(format!("replicas and partitions must be at least 1, got {replicas} and {partitions}")));
+    }
+    let devices = replicas
+        .checked_mul(partitions)
+        .ok_or_else(|| invalid(format!("{replicas} replicas × {partitions} partitions is too many")))?;
+    let compile_started = Instant::now();
+    let artifact = match &args.topology {
+        None => {
+            let client = cpu_aware_client(plugin, devices)?;
+            let options = build_options(client.platform_name(), replicas, partitions, counts.uses_shardy, &args.xla)?;
+            let executable = client.compile(&program, &options)?;
+            Artifact::from_loaded(&client, &executable, &program, &options).map_err(|e| cannot_serialize(plugin, e))?
+        }
+        Some(name) => compile_for_topology(plugin, name, &program, replicas, partitions, devices, counts, args)?,
+    };
+    let compile_ms = ms(compile_started);
+    artifact.write(&args.output)?;
+    let size = std::fs::metadata(&args.output).map(|m| m.len()).unwrap_or(0);
+    let h = &artifact.header;
+    if args.json {
+        let report = json!({
+            "artifact": args.output, "program": args.program, "bytes": size,
+            "plugin": plugin.path(), "platform": h.plugin.platform_name, "platform_version": h.plugin.platform_version,
+            "xla_version": h.plugin.xla_version, "api_version": h.plugin.api_version.to_string(),
+            "replicas": h.replicas, "partitions": h.partitions, "device_count": h.device_count,
+            "target": if h.target == Target::Topology { "topology" } else { "devices" },
+            "timings_ms": { "compile": compile_ms, "total": ms(started) },
+        });
+        println!("{report}");
+    } else {
+        println!(
+            "wrote {} ({size} bytes): {} replicas × {} partitions, compiled for the {} on {} {} in {compile_ms:.1} ms",
+            args.output.display(),
+            h.replicas,
+            h.partitions,
+            h.plugin,
+            h.device_count,
+            if h.target == Target::Topology { "topology devices" } else { "devices" },
+        );
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compile_for_topology(
+    plugin: &Plugin,
+    name: &str,
+    program: &Program,
+    replicas: i64,
+    partitions: i64,
+    devices: i64,
+    counts: ModuleCounts,
+    args: &CompileArgs,
+) -> Result<Artifact, Error> {
+    // First as a named topology; plugins that cannot create one by name (the CPU ones) describe
+    // their own devices instead: `PLATFORM[:COUNT]`, taken from a client that compiles nothing.
+    let (topology, _client) = match Topology::create(plugin, name, &[]) {
+        Ok(topology) => (topology, None),
+        Err(e) if e.code() == Some(ErrorCode::Unimplemented) => {
+            let (platform, count) = match name.split_once(':') {
+                Some((platform, count)) => {
+                    let count: i64 = count.parse().ok().filter(|&c| c >= 1).ok_or_else(|| {
+                        invalid(format!("--topology {name}: the device count must be a positive number"))
+                    })?;
+                    (platform, count)
+                }
+                None => (name, devices),
+            };
+            let client = if plugin_is_cpu(plugin) {
+                Client::new(plugin, &ClientOptions::new().cpu_device_count(count))?
+            } else {
+                Client::new(plugin, &ClientOptions::new())?
+            };
+            if platform != client.platform_name() {
+                return Err(invalid(format!(
+                    "--topology {name}: this plugin cannot create topologies by name ({e}); it can only describe \
+                     its own platform, `{}` (e.g. --topology {}:{devices})",
+                    client.platform_name(),
+                    client.platform_name()
+                )));
+            }
+            (client.topology()?, Some(client))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let options = build_options(&topology.platform_name()?, replicas, partitions, counts.uses_shardy, &args.xla)?;
+    let id = PluginIdentity::of_topology(plugin, &topology)?;
+    Artifact::compile_for_topology(plugin, &topology, program, &options).map_err(|e| {
+        match e.client().and_then(|c| c.code()) {
+            Some(ErrorCode::NotFound) | Some(ErrorCode::Unimplemented) => invalid(format!(
+                "the {id} cannot compile against a topology without devices ({e}); compile without --topology, on a \
+             machine that has the devices, or use a newer plugin"
+            )),
+            _ => e,
+        }
+    })
+}
+
+fn cannot_serialize(plugin: &Plugin, e: Error) -> Error {
+    match e {
+        Error::Client(pjrt_client::Error::Pjrt { .. } | pjrt_client::Error::Unsupported { .. }) => invalid(format!(
+            "the plugin {} cannot serialize executables, so it cannot write artifacts: {e}",
+            plugin.path().display()
+        )),
+        other => other,
+    }
+}

@@ -1,0 +1,92 @@
+//! `pjrt info`: a plugin's API version, attributes, devices and memories, as text or JSON.
+
+use pjrt_client::{Client, ClientOptions, Value};
+use pjrt_formats::Error;
+use serde_json::{json, Value as Json};
+
+use crate::cli::PluginArg;
+use crate::plugins::resolve_plugin;
+
+/// A plugin or device attribute as JSON.
+fn value_json(value: &Value) -> Json {
+    match value {
+        Value::String(s) => json!(s),
+        Value::Int64(i) => json!(i),
+        Value::Int64List(l) => json!(l),
+        Value::Float(f) => json!(f),
+        Value::Bool(b) => json!(b),
+        other => json!(format!("{other:?}")),
+    }
+}
+
+/// `pjrt info`: loads the plugin `arg` names, makes a client and describes both (JSON with `as_json`).
+pub fn exec(arg: &PluginArg, as_json: bool) -> Result<(), Error> {
+    let plugin = resolve_plugin(arg)?;
+    let client = Client::new(&plugin, &ClientOptions::new())?;
+    let mut devices = Vec::new();
+    for device in client.devices() {
+        let mut memories = Vec::new();
+        let default_memory = device.default_memory().ok().and_then(|m| m.id().ok());
+        for memory in device.memories().unwrap_or_default() {
+            memories.push(json!({
+                "id": memory.id()?, "kind": memory.kind()?, "kind_id": memory.kind_id().ok(),
+                "name": memory.to_string()?, "default": Some(memory.id()?) == default_memory,
+            }));
+        }
+        let attributes: serde_json::Map<String, Json> =
+            device.attributes()?.iter().map(|(k, v)| (k.clone(), value_json(v))).collect();
+        devices.push(json!({
+            "id": device.id()?, "process_index": device.process_index()?, "kind": device.kind()?,
+            "name": device.to_string()?, "debug_string": device.debug_string()?,
+            "local_hardware_id": device.local_hardware_id()?, "addressable": device.is_addressable()?,
+            "attributes": attributes, "memories": memories,
+        }));
+    }
+    let attributes: serde_json::Map<String, Json> =
+        plugin.attributes().iter().map(|(k, v)| (k.clone(), value_json(v))).collect();
+    let report = json!({
+        "plugin": plugin.path(),
+        "api_version": plugin.api_version().to_string(),
+        "functions": plugin.slot_count(),
+        "attributes": attributes,
+        "platform": client.platform_name(),
+        "platform_version": client.platform_version(),
+        "process_index": client.process_index(),
+        "devices": devices,
+    });
+    if as_json {
+        println!("{report}");
+        return Ok(());
+    }
+    println!("plugin:       {}", plugin.path().display());
+    println!("API version:  {} ({} functions)", plugin.api_version(), plugin.slot_count());
+    println!("platform:     {} ({})", client.platform_name(), client.platform_version());
+    if let (Some(min), Some(cur)) = (plugin.stablehlo_minimum_version(), plugin.stablehlo_current_version()) {
+        println!("StableHLO:    {min} .. {cur}");
+    }
+    for (name, value) in plugin.attributes() {
+        println!("attribute:    {name} = {}", value_json(value));
+    }
+    for device in devices {
+        println!(
+            "device {}:     {} kind={} process={} memories=[{}]",
+            device["id"],
+            device["name"].as_str().unwrap_or(""),
+            device["kind"].as_str().unwrap_or(""),
+            device["process_index"],
+            device["memories"]
+                .as_array()
+                .map(|m| m
+                    .iter()
+                    .map(|m| format!(
+                        "{}{}",
+                        m["kind"].as_str().unwrap_or(""),
+                        if m["default"].as_bool() == Some(true) { "*" } else { "" }
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_default()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! `pjrt plugin install|list`: installs a known plugin from PyPI into the plugin cache, and lists
+//! every plugin found with its path, platform and API version.
+
+use pjrt_client::locate::{self, Source};
+use pjrt_client::Plugin;
+use pjrt_formats::Error;
+use serde_json::{json, Value as Json};
+
+use crate::cli::PluginCommand;
+use crate::ui::{self, invalid};
+
+/// Runs a `pjrt plugin` subcommand.
+pub fn exec(command: &PluginCommand) -> Result<(), Error> {
+    match command {
+        PluginCommand::Install { name, json } => install(name, *json),
+        PluginCommand::List { json } => list(*json),
+    }
+}
+
+/// `pjrt plugin install NAME`: installs the known plugin NAME and prints where it went.
+fn install(name: &str, json: bool) -> Result<(), Error> {
+    let known = locate::known_plugin(name).ok_or_else(|| {
+        invalid(format!(
+            "unknown plugin `{name}`; known: {} (a plugin you already have needs no install: pass --plugin PATH)",
+            locate::KNOWN_PLUGINS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+        ))
+    })?;
+    let path = locate::install(known, ui::log_line)?;
+    if json {
+        println!("{}", json!({ "name": known.name, "package": known.package, "version": known.version, "path": path }));
+    } else {
+        println!("{}", path.display());
+    }
+    Ok(())
+}
+
+/// `pjrt plugin list`: every plugin found, whether it loads, and where it was found.
+fn list(as_json: bool) -> Result<(), Error> {
+    let mut rows = Vec::new();
+    for found in locate::find_all() {
+        let (version, error) = match Plugin::load(&found.path) {
+            Ok(p) => (Some(p.api_version().to_string()), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let source = match &found.source {
+            Source::Explicit => "explicit".to_owned(),
+            Source::Environment => "PJRT_PLUGIN".to_owned(),
+            Source::PythonPackage(site) => format!("python ({})", site.display()),
+            Source::Cache => "cache".to_owned(),
+            _ => "other".to_owned(),
+        };
+        rows.push(json!({
+            "name": found.name, "path": found.path, "platform": found.platform,
+            "api_version": version, "source": source, "error": error,
+        }));
+    }
+    if as_json {
+        println!("{}", Json::Array(rows));
+        return Ok(());
+    }
+    if rows.is_empty() {
+        println!("no plugins found; install one with `pjrt plugin install cpu`");
+    }
+    for row in rows {
+        println!(
+            "{:<12} {:<6} API {:<7} {}  [{}]{}",
+            row["name"].as_str().unwrap_or(""),
+            row["platform"].as_str().unwrap_or("?"),
+            row["api_version"].as_str().unwrap_or("-"),
+            row["path"].as_str().unwrap_or(""),
+            row["source"].as_str().unwrap_or(""),
+            row["error"].as_str().map(|e| format!("\n    cannot load: {e}")).unwrap_or_default()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,204 @@
+//! `pjrt run`: compiles a program (through the compile cache) or loads an artifact, uploads its
+//! inputs to every device (split along an axis with `--shard-inputs`), runs it, and writes and
+//! summarises its outputs. A `jax.export` model exported for several devices takes its own path
+//! ([`jax_model::run_multi_device_model`]).
+
+pub mod inputs;
+pub mod jax_model;
+pub mod outputs;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use pjrt_client::Placement;
+use pjrt_formats::{BufferExt as _, Error};
+use serde_json::json;
+
+use self::inputs::{gather_inputs, Inputs};
+use self::outputs::{cache_line, output_dtypes, preview, print_summary, OutputSink};
+use crate::cli::RunArgs;
+use crate::compiling::{self, ProgramSource};
+use crate::plugins::{cpu_aware_client, resolve_plugin};
+use crate::ui::{self, invalid};
+
+/// `pjrt run`: runs the program `args` names on its inputs and writes its outputs.
+pub fn exec(args: &RunArgs) -> Result<(), Error> {
+    let started = Instant::now();
+    let (program, jax_model) = if pjrt_formats::artifact::is_artifact_file(&args.program) {
+        (ProgramSource::open(&args.program)?, None)
+    } else {
+        let (program, model) = jax_model::read_program(&args.program)?;
+        (ProgramSource::Program(program), model)
+    };
+    if let Some(model) = jax_model.as_ref().filter(|m| m.nr_devices() > 1) {
+        return jax_model::run_multi_device_model(args, model);
+    }
+    let counts = program.module_counts();
+    let replicas = args.replicas.or(counts.replicas).unwrap_or(1);
+    let partitions = counts.partitions.unwrap_or(1);
+    if replicas < 1 {
+        return Err(invalid(format!("--replicas must be at least 1, got {replicas}")));
+    }
+    if partitions < 1 {
+        return Err(invalid(format!("mhlo.num_partitions must be at least 1, got {partitions}")));
+    }
+    if partitions > 1 && args.shard_inputs.is_none() {
+        return Err(invalid(format!(
+            "the program is partitioned over {partitions} devices (mhlo.num_partitions): give --shard-inputs AXIS \
+             to split the inputs into one shard per device along AXIS"
+        )));
+    }
+    let device_count = replicas
+        .checked_mul(partitions)
+        .ok_or_else(|| invalid(format!("{replicas} replicas × {partitions} partitions is too many")))?;
+    let mut inputs = gather_inputs(program.program(), args.params.as_deref(), &args.input)?;
+    // Sharding and jax.export models work on host arrays. Otherwise every device takes each
+    // whole input, and safetensors tensors upload straight from their mapped files.
+    let mut host_inputs = None;
+    if args.shard_inputs.is_some() || jax_model.is_some() {
+        let (arrays, labels) = inputs.into_host_arrays()?;
+        if let Some(axis) = args.shard_inputs {
+            for (i, array) in arrays.iter().enumerate() {
+                if axis >= array.shape.len() {
+                    return Err(invalid(format!(
+                        "--shard-inputs {axis}: input {i} ({}) has rank {}",
+                        labels[i],
+                        array.shape.len()
+                    )));
+                }
+            }
+        }
+        host_inputs = Some(arrays);
+        inputs = Inputs::host(Vec::new(), labels);
+    }
+    let plugin = resolve_plugin(&args.plugin)?;
+    let client = cpu_aware_client(&plugin, device_count)?;
+    if let Some(arrays) = host_inputs.take() {
+        if let Some(model) = &jax_model {
+            // The model's arguments, each of its parameter's type (--shard-inputs is refused).
+            let (arrays, labels) =
+                jax_model::module_arguments(model, client.platform_name(), arrays, &inputs.labels, args.shard_inputs)?;
+            inputs = Inputs::arrays(arrays, labels);
+        } else {
+            // --shard-inputs: split below, once the parameters' types are known.
+            host_inputs = Some(arrays);
+        }
+    }
+    let input_count = host_inputs.as_ref().map_or(inputs.len(), Vec::len);
+    let options =
+        compiling::build_options(client.platform_name(), replicas, partitions, counts.uses_shardy, &args.xla)?;
+    if matches!(program, ProgramSource::Artifact(_)) && !args.xla.xla_options.is_empty() {
+        ui::log_line("note: --xla-option has no effect on an artifact: it was compiled by `pjrt compile`");
+    }
+    let compiled = compiling::compile_or_load(&client, &program, &options, !args.no_cache)?;
+    let (exe, compile_ms, load_ms) = (compiled.executable, compiled.compile_ms, compiled.load_ms);
+    // Every output must be writable before anything is uploaded or run: a failure after the
+    // work would leave some outputs written and the others lost.
+    let stored = output_dtypes(args.output_format, exe.output_shapes())?;
+    let params = exe.parameter_shapes().map(|p| p.to_vec());
+    if let Some(params) = &params {
+        if params.len() != input_count {
+            return Err(invalid(format!(
+                "the program takes {} inputs ({}) but {} were given; pass them in order with --input",
+                params.len(),
+                params.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", "),
+                input_count
+            )));
+        }
+    }
+    let transfer_started = Instant::now();
+    let devices = exe.addressable_devices();
+    // One set of inputs per device when sharded; else all devices share `inputs`.
+    let sharded: Option<Vec<Inputs>> = match (args.shard_inputs, host_inputs) {
+        (Some(axis), Some(host)) => {
+            // Each input as its parameter's element type (bf16 bits, widened sub-byte values).
+            let host = host
+                .iter()
+                .enumerate()
+                .map(|(i, array)| {
+                    let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
+                    array.to_host_array(wanted).map_err(|e| e.context(format_args!("input {i} ({})", inputs.labels[i])))
+                })
+                .collect::<Result<Vec<_>, Error>>()?;
+            // Replicated where the input already has the (per-device) parameter shape.
+            let shardings: Vec<pjrt_client::sharding::Sharding> = host
+                .iter()
+                .enumerate()
+                .map(|(i, array)| {
+                    let param = params.as_ref().and_then(|p| p.get(i));
+                    let whole = param.is_some_and(|p| {
+                        p.dims.len() == array.shape().len()
+                            && p.dims.iter().zip(array.shape()).all(|(d, s)| *d as usize == *s)
+                    });
+                    if whole && devices.len() > 1 && partitions > 1 {
+                        pjrt_client::sharding::Sharding::Replicated
+                    } else {
+                        pjrt_client::sharding::Sharding::Split(axis)
+                    }
+                })
+                .collect();
+            let per_device = pjrt_client::sharding::per_device_arrays(&host, &shardings, devices.len())
+                .map_err(|e| Error::from(e).context(format_args!("--shard-inputs {axis}")))?;
+            Some(per_device.into_iter().map(|arrays| Inputs::arrays(arrays, inputs.labels.clone())).collect())
+        }
+        _ => None,
+    };
+    let mut buffers = Vec::new();
+    for (k, device) in devices.iter().enumerate() {
+        let device_inputs = sharded.as_ref().map_or(&inputs, |s| &s[k]);
+        let mut row = Vec::new();
+        for i in 0..device_inputs.len() {
+            let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
+            let buffer = device_inputs
+                .upload(&client, i, wanted, Placement::Device(device))
+                .map_err(|e| e.context(format_args!("input {i} ({})", device_inputs.labels[i])))?;
+            row.push(buffer);
+        }
+        buffers.push(row);
+    }
+    let mut transfer_ms = transfer_started.elapsed().as_secs_f64() * 1e3;
+    let execute_started = Instant::now();
+    let refs: Vec<Vec<&pjrt_client::Buffer>> = buffers.iter().map(|r| r.iter().collect()).collect();
+    let execution = exe.execute_sharded(&refs)?;
+    execution.wait()?;
+    let execute_ms = execute_started.elapsed().as_secs_f64() * 1e3;
+    let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let download_started = Instant::now();
+    let mut outputs = Vec::new();
+    for (k, device_outputs) in execution.outputs.iter().enumerate() {
+        let dir = if execution.outputs.len() > 1 { out_dir.join(format!("device{k}")) } else { out_dir.clone() };
+        std::fs::create_dir_all(&dir).map_err(|e| pjrt_client::Error::Io { path: dir.clone(), source: e })?;
+        let mut sink = OutputSink::new(args.output_format, &dir);
+        for (i, buffer) in device_outputs.iter().enumerate() {
+            let array = buffer.to_npy()?;
+            let element_type = buffer.element_type()?;
+            // `dtype` and `element_type` name the program's type (s4), `npy_dtype` and
+            // `stored_as` what the file holds (int8 for s4: sub-byte types are widened).
+            let mut row = json!({
+                "device": k, "index": i, "dtype": element_type.name(), "element_type": element_type.name(),
+                "npy_dtype": array.dtype.descr(), "stored_as": stored.get(i).copied().unwrap_or(array.dtype.name()),
+                "shape": array.shape, "preview": preview(&array, element_type.name() == "bf16"),
+            });
+            let (file, tensor) = sink.add(i, element_type, array)?;
+            row["file"] = json!(file);
+            row["tensor"] = json!(tensor);
+            outputs.push(row);
+        }
+        sink.finish()?;
+    }
+    transfer_ms += download_started.elapsed().as_secs_f64() * 1e3;
+    if args.json {
+        let report = json!({
+            "program": args.program, "plugin": plugin.path(), "platform": client.platform_name(),
+            "replicas": replicas, "partitions": partitions, "shard_inputs": args.shard_inputs, "outputs": outputs,
+            "cache": compiled.cache,
+            "timings_ms": { "compile": compile_ms, "load": load_ms, "transfer": transfer_ms, "execute": execute_ms,
+                            "total": started.elapsed().as_secs_f64() * 1e3 },
+        });
+        println!("{report}");
+    } else {
+        print_summary(&outputs, execution.outputs.len() > 1);
+        println!("{}", cache_line(compiled.cache, compile_ms, load_ms, matches!(program, ProgramSource::Artifact(_))));
+    }
+    Ok(())
+}

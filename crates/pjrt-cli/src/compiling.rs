@@ -1,0 +1,160 @@
+//! The compile step `pjrt run` and `pjrt compile` share: the program or artifact `pjrt run` was
+//! given ([`ProgramSource`]), the compile options both build from their flags and the module
+//! ([`build_options`]), and compiling through the compile cache `pjrt run` and `pjrt cache` use
+//! ([`open_cache`], [`compile_or_load`]).
+
+use std::path::Path;
+use std::time::Instant;
+
+use pjrt_client::{Client, CompileOptions, LoadedExecutable, ModuleCounts, Program};
+use pjrt_formats::artifact::{self, Artifact};
+use pjrt_formats::compile_cache::{CacheOutcome, CompileCache};
+use pjrt_formats::Error;
+
+use crate::cli::XlaSettings;
+use crate::ui::invalid;
+
+/// What `pjrt run` was given: a program to compile, or an artifact to load.
+pub enum ProgramSource {
+    /// A program (compiled through the cache).
+    Program(Program),
+    /// An AOT artifact written by `pjrt compile` (loaded without compiling).
+    Artifact(Box<Artifact>),
+}
+
+impl ProgramSource {
+    /// Reads `path`: an artifact when it starts with the artifact magic, else a program.
+    pub fn open(path: &Path) -> Result<ProgramSource, Error> {
+        if artifact::is_artifact_file(path) {
+            return Ok(ProgramSource::Artifact(Box::new(Artifact::read(path)?)));
+        }
+        Ok(ProgramSource::Program(Program::from_file(path)?))
+    }
+
+    /// The program, unless this is an artifact.
+    pub fn program(&self) -> Option<&Program> {
+        match self {
+            ProgramSource::Program(p) => Some(p),
+            ProgramSource::Artifact(_) => None,
+        }
+    }
+
+    /// The replica and partition counts: the module's attributes, or the artifact's header.
+    pub fn module_counts(&self) -> ModuleCounts {
+        match self {
+            ProgramSource::Program(p) => p.module_counts(),
+            ProgramSource::Artifact(a) => ModuleCounts {
+                replicas: Some(a.header.replicas),
+                partitions: Some(a.header.partitions),
+                ..ModuleCounts::default()
+            },
+        }
+    }
+}
+
+/// A compiled or loaded executable with how it was obtained.
+pub struct Compiled {
+    /// The executable.
+    pub executable: LoadedExecutable,
+    /// `hit`, `miss` or `off`.
+    pub cache: &'static str,
+    /// Milliseconds spent compiling (0 on a cache hit and for an artifact).
+    pub compile_ms: f64,
+    /// Milliseconds spent loading a cached executable or an artifact.
+    pub load_ms: f64,
+}
+
+/// The cache `pjrt run` and `pjrt cache` use: [`CompileCache::default_dir`] (`$PJRT_CACHE_DIR`),
+/// capped at `$PJRT_CACHE_MAX_BYTES` when set.
+pub fn open_cache() -> Result<CompileCache, Error> {
+    let cache = CompileCache::open(CompileCache::default_dir())?;
+    Ok(match std::env::var("PJRT_CACHE_MAX_BYTES") {
+        Ok(text) => cache.max_bytes(
+            text.trim()
+                .parse()
+                .map_err(|_| invalid(format!("PJRT_CACHE_MAX_BYTES must be a number of bytes, got `{text}`")))?,
+        ),
+        Err(_) => cache,
+    })
+}
+
+/// The compile step of `pjrt run`: loads an artifact (refusing one made for another plugin), or
+/// compiles the program through the compile cache (`use_cache`) or directly.
+pub fn compile_or_load(
+    client: &Client,
+    source: &ProgramSource,
+    options: &CompileOptions,
+    use_cache: bool,
+) -> Result<Compiled, Error> {
+    let program = match source {
+        ProgramSource::Artifact(artifact) => {
+            let h = &artifact.header;
+            if (options.replicas(), options.partitions()) != (h.replicas, h.partitions) {
+                return Err(invalid(format!(
+                    "the artifact was compiled for {} replicas × {} partitions, not {} × {}; recompile it with \
+                     `pjrt compile --replicas R --partitions N`",
+                    h.replicas,
+                    h.partitions,
+                    options.replicas(),
+                    options.partitions()
+                )));
+            }
+            let started = Instant::now();
+            let executable = artifact.load(client)?;
+            return Ok(Compiled { executable, cache: "off", compile_ms: 0.0, load_ms: ms(started) });
+        }
+        ProgramSource::Program(program) => program,
+    };
+    let cache = if use_cache {
+        match open_cache() {
+            Ok(cache) => Some(cache),
+            Err(e) => {
+                eprintln!("note: compiling without the compile cache: {e}");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let Some(cache) = cache else {
+        let started = Instant::now();
+        let executable = client.compile(program, options)?;
+        return Ok(Compiled { executable, cache: "off", compile_ms: ms(started), load_ms: 0.0 });
+    };
+    let cached = cache.compile(client, program, options)?;
+    if let Some(note) = &cached.note {
+        eprintln!("note: {note}");
+    }
+    Ok(Compiled {
+        executable: cached.executable,
+        cache: cached.outcome.as_str(),
+        compile_ms: if cached.outcome == CacheOutcome::Hit { 0.0 } else { cached.compile.as_secs_f64() * 1e3 },
+        load_ms: cached.load.as_secs_f64() * 1e3,
+    })
+}
+
+/// Milliseconds since `since`.
+pub(crate) fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1e3
+}
+
+/// The options `pjrt run` and `pjrt compile` build from their flags and the module.
+pub fn build_options(
+    platform: &str,
+    replicas: i64,
+    partitions: i64,
+    uses_shardy: bool,
+    xla: &XlaSettings,
+) -> Result<CompileOptions, Error> {
+    let mut options = CompileOptions::new().num_replicas(replicas).num_partitions(partitions);
+    if partitions > 1 {
+        options = options.use_spmd_partitioning(true);
+    }
+    if !xla.no_jax_defaults {
+        options = options.jax_defaults(platform);
+    }
+    if uses_shardy {
+        options = options.use_shardy_partitioner(true);
+    }
+    xla.apply_xla_options(options)
+}

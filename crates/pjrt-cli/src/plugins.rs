@@ -1,0 +1,30 @@
+//! The plugin a command runs on: found from `--plugin` (installing the default CPU plugin when
+//! nothing is found at all), and a client on it with as many devices as the program needs.
+
+use pjrt_client::locate;
+use pjrt_client::{Client, ClientOptions, Plugin};
+use pjrt_formats::Error;
+
+use crate::cli::PluginArg;
+use crate::ui;
+
+/// Resolves the plugin to use; installs the default CPU plugin when nothing is found at all.
+pub(crate) fn resolve_plugin(arg: &PluginArg) -> pjrt_client::Result<Plugin> {
+    let found = locate::resolve_or_install(arg.plugin.as_deref(), ui::log_line)?;
+    Plugin::load(&found.path)
+}
+
+/// Whether `plugin` is a CPU plugin (one that makes as many devices as it is asked for).
+pub(crate) fn plugin_is_cpu(plugin: &Plugin) -> bool {
+    locate::KNOWN_PLUGINS.iter().any(|k| plugin.path().ends_with(k.library))
+        || plugin.path().to_string_lossy().contains("cpu")
+}
+
+/// A client with enough devices: the CPU plugins make as many as asked for.
+pub(crate) fn cpu_aware_client(plugin: &Plugin, devices: i64) -> Result<Client, Error> {
+    let mut options = ClientOptions::new();
+    if devices > 1 && plugin_is_cpu(plugin) {
+        options = options.cpu_device_count(devices);
+    }
+    Ok(Client::new(plugin, &options)?)
+}
