@@ -105,7 +105,7 @@ mod api;
 mod buffer_types;
 mod client_types;
 mod exec_types;
-mod ext;
+mod extensions;
 mod types;
 
 pub use api::*;
@@ -115,5 +115,5 @@ pub use buffer_types::*;
 pub use client_types::*;
 #[allow(unused_imports)]
 pub use exec_types::*;
-pub use ext::*;
+pub use extensions::*;
 pub use types::*;

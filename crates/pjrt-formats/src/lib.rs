@@ -35,15 +35,15 @@
 pub mod artifact;
 pub mod compile_cache;
 mod error;
-mod ext;
 pub mod jax_export;
 pub mod npy;
 mod npy_arrays;
 pub mod safetensors;
+mod uploads;
 
 pub use error::{Error, Result};
-pub use ext::{BufferExt, ClientExt};
 pub use npy_arrays::{dtype_of, element_type_of, upload_element_type};
+pub use uploads::{BufferExt, ClientExt};
 
 /// The Rust snippets of `docs/jax-guide.md`, run as doc tests so the guide stays true to the API
 /// (here, where both the client and the formats are at hand).
