@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pjrt_client::artifact::{self, Artifact};
+use pjrt_formats::artifact::{self, Artifact};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(parsed) = Artifact::from_bytes(data) else { return };

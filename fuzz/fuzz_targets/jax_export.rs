@@ -5,8 +5,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pjrt_client::jax_export::JaxExport;
-use pjrt_client::npy::NpyArray;
+use pjrt_formats::jax_export::JaxExport;
+use pjrt_formats::npy::NpyArray;
 
 fuzz_target!(|data: &[u8]| {
     let looks_like = JaxExport::looks_like(data);
@@ -34,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
             let dims: Vec<usize> = aval.fixed_dims().unwrap().iter().map(|&d| d as usize).collect();
             let count = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
             let Some(count) = count.filter(|&c| c <= 4096) else { return };
-            let Some(dtype) = aval.element_type.and_then(pjrt_client::host_array::dtype_of) else { return };
+            let Some(dtype) = aval.element_type.and_then(pjrt_formats::dtype_of) else { return };
             let bytes = count * dtype.size();
             inputs.push(NpyArray::new(dtype, dims, vec![0; bytes]).unwrap());
         }

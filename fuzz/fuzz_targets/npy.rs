@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pjrt_client::npy::NpyArray;
+use pjrt_formats::npy::NpyArray;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(array) = NpyArray::from_bytes(data) else { return };

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pjrt_client::safetensors::{self, SafeTensors, TensorView};
+use pjrt_formats::safetensors::{self, SafeTensors, TensorView};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(file) = SafeTensors::from_bytes(data.to_vec()) else { return };
