@@ -2,6 +2,8 @@
 //!
 //! A counting global allocator sees every Rust allocation of this test binary (the plugin's own
 //! C++ allocations go through malloc and are not counted: they are the plugin's business).
+//!
+//! A test binary of its own: the count must see this test's allocations only (not a module of `tests/client`, see its `main.rs`).
 
 mod support;
 

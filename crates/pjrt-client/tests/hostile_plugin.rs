@@ -16,6 +16,9 @@
 //!
 //! `tools/leakcheck.sh` runs this binary under valgrind too; the deliberate leaks all happen
 //! inside [`watch_allocation`], which its suppression file names.
+//!
+//! A test binary of its own, for its global allocator (not a module of `tests/client`, see its
+//! `main.rs`).
 
 mod fake_support;
 

@@ -7,6 +7,8 @@
 //! or without `process_id`. The 0.115 plugin takes `process_id` (process 1's devices are 2048 and
 //! 2049, and it reports process index 1); the 0.106 plugin ignores it. Two clients with process 0
 //! and 1 sharing one store in one process each see only their own devices and work independently.
+//!
+//! A test binary of its own: its global allocator keeps every thread's allocation balance (not a module of `tests/client`, see its `main.rs`).
 
 mod support;
 

@@ -9,6 +9,8 @@
 //!   iterations, warm-up 10,000, prints the RSS curve.
 //!
 //! The bounds and the numbers they come from are in the README ("Reliability checks").
+//!
+//! A test binary of its own: the resident set size must be this test's alone (not a module of `tests/client`, see its `main.rs`).
 
 mod support;
 

@@ -1,8 +1,8 @@
 //! Topologies, ahead-of-time compilation and serialized executables on both CPU plugins.
 
-mod support;
-
 use pjrt_client::{CompileOptions, Error, ErrorCode, Placement, Program, Topology};
+
+use crate::support;
 
 #[test]
 fn client_topology_describes_its_devices() {

@@ -1,8 +1,8 @@
 //! Events, executions and transfers as futures, under `futures::executor` and `tokio`.
 
-mod support;
-
 use pjrt_client::{CompileOptions, Placement, Program};
+
+use crate::support;
 
 const SCALE: &str = r#"
 func.func @main(%a: tensor<256xf32>, %b: tensor<f32>) -> tensor<256xf32> {

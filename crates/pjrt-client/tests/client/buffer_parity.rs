@@ -3,9 +3,6 @@
 //! dimensions, uninitialized, error and alias buffers, bitcasts, donation with a control
 //! dependency, the async host-to-device transfer manager and uploads with a done callback.
 
-mod fake_support;
-mod support;
-
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
@@ -15,6 +12,9 @@ use pjrt_client::{
     Program, ShapeSpec, Value,
 };
 use pjrt_client::{ElementType, HOST_ALIGNMENT};
+
+use crate::fake_support;
+use crate::support;
 
 const WAIT: Duration = Duration::from_secs(30);
 

@@ -1,11 +1,11 @@
 //! Client, device, memory, buffer and executable behaviour on both real CPU plugins.
 
-mod support;
-
 use pjrt_client::{
     CompileOptions, DeviceAssignment, ElementType, Error, ErrorCode, HostBufferSemantics, HostLayout, Placement,
     Program,
 };
+
+use crate::support;
 
 #[test]
 fn devices_and_memories() {

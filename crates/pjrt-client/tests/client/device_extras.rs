@@ -1,8 +1,8 @@
 //! Memory statistics, runtime attributes, poisoning and tracking events on both CPU plugins.
 
-mod support;
-
 use pjrt_client::ErrorCode;
+
+use crate::support;
 
 #[test]
 fn device_extras_answer_or_say_unimplemented() {

@@ -2,14 +2,14 @@
 //! and execute options (launch id, non-donatable inputs, execute context), on both CPU plugins.
 //! Where the 0.106 plugin lacks a feature, the exact error is asserted.
 
-mod support;
-
 use std::sync::Arc;
 
 use pjrt_client::{
     Client, CompileOptions, DeviceAssignment, Error, ErrorCode, ExecuteContext, ExecuteOptions, LoadOptions,
     LoadedExecutable, LogicalDeviceId, Placement, Program,
 };
+
+use crate::support;
 
 fn compile(client: &Client, source: &str, options: &CompileOptions) -> LoadedExecutable {
     client.compile(&Program::mlir_text(source).unwrap(), options).unwrap()

@@ -1,9 +1,9 @@
 //! The extension chain and the extensions the CPU plugins expose, on both plugins.
 
-mod support;
-
 use pjrt_client::extensions::{ExtensionInfo, ExtensionKind};
 use pjrt_client::{sys, CompileOptions, ElementType, Error, ErrorCode, ExecuteContext, Placement, Program};
+
+use crate::support;
 
 fn chain(infos: &[ExtensionInfo]) -> Vec<(ExtensionKind, usize)> {
     infos.iter().map(|i| (i.kind, i.struct_size)).collect()

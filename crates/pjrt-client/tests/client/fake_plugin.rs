@@ -7,15 +7,14 @@
 //! Several scenarios would crash the process if the client called what it must not (garbage
 //! slots): a passing test is the proof that it did not.
 
-mod fake_support;
-
 use std::path::PathBuf;
 use std::sync::{mpsc, Once};
 
-use fake_support::{fake_library, scenario_dir, Fake};
 use pjrt_client::{
     ApiVersion, Client, ClientOptions, ElementType, Error, ErrorCode, HostLayout, LoadError, Placement, Plugin,
 };
+
+use crate::fake_support::{fake_library, scenario_dir, Fake};
 
 /// Silences the expected panics of the callback tests (they happen on the fake's threads, where
 /// the test harness does not capture output); every other panic is reported as usual.

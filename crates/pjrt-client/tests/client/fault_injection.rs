@@ -13,8 +13,6 @@
 //! `every_called_slot_is_in_the_fault_matrix` keeps the matrix complete: it reads the library's
 //! sources and fails when a slot they call has no case.
 
-mod fake_support;
-
 use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,12 +20,13 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use fake_support::{compile, program, Fake, OBJECT_KINDS};
 use pjrt_client::{
     ArrayShape, Buffer, Client, ClientOptions, CompileOptions, ElementType, Error, ErrorCode, ExecuteOptions,
     HostBufferSemantics, HostLayout, LoadError, Placement, Plugin, ProcessInfo, ProcessState, ShapeSpec, Topology,
     UserEvent,
 };
+
+use crate::fake_support::{compile, program, Fake, OBJECT_KINDS};
 
 /// How long a wait for an event that never completes is given.
 const NEVER_TIMEOUT: u64 = 100;
@@ -1442,7 +1441,7 @@ fn every_called_slot_is_in_the_fault_matrix() {
     }
     assert!(
         missing.is_empty(),
-        "these slots are called but have no fault case in tests/fault_injection.rs (implement them in \
+        "these slots are called but have no fault case in tests/client/fault_injection.rs (implement them in \
          crates/fake-plugin if needed, then add cases):\n{}",
         missing.join("\n")
     );

@@ -3,15 +3,15 @@
 //! Neither CPU plugin can compile a program that sends to or receives from the host: the XLA:CPU
 //! thunk emitter has no `send`/`recv` (asserted exactly below). What they do accept is callbacks
 //! in the execute options, which this file runs end to end; the trampolines themselves (chunks,
-//! streams, panics, errors) are exercised by the unit tests in `src/host_callbacks.rs`, which call
+//! streams, panics, errors) are exercised by the unit tests in `src/executable/host_callbacks.rs`, which call
 //! them as a plugin would.
-
-mod support;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use pjrt_client::{Client, CompileOptions, Error, ErrorCode, ExecuteOptions, Placement, Program};
+
+use crate::support;
 
 /// Sends `x + x` to the host on channel 1, receives a tensor<4xf32> on channel 2 and returns
 /// it plus `x`: the form JAX lowers host callbacks to on accelerators (DEVICE_TO_HOST = 2,

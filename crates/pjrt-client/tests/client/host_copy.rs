@@ -1,8 +1,8 @@
 //! Device-to-host copies into caller-owned memory, on both CPU plugins.
 
-mod support;
-
 use pjrt_client::{Error, Placement};
+
+use crate::support;
 
 #[test]
 fn copies_land_in_the_callers_slice() {

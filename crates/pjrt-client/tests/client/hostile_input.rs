@@ -1,8 +1,8 @@
 //! Inputs a plugin could crash on are rejected, or come back as typed errors, on both plugins.
 
-mod support;
-
 use pjrt_client::{CompileOptions, ElementType, Error, ErrorCode, HostLayout, Placement, Program};
+
+use crate::support;
 
 const HUGE_OUTPUT: &str = r#"
 func.func @main(%a: tensor<f32>) -> tensor<100000x100000x100xf32> {

@@ -2,10 +2,10 @@
 //! SPMD-partitioned matmul over 4 (and 8) partitions, all written by hand in StableHLO and
 //! checked against values computed by hand or on one device.
 
-mod support;
-
 use pjrt_client::sharding::{gather_outputs, shard_slice, Sharding};
 use pjrt_client::{Buffer, Client, CompileOptions, HostArray, Placement, Program};
+
+use crate::support;
 
 fn all_reduce(n: usize) -> String {
     let groups: Vec<String> = (0..n).map(|i| i.to_string()).collect();

@@ -1,10 +1,10 @@
-//! Buffers from and to `ndarray` arrays (feature `ndarray`).
-#![cfg(feature = "ndarray")]
-
-mod support;
+//! Buffers from and to `ndarray` arrays (feature `ndarray`; `main.rs` declares this module only
+//! with it: `cargo test -p pjrt-client --features ndarray --test client ndarray_arrays::`).
 
 use pjrt_client::ndarray::{s, Array2, ArrayD, IxDyn};
 use pjrt_client::Placement;
+
+use crate::support;
 
 #[test]
 fn arrays_round_trip_contiguous_strided_and_reversed() {

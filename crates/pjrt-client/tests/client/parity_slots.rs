@@ -2,12 +2,12 @@
 //! payloads and canonical shapes, on both CPU plugins. Where a plugin does not implement a call,
 //! its exact answer is asserted.
 
-mod support;
-
 use std::sync::{mpsc, Arc};
 use std::thread;
 
 use pjrt_client::{AlignedHostBuffer, ElementType, Error, ErrorCode, ProcessInfo, ProcessState, UserEvent};
+
+use crate::support;
 
 #[test]
 fn dma_map_is_unimplemented_on_both_cpu_plugins() {

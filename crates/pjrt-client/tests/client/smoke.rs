@@ -1,6 +1,8 @@
-mod support;
+//! The smallest end-to-end run: compile, upload, execute and download `add` on both CPU plugins.
 
 use pjrt_client::{CompileOptions, Placement, Program};
+
+use crate::support;
 
 #[test]
 fn add_runs_on_both_plugins() {

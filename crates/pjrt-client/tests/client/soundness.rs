@@ -1,16 +1,17 @@
 //! Regression tests for the soundness findings (no undefined behaviour, no abort and no silent
 //! data loss from the safe API), on the real CPU plugins wherever a case reaches them.
 //!
-//! `tools/memcheck.sh` runs this binary under valgrind on the 0.115 plugin: the over-read and
-//! lifetime cases here must also be free of invalid reads and writes.
-
-mod support;
+//! `tools/memcheck.sh` runs this module (the tests named `soundness::`) under valgrind on the
+//! 0.115 plugin: the over-read and lifetime cases here must also be free of invalid reads and
+//! writes.
 
 use std::sync::Arc;
 
 use pjrt_client::{
     AlignedHostBuffer, CompileOptions, ElementType, Error, HostBufferSemantics, HostLayout, Placement, Program,
 };
+
+use crate::support;
 
 fn upload(
     client: &pjrt_client::Client,
@@ -277,8 +278,10 @@ fn the_last_client_dropped_by_a_callback_is_destroyed_outside_the_plugin() {
     {
         let name = "cpu";
         support::plugin(name); // installed before the child needs it
+
+        // This test binary again, running only the child (named by its path in the binary).
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "child_drops_the_last_client_inside_a_callback", "--nocapture"])
+            .args(["--ignored", "--exact", "soundness::child_drops_the_last_client_inside_a_callback", "--nocapture"])
             .env("TF_CPP_MIN_LOG_LEVEL", "2")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())

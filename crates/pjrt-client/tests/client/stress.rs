@@ -15,8 +15,6 @@
 //! the name of the stuck thread and the operation it was in, instead of hanging. (Library calls
 //! that wait internally, such as `to_vec` or `execute_on`, are covered by the watchdog.)
 
-mod support;
-
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::thread::JoinHandle;
@@ -25,6 +23,8 @@ use std::time::{Duration, Instant};
 use pjrt_client::{
     Buffer, Client, CompileOptions, Event, Execution, HostTransfer, LoadedExecutable, Placement, Program,
 };
+
+use crate::support;
 
 /// Worker threads per plugin.
 const THREADS: usize = 8;

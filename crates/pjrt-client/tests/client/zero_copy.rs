@@ -1,11 +1,11 @@
 //! Zero-copy uploads from aligned host memory, on both CPU plugins.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pjrt_client::{AlignedHostBuffer, CompileOptions, ElementType, Placement, Program};
+
+use crate::support;
 
 #[test]
 fn aligned_memory_is_held_until_the_plugin_lets_go() {
