@@ -2,17 +2,15 @@
 //! results as compiling, keys follow the inputs, bad entries are misses, eviction keeps the
 //! newest, concurrent writers never corrupt an entry, artifacts refuse another plugin.
 
-#[path = "../../pjrt-client/tests/fake_support/mod.rs"]
-mod fake_support;
-#[path = "../../pjrt-client/tests/support/mod.rs"]
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use pjrt_client::{Client, CompileOptions, Placement, Program};
 use pjrt_formats::artifact::{self, Artifact, Target};
 use pjrt_formats::compile_cache::{cache_key, CacheOutcome, CompileCache};
+
+use crate::fake_support;
+use crate::support;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pjrt-cache-test-{}-{name}", std::process::id()));

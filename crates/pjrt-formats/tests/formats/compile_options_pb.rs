@@ -3,9 +3,6 @@
 //! edits every field the edits did not touch, at the top level and inside
 //! `executable_build_options`, still has its exact bytes. And the CPU plugin compiles them.
 
-#[path = "../../pjrt-client/tests/support/mod.rs"]
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use pjrt_client::compile_options::{proto::OptionOverrideProto, OptionValue};
@@ -13,6 +10,8 @@ use pjrt_client::{CompileOptions, Placement, Program};
 use pjrt_formats::npy::NpyArray;
 use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message as _;
+
+use crate::support;
 
 const FAST_MIN_MAX: &str = "xla_cpu_enable_fast_min_max";
 

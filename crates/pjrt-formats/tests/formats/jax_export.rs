@@ -3,9 +3,6 @@
 //! and run on both CPU plugins: outputs equal JAX's (integers and bools bit-exact, floats within
 //! the recorded tolerance).
 
-#[path = "../../pjrt-client/tests/support/mod.rs"]
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use pjrt_client::sharding::Sharding;
@@ -13,6 +10,8 @@ use pjrt_client::{Client, ElementType};
 use pjrt_formats::jax_export::{Dim, JaxExport, JaxSharding};
 use pjrt_formats::npy::{Dtype, NpyArray};
 use serde_json::Value as Json;
+
+use crate::support;
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/jax_export")

@@ -2,15 +2,14 @@
 //! plugins and must reproduce JAX's outputs: bit-exact for integers, within the recorded
 //! tolerance for floats.
 
-#[path = "../../pjrt-client/tests/support/mod.rs"]
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use pjrt_client::HostArray;
 use pjrt_client::{Client, CompileOptions, Placement, Program};
 use pjrt_formats::npy::{Dtype, NpyArray};
 use serde_json::Value as Json;
+
+use crate::support;
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/jax")

@@ -2,15 +2,14 @@
 //! plugins, Fortran order goes through byte strides, big-endian files are converted, JAX's
 //! bfloat16 (`V2`) files load as bf16, and sub-byte parameters take int8/uint8/`V1` files.
 
-#[path = "../../pjrt-client/tests/support/mod.rs"]
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use pjrt_client::half::{bf16, f16};
 use pjrt_client::{ElementType, Placement};
 use pjrt_formats::npy::{Dtype, Endian, MappedNpy, NpyArray, NpyError};
 use pjrt_formats::{BufferExt as _, ClientExt as _};
+
+use crate::support;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pjrt-npy-mapped-{}-{name}", std::process::id()));

@@ -2,13 +2,12 @@
 //! serialized HloModuleProto (tests/data/formats, made by tools/gen_format_testdata.py) compiles
 //! and computes JAX's result on both CPU plugins.
 
-#[path = "../../pjrt-client/tests/support/mod.rs"]
-mod support;
-
 use std::path::{Path, PathBuf};
 
 use pjrt_client::{CompileOptions, Placement, Program, ProgramFormat};
 use pjrt_formats::npy::NpyArray;
+
+use crate::support;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/formats").join(name)

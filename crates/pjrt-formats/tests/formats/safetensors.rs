@@ -1,9 +1,6 @@
 //! Safetensors files: read what Python's `safetensors` package writes, round-trip our writer,
 //! refuse broken files with typed errors, and upload whole files on both CPU plugins.
 
-#[path = "../../pjrt-client/tests/support/mod.rs"]
-mod support;
-
 use std::path::PathBuf;
 
 use pjrt_client::half::{bf16, f16};
@@ -12,6 +9,8 @@ use pjrt_client::{CompileOptions, ElementType, Placement, Program};
 use pjrt_formats::npy::{Dtype, NpyArray};
 use pjrt_formats::safetensors::{self, SafeTensors, SafetensorsError, TensorView};
 use pjrt_formats::{ClientExt as _, Error};
+
+use crate::support;
 
 fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/safetensors")
