@@ -3,10 +3,9 @@
 
 use std::path::Path;
 
-mod common;
-use common::*;
-
 use serde_json::Value as Json;
+
+use crate::common::*;
 
 fn mlp_inputs() -> Vec<String> {
     ["b1", "b2", "w1", "w2", "x", "y"].iter().map(|n| format!("examples/mlp/{n}.npy")).collect()

@@ -1,7 +1,5 @@
-//! What the CLI test binaries share: running the built `pjrt`, with both CPU plugins installed
-//! into the cache first (`pjrt plugin install`), so no test skips for a missing plugin.
-
-#![allow(dead_code)]
+//! What the CLI tests share: running the built `pjrt`, with both CPU plugins installed into the
+//! cache first (`pjrt plugin install`), so no test skips for a missing plugin.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

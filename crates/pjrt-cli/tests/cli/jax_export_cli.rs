@@ -2,11 +2,10 @@
 //! tools/gen_jax_export_testdata.py): outputs equal JAX's on both CPU plugins; what cannot run
 //! is refused with a clear message.
 
-mod common;
-
-use common::{assert_fails, pjrt, root, stderr, temp_dir, PLUGINS};
 use pjrt_formats::npy::{Dtype, NpyArray};
 use serde_json::Value as Json;
+
+use crate::common::{assert_fails, pjrt, root, stderr, temp_dir, PLUGINS};
 
 fn manifest() -> Json {
     serde_json::from_str(&std::fs::read_to_string(root().join("tests/data/jax_export/manifest.json")).unwrap()).unwrap()

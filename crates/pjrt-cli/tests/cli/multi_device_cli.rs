@@ -1,11 +1,10 @@
 //! `pjrt run` on many devices: `--shard-inputs AXIS` with replicas (collectives inside) and with
 //! partitioned (SPMD) programs, on both CPU plugins.
 
-mod common;
-use common::*;
-
 use pjrt_client::sharding::gather;
 use pjrt_formats::npy::NpyArray;
+
+use crate::common::*;
 
 /// psum over 4 replicas of each replica's shard, plus the replica's id.
 const PSUM_4: &str = r#"

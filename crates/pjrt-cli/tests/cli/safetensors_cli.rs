@@ -3,11 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
-use common::*;
-
 use pjrt_formats::npy::NpyArray;
 use pjrt_formats::safetensors::{self, SafeTensors, TensorView};
+
+use crate::common::*;
 
 /// Writes the named .npy arrays of examples/mlp into one safetensors file, in the order given.
 fn mlp_file(dir: &Path, file: &str, names: &[&str]) -> PathBuf {

@@ -5,12 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
-mod common;
-use common::*;
-
 use pjrt_client::ElementType;
 use pjrt_formats::npy::{Dtype, NpyArray};
 use pjrt_formats::safetensors::{self, SafeTensors, TensorView};
+
+use crate::common::*;
 
 /// An s4 output (int4 -8, -1, 0, 5, 7) after an f32 one.
 const S4_OUT: &str = r#"func.func @main() -> (tensor<2xf32>, tensor<5xi4>) {

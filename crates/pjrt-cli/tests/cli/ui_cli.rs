@@ -3,10 +3,9 @@
 
 use std::process::Output;
 
-mod common;
-use common::*;
-
 use pjrt_formats::npy::NpyArray;
+
+use crate::common::*;
 
 /// Runs `pjrt ARGS` (fresh compile cache, so every run compiles) without any log-level
 /// variables inherited from the test's environment, so that what is checked is `pjrt`'s own choice.

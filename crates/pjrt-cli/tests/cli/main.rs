@@ -1,0 +1,17 @@
+//! pjrt-cli's integration tests: the `pjrt` command end to end, on both CPU plugins. One test
+//! binary (`cli`), one module per area; every test binary links the whole workspace's libraries,
+//! so the tests share one instead of one each.
+//!
+//! Tests are named `module::test`: `cargo test -p pjrt-cli --test cli ui_cli::` runs one module.
+//! A new test file goes in this folder as one more `mod` here, not in `tests/` (where it would
+//! become a binary of its own).
+
+mod common;
+
+mod cache_cli;
+mod cli;
+mod jax_export_cli;
+mod multi_device_cli;
+mod safetensors_cli;
+mod sub_byte_cli;
+mod ui_cli;
