@@ -29,6 +29,7 @@ mod fault_injection;
 mod host_callbacks;
 mod host_copy;
 mod hostile_input;
+mod layers;
 mod multi_device;
 #[cfg(feature = "ndarray")]
 mod ndarray_arrays;
