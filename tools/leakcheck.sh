@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Runs the fake-plugin test suites (crates/pjrt-client/tests/fake_plugin.rs and
-# hostile_plugin.rs) under valgrind's memcheck and fails on any "definitely lost" block and on
-# any memory error (invalid read or write, use of uninitialised memory, bad free).
+# Runs the fake-plugin test suites (crates/pjrt-client/tests/client/fake_plugin.rs, the
+# `fake_plugin::` tests of the `client` test binary, and the test binary hostile_plugin.rs) under
+# valgrind's memcheck and fails on any "definitely lost" block and on any memory error (invalid
+# read or write, use of uninitialised memory, bad free).
 #
 #   tools/leakcheck.sh [TEST-BINARY-ARGS...]     e.g.  tools/leakcheck.sh --test-threads=1
+#
+# Of the `client` binary only the fake_plugin:: tests run (tools/test-binary.sh skips its other
+# modules); a filter among the arguments narrows each suite further.
 #
 # Exit status: 0 clean; 99 valgrind found a definite leak or a memory error; anything else: the
 # build or a test failed. The full reports are in target/leakcheck/valgrind-<suite>.log (or under
@@ -35,12 +39,21 @@ mkdir -p "$out_dir"
 echo "== build the fake plugin"
 cargo build --quiet -p fake-plugin --target-dir target/fake-plugin
 
-suites=(fake_plugin hostile_plugin)
+# TEST:MODULE for a module of a test binary, TEST for a whole one.
+suites=(client:fake_plugin hostile_plugin)
 status=0
-for suite in "${suites[@]}"; do
-    echo "== build the $suite test binary"
-    binary="$(tools/test-binary.sh "$suite")"
-    echo "   $binary"
+for entry in "${suites[@]}"; do
+    test="${entry%%:*}"
+    module=""
+    if [[ "$entry" == *:* ]]; then
+        module="${entry#*:}"
+    fi
+    suite="${module:-$test}"
+    echo "== build the $test test binary${module:+ (its $module:: tests)}"
+    # The binary, then (for a module) the arguments that leave only the module's tests.
+    invocation="$(tools/test-binary.sh "$test" ${module:+"$module"})"
+    mapfile -t run <<<"$invocation"
+    echo "   ${run[0]}"
 
     log="$out_dir/valgrind-$suite.log"
     echo "== run it under valgrind (a minute or two)"
@@ -54,7 +67,7 @@ for suite in "${suites[@]}"; do
         --num-callers=40 \
         --suppressions=tools/leakcheck.supp \
         --log-file="$log" \
-        "$binary" "$@" || suite_status=$?
+        "${run[@]}" "$@" || suite_status=$?
 
     echo "== valgrind summary for $suite ($log)"
     grep -E "definitely lost:|indirectly lost:|possibly lost:|still reachable:|suppressed:|ERROR SUMMARY:" "$log" \

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Runs the soundness regression tests (crates/pjrt-client/tests/soundness.rs: sub-byte uploads
-# that used to read past the host buffer, PRED reads, zero-copy donation, handles that outlive
-# their client, two plugins in one process, ...) on the real CPU plugins under valgrind's
+# Runs the soundness regression tests (crates/pjrt-client/tests/client/soundness.rs: sub-byte
+# uploads that used to read past the host buffer, PRED reads, zero-copy donation, handles that
+# outlive their client, two plugins in one process, ...) on the real CPU plugins under valgrind's
 # memcheck, and fails on any invalid read or write, bad free or mismatched free.
 #
 #   tools/memcheck.sh [TEST-BINARY-ARGS...]     e.g.  tools/memcheck.sh odd_counts
+#
+# Only the `soundness::` tests of the `client` test binary run (tools/test-binary.sh skips its
+# other modules); a filter among the arguments narrows them further.
 #
 # Exit status: 0 clean; 99 valgrind found a memory error; anything else: the build or a test
 # failed. The full report is in target/memcheck/valgrind.log (or under $CARGO_TARGET_DIR).
@@ -30,11 +33,14 @@ mkdir -p "$out_dir"
 log="$out_dir/valgrind.log"
 
 echo "== build the test binary"
-binary="$(tools/test-binary.sh soundness)"
-echo "   $binary"
+# The binary, then the arguments that leave only its soundness:: tests.
+invocation="$(tools/test-binary.sh client soundness)"
+mapfile -t run <<<"$invocation"
+binary="${run[0]}"
+echo "   $binary (soundness::)"
 
 echo "== install the plugins (outside valgrind)"
-"$binary" --exact objects_of_another_plugin_are_refused_before_the_call >/dev/null 2>&1 || true
+"$binary" --exact soundness::objects_of_another_plugin_are_refused_before_the_call >/dev/null 2>&1 || true
 
 echo "== run it under valgrind (about a minute)"
 status=0
@@ -44,7 +50,7 @@ RUST_BACKTRACE=0 valgrind \
     --suppressions=tools/memcheck.supp \
     --num-callers=40 \
     --log-file="$log" \
-    "$binary" --test-threads=1 "$@" || status=$?
+    "${run[@]}" --test-threads=1 "$@" || status=$?
 
 echo "== valgrind summary ($log)"
 grep -E "ERROR SUMMARY:" "$log" | sed 's/^==[0-9]*== */   /'
