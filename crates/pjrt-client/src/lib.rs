@@ -41,7 +41,7 @@
 //! | checked | `call/` (internal) | one checked call path: the slot exists in the plugin's table and its version, args carry their `struct_size`, returned errors become [`Error::Pjrt`] and are freed; the panic and release boundaries |
 //! | safe | a folder per object | `plugin/` [`Plugin`], [`locate`]; `client/` [`Client`], [`Device`], [`Memory`], [`KeyValueStore`]; `event/` [`Event`], [`UserEvent`]; `buffer/` [`Buffer`], uploads and downloads, [`TransferManager`]; `executable/` [`LoadedExecutable`], [`Executable`]; `topology/` [`Topology`]; [`extensions`] one file per extension |
 //!
-//! Each module uses only the ones below it (`tests/layers.rs` checks the order). File formats
+//! Each module uses only the ones below it (`tests/client/layers.rs` checks the order). File formats
 //! (`.npy`, safetensors, `jax.export`, AOT artifacts, the compile cache) are the `pjrt-formats`
 //! crate; an etcd key-value store is `pjrt-etcd`.
 //!
@@ -102,7 +102,7 @@ macro_rules! span {
 }
 
 // The layers, lowest first: a module uses only the modules before it in this list (a child object
-// may name its parent type, e.g. `Device` its `Client`). `tests/layers.rs` checks it; the
+// may name its parent type, e.g. `Device` its `Client`). `tests/client/layers.rs` checks it; the
 // README's "Layers" section draws it.
 mod error;
 mod element_type;

@@ -17,12 +17,9 @@ use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use pjrt_client::{
-    locate, Client, ClientOptions, CompileOptions, ErrorCode, KeyValueStore, Placement, Plugin, Program,
-};
+use pjrt_client::{Client, ClientOptions, CompileOptions, ErrorCode, KeyValueStore, Placement, Program};
 use pjrt_etcd::EtcdStore;
 
 const WORKERS: usize = 4;
@@ -30,31 +27,10 @@ const ELEMENTS: usize = 4096;
 /// How long a worker waits for another's key before giving up.
 const KV_TIMEOUT: Duration = Duration::from_secs(5);
 
-// ---- the CPU plugins (as pjrt-client's tests/support: installed into the cache on first use) ----
-
-/// The two plugin versions the client test runs on.
-const PLUGINS: &[&str] = &["cpu", "cpu-0.106"];
-
-/// Loads a known plugin, installing it into the plugin cache first if needed.
-fn plugin(name: &str) -> Plugin {
-    static INSTALL: OnceLock<Mutex<()>> = OnceLock::new();
-    let known = locate::known_plugin(name).expect("a known plugin name");
-    let path = {
-        let _guard = INSTALL.get_or_init(Mutex::default).lock().unwrap_or_else(|p| p.into_inner());
-        if let Ok(verified) = locate::verified_cached(known) {
-            verified
-        } else {
-            locate::install(known, |line| eprintln!("{line}")).unwrap_or_else(|e| {
-                panic!(
-                    "the {name} plugin is not installed and installing it failed: {e}\n\
-                     Install it by hand with `cargo run -p pjrt-cli -- plugin install {name}` \
-                     (needs python3 with pip and access to PyPI)"
-                )
-            })
-        }
-    };
-    Plugin::load(&path).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))
-}
+// The CPU plugins, installed into the cache on first use: pjrt-client's test support.
+#[path = "../../pjrt-client/tests/support/mod.rs"]
+mod support;
+use support::{plugin, PLUGINS};
 
 // ---- an etcd server for the test ----
 

@@ -1414,18 +1414,8 @@ fn every_called_slot_is_in_the_fault_matrix() {
     let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut missing = Vec::new();
     // Every module of the library (the table is only declared, in the pjrt-client-sys crate).
-    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                rust_files(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
     let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    crate::layers::rust_files(&src, &mut files);
     files.sort();
     assert!(files.len() > 20, "src/ holds the library's modules: {files:?}");
     for file in &files {

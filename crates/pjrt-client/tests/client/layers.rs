@@ -70,7 +70,8 @@ fn file_module(path: &Path) -> String {
     parts.join("::")
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+/// Every `.rs` file below `dir` (also used by `fault_injection`).
+pub(crate) fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
@@ -161,7 +162,7 @@ fn every_module_has_a_layer() {
     let tree = read_tree();
     let missing: Vec<&String> =
         tree.files.iter().filter(|f| f.as_str() != "lib" && f.as_str() != "sys" && layer_of(f).is_none()).collect();
-    assert!(missing.is_empty(), "files outside the layers written in tests/layers.rs: {missing:?}");
+    assert!(missing.is_empty(), "files outside the layers written in tests/client/layers.rs: {missing:?}");
     // And lib.rs declares the modules in the same order.
     let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
     let declared: Vec<&str> = lib
@@ -277,5 +278,5 @@ fn the_readme_draws_the_same_layers() {
         .map(|w| w.trim_end_matches('/'))
         .filter(|w| LAYERS.contains(w))
         .collect();
-    assert_eq!(drawn, LAYERS, "README's Layers section draws the modules in the order of tests/layers.rs");
+    assert_eq!(drawn, LAYERS, "README's Layers section draws the modules in the order of tests/client/layers.rs");
 }
