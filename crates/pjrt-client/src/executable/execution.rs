@@ -39,7 +39,7 @@ impl Future for Execution {
     }
 }
 
-/// A single-device execution in flight ([`LoadedExecutable::execute_async`]): resolves to the
+/// A single-device execution in flight ([`crate::LoadedExecutable::execute_async`]): resolves to the
 /// outputs once the device has finished.
 #[derive(Debug)]
 pub struct PendingExecution {
