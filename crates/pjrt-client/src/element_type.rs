@@ -241,6 +241,39 @@ native!(
     Complex<f32> => C64, Complex<f64> => C128,
 );
 
+/// The memory of native values, as bytes (what an upload hands the plugin).
+pub(crate) fn native_bytes<T: NativeType>(values: &[T]) -> &[u8] {
+    // SAFETY: `T: NativeType` has no padding, so its memory is plain initialised bytes; the view
+    // covers exactly the slice and borrows it.
+    unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) }
+}
+
+/// Host bytes of `T::ELEMENT_TYPE` as values of `T`. PRED bytes are first mapped as numpy casts
+/// bytes to `bool` ([`normalize_pred`]). Bytes past the last whole element are ignored (callers
+/// pass the dense size of a shape, a whole number of elements).
+pub(crate) fn native_values<T: NativeType>(mut bytes: Vec<u8>) -> Vec<T> {
+    if T::ELEMENT_TYPE == ElementType::PRED {
+        normalize_pred(&mut bytes);
+    }
+    let count = bytes.len() / std::mem::size_of::<T>();
+    let mut out = Vec::<T>::with_capacity(count);
+    // SAFETY: `T: NativeType` accepts every bit pattern of its element type's size, and PRED
+    // bytes were just mapped to 0 and 1; `count` elements fit in `bytes` and in `out`.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, count * std::mem::size_of::<T>());
+        out.set_len(count);
+    }
+    out
+}
+
+/// Maps PRED bytes as numpy casts bytes to `bool`: nonzero is true (1), zero is false. A plugin
+/// returns PRED bytes unchanged, whatever they are, so they are never read as `bool` unmapped.
+pub(crate) fn normalize_pred(bytes: &mut [u8]) {
+    for b in bytes {
+        *b = u8::from(*b != 0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! buffer holds, on the host. File formats (`.npy`, safetensors in the `pjrt-formats` crate)
 //! convert to and from it; [`crate::sharding`] splits and gathers it across devices.
 
-use crate::element_type::{ElementType, NativeType};
+use crate::element_type::{native_bytes, native_values, ElementType, NativeType};
 use crate::error::{Error, Result};
 
 /// A dense, row-major array in host memory with a PJRT element type.
@@ -58,11 +58,7 @@ impl HostArray {
 
     /// An array of `shape` holding `elements` (row-major). PRED arrays are made from `bool`s.
     pub fn from_elements<T: NativeType>(shape: Vec<usize>, elements: &[T]) -> Result<Self> {
-        // SAFETY: `T: NativeType` has no padding, so its elements are initialized bytes; the
-        // slice covers exactly the elements' memory.
-        let bytes =
-            unsafe { std::slice::from_raw_parts(elements.as_ptr() as *const u8, std::mem::size_of_val(elements)) };
-        HostArray::new(T::ELEMENT_TYPE, shape, bytes.to_vec())
+        HostArray::new(T::ELEMENT_TYPE, shape, native_bytes(elements).to_vec())
     }
 
     /// The elements as `T`, which must match the element type. PRED bytes other than 0 and 1
@@ -71,26 +67,7 @@ impl HostArray {
         if self.element_type != T::ELEMENT_TYPE {
             return Err(Error::invalid(format!("the array holds {}, not {}", self.element_type, T::ELEMENT_TYPE)));
         }
-        let size = std::mem::size_of::<T>();
-        Ok(self
-            .data
-            .chunks_exact(size)
-            .map(|chunk| {
-                let mut element = std::mem::MaybeUninit::<T>::uninit();
-                let mut bytes = [0u8; 16];
-                bytes[..size].copy_from_slice(chunk);
-                if self.element_type == ElementType::PRED {
-                    bytes[0] = u8::from(bytes[0] != 0);
-                }
-                // SAFETY: `T: NativeType` accepts every bit pattern of its size (for PRED the
-                // byte was just made 0 or 1); `size` bytes are copied into `element`, which is
-                // `size` bytes long, and no NativeType is larger than 16 bytes (C128).
-                unsafe {
-                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), element.as_mut_ptr() as *mut u8, size);
-                    element.assume_init()
-                }
-            })
-            .collect())
+        Ok(native_values(self.data.clone()))
     }
 
     /// The element type.

@@ -10,7 +10,7 @@ use crate::buffer::queries::increase_external_reference;
 use crate::buffer::{dense_byte_size, Buffer, Placement};
 use crate::call::pjrt_call;
 use crate::client::Client;
-use crate::element_type::{ElementType, NativeType};
+use crate::element_type::{native_bytes, ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::sys::{self, Args};
@@ -59,9 +59,7 @@ impl AlignedHostBuffer {
 
     /// A copy of a typed slice.
     pub fn from_slice<T: NativeType>(values: &[T]) -> Result<Self> {
-        // SAFETY: `T: NativeType` is plain data without padding.
-        let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) };
-        Self::from_bytes(bytes)
+        Self::from_bytes(native_bytes(values))
     }
 
     /// The bytes.

@@ -2,8 +2,9 @@
 
 use std::ffi::c_void;
 
-use crate::buffer::{normalize_pred, Buffer};
+use crate::buffer::Buffer;
 use crate::call::pjrt_call;
+use crate::element_type::normalize_pred;
 use crate::element_type::{ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::event::Event;

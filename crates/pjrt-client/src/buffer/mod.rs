@@ -24,7 +24,7 @@ use crate::call::release::release_if_in_callback;
 use crate::call::{checked_slice, pjrt_call};
 use crate::client::device::{Device, Memory};
 use crate::client::Client;
-use crate::element_type::{ElementType, NativeType};
+use crate::element_type::{native_bytes, native_values, ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::host_array::HostArray;
@@ -104,14 +104,6 @@ pub(crate) fn dense_byte_size(element_type: ElementType, dims: &[i64]) -> Result
         .ok_or_else(|| Error::invalid(format!("the shape {dims:?} of {element_type} is too large")))
 }
 
-/// Maps PRED bytes as numpy casts bytes to `bool`: nonzero is true (1), zero is false. A plugin
-/// returns PRED bytes unchanged, whatever they are, so they are never read as `bool` unmapped.
-pub(crate) fn normalize_pred(bytes: &mut [u8]) {
-    for b in bytes {
-        *b = u8::from(*b != 0);
-    }
-}
-
 /// Checks that a host slice of `len` bytes can be read with the given strides.
 fn check_strided(element_type: ElementType, dims: &[i64], strides: &[i64], len: usize) -> Result<()> {
     if strides.len() != dims.len() {
@@ -174,9 +166,7 @@ impl Client {
         dims: &[i64],
         placement: Placement<'_>,
     ) -> Result<Buffer> {
-        // SAFETY: `T: NativeType` has no padding, so its memory is plain initialised bytes.
-        let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data)) };
-        self.buffer_from_bytes(bytes, T::ELEMENT_TYPE, dims, &HostLayout::default(), placement)
+        self.buffer_from_bytes(native_bytes(data), T::ELEMENT_TYPE, dims, &HostLayout::default(), placement)
     }
 
     /// Uploads raw host bytes holding elements of `element_type`. The data is copied before
@@ -561,25 +551,8 @@ impl Buffer {
         if element_type != T::ELEMENT_TYPE {
             return Err(Error::invalid(format!("the buffer holds {element_type}, not {}", T::ELEMENT_TYPE)));
         }
-        let mut bytes = self.to_host_bytes()?;
-        if element_type == ElementType::PRED {
-            normalize_pred(&mut bytes);
-        }
-        let count = bytes.len() / std::mem::size_of::<T>();
-        let mut out = Vec::<T>::with_capacity(count);
-        // SAFETY: `T: NativeType` accepts every bit pattern of its element type's size, and for
-        // PRED the bytes were just mapped to 0 and 1; `bytes` holds exactly `count` elements
-        // (its size is the dense size of the shape, checked in `host_size`) and the
-        // destination has room for them.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                bytes.as_ptr(),
-                out.as_mut_ptr() as *mut u8,
-                count * std::mem::size_of::<T>(),
-            );
-            out.set_len(count);
-        }
-        Ok(out)
+        // `to_host_bytes` gives the dense size of the shape (checked in `host_size`).
+        Ok(native_values(self.to_host_bytes()?))
     }
 
     /// Copies the buffer to another device of the same client.
