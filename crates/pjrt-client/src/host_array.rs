@@ -108,28 +108,12 @@ impl HostArray {
     /// Splits the array into `parts` equal slices along `axis` (an error if the axis does not
     /// divide).
     pub fn split(&self, axis: usize, parts: usize) -> Result<Vec<HostArray>> {
-        let rank = self.shape.len();
-        if axis >= rank {
-            return Err(Error::invalid(format!("cannot split a rank-{rank} array along axis {axis}")));
-        }
-        if parts == 0 || self.shape[axis] % parts != 0 {
-            return Err(Error::invalid(format!(
-                "axis {axis} has size {}, which does not split into {parts} equal parts",
-                self.shape[axis]
-            )));
-        }
-        let outer: usize = self.shape[..axis].iter().product();
-        let inner: usize = self.shape[axis + 1..].iter().product::<usize>() * self.element_bytes();
-        let step = self.shape[axis] / parts;
-        Ok((0..parts)
-            .map(|p| {
-                let mut data = Vec::with_capacity(outer * step * inner);
-                for o in 0..outer {
-                    let start = (o * self.shape[axis] + p * step) * inner;
-                    data.extend_from_slice(&self.data[start..start + step * inner]);
-                }
+        let pieces = split_along(&self.data, &self.shape, self.element_bytes(), axis, parts)?;
+        Ok(pieces
+            .into_iter()
+            .map(|data| {
                 let mut shape = self.shape.clone();
-                shape[axis] = step;
+                shape[axis] /= parts;
                 HostArray { element_type: self.element_type, shape, data }
             })
             .collect())
@@ -153,17 +137,59 @@ impl HostArray {
         }
         let outer: usize = first.shape[..axis].iter().product();
         let inner: usize = first.shape[axis + 1..].iter().product::<usize>() * first.element_bytes();
-        let mut data = Vec::with_capacity(parts.iter().map(|p| p.data.len()).sum());
-        for o in 0..outer {
-            for p in parts {
-                let chunk = p.shape[axis] * inner;
-                data.extend_from_slice(&p.data[o * chunk..(o + 1) * chunk]);
-            }
-        }
+        let rows: Vec<(&[u8], usize)> = parts.iter().map(|p| (p.data.as_slice(), p.shape[axis] * inner)).collect();
+        let data = interleave(&rows, outer);
         let mut shape = first.shape.clone();
         shape[axis] = parts.iter().map(|p| p.shape[axis]).sum();
         Ok(HostArray { element_type: first.element_type, shape, data })
     }
+}
+
+/// Splits row-major data of `shape` (each element `unit` items of `T`) into `parts` equal
+/// pieces along `axis`; the arithmetic of [`HostArray::split`] and [`crate::sharding::shard_slice`].
+/// `data` must hold the whole shape.
+pub(crate) fn split_along<T: Copy>(
+    data: &[T],
+    shape: &[usize],
+    unit: usize,
+    axis: usize,
+    parts: usize,
+) -> Result<Vec<Vec<T>>> {
+    let rank = shape.len();
+    if axis >= rank {
+        return Err(Error::invalid(format!("cannot split a rank-{rank} array along axis {axis}")));
+    }
+    if parts == 0 || shape[axis] % parts != 0 {
+        return Err(Error::invalid(format!(
+            "axis {axis} has size {}, which does not split into {parts} equal parts",
+            shape[axis]
+        )));
+    }
+    let outer: usize = shape[..axis].iter().product();
+    let inner: usize = shape[axis + 1..].iter().product::<usize>() * unit;
+    let step = shape[axis] / parts;
+    Ok((0..parts)
+        .map(|p| {
+            let mut piece = Vec::with_capacity(outer * step * inner);
+            for o in 0..outer {
+                let start = (o * shape[axis] + p * step) * inner;
+                piece.extend_from_slice(&data[start..start + step * inner]);
+            }
+            piece
+        })
+        .collect())
+}
+
+/// The inverse of [`split_along`]: for each of `outer` rows, each part's next `chunk` items in
+/// turn. Each part `(items, chunk)` must hold `outer * chunk` items.
+pub(crate) fn interleave<T: Copy>(parts: &[(&[T], usize)], outer: usize) -> Vec<T> {
+    let mut data = Vec::with_capacity(parts.iter().map(|(items, _)| items.len()).sum());
+    for o in 0..outer {
+        for (items, chunk) in parts {
+            data.extend_from_slice(&items[o * chunk..(o + 1) * chunk]);
+        }
+    }
+    data
 }
 
 #[cfg(test)]

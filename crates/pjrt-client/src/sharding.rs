@@ -41,7 +41,7 @@ use crate::buffer::{Buffer, Placement};
 use crate::error::{Error, Result};
 use crate::executable::execution::Execution;
 use crate::executable::LoadedExecutable;
-use crate::host_array::HostArray;
+use crate::host_array::{interleave, split_along, HostArray};
 
 /// How one argument (or output) is laid out over the devices of an execution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -76,40 +76,14 @@ pub fn gather(parts: &[HostArray], axis: usize) -> Result<HostArray> {
     HostArray::concatenate(parts, axis)
 }
 
-fn check_split(shape: &[usize], len: usize, axis: usize, n: usize) -> Result<()> {
-    let expected: usize = shape.iter().product();
-    if expected != len {
-        return Err(Error::invalid(format!("{len} elements do not make an array of shape {shape:?}")));
-    }
-    if axis >= shape.len() {
-        return Err(Error::invalid(format!("cannot split a rank-{} array along axis {axis}", shape.len())));
-    }
-    if n == 0 || shape[axis] % n != 0 {
-        return Err(Error::invalid(format!(
-            "axis {axis} has size {}, which does not split into {n} equal parts",
-            shape[axis]
-        )));
-    }
-    Ok(())
-}
-
 /// Splits a row-major array (`data` of shape `shape`) into `n` equal shards along `axis`.
 /// Returns each shard's elements; every shard has `shape` with `shape[axis] / n` on `axis`.
 pub fn shard_slice<T: Copy>(data: &[T], shape: &[usize], axis: usize, n: usize) -> Result<Vec<Vec<T>>> {
-    check_split(shape, data.len(), axis, n)?;
-    let outer: usize = shape[..axis].iter().product();
-    let inner: usize = shape[axis + 1..].iter().product();
-    let step = shape[axis] / n;
-    Ok((0..n)
-        .map(|p| {
-            let mut out = Vec::with_capacity(outer * step * inner);
-            for o in 0..outer {
-                let start = (o * shape[axis] + p * step) * inner;
-                out.extend_from_slice(&data[start..start + step * inner]);
-            }
-            out
-        })
-        .collect())
+    let expected: usize = shape.iter().product();
+    if expected != data.len() {
+        return Err(Error::invalid(format!("{} elements do not make an array of shape {shape:?}", data.len())));
+    }
+    split_along(data, shape, 1, axis, n)
 }
 
 /// Concatenates equal row-major shards, each of shape `part_shape`, along `axis`. Returns the
@@ -134,12 +108,8 @@ pub fn gather_slices<T: Copy, P: AsRef<[T]>>(
     }
     let outer: usize = part_shape[..axis].iter().product();
     let chunk: usize = part_shape[axis..].iter().product();
-    let mut data = Vec::with_capacity(part_len * parts.len());
-    for o in 0..outer {
-        for p in parts {
-            data.extend_from_slice(&p.as_ref()[o * chunk..(o + 1) * chunk]);
-        }
-    }
+    let rows: Vec<(&[T], usize)> = parts.iter().map(|p| (p.as_ref(), chunk)).collect();
+    let data = interleave(&rows, outer);
     let mut shape = part_shape.to_vec();
     shape[axis] *= parts.len();
     Ok((data, shape))
