@@ -112,6 +112,15 @@ fn sub_byte_range(element_type: ElementType) -> Option<(i16, i16)> {
     })
 }
 
+/// The element type `bytes` of `dtype` upload as for a parameter of type `wanted`
+/// ([`upload_element_type`]), after checking that widened sub-byte values fit
+/// ([`check_narrowed`]): the rules of every `.npy` upload.
+fn checked_element_type(dtype: Dtype, bytes: &[u8], wanted: Option<ElementType>) -> Result<ElementType> {
+    let element_type = upload_element_type(dtype, wanted)?;
+    check_narrowed(dtype, element_type, bytes)?;
+    Ok(element_type)
+}
+
 /// Checks that the bytes of a `dtype` array hold values of the sub-byte type `element_type`
 /// (nothing to check for other types): `int8` and `uint8` by their numeric value (so int8 8 is
 /// refused for S4 rather than read as its low bits, -8), `V1` as ml_dtypes stores it.
@@ -145,9 +154,8 @@ pub(crate) fn upload_mapped_npy(
     wanted: Option<ElementType>,
     placement: Placement<'_>,
 ) -> Result<Buffer> {
-    let element_type = upload_element_type(file.dtype(), wanted)?;
     // Every element's byte is in the mapping, in whatever order: the check needs no copy.
-    check_narrowed(file.dtype(), element_type, file.bytes())?;
+    let element_type = checked_element_type(file.dtype(), file.bytes(), wanted)?;
     let dims: Vec<i64> = file.shape().iter().map(|d| *d as i64).collect();
     if file.is_c_order_little_endian() {
         return Ok(client.buffer_from_bytes(file.bytes(), element_type, &dims, &HostLayout::default(), placement)?);
@@ -170,13 +178,13 @@ pub(crate) fn upload_mapped_npy(
 }
 
 impl NpyArray {
-    /// The [`HostArray`] this array uploads as: the `.npy` data as a PJRT element type. `wanted` is the parameter's element type when known; an array of
-    /// another dtype is an error, except:
+    /// The [`HostArray`] this array uploads as: the `.npy` data as a PJRT element type. `wanted`
+    /// is the parameter's element type when known; an array of another dtype is an error, except:
     ///
     /// - bf16: a `<u2` or `<V2` array (raw bits);
     /// - a sub-byte type (S4, U4, S2, U2, S1, U1, F4E2M1FN, F6*): an `int8` or `uint8` array of
-    ///   values in the type's range (the form [`crate::BufferExt::to_npy`] writes; F4/F6 as their bit codes),
-    ///   or a `|V1` array as ml_dtypes saves it (the value in the low bits, negative ones also
+    ///   values in the type's range (the form [`crate::BufferExt::to_npy`] writes; F4/F6 as their
+    ///   bit codes), or a `|V1` array as ml_dtypes saves it (the value in the low bits, negative ones also
     ///   sign-extended). A value out of range is an error naming the element, never truncated.
     ///
     /// ```
@@ -194,8 +202,7 @@ impl NpyArray {
     /// # Ok::<(), pjrt_formats::Error>(())
     /// ```
     pub fn to_host_array(&self, wanted: Option<ElementType>) -> Result<HostArray> {
-        let element_type = upload_element_type(self.dtype, wanted)?;
-        check_narrowed(self.dtype, element_type, &self.data)?;
+        let element_type = checked_element_type(self.dtype, &self.data, wanted)?;
         Ok(HostArray::new(element_type, self.shape.clone(), self.data.clone())?)
     }
 
@@ -219,8 +226,7 @@ pub(crate) fn upload_npy(
     wanted: Option<ElementType>,
     placement: Placement<'_>,
 ) -> Result<Buffer> {
-    let element_type = upload_element_type(array.dtype, wanted)?;
-    check_narrowed(array.dtype, element_type, &array.data)?;
+    let element_type = checked_element_type(array.dtype, &array.data, wanted)?;
     let dims: Vec<i64> = array.shape.iter().map(|d| *d as i64).collect();
     Ok(client.buffer_from_bytes(&array.data, element_type, &dims, &HostLayout::default(), placement)?)
 }
