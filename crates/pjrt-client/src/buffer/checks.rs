@@ -2,7 +2,6 @@
 //! placements, dense layouts. Several PJRT functions abort the process on bad input instead of
 //! returning an error, so everything is checked before it reaches the plugin.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 
 use crate::buffer::{dense_byte_size, Buffer, Placement};
@@ -128,11 +127,6 @@ pub(crate) fn not_deleted(buffer: &Buffer) -> Result<()> {
         return Err(Error::invalid("the buffer was deleted (or donated)"));
     }
     Ok(())
-}
-
-/// Runs `f` without letting a panic unwind into the plugin.
-pub(crate) fn no_unwind(f: impl FnOnce()) {
-    let _ = catch_unwind(AssertUnwindSafe(f));
 }
 
 #[cfg(test)]

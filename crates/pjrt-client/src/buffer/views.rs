@@ -6,9 +6,10 @@ use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
 use crate::buffer::aligned::AlignedHostBuffer;
-use crate::buffer::checks::{check_array, no_unwind, resolve_target, Target};
+use crate::buffer::checks::{check_array, resolve_target, Target};
 use crate::buffer::queries::increase_external_reference;
 use crate::buffer::{Buffer, Placement};
+use crate::call::panic::no_unwind;
 use crate::call::pjrt_call;
 use crate::call::release::CallbackScope;
 use crate::client::Client;

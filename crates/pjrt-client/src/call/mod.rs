@@ -268,7 +268,7 @@ unsafe extern "C" fn payload_visitor(
     value_size: usize,
     user_arg: *mut std::ffi::c_void,
 ) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    panic::no_unwind(|| {
         // SAFETY: `user_arg` is the `Vec` passed by `ErrorGuard::payloads`, alive for the call;
         // key and value are readable for their sizes during this call (the visitor contract).
         unsafe {
@@ -277,7 +277,7 @@ unsafe extern "C" fn payload_visitor(
             let value = slice_from_raw(value as *const u8, value_size).to_vec();
             payloads.push((key, value));
         }
-    }));
+    });
 }
 
 impl Drop for ErrorGuard<'_> {

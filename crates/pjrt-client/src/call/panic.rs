@@ -10,6 +10,11 @@ pub(crate) fn catch<T>(body: impl FnOnce() -> T) -> Result<T, String> {
     catch_unwind(AssertUnwindSafe(body)).map_err(|payload| panic_message(payload.as_ref()))
 }
 
+/// Runs `body`, swallowing a panic: for callbacks and drops whose panic has nowhere to go.
+pub(crate) fn no_unwind(body: impl FnOnce()) {
+    let _ = catch(body);
+}
+
 /// Text of a panic payload.
 pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {

@@ -61,7 +61,7 @@ fn queue() -> Option<&'static Mutex<Sender<Released>>> {
                 for value in receiver {
                     // A panicking drop must not end the thread (the queue would then fill up
                     // forever); it has nowhere to be reported.
-                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(value)));
+                    crate::call::panic::no_unwind(move || drop(value));
                 }
             });
             spawned.ok().map(|_| Mutex::new(sender))

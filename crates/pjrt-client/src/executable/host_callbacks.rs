@@ -21,11 +21,10 @@
 
 use std::ffi::{c_char, c_void};
 use std::fmt;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
-use crate::call::panic::panic_message;
+use crate::call::panic::{catch, no_unwind};
 use crate::call::release::{release_if_in_callback, CallbackScope};
 use crate::call::{pjrt_call, slice_from_raw, Api};
 use crate::client::{Client, WeakClient};
@@ -447,13 +446,13 @@ fn call_once_unless_panicked<T, F: FnMut(T) -> Result<()> + ?Sized>(
         drop(input);
         return Err(Error::CallbackPanicked(format!("{} panicked in an earlier call", what())));
     };
-    match catch_unwind(AssertUnwindSafe(|| callback(input))) {
+    match catch(|| callback(input)) {
         Ok(result) => result,
-        Err(payload) => {
-            let message = format!("{} panicked: {}", what(), panic_message(payload.as_ref()));
+        Err(panic) => {
+            let message = format!("{} panicked: {panic}", what());
             let broken = guard.take();
             // Dropping the closure may panic too: never past this point.
-            let _ = catch_unwind(AssertUnwindSafe(move || drop(broken)));
+            no_unwind(move || drop(broken));
             Err(Error::CallbackPanicked(message))
         }
     }
@@ -484,7 +483,7 @@ unsafe extern "C" fn send_trampoline(
     let _scope = CallbackScope::enter();
     // SAFETY: the plugin passes the chunk it owns and hands to us (read once, freed below).
     let owned = if chunk.is_null() { None } else { Some(unsafe { chunk.read() }) };
-    let outcome = catch_unwind(AssertUnwindSafe(|| {
+    let outcome = catch(|| {
         // The target stays in the hand-off table until every device of the launch has
         // completed (CallbackTargets is dropped only then); a call after that, or with an
         // argument this crate never gave, finds none.
@@ -512,7 +511,7 @@ unsafe extern "C" fn send_trampoline(
                 Some(status)
             }
         }
-    }));
+    });
     if let Some(c) = owned {
         if let Some(deleter) = c.deleter {
             // SAFETY: the chunk is ours to free, once, with its own deleter and argument.
@@ -522,7 +521,7 @@ unsafe extern "C" fn send_trampoline(
     let (code, message) = match outcome {
         Ok(None) => return std::ptr::null_mut(),
         Ok(Some(status)) => status,
-        Err(payload) => (sys::PJRT_Error_Code::INTERNAL, panic_message(payload.as_ref())),
+        Err(panic) => (sys::PJRT_Error_Code::INTERNAL, panic),
     };
     if callback_error.is_null() {
         return std::ptr::null_mut();
@@ -538,7 +537,7 @@ unsafe extern "C" fn send_trampoline(
 /// The C receive callback: gives the stream to the channel's closure. Never unwinds.
 unsafe extern "C" fn recv_trampoline(stream: *mut sys::PJRT_CopyToDeviceStream, user_arg: *mut c_void) {
     let _scope = CallbackScope::enter();
-    let _ = catch_unwind(AssertUnwindSafe(|| {
+    no_unwind(|| {
         // See `send_trampoline`: an unknown or finished target is not called.
         let Some(target) = crate::call::handoff::get::<Arc<RecvTarget>>(user_arg) else { return };
         let Some(raw) = NonNull::new(stream) else {
@@ -559,7 +558,7 @@ unsafe extern "C" fn recv_trampoline(stream: *mut sys::PJRT_CopyToDeviceStream, 
         if let Err(error) = result {
             record(&target.failures, error);
         }
-    }));
+    });
 }
 
 #[cfg(test)]
