@@ -14,7 +14,7 @@ use pjrt_client_sys::{self as sys, Args, PJRT_Error, PJRT_Error_Code};
 use crate::calls::{checked_args, guarded, handle, lock, slot_fn, sys_bytes, OK};
 use crate::clients::client;
 use crate::counters::{bump, COUNTERS};
-use crate::devices::{device_index, device_ptr, memory_index, memory_ptr, DEVICES, MEMORIES};
+use crate::devices::{device_index, device_ptr, memory_index, memory_ptr, placement, DEVICES, MEMORIES};
 use crate::errors::{invalid, new_error};
 use crate::events::{handed_out_event, new_event, on_fake_thread, EventState, FakeEvent};
 use crate::faults::{fault_for, injected_failure, injects, null_handle, shape_array, Fault, IMPOSSIBLE_COUNT};
@@ -145,13 +145,7 @@ slot_fn!(PJRT_Client_BufferFromHostBuffer => fn client_buffer_from_host_buffer(
         // reached.
         return Err(invalid(format!("fake: bad element type {}", args.type_.0)));
     }
-    let (device, memory) = if !args.memory.is_null() {
-        let memory = memory_index(args.memory)?;
-        (MEMORIES[memory].devices[0], memory)
-    } else {
-        let device = device_index(args.device)?;
-        (device, DEVICES[device].default_memory)
-    };
+    let (device, memory) = placement(args.device, args.memory)?;
     let dims = if args.num_dims == 0 {
         Vec::new()
     } else if args.dims.is_null() {
@@ -235,13 +229,7 @@ slot_fn!(PJRT_Client_CreateViewOfDeviceBuffer => fn client_create_view(
     client(args.client)?;
     // SAFETY: the client passes `num_dims` readable dimensions.
     let (dims, size) = unsafe { shape_of(args.dims, args.num_dims, args.element_type) }?;
-    let (device, memory) = if args.memory.is_null() {
-        let device = device_index(args.device)?;
-        (device, DEVICES[device].default_memory)
-    } else {
-        let memory = memory_index(args.memory)?;
-        (MEMORIES[memory].devices[0], memory)
-    };
+    let (device, memory) = placement(args.device, args.memory)?;
     let Some(on_delete) = args.on_delete_callback else {
         return Err(invalid("fake: a view needs an on-delete callback"));
     };
@@ -623,13 +611,7 @@ slot_fn!(PJRT_Client_CreateUninitializedBuffer => fn client_create_uninitialized
     client(args.client)?;
     // SAFETY: the client passes `shape_num_dims` readable dimensions.
     let (dims, size) = unsafe { shape_of(args.shape_dims, args.shape_num_dims, args.shape_element_type) }?;
-    let (device, memory) = if args.memory.is_null() {
-        let device = device_index(args.device)?;
-        (device, DEVICES[device].default_memory)
-    } else {
-        let memory = memory_index(args.memory)?;
-        (MEMORIES[memory].devices[0], memory)
-    };
+    let (device, memory) = placement(args.device, args.memory)?;
     args.buffer = if injects(fault, Fault::NullOutput) {
         null_mut()
     } else {

@@ -194,6 +194,20 @@ pub(crate) fn description_index(ptr: *mut sys::PJRT_DeviceDescription) -> Result
         .ok_or_else(|| invalid("fake: not a device description of this plugin"))
 }
 
+/// Where an upload goes: the memory when one is given, else the device's default memory.
+pub(crate) fn placement(
+    device: *mut sys::PJRT_Device,
+    memory: *mut sys::PJRT_Memory,
+) -> Result<(usize, usize), *mut PJRT_Error> {
+    if memory.is_null() {
+        let device = device_index(device)?;
+        Ok((device, DEVICES[device].default_memory))
+    } else {
+        let memory = memory_index(memory)?;
+        Ok((MEMORIES[memory].devices[0], memory))
+    }
+}
+
 pub(crate) fn memory_index(ptr: *mut sys::PJRT_Memory) -> Result<usize, *mut PJRT_Error> {
     MEMORY_OBJECTS
         .iter()
