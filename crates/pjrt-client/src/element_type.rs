@@ -248,19 +248,20 @@ pub(crate) fn native_bytes<T: NativeType>(values: &[T]) -> &[u8] {
     unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) }
 }
 
-/// Host bytes of `T::ELEMENT_TYPE` as values of `T`. PRED bytes are first mapped as numpy casts
-/// bytes to `bool` ([`normalize_pred`]). Bytes past the last whole element are ignored (callers
-/// pass the dense size of a shape, a whole number of elements).
-pub(crate) fn native_values<T: NativeType>(mut bytes: Vec<u8>) -> Vec<T> {
-    if T::ELEMENT_TYPE == ElementType::PRED {
-        normalize_pred(&mut bytes);
-    }
+/// Host bytes of `T::ELEMENT_TYPE` as values of `T`, PRED bytes mapped as numpy casts bytes to
+/// `bool` ([`normalize_pred`]). Bytes past the last whole element are ignored (callers pass the
+/// dense size of a shape, a whole number of elements).
+pub(crate) fn native_values<T: NativeType>(bytes: &[u8]) -> Vec<T> {
     let count = bytes.len() / std::mem::size_of::<T>();
     let mut out = Vec::<T>::with_capacity(count);
-    // SAFETY: `T: NativeType` accepts every bit pattern of its element type's size, and PRED
-    // bytes were just mapped to 0 and 1; `count` elements fit in `bytes` and in `out`.
+    let size = count * std::mem::size_of::<T>();
+    // SAFETY: `out` has room for `size` bytes; the bytes are mapped to 0 and 1 for PRED before
+    // `set_len` makes them values, and `T: NativeType` accepts every other bit pattern.
     unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, count * std::mem::size_of::<T>());
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, size);
+        if T::ELEMENT_TYPE == ElementType::PRED {
+            normalize_pred(std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, size));
+        }
         out.set_len(count);
     }
     out

@@ -67,7 +67,7 @@ impl HostArray {
         if self.element_type != T::ELEMENT_TYPE {
             return Err(Error::invalid(format!("the array holds {}, not {}", self.element_type, T::ELEMENT_TYPE)));
         }
-        Ok(native_values(self.data.clone()))
+        Ok(native_values(&self.data))
     }
 
     /// The element type.

@@ -552,7 +552,7 @@ impl Buffer {
             return Err(Error::invalid(format!("the buffer holds {element_type}, not {}", T::ELEMENT_TYPE)));
         }
         // `to_host_bytes` gives the dense size of the shape (checked in `host_size`).
-        Ok(native_values(self.to_host_bytes()?))
+        Ok(native_values(&self.to_host_bytes()?))
     }
 
     /// Copies the buffer to another device of the same client.
