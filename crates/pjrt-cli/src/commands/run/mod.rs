@@ -73,16 +73,13 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
     }
     let plugin = resolve_plugin(&args.plugin)?;
     let client = cpu_aware_client(&plugin, device_count)?;
-    if let Some(arrays) = host_inputs.take() {
-        if let Some(model) = &jax_model {
-            // The model's arguments, each of its parameter's type (--shard-inputs is refused).
-            let (arrays, labels) =
-                jax_model::module_arguments(model, client.platform_name(), arrays, &inputs.labels, args.shard_inputs)?;
-            inputs = Inputs::arrays(arrays, labels);
-        } else {
-            // --shard-inputs: split below, once the parameters' types are known.
-            host_inputs = Some(arrays);
-        }
+    // A jax.export model's arguments, each of its parameter's type (--shard-inputs is refused);
+    // other host inputs are split below, once the parameters' types are known.
+    if let Some(model) = &jax_model {
+        let arrays = host_inputs.take().unwrap_or_default();
+        let (arrays, labels) =
+            jax_model::module_arguments(model, client.platform_name(), arrays, &inputs.labels, args.shard_inputs)?;
+        inputs = Inputs::arrays(arrays, labels);
     }
     let input_count = host_inputs.as_ref().map_or(inputs.len(), Vec::len);
     let options =
@@ -96,6 +93,7 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
     // work would leave some outputs written and the others lost.
     let stored = output_dtypes(args.output_format, exe.output_shapes())?;
     let params = exe.parameter_shapes().map(|p| p.to_vec());
+    let wanted = |i: usize| params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
     if let Some(params) = &params {
         if params.len() != input_count {
             return Err(invalid(format!(
@@ -116,8 +114,9 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
                 .iter()
                 .enumerate()
                 .map(|(i, array)| {
-                    let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
-                    array.to_host_array(wanted).map_err(|e| e.context(format_args!("input {i} ({})", inputs.labels[i])))
+                    array
+                        .to_host_array(wanted(i))
+                        .map_err(|e| e.context(format_args!("input {i} ({})", inputs.labels[i])))
                 })
                 .collect::<Result<Vec<_>, Error>>()?;
             // Replicated where the input already has the (per-device) parameter shape.
@@ -148,9 +147,8 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
         let device_inputs = sharded.as_ref().map_or(&inputs, |s| &s[k]);
         let mut row = Vec::new();
         for i in 0..device_inputs.len() {
-            let wanted = params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
             let buffer = device_inputs
-                .upload(&client, i, wanted, Placement::Device(device))
+                .upload(&client, i, wanted(i), Placement::Device(device))
                 .map_err(|e| e.context(format_args!("input {i} ({})", device_inputs.labels[i])))?;
             row.push(buffer);
         }
