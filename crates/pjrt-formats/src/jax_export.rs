@@ -993,6 +993,16 @@ impl JaxExport {
         Ok(())
     }
 
+    /// Checks one `.npy` input against its aval, as it uploads for it (bf16 bits, widened
+    /// sub-byte values; else its own type, reported as the mismatch).
+    pub fn check_npy_input(&self, index: usize, array: &NpyArray) -> Result<()> {
+        let wanted = self.in_avals.get(index).and_then(|a| a.element_type);
+        let element_type = crate::npy_arrays::upload_element_type(array.dtype, wanted)
+            .unwrap_or_else(|_| crate::npy_arrays::element_type_of(array.dtype));
+        let dims: Vec<u64> = array.shape.iter().map(|&d| d as u64).collect();
+        self.check_input(index, element_type, &dims)
+    }
+
     /// Maps the caller's inputs (every input, in the order of [`JaxExport::in_avals`]) to the
     /// module's arguments: checks each against its aval, drops the ones the module does not
     /// keep, and puts the platform index (an `i32` scalar) first when the export has several
@@ -1010,13 +1020,8 @@ impl JaxExport {
                 inputs.len()
             )));
         }
-        for (i, (array, aval)) in inputs.iter().zip(&self.in_avals).enumerate() {
-            // The type it uploads as for this aval (bf16 bits, widened sub-byte values), else
-            // its own type, which `check_input` then reports as the mismatch.
-            let element_type = crate::npy_arrays::upload_element_type(array.dtype, aval.element_type)
-                .unwrap_or_else(|_| crate::npy_arrays::element_type_of(array.dtype));
-            let dims: Vec<u64> = array.shape.iter().map(|&d| d as u64).collect();
-            self.check_input(i, element_type, &dims)?;
+        for (i, array) in inputs.iter().enumerate() {
+            self.check_npy_input(i, array)?;
         }
         let mut arguments = Vec::with_capacity(self.module_kept_var_idx.len() + 1);
         if let Some(index) = self.platform_index(platform)? {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use pjrt_client::{HostArray, Program};
 use pjrt_formats::jax_export::JaxExport;
 use pjrt_formats::npy::NpyArray;
-use pjrt_formats::{element_type_of, upload_element_type, Error};
+use pjrt_formats::Error;
 use serde_json::json;
 
 use super::inputs::gather_inputs;
@@ -29,10 +29,9 @@ pub fn read_program(path: &Path) -> Result<(Program, Option<JaxExport>), Error> 
     Ok((model.program()?, Some(model)))
 }
 
-/// The module's arguments for `platform`: for a `jax.export` model each input is checked
-/// against the model's avals (errors name the file), unused inputs are dropped and the
-/// platform index goes first when the model has several platforms; other programs take the
-/// inputs as given. Also returns a name for each argument (its file, or `<platform index>`)
+/// The `jax.export` model's arguments for `platform`: each input is checked against the
+/// model's avals (errors name the file), unused inputs are dropped and the platform index goes
+/// first when the model has several platforms. Also returns a name for each argument (its file, or `<platform index>`)
 /// for error messages.
 pub fn module_arguments(
     model: &JaxExport,
@@ -50,12 +49,7 @@ pub fn module_arguments(
     // A wrong count is reported by `arrange_inputs`, with every expected aval.
     let checked = if inputs.len() == model.in_avals().len() { inputs.len() } else { 0 };
     for (i, (array, label)) in inputs.iter().zip(labels).enumerate().take(checked) {
-        // As the array uploads for this input (bf16 bits, widened sub-byte values), else its
-        // own type, which `check_input` reports.
-        let wanted = model.in_avals().get(i).and_then(|a| a.element_type);
-        let element_type = upload_element_type(array.dtype, wanted).unwrap_or_else(|_| element_type_of(array.dtype));
-        let dims: Vec<u64> = array.shape.iter().map(|&d| d as u64).collect();
-        model.check_input(i, element_type, &dims).map_err(|e| match e.invalid_argument() {
+        model.check_npy_input(i, array).map_err(|e| match e.invalid_argument() {
             Some(m) => invalid(format!("{m} (--input {label})")),
             None => e,
         })?;
