@@ -17,7 +17,7 @@
 //! | `pjrt cache info\|clear` | [`cli::CacheCommand`] | `src/commands/cache.rs` |
 //! | `pjrt plugin install\|list` | [`cli::PluginCommand`] | `src/commands/plugin.rs` |
 //! | `pjrt bench` | [`cli::BenchArgs`] | `src/commands/bench.rs` |
-//! | `pjrt conform` | [`cli::ConformArgs`] | `src/commands/conform.rs` |
+//! | `pjrt conform` | [`cli::ConformArgs`] | `src/commands/conform/` |
 //!
 //! What several commands share lives outside [`commands`]:
 //! - `src/cli.rs`: the clap definitions, [`parse_args`] and [`parse_xla_option`].
