@@ -14,6 +14,11 @@ use pjrt_client::{
 };
 use serde_json::{json, Value as Json};
 
+mod compile_options;
+mod execute_options;
+mod layouts;
+mod plugin_table;
+
 use crate::cli::{ConformArgs, PluginArg};
 use crate::plugins::resolve_plugin;
 
@@ -151,6 +156,10 @@ pub fn run_checks(plugin: &Plugin) -> (Json, Report) {
     transfer_manager_checks(&mut r, &client);
     client_ext_checks(&mut r, &client);
     kv_store_checks(&mut r, plugin, &options);
+    layouts::checks(&mut r, &client);
+    execute_options::checks(&mut r, &client);
+    plugin_table::checks(&mut r, &client);
+    compile_options::checks(&mut r, &client);
     (plugin_json(plugin, Some(&client)), r)
 }
 
