@@ -454,3 +454,95 @@ fn the_intro_counts_match_the_rows() {
     );
     assert!(doc.contains(&stated), "the intro of docs/parity.md should say:\n{stated}");
 }
+
+/// The source of every crate's `src/` folder, concatenated (for name lookups).
+fn workspace_sources() -> String {
+    fn walk(dir: &Path, out: &mut String) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push_str(&std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    let mut text = String::new();
+    for krate in std::fs::read_dir(workspace().join("crates")).unwrap().flatten() {
+        let dir = krate.path().join("src");
+        if dir.is_dir() {
+            walk(&dir, &mut text);
+        }
+    }
+    text
+}
+
+/// What a Rust name of a row (`Type::method`, `Drop for Type`) misses in the sources.
+fn missing_rust_name(name: &str, sources: &str) -> Option<String> {
+    let is_ident = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_');
+    let type_exists = |t: &str| {
+        ["struct", "enum", "trait", "type"].iter().any(|kind| {
+            sources.contains(&format!("{kind} {t} "))
+                || sources.contains(&format!("{kind} {t}<"))
+                || sources.contains(&format!("{kind} {t}("))
+                || sources.contains(&format!("{kind} {t};"))
+        })
+    };
+    if let Some(t) = name.strip_prefix("Drop for ") {
+        // Some types release their handle through an inner owner (shared by clones or guards).
+        let inner = match t {
+            "ExternalReference" => "RawExternalReference",
+            "ExecuteContext" => "ContextInner",
+            t => t,
+        };
+        return (!sources.contains(&format!("impl Drop for {inner}"))).then(|| format!("no `impl Drop for {inner}`"));
+    }
+    if let Some(t) = name.strip_prefix("impl Future for ") {
+        return (!sources.contains(&format!("Future for {t}"))).then(|| format!("no `impl Future for {t}`"));
+    }
+    // Bare names (a C++ type, another row's method, `Future`) are prose, not checked.
+    let (ty, method) = match name.split_once("::") {
+        Some((ty, method)) if is_ident(ty) && is_ident(method) => (ty, method),
+        _ => return None,
+    };
+    if !ty.starts_with(|c: char| c.is_ascii_uppercase()) {
+        return None;
+    }
+    if !type_exists(ty) {
+        return Some(format!("no type `{ty}`"));
+    }
+    if method.starts_with(|c: char| c.is_ascii_uppercase()) {
+        // An enum variant or an associated constant.
+        return (!sources.contains(method)).then(|| format!("no `{method}`"));
+    }
+    // A method, a public field, or a method made by a query macro (`name, PJRT_Slot, ...`).
+    let found =
+        [format!("fn {method}("), format!("fn {method}<"), format!("pub {method}:"), format!("{method}, PJRT_")]
+            .iter()
+            .any(|pattern| sources.contains(pattern.as_str()));
+    (!found).then(|| format!("no `fn {method}`"))
+}
+
+#[test]
+fn every_rust_name_in_a_row_exists() {
+    let doc = parity_doc();
+    let sources = workspace_sources();
+    let mut problems = Vec::new();
+    let mut check = |row: &str, cell: &str| {
+        for name in names_in(cell) {
+            let name = name.trim_end_matches("()");
+            if let Some(why) = missing_rust_name(name, &sources) {
+                problems.push(format!("{row}: `{name}`: {why}"));
+            }
+        }
+    };
+    for (class, rows) in method_rows(&doc) {
+        for row in rows {
+            check(&format!("{class} {}", row[0]), &row[1]);
+        }
+    }
+    for row in slot_rows(&doc) {
+        check(&format!("slot {}", row[1]), &row[3]);
+    }
+    assert!(problems.is_empty(), "docs/parity.md names Rust items that do not exist:\n{}", problems.join("\n"));
+}
