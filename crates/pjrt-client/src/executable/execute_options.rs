@@ -36,7 +36,8 @@ pub(crate) fn raw_execute_options() -> sys::PJRT_ExecuteOptions {
 }
 
 /// An execute context (`PJRT_ExecuteContext`, API 0.52): per-execution data for the plugin,
-/// e.g. FFI user data (see [`crate::extensions`]). Cheap to clone (shared); destroyed when the
+/// e.g. FFI user data (see [`crate::extensions::FfiExtension::add_owned_user_data`], which moves
+/// Rust values into it). Cheap to clone (shared); destroyed when the
 /// last clone, and the last execution using it, is gone.
 #[derive(Clone)]
 pub struct ExecuteContext {
@@ -119,8 +120,10 @@ impl fmt::Debug for ExecuteContext {
     }
 }
 
-/// Options for [`LoadedExecutable::execute_with`] and
-/// [`LoadedExecutable::execute_sharded_with`]. Cheap to clone (callbacks and context are
+/// Options for every execute path that takes them: [`LoadedExecutable::execute_with`],
+/// [`LoadedExecutable::execute_async_with`], [`LoadedExecutable::execute_on_with`],
+/// [`LoadedExecutable::execute_on_async_with`], [`LoadedExecutable::execute_sharded_with`] and
+/// [`LoadedExecutable::execute_sharded_async`]. Cheap to clone (callbacks and context are
 /// shared); one value may serve many executions.
 ///
 /// ```no_run

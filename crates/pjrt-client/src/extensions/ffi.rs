@@ -16,6 +16,16 @@ use crate::sys::{self, Args};
 /// [`FfiExtension::add_owned_user_data`] puts a `T` into an execute context, and under which an
 /// XLA FFI handler finds it. Only such a registration makes one, so the plugin never pairs a
 /// Rust value with a deleter that is not this crate's.
+///
+/// ```
+/// use pjrt_client::extensions::UserDataType;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// let ffi = plugin.ffi_extension().expect("the CPU plugins have the FFI extension");
+/// let scale: UserDataType<f64> = ffi.register_user_data_type("user_data_type_example::Scale")?;
+/// let copy = scale; // Copy: one registration serves every context
+/// assert_eq!(copy.id(), scale.id());
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
 pub struct UserDataType<T> {
     id: i64,
     _type: PhantomData<fn(T) -> T>,
