@@ -301,3 +301,55 @@ fn owned_user_data_reaches_the_plugin_and_is_dropped_once_after_the_context() {
         assert_eq!(drops.load(Ordering::SeqCst), 1, "{name}: given back (dropped) at once");
     }
 }
+
+/// A plugin older than an option (the fake plugin claiming 0.60, before
+/// `PJRT_ExecuteOptions.context` at 0.64, or 0.38, before the non-donatable inputs at 0.39)
+/// would not read it: every path refuses the option with the typed error, before the plugin.
+#[test]
+fn options_newer_than_the_plugin_are_refused_on_every_path() {
+    use crate::fake_support::{self, Fake};
+    use pjrt_client::ClientOptions;
+
+    for (scenario, feature, since) in [
+        ("minor_60", "PJRT_ExecuteOptions.context", 64),
+        ("minor_38", "PJRT_ExecuteOptions.non_donatable_input_indices", 39),
+    ] {
+        let fake = Fake::new(scenario);
+        let plugin = fake.plugin();
+        {
+            let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
+            let exe = fake_support::compile(&client, 1).unwrap();
+            let device = exe.addressable_devices()[0];
+            let a = upload_to(&client, &device, [1., 2., 3., 4.]);
+            let options = if since == 64 {
+                // ExecuteContext_Create itself is older (0.52): the context exists, only the
+                // option to pass it does not.
+                ExecuteOptions::new().context(&ExecuteContext::new(&plugin).unwrap())
+            } else {
+                let e = ExecuteContext::new(&plugin).unwrap_err();
+                assert!(matches!(e, Error::Unsupported { function: "PJRT_ExecuteContext_Create", .. }), "{e}");
+                ExecuteOptions::new().non_donatable_inputs([0])
+            };
+            let refused = |result: pjrt_client::Result<()>, path: &str| match result {
+                Err(Error::Unsupported { function, since_minor, .. }) => {
+                    assert_eq!((function, since_minor), (feature, since), "{scenario}: {path}")
+                }
+                other => panic!("{scenario}: {path}: expected Unsupported, got {other:?}"),
+            };
+            refused(exe.execute_with(&[&a, &a], &options).map(drop), "execute_with");
+            refused(exe.execute_async_with(&[&a, &a], &options).map(drop), "execute_async_with");
+            refused(exe.execute_on_with(&device, &[&a, &a], &options).map(drop), "execute_on_with");
+            refused(exe.execute_on_async_with(&device, &[&a, &a], &options).map(drop), "execute_on_async_with");
+            refused(exe.execute_sharded_with(&[[&a, &a]], &options).map(drop), "execute_sharded_with");
+            refused(exe.execute_sharded_async(&[[&a, &a]], &options).map(drop), "execute_sharded_async");
+            // Without the option, every path runs.
+            let plain = ExecuteOptions::new().launch_id(1);
+            assert_eq!(exe.execute_on_with(&device, &[&a, &a], &plain).unwrap().len(), 1, "{scenario}");
+            assert_eq!(exe.execute_on_async(&device, &[&a, &a]).unwrap().wait().unwrap().len(), 1, "{scenario}");
+            for pending in exe.execute_sharded_async(&[[&a, &a]], &plain).unwrap() {
+                pending.wait().unwrap();
+            }
+        }
+        fake.assert_nothing_leaked();
+    }
+}
