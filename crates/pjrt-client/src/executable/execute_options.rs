@@ -1,16 +1,18 @@
 //! How an execution runs: [`ExecuteOptions`] (launch id, donation, non-donatable inputs, host
 //! callbacks) and [`ExecuteContext`].
 
+use std::ffi::c_void;
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::call::pjrt_call;
 use crate::call::release::release_if_in_callback;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::executable::context_data;
 use crate::executable::host_callbacks::{CallbackLists, CallbackTargets, CopyToDeviceStream, HostCallbacks, SendChunk};
 use crate::executable::LoadedExecutable;
 use crate::plugin::Plugin;
@@ -34,7 +36,8 @@ pub(crate) fn raw_execute_options() -> sys::PJRT_ExecuteOptions {
 }
 
 /// An execute context (`PJRT_ExecuteContext`, API 0.52): per-execution data for the plugin,
-/// e.g. FFI user data (see [`crate::extensions`]). Cheap to clone (shared); destroyed when the
+/// e.g. FFI user data (see [`crate::extensions::FfiExtension::add_owned_user_data`], which moves
+/// Rust values into it). Cheap to clone (shared); destroyed when the
 /// last clone, and the last execution using it, is gone.
 #[derive(Clone)]
 pub struct ExecuteContext {
@@ -44,6 +47,9 @@ pub struct ExecuteContext {
 pub(crate) struct ContextInner {
     plugin: Plugin,
     raw: NonNull<sys::PJRT_ExecuteContext>,
+    /// Keys of the user data given to the plugin with this context (see `context_data`): what
+    /// the plugin has not released by the time the context is destroyed is dropped then.
+    user_data: Mutex<Vec<usize>>,
 }
 
 // SAFETY: the context is only read by executions (thread-safe in PJRT) and destroyed once, when
@@ -59,7 +65,9 @@ impl ExecuteContext {
         pjrt_call!(plugin.api(), PJRT_ExecuteContext_Create, &mut args)?;
         let raw = NonNull::new(args.context)
             .ok_or_else(|| Error::invalid("PJRT_ExecuteContext_Create returned no context"))?;
-        Ok(ExecuteContext { inner: Arc::new(ContextInner { plugin: plugin.clone(), raw }) })
+        Ok(ExecuteContext {
+            inner: Arc::new(ContextInner { plugin: plugin.clone(), raw, user_data: Mutex::default() }),
+        })
     }
 
     /// The raw handle, for use with [`crate::sys`] (e.g. the FFI extension's user data). Do not
@@ -72,14 +80,37 @@ impl ExecuteContext {
     pub(crate) fn api(&self) -> &crate::call::Api {
         self.inner.plugin.api()
     }
+
+    /// Takes ownership of `value` for as long as the context lives and returns the pointer to
+    /// give the plugin; pass [`context_data::release_user_data`] as its deleter.
+    pub(crate) fn adopt_user_data<T: Send + Sync + 'static>(&self, value: T) -> *mut c_void {
+        let ptr = context_data::adopt(value);
+        self.inner.user_data.lock().unwrap_or_else(|p| p.into_inner()).push(ptr as usize);
+        ptr
+    }
 }
 
 impl Drop for ContextInner {
     fn drop(&mut self) {
-        release_if_in_callback!(ContextInner { plugin: self.plugin.clone(), raw: self.raw });
+        let user_data = std::mem::take(self.user_data.get_mut().unwrap_or_else(|p| p.into_inner()));
+        release_if_in_callback!(ContextInner {
+            plugin: self.plugin.clone(),
+            raw: self.raw,
+            user_data: Mutex::new(user_data)
+        });
         let mut args = sys::PJRT_ExecuteContext_Destroy_Args::new();
         args.context = self.raw.as_ptr();
-        let _ = pjrt_call!(self.plugin.api(), PJRT_ExecuteContext_Destroy, &mut args);
+        let destroyed = pjrt_call!(self.plugin.api(), PJRT_ExecuteContext_Destroy, &mut args);
+        if destroyed.is_err() {
+            // The plugin may still hold the context and reach the data through it: keep the
+            // data forever rather than free it under the plugin.
+            return;
+        }
+        // Data whose deleter the plugin did not call (or does not take) goes now; what the
+        // deleter already released is no longer found.
+        for key in user_data {
+            drop(context_data::take(key));
+        }
     }
 }
 
@@ -89,8 +120,10 @@ impl fmt::Debug for ExecuteContext {
     }
 }
 
-/// Options for [`LoadedExecutable::execute_with`] and
-/// [`LoadedExecutable::execute_sharded_with`]. Cheap to clone (callbacks and context are
+/// Options for every execute path that takes them: [`LoadedExecutable::execute_with`],
+/// [`LoadedExecutable::execute_async_with`], [`LoadedExecutable::execute_on_with`],
+/// [`LoadedExecutable::execute_on_async_with`], [`LoadedExecutable::execute_sharded_with`] and
+/// [`LoadedExecutable::execute_sharded_async`]. Cheap to clone (callbacks and context are
 /// shared); one value may serve many executions.
 ///
 /// ```no_run
@@ -227,7 +260,13 @@ impl Keepalive {
     /// (possibly after some devices started, which may still call the callbacks) — nothing tells
     /// when the plugin stops using what `self` holds: it is then kept until the client is
     /// destroyed (after `PJRT_Client_Destroy`), never freed early.
-    pub(super) fn hold_until_complete(self, client: &Client, events: &[Event], num_devices: usize) {
+    pub(super) fn hold_until_complete<'e>(
+        self,
+        client: &Client,
+        events: impl IntoIterator<Item = &'e Event>,
+        num_devices: usize,
+    ) {
+        let events: Vec<&Event> = events.into_iter().collect();
         if events.len() < num_devices {
             client.keep_until_destroyed(self);
             return;

@@ -39,8 +39,10 @@ impl Future for Execution {
     }
 }
 
-/// A single-device execution in flight ([`crate::LoadedExecutable::execute_async`]): resolves to the
-/// outputs once the device has finished.
+/// A single-device execution in flight: resolves to the outputs once the device has finished.
+/// Made by [`crate::LoadedExecutable::execute_async`] and `execute_async_with`,
+/// [`crate::LoadedExecutable::execute_on_async`] and `execute_on_async_with`, and, one per device,
+/// by [`crate::LoadedExecutable::execute_sharded_async`].
 #[derive(Debug)]
 pub struct PendingExecution {
     pub(super) outputs: Option<Vec<Buffer>>,

@@ -1,5 +1,6 @@
 //! Compiling programs and running loaded executables.
 
+pub(crate) mod context_data;
 pub(crate) mod execute_options;
 pub(crate) mod execution;
 mod hlo;
@@ -33,6 +34,9 @@ use crate::executable::execution::PendingExecution;
 use crate::executable::metadata::OptimizedProgram;
 use crate::program::Program;
 use crate::sys::{self, Args};
+
+/// What a launch returns per device: `outputs[device]` and `events[device]`.
+type PerDevice = (Vec<Vec<Buffer>>, Vec<Option<Event>>);
 
 /// The type and shape of one parameter or output.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -423,6 +427,44 @@ impl LoadedExecutable {
         Ok(PendingExecution { outputs: Some(outputs), event })
     }
 
+    /// Like [`LoadedExecutable::execute_async`], with [`ExecuteOptions`] (see
+    /// [`LoadedExecutable::execute_with`]). What the options give the plugin (host callbacks,
+    /// the context) stays alive until the execution has completed, even if the
+    /// [`PendingExecution`] is dropped before.
+    ///
+    /// ```
+    /// use pjrt_client::{CompileOptions, ExecuteOptions, Placement, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let program = Program::mlir_text(r#"
+    ///   func.func @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}) -> tensor<4xf32> {
+    ///     %0 = stablehlo.add %a, %a : tensor<4xf32>
+    ///     return %0 : tensor<4xf32>
+    ///   }"#)?;
+    /// let exe = client.compile(&program, &CompileOptions::new())?;
+    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
+    /// let keep_x = ExecuteOptions::new().non_donatable_inputs([0]);
+    /// let pending: Vec<_> = (0..3).map(|_| exe.execute_async_with(&[&x], &keep_x)).collect::<Result<_, _>>()?;
+    /// for execution in pending {
+    ///     assert_eq!(execution.wait()?[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
+    /// }
+    /// assert!(!x.is_deleted()?);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn execute_async_with(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<PendingExecution> {
+        let _span = span!(DEBUG, "execute_launch");
+        if self.portable || self.addressable_devices.len() != 1 {
+            // Let the general path explain what is needed instead.
+            let (mut outputs, events) = self.launch_sharded_with(&[arguments], options)?;
+            let event = events.into_iter().next().flatten();
+            return Ok(PendingExecution { outputs: Some(outputs.pop().unwrap_or_default()), event });
+        }
+        let mut raw = options.to_raw(self, 1, arguments.len())?;
+        let keepalive = raw.keepalive.take();
+        let (outputs, event) = self.launch_one(arguments, std::ptr::null_mut(), &mut raw.raw, keepalive)?;
+        Ok(PendingExecution { outputs: Some(outputs), event })
+    }
+
     /// Launches on one device (`device` NULL = the executable's own) without waiting. `keepalive`
     /// (what the options point to) is held until the device has completed.
     fn launch_one(
@@ -530,7 +572,8 @@ impl LoadedExecutable {
                 arguments.len()
             )));
         }
-        self.launch(arguments, None, &mut raw_execute_options(), None)
+        let (outputs, events) = self.launch(arguments, None, &mut raw_execute_options(), None)?;
+        Ok(Execution { outputs, events: events.into_iter().flatten().collect() })
     }
 
     /// Like [`LoadedExecutable::execute_sharded`], with [`ExecuteOptions`] (see
@@ -543,15 +586,72 @@ impl LoadedExecutable {
         options: &ExecuteOptions,
     ) -> Result<Execution> {
         let _span = span!(DEBUG, "execute_launch", devices = arguments.len());
+        let (outputs, events) = self.launch_sharded_with(arguments, options)?;
+        Ok(Execution { outputs, events: events.into_iter().flatten().collect() })
+    }
+
+    /// Like [`LoadedExecutable::execute_sharded_with`], with one [`PendingExecution`] per
+    /// device (in the order of [`LoadedExecutable::addressable_devices`]): each resolves to its
+    /// device's outputs once that device has finished, so results can be taken device by
+    /// device. Host callbacks and the context stay alive until every device has completed,
+    /// whatever happens to the pending executions.
+    ///
+    /// ```
+    /// use pjrt_client::{Buffer, Client, ClientOptions, CompileOptions, ExecuteOptions, Placement, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
+    /// let program = Program::mlir_text(r#"
+    ///   func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+    ///     %0 = stablehlo.add %x, %x : tensor<2xf32>
+    ///     return %0 : tensor<2xf32>
+    ///   }"#)?;
+    /// let exe = client.compile(&program, &CompileOptions::new().num_replicas(2))?;
+    /// let mut inputs = Vec::new();
+    /// for (k, device) in exe.addressable_devices().iter().enumerate() {
+    ///     inputs.push(client.buffer_from_slice(&[k as f32, 1.], &[2], Placement::Device(device))?);
+    /// }
+    /// let arguments: Vec<[&Buffer; 1]> = inputs.iter().map(|x| [x]).collect();
+    /// let options = ExecuteOptions::new().launch_id(3).non_donatable_inputs([0]);
+    /// let pending = exe.execute_sharded_async(&arguments, &options)?; // returns at once
+    /// assert_eq!(pending.len(), 2);
+    /// for (k, device_result) in pending.into_iter().enumerate() {
+    ///     let outputs = device_result.wait()?; // or `.await` it
+    ///     assert_eq!(outputs[0].to_vec::<f32>()?, [2. * k as f32, 2.]);
+    /// }
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn execute_sharded_async<'b, L: AsRef<[&'b Buffer]>>(
+        &self,
+        arguments: &[L],
+        options: &ExecuteOptions,
+    ) -> Result<Vec<PendingExecution>> {
+        let _span = span!(DEBUG, "execute_launch", devices = arguments.len());
+        let (outputs, events) = self.launch_sharded_with(arguments, options)?;
+        Ok(outputs
+            .into_iter()
+            .zip(events)
+            .map(|(outputs, event)| PendingExecution { outputs: Some(outputs), event })
+            .collect())
+    }
+
+    fn launch_sharded_with<'b, L: AsRef<[&'b Buffer]>>(
+        &self,
+        arguments: &[L],
+        options: &ExecuteOptions,
+    ) -> Result<PerDevice> {
         if self.portable {
             return Err(Error::invalid(
-                "this executable is portable (compiled with compile_portable_executable): run it with execute_on(device, ...)",
+                "this executable is portable (compiled with compile_portable_executable): run it with \
+                 execute_on_with(device, ...) or execute_on_async_with(device, ...)",
             ));
         }
         let expected = self.addressable_devices.len();
         if arguments.len() != expected {
             return Err(Error::invalid(format!(
-                "the executable runs on {expected} devices and needs one argument list per device, but {} lists were given",
+                "the executable runs on {expected} devices ({} replicas × {} partitions) and needs one argument list \
+                 per device, but {} lists were given",
+                self.num_replicas,
+                self.num_partitions,
                 arguments.len()
             )));
         }
@@ -572,6 +672,110 @@ impl LoadedExecutable {
             event.wait()?;
         }
         Ok(outputs)
+    }
+
+    /// Like [`LoadedExecutable::execute_on`], with [`ExecuteOptions`] (see
+    /// [`LoadedExecutable::execute_with`]); host callbacks see device index 0.
+    ///
+    /// ```
+    /// use pjrt_client::{CompileOptions, ExecuteContext, ExecuteOptions, Placement, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new().cpu_device_count(2))?;
+    /// let program = Program::mlir_text(r#"
+    ///   func.func @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}) -> tensor<4xf32> {
+    ///     %0 = stablehlo.add %a, %a : tensor<4xf32>
+    ///     return %0 : tensor<4xf32>
+    ///   }"#)?;
+    /// // Portable: compiled once, run on whichever device is chosen at launch.
+    /// let exe = client.compile(&program, &CompileOptions::new().compile_portable_executable(true))?;
+    /// let device = client.addressable_devices()[1];
+    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Device(&device))?;
+    /// let context = ExecuteContext::new(client.plugin())?;
+    /// let options = ExecuteOptions::new().launch_id(9).non_donatable_inputs([0]).context(&context);
+    /// let outputs = exe.execute_on_with(&device, &[&x], &options)?;
+    /// assert_eq!(outputs[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
+    /// assert!(!x.is_deleted()?, "not donated");
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn execute_on_with(
+        &self,
+        device: &Device<'_>,
+        arguments: &[&Buffer],
+        options: &ExecuteOptions,
+    ) -> Result<Vec<Buffer>> {
+        let _span = span!(DEBUG, "execute");
+        self.execute_on_async_with(device, arguments, options)?.wait()
+    }
+
+    /// Like [`LoadedExecutable::execute_on`], but returns at once: await the result or call
+    /// [`PendingExecution::wait`].
+    ///
+    /// ```
+    /// use pjrt_client::{CompileOptions, Placement, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new().cpu_device_count(2))?;
+    /// # let program = Program::mlir_text(r#"
+    /// #   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+    /// #     %0 = stablehlo.add %a, %b : tensor<4xf32>
+    /// #     return %0 : tensor<4xf32>
+    /// #   }"#)?;
+    /// let exe = client.compile(&program, &CompileOptions::new().compile_portable_executable(true))?;
+    /// // One launch per device, all in flight at once.
+    /// let mut pending = Vec::new();
+    /// for device in client.addressable_devices() {
+    ///     let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Device(&device))?;
+    ///     pending.push(exe.execute_on_async(&device, &[&x, &x])?);
+    /// }
+    /// for execution in pending {
+    ///     assert_eq!(execution.wait()?[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
+    /// }
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn execute_on_async(&self, device: &Device<'_>, arguments: &[&Buffer]) -> Result<PendingExecution> {
+        let _span = span!(DEBUG, "execute_launch");
+        if !device.client().same_client(&self.client) {
+            return Err(Error::invalid("the device belongs to another client"));
+        }
+        let (outputs, event) = self.launch_one(arguments, device.as_raw(), &mut raw_execute_options(), None)?;
+        Ok(PendingExecution { outputs: Some(outputs), event })
+    }
+
+    /// Like [`LoadedExecutable::execute_on_async`], with [`ExecuteOptions`]. What the options
+    /// give the plugin (host callbacks, the context) stays alive until the device has
+    /// completed, even if the [`PendingExecution`] is dropped before; the callbacks are never
+    /// dropped on a plugin thread.
+    ///
+    /// ```
+    /// use pjrt_client::{CompileOptions, ExecuteOptions, Placement, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// # let program = Program::mlir_text(r#"
+    /// #   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+    /// #     %0 = stablehlo.add %a, %b : tensor<4xf32>
+    /// #     return %0 : tensor<4xf32>
+    /// #   }"#)?;
+    /// let exe = client.compile(&program, &CompileOptions::new())?;
+    /// let device = exe.addressable_devices()[0];
+    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
+    /// let pending = exe.execute_on_async_with(&device, &[&x, &x], &ExecuteOptions::new().launch_id(5))?;
+    /// let outputs = futures::executor::block_on(pending)?;
+    /// assert_eq!(outputs[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn execute_on_async_with(
+        &self,
+        device: &Device<'_>,
+        arguments: &[&Buffer],
+        options: &ExecuteOptions,
+    ) -> Result<PendingExecution> {
+        let _span = span!(DEBUG, "execute_launch");
+        if !device.client().same_client(&self.client) {
+            return Err(Error::invalid("the device belongs to another client"));
+        }
+        let mut raw = options.to_raw(self, 1, arguments.len())?;
+        let keepalive = raw.keepalive.take();
+        let (outputs, event) = self.launch_one(arguments, device.as_raw(), &mut raw.raw, keepalive)?;
+        Ok(PendingExecution { outputs: Some(outputs), event })
     }
 
     fn check_arguments<'b, L: AsRef<[&'b Buffer]>>(&self, arguments: &[L]) -> Result<()> {
@@ -615,13 +819,15 @@ impl LoadedExecutable {
         Ok(())
     }
 
+    /// Launches one argument list per device without waiting: the outputs and the completion
+    /// event (where the plugin gave one) of each device, in argument-list order.
     fn launch<'b, L: AsRef<[&'b Buffer]>>(
         &self,
         arguments: &[L],
         device: Option<*mut sys::PJRT_Device>,
         options: &mut sys::PJRT_ExecuteOptions,
         keepalive: Option<Keepalive>,
-    ) -> Result<Execution> {
+    ) -> Result<PerDevice> {
         self.check_arguments(arguments)?;
         let num_args = arguments.first().map(|l| l.as_ref().len()).unwrap_or(0);
         if arguments.iter().any(|l| l.as_ref().len() != num_args) {
@@ -648,10 +854,10 @@ impl LoadedExecutable {
         let status = pjrt_call!(self.client.api(), PJRT_LoadedExecutable_Execute, &mut args);
         // Take ownership of whatever the plugin returned, even on failure, so nothing leaks.
         let outputs: Vec<Vec<Buffer>> = raw_outputs.iter().map(|list| self.adopt_outputs(list)).collect();
-        let events: Vec<Event> =
-            events.iter().filter_map(|e| Event::from_raw(self.client.plugin(), Some(&self.client), *e)).collect();
+        let events: Vec<Option<Event>> =
+            events.iter().map(|e| Event::from_raw(self.client.plugin(), Some(&self.client), *e)).collect();
         if let Some(keepalive) = keepalive {
-            keepalive.hold_until_complete(&self.client, &events, num_devices);
+            keepalive.hold_until_complete(&self.client, events.iter().flatten(), num_devices);
         }
         status?;
         if outputs.iter().any(|list| list.len() != num_outputs) {
@@ -659,7 +865,7 @@ impl LoadedExecutable {
                 "PJRT_LoadedExecutable_Execute succeeded but did not return all {num_outputs} outputs of every device"
             )));
         }
-        Ok(Execution { outputs, events })
+        Ok((outputs, events))
     }
 
     /// Marks the executable deleted (frees device resources where the plugin supports it).

@@ -48,6 +48,7 @@ mod phase_compile;
 mod profiler;
 mod shardings;
 
+pub use ffi::UserDataType;
 pub use layouts::SerializedLayout;
 pub use memory_descriptions::MemoryDescription;
 pub use shardings::ExecutableShardings;
@@ -851,7 +852,8 @@ mod tests {
             "{err:?}"
         );
         // SAFETY: refused before the dangling context is used.
-        let err = unsafe { ext.add_user_data_raw(NonNull::dangling().as_ptr(), 1, std::ptr::null_mut()) }.unwrap_err();
+        let err =
+            unsafe { ext.add_user_data_raw(NonNull::dangling().as_ptr(), 1, std::ptr::null_mut(), None) }.unwrap_err();
         assert!(matches!(err, Error::Unsupported { .. }), "{err:?}");
         assert_eq!(FFI_V1_CALLS.load(Ordering::SeqCst), 0);
     }
@@ -1037,8 +1039,8 @@ mod tests {
         let data = 0x1234 as *mut c_void;
         // SAFETY: the fake functions never use the context or the data.
         unsafe {
-            v2.add_user_data_raw(NonNull::dangling().as_ptr(), 5, data).unwrap();
-            v3.add_user_data_raw(NonNull::dangling().as_ptr(), 5, data).unwrap();
+            v2.add_user_data_raw(NonNull::dangling().as_ptr(), 5, data, None).unwrap();
+            v3.add_user_data_raw(NonNull::dangling().as_ptr(), 5, data, None).unwrap();
         }
         assert_eq!(FFI_V2_ADD_SEEN.load(Ordering::SeqCst), 1, "version 2 got 48 bytes and a NULL deleter");
         assert_eq!(FFI_V3_ADD_SEEN.load(Ordering::SeqCst), 1);

@@ -23,6 +23,7 @@ mod buffer_parity;
 mod cpu_behaviour;
 mod device_extras;
 mod executable_parity;
+mod execute_everywhere;
 mod extensions;
 mod fake_plugin;
 mod fault_injection;
