@@ -1,7 +1,7 @@
 //! How an execution runs: [`ExecuteOptions`] (launch id, donation, non-donatable inputs, host
 //! callbacks) and [`ExecuteContext`].
 
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void, CString};
 use std::fmt;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -22,6 +22,10 @@ use crate::sys::{self, Args};
 pub(crate) const CONTEXT_FIELD_MINOR: i32 = 64;
 /// The minor version that added `PJRT_ExecuteOptions.non_donatable_input_indices`.
 pub(crate) const NON_DONATABLE_MINOR: i32 = 39;
+/// The minor version that added `PJRT_ExecuteOptions.call_location`.
+pub(crate) const CALL_LOCATION_MINOR: i32 = 76;
+/// The minor version that added `PJRT_ExecuteOptions.num_tasks`, `task_ids` and `incarnation_ids`.
+pub(crate) const TASK_INCARNATIONS_MINOR: i32 = 78;
 
 /// The `PJRT_ExecuteOptions` every launch starts from: zeroed, full size, and with
 /// `use_major_to_minor_data_layout_for_callbacks` set, as XLA's own frameworks (JAX, IFRT,
@@ -144,6 +148,9 @@ pub struct ExecuteOptions {
     launch_id: i32,
     non_donatable: Vec<i64>,
     context: Option<ExecuteContext>,
+    call_location: Option<String>,
+    /// (task id, incarnation id), sorted by task id, one entry per task.
+    incarnations: Vec<(c_int, i64)>,
     pub(crate) callbacks: HostCallbacks,
 }
 
@@ -174,6 +181,54 @@ impl ExecuteOptions {
         self
     }
 
+    /// Where in the caller's code this execution comes from (`PJRT_ExecuteOptions.call_location`,
+    /// API 0.76), e.g. `"train.py:42"`; plugins may show it in errors, logs and profiles.
+    /// A location with a NUL byte is refused when the execution starts (`Error::InvalidArgument`).
+    ///
+    /// ```
+    /// # use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Placement, Plugin, Program};
+    /// # let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = Client::new(&plugin, &ClientOptions::new())?;
+    /// # let program = Program::mlir_text("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> { return %x : tensor<2xf32> }")?;
+    /// let exe = client.compile(&program, &CompileOptions::new())?;
+    /// let x = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
+    /// let options = ExecuteOptions::new().call_location(concat!(file!(), ":", line!()));
+    /// assert_eq!(exe.execute_with(&[&x], &options)?[0].to_vec::<f32>()?, [1., 2.]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn call_location(mut self, location: impl Into<String>) -> Self {
+        self.call_location = Some(location.into());
+        self
+    }
+
+    /// The incarnation of each task (process) of a multi-process job
+    /// (`PJRT_ExecuteOptions.num_tasks`/`task_ids`/`incarnation_ids`, API 0.78): a plugin that
+    /// tracks restarted processes fails the execution when a peer's incarnation differs, instead
+    /// of hanging in a collective with a process that no longer exists. Pairs are `(task id,
+    /// incarnation id)`; a task given twice keeps the last incarnation.
+    ///
+    /// ```
+    /// # use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Placement, Plugin, Program};
+    /// # let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = Client::new(&plugin, &ClientOptions::new())?;
+    /// # let program = Program::mlir_text("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> { return %x : tensor<2xf32> }")?;
+    /// # let exe = client.compile(&program, &CompileOptions::new())?;
+    /// # let x = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
+    /// // One process, started once: task 0 is in its first incarnation.
+    /// let options = ExecuteOptions::new().task_incarnations([(0, 1)]);
+    /// assert_eq!(exe.execute_with(&[&x], &options)?[0].to_vec::<f32>()?, [1., 2.]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn task_incarnations(mut self, incarnations: impl IntoIterator<Item = (i32, i64)>) -> Self {
+        for (task, incarnation) in incarnations {
+            match self.incarnations.binary_search_by_key(&task, |&(t, _)| t) {
+                Ok(i) => self.incarnations[i].1 = incarnation,
+                Err(i) => self.incarnations.insert(i, (task, incarnation)),
+            }
+        }
+        self
+    }
+
     /// Builds the raw options for `num_devices` argument lists of `num_args` buffers.
     pub(super) fn to_raw(
         &self,
@@ -199,6 +254,32 @@ impl ExecuteOptions {
             raw.non_donatable_input_indices = self.non_donatable.as_ptr();
             raw.num_non_donatable_input_indices = self.non_donatable.len();
         }
+        let call_location = match &self.call_location {
+            Some(location) => {
+                let location = CString::new(location.as_str())
+                    .map_err(|_| Error::invalid("the call location holds a NUL byte; pass text without NUL"))?;
+                if api.version().minor < CALL_LOCATION_MINOR {
+                    return Err(api.unsupported_feature("PJRT_ExecuteOptions.call_location", CALL_LOCATION_MINOR));
+                }
+                raw.call_location = location.as_ptr();
+                Some(location)
+            }
+            None => None,
+        };
+        // The plugin gets its own copies: the C API declares the arrays mutable.
+        let tasks = (!self.incarnations.is_empty()).then(|| {
+            let ids: Vec<c_int> = self.incarnations.iter().map(|&(t, _)| t).collect();
+            let incarnations: Vec<i64> = self.incarnations.iter().map(|&(_, i)| i).collect();
+            (ids, incarnations)
+        });
+        if let Some((ids, incarnations)) = &tasks {
+            if api.version().minor < TASK_INCARNATIONS_MINOR {
+                return Err(api.unsupported_feature("PJRT_ExecuteOptions.task_ids", TASK_INCARNATIONS_MINOR));
+            }
+            raw.num_tasks = ids.len();
+            raw.task_ids = ids.as_ptr().cast_mut();
+            raw.incarnation_ids = incarnations.as_ptr().cast_mut();
+        }
         let mut keepalive = Keepalive { context: None, targets: None };
         if let Some(context) = &self.context {
             exe.client.plugin().check_same(&context.inner.plugin, "the execute context")?;
@@ -216,7 +297,14 @@ impl ExecuteOptions {
             keepalive.targets = Some(targets);
         }
         let keepalive = (keepalive.context.is_some() || keepalive.targets.is_some()).then_some(keepalive);
-        Ok(RawExecuteOptions { raw, _lists: lists, keepalive, _options: PhantomData })
+        Ok(RawExecuteOptions {
+            raw,
+            _lists: lists,
+            _tasks: tasks,
+            _call_location: call_location,
+            keepalive,
+            _options: PhantomData,
+        })
     }
 }
 
@@ -227,6 +315,8 @@ impl fmt::Debug for ExecuteOptions {
             .field("launch_id", &self.launch_id)
             .field("non_donatable_inputs", &self.non_donatable)
             .field("context", &self.context)
+            .field("call_location", &self.call_location)
+            .field("task_incarnations", &self.incarnations)
             .field("send_channels", &send)
             .field("recv_channels", &recv)
             .finish()
@@ -238,6 +328,10 @@ pub(crate) struct RawExecuteOptions<'o> {
     pub(super) raw: sys::PJRT_ExecuteOptions,
     /// The callback lists `raw` points to (heap memory: moving this struct is fine).
     _lists: Option<CallbackLists>,
+    /// The task ids and incarnation ids `raw` points to (heap memory).
+    _tasks: Option<(Vec<c_int>, Vec<i64>)>,
+    /// The text `raw.call_location` points to (heap memory).
+    _call_location: Option<CString>,
     /// What must outlive the execution itself.
     pub(super) keepalive: Option<Keepalive>,
     /// `raw` also points into the options (non-donatable indices).

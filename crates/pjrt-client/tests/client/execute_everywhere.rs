@@ -353,3 +353,51 @@ fn options_newer_than_the_plugin_are_refused_on_every_path() {
         fake.assert_nothing_leaked();
     }
 }
+
+#[test]
+fn call_location_and_task_incarnations_reach_every_path() {
+    for name in support::PLUGINS {
+        let client = support::client(name, 2);
+        let device = client.addressable_devices()[1];
+        let exe = compile(&client, support::ADD_F32, &portable());
+        let a = upload_to(&client, &device, [1., 2., 3., 4.]);
+        let options =
+            ExecuteOptions::new().call_location("execute_everywhere.rs:1").task_incarnations([(0, 7), (1, 3), (0, 8)]);
+        let debug = format!("{options:?}");
+        assert!(debug.contains("[(0, 8), (1, 3)]"), "a task given twice keeps its last incarnation: {debug}");
+        let sum = exe.execute_on_with(&device, &[&a, &a], &options).unwrap();
+        assert_eq!(sum[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{name}");
+        let pending = exe.execute_on_async_with(&device, &[&a, &a], &options).unwrap();
+        assert_eq!(pending.wait().unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{name}");
+        let bad = ExecuteOptions::new().call_location("a\0b");
+        let e = exe.execute_on_with(&device, &[&a, &a], &bad).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("NUL"), "{name}: {e}");
+    }
+}
+
+#[test]
+fn call_location_and_task_incarnations_are_refused_by_older_plugins() {
+    use crate::fake_support::{self, Fake};
+    use pjrt_client::ClientOptions;
+
+    let fake = Fake::new("minor_60");
+    let plugin = fake.plugin();
+    {
+        let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
+        let exe = fake_support::compile(&client, 1).unwrap();
+        let device = exe.addressable_devices()[0];
+        let a = upload_to(&client, &device, [1., 2., 3., 4.]);
+        for (options, feature, since) in [
+            (ExecuteOptions::new().call_location("here"), "PJRT_ExecuteOptions.call_location", 76),
+            (ExecuteOptions::new().task_incarnations([(0, 1)]), "PJRT_ExecuteOptions.task_ids", 78),
+        ] {
+            match exe.execute_with(&[&a, &a], &options) {
+                Err(Error::Unsupported { function, since_minor, .. }) => {
+                    assert_eq!((function, since_minor), (feature, since))
+                }
+                other => panic!("{feature}: expected Unsupported, got {other:?}"),
+            }
+        }
+    }
+    fake.assert_nothing_leaked();
+}

@@ -62,6 +62,15 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
         expect(out[0].device()? == device, "ran on another device")?;
         Ok("launch id 17 on the chosen device".into())
     });
+    r.check("execute_options.call_location_and_task_incarnations", || {
+        let exe = portable(client, ADD)?;
+        let device = chosen_device(client)?;
+        let a = upload(client, &device, [1., 2., 3., 4.])?;
+        let options = ExecuteOptions::new().call_location("pjrt conform").task_incarnations([(0, 1)]);
+        let out = exe.execute_on_with(&device, &[&a, &a], &options)?;
+        expect(f32s(&out[0])? == [2., 4., 6., 8.], "wrong sum")?;
+        Ok("accepted".into())
+    });
     r.check("execute_options.execute_on_with_non_donatable_input", || {
         let exe = portable(client, DONATING)?;
         let device = chosen_device(client)?;
