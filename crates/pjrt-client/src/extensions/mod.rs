@@ -389,8 +389,9 @@ impl<'p, E: Extension> ExtensionRef<'p, E> {
     }
 
     /// Refuses objects of another plugin: calling this plugin's code on them would be undefined.
+    /// Two handles on one table (`Plugin::from_table`) are one plugin.
     fn same_plugin(&self, api: &Api) -> Result<()> {
-        if std::ptr::eq(self.api, api) {
+        if std::ptr::eq(self.api.raw(), api.raw()) {
             Ok(())
         } else {
             Err(Error::invalid(format!("the object passed to the {} extension belongs to another plugin", E::NAME)))

@@ -71,7 +71,10 @@ fn the_tables_of_the_cpu_plugins_make_plugins_that_compile_and_run() {
         let out = exe.execute(&[&a, &b]).unwrap();
         assert_eq!(out[0].to_vec::<f32>().unwrap(), [11., 22., 33., 44.], "{name}");
 
-        // Objects move between the two handles of one plugin.
+        // Objects move between the two handles of one plugin: an extension of one reads the other's
+        // buffers.
+        let layouts = loaded.layouts_extension().expect("both CPU plugins have Layouts");
+        assert_eq!(layouts.buffer_layout(&a).unwrap().as_str(), Some("{0}"), "{name}");
         let other_client = Client::new(&loaded, &ClientOptions::new()).unwrap();
         let topology = other_client.topology().unwrap();
         assert!(topology.plugin().is_same(&plugin), "{name}");
