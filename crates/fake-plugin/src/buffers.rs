@@ -298,7 +298,7 @@ pub(crate) unsafe extern "C" fn client_fulfill_alias_buffer(
         let alias = unsafe { Box::from_raw(args.fulfill_alias_buffer_cb.cast::<FakeAlias>()) };
         bump(&COUNTERS.aliases_destroyed);
         if fault_for(SLOT) == Some(Fault::Fail) {
-            return injected_failure(SLOT);
+            return injected_failure(SLOT, Fault::Fail);
         }
         if let Err(error) = client(args.client) {
             return error;

@@ -64,8 +64,8 @@ macro_rules! slot_fn {
                 };
                 #[allow(unused_variables)]
                 let $fault = $crate::faults::fault_for(stringify!($slot));
-                if $fault == Some($crate::faults::Fault::Fail) {
-                    return $crate::faults::injected_failure(stringify!($slot));
+                if let Some(fault @ ($crate::faults::Fault::Fail | $crate::faults::Fault::Unimplemented)) = $fault {
+                    return $crate::faults::injected_failure(stringify!($slot), fault);
                 }
                 // A closure, so that the body can use `?` and `return`.
                 #[allow(clippy::redundant_closure_call)]

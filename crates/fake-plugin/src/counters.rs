@@ -99,6 +99,9 @@ counters!(
     early_layouts_calls,
     memory_descriptions_v0_calls,
     ffi_v1_calls,
+    // Registrations through the CustomPartitioner extension (scenario `custom_partitioner`).
+    custom_partitioners_registered,
+    batch_partitionable_registered,
 );
 
 pub(crate) fn bump(counter: &AtomicI64) {

@@ -17,6 +17,8 @@ use crate::errors::{new_error, FakeError};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Fault {
     Fail,
+    /// The call answers UNIMPLEMENTED, as a plugin without the feature does.
+    Unimplemented,
     NullOutput,
     BadCount,
 }
@@ -89,6 +91,7 @@ pub(crate) fn parse_directives(text: &str) -> Result<Faults, String> {
         let words: Vec<&str> = line.split_whitespace().collect();
         let fault = match words[0] {
             "fail" => Some(Fault::Fail),
+            "unimplemented" => Some(Fault::Unimplemented),
             "null_output" => Some(Fault::NullOutput),
             "bad_count" => Some(Fault::BadCount),
             "event" => None,
@@ -178,10 +181,14 @@ pub(crate) fn injects(fault: Option<Fault>, wanted: Fault) -> bool {
     yes
 }
 
-pub(crate) fn injected_failure(slot: &str) -> *mut PJRT_Error {
+pub(crate) fn injected_failure(slot: &str, fault: Fault) -> *mut PJRT_Error {
     bump(&COUNTERS.faults_injected);
     let payloads = lock(&FAULTS).payloads.clone();
-    let error = new_error(PJRT_Error_Code::INTERNAL, format!("fake: injected failure in {slot}"));
+    let error = if fault == Fault::Unimplemented {
+        new_error(PJRT_Error_Code::UNIMPLEMENTED, format!("fake: {slot} is not implemented (injected)"))
+    } else {
+        new_error(PJRT_Error_Code::INTERNAL, format!("fake: injected failure in {slot}"))
+    };
     // SAFETY: just made by `new_error`, not shared yet.
     unsafe { (*error.cast::<FakeError>()).payloads = payloads };
     error

@@ -107,7 +107,7 @@ pub(crate) unsafe extern "C" fn stream_add_chunk(
             unsafe { deleter(chunk.data, chunk.deleter_arg) };
         }
         if fault_for(SLOT) == Some(Fault::Fail) {
-            return injected_failure(SLOT);
+            return injected_failure(SLOT, Fault::Fail);
         }
         let stream = match stream(args.stream) {
             Ok(stream) => stream,

@@ -35,6 +35,9 @@
 //!
 //! Counts that disagree between `NumOutputs`, `OutputElementTypes` and `OutputDimensions` come
 //! from the `bad_count` directive (below). `minor_<N>` claims API version 0.N (a full table).
+//! `custom_partitioner` lists a CustomPartitioner extension whose functions count registrations
+//! (`custom_partitioners_registered`, `batch_partitionable_registered`) and call a registered
+//! partitioner's `dtor` at once.
 //!
 //! # Fault directives
 //! One per line (`#` starts a comment); `SLOT` is a `PJRT_Api` slot name such as
@@ -43,6 +46,7 @@
 //! | directive | effect |
 //! |---|---|
 //! | `fail SLOT [after N]` | the call returns an `INTERNAL` error "fake: injected failure in SLOT" |
+//! | `unimplemented SLOT [after N]` | the call returns `UNIMPLEMENTED` "fake: SLOT is not implemented (injected)", as a plugin without the feature does |
 //! | `null_output SLOT [after N]` | the call succeeds but leaves its out-pointers NULL (array counts keep their true values) |
 //! | `bad_count SLOT [after N]` | the call succeeds with an impossible count: 2^63 elements (more bytes than an address space), or, where another call reports the same count (output types vs `NumOutputs`, output dimension sizes), one that disagrees with it |
 //! | `payload KEY VALUE` | every injected failure carries this payload (`PJRT_Error_ForEachPayload` reports it) |
@@ -70,7 +74,9 @@
 //!   objects), `memories.rs`, `events.rs`, `buffers.rs`, `transfer_manager.rs`, `topology.rs`,
 //!   `compile.rs` (compile, load, serialize), `executables.rs` (executable queries), `execute.rs`
 //!   and `host_receives.rs` (the receive streams handed out during execution);
-//! - `old_extensions.rs`: the older extension forms of the `old_extensions` scenario.
+//! - `old_extensions.rs`: the older extension forms of the `old_extensions` scenario;
+//! - `custom_partitioner.rs`: the CustomPartitioner extension of the `custom_partitioner`
+//!   scenario.
 //!
 //! # Safety rules kept here
 //! Every exported or table function catches panics, so no unwind ever crosses the C boundary; a
@@ -85,6 +91,7 @@ mod calls;
 mod clients;
 mod compile;
 mod counters;
+mod custom_partitioner;
 mod devices;
 mod errors;
 mod events;

@@ -32,6 +32,8 @@ pub(crate) struct Config {
     pub(crate) event_error: bool,
     /// The answers of the `hostile*` and `old_extensions` scenarios.
     pub(crate) hostile: Hostile,
+    /// `extension_start` lists a CustomPartitioner extension (scenario `custom_partitioner`).
+    pub(crate) custom_partitioner: bool,
 }
 
 /// What the hostile scenarios change: answers real plugins may give, or a buggy one could, that
@@ -79,6 +81,7 @@ impl Config {
             client_create_error: false,
             event_error: false,
             hostile: Hostile::default(),
+            custom_partitioner: false,
         };
         let all_hostile = Hostile { pred: true, null_events: true, sizes: Some(SizeLie::More), old_extensions: true };
         match name {
@@ -104,6 +107,8 @@ impl Config {
             "hostile_sizes" => config.hostile.sizes = Some(SizeLie::More),
             "hostile_sizes_fewer" => config.hostile.sizes = Some(SizeLie::Fewer),
             "old_extensions" => config.hostile.old_extensions = true,
+            // A CustomPartitioner extension whose functions count registrations.
+            "custom_partitioner" => config.custom_partitioner = true,
             // Slots 0..10 only (up to PJRT_Event_OnReady); PJRT_Client_Create is garbage.
             "short_table" => config.struct_size = table_size(10),
             "null_client_create" => config.null_client_create = true,

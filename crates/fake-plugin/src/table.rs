@@ -26,6 +26,7 @@ use crate::compile::{
     client_compile, client_load, executable_deserialize_and_load, executable_serialize, topology_compile,
 };
 use crate::counters::{bump, COUNTERS};
+use crate::custom_partitioner::custom_partitioner_chain;
 use crate::devices::{
     async_tracking_event_destroy, description_attributes, description_debug_string, description_id, description_kind,
     description_process_index, description_to_string, device_addressable_memories, device_clear_memory_stats,
@@ -91,6 +92,8 @@ pub(crate) fn table(config: &Config) -> *const sys::PJRT_Api {
         api.struct_size = config.struct_size;
         if config.hostile.old_extensions {
             api.extension_start = old_extensions();
+        } else if config.custom_partitioner {
+            api.extension_start = custom_partitioner_chain();
         }
         api.pjrt_api_version = sys::PJRT_Api_Version {
             struct_size: 24,

@@ -290,6 +290,12 @@ impl Error {
         }
     }
 
+    /// Whether the plugin answered UNIMPLEMENTED: the seed (XLA's C API client) reads that answer
+    /// of some queries as "nothing to report" rather than as a failure.
+    pub(crate) fn is_unimplemented(&self) -> bool {
+        self.code() == Some(ErrorCode::Unimplemented)
+    }
+
     #[cold]
     pub(crate) fn invalid(message: impl Into<String>) -> Self {
         Error::InvalidArgument(message.into())

@@ -106,6 +106,7 @@ macro_rules! span {
 // README's "Layers" section draws it.
 mod error;
 mod element_type;
+mod fingerprint;
 mod call;
 mod host_array;
 mod program;
@@ -151,7 +152,7 @@ pub use executable::unloaded::Executable;
 pub use executable::{ArrayShape, LoadedExecutable};
 pub use host_array::HostArray;
 pub use plugin::locate;
-pub use plugin::{Plugin, StableHloVersion};
+pub use plugin::{Plugin, PluginSource, StableHloVersion, TableInit};
 pub use program::{ModuleCounts, Program, ProgramFormat};
 pub use topology::device_description::DeviceDescription;
 pub use topology::{CanonicalShape, Topology};

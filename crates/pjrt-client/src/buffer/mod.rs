@@ -396,7 +396,8 @@ impl Buffer {
             .ok_or_else(|| Error::invalid("the buffer reports no device"))
     }
 
-    /// The memory the buffer lives in.
+    /// The memory the buffer lives in. An error when the plugin cannot tell (UNIMPLEMENTED, or
+    /// no memory); [`Buffer::memory_if_reported`] reads those answers as "none", as XLA does.
     pub fn memory(&self) -> Result<Memory<'_>> {
         let mut args = sys::PJRT_Buffer_Memory_Args::new();
         args.buffer = self.raw.as_ptr();
@@ -404,6 +405,29 @@ impl Buffer {
         NonNull::new(args.memory)
             .map(|m| Memory::new(&self.client, m))
             .ok_or_else(|| Error::invalid("the buffer reports no memory"))
+    }
+
+    /// The memory the buffer lives in, or `None` when the plugin does not say: it answers
+    /// UNIMPLEMENTED or reports no memory (XLA's C API client's `memory_space()` returns null for
+    /// both). Other errors are errors.
+    ///
+    /// ```
+    /// # use pjrt_client::{Client, ClientOptions, Placement};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// let client = Client::new(&plugin, &ClientOptions::new())?;
+    /// let buffer = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
+    /// let memory = buffer.memory_if_reported()?.expect("the CPU plugins report a buffer's memory");
+    /// assert_eq!(memory.kind()?, "device");
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn memory_if_reported(&self) -> Result<Option<Memory<'_>>> {
+        let mut args = sys::PJRT_Buffer_Memory_Args::new();
+        args.buffer = self.raw.as_ptr();
+        match pjrt_call!(self.client.api(), PJRT_Buffer_Memory, &mut args) {
+            Err(e) if e.is_unimplemented() => return Ok(None),
+            other => other?,
+        }
+        Ok(NonNull::new(args.memory).map(|m| Memory::new(&self.client, m)))
     }
 
     /// Bytes the buffer takes on the device (may include padding).

@@ -22,11 +22,16 @@ impl Buffer {
     }
 
     /// The indices of the dimensions whose size is only known at run time (empty: all static).
+    /// Empty too when the plugin answers UNIMPLEMENTED, as XLA's C API client reads that answer
+    /// ("not dynamic").
     pub fn dynamic_dimension_indices(&self) -> Result<Vec<usize>> {
         let rank = self.dimensions()?.len();
         let mut args = sys::PJRT_Buffer_DynamicDimensionIndices_Args::new();
         args.buffer = self.as_raw();
-        pjrt_call!(self.client().api(), PJRT_Buffer_DynamicDimensionIndices, &mut args)?;
+        match pjrt_call!(self.client().api(), PJRT_Buffer_DynamicDimensionIndices, &mut args) {
+            Err(e) if e.is_unimplemented() => return Ok(Vec::new()),
+            other => other?,
+        }
         const F: &str = "PJRT_Buffer_DynamicDimensionIndices";
         // SAFETY: the array is owned by the buffer, which is alive; copied at once.
         let indices = unsafe { checked_slice(args.dynamic_dim_indices, args.num_dynamic_dims, F, "indices") }?;

@@ -9,6 +9,9 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::sys::{self, Args};
 
+/// `PJRT_Memory_Kind_Id` exists from this API version on.
+const KIND_ID_SINCE_MINOR: i32 = 48;
+
 /// A device of a client. Borrowed from the client: it cannot outlive it. `Send + Sync` (a view of
 /// a thread-safe PJRT device).
 #[derive(Clone, Copy)]
@@ -115,11 +118,15 @@ impl<'c> Device<'c> {
         Ok(args.local_hardware_id)
     }
 
-    /// The memories this device can address.
+    /// The memories this device can address. Empty when the plugin answers UNIMPLEMENTED (a
+    /// plugin without memories), as XLA's C API client reads that answer.
     pub fn memories(&self) -> Result<Vec<Memory<'c>>> {
         let mut args = sys::PJRT_Device_AddressableMemories_Args::new();
         args.device = self.raw.as_ptr();
-        pjrt_call!(self.client.api(), PJRT_Device_AddressableMemories, &mut args)?;
+        match pjrt_call!(self.client.api(), PJRT_Device_AddressableMemories, &mut args) {
+            Err(e) if e.is_unimplemented() => return Ok(Vec::new()),
+            other => other?,
+        }
         // SAFETY: memories are owned by the client.
         let raw =
             unsafe { checked_slice(args.memories, args.num_memories, "PJRT_Device_AddressableMemories", "memories") }?;
@@ -227,7 +234,23 @@ impl<'c> Memory<'c> {
     );
 
     /// A numeric id of the kind, unique within the platform.
+    ///
+    /// Plugins older than 0.48 have no `PJRT_Memory_Kind_Id`: the id is then the FarmHash
+    /// `Fingerprint32` of [`Memory::kind`], as XLA's C API client computes it.
+    ///
+    /// ```
+    /// # use pjrt_client::{Client, ClientOptions};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// let client = Client::new(&plugin, &ClientOptions::new())?;
+    /// let memory = client.addressable_devices()[0].default_memory()?;
+    /// println!("{} has kind id {}", memory.kind()?, memory.kind_id()?);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn kind_id(&self) -> Result<i32> {
+        if self.client.api().version().minor < KIND_ID_SINCE_MINOR {
+            // Bits reinterpreted as XLA's `int` does.
+            return Ok(crate::fingerprint::fingerprint32(self.kind()?.as_bytes()) as i32);
+        }
         let mut args = sys::PJRT_Memory_Kind_Id_Args::new();
         args.memory = self.raw.as_ptr();
         pjrt_call!(self.client.api(), PJRT_Memory_Kind_Id, &mut args)?;

@@ -285,9 +285,46 @@ impl Client {
         &self.inner.platform_name
     }
 
-    /// The platform version string.
+    /// The platform version string, as the plugin reports it (`PJRT_Client_PlatformVersion`).
+    ///
+    /// XLA's C API client prefixes it with `"PJRT C API\n"` (see
+    /// [`Client::xla_platform_version`]); this does not, because the prefix marks C++ clients that
+    /// wrap the C API, which every client of this crate is, and because artifacts compare it with
+    /// [`crate::Topology::platform_version`], which XLA leaves unprefixed.
     pub fn platform_version(&self) -> &str {
         &self.inner.platform_version
+    }
+
+    /// The platform version the way XLA's C API client reports it: `"PJRT C API\n"` followed by
+    /// [`Client::platform_version`]. JAX looks for `"PJRT C API"` in it to tell a plugin client.
+    ///
+    /// ```
+    /// # use pjrt_client::{Client, ClientOptions};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// let client = Client::new(&plugin, &ClientOptions::new())?;
+    /// let version = client.xla_platform_version();
+    /// assert!(version.starts_with("PJRT C API\n"));
+    /// assert!(version.ends_with(client.platform_version()));
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn xla_platform_version(&self) -> String {
+        format!("PJRT C API\n{}", self.inner.platform_version)
+    }
+
+    /// XLA's id of the platform (`PjRtPlatformId`): the FarmHash `Fingerprint64` of
+    /// [`Client::platform_name`], as XLA's C API client computes it, so it equals XLA's
+    /// `CpuId()`, `CudaId()`, `RocmId()` and `TpuId()` for those platforms.
+    ///
+    /// ```
+    /// # use pjrt_client::{Client, ClientOptions};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// let client = Client::new(&plugin, &ClientOptions::new())?;
+    /// assert_eq!(client.platform_name(), "cpu");
+    /// assert_eq!(client.platform_id(), 0xf88d_a91c_978c_8500); // xla::CpuId()
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn platform_id(&self) -> u64 {
+        crate::fingerprint::fingerprint64(self.inner.platform_name.as_bytes())
     }
 
     /// This process's index in a multi-process setup (0 otherwise).
@@ -342,11 +379,24 @@ impl Client {
             .ok_or_else(|| Error::invalid(format!("no addressable device with local hardware id {local_hardware_id}")))
     }
 
-    /// Every memory this process can address.
+    /// Every memory this process can address. Empty when the plugin answers UNIMPLEMENTED (a
+    /// plugin without memories), as XLA's C API client reads that answer.
+    ///
+    /// ```
+    /// # use pjrt_client::{Client, ClientOptions};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// let client = Client::new(&plugin, &ClientOptions::new())?;
+    /// let kinds: Vec<String> = client.addressable_memories()?.iter().map(|m| m.kind()).collect::<Result<_, _>>()?;
+    /// assert!(kinds.iter().any(|k| k == "device"));
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn addressable_memories(&self) -> Result<Vec<Memory<'_>>> {
         let mut args = sys::PJRT_Client_AddressableMemories_Args::new();
         args.client = self.raw();
-        pjrt_call!(self.api(), PJRT_Client_AddressableMemories, &mut args)?;
+        match pjrt_call!(self.api(), PJRT_Client_AddressableMemories, &mut args) {
+            Err(e) if e.is_unimplemented() => return Ok(Vec::new()),
+            other => other?,
+        }
         // SAFETY: memories are owned by the client and live as long as it does.
         let raw = unsafe {
             checked_slice(

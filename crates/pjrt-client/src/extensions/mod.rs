@@ -22,7 +22,8 @@
 //!
 //! Safe calls exist for the extensions the CPU plugins expose: Layouts ([`LayoutsExtension`]),
 //! MemoryDescriptions ([`MemoryDescriptionsExtension`]), Shardings ([`ShardingsExtension`]),
-//! FFI ([`FfiExtension`]) and PhaseCompile ([`PhaseCompileExtension`]). The others (XlaTransform,
+//! FFI ([`FfiExtension`]) and PhaseCompile ([`PhaseCompileExtension`]), and for CustomPartitioner
+//! ([`CustomPartitionerExtension`], on neither CPU plugin). The others (XlaTransform,
 //! Stream, GPU custom call, Profiler, Triton, Callback, RawBuffer) are reachable as typed views
 //! whose raw struct ([`ExtensionRef::as_raw`]) can be used with [`crate::sys`].
 //!
@@ -41,6 +42,7 @@
 //! # Ok(()) }
 //! ```
 
+mod custom_partitioner;
 mod ffi;
 mod layouts;
 mod memory_descriptions;
@@ -388,8 +390,9 @@ impl<'p, E: Extension> ExtensionRef<'p, E> {
     }
 
     /// Refuses objects of another plugin: calling this plugin's code on them would be undefined.
+    /// Two handles on one table (`Plugin::from_table`) are one plugin.
     fn same_plugin(&self, api: &Api) -> Result<()> {
-        if std::ptr::eq(self.api, api) {
+        if std::ptr::eq(self.api.raw(), api.raw()) {
             Ok(())
         } else {
             Err(Error::invalid(format!("the object passed to the {} extension belongs to another plugin", E::NAME)))
@@ -432,6 +435,8 @@ pub type TritonExtension<'p> = ExtensionRef<'p, sys::PJRT_Triton_Extension>;
 pub type CallbackExtension<'p> = ExtensionRef<'p, sys::PJRT_Callback_Extension>;
 /// The RawBuffer extension (experimental; raw access only).
 pub type RawBufferExtension<'p> = ExtensionRef<'p, sys::PJRT_RawBuffer_Extension>;
+/// The CustomPartitioner extension: JAX custom-call partitioners and batch partitionable calls.
+pub type CustomPartitionerExtension<'p> = ExtensionRef<'p, sys::PJRT_Custom_Partitioner_Extension>;
 
 impl Plugin {
     /// The plugin's extension chain, in chain order (which carries no meaning). Unknown types
@@ -503,6 +508,17 @@ impl Plugin {
 
     /// The RawBuffer extension.
     pub fn raw_buffer_extension(&self) -> Option<RawBufferExtension<'_>> {
+        self.extension()
+    }
+
+    /// The CustomPartitioner extension (on neither CPU plugin).
+    ///
+    /// ```
+    /// let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// assert!(plugin.custom_partitioner_extension().is_none(), "the CPU plugins have none");
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn custom_partitioner_extension(&self) -> Option<CustomPartitionerExtension<'_>> {
         self.extension()
     }
 }

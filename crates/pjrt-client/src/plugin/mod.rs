@@ -1,4 +1,5 @@
-//! Loading a PJRT plugin and negotiating its API version.
+//! Loading a PJRT plugin (from a file, or from a function table obtained elsewhere) and
+//! negotiating its API version.
 //!
 //! # Trust
 //! Loading a plugin runs its code (library initialisers, then `GetPjrtApi`), with the full
@@ -6,7 +7,7 @@
 
 pub mod locate;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
@@ -21,7 +22,8 @@ use crate::sys::{self, Args};
 ///
 /// Cheap to clone (an `Arc`). Plugins are never unloaded: loading the same file twice returns the
 /// same plugin, and the library stays mapped until the process exits (plugins register global
-/// state that does not survive `dlclose`).
+/// state that does not survive `dlclose`). A plugin can also be made from a function table
+/// obtained elsewhere ([`Plugin::from_table`]).
 ///
 /// `Send + Sync`: the function table is immutable and plugins are loaded once per process.
 #[derive(Clone)]
@@ -31,15 +33,59 @@ pub struct Plugin {
 
 pub(crate) struct PluginInner {
     pub(crate) api: Api,
-    path: PathBuf,
+    origin: Origin,
     attributes: Vec<(String, Value)>,
-    // Never dropped: the mapping stays until the process exits.
-    _library: std::mem::ManuallyDrop<libloading::Library>,
 }
 
-/// Plugins loaded so far, by canonical path: each one is loaded and initialised once.
-fn registry() -> &'static Mutex<HashMap<PathBuf, Plugin>> {
-    static REGISTRY: OnceLock<Mutex<HashMap<PathBuf, Plugin>>> = OnceLock::new();
+/// Where a plugin's table came from.
+enum Origin {
+    /// `GetPjrtApi` of a library this crate opened.
+    Library {
+        /// Canonical path of the file.
+        path: PathBuf,
+        // Never dropped: the mapping stays until the process exits.
+        _library: std::mem::ManuallyDrop<libloading::Library>,
+    },
+    /// A table the caller handed over ([`Plugin::from_table`]).
+    Table {
+        /// What [`Plugin::path`] returns: `<PJRT_Api table at 0x...>`.
+        placeholder: PathBuf,
+    },
+}
+
+/// Where a plugin's function table came from ([`Plugin::source`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PluginSource<'a> {
+    /// The table of the shared library at this (canonical) path, opened by [`Plugin::load`].
+    Library(&'a Path),
+    /// A table handed to [`Plugin::from_table`] (a statically linked plugin, or one another
+    /// runtime of the process loaded): there is no file.
+    Table(*const sys::PJRT_Api),
+}
+
+/// Whether a table handed to [`Plugin::from_table`] still needs `PJRT_Plugin_Initialize`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableInit {
+    /// Call `PJRT_Plugin_Initialize` (unless this crate already did for this table).
+    CallInitialize,
+    /// Whoever obtained the table already called `PJRT_Plugin_Initialize` on it: calling it again
+    /// is not allowed by some plugins.
+    AlreadyInitialized,
+}
+
+/// What this process knows of plugins: each file is loaded, and each table initialised, once.
+#[derive(Default)]
+struct Registry {
+    /// Plugins loaded from files, by canonical path.
+    by_path: HashMap<PathBuf, Plugin>,
+    /// Addresses of the tables on which `PJRT_Plugin_Initialize` has run (by this crate, or by
+    /// whoever handed the table over).
+    initialized: HashSet<usize>,
+}
+
+fn registry() -> &'static Mutex<Registry> {
+    static REGISTRY: OnceLock<Mutex<Registry>> = OnceLock::new();
     REGISTRY.get_or_init(Default::default)
 }
 
@@ -75,7 +121,7 @@ impl Plugin {
         let canonical = path.canonicalize().map_err(|e| Error::io(path, e))?;
         // Hold the lock across loading so two threads never initialise the same plugin twice.
         let mut plugins = registry().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(plugin) = plugins.get(&canonical) {
+        if let Some(plugin) = plugins.by_path.get(&canonical) {
             return Ok(plugin.clone());
         }
         // SAFETY: loading a library runs its initialisers; that is the documented contract of
@@ -95,21 +141,89 @@ impl Plugin {
         let library = std::mem::ManuallyDrop::new(library);
         let raw = NonNull::new(raw as *mut sys::PJRT_Api).ok_or_else(|| load_err(LoadError::NullApi))?;
         // SAFETY: a non-NULL `PJRT_Api*` from `GetPjrtApi` points to the plugin's static table,
-        // which lives as long as the library, i.e. forever (never unloaded).
-        let api = unsafe { Api::new(raw) }.map_err(load_err)?;
-        let mut init = sys::PJRT_Plugin_Initialize_Args::new();
-        pjrt_call!(&api, PJRT_Plugin_Initialize, &mut init)
-            .map_err(|e| load_err(LoadError::Initialize(Box::new(e))))?;
-        let attributes = read_attributes(&api).unwrap_or_default();
-        let plugin =
-            Plugin { inner: Arc::new(PluginInner { api, path: canonical.clone(), attributes, _library: library }) };
-        plugins.insert(canonical, plugin.clone());
+        // readable for its `struct_size`, which lives as long as the library, i.e. forever (never
+        // unloaded).
+        let (api, attributes) = unsafe { negotiate(raw, TableInit::CallInitialize, &mut plugins) }.map_err(load_err)?;
+        let origin = Origin::Library { path: canonical.clone(), _library: library };
+        let plugin = Plugin { inner: Arc::new(PluginInner { api, origin, attributes }) };
+        plugins.by_path.insert(canonical, plugin.clone());
         Ok(plugin)
     }
 
-    /// The file this plugin was loaded from (canonical path).
+    /// A plugin from a function table obtained elsewhere: a plugin linked into this program, or
+    /// one another runtime of the process already loaded (XLA's `WrapClientAroundCApi`). The table
+    /// gets the checks of [`Plugin::load`] (size, version); `PJRT_Plugin_Initialize` is called
+    /// when `init` says so, at most once per table in this process (a table first loaded through
+    /// [`Plugin::load`] is not initialised again).
+    ///
+    /// Each call returns a new `Plugin`; two plugins on the same table are the same plugin for
+    /// [`Plugin::is_same`]. It has no file: [`Plugin::path`] returns the placeholder
+    /// `<PJRT_Api table at 0x...>` and [`Plugin::source`] says [`PluginSource::Table`].
+    ///
+    /// ```
+    /// use pjrt_client::{Client, ClientOptions, Plugin, PluginSource, TableInit};
+    ///
+    /// # fn main() -> pjrt_client::Result<()> {
+    /// // Any table will do; here, the one of a plugin loaded from its file.
+    /// let loaded = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// // SAFETY: the table belongs to a library that is never unloaded, and `Plugin::load`
+    /// // initialised it.
+    /// let plugin = unsafe { Plugin::from_table(loaded.raw_api(), TableInit::AlreadyInitialized) }?;
+    /// assert_eq!(plugin.source(), PluginSource::Table(loaded.raw_api()));
+    /// assert!(plugin.path().to_string_lossy().starts_with("<PJRT_Api table at 0x"));
+    /// assert!(plugin.is_same(&loaded));
+    /// let client = Client::new(&plugin, &ClientOptions::new())?;
+    /// assert_eq!(client.platform_name(), "cpu");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Load`] (with the placeholder as its path) when `table` is NULL, too small, of an
+    /// API version this crate cannot use, or when `PJRT_Plugin_Initialize` fails.
+    ///
+    /// # Safety
+    /// - `table` is NULL or points to a `PJRT_Api` as `GetPjrtApi` returns it: readable for its
+    ///   own `struct_size` bytes, with functions and an extension chain that follow the PJRT C API
+    ///   of the version it states;
+    /// - the table, its functions and everything they refer to stay valid for as long as the
+    ///   returned `Plugin`, or anything made from it, lives (in practice: the library holding it
+    ///   is never unloaded);
+    /// - [`TableInit::AlreadyInitialized`] only if `PJRT_Plugin_Initialize` has run on it.
+    pub unsafe fn from_table(table: *const sys::PJRT_Api, init: TableInit) -> Result<Plugin> {
+        let placeholder = PathBuf::from(format!("<PJRT_Api table at {table:p}>"));
+        let _span = span!(INFO, "plugin_from_table", table = %placeholder.display());
+        let load_err = |source| Error::Load { path: placeholder.clone(), source };
+        let raw = NonNull::new(table as *mut sys::PJRT_Api).ok_or_else(|| load_err(LoadError::NullApi))?;
+        let mut plugins = registry().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // SAFETY: the caller's promises (this function's `# Safety`).
+        let (api, attributes) = unsafe { negotiate(raw, init, &mut plugins) }.map_err(load_err)?;
+        let origin = Origin::Table { placeholder };
+        Ok(Plugin { inner: Arc::new(PluginInner { api, origin, attributes }) })
+    }
+
+    /// The file this plugin was loaded from (canonical path). A plugin made from a table
+    /// ([`Plugin::from_table`]) has no file: its path is the placeholder
+    /// `<PJRT_Api table at 0x...>`, which names no file; see [`Plugin::source`].
     pub fn path(&self) -> &Path {
-        &self.inner.path
+        match &self.inner.origin {
+            Origin::Library { path, .. } => path,
+            Origin::Table { placeholder } => placeholder,
+        }
+    }
+
+    /// Where the plugin's function table came from: a library file, or a table handed over.
+    ///
+    /// ```
+    /// use pjrt_client::{Plugin, PluginSource};
+    /// let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// assert_eq!(plugin.source(), PluginSource::Library(plugin.path()));
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn source(&self) -> PluginSource<'_> {
+        match &self.inner.origin {
+            Origin::Library { path, .. } => PluginSource::Library(path),
+            Origin::Table { .. } => PluginSource::Table(self.inner.api.raw()),
+        }
     }
 
     /// The PJRT API version the plugin implements.
@@ -175,10 +289,11 @@ impl Plugin {
         &self.inner.api
     }
 
-    /// Whether `other` is this very plugin (the same loaded library: loading one file twice
-    /// gives the same plugin).
+    /// Whether `other` is this very plugin: the same function table (loading one file twice gives
+    /// the same plugin; [`Plugin::from_table`] on its table gives another handle to it), so the
+    /// objects of one may be passed to the other.
     pub fn is_same(&self, other: &Plugin) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
+        Arc::ptr_eq(&self.inner, &other.inner) || std::ptr::eq(self.inner.api.raw(), other.inner.api.raw())
     }
 
     /// Refuses `object`'s plugin `other` unless it is this plugin ([`Error::ForeignObject`]).
@@ -193,7 +308,7 @@ impl Plugin {
 
 impl fmt::Debug for Plugin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Plugin").field("path", &self.inner.path).field("api_version", &self.api_version()).finish()
+        f.debug_struct("Plugin").field("path", &self.path()).field("api_version", &self.api_version()).finish()
     }
 }
 
@@ -214,6 +329,31 @@ impl fmt::Display for StableHloVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}.{}.{}", self.0, self.1, self.2)
     }
+}
+
+/// The one path from a table to a usable plugin, shared by [`Plugin::load`] and
+/// [`Plugin::from_table`]: checks the table's header and version (`Api::new`), calls
+/// `PJRT_Plugin_Initialize` when `init` asks and this process has not yet done so for this table,
+/// and reads the attributes.
+///
+/// # Safety
+/// `raw` points to a `PJRT_Api` readable for its own `struct_size`, whose functions follow the C
+/// API, and which stays valid for the life of the process.
+unsafe fn negotiate(
+    raw: NonNull<sys::PJRT_Api>,
+    init: TableInit,
+    registry: &mut Registry,
+) -> std::result::Result<(Api, Vec<(String, Value)>), LoadError> {
+    // SAFETY: the caller's guarantee.
+    let api = unsafe { Api::new(raw) }?;
+    let address = raw.as_ptr() as usize;
+    if init == TableInit::CallInitialize && !registry.initialized.contains(&address) {
+        let mut args = sys::PJRT_Plugin_Initialize_Args::new();
+        pjrt_call!(&api, PJRT_Plugin_Initialize, &mut args).map_err(|e| LoadError::Initialize(Box::new(e)))?;
+    }
+    registry.initialized.insert(address);
+    let attributes = read_attributes(&api).unwrap_or_default();
+    Ok((api, attributes))
 }
 
 fn read_attributes(api: &Api) -> Result<Vec<(String, Value)>> {

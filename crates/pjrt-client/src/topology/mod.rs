@@ -94,7 +94,22 @@ impl Topology {
         }
     }
 
-    /// The platform version.
+    /// XLA's id of the platform (`PjRtPlatformId`): the FarmHash `Fingerprint64` of
+    /// [`Topology::platform_name`], as for [`Client::platform_id`].
+    ///
+    /// ```
+    /// # use pjrt_client::{Client, ClientOptions};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// let client = Client::new(&plugin, &ClientOptions::new())?;
+    /// let topology = client.topology()?;
+    /// assert_eq!(topology.platform_id()?, client.platform_id());
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn platform_id(&self) -> Result<u64> {
+        Ok(crate::fingerprint::fingerprint64(self.platform_name()?.as_bytes()))
+    }
+
+    /// The platform version, as the plugin reports it (XLA's topology adds no prefix either).
     pub fn platform_version(&self) -> Result<String> {
         let mut args = sys::PJRT_TopologyDescription_PlatformVersion_Args::new();
         args.topology = self.raw.as_ptr();

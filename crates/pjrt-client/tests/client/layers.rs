@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&str] = &[
     "error",           // Error, ErrorCode: only the raw ABI below
     "element_type",    // ElementType, NativeType
+    "fingerprint",     // FarmHash fingerprints XLA derives platform and memory-kind ids from
     "call",            // the checked call path, named values, the panic and release boundaries
     "host_array",      // HostArray
     "program",         // Program
@@ -32,6 +33,7 @@ const CHILD_NAMES_PARENT: &[(&str, &str, &str)] = &[
     ("client::kv_store", "client", "the key-value callbacks are installed at Client creation"),
     ("event::user_event", "event", "a UserEvent is an Event the user completes"),
     ("topology::device_description", "topology", "a DeviceDescription belongs to a Topology"),
+    ("extensions::custom_partitioner", "extensions", "an extension's methods are on its view type, ExtensionRef"),
     ("extensions::ffi", "extensions", "an extension's methods are on its view type, ExtensionRef"),
     ("extensions::layouts", "extensions", "an extension's methods are on its view type, ExtensionRef"),
     ("extensions::memory_descriptions", "extensions", "an extension's methods are on its view type, ExtensionRef"),
