@@ -7,8 +7,9 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Mutex;
 
-use crate::buffer::checks::{check_array, resolve_memory, DenseLayout};
+use crate::buffer::checks::{check_array, resolve_memory};
 use crate::buffer::host_data::HostData;
+use crate::buffer::layout::RawLayout;
 use crate::buffer::{Buffer, Placement};
 use crate::call::named_value::{RawNamedValues, Value};
 use crate::call::pjrt_call;
@@ -288,7 +289,7 @@ impl TransferManager {
             }
             slots[index].finished = true;
         }
-        let mut layout = DenseLayout::new(shape.dims.len());
+        let mut layout = RawLayout::dense(shape.dims.len());
         let mut args = sys::PJRT_AsyncHostToDeviceTransferManager_TransferLiteral_Args::new();
         args.transfer_manager = self.raw.as_ptr();
         args.buffer_index = raw_index;
