@@ -133,9 +133,9 @@ impl MemoryLayout {
                  decides, so its size cannot be checked; use a layout without tiles"
             ))),
             // A permutation of a dense array covers exactly its dense bytes.
-            MemoryLayout::Tiled { .. } => crate::buffer::dense_byte_size(element_type, dims),
+            MemoryLayout::Tiled { .. } => dense_byte_size(element_type, dims),
             MemoryLayout::Strides { byte_strides } => {
-                crate::buffer::dense_byte_size(element_type, dims)?;
+                dense_byte_size(element_type, dims)?;
                 if dims.contains(&0) {
                     return Ok(0);
                 }
@@ -180,6 +180,26 @@ impl MemoryLayout {
         }
         Some(MemoryLayout::Tiled { minor_to_major, tiles })
     }
+}
+
+/// Checks dims and computes the dense byte size of an array.
+pub(crate) fn dense_byte_size(element_type: ElementType, dims: &[i64]) -> Result<usize> {
+    if !element_type.is_array_type() {
+        return Err(Error::invalid(format!("element type {element_type} cannot hold array data")));
+    }
+    let mut count: usize = 1;
+    for (i, &d) in dims.iter().enumerate() {
+        if d < 0 {
+            return Err(Error::invalid(format!("dimension {i} is negative ({d}); dimensions must be >= 0")));
+        }
+        count = count
+            .checked_mul(d as usize)
+            .ok_or_else(|| Error::invalid(format!("the shape {dims:?} has more elements than fit in memory")))?;
+    }
+    element_type
+        .host_bytes(count)
+        .filter(|b| *b <= isize::MAX as usize)
+        .ok_or_else(|| Error::invalid(format!("the shape {dims:?} of {element_type} is too large")))
 }
 
 /// The size of one element, for strided layouts (which address whole bytes).

@@ -29,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::host_array::HostArray;
 use crate::sys::{self, Args};
+pub(crate) use layout::dense_byte_size;
 use layout::{MemoryLayout, RawLayout};
 
 /// Where an upload goes.
@@ -182,26 +183,6 @@ pub struct Buffer {
 unsafe impl Send for Buffer {}
 // SAFETY: as above; `&self` methods only call thread-safe PJRT functions.
 unsafe impl Sync for Buffer {}
-
-/// Checks dims and computes the dense byte size of an array.
-pub(crate) fn dense_byte_size(element_type: ElementType, dims: &[i64]) -> Result<usize> {
-    if !element_type.is_array_type() {
-        return Err(Error::invalid(format!("element type {element_type} cannot hold array data")));
-    }
-    let mut count: usize = 1;
-    for (i, &d) in dims.iter().enumerate() {
-        if d < 0 {
-            return Err(Error::invalid(format!("dimension {i} is negative ({d}); dimensions must be >= 0")));
-        }
-        count = count
-            .checked_mul(d as usize)
-            .ok_or_else(|| Error::invalid(format!("the shape {dims:?} has more elements than fit in memory")))?;
-    }
-    element_type
-        .host_bytes(count)
-        .filter(|b| *b <= isize::MAX as usize)
-        .ok_or_else(|| Error::invalid(format!("the shape {dims:?} of {element_type} is too large")))
-}
 
 /// The first CPU plugin minor whose uploads were measured to store the data in the device layout
 /// they were given. The 0.106 CPU plugin takes a column-major `device_layout`, reports it, and
