@@ -6,7 +6,7 @@ use std::sync::{mpsc, Arc};
 
 use pjrt_client::{
     AlignedHostBuffer, Client, ElementType, Error, ErrorCode, HostBufferSemantics, HostData, HostLayout, MemoryLayout,
-    Placement, ViewOptions,
+    Placement, ShapeSpec, ViewOptions,
 };
 
 use crate::fake_support::Fake;
@@ -442,6 +442,49 @@ fn strided_owned_async_upload() {
                 .map(|(buffer, _)| buffer),
             "strides past the data",
             "reads up to byte 44",
+        );
+    }
+}
+
+#[test]
+fn transfer_manager_device_layouts() {
+    for name in PLUGINS {
+        let client = client(name, 1);
+        let column_major = ShapeSpec::new(ElementType::F32, &[2, 3]).with_device_layout(MemoryLayout::column_major(2));
+        // A shape with a layout beside one without: each gets its own (the plugin matches them by index).
+        let shapes = [column_major.clone(), ShapeSpec::new(ElementType::F32, &[2, 3])];
+        let manager = client.create_buffers_for_async_host_to_device(&shapes, Placement::Default).unwrap();
+        // A literal is row-major host data whatever the device layout.
+        manager.transfer_literal(0, &f32_bytes(&ROW_MAJOR)).unwrap();
+        manager.transfer_literal(1, &f32_bytes(&ROW_MAJOR)).unwrap();
+        let (x, y) = (manager.retrieve_buffer(0).unwrap(), manager.retrieve_buffer(1).unwrap());
+        assert_eq!(x.memory_layout().unwrap(), MemoryLayout::column_major(2), "{name}");
+        assert_eq!(f32_values(&x.copy_raw_to_host(0, 24).unwrap()), COLUMN_MAJOR, "{name}");
+        assert_eq!(x.to_vec::<f32>().unwrap(), ROW_MAJOR, "{name}");
+        assert_eq!(y.memory_layout().unwrap(), MemoryLayout::dense(2), "{name}");
+        assert_eq!(y.to_vec::<f32>().unwrap(), ROW_MAJOR, "{name}");
+        // Raw data is device bytes: column-major here.
+        let manager = client.create_buffers_for_async_host_to_device(&[column_major], Placement::Default).unwrap();
+        assert_eq!(manager.buffer_size(0).unwrap(), 24, "{name}");
+        manager.transfer_data(0, &f32_bytes(&COLUMN_MAJOR), 0, true).unwrap();
+        assert_eq!(manager.retrieve_buffer(0).unwrap().to_vec::<f32>().unwrap(), ROW_MAJOR, "{name}");
+        // Checked before the call, naming the shape.
+        let bad = ShapeSpec::new(ElementType::F32, &[2, 3]).with_device_layout(MemoryLayout::column_major(3));
+        assert_refused_here(
+            client.create_buffers_for_async_host_to_device(
+                &[ShapeSpec::new(ElementType::F32, &[1]), bad],
+                Placement::Default,
+            ),
+            "a layout of the wrong rank",
+            "shape 1: ",
+        );
+        // Strides are the plugin's to refuse.
+        let strided = ShapeSpec::new(ElementType::F32, &[2, 3])
+            .with_device_layout(MemoryLayout::Strides { byte_strides: vec![12, 4] });
+        assert_plugin_refused(
+            client.create_buffers_for_async_host_to_device(&[strided], Placement::Default),
+            &format!("{name}: strided device layout"),
+            ErrorCode::InvalidArgument,
         );
     }
 }

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use pjrt_client::{
-    AlignedHostBuffer, Client, ElementType, Error, ErrorCode, HostLayout, MemoryLayout, Placement, ViewOptions,
+    AlignedHostBuffer, Client, ElementType, Error, ErrorCode, HostLayout, MemoryLayout, Placement, ShapeSpec,
+    ViewOptions,
 };
 
 use super::{expect, Outcome, Problem, Report};
@@ -131,6 +132,16 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
         let options = ViewOptions::new().with_stream(1);
         let result = client.view_of_aligned_with(host, ElementType::F32, &[2, 3], Placement::Default, &options);
         plugin_refusal(result, ErrorCode::Unimplemented, "a view on a stream")
+    });
+    r.check("layouts.transfer_manager_device_layout", || {
+        let spec = ShapeSpec::new(ElementType::F32, &[2, 3]).with_device_layout(MemoryLayout::column_major(2));
+        let manager = client.create_buffers_for_async_host_to_device(&[spec], Placement::Default)?;
+        manager.transfer_literal(0, &bytes(&ROW_MAJOR))?;
+        let b = manager.retrieve_buffer(0)?;
+        let reported = b.memory_layout()?;
+        expect(reported == MemoryLayout::column_major(2), format!("the buffer reports layout {reported}"))?;
+        expect(b.to_vec::<f32>()? == ROW_MAJOR, "values changed")?;
+        Ok(reported.to_string())
     });
     r.check("layouts.strided_zero_copy_upload", || {
         let host = Arc::new(AlignedHostBuffer::from_slice(&COLUMN_MAJOR)?);
