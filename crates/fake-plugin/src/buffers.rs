@@ -157,6 +157,11 @@ slot_fn!(PJRT_Client_BufferFromHostBuffer => fn client_buffer_from_host_buffer(
     if dims.iter().any(|d| *d < 0) {
         return Err(invalid("fake: negative dimension"));
     }
+    // SAFETY: the client passes NULL or a live layout.
+    if !unsafe { is_row_major(args.device_layout, dims.len()) } {
+        // The fake keeps every buffer row-major: storing another layout's data would lie.
+        return Err(new_error(PJRT_Error_Code::UNIMPLEMENTED, "fake: device layouts other than row-major"));
+    }
     let element_type = ElementType::from_raw(args.type_);
     let count = dims.iter().try_fold(1usize, |n, d| n.checked_mul(*d as usize));
     let size = count.and_then(|c| element_type.host_bytes(c)).ok_or_else(|| invalid("fake: too large"))?;

@@ -42,18 +42,13 @@ impl MemoryLayout {
     /// assert_eq!(MemoryLayout::column_major(2).to_string(), "{0,1}");
     /// // XLA's CPU client keeps a [2,3] array column-major on the device; reads stay row-major.
     /// let layout = HostLayout::default().with_device_layout(MemoryLayout::column_major(2));
-    /// let x = client.buffer_from_bytes_with(&[1u8, 2, 3, 4, 5, 6], pjrt_client::ElementType::U8, &[2, 3], &layout, Placement::Default)?;
+    /// let x = client.buffer_from_bytes(&[1, 2, 3, 4, 5, 6], pjrt_client::ElementType::U8, &[2, 3], &layout, Placement::Default)?;
     /// assert_eq!(x.memory_layout()?, MemoryLayout::column_major(2));
     /// assert_eq!(x.to_vec::<u8>()?, [1, 2, 3, 4, 5, 6]);
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn column_major(rank: usize) -> MemoryLayout {
         MemoryLayout::Tiled { minor_to_major: (0..rank as i64).collect(), tiles: Vec::new() }
-    }
-
-    /// Whether this is the dense row-major layout of a rank-`rank` array.
-    pub fn is_dense_row_major(&self, rank: usize) -> bool {
-        *self == MemoryLayout::dense(rank)
     }
 
     /// Checks the layout against an array of `element_type` and `dims` before any plugin sees

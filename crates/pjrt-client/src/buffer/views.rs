@@ -37,6 +37,12 @@ pub struct ViewOptions {
 
 impl ViewOptions {
     /// No layout, no stream: the plugin's defaults.
+    ///
+    /// ```
+    /// use pjrt_client::ViewOptions;
+    /// let options = ViewOptions::new();
+    /// assert_eq!((options.layout, options.stream), (None, None));
+    /// ```
     pub fn new() -> ViewOptions {
         ViewOptions::default()
     }
@@ -143,6 +149,22 @@ impl Client {
     /// [`Client::view_of_aligned`] with a layout (and a stream, which the CPU plugins refuse):
     /// `host` must hold exactly the bytes the layout spans (see [`ViewOptions::with_layout`]).
     /// Tiled layouts with tiles are refused: their padding is the plugin's to choose.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pjrt_client::{AlignedHostBuffer, ElementType, MemoryLayout, Placement, ViewOptions};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// // A [3,2] array kept column-major in host memory: the view reads it in place.
+    /// let host = Arc::new(AlignedHostBuffer::from_slice(&[1u16, 3, 5, 2, 4, 6])?);
+    /// let options = ViewOptions::new().with_layout(MemoryLayout::column_major(2));
+    /// let view = client.view_of_aligned_with(host.clone(), ElementType::U16, &[3, 2], Placement::Default, &options)?;
+    /// assert_eq!(view.to_vec::<u16>()?, [1, 2, 3, 4, 5, 6]);
+    /// // The memory must be exactly what the layout spans.
+    /// let short = Arc::new(AlignedHostBuffer::from_slice(&[1u16, 3, 5, 2])?);
+    /// assert!(client.view_of_aligned_with(short, ElementType::U16, &[3, 2], Placement::Default, &options).is_err());
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn view_of_aligned_with(
         &self,
         host: Arc<AlignedHostBuffer>,

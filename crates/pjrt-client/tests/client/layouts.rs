@@ -302,7 +302,7 @@ fn view_layout_refusals() {
 }
 
 #[test]
-fn view_stream_reaches_the_plugin() {
+fn view_stream_and_layouts_reach_the_fake_plugin() {
     let fake = Fake::new("working");
     let plugin = fake.plugin();
     let client = Client::new(&plugin, &pjrt_client::ClientOptions::new()).unwrap();
@@ -344,6 +344,11 @@ fn view_stream_reaches_the_plugin() {
     assert_eq!(view.to_vec::<f32>().unwrap(), ROW_MAJOR);
     drop(view);
     drop(memory);
+    // The fake keeps buffers row-major only: it takes that layout when asked for, refuses others.
+    let dense = HostLayout::default().with_device_layout(MemoryLayout::dense(2));
+    let x = client.buffer_from_bytes(&f32_bytes(&ROW_MAJOR), ElementType::F32, &[2, 3], &dense, Placement::Default);
+    assert_eq!(x.unwrap().to_vec::<f32>().unwrap(), ROW_MAJOR);
+    assert_plugin_refused(column_major_upload(&client), "fake: column-major", ErrorCode::Unimplemented);
 }
 
 #[test]
