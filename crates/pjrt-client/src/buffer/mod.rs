@@ -187,7 +187,7 @@ unsafe impl Sync for Buffer {}
 /// The first CPU plugin minor whose uploads were measured to store the data in the device layout
 /// they were given. The 0.106 CPU plugin takes a column-major `device_layout`, reports it, and
 /// stores the data row-major all the same, so every read of the buffer transposes it wrongly.
-pub(crate) const CPU_DEVICE_LAYOUT_MINOR: i32 = 115;
+const CPU_DEVICE_LAYOUT_MINOR: i32 = 115;
 
 /// Refuses a device layout other than the client's default where the plugin is known to store
 /// the data in another order than it reports (CPU plugins before [`CPU_DEVICE_LAYOUT_MINOR`]).
