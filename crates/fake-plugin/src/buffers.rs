@@ -157,6 +157,11 @@ slot_fn!(PJRT_Client_BufferFromHostBuffer => fn client_buffer_from_host_buffer(
     if dims.iter().any(|d| *d < 0) {
         return Err(invalid("fake: negative dimension"));
     }
+    // SAFETY: the client passes NULL or a live layout.
+    if !unsafe { is_row_major(args.device_layout, dims.len()) } {
+        // The fake keeps every buffer row-major: storing another layout's data would lie.
+        return Err(new_error(PJRT_Error_Code::UNIMPLEMENTED, "fake: device layouts other than row-major"));
+    }
     let element_type = ElementType::from_raw(args.type_);
     let count = dims.iter().try_fold(1usize, |n, d| n.checked_mul(*d as usize));
     let size = count.and_then(|c| element_type.host_bytes(c)).ok_or_else(|| invalid("fake: too large"))?;
@@ -236,6 +241,14 @@ slot_fn!(PJRT_Client_CreateViewOfDeviceBuffer => fn client_create_view(
     if args.device_buffer_ptr.is_null() {
         return Err(invalid("fake: NULL device memory"));
     }
+    if args.stream != 0 {
+        // Echoes the stream, so a client can see it arrived.
+        return Err(new_error(PJRT_Error_Code::UNIMPLEMENTED, format!("fake: views on stream {}", args.stream)));
+    }
+    // SAFETY: the client passes NULL or a live layout.
+    if !unsafe { is_row_major(args.layout, dims.len()) } {
+        return Err(new_error(PJRT_Error_Code::UNIMPLEMENTED, "fake: view layouts other than row-major"));
+    }
     if injects(fault, Fault::NullOutput) {
         args.buffer = null_mut();
         return Ok(());
@@ -251,6 +264,33 @@ slot_fn!(PJRT_Client_CreateViewOfDeviceBuffer => fn client_create_view(
     });
     Ok(())
 });
+
+/// Whether `layout` is absent or the dense row-major layout of a rank-`rank` array (the only
+/// layout the fake keeps buffers in).
+///
+/// # Safety
+/// `layout` is NULL or points to a layout whose arrays hold the counts it gives.
+unsafe fn is_row_major(layout: *const sys::PJRT_Buffer_MemoryLayout, rank: usize) -> bool {
+    if layout.is_null() {
+        return true;
+    }
+    // SAFETY: the caller's contract.
+    let layout = unsafe { &*layout };
+    if layout.type_ != sys::PJRT_Buffer_MemoryLayout_Type::Tiled {
+        return false;
+    }
+    // SAFETY: `type_` says the tiled member is meant.
+    let tiled = unsafe { layout.layout.tiled };
+    if tiled.num_tiles != 0 || tiled.minor_to_major_size != rank {
+        return false;
+    }
+    if rank == 0 {
+        return true;
+    }
+    // SAFETY: the caller's contract: `minor_to_major_size` readable entries.
+    let order = unsafe { std::slice::from_raw_parts(tiled.minor_to_major, rank) };
+    order.iter().copied().eq((0..rank as i64).rev())
+}
 
 // ---- alias buffers ----
 
@@ -645,8 +685,9 @@ slot_fn!(PJRT_Client_CreateErrorBuffer => fn client_create_error_buffer(args: PJ
 // the client must not rely on the data before it does).
 slot_fn!(PJRT_Buffer_ToHostBuffer => fn buffer_to_host(args: PJRT_Buffer_ToHostBuffer_Args, fault) {
     let buffer = live_buffer(args.src)?;
-    if !args.host_layout.is_null() {
-        return Err(new_error(PJRT_Error_Code::UNIMPLEMENTED, "fake: host layouts"));
+    // SAFETY: the client passes NULL or a live layout.
+    if !unsafe { is_row_major(args.host_layout, buffer.dims.len()) } {
+        return Err(new_error(PJRT_Error_Code::UNIMPLEMENTED, "fake: host layouts other than row-major"));
     }
     let size = buffer.bytes.len();
     if args.dst.is_null() {

@@ -233,6 +233,15 @@ mod tests {
         assert_eq!(offset_of!(PJRT_Buffer_MemoryLayout, layout), 16);
         assert_eq!(offset_of!(PJRT_Buffer_MemoryLayout, type_), 72);
         assert_eq!(std::mem::size_of::<PJRT_Buffer_MemoryLayout>(), 80);
+        // The union's members (the header's `tiled` and `strides`): the larger one sets its size.
+        assert_eq!(offset_of!(PJRT_Buffer_MemoryLayout_Tiled, minor_to_major), 16);
+        assert_eq!(offset_of!(PJRT_Buffer_MemoryLayout_Tiled, tile_dims), 32);
+        assert_eq!(offset_of!(PJRT_Buffer_MemoryLayout_Tiled, tile_dim_sizes), 40);
+        assert_eq!(offset_of!(PJRT_Buffer_MemoryLayout_Tiled, num_tiles), 48);
+        assert_eq!(offset_of!(PJRT_Buffer_MemoryLayout_Strides, byte_strides), 16);
+        assert_eq!(offset_of!(PJRT_Buffer_MemoryLayout_Strides, num_byte_strides), 24);
+        assert_eq!(std::mem::size_of::<PJRT_Buffer_MemoryLayout_Union>(), 56);
+        assert_eq!(offset_of!(PJRT_Client_CreateViewOfDeviceBuffer_Args, layout), 56);
         assert_eq!(offset_of!(PJRT_Client_CreateViewOfDeviceBuffer_Args, element_type), 48);
         assert_eq!(offset_of!(PJRT_Client_CreateViewOfDeviceBuffer_Args, on_delete_callback), 72);
         assert_eq!(offset_of!(PJRT_Client_CreateViewOfDeviceBuffer_Args, stream), 88);

@@ -250,7 +250,7 @@ pjrt_struct!(PJRT_Client_BufferFromHostBuffer_Args {
     struct_size: usize, extension_start: Ext, client: *mut PJRT_Client, data: *const c_void,
     type_: PJRT_Buffer_Type, dims: *const i64, num_dims: usize, byte_strides: *const i64,
     num_byte_strides: usize, host_buffer_semantics: PJRT_HostBufferSemantics,
-    device: *mut PJRT_Device, memory: *mut PJRT_Memory, device_layout: *mut c_void,
+    device: *mut PJRT_Device, memory: *mut PJRT_Memory, device_layout: *mut super::PJRT_Buffer_MemoryLayout,
     done_with_host_buffer: *mut PJRT_Event, buffer: *mut PJRT_Buffer,
 });
 
@@ -395,7 +395,7 @@ pjrt_struct!(PJRT_Buffer_Dimensions_Args {
     struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, dims: *const i64, num_dims: usize,
 });
 pjrt_struct!(PJRT_Buffer_ToHostBuffer_Args {
-    struct_size: usize, extension_start: Ext, src: *mut PJRT_Buffer, host_layout: *mut c_void,
+    struct_size: usize, extension_start: Ext, src: *mut PJRT_Buffer, host_layout: *mut super::PJRT_Buffer_MemoryLayout,
     dst: *mut c_void, dst_size: usize, event: *mut PJRT_Event,
 });
 pjrt_struct!(PJRT_Buffer_OnDeviceSizeInBytes_Args {
@@ -607,6 +607,11 @@ mod tests {
     #[test]
     fn named_value_layout() {
         assert_eq!(std::mem::offset_of!(PJRT_NamedValue, type_), 32);
+        // The layouts an upload and a download take (typed, not `void*`).
+        assert_eq!(std::mem::offset_of!(PJRT_Client_BufferFromHostBuffer_Args, byte_strides), 56);
+        assert_eq!(std::mem::offset_of!(PJRT_Client_BufferFromHostBuffer_Args, device_layout), 96);
+        assert_eq!(std::mem::offset_of!(PJRT_Buffer_ToHostBuffer_Args, host_layout), 24);
+        assert_eq!(std::mem::offset_of!(PJRT_Buffer_ToHostBuffer_Args, dst_size), 40);
         assert_eq!(std::mem::offset_of!(PJRT_NamedValue, value), 40);
         assert_eq!(std::mem::offset_of!(PJRT_NamedValue, value_size), 48);
     }

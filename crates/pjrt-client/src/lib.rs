@@ -128,6 +128,7 @@ pub use buffer::layout::MemoryLayout;
 pub use buffer::queries::ExternalReference;
 pub use buffer::raw_copy::RawCopyRequest;
 pub use buffer::transfer_manager::{PendingTransfer, ShapeSpec, TransferManager};
+pub use buffer::views::ViewOptions;
 pub use buffer::without_host_data::AliasFulfiller;
 pub use buffer::{Buffer, HostBufferSemantics, HostLayout, HostTransfer, Placement};
 pub use call::named_value::Value;

@@ -7,7 +7,7 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::buffer::queries::increase_external_reference;
-use crate::buffer::{dense_byte_size, Buffer, Placement};
+use crate::buffer::{Buffer, HostLayout, Placement};
 use crate::call::pjrt_call;
 use crate::client::Client;
 use crate::element_type::{native_bytes, ElementType, NativeType};
@@ -120,6 +120,35 @@ impl Client {
         dims: &[i64],
         placement: Placement<'_>,
     ) -> Result<Buffer> {
+        self.buffer_from_aligned_with(host, element_type, dims, &HostLayout::default(), placement)
+    }
+
+    /// [`Client::buffer_from_aligned`] with byte strides and a device layout
+    /// ([`HostLayout`]; its `semantics` must stay at the default: this upload is always
+    /// zero-copy where the plugin can). With strides or a layout other than the device's, the
+    /// plugin copies instead (XLA's CPU client does), and the memory is still kept until its
+    /// done event.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pjrt_client::{AlignedHostBuffer, ElementType, HostLayout, Placement};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// // Every other element of 8 f32 values, as a [4] array (stride 8 bytes).
+    /// let host = Arc::new(AlignedHostBuffer::from_slice(&[0f32, -1., 1., -1., 2., -1., 3., -1.])?);
+    /// let layout = HostLayout::default().with_byte_strides(vec![8]);
+    /// let x = client.buffer_from_aligned_with(&host, ElementType::F32, &[4], &layout, Placement::Default)?;
+    /// assert_eq!(x.to_vec::<f32>()?, [0., 1., 2., 3.]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn buffer_from_aligned_with(
+        &self,
+        host: &Arc<AlignedHostBuffer>,
+        element_type: ElementType,
+        dims: &[i64],
+        layout: &HostLayout,
+        placement: Placement<'_>,
+    ) -> Result<Buffer> {
         let api = self.api();
         match element_type.since_minor() {
             None => return Err(Error::invalid(format!("unknown element type {element_type}"))),
@@ -128,20 +157,18 @@ impl Client {
             }
             Some(_) => {}
         }
-        let size = dense_byte_size(element_type, dims)?;
-        if size != host.len() {
-            return Err(Error::invalid(format!(
-                "the host buffer has {} bytes but shape {dims:?} of {element_type} needs {size}",
-                host.len()
-            )));
+        layout.require_default_semantics("buffer_from_aligned_with")?;
+        let mut device_layout = layout.check(self, element_type, dims, host.len())?;
+        if layout.byte_strides.is_none() {
+            element_type.check_host_values(host.as_bytes())?;
         }
-        element_type.check_host_values(host.as_bytes())?;
         let mut args = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
         args.client = self.raw();
         args.data = host.ptr.as_ptr() as *const c_void;
         args.type_ = element_type.to_raw();
         args.dims = dims.as_ptr();
         args.num_dims = dims.len();
+        layout.fill(&mut args, device_layout.as_mut());
         args.host_buffer_semantics = sys::PJRT_HostBufferSemantics::ImmutableZeroCopy;
         match placement {
             Placement::Default => {

@@ -2,14 +2,12 @@
 //! placements, dense layouts. Several PJRT functions abort the process on bad input instead of
 //! returning an error, so everything is checked before it reaches the plugin.
 
-use std::ptr::NonNull;
-
 use crate::buffer::{dense_byte_size, Buffer, Placement};
 use crate::call::Api;
 use crate::client::Client;
 use crate::element_type::ElementType;
 use crate::error::{Error, ErrorCode, Result};
-use crate::sys::{self, Args};
+use crate::sys;
 
 /// Refuses element types the plugin does not know (unknown to this crate, newer than the
 /// plugin's minor) and those that cannot hold array data (INVALID, TOKEN): several plugins abort
@@ -96,32 +94,6 @@ pub(crate) fn check_error_code(code: ErrorCode) -> Result<sys::PJRT_Error_Code> 
     Ok(raw)
 }
 
-/// A dense row-major layout (tiled, minor_to_major = [rank-1 .. 0], no tiles) in the plugin's
-/// form. Some calls abort without an explicit layout; this one is always accepted.
-pub(crate) struct DenseLayout {
-    // Owns the array `raw` points into (heap memory: moving the struct does not move it).
-    _minor_to_major: Box<[i64]>,
-    raw: sys::PJRT_Buffer_MemoryLayout,
-}
-
-impl DenseLayout {
-    pub(crate) fn new(rank: usize) -> DenseLayout {
-        let minor_to_major: Box<[i64]> = (0..rank as i64).rev().collect();
-        let mut tiled = sys::PJRT_Buffer_MemoryLayout_Tiled::new();
-        tiled.minor_to_major = if rank == 0 { NonNull::<i64>::dangling().as_ptr() } else { minor_to_major.as_ptr() };
-        tiled.minor_to_major_size = rank;
-        let mut raw = sys::PJRT_Buffer_MemoryLayout::new();
-        raw.layout = sys::PJRT_Buffer_MemoryLayout_Union { tiled };
-        raw.type_ = sys::PJRT_Buffer_MemoryLayout_Type::Tiled;
-        DenseLayout { _minor_to_major: minor_to_major, raw }
-    }
-
-    /// The plugin reads the layout during the call only; `&mut self` keeps it alive meanwhile.
-    pub(crate) fn as_mut_ptr(&mut self) -> *mut sys::PJRT_Buffer_MemoryLayout {
-        &mut self.raw
-    }
-}
-
 pub(crate) fn not_deleted(buffer: &Buffer) -> Result<()> {
     if buffer.is_deleted()? {
         return Err(Error::invalid("the buffer was deleted (or donated)"));
@@ -132,20 +104,6 @@ pub(crate) fn not_deleted(buffer: &Buffer) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn dense_layout_points_into_its_own_array() {
-        let mut layout = DenseLayout::new(3);
-        let raw = layout.as_mut_ptr();
-        // SAFETY: built as tiled just above; the array lives in `layout`.
-        unsafe {
-            assert_eq!((*raw).type_, sys::PJRT_Buffer_MemoryLayout_Type::Tiled);
-            assert_eq!((*raw).struct_size, 76);
-            let tiled = (*raw).layout.tiled;
-            assert_eq!(std::slice::from_raw_parts(tiled.minor_to_major, tiled.minor_to_major_size), [2, 1, 0]);
-            assert_eq!(tiled.num_tiles, 0);
-        }
-    }
 
     #[test]
     fn error_codes_are_checked() {

@@ -2,6 +2,7 @@
 
 use std::ffi::c_void;
 
+use crate::buffer::layout::RawLayout;
 use crate::buffer::Buffer;
 use crate::call::pjrt_call;
 use crate::element_type::normalize_pred;
@@ -25,8 +26,12 @@ impl Buffer {
             return Ok(());
         }
         let client = self.client();
+        // Row-major whatever the device layout: without a host layout the plugin copies in the
+        // device's dimension order.
+        let mut row_major = RawLayout::dense(self.dimensions()?.len());
         let mut args = sys::PJRT_Buffer_ToHostBuffer_Args::new();
         args.src = self.as_raw();
+        args.host_layout = row_major.as_mut_ptr();
         args.dst = destination.as_mut_ptr() as *mut c_void;
         args.dst_size = size;
         pjrt_call!(client.api(), PJRT_Buffer_ToHostBuffer, &mut args)?;

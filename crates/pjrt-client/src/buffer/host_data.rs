@@ -75,17 +75,48 @@ impl Client {
     where
         F: FnOnce(Result<()>, HostData) + Send + 'static,
     {
+        self.buffer_from_host_data_with(data, element_type, dims, &HostLayout::default(), placement, on_done)
+    }
+
+    /// [`Client::buffer_from_host_data`] with byte strides and a device layout ([`HostLayout`];
+    /// its `semantics` must stay at the default: this upload is always
+    /// `ImmutableUntilTransferCompletes`). The strides are checked to stay within the data.
+    ///
+    /// ```
+    /// use pjrt_client::{ElementType, HostLayout, MemoryLayout, Placement};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// // A column-major [2,2] u8 array, given by strides, kept column-major on the device too.
+    /// let layout = HostLayout::default()
+    ///     .with_byte_strides(vec![1, 2])
+    ///     .with_device_layout(MemoryLayout::column_major(2));
+    /// let (x, done) = client.buffer_from_host_data_with(vec![1u8, 3, 2, 4], ElementType::U8, &[2, 2], &layout, Placement::Default, |status, _data| status.unwrap())?;
+    /// done.wait()?;
+    /// assert_eq!(x.to_vec::<u8>()?, [1, 2, 3, 4]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn buffer_from_host_data_with<F>(
+        &self,
+        data: impl Into<HostData>,
+        element_type: ElementType,
+        dims: &[i64],
+        layout: &HostLayout,
+        placement: Placement<'_>,
+        on_done: F,
+    ) -> Result<(Buffer, OnReady)>
+    where
+        F: FnOnce(Result<()>, HostData) + Send + 'static,
+    {
         let data = data.into();
-        let size = check_array(self.api(), element_type, dims)?;
-        if data.as_bytes().len() != size {
-            return Err(Error::invalid(format!(
-                "the host data has {} bytes but shape {dims:?} of {element_type} needs {size}",
-                data.as_bytes().len()
-            )));
+        check_array(self.api(), element_type, dims)?;
+        layout.require_default_semantics("buffer_from_host_data_with")?;
+        let len = data.as_bytes().len();
+        let mut device_layout = layout.check(self, element_type, dims, len)?;
+        if layout.byte_strides.is_none() {
+            element_type.check_host_values(data.as_bytes())?;
         }
-        element_type.check_host_values(data.as_bytes())?;
         let target = resolve_target(self, placement)?;
-        let ptr = if size == 0 {
+        let ptr = if len == 0 {
             NonNull::<u64>::dangling().as_ptr() as *const c_void
         } else {
             data.as_bytes().as_ptr() as *const c_void
@@ -99,6 +130,7 @@ impl Client {
         args.type_ = element_type.to_raw();
         args.dims = dims.as_ptr();
         args.num_dims = dims.len();
+        layout.fill(&mut args, device_layout.as_mut());
         args.host_buffer_semantics = sys::PJRT_HostBufferSemantics::ImmutableUntilTransferCompletes;
         match target {
             Target::Device(device) => args.device = device,

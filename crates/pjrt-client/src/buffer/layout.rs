@@ -1,6 +1,12 @@
-//! Memory layouts of buffers ([`MemoryLayout`]).
+//! Memory layouts of buffers ([`MemoryLayout`]), their checks, and the plugin's form of them
+//! ([`RawLayout`]).
 
 use std::fmt;
+use std::ptr::NonNull;
+
+use crate::element_type::ElementType;
+use crate::error::{Error, Result};
+use crate::sys::{self, Args};
 
 /// How a buffer's elements are laid out in device memory.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +30,117 @@ impl MemoryLayout {
     /// The dense row-major layout of a rank-`rank` array: minor_to_major = [rank-1, ..., 0].
     pub fn dense(rank: usize) -> MemoryLayout {
         MemoryLayout::Tiled { minor_to_major: (0..rank as i64).rev().collect(), tiles: Vec::new() }
+    }
+
+    /// The dense column-major layout of a rank-`rank` array: minor_to_major = [0, ..., rank-1]
+    /// (the first dimension varies fastest, as in Fortran).
+    ///
+    /// ```
+    /// use pjrt_client::{HostLayout, MemoryLayout, Placement};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// assert_eq!(MemoryLayout::column_major(2).to_string(), "{0,1}");
+    /// // XLA's CPU client keeps a [2,3] array column-major on the device; reads stay row-major.
+    /// let layout = HostLayout::default().with_device_layout(MemoryLayout::column_major(2));
+    /// let x = client.buffer_from_bytes(&[1, 2, 3, 4, 5, 6], pjrt_client::ElementType::U8, &[2, 3], &layout, Placement::Default)?;
+    /// assert_eq!(x.memory_layout()?, MemoryLayout::column_major(2));
+    /// assert_eq!(x.to_vec::<u8>()?, [1, 2, 3, 4, 5, 6]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn column_major(rank: usize) -> MemoryLayout {
+        MemoryLayout::Tiled { minor_to_major: (0..rank as i64).collect(), tiles: Vec::new() }
+    }
+
+    /// Checks the layout against an array of `element_type` and `dims` before any plugin sees
+    /// it: a tiled layout's minor_to_major must be a permutation of `0..rank` and its tiles have
+    /// at most `rank` dimensions, each at least 1; strided layouts need one non-negative stride
+    /// per dimension, a multiple of the element size (whole-byte types only).
+    ///
+    /// ```
+    /// use pjrt_client::{ElementType, MemoryLayout};
+    /// assert!(MemoryLayout::column_major(2).check(ElementType::F32, &[2, 3]).is_ok());
+    /// let repeated = MemoryLayout::Tiled { minor_to_major: vec![0, 0], tiles: vec![] };
+    /// assert!(repeated.check(ElementType::F32, &[2, 3]).is_err(), "not a permutation");
+    /// let strides = MemoryLayout::Strides { byte_strides: vec![4, 8] };
+    /// assert!(strides.check(ElementType::F32, &[2, 3]).is_ok());
+    /// assert!(strides.check(ElementType::F32, &[2, 3, 1]).is_err(), "one stride per dimension");
+    /// ```
+    pub fn check(&self, element_type: ElementType, dims: &[i64]) -> Result<()> {
+        let rank = dims.len();
+        match self {
+            MemoryLayout::Tiled { minor_to_major, tiles } => {
+                let mut seen = vec![false; rank];
+                let is_permutation = minor_to_major.len() == rank
+                    && minor_to_major.iter().all(|&d| {
+                        usize::try_from(d)
+                            .ok()
+                            .filter(|&d| d < rank)
+                            .is_some_and(|d| !std::mem::replace(&mut seen[d], true))
+                    });
+                if !is_permutation {
+                    return Err(Error::invalid(format!(
+                        "the layout {self} does not order the {rank} dimensions of {dims:?}: minor_to_major must \
+                         be a permutation of 0..{rank}"
+                    )));
+                }
+                for tile in tiles {
+                    if tile.is_empty() || tile.len() > rank || tile.iter().any(|&t| t < 1) {
+                        return Err(Error::invalid(format!(
+                            "the tile ({}) of layout {self} does not fit a rank-{rank} array: a tile has 1..={rank} \
+                             dimensions, each at least 1",
+                            tile.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(",")
+                        )));
+                    }
+                }
+                Ok(())
+            }
+            MemoryLayout::Strides { byte_strides } => {
+                if byte_strides.len() != rank {
+                    return Err(Error::invalid(format!(
+                        "{} byte strides given for {rank} dimensions; give one stride per dimension",
+                        byte_strides.len()
+                    )));
+                }
+                let elem = whole_byte_size(element_type)?;
+                for (&d, &s) in dims.iter().zip(byte_strides) {
+                    if s < 0 {
+                        return Err(Error::invalid("negative byte strides are not supported"));
+                    }
+                    if s % elem as i64 != 0 && d > 1 {
+                        return Err(Error::invalid(format!(
+                            "byte stride {s} is not a multiple of the element size {elem}"
+                        )));
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The bytes of host memory an array of `element_type` and `dims` in this layout spans (the
+    /// last byte addressed plus one), after [`MemoryLayout::check`]. Tiled layouts with tiles are
+    /// refused: their padding is the plugin's choice, so no size computed here could bound it.
+    pub(crate) fn host_span(&self, element_type: ElementType, dims: &[i64]) -> Result<usize> {
+        self.check(element_type, dims)?;
+        match self {
+            MemoryLayout::Tiled { tiles, .. } if !tiles.is_empty() => Err(Error::invalid(format!(
+                "the tiled layout {self} cannot describe host memory here: tiles pad the array as the plugin \
+                 decides, so its size cannot be checked; use a layout without tiles"
+            ))),
+            // A permutation of a dense array covers exactly its dense bytes.
+            MemoryLayout::Tiled { .. } => dense_byte_size(element_type, dims),
+            MemoryLayout::Strides { byte_strides } => {
+                dense_byte_size(element_type, dims)?;
+                if dims.contains(&0) {
+                    return Ok(0);
+                }
+                let elem = whole_byte_size(element_type)?;
+                let last = dims.iter().zip(byte_strides).map(|(&d, &s)| (d as i128 - 1) * s as i128).sum::<i128>();
+                usize::try_from(last + elem as i128).ok().filter(|n| *n <= isize::MAX as usize).ok_or_else(|| {
+                    Error::invalid(format!("the strides {byte_strides:?} span more bytes than fit in memory"))
+                })
+            }
+        }
     }
 
     /// Reads the text the Layouts extension serializes a layout to (XLA's layout notation):
@@ -57,6 +174,113 @@ impl MemoryLayout {
             }
         }
         Some(MemoryLayout::Tiled { minor_to_major, tiles })
+    }
+}
+
+/// Checks dims and computes the dense byte size of an array.
+pub(crate) fn dense_byte_size(element_type: ElementType, dims: &[i64]) -> Result<usize> {
+    if !element_type.is_array_type() {
+        return Err(Error::invalid(format!("element type {element_type} cannot hold array data")));
+    }
+    let mut count: usize = 1;
+    for (i, &d) in dims.iter().enumerate() {
+        if d < 0 {
+            return Err(Error::invalid(format!("dimension {i} is negative ({d}); dimensions must be >= 0")));
+        }
+        count = count
+            .checked_mul(d as usize)
+            .ok_or_else(|| Error::invalid(format!("the shape {dims:?} has more elements than fit in memory")))?;
+    }
+    element_type
+        .host_bytes(count)
+        .filter(|b| *b <= isize::MAX as usize)
+        .ok_or_else(|| Error::invalid(format!("the shape {dims:?} of {element_type} is too large")))
+}
+
+/// The size of one element, for strided layouts (which address whole bytes).
+fn whole_byte_size(element_type: ElementType) -> Result<usize> {
+    match element_type.bits() {
+        Some(bits) if bits >= 8 => Ok(bits / 8),
+        _ => Err(Error::invalid(format!("byte strides are not supported for sub-byte type {element_type}"))),
+    }
+}
+
+/// A [`MemoryLayout`] in the plugin's form (`PJRT_Buffer_MemoryLayout`), owning the arrays it
+/// points into. The plugin reads it during one call only; `&mut self` keeps it alive meanwhile.
+pub(crate) struct RawLayout {
+    // Heap arrays: moving the struct does not move them, so `raw`'s pointers stay valid.
+    _minor_to_major: Box<[i64]>,
+    _tile_dims: Box<[i64]>,
+    _tile_dim_sizes: Box<[usize]>,
+    _byte_strides: Box<[i64]>,
+    raw: sys::PJRT_Buffer_MemoryLayout,
+}
+
+impl RawLayout {
+    /// The layout for an array of `element_type` and `dims`, checked first
+    /// ([`MemoryLayout::check`]) so the plugin never reads past an array or gets a malformed order.
+    pub(crate) fn new(layout: &MemoryLayout, element_type: ElementType, dims: &[i64]) -> Result<RawLayout> {
+        layout.check(element_type, dims)?;
+        Ok(RawLayout::unchecked(layout))
+    }
+
+    /// The dense row-major layout of a rank-`rank` array (always valid).
+    pub(crate) fn dense(rank: usize) -> RawLayout {
+        RawLayout::unchecked(&MemoryLayout::dense(rank))
+    }
+
+    fn unchecked(layout: &MemoryLayout) -> RawLayout {
+        // Empty arrays still get a non-NULL pointer: some plugins treat NULL as "absent".
+        fn ptr<T>(v: &[T]) -> *const T {
+            if v.is_empty() {
+                NonNull::<T>::dangling().as_ptr()
+            } else {
+                v.as_ptr()
+            }
+        }
+        let mut raw = sys::PJRT_Buffer_MemoryLayout::new();
+        match layout {
+            MemoryLayout::Tiled { minor_to_major, tiles } => {
+                let minor_to_major: Box<[i64]> = minor_to_major.as_slice().into();
+                let tile_dims: Box<[i64]> = tiles.iter().flatten().copied().collect();
+                let tile_dim_sizes: Box<[usize]> = tiles.iter().map(Vec::len).collect();
+                let mut tiled = sys::PJRT_Buffer_MemoryLayout_Tiled::new();
+                tiled.minor_to_major = ptr(&minor_to_major);
+                tiled.minor_to_major_size = minor_to_major.len();
+                tiled.tile_dims = ptr(&tile_dims);
+                tiled.tile_dim_sizes = ptr(&tile_dim_sizes);
+                tiled.num_tiles = tile_dim_sizes.len();
+                raw.layout = sys::PJRT_Buffer_MemoryLayout_Union { tiled };
+                raw.type_ = sys::PJRT_Buffer_MemoryLayout_Type::Tiled;
+                RawLayout {
+                    _minor_to_major: minor_to_major,
+                    _tile_dims: tile_dims,
+                    _tile_dim_sizes: tile_dim_sizes,
+                    _byte_strides: Box::new([]),
+                    raw,
+                }
+            }
+            MemoryLayout::Strides { byte_strides } => {
+                let byte_strides: Box<[i64]> = byte_strides.as_slice().into();
+                let mut strides = sys::PJRT_Buffer_MemoryLayout_Strides::new();
+                strides.byte_strides = ptr(&byte_strides);
+                strides.num_byte_strides = byte_strides.len();
+                raw.layout = sys::PJRT_Buffer_MemoryLayout_Union { strides };
+                raw.type_ = sys::PJRT_Buffer_MemoryLayout_Type::Strides;
+                RawLayout {
+                    _minor_to_major: Box::new([]),
+                    _tile_dims: Box::new([]),
+                    _tile_dim_sizes: Box::new([]),
+                    _byte_strides: byte_strides,
+                    raw,
+                }
+            }
+        }
+    }
+
+    /// The plugin reads the layout during the call only; `&mut self` keeps it alive meanwhile.
+    pub(crate) fn as_mut_ptr(&mut self) -> *mut sys::PJRT_Buffer_MemoryLayout {
+        &mut self.raw
     }
 }
 
@@ -97,5 +321,63 @@ mod tests {
         for bad in ["", "1,0", "{1,x}", "{1,0:E(4)}", "{1,0:T(8,128}", "{1,0:T}"] {
             assert_eq!(MemoryLayout::parse(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn layouts_are_checked_against_the_shape() {
+        let f32 = ElementType::F32;
+        assert!(MemoryLayout::dense(0).check(f32, &[]).is_ok());
+        assert!(MemoryLayout::column_major(3).check(f32, &[2, 3, 4]).is_ok());
+        for bad in [vec![0, 0], vec![0], vec![0, 2], vec![-1, 0], vec![1, 0, 2]] {
+            let layout = MemoryLayout::Tiled { minor_to_major: bad.clone(), tiles: vec![] };
+            assert!(layout.check(f32, &[2, 3]).is_err(), "{bad:?}");
+        }
+        for bad_tile in [vec![], vec![0], vec![8, 128, 2], vec![-8]] {
+            let layout = MemoryLayout::Tiled { minor_to_major: vec![1, 0], tiles: vec![bad_tile.clone()] };
+            assert!(layout.check(f32, &[2, 3]).is_err(), "{bad_tile:?}");
+        }
+        let tiled = MemoryLayout::Tiled { minor_to_major: vec![1, 0], tiles: vec![vec![8, 128]] };
+        assert!(tiled.check(f32, &[2, 3]).is_ok());
+        assert!(tiled.host_span(f32, &[2, 3]).is_err(), "tiles pad as the plugin decides");
+        assert!(MemoryLayout::Strides { byte_strides: vec![4, -8] }.check(f32, &[2, 3]).is_err());
+        assert!(MemoryLayout::Strides { byte_strides: vec![4, 6] }.check(f32, &[2, 3]).is_err());
+        assert!(MemoryLayout::Strides { byte_strides: vec![1, 2] }.check(ElementType::S4, &[2, 3]).is_err());
+    }
+
+    #[test]
+    fn host_spans() {
+        let f32 = ElementType::F32;
+        assert_eq!(MemoryLayout::column_major(2).host_span(f32, &[2, 3]).unwrap(), 24);
+        // Column-major strides of a [2,3] f32 array: 4 and 8 bytes.
+        assert_eq!(MemoryLayout::Strides { byte_strides: vec![4, 8] }.host_span(f32, &[2, 3]).unwrap(), 24);
+        // Every other row of a [2,3] array: 1*24 + 2*4 + 4 bytes.
+        assert_eq!(MemoryLayout::Strides { byte_strides: vec![24, 4] }.host_span(f32, &[2, 3]).unwrap(), 36);
+        assert_eq!(MemoryLayout::Strides { byte_strides: vec![24, 4] }.host_span(f32, &[0, 3]).unwrap(), 0);
+    }
+
+    #[test]
+    fn raw_layouts_point_into_their_own_arrays() {
+        let tiled = MemoryLayout::Tiled { minor_to_major: vec![0, 1], tiles: vec![vec![2, 4], vec![1]] };
+        let mut raw = RawLayout::new(&tiled, ElementType::F32, &[4, 8]).unwrap();
+        let ptr = raw.as_mut_ptr();
+        // SAFETY: built as tiled just above; the arrays live in `raw`.
+        unsafe {
+            assert_eq!((*ptr).type_, sys::PJRT_Buffer_MemoryLayout_Type::Tiled);
+            assert_eq!((*ptr).struct_size, 76);
+            let t = (*ptr).layout.tiled;
+            assert_eq!(std::slice::from_raw_parts(t.minor_to_major, t.minor_to_major_size), [0, 1]);
+            assert_eq!(std::slice::from_raw_parts(t.tile_dim_sizes, t.num_tiles), [2, 1]);
+            assert_eq!(std::slice::from_raw_parts(t.tile_dims, 3), [2, 4, 1]);
+        }
+        let mut raw =
+            RawLayout::new(&MemoryLayout::Strides { byte_strides: vec![4, 8] }, ElementType::F32, &[2, 3]).unwrap();
+        let ptr = raw.as_mut_ptr();
+        // SAFETY: built as strides just above.
+        unsafe {
+            assert_eq!((*ptr).type_, sys::PJRT_Buffer_MemoryLayout_Type::Strides);
+            let s = (*ptr).layout.strides;
+            assert_eq!(std::slice::from_raw_parts(s.byte_strides, s.num_byte_strides), [4, 8]);
+        }
+        assert!(RawLayout::new(&MemoryLayout::dense(3), ElementType::F32, &[2, 3]).is_err(), "checked first");
     }
 }

@@ -29,6 +29,8 @@ use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::host_array::HostArray;
 use crate::sys::{self, Args};
+pub(crate) use layout::dense_byte_size;
+use layout::{MemoryLayout, RawLayout};
 
 /// Where an upload goes.
 #[derive(Clone, Copy, Debug, Default)]
@@ -57,13 +59,111 @@ pub enum HostBufferSemantics {
     CopyUntilTransferCompletes,
 }
 
-/// How to read a host array for an upload.
+/// How to read a host array for an upload, and how to lay it out on the device.
 #[derive(Clone, Debug, Default)]
 pub struct HostLayout {
     /// Byte strides per dimension; `None` means dense row-major.
     pub byte_strides: Option<Vec<i64>>,
-    /// How long the plugin may read the data.
+    /// How long the plugin may read the data (borrowed uploads only: the zero-copy and owned
+    /// uploads fix their own, and refuse any other value than the default).
     pub semantics: HostBufferSemantics,
+    /// The layout the buffer gets on the device (`device_layout`); `None`: the plugin's default
+    /// (see [`Client::default_memory_layout`]). Checked against the shape first
+    /// ([`MemoryLayout::check`]); a layout the plugin does not take comes back as its error.
+    pub device_layout: Option<MemoryLayout>,
+}
+
+impl HostLayout {
+    /// Reads the host data with these byte strides (one per dimension).
+    ///
+    /// ```
+    /// use pjrt_client::{ElementType, HostLayout, Placement};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// // A column-major [2,3] f32 array on the host: dimension 0 steps 4 bytes, dimension 1 steps 8.
+    /// let host = [1f32, 4., 2., 5., 3., 6.];
+    /// let bytes: Vec<u8> = host.iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// let layout = HostLayout::default().with_byte_strides(vec![4, 8]);
+    /// let x = client.buffer_from_bytes(&bytes, ElementType::F32, &[2, 3], &layout, Placement::Default)?;
+    /// assert_eq!(x.to_vec::<f32>()?, [1., 2., 3., 4., 5., 6.]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn with_byte_strides(mut self, byte_strides: Vec<i64>) -> HostLayout {
+        self.byte_strides = Some(byte_strides);
+        self
+    }
+
+    /// Gives the buffer this layout on the device.
+    ///
+    /// ```
+    /// use pjrt_client::{ElementType, HostLayout, MemoryLayout, Placement};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let layout = HostLayout::default().with_device_layout(MemoryLayout::column_major(2));
+    /// let x = client.buffer_from_bytes(&[1, 2, 3, 4, 5, 6], ElementType::U8, &[2, 3], &layout, Placement::Default)?;
+    /// assert_eq!(x.memory_layout()?.to_string(), "{0,1}");
+    /// // Host copies are row-major unless asked otherwise.
+    /// assert_eq!(x.to_vec::<u8>()?, [1, 2, 3, 4, 5, 6]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn with_device_layout(mut self, device_layout: MemoryLayout) -> HostLayout {
+        self.device_layout = Some(device_layout);
+        self
+    }
+
+    /// Checks `len` host bytes against the shape read with these strides, and the device layout
+    /// against the shape; returns the device layout in the plugin's form. Nothing of this
+    /// reaches the plugin unchecked: the strides bound every read to `len` bytes.
+    pub(crate) fn check(
+        &self,
+        client: &Client,
+        element_type: ElementType,
+        dims: &[i64],
+        len: usize,
+    ) -> Result<Option<RawLayout>> {
+        let size = dense_byte_size(element_type, dims)?;
+        match &self.byte_strides {
+            None if len != size => {
+                return Err(Error::invalid(format!(
+                    "the host data has {len} bytes but shape {dims:?} of {element_type} needs {size} \
+                     (one byte per element for sub-byte types)"
+                )))
+            }
+            None => {}
+            Some(strides) => check_strided(element_type, dims, strides, len)?,
+        }
+        let Some(layout) = &self.device_layout else { return Ok(None) };
+        let raw = RawLayout::new(layout, element_type, dims)?;
+        check_device_layout_honoured(client, layout, element_type, dims)?;
+        Ok(Some(raw))
+    }
+
+    /// Puts the strides and the device layout into upload args. `device_layout` must outlive the
+    /// call, as must `self` (the strides are borrowed).
+    pub(crate) fn fill(
+        &self,
+        args: &mut sys::PJRT_Client_BufferFromHostBuffer_Args,
+        device_layout: Option<&mut RawLayout>,
+    ) {
+        if let Some(strides) = &self.byte_strides {
+            args.byte_strides = strides.as_ptr();
+            args.num_byte_strides = strides.len();
+        }
+        if let Some(layout) = device_layout {
+            args.device_layout = layout.as_mut_ptr();
+        }
+    }
+
+    /// Refuses a semantics setting an upload with fixed semantics would otherwise ignore.
+    pub(crate) fn require_default_semantics(&self, upload: &str) -> Result<()> {
+        if self.semantics != HostBufferSemantics::default() {
+            return Err(Error::invalid(format!(
+                "{upload} fixes its own host-buffer semantics; leave HostLayout::semantics at its default \
+                 (or upload with buffer_from_bytes)"
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// An array on a device. Dropping it frees the device memory.
@@ -84,24 +184,37 @@ unsafe impl Send for Buffer {}
 // SAFETY: as above; `&self` methods only call thread-safe PJRT functions.
 unsafe impl Sync for Buffer {}
 
-/// Checks dims and computes the dense byte size of an array.
-pub(crate) fn dense_byte_size(element_type: ElementType, dims: &[i64]) -> Result<usize> {
-    if !element_type.is_array_type() {
-        return Err(Error::invalid(format!("element type {element_type} cannot hold array data")));
+/// The first CPU plugin minor whose uploads were measured to store the data in the device layout
+/// they were given. The 0.106 CPU plugin takes a column-major `device_layout`, reports it, and
+/// stores the data row-major all the same, so every read of the buffer transposes it wrongly.
+const CPU_DEVICE_LAYOUT_MINOR: i32 = 115;
+
+/// Refuses a device layout other than the client's default where the plugin is known to store
+/// the data in another order than it reports (CPU plugins before [`CPU_DEVICE_LAYOUT_MINOR`]).
+/// Strided device layouts are left to the plugin, which refuses them without reading the data.
+fn check_device_layout_honoured(
+    client: &Client,
+    layout: &MemoryLayout,
+    element_type: ElementType,
+    dims: &[i64],
+) -> Result<()> {
+    let api = client.api();
+    if client.platform_name() != "cpu"
+        || api.version().minor >= CPU_DEVICE_LAYOUT_MINOR
+        || matches!(layout, MemoryLayout::Strides { .. })
+    {
+        return Ok(());
     }
-    let mut count: usize = 1;
-    for (i, &d) in dims.iter().enumerate() {
-        if d < 0 {
-            return Err(Error::invalid(format!("dimension {i} is negative ({d}); dimensions must be >= 0")));
-        }
-        count = count
-            .checked_mul(d as usize)
-            .ok_or_else(|| Error::invalid(format!("the shape {dims:?} has more elements than fit in memory")))?;
+    // Without the Layouts extension, XLA's CPU default: dense row-major.
+    let default = client.default_memory_layout(element_type, dims).unwrap_or_else(|_| MemoryLayout::dense(dims.len()));
+    if *layout == default {
+        return Ok(());
     }
-    element_type
-        .host_bytes(count)
-        .filter(|b| *b <= isize::MAX as usize)
-        .ok_or_else(|| Error::invalid(format!("the shape {dims:?} of {element_type} is too large")))
+    Err(api.unsupported_feature(
+        "a device layout other than the default on a CPU plugin upload (older CPU plugins store the data \
+         row-major whatever layout they report; upload row-major and let computations pick layouts)",
+        CPU_DEVICE_LAYOUT_MINOR,
+    ))
 }
 
 /// Checks that a host slice of `len` bytes can be read with the given strides.
@@ -234,17 +347,7 @@ impl Client {
         if element_type == ElementType::INVALID || element_type == ElementType::TOKEN {
             return Err(Error::invalid(format!("cannot upload host data as {element_type}")));
         }
-        let size = dense_byte_size(element_type, dims)?;
-        match &layout.byte_strides {
-            None if len != size => {
-                return Err(Error::invalid(format!(
-                    "the host data has {len} bytes but shape {dims:?} of {element_type} needs {size} \
-                     (one byte per element for sub-byte types)"
-                )))
-            }
-            None => {}
-            Some(strides) => check_strided(element_type, dims, strides, len)?,
-        }
+        let mut device_layout = layout.check(self, element_type, dims, len)?;
         let mut args = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
         args.client = self.raw();
         args.data = if len == 0 {
@@ -255,10 +358,7 @@ impl Client {
         args.type_ = element_type.to_raw();
         args.dims = dims.as_ptr();
         args.num_dims = dims.len();
-        if let Some(strides) = &layout.byte_strides {
-            args.byte_strides = strides.as_ptr();
-            args.num_byte_strides = strides.len();
-        }
+        layout.fill(&mut args, device_layout.as_mut());
         args.host_buffer_semantics = match layout.semantics {
             HostBufferSemantics::CopyDuringCall => sys::PJRT_HostBufferSemantics::ImmutableOnlyDuringCall,
             HostBufferSemantics::CopyUntilTransferCompletes => {
@@ -464,40 +564,89 @@ impl Buffer {
 
     /// Bytes a dense host copy takes (asks the plugin, which knows sub-byte packing).
     pub fn host_size(&self) -> Result<usize> {
+        self.host_size_in(&self.row_major()?)
+    }
+
+    /// Bytes a host copy in `layout` takes: computed from the layout here (tiled layouts without
+    /// tiles, or strides), and checked against the size the plugin reports for it, so that a
+    /// destination sized from it can never be written past.
+    ///
+    /// ```
+    /// use pjrt_client::{MemoryLayout, Placement};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3], Placement::Default)?;
+    /// assert_eq!(x.host_size_in(&MemoryLayout::column_major(2))?, 24);
+    /// // A layout that does not order the buffer's dimensions is refused before any call.
+    /// assert!(x.host_size_in(&MemoryLayout::column_major(3)).is_err());
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn host_size_in(&self, layout: &MemoryLayout) -> Result<usize> {
         if self.is_deleted()? {
             return Err(Error::invalid("the buffer was deleted"));
         }
+        let (element_type, dims) = self.shape()?;
+        let expected = layout.host_span(*element_type, dims)?;
+        let mut raw_layout = RawLayout::new(layout, *element_type, dims)?;
         let mut args = sys::PJRT_Buffer_ToHostBuffer_Args::new();
         args.src = self.raw.as_ptr();
+        args.host_layout = raw_layout.as_mut_ptr();
         // dst = NULL asks for the size only.
         pjrt_call!(self.client.api(), PJRT_Buffer_ToHostBuffer, &mut args)?;
         let size = args.dst_size;
-        // The plugin's size must be the dense host size of the buffer's shape (one byte per
-        // element for sub-byte types): any other size would make the copy write past, or
-        // leave unwritten, the destination this crate sizes from it.
-        let (element_type, dims) = self.shape()?;
-        let expected = dense_byte_size(*element_type, dims)?;
-        if size != expected {
+        // The plugin's size must be the size of the layout (for dense layouts one byte per
+        // element for sub-byte types); a strided destination may hold gaps the plugin need not
+        // count. Any larger size would make the copy write past the destination sized here.
+        let fits = match layout {
+            MemoryLayout::Strides { .. } => size <= expected,
+            _ => size == expected,
+        };
+        if !fits {
             return Err(Error::invalid(format!(
-                "PJRT_Buffer_ToHostBuffer reports {size} bytes for a host copy of {element_type}{dims:?}, \
-                 which takes {expected}"
+                "PJRT_Buffer_ToHostBuffer reports {size} bytes for a host copy of {element_type}{dims:?} in \
+                 layout {layout}, which takes {expected}"
             )));
         }
-        Ok(size)
+        Ok(expected)
+    }
+
+    /// The dense row-major layout of this buffer's rank, which host copies use unless asked
+    /// otherwise (without it the plugin would copy in the device layout).
+    fn row_major(&self) -> Result<MemoryLayout> {
+        Ok(MemoryLayout::dense(self.dimensions()?.len()))
     }
 
     /// Starts copying the buffer into `destination`, which must be exactly [`Buffer::host_size`]
     /// bytes. The returned transfer owns the vector until the copy finished.
-    pub fn copy_to_host_async(&self, mut destination: Vec<u8>) -> Result<HostTransfer> {
-        let size = self.host_size()?;
+    pub fn copy_to_host_async(&self, destination: Vec<u8>) -> Result<HostTransfer> {
+        self.copy_to_host_async_in(destination, &self.row_major()?)
+    }
+
+    /// Starts copying the buffer into `destination` in the host layout `layout`;
+    /// `destination` must be exactly [`Buffer::host_size_in`] bytes.
+    ///
+    /// ```
+    /// use pjrt_client::{MemoryLayout, Placement};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let x = client.buffer_from_slice(&[1u8, 2, 3, 4, 5, 6], &[2, 3], Placement::Default)?;
+    /// let transfer = x.copy_to_host_async_in(vec![0; 6], &MemoryLayout::column_major(2))?;
+    /// assert_eq!(transfer.wait()?, [1, 4, 2, 5, 3, 6]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn copy_to_host_async_in(&self, mut destination: Vec<u8>, layout: &MemoryLayout) -> Result<HostTransfer> {
+        let size = self.host_size_in(layout)?;
         if destination.len() != size {
             return Err(Error::invalid(format!(
-                "the destination has {} bytes but the buffer needs {size}",
+                "the destination has {} bytes but the buffer needs {size} in layout {layout}",
                 destination.len()
             )));
         }
+        let (element_type, dims) = self.shape()?;
+        let mut raw_layout = RawLayout::new(layout, *element_type, dims)?;
         let mut args = sys::PJRT_Buffer_ToHostBuffer_Args::new();
         args.src = self.raw.as_ptr();
+        args.host_layout = raw_layout.as_mut_ptr();
         args.dst = if size == 0 {
             NonNull::<u64>::dangling().as_ptr() as *mut c_void
         } else {
@@ -519,25 +668,46 @@ impl Buffer {
     /// Starts copying the buffer to a new host vector; await the result or call
     /// [`HostTransfer::wait`].
     pub fn to_host_async(&self) -> Result<HostTransfer> {
-        let size = self.host_size()?;
+        let layout = self.row_major()?;
+        let destination = self.host_destination(&layout)?;
+        self.copy_to_host_async_in(destination, &layout)
+    }
+
+    /// A zeroed vector of [`Buffer::host_size_in`] bytes.
+    fn host_destination(&self, layout: &MemoryLayout) -> Result<Vec<u8>> {
+        let size = self.host_size_in(layout)?;
         let mut destination = Vec::new();
         destination
             .try_reserve_exact(size)
             .map_err(|_| Error::invalid(format!("cannot allocate {size} host bytes for the copy")))?;
         destination.resize(size, 0);
-        self.copy_to_host_async(destination)
+        Ok(destination)
     }
 
     /// Copies the buffer to the host and returns its bytes (dense, row-major).
     pub fn to_host_bytes(&self) -> Result<Vec<u8>> {
-        let size = self.host_size()?;
-        let _span = span!(DEBUG, "device_to_host", bytes = size);
-        let mut destination = Vec::new();
-        destination
-            .try_reserve_exact(size)
-            .map_err(|_| Error::invalid(format!("cannot allocate {size} bytes for the host copy")))?;
-        destination.resize(size, 0);
-        self.copy_to_host_async(destination)?.wait()
+        self.to_host_bytes_in(&self.row_major()?)
+    }
+
+    /// Copies the buffer to the host in `layout` (`PJRT_Buffer_ToHostBuffer`'s `host_layout`)
+    /// and returns the bytes. The destination is sized from the layout here and the plugin's
+    /// size is checked against it ([`Buffer::host_size_in`]). XLA's plugins take tiled layouts
+    /// without tiles (any dimension order); strided host layouts come back as their error.
+    ///
+    /// ```
+    /// use pjrt_client::{MemoryLayout, Placement};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let x = client.buffer_from_slice(&[1u8, 2, 3, 4, 5, 6], &[2, 3], Placement::Default)?;
+    /// // Column-major: the first dimension varies fastest.
+    /// assert_eq!(x.to_host_bytes_in(&MemoryLayout::column_major(2))?, [1, 4, 2, 5, 3, 6]);
+    /// assert_eq!(x.to_host_bytes_in(&MemoryLayout::dense(2))?, [1, 2, 3, 4, 5, 6]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn to_host_bytes_in(&self, layout: &MemoryLayout) -> Result<Vec<u8>> {
+        let destination = self.host_destination(layout)?;
+        let _span = span!(DEBUG, "device_to_host", bytes = destination.len());
+        self.copy_to_host_async_in(destination, layout)?.wait()
     }
 
     /// Copies the buffer to the host as a [`HostArray`]: its element type, dimensions and bytes

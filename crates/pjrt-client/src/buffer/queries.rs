@@ -8,9 +8,37 @@ use crate::buffer::checks::not_deleted;
 use crate::buffer::layout::MemoryLayout;
 use crate::buffer::Buffer;
 use crate::call::{checked_slice, pjrt_call};
+use crate::client::Client;
+use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::plugin::Plugin;
 use crate::sys::{self, Args};
+
+impl Client {
+    /// The layout the client gives a new array of `element_type` and `dims` when no device
+    /// layout is asked for (the Layouts extension's `Client_GetDefaultLayout`, read as a
+    /// [`MemoryLayout`]). Uploads with [`crate::HostLayout::device_layout`] differ from it.
+    ///
+    /// ```
+    /// use pjrt_client::{ElementType, MemoryLayout};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// assert_eq!(client.default_memory_layout(ElementType::F32, &[2, 3])?, MemoryLayout::dense(2));
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn default_memory_layout(&self, element_type: ElementType, dims: &[i64]) -> Result<MemoryLayout> {
+        let plugin = self.plugin();
+        let Some(ext) = plugin.layouts_extension() else {
+            return Err(self
+                .api()
+                .unsupported_feature("the Layouts extension (PJRT_Layouts_PJRT_Client_GetDefaultLayout)", 51));
+        };
+        let serialized = ext.client_default_layout(self, element_type, dims)?;
+        serialized.as_str().and_then(MemoryLayout::parse).ok_or_else(|| {
+            Error::invalid(format!("cannot read the default layout {serialized}: not XLA's layout notation"))
+        })
+    }
+}
 
 impl Buffer {
     /// Whether the buffer lives in memory the host CPU can address directly.

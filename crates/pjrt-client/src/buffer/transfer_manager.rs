@@ -7,8 +7,9 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Mutex;
 
-use crate::buffer::checks::{check_array, resolve_memory, DenseLayout};
+use crate::buffer::checks::{check_array, resolve_memory};
 use crate::buffer::host_data::HostData;
+use crate::buffer::layout::{MemoryLayout, RawLayout};
 use crate::buffer::{Buffer, Placement};
 use crate::call::named_value::{RawNamedValues, Value};
 use crate::call::pjrt_call;
@@ -27,12 +28,36 @@ pub struct ShapeSpec {
     pub element_type: ElementType,
     /// The dimensions.
     pub dims: Vec<i64>,
+    /// The buffer's layout on the device (`device_layouts[i]`); `None`: the plugin's default.
+    /// [`TransferManager::transfer_data`] writes device bytes, so in this layout;
+    /// [`TransferManager::transfer_literal`] takes row-major data whatever it is.
+    pub device_layout: Option<MemoryLayout>,
 }
 
 impl ShapeSpec {
     /// A shape of `element_type` with `dims`.
     pub fn new(element_type: ElementType, dims: &[i64]) -> Self {
-        ShapeSpec { element_type, dims: dims.to_vec() }
+        ShapeSpec { element_type, dims: dims.to_vec(), device_layout: None }
+    }
+
+    /// Gives the buffer this layout on the device (checked against the shape on creation).
+    ///
+    /// ```
+    /// use pjrt_client::{ElementType, MemoryLayout, Placement, ShapeSpec};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let spec = ShapeSpec::new(ElementType::U8, &[2, 3]).with_device_layout(MemoryLayout::column_major(2));
+    /// let manager = client.create_buffers_for_async_host_to_device(&[spec], Placement::Default)?;
+    /// // A literal is row-major on the host; the plugin lays it out column-major.
+    /// manager.transfer_literal(0, &[1, 2, 3, 4, 5, 6])?;
+    /// let x = manager.retrieve_buffer(0)?;
+    /// assert_eq!(x.memory_layout()?, MemoryLayout::column_major(2));
+    /// assert_eq!(x.to_vec::<u8>()?, [1, 2, 3, 4, 5, 6]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn with_device_layout(mut self, device_layout: MemoryLayout) -> Self {
+        self.device_layout = Some(device_layout);
+        self
     }
 }
 
@@ -88,6 +113,29 @@ impl Client {
             })?;
             sizes.push(size);
         }
+        // One entry per shape (NULL: the default) when any shape has a layout: the plugin reads
+        // `num_device_layouts` entries and matches them to the shapes by index.
+        let mut layouts: Vec<Option<RawLayout>> = Vec::new();
+        if shapes.iter().any(|shape| shape.device_layout.is_some()) {
+            for (i, shape) in shapes.iter().enumerate() {
+                let layout = shape
+                    .device_layout
+                    .as_ref()
+                    // Unlike its uploads, the 0.106 CPU plugin's transfer manager stores data
+                    // in the layout it reports (measured), so no plugin is refused here.
+                    .map(|layout| RawLayout::new(layout, shape.element_type, &shape.dims))
+                    .transpose()
+                    .map_err(|e| match e {
+                        Error::InvalidArgument(message) => Error::invalid(format!("shape {i}: {message}")),
+                        other => other,
+                    })?;
+                layouts.push(layout);
+            }
+        }
+        let mut layout_ptrs: Vec<*mut sys::PJRT_Buffer_MemoryLayout> = layouts
+            .iter_mut()
+            .map(|layout| layout.as_mut().map_or(std::ptr::null_mut(), RawLayout::as_mut_ptr))
+            .collect();
         let memory = resolve_memory(self, placement)?;
         let mut specs: Vec<sys::PJRT_ShapeSpec> = shapes
             .iter()
@@ -103,6 +151,10 @@ impl Client {
         args.client = self.raw();
         args.shape_specs = specs.as_mut_ptr();
         args.num_shape_specs = specs.len();
+        if !layout_ptrs.is_empty() {
+            args.device_layouts = layout_ptrs.as_mut_ptr();
+            args.num_device_layouts = layout_ptrs.len();
+        }
         args.memory = memory;
         pjrt_call!(self.api(), PJRT_Client_CreateBuffersForAsyncHostToDevice, &mut args)?;
         let raw = NonNull::new(args.transfer_manager)
@@ -288,7 +340,7 @@ impl TransferManager {
             }
             slots[index].finished = true;
         }
-        let mut layout = DenseLayout::new(shape.dims.len());
+        let mut layout = RawLayout::dense(shape.dims.len());
         let mut args = sys::PJRT_AsyncHostToDeviceTransferManager_TransferLiteral_Args::new();
         args.transfer_manager = self.raw.as_ptr();
         args.buffer_index = raw_index;

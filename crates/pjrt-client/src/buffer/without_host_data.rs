@@ -4,9 +4,8 @@ use std::ffi::c_char;
 use std::fmt;
 use std::ptr::NonNull;
 
-use crate::buffer::checks::{
-    check_array, check_error_code, not_deleted, resolve_memory, resolve_target, DenseLayout, Target,
-};
+use crate::buffer::checks::{check_array, check_error_code, not_deleted, resolve_memory, resolve_target, Target};
+use crate::buffer::layout::RawLayout;
 use crate::buffer::{Buffer, Placement};
 use crate::call::pjrt_call;
 use crate::call::release::release_if_in_callback;
@@ -26,7 +25,7 @@ impl Client {
     ) -> Result<Buffer> {
         check_array(self.api(), element_type, dims)?;
         let target = resolve_target(self, placement)?;
-        let mut layout = DenseLayout::new(dims.len());
+        let mut layout = RawLayout::dense(dims.len());
         let mut args = sys::PJRT_Client_CreateUninitializedBuffer_Args::new();
         args.client = self.raw();
         args.shape_dims = dims.as_ptr();
@@ -58,7 +57,7 @@ impl Client {
         let raw_code = check_error_code(code)?;
         check_array(self.api(), element_type, dims)?;
         let memory = resolve_memory(self, placement)?;
-        let mut layout = DenseLayout::new(dims.len());
+        let mut layout = RawLayout::dense(dims.len());
         // The full 0.103+ size (112 bytes): the 0.115 plugin demands it, older ones accept it.
         let mut args = sys::PJRT_Client_CreateErrorBuffer_Args::new();
         args.client = self.raw();
@@ -89,7 +88,7 @@ impl Client {
     ) -> Result<(Buffer, AliasFulfiller)> {
         check_array(self.api(), element_type, dims)?;
         let memory = resolve_memory(self, placement)?;
-        let mut layout = DenseLayout::new(dims.len());
+        let mut layout = RawLayout::dense(dims.len());
         let mut args = sys::PJRT_Client_CreateAliasBuffer_Args::new();
         args.client = self.raw();
         args.memory = memory;

@@ -32,6 +32,7 @@ mod host_callbacks;
 mod host_copy;
 mod hostile_input;
 mod layers;
+mod layouts;
 mod multi_device;
 #[cfg(feature = "ndarray")]
 mod ndarray_arrays;
