@@ -12,6 +12,31 @@ use crate::event::Event;
 use crate::sys::{self, Args};
 
 impl Buffer {
+    /// XLA's `LazyToLiteral`: waits (asynchronously) until the buffer is ready, only then asks
+    /// `destination` for host memory of the size it is given ([`Buffer::host_size`] bytes,
+    /// dense row-major), and copies into it. Memory for the result is thus not held while the
+    /// computation that produces the buffer still runs. A destination of another size is refused
+    /// (`Error::InvalidArgument`), as for [`Buffer::copy_to_host_async`].
+    ///
+    /// ```
+    /// use futures::executor::block_on;
+    /// use pjrt_client::Placement;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let x = client.buffer_from_slice(&[1f32, 2., 3.], &[3], Placement::Default)?;
+    /// let bytes = block_on(x.copy_to_host_lazy(|size| vec![0u8; size]))?;
+    /// assert_eq!(bytes, [1f32, 2., 3.].iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>());
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub async fn copy_to_host_lazy<F>(&self, destination: F) -> Result<Vec<u8>>
+    where
+        F: FnOnce(usize) -> Vec<u8>,
+    {
+        self.ready_event()?.await?;
+        let size = self.host_size()?;
+        self.copy_to_host_async(destination(size))?.await
+    }
+
     /// Copies the buffer into `destination` (dense, row-major), which must be exactly
     /// [`Buffer::host_size`] bytes, and waits for the copy: no intermediate buffer.
     pub fn copy_to_host_into(&self, destination: &mut [u8]) -> Result<()> {
