@@ -1,5 +1,6 @@
 //! Compiling programs and running loaded executables.
 
+pub(crate) mod compile_layouts;
 pub(crate) mod execute_options;
 pub(crate) mod execution;
 mod hlo;
@@ -16,6 +17,7 @@ use std::sync::{Arc, OnceLock};
 use prost::Message;
 use smallvec::SmallVec;
 
+use crate::buffer::layout::MemoryLayout;
 use crate::buffer::Buffer;
 use crate::call::release::release_if_in_callback;
 use crate::call::{checked_slice, checked_string, pjrt_call, Api};
@@ -111,7 +113,9 @@ impl Client {
         pjrt_call!(self.api(), PJRT_Client_Compile, &mut args).map_err(|e| add_compile_hint(e, program))?;
         let raw = NonNull::new(args.executable)
             .ok_or_else(|| Error::invalid("PJRT_Client_Compile succeeded but returned no executable"))?;
-        LoadedExecutable::new(self, raw, options.is_portable())
+        let mut executable = LoadedExecutable::new(self, raw, options.is_portable())?;
+        executable.argument_layouts = options.argument_layout_shapes()?.into_iter().map(|s| s.layout).collect();
+        Ok(executable)
     }
 }
 
@@ -152,6 +156,10 @@ pub struct LoadedExecutable {
     output_dims: Vec<Arc<[i64]>>,
     addressable_devices: Vec<NonNull<sys::PJRT_Device>>,
     parameters: OnceLock<Option<Vec<ArrayShape>>>,
+    /// The argument layouts the program was compiled for (`CompileOptions::argument_layouts`;
+    /// empty: the defaults). The plugins read an argument in whatever layout it has, so these
+    /// are checked before every launch.
+    argument_layouts: Vec<Option<MemoryLayout>>,
 }
 
 // SAFETY: PJRT loaded executables are thread-safe (XLA's PjRtLoadedExecutable::Execute may be
@@ -186,6 +194,7 @@ impl LoadedExecutable {
             output_dims: Vec::new(),
             addressable_devices: Vec::new(),
             parameters: OnceLock::new(),
+            argument_layouts: Vec::new(),
         };
         let e = executable.as_ptr();
         let mut name = sys::PJRT_Executable_Name_Args::new();
@@ -611,6 +620,18 @@ impl LoadedExecutable {
                     )));
                 }
             }
+            for (i, (buffer, expected)) in list.iter().zip(&self.argument_layouts).enumerate() {
+                let Some(expected) = expected else { continue };
+                let actual = buffer.memory_layout()?;
+                if actual != *expected {
+                    return Err(Error::invalid(format!(
+                        "{} is laid out {actual} in device memory, but the program was compiled for {expected} \
+                         (CompileOptions::argument_layouts); the plugin would read its bytes as is. Compile without \
+                         the argument layout, or pass a buffer in that layout",
+                        at(i)
+                    )));
+                }
+            }
         }
         Ok(())
     }
@@ -756,6 +777,7 @@ impl Drop for LoadedExecutable {
             output_dims: Vec::new(),
             addressable_devices: Vec::new(),
             parameters: OnceLock::new(),
+            argument_layouts: Vec::new(),
         });
         let mut args = sys::PJRT_Executable_Destroy_Args::new();
         args.executable = self.executable.as_ptr();
