@@ -104,6 +104,37 @@ impl Program {
         }
     }
 
+    /// The producer string in an MLIR bytecode header (after the magic and the bytecode
+    /// version): `StableHLO_v1.0.0` for a StableHLO portable artifact, `MLIR23.0.0git` for
+    /// plain bytecode. `None` for text, HLO, or a header that does not parse.
+    pub fn bytecode_producer(&self) -> Option<&str> {
+        let rest = self.code.strip_prefix(MLIR_BYTECODE_MAGIC)?;
+        let rest = rest.get(mlir_varint_len(*rest.first()?)?..)?;
+        // A producer is short; a NUL within the first 256 bytes or no producer at all.
+        let end = rest.iter().take(256).position(|&b| b == 0)?;
+        std::str::from_utf8(&rest[..end]).ok()
+    }
+
+    /// The StableHLO version a portable artifact was serialized for, `(major, minor, patch)`,
+    /// read from its producer (`StableHLO_v1.0.0`). `None` for anything else: MLIR text and
+    /// plain bytecode carry no StableHLO version (they are read as the plugin's own).
+    ///
+    /// ```
+    /// use pjrt_client::Program;
+    ///
+    /// let artifact = Program::from_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc"))?;
+    /// assert_eq!(artifact.bytecode_producer(), Some("StableHLO_v1.0.0"));
+    /// assert_eq!(artifact.stablehlo_target(), Some((1, 0, 0)));
+    /// assert_eq!(Program::mlir_text("func.func @main() { return }")?.stablehlo_target(), None);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn stablehlo_target(&self) -> Option<(i64, i64, i64)> {
+        let version = self.bytecode_producer()?.strip_prefix("StableHLO_v")?;
+        let mut parts = version.split('.').map(|p| p.parse::<i64>().ok());
+        let parsed = (parts.next()??, parts.next()??, parts.next()??);
+        parts.next().is_none().then_some(parsed)
+    }
+
     /// The replica and partition counts a lowered module asks for in its attributes
     /// (`mhlo.num_replicas = 2 : i32`, `mhlo.num_partitions = ...`), as JAX writes them.
     /// Only available for MLIR text.
@@ -130,6 +161,12 @@ pub struct ModuleCounts {
     pub uses_shardy: bool,
 }
 
+/// The length of an MLIR bytecode varint from its first byte: the number of trailing zero bits
+/// says how many bytes follow (none at all: 8 bytes follow the marker byte).
+fn mlir_varint_len(first: u8) -> Option<usize> {
+    Some(if first == 0 { 9 } else { first.trailing_zeros() as usize + 1 })
+}
+
 fn attribute_int(text: &str, name: &str) -> Option<i64> {
     let at = text.find(name)? + name.len();
     let rest = text[at..].trim_start().strip_prefix('=')?.trim_start();
@@ -150,6 +187,25 @@ mod tests {
         .unwrap();
         let c = p.module_counts();
         assert_eq!((c.replicas, c.partitions), (Some(1), Some(2)));
+    }
+
+    #[test]
+    fn producer_and_target_come_from_the_bytecode_header() {
+        let bytecode = |version: &[u8], producer: &[u8]| {
+            Program::mlir_bytecode([MLIR_BYTECODE_MAGIC, version, producer, b"\0rest"].concat()).unwrap()
+        };
+        let p = bytecode(&[0x0d], b"StableHLO_v1.12.3");
+        assert_eq!((p.bytecode_producer(), p.stablehlo_target()), (Some("StableHLO_v1.12.3"), Some((1, 12, 3))));
+        // A two-byte version varint.
+        assert_eq!(bytecode(&[0x02, 0x01], b"StableHLO_v2.0.0").stablehlo_target(), Some((2, 0, 0)));
+        assert_eq!(bytecode(&[0x0d], b"MLIR23.0.0git").stablehlo_target(), None);
+        for bad in [&b"StableHLO_v1.0"[..], b"StableHLO_v1.0.0.0", b"StableHLO_vx.0.0", b"StableHLO_v"] {
+            assert_eq!(bytecode(&[0x0d], bad).stablehlo_target(), None, "{bad:?}");
+        }
+        // Cut short: no NUL, or nothing after the magic.
+        assert_eq!(Program::mlir_bytecode(b"ML\xefR\x0dStableHLO_v1.0.0".to_vec()).unwrap().bytecode_producer(), None);
+        assert_eq!(Program::mlir_bytecode(b"ML\xefR".to_vec()).unwrap().bytecode_producer(), None);
+        assert_eq!(Program::mlir_bytecode(b"ML\xefR\x00".to_vec()).unwrap().bytecode_producer(), None);
     }
 
     #[test]

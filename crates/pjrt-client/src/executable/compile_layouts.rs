@@ -202,8 +202,9 @@ mod tests {
         let a = ShapeWithLayout::new(ElementType::F32, &[2, 3], tiled(&[0, 1], &[]));
         let b = ShapeWithLayout::new(ElementType::S8, &[128, 8], tiled(&[1, 0], &[&[8, 128], &[4, 1]]));
         let c = ShapeWithLayout::new(ElementType::BF16, &[], None);
-        let options =
-            CompileOptions::new().argument_layouts(&[a.clone(), b.clone(), c.clone()]).result_layout(std::slice::from_ref(&b));
+        let options = CompileOptions::new()
+            .argument_layouts(&[a.clone(), b.clone(), c.clone()])
+            .result_layout(std::slice::from_ref(&b));
         let read = CompileOptions::from_proto_bytes(&options.to_bytes().unwrap()).unwrap();
         assert_eq!(read.argument_layout_shapes().unwrap(), [a.clone(), b.clone(), c.clone()]);
         assert_eq!(read.result_layout_shapes().unwrap(), Some(vec![b.clone()]));

@@ -33,6 +33,7 @@ use crate::executable::execute_options::Keepalive;
 use crate::executable::execution::Execution;
 use crate::executable::execution::PendingExecution;
 use crate::executable::metadata::OptimizedProgram;
+use crate::plugin::{Plugin, StableHloVersion};
 use crate::program::Program;
 use crate::sys::{self, Args};
 
@@ -98,6 +99,7 @@ impl Client {
                 }
             }
         }
+        check_stablehlo_version(self.plugin(), program)?;
         let format = program.format().as_pjrt_str();
         let mut raw_program = sys::PJRT_Program::new();
         // PJRT declares `code` as `char*` but only reads it.
@@ -117,6 +119,32 @@ impl Client {
         executable.argument_layouts = options.argument_layout_shapes()?.into_iter().map(|s| s.layout).collect();
         Ok(executable)
     }
+}
+
+/// Refuses a portable artifact serialized for a StableHLO version the plugin does not read
+/// (its header says which; the plugin's attributes say what it reads). Programs without a
+/// version (text, plain bytecode, HLO) and plugins without the attributes pass unchecked.
+fn check_stablehlo_version(plugin: &Plugin, program: &Program) -> Result<()> {
+    let Some((major, minor, patch)) = program.stablehlo_target() else { return Ok(()) };
+    let target = StableHloVersion(major, minor, patch);
+    let (Some(minimum), Some(current)) = (plugin.stablehlo_minimum_version(), plugin.stablehlo_current_version())
+    else {
+        return Ok(());
+    };
+    let advice = if target > current {
+        "serialize it for an older target (jax.export / stablehlo.serialize_portable_artifact with target_version at \
+         most the plugin's current version), or use a newer plugin"
+    } else if target < minimum {
+        "serialize it again for a newer target (at least the plugin's minimum version), or use an older plugin"
+    } else {
+        return Ok(());
+    };
+    Err(Error::ProgramVersion {
+        program: target.to_string(),
+        minimum: minimum.to_string(),
+        current: current.to_string(),
+        advice,
+    })
 }
 
 fn add_compile_hint(error: Error, program: &Program) -> Error {

@@ -1,7 +1,10 @@
 //! Compile options, the whole message, on the real CPU plugins: every setter is accepted, and
 //! what the plugin reports back (`PJRT_Executable_GetCompileOptions`) or does shows it was used.
 
-use pjrt_client::{CompileOptions, DebugOption, ElementType, Error, MemoryLayout, Placement, Program, ShapeWithLayout};
+use pjrt_client::{
+    CompileOptions, DebugOption, ElementType, Error, MemoryLayout, Placement, Program, ShapeWithLayout,
+    StableHloVersion,
+};
 
 use crate::support::{client, PLUGINS};
 
@@ -132,4 +135,59 @@ fn a_debug_options_message_from_scratch_is_refused_before_the_plugin() {
     let program = Program::mlir_text(NEGATE_2X3).unwrap();
     let options = CompileOptions::new().debug_option(DebugOption::RawVarint { number: 109, value: 0 });
     assert!(matches!(client.compile(&program, &options), Err(Error::InvalidArgument(_))));
+}
+
+const PORTABLE_1_0_0: &[u8] = include_bytes!("../../../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
+
+/// The portable artifact with its producer replaced by `StableHLO_v{version}`.
+fn artifact_for(version: &str) -> Program {
+    let producer = b"StableHLO_v1.0.0\0";
+    let at = PORTABLE_1_0_0.windows(producer.len()).position(|w| w == producer).unwrap();
+    let crafted =
+        [&PORTABLE_1_0_0[..at], format!("StableHLO_v{version}\0").as_bytes(), &PORTABLE_1_0_0[at + producer.len()..]]
+            .concat();
+    Program::mlir_bytecode(crafted).unwrap()
+}
+
+#[test]
+fn stablehlo_versions_outside_the_plugins_range_are_refused_before_compiling() {
+    for name in PLUGINS {
+        let client = client(name, 1);
+        let plugin = client.plugin();
+        let (minimum, current) =
+            (plugin.stablehlo_minimum_version().unwrap(), plugin.stablehlo_current_version().unwrap());
+        // The real artifact (1.0.0) is in range and runs: tanh(a) * b + 1.
+        let program = Program::mlir_bytecode(PORTABLE_1_0_0.to_vec()).unwrap();
+        assert_eq!(program.stablehlo_target(), Some((1, 0, 0)));
+        let exe = client.compile(&program, &CompileOptions::new()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let zeros = client.buffer_from_slice(&[0f32; 6], &[2, 3], Placement::Default).unwrap();
+        assert_eq!(exe.execute(&[&zeros, &zeros]).unwrap()[0].to_vec::<f32>().unwrap(), [1f32; 6]);
+        // The same with the header claiming the plugin's own current version: accepted.
+        let same = format!("{}.{}.{}", current.0, current.1, current.2);
+        client.compile(&artifact_for(&same), &CompileOptions::new()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // Newer than current, older than minimum: refused, naming the versions and what to do.
+        let newer = format!("{}.{}.{}", current.0, current.1 + 1, 0);
+        match client.compile(&artifact_for(&newer), &CompileOptions::new()) {
+            Err(e @ Error::ProgramVersion { .. }) => {
+                let text = e.to_string();
+                assert!(text.contains(&newer) && text.contains(&current.to_string()), "{name}: {text}");
+                assert!(text.contains("older target"), "{name}: {text}");
+            }
+            other => panic!("{name}: {newer} was not refused: {other:?}"),
+        }
+        // Both plugins read nothing older than 0.9-ish: one patch (or minor) below is too old.
+        assert!((minimum.0, minimum.1, minimum.2) > (0, 0, 0), "{name}: minimum {minimum}");
+        let older = match minimum {
+            StableHloVersion(major, minor, patch) if patch > 0 => format!("{major}.{minor}.{}", patch - 1),
+            StableHloVersion(major, minor, _) if minor > 0 => format!("{major}.{}.99", minor - 1),
+            StableHloVersion(major, _, _) => format!("{}.99.99", major - 1),
+        };
+        match client.compile(&artifact_for(&older), &CompileOptions::new()) {
+            Err(Error::ProgramVersion { program, advice, .. }) => {
+                assert_eq!(program, older);
+                assert!(advice.contains("newer target"));
+            }
+            other => panic!("{name}: {older} (minimum {minimum}) was not refused: {other:?}"),
+        }
+    }
 }
