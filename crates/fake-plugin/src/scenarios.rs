@@ -32,6 +32,21 @@ pub(crate) struct Config {
     pub(crate) event_error: bool,
     /// The answers of the `hostile*` and `old_extensions` scenarios.
     pub(crate) hostile: Hostile,
+    /// What `PJRT_Executable_OptimizedProgram` answers.
+    pub(crate) optimized: Optimized,
+}
+
+/// The optimized program the fake reports: an HLO module (as the CPU plugins do), or MLIR, as
+/// a plugin that optimizes at the MLIR level may.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Optimized {
+    /// Format `hlo`, parameters f32[4] × 2.
+    #[default]
+    Hlo,
+    /// Format `mlir`, text: `@main(%a: tensor<4xf32>, %b: tensor<4xf32>)`.
+    MlirText,
+    /// Format `mlir`, bytecode (a header only: its signature cannot be read without MLIR).
+    MlirBytecode,
 }
 
 /// What the hostile scenarios change: answers real plugins may give, or a buggy one could, that
@@ -79,6 +94,7 @@ impl Config {
             client_create_error: false,
             event_error: false,
             hostile: Hostile::default(),
+            optimized: Optimized::Hlo,
         };
         let all_hostile = Hostile { pred: true, null_events: true, sizes: Some(SizeLie::More), old_extensions: true };
         match name {
@@ -104,6 +120,9 @@ impl Config {
             "hostile_sizes" => config.hostile.sizes = Some(SizeLie::More),
             "hostile_sizes_fewer" => config.hostile.sizes = Some(SizeLie::Fewer),
             "old_extensions" => config.hostile.old_extensions = true,
+            // The optimized program is MLIR, as text or as bytecode.
+            "optimized_mlir_text" => config.optimized = Optimized::MlirText,
+            "optimized_mlir_bytecode" => config.optimized = Optimized::MlirBytecode,
             // Slots 0..10 only (up to PJRT_Event_OnReady); PJRT_Client_Create is garbage.
             "short_table" => config.struct_size = table_size(10),
             "null_client_create" => config.null_client_create = true,
