@@ -134,7 +134,7 @@ impl Client {
 /// Refuses a portable artifact serialized for a StableHLO version the plugin does not read
 /// (its header says which; the plugin's attributes say what it reads). Programs without a
 /// version (text, plain bytecode, HLO) and plugins without the attributes pass unchecked.
-fn check_stablehlo_version(plugin: &Plugin, program: &Program) -> Result<()> {
+pub(crate) fn check_stablehlo_version(plugin: &Plugin, program: &Program) -> Result<()> {
     let Some((major, minor, patch)) = program.stablehlo_target() else { return Ok(()) };
     let target = StableHloVersion(major, minor, patch);
     let (Some(minimum), Some(current)) = (plugin.stablehlo_minimum_version(), plugin.stablehlo_current_version())

@@ -175,6 +175,10 @@ fn stablehlo_versions_outside_the_plugins_range_are_refused_before_compiling() {
             }
             other => panic!("{name}: {newer} was not refused: {other:?}"),
         }
+        // Compiling for a topology (ahead of time) checks the same.
+        let topology = client.topology().unwrap();
+        let aot = topology.compile(&artifact_for(&newer), &CompileOptions::new(), None);
+        assert!(matches!(aot, Err(Error::ProgramVersion { .. })), "{name}: {aot:?}");
         // Both plugins read nothing older than 0.9-ish: one patch (or minor) below is too old.
         assert!((minimum.0, minimum.1, minimum.2) > (0, 0, 0), "{name}: minimum {minimum}");
         let older = match minimum {
