@@ -15,6 +15,7 @@ use crate::devices::device_index;
 use crate::errors::invalid;
 use crate::faults::{injects, set_string, shape_array, Fault, IMPOSSIBLE_COUNT};
 use crate::plugin::{int64_attribute, Immortal};
+use crate::scenarios::{config, Optimized};
 
 /// The object behind a `PJRT_LoadedExecutable*`.
 pub(crate) struct FakeLoaded {
@@ -51,6 +52,22 @@ static OPTIMIZED_HLO: [u8; 23] = [
     0x12, 5, 0x10, 11, 0x1a, 1, 4, // result: f32[4]
 ];
 const OPTIMIZED_FORMAT: &str = "hlo";
+/// The optimized program as MLIR text (scenario `optimized_mlir_text`).
+const OPTIMIZED_MLIR_TEXT: &str = "module @jit_add attributes {mhlo.num_partitions = 1 : i32} {\n  \
+    func.func public @main(%a: tensor<4xf32> {mhlo.sharding = \"{replicated}\"}, %b: tensor<4xf32>) -> \
+    (tensor<4xf32> {jax.result_info = \"\"}) {\n    %0 = stablehlo.add %a, %b : tensor<4xf32>\n    \
+    return %0 : tensor<4xf32>\n  }\n}\n";
+/// The optimized program as MLIR bytecode (scenario `optimized_mlir_bytecode`): a header only.
+const OPTIMIZED_MLIR_BYTECODE: &[u8] = b"ML\xefR\x0dMLIR23.0.0git\0";
+
+/// The optimized program's format and code for this scenario.
+fn optimized() -> (&'static str, &'static [u8]) {
+    match config().optimized {
+        Optimized::Hlo => (OPTIMIZED_FORMAT, &OPTIMIZED_HLO),
+        Optimized::MlirText => ("mlir", OPTIMIZED_MLIR_TEXT.as_bytes()),
+        Optimized::MlirBytecode => ("mlir", OPTIMIZED_MLIR_BYTECODE),
+    }
+}
 
 pub(crate) fn loaded<'a>(ptr: *mut sys::PJRT_LoadedExecutable) -> Result<&'a FakeLoaded, *mut PJRT_Error> {
     // SAFETY: the client library passes executables this plugin created and has not destroyed.
@@ -154,21 +171,22 @@ slot_fn!(PJRT_Executable_OptimizedProgram => fn executable_optimized_program(
     executable(args.executable)?;
     // SAFETY: the client passes a valid program struct for the call.
     let program = unsafe { checked_args(args.program, "PJRT_Program") }?;
-    program.format = OPTIMIZED_FORMAT.as_ptr().cast();
-    program.format_size = OPTIMIZED_FORMAT.len();
+    let (format, code) = optimized();
+    program.format = format.as_ptr().cast();
+    program.format_size = format.len();
     if injects(fault, Fault::NullOutput) {
         program.format = null();
     }
     if program.code.is_null() {
-        program.code_size = if injects(fault, Fault::BadCount) { IMPOSSIBLE_COUNT } else { OPTIMIZED_HLO.len() };
+        program.code_size = if injects(fault, Fault::BadCount) { IMPOSSIBLE_COUNT } else { code.len() };
         return Ok(());
     }
-    if program.code_size < OPTIMIZED_HLO.len() {
+    if program.code_size < code.len() {
         return Err(invalid(format!("fake: code_size {} is too small", program.code_size)));
     }
     // SAFETY: the caller passes `code_size` writable bytes at `code`.
-    unsafe { std::ptr::copy_nonoverlapping(OPTIMIZED_HLO.as_ptr(), program.code.cast::<u8>(), OPTIMIZED_HLO.len()) };
-    program.code_size = OPTIMIZED_HLO.len();
+    unsafe { std::ptr::copy_nonoverlapping(code.as_ptr(), program.code.cast::<u8>(), code.len()) };
+    program.code_size = code.len();
     Ok(())
 });
 

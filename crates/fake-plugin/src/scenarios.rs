@@ -34,6 +34,21 @@ pub(crate) struct Config {
     pub(crate) hostile: Hostile,
     /// `extension_start` lists a CustomPartitioner extension (scenario `custom_partitioner`).
     pub(crate) custom_partitioner: bool,
+    /// What `PJRT_Executable_OptimizedProgram` answers.
+    pub(crate) optimized: Optimized,
+}
+
+/// The optimized program the fake reports: an HLO module (as the CPU plugins do), or MLIR, as
+/// a plugin that optimizes at the MLIR level may.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Optimized {
+    /// Format `hlo`, parameters f32[4] × 2.
+    #[default]
+    Hlo,
+    /// Format `mlir`, text: `@main(%a: tensor<4xf32>, %b: tensor<4xf32>)`.
+    MlirText,
+    /// Format `mlir`, bytecode (a header only: its signature cannot be read without MLIR).
+    MlirBytecode,
 }
 
 /// What the hostile scenarios change: answers real plugins may give, or a buggy one could, that
@@ -82,6 +97,7 @@ impl Config {
             event_error: false,
             hostile: Hostile::default(),
             custom_partitioner: false,
+            optimized: Optimized::Hlo,
         };
         let all_hostile = Hostile { pred: true, null_events: true, sizes: Some(SizeLie::More), old_extensions: true };
         match name {
@@ -109,6 +125,9 @@ impl Config {
             "old_extensions" => config.hostile.old_extensions = true,
             // A CustomPartitioner extension whose functions count registrations.
             "custom_partitioner" => config.custom_partitioner = true,
+            // The optimized program is MLIR, as text or as bytecode.
+            "optimized_mlir_text" => config.optimized = Optimized::MlirText,
+            "optimized_mlir_bytecode" => config.optimized = Optimized::MlirBytecode,
             // Slots 0..10 only (up to PJRT_Event_OnReady); PJRT_Client_Create is garbage.
             "short_table" => config.struct_size = table_size(10),
             "null_client_create" => config.null_client_create = true,

@@ -220,6 +220,22 @@ pub enum Error {
         /// What went wrong and what to do.
         message: String,
     },
+    /// The program was serialized for a StableHLO version outside the range the plugin reads
+    /// (its `stablehlo_minimum_version` to `stablehlo_current_version`); refused before
+    /// compiling, since the plugin would fail to parse it, or misread it.
+    #[error(
+        "the program is a StableHLO {program} artifact, but this plugin reads StableHLO {minimum} to {current}: {advice}"
+    )]
+    ProgramVersion {
+        /// The version the program was serialized for.
+        program: String,
+        /// The oldest version the plugin reads.
+        minimum: String,
+        /// The newest version the plugin reads.
+        current: String,
+        /// What to do about it.
+        advice: &'static str,
+    },
     /// An argument was rejected before it reached the plugin.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

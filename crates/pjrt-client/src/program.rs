@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 
 /// The magic that starts MLIR bytecode.
@@ -104,6 +105,37 @@ impl Program {
         }
     }
 
+    /// The producer string in an MLIR bytecode header (after the magic and the bytecode
+    /// version): `StableHLO_v1.0.0` for a StableHLO portable artifact, `MLIR23.0.0git` for
+    /// plain bytecode. `None` for text, HLO, or a header that does not parse.
+    pub fn bytecode_producer(&self) -> Option<&str> {
+        let rest = self.code.strip_prefix(MLIR_BYTECODE_MAGIC)?;
+        let rest = rest.get(mlir_varint_len(*rest.first()?)?..)?;
+        // A producer is short; a NUL within the first 256 bytes or no producer at all.
+        let end = rest.iter().take(256).position(|&b| b == 0)?;
+        std::str::from_utf8(&rest[..end]).ok()
+    }
+
+    /// The StableHLO version a portable artifact was serialized for, `(major, minor, patch)`,
+    /// read from its producer (`StableHLO_v1.0.0`). `None` for anything else: MLIR text and
+    /// plain bytecode carry no StableHLO version (they are read as the plugin's own).
+    ///
+    /// ```
+    /// use pjrt_client::Program;
+    ///
+    /// let artifact = Program::from_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc"))?;
+    /// assert_eq!(artifact.bytecode_producer(), Some("StableHLO_v1.0.0"));
+    /// assert_eq!(artifact.stablehlo_target(), Some((1, 0, 0)));
+    /// assert_eq!(Program::mlir_text("func.func @main() { return }")?.stablehlo_target(), None);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn stablehlo_target(&self) -> Option<(i64, i64, i64)> {
+        let version = self.bytecode_producer()?.strip_prefix("StableHLO_v")?;
+        let mut parts = version.split('.').map(|p| p.parse::<i64>().ok());
+        let parsed = (parts.next()??, parts.next()??, parts.next()??);
+        parts.next().is_none().then_some(parsed)
+    }
+
     /// The replica and partition counts a lowered module asks for in its attributes
     /// (`mhlo.num_replicas = 2 : i32`, `mhlo.num_partitions = ...`), as JAX writes them.
     /// Only available for MLIR text.
@@ -130,6 +162,104 @@ pub struct ModuleCounts {
     pub uses_shardy: bool,
 }
 
+/// One parameter of an MLIR `@main`: its element type (`None`: a type this crate does not map)
+/// and dimensions.
+pub(crate) type MlirParameter = (Option<ElementType>, Vec<i64>);
+
+/// The parameters of `func.func ... @main(...)` in MLIR text, from the signature alone: every
+/// one must be a static `tensor<...>`. `Err` says why the signature cannot be read (no `@main`,
+/// a dynamic dimension, a non-tensor type, unbalanced brackets).
+pub(crate) fn mlir_main_parameters(text: &str) -> std::result::Result<Vec<MlirParameter>, String> {
+    let at = text
+        .match_indices("@main(")
+        .map(|(i, m)| i + m.len())
+        .find(|&i| text[..i].rsplit("func.func").next().is_some_and(|between| !between.contains('\n')))
+        .ok_or("the MLIR has no `func.func @main(`")?;
+    let args = top_level_split(&text[at..], ',', ')').ok_or("the parameter list of @main is not balanced")?;
+    args.iter()
+        .filter(|a| !a.trim().is_empty())
+        .map(|arg| {
+            let (_, ty) = arg.split_once(':').ok_or_else(|| format!("parameter `{}` has no type", arg.trim()))?;
+            tensor_type(ty.trim()).ok_or_else(|| format!("parameter type `{}` is not a static tensor", ty.trim()))
+        })
+        .collect()
+}
+
+/// Splits `text` at `separator` outside brackets and strings, up to the unmatched `end`.
+fn top_level_split(text: &str, separator: char, end: char) -> Option<Vec<&str>> {
+    let (mut depth, mut in_string, mut escaped, mut start) = (0usize, false, false, 0);
+    let mut parts = Vec::new();
+    for (i, c) in text.char_indices() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '(' | '<' | '[' | '{' => depth += 1,
+            c if depth == 0 && c == end => {
+                parts.push(&text[start..i]);
+                return Some(parts);
+            }
+            ')' | '>' | ']' | '}' => depth = depth.checked_sub(1)?,
+            c if depth == 0 && c == separator => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `tensor<2x3xf32>` (attributes after it ignored) as its element type and dimensions.
+fn tensor_type(ty: &str) -> Option<MlirParameter> {
+    let body = ty.strip_prefix("tensor<")?;
+    let inner = top_level_split(body, '\0', '>')?.pop()?;
+    let mut dims = Vec::new();
+    let mut rest = inner;
+    while let Some((dim, tail)) = rest.split_once('x') {
+        match dim.parse::<i64>() {
+            Ok(d) if d >= 0 => dims.push(d),
+            _ => break, // the element type (`complex<f32>`, `f8E4M3FN`, ...) or `?`
+        }
+        rest = tail;
+    }
+    if rest.contains('?') || rest.contains(',') {
+        return None; // dynamic, or an encoding (sparse, bounds): not a plain static array
+    }
+    Some((mlir_element_type(rest.trim()), dims))
+}
+
+/// MLIR's element type names as PJRT element types (`i32` → s32, `ui8` → u8, `i1` → pred).
+fn mlir_element_type(name: &str) -> Option<ElementType> {
+    match name {
+        "i1" => return Some(ElementType::PRED),
+        "complex<f32>" => return Some(ElementType::C64),
+        "complex<f64>" => return Some(ElementType::C128),
+        _ => {}
+    }
+    let xla = if let Some(bits) = name.strip_prefix("ui") {
+        format!("u{bits}")
+    } else if let Some(bits) = name.strip_prefix("si").or_else(|| name.strip_prefix('i')) {
+        format!("s{bits}")
+    } else {
+        name.to_ascii_lowercase()
+    };
+    ElementType::from_name(&xla).filter(|t| t.is_array_type())
+}
+
+/// The length of an MLIR bytecode varint from its first byte: the number of trailing zero bits
+/// says how many bytes follow (none at all: 8 bytes follow the marker byte).
+fn mlir_varint_len(first: u8) -> Option<usize> {
+    Some(if first == 0 { 9 } else { first.trailing_zeros() as usize + 1 })
+}
+
 fn attribute_int(text: &str, name: &str) -> Option<i64> {
     let at = text.find(name)? + name.len();
     let rest = text[at..].trim_start().strip_prefix('=')?.trim_start();
@@ -150,6 +280,62 @@ mod tests {
         .unwrap();
         let c = p.module_counts();
         assert_eq!((c.replicas, c.partitions), (Some(1), Some(2)));
+    }
+
+    #[test]
+    fn producer_and_target_come_from_the_bytecode_header() {
+        let bytecode = |version: &[u8], producer: &[u8]| {
+            Program::mlir_bytecode([MLIR_BYTECODE_MAGIC, version, producer, b"\0rest"].concat()).unwrap()
+        };
+        let p = bytecode(&[0x0d], b"StableHLO_v1.12.3");
+        assert_eq!((p.bytecode_producer(), p.stablehlo_target()), (Some("StableHLO_v1.12.3"), Some((1, 12, 3))));
+        // A two-byte version varint.
+        assert_eq!(bytecode(&[0x02, 0x01], b"StableHLO_v2.0.0").stablehlo_target(), Some((2, 0, 0)));
+        assert_eq!(bytecode(&[0x0d], b"MLIR23.0.0git").stablehlo_target(), None);
+        for bad in [&b"StableHLO_v1.0"[..], b"StableHLO_v1.0.0.0", b"StableHLO_vx.0.0", b"StableHLO_v"] {
+            assert_eq!(bytecode(&[0x0d], bad).stablehlo_target(), None, "{bad:?}");
+        }
+        // Cut short: no NUL, or nothing after the magic.
+        assert_eq!(Program::mlir_bytecode(b"ML\xefR\x0dStableHLO_v1.0.0".to_vec()).unwrap().bytecode_producer(), None);
+        assert_eq!(Program::mlir_bytecode(b"ML\xefR".to_vec()).unwrap().bytecode_producer(), None);
+        assert_eq!(Program::mlir_bytecode(b"ML\xefR\x00".to_vec()).unwrap().bytecode_producer(), None);
+    }
+
+    #[test]
+    fn main_parameters_come_from_the_signature() {
+        let jax = "module @jit_f attributes {mhlo.num_partitions = 1 : i32} {\n  func.func private @helper(%x: tensor<7xf32>) \
+                   -> tensor<7xf32> {\n return %x : tensor<7xf32>\n }\n  func.func public @main(%arg0: tensor<2x3xf32> \
+                   {mhlo.sharding = \"{devices=[2,1]<=[2]}\", jax.arg_info = \"x, y)\"}, %arg1: tensor<i32>, \
+                   %arg2: tensor<4xcomplex<f32>>, %arg3: tensor<1x2xui8>, %arg4: tensor<3xi1>, %arg5: tensor<0xf8E4M3FN>, \
+                   %arg6: tensor<2xbf16>) -> (tensor<2x3xf32>) {";
+        let params = mlir_main_parameters(jax).unwrap();
+        assert_eq!(
+            params,
+            [
+                (Some(ElementType::F32), vec![2, 3]),
+                (Some(ElementType::S32), vec![]),
+                (Some(ElementType::C64), vec![4]),
+                (Some(ElementType::U8), vec![1, 2]),
+                (Some(ElementType::PRED), vec![3]),
+                (Some(ElementType::F8E4M3FN), vec![0]),
+                (Some(ElementType::BF16), vec![2]),
+            ]
+        );
+        assert_eq!(mlir_main_parameters("func.func @main() -> () {").unwrap(), []);
+        assert_eq!(mlir_main_parameters("func.func @main(%a: tensor<2xf99>) {").unwrap(), [(None, vec![2])]);
+        for (bad, why) in [
+            ("func.func @main(%a: tensor<?x2xf32>) {", "static tensor"),
+            ("func.func @main(%a: !stablehlo.token) {", "static tensor"),
+            ("func.func @main(%a: tuple<tensor<2xf32>>) {", "static tensor"),
+            ("func.func @main(%a: tensor<2xf32, #sparse>) {", "static tensor"),
+            ("func.func @helper(%a: tensor<2xf32>) {", "no `func.func @main("),
+            ("func.func @main(%a: tensor<2xf32>", "not balanced"),
+            ("func.func @main(%a: tensor<2xf32>>) {", "not balanced"),
+            ("func.func @main(%a) {", "has no type"),
+        ] {
+            let err = mlir_main_parameters(bad).unwrap_err();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
     }
 
     #[test]

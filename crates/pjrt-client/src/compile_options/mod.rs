@@ -19,6 +19,9 @@ pub mod proto {
     /// `xla.CompileOptionsProto` (the fields this crate uses).
     #[derive(Clone, PartialEq, prost::Message)]
     pub struct CompileOptionsProto {
+        /// 1: the layout of each argument (entry parameter), when the caller fixes them.
+        #[prost(message, repeated, tag = "1")]
+        pub argument_layouts: Vec<ShapeProto>,
         /// 2
         #[prost(bool, tag = "2")]
         pub parameter_is_tupled_arguments: bool,
@@ -48,6 +51,12 @@ pub mod proto {
         /// 1
         #[prost(int64, tag = "1")]
         pub device_ordinal: i64,
+        /// 2: the layout of the result (a tuple shape for several results).
+        #[prost(message, optional, tag = "2")]
+        pub result_layout: Option<ShapeProto>,
+        /// 3
+        #[prost(message, optional, tag = "3")]
+        pub debug_options: Option<DebugOptionsProto>,
         /// 4
         #[prost(int64, tag = "4")]
         pub num_replicas: i64,
@@ -63,9 +72,19 @@ pub mod proto {
         /// 9
         #[prost(message, optional, tag = "9")]
         pub device_assignment: Option<DeviceAssignmentProto>,
+        /// 10
+        #[prost(bool, tag = "10")]
+        pub alias_passthrough_params: bool,
         /// 12
         #[prost(bool, repeated, packed = "false", tag = "12")]
         pub allow_spmd_sharding_propagation_to_output: Vec<bool>,
+        /// 18
+        /// 16
+        #[prost(int64, repeated, tag = "16")]
+        pub auto_spmd_partitioning_mesh_shape: Vec<i64>,
+        /// 17
+        #[prost(int64, repeated, tag = "17")]
+        pub auto_spmd_partitioning_mesh_ids: Vec<i64>,
         /// 18
         #[prost(bool, repeated, packed = "false", tag = "18")]
         pub allow_spmd_sharding_propagation_to_parameters: Vec<bool>,
@@ -78,6 +97,71 @@ pub mod proto {
         /// 23
         #[prost(int64, tag = "23")]
         pub process_count: i64,
+    }
+
+    /// `xla.ShapeProto`: an array (or tuple) shape with its layout.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ShapeProto {
+        /// 2: an `xla.PrimitiveType` (F32 = 11, TUPLE = 13, ...).
+        #[prost(int32, tag = "2")]
+        pub element_type: i32,
+        /// 3
+        #[prost(int64, repeated, tag = "3")]
+        pub dimensions: Vec<i64>,
+        /// 4: the element shapes of a tuple.
+        #[prost(message, repeated, tag = "4")]
+        pub tuple_shapes: Vec<ShapeProto>,
+        /// 5
+        #[prost(message, optional, tag = "5")]
+        pub layout: Option<LayoutProto>,
+    }
+
+    /// `xla.LayoutProto` (the fields this crate uses).
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct LayoutProto {
+        /// 1: dimension numbers, most minor first.
+        #[prost(int64, repeated, tag = "1")]
+        pub minor_to_major: Vec<i64>,
+        /// 6: tiles, outermost first.
+        #[prost(message, repeated, tag = "6")]
+        pub tiles: Vec<TileProto>,
+    }
+
+    /// `xla.TileProto`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct TileProto {
+        /// 1
+        #[prost(int64, repeated, tag = "1")]
+        pub dimensions: Vec<i64>,
+    }
+
+    /// `xla.DebugOptions` (the fields [`super::DebugOption`] names; the message has hundreds).
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct DebugOptionsProto {
+        /// 30
+        #[prost(string, repeated, tag = "30")]
+        pub xla_disable_hlo_passes: Vec<String>,
+        /// 31
+        #[prost(int32, tag = "31")]
+        pub xla_backend_optimization_level: i32,
+        /// 99
+        #[prost(bool, tag = "99")]
+        pub xla_cpu_enable_fast_math: bool,
+        /// 109
+        #[prost(string, tag = "109")]
+        pub xla_dump_to: String,
+        /// 110
+        #[prost(string, tag = "110")]
+        pub xla_dump_hlo_module_re: String,
+        /// 111
+        #[prost(string, tag = "111")]
+        pub xla_dump_hlo_pass_re: String,
+        /// 112
+        #[prost(bool, tag = "112")]
+        pub xla_dump_hlo_as_text: bool,
+        /// 140
+        #[prost(bool, tag = "140")]
+        pub xla_cpu_enable_fast_min_max: bool,
     }
 
     /// `xla.DeviceAssignmentProto`.
@@ -259,8 +343,28 @@ impl Default for CompileOptions {
 
 /// Field numbers, from XLA's `compile_options.proto`.
 mod field {
+    /// `CompileOptionsProto.argument_layouts`.
+    pub const ARGUMENT_LAYOUTS: u32 = 1;
+    /// `CompileOptionsProto.parameter_is_tupled_arguments`.
+    pub const TUPLED_ARGUMENTS: u32 = 2;
     /// `CompileOptionsProto.executable_build_options`.
     pub const BUILD: u32 = 3;
+    /// `CompileOptionsProto.profile_version`.
+    pub const PROFILE_VERSION: u32 = 5;
+    /// `ExecutableBuildOptionsProto.device_ordinal`.
+    pub const DEVICE_ORDINAL: u32 = 1;
+    /// `ExecutableBuildOptionsProto.result_layout`.
+    pub const RESULT_LAYOUT: u32 = 2;
+    /// `ExecutableBuildOptionsProto.debug_options`.
+    pub const DEBUG_OPTIONS: u32 = 3;
+    /// `ExecutableBuildOptionsProto.use_auto_spmd_partitioning`.
+    pub const AUTO_SPMD: u32 = 7;
+    /// `ExecutableBuildOptionsProto.alias_passthrough_params`.
+    pub const ALIAS_PASSTHROUGH: u32 = 10;
+    /// `ExecutableBuildOptionsProto.auto_spmd_partitioning_mesh_shape`.
+    pub const MESH_SHAPE: u32 = 16;
+    /// `ExecutableBuildOptionsProto.auto_spmd_partitioning_mesh_ids`.
+    pub const MESH_IDS: u32 = 17;
     /// `CompileOptionsProto.compile_portable_executable`.
     pub const PORTABLE: u32 = 4;
     /// `CompileOptionsProto.env_option_overrides`, a map: entries of {key = 1, value = 2}.
@@ -285,6 +389,103 @@ mod field {
 const OPTIONS_NAME: &str = "CompileOptionsProto";
 const BUILD_NAME: &str = "ExecutableBuildOptionsProto";
 const ENTRY_NAME: &str = "env_option_overrides entry";
+const DEBUG_NAME: &str = "DebugOptions";
+
+/// The largest protobuf field number.
+const MAX_FIELD_NUMBER: u32 = (1 << 29) - 1;
+
+/// A packed repeated int64 field (how XLA writes them).
+fn packed_int64(number: u32, values: &[i64]) -> Field {
+    let mut payload = Vec::with_capacity(values.len() * 2);
+    for &v in values {
+        prost::encoding::encode_varint(v as u64, &mut payload);
+    }
+    Field::bytes(number, &payload)
+}
+
+/// One field of XLA's `DebugOptions`, for [`CompileOptions::debug_option`]: typed for the
+/// common ones, raw (field number and value, from XLA's `xla.proto`) for the rest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DebugOption {
+    /// `xla_dump_to` (109): a directory XLA writes the HLO of each compilation into.
+    DumpTo(String),
+    /// `xla_dump_hlo_as_text` (112).
+    DumpHloAsText(bool),
+    /// `xla_dump_hlo_module_re` (110): dump only modules whose name matches.
+    DumpHloModuleRe(String),
+    /// `xla_dump_hlo_pass_re` (111): also dump before and after the passes that match.
+    DumpHloPassRe(String),
+    /// `xla_cpu_enable_fast_math` (99).
+    CpuEnableFastMath(bool),
+    /// `xla_cpu_enable_fast_min_max` (140): `false` propagates NaN through min/max.
+    CpuEnableFastMinMax(bool),
+    /// `xla_backend_optimization_level` (31).
+    BackendOptimizationLevel(i32),
+    /// `xla_disable_hlo_passes` (30): pass names to skip.
+    DisableHloPasses(Vec<String>),
+    /// Any varint field (bool, int32, int64, enum) by number; a negative int as its two's
+    /// complement (`value as u64`), as protobuf writes it.
+    RawVarint {
+        /// The field number in `xla.DebugOptions`.
+        number: u32,
+        /// The value.
+        value: u64,
+    },
+    /// Any string, bytes or message field by number (one entry; for a repeated field, the list
+    /// becomes this one element).
+    RawBytes {
+        /// The field number in `xla.DebugOptions`.
+        number: u32,
+        /// The payload.
+        value: Vec<u8>,
+    },
+}
+
+impl DebugOption {
+    /// The option's XLA name and value, for `env_option_overrides` (None: raw or repeated).
+    fn by_name(&self) -> Option<(&'static str, XlaOptionValue)> {
+        Some(match self {
+            DebugOption::DumpTo(dir) => ("xla_dump_to", dir.as_str().into()),
+            DebugOption::DumpHloAsText(on) => ("xla_dump_hlo_as_text", (*on).into()),
+            DebugOption::DumpHloModuleRe(re) => ("xla_dump_hlo_module_re", re.as_str().into()),
+            DebugOption::DumpHloPassRe(re) => ("xla_dump_hlo_pass_re", re.as_str().into()),
+            DebugOption::CpuEnableFastMath(on) => ("xla_cpu_enable_fast_math", (*on).into()),
+            DebugOption::CpuEnableFastMinMax(on) => ("xla_cpu_enable_fast_min_max", (*on).into()),
+            DebugOption::BackendOptimizationLevel(level) => {
+                ("xla_backend_optimization_level", i64::from(*level).into())
+            }
+            DebugOption::DisableHloPasses(_) | DebugOption::RawVarint { .. } | DebugOption::RawBytes { .. } => {
+                return None
+            }
+        })
+    }
+
+    /// The field number and the entries that set it (none: the proto3 default).
+    fn entries(&self) -> (u32, Vec<Field>) {
+        let text = |number: u32, s: &str| {
+            (number, if s.is_empty() { vec![] } else { vec![Field::bytes(number, s.as_bytes())] })
+        };
+        let flag = |number: u32, on: bool| (number, scalar(number, on.into()).into_iter().collect());
+        match self {
+            DebugOption::DumpTo(dir) => text(109, dir),
+            DebugOption::DumpHloAsText(on) => flag(112, *on),
+            DebugOption::DumpHloModuleRe(re) => text(110, re),
+            DebugOption::DumpHloPassRe(re) => text(111, re),
+            DebugOption::CpuEnableFastMath(on) => flag(99, *on),
+            DebugOption::CpuEnableFastMinMax(on) => flag(140, *on),
+            // int32 is sign-extended on the wire.
+            DebugOption::BackendOptimizationLevel(level) => {
+                (31, scalar(31, *level as i64 as u64).into_iter().collect())
+            }
+            DebugOption::DisableHloPasses(passes) => {
+                (30, passes.iter().map(|p| Field::bytes(30, p.as_bytes())).collect())
+            }
+            DebugOption::RawVarint { number, value } => (*number, vec![Field::varint(*number, *value)]),
+            DebugOption::RawBytes { number, value } => (*number, vec![Field::bytes(*number, value)]),
+        }
+    }
+}
 
 fn decode_view(bytes: &[u8]) -> Result<proto::CompileOptionsProto> {
     proto::CompileOptionsProto::decode(bytes).map_err(|source| Error::Decode { what: OPTIONS_NAME, source })
@@ -431,6 +632,151 @@ impl CompileOptions {
         self
     }
 
+    /// Records why an edit was refused; [`CompileOptions::validate`] reports it.
+    pub(crate) fn refuse(&mut self, why: String) {
+        self.defect.get_or_insert(why);
+    }
+
+    /// Sets `argument_layouts` to these serialized `ShapeProto`s (the layouts module encodes
+    /// them; see `CompileOptions::argument_layouts`).
+    pub(crate) fn set_argument_layouts(&mut self, shapes: &[Vec<u8>]) {
+        let entries = shapes.iter().map(|s| Field::bytes(field::ARGUMENT_LAYOUTS, s)).collect();
+        self.edit(|top| {
+            top.set_all(field::ARGUMENT_LAYOUTS, entries);
+            Ok(())
+        });
+    }
+
+    /// Sets `executable_build_options.result_layout` to this serialized `ShapeProto`.
+    pub(crate) fn set_result_layout(&mut self, shape: &[u8]) {
+        self.edit_build(|build| build.set(field::RESULT_LAYOUT, Some(Field::bytes(field::RESULT_LAYOUT, shape))));
+    }
+
+    /// The device ordinal XLA compiles for (`executable_build_options.device_ordinal`; -1 or
+    /// unset: the plugin chooses). The CPU plugins place by device assignment, not by this.
+    pub fn device_ordinal(mut self, ordinal: i64) -> Self {
+        self.edit_build(|build| build.set(field::DEVICE_ORDINAL, scalar(field::DEVICE_ORDINAL, ordinal as u64)));
+        self
+    }
+
+    /// Whether the entry computation takes its arguments as one tuple
+    /// (`parameter_is_tupled_arguments`).
+    pub fn parameter_is_tupled_arguments(mut self, on: bool) -> Self {
+        self.edit(|top| {
+            top.set(field::TUPLED_ARGUMENTS, scalar(field::TUPLED_ARGUMENTS, on.into()));
+            Ok(())
+        });
+        self
+    }
+
+    /// The profile version for profile-guided compilation (`profile_version`; 0: none).
+    pub fn profile_version(mut self, version: i64) -> Self {
+        self.edit(|top| {
+            top.set(field::PROFILE_VERSION, scalar(field::PROFILE_VERSION, version as u64));
+            Ok(())
+        });
+        self
+    }
+
+    /// Lets parameters that are passed through to the outputs alias them
+    /// (`executable_build_options.alias_passthrough_params`).
+    pub fn alias_passthrough_params(mut self, on: bool) -> Self {
+        self.edit_build(|build| build.set(field::ALIAS_PASSTHROUGH, scalar(field::ALIAS_PASSTHROUGH, on.into())));
+        self
+    }
+
+    /// Turns on automatic SPMD partitioning over a device mesh: `mesh_shape` (e.g. `[2, 2]`)
+    /// and the device ids laid out on it, row-major (empty: `0..n`). Sets
+    /// `use_auto_spmd_partitioning`, `auto_spmd_partitioning_mesh_shape` and `_mesh_ids`.
+    /// A mesh whose ids do not fill its shape is refused by [`CompileOptions::validate`].
+    pub fn auto_spmd_partitioning(mut self, mesh_shape: &[i64], mesh_ids: &[i64]) -> Self {
+        let size = mesh_shape.iter().try_fold(1i64, |n, &d| if d >= 1 { n.checked_mul(d) } else { None });
+        match size {
+            None => self.refuse(format!("the auto-SPMD mesh shape {mesh_shape:?} needs dimensions of at least 1")),
+            Some(n) if !mesh_ids.is_empty() && n != mesh_ids.len() as i64 => self.refuse(format!(
+                "the auto-SPMD mesh {mesh_shape:?} has {n} places but {} device ids were given",
+                mesh_ids.len()
+            )),
+            Some(_) => {
+                let (shape, ids) =
+                    (packed_int64(field::MESH_SHAPE, mesh_shape), packed_int64(field::MESH_IDS, mesh_ids));
+                self.edit_build(|build| {
+                    build.set(field::AUTO_SPMD, Some(Field::varint(field::AUTO_SPMD, 1)));
+                    build.set(field::MESH_SHAPE, Some(shape));
+                    build.set(field::MESH_IDS, (!mesh_ids.is_empty()).then_some(ids));
+                });
+            }
+        }
+        self
+    }
+
+    /// Sets one of XLA's debug options (`DebugOptions`).
+    ///
+    /// XLA reads a `DebugOptions` message as the whole set: a field it does not carry is its
+    /// proto default (0, false, ""), not XLA's usual default, and a message made of one field
+    /// makes the CPU plugins fail ("Too many extra compilation parts", from a split count of 0).
+    /// So:
+    /// - when the options already carry a `DebugOptions` message (as JAX's serialized options
+    ///   do, read with [`CompileOptions::from_proto_bytes`]), the field is set in it, every other
+    ///   field keeping its bytes;
+    /// - otherwise a typed option is sent by name in `env_option_overrides` (as
+    ///   [`CompileOptions::xla_option`] does), which XLA applies on top of its defaults, while a
+    ///   raw field or [`DebugOption::DisableHloPasses`] (which have no name to send) is refused
+    ///   by [`CompileOptions::validate`], as is a raw field number of 0 or past 2^29 - 1.
+    ///
+    /// ```
+    /// use pjrt_client::compile_options::OptionValue;
+    /// use pjrt_client::{CompileOptions, DebugOption};
+    ///
+    /// // No DebugOptions message yet: sent by name, on top of XLA's defaults.
+    /// let options = CompileOptions::new().debug_option(DebugOption::DumpTo("/tmp/xla-dump".into()));
+    /// assert_eq!(options.xla_options()["xla_dump_to"].value, Some(OptionValue::String("/tmp/xla-dump".into())));
+    /// assert!(CompileOptions::new().debug_option(DebugOption::RawVarint { number: 298, value: 1 }).validate().is_err());
+    ///
+    /// // Options that carry a DebugOptions message (here a one-field one, as JAX would send a full
+    /// // one) are edited in place.
+    /// let jax_like = [0x1a, 0x09, 0x20, 0x01, 0x28, 0x01, 0x1a, 0x03, 0x98, 0x06, 0x01]; // fast math on
+    /// let read = CompileOptions::from_proto_bytes(&jax_like)?
+    ///     .debug_option(DebugOption::DumpTo("/tmp/xla-dump".into()))
+    ///     .debug_option(DebugOption::RawVarint { number: 298, value: 1 }); // xla_cpu_use_thunk_runtime
+    /// assert_eq!(read.debug_options().unwrap().xla_dump_to, "/tmp/xla-dump");
+    /// assert!(read.xla_options().is_empty());
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn debug_option(mut self, option: DebugOption) -> Self {
+        // Checked before any entry is built (encoding a key of field 0 would panic).
+        if let DebugOption::RawVarint { number, .. } | DebugOption::RawBytes { number, .. } = option {
+            if number == 0 || number > MAX_FIELD_NUMBER {
+                self.refuse(format!("{number} is not a protobuf field number (1 to {MAX_FIELD_NUMBER})"));
+                return self;
+            }
+        }
+        if self.debug_options().is_none() {
+            return match option.by_name() {
+                Some((name, value)) => self.xla_option(name, value),
+                None => {
+                    self.refuse(format!(
+                        "{option:?} can only be set in a DebugOptions message, and these options carry none: a \
+                         message made from scratch lacks XLA's defaults (the CPU plugins then fail to compile). \
+                         Start from options that carry one (e.g. JAX's, through from_proto_bytes), or set the \
+                         option by name with xla_option"
+                    ));
+                    self
+                }
+            };
+        }
+        let (number, entries) = option.entries();
+        self.edit(|top| {
+            let mut build = Message::parse(&top.merged(field::BUILD, BUILD_NAME)?, BUILD_NAME)?;
+            let mut debug = Message::parse(&build.merged(field::DEBUG_OPTIONS, DEBUG_NAME)?, DEBUG_NAME)?;
+            debug.set_all(number, entries);
+            build.set(field::DEBUG_OPTIONS, Some(Field::bytes(field::DEBUG_OPTIONS, &debug.encode())));
+            top.set(field::BUILD, Some(Field::bytes(field::BUILD, &build.encode())));
+            Ok(())
+        });
+        self
+    }
+
     /// Sets an XLA debug option (`env_option_overrides`), e.g.
     /// `xla_option("xla_cpu_enable_fast_math", false)`. Replaces any earlier value of the same
     /// option; the other options keep their bytes.
@@ -481,6 +827,17 @@ impl CompileOptions {
             Some(p) => DeviceAssignment::from_proto(p).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// The typed view of `executable_build_options`, if present.
+    pub fn build_options(&self) -> Option<&proto::ExecutableBuildOptionsProto> {
+        self.build_ref()
+    }
+
+    /// The typed view of `executable_build_options.debug_options`, if present (the fields
+    /// [`DebugOption`] names; all others are kept in the bytes).
+    pub fn debug_options(&self) -> Option<&proto::DebugOptionsProto> {
+        self.build_ref()?.debug_options.as_ref()
     }
 
     /// The XLA option overrides.
@@ -720,6 +1077,17 @@ mod tests {
             ("compile_portable_executable", Box::new(|o| o.compile_portable_executable(true)), &[4], &[]),
             ("xla_option", Box::new(|o| o.xla_option("xla_cpu_enable_fast_min_max", false)), &[7], &[]),
             ("jax_defaults", Box::new(|o| o.jax_defaults("cpu")), &[7], &[]),
+            ("device_ordinal", Box::new(|o| o.device_ordinal(2)), &[3], &[1]),
+            ("parameter_is_tupled_arguments", Box::new(|o| o.parameter_is_tupled_arguments(true)), &[2], &[]),
+            ("profile_version", Box::new(|o| o.profile_version(9)), &[5], &[]),
+            ("alias_passthrough_params", Box::new(|o| o.alias_passthrough_params(true)), &[3], &[10]),
+            (
+                "auto_spmd_partitioning",
+                Box::new(|o| o.auto_spmd_partitioning(&[2, 2], &[3, 2, 1, 0])),
+                &[3],
+                &[7, 16, 17],
+            ),
+            ("debug_option", Box::new(|o| o.debug_option(DebugOption::DumpTo("/d".into()))), &[3], &[3]),
         ];
         for (what, edit, top, build) in edits {
             let out = edit(read.clone()).to_bytes().unwrap();
@@ -745,6 +1113,94 @@ mod tests {
         // Turned off again, the field is gone (proto3 writes no default) and the rest unchanged.
         assert_eq!(portable.compile_portable_executable(false).to_bytes().unwrap(), input);
         assert_eq!(read.jax_defaults("cpu").xla_options().len(), 2);
+    }
+
+    #[test]
+    fn every_new_setter_round_trips_through_the_bytes() {
+        let o = CompileOptions::new()
+            .device_ordinal(3)
+            .parameter_is_tupled_arguments(true)
+            .profile_version(-7)
+            .alias_passthrough_params(true)
+            .auto_spmd_partitioning(&[2, 3], &[5, 4, 3, 2, 1, 0]);
+        let read = CompileOptions::from_proto_bytes(&o.to_bytes().unwrap()).unwrap();
+        assert_eq!(read, o);
+        let build = read.build_options().unwrap();
+        assert_eq!(build.device_ordinal, 3);
+        assert!(build.alias_passthrough_params && build.use_auto_spmd_partitioning);
+        assert_eq!(build.auto_spmd_partitioning_mesh_shape, [2, 3]);
+        assert_eq!(build.auto_spmd_partitioning_mesh_ids, [5, 4, 3, 2, 1, 0]);
+        assert!(read.proto().parameter_is_tupled_arguments);
+        assert_eq!(read.proto().profile_version, -7);
+        // Off again: the fields are gone, the bytes are those of the defaults.
+        let off = read
+            .device_ordinal(0)
+            .parameter_is_tupled_arguments(false)
+            .profile_version(0)
+            .alias_passthrough_params(false);
+        assert_eq!(off.proto().profile_version, 0);
+        assert!(!off.build_options().unwrap().alias_passthrough_params);
+        // A mesh without ids is allowed; ids that do not fill it, or a 0-sized mesh, are not.
+        let no_ids = CompileOptions::new().auto_spmd_partitioning(&[4], &[]);
+        assert!(no_ids.build_options().unwrap().auto_spmd_partitioning_mesh_ids.is_empty());
+        assert!(CompileOptions::new().auto_spmd_partitioning(&[2, 2], &[0, 1, 2]).validate().is_err());
+        assert!(CompileOptions::new().auto_spmd_partitioning(&[2, 0], &[]).validate().is_err());
+        assert!(CompileOptions::new().auto_spmd_partitioning(&[i64::MAX, 2], &[]).validate().is_err());
+    }
+
+    #[test]
+    fn debug_options_edit_one_field_and_keep_the_rest() {
+        let input = with_unknown_fields();
+        let read = CompileOptions::from_proto_bytes(&input).unwrap();
+        let debug_of = |o: &CompileOptions| {
+            let build = Message::parse(&build_of(&o.to_bytes().unwrap()), "b").unwrap();
+            build.merged(3, "debug").unwrap()
+        };
+        let before = debug_of(&read);
+        let o = read
+            .clone()
+            .debug_option(DebugOption::DumpTo("/tmp/d".into()))
+            .debug_option(DebugOption::DumpHloAsText(true))
+            .debug_option(DebugOption::CpuEnableFastMath(true))
+            .debug_option(DebugOption::BackendOptimizationLevel(-1))
+            .debug_option(DebugOption::DisableHloPasses(vec!["a".into(), "b".into()]))
+            .debug_option(DebugOption::RawVarint { number: 2, value: 0 })
+            .debug_option(DebugOption::RawBytes { number: 110, value: b"jit_.*".to_vec() });
+        let debug = o.debug_options().unwrap();
+        assert_eq!(debug.xla_dump_to, "/tmp/d");
+        assert!(debug.xla_dump_hlo_as_text && debug.xla_cpu_enable_fast_math);
+        assert_eq!(debug.xla_backend_optimization_level, -1);
+        assert_eq!(debug.xla_disable_hlo_passes, ["a", "b"]);
+        assert_eq!(debug.xla_dump_hlo_module_re, "jit_.*");
+        // The unknown debug fields (61, 300) keep their bytes; 2 was rewritten.
+        let after = debug_of(&o);
+        let untouched_debug = |b: &[u8]| untouched(b, &[2, 30, 31, 99, 109, 110, 112]);
+        assert_eq!(untouched_debug(&after), untouched_debug(&before));
+        assert_eq!(entries(&after).iter().filter(|(n, _)| *n == 2).count(), 1);
+        // Round trip, and a second edit of the same field replaces it.
+        assert_eq!(CompileOptions::from_proto_bytes(&o.to_bytes().unwrap()).unwrap(), o);
+        let o = o.debug_option(DebugOption::DisableHloPasses(vec![])).debug_option(DebugOption::DumpTo(String::new()));
+        assert!(o.debug_options().unwrap().xla_disable_hlo_passes.is_empty());
+        assert_eq!(o.debug_options().unwrap().xla_dump_to, "");
+        // Without a DebugOptions message: typed options go by name, the others are refused.
+        let named = CompileOptions::new()
+            .debug_option(DebugOption::DumpTo("/d".into()))
+            .debug_option(DebugOption::BackendOptimizationLevel(2));
+        assert!(named.debug_options().is_none());
+        assert_eq!(named.xla_options()["xla_dump_to"].value, Some(OptionValue::String("/d".into())));
+        assert_eq!(named.xla_options()["xla_backend_optimization_level"].value, Some(OptionValue::Int(2)));
+        for option in [
+            DebugOption::DisableHloPasses(vec!["a".into()]),
+            DebugOption::RawVarint { number: 298, value: 1 },
+            DebugOption::RawBytes { number: 61, value: vec![] },
+        ] {
+            let o = CompileOptions::new().debug_option(option.clone());
+            assert!(matches!(o.validate(), Err(Error::InvalidArgument(_))), "{option:?}");
+        }
+        for number in [0, 1 << 29] {
+            let o = CompileOptions::new().debug_option(DebugOption::RawVarint { number, value: 1 });
+            assert!(matches!(o.validate(), Err(Error::InvalidArgument(_))), "{number}");
+        }
     }
 
     #[test]
@@ -816,11 +1272,11 @@ mod tests {
         let layouts = (1, V::Bytes(&[0x08, 0x0b]));
         let target = (8, V::Bytes(&[0x0a, 0x00]));
         // num_replicas = 2 only, between unknown fields.
-        let input = msg(&[layouts, (3, V::Bytes(&[0x20, 0x02, 0x1a, 0x01, 0x00])), target]);
+        let input = msg(&[layouts, (3, V::Bytes(&[0x20, 0x02, 0x6a, 0x01, 0x00])), target]);
         let out = CompileOptions::from_proto_bytes(&input).unwrap().to_bytes().unwrap();
         let layouts = (1, V::Bytes(&[0x08, 0x0b]));
         let target = (8, V::Bytes(&[0x0a, 0x00]));
-        let expected = msg(&[layouts, (3, V::Bytes(&[0x20, 0x02, 0x1a, 0x01, 0x00, 0x28, 0x01])), target]);
+        let expected = msg(&[layouts, (3, V::Bytes(&[0x20, 0x02, 0x6a, 0x01, 0x00, 0x28, 0x01])), target]);
         assert_eq!(out, expected);
         // No build options at all: appended.
         let out = CompileOptions::from_proto_bytes(&[0x28, 0x07]).unwrap().to_bytes().unwrap();

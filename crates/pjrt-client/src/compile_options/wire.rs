@@ -141,6 +141,15 @@ impl Message {
         self.replace(|f| f.number == number, new);
     }
 
+    /// Sets the repeated field `number` to `new`: its entries are removed and `new` goes where
+    /// the first of them was (or at the end). All other entries keep their bytes and order.
+    pub(crate) fn set_all(&mut self, number: u32, new: Vec<Field>) {
+        let at = self.fields.iter().position(|f| f.number == number).unwrap_or(self.fields.len());
+        let before = self.fields[..at].len();
+        self.fields.retain(|f| f.number != number);
+        self.fields.splice(before..before, new);
+    }
+
     /// The payloads of every entry of the embedded-message field `number`, concatenated: the one
     /// message protobuf reads them as (it merges repeated occurrences of a message field, which
     /// is what parsing their concatenation does). An entry that is not length-delimited is an
@@ -229,6 +238,18 @@ mod tests {
         assert_eq!(m.encode(), [0x08, 1, 0x10, 9, 0x18, 3, 0x28, 5, 0x38, 1]);
         m.set(3, None);
         assert_eq!(m.encode(), [0x08, 1, 0x10, 9, 0x28, 5, 0x38, 1]);
+    }
+
+    #[test]
+    fn set_all_puts_the_new_entries_where_the_first_old_one_was() {
+        let mut m =
+            Message::new(vec![Field::varint(1, 1), Field::varint(2, 2), Field::varint(3, 3), Field::varint(2, 4)]);
+        m.set_all(2, vec![Field::varint(2, 7), Field::varint(2, 8), Field::varint(2, 9)]);
+        assert_eq!(m.encode(), [0x08, 1, 0x10, 7, 0x10, 8, 0x10, 9, 0x18, 3]);
+        m.set_all(5, vec![Field::varint(5, 1)]);
+        assert_eq!(m.encode(), [0x08, 1, 0x10, 7, 0x10, 8, 0x10, 9, 0x18, 3, 0x28, 1]);
+        m.set_all(2, Vec::new());
+        assert_eq!(m.encode(), [0x08, 1, 0x18, 3, 0x28, 1]);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Compiling programs and running loaded executables.
 
+pub(crate) mod compile_layouts;
 pub(crate) mod context_data;
 pub(crate) mod execute_options;
 pub(crate) mod execution;
@@ -17,6 +18,7 @@ use std::sync::{Arc, OnceLock};
 use prost::Message;
 use smallvec::SmallVec;
 
+use crate::buffer::layout::MemoryLayout;
 use crate::buffer::Buffer;
 use crate::call::release::release_if_in_callback;
 use crate::call::{checked_slice, checked_string, pjrt_call, Api};
@@ -32,7 +34,8 @@ use crate::executable::execute_options::Keepalive;
 use crate::executable::execution::Execution;
 use crate::executable::execution::PendingExecution;
 use crate::executable::metadata::OptimizedProgram;
-use crate::program::Program;
+use crate::plugin::{Plugin, StableHloVersion};
+use crate::program::{mlir_main_parameters, Program, ProgramFormat};
 use crate::sys::{self, Args};
 
 /// What a launch returns per device: `outputs[device]` and `events[device]`.
@@ -100,6 +103,7 @@ impl Client {
                 }
             }
         }
+        check_stablehlo_version(self.plugin(), program)?;
         let format = program.format().as_pjrt_str();
         let mut raw_program = sys::PJRT_Program::new();
         // PJRT declares `code` as `char*` but only reads it.
@@ -115,8 +119,46 @@ impl Client {
         pjrt_call!(self.api(), PJRT_Client_Compile, &mut args).map_err(|e| add_compile_hint(e, program))?;
         let raw = NonNull::new(args.executable)
             .ok_or_else(|| Error::invalid("PJRT_Client_Compile succeeded but returned no executable"))?;
-        LoadedExecutable::new(self, raw, options.is_portable())
+        let mut executable = LoadedExecutable::new(self, raw, options.is_portable())?;
+        executable.argument_layouts = options.argument_layout_shapes()?.into_iter().map(|s| s.layout).collect();
+        executable.source_parameters = match (program.text(), options.proto().parameter_is_tupled_arguments) {
+            (_, true) => Err("the arguments are tupled (parameter_is_tupled_arguments)".to_owned()),
+            (Some(text), false) => mlir_main_parameters(text).map(|params| {
+                params.into_iter().map(|(element_type, dims)| ArrayShape { element_type, dims }).collect()
+            }),
+            (None, false) => Err(format!(
+                "the program compiled was {} (only MLIR text has a signature this crate reads)",
+                if program.format() == ProgramFormat::Hlo { "an HLO module" } else { "MLIR bytecode" }
+            )),
+        };
+        Ok(executable)
     }
+}
+
+/// Refuses a portable artifact serialized for a StableHLO version the plugin does not read
+/// (its header says which; the plugin's attributes say what it reads). Programs without a
+/// version (text, plain bytecode, HLO) and plugins without the attributes pass unchecked.
+pub(crate) fn check_stablehlo_version(plugin: &Plugin, program: &Program) -> Result<()> {
+    let Some((major, minor, patch)) = program.stablehlo_target() else { return Ok(()) };
+    let target = StableHloVersion(major, minor, patch);
+    let (Some(minimum), Some(current)) = (plugin.stablehlo_minimum_version(), plugin.stablehlo_current_version())
+    else {
+        return Ok(());
+    };
+    let advice = if target > current {
+        "serialize it for an older target (jax.export / stablehlo.serialize_portable_artifact with target_version at \
+         most the plugin's current version), or use a newer plugin"
+    } else if target < minimum {
+        "serialize it again for a newer target (at least the plugin's minimum version), or use an older plugin"
+    } else {
+        return Ok(());
+    };
+    Err(Error::ProgramVersion {
+        program: target.to_string(),
+        minimum: minimum.to_string(),
+        current: current.to_string(),
+        advice,
+    })
 }
 
 fn add_compile_hint(error: Error, program: &Program) -> Error {
@@ -155,7 +197,15 @@ pub struct LoadedExecutable {
     /// The outputs' dims again, shared with every output buffer (no allocation per execute).
     output_dims: Vec<Arc<[i64]>>,
     addressable_devices: Vec<NonNull<sys::PJRT_Device>>,
-    parameters: OnceLock<Option<Vec<ArrayShape>>>,
+    /// The parameter shapes, or why they are unknown (argument checks are then off).
+    parameters: OnceLock<std::result::Result<Vec<ArrayShape>, String>>,
+    /// The parameters as the compiled program's signature says (set by `Client::compile`),
+    /// used when the optimized program cannot be read; or why there are none.
+    source_parameters: std::result::Result<Vec<ArrayShape>, String>,
+    /// The argument layouts the program was compiled for (`CompileOptions::argument_layouts`;
+    /// empty: the defaults). The plugins read an argument in whatever layout it has, so these
+    /// are checked before every launch.
+    argument_layouts: Vec<Option<MemoryLayout>>,
 }
 
 // SAFETY: PJRT loaded executables are thread-safe (XLA's PjRtLoadedExecutable::Execute may be
@@ -190,6 +240,8 @@ impl LoadedExecutable {
             output_dims: Vec::new(),
             addressable_devices: Vec::new(),
             parameters: OnceLock::new(),
+            argument_layouts: Vec::new(),
+            source_parameters: Err("the executable was loaded, not compiled from a program here".to_owned()),
         };
         let e = executable.as_ptr();
         let mut name = sys::PJRT_Executable_Name_Args::new();
@@ -266,37 +318,90 @@ impl LoadedExecutable {
         self.addressable_devices.iter().map(|d| Device::new(&self.client, *d)).collect()
     }
 
-    /// The per-device parameter shapes, read once from the compiled program (`None` when the
-    /// plugin cannot report them; execution then relies on the plugin's own checks).
+    /// The per-device parameter shapes, read once: from the optimized program the plugin reports
+    /// (an HLO module, or MLIR text), else from the signature of the MLIR text compiled. `None`
+    /// when neither can be read; execution then relies on the plugin's own checks, and
+    /// [`LoadedExecutable::argument_checks_off_because`] says why.
     pub fn parameter_shapes(&self) -> Option<&[ArrayShape]> {
-        self.parameters.get_or_init(|| self.read_parameter_shapes().ok().flatten()).as_deref()
+        self.parameter_result().as_ref().ok().map(Vec::as_slice)
     }
 
-    fn read_parameter_shapes(&self) -> Result<Option<Vec<ArrayShape>>> {
-        let OptimizedProgram { code, format } = self.optimized_program()?;
+    /// Why the arguments of an execution are not checked against the parameters before the
+    /// plugin sees them (`None`: they are). E.g. the plugin reports its optimized program as MLIR
+    /// bytecode and the program compiled was bytecode too.
+    ///
+    /// ```
+    /// use pjrt_client::{CompileOptions, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let program = Program::mlir_text("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> { return %a : tensor<2xf32> }")?;
+    /// let exe = client.compile(&program, &CompileOptions::new())?;
+    /// assert_eq!(exe.argument_checks_off_because(), None);
+    /// assert_eq!(exe.parameter_shapes().unwrap()[0].dims, [2]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn argument_checks_off_because(&self) -> Option<&str> {
+        self.parameter_result().as_ref().err().map(String::as_str)
+    }
+
+    fn parameter_result(&self) -> &std::result::Result<Vec<ArrayShape>, String> {
+        self.parameters.get_or_init(|| {
+            let optimized = self.read_parameter_shapes();
+            let result = match optimized {
+                Ok(shapes) => Ok(shapes),
+                Err(why) => self
+                    .source_parameters
+                    .clone()
+                    .map_err(|source| format!("argument checks are off: {why}, and {source}")),
+            };
+            // Recorded (argument_checks_off_because) and logged: never off silently.
+            #[cfg(feature = "tracing")]
+            if let Err(why) = &result {
+                tracing::warn!(executable = %self.name, "{why}");
+            }
+            result
+        })
+    }
+
+    /// The parameters from the optimized program, or why they cannot be read from it.
+    fn read_parameter_shapes(&self) -> std::result::Result<Vec<ArrayShape>, String> {
+        let OptimizedProgram { code, format } =
+            self.optimized_program().map_err(|e| format!("the optimized program is not available ({e})"))?;
         let module = match format.as_str() {
             "hlo_with_config" => {
                 hlo::HloModuleProtoWithConfig::decode(code.as_slice())
-                    .map_err(|source| Error::Decode { what: "HloModuleProtoWithConfig", source })?
+                    .map_err(|e| format!("the optimized HloModuleProtoWithConfig does not decode ({e})"))?
                     .hlo_module
             }
             "hlo" => Some(
                 hlo::HloModuleProto::decode(code.as_slice())
-                    .map_err(|source| Error::Decode { what: "HloModuleProto", source })?,
+                    .map_err(|e| format!("the optimized HloModuleProto does not decode ({e})"))?,
             ),
-            _ => None,
+            "mlir" if code.starts_with(b"ML\xefR") => {
+                return Err("the plugin reports its optimized program as MLIR bytecode, whose signature this \
+                            crate cannot read without MLIR"
+                    .to_owned())
+            }
+            "mlir" => {
+                let text = std::str::from_utf8(&code)
+                    .map_err(|_| "the plugin's optimized MLIR program is neither text nor bytecode".to_owned())?;
+                let params =
+                    mlir_main_parameters(text).map_err(|why| format!("in the optimized MLIR program, {why}"))?;
+                return Ok(params.into_iter().map(|(element_type, dims)| ArrayShape { element_type, dims }).collect());
+            }
+            other => return Err(format!("the plugin reports its optimized program in format `{other}`, unknown here")),
         };
-        let Some(shape) = module.and_then(|m| m.host_program_shape) else { return Ok(None) };
+        let shape = module
+            .and_then(|m| m.host_program_shape)
+            .ok_or("the optimized HLO module carries no host_program_shape")?;
         if shape.parameters.iter().any(|p| !p.tuple_shapes.is_empty() || p.element_type == hlo::TUPLE) {
-            return Ok(None); // tupled parameters: leave checking to the plugin
+            return Err("the program takes tupled parameters".to_owned());
         }
-        Ok(Some(
-            shape
-                .parameters
-                .iter()
-                .map(|p| ArrayShape { element_type: hlo::element_type(p.element_type), dims: p.dimensions.clone() })
-                .collect(),
-        ))
+        Ok(shape
+            .parameters
+            .iter()
+            .map(|p| ArrayShape { element_type: hlo::element_type(p.element_type), dims: p.dimensions.clone() })
+            .collect())
     }
 
     /// Runs the program on its single device and waits for it; returns the outputs.
@@ -815,6 +920,18 @@ impl LoadedExecutable {
                     )));
                 }
             }
+            for (i, (buffer, expected)) in list.iter().zip(&self.argument_layouts).enumerate() {
+                let Some(expected) = expected else { continue };
+                let actual = buffer.memory_layout()?;
+                if actual != *expected {
+                    return Err(Error::invalid(format!(
+                        "{} is laid out {actual} in device memory, but the program was compiled for {expected} \
+                         (CompileOptions::argument_layouts); the plugin would read its bytes as is. Compile without \
+                         the argument layout, or pass a buffer in that layout",
+                        at(i)
+                    )));
+                }
+            }
         }
         Ok(())
     }
@@ -962,6 +1079,8 @@ impl Drop for LoadedExecutable {
             output_dims: Vec::new(),
             addressable_devices: Vec::new(),
             parameters: OnceLock::new(),
+            argument_layouts: Vec::new(),
+            source_parameters: Err(String::new()),
         });
         let mut args = sys::PJRT_Executable_Destroy_Args::new();
         args.executable = self.executable.as_ptr();

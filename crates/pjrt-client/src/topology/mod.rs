@@ -15,6 +15,7 @@ use crate::client::Client;
 use crate::compile_options::CompileOptions;
 use crate::element_type::ElementType;
 use crate::error::{Error, Result};
+use crate::executable::check_stablehlo_version;
 use crate::executable::unloaded::Executable;
 use crate::plugin::Plugin;
 use crate::program::Program;
@@ -308,6 +309,7 @@ impl Topology {
         if let Some(client) = client {
             self.plugin.check_same(client.plugin(), "the client")?;
         }
+        check_stablehlo_version(&self.plugin, program)?;
         let options_bytes = options.to_bytes()?;
         let format = program.format().as_pjrt_str();
         let mut raw_program = sys::PJRT_Program::new();

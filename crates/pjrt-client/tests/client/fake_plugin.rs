@@ -14,7 +14,7 @@ use pjrt_client::{
     ApiVersion, Client, ClientOptions, ElementType, Error, ErrorCode, HostLayout, LoadError, Placement, Plugin,
 };
 
-use crate::fake_support::{fake_library, scenario_dir, Fake};
+use crate::fake_support::{compile, fake_library, scenario_dir, Fake};
 
 /// Silences the expected panics of the callback tests (they happen on the fake's threads, where
 /// the test harness does not capture output); every other panic is reported as usual.
@@ -413,4 +413,44 @@ fn dma_mappings_are_released_by_unmap_and_by_drop() {
     assert_eq!(fake.counter("process_info_updates"), 1);
     drop(client);
     fake.assert_nothing_leaked();
+}
+
+/// A plugin that reports its optimized program as MLIR text: the parameters are read from its
+/// `@main` signature, so arguments are still checked before the plugin sees them.
+#[test]
+fn an_optimized_mlir_text_program_keeps_the_argument_checks() {
+    let fake = Fake::new("optimized_mlir_text");
+    let plugin = fake.plugin();
+    let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
+    // Compiled from bytecode, so the source signature cannot help: the optimized MLIR does.
+    let bytecode = pjrt_client::Program::mlir_bytecode(b"ML\xefR\x0dMLIR23.0.0git\0".to_vec()).unwrap();
+    let exe = client.compile(&bytecode, &pjrt_client::CompileOptions::new()).unwrap();
+    assert_eq!(exe.optimized_program().unwrap().format, "mlir");
+    assert_eq!(exe.argument_checks_off_because(), None);
+    let shapes = exe.parameter_shapes().unwrap();
+    assert_eq!(shapes.len(), 2);
+    assert_eq!((shapes[0].element_type, &shapes[0].dims[..]), (Some(ElementType::F32), &[4][..]));
+    let wrong = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default).unwrap();
+    let err = exe.execute(&[&wrong, &wrong]).unwrap_err().to_string();
+    assert!(err.contains("parameter 0 is f32[4]"), "{err}");
+}
+
+/// Optimized MLIR bytecode cannot be read here: the signature of the MLIR text compiled is used
+/// instead; compiled from bytecode as well, the checks are off and say why.
+#[test]
+fn an_optimized_mlir_bytecode_program_falls_back_to_the_source_or_says_why_checks_are_off() {
+    let fake = Fake::new("optimized_mlir_bytecode");
+    let plugin = fake.plugin();
+    let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
+    let exe = compile(&client, 1).unwrap();
+    assert_eq!(exe.argument_checks_off_because(), None);
+    assert_eq!(exe.parameter_shapes().unwrap().len(), 2);
+    let wrong = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default).unwrap();
+    assert!(exe.execute(&[&wrong, &wrong]).unwrap_err().to_string().contains("parameter 0 is f32[4]"));
+
+    let bytecode = pjrt_client::Program::mlir_bytecode(b"ML\xefR\x0dMLIR23.0.0git\0".to_vec()).unwrap();
+    let exe = client.compile(&bytecode, &pjrt_client::CompileOptions::new()).unwrap();
+    assert_eq!(exe.parameter_shapes(), None);
+    let why = exe.argument_checks_off_because().unwrap();
+    assert!(why.contains("MLIR bytecode") && why.contains("the program compiled was MLIR bytecode"), "{why}");
 }
