@@ -33,6 +33,8 @@ impl ProgramFormat {
 pub struct Program {
     format: ProgramFormat,
     code: Vec<u8>,
+    /// Parameters the caller declared ([`Program::with_parameters`]).
+    parameters: Option<Vec<(ElementType, Vec<i64>)>>,
 }
 
 impl Program {
@@ -42,7 +44,7 @@ impl Program {
         if text.trim().is_empty() {
             return Err(Error::invalid("the MLIR program is empty"));
         }
-        Ok(Program { format: ProgramFormat::Mlir, code: text.into_bytes() })
+        Ok(Program { format: ProgramFormat::Mlir, code: text.into_bytes(), parameters: None })
     }
 
     /// MLIR bytecode (including StableHLO portable artifacts).
@@ -50,7 +52,7 @@ impl Program {
         if !bytes.starts_with(MLIR_BYTECODE_MAGIC) {
             return Err(Error::invalid("not MLIR bytecode: it does not start with the bytecode magic `ML\\xefR`"));
         }
-        Ok(Program { format: ProgramFormat::Mlir, code: bytes })
+        Ok(Program { format: ProgramFormat::Mlir, code: bytes, parameters: None })
     }
 
     /// A serialized `xla.HloModuleProto`.
@@ -58,7 +60,7 @@ impl Program {
         if bytes.is_empty() {
             return Err(Error::invalid("the HLO module is empty"));
         }
-        Ok(Program { format: ProgramFormat::Hlo, code: bytes })
+        Ok(Program { format: ProgramFormat::Hlo, code: bytes, parameters: None })
     }
 
     /// Reads a program from a file: MLIR bytecode is recognised by its magic, `.pb`/`.hlo`
@@ -84,6 +86,32 @@ impl Program {
                 path.display()
             ))),
         }
+    }
+
+    /// Declares the program's parameters (element type and dimensions of each, in order), for
+    /// programs whose signature this crate cannot read itself (MLIR bytecode, HLO): an
+    /// executable compiled from it checks its arguments against them when the plugin's optimized
+    /// program does not tell its parameters either (see
+    /// [`crate::LoadedExecutable::argument_checks_off_because`]). The plugin's own answer wins
+    /// where it gives one. `pjrt_formats` declares a `jax.export` model's parameters from its
+    /// avals this way.
+    ///
+    /// ```
+    /// use pjrt_client::{ElementType, Program};
+    ///
+    /// let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.mlirbc"))?;
+    /// let program = Program::mlir_bytecode(bytes)?.with_parameters([(ElementType::F32, vec![4]), (ElementType::F32, vec![4])]);
+    /// assert_eq!(program.declared_parameters().map(|p| p.len()), Some(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_parameters(mut self, parameters: impl IntoIterator<Item = (ElementType, Vec<i64>)>) -> Program {
+        self.parameters = Some(parameters.into_iter().collect());
+        self
+    }
+
+    /// The parameters declared with [`Program::with_parameters`].
+    pub fn declared_parameters(&self) -> Option<&[(ElementType, Vec<i64>)]> {
+        self.parameters.as_deref()
     }
 
     /// The format.

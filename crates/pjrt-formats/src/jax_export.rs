@@ -831,8 +831,36 @@ impl JaxExport {
 
     /// The StableHLO module as a [`Program`]. Use [`JaxExport::arrange_inputs`] for its
     /// arguments: they are not the function's inputs one to one.
+    ///
+    /// For a single-device export with concrete shapes, the program declares the module's
+    /// parameters from the avals ([`Program::with_parameters`]: the platform index first when
+    /// there are several platforms, then the kept inputs), so argument checks stay on where a
+    /// plugin's optimized program does not tell its parameters (this crate cannot read MLIR
+    /// bytecode's signature).
     pub fn program(&self) -> Result<Program> {
-        Ok(Program::mlir_bytecode(self.mlir_module.clone())?)
+        let program = Program::mlir_bytecode(self.mlir_module.clone())?;
+        Ok(match self.module_parameters() {
+            Some(parameters) => program.with_parameters(parameters),
+            None => program,
+        })
+    }
+
+    /// The module's parameters as one device sees them, where the avals tell them: one device,
+    /// no ordered effects (token arguments), concrete shapes and PJRT dtypes.
+    fn module_parameters(&self) -> Option<Vec<(ElementType, Vec<i64>)>> {
+        if self.nr_devices != 1 || !self.ordered_effects.is_empty() {
+            return None;
+        }
+        let mut parameters = Vec::with_capacity(self.module_kept_var_idx.len() + 1);
+        if self.platforms.len() > 1 {
+            parameters.push((ElementType::S32, Vec::new()));
+        }
+        for &i in &self.module_kept_var_idx {
+            let aval = self.in_avals.get(i)?;
+            let dims = aval.fixed_dims()?.into_iter().map(|d| i64::try_from(d).ok()).collect::<Option<Vec<_>>>()?;
+            parameters.push((aval.element_type?, dims));
+        }
+        Some(parameters)
     }
 
     /// The index of `platform` (a client's [`Client::platform_name`]) among the export's

@@ -123,11 +123,18 @@ impl Client {
         executable.argument_layouts = options.argument_layout_shapes()?.into_iter().map(|s| s.layout).collect();
         executable.source_parameters = match (program.text(), options.proto().parameter_is_tupled_arguments) {
             (_, true) => Err("the arguments are tupled (parameter_is_tupled_arguments)".to_owned()),
+            _ if program.declared_parameters().is_some() => Ok(program
+                .declared_parameters()
+                .unwrap_or_default()
+                .iter()
+                .map(|(element_type, dims)| ArrayShape { element_type: Some(*element_type), dims: dims.clone() })
+                .collect()),
             (Some(text), false) => mlir_main_parameters(text).map(|params| {
                 params.into_iter().map(|(element_type, dims)| ArrayShape { element_type, dims }).collect()
             }),
             (None, false) => Err(format!(
-                "the program compiled was {} (only MLIR text has a signature this crate reads)",
+                "the program compiled was {} (only MLIR text has a signature this crate reads; declare the \
+                 parameters with Program::with_parameters)",
                 if program.format() == ProgramFormat::Hlo { "an HLO module" } else { "MLIR bytecode" }
             )),
         };

@@ -453,4 +453,11 @@ fn an_optimized_mlir_bytecode_program_falls_back_to_the_source_or_says_why_check
     assert_eq!(exe.parameter_shapes(), None);
     let why = exe.argument_checks_off_because().unwrap();
     assert!(why.contains("MLIR bytecode") && why.contains("the program compiled was MLIR bytecode"), "{why}");
+
+    // Declared parameters (as pjrt_formats declares a jax.export model's avals) keep the checks on.
+    let declared =
+        bytecode.with_parameters([(pjrt_client::ElementType::F32, vec![4]), (pjrt_client::ElementType::F32, vec![4])]);
+    let exe = client.compile(&declared, &pjrt_client::CompileOptions::new()).unwrap();
+    assert_eq!(exe.argument_checks_off_because(), None);
+    assert!(exe.execute(&[&wrong, &wrong]).unwrap_err().to_string().contains("parameter 0 is f32[4]"));
 }

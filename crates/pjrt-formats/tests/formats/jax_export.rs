@@ -244,3 +244,30 @@ fn content_detection() {
     assert!(!JaxExport::looks_like(b"module {}"));
     assert!(!JaxExport::looks_like(&[]));
 }
+
+#[test]
+fn declared_parameters_match_what_the_plugin_compiled() {
+    // The declared signature is the fallback for plugins whose optimized program this crate
+    // cannot read; the CPU plugin's HLO tells the truth to compare it with.
+    let client = support::client("cpu", 1);
+    let mut declared = 0;
+    for case in cases() {
+        let name = case["name"].as_str().unwrap();
+        let model = JaxExport::read(data_dir().join(case["model"].as_str().unwrap())).unwrap();
+        let program = model.program().unwrap();
+        let Some(parameters) = program.declared_parameters() else {
+            assert!(model.nr_devices() > 1, "{name}: a single-device export declares its parameters");
+            continue;
+        };
+        let exe = model.compile(&client).unwrap();
+        let compiled: Vec<(ElementType, Vec<i64>)> = exe
+            .parameter_shapes()
+            .unwrap()
+            .iter()
+            .map(|shape| (shape.element_type.unwrap(), shape.dims.clone()))
+            .collect();
+        assert_eq!(parameters, compiled.as_slice(), "{name}");
+        declared += 1;
+    }
+    assert!(declared >= 5, "only {declared} exports declared their parameters");
+}
