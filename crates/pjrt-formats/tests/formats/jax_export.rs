@@ -255,6 +255,9 @@ fn declared_parameters_match_what_the_plugin_compiled() {
         let name = case["name"].as_str().unwrap();
         let model = JaxExport::read(data_dir().join(case["model"].as_str().unwrap())).unwrap();
         let program = model.program().unwrap();
+        // jax.export serializes a portable artifact: its StableHLO version is checked against
+        // the plugin's before compiling.
+        assert_eq!(program.stablehlo_target(), Some((1, 15, 0)), "{name}");
         let Some(parameters) = program.declared_parameters() else {
             assert!(model.nr_devices() > 1, "{name}: a single-device export declares its parameters");
             continue;
