@@ -1,6 +1,7 @@
 //! The parts of XLA's HLO protos needed to read an entry computation's signature. Field numbers from the
 //! published `hlo.proto` / `xla_data.proto`.
 
+use crate::compile_options::proto::ShapeProto;
 use crate::element_type::ElementType;
 
 #[derive(Clone, PartialEq, prost::Message)]
@@ -21,16 +22,6 @@ pub(crate) struct ProgramShapeProto {
     pub parameters: Vec<ShapeProto>,
     #[prost(message, optional, tag = "2")]
     pub result: Option<ShapeProto>,
-}
-
-#[derive(Clone, PartialEq, prost::Message)]
-pub(crate) struct ShapeProto {
-    #[prost(int32, tag = "2")]
-    pub element_type: i32,
-    #[prost(int64, repeated, tag = "3")]
-    pub dimensions: Vec<i64>,
-    #[prost(message, repeated, tag = "4")]
-    pub tuple_shapes: Vec<ShapeProto>,
 }
 
 /// `xla.PrimitiveType.TUPLE`.
