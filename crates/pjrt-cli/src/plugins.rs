@@ -16,7 +16,7 @@ pub(crate) fn resolve_plugin(arg: &PluginArg) -> pjrt_client::Result<Plugin> {
 
 /// Whether `plugin` is a CPU plugin (one that makes as many devices as it is asked for).
 pub(crate) fn plugin_is_cpu(plugin: &Plugin) -> bool {
-    locate::KNOWN_PLUGINS.iter().any(|k| plugin.path().ends_with(k.library))
+    locate::KNOWN_PLUGINS.iter().any(|k| k.platform == "cpu" && plugin.path().ends_with(k.library))
         || plugin.path().to_string_lossy().contains("cpu")
 }
 

@@ -157,6 +157,7 @@ pub use plugin::locate;
 pub use plugin::{Plugin, PluginSource, StableHloVersion, TableInit};
 pub use program::{ModuleCounts, Program, ProgramFormat};
 pub use topology::device_description::DeviceDescription;
+pub use topology::gpu_target::{GpuTarget, GpuTopologyShape};
 pub use topology::{CanonicalShape, Topology};
 
 pub use half;

@@ -26,10 +26,21 @@ fn install(name: &str, json: bool) -> Result<(), Error> {
         ))
     })?;
     let path = locate::install(known, ui::log_line)?;
+    // A CUDA plugin's compiler pieces (ptxas, libdevice), which `pjrt compile` hands to XLA.
+    let cuda_data_dir = locate::cuda_data_dir(&path);
     if json {
-        println!("{}", json!({ "name": known.name, "package": known.package, "version": known.version, "path": path }));
+        println!(
+            "{}",
+            json!({
+                "name": known.name, "package": known.package, "version": known.version, "path": path,
+                "cuda_data_dir": cuda_data_dir,
+            })
+        );
     } else {
         println!("{}", path.display());
+        if let Some(dir) = cuda_data_dir {
+            println!("{} (ptxas and libdevice for XLA)", dir.display());
+        }
     }
     Ok(())
 }

@@ -144,6 +144,9 @@ pub mod proto {
         /// 31
         #[prost(int32, tag = "31")]
         pub xla_backend_optimization_level: i32,
+        /// 61
+        #[prost(string, tag = "61")]
+        pub xla_gpu_cuda_data_dir: String,
         /// 99
         #[prost(bool, tag = "99")]
         pub xla_cpu_enable_fast_math: bool,
@@ -424,6 +427,18 @@ pub enum DebugOption {
     BackendOptimizationLevel(i32),
     /// `xla_disable_hlo_passes` (30): pass names to skip.
     DisableHloPasses(Vec<String>),
+    /// `xla_gpu_cuda_data_dir` (61): the folder XLA:GPU takes `bin/ptxas` and
+    /// `nvvm/libdevice/libdevice.10.bc` from when it compiles for an NVIDIA GPU
+    /// ([`crate::locate::cuda_data_dir`] finds the one installed beside a CUDA plugin). Per
+    /// compilation, instead of `XLA_FLAGS` or `PATH` for the whole process.
+    ///
+    /// ```
+    /// use pjrt_client::{CompileOptions, DebugOption};
+    ///
+    /// let options = CompileOptions::new().debug_option(DebugOption::GpuCudaDataDir("/opt/cuda".into()));
+    /// assert!(options.xla_options().contains_key("xla_gpu_cuda_data_dir"));
+    /// ```
+    GpuCudaDataDir(String),
     /// Any varint field (bool, int32, int64, enum) by number; a negative int as its two's
     /// complement (`value as u64`), as protobuf writes it.
     RawVarint {
@@ -452,6 +467,7 @@ impl DebugOption {
             DebugOption::DumpHloPassRe(re) => ("xla_dump_hlo_pass_re", re.as_str().into()),
             DebugOption::CpuEnableFastMath(on) => ("xla_cpu_enable_fast_math", (*on).into()),
             DebugOption::CpuEnableFastMinMax(on) => ("xla_cpu_enable_fast_min_max", (*on).into()),
+            DebugOption::GpuCudaDataDir(dir) => ("xla_gpu_cuda_data_dir", dir.as_str().into()),
             DebugOption::BackendOptimizationLevel(level) => {
                 ("xla_backend_optimization_level", i64::from(*level).into())
             }
@@ -474,6 +490,7 @@ impl DebugOption {
             DebugOption::DumpHloPassRe(re) => text(111, re),
             DebugOption::CpuEnableFastMath(on) => flag(99, *on),
             DebugOption::CpuEnableFastMinMax(on) => flag(140, *on),
+            DebugOption::GpuCudaDataDir(dir) => text(61, dir),
             // int32 is sign-extended on the wire.
             DebugOption::BackendOptimizationLevel(level) => {
                 (31, scalar(31, *level as i64 as u64).into_iter().collect())
@@ -1172,7 +1189,7 @@ mod tests {
         assert_eq!(debug.xla_backend_optimization_level, -1);
         assert_eq!(debug.xla_disable_hlo_passes, ["a", "b"]);
         assert_eq!(debug.xla_dump_hlo_module_re, "jit_.*");
-        // The unknown debug fields (61, 300) keep their bytes; 2 was rewritten.
+        // The debug fields not set here (61, 300) keep their bytes; 2 was rewritten.
         let after = debug_of(&o);
         let untouched_debug = |b: &[u8]| untouched(b, &[2, 30, 31, 99, 109, 110, 112]);
         assert_eq!(untouched_debug(&after), untouched_debug(&before));

@@ -35,9 +35,37 @@ pub struct KnownPlugin {
     pub library: &'static str,
     /// SHA-256 of that library, checked after installing.
     pub sha256: &'static str,
+    /// Files of other packages installed into the same folder (the CUDA plugins' compiler
+    /// pieces, `ptxas` and `libdevice`), pinned and checked the same way. Empty for the CPU
+    /// plugins.
+    pub tools: &'static [KnownTool],
+    /// For a CUDA plugin: the folder, inside the install, that holds `bin/ptxas` and
+    /// `nvvm/libdevice/libdevice.10.bc`, i.e. what XLA's `xla_gpu_cuda_data_dir` must name
+    /// ([`cuda_data_dir`]).
+    pub cuda_data_dir: Option<&'static str>,
+}
+
+/// One file of a PyPI package that a [`KnownPlugin`] needs beside its library.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KnownTool {
+    /// The PyPI distribution that holds it.
+    pub package: &'static str,
+    /// The pinned version.
+    pub version: &'static str,
+    /// The file inside the installed package.
+    pub path: &'static str,
+    /// SHA-256 of that file, checked after installing and before use.
+    pub sha256: &'static str,
+    /// Whether the file is a program: wheels store `ptxas` without its execute bit, and
+    /// [`install`] sets it.
+    pub executable: bool,
 }
 
 /// The plugins `pjrt plugin install` knows. The first is the default.
+///
+/// The CUDA ones (`cuda12`, `cuda13`, 410-500 MB each) load and compile on machines without a
+/// GPU: they are what [`crate::GpuTarget`] compiles with. Each comes with NVIDIA's `ptxas` and
+/// `libdevice` from PyPI, which XLA needs to compile for a GPU.
 pub const KNOWN_PLUGINS: &[KnownPlugin] = &[
     KnownPlugin {
         name: "cpu",
@@ -46,6 +74,8 @@ pub const KNOWN_PLUGINS: &[KnownPlugin] = &[
         version: "0.11.2",
         library: "lammps_jax_pjrt_cpu/pjrt_c_api_cpu_plugin.so",
         sha256: "ad1309ac822b1b24d51b7f9947c7c9fa9ef5d67f390584cbc3d1fa2428fed9c2",
+        tools: &[],
+        cuda_data_dir: None,
     },
     KnownPlugin {
         name: "cpu-0.106",
@@ -54,6 +84,64 @@ pub const KNOWN_PLUGINS: &[KnownPlugin] = &[
         version: "2026.6.23",
         library: "fastatomstruct_xla_cpu/libpjrt_cpu.so",
         sha256: "0a0fe56ca17be9efc7b942e89e534e5e0ad4a0f1e369b66d27b62184509015b9",
+        tools: &[],
+        cuda_data_dir: None,
+    },
+    // The same JAX release (0.11.2, hence the same XLA) as the default CPU plugin and `cuda13`.
+    KnownPlugin {
+        name: "cuda12",
+        platform: "cuda",
+        package: "jax-cuda12-pjrt",
+        version: "0.11.2",
+        library: "jax_plugins/xla_cuda12/xla_cuda_plugin.so",
+        sha256: "ed4d60d77427548709ca0b5a8e04c1b24cc0091452bb564e4aea01e03ae7eac1",
+        tools: &[
+            // The newest CUDA 12 compiler on PyPI; jax-cuda12-plugin asks for any 12.x.
+            KnownTool {
+                package: "nvidia-cuda-nvcc-cu12",
+                version: "12.9.86",
+                path: "nvidia/cuda_nvcc/bin/ptxas",
+                sha256: "983b0e9283855979f42cebfd80d43f9b6e786eb84f03f7570bf941c4d3a3c461",
+                executable: true,
+            },
+            KnownTool {
+                package: "nvidia-cuda-nvcc-cu12",
+                version: "12.9.86",
+                path: "nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc",
+                sha256: "9e84b504f25d26ec775ef91f7122e68dac77fa1f776f1044128f5028356265d8",
+                executable: false,
+            },
+        ],
+        cuda_data_dir: Some("nvidia/cuda_nvcc"),
+    },
+    // The build on the GPU machine this project tests on: an executable loads only on the
+    // plugin build that compiled it.
+    KnownPlugin {
+        name: "cuda13",
+        platform: "cuda",
+        package: "jax-cuda13-pjrt",
+        version: "0.11.2",
+        library: "jax_plugins/xla_cuda13/xla_cuda_plugin.so",
+        sha256: "43d3efd6fd43d8a5d9aa67176e830d81e4ad5fc19fda4ad09cdcc4aebd9f3920",
+        tools: &[
+            // jax-cuda13-plugin 0.11.2 asks for nvidia-cuda-nvcc>=13.0.48; CUDA 13 moved
+            // libdevice out of nvcc into nvidia-nvvm. 13.0.88 is the last CUDA 13.0 release.
+            KnownTool {
+                package: "nvidia-cuda-nvcc",
+                version: "13.0.88",
+                path: "nvidia/cu13/bin/ptxas",
+                sha256: "daba837a68265cae38c832d13399b61dab811891de9b8914defddef143b849f2",
+                executable: true,
+            },
+            KnownTool {
+                package: "nvidia-nvvm",
+                version: "13.0.88",
+                path: "nvidia/cu13/nvvm/libdevice/libdevice.10.bc",
+                sha256: "91334d6e12748f6cb5bbf0a1cd965a56bcd93dc4f496d2e5c5f8c6e523094356",
+                executable: false,
+            },
+        ],
+        cuda_data_dir: Some("nvidia/cu13"),
     },
 ];
 
@@ -163,7 +251,8 @@ pub fn plugins_in_site_packages(site: &Path) -> Vec<FoundPlugin> {
     }
     for known in KNOWN_PLUGINS {
         let path = site.join(known.library);
-        if path.is_file() {
+        // The CUDA plugins live in jax_plugins/ and were found above, under the same name.
+        if path.is_file() && !found.iter().any(|f| f.path == path) {
             found.push(FoundPlugin {
                 name: known.name.to_owned(),
                 platform: Some(known.platform.to_owned()),
@@ -214,8 +303,9 @@ fn find_all_in(sites: &[PathBuf]) -> Vec<FoundPlugin> {
 }
 
 /// Resolves a plugin: `explicit` may be a path or a name (`cpu`, `cpu-0.106`, `cuda12`, `tpu`,
-/// ...). Without it: `PJRT_PLUGIN`, then Python packages, then the cache (CPU plugins last, so an
-/// installed accelerator plugin wins).
+/// ...). Without it: `PJRT_PLUGIN`, then Python packages (accelerator plugins before CPU ones,
+/// so an installed accelerator plugin wins), then the CPU plugins of the cache. Accelerator
+/// plugins in the cache (`cuda12`, `cuda13`) are used only when named.
 pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
     let _span = span!(INFO, "find_plugin");
     let mut tried = Vec::new();
@@ -258,8 +348,12 @@ pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
         }
     ));
     tried.push(format!("  the plugin cache {}", cache_dir().display()));
+    // An accelerator plugin in the cache was installed to compile for its devices from any
+    // machine (`pjrt plugin install cuda12`): it is used when named, never by default, so that
+    // installing it does not turn a CPU machine's default into a plugin without devices.
     let rank = |f: &FoundPlugin| match (f.platform.as_deref(), &f.source) {
         (Some("cpu"), Source::Cache) => 3,
+        (_, Source::Cache) => 4,
         (Some("cpu"), _) => 2,
         _ => 1,
     };
@@ -363,30 +457,56 @@ pub fn verified_cached(plugin: &KnownPlugin) -> Result<PathBuf> {
             tried: format!("  {} (install it with locate::install, known plugin `{}`)", path.display(), plugin.name),
         });
     }
+    let root = install_root(plugin);
+    for tool in plugin.tools {
+        let tool_path = root.join(tool.path);
+        if !tool_path.is_file() {
+            return Err(Error::Install {
+                name: plugin.name.into(),
+                message: format!(
+                    "{} is missing from the install (from {}=={}); install the plugin again (locate::install, known \
+                     plugin `{}`)",
+                    tool_path.display(),
+                    tool.package,
+                    tool.version,
+                    plugin.name
+                ),
+            });
+        }
+        verify_hash(plugin.name, tool.sha256, tool_path)?;
+    }
     verify_file(plugin, path)
 }
 
+/// Where a known plugin's packages are installed in the cache.
+fn install_root(plugin: &KnownPlugin) -> PathBuf {
+    cache_dir().join(format!("{}-{}", plugin.package, plugin.version))
+}
+
 fn verify_file(plugin: &KnownPlugin, path: PathBuf) -> Result<PathBuf> {
+    verify_hash(plugin.name, plugin.sha256, path)
+}
+
+/// Checks `path` against `sha256` (once per change of the file, recorded in a marker file).
+fn verify_hash(name: &str, sha256: &str, path: PathBuf) -> Result<PathBuf> {
     let stamp = file_stamp(&path)?;
     let marker = marker_path(&path);
     let recorded = std::fs::read_to_string(&marker).ok();
-    if recorded.as_deref() == Some(format!("{} {stamp}", plugin.sha256).as_str()) {
+    if recorded.as_deref() == Some(format!("{sha256} {stamp}").as_str()) {
         return Ok(path);
     }
     let digest = sha256_file(&path)?;
-    if digest != plugin.sha256 {
+    if digest != sha256 {
         let what = if recorded.is_some() { "changed since it was verified" } else { "is not the published file" };
         return Err(Error::Install {
-            name: plugin.name.into(),
+            name: name.into(),
             message: format!(
-                "{} {what} (SHA-256 {digest}, expected {}); refusing to load it. Install it again (locate::install, known plugin `{}`)",
+                "{} {what} (SHA-256 {digest}, expected {sha256}); refusing to load it. Install it again (locate::install, known plugin `{name}`)",
                 path.display(),
-                plugin.sha256,
-                plugin.name
             ),
         });
     }
-    std::fs::write(&marker, format!("{} {stamp}", plugin.sha256)).map_err(|e| Error::io(&marker, e))?;
+    std::fs::write(&marker, format!("{sha256} {stamp}")).map_err(|e| Error::io(&marker, e))?;
     Ok(path)
 }
 
@@ -485,16 +605,17 @@ pub fn install(plugin: &KnownPlugin, mut log: impl FnMut(&str)) -> Result<PathBu
     if let Ok(path) = verified_cached(plugin) {
         return Ok(path);
     }
-    let final_dir = cache.join(format!("{}-{}", plugin.package, plugin.version));
+    let final_dir = install_root(plugin);
     let staging = cache.join(format!(".{}-{}.partial-{}", plugin.package, plugin.version, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
-    let requirement = format!("{}=={}", plugin.package, plugin.version);
+    let requirements = requirements(plugin);
+    let requirement = requirements.join(" ");
     let _span = span!(INFO, "install_plugin", package = %requirement);
     log(&format!("downloading PJRT plugin `{}` from PyPI ({requirement}) into {}", plugin.name, final_dir.display()));
     let status = Command::new("python3")
         .args(["-m", "pip", "install", "--quiet", "--no-deps", "--no-compile", "--disable-pip-version-check", "--target"])
         .arg(&staging)
-        .arg(&requirement)
+        .args(&requirements)
         .env("PIP_ROOT_USER_ACTION", "ignore")
         .stdin(Stdio::null())
         .status()
@@ -521,11 +642,93 @@ pub fn install(plugin: &KnownPlugin, mut log: impl FnMut(&str)) -> Result<PathBu
             ),
         });
     }
+    for tool in plugin.tools {
+        if let Err(e) = check_staged_tool(plugin, tool, &staging) {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+    }
     let _ = std::fs::remove_dir_all(&final_dir);
     std::fs::rename(&staging, &final_dir).map_err(|e| Error::io(&final_dir, e))?;
     let target = verified_cached(plugin)?;
     log(&format!("installed {} (SHA-256 verified)", target.display()));
     Ok(target)
+}
+
+/// The `pip install` arguments for a plugin: its package, then each of its tools' packages once.
+fn requirements(plugin: &KnownPlugin) -> Vec<String> {
+    let mut list = vec![format!("{}=={}", plugin.package, plugin.version)];
+    for tool in plugin.tools {
+        let requirement = format!("{}=={}", tool.package, tool.version);
+        if !list.contains(&requirement) {
+            list.push(requirement);
+        }
+    }
+    list
+}
+
+/// Checks a freshly installed tool's SHA-256 and sets the execute bit of a program (wheels
+/// store `ptxas` as mode 644).
+fn check_staged_tool(plugin: &KnownPlugin, tool: &KnownTool, staging: &Path) -> Result<()> {
+    let path = staging.join(tool.path);
+    let digest = sha256_file(&path)?;
+    if digest != tool.sha256 {
+        return Err(Error::Install {
+            name: plugin.name.into(),
+            message: format!(
+                "SHA-256 mismatch for {} (from {}=={}): expected {}, got {digest}; refusing to use it",
+                tool.path, tool.package, tool.version, tool.sha256
+            ),
+        });
+    }
+    #[cfg(unix)]
+    if tool.executable {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?.permissions().mode();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode | 0o111))
+            .map_err(|e| Error::io(&path, e))?;
+    }
+    Ok(())
+}
+
+/// The folder to give XLA as `xla_gpu_cuda_data_dir` for a CUDA plugin at `library`: the one
+/// that holds `bin/ptxas` (where XLA runs `ptxas` from) and `nvvm/libdevice/libdevice.10.bc`,
+/// installed beside the plugin. That is the case for `cuda12` and `cuda13` installed by
+/// [`install`], and for a plugin installed with pip together with `nvidia-cuda-nvcc-cu12`
+/// (CUDA 12) or `nvidia-cuda-nvcc` and `nvidia-nvvm` (CUDA 13) in the same site-packages.
+/// `None` when `library` is not a CUDA plugin or its compiler pieces are not there; XLA then
+/// looks on its own (`PATH`, `/usr/local/cuda`) and fails with "libdevice not found" when they
+/// are nowhere.
+///
+/// [`crate::DebugOption::GpuCudaDataDir`] passes the folder to one compilation.
+///
+/// ```
+/// use pjrt_client::locate;
+///
+/// // A CPU plugin has no CUDA data folder.
+/// let found = locate::resolve_or_install(None, |_| ())?;
+/// assert_eq!(locate::cuda_data_dir(&found.path), None);
+/// // cuda12 keeps its compiler pieces beside the plugin, in the cache.
+/// let cuda12 = locate::known_plugin("cuda12").unwrap();
+/// if let Some(dir) = locate::cuda_data_dir(&locate::cached_path(cuda12)) {
+///     assert!(dir.join("bin/ptxas").is_file() && dir.ends_with("nvidia/cuda_nvcc"));
+/// }
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
+pub fn cuda_data_dir(library: &Path) -> Option<PathBuf> {
+    KNOWN_PLUGINS.iter().find_map(|known| {
+        let data_dir = known.cuda_data_dir?;
+        // ROOT/jax_plugins/xla_cudaNN/xla_cuda_plugin.so -> ROOT
+        let mut root = library;
+        for _ in Path::new(known.library).components() {
+            root = root.parent()?;
+        }
+        if root.join(known.library) != library {
+            return None;
+        }
+        let dir = root.join(data_dir);
+        (dir.join("bin").join("ptxas").is_file() && dir.join("nvvm/libdevice/libdevice.10.bc").is_file()).then_some(dir)
+    })
 }
 
 #[cfg(test)]
@@ -642,7 +845,51 @@ mod tests {
         for p in KNOWN_PLUGINS {
             assert_eq!(p.sha256.len(), 64);
             assert!(p.version.chars().all(|c| c.is_ascii_digit() || c == '.'));
+            for tool in p.tools {
+                assert_eq!(tool.sha256.len(), 64, "{tool:?}");
+                assert!(tool.version.chars().all(|c| c.is_ascii_digit() || c == '.'));
+                assert!(tool.path.starts_with(p.cuda_data_dir.unwrap()), "{tool:?}");
+            }
+            // A CUDA plugin brings ptxas (as a program) and libdevice.
+            if p.platform == "cuda" {
+                let dir = p.cuda_data_dir.unwrap();
+                assert!(p.tools.iter().any(|t| t.executable && t.path == format!("{dir}/bin/ptxas")), "{p:?}");
+                assert!(p.tools.iter().any(|t| t.path == format!("{dir}/nvvm/libdevice/libdevice.10.bc")), "{p:?}");
+            }
         }
         assert_eq!(default_plugin().package, "lammps-jax-pjrt-cpu");
+        assert_eq!(known_plugin("cuda13").unwrap().version, "0.11.2", "the GPU machine's build");
+    }
+
+    #[test]
+    fn requirements_name_each_package_once() {
+        let cuda12 = known_plugin("cuda12").unwrap();
+        assert_eq!(requirements(cuda12), ["jax-cuda12-pjrt==0.11.2", "nvidia-cuda-nvcc-cu12==12.9.86"]);
+        let cuda13 = known_plugin("cuda13").unwrap();
+        assert_eq!(
+            requirements(cuda13),
+            ["jax-cuda13-pjrt==0.11.2", "nvidia-cuda-nvcc==13.0.88", "nvidia-nvvm==13.0.88"]
+        );
+        assert_eq!(requirements(default_plugin()), ["lammps-jax-pjrt-cpu==0.11.2"]);
+    }
+
+    #[test]
+    fn the_cuda_data_dir_is_found_beside_a_plugin_only_when_ptxas_and_libdevice_are_there() {
+        let root = std::env::temp_dir().join(format!("pjrt-cuda-dir-test-{}", std::process::id()));
+        let library = root.join("jax_plugins/xla_cuda12/xla_cuda_plugin.so");
+        std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+        std::fs::write(&library, b"").unwrap();
+        assert_eq!(cuda_data_dir(&library), None, "no compiler pieces yet");
+        let dir = root.join("nvidia/cuda_nvcc");
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::fs::write(dir.join("bin/ptxas"), b"").unwrap();
+        assert_eq!(cuda_data_dir(&library), None, "ptxas without libdevice");
+        std::fs::create_dir_all(dir.join("nvvm/libdevice")).unwrap();
+        std::fs::write(dir.join("nvvm/libdevice/libdevice.10.bc"), b"").unwrap();
+        assert_eq!(cuda_data_dir(&library), Some(dir));
+        // The CUDA 13 layout is not taken for a CUDA 12 plugin, and other paths have none.
+        assert_eq!(cuda_data_dir(&root.join("jax_plugins/xla_cuda13/xla_cuda_plugin.so")), None);
+        assert_eq!(cuda_data_dir(Path::new("/x.so")), None);
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

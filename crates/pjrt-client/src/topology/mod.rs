@@ -2,6 +2,7 @@
 //! present), ahead-of-time compilation against them, and serialized executables.
 
 pub(crate) mod device_description;
+pub(crate) mod gpu_target;
 
 use std::ffi::c_char;
 use std::fmt;
@@ -32,6 +33,9 @@ pub struct Topology {
     client: Option<Client>,
     raw: NonNull<sys::PJRT_TopologyDescription>,
     owned: bool,
+    /// For a GPU target's topology: the CUDA compiler pieces found beside the plugin, handed to
+    /// each compilation that does not name its own ([`Topology::for_gpu_target`]).
+    cuda_data_dir: Option<std::path::PathBuf>,
 }
 
 // SAFETY: topology descriptions are immutable after creation and PJRT's accessors are
@@ -47,7 +51,13 @@ impl Client {
         args.client = self.raw();
         pjrt_call!(self.api(), PJRT_Client_TopologyDescription, &mut args)?;
         let raw = NonNull::new(args.topology).ok_or_else(|| Error::invalid("the client returned no topology"))?;
-        Ok(Topology { plugin: self.plugin().clone(), client: Some(self.clone()), raw, owned: false })
+        Ok(Topology {
+            plugin: self.plugin().clone(),
+            client: Some(self.clone()),
+            raw,
+            owned: false,
+            cuda_data_dir: None,
+        })
     }
 }
 
@@ -66,7 +76,7 @@ impl Topology {
         args.num_options = raw_options.len();
         pjrt_call!(plugin.api(), PJRT_TopologyDescription_Create, &mut args)?;
         let raw = NonNull::new(args.topology).ok_or_else(|| Error::invalid("the plugin returned no topology"))?;
-        Ok(Topology { plugin: plugin.clone(), client: None, raw, owned: true })
+        Ok(Topology { plugin: plugin.clone(), client: None, raw, owned: true, cuda_data_dir: None })
     }
 
     /// Rebuilds a topology from [`Topology::serialize`]'s bytes.
@@ -76,7 +86,7 @@ impl Topology {
         args.serialized_topology_size = bytes.len();
         pjrt_call!(plugin.api(), PJRT_TopologyDescription_Deserialize, &mut args)?;
         let raw = NonNull::new(args.topology).ok_or_else(|| Error::invalid("the plugin returned no topology"))?;
-        Ok(Topology { plugin: plugin.clone(), client: None, raw, owned: true })
+        Ok(Topology { plugin: plugin.clone(), client: None, raw, owned: true, cuda_data_dir: None })
     }
 
     /// The platform name, e.g. `cpu` or `tpu`.
@@ -310,6 +320,15 @@ impl Topology {
             self.plugin.check_same(client.plugin(), "the client")?;
         }
         check_stablehlo_version(&self.plugin, program)?;
+        let with_data_dir;
+        let options = match &self.cuda_data_dir {
+            Some(dir) if !sets_cuda_data_dir(options) => {
+                with_data_dir =
+                    options.clone().debug_option(crate::DebugOption::GpuCudaDataDir(dir.display().to_string()));
+                &with_data_dir
+            }
+            _ => options,
+        };
         let options_bytes = options.to_bytes()?;
         let format = program.format().as_pjrt_str();
         let mut raw_program = sys::PJRT_Program::new();
@@ -329,6 +348,12 @@ impl Topology {
     }
 }
 
+/// Whether `options` name the CUDA data folder themselves (by name or in a DebugOptions message).
+fn sets_cuda_data_dir(options: &CompileOptions) -> bool {
+    options.xla_options().contains_key("xla_gpu_cuda_data_dir")
+        || options.debug_options().is_some_and(|d| !d.xla_gpu_cuda_data_dir.is_empty())
+}
+
 impl Drop for Topology {
     fn drop(&mut self) {
         release_if_in_callback!(Topology {
@@ -336,6 +361,7 @@ impl Drop for Topology {
             client: self.client.take(),
             raw: self.raw,
             owned: std::mem::replace(&mut self.owned, false),
+            cuda_data_dir: None,
         });
         if self.owned {
             let mut args = sys::PJRT_TopologyDescription_Destroy_Args::new();
