@@ -206,8 +206,17 @@ pub struct CompileArgs {
     /// Compile against a topology instead of a client's devices: a name the plugin knows, or,
     /// for plugins that cannot create topologies by name (the CPU ones), the platform name
     /// with an optional device count (`cpu`, `cpu:8`). Needs a plugin with a topology compiler.
+    /// With --target: the GPUs as PARTITIONSxHOSTSxDEVICES (e.g. 1x2x8: two hosts of 8 GPUs).
     #[arg(long, value_name = "NAME")]
     pub topology: Option<String>,
+    /// Compile for a GPU without having it, with a CUDA plugin (--plugin cuda12 or cuda13):
+    /// h100, h200, a100, b200, l4, or a file holding a stream_executor.GpuTargetConfigProto in
+    /// text format (FILE.txtpb) for any other GPU.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub target: Option<String>,
+    /// With --target: the number of GPUs (on one host). Default: replicas × partitions.
+    #[arg(long, value_name = "N", requires = "target", conflicts_with = "topology")]
+    pub devices: Option<u32>,
     /// `--xla-option` and `--no-jax-defaults`.
     #[command(flatten)]
     pub xla: XlaSettings,
@@ -242,7 +251,8 @@ pub enum CacheCommand {
 pub enum PluginCommand {
     /// Install a known plugin from PyPI into the plugin cache (checks its SHA-256).
     Install {
-        /// `cpu` (the default CPU plugin, API 0.115) or `cpu-0.106` (an older one).
+        /// `cpu` (the default CPU plugin, API 0.115), `cpu-0.106` (an older one), `cuda12` or
+        /// `cuda13` (the CUDA plugins with ptxas and libdevice: compile for GPUs without one).
         name: String,
         /// Print one JSON object (name, package, version, path) instead of the path.
         #[arg(long)]

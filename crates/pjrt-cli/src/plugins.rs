@@ -28,3 +28,9 @@ pub(crate) fn cpu_aware_client(plugin: &Plugin, devices: i64) -> Result<Client, 
     }
     Ok(Client::new(plugin, &options)?)
 }
+
+/// Whether `plugin` is a CUDA plugin: a known one, or a library in JAX's `xla_cuda*` layout.
+pub(crate) fn plugin_is_cuda(plugin: &Plugin) -> bool {
+    locate::KNOWN_PLUGINS.iter().any(|k| k.platform == "cuda" && plugin.path().ends_with(k.library))
+        || plugin.path().to_string_lossy().contains("cuda")
+}

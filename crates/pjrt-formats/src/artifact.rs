@@ -19,6 +19,9 @@
 //!   program fingerprint  32 bytes (SHA-256 of the program format and bytes)
 //!   build key            32 bytes (the compile-cache key: program, options, plugin, devices)
 //!   target               u8 (0: compiled on a client's devices, 1: against a topology)
+//!   GPU target           u8 present, then: name (u16 length + UTF-8), GPU topology
+//!                        (u16 length + UTF-8, e.g. `1x1x8`), SHA-256 of the description (32 bytes)
+//!                        (absent from artifacts written before it was added: read as none)
 //! payload SHA-256  32 bytes
 //! payload          the rest of the file: the plugin's serialized executable
 //! ```
@@ -32,7 +35,10 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
-use pjrt_client::{ApiVersion, Client, CompileOptions, LoadedExecutable, Plugin, Program, StableHloVersion, Topology};
+use pjrt_client::{
+    ApiVersion, Client, CompileOptions, GpuTarget, GpuTopologyShape, LoadedExecutable, Plugin, Program,
+    StableHloVersion, Topology,
+};
 
 use crate::error::{Error, Result};
 
@@ -108,6 +114,23 @@ pub enum Target {
     Topology,
 }
 
+/// The GPU an artifact was compiled for without it ([`Artifact::compile_for_gpu_target`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GpuTargetRecord {
+    /// The target's name (`h100`, or a description file's stem).
+    pub name: String,
+    /// The GPU topology, `PARTITIONSxHOSTSxDEVICES`.
+    pub topology: String,
+    /// SHA-256 of the target description ([`GpuTarget::fingerprint`]).
+    pub fingerprint: [u8; 32],
+}
+
+impl fmt::Display for GpuTargetRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "GPU target `{}` (topology {})", self.name, self.topology)
+    }
+}
+
 /// An artifact's header: what it was compiled for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArtifactHeader {
@@ -126,6 +149,8 @@ pub struct ArtifactHeader {
     pub build_key: [u8; 32],
     /// Devices or topology.
     pub target: Target,
+    /// The GPU target, for an artifact compiled for one without its devices.
+    pub gpu_target: Option<GpuTargetRecord>,
 }
 
 impl ArtifactHeader {
@@ -145,6 +170,7 @@ impl ArtifactHeader {
             program_fingerprint: program_fingerprint(program),
             build_key: key.0,
             target: Target::Devices,
+            gpu_target: None,
         }
     }
 }
@@ -226,8 +252,44 @@ impl Artifact {
             program_fingerprint: program_fingerprint(program),
             build_key: [0; 32],
             target: Target::Topology,
+            gpu_target: None,
         };
         Artifact::new(header, executable.serialize()?)
+    }
+
+    /// Compiles `program` for `shape` GPUs of the kind `target` describes, with a CUDA plugin
+    /// and no GPU ([`Topology::for_gpu_target`]; XLA gets `ptxas` and `libdevice` from beside the
+    /// plugin when they are there), and records the target in the header.
+    ///
+    /// ```no_run
+    /// use pjrt_client::{locate, CompileOptions, GpuTarget, GpuTopologyShape, Plugin, Program};
+    /// use pjrt_formats::artifact::Artifact;
+    ///
+    /// let plugin = Plugin::load(locate::install(locate::known_plugin("cuda12").unwrap(), |_| ())?)?;
+    /// let program = Program::from_file("examples/mlp/train_step.mlir")?;
+    /// let h100 = GpuTarget::builtin("h100").unwrap();
+    /// let artifact =
+    ///     Artifact::compile_for_gpu_target(&plugin, &h100, GpuTopologyShape::devices(1)?, &program, &CompileOptions::new())?;
+    /// assert_eq!(artifact.header.plugin.platform_name, "cuda");
+    /// assert_eq!(artifact.header.gpu_target.as_ref().unwrap().name, "h100");
+    /// artifact.write("mlp-h100.pjrt")?;
+    /// # Ok::<(), pjrt_formats::Error>(())
+    /// ```
+    pub fn compile_for_gpu_target(
+        plugin: &Plugin,
+        target: &GpuTarget,
+        shape: GpuTopologyShape,
+        program: &Program,
+        options: &CompileOptions,
+    ) -> Result<Artifact> {
+        let topology = Topology::for_gpu_target(plugin, target, shape)?;
+        let mut artifact = Artifact::compile_for_topology(plugin, &topology, program, options)?;
+        artifact.header.gpu_target = Some(GpuTargetRecord {
+            name: target.name().to_owned(),
+            topology: shape.to_string(),
+            fingerprint: target.fingerprint(),
+        });
+        Ok(artifact)
     }
 
     /// The plugin's serialized executable.
@@ -257,6 +319,12 @@ impl Artifact {
             Target::Devices => 0,
             Target::Topology => 1,
         });
+        header.push(h.gpu_target.is_some() as u8);
+        if let Some(gpu) = &h.gpu_target {
+            put_str(&mut header, &gpu.name);
+            put_str(&mut header, &gpu.topology);
+            header.extend_from_slice(&gpu.fingerprint);
+        }
         let mut out = Vec::with_capacity(16 + header.len() + 32 + self.executable.len());
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -302,6 +370,12 @@ impl Artifact {
             1 => Target::Topology,
             other => return Err(Error::invalid(format!("artifact header: unknown target {other}"))),
         };
+        // Written since GPU targets were added; older artifacts end here.
+        let gpu_target = if h.at < h.bytes.len() && h.flag()? {
+            Some(GpuTargetRecord { name: h.string()?, topology: h.string()?, fingerprint: h.array32()? })
+        } else {
+            None
+        };
         // Any further header bytes are fields of a newer writer: skipped.
         let checksum = r.array32()?;
         let executable = &bytes[r.at..];
@@ -325,6 +399,7 @@ impl Artifact {
             program_fingerprint,
             build_key,
             target,
+            gpu_target,
         };
         Ok(Artifact { header, executable: executable.to_vec() })
     }
@@ -347,7 +422,21 @@ impl Artifact {
     pub fn check_compatible(&self, client: &Client) -> Result<()> {
         let here = PluginIdentity::of_client(client);
         let made = &self.header.plugin;
-        if *made != here {
+        if let Some(gpu) = self.header.gpu_target.as_ref().filter(|_| made.platform_name != here.platform_name) {
+            return Err(Error::invalid(format!(
+                "the artifact was compiled for the {gpu} with the {made}; this plugin is the {here}. It runs only on \
+                 that GPU with that plugin build: run it there, or compile the program for this plugin with \
+                 `pjrt compile` (or run the source program)"
+            )));
+        }
+        // A GPU target's topology reports the description's device name as its platform
+        // version, where a client on the GPU reports its CUDA version: for those artifacts the
+        // build is told by the other fields.
+        let same_build = match &self.header.gpu_target {
+            Some(_) => PluginIdentity { platform_version: here.platform_version.clone(), ..made.clone() } == here,
+            None => *made == here,
+        };
+        if !same_build {
             return Err(Error::invalid(format!(
                 "the artifact was compiled for the {made}; this plugin is the {here}. A serialized executable \
                  loads only on the plugin build that made it: recompile the program for this plugin with \
@@ -548,6 +637,7 @@ mod tests {
             program_fingerprint: [7; 32],
             build_key: [9; 32],
             target: Target::Devices,
+            gpu_target: None,
         };
         Artifact::new(header, b"serialized executable".to_vec()).unwrap()
     }
@@ -563,6 +653,22 @@ mod tests {
         b.header.plugin.stablehlo_version = None;
         b.header.target = Target::Topology;
         assert_eq!(Artifact::from_bytes(&b.to_bytes()).unwrap(), b);
+        b.header.plugin.platform_name = "cuda".into();
+        b.header.gpu_target =
+            Some(GpuTargetRecord { name: "h100".into(), topology: "1x1x8".into(), fingerprint: [3; 32] });
+        assert_eq!(Artifact::from_bytes(&b.to_bytes()).unwrap(), b);
+    }
+
+    #[test]
+    fn an_artifact_written_before_gpu_targets_reads_as_having_none() {
+        // The header as it was written before: everything up to the target byte.
+        let bytes = sample().to_bytes();
+        let header_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+        let mut old = bytes[..16].to_vec();
+        old[12..16].copy_from_slice(&((header_len - 1) as u32).to_le_bytes());
+        old.extend_from_slice(&bytes[16..16 + header_len - 1]);
+        old.extend_from_slice(&bytes[16 + header_len..]);
+        assert_eq!(Artifact::from_bytes(&old).unwrap(), sample());
     }
 
     #[test]

@@ -3,14 +3,16 @@
 
 use std::time::Instant;
 
-use pjrt_client::{Client, ClientOptions, ErrorCode, ModuleCounts, Plugin, Program, Topology};
+use pjrt_client::{
+    Client, ClientOptions, ErrorCode, GpuTarget, GpuTopologyShape, ModuleCounts, Plugin, Program, Topology,
+};
 use pjrt_formats::artifact::{Artifact, PluginIdentity, Target};
 use pjrt_formats::Error;
 use serde_json::json;
 
 use crate::cli::CompileArgs;
 use crate::compiling::{build_options, ms};
-use crate::plugins::{cpu_aware_client, plugin_is_cpu, resolve_plugin};
+use crate::plugins::{cpu_aware_client, plugin_is_cpu, plugin_is_cuda, resolve_plugin};
 use crate::ui::invalid;
 
 /// `pjrt compile`: compiles PROGRAM with the plugin `--plugin` names and writes an artifact.
@@ -29,6 +31,7 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
         .ok_or_else(|| invalid(format!("{replicas} replicas × {partitions} partitions is too many")))?;
     let compile_started = Instant::now();
     let artifact = match &args.topology {
+        _ if args.target.is_some() => compile_for_gpu(plugin, &program, replicas, partitions, devices, counts, args)?,
         None => {
             let client = cpu_aware_client(plugin, devices)?;
             let options = build_options(client.platform_name(), replicas, partitions, counts.uses_shardy, &args.xla)?;
@@ -48,18 +51,21 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
             "xla_version": h.plugin.xla_version, "api_version": h.plugin.api_version.to_string(),
             "replicas": h.replicas, "partitions": h.partitions, "device_count": h.device_count,
             "target": if h.target == Target::Topology { "topology" } else { "devices" },
+            "gpu_target": h.gpu_target.as_ref().map(|g| json!({ "name": g.name, "topology": g.topology })),
+            "executable_bytes": artifact.executable_bytes().len(),
             "timings_ms": { "compile": compile_ms, "total": ms(started) },
         });
         println!("{report}");
     } else {
         println!(
-            "wrote {} ({size} bytes): {} replicas × {} partitions, compiled for the {} on {} {} in {compile_ms:.1} ms",
+            "wrote {} ({size} bytes): {} replicas × {} partitions, compiled for the {} on {} {}{} in {compile_ms:.1} ms",
             args.output.display(),
             h.replicas,
             h.partitions,
             h.plugin,
             h.device_count,
             if h.target == Target::Topology { "topology devices" } else { "devices" },
+            h.gpu_target.as_ref().map(|g| format!(" of the {g}")).unwrap_or_default(),
         );
     }
     Ok(())
@@ -118,6 +124,44 @@ fn compile_for_topology(
             _ => e,
         }
     })
+}
+
+/// `--target`: compiles for GPUs described by a built-in name or a file, without them.
+#[allow(clippy::too_many_arguments)]
+fn compile_for_gpu(
+    plugin: &Plugin,
+    program: &Program,
+    replicas: i64,
+    partitions: i64,
+    devices: i64,
+    counts: ModuleCounts,
+    args: &CompileArgs,
+) -> Result<Artifact, Error> {
+    let spec = args.target.as_deref().unwrap_or_default();
+    let target = GpuTarget::from_name_or_file(spec)?;
+    let shape = match (&args.topology, args.devices) {
+        (Some(text), _) => text.parse::<GpuTopologyShape>()?,
+        (None, Some(n)) => GpuTopologyShape::devices(n)?,
+        (None, None) => GpuTopologyShape::devices(u32::try_from(devices).map_err(|_| {
+            invalid(format!("{replicas} replicas × {partitions} partitions is more GPUs than a topology can have"))
+        })?)?,
+    };
+    if devices as u64 > shape.device_count() {
+        return Err(invalid(format!(
+            "{replicas} replicas × {partitions} partitions need {devices} GPUs, but the topology {shape} has {}; \
+             pass --devices {devices} (or a larger --topology)",
+            shape.device_count()
+        )));
+    }
+    if !plugin_is_cuda(plugin) {
+        return Err(invalid(format!(
+            "--target compiles with a CUDA plugin; {} is not one. Install one with `pjrt plugin install cuda12` and \
+             pass --plugin cuda12",
+            plugin.path().display()
+        )));
+    }
+    let options = build_options("cuda", replicas, partitions, counts.uses_shardy, &args.xla)?;
+    Artifact::compile_for_gpu_target(plugin, &target, shape, program, &options)
 }
 
 fn cannot_serialize(plugin: &Plugin, e: Error) -> Error {
