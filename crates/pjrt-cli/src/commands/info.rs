@@ -1,11 +1,11 @@
 //! `pjrt info`: a plugin's API version, attributes, devices and memories, as text or JSON.
 
-use pjrt_client::{Client, ClientOptions, Value};
+use pjrt_client::{Client, ClientOptions, ErrorCode, GpuTarget, Value};
 use pjrt_formats::Error;
 use serde_json::{json, Value as Json};
 
 use crate::cli::PluginArg;
-use crate::plugins::resolve_plugin;
+use crate::plugins::{plugin_is_cuda, resolve_plugin};
 
 /// A plugin or device attribute as JSON.
 fn value_json(value: &Value) -> Json {
@@ -22,9 +22,15 @@ fn value_json(value: &Value) -> Json {
 /// `pjrt info`: loads the plugin `arg` names, makes a client and describes both (JSON with `as_json`).
 pub fn exec(arg: &PluginArg, as_json: bool) -> Result<(), Error> {
     let plugin = resolve_plugin(arg)?;
-    let client = Client::new(&plugin, &ClientOptions::new())?;
+    // A plugin without its devices here (the CUDA plugins on a machine without a GPU) refuses
+    // a client with FAILED_PRECONDITION; what it says without one is still described.
+    let (client, no_device) = match Client::new(&plugin, &ClientOptions::new()) {
+        Ok(client) => (Some(client), None),
+        Err(e) if e.code() == Some(ErrorCode::FailedPrecondition) => (None, Some(e.to_string())),
+        Err(e) => return Err(e.into()),
+    };
     let mut devices = Vec::new();
-    for device in client.devices() {
+    for device in client.iter().flat_map(|c| c.devices()) {
         let mut memories = Vec::new();
         let default_memory = device.default_memory().ok().and_then(|m| m.id().ok());
         for memory in device.memories().unwrap_or_default() {
@@ -49,10 +55,13 @@ pub fn exec(arg: &PluginArg, as_json: bool) -> Result<(), Error> {
         "api_version": plugin.api_version().to_string(),
         "functions": plugin.slot_count(),
         "attributes": attributes,
-        "platform": client.platform_name(),
-        "platform_version": client.platform_version(),
-        "process_index": client.process_index(),
+        "extensions": plugin.extensions().iter().map(|e| format!("{:?}", e.kind)).collect::<Vec<_>>(),
+        "platform": client.as_ref().map(|c| c.platform_name()),
+        "platform_version": client.as_ref().map(|c| c.platform_version()),
+        "process_index": client.as_ref().map(|c| c.process_index()),
         "devices": devices,
+        "no_device": no_device,
+        "gpu_targets": if plugin_is_cuda(&plugin) { GpuTarget::builtin_names() } else { Vec::new() },
     });
     if as_json {
         println!("{report}");
@@ -60,7 +69,14 @@ pub fn exec(arg: &PluginArg, as_json: bool) -> Result<(), Error> {
     }
     println!("plugin:       {}", plugin.path().display());
     println!("API version:  {} ({} functions)", plugin.api_version(), plugin.slot_count());
-    println!("platform:     {} ({})", client.platform_name(), client.platform_version());
+    match (&client, &no_device) {
+        (Some(client), _) => println!("platform:     {} ({})", client.platform_name(), client.platform_version()),
+        (None, message) => println!("platform:     no device here ({})", message.as_deref().unwrap_or_default()),
+    }
+    println!("extensions:   {}", report["extensions"].as_array().map(|e| e.len()).unwrap_or(0));
+    if plugin_is_cuda(&plugin) {
+        println!("GPU targets:  {} (pjrt compile --target NAME)", GpuTarget::builtin_names().join(", "));
+    }
     if let (Some(min), Some(cur)) = (plugin.stablehlo_minimum_version(), plugin.stablehlo_current_version()) {
         println!("StableHLO:    {min} .. {cur}");
     }

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use pjrt_client::{
     AlignedHostBuffer, Buffer, Client, ClientOptions, CompileOptions, DeviceAssignment, ElementType, Error, ErrorCode,
-    ExecuteContext, ExecuteOptions, HostLayout, InMemoryStore, Placement, Plugin, ProcessInfo, ProcessState, Program,
-    ShapeSpec, Topology, UserEvent, Value,
+    ExecuteContext, ExecuteOptions, GpuTarget, GpuTopologyShape, HostLayout, InMemoryStore, Placement, Plugin,
+    ProcessInfo, ProcessState, Program, ShapeSpec, Topology, UserEvent, Value,
 };
 use serde_json::{json, Value as Json};
 
@@ -20,7 +20,7 @@ mod layouts;
 mod plugin_table;
 
 use crate::cli::{ConformArgs, PluginArg};
-use crate::plugins::resolve_plugin;
+use crate::plugins::{plugin_is_cuda, resolve_plugin};
 
 /// The outcome of one check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,6 +138,19 @@ pub fn run_checks(plugin: &Plugin) -> (Json, Report) {
             r.check("client.create", || Ok(format!("{} devices", c.devices().len())));
             c
         }
+        // No device here (a CUDA plugin without a GPU): what needs one is unsupported, the rest
+        // is checked without a client.
+        Err(e) if e.code() == Some(ErrorCode::FailedPrecondition) => {
+            let message = format!("no device: {e}");
+            r.check("client.create", || Err(Problem::Unsupported(message.clone())));
+            for group in NEEDS_A_CLIENT {
+                r.check(group, || Err(Problem::Unsupported(message.clone())));
+            }
+            if plugin_is_cuda(plugin) {
+                gpu_target_checks(&mut r, plugin);
+            }
+            return (plugin_json(plugin, None), r);
+        }
         Err(e) => {
             let message = e.to_string();
             r.check("client.create", || Err(Problem::Fail(message)));
@@ -161,6 +174,84 @@ pub fn run_checks(plugin: &Plugin) -> (Json, Report) {
     plugin_table::checks(&mut r, &client);
     compile_options::checks(&mut r, &client);
     (plugin_json(plugin, Some(&client)), r)
+}
+
+/// The groups of checks that run on a client, reported once each as unsupported when the
+/// plugin has no device here.
+const NEEDS_A_CLIENT: &[&str] = &[
+    "client.*",
+    "device.*",
+    "buffer.*",
+    "compile.* (on a client)",
+    "execute.*",
+    "executable.* (loaded)",
+    "topology.* (of a client)",
+    "extension.* (on a client)",
+    "transfer_manager.*",
+    "kv_store.*",
+    "layouts.*",
+    "execute_options.*",
+    "compile_options.*",
+];
+
+/// What a CUDA plugin answers without a GPU: a topology for a GPU target (an H100), its
+/// description, and a deviceless compilation of the add program, serialized. Needs `ptxas` and
+/// `libdevice` beside the plugin (`pjrt plugin install cuda12` puts them there) for the compile.
+fn gpu_target_checks(r: &mut Report, plugin: &Plugin) {
+    let Some(h100) = GpuTarget::builtin("h100") else { return };
+    let topology = GpuTopologyShape::devices(2).and_then(|shape| Topology::for_gpu_target(plugin, &h100, shape));
+    let with = |f: &dyn Fn(&Topology) -> Outcome| match &topology {
+        Ok(t) => f(t),
+        Err(e) => Err(Problem::Fail(e.to_string())),
+    };
+    r.check("gpu_target.topology", || {
+        with(&|t| {
+            expect(t.platform_name()? == "cuda", "not a cuda topology")?;
+            Ok(t.platform_version()?)
+        })
+    });
+    r.check("gpu_target.device_descriptions", || {
+        with(&|t| {
+            let descriptions = t.device_descriptions()?;
+            expect(descriptions.len() == 2, format!("{} devices for a 1x1x2 topology", descriptions.len()))?;
+            Ok(descriptions[0].kind()?)
+        })
+    });
+    r.check("gpu_target.topology_attributes", || with(&|t| Ok(format!("{} attributes", t.attributes()?.len()))));
+    r.check("gpu_target.topology_fingerprint", || with(&|t| Ok(t.fingerprint()?.to_string())));
+    r.check("gpu_target.topology_serialize", || with(&|t| Ok(format!("{} bytes", t.serialize()?.len()))));
+    r.check("gpu_target.memory_space_kind_ids", || with(&|t| Ok(format!("{:?}", t.memory_space_kind_ids()?))));
+    r.check("gpu_target.cuda_data_dir", || {
+        with(&|t| {
+            let dir = t.cuda_data_dir().ok_or(Problem::Unsupported(
+                "no ptxas and libdevice beside the plugin (pjrt plugin install cuda12 installs them)".into(),
+            ))?;
+            Ok(dir.display().to_string())
+        })
+    });
+    r.check("gpu_target.compile_and_serialize", || {
+        with(&|t| {
+            let exe = t.compile(&Program::mlir_text(ADD)?, &CompileOptions::new(), None)?;
+            expect(exe.num_outputs()? == 1 && exe.num_replicas()? == 1 && exe.num_partitions()? == 1, "counts")?;
+            expect(exe.output_shapes()?.len() == 1, "one output shape")?;
+            let bytes = exe.serialize()?;
+            expect(!bytes.is_empty(), "an empty executable")?;
+            Ok(format!("{} bytes, fingerprint {}", bytes.len(), exe.fingerprint()?))
+        })
+    });
+    r.check("gpu_target.compile_2_partitions", || {
+        with(&|t| {
+            let options = CompileOptions::new().num_partitions(2).use_spmd_partitioning(true);
+            let exe = t.compile(&Program::mlir_text(ADD)?, &options, None)?;
+            expect(exe.num_partitions()? == 2, "not 2 partitions")?;
+            Ok(format!("{} bytes", exe.serialize()?.len()))
+        })
+    });
+    r.check("gpu_target.malformed_target_is_an_error", || {
+        let bad = GpuTarget::from_text("bad", "gpu_device_info { no_such_field: 1 }")?;
+        expect(Topology::for_gpu_target(plugin, &bad, GpuTopologyShape::devices(1)?).is_err(), "accepted")?;
+        Ok(String::new())
+    });
 }
 
 fn plugin_json(plugin: &Plugin, client: Option<&Client>) -> Json {
