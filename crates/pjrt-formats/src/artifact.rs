@@ -283,7 +283,22 @@ impl Artifact {
         options: &CompileOptions,
     ) -> Result<Artifact> {
         let topology = Topology::for_gpu_target(plugin, target, shape)?;
-        let mut artifact = Artifact::compile_for_topology(plugin, &topology, program, options)?;
+        let key = gpu_target_key(plugin, &topology, target, shape, program, options)?;
+        Artifact::compile_for_gpu_topology(plugin, &topology, target, shape, program, options, key)
+    }
+
+    /// [`Artifact::compile_for_gpu_target`] on a topology already made, with its cache key.
+    pub(crate) fn compile_for_gpu_topology(
+        plugin: &Plugin,
+        topology: &Topology,
+        target: &GpuTarget,
+        shape: GpuTopologyShape,
+        program: &Program,
+        options: &CompileOptions,
+        key: CacheKey,
+    ) -> Result<Artifact> {
+        let mut artifact = Artifact::compile_for_topology(plugin, topology, program, options)?;
+        artifact.header.build_key = key.0;
         artifact.header.gpu_target = Some(GpuTargetRecord {
             name: target.name().to_owned(),
             topology: shape.to_string(),
@@ -579,6 +594,44 @@ impl CacheKey {
     pub fn to_hex(&self) -> String {
         self.0.iter().map(|b| format!("{b:02x}")).collect()
     }
+}
+
+/// The compile-cache key of `program` compiled with `options` for a GPU target without its
+/// devices: the plugin build (as [`cache_key`]), the target's description
+/// ([`GpuTarget::fingerprint`]), the GPU topology, the program, the options, and the CUDA data
+/// folder the topology hands XLA (another `ptxas` may assemble other code).
+pub fn gpu_target_key(
+    plugin: &Plugin,
+    topology: &Topology,
+    target: &GpuTarget,
+    shape: GpuTopologyShape,
+    program: &Program,
+    options: &CompileOptions,
+) -> Result<CacheKey> {
+    let mut hash = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        hash.update((bytes.len() as u64).to_le_bytes());
+        hash.update(bytes);
+    };
+    field(b"pjrt-client compile cache v1: GPU target");
+    let id = PluginIdentity::of_topology(plugin, topology)?;
+    field(id.platform_name.as_bytes());
+    field(id.platform_version.as_bytes());
+    field(&id.xla_version.map(|v| v.to_le_bytes().to_vec()).unwrap_or_default());
+    field(&id.api_version.major.to_le_bytes());
+    field(&id.api_version.minor.to_le_bytes());
+    field(id.stablehlo_version.map(|v| format!("{v}")).unwrap_or_default().as_bytes());
+    let library = std::fs::metadata(plugin.path()).ok();
+    field(&library.as_ref().map(|m| m.len()).unwrap_or_default().to_le_bytes());
+    let modified = library.and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
+    field(&modified.map(|d| d.as_nanos()).unwrap_or_default().to_le_bytes());
+    field(&target.fingerprint());
+    field(shape.to_string().as_bytes());
+    field(topology.cuda_data_dir().map(|d| d.display().to_string()).unwrap_or_default().as_bytes());
+    field(program.format().as_pjrt_str().as_bytes());
+    field(program.code());
+    field(&options.to_bytes()?);
+    Ok(CacheKey(hash.finalize().into()))
 }
 
 /// The key of compiling `program` with `options` on `client`.

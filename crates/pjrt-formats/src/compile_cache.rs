@@ -21,7 +21,9 @@
 //! Entries are keyed by a SHA-256 of everything that changes the compiled result: the plugin
 //! build ([`crate::artifact::PluginIdentity`]: platform name and version, `xla_version`, PJRT API and StableHLO
 //! versions), the program's format and bytes, the serialized compile options, and the client's
-//! devices (count, ids and kinds). Each entry is an [`Artifact`] file (one format, one reader),
+//! devices (count, ids and kinds); for a GPU target compiled without its devices
+//! ([`CompileCache::compile_for_gpu_target`]), the target's description and topology instead of
+//! the devices ([`gpu_target_key`]). Each entry is an [`Artifact`] file (one format, one reader),
 //! written atomically (a temporary file in the same folder, then a rename). A corrupt, truncated
 //! or foreign entry is a miss and is removed; it is never an error. The folder is kept under a
 //! size cap by evicting the least recently used entries (a hit refreshes an entry's mtime).
@@ -29,11 +31,22 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use pjrt_client::{Client, CompileOptions, LoadedExecutable, Program};
+use pjrt_client::{Client, CompileOptions, GpuTarget, GpuTopologyShape, LoadedExecutable, Plugin, Program, Topology};
 
 use crate::artifact::{self, Artifact, ArtifactHeader, Target};
-pub use crate::artifact::{cache_key, CacheKey};
+pub use crate::artifact::{cache_key, gpu_target_key, CacheKey};
 use crate::error::{Error, Result};
+
+/// An artifact from [`CompileCache::compile_for_gpu_target`], with where it came from.
+#[derive(Debug)]
+pub struct CachedArtifact {
+    /// The artifact (header and serialized executable).
+    pub artifact: Artifact,
+    /// [`CacheOutcome::Hit`] or [`CacheOutcome::Miss`].
+    pub outcome: CacheOutcome,
+    /// Why a compiled artifact was not stored, if it was not.
+    pub note: Option<String>,
+}
 
 /// Entry files end with this.
 const ENTRY_EXTENSION: &str = "pjrtx";
@@ -172,6 +185,56 @@ impl CompileCache {
             Err(e) => Some(format!("not stored in the compile cache: {e}")),
         };
         Ok(Cached { executable, outcome: CacheOutcome::Miss, compile, load: Duration::ZERO, note })
+    }
+
+    /// The artifact of `program` compiled with `options` for `shape` GPUs of the kind `target`
+    /// describes, without them ([`Artifact::compile_for_gpu_target`]): from the cache when the
+    /// same plugin build compiled the same program with the same options for the same target
+    /// and topology before, else compiled and stored. A bad entry is a miss, as for
+    /// [`CompileCache::compile`].
+    ///
+    /// ```no_run
+    /// use pjrt_client::{locate, CompileOptions, GpuTarget, GpuTopologyShape, Plugin, Program};
+    /// use pjrt_formats::compile_cache::{CacheOutcome, CompileCache};
+    ///
+    /// # fn main() -> pjrt_formats::Result<()> {
+    /// let plugin = Plugin::load(locate::install(locate::known_plugin("cuda12").unwrap(), |_| ())?)?;
+    /// let cache = CompileCache::open(CompileCache::default_dir())?;
+    /// let program = Program::from_file("examples/mlp/train_step.mlir")?;
+    /// let (h100, shape) = (GpuTarget::builtin("h100").unwrap(), GpuTopologyShape::devices(1)?);
+    /// let first = cache.compile_for_gpu_target(&plugin, &h100, shape, &program, &CompileOptions::new())?;
+    /// let again = cache.compile_for_gpu_target(&plugin, &h100, shape, &program, &CompileOptions::new())?;
+    /// assert_eq!(again.outcome, CacheOutcome::Hit);
+    /// assert_eq!(first.artifact.executable_bytes(), again.artifact.executable_bytes());
+    /// # Ok(()) }
+    /// ```
+    pub fn compile_for_gpu_target(
+        &self,
+        plugin: &Plugin,
+        target: &GpuTarget,
+        shape: GpuTopologyShape,
+        program: &Program,
+        options: &CompileOptions,
+    ) -> Result<CachedArtifact> {
+        let topology = Topology::for_gpu_target(plugin, target, shape)?;
+        let key = gpu_target_key(plugin, &topology, target, shape, program, options)?;
+        let path = self.entry_path(&key);
+        let cached = std::fs::read(&path).ok().and_then(|bytes| Artifact::from_bytes(&bytes).ok()).filter(|a| {
+            a.header.build_key == key.0
+                && a.header.target == Target::Topology
+                && a.header.gpu_target.as_ref().is_some_and(|g| g.fingerprint == target.fingerprint())
+        });
+        if let Some(artifact) = cached {
+            if let Ok(file) = std::fs::File::options().append(true).open(&path) {
+                let _ = file.set_modified(SystemTime::now());
+            }
+            return Ok(CachedArtifact { artifact, outcome: CacheOutcome::Hit, note: None });
+        }
+        let _ = std::fs::remove_file(&path);
+        let artifact = Artifact::compile_for_gpu_topology(plugin, &topology, target, shape, program, options, key)?;
+        // Cache trouble never fails the compile: it becomes a note.
+        let note = self.store(&key, &artifact).err().map(|e| format!("not stored in the compile cache: {e}"));
+        Ok(CachedArtifact { artifact, outcome: CacheOutcome::Miss, note })
     }
 
     /// The cached executable for `key`, loaded; `None` on a miss. A bad entry is removed.

@@ -11,7 +11,7 @@ use pjrt_formats::Error;
 use serde_json::json;
 
 use crate::cli::CompileArgs;
-use crate::compiling::{build_options, ms};
+use crate::compiling::{build_options, ms, open_cache};
 use crate::plugins::{cpu_aware_client, plugin_is_cpu, plugin_is_cuda, resolve_plugin};
 use crate::ui::invalid;
 
@@ -30,8 +30,13 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
         .checked_mul(partitions)
         .ok_or_else(|| invalid(format!("{replicas} replicas × {partitions} partitions is too many")))?;
     let compile_started = Instant::now();
+    let mut cache = None;
     let artifact = match &args.topology {
-        _ if args.target.is_some() => compile_for_gpu(plugin, &program, replicas, partitions, devices, counts, args)?,
+        _ if args.target.is_some() => {
+            let (artifact, outcome) = compile_for_gpu(plugin, &program, replicas, partitions, devices, counts, args)?;
+            cache = Some(outcome);
+            artifact
+        }
         None => {
             let client = cpu_aware_client(plugin, devices)?;
             let options = build_options(client.platform_name(), replicas, partitions, counts.uses_shardy, &args.xla)?;
@@ -53,6 +58,7 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
             "target": if h.target == Target::Topology { "topology" } else { "devices" },
             "gpu_target": h.gpu_target.as_ref().map(|g| json!({ "name": g.name, "topology": g.topology })),
             "executable_bytes": artifact.executable_bytes().len(),
+            "cache": cache,
             "timings_ms": { "compile": compile_ms, "total": ms(started) },
         });
         println!("{report}");
@@ -136,7 +142,7 @@ fn compile_for_gpu(
     devices: i64,
     counts: ModuleCounts,
     args: &CompileArgs,
-) -> Result<Artifact, Error> {
+) -> Result<(Artifact, &'static str), Error> {
     let spec = args.target.as_deref().unwrap_or_default();
     let target = GpuTarget::from_name_or_file(spec)?;
     let shape = match (&args.topology, args.devices) {
@@ -161,7 +167,20 @@ fn compile_for_gpu(
         )));
     }
     let options = build_options("cuda", replicas, partitions, counts.uses_shardy, &args.xla)?;
-    Artifact::compile_for_gpu_target(plugin, &target, shape, program, &options)
+    // Through the compile cache `pjrt run` uses, keyed by the target as well as the plugin build.
+    match open_cache() {
+        Ok(cache) => {
+            let cached = cache.compile_for_gpu_target(plugin, &target, shape, program, &options)?;
+            if let Some(note) = &cached.note {
+                eprintln!("note: {note}");
+            }
+            Ok((cached.artifact, cached.outcome.as_str()))
+        }
+        Err(e) => {
+            eprintln!("note: compiling without the compile cache: {e}");
+            Ok((Artifact::compile_for_gpu_target(plugin, &target, shape, program, &options)?, "off"))
+        }
+    }
 }
 
 fn cannot_serialize(plugin: &Plugin, e: Error) -> Error {

@@ -28,6 +28,7 @@ mod execute_everywhere;
 mod extensions;
 mod fake_plugin;
 mod fallbacks;
+mod gpu_targets;
 mod fault_injection;
 mod host_callbacks;
 mod host_copy;

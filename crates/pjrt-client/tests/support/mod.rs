@@ -9,7 +9,8 @@ use std::sync::{Mutex, OnceLock};
 
 use pjrt_client::{locate, Client, ClientOptions, Plugin};
 
-/// The two plugin versions every behaviour test runs on.
+/// The two plugin versions every behaviour test runs on (the CUDA ones, `cuda12` and `cuda13`,
+/// are installed by the tests that use them, through [`plugin`]).
 pub const PLUGINS: &[&str] = &["cpu", "cpu-0.106"];
 
 fn install_lock() -> &'static Mutex<()> {
