@@ -62,6 +62,26 @@ fn run_pjrt(args: &[&str], configure: impl FnOnce(&mut Command)) -> Output {
     command.output().unwrap()
 }
 
+/// The CUDA plugin the GPU-target tests compile with: installed once per process like the CPU
+/// plugins (`pjrt plugin install cuda12`: about 230 MB from PyPI, 570 MB in the cache, kept
+/// between runs), with ptxas and libdevice.
+pub const CUDA: &str = "cuda12";
+
+/// Installs [`CUDA`] once per process (as [`pjrt`] does the CPU plugins), then runs `pjrt ARGS`
+/// with a fresh compile cache.
+pub fn pjrt_cuda(args: &[&str]) -> Output {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let out = Command::new(env!("CARGO_BIN_EXE_pjrt")).args(["plugin", "install", CUDA]).output().unwrap();
+        assert!(
+            out.status.success(),
+            "`pjrt plugin install {CUDA}` failed (needs python3 + pip + PyPI): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+    pjrt(args)
+}
+
 /// The command's stderr as text.
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

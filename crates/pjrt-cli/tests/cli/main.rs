@@ -10,6 +10,7 @@ mod common;
 
 mod cache_cli;
 mod cli;
+mod gpu_target_cli;
 mod jax_export_cli;
 mod multi_device_cli;
 mod safetensors_cli;

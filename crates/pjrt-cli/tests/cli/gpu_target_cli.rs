@@ -1,0 +1,187 @@
+//! `pjrt compile --target`: GPU executables from this CPU-only machine with the CUDA 12 plugin,
+//! and the CUDA plugin without a GPU in `pjrt info` and `pjrt conform`.
+
+use pjrt_formats::artifact::Artifact;
+use serde_json::Value as Json;
+
+use crate::common::*;
+
+const MLP: &str = "examples/mlp/train_step.mlir";
+
+/// An 8-partition SPMD program: rows of x sharded, w and b replicated (as the multi-device tests').
+fn matmul_rows(n: usize) -> String {
+    let rows = 2 * n;
+    format!(
+        r#"
+module @matmul_rows attributes {{mhlo.num_partitions = {n} : i32, mhlo.num_replicas = 1 : i32}} {{
+  func.func public @main(%x: tensor<{rows}x4xf32> {{mhlo.sharding = "{{devices=[{n},1]<=[{n}]}}"}}, %w: tensor<4x3xf32> {{mhlo.sharding = "{{replicated}}"}}, %b: tensor<3xf32> {{mhlo.sharding = "{{replicated}}"}}) -> (tensor<{rows}x3xf32> {{mhlo.sharding = "{{devices=[{n},1]<=[{n}]}}"}}, tensor<3xf32> {{mhlo.sharding = "{{replicated}}"}}) {{
+    %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<{rows}x4xf32>, tensor<4x3xf32>) -> tensor<{rows}x3xf32>
+    %1 = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<3xf32>) -> tensor<{rows}x3xf32>
+    %2 = stablehlo.add %0, %1 : tensor<{rows}x3xf32>
+    %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %3 = stablehlo.reduce(%2 init: %zero) applies stablehlo.add across dimensions = [0] : (tensor<{rows}x3xf32>, tensor<f32>) -> tensor<3xf32>
+    return %2, %3 : tensor<{rows}x3xf32>, tensor<3xf32>
+  }}
+}}"#
+    )
+}
+
+/// The 4-partition program with the contracting dimension sharded (as the multi-device tests').
+const MATMUL_CONTRACTING_4: &str = r#"
+module @matmul_contracting attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%x: tensor<2x16xf32> {mhlo.sharding = "{devices=[1,4]<=[4]}"}, %w: tensor<16x3xf32> {mhlo.sharding = "{devices=[4,1]<=[4]}"}) -> (tensor<2x3xf32> {mhlo.sharding = "{replicated}"}) {
+    %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<2x16xf32>, tensor<16x3xf32>) -> tensor<2x3xf32>
+    return %0 : tensor<2x3xf32>
+  }
+}"#;
+
+/// `pjrt compile PROGRAM --plugin cuda12 --target TARGET -o OUT --json EXTRA...`: its JSON report
+/// and the artifact it wrote.
+fn compile(program: &str, target: &str, out: &std::path::Path, extra: &[&str]) -> (Json, Artifact) {
+    let mut args =
+        vec!["compile", program, "--plugin", CUDA, "--target", target, "-o", out.to_str().unwrap(), "--json"];
+    args.extend_from_slice(extra);
+    let run = pjrt_cuda(&args);
+    assert!(run.status.success(), "{}", stderr(&run));
+    let report: Json = serde_json::from_slice(&run.stdout).unwrap();
+    (report, Artifact::read(out).unwrap())
+}
+
+#[test]
+fn the_mlp_compiles_for_an_h100_and_an_a100_and_the_executables_differ() {
+    let dir = temp_dir("gpu-mlp");
+    let (report, h100) = compile(MLP, "h100", &dir.join("mlp-h100.pjrt"), &[]);
+    assert_eq!(report["platform"], "cuda");
+    assert!(report["executable_bytes"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(report["gpu_target"]["name"], "h100");
+    assert_eq!(report["gpu_target"]["topology"], "1x1x1");
+    assert_eq!(report["cache"], "miss");
+    assert_eq!(h100.header.plugin.platform_name, "cuda");
+    assert_eq!(h100.header.gpu_target.as_ref().unwrap().name, "h100");
+    let (_, a100) = compile(MLP, "a100", &dir.join("mlp-a100.pjrt"), &[]);
+    assert_ne!(h100.executable_bytes(), a100.executable_bytes(), "the target is really used");
+    // Every built-in target compiles.
+    for target in ["h200", "b200", "l4"] {
+        let (report, _) = compile(MLP, target, &dir.join(format!("mlp-{target}.pjrt")), &[]);
+        assert_eq!(report["gpu_target"]["name"], target);
+    }
+}
+
+#[test]
+fn partitioned_programs_compile_for_eight_gpus() {
+    let dir = temp_dir("gpu-spmd");
+    let rows8 = dir.join("rows8.mlir");
+    std::fs::write(&rows8, matmul_rows(8)).unwrap();
+    let (report, h100) = compile(rows8.to_str().unwrap(), "h100", &dir.join("rows8-h100.pjrt"), &["--devices", "8"]);
+    assert_eq!((report["partitions"].as_i64(), report["device_count"].as_i64()), (Some(8), Some(8)), "{report}");
+    assert_eq!(report["gpu_target"]["topology"], "1x1x8");
+    let (_, a100) = compile(rows8.to_str().unwrap(), "a100", &dir.join("rows8-a100.pjrt"), &["--devices", "8"]);
+    assert_ne!(h100.executable_bytes(), a100.executable_bytes());
+    // Two hosts of four GPUs.
+    let (report, _) = compile(rows8.to_str().unwrap(), "h100", &dir.join("rows8-2x1x4.pjrt"), &["--topology", "2x1x4"]);
+    assert_eq!(report["gpu_target"]["topology"], "2x1x4");
+    // The 4-partition program on an 8-GPU topology.
+    let contracting = dir.join("contracting4.mlir");
+    std::fs::write(&contracting, MATMUL_CONTRACTING_4).unwrap();
+    let (report, _) =
+        compile(contracting.to_str().unwrap(), "h100", &dir.join("contracting4.pjrt"), &["--devices", "8"]);
+    assert_eq!((report["partitions"].as_i64(), report["device_count"].as_i64()), (Some(4), Some(8)));
+    // Too few GPUs for the program is refused before compiling.
+    let out = pjrt_cuda(&[
+        "compile",
+        rows8.to_str().unwrap(),
+        "--plugin",
+        CUDA,
+        "--target",
+        "h100",
+        "--devices",
+        "4",
+        "-o",
+        dir.join("x.pjrt").to_str().unwrap(),
+    ]);
+    assert_fails(&out, "need 8 GPUs, but the topology 1x1x4 has 4");
+}
+
+#[test]
+fn any_other_gpu_from_a_description_file() {
+    let dir = temp_dir("gpu-file");
+    let text = pjrt_client::GpuTarget::builtin("h100").unwrap().text().replace("core_count: 132", "core_count: 114");
+    let file = dir.join("h100-pcie.txtpb");
+    std::fs::write(&file, text).unwrap();
+    let (report, artifact) = compile(MLP, file.to_str().unwrap(), &dir.join("mlp.pjrt"), &[]);
+    assert_eq!(report["gpu_target"]["name"], "h100-pcie");
+    assert_eq!(artifact.header.gpu_target.unwrap().fingerprint, {
+        let text = std::fs::read_to_string(&file).unwrap();
+        pjrt_client::GpuTarget::from_text("h100-pcie", text).unwrap().fingerprint()
+    });
+    let out = pjrt_cuda(&["compile", MLP, "--plugin", CUDA, "--target", "h1000", "-o", "x.pjrt"]);
+    assert_fails(&out, "neither a built-in GPU target (h100, h200, a100, b200, l4)");
+}
+
+#[test]
+fn a_gpu_artifact_is_refused_by_the_cpu_plugin_and_a_cpu_plugin_cannot_compile_for_a_gpu() {
+    let dir = temp_dir("gpu-refused");
+    let artifact = dir.join("mlp-h100.pjrt");
+    compile(MLP, "h100", &artifact, &[]);
+    let out = pjrt(&["run", artifact.to_str().unwrap(), "--plugin", "cpu"]);
+    assert_fails(&out, "the artifact was compiled for the GPU target `h100` (topology 1x1x1) with the cuda plugin");
+    let out =
+        pjrt(&["compile", MLP, "--plugin", "cpu", "--target", "h100", "-o", dir.join("x.pjrt").to_str().unwrap()]);
+    assert_fails(&out, "--target compiles with a CUDA plugin");
+}
+
+#[test]
+fn the_cuda_plugin_without_a_gpu_conforms_with_no_failures() {
+    let out = pjrt_cuda(&["conform", CUDA, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let checks = report["checks"].as_array().unwrap();
+    let status = |name: &str| {
+        let check = checks.iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no {name} in {report}"));
+        (check["status"].as_str().unwrap().to_owned(), check["detail"].as_str().unwrap_or("").to_owned())
+    };
+    assert!(checks.iter().all(|c| c["status"] != "fail"), "{report}");
+    let (client, why) = status("client.create");
+    assert_eq!(client, "unsupported");
+    assert!(why.starts_with("no device: "), "{why}");
+    for name in [
+        "plugin.extensions",
+        "gpu_target.topology",
+        "gpu_target.device_descriptions",
+        "gpu_target.topology_serialize",
+        "gpu_target.cuda_data_dir",
+        "gpu_target.compile_and_serialize",
+        "gpu_target.compile_2_partitions",
+        "gpu_target.malformed_target_is_an_error",
+    ] {
+        assert_eq!(status(name).0, "pass", "{name}: {report}");
+    }
+    // `pjrt info` describes the plugin without a device.
+    let out = pjrt_cuda(&["info", "--plugin", CUDA, "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let info: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(info["no_device"].as_str().unwrap().contains("FAILED_PRECONDITION"), "{info}");
+    assert_eq!(info["devices"].as_array().unwrap().len(), 0);
+    assert_eq!(info["gpu_targets"][0], "h100");
+    assert!(info["extensions"].as_array().unwrap().len() > 5, "{info}");
+}
+
+#[test]
+fn the_compile_cache_keys_gpu_artifacts_by_target() {
+    let dir = temp_dir("gpu-cache");
+    let cache = dir.join("cache");
+    compile(MLP, "l4", &dir.join("first.pjrt"), &[]); // installs the plugin; its own fresh cache
+    let run = |target: &str, out: &str| -> Json {
+        let out = dir.join(out);
+        let args = ["compile", MLP, "--plugin", CUDA, "--target", target, "-o", out.to_str().unwrap(), "--json"];
+        let run = pjrt_env(&args, &[("PJRT_CACHE_DIR", cache.to_str().unwrap())]);
+        assert!(run.status.success(), "{}", stderr(&run));
+        serde_json::from_slice(&run.stdout).unwrap()
+    };
+    assert_eq!(run("h100", "a.pjrt")["cache"], "miss");
+    assert_eq!(run("h100", "b.pjrt")["cache"], "hit");
+    assert_eq!(run("a100", "c.pjrt")["cache"], "miss", "another target is another entry");
+    let (a, b) = (Artifact::read(dir.join("a.pjrt")).unwrap(), Artifact::read(dir.join("b.pjrt")).unwrap());
+    assert_eq!(a, b, "the hit is the same artifact");
+    let _ = std::fs::remove_dir_all(&dir);
+}
