@@ -11,6 +11,7 @@ use pjrt_formats::Error;
 use serde_json::json;
 
 use crate::cli::CompileArgs;
+use crate::commands::run::jax_model::read_program;
 use crate::compiling::{build_options, ms, open_cache};
 use crate::plugins::{cpu_aware_client, plugin_is_cpu, plugin_is_cuda, resolve_plugin};
 use crate::ui::invalid;
@@ -19,7 +20,19 @@ use crate::ui::invalid;
 pub fn exec(args: &CompileArgs) -> Result<(), Error> {
     let plugin = &resolve_plugin(&args.plugin)?;
     let started = Instant::now();
-    let program = Program::from_file(&args.program)?;
+    // A `jax.export` model compiles as its StableHLO module (its mhlo.num_partitions is its
+    // device count); for a GPU target it must have been exported for `cuda`.
+    let (program, model) = read_program(&args.program)?;
+    if let (Some(model), Some(target)) = (&model, &args.target) {
+        if !model.platforms().iter().any(|p| p == "cuda") {
+            return Err(invalid(format!(
+                "{} was exported by jax.export for {:?}, not for `cuda`: export it with platforms=(\"cuda\", ...) to \
+                 compile it for --target {target}",
+                args.program.display(),
+                model.platforms()
+            )));
+        }
+    }
     let counts = program.module_counts();
     let replicas = args.replicas.or(counts.replicas).unwrap_or(1);
     let partitions = args.partitions.or(counts.partitions).unwrap_or(1);

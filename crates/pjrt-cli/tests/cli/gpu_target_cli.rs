@@ -185,3 +185,30 @@ fn the_compile_cache_keys_gpu_artifacts_by_target() {
     assert_eq!(a, b, "the hit is the same artifact");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_jax_export_model_exported_for_cuda_compiles_for_a_gpu_target() {
+    // tests/data/jax_export has one model exported for cuda (with cpu): one device. Its module
+    // takes the platform index first; it compiles for 8 H100s as 1 replica × 1 partition.
+    let dir = temp_dir("gpu-jax-export");
+    let (report, artifact) = compile(
+        "tests/data/jax_export/multi_platform/model.jaxexport",
+        "h100",
+        &dir.join("mp.pjrt"),
+        &["--devices", "8"],
+    );
+    assert_eq!(report["platform"], "cuda");
+    assert_eq!(artifact.header.device_count, 8);
+    // A model exported for cpu only is refused with what to do.
+    let out = pjrt_cuda(&[
+        "compile",
+        "tests/data/jax_export/sharded_4dev/model.jaxexport",
+        "--plugin",
+        CUDA,
+        "--target",
+        "h100",
+        "-o",
+        dir.join("x.pjrt").to_str().unwrap(),
+    ]);
+    assert_fails(&out, "export it with platforms=(\"cuda\", ...)");
+}
