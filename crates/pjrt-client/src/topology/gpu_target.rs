@@ -250,7 +250,7 @@ impl Topology {
             )),
             other => other,
         })?;
-        topology.cuda_data_dir = crate::locate::cuda_data_dir(plugin.path());
+        topology.cuda_data_dir = crate::plugin::locate::cuda_data_dir(plugin.path());
         Ok(topology)
     }
 

@@ -323,8 +323,9 @@ impl Topology {
         let with_data_dir;
         let options = match &self.cuda_data_dir {
             Some(dir) if !sets_cuda_data_dir(options) => {
-                with_data_dir =
-                    options.clone().debug_option(crate::DebugOption::GpuCudaDataDir(dir.display().to_string()));
+                with_data_dir = options
+                    .clone()
+                    .debug_option(crate::compile_options::DebugOption::GpuCudaDataDir(dir.display().to_string()));
                 &with_data_dir
             }
             _ => options,

@@ -33,6 +33,7 @@ const CHILD_NAMES_PARENT: &[(&str, &str, &str)] = &[
     ("client::kv_store", "client", "the key-value callbacks are installed at Client creation"),
     ("event::user_event", "event", "a UserEvent is an Event the user completes"),
     ("topology::device_description", "topology", "a DeviceDescription belongs to a Topology"),
+    ("topology::gpu_target", "topology", "a GPU target's topology is a Topology (Topology::for_gpu_target)"),
     ("extensions::custom_partitioner", "extensions", "an extension's methods are on its view type, ExtensionRef"),
     ("extensions::ffi", "extensions", "an extension's methods are on its view type, ExtensionRef"),
     ("extensions::layouts", "extensions", "an extension's methods are on its view type, ExtensionRef"),
