@@ -164,3 +164,9 @@ pub use half;
 #[cfg(feature = "ndarray")]
 pub use ndarray;
 pub use num_complex;
+
+/// The Rust snippets of `docs/gpu-tpu-from-cpu.md`, compiled as doc tests so the guide stays
+/// true to the API (they are `no_run`: they need the CUDA plugin's download).
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/gpu-tpu-from-cpu.md")]
+pub struct GpuTpuGuide;
