@@ -29,6 +29,7 @@ mod extensions;
 mod fake_plugin;
 mod fallbacks;
 mod fault_injection;
+mod gpu_options;
 mod host_callbacks;
 mod host_copy;
 mod hostile_input;
