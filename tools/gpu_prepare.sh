@@ -28,7 +28,7 @@ while (($#)); do
         --out) out="${2:?--out needs a folder}"; shift 2 ;;
         --skip-artifact) artifact=0; shift ;;
         --debug) profile=debug; shift ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         *) echo "gpu_prepare: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
