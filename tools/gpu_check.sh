@@ -57,6 +57,8 @@ part() { # part NAME STATUS DETAIL
     [[ $2 == PASS || $2 == DRY ]] || failed=1
 }
 started=$SECONDS
+# cap N: N seconds, or what is left of the check's 5 minutes if less (at least 1).
+cap() { local left=$((300 - (SECONDS - started))); ((left < $1)) && echo $((left > 1 ? left : 1)) || echo "$1"; }
 
 # ---- the prepared folder -------------------------------------------------------------------
 pjrt="$dir/bin/pjrt"
@@ -71,8 +73,9 @@ for binary in "$pjrt" "$tests"; do
     if ! "$binary" --help >/dev/null 2>&1; then problems+=("$binary does not run here")
     fi
 done
-if [[ -x $tests ]] && ! "$tests" --list --ignored --format terse 2>/dev/null \
-    | grep -qx 'host_callbacks::send_and_recv_callbacks_on_a_device_plugin: test'; then
+# (The list is read whole first: `grep -q` on a pipe can end it early, and pipefail makes that a failure.)
+if [[ -x $tests ]] && ! grep -qx 'host_callbacks::send_and_recv_callbacks_on_a_device_plugin: test' \
+    <<<"$("$tests" --list --ignored --format terse 2>/dev/null)"; then
     problems+=("$tests lacks host_callbacks::send_and_recv_callbacks_on_a_device_plugin")
 fi
 if command -v objdump >/dev/null; then
@@ -204,7 +207,7 @@ echo "gpu_check: plugin $plugin; logs in $logs"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$logs/nvidia-smi.txt" 2>&1
 
 # info
-if timeout 60 "$pjrt" info --plugin "$plugin" --json >"$logs/info.json" 2>"$logs/info.err"; then
+if timeout "$(cap 60)" "$pjrt" info --plugin "$plugin" --json >"$logs/info.json" 2>"$logs/info.err"; then
     detail="$(python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -222,7 +225,7 @@ else
 fi
 
 # conform
-timeout 180 "$pjrt" conform "$plugin" --json "$logs/conform.json" >"$logs/conform.txt" 2>"$logs/conform.err"
+timeout "$(cap 150)" "$pjrt" conform "$plugin" --json "$logs/conform.json" >"$logs/conform.txt" 2>"$logs/conform.err"
 status=$?
 counts="$(python3 -c '
 import collections, json, sys
@@ -232,15 +235,17 @@ if ((status == 0)); then part conform PASS "$counts"
 else part conform FAIL "exit $status: ${counts:-no report} (see $logs/conform.txt)"; fi
 
 # jax
-strict=0; loose=0; tf32=0; bad=(); skipped=0
+strict=0; loose=0; tf32=0; bad=(); skipped=0; jax_started=$SECONDS
 mkdir -p "$logs/jax"
 while read -r name devices runnable args; do
     # Single-device cases only: the machine has one GPU (the multi-device ones need
     # --replicas / --shard-inputs and per-device outputs; tests/cli runs them on CPU devices).
     if ((devices > 1 || runnable == 0)); then skipped=$((skipped + 1)); continue; fi
+    # The whole check has 5 minutes; the JAX cases get at most 150 s of them.
+    if ((SECONDS - jax_started > 150)); then bad+=("$name: not run, the JAX part ran out of its 150 s"); continue; fi
     out="$logs/jax/$name"
     # shellcheck disable=SC2086  # the plan's arguments are paths without spaces
-    if ! timeout 60 "$pjrt" run $args --plugin "$plugin" --output-dir "$out" --no-cache >"$out.log" 2>&1; then
+    if ! timeout "$(cap 30)" "$pjrt" run $args --plugin "$plugin" --output-dir "$out" --no-cache >"$out.log" 2>&1; then
         bad+=("$name: run failed ($(tail -1 "$out.log"))"); continue
     fi
     verdict="$(compare_outputs "tests/data/jax/$name" "$out" "tests/data/jax/$name/meta.json" 2>&1)"
@@ -260,7 +265,7 @@ else
 fi
 
 # callbacks
-if PJRT_TEST_PLUGIN="$plugin" timeout 120 "$tests" --ignored --exact \
+if PJRT_TEST_PLUGIN="$plugin" timeout "$(cap 90)" "$tests" --ignored --exact \
     host_callbacks::send_and_recv_callbacks_on_a_device_plugin >"$logs/callbacks.txt" 2>&1; then
     part callbacks PASS "$(grep -m1 '^test result' "$logs/callbacks.txt")"
 else
@@ -268,7 +273,7 @@ else
 fi
 
 # bench
-if timeout 120 "$pjrt" bench dispatch --plugin "$plugin" --iters 5000 --json >"$logs/bench.json" 2>"$logs/bench.err"; then
+if timeout "$(cap 60)" "$pjrt" bench dispatch --plugin "$plugin" --iters 5000 --json >"$logs/bench.json" 2>"$logs/bench.err"; then
     part bench PASS "$(python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -280,7 +285,7 @@ fi
 
 # artifact
 if ((has_artifact)); then
-    if timeout 120 "$pjrt" run "$artifact" --plugin "$plugin" --input examples/mlp/{b1,b2,w1,w2,x,y}.npy \
+    if timeout "$(cap 60)" "$pjrt" run "$artifact" --plugin "$plugin" --input examples/mlp/{b1,b2,w1,w2,x,y}.npy \
         --output-dir "$logs/artifact" --no-cache --json >"$logs/artifact.json" 2>"$logs/artifact.err"; then
         verdict="$(compare_outputs "$dir/mlp-expected" "$logs/artifact" 2>&1)"
         if [[ $verdict == strict || $verdict == loose || $verdict == tf32 ]]; then

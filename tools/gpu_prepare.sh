@@ -57,7 +57,8 @@ for line in sys.stdin:
         print(m["executable"])')"
 [[ -n "$tests" && -x "$tests" ]] || { echo "gpu_prepare: could not find the client test binary" >&2; exit 1; }
 strip -o "$out/bin/client-tests" "$tests"
-"$out/bin/client-tests" --list --ignored --format terse | grep -qx 'host_callbacks::send_and_recv_callbacks_on_a_device_plugin: test' \
+listed="$("$out/bin/client-tests" --list --ignored --format terse)"
+grep -qx 'host_callbacks::send_and_recv_callbacks_on_a_device_plugin: test' <<<"$listed" \
     || { echo "gpu_prepare: the test binary lacks host_callbacks::send_and_recv_callbacks_on_a_device_plugin" >&2; exit 1; }
 
 # glibc: the GPU machine's is unknown beyond "2.34 or newer"; refuse anything that needs more.
