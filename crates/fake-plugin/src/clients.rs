@@ -24,9 +24,79 @@ pub(crate) struct FakeClient {
 pub(crate) const PLATFORM_NAME: &str = "fake";
 pub(crate) const PLATFORM_VERSION: &str = "fake 0.1";
 
+/// The create options of the last `PJRT_Client_Create` call, one `name=type:value` line each
+/// (read by the tests through [`fake_client_create_options`]).
+static LAST_CREATE_OPTIONS: Mutex<String> = Mutex::new(String::new());
+
+/// One create option as a `name=type:value` line: `string:TEXT`, `int64:N`, `int64_list:[A,B]`,
+/// `float:X`, `bool:B`, or `type0x..:?` for a type the fake does not know.
+fn describe_option(option: &sys::PJRT_NamedValue) -> String {
+    /// `len` elements at `ptr`, or none for NULL.
+    ///
+    /// # Safety
+    /// A non-NULL `ptr` must be readable for `len` elements.
+    unsafe fn elements<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
+        if ptr.is_null() || len == 0 {
+            &[]
+        } else {
+            // SAFETY: the caller's promise.
+            unsafe { std::slice::from_raw_parts(ptr, len) }
+        }
+    }
+    // SAFETY: the fake is a test double that trusts its one caller, the client library, which
+    // passes options whose name and string/list pointers are valid for `name_size` /
+    // `value_size` elements during the call, and whose union member is the one `type_` names.
+    // The tests check what the fake saw.
+    unsafe {
+        let name = String::from_utf8_lossy(elements(option.name.cast::<u8>(), option.name_size));
+        let value = match option.type_ {
+            sys::PJRT_NamedValue_Type::String => format!(
+                "string:{}",
+                String::from_utf8_lossy(elements(option.value.string_value.cast::<u8>(), option.value_size))
+            ),
+            sys::PJRT_NamedValue_Type::Int64 => format!("int64:{}", option.value.int64_value),
+            sys::PJRT_NamedValue_Type::Int64List => {
+                format!("int64_list:{:?}", elements(option.value.int64_array_value, option.value_size)).replace(' ', "")
+            }
+            sys::PJRT_NamedValue_Type::Float => format!("float:{}", option.value.float_value),
+            sys::PJRT_NamedValue_Type::Bool => format!("bool:{}", option.value.bool_value),
+            other => format!("type{:#x}:?", other.0),
+        };
+        format!("{name}={value}")
+    }
+}
+
+/// Copies the last `PJRT_Client_Create` call's options (see `describe_option`; one line each,
+/// in the order given) into `buffer` (up to `capacity` bytes, not NUL-terminated) and returns
+/// their full length in bytes, or -1 for a NULL buffer with a non-zero capacity.
+///
+/// # Safety
+/// `buffer` must be NULL or writable for `capacity` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn fake_client_create_options(buffer: *mut u8, capacity: usize) -> i64 {
+    if buffer.is_null() && capacity != 0 {
+        return -1;
+    }
+    let text = lock(&LAST_CREATE_OPTIONS).clone();
+    let n = text.len().min(capacity);
+    if n > 0 {
+        // SAFETY: `buffer` is writable for `capacity >= n` bytes (the caller's promise), and
+        // does not overlap our own string.
+        unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), buffer, n) };
+    }
+    text.len() as i64
+}
+
 slot_fn!(PJRT_Client_Create => fn client_create(args: PJRT_Client_Create_Args, fault) {
     bump(&COUNTERS.client_create_calls);
     COUNTERS.client_create_options.fetch_add(args.num_options as i64, Ordering::SeqCst);
+    let options = if args.create_options.is_null() || args.num_options == 0 {
+        &[][..]
+    } else {
+        // SAFETY: the client library passes `num_options` options (see `describe_option`).
+        unsafe { std::slice::from_raw_parts(args.create_options, args.num_options) }
+    };
+    *lock(&LAST_CREATE_OPTIONS) = options.iter().map(|o| describe_option(o) + "\n").collect();
     if config().client_create_error {
         return Err(invalid("fake: bad option"));
     }

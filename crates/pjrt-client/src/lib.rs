@@ -136,6 +136,7 @@ pub use call::release::flush_released;
 pub use call::ApiVersion;
 pub use client::device::{Device, Memory};
 pub use client::device_stats::{AsyncTrackingEvent, MemoryStats};
+pub use client::gpu_options::GpuAllocator;
 pub use client::kv_store::{InMemoryStore, KeyValueStore, KvCallCounts, KvCallbacks, KvError};
 pub use client::process::{ProcessInfo, ProcessState};
 pub use client::{Client, ClientBuilder, ClientOptions};

@@ -2,6 +2,7 @@
 
 pub(crate) mod device;
 pub(crate) mod device_stats;
+pub(crate) mod gpu_options;
 pub(crate) mod kv_store;
 pub(crate) mod process;
 
@@ -22,8 +23,32 @@ use crate::sys::{self, Args};
 /// Options for [`Client::new`]: typed name/value pairs passed to `PJRT_Client_Create`.
 ///
 /// Well-known option names are type-checked before the call (a plugin may abort the process on a
-/// wrongly typed option: the 0.106 CPU plugin does for `cpu_device_count`); other names go
-/// through and the plugin decides.
+/// wrongly typed option: the 0.106 CPU plugin does for `cpu_device_count`), and their values
+/// range-checked; other names go through and the plugin decides.
+///
+/// The CPU plugins read `cpu_device_count` ([`cpu_device_count`](Self::cpu_device_count)),
+/// `asynchronous` and `process_id`. XLA's GPU plugins (CUDA, ROCm) read their own set, each with
+/// a setter here: [`memory_fraction`](Self::memory_fraction), [`preallocate`](Self::preallocate),
+/// [`allocator`](Self::allocator), [`collective_memory_size`](Self::collective_memory_size),
+/// [`visible_devices`](Self::visible_devices), [`node_id`](Self::node_id) and
+/// [`num_nodes`](Self::num_nodes), [`platform_name`](Self::platform_name),
+/// [`stage_host_to_device_transfers`](Self::stage_host_to_device_transfers),
+/// [`abort_collectives_on_failure`](Self::abort_collectives_on_failure),
+/// [`enable_mock_nccl`](Self::enable_mock_nccl), [`mock_gpu_topology`](Self::mock_gpu_topology),
+/// [`partition_index`](Self::partition_index), [`use_tfrt_gpu_client`](Self::use_tfrt_gpu_client).
+/// Each plugin refuses the other's names (the 0.115 CPU and the GPU plugins with
+/// INVALID_ARGUMENT, the 0.106 CPU plugin ignores them).
+///
+/// ```
+/// use pjrt_client::{ClientOptions, GpuAllocator, Value};
+/// // A CUDA client on GPUs 0 and 1 that grows its memory pool on demand, up to half of each GPU.
+/// let options = ClientOptions::new()
+///     .visible_devices([0, 1])
+///     .allocator(GpuAllocator::Bfc)
+///     .preallocate(false)
+///     .memory_fraction(0.5);
+/// assert_eq!(options.options()[3], ("memory_fraction".to_string(), Value::Float(0.5)));
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct ClientOptions {
     options: Vec<(String, Value)>,
@@ -45,6 +70,9 @@ const KNOWN_OPTIONS: &[(&str, &str)] = &[
     ("enable_mock_nccl", "bool"),
     ("mock_gpu_topology", "string"),
     ("should_stage_host_to_device_transfers", "bool"),
+    ("abort_collectives_on_failure", "bool"),
+    ("use_tfrt_gpu_client", "bool"),
+    ("partition_index", "int64"),
 ];
 
 impl ClientOptions {
@@ -97,7 +125,7 @@ impl ClientOptions {
                 }
             }
         }
-        Ok(())
+        gpu_options::validate(&self.options)
     }
 }
 

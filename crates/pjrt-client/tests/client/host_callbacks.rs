@@ -1,4 +1,5 @@
-//! Host send/receive callbacks on both CPU plugins.
+//! Host send/receive callbacks on both CPU plugins, and on a plugin with a device (a GPU) where
+//! one is given (`PJRT_TEST_PLUGIN`, see `support::device_plugin`; `tools/gpu_check.sh`).
 //!
 //! Neither CPU plugin can compile a program that sends to or receives from the host: the XLA:CPU
 //! thunk emitter has no `send`/`recv` (asserted exactly below). What they do accept is callbacks
@@ -7,9 +8,11 @@
 //! them as a plugin would.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use pjrt_client::{Client, CompileOptions, Error, ErrorCode, ExecuteOptions, Placement, Program};
+use pjrt_client::{
+    Client, ClientOptions, CompileOptions, Error, ErrorCode, ExecuteOptions, GpuAllocator, Placement, Program,
+};
 
 use crate::support;
 
@@ -153,4 +156,52 @@ fn only_send_or_only_receive_callbacks() {
             assert!(options.take_callback_failures().is_empty());
         }
     }
+}
+
+fn f32_bytes(values: [f32; 4]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+/// The programs the CPU plugins cannot compile, on a plugin that can: `x + x` reaches the send
+/// callback of channel 1, the bytes the receive callback of channel 2 adds come back into the
+/// program, for several executions and with only the receive half. Needs a GPU (a plugin with
+/// a device that compiles host transfers): `PJRT_TEST_PLUGIN=PATH cargo test -p pjrt-client
+/// --test client host_callbacks:: -- --ignored`. The client is created with GPU options, so
+/// they are exercised on a real device too.
+#[test]
+#[ignore = "needs a plugin with a device that compiles host send/recv (a GPU): set PJRT_TEST_PLUGIN; tools/gpu_check.sh runs it"]
+fn send_and_recv_callbacks_on_a_device_plugin() {
+    let plugin = support::device_plugin();
+    let options = ClientOptions::new().allocator(GpuAllocator::Bfc).preallocate(false).memory_fraction(0.5);
+    let client = Client::new(&plugin, &options).unwrap();
+    let exe = client.compile(&Program::mlir_text(SEND_RECV).unwrap(), &CompileOptions::new()).unwrap();
+    for round in 0..3 {
+        let base = round as f32;
+        let x = upload(&client, [1. + base, 2., 3., 4.]);
+        let sent = Arc::new(Mutex::new(Vec::new()));
+        let (sent_in, recv_calls) = (sent.clone(), Arc::new(AtomicUsize::new(0)));
+        let recv_count = recv_calls.clone();
+        let options = ExecuteOptions::new()
+            .on_send(1, move |chunk| {
+                assert_eq!(chunk.channel_id(), 1);
+                sent_in.lock().unwrap().extend_from_slice(chunk.data());
+                Ok(())
+            })
+            .on_recv(2, move |stream| {
+                recv_count.fetch_add(1, Ordering::SeqCst);
+                stream.add_chunk(f32_bytes([10., 20., 30., 40.])).map(|_| ())
+            });
+        let out = exe.execute_with(&[&x], &options).unwrap();
+        assert_eq!(out[0].to_vec::<f32>().unwrap(), [11. + base, 22., 33., 44.], "round {round}");
+        assert_eq!(*sent.lock().unwrap(), f32_bytes([2. + 2. * base, 4., 6., 8.]), "round {round}: what was sent");
+        assert_eq!(recv_calls.load(Ordering::SeqCst), 1, "round {round}");
+        assert!(options.take_callback_failures().is_empty());
+    }
+
+    let recv_only = client.compile(&Program::mlir_text(RECV_ONLY).unwrap(), &CompileOptions::new()).unwrap();
+    let x = upload(&client, [1., 2., 3., 4.]);
+    let options = ExecuteOptions::new().on_recv(2, |stream| stream.add_chunk(f32_bytes([5., 5., 5., 5.])).map(|_| ()));
+    let out = recv_only.execute_with(&[&x], &options).unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap(), [6., 7., 8., 9.]);
+    assert!(options.take_callback_failures().is_empty());
 }

@@ -31,6 +31,7 @@ const CHILD_NAMES_PARENT: &[(&str, &str, &str)] = &[
     ("client::device_stats", "client", "memory stats are read through the Client's devices"),
     ("client::process", "client", "process state is told to a Client"),
     ("client::kv_store", "client", "the key-value callbacks are installed at Client creation"),
+    ("client::gpu_options", "client", "the GPU options are setters on ClientOptions, checked by its validation"),
     ("event::user_event", "event", "a UserEvent is an Event the user completes"),
     ("topology::device_description", "topology", "a DeviceDescription belongs to a Topology"),
     ("topology::gpu_target", "topology", "a GPU target's topology is a Topology (Topology::for_gpu_target)"),

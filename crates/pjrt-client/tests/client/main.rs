@@ -30,6 +30,7 @@ mod fake_plugin;
 mod fallbacks;
 mod gpu_targets;
 mod fault_injection;
+mod gpu_options;
 mod host_callbacks;
 mod host_copy;
 mod hostile_input;

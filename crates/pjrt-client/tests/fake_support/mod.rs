@@ -30,6 +30,7 @@ const RTLD_NOW: c_int = 2;
 
 type FakeCounterFn = unsafe extern "C" fn(name: *const c_char) -> i64;
 type FakeSetFaultsFn = unsafe extern "C" fn(text: *const c_char) -> i64;
+type FakeClientCreateOptionsFn = unsafe extern "C" fn(buffer: *mut u8, capacity: usize) -> i64;
 
 fn workspace_root() -> PathBuf {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -110,6 +111,7 @@ pub struct Fake {
     pub path: PathBuf,
     counter: FakeCounterFn,
     set_faults: FakeSetFaultsFn,
+    client_create_options: FakeClientCreateOptionsFn,
 }
 
 impl Fake {
@@ -149,13 +151,14 @@ impl Fake {
         };
         // SAFETY: the fake exports these functions with exactly these signatures; the library is
         // never unloaded (our handle is never closed), so the pointers stay valid.
-        let (counter, set_faults) = unsafe {
+        let (counter, set_faults, client_create_options) = unsafe {
             (
                 std::mem::transmute::<*mut c_void, FakeCounterFn>(symbol(c"fake_counter")),
                 std::mem::transmute::<*mut c_void, FakeSetFaultsFn>(symbol(c"fake_set_faults")),
+                std::mem::transmute::<*mut c_void, FakeClientCreateOptionsFn>(symbol(c"fake_client_create_options")),
             )
         };
-        Fake { path, counter, set_faults }
+        Fake { path, counter, set_faults, client_create_options }
     }
 
     pub fn load(&self) -> pjrt_client::Result<Plugin> {
@@ -177,6 +180,18 @@ impl Fake {
         let value = unsafe { (self.counter)(c_name.as_ptr()) };
         assert!(value >= 0, "the fake plugin has no counter `{name}`");
         value
+    }
+
+    /// The options the last `PJRT_Client_Create` call handed the fake, one `name=type:value`
+    /// each (`string:TEXT`, `int64:N`, `int64_list:[A,B]`, `float:X`, `bool:B`), in order.
+    pub fn last_client_create_options(&self) -> Vec<String> {
+        // SAFETY: with a NULL buffer and capacity 0 the fake only returns the length.
+        let len = unsafe { (self.client_create_options)(std::ptr::null_mut(), 0) };
+        let mut buffer = vec![0u8; usize::try_from(len).expect("a length")];
+        // SAFETY: `buffer` is writable for its length.
+        let copied = unsafe { (self.client_create_options)(buffer.as_mut_ptr(), buffer.len()) };
+        assert_eq!(copied, len, "the options changed while being read");
+        String::from_utf8(buffer).unwrap().lines().map(str::to_owned).collect()
     }
 
     /// Replaces the fake's fault directives (and resets its per-slot call counts).

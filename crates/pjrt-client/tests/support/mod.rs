@@ -38,6 +38,23 @@ pub fn plugin(name: &str) -> Plugin {
     Plugin::load(&path).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))
 }
 
+/// The environment variable naming a plugin with a device (a path), for the `#[ignore]`d tests
+/// that need one (the host send/receive tests on a GPU, run by `tools/gpu_check.sh`). The
+/// CPU-plugin tests never read it: their plugins stay the two of [`PLUGINS`].
+pub const DEVICE_PLUGIN_ENV: &str = "PJRT_TEST_PLUGIN";
+
+/// Loads the plugin [`DEVICE_PLUGIN_ENV`] names; fails the test saying how to set it when unset.
+pub fn device_plugin() -> Plugin {
+    let path = std::env::var_os(DEVICE_PLUGIN_ENV).unwrap_or_else(|| {
+        panic!(
+            "this test needs a plugin with a device: set {DEVICE_PLUGIN_ENV}=PATH to it (e.g. the CUDA \
+             plugin `.../site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so` on a GPU machine; \
+             tools/gpu_check.sh does)"
+        )
+    });
+    Plugin::load(&path).unwrap_or_else(|e| panic!("loading {} ({DEVICE_PLUGIN_ENV}): {e}", path.to_string_lossy()))
+}
+
 /// A client on a known plugin with `devices` CPU devices.
 pub fn client(name: &str, devices: i64) -> Client {
     Client::new(&plugin(name), &ClientOptions::new().cpu_device_count(devices))
