@@ -5,35 +5,9 @@ use pjrt_formats::artifact::Artifact;
 use serde_json::Value as Json;
 
 use crate::common::*;
+use crate::spmd::{matmul_rows, MATMUL_CONTRACTING_4};
 
 const MLP: &str = "examples/mlp/train_step.mlir";
-
-/// An 8-partition SPMD program: rows of x sharded, w and b replicated (as the multi-device tests').
-fn matmul_rows(n: usize) -> String {
-    let rows = 2 * n;
-    format!(
-        r#"
-module @matmul_rows attributes {{mhlo.num_partitions = {n} : i32, mhlo.num_replicas = 1 : i32}} {{
-  func.func public @main(%x: tensor<{rows}x4xf32> {{mhlo.sharding = "{{devices=[{n},1]<=[{n}]}}"}}, %w: tensor<4x3xf32> {{mhlo.sharding = "{{replicated}}"}}, %b: tensor<3xf32> {{mhlo.sharding = "{{replicated}}"}}) -> (tensor<{rows}x3xf32> {{mhlo.sharding = "{{devices=[{n},1]<=[{n}]}}"}}, tensor<3xf32> {{mhlo.sharding = "{{replicated}}"}}) {{
-    %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<{rows}x4xf32>, tensor<4x3xf32>) -> tensor<{rows}x3xf32>
-    %1 = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<3xf32>) -> tensor<{rows}x3xf32>
-    %2 = stablehlo.add %0, %1 : tensor<{rows}x3xf32>
-    %zero = stablehlo.constant dense<0.000000e+00> : tensor<f32>
-    %3 = stablehlo.reduce(%2 init: %zero) applies stablehlo.add across dimensions = [0] : (tensor<{rows}x3xf32>, tensor<f32>) -> tensor<3xf32>
-    return %2, %3 : tensor<{rows}x3xf32>, tensor<3xf32>
-  }}
-}}"#
-    )
-}
-
-/// The 4-partition program with the contracting dimension sharded (as the multi-device tests').
-const MATMUL_CONTRACTING_4: &str = r#"
-module @matmul_contracting attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
-  func.func public @main(%x: tensor<2x16xf32> {mhlo.sharding = "{devices=[1,4]<=[4]}"}, %w: tensor<16x3xf32> {mhlo.sharding = "{devices=[4,1]<=[4]}"}) -> (tensor<2x3xf32> {mhlo.sharding = "{replicated}"}) {
-    %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<2x16xf32>, tensor<16x3xf32>) -> tensor<2x3xf32>
-    return %0 : tensor<2x3xf32>
-  }
-}"#;
 
 /// `pjrt compile PROGRAM --plugin cuda12 --target TARGET -o OUT --json EXTRA...`: its JSON report
 /// and the artifact it wrote.

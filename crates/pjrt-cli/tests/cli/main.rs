@@ -7,6 +7,8 @@
 //! become a binary of its own).
 
 mod common;
+#[path = "../../../pjrt-client/tests/support/spmd.rs"]
+mod spmd;
 
 mod cache_cli;
 mod cli;

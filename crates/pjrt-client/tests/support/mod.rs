@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod spmd;
+
 use std::sync::{Mutex, OnceLock};
 
 use pjrt_client::{locate, Client, ClientOptions, Plugin};
