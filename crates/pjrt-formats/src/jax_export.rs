@@ -1001,7 +1001,7 @@ impl JaxExport {
     }
 
     /// True if the module carries Shardy (`sdy`) shardings, so it is compiled with Shardy.
-    fn uses_shardy(&self) -> bool {
+    pub fn uses_shardy(&self) -> bool {
         self.mlir_module.windows(4).any(|w| w == b"sdy.")
     }
 

@@ -33,7 +33,15 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
             )));
         }
     }
-    let counts = program.module_counts();
+    let mut counts = program.module_counts();
+    if let Some(model) = &model {
+        // Bytecode carries no readable mhlo.num_partitions: the export's device count is its
+        // partition count, as `JaxExport::compile_options` has it.
+        if model.nr_devices() > 1 {
+            counts.partitions = counts.partitions.or(Some(i64::from(model.nr_devices())));
+            counts.uses_shardy |= model.uses_shardy();
+        }
+    }
     let replicas = args.replicas.or(counts.replicas).unwrap_or(1);
     let partitions = args.partitions.or(counts.partitions).unwrap_or(1);
     if replicas < 1 || partitions < 1 {

@@ -186,3 +186,31 @@ fn a_jax_export_model_exported_for_cuda_compiles_for_a_gpu_target() {
     ]);
     assert_fails(&out, "export it with platforms=(\"cuda\", ...)");
 }
+
+#[test]
+fn a_cuda_export_for_8_devices_compiles_for_8_h100s() {
+    // Exported by tools/gen_cuda_export_testdata.py (jax 0.10.2, on CPU) for cuda and a mesh of
+    // 8 devices: its device count is its partition count, so no --devices is needed.
+    let dir = temp_dir("gpu-jax-export-8");
+    let model = "tests/data/jax_export_cuda/mlp_8dev/model.jaxexport";
+    let (report, artifact) = compile(model, "h100", &dir.join("mlp8.pjrt"), &[]);
+    assert_eq!(report["platform"], "cuda");
+    assert_eq!((report["partitions"].as_i64(), report["device_count"].as_i64()), (Some(8), Some(8)), "{report}");
+    assert_eq!(report["gpu_target"]["topology"], "1x1x8");
+    assert!(!artifact.executable_bytes().is_empty());
+    // Fewer GPUs than the export's devices is refused before compiling.
+    let out = pjrt_cuda(&[
+        "compile",
+        model,
+        "--plugin",
+        CUDA,
+        "--target",
+        "h100",
+        "--devices",
+        "4",
+        "-o",
+        dir.join("x.pjrt").to_str().unwrap(),
+    ]);
+    assert_fails(&out, "need 8 GPUs");
+    let _ = std::fs::remove_dir_all(&dir);
+}
