@@ -348,21 +348,27 @@ pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
         }
     ));
     tried.push(format!("  the plugin cache {}", cache_dir().display()));
-    // An accelerator plugin in the cache was installed to compile for its devices from any
-    // machine (`pjrt plugin install cuda12`): it is used when named, never by default, so that
-    // installing it does not turn a CPU machine's default into a plugin without devices.
+    let best = default_choice(all).ok_or(Error::PluginNotFound { tried: tried.join("\n") })?;
+    verify_if_cached(best)
+}
+
+/// The plugin [`resolve`] takes when none is named: a CPU plugin of the Python environment, then
+/// any other plugin there (JAX's `jax_plugins/*`), then a CPU plugin of the cache, the default
+/// one first. An accelerator plugin in the cache was installed to compile for its devices from
+/// any machine (`pjrt plugin install cuda12`): it is used when named, never by default, so that
+/// installing it does not turn a CPU machine's default into a plugin without devices.
+fn default_choice(all: Vec<FoundPlugin>) -> Option<FoundPlugin> {
     let rank = |f: &FoundPlugin| match (f.platform.as_deref(), &f.source) {
         (Some("cpu"), Source::Cache) => 3,
-        (_, Source::Cache) => 4,
         (Some("cpu"), _) => 2,
         _ => 1,
     };
-    let best = all
-        .into_iter()
-        .filter(|f| f.source != Source::Environment)
-        .min_by_key(|f| (rank(f), if f.name == default_plugin().name { 0 } else { 1 }))
-        .ok_or(Error::PluginNotFound { tried: tried.join("\n") })?;
-    verify_if_cached(best)
+    let by_default = |f: &FoundPlugin| match &f.source {
+        Source::Environment => false,
+        Source::Cache => f.platform.as_deref() == Some("cpu"),
+        _ => true,
+    };
+    all.into_iter().filter(by_default).min_by_key(|f| (rank(f), if f.name == default_plugin().name { 0 } else { 1 }))
 }
 
 /// Like [`resolve`], but when no name was given and no plugin is found at all, installs the
@@ -838,6 +844,35 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap().trim(), std::process::id().to_string());
         drop(lock);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_cuda_plugin_in_the_cache_is_never_the_default() {
+        let found = |name: &str, platform: &str, source: Source| FoundPlugin {
+            name: name.into(),
+            platform: Some(platform.into()),
+            path: PathBuf::from(format!("/x/{name}.so")),
+            source,
+        };
+        let site = || Source::PythonPackage(PathBuf::from("/site"));
+        let names = |all: Vec<FoundPlugin>| default_choice(all).map(|f| f.name);
+        // Only an accelerator plugin in the cache: no default (the CPU plugin gets installed).
+        assert_eq!(names(vec![found("cuda12", "cuda", Source::Cache)]), None);
+        assert_eq!(
+            names(vec![found("cuda12", "cuda", Source::Cache), found("cpu-0.106", "cpu", Source::Cache)]),
+            Some("cpu-0.106".into())
+        );
+        assert_eq!(
+            names(vec![found("cpu-0.106", "cpu", Source::Cache), found("cpu", "cpu", Source::Cache)]),
+            Some("cpu".into()),
+            "the default CPU plugin first"
+        );
+        // JAX's plugins of the Python environment come first (the user installed them to use them).
+        assert_eq!(
+            names(vec![found("cpu", "cpu", Source::Cache), found("cuda12", "cuda", site())]),
+            Some("cuda12".into())
+        );
+        assert_eq!(names(vec![found("cpu", "cpu", Source::Environment)]), None, "PJRT_PLUGIN is handled before");
     }
 
     #[test]
