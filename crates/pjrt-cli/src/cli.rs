@@ -254,6 +254,13 @@ pub enum PluginCommand {
         /// `cpu` (the default CPU plugin, API 0.115), `cpu-0.106` (an older one), `cuda12` or
         /// `cuda13` (the CUDA plugins with ptxas and libdevice: compile for GPUs without one).
         name: String,
+        /// Install from these wheel files instead of downloading (offline); each is checked
+        /// against the plugin's pinned SHA-256s. The CUDA plugins need two or three wheels.
+        #[arg(long = "wheel", value_name = "FILE")]
+        wheels: Vec<std::path::PathBuf>,
+        /// Download with `python3 -m pip` instead of fetching the wheels directly.
+        #[arg(long, conflicts_with = "wheels")]
+        pip: bool,
         /// Print one JSON object (name, package, version, path) instead of the path.
         #[arg(long)]
         json: bool,

@@ -12,20 +12,26 @@ use crate::ui::{self, invalid};
 /// Runs a `pjrt plugin` subcommand.
 pub fn exec(command: &PluginCommand) -> Result<(), Error> {
     match command {
-        PluginCommand::Install { name, json } => install(name, *json),
+        PluginCommand::Install { name, wheels, pip, json } => install(name, wheels, *pip, *json),
         PluginCommand::List { json } => list(*json),
     }
 }
 
 /// `pjrt plugin install NAME`: installs the known plugin NAME and prints where it went.
-fn install(name: &str, json: bool) -> Result<(), Error> {
+fn install(name: &str, wheels: &[std::path::PathBuf], pip: bool, json: bool) -> Result<(), Error> {
     let known = locate::known_plugin(name).ok_or_else(|| {
         invalid(format!(
             "unknown plugin `{name}`; known: {} (a plugin you already have needs no install: pass --plugin PATH)",
             locate::KNOWN_PLUGINS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
         ))
     })?;
-    let path = locate::install(known, ui::log_line)?;
+    let path = if pip {
+        locate::install_with_pip(known, ui::log_line)?
+    } else if !wheels.is_empty() {
+        install_from_wheels(known, wheels)?
+    } else {
+        locate::install(known, ui::log_line)?
+    };
     // A CUDA plugin's compiler pieces (ptxas, libdevice), which `pjrt compile` hands to XLA.
     let cuda_data_dir = locate::cuda_data_dir(&path);
     if json {
@@ -43,6 +49,26 @@ fn install(name: &str, json: bool) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// `--wheel FILE...`: an offline install from the user's wheels.
+#[cfg(feature = "install")]
+fn install_from_wheels(
+    known: &locate::KnownPlugin,
+    wheels: &[std::path::PathBuf],
+) -> Result<std::path::PathBuf, Error> {
+    for wheel in wheels {
+        if !wheel.is_file() {
+            return Err(invalid(format!("--wheel {}: no such file", wheel.display())));
+        }
+    }
+    let sources = [locate::WheelSource::Files(wheels.to_vec())];
+    Ok(locate::install_from(known, &sources, &locate::cache_dir(), ui::log_line)?)
+}
+
+#[cfg(not(feature = "install"))]
+fn install_from_wheels(_: &locate::KnownPlugin, _: &[std::path::PathBuf]) -> Result<std::path::PathBuf, Error> {
+    Err(invalid("--wheel needs pjrt built with its `install` feature (on by default)".to_owned()))
 }
 
 /// `pjrt plugin list`: every plugin found, whether it loads, and where it was found.

@@ -198,7 +198,7 @@ pub fn cache_dir() -> PathBuf {
 
 /// Where a known plugin is installed in the cache.
 pub fn cached_path(plugin: &KnownPlugin) -> PathBuf {
-    cache_dir().join(format!("{}-{}", plugin.package, plugin.version)).join(plugin.library)
+    install_root_in(&cache_dir(), plugin).join(plugin.library)
 }
 
 /// The site-packages folders of the `python3` on `PATH` (empty when there is none).
@@ -457,13 +457,18 @@ fn marker_path(library: &Path) -> PathBuf {
 /// verified: its SHA-256 is checked on first use and recorded with the file's size, time and
 /// inode; a file that changed since is hashed again and refused if its content differs.
 pub fn verified_cached(plugin: &KnownPlugin) -> Result<PathBuf> {
-    let path = cached_path(plugin);
+    verified_cached_in(&cache_dir(), plugin)
+}
+
+/// [`verified_cached`] in the cache folder `cache`.
+fn verified_cached_in(cache: &Path, plugin: &KnownPlugin) -> Result<PathBuf> {
+    let root = install_root_in(cache, plugin);
+    let path = root.join(plugin.library);
     if !path.is_file() {
         return Err(Error::PluginNotFound {
             tried: format!("  {} (install it with locate::install, known plugin `{}`)", path.display(), plugin.name),
         });
     }
-    let root = install_root(plugin);
     for tool in plugin.tools {
         let tool_path = root.join(tool.path);
         if !tool_path.is_file() {
@@ -485,8 +490,8 @@ pub fn verified_cached(plugin: &KnownPlugin) -> Result<PathBuf> {
 }
 
 /// Where a known plugin's packages are installed in the cache.
-fn install_root(plugin: &KnownPlugin) -> PathBuf {
-    cache_dir().join(format!("{}-{}", plugin.package, plugin.version))
+fn install_root_in(cache: &Path, plugin: &KnownPlugin) -> PathBuf {
+    cache.join(format!("{}-{}", plugin.package, plugin.version))
 }
 
 fn verify_file(plugin: &KnownPlugin, path: PathBuf) -> Result<PathBuf> {
@@ -596,69 +601,245 @@ impl Drop for InstallLock {
     }
 }
 
-/// Installs a known plugin into the cache with `python3 -m pip` (no shell involved) and checks
-/// its SHA-256. Returns the library's path; does nothing if it is already installed and intact.
-/// `log` receives progress lines for the user.
-pub fn install(plugin: &KnownPlugin, mut log: impl FnMut(&str)) -> Result<PathBuf> {
-    if let Ok(path) = verified_cached(plugin) {
+/// Installs a known plugin into the cache and checks the SHA-256 of every file it installs.
+/// Returns the library's path; does nothing if it is already installed and intact. `log`
+/// receives progress lines for the user.
+///
+/// With the `install` feature (on in the `pjrt` command), the wheels come straight from the
+/// package index without Python ([`install_from`] with [`wheel_sources_from_env`]), unless
+/// `PJRT_INSTALL_WITH_PIP=1` asks for pip. Without the feature, `python3 -m pip` downloads them
+/// ([`install_with_pip`]).
+///
+/// ```
+/// use pjrt_client::locate;
+///
+/// // Installed already (the doc examples share the default CPU plugin): a check, no download.
+/// let path = locate::install(locate::default_plugin(), |line| eprintln!("{line}"))?;
+/// assert_eq!(path, locate::verified_cached(locate::default_plugin())?);
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
+pub fn install(plugin: &KnownPlugin, log: impl FnMut(&str)) -> Result<PathBuf> {
+    #[cfg(feature = "install")]
+    if std::env::var_os("PJRT_INSTALL_WITH_PIP").is_none_or(|v| v.is_empty() || v == "0") {
+        return install_from(plugin, &wheel_sources_from_env(), &cache_dir(), log);
+    }
+    install_with_pip(plugin, log)
+}
+
+/// Where [`install_from`] looks for a plugin's wheels.
+#[cfg(feature = "install")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WheelSource {
+    /// A PEP 503 "simple" package index, such as `https://pypi.org/simple` or what
+    /// `PIP_INDEX_URL` names. Each wheel is checked against the SHA-256 in the index's link.
+    Index(String),
+    /// A folder of wheel files, like pip's `PIP_FIND_LINKS`.
+    Folder(PathBuf),
+    /// Wheel files the user has (`pjrt plugin install cpu --wheel FILE`).
+    Files(Vec<PathBuf>),
+}
+
+/// PyPI's simple index, the default [`WheelSource::Index`].
+#[cfg(feature = "install")]
+pub const PYPI_SIMPLE_INDEX: &str = "https://pypi.org/simple";
+
+/// The wheel sources pip would use, in order: the folders of `PIP_FIND_LINKS` (separated by
+/// spaces; URLs there are not supported and skipped), then `PIP_INDEX_URL` or PyPI.
+///
+/// ```
+/// use pjrt_client::locate::{self, WheelSource};
+///
+/// let sources = locate::wheel_sources_from_env();
+/// assert!(matches!(sources.last(), Some(WheelSource::Index(_))), "an index comes last");
+/// ```
+#[cfg(feature = "install")]
+pub fn wheel_sources_from_env() -> Vec<WheelSource> {
+    let mut sources = Vec::new();
+    if let Ok(links) = std::env::var("PIP_FIND_LINKS") {
+        for link in links.split_whitespace() {
+            let folder = link.strip_prefix("file://").unwrap_or(link);
+            if !folder.contains("://") {
+                sources.push(WheelSource::Folder(PathBuf::from(folder)));
+            }
+        }
+    }
+    let index = std::env::var("PIP_INDEX_URL").ok().filter(|u| !u.is_empty());
+    sources.push(WheelSource::Index(index.unwrap_or_else(|| PYPI_SIMPLE_INDEX.to_owned())));
+    sources
+}
+
+/// Installs a known plugin into the cache folder `cache` from `sources` (tried in order for
+/// each package), without Python: finds each wheel the plugin needs (its own, and its tools'
+/// packages for CUDA), downloads it over HTTPS when it comes from an index (checked against the
+/// index's SHA-256), and extracts only the pinned files, each checked against its pinned
+/// SHA-256. Everything is staged in a temporary folder that is renamed into place at the end,
+/// so a failed or interrupted install leaves nothing installed.
+///
+/// ```
+/// use pjrt_client::locate::{self, WheelSource};
+///
+/// // An empty folder has no wheel: a clear error, and nothing is installed.
+/// let dir = std::env::temp_dir().join(format!("pjrt-doc-install-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let sources = [WheelSource::Folder(dir.clone())];
+/// let e = locate::install_from(locate::default_plugin(), &sources, &dir.join("cache"), |_| ()).unwrap_err();
+/// assert!(e.to_string().contains("no wheel"), "{e}");
+/// assert!(!dir.join("cache/lammps-jax-pjrt-cpu-0.11.2").exists());
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "install")]
+pub fn install_from(
+    plugin: &KnownPlugin,
+    sources: &[WheelSource],
+    cache: &Path,
+    mut log: impl FnMut(&str),
+) -> Result<PathBuf> {
+    use super::{pypi, wheel};
+    staged_install(plugin, cache, &mut log, |staging, log| {
+        let downloads = staging.join(".downloads");
+        std::fs::create_dir_all(&downloads).map_err(|e| Error::io(&downloads, e))?;
+        let fail = |message: String| Error::Install { name: plugin.name.into(), message };
+        let mut agent = None;
+        for (package, version) in packages(plugin) {
+            let mut members = Vec::new();
+            if package == plugin.package {
+                members.push(wheel::Member { path: plugin.library, sha256: plugin.sha256, executable: false });
+            }
+            for tool in plugin.tools.iter().filter(|t| t.package == package) {
+                members.push(wheel::Member { path: tool.path, sha256: tool.sha256, executable: tool.executable });
+            }
+            let mut found = None;
+            for source in sources {
+                found = pypi::obtain(source, package, version, &downloads, &mut agent, log).map_err(fail)?;
+                if found.is_some() {
+                    break;
+                }
+            }
+            let Some(wheel_path) = found else {
+                return Err(fail(format!(
+                    "no wheel of {package}=={version} for this machine ({}-{}) in {sources:?}; the plugin needs {}",
+                    std::env::consts::OS,
+                    std::env::consts::ARCH,
+                    packages(plugin).iter().map(|(p, v)| format!("{p}=={v}")).collect::<Vec<_>>().join(" and ")
+                )));
+            };
+            log(&format!(
+                "extracting {} from {}",
+                members.iter().map(|m| m.path).collect::<Vec<_>>().join(", "),
+                wheel_path.display()
+            ));
+            wheel::extract(&wheel_path, &members, staging).map_err(fail)?;
+            if wheel_path.starts_with(&downloads) {
+                let _ = std::fs::remove_file(&wheel_path);
+            }
+        }
+        std::fs::remove_dir_all(&downloads).map_err(|e| Error::io(&downloads, e))
+    })
+}
+
+/// The packages a plugin needs, each once: its own, then its tools'.
+fn packages(plugin: &KnownPlugin) -> Vec<(&'static str, &'static str)> {
+    let mut list = vec![(plugin.package, plugin.version)];
+    for tool in plugin.tools {
+        if !list.contains(&(tool.package, tool.version)) {
+            list.push((tool.package, tool.version));
+        }
+    }
+    list
+}
+
+/// The steps every installer shares: the cache folder (owner-only), a lock against other
+/// processes, a staging folder that `fill` populates, the checks of every pinned file, and the
+/// rename into place. A failure removes the staging folder and leaves the cache as it was.
+fn staged_install<L: FnMut(&str)>(
+    plugin: &KnownPlugin,
+    cache: &Path,
+    log: &mut L,
+    fill: impl FnOnce(&Path, &mut dyn FnMut(&str)) -> Result<()>,
+) -> Result<PathBuf> {
+    if let Ok(path) = verified_cached_in(cache, plugin) {
         return Ok(path);
     }
-    let cache = cache_dir();
-    create_private_dir(&cache)?;
+    create_private_dir(cache)?;
     // Several processes may install at once (parallel doc tests on a fresh machine): one
     // downloads, the others wait for it and then find the plugin installed.
-    let _lock = InstallLock::acquire(&cache.join(format!(".{}-{}.lock", plugin.package, plugin.version)), &mut log)?;
-    if let Ok(path) = verified_cached(plugin) {
+    let _lock = InstallLock::acquire(&cache.join(format!(".{}-{}.lock", plugin.package, plugin.version)), log)?;
+    if let Ok(path) = verified_cached_in(cache, plugin) {
         return Ok(path);
     }
-    let final_dir = install_root(plugin);
+    let final_dir = install_root_in(cache, plugin);
     let staging = cache.join(format!(".{}-{}.partial-{}", plugin.package, plugin.version, std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
-    let requirements = requirements(plugin);
-    let requirement = requirements.join(" ");
-    let _span = span!(INFO, "install_plugin", package = %requirement);
-    log(&format!("downloading PJRT plugin `{}` from PyPI ({requirement}) into {}", plugin.name, final_dir.display()));
-    let status = Command::new("python3")
-        .args(["-m", "pip", "install", "--quiet", "--no-deps", "--no-compile", "--disable-pip-version-check", "--target"])
-        .arg(&staging)
-        .args(&requirements)
-        .env("PIP_ROOT_USER_ACTION", "ignore")
-        .stdin(Stdio::null())
-        .status()
-        .map_err(|e| Error::Install {
-            name: plugin.name.into(),
-            message: format!("cannot run `python3 -m pip` ({e}); install Python 3 with pip, or download {requirement} yourself and load it by its path"),
-        })?;
-    if !status.success() {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(Error::Install {
-            name: plugin.name.into(),
-            message: format!("`python3 -m pip install {requirement}` failed ({status}); check network access to PyPI"),
-        });
-    }
-    let staged = staging.join(plugin.library);
-    let digest = sha256_file(&staged)?;
-    if digest != plugin.sha256 {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(Error::Install {
-            name: plugin.name.into(),
-            message: format!(
-                "SHA-256 mismatch for {}: expected {}, got {digest}; refusing to use it",
-                plugin.library, plugin.sha256
-            ),
-        });
-    }
-    for tool in plugin.tools {
-        if let Err(e) = check_staged_tool(plugin, tool, &staging) {
-            let _ = std::fs::remove_dir_all(&staging);
-            return Err(e);
+    std::fs::create_dir_all(&staging).map_err(|e| Error::io(&staging, e))?;
+    let _span = span!(INFO, "install_plugin", package = %plugin.package);
+    log(&format!("installing PJRT plugin `{}` into {}", plugin.name, final_dir.display()));
+    let filled = fill(&staging, log).and_then(|()| {
+        check_staged(plugin.name, plugin.library, plugin.sha256, &staging)?;
+        for tool in plugin.tools {
+            check_staged_tool(plugin, tool, &staging)?;
         }
+        Ok(())
+    });
+    if let Err(e) = filled {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(e);
     }
     let _ = std::fs::remove_dir_all(&final_dir);
     std::fs::rename(&staging, &final_dir).map_err(|e| Error::io(&final_dir, e))?;
-    let target = verified_cached(plugin)?;
+    let target = verified_cached_in(cache, plugin)?;
     log(&format!("installed {} (SHA-256 verified)", target.display()));
     Ok(target)
+}
+
+/// Checks a staged file against its pin.
+fn check_staged(name: &str, path: &str, sha256: &str, staging: &Path) -> Result<()> {
+    let digest = sha256_file(&staging.join(path))?;
+    if digest != sha256 {
+        return Err(Error::Install {
+            name: name.into(),
+            message: format!("SHA-256 mismatch for {path}: expected {sha256}, got {digest}; refusing to use it"),
+        });
+    }
+    Ok(())
+}
+
+/// Installs a known plugin into the cache with `python3 -m pip` (no shell involved) and checks
+/// the SHA-256 of its files, like [`install`] without the `install` feature. Needs `python3`
+/// with pip on `PATH`; pip reads its own settings (`PIP_INDEX_URL`, `PIP_CERT`, proxies).
+///
+/// ```no_run
+/// let path = pjrt_client::locate::install_with_pip(pjrt_client::locate::default_plugin(), |l| eprintln!("{l}"))?;
+/// assert!(path.is_file());
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
+pub fn install_with_pip(plugin: &KnownPlugin, mut log: impl FnMut(&str)) -> Result<PathBuf> {
+    staged_install(plugin, &cache_dir(), &mut log, |staging, log| {
+        let requirements = requirements(plugin);
+        let requirement = requirements.join(" ");
+        log(&format!("downloading PJRT plugin `{}` with pip ({requirement})", plugin.name));
+        let status = Command::new("python3")
+            .args(["-m", "pip", "install", "--quiet", "--no-deps", "--no-compile", "--disable-pip-version-check", "--target"])
+            .arg(staging)
+            .args(&requirements)
+            .env("PIP_ROOT_USER_ACTION", "ignore")
+            .stdin(Stdio::null())
+            .status()
+            .map_err(|e| Error::Install {
+                name: plugin.name.into(),
+                message: format!("cannot run `python3 -m pip` ({e}); install Python 3 with pip, or build with the `install` feature, or download {requirement} yourself and load it by its path"),
+            })?;
+        if !status.success() {
+            return Err(Error::Install {
+                name: plugin.name.into(),
+                message: format!(
+                    "`python3 -m pip install {requirement}` failed ({status}); check network access to PyPI"
+                ),
+            });
+        }
+        Ok(())
+    })
 }
 
 /// The `pip install` arguments for a plugin: its package, then each of its tools' packages once.

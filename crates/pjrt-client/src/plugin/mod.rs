@@ -6,6 +6,10 @@
 //! rights of this process. Load only plugins you trust, as you would link any native library.
 
 pub mod locate;
+#[cfg(feature = "install")]
+mod pypi;
+#[cfg(feature = "install")]
+mod wheel;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
