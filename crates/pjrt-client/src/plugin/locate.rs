@@ -1109,3 +1109,180 @@ mod tests {
         let _ = std::fs::remove_dir_all(&root);
     }
 }
+
+/// The installer without Python against a local HTTP index serving synthetic wheels.
+#[cfg(all(test, feature = "install"))]
+mod install_tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+
+    const LIBRARY: &str = "pjrt_test_plugin/libplugin.so";
+    const CONTENT: &[u8] = b"pretend plugin library";
+
+    fn hex_sha256(bytes: &[u8]) -> String {
+        Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn test_plugin(library_sha256: String) -> KnownPlugin {
+        KnownPlugin {
+            name: "test",
+            platform: "cpu",
+            package: "pjrt-test-plugin",
+            version: "1.0",
+            library: LIBRARY,
+            sha256: Box::leak(library_sha256.into_boxed_str()),
+            tools: &[],
+            cuda_data_dir: None,
+        }
+    }
+
+    /// A wheel holding the library (deflated) and a file the installer must leave out.
+    fn wheel(library: &[u8]) -> Vec<u8> {
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        zip.start_file(LIBRARY, options).unwrap();
+        zip.write_all(library).unwrap();
+        zip.start_file("pjrt_test_plugin/__init__.py", options).unwrap();
+        zip.write_all(b"# not extracted").unwrap();
+        zip.finish().unwrap().into_inner()
+    }
+
+    /// Serves a simple index for `pjrt-test-plugin` whose link carries `index_sha256`, and the
+    /// wheel bytes; with `cut_off`, the wheel's response stops half way (its length says all).
+    fn serve(wheel: Vec<u8>, index_sha256: String, cut_off: bool) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let base = format!("http://{}/simple", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut request_line = String::new();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                reader.read_line(&mut request_line).unwrap();
+                loop {
+                    let mut header = String::new();
+                    if reader.read_line(&mut header).unwrap() == 0 || header == "\r\n" {
+                        break;
+                    }
+                }
+                let path = request_line.split(' ').nth(1).unwrap_or("").to_owned();
+                let (body, sent): (Vec<u8>, usize) = if path == "/simple/pjrt-test-plugin/" {
+                    let html = format!(
+                        "<html><body><a href=\"../../files/pjrt_test_plugin-1.0-py3-none-any.whl#sha256={index_sha256}\">w</a></body></html>"
+                    );
+                    let len = html.len();
+                    (html.into_bytes(), len)
+                } else if path == "/files/pjrt_test_plugin-1.0-py3-none-any.whl" {
+                    let len = if cut_off { wheel.len() / 2 } else { wheel.len() };
+                    (wheel.clone(), len)
+                } else {
+                    let _ =
+                        stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+                    continue;
+                };
+                let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+                let _ = stream.write_all(head.as_bytes());
+                let _ = stream.write_all(&body[..sent]);
+            }
+        });
+        base
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("pjrt-install-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// What the cache holds besides the lock-free, hidden-free result: every entry's name.
+    fn entries(cache: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(cache)
+            .map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_good_wheel_installs_only_the_pinned_library() {
+        let wheel = wheel(CONTENT);
+        let base = serve(wheel.clone(), hex_sha256(&wheel), false);
+        let dir = scratch("good");
+        let cache = dir.join("cache");
+        let plugin = test_plugin(hex_sha256(CONTENT));
+        let mut lines = Vec::new();
+        let path = install_from(&plugin, &[WheelSource::Index(base)], &cache, |l| lines.push(l.to_owned())).unwrap();
+        assert_eq!(path, cache.join("pjrt-test-plugin-1.0").join(LIBRARY));
+        assert_eq!(std::fs::read(&path).unwrap(), CONTENT);
+        assert!(!cache.join("pjrt-test-plugin-1.0/pjrt_test_plugin/__init__.py").exists(), "only the pinned files");
+        assert_eq!(entries(&cache), ["pjrt-test-plugin-1.0"], "no staging folder, lock or download left");
+        assert!(lines.iter().any(|l| l.contains("SHA-256 verified")), "{lines:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_wheel_whose_hash_differs_from_the_index_is_refused_and_nothing_is_installed() {
+        let wheel = wheel(CONTENT);
+        let base = serve(wheel, hex_sha256(b"another wheel"), false);
+        let dir = scratch("bad-hash");
+        let cache = dir.join("cache");
+        let e = install_from(&test_plugin(hex_sha256(CONTENT)), &[WheelSource::Index(base)], &cache, |_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("SHA-256 mismatch") && e.contains("refusing"), "{e}");
+        assert_eq!(entries(&cache), Vec::<String>::new());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_library_that_differs_from_its_pin_is_refused_and_nothing_is_installed() {
+        // The index's hash is right for the wheel, but the library inside is not the pinned one.
+        let wheel = wheel(b"a tampered library");
+        let base = serve(wheel.clone(), hex_sha256(&wheel), false);
+        let dir = scratch("bad-library");
+        let cache = dir.join("cache");
+        let e = install_from(&test_plugin(hex_sha256(CONTENT)), &[WheelSource::Index(base)], &cache, |_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("SHA-256 mismatch for pjrt_test_plugin/libplugin.so"), "{e}");
+        assert_eq!(entries(&cache), Vec::<String>::new());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_download_cut_off_half_way_is_refused_and_nothing_is_installed() {
+        let wheel = wheel(CONTENT);
+        let base = serve(wheel.clone(), hex_sha256(&wheel), true);
+        let dir = scratch("cut-off");
+        let cache = dir.join("cache");
+        let e = install_from(&test_plugin(hex_sha256(CONTENT)), &[WheelSource::Index(base)], &cache, |_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cut off") && e.contains("nothing was installed"), "{e}");
+        assert_eq!(entries(&cache), Vec::<String>::new());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn an_offline_install_takes_the_users_wheel_or_a_folders_and_checks_the_pin() {
+        let dir = scratch("offline");
+        let file = dir.join("pjrt_test_plugin-1.0-py3-none-any.whl");
+        std::fs::write(&file, wheel(CONTENT)).unwrap();
+        let plugin = test_plugin(hex_sha256(CONTENT));
+        let cache = dir.join("cache-files");
+        let path = install_from(&plugin, &[WheelSource::Files(vec![file.clone()])], &cache, |_| ()).unwrap();
+        assert_eq!(std::fs::read(path).unwrap(), CONTENT);
+        assert!(file.is_file(), "the user's wheel is kept");
+        let cache = dir.join("cache-folder");
+        let path = install_from(&plugin, &[WheelSource::Folder(dir.clone())], &cache, |_| ()).unwrap();
+        assert_eq!(std::fs::read(path).unwrap(), CONTENT);
+        // A wheel that is not the pinned build is refused.
+        let other = test_plugin(hex_sha256(b"the published library"));
+        let cache = dir.join("cache-refused");
+        let e = install_from(&other, &[WheelSource::Files(vec![file])], &cache, |_| ()).unwrap_err().to_string();
+        assert!(e.contains("SHA-256 mismatch"), "{e}");
+        assert_eq!(entries(&cache), Vec::<String>::new());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
