@@ -740,6 +740,7 @@ pub fn install_from(
 }
 
 /// The packages a plugin needs, each once: its own, then its tools'.
+#[cfg(feature = "install")]
 fn packages(plugin: &KnownPlugin) -> Vec<(&'static str, &'static str)> {
     let mut list = vec![(plugin.package, plugin.version)];
     for tool in plugin.tools {
