@@ -31,7 +31,7 @@
 
 use std::fmt;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
@@ -476,37 +476,10 @@ impl Artifact {
     }
 }
 
-/// Writes `bytes` to `path` through a uniquely named temporary file in the same folder and a
-/// rename, so concurrent writers and readers never see a partial file.
+/// Writes `bytes` to `path` atomically ([`crate::atomic_file`]), so concurrent writers and
+/// readers never see a partial file.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let temp = dir.join(temp_name(path));
-    let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_data()?;
-        std::fs::rename(&temp, path)
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        Error::io(path, e)
-    })
-}
-
-/// Temporary files start with this; the cache sweeps stale ones.
-pub(crate) const TEMP_PREFIX: &str = ".tmp-";
-
-fn temp_name(path: &Path) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    format!("{TEMP_PREFIX}{}-{n}-{nanos}-{name}", std::process::id())
+    crate::atomic_file::write_with(path, |w| w.write_all(bytes)).map_err(|e| Error::io(path, e))
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {

@@ -321,7 +321,7 @@ impl CompileCache {
         const STALE: Duration = Duration::from_secs(3600);
         let Ok(read) = std::fs::read_dir(&self.dir) else { return };
         for entry in read.flatten() {
-            let is_temp = entry.file_name().to_string_lossy().starts_with(artifact::TEMP_PREFIX);
+            let is_temp = entry.file_name().to_string_lossy().starts_with(crate::atomic_file::TEMP_PREFIX);
             let old = entry
                 .metadata()
                 .ok()
@@ -361,7 +361,7 @@ impl CompileCache {
             let path = entry.path();
             let name = entry.file_name();
             let is_entry = is_entry_name(&path);
-            let is_temp = name.to_string_lossy().starts_with(artifact::TEMP_PREFIX);
+            let is_temp = name.to_string_lossy().starts_with(crate::atomic_file::TEMP_PREFIX);
             if (is_entry || is_temp) && entry.metadata().is_ok_and(|m| m.is_file()) {
                 match std::fs::remove_file(&path) {
                     Ok(()) => removed += is_entry as usize,
@@ -376,7 +376,7 @@ impl CompileCache {
 
 /// `<hex key>.pjrtx`, not a temporary file (those end like the entry they become).
 fn is_entry_name(path: &Path) -> bool {
-    let temp = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(artifact::TEMP_PREFIX));
+    let temp = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(crate::atomic_file::TEMP_PREFIX));
     !temp && path.extension().and_then(|e| e.to_str()) == Some(ENTRY_EXTENSION)
 }
 
