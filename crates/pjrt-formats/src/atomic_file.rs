@@ -69,9 +69,23 @@ impl StagedFile {
     /// assert!(!target.exists());
     /// # Ok::<(), std::io::Error>(())
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// On a staged file this crate returned already written and closed
+    /// ([`crate::npy::NpyArray::stage`], [`crate::safetensors::stage`]).
     pub fn writer(&mut self) -> &mut BufWriter<File> {
-        // Only `commit` takes the writer, and it consumes `self`.
-        self.writer.as_mut().expect("a StagedFile keeps its writer until commit")
+        self.writer.as_mut().expect("this staged file is complete: commit it")
+    }
+
+    /// Flushes, syncs and closes the temporary file, so that many staged files do not hold
+    /// many open files until they are committed.
+    pub(crate) fn close(&mut self) -> std::io::Result<()> {
+        if let Some(writer) = self.writer.take() {
+            let file = writer.into_inner().map_err(|e| e.into_error())?;
+            file.sync_data()?;
+        }
+        Ok(())
     }
 
     /// The file this becomes.
@@ -99,10 +113,7 @@ impl StagedFile {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn commit(mut self) -> std::io::Result<()> {
-        let writer = self.writer.take().expect("a StagedFile keeps its writer until commit");
-        let file = writer.into_inner().map_err(|e| e.into_error())?;
-        file.sync_data()?;
-        drop(file);
+        self.close()?;
         std::fs::rename(&self.temp, &self.target)?;
         // Renamed: nothing left for Drop to remove.
         self.temp = PathBuf::new();

@@ -20,8 +20,12 @@
 //!
 //! Entries are keyed by a SHA-256 of everything that changes the compiled result: the plugin
 //! build ([`crate::artifact::PluginIdentity`]: platform name and version, `xla_version`, PJRT API and StableHLO
-//! versions), the program's format and bytes, the serialized compile options, and the client's
-//! devices (count, ids and kinds); for a GPU target compiled without its devices
+//! versions), the plugin library's SHA-256 (hashed once per change of the file and remembered
+//! beside it: [`pjrt_client::locate::remembered_sha256`]), the environment the plugin compiles
+//! under ([`crate::artifact::COMPILE_ENVIRONMENT`]: `XLA_FLAGS`, ...), for a CPU plugin this
+//! host's CPU model and features ([`crate::artifact::host_cpu`]: code compiled for one CPU never
+//! loads on another), the program's format and bytes, the serialized compile options, and the
+//! client's devices (count, ids and kinds); for a GPU target compiled without its devices
 //! ([`CompileCache::compile_for_gpu_target`]), the target's description and topology instead of
 //! the devices ([`gpu_target_key`]). Each entry is an [`Artifact`] file (one format, one reader),
 //! written atomically (a temporary file in the same folder, then a rename). A corrupt, truncated

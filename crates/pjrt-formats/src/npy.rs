@@ -589,6 +589,7 @@ impl NpyArray {
         let io_err = |source| NpyError::Io { path: path.to_path_buf(), source };
         let mut staged = crate::atomic_file::StagedFile::create(path).map_err(io_err)?;
         self.write_to(staged.writer()).map_err(io_err)?;
+        staged.close().map_err(io_err)?;
         Ok(staged)
     }
 }

@@ -1061,16 +1061,44 @@ pub fn write(
     metadata: &[(&str, &str)],
 ) -> Result<(), SafetensorsError> {
     let path = path.as_ref();
+    stage(path, tensors, metadata)?.commit().map_err(|source| SafetensorsError::Io { path: path.to_path_buf(), source })
+}
+
+/// Stages a safetensors file for an all-or-nothing write of several files: laid out as
+/// [`write`] lays it out, in a temporary file beside `path` that becomes `path` only on
+/// [`StagedFile::commit`](crate::atomic_file::StagedFile::commit) (dropped uncommitted, it is
+/// removed).
+///
+/// ```
+/// use pjrt_client::ElementType;
+/// use pjrt_formats::safetensors::{stage, SafeTensors, TensorView};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let path = std::env::temp_dir().join(format!("st-stage-doc-{}.safetensors", std::process::id()));
+/// let staged = stage(&path, &[("x", TensorView::new(ElementType::U8, &[2], &[1, 2])?)], &[])?;
+/// assert!(!path.exists());
+/// staged.commit()?;
+/// assert_eq!(SafeTensors::open(&path)?.tensor("x")?.bytes(), [1, 2]);
+/// # std::fs::remove_file(&path)?;
+/// # Ok(()) }
+/// ```
+pub fn stage(
+    path: impl AsRef<Path>,
+    tensors: &[(&str, TensorView<'_>)],
+    metadata: &[(&str, &str)],
+) -> Result<crate::atomic_file::StagedFile, SafetensorsError> {
+    let path = path.as_ref();
     let ordered = storage_order(tensors);
     let header = header_bytes(&ordered, metadata)?;
-    crate::atomic_file::write_with(path, |writer| {
-        writer.write_all(&header)?;
-        for (_, view) in ordered {
-            writer.write_all(view.bytes)?;
-        }
-        Ok(())
-    })
-    .map_err(|source| SafetensorsError::Io { path: path.to_path_buf(), source })
+    let io_err = |source| SafetensorsError::Io { path: path.to_path_buf(), source };
+    let mut staged = crate::atomic_file::StagedFile::create(path).map_err(io_err)?;
+    let writer = staged.writer();
+    writer.write_all(&header).map_err(io_err)?;
+    for (_, view) in ordered {
+        writer.write_all(view.bytes).map_err(io_err)?;
+    }
+    staged.close().map_err(io_err)?;
+    Ok(staged)
 }
 
 /// Where [`crate::ClientExt::upload_safetensors`] stands, reported after each tensor.
