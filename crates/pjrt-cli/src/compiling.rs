@@ -125,6 +125,9 @@ pub fn compile_or_load(
     if let Some(note) = &cached.note {
         eprintln!("note: {note}");
     }
+    if cached.outcome == CacheOutcome::Hit && warns_on_cached_cpu_executables(client) {
+        crate::ui::log_line(CACHED_CPU_EXECUTABLE_NOTE);
+    }
     Ok(Compiled {
         executable: cached.executable,
         cache: cached.outcome.as_str(),
@@ -158,6 +161,22 @@ pub fn build_options(
     }
     xla.apply_xla_options(options)
 }
+
+/// Whether `client`'s plugin is an XLA CPU plugin older than API 0.115, whose loader logs two
+/// error-level lines for every serialized executable it loads ("Target machine feature
+/// +prefer-no-gather is not supported on the host machine ... could lead to ... SIGILL").
+fn warns_on_cached_cpu_executables(client: &Client) -> bool {
+    let version = client.plugin().api_version();
+    client.platform_name().eq_ignore_ascii_case("cpu") && version.major == 0 && version.minor < 115
+}
+
+/// Why those lines are benign on a cache hit: what they name are LLVM tuning preferences, not
+/// instructions (the same host's feature list lacks them because it lists only instructions), and
+/// the compile cache keys CPU executables by this host's CPU model and features.
+const CACHED_CPU_EXECUTABLE_NOTE: &str =
+    "note: the plugin's \"+prefer-no-gather/+prefer-no-scatter is not supported\" \
+    lines are benign here: those are code-generation preferences, not instructions, and the compile cache only \
+    loads executables compiled on this CPU model with these CPU features";
 
 /// `error` with the program's file named where the plugin's compiler wrote `-` (it parses the
 /// program from memory, so its diagnostics read `-:3:10: error: ...`).

@@ -99,3 +99,24 @@ fn trust_a_changed_xla_flags_is_a_cache_miss() {
         assert_eq!(run(Some(flags)), "hit", "{plugin}: the first entry is still there");
     }
 }
+
+#[test]
+fn trust_the_old_plugins_warning_on_a_cache_hit_is_explained() {
+    let dir = temp_dir("trust-old-warning");
+    let program = write_program(&dir, "two.mlir", TWO_OUTPUTS);
+    let cache = dir.join("cache");
+    for plugin in PLUGINS {
+        let run = || {
+            let args = ["run", s(&program), "--plugin", plugin, "--output-dir", s(&dir)];
+            let out = pjrt_env(&args, &[("PJRT_CACHE_DIR", s(&cache))]);
+            assert!(out.status.success(), "{plugin}: {}", stderr(&out));
+            stderr(&out)
+        };
+        let (miss, hit) = (run(), run());
+        assert!(!miss.contains("benign"), "{plugin}: {miss}");
+        // The 0.106 plugin warns on every cached executable it loads; the note says why that is benign.
+        let warns = hit.contains("Target machine feature +prefer-no-gather");
+        assert_eq!(warns, *plugin == "cpu-0.106", "{plugin}: {hit}");
+        assert_eq!(hit.contains("are benign here"), warns, "{plugin}: {hit}");
+    }
+}
