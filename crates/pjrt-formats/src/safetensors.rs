@@ -1006,7 +1006,7 @@ fn header_bytes(tensors: &[&(&str, TensorView<'_>)], metadata: &[(&str, &str)]) 
     Ok(out)
 }
 
-/// A whole safetensors file in memory, laid out as [`write`] lays it out.
+/// A whole safetensors file in memory, laid out as [`write()`] lays it out.
 ///
 /// ```
 /// use pjrt_client::ElementType;
@@ -1065,7 +1065,7 @@ pub fn write(
 }
 
 /// Stages a safetensors file for an all-or-nothing write of several files: laid out as
-/// [`write`] lays it out, in a temporary file beside `path` that becomes `path` only on
+/// [`write()`] lays it out, in a temporary file beside `path` that becomes `path` only on
 /// [`StagedFile::commit`](crate::atomic_file::StagedFile::commit) (dropped uncommitted, it is
 /// removed).
 ///
