@@ -125,6 +125,9 @@ pub fn compile_or_load(
     if let Some(note) = &cached.note {
         eprintln!("note: {note}");
     }
+    if cached.outcome == CacheOutcome::Hit && warns_on_cached_cpu_executables(client) {
+        crate::ui::log_line(CACHED_CPU_EXECUTABLE_NOTE);
+    }
     Ok(Compiled {
         executable: cached.executable,
         cache: cached.outcome.as_str(),
@@ -157,4 +160,79 @@ pub fn build_options(
         options = options.use_shardy_partitioner(true);
     }
     xla.apply_xla_options(options)
+}
+
+/// Whether `client`'s plugin is an XLA CPU plugin older than API 0.115, whose loader logs two
+/// error-level lines for every serialized executable it loads ("Target machine feature
+/// +prefer-no-gather is not supported on the host machine ... could lead to ... SIGILL").
+fn warns_on_cached_cpu_executables(client: &Client) -> bool {
+    let version = client.plugin().api_version();
+    client.platform_name().eq_ignore_ascii_case("cpu") && version.major == 0 && version.minor < 115
+}
+
+/// Why those lines are benign on a cache hit: what they name are LLVM tuning preferences, not
+/// instructions (the same host's feature list lacks them because it lists only instructions), and
+/// the compile cache keys CPU executables by this host's CPU model and features.
+const CACHED_CPU_EXECUTABLE_NOTE: &str =
+    "note: the plugin's \"+prefer-no-gather/+prefer-no-scatter is not supported\" \
+    lines are benign here: those are code-generation preferences, not instructions, and the compile cache only \
+    loads executables compiled on this CPU model with these CPU features";
+
+/// `error` with the program's file named where the plugin's compiler wrote `-` (it parses the
+/// program from memory, so its diagnostics read `-:3:10: error: ...`).
+pub fn name_program_file(error: Error, file: &Path) -> Error {
+    match error {
+        Error::Client(pjrt_client::Error::Pjrt { function, code, message, payloads }) => {
+            let message = replace_stdin_locations(&message, &file.display().to_string());
+            Error::Client(pjrt_client::Error::Pjrt { function, code, message, payloads })
+        }
+        other => other,
+    }
+}
+
+/// Replaces each `-:` that starts a location (`-:LINE:COL`, at the start of a line or after a
+/// space) with `file:`.
+fn replace_stdin_locations(message: &str, file: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    let mut at_boundary = true;
+    while let Some(c) = rest.chars().next() {
+        let location = rest.strip_prefix("-:").filter(|r| r.starts_with(|d: char| d.is_ascii_digit()));
+        match location {
+            Some(after) if at_boundary => {
+                out.push_str(file);
+                out.push(':');
+                rest = after;
+                at_boundary = false;
+            }
+            _ => {
+                out.push(c);
+                rest = &rest[c.len_utf8()..];
+                at_boundary = c.is_whitespace();
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compile_errors_name_the_program_file() {
+        let message = "-:3:10: error: custom op 'stablehlo.bogus' is unknown\n<unknown>:0: error: x-:1:2 a -:not";
+        assert_eq!(
+            replace_stdin_locations(message, "model.mlir"),
+            "model.mlir:3:10: error: custom op 'stablehlo.bogus' is unknown\n<unknown>:0: error: x-:1:2 a -:not"
+        );
+        let error = Error::Client(pjrt_client::Error::Pjrt {
+            function: "PJRT_Client_Compile",
+            code: pjrt_client::ErrorCode::InvalidArgument,
+            message: "-:1:1: error: bad".into(),
+            payloads: Vec::new(),
+        });
+        let named = name_program_file(error, Path::new("dir/m.mlir")).to_string();
+        assert!(named.contains("dir/m.mlir:1:1: error: bad") && !named.contains("-:1:1"), "{named}");
+    }
 }

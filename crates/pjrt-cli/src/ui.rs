@@ -22,7 +22,6 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -32,6 +31,9 @@ use pjrt_formats::Error;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
+use tracing_subscriber::layer::{Context, SubscriberExt as _};
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::Layer;
 
 /// At `-v`, how many lines each span name gets before it is only tallied.
 pub const SHOWN_PER_SPAN: usize = 20;
@@ -62,7 +64,8 @@ pub fn init(verbosity: u8) -> Session {
         return Session { printer: None };
     }
     let printer = Arc::new(Printer::new(verbosity, progress));
-    let installed = tracing::subscriber::set_global_default(SpanPrinter(Arc::clone(&printer))).is_ok();
+    let subscriber = tracing_subscriber::registry().with(SpanPrinter(Arc::clone(&printer)));
+    let installed = tracing::subscriber::set_global_default(subscriber).is_ok();
     Session { printer: installed.then_some(printer) }
 }
 
@@ -154,25 +157,23 @@ pub fn hint(error: &Error) -> Option<String> {
     }
 }
 
-/// The `tracing` subscriber: a thin handle, so the session keeps the printer for the tally.
+/// The `tracing` layer on `tracing_subscriber`'s registry (which keeps the spans, their ids,
+/// parents and references): a thin handle, so the session keeps the printer for the tally.
 struct SpanPrinter(Arc<Printer>);
 
-/// Remembers open spans; prints each closed one with its duration, and draws the progress line.
+/// Prints each closed span with its duration, and draws the progress line.
 struct Printer {
     verbosity: u8,
     max_level: Level,
     started: Instant,
-    next_id: AtomicU64,
-    spans: Mutex<HashMap<u64, OpenSpan>>,
     tally: Mutex<HashMap<&'static str, Tally>>,
     progress: Option<Arc<Progress>>,
 }
 
+/// What the layer keeps in each open span (in the registry's extensions).
 struct OpenSpan {
-    name: &'static str,
     fields: String,
     opened: Instant,
-    references: usize,
 }
 
 #[derive(Default)]
@@ -193,21 +194,19 @@ impl Printer {
             verbosity,
             max_level,
             started: Instant::now(),
-            next_id: AtomicU64::new(1),
-            spans: Mutex::new(HashMap::new()),
             tally: Mutex::new(HashMap::new()),
             progress: progress.then(|| Arc::clone(PROGRESS.get_or_init(Progress::start))),
         }
     }
 
-    fn closed(&self, span: OpenSpan) {
+    fn closed(&self, name: &'static str, span: OpenSpan) {
         if self.verbosity == 0 {
             return;
         }
         let took = span.opened.elapsed();
         if self.verbosity == 1 {
             let mut tally = self.tally.lock().unwrap_or_else(|e| e.into_inner());
-            let entry = tally.entry(span.name).or_default();
+            let entry = tally.entry(name).or_default();
             if entry.shown >= SHOWN_PER_SPAN {
                 entry.hidden += 1;
                 entry.hidden_total += took;
@@ -215,7 +214,7 @@ impl Printer {
             }
             entry.shown += 1;
         }
-        self.line(&format!("{}{}: {}", span.name, span.fields, format_duration(took)));
+        self.line(&format!("{name}{}: {}", span.fields, format_duration(took)));
     }
 
     fn line(&self, text: &str) {
@@ -270,8 +269,11 @@ impl Visit for Fields {
     }
 }
 
-impl Subscriber for SpanPrinter {
-    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+impl<S> Layer<S> for SpanPrinter
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn enabled(&self, metadata: &Metadata<'_>, _ctx: Context<'_, S>) -> bool {
         let printer = &self.0;
         // Quiet mode subscribes only to draw progress for the (INFO) spans of slow steps.
         metadata.level() <= &printer.max_level && (printer.verbosity > 0 || metadata.is_span())
@@ -281,71 +283,50 @@ impl Subscriber for SpanPrinter {
         Some(tracing::level_filters::LevelFilter::from_level(self.0.max_level))
     }
 
-    fn new_span(&self, span: &Attributes<'_>) -> Id {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let printer = &self.0;
-        let id = printer.next_id.fetch_add(1, Ordering::Relaxed);
         let mut fields = Fields::default();
         if printer.verbosity > 0 {
-            span.record(&mut fields);
+            attrs.record(&mut fields);
         }
-        let name = span.metadata().name();
         if let Some(progress) = &printer.progress {
-            progress.begin(id, name);
+            progress.begin(id.into_u64(), attrs.metadata().name());
         }
-        let open = OpenSpan { name, fields: fields.0, opened: Instant::now(), references: 1 };
-        printer.spans.lock().unwrap_or_else(|e| e.into_inner()).insert(id, open);
-        Id::from_u64(id)
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(OpenSpan { fields: fields.0, opened: Instant::now() });
+        }
     }
 
-    fn record(&self, span: &Id, values: &Record<'_>) {
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
         if self.0.verbosity == 0 {
             return;
         }
         let mut fields = Fields::default();
         values.record(&mut fields);
-        if let Some(open) = self.0.spans.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&span.into_u64()) {
-            open.fields.push_str(&fields.0);
+        if let Some(span) = ctx.span(id) {
+            if let Some(open) = span.extensions_mut().get_mut::<OpenSpan>() {
+                open.fields.push_str(&fields.0);
+            }
         }
     }
 
-    fn record_follows_from(&self, _span: &Id, _follows: &Id) {}
-
-    fn event(&self, event: &Event<'_>) {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
         let mut fields = Fields::default();
         event.record(&mut fields);
         self.0.line(&format!("{} {}:{}", event.metadata().level(), event.metadata().target(), fields.0));
     }
 
-    fn enter(&self, _span: &Id) {}
-
-    fn exit(&self, _span: &Id) {}
-
-    fn clone_span(&self, id: &Id) -> Id {
-        if let Some(open) = self.0.spans.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&id.into_u64()) {
-            open.references += 1;
-        }
-        id.clone()
-    }
-
-    fn try_close(&self, id: Id) -> bool {
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
         let printer = &self.0;
-        let closed = {
-            let mut spans = printer.spans.lock().unwrap_or_else(|e| e.into_inner());
-            match spans.get_mut(&id.into_u64()) {
-                Some(open) if open.references > 1 => {
-                    open.references -= 1;
-                    None
-                }
-                Some(_) => spans.remove(&id.into_u64()),
-                None => None,
-            }
-        };
-        let Some(closed) = closed else { return false };
         if let Some(progress) = &printer.progress {
             progress.end(id.into_u64());
         }
-        printer.closed(closed);
-        true
+        let Some(span) = ctx.span(&id) else { return };
+        // Bound first: the extensions guard must be released before `span` is dropped.
+        let open = span.extensions_mut().remove::<OpenSpan>();
+        if let Some(open) = open {
+            printer.closed(span.name(), open);
+        }
     }
 }
 
@@ -449,7 +430,8 @@ mod tests {
     #[test]
     fn spans_past_the_limit_are_tallied_not_printed() {
         let printer = Arc::new(Printer::new(1, false));
-        tracing::subscriber::with_default(SpanPrinter(Arc::clone(&printer)), || {
+        let subscriber = tracing_subscriber::registry().with(SpanPrinter(Arc::clone(&printer)));
+        tracing::subscriber::with_default(subscriber, || {
             for _ in 0..SHOWN_PER_SPAN + 5 {
                 let _span = tracing::debug_span!("step", bytes = 4).entered();
             }
@@ -459,7 +441,6 @@ mod tests {
         let tally = printer.tally.lock().unwrap();
         assert_eq!((tally["step"].shown, tally["step"].hidden), (SHOWN_PER_SPAN, 5));
         assert!(!tally.contains_key("fine"));
-        assert!(printer.spans.lock().unwrap().is_empty(), "every span was closed");
     }
 
     #[test]

@@ -31,7 +31,7 @@
 
 use std::fmt;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
@@ -476,37 +476,10 @@ impl Artifact {
     }
 }
 
-/// Writes `bytes` to `path` through a uniquely named temporary file in the same folder and a
-/// rename, so concurrent writers and readers never see a partial file.
+/// Writes `bytes` to `path` atomically ([`crate::atomic_file`]), so concurrent writers and
+/// readers never see a partial file.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let temp = dir.join(temp_name(path));
-    let result = (|| {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_data()?;
-        std::fs::rename(&temp, path)
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        Error::io(path, e)
-    })
-}
-
-/// Temporary files start with this; the cache sweeps stale ones.
-pub(crate) const TEMP_PREFIX: &str = ".tmp-";
-
-fn temp_name(path: &Path) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    format!("{TEMP_PREFIX}{}-{n}-{nanos}-{name}", std::process::id())
+    crate::atomic_file::write_with(path, |w| w.write_all(bytes)).map_err(|e| Error::io(path, e))
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -596,6 +569,113 @@ impl CacheKey {
     }
 }
 
+/// The environment variables a plugin reads when it compiles, so part of every cache key:
+/// `XLA_FLAGS` (XLA's `DebugOptions`, parsed from the environment by every XLA-based plugin:
+/// optimization passes, CPU ISA limits, fast-math, autotuning) and `NEURON_CC_FLAGS` (the
+/// AWS Neuron plugin's compiler flags). Not included: `TF_CPP_*` (logging only),
+/// `TF_XLA_FLAGS` (read by TensorFlow's own XLA bridge, not by a PJRT plugin), and device
+/// selection such as `CUDA_VISIBLE_DEVICES` (the key holds the client's devices instead).
+///
+/// ```
+/// assert!(pjrt_formats::artifact::COMPILE_ENVIRONMENT.contains(&"XLA_FLAGS"));
+/// ```
+pub const COMPILE_ENVIRONMENT: &[&str] = &["XLA_FLAGS", "NEURON_CC_FLAGS"];
+
+/// Adds each of [`COMPILE_ENVIRONMENT`] to a key: its name, and whether and how it is set.
+fn compile_environment(field: &mut impl FnMut(&[u8])) {
+    for name in COMPILE_ENVIRONMENT {
+        field(name.as_bytes());
+        match std::env::var_os(name) {
+            Some(value) => {
+                field(b"set");
+                field(value.as_encoded_bytes());
+            }
+            None => field(b"unset"),
+        }
+    }
+}
+
+/// The plugin library's SHA-256, hashed once per change of the file
+/// ([`pjrt_client::locate::remembered_sha256`]).
+fn plugin_file_digest(path: &Path) -> Result<String> {
+    Ok(pjrt_client::locate::remembered_sha256(path)?)
+}
+
+/// This host's CPU as a CPU plugin compiles for it: the model and feature flags the kernel
+/// reports for the first processor (`/proc/cpuinfo`), else the architecture and the features
+/// the standard library detects. Read once per process.
+///
+/// ```
+/// let cpu = pjrt_formats::artifact::host_cpu();
+/// assert!(cpu.contains(std::env::consts::ARCH));
+/// ```
+pub fn host_cpu() -> &'static str {
+    static HOST_CPU: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST_CPU.get_or_init(|| {
+        // x86 and arm64 name the model and features under these keys.
+        const KEYS: &[&str] = &[
+            "vendor_id",
+            "cpu family",
+            "model",
+            "model name",
+            "flags",
+            "CPU implementer",
+            "CPU architecture",
+            "CPU variant",
+            "CPU part",
+            "Features",
+        ];
+        let mut out = format!("arch {}", std::env::consts::ARCH);
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        // The first processor's block ends at the first blank line.
+        for line in cpuinfo.lines().take_while(|l| !l.trim().is_empty()) {
+            if let Some((key, value)) = line.split_once(':') {
+                if KEYS.contains(&key.trim()) {
+                    out.push_str(&format!("\n{}: {}", key.trim(), value.trim()));
+                }
+            }
+        }
+        if !out.contains('\n') {
+            out.push_str(&detected_features());
+        }
+        out
+    })
+}
+
+/// The CPU features the standard library detects, where `/proc/cpuinfo` is not there.
+fn detected_features() -> String {
+    #[allow(unused_mut)]
+    let mut features: Vec<&str> = Vec::new();
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        macro_rules! detect {
+            ($($f:tt),*) => { $(if std::arch::is_x86_feature_detected!($f) { features.push($f); })* };
+        }
+        detect!(
+            "sse4.2",
+            "avx",
+            "avx2",
+            "fma",
+            "f16c",
+            "bmi2",
+            "avx512f",
+            "avx512bw",
+            "avx512vl",
+            "avx512dq",
+            "avx512vnni",
+            "avx512bf16"
+        );
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        macro_rules! detect {
+            ($($f:tt),*) => { $(if std::arch::is_aarch64_feature_detected!($f) { features.push($f); })* };
+        }
+        detect!("neon", "fp16", "dotprod", "i8mm", "bf16", "sve", "sve2");
+    }
+    format!("\nfeatures: {}", features.join(" "))
+}
+
 /// The compile-cache key of `program` compiled with `options` for a GPU target without its
 /// devices: the plugin build (as [`cache_key`]), the target's description
 /// ([`GpuTarget::fingerprint`]), the GPU topology, the program, the options, and the CUDA data
@@ -613,7 +693,7 @@ pub fn gpu_target_key(
         hash.update((bytes.len() as u64).to_le_bytes());
         hash.update(bytes);
     };
-    field(b"pjrt-client compile cache v1: GPU target");
+    field(b"pjrt-client compile cache v2: GPU target");
     let id = PluginIdentity::of_topology(plugin, topology)?;
     field(id.platform_name.as_bytes());
     field(id.platform_version.as_bytes());
@@ -621,10 +701,8 @@ pub fn gpu_target_key(
     field(&id.api_version.major.to_le_bytes());
     field(&id.api_version.minor.to_le_bytes());
     field(id.stablehlo_version.map(|v| format!("{v}")).unwrap_or_default().as_bytes());
-    let library = std::fs::metadata(plugin.path()).ok();
-    field(&library.as_ref().map(|m| m.len()).unwrap_or_default().to_le_bytes());
-    let modified = library.and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-    field(&modified.map(|d| d.as_nanos()).unwrap_or_default().to_le_bytes());
+    field(plugin_file_digest(plugin.path())?.as_bytes());
+    compile_environment(&mut field);
     field(&target.fingerprint());
     field(shape.to_string().as_bytes());
     field(topology.cuda_data_dir().map(|d| d.display().to_string()).unwrap_or_default().as_bytes());
@@ -642,7 +720,7 @@ pub fn cache_key(client: &Client, program: &Program, options: &CompileOptions) -
         hash.update((bytes.len() as u64).to_le_bytes());
         hash.update(bytes);
     };
-    field(b"pjrt-client compile cache v1");
+    field(b"pjrt-client compile cache v2");
     let id = PluginIdentity::of_client(client);
     field(id.platform_name.as_bytes());
     field(id.platform_version.as_bytes());
@@ -650,12 +728,13 @@ pub fn cache_key(client: &Client, program: &Program, options: &CompileOptions) -
     field(&id.api_version.major.to_le_bytes());
     field(&id.api_version.minor.to_le_bytes());
     field(id.stablehlo_version.map(|v| format!("{v}")).unwrap_or_default().as_bytes());
-    // Two builds of a plugin can report the same versions; the library file's size and
-    // modification time tell them apart (a reinstall only costs one miss).
-    let library = std::fs::metadata(client.plugin().path()).ok();
-    field(&library.as_ref().map(|m| m.len()).unwrap_or_default().to_le_bytes());
-    let modified = library.and_then(|m| m.modified().ok()).and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok());
-    field(&modified.map(|d| d.as_nanos()).unwrap_or_default().to_le_bytes());
+    // Two builds of a plugin can report the same versions; the library's content tells them apart.
+    field(plugin_file_digest(client.plugin().path())?.as_bytes());
+    compile_environment(&mut field);
+    // A CPU plugin compiles for this host's CPU: code using its features must not load on another.
+    if id.platform_name.eq_ignore_ascii_case("cpu") {
+        field(host_cpu().as_bytes());
+    }
     field(program.format().as_pjrt_str().as_bytes());
     field(program.code());
     field(&options.to_bytes()?);

@@ -20,8 +20,12 @@
 //!
 //! Entries are keyed by a SHA-256 of everything that changes the compiled result: the plugin
 //! build ([`crate::artifact::PluginIdentity`]: platform name and version, `xla_version`, PJRT API and StableHLO
-//! versions), the program's format and bytes, the serialized compile options, and the client's
-//! devices (count, ids and kinds); for a GPU target compiled without its devices
+//! versions), the plugin library's SHA-256 (hashed once per change of the file and remembered
+//! beside it: [`pjrt_client::locate::remembered_sha256`]), the environment the plugin compiles
+//! under ([`crate::artifact::COMPILE_ENVIRONMENT`]: `XLA_FLAGS`, ...), for a CPU plugin this
+//! host's CPU model and features ([`crate::artifact::host_cpu`]: code compiled for one CPU never
+//! loads on another), the program's format and bytes, the serialized compile options, and the
+//! client's devices (count, ids and kinds); for a GPU target compiled without its devices
 //! ([`CompileCache::compile_for_gpu_target`]), the target's description and topology instead of
 //! the devices ([`gpu_target_key`]). Each entry is an [`Artifact`] file (one format, one reader),
 //! written atomically (a temporary file in the same folder, then a rename). A corrupt, truncated
@@ -321,7 +325,7 @@ impl CompileCache {
         const STALE: Duration = Duration::from_secs(3600);
         let Ok(read) = std::fs::read_dir(&self.dir) else { return };
         for entry in read.flatten() {
-            let is_temp = entry.file_name().to_string_lossy().starts_with(artifact::TEMP_PREFIX);
+            let is_temp = entry.file_name().to_string_lossy().starts_with(crate::atomic_file::TEMP_PREFIX);
             let old = entry
                 .metadata()
                 .ok()
@@ -361,7 +365,7 @@ impl CompileCache {
             let path = entry.path();
             let name = entry.file_name();
             let is_entry = is_entry_name(&path);
-            let is_temp = name.to_string_lossy().starts_with(artifact::TEMP_PREFIX);
+            let is_temp = name.to_string_lossy().starts_with(crate::atomic_file::TEMP_PREFIX);
             if (is_entry || is_temp) && entry.metadata().is_ok_and(|m| m.is_file()) {
                 match std::fs::remove_file(&path) {
                     Ok(()) => removed += is_entry as usize,
@@ -376,7 +380,7 @@ impl CompileCache {
 
 /// `<hex key>.pjrtx`, not a temporary file (those end like the entry they become).
 fn is_entry_name(path: &Path) -> bool {
-    let temp = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(artifact::TEMP_PREFIX));
+    let temp = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with(crate::atomic_file::TEMP_PREFIX));
     !temp && path.extension().and_then(|e| e.to_str()) == Some(ENTRY_EXTENSION)
 }
 

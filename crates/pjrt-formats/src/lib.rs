@@ -9,6 +9,7 @@
 //! | [`jax_export`] | models serialized by `jax.export` |
 //! | [`artifact`] | ahead-of-time compiled executables, with the plugin that made them |
 //! | [`compile_cache`] | a persistent compile cache of such artifacts |
+//! | [`atomic_file`] | files written whole or not at all (temporary file and rename) |
 //!
 //! Uploads and downloads are methods the extension traits [`ClientExt`] and [`BufferExt`] add
 //! to the client's types (import them, the way `wgpu::util::DeviceExt` adds to `Device`):
@@ -33,6 +34,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod artifact;
+pub mod atomic_file;
 pub mod compile_cache;
 mod error;
 pub mod jax_export;

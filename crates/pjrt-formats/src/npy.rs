@@ -553,15 +553,44 @@ impl NpyArray {
         Ok(header.into_array(bytes))
     }
 
-    /// Writes this array to a `.npy` file (created or truncated). Checks the
-    /// fields first (see [`NpyArray::validate`]), so a file is never written
-    /// with data that does not match its header.
+    /// Writes this array to a `.npy` file, atomically: to a temporary file in the same folder,
+    /// renamed over `path` once complete ([`crate::atomic_file`]). Checks the fields first
+    /// (see [`NpyArray::validate`]), so a file is never written with data that does not match
+    /// its header, and a failed write leaves any previous file whole.
     pub fn write(&self, path: &Path) -> Result<(), NpyError> {
         self.validate()?;
+        crate::atomic_file::write_with(path, |writer| self.write_to(writer))
+            .map_err(|source| NpyError::Io { path: path.to_path_buf(), source })
+    }
+
+    /// Stages this array for an all-or-nothing write of several files: the data is written to
+    /// a temporary file beside `path`, which becomes `path` only on
+    /// [`StagedFile::commit`](crate::atomic_file::StagedFile::commit) (dropped uncommitted, it
+    /// is removed). Checks the fields first, as [`NpyArray::write`] does.
+    ///
+    /// ```
+    /// use pjrt_formats::npy::NpyArray;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let dir = std::env::temp_dir().join(format!("npy-stage-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let a = NpyArray::from_elements(vec![2], &[1f32, 2.])?;
+    /// let staged = vec![a.stage(&dir.join("a.npy"))?, a.stage(&dir.join("b.npy"))?];
+    /// assert!(!dir.join("a.npy").exists(), "nothing appears before every file is staged");
+    /// for file in staged {
+    ///     file.commit()?;
+    /// }
+    /// assert_eq!(NpyArray::read(&dir.join("b.npy"))?, a);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn stage(&self, path: &Path) -> Result<crate::atomic_file::StagedFile, NpyError> {
+        self.validate()?;
         let io_err = |source| NpyError::Io { path: path.to_path_buf(), source };
-        let file = std::fs::File::create(path).map_err(io_err)?;
-        // `write_to` flushes, so write errors are reported rather than lost on drop.
-        self.write_to(std::io::BufWriter::new(file)).map_err(io_err)
+        let mut staged = crate::atomic_file::StagedFile::create(path).map_err(io_err)?;
+        self.write_to(staged.writer()).map_err(io_err)?;
+        staged.close().map_err(io_err)?;
+        Ok(staged)
     }
 }
 

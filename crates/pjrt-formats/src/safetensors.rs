@@ -936,9 +936,26 @@ impl<'de> Visitor<'de> for U64List<'_> {
     }
 }
 
-/// The header bytes (length field, JSON, space padding to a multiple of 8) for these tensors,
-/// laid out back to back in the order given.
-fn header_bytes(tensors: &[(&str, TensorView<'_>)], metadata: &[(&str, &str)]) -> Result<Vec<u8>, SafetensorsError> {
+/// Where a writer's data section starts: a multiple of this many bytes from the file's start
+/// (so a page-aligned mapping gives the first tensor the 64-byte alignment zero-copy uploads
+/// want; the reference writer pads to 8).
+pub const DATA_ALIGNMENT: usize = 64;
+
+/// The order a writer stores `tensors` in: widest element type first (stable, so tensors of
+/// one width keep the order given), packed sub-byte types last. The format requires the data
+/// to be contiguous (readers, ours and the reference one, refuse gaps), so alignment comes
+/// from the order: every tensor then starts at a multiple of its own element size, the first
+/// at [`DATA_ALIGNMENT`]. This is the reference writer's rule too.
+fn storage_order<'t, 'a>(tensors: &'t [(&'t str, TensorView<'a>)]) -> Vec<&'t (&'t str, TensorView<'a>)> {
+    let mut ordered: Vec<_> = tensors.iter().collect();
+    // Bits per element; unknown widths sort last, where they cannot misalign anything else.
+    ordered.sort_by_key(|(_, view)| std::cmp::Reverse(view.dtype.bits().unwrap_or(0)));
+    ordered
+}
+
+/// The header bytes (length field, JSON, space padding so that the data starts at a multiple
+/// of [`DATA_ALIGNMENT`]) for these tensors, laid out in [`storage_order`].
+fn header_bytes(tensors: &[&(&str, TensorView<'_>)], metadata: &[(&str, &str)]) -> Result<Vec<u8>, SafetensorsError> {
     let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| String::from("\"\""));
     let mut json = String::from("{");
     if !metadata.is_empty() {
@@ -956,7 +973,7 @@ fn header_bytes(tensors: &[(&str, TensorView<'_>)], metadata: &[(&str, &str)]) -
     }
     let mut names = HashSet::new();
     let mut offset = 0u64;
-    for (name, view) in tensors {
+    for (name, view) in tensors.iter().copied() {
         if *name == METADATA_KEY {
             return Err(SafetensorsError::bad(format!("a tensor cannot be named {METADATA_KEY}")));
         }
@@ -979,8 +996,8 @@ fn header_bytes(tensors: &[(&str, TensorView<'_>)], metadata: &[(&str, &str)]) -
         offset = end;
     }
     json.push('}');
-    // The data starts 8-byte aligned, as the reference writer does it.
-    while json.len() % 8 != 0 {
+    // The 8-byte length field comes first: pad so that it and the JSON fill whole blocks.
+    while (8 + json.len()) % DATA_ALIGNMENT != 0 {
         json.push(' ');
     }
     let mut out = Vec::with_capacity(8 + json.len());
@@ -989,33 +1006,99 @@ fn header_bytes(tensors: &[(&str, TensorView<'_>)], metadata: &[(&str, &str)]) -
     Ok(out)
 }
 
-/// A whole safetensors file in memory: the tensors back to back in the order given.
+/// A whole safetensors file in memory, laid out as [`write()`] lays it out.
+///
+/// ```
+/// use pjrt_client::ElementType;
+/// use pjrt_formats::safetensors::{to_bytes, SafeTensors, TensorView, DATA_ALIGNMENT};
+///
+/// # fn main() -> Result<(), pjrt_formats::safetensors::SafetensorsError> {
+/// let odd = [1u8, 2, 3];
+/// let wide = 1.5f64.to_le_bytes();
+/// let bytes = to_bytes(&[("odd", TensorView::new(ElementType::U8, &[3], &odd)?),
+///                        ("wide", TensorView::new(ElementType::F64, &[1], &wide)?)], &[])?;
+/// let file = SafeTensors::from_bytes(bytes)?;
+/// // The f64 is stored first, so it is 8-byte aligned even after an odd-length u8 tensor.
+/// assert_eq!(file.names().collect::<Vec<_>>(), ["wide", "odd"]);
+/// let empty = to_bytes(&[], &[])?;
+/// let header_len = u64::from_le_bytes(empty[..8].try_into().unwrap()) as usize;
+/// assert_eq!((8 + header_len) % DATA_ALIGNMENT, 0);
+/// # Ok(()) }
+/// ```
 pub fn to_bytes(tensors: &[(&str, TensorView<'_>)], metadata: &[(&str, &str)]) -> Result<Vec<u8>, SafetensorsError> {
-    let mut out = header_bytes(tensors, metadata)?;
-    for (_, view) in tensors {
+    let ordered = storage_order(tensors);
+    let mut out = header_bytes(&ordered, metadata)?;
+    for (_, view) in ordered {
         out.extend_from_slice(view.bytes);
     }
     Ok(out)
 }
 
-/// Writes a safetensors file (created or truncated): the tensors back to back in the order
-/// given (which is the order [`SafeTensors::names`] gives back), then `metadata` as
-/// `__metadata__` (omitted when empty). Names must be unique.
+/// Writes a safetensors file, atomically: to a temporary file in the same folder, renamed over
+/// `path` once complete ([`crate::atomic_file`]), so a reader or a crash never sees half a file.
+///
+/// Alignment: the data section starts at a multiple of [`DATA_ALIGNMENT`] bytes and the
+/// tensors are stored widest element type first (tensors of one width in the order given;
+/// that is the order [`SafeTensors::names`] gives back), so each starts at a multiple of its
+/// element size. The format allows no gaps between tensors, so this is the most it can give.
+/// `metadata` is stored as `__metadata__` (omitted when empty). Names must be unique.
+///
+/// ```
+/// use pjrt_client::ElementType;
+/// use pjrt_formats::safetensors::{write, SafeTensors, TensorView};
+///
+/// # fn main() -> Result<(), pjrt_formats::safetensors::SafetensorsError> {
+/// let path = std::env::temp_dir().join(format!("st-write-doc-{}.safetensors", std::process::id()));
+/// let x = [0u8, 0, 128, 63]; // 1.0f32
+/// write(&path, &[("x", TensorView::new(ElementType::F32, &[1], &x)?)], &[("producer", "doc")])?;
+/// assert_eq!(SafeTensors::open(&path)?.tensor("x")?.to_vec::<f32>()?, [1.0]);
+/// # std::fs::remove_file(&path).unwrap();
+/// # Ok(()) }
+/// ```
 pub fn write(
     path: impl AsRef<Path>,
     tensors: &[(&str, TensorView<'_>)],
     metadata: &[(&str, &str)],
 ) -> Result<(), SafetensorsError> {
     let path = path.as_ref();
-    let header = header_bytes(tensors, metadata)?;
+    stage(path, tensors, metadata)?.commit().map_err(|source| SafetensorsError::Io { path: path.to_path_buf(), source })
+}
+
+/// Stages a safetensors file for an all-or-nothing write of several files: laid out as
+/// [`write()`] lays it out, in a temporary file beside `path` that becomes `path` only on
+/// [`StagedFile::commit`](crate::atomic_file::StagedFile::commit) (dropped uncommitted, it is
+/// removed).
+///
+/// ```
+/// use pjrt_client::ElementType;
+/// use pjrt_formats::safetensors::{stage, SafeTensors, TensorView};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let path = std::env::temp_dir().join(format!("st-stage-doc-{}.safetensors", std::process::id()));
+/// let staged = stage(&path, &[("x", TensorView::new(ElementType::U8, &[2], &[1, 2])?)], &[])?;
+/// assert!(!path.exists());
+/// staged.commit()?;
+/// assert_eq!(SafeTensors::open(&path)?.tensor("x")?.bytes(), [1, 2]);
+/// # std::fs::remove_file(&path)?;
+/// # Ok(()) }
+/// ```
+pub fn stage(
+    path: impl AsRef<Path>,
+    tensors: &[(&str, TensorView<'_>)],
+    metadata: &[(&str, &str)],
+) -> Result<crate::atomic_file::StagedFile, SafetensorsError> {
+    let path = path.as_ref();
+    let ordered = storage_order(tensors);
+    let header = header_bytes(&ordered, metadata)?;
     let io_err = |source| SafetensorsError::Io { path: path.to_path_buf(), source };
-    let file = std::fs::File::create(path).map_err(io_err)?;
-    let mut writer = std::io::BufWriter::new(file);
+    let mut staged = crate::atomic_file::StagedFile::create(path).map_err(io_err)?;
+    let writer = staged.writer();
     writer.write_all(&header).map_err(io_err)?;
-    for (_, view) in tensors {
+    for (_, view) in ordered {
         writer.write_all(view.bytes).map_err(io_err)?;
     }
-    writer.flush().map_err(io_err)
+    staged.close().map_err(io_err)?;
+    Ok(staged)
 }
 
 /// Where [`crate::ClientExt::upload_safetensors`] stands, reported after each tensor.
@@ -1077,6 +1160,34 @@ mod tests {
     }
 
     #[test]
+    fn every_tensor_starts_aligned_to_its_element_size() {
+        let odd = [7u8; 3];
+        let f4 = [0x21u8];
+        let (h, f, d, c) = ([0u8; 2], [0u8; 4 * 3], [0u8; 8], [0u8; 16]);
+        let tensors = [
+            ("odd", TensorView::new(ElementType::U8, &[3], &odd).unwrap()),
+            ("f4", TensorView::new(ElementType::F4E2M1FN, &[2], &f4).unwrap()),
+            ("half", TensorView::new(ElementType::F16, &[1], &h).unwrap()),
+            ("f32", TensorView::new(ElementType::F32, &[3], &f).unwrap()),
+            ("f64", TensorView::new(ElementType::F64, &[1], &d).unwrap()),
+            ("s64", TensorView::new(ElementType::S64, &[2], &c).unwrap()),
+        ];
+        let bytes = to_bytes(&tensors, &[]).unwrap();
+        let data_start = 8 + u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        assert_eq!(data_start % DATA_ALIGNMENT, 0);
+        let st = SafeTensors::from_bytes(bytes.clone()).unwrap();
+        assert_eq!(st.names().collect::<Vec<_>>(), ["f64", "s64", "f32", "half", "odd", "f4"]);
+        for (name, view) in st.tensors() {
+            let offset = view.bytes().as_ptr() as usize - st.storage.bytes().as_ptr() as usize - data_start;
+            let size = view.dtype().bits().unwrap().div_ceil(8);
+            assert_eq!(offset % size, 0, "{name} at {offset}");
+        }
+        // The bytes are the ones given, each under its own name.
+        assert_eq!(st.tensor("odd").unwrap().bytes(), odd);
+        assert_eq!(st.tensor("f4").unwrap().bytes(), f4);
+    }
+
+    #[test]
     fn round_trip_in_memory() {
         let a: Vec<u8> = [1f32, 2., 3., 4., 5., 6.].iter().flat_map(|v| v.to_le_bytes()).collect();
         let b = [1u8, 0, 1];
@@ -1086,9 +1197,10 @@ mod tests {
             ("empty", TensorView::new(ElementType::S64, &[0, 4], &[]).unwrap()),
         ];
         let bytes = to_bytes(&tensors, &[("format", "np")]).unwrap();
-        assert_eq!((8 + u64::from_le_bytes(bytes[..8].try_into().unwrap())) % 8, 0);
+        assert_eq!((8 + u64::from_le_bytes(bytes[..8].try_into().unwrap())) % 64, 0);
         let st = SafeTensors::from_bytes(bytes).unwrap();
-        assert_eq!(st.names().collect::<Vec<_>>(), ["a", "b\"odd name", "empty"]);
+        // Widest first: the (empty) s64, the f32, then the bool.
+        assert_eq!(st.names().collect::<Vec<_>>(), ["empty", "a", "b\"odd name"]);
         assert_eq!(st.tensor("a").unwrap().to_vec::<f32>().unwrap(), [1., 2., 3., 4., 5., 6.]);
         assert_eq!(st.tensor("b\"odd name").unwrap().to_vec::<bool>().unwrap(), [true, false, true]);
         assert_eq!(st.tensor("empty").unwrap().shape(), [0, 4]);
@@ -1096,7 +1208,7 @@ mod tests {
         assert_eq!(st.data_bytes(), 27);
         match st.tensor("c") {
             Err(e @ SafetensorsError::NotFound { .. }) => {
-                assert!(e.to_string().contains("'a', 'b\"odd name', 'empty'"))
+                assert!(e.to_string().contains("'empty', 'a', 'b\"odd name'"), "{e}")
             }
             other => panic!("{other:?}"),
         }

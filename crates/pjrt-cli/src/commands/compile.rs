@@ -61,7 +61,9 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
         None => {
             let client = cpu_aware_client(plugin, devices)?;
             let options = build_options(client.platform_name(), replicas, partitions, counts.uses_shardy, &args.xla)?;
-            let executable = client.compile(&program, &options)?;
+            let executable = client
+                .compile(&program, &options)
+                .map_err(|e| crate::compiling::name_program_file(e.into(), &args.program))?;
             Artifact::from_loaded(&client, &executable, &program, &options).map_err(|e| cannot_serialize(plugin, e))?
         }
         Some(name) => compile_for_topology(plugin, name, &program, replicas, partitions, devices, counts, args)?,

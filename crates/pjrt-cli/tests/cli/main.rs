@@ -17,4 +17,5 @@ mod jax_export_cli;
 mod multi_device_cli;
 mod safetensors_cli;
 mod sub_byte_cli;
+mod trust_cli;
 mod ui_cli;

@@ -521,6 +521,37 @@ fn verify_hash(name: &str, sha256: &str, path: PathBuf) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// SHA-256 of a file (lowercase hex), hashed once per change of the file: the digest is
+/// remembered beside it with the file's size, modification time and inode (the marker
+/// [`verified_cached`] keeps for cached plugins, in the same form), so later calls read only
+/// the metadata. A folder that cannot be written only costs hashing again next time.
+///
+/// ```
+/// # fn main() -> pjrt_client::Result<()> {
+/// let plugin = pjrt_client::locate::resolve_or_install(None, |_| ())?;
+/// let digest = pjrt_client::locate::remembered_sha256(&plugin.path)?;
+/// assert_eq!(digest, pjrt_client::locate::sha256_file(&plugin.path)?);
+/// assert_eq!(digest, pjrt_client::locate::remembered_sha256(&plugin.path)?, "the second call reads the marker");
+/// # Ok(()) }
+/// ```
+pub fn remembered_sha256(path: &Path) -> Result<String> {
+    let stamp = file_stamp(path)?;
+    let marker = marker_path(path);
+    if let Ok(recorded) = std::fs::read_to_string(&marker) {
+        if let Some((digest, rest)) = recorded.split_once(' ') {
+            if rest == stamp && digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Ok(digest.to_string());
+            }
+        }
+    }
+    let digest = sha256_file(path)?;
+    // Only a file unchanged while it was hashed is remembered.
+    if file_stamp(path)? == stamp {
+        let _ = std::fs::write(&marker, format!("{digest} {stamp}"));
+    }
+    Ok(digest)
+}
+
 /// SHA-256 of a file, as lowercase hex.
 pub fn sha256_file(path: &Path) -> Result<String> {
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
@@ -937,6 +968,26 @@ mod tests {
         std::fs::write(&path, b"tampered plugin").unwrap();
         let e = verify_file(&known, path.clone()).unwrap_err().to_string();
         assert!(e.contains("changed since it was verified"), "{e}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_remembered_hash_is_read_back_until_the_file_changes() {
+        let dir = std::env::temp_dir().join(format!("pjrt-remember-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("libplugin.so");
+        std::fs::write(&path, b"build one").unwrap();
+        let first = remembered_sha256(&path).unwrap();
+        assert_eq!(first, sha256_file(&path).unwrap());
+        // The marker is what a second call trusts while size, mtime and inode are unchanged.
+        let stamp = file_stamp(&path).unwrap();
+        let pretend = "ab".repeat(32);
+        std::fs::write(marker_path(&path), format!("{pretend} {stamp}")).unwrap();
+        assert_eq!(remembered_sha256(&path).unwrap(), pretend, "not hashed again");
+        std::fs::write(&path, b"build two, longer").unwrap();
+        let second = remembered_sha256(&path).unwrap();
+        assert_eq!(second, sha256_file(&path).unwrap(), "a changed file is hashed again");
+        assert_ne!(second, first);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

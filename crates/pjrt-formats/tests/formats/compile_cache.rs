@@ -2,6 +2,7 @@
 //! results as compiling, keys follow the inputs, bad entries are misses, eviction keeps the
 //! newest, concurrent writers never corrupt an entry, artifacts refuse another plugin.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -357,4 +358,38 @@ fn a_plugin_that_cannot_serialize_compiles_without_caching() {
     assert_eq!(outcomes, [CacheOutcome::Miss, CacheOutcome::Hit]);
     assert_eq!(cache.info().unwrap().entries, 1);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_rebuilt_plugin_file_is_a_miss_and_a_copy_of_the_same_file_a_hit() {
+    // Three copies of the fake plugin report the same versions; the key holds the file's content.
+    let program = Program::mlir_text(support::ADD_F32).unwrap();
+    let options = CompileOptions::new();
+    let (first, same, rebuilt) =
+        (fake_support::Fake::new("working"), fake_support::Fake::new("working"), fake_support::Fake::new("working"));
+    // A rebuild with the same version strings: other bytes (appended, so the loaded code is untouched).
+    std::fs::OpenOptions::new().append(true).open(&rebuilt.path).unwrap().write_all(b"rebuilt").unwrap();
+    let key = |fake: &fake_support::Fake| {
+        let client = Client::new(&fake.plugin(), &pjrt_client::ClientOptions::new()).unwrap();
+        (cache_key(&client, &program, &options).unwrap(), client)
+    };
+    let ((k_first, c_first), (k_same, c_same), (k_rebuilt, c_rebuilt)) = (key(&first), key(&same), key(&rebuilt));
+    assert_eq!(k_first, k_same, "another path with the same bytes is the same plugin");
+    assert_ne!(k_first, k_rebuilt, "other bytes are another plugin");
+    let dir = temp_dir("rebuilt-plugin");
+    let cache = CompileCache::open(&dir).unwrap();
+    let outcome = |client: &Client| cache.compile(client, &program, &options).unwrap().outcome;
+    assert_eq!(outcome(&c_first), CacheOutcome::Miss);
+    assert_eq!(outcome(&c_same), CacheOutcome::Hit);
+    assert_eq!(outcome(&c_rebuilt), CacheOutcome::Miss);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_key_names_this_hosts_cpu_and_the_compile_environment() {
+    let cpu = artifact::host_cpu();
+    if std::path::Path::new("/proc/cpuinfo").is_file() && cfg!(target_arch = "x86_64") {
+        assert!(cpu.contains("model name") && cpu.contains("flags"), "{cpu}");
+    }
+    assert_eq!(artifact::COMPILE_ENVIRONMENT, ["XLA_FLAGS", "NEURON_CC_FLAGS"]);
 }

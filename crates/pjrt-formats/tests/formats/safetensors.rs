@@ -92,14 +92,18 @@ fn our_writer_round_trips_every_dtype_and_python_layout() {
     let path = dir.join("ours.safetensors");
     safetensors::write(&path, &tensors, &[("who", "pjrt-client"), ("quote\"d", "é")]).unwrap();
     let back = SafeTensors::open(&path).unwrap();
-    assert_eq!(back.names().collect::<Vec<_>>(), tensors.iter().map(|(n, _)| *n).collect::<Vec<_>>());
+    // Stored widest element type first (so each tensor is aligned to its element size); tensors
+    // of one width keep the order given.
+    let mut stored = tensors.clone();
+    stored.sort_by_key(|(_, v)| std::cmp::Reverse(v.dtype().bits().unwrap_or(0)));
+    assert_eq!(back.names().collect::<Vec<_>>(), stored.iter().map(|(n, _)| *n).collect::<Vec<_>>());
     for (name, view) in &tensors {
         assert_eq!(back.tensor(name).unwrap(), *view, "{name}");
     }
     assert_eq!(back.metadata().get("quote\"d").map(String::as_str), Some("é"));
-    // Our header is 8-byte aligned, like the reference writer's.
+    // The data starts 64-byte aligned (the reference writer: 8).
     let bytes = std::fs::read(&path).unwrap();
-    assert_eq!(u64::from_le_bytes(bytes[..8].try_into().unwrap()) % 8, 0);
+    assert_eq!((8 + u64::from_le_bytes(bytes[..8].try_into().unwrap())) % 64, 0);
 
     // From .npy arrays: ml_dtypes bf16 (V2) is stored as BF16; npy again on the way out.
     let w = NpyArray::from_elements(vec![2, 2], &[1f32, -2., 3., 4.5]).unwrap();
@@ -348,5 +352,80 @@ fn packed_f4_tensors_upload_as_their_values() {
         let want: Vec<f32> = F4_CODES.iter().map(|(_, v)| *v).collect();
         assert_eq!(out[0].to_vec::<f32>().unwrap(), want, "{name}");
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `python3` with `safetensors` and `numpy` importable: installed once (with pip, from the
+/// package index, as the plugin installs of the other tests are) into a folder of this build's
+/// target directory, handed to Python through `PYTHONPATH`.
+fn python_with_safetensors() -> std::process::Command {
+    static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let site = INSTALLED.get_or_init(|| {
+        let site = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("python-safetensors-0.8.0");
+        if !site.join("safetensors").is_dir() {
+            // Installed beside, then renamed: a half-finished install is never taken for one.
+            let partial = site.with_extension(format!("partial-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&partial);
+            let out = std::process::Command::new("python3")
+                .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--target"])
+                .arg(&partial)
+                .args(["safetensors==0.8.0", "numpy"])
+                .output()
+                .expect("running python3 -m pip (this test needs python3 with pip and the package index)");
+            assert!(out.status.success(), "pip install safetensors numpy: {}", String::from_utf8_lossy(&out.stderr));
+            if std::fs::rename(&partial, &site).is_err() {
+                // Another test process finished first.
+                let _ = std::fs::remove_dir_all(&partial);
+            }
+        }
+        site
+    });
+    let mut command = std::process::Command::new("python3");
+    command.env("PYTHONPATH", site);
+    command
+}
+
+#[test]
+fn python_safetensors_reads_our_files_back() {
+    let dir = temp_dir("python-reads");
+    let odd = [1u8, 2, 3];
+    let flags = [1u8, 0, 1];
+    let f64s: Vec<u8> = [4e-323f64, -2.5].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let f32s: Vec<u8> = [1.5f32, 2., -3.].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let i16s: Vec<u8> = [-7i16].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let f16s: Vec<u8> = [f16::from_f32(0.5), f16::from_f32(-1.)].iter().flat_map(|v| v.to_le_bytes()).collect();
+    let i64s: Vec<u8> = [i64::MIN, 42].iter().flat_map(|v| v.to_le_bytes()).collect();
+    // Odd lengths first, in the order a careless writer would misalign everything after them.
+    let tensors = [
+        ("odd", TensorView::new(ElementType::U8, &[3], &odd).unwrap()),
+        ("flags", TensorView::new(ElementType::PRED, &[3], &flags).unwrap()),
+        ("f16", TensorView::new(ElementType::F16, &[2], &f16s).unwrap()),
+        ("i16", TensorView::new(ElementType::S16, &[1, 1], &i16s).unwrap()),
+        ("f32", TensorView::new(ElementType::F32, &[3], &f32s).unwrap()),
+        ("f64", TensorView::new(ElementType::F64, &[2], &f64s).unwrap()),
+        ("i64", TensorView::new(ElementType::S64, &[2, 1], &i64s).unwrap()),
+    ];
+    let path = dir.join("ours.safetensors");
+    safetensors::write(&path, &tensors, &[("producer", "pjrt-formats test")]).unwrap();
+    let expected = serde_json::json!({
+        "odd": {"dtype": "uint8", "shape": [3], "values": [1, 2, 3]},
+        "flags": {"dtype": "bool", "shape": [3], "values": [true, false, true]},
+        "f16": {"dtype": "float16", "shape": [2], "values": [0.5, -1.0]},
+        "i16": {"dtype": "int16", "shape": [1, 1], "values": [-7]},
+        "f32": {"dtype": "float32", "shape": [3], "values": [1.5, 2.0, -3.0]},
+        "f64": {"dtype": "float64", "shape": [2], "values": [4e-323, -2.5]},
+        "i64": {"dtype": "int64", "shape": [2, 1], "values": [i64::MIN, 42]},
+    });
+    let expected_path = dir.join("expected.json");
+    std::fs::write(&expected_path, expected.to_string()).unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tools/check_safetensors_read_back.py");
+    let out = python_with_safetensors().arg(script).arg(&path).arg(&expected_path).output().unwrap();
+    assert!(
+        out.status.success(),
+        "Python's safetensors refused our file: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok 7 tensors");
     std::fs::remove_dir_all(&dir).unwrap();
 }

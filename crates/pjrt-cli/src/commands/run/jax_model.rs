@@ -12,7 +12,7 @@ use pjrt_formats::Error;
 use serde_json::json;
 
 use super::inputs::gather_inputs;
-use super::outputs::{output_dtypes, preview};
+use super::outputs::{check_writable, commit_all, output_dtypes, output_files, preview};
 use crate::cli::{OutputFormat, RunArgs};
 use crate::plugins::{cpu_aware_client, resolve_plugin};
 use crate::ui::invalid;
@@ -87,15 +87,17 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     let exe = client.compile(&model.program()?, &options)?;
     // Outputs are written as .npy: refuse any that cannot be before running.
     let stored = output_dtypes(OutputFormat::Npy, exe.output_shapes())?;
+    let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    check_writable(&output_files(OutputFormat::Npy, &out_dir, stored.len()))?;
     let (input_shardings, output_shardings) = model.device_shardings()?;
     let outputs = exe.run_sharded(&arguments, &input_shardings, &output_shardings)?;
-    let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    std::fs::create_dir_all(&out_dir).map_err(|e| pjrt_client::Error::Io { path: out_dir.clone(), source: e })?;
     let mut report = Vec::new();
+    // All outputs are staged, then committed together: all files appear, or none.
+    let mut staged = Vec::new();
     for (i, (array, aval)) in outputs.iter().zip(model.out_avals()).enumerate() {
         let array = &NpyArray::from_host_array(array)?;
         let file = out_dir.join(format!("out{i}.npy"));
-        array.write(&file)?;
+        staged.push(array.stage(&file)?);
         let dtype = aval.element_type.map_or("unknown", |t| t.name());
         let preview = preview(array, dtype == "bf16");
         if !args.json {
@@ -106,6 +108,7 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
                             "npy_dtype": array.dtype.descr(), "stored_as": stored.get(i).copied().unwrap_or(array.dtype.name()),
                             "shape": array.shape, "preview": preview }));
     }
+    commit_all(staged)?;
     if args.json {
         let report = json!({ "program": args.program, "plugin": plugin.path(), "platform": platform,
                              "devices": devices, "outputs": report });

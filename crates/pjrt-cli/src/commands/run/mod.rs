@@ -15,7 +15,9 @@ use pjrt_formats::{BufferExt as _, Error};
 use serde_json::json;
 
 use self::inputs::{gather_inputs, Inputs};
-use self::outputs::{cache_line, output_dtypes, preview, print_summary, OutputSink};
+use self::outputs::{
+    cache_line, check_writable, commit_all, output_dtypes, output_files, preview, print_summary, OutputSink,
+};
 use crate::cli::RunArgs;
 use crate::compiling::{self, ProgramSource};
 use crate::plugins::{cpu_aware_client, resolve_plugin};
@@ -87,11 +89,19 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
     if matches!(program, ProgramSource::Artifact(_)) && !args.xla.xla_options.is_empty() {
         ui::log_line("note: --xla-option has no effect on an artifact: it was compiled by `pjrt compile`");
     }
-    let compiled = compiling::compile_or_load(&client, &program, &options, !args.no_cache)?;
+    let compiled = compiling::compile_or_load(&client, &program, &options, !args.no_cache)
+        .map_err(|e| compiling::name_program_file(e, &args.program))?;
     let (exe, compile_ms, load_ms) = (compiled.executable, compiled.compile_ms, compiled.load_ms);
     // Every output must be writable before anything is uploaded or run: a failure after the
     // work would leave some outputs written and the others lost.
     let stored = output_dtypes(args.output_format, exe.output_shapes())?;
+    let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let device_dir =
+        |k: usize, devices: usize| if devices > 1 { out_dir.join(format!("device{k}")) } else { out_dir.clone() };
+    let device_count = exe.addressable_devices().len();
+    for k in 0..device_count {
+        check_writable(&output_files(args.output_format, &device_dir(k, device_count), stored.len()))?;
+    }
     let params = exe.parameter_shapes().map(|p| p.to_vec());
     let wanted = |i: usize| params.as_ref().and_then(|p| p.get(i)).and_then(|p| p.element_type);
     if let Some(params) = &params {
@@ -160,11 +170,12 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
     let execution = exe.execute_sharded(&refs)?;
     execution.wait()?;
     let execute_ms = execute_started.elapsed().as_secs_f64() * 1e3;
-    let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let download_started = Instant::now();
     let mut outputs = Vec::new();
+    // Every output is staged first and committed at the end: all files appear, or none.
+    let mut staged = Vec::new();
     for (k, device_outputs) in execution.outputs.iter().enumerate() {
-        let dir = if execution.outputs.len() > 1 { out_dir.join(format!("device{k}")) } else { out_dir.clone() };
+        let dir = device_dir(k, execution.outputs.len());
         std::fs::create_dir_all(&dir).map_err(|e| pjrt_client::Error::Io { path: dir.clone(), source: e })?;
         let mut sink = OutputSink::new(args.output_format, &dir);
         for (i, buffer) in device_outputs.iter().enumerate() {
@@ -182,8 +193,9 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
             row["tensor"] = json!(tensor);
             outputs.push(row);
         }
-        sink.finish()?;
+        staged.extend(sink.finish()?);
     }
+    commit_all(staged)?;
     transfer_ms += download_started.elapsed().as_secs_f64() * 1e3;
     if args.json {
         let report = json!({

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use pjrt_client::{ArrayShape, ElementType};
+use pjrt_formats::atomic_file::StagedFile;
 use pjrt_formats::npy::{Dtype, NpyArray};
 use pjrt_formats::safetensors::{self, TensorView};
 use pjrt_formats::{dtype_of, element_type_of, Error};
@@ -61,18 +62,43 @@ pub fn output_dtype(format: OutputFormat, index: usize, shape: &ArrayShape) -> R
     }
 }
 
-/// Collects one device's outputs and writes them in the chosen format.
+/// The files `pjrt run` writes in `dir` for `outputs` outputs of one device.
+pub fn output_files(format: OutputFormat, dir: &Path, outputs: usize) -> Vec<PathBuf> {
+    match format {
+        OutputFormat::Npy => (0..outputs).map(|i| dir.join(format!("out{i}.npy"))).collect(),
+        OutputFormat::Safetensors => vec![dir.join(SAFETENSORS_FILE)],
+    }
+}
+
+/// Checks, before anything runs, that each of `files` can be written: creates its folder and a
+/// temporary file beside it (removed again). A failure names the file.
+pub fn check_writable(files: &[PathBuf]) -> Result<(), Error> {
+    for file in files {
+        if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| pjrt_client::Error::Io { path: dir.to_path_buf(), source: e })?;
+        }
+        StagedFile::create(file).map_err(|e| pjrt_client::Error::Io { path: file.clone(), source: e })?;
+    }
+    Ok(())
+}
+
+const SAFETENSORS_FILE: &str = "outputs.safetensors";
+
+/// Collects one device's outputs in the chosen format, staged: nothing appears until every
+/// output of every device is written and the caller commits them all ([`OutputSink::finish`]).
 pub struct OutputSink {
     format: OutputFormat,
     dir: PathBuf,
     /// Safetensors outputs: name, stored type, shape, bytes as the file holds them.
     pending: Vec<(String, ElementType, Vec<usize>, Vec<u8>)>,
+    /// `.npy` outputs, written to temporary files.
+    staged: Vec<StagedFile>,
 }
 
 impl OutputSink {
     /// Outputs go to `dir` (which must exist).
     pub fn new(format: OutputFormat, dir: &Path) -> Self {
-        OutputSink { format, dir: dir.to_path_buf(), pending: Vec::new() }
+        OutputSink { format, dir: dir.to_path_buf(), pending: Vec::new(), staged: Vec::new() }
     }
 
     /// Adds output `index`: `array` as [`pjrt_formats::BufferExt::to_npy`] gives it
@@ -88,7 +114,7 @@ impl OutputSink {
         match self.format {
             OutputFormat::Npy => {
                 let file = self.dir.join(format!("{name}.npy"));
-                array.write(&file)?;
+                self.staged.push(array.stage(&file)?);
                 Ok((file, None))
             }
             OutputFormat::Safetensors => {
@@ -107,13 +133,14 @@ impl OutputSink {
     }
 
     fn file(&self) -> PathBuf {
-        self.dir.join("outputs.safetensors")
+        self.dir.join(SAFETENSORS_FILE)
     }
 
-    /// Writes what is still pending (the safetensors file).
-    pub fn finish(self) -> Result<(), Error> {
+    /// The staged files of this device's outputs (the safetensors file written now), for the
+    /// caller to commit once every device's outputs are staged.
+    pub fn finish(self) -> Result<Vec<StagedFile>, Error> {
         if self.format != OutputFormat::Safetensors {
-            return Ok(());
+            return Ok(self.staged);
         }
         let views: Vec<(&str, TensorView<'_>)> = self
             .pending
@@ -124,9 +151,17 @@ impl OutputSink {
                 Ok((name.as_str(), view))
             })
             .collect::<Result<_, Error>>()?;
-        safetensors::write(self.file(), &views, &[("producer", "pjrt run")])?;
-        Ok(())
+        Ok(vec![safetensors::stage(self.file(), &views, &[("producer", "pjrt run")])?])
     }
+}
+
+/// Renames every staged output over its file: the last step of an all-or-nothing write.
+pub fn commit_all(staged: Vec<StagedFile>) -> Result<(), Error> {
+    for file in staged {
+        let target = file.target().to_path_buf();
+        file.commit().map_err(|e| pjrt_client::Error::Io { path: target, source: e })?;
+    }
+    Ok(())
 }
 
 /// The text summary of `pjrt run`: one line per output (`rows` as in its `--json` report), each
@@ -167,6 +202,24 @@ pub(crate) fn cache_line(cache: &str, compile_ms: f64, load_ms: f64, artifact: b
     }
 }
 
+/// A float as a reader wants it: plain decimals for everyday magnitudes, exponent notation for
+/// tiny and huge ones (`4e-323`, not a line of 323 zeros). Shortest text that reads back exactly.
+fn float_text<T: std::fmt::Display + std::fmt::LowerExp + Into<f64> + Copy>(value: T) -> String {
+    let magnitude = value.into().abs();
+    if magnitude != 0.0 && magnitude.is_finite() && !(1e-4..1e16).contains(&magnitude) {
+        format!("{value:e}")
+    } else {
+        value.to_string()
+    }
+}
+
+/// `re+imi`, each part as [`float_text`] writes it.
+fn complex_text<T: std::fmt::Display + std::fmt::LowerExp + Into<f64> + Copy>(re: T, im: T) -> String {
+    let im_text = float_text(im);
+    let sign = if im_text.starts_with('-') || im_text.starts_with("NaN") { "" } else { "+" };
+    format!("{}{sign}{im_text}i", float_text(re))
+}
+
 /// The first few values of an array, as text.
 pub(crate) fn preview(array: &NpyArray, bf16: bool) -> String {
     const SHOWN: usize = 6;
@@ -181,24 +234,21 @@ pub(crate) fn preview(array: &NpyArray, bf16: bool) -> String {
             Dtype::I8 => (c[0] as i8).to_string(),
             Dtype::U8 => c[0].to_string(),
             Dtype::I16 => i16::from_le_bytes([c[0], c[1]]).to_string(),
-            Dtype::U16 if bf16 => half::bf16::from_le_bytes([c[0], c[1]]).to_string(),
+            Dtype::U16 if bf16 => float_text(half::bf16::from_le_bytes([c[0], c[1]]).to_f32()),
             Dtype::U16 => u16::from_le_bytes([c[0], c[1]]).to_string(),
             Dtype::I32 => i32::from_le_bytes([c[0], c[1], c[2], c[3]]).to_string(),
             Dtype::U32 => u32::from_le_bytes([c[0], c[1], c[2], c[3]]).to_string(),
             Dtype::I64 => i64::from_le_bytes(c.try_into().unwrap_or([0; 8])).to_string(),
             Dtype::U64 => u64::from_le_bytes(c.try_into().unwrap_or([0; 8])).to_string(),
-            Dtype::F16 => half::f16::from_le_bytes([c[0], c[1]]).to_string(),
-            Dtype::F32 => f32::from_le_bytes([c[0], c[1], c[2], c[3]]).to_string(),
-            Dtype::F64 => f64::from_le_bytes(c.try_into().unwrap_or([0; 8])).to_string(),
-            Dtype::C64 => format!(
-                "{}{:+}i",
-                f32::from_le_bytes([c[0], c[1], c[2], c[3]]),
-                f32::from_le_bytes([c[4], c[5], c[6], c[7]])
-            ),
-            Dtype::C128 => format!(
-                "{}{:+}i",
+            Dtype::F16 => float_text(half::f16::from_le_bytes([c[0], c[1]]).to_f32()),
+            Dtype::F32 => float_text(f32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            Dtype::F64 => float_text(f64::from_le_bytes(c.try_into().unwrap_or([0; 8]))),
+            Dtype::C64 => {
+                complex_text(f32::from_le_bytes([c[0], c[1], c[2], c[3]]), f32::from_le_bytes([c[4], c[5], c[6], c[7]]))
+            }
+            Dtype::C128 => complex_text(
                 f64::from_le_bytes(c[..8].try_into().unwrap_or([0; 8])),
-                f64::from_le_bytes(c[8..].try_into().unwrap_or([0; 8]))
+                f64::from_le_bytes(c[8..].try_into().unwrap_or([0; 8])),
             ),
             _ => format!("{c:02x?}"),
         })
@@ -243,6 +293,21 @@ mod tests {
         assert!(st(T::C128, &[1]).is_err());
         let unknown = ArrayShape { element_type: None, dims: vec![1] };
         assert!(output_dtype(OutputFormat::Npy, 2, &unknown).unwrap_err().to_string().contains("output 2"));
+    }
+
+    #[test]
+    fn previews_use_exponents_for_tiny_and_huge_values() {
+        assert_eq!(float_text(4e-323f64), "4e-323");
+        assert_eq!(float_text(1.5e300f64), "1.5e300");
+        assert_eq!(float_text(-2.5e-7f32), "-2.5e-7");
+        assert_eq!(float_text(0.1f32), "0.1");
+        assert_eq!(float_text(123456.5f64), "123456.5");
+        assert_eq!(float_text(0f64), "0");
+        assert_eq!(float_text(f64::INFINITY), "inf");
+        assert_eq!(complex_text(1f32, -2e-9), "1-2e-9i");
+        assert_eq!(complex_text(1f64, 2.0), "1+2i");
+        let tiny = NpyArray::from_elements(vec![2], &[4e-323f64, 1.0]).unwrap();
+        assert_eq!(preview(&tiny, false), "[4e-323, 1]");
     }
 
     #[test]
