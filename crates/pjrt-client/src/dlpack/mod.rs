@@ -23,6 +23,8 @@
 //! ```
 
 pub mod ffi;
+#[cfg(feature = "ndarray")]
+mod ndarray;
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
@@ -378,12 +380,31 @@ impl Buffer {
 
 /// A DLPack v1 tensor (`DLManagedTensorVersioned`) owned by this handle: dropping it calls the
 /// producer's deleter (once). `Send`: DLPack deleters may be called from any thread.
+///
+/// ```
+/// use pjrt_client::{dlpack::ManagedTensor, Placement};
+/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+/// let tensor: ManagedTensor = client.buffer_from_slice(&[1f32], &[1], Placement::Default)?.into_dlpack()?;
+/// assert_eq!((tensor.version().major, tensor.flags()), (1, 0));
+/// drop(tensor); // runs the deleter: the buffer goes away
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct ManagedTensor {
     raw: NonNull<DLManagedTensorVersioned>,
 }
 
 /// A DLPack v0.8 tensor (`DLManagedTensor`) owned by this handle; see [`ManagedTensor`].
+///
+/// ```
+/// use pjrt_client::{dlpack::LegacyManagedTensor, Placement};
+/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+/// let tensor: LegacyManagedTensor = client.buffer_from_slice(&[1u16, 2], &[2], Placement::Default)?.into_dlpack_legacy()?;
+/// assert_eq!((tensor.shape(), tensor.strides()), (&[2i64][..], Some(&[1i64][..])));
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct LegacyManagedTensor {
     raw: NonNull<DLManagedTensor>,
@@ -546,8 +567,21 @@ fn checked_strides(tensor: &DLTensor) -> Result<Option<&[i64]>> {
     Ok(Some(unsafe { std::slice::from_raw_parts(tensor.strides, rank) }))
 }
 
-/// A DLPack tensor either form, for the import functions ([`ManagedTensor`], [`LegacyManagedTensor`]).
+/// A DLPack tensor of either form, for the import functions: [`ManagedTensor`] (v1) and
+/// [`LegacyManagedTensor`] (v0.8); sealed.
+///
+/// ```
+/// fn import(client: &pjrt_client::Client, tensor: impl pjrt_client::dlpack::DlpackTensor) -> pjrt_client::Result<pjrt_client::Buffer> {
+///     client.view_of_dlpack(tensor)
+/// }
+/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+/// let x = client.buffer_from_slice(&[7i8], &[1], pjrt_client::Placement::Default)?;
+/// assert_eq!(import(&client, x.into_dlpack_legacy()?)?.to_vec::<i8>()?, [7]);
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
 pub trait DlpackTensor: Send + 'static + sealed::Sealed {
+    /// The tensor and its flags, once the version and flags are checked.
     #[doc(hidden)]
     fn checked_tensor(&self) -> Result<(&DLTensor, u64)>;
 }
