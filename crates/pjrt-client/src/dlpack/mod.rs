@@ -682,7 +682,8 @@ impl Client {
     /// (`kDLCPU` on a CPU client; `kDLCUDA`/`kDLROCM` with a local hardware id on GPUs), its
     /// data type one of [`element_type_of`]'s, its strides compact (row-major, column-major or
     /// any dimension order; sent as the view's layout). The producer's deleter runs when the
-    /// view is dropped (the plugin's on-delete), or at once when the import is refused.
+    /// view is dropped (the plugin's on-delete hands it to this crate's release thread, see
+    /// [`crate::flush_released`]), or at once when the import is refused.
     ///
     /// The view holds an external reference, so the plugin never donates (writes) it.
     ///
@@ -745,7 +746,9 @@ impl Client {
                 &dims,
                 Placement::Device(&device),
                 &options,
-                Some(Box::new(move || drop(keep))),
+                // The producer's deleter may take its own locks (a Python GIL, a CUDA context):
+                // never inside the plugin's callback, on the release thread instead.
+                Some(Box::new(move || release_later(keep))),
             )
         }?;
         let reference = increase_external_reference(self.plugin(), view.as_raw())?;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use pjrt_client::dlpack::{dtype_of, ffi, ManagedTensor};
-use pjrt_client::{AlignedHostBuffer, ElementType, HostLayout, MemoryLayout, Placement, ViewOptions};
+use pjrt_client::{flush_released, AlignedHostBuffer, ElementType, HostLayout, MemoryLayout, Placement, ViewOptions};
 
 use crate::support::{client, wait_for, PLUGINS};
 
@@ -165,8 +165,12 @@ fn column_major_strides_both_ways() {
         assert_eq!(view.to_vec::<f32>().unwrap(), [1., 2., 3., 4., 5., 6.]);
         assert_eq!(view.unsafe_pointer().unwrap(), host.as_bytes().as_ptr() as *mut _);
         drop(view);
-        // 0.106 calls on-delete once the transposing read's work on the view is done.
-        wait_for("the view's on-delete", || made.deletes.load(Ordering::SeqCst) == 1);
+        // The deleter runs on the release thread; 0.106 calls on-delete once the transposing
+        // read's work on the view is done.
+        wait_for("the view's on-delete", || {
+            flush_released();
+            made.deletes.load(Ordering::SeqCst) == 1
+        });
         assert_eq!(made.deletes.load(Ordering::SeqCst), 1, "{name}: exactly once");
     }
 }
@@ -181,7 +185,12 @@ fn deleters_run_exactly_once() {
         assert_eq!(made.deletes.load(Ordering::SeqCst), 0, "alive while the view is");
         assert_eq!(view.to_vec::<f32>().unwrap(), [1., 2., 3., 4.]);
         drop(view);
-        assert_eq!(made.deletes.load(Ordering::SeqCst), 1);
+        wait_for("the view's on-delete", || {
+            flush_released();
+            made.deletes.load(Ordering::SeqCst) == 1
+        });
+        flush_released();
+        assert_eq!(made.deletes.load(Ordering::SeqCst), 1, "{name}: exactly once");
 
         // A copy runs it before returning; a refusal runs it too.
         let made = produce(host.clone(), 0, f32_dtype(), &[4], None, |_| ());
