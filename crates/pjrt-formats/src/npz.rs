@@ -3,7 +3,7 @@
 //!
 //! [`Npz::open`] maps the archive once: a stored member is read in place as a [`MappedNpy`]
 //! (no copy; its zip CRC is not checked, as reading it would touch every byte), a deflated one
-//! is inflated into an [`NpyArray`] (the zip CRC is checked). [`write`] writes the `np.savez`
+//! is inflated into an [`NpyArray`] (the zip CRC is checked). [`write()`] writes the `np.savez`
 //! layout, deflated or not, through a temporary file renamed into place.
 //!
 //! ```
