@@ -638,6 +638,7 @@ fn check_incoming(tensor: &DLTensor, flags: u64) -> Result<Incoming<'_>> {
             )));
         }
     }
+    checked_span(dims, strides, element_type.host_element_bytes().unwrap_or(1))?;
     let count = dims.iter().try_fold(1usize, |n, d| n.checked_mul(*d as usize));
     let count = count.ok_or_else(|| Error::invalid(format!("the DLPack shape {dims:?} overflows")))?;
     if tensor.data.is_null() && count > 0 {
@@ -654,6 +655,30 @@ fn check_incoming(tensor: &DLTensor, flags: u64) -> Result<Incoming<'_>> {
         device: tensor.device,
         padded_sub_byte: flags & ffi::DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED != 0,
     })
+}
+
+/// The byte span from the first element to the end of the furthest one that `dims` and
+/// (non-negative) element `strides` address, refused when it overflows the address space
+/// (a producer's strides are never trusted for pointer arithmetic).
+pub(crate) fn checked_span(dims: &[i64], strides: Option<&[i64]>, element_bytes: usize) -> Result<usize> {
+    let overflow =
+        || Error::invalid(format!("the DLPack shape {dims:?} with strides {strides:?} overflows the address space"));
+    if dims.contains(&0) {
+        return Ok(0);
+    }
+    let furthest = match strides {
+        None => dims.iter().try_fold(1u64, |n, d| n.checked_mul(*d as u64)).ok_or_else(overflow)?.saturating_sub(1),
+        Some(strides) => dims
+            .iter()
+            .zip(strides)
+            .try_fold(0u64, |sum, (d, s)| {
+                let s = if *d > 1 { u64::try_from(*s).ok()? } else { 0 };
+                sum.checked_add((*d as u64 - 1).checked_mul(s)?)
+            })
+            .ok_or_else(overflow)?,
+    };
+    let bytes = furthest.checked_add(1).and_then(|n| n.checked_mul(element_bytes as u64)).ok_or_else(overflow)?;
+    usize::try_from(bytes).ok().filter(|b| *b <= isize::MAX as usize).ok_or_else(overflow)
 }
 
 /// The dimension order of compact strides (each the product of the extents inside it), most
@@ -844,7 +869,10 @@ fn gather_host(incoming: &Incoming<'_>) -> Result<Vec<u8>> {
             .collect());
     }
     let size = element_type.host_element_bytes().expect("an array type");
-    let mut out = Vec::with_capacity(count * size);
+    // Every offset below is within this span, so the pointer arithmetic cannot overflow.
+    checked_span(dims, strides, size)?;
+    let mut out =
+        Vec::with_capacity(count.checked_mul(size).ok_or_else(|| Error::invalid("the DLPack tensor is too large"))?);
     let row_major: Vec<i64> = {
         let mut s = vec![1i64; dims.len()];
         for d in (0..dims.len().saturating_sub(1)).rev() {
@@ -881,6 +909,16 @@ mod tests {
             assert_eq!(element_type_of(dtype_of(element_type).unwrap()).unwrap(), element_type);
         }
         assert_eq!(DTYPES.len(), ElementType::ALL.len() - 2, "all but INVALID and TOKEN");
+    }
+
+    #[test]
+    fn spans_are_checked_for_overflow() {
+        assert_eq!(checked_span(&[2, 3], None, 4).unwrap(), 24);
+        assert_eq!(checked_span(&[2, 3], Some(&[6, 2]), 4).unwrap(), (6 + 4 + 1) * 4);
+        assert_eq!(checked_span(&[0, 3], Some(&[i64::MAX, 1]), 4).unwrap(), 0);
+        assert_eq!(checked_span(&[1, 3], Some(&[-7, 1]), 1).unwrap(), 3, "extent 1: any stride");
+        assert!(checked_span(&[2, 3], Some(&[i64::MAX, 1]), 4).is_err());
+        assert!(checked_span(&[i64::MAX, 4], None, 8).is_err());
     }
 
     #[test]

@@ -127,6 +127,8 @@ impl ManagedTensor {
                 T::ELEMENT_TYPE
             )));
         }
+        // ndarray needs every element's offset within isize::MAX bytes.
+        super::checked_span(checked_dims(tensor)?, checked_strides(tensor)?, std::mem::size_of::<T>())?;
         let shape: StrideShape<IxDyn> = match checked_strides(tensor)? {
             None => IxDyn(&dims).into(),
             Some(strides) => {

@@ -242,6 +242,7 @@ fn refusals_say_what_to_do() {
         assert!(refused(&|t| t.version.major = 2, None, 0).contains("version 2"));
         assert!(refused(&|t| t.flags = 1 << 40, None, 0).contains("flags"));
         assert!(refused(&|_| (), Some(&[-3, 1]), 0).contains("negative strides"));
+        assert!(refused(&|_| (), Some(&[i64::MAX / 2, 1]), 0).contains("overflows"));
 
         // What the view refuses, the copy takes: unaligned, and gaps (every other element).
         let values: Vec<f32> = (0..32).map(|i| i as f32).collect();
