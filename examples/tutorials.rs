@@ -10,6 +10,7 @@
 //! | `05_async_execution` | futures, overlapping transfers, chained executions, events |
 //! | `06_safetensors_weights` | model weights from safetensors |
 //! | `07_jax_exported_model` | run a model exported with `jax.export` |
+//! | `08_dlpack` | zero-copy exchange with `ndarray` through DLPack |
 //!
 //! They use [`pjrt_client`] and, for files, [`pjrt_formats`].
 

@@ -123,18 +123,20 @@ pub struct RunArgs {
     /// loaded without compiling).
     pub program: PathBuf,
     /// Input arrays, in parameter order: .npy files, or one tensor of a safetensors file as
-    /// FILE.safetensors:NAME (for a jax.export model: every input of the function, unused ones too).
+    /// FILE.safetensors:NAME, or one array of an .npz archive as FILE.npz:NAME (for a jax.export model: every input of the function, unused ones too).
     /// A bf16 parameter takes raw 2-byte bits (<u2, or V2 as ml_dtypes writes it); a sub-byte one
     /// (i4, ui4, i2, ui2, i1, ui1, f4E2M1FN, f6*) takes int8 or uint8 values in its range (f4/f6 as
     /// bit codes), ml_dtypes' |V1, or a safetensors F4 tensor; a value out of range is an error.
     #[arg(long, short = 'i', num_args = 1..)]
     pub input: Vec<PathBuf>,
-    /// A safetensors file whose tensors feed the program's parameters: by name where the
+    /// A safetensors file (or an .npz archive, as np.savez writes it) whose tensors feed the
+    /// program's parameters: by name where the
     /// program names its parameters (JAX's `jax.arg_info` attribute or its argument location
     /// `loc("params['w1']")`, as `jax.export` writes it; "params['w1']" matches a tensor w1 or
     /// params.w1), else in file order before the --input arrays. Without --shard-inputs, tensors
-    /// (and .npy inputs) upload straight from the memory-mapped file, f8 tensors included.
-    #[arg(long, value_name = "FILE.safetensors")]
+    /// (and .npy inputs, and stored .npz members) upload straight from the memory-mapped file,
+    /// f8 tensors included; deflated .npz members are inflated first.
+    #[arg(long, value_name = "FILE.safetensors|FILE.npz")]
     pub params: Option<PathBuf>,
     /// Where to write out0.npy, out1.npy, ... (default: the current directory). Sub-byte outputs
     /// are widened so their values survive: s4/s2/s1 as int8, u4/u2/u1 as uint8, f4e2m1fn and

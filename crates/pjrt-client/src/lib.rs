@@ -115,6 +115,7 @@ mod plugin;
 mod client;
 mod event;
 mod buffer;
+pub mod dlpack;
 mod executable;
 mod topology;
 pub mod sharding;

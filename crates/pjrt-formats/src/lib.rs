@@ -39,6 +39,7 @@ pub mod compile_cache;
 mod error;
 pub mod jax_export;
 pub mod npy;
+pub mod npz;
 mod npy_arrays;
 pub mod safetensors;
 mod uploads;

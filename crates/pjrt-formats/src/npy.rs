@@ -599,6 +599,18 @@ enum MappedBytes {
     Mapped(memmap2::Mmap),
     /// An empty file cannot be mapped; it is held (and rejected) as an empty `Vec`.
     Empty(Vec<u8>),
+    /// A member stored (uncompressed) in a mapped `.npz` archive: its byte range.
+    Member(std::sync::Arc<memmap2::Mmap>, std::ops::Range<usize>),
+}
+
+impl MappedBytes {
+    fn all(&self) -> &[u8] {
+        match self {
+            MappedBytes::Mapped(map) => map,
+            MappedBytes::Empty(v) => v,
+            MappedBytes::Member(map, range) => map.get(range.clone()).unwrap_or(&[]),
+        }
+    }
 }
 
 /// A `.npy` file read in place through a memory mapping: for arrays too large to copy into a
@@ -632,12 +644,28 @@ impl MappedNpy {
             // on the type.
             MappedBytes::Mapped(unsafe { memmap2::Mmap::map(&file) }.map_err(io_err)?)
         };
-        let all: &[u8] = match &bytes {
-            MappedBytes::Mapped(map) => map,
-            MappedBytes::Empty(v) => v,
-        };
-        let header =
-            parse_file_header(all).map_err(|e| NpyError::InFile { path: path.to_path_buf(), source: Box::new(e) })?;
+        MappedNpy::from_bytes(bytes, path)
+    }
+
+    /// A `.npy` member stored uncompressed at `range` of a mapped `.npz` archive (`path` names
+    /// it in errors, e.g. `W.npz:w1`): read in place, as [`MappedNpy::open`] reads a file.
+    pub(crate) fn from_archive_member(
+        map: std::sync::Arc<memmap2::Mmap>,
+        range: std::ops::Range<usize>,
+        path: &Path,
+    ) -> Result<Self, NpyError> {
+        if range.end > map.len() || range.start > range.end {
+            return Err(NpyError::InFile {
+                path: path.to_path_buf(),
+                source: Box::new(NpyError::SizeMismatch { expected: range.end, actual: map.len() }),
+            });
+        }
+        MappedNpy::from_bytes(MappedBytes::Member(map, range), path)
+    }
+
+    fn from_bytes(bytes: MappedBytes, path: &Path) -> Result<Self, NpyError> {
+        let header = parse_file_header(bytes.all())
+            .map_err(|e| NpyError::InFile { path: path.to_path_buf(), source: Box::new(e) })?;
         Ok(MappedNpy {
             bytes,
             path: path.to_path_buf(),
@@ -684,11 +712,7 @@ impl MappedNpy {
 
     /// The data section exactly as stored in the file (its length was checked on open).
     pub fn bytes(&self) -> &[u8] {
-        let all: &[u8] = match &self.bytes {
-            MappedBytes::Mapped(map) => map,
-            MappedBytes::Empty(v) => v,
-        };
-        all.get(self.data_offset..).unwrap_or(&[])
+        self.bytes.all().get(self.data_offset..).unwrap_or(&[])
     }
 
     /// A copy in memory, converted to C order and little-endian.

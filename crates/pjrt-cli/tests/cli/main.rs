@@ -15,6 +15,7 @@ mod cli;
 mod gpu_target_cli;
 mod jax_export_cli;
 mod multi_device_cli;
+mod npz_cli;
 mod safetensors_cli;
 mod sub_byte_cli;
 mod trust_cli;

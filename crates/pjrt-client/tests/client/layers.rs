@@ -18,6 +18,7 @@ const LAYERS: &[&str] = &[
     "client",          // Client, devices, memories, stats, processes, the key-value store
     "event",           // Event, UserEvent
     "buffer",          // buffers, transfers, zero-copy, DMA, views, transfer manager, ndarray
+    "dlpack",          // DLPack export and import of buffers
     "executable",      // compile, loaded and unloaded executables, execute, host callbacks
     "topology",        // topologies, device descriptions, compiling against them
     "sharding",        // host arrays split across devices

@@ -23,6 +23,7 @@ mod buffer_parity;
 mod compile_options_plugin;
 mod cpu_behaviour;
 mod device_extras;
+mod dlpack;
 mod executable_parity;
 mod execute_everywhere;
 mod extensions;

@@ -18,5 +18,6 @@ mod compile_options_pb;
 mod jax_export;
 mod jax_programs;
 mod npy_mapped;
+mod npz;
 mod program_formats;
 mod safetensors;

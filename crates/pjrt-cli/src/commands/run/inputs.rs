@@ -1,5 +1,5 @@
-//! The inputs of `pjrt run`: `--input` (`.npy` files or `FILE.safetensors:NAME`) and
-//! `--params FILE.safetensors` (bound to the program's parameters by name where the program
+//! The inputs of `pjrt run`: `--input` (`.npy` files, `FILE.safetensors:NAME` or
+//! `FILE.npz:NAME`) and `--params FILE.safetensors` or `FILE.npz` (bound to the program's parameters by name where the program
 //! names them, else in file order), read and uploaded.
 
 use std::collections::HashMap;
@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use pjrt_client::{Buffer, Client, ElementType, HostArray, HostLayout, Placement, Program};
 use pjrt_formats::npy::{MappedNpy, NpyArray};
+use pjrt_formats::npz::{Npz, NpzArray};
 use pjrt_formats::safetensors::{SafeTensors, TensorView};
 use pjrt_formats::{ClientExt, Error};
 
@@ -14,6 +15,8 @@ use crate::ui::invalid;
 
 /// The suffix that marks a safetensors file in `--input FILE.safetensors:NAME`.
 const SAFETENSORS_SUFFIX: &str = ".safetensors";
+/// The suffix that marks an `.npz` archive in `--input FILE.npz:NAME` and `--params FILE.npz`.
+const NPZ_SUFFIX: &str = ".npz";
 
 /// One `--input` argument.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -25,6 +28,13 @@ pub enum InputSource {
         /// The file.
         file: PathBuf,
         /// The tensor's name.
+        name: String,
+    },
+    /// One array of an `.npz` archive.
+    NpzMember {
+        /// The archive.
+        file: PathBuf,
+        /// The array's name (its member name without `.npy`).
         name: String,
     },
 }
@@ -41,7 +51,14 @@ impl InputSource {
                 name: text[split + 1..].to_string(),
             });
         }
-        if text.ends_with(SAFETENSORS_SUFFIX) {
+        if let Some(at) = text.find(&format!("{NPZ_SUFFIX}:")) {
+            let split = at + NPZ_SUFFIX.len();
+            return Ok(InputSource::NpzMember {
+                file: PathBuf::from(&text[..split]),
+                name: text[split + 1..].to_string(),
+            });
+        }
+        if text.ends_with(SAFETENSORS_SUFFIX) || text.ends_with(NPZ_SUFFIX) {
             return Err(invalid(format!(
                 "--input {text}: name the tensor (`{text}:NAME`), or pass the whole file with --params"
             )));
@@ -50,9 +67,9 @@ impl InputSource {
     }
 }
 
-/// Opens each safetensors file once.
+/// Opens each safetensors file and `.npz` archive once.
 #[derive(Default)]
-struct OpenFiles(HashMap<PathBuf, SafeTensors>);
+struct OpenFiles(HashMap<PathBuf, SafeTensors>, HashMap<PathBuf, Npz>);
 
 impl OpenFiles {
     fn get(&mut self, path: &Path) -> Result<&SafeTensors, Error> {
@@ -61,6 +78,26 @@ impl OpenFiles {
             self.0.insert(path.to_path_buf(), file);
         }
         Ok(&self.0[path])
+    }
+
+    fn get_npz(&mut self, path: &Path) -> Result<&Npz, Error> {
+        if !self.1.contains_key(path) {
+            let file = Npz::open(path)?;
+            self.1.insert(path.to_path_buf(), file);
+        }
+        Ok(&self.1[path])
+    }
+
+    /// Array `name` of the archive `file`, which [`OpenFiles::get_npz`] opened.
+    fn npz_array(&self, file: &Path, name: &str) -> Result<&NpzArray, Error> {
+        let open = self.1.get(file).ok_or_else(|| invalid(format!("{} is not open", file.display())))?;
+        open.get(name).ok_or_else(|| {
+            invalid(format!(
+                "{} has no array '{name}' (it has: {})",
+                file.display(),
+                open.names().collect::<Vec<_>>().join(", ")
+            ))
+        })
     }
 
     /// Tensor `name` of `file`, which [`OpenFiles::get`] opened.
@@ -238,6 +275,14 @@ pub enum Input {
         /// The tensor's name.
         name: String,
     },
+    /// Array `name` of the `.npz` archive `file` (opened in [`Inputs`]; stored members stay in
+    /// its mapping).
+    NpzMember {
+        /// The archive.
+        file: PathBuf,
+        /// The array's name.
+        name: String,
+    },
 }
 
 /// The program's inputs in parameter order, a label for each (for error messages), and the
@@ -282,6 +327,7 @@ impl Inputs {
                 Input::Array(array) => NpyArray::from_host_array(&array),
                 Input::Npy(file) => Ok(file.to_array()),
                 Input::Tensor { file, name } => tensor_array(&file, &name, self.files.tensor(&file, &name)?),
+                Input::NpzMember { file, name } => Ok(self.files.npz_array(&file, &name)?.to_array()),
             })
             .collect::<Result<_, Error>>()?;
         Ok((arrays, self.labels))
@@ -303,6 +349,14 @@ impl Inputs {
             Input::Host(array) => client.upload_npy(array, wanted, placement),
             Input::Array(array) => Ok(client.buffer_from_host_array(array, placement)?),
             Input::Npy(file) => client.upload_mapped_npy(file, wanted, placement),
+            Input::NpzMember { file, name } => match self.files.npz_array(file, name)? {
+                NpzArray::Mapped(mapped) => client.upload_mapped_npy(mapped, wanted, placement),
+                NpzArray::Loaded(array) => client.upload_npy(array, wanted, placement),
+                _ => Err(invalid(format!(
+                    "{}:{name}: an .npz array of a kind this command does not know",
+                    file.display()
+                ))),
+            },
             Input::Tensor { file, name } => {
                 let view = self.files.tensor(file, name)?;
                 let element_type = match wanted {
@@ -346,16 +400,29 @@ pub fn gather_inputs(program: Option<&Program>, params: Option<&Path>, inputs: &
                 files.get(&file)?.tensor(&name).map_err(|e| invalid(format!("--input {}: {e}", arg.display())))?;
                 explicit.push((Input::Tensor { file, name }, arg.display().to_string()));
             }
+            InputSource::NpzMember { file, name } => {
+                files.get_npz(&file)?;
+                files.npz_array(&file, &name).map_err(|e| invalid(format!("--input {}: {e}", arg.display())))?;
+                explicit.push((Input::NpzMember { file, name }, arg.display().to_string()));
+            }
         }
     }
     let Some(params_path) = params else {
         let (items, labels) = explicit.into_iter().unzip();
         return Ok(Inputs { files, items, labels });
     };
-    let file = files.get(params_path)?;
+    let is_npz = params_path.to_string_lossy().ends_with(NPZ_SUFFIX);
+    let names: Vec<String> = if is_npz {
+        files.get_npz(params_path)?.names().map(String::from).collect()
+    } else {
+        files.get(params_path)?.names().map(String::from).collect()
+    };
     let label = |name: &str| format!("{}:{name}", params_path.display());
-    let tensor = |name: &str| Input::Tensor { file: params_path.to_path_buf(), name: name.to_string() };
-    if let Some(bound) = bind_by_name(program, file)? {
+    let tensor = |name: &str| match is_npz {
+        true => Input::NpzMember { file: params_path.to_path_buf(), name: name.to_string() },
+        false => Input::Tensor { file: params_path.to_path_buf(), name: name.to_string() },
+    };
+    if let Some(bound) = bind_by_name(program, &names, params_path)? {
         let mut explicit = explicit.into_iter();
         let given = explicit.len();
         let free = bound.iter().filter(|b| b.is_none()).count();
@@ -380,9 +447,9 @@ pub fn gather_inputs(program: Option<&Program>, params: Option<&Path>, inputs: &
         }
         return Ok(Inputs { files, items, labels });
     }
-    let mut items = Vec::with_capacity(file.len() + explicit.len());
-    let mut labels = Vec::with_capacity(file.len() + explicit.len());
-    for name in file.names() {
+    let mut items = Vec::with_capacity(names.len() + explicit.len());
+    let mut labels = Vec::with_capacity(names.len() + explicit.len());
+    for name in &names {
         items.push(tensor(name));
         labels.push(label(name));
     }
@@ -396,9 +463,13 @@ pub fn gather_inputs(program: Option<&Program>, params: Option<&Path>, inputs: &
 /// Which tensor feeds each parameter, when the program's parameter names match tensor names
 /// (`None` when they decide nothing: no names, or no name matches). Every tensor of the file
 /// must then feed exactly one parameter.
-fn bind_by_name(program: Option<&Program>, file: &SafeTensors) -> Result<Option<Vec<Option<String>>>, Error> {
+fn bind_by_name(
+    program: Option<&Program>,
+    tensors: &[String],
+    path: &Path,
+) -> Result<Option<Vec<Option<String>>>, Error> {
     let Some(names) = program.and_then(parameter_names) else { return Ok(None) };
-    let tensors: Vec<&str> = file.names().collect();
+    let tensors: Vec<&str> = tensors.iter().map(String::as_str).collect();
     let bound: Vec<Option<String>> = names
         .iter()
         .map(|name| {
@@ -424,7 +495,7 @@ fn bind_by_name(program: Option<&Program>, file: &SafeTensors) -> Result<Option<
             names.iter().enumerate().map(|(i, n)| format!("{i}: {}", n.as_deref().unwrap_or("(unnamed)"))).collect();
         return Err(invalid(format!(
             "--params {}: tensors {} match no parameter name of the program (parameters: {})",
-            file.path().map(|p| p.display().to_string()).unwrap_or_default(),
+            path.display(),
             unused.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", "),
             described.join(", ")
         )));
@@ -444,6 +515,11 @@ mod tests {
             InputSource::Tensor { file: "dir/w.safetensors".into(), name: "layer.0:w".into() }
         );
         assert!(InputSource::parse(Path::new("w.safetensors")).is_err());
+        assert_eq!(
+            InputSource::parse(Path::new("dir/w.npz:layer:w")).unwrap(),
+            InputSource::NpzMember { file: "dir/w.npz".into(), name: "layer:w".into() }
+        );
+        assert!(InputSource::parse(Path::new("w.npz")).is_err());
     }
 
     #[test]
