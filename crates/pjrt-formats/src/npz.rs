@@ -21,13 +21,14 @@
 //! # Ok::<(), pjrt_formats::Error>(())
 //! ```
 
-use std::io::{Cursor, Read, Write};
+use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipArchive, ZipWriter};
 
+use crate::atomic_file::StagedFile;
 use crate::npy::{MappedNpy, NpyArray};
 use crate::Error;
 
@@ -241,26 +242,18 @@ pub fn write(path: &Path, arrays: &[(&str, &NpyArray)], compress: bool) -> Resul
         }
         array.validate()?;
     }
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let temporary = path.with_file_name(format!(".{file_name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let file = std::fs::File::create(&temporary).map_err(|e| io(&temporary, e))?;
-        let mut zip = ZipWriter::new(std::io::BufWriter::new(file));
+    let mut staged = StagedFile::create(path).map_err(|e| io(path, e))?;
+    {
+        let mut zip = ZipWriter::new(staged.writer());
         let method = if compress { CompressionMethod::Deflated } else { CompressionMethod::Stored };
         let options = SimpleFileOptions::default().compression_method(method).large_file(true);
         let zip_error = |e: zip::result::ZipError| invalid(format!("writing {}: {e}", path.display()));
         for (name, array) in arrays {
             zip.start_file(format!("{name}{MEMBER_SUFFIX}"), options).map_err(zip_error)?;
-            array.write_to(&mut zip).map_err(|e| io(&temporary, e))?;
+            array.write_to(&mut zip).map_err(|e| io(path, e))?;
         }
-        let mut writer = zip.finish().map_err(zip_error)?;
-        writer.flush().map_err(|e| io(&temporary, e))?;
-        let file = writer.into_inner().map_err(|e| io(&temporary, e.into_error()))?;
-        file.sync_all().map_err(|e| io(&temporary, e))?;
-        std::fs::rename(&temporary, path).map_err(|e| io(path, e))
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temporary);
+        zip.finish().map_err(zip_error)?;
     }
-    result
+    // Flushed, synced and renamed over `path`; dropped on an error above, it removes itself.
+    staged.commit().map_err(|e| io(path, e))
 }
