@@ -637,7 +637,7 @@ impl Drop for InstallLock {
 /// receives progress lines for the user.
 ///
 /// With the `install` feature (on in the `pjrt` command), the wheels come straight from the
-/// package index without Python ([`install_from`] with [`wheel_sources_from_env`]), unless
+/// package index without Python (`install_from` with `wheel_sources_from_env`), unless
 /// `PJRT_INSTALL_WITH_PIP=1` asks for pip. Without the feature, `python3 -m pip` downloads them
 /// ([`install_with_pip`]).
 ///
