@@ -6,6 +6,7 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use crate::buffer::checks::check_element_type;
 use crate::buffer::queries::increase_external_reference;
 use crate::buffer::{Buffer, HostLayout, Placement};
 use crate::call::pjrt_call;
@@ -150,13 +151,7 @@ impl Client {
         placement: Placement<'_>,
     ) -> Result<Buffer> {
         let api = self.api();
-        match element_type.since_minor() {
-            None => return Err(Error::invalid(format!("unknown element type {element_type}"))),
-            Some(minor) if minor > api.version().minor => {
-                return Err(api.unsupported_feature(element_type.name(), minor))
-            }
-            Some(_) => {}
-        }
+        check_element_type(api, element_type)?;
         layout.require_default_semantics("buffer_from_aligned_with")?;
         let mut device_layout = layout.check(self, element_type, dims, host.len())?;
         if layout.byte_strides.is_none() {

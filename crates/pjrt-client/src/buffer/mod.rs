@@ -337,16 +337,7 @@ impl Client {
     ) -> Result<Buffer> {
         let _span = span!(DEBUG, "host_to_device", bytes = len);
         let api = self.api();
-        match element_type.since_minor() {
-            None => return Err(Error::invalid(format!("unknown element type {element_type}"))),
-            Some(minor) if minor > api.version().minor => {
-                return Err(api.unsupported_feature(element_type.name(), minor));
-            }
-            Some(_) => {}
-        }
-        if element_type == ElementType::INVALID || element_type == ElementType::TOKEN {
-            return Err(Error::invalid(format!("cannot upload host data as {element_type}")));
-        }
+        checks::check_element_type(api, element_type)?;
         let mut device_layout = layout.check(self, element_type, dims, len)?;
         let mut args = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
         args.client = self.raw();

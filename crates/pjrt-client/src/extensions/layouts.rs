@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::buffer::checks::check_element_type;
 use crate::buffer::Buffer;
 use crate::call::{slice_from_raw, Api};
 use crate::client::Client;
@@ -211,7 +212,7 @@ impl<'p> LayoutsExtension<'p> {
         &'static str,
     )> {
         self.same_plugin(owner_api)?;
-        check_array_type(self.api, element_type)?;
+        check_element_type(self.api, element_type)?;
         if let Some(d) = dims.iter().find(|d| **d < 0) {
             return Err(Error::invalid(format!("negative dimension {d} in {dims:?}")));
         }
@@ -252,18 +253,4 @@ impl<'p> LayoutsExtension<'p> {
         }
         Ok(SerializedLayout(bytes))
     }
-}
-
-pub(crate) fn check_array_type(api: &Api, element_type: ElementType) -> Result<()> {
-    match element_type.since_minor() {
-        None => return Err(Error::invalid(format!("unknown element type {element_type}"))),
-        Some(minor) if minor > api.version().minor => {
-            return Err(api.unsupported_feature(element_type.name(), minor));
-        }
-        Some(_) => {}
-    }
-    if !element_type.is_array_type() {
-        return Err(Error::invalid(format!("{element_type} is not an array element type")));
-    }
-    Ok(())
 }
