@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 
 use crate::buffer::layout::RawLayout;
-use crate::buffer::Buffer;
+use crate::buffer::{check_destination, Buffer};
 use crate::call::pjrt_call;
 use crate::element_type::normalize_pred;
 use crate::element_type::{ElementType, NativeType};
@@ -33,8 +33,11 @@ impl Buffer {
         F: FnOnce(usize) -> Vec<u8>,
     {
         self.ready_event()?.await?;
-        let size = self.host_size()?;
-        self.copy_to_host_async(destination(size))?.await
+        let layout = self.row_major()?;
+        let size = self.host_size_in(&layout)?;
+        let destination = destination(size);
+        check_destination(destination.len(), size, &layout)?;
+        self.start_host_copy(destination, &layout)?.await
     }
 
     /// Copies the buffer into `destination` (dense, row-major), which must be exactly

@@ -625,14 +625,15 @@ impl Buffer {
     /// assert_eq!(transfer.wait()?, [1, 4, 2, 5, 3, 6]);
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
-    pub fn copy_to_host_async_in(&self, mut destination: Vec<u8>, layout: &MemoryLayout) -> Result<HostTransfer> {
-        let size = self.host_size_in(layout)?;
-        if destination.len() != size {
-            return Err(Error::invalid(format!(
-                "the destination has {} bytes but the buffer needs {size} in layout {layout}",
-                destination.len()
-            )));
-        }
+    pub fn copy_to_host_async_in(&self, destination: Vec<u8>, layout: &MemoryLayout) -> Result<HostTransfer> {
+        check_destination(destination.len(), self.host_size_in(layout)?, layout)?;
+        self.start_host_copy(destination, layout)
+    }
+
+    /// Starts `PJRT_Buffer_ToHostBuffer` into `destination`, which holds exactly the
+    /// [`Buffer::host_size_in`] of `layout` (the callers have asked for it once).
+    fn start_host_copy(&self, mut destination: Vec<u8>, layout: &MemoryLayout) -> Result<HostTransfer> {
+        let size = destination.len();
         let (element_type, dims) = self.shape()?;
         let mut raw_layout = RawLayout::new(layout, *element_type, dims)?;
         let mut args = sys::PJRT_Buffer_ToHostBuffer_Args::new();
@@ -660,19 +661,8 @@ impl Buffer {
     /// [`HostTransfer::wait`].
     pub fn to_host_async(&self) -> Result<HostTransfer> {
         let layout = self.row_major()?;
-        let destination = self.host_destination(&layout)?;
-        self.copy_to_host_async_in(destination, &layout)
-    }
-
-    /// A zeroed vector of [`Buffer::host_size_in`] bytes.
-    fn host_destination(&self, layout: &MemoryLayout) -> Result<Vec<u8>> {
-        let size = self.host_size_in(layout)?;
-        let mut destination = Vec::new();
-        destination
-            .try_reserve_exact(size)
-            .map_err(|_| Error::invalid(format!("cannot allocate {size} host bytes for the copy")))?;
-        destination.resize(size, 0);
-        Ok(destination)
+        let destination = zeroed_destination(self.host_size_in(&layout)?)?;
+        self.start_host_copy(destination, &layout)
     }
 
     /// Copies the buffer to the host and returns its bytes (dense, row-major).
@@ -696,9 +686,9 @@ impl Buffer {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn to_host_bytes_in(&self, layout: &MemoryLayout) -> Result<Vec<u8>> {
-        let destination = self.host_destination(layout)?;
+        let destination = zeroed_destination(self.host_size_in(layout)?)?;
         let _span = span!(DEBUG, "device_to_host", bytes = destination.len());
-        self.copy_to_host_async_in(destination, layout)?.wait()
+        self.start_host_copy(destination, layout)?.wait()
     }
 
     /// Copies the buffer to the host as a [`HostArray`]: its element type, dimensions and bytes
@@ -884,4 +874,25 @@ impl Drop for HostTransfer {
             let _ = event.leak_if_in_use(event.wait_until_complete(), &mut self.data);
         }
     }
+}
+
+/// A zeroed host vector of `size` bytes for a device-to-host copy; an allocation failure is an
+/// error, not an abort.
+fn zeroed_destination(size: usize) -> Result<Vec<u8>> {
+    let mut destination = Vec::new();
+    destination
+        .try_reserve_exact(size)
+        .map_err(|_| Error::invalid(format!("cannot allocate {size} host bytes for the copy")))?;
+    destination.resize(size, 0);
+    Ok(destination)
+}
+
+/// Refuses a destination of `len` bytes for a host copy that takes `size` in `layout`.
+fn check_destination(len: usize, size: usize, layout: &MemoryLayout) -> Result<()> {
+    if len != size {
+        return Err(Error::invalid(format!(
+            "the destination has {len} bytes but the buffer needs {size} in layout {layout}"
+        )));
+    }
+    Ok(())
 }

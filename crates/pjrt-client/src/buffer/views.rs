@@ -259,12 +259,16 @@ impl Client {
         options: &ViewOptions,
         on_delete: Option<Box<dyn FnOnce() + Send>>,
     ) -> Result<Buffer> {
+        // Checked before anything else: element type 0 aborts the process.
         view_span(self, element_type, dims, options)?;
         let keep = ViewKeepAlive { host: None, on_delete };
         // SAFETY: the caller's contract.
         unsafe { self.create_view(ptr, element_type, dims, placement, options, keep) }
     }
 
+    /// `element_type`, `dims` and `options` must have passed [`view_span`] (both callers need its
+    /// size first): it refuses the element types that abort the plugin (0 does).
+    ///
     /// # Safety
     /// As [`Client::view_of_device_pointer`], with `keep` holding what the memory depends on.
     unsafe fn create_view(
@@ -276,8 +280,6 @@ impl Client {
         options: &ViewOptions,
         keep: ViewKeepAlive,
     ) -> Result<Buffer> {
-        // The element type is checked before anything else: 0 aborts the process.
-        view_span(self, element_type, dims, options)?;
         let mut layout = options.layout.as_ref().map(|l| RawLayout::new(l, element_type, dims)).transpose()?;
         if element_type.is_sub_byte() {
             // A view reads device memory, where sub-byte types are packed in a plugin-specific
