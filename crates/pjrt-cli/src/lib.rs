@@ -16,7 +16,7 @@
 //! | `pjrt compile` | [`cli::CompileArgs`] | `src/commands/compile.rs` |
 //! | `pjrt cache info\|clear` | [`cli::CacheCommand`] | `src/commands/cache.rs` |
 //! | `pjrt plugin install\|list` | [`cli::PluginCommand`] | `src/commands/plugin.rs` |
-//! | `pjrt bench` | [`cli::BenchArgs`] | `src/commands/bench.rs` |
+//! | `pjrt bench` | [`cli::BenchArgs`] | `src/commands/bench/` |
 //! | `pjrt conform` | [`cli::ConformArgs`] | `src/commands/conform/` |
 //!
 //! What several commands share lives outside [`commands`]:
