@@ -19,7 +19,7 @@ use ureq::tls::{Certificate, ClientCert, PemItem, PrivateKey, RootCerts, TlsProv
 /// use pjrt_etcd::TlsConfig;
 ///
 /// // A file that does not exist: an error that names it (nothing is read lazily).
-/// let err = TlsConfig::from_pem_files("/no/such/ca.pem", None).unwrap_err();
+/// let err = TlsConfig::from_ca_file("/no/such/ca.pem").unwrap_err();
 /// assert!(err.message().contains("/no/such/ca.pem"), "{err}");
 /// // PEM without a certificate is refused too.
 /// assert!(TlsConfig::from_pem(b"not a certificate", None).is_err());
@@ -70,6 +70,11 @@ impl TlsConfig {
         })?;
         config.ca_source = ca_file.display().to_string();
         Ok(config)
+    }
+
+    /// Only a CA bundle (no client certificate): for members without `--client-cert-auth`.
+    pub fn from_ca_file(ca_file: impl AsRef<Path>) -> Result<Self, KvError> {
+        Self::from_pem_files(ca_file, None::<(&Path, &Path)>)
     }
 
     /// The same from PEM text in memory: the CA bundle and optionally (certificate chain, key).
