@@ -353,11 +353,16 @@ fn check_the_job(store: &EtcdStore) {
 
 #[test]
 fn four_processes_over_mutual_tls_with_auth_and_what_is_refused() {
-    let cluster = Cluster::start(1, true);
+    // Tokens expire after 1 s without use: the store authenticates again when etcd says so.
+    let cluster = Cluster::start_with(1, true, &["--auth-token-ttl", "1"]);
     cluster.enable_auth();
     let job = Access::job(&cluster);
     let store = job.connect();
     assert!(store.version().unwrap().starts_with("3."));
+    store.put("before-expiry", b"1").unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    store.put("after-expiry", b"2").unwrap();
+    assert_eq!(store.try_get("before-expiry").unwrap().as_deref(), Some(&b"1"[..]));
     assert!(!format!("{store:?}").contains(JOB_PASSWORD), "{store:?}");
     let refused = |access: &Access| {
         let started = Instant::now();

@@ -129,6 +129,11 @@ fn binary(name: &str) -> PathBuf {
 impl Cluster {
     /// `size` members; with `tls`, https client URLs with mutual TLS (peers talk plain http on loopback).
     pub fn start(size: usize, tls: bool) -> Cluster {
+        Self::start_with(size, tls, &[])
+    }
+
+    /// [`Cluster::start`] with extra etcd flags for every member.
+    pub fn start_with(size: usize, tls: bool, extra: &[&str]) -> Cluster {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir().join(format!("pjrt-etcd-test-{}-{n}", std::process::id()));
@@ -156,6 +161,7 @@ impl Cluster {
                 .args(["--listen-peer-urls", &m.peer_url, "--initial-advertise-peer-urls", &m.peer_url])
                 .args(["--initial-cluster", &initial, "--initial-cluster-token", &token])
                 .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+                .args(extra)
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(std::fs::File::create(dir.join(format!("{}.log", m.name))).unwrap());
