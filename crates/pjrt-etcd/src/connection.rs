@@ -219,6 +219,12 @@ impl Connection {
                         last_error = e;
                         continue;
                     }
+                    Err(Attempt::Reauthenticate) if !reauthenticated && self.has_credentials() => {
+                        // The token expired: a new one, and this member again in the next round.
+                        reauthenticated = true;
+                        self.authenticate_now()?;
+                        continue;
+                    }
                     Err(Attempt::Reauthenticate) => return Err(self.unauthenticated()),
                     Err(Attempt::Fail(e)) => return Err(e),
                 };
