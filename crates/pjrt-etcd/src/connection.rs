@@ -229,7 +229,8 @@ impl Connection {
                     Err(Attempt::Fail(e)) => return Err(e),
                 };
                 let mut messages =
-                    serde_json::Deserializer::from_reader(response.into_body().into_reader()).into_iter::<Value>();
+                    serde_json::Deserializer::from_reader(response.into_body().into_reader().take(MAX_ANSWER))
+                        .into_iter::<Value>();
                 loop {
                     let message = match messages.next() {
                         Some(Ok(m)) => m,

@@ -459,17 +459,17 @@ fn a_killed_worker_leaves_no_keys_after_its_ttl() {
 
 #[test]
 fn three_members_lose_their_leader_during_a_rendezvous() {
-    let mut cluster = Cluster::start(3, false);
+    // Mutual TLS (no auth): every member's certificate is checked.
+    let mut cluster = Cluster::start(3, true);
     let leader = cluster.leader();
     // Everyone talks to the leader first, so that losing it makes every store move.
     let mut endpoints = cluster.endpoints();
     endpoints.rotate_left(leader);
-    let job = Access {
-        endpoints,
-        prefix: unique_prefix("cluster"),
-        lease_ttl: Some(Duration::from_secs(10)),
-        ..Default::default()
-    };
+    let mut job = Access::job(&cluster);
+    job.credentials = None;
+    job.endpoints = endpoints;
+    job.prefix = unique_prefix("cluster");
+    job.lease_ttl = Some(Duration::from_secs(10));
     let store = job.builder().without_lease().connect().unwrap();
     // Workers 0-2 join now; worker 3 waits (on a watch) for "go", put after the leader is gone.
     let mut children = spawn_workers(&job, |id| if id == 3 { "wait-go" } else { "" }, Duration::from_secs(60));
