@@ -421,15 +421,16 @@ fn four_processes_over_mutual_tls_with_auth_and_what_is_refused() {
 #[test]
 fn a_killed_worker_leaves_no_keys_after_its_ttl() {
     let cluster = Cluster::start(1, false);
-    let ttl = Duration::from_secs(2);
+    // Long enough that a keep-alive delayed by a loaded machine does not lose the lease.
+    let ttl = Duration::from_secs(4);
     let mut job = Access::plain(&cluster, &unique_prefix("lease"));
     job.lease_ttl = Some(ttl);
     let store = Access::plain(&cluster, &job.prefix).connect(); // the test's own: no lease
     let victim = 2;
-    let mut children = spawn_workers(&job, |id| if id == victim { "hang" } else { "" }, Duration::from_secs(12));
+    let mut children = spawn_workers(&job, |id| if id == victim { "hang" } else { "" }, Duration::from_secs(20));
     store.get(&format!("seen/{victim}"), Duration::from_secs(120)).expect("the victim joins the job");
-    // Alive, its keys outlive several TTLs: the keep-alive thread renews the lease.
-    std::thread::sleep(ttl * 3);
+    // Alive, its keys outlive two TTLs: the keep-alive thread renews the lease.
+    std::thread::sleep(ttl * 2);
     assert!(store.try_get(&format!("devices/{victim}")).unwrap().is_some(), "the lease of a live worker expired");
     let mut v = children.0[victim].take().unwrap();
     v.kill().unwrap(); // SIGKILL: no clean-up runs in the victim
