@@ -158,7 +158,7 @@ impl Connection {
     /// Authenticates on the first member that answers and keeps the token.
     pub(crate) fn authenticate_now(&self) -> Result<(), KvError> {
         *self.token.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        self.call("/v3/auth/authenticate", &Value::Null, "").map(|_| ())
+        self.with_members(self.deadline(), |member, left| self.token(member, left).map(|_| Value::Null)).map(|_| ())
     }
 
     /// `GET path` (e.g. `/version`) on the first member that answers.
@@ -176,8 +176,9 @@ impl Connection {
         self.with_members(self.deadline(), |member, left| self.post(member, path, body, what, left))
     }
 
-    /// Renews a lease once (`/v3/lease/keepalive` answers a stream: read its first message).
-    pub(crate) fn keep_alive(&self, id: i64) -> Result<(), KvError> {
+    /// Renews a lease once (`/v3/lease/keepalive` answers a stream: read its first message);
+    /// returns the TTL left, 0 when the lease is gone (expired or revoked).
+    pub(crate) fn keep_alive(&self, id: i64) -> Result<u64, KvError> {
         self.with_members(self.deadline(), |member, left| {
             let response = self.send(member, "/v3/lease/keepalive", &json!({"ID": id.to_string()}), left)?;
             let mut messages =
@@ -189,7 +190,7 @@ impl Connection {
                 None => Err(Attempt::NextMember(format!("{member}: lease keep-alive: no answer"))),
             }
         })
-        .map(|_| ())
+        .map(|answer| answer.pointer("/result/TTL").and_then(as_u64).unwrap_or(0))
     }
 
     /// Waits for a put of `key` at `start` or later until `deadline`; resumes on another member
@@ -430,10 +431,6 @@ impl Connection {
     }
 
     fn post(&self, member: &str, path: &str, body: &Value, what: &str, left: Duration) -> Result<Value, Attempt> {
-        if path == "/v3/auth/authenticate" {
-            // authenticate_now: the token call does it.
-            return self.token(member, left).map(|_| Value::Null);
-        }
         let token = self.token(member, left)?;
         let mut request = self
             .agent

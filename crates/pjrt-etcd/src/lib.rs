@@ -409,9 +409,12 @@ impl Lease {
             .name(format!("etcd-lease-{id:x}"))
             .spawn(move || {
                 // Renew until the store is dropped; a failed renewal is retried at the next
-                // tick (the next members are tried within the request timeout).
+                // tick (the next members are tried within the request timeout). A lease that is
+                // gone stays gone: the next put says so (FAILED_PRECONDITION).
                 while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(every) {
-                    let _ = connection.keep_alive(id);
+                    if let Ok(0) = connection.keep_alive(id) {
+                        break;
+                    }
                 }
             })
             .map_err(|e| KvError::internal(format!("cannot start the lease keep-alive thread: {e}")))?;

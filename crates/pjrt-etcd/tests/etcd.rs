@@ -164,6 +164,19 @@ fn store_basics_over_plain_http() {
     assert_eq!(store.delete_all().unwrap(), 13);
     assert_eq!(store.try_get("a").unwrap(), None);
 
+    // A store with a lease: revoking it deletes its keys at once; later puts say why they fail.
+    let mut leased = Access::plain(&cluster, &unique_prefix("revoke"));
+    leased.lease_ttl = Some(Duration::from_secs(30));
+    let leased = leased.connect();
+    assert!(leased.lease_id().is_some());
+    leased.put("mine", b"1").unwrap();
+    assert_eq!(leased.try_get("mine").unwrap().as_deref(), Some(&b"1"[..]));
+    leased.revoke_lease().unwrap();
+    assert_eq!(leased.try_get("mine").unwrap(), None);
+    let err = leased.put("mine", b"2").unwrap_err();
+    assert_eq!(err.code(), ErrorCode::FailedPrecondition, "{err}");
+    assert!(err.message().contains("lease"), "{err}");
+
     // Both CPU plugins take the store.
     for name in PLUGINS {
         let plugin = plugin(name);
