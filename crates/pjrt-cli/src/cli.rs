@@ -173,6 +173,9 @@ pub struct RunArgs {
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// One process of a multi-process job: --kv-store, --job-id, --process, the etcd settings.
+    #[command(flatten)]
+    pub multi_process: crate::commands::run::multi_process::MultiProcessArgs,
 }
 
 /// How `pjrt run` writes its outputs.

@@ -12,6 +12,7 @@ mod spmd;
 
 mod cache_cli;
 mod cli;
+mod etcd_cli;
 mod gpu_target_cli;
 mod jax_export_cli;
 mod multi_device_cli;

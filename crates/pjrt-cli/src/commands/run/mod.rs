@@ -5,6 +5,7 @@
 
 pub mod inputs;
 pub mod jax_model;
+pub mod multi_process;
 pub mod outputs;
 
 use std::path::PathBuf;
@@ -33,6 +34,12 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
         (ProgramSource::Program(program), model)
     };
     if let Some(model) = jax_model.as_ref().filter(|m| m.nr_devices() > 1) {
+        if args.multi_process.kv_store.is_some() {
+            return Err(invalid(
+                "--kv-store runs one process of a job; a jax.export model exported for several devices runs in one \
+                 process only (drop --kv-store)",
+            ));
+        }
         return jax_model::run_multi_device_model(args, model);
     }
     let counts = program.module_counts();
@@ -74,7 +81,11 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
         inputs = Inputs::host(Vec::new(), labels);
     }
     let plugin = resolve_plugin(&args.plugin)?;
-    let client = cpu_aware_client(&plugin, device_count)?;
+    let job = multi_process::connect(&args.multi_process)?;
+    let client = match &job {
+        Some(job) => multi_process::client(&plugin, device_count, job)?,
+        None => cpu_aware_client(&plugin, device_count)?,
+    };
     // A jax.export model's arguments, each of its parameter's type (--shard-inputs is refused);
     // other host inputs are split below, once the parameters' types are known.
     if let Some(model) = &jax_model {
@@ -202,11 +213,18 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
             "program": args.program, "plugin": plugin.path(), "platform": client.platform_name(),
             "replicas": replicas, "partitions": partitions, "shard_inputs": args.shard_inputs, "outputs": outputs,
             "cache": compiled.cache,
+            "process": job.as_ref().map(|j| json!({
+                "job": j.id, "index": j.process, "count": j.count, "rendezvous_ms": j.rendezvous_ms,
+                "process_index": client.process_index(),
+            })),
             "timings_ms": { "compile": compile_ms, "load": load_ms, "transfer": transfer_ms, "execute": execute_ms,
                             "total": started.elapsed().as_secs_f64() * 1e3 },
         });
         println!("{report}");
     } else {
+        if let Some(j) = &job {
+            println!("process {}/{} of job {} (all joined in {:.0} ms)", j.process, j.count, j.id, j.rendezvous_ms);
+        }
         print_summary(&outputs, execution.outputs.len() > 1);
         println!("{}", cache_line(compiled.cache, compile_ms, load_ms, matches!(program, ProgramSource::Artifact(_))));
     }
