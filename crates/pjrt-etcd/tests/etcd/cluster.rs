@@ -115,15 +115,61 @@ fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// `etcd` from `PATH`, `/usr/bin` or `/usr/local/bin`; else the copy these tests unpacked into the
+/// plugin cache's sibling folder before; else that copy made now from Debian's package
+/// (`apt-get download etcd-server` and `dpkg-deb -x`: no root needed), as the tests install
+/// their plugins on first use. Fails saying how to install it when none of that works.
 fn binary(name: &str) -> PathBuf {
     let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
+    let found = std::env::split_paths(&path)
         .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")])
         .map(|d| d.join(name))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            panic!("these tests run etcd servers of their own and need `{name}` (Debian/Ubuntu: `apt-get install -y etcd-server`)")
-        })
+        .find(|p| p.is_file());
+    found.unwrap_or_else(|| unpacked_etcd(name))
+}
+
+/// Where `unpacked_etcd` keeps its copy: `$PJRT_PLUGIN_CACHE/../etcd` or `~/.cache/pjrt-client/etcd`.
+fn etcd_cache() -> PathBuf {
+    match std::env::var_os("PJRT_PLUGIN_CACHE").filter(|v| !v.is_empty()) {
+        Some(plugins) => PathBuf::from(plugins).join("..").join("etcd"),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into())).join(".cache/pjrt-client/etcd")
+        }
+    }
+}
+
+fn unpacked_etcd(name: &str) -> PathBuf {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = etcd_cache();
+    let binary = cache.join("usr/bin").join(name);
+    if binary.is_file() {
+        return binary;
+    }
+    let how =
+        "these tests run etcd servers of their own: install etcd (Debian/Ubuntu: `apt-get install -y etcd-server`)";
+    let work = cache.with_extension(format!("partial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap_or_else(|e| panic!("{how}; creating {}: {e}", work.display()));
+    let download = Command::new("apt-get").args(["download", "etcd-server"]).current_dir(&work).output();
+    match download {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!("{how}; `apt-get download etcd-server` failed: {}", String::from_utf8_lossy(&out.stderr)),
+        Err(e) => panic!("{how}; `apt-get download etcd-server` could not run: {e}"),
+    }
+    let deb = std::fs::read_dir(&work)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "deb"))
+        .unwrap_or_else(|| panic!("{how}; apt-get download left no .deb in {}", work.display()));
+    let unpacked = work.join("root");
+    let status = Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked).status();
+    assert!(matches!(status, Ok(s) if s.success()), "{how}; `dpkg-deb -x {}` failed: {status:?}", deb.display());
+    let _ = std::fs::remove_dir_all(&cache);
+    std::fs::rename(&unpacked, &cache).unwrap_or_else(|e| panic!("{how}; moving etcd into {}: {e}", cache.display()));
+    let _ = std::fs::remove_dir_all(&work);
+    assert!(binary.is_file(), "{how}; the etcd-server package has no usr/bin/{name}");
+    binary
 }
 
 impl Cluster {
