@@ -1,0 +1,87 @@
+//! One program through the core ops: parameters, constants, dot_general, broadcast_in_dim,
+//! the elementwise ops, compare/select, convert, reshape, transpose and reduce.
+
+use pjrt_builder::{ComparisonDirection, DotDimensions, Function};
+use pjrt_client::ElementType;
+
+use crate::harness::{assert_close_f32, assert_exact, data, run_on_both};
+
+#[test]
+fn a_small_network_matches_numpy_on_both_plugins() {
+    let d = data("smoke");
+    let f = Function::new("smoke");
+    let x = f.parameter(ElementType::F32, &d.dims("x")).unwrap();
+    let w = f.parameter(ElementType::F32, &d.dims("w")).unwrap();
+    let b = f.parameter(ElementType::F32, &d.dims("b")).unwrap();
+
+    let xw = x.dot_general(&w, &DotDimensions::matmul(), None).unwrap();
+    let hidden = xw.add(&b.broadcast_in_dim(xw.dims(), &[1]).unwrap()).unwrap().tanh().unwrap();
+    let zero = f.scalar(0f32).unwrap();
+    let rowsum = hidden.exp().unwrap().reduce(&zero, &[1], |_, acc, v| acc.add(v)).unwrap();
+    let half = f.splat(2f32, hidden.dims()).unwrap();
+    let mix = hidden
+        .abs()
+        .unwrap()
+        .log()
+        .unwrap()
+        .subtract(&hidden.negate().unwrap().divide(&half).unwrap())
+        .unwrap()
+        .maximum(&hidden)
+        .unwrap();
+    let zeros = f.splat(0f32, hidden.dims()).unwrap();
+    let relu_t = hidden
+        .compare(&zeros, ComparisonDirection::Gt)
+        .unwrap()
+        .select(&hidden, &zeros)
+        .unwrap()
+        .transpose(&[1, 0])
+        .unwrap();
+    let ints = x
+        .multiply(&f.splat(10f32, x.dims()).unwrap())
+        .unwrap()
+        .convert(ElementType::S32)
+        .unwrap()
+        .reshape(&[6])
+        .unwrap();
+
+    let program = f.finish(&[&hidden, &rowsum, &mix, &relu_t, &ints]).unwrap();
+    for (plugin, out) in run_on_both(&f, &program, &[d.array("x"), d.array("w"), d.array("b")]) {
+        // tanh, exp and log: 1e-5 relative (XLA's CPU approximations are within a few ulp).
+        assert_close_f32(plugin, "hidden", &out[0], &d.array("hidden_want"), 1e-5, 1e-6);
+        assert_close_f32(plugin, "rowsum", &out[1], &d.array("rowsum_want"), 1e-5, 1e-6);
+        assert_close_f32(plugin, "mix", &out[2], &d.array("mix_want"), 1e-5, 1e-5);
+        assert_close_f32(plugin, "relu_t", &out[3], &d.array("relu_t_want"), 1e-5, 1e-6);
+        assert_exact(plugin, "ints", &out[4], &d.array("int_want"));
+    }
+}
+
+#[test]
+fn mismatched_operands_name_the_op_and_the_types() {
+    let f = Function::new("errors");
+    let a = f.parameter(ElementType::F32, &[2, 3]).unwrap();
+    let b = f.parameter(ElementType::F32, &[3, 2]).unwrap();
+    let err = a.add(&b).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "stablehlo.add: operand types tensor<2x3xf32> and tensor<3x2xf32>: they differ; elementwise operands must \
+         have the same type (convert or broadcast_in_dim one first)"
+    );
+    let other = Function::new("other");
+    let c = other.parameter(ElementType::F32, &[2, 3]).unwrap();
+    assert!(a.add(&c).unwrap_err().to_string().contains("belongs to another Function"));
+    // A value that escapes a reduce body cannot be used afterwards.
+    let mut escaped = None;
+    let init = f.scalar(0f32).unwrap();
+    a.reduce(&init, &[0, 1], |_, acc, v| {
+        let s = acc.add(v)?;
+        escaped = Some(s.clone());
+        Ok(s)
+    })
+    .unwrap();
+    let escaped = escaped.unwrap();
+    assert!(escaped.add(&escaped).unwrap_err().to_string().contains("region that is finished"));
+    // An outer value inside a reduce body is refused.
+    let outer = f.scalar(1f32).unwrap();
+    let err = a.reduce(&init, &[0], |_, acc, _| acc.add(&outer)).unwrap_err();
+    assert!(err.to_string().contains("from outside this region"), "{err}");
+}
