@@ -88,3 +88,13 @@ pub fn assert_close_f32(plugin: &str, what: &str, got: &HostArray, want: &HostAr
         assert!(ok, "{plugin}: {what}[{i}]: got {a}, want {b} (rel {rel}, abs {abs})\ngot  {g:?}\nwant {w:?}");
     }
 }
+
+/// Asserts f32 values are the same numbers bit for bit, except that any NaN matches any NaN
+/// (their sign and payload are not specified across conversions).
+pub fn assert_same_f32(plugin: &str, what: &str, got: &HostArray, want: &HostArray) {
+    assert_close_f32(plugin, what, got, want, 0.0, 0.0);
+    let (g, w) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        assert!(a.is_nan() && b.is_nan() || a.to_bits() == b.to_bits(), "{plugin}: {what}[{i}]: got {a:e}, want {b:e}");
+    }
+}

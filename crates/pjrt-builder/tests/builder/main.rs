@@ -8,4 +8,6 @@ mod support;
 
 mod harness;
 
+mod constant;
+mod elementwise;
 mod smoke;
