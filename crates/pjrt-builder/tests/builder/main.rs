@@ -10,4 +10,7 @@ mod harness;
 
 mod constant;
 mod elementwise;
+mod linalg;
+mod reduce;
+mod shape;
 mod smoke;
