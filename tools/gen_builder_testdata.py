@@ -74,6 +74,11 @@ F8_TYPES = {
     "f8e4m3fnuz": "float8_e4m3fnuz",
     "f8e4m3": "float8_e4m3",
     "f8e3m4": "float8_e3m4",
+    # StableHLO 1.8.0 types; one byte per element on the host (the low bits).
+    "f4e2m1fn": "float4_e2m1fn",
+    "f6e2m3fn": "float6_e2m3fn",
+    "f6e3m2fn": "float6_e3m2fn",
+    "f8e8m0fnu": "float8_e8m0fnu",
 }
 
 
@@ -99,6 +104,8 @@ def constant():
     # int4/uint4: every value, widened to s32 by the device.
     out["s4_as_s32_want"] = np.arange(-8, 8, dtype=np.int32)
     out["u4_as_s32_want"] = np.arange(0, 16, dtype=np.int32)
+    out["s2_as_s32_want"] = np.arange(-2, 2, dtype=np.int32)
+    out["u2_as_s32_want"] = np.arange(0, 4, dtype=np.int32)
     # Floats with every special value (exact bits).
     out["f32_special_want"] = np.array([np.nan, np.inf, -np.inf, -0.0, 1e-30, 3.4028235e38, -1.0], dtype=np.float32)
     out["f64_special_want"] = np.array([np.nan, np.inf, -np.inf, -0.0, 1e-300, 1.7976931348623157e308], dtype=np.float64)
@@ -264,6 +271,8 @@ def elementwise():
     out["c_re"], out["c_im"] = re, im
     out["c_want"] = (re + 1j * im).astype(np.complex64)
     out["c_abs_want"] = f32(np.abs(re.astype(np.float64) + 1j * im.astype(np.float64)))
+    out["c_real_want"], out["c_imag_want"] = re, im
+    out["c_exp_want"] = np.exp(re.astype(np.float64) + 1j * im.astype(np.float64)).astype(np.complex64)
     return out
 
 

@@ -32,7 +32,7 @@ pub struct TensorType {
 
 impl TensorType {
     /// A tensor type; `Err` for an element type StableHLO has no spelling for (TOKEN, INVALID,
-    /// S1/U1, unknown values) or a negative dimension.
+    /// S1/U1, unknown values), a negative dimension, or more than `i64::MAX` elements.
     ///
     /// ```
     /// use pjrt_builder::TensorType;
@@ -51,7 +51,11 @@ impl TensorType {
                 message: format!("dimension {d} in {dims:?} is negative; shapes are static, every dimension >= 0"),
             });
         }
-        Ok(TensorType { element, dims: dims.to_vec() })
+        let ty = TensorType { element, dims: dims.to_vec() };
+        if ty.element_count().is_none() {
+            return Err(BuildError::InvalidShape { message: format!("{dims:?} has more than i64::MAX elements") });
+        }
+        Ok(ty)
     }
 
     /// The rank (number of dimensions).
@@ -198,8 +202,9 @@ pub fn mlir_element_name(element: ElementType) -> Result<&'static str, BuildErro
 
 /// The StableHLO version that introduced an element type (1.0.0 for the original set).
 pub(crate) fn element_min_version(element: ElementType) -> Version {
+    // From the version log in StableHLO's VhloDialect.td.
     match element {
-        // f8E4M3 and f8E3M4: StableHLO 1.7.0; f4E2M1FN, f6*, f8E8M0FNU: 1.8.0.
+        ElementType::S2 | ElementType::U2 => (1, 2, 0),
         ElementType::F8E4M3 | ElementType::F8E3M4 => (1, 7, 0),
         ElementType::F8E8M0FNU | ElementType::F4E2M1FN | ElementType::F6E2M3FN | ElementType::F6E3M2FN => (1, 8, 0),
         _ => (1, 0, 0),

@@ -240,20 +240,30 @@ impl<'f> Value<'f> {
         for i in 0..spatial {
             let n = input.dims[dn.input_spatial[i] as usize];
             let w = k.dims[dn.kernel_spatial[i] as usize];
-            let dilated = if n == 0 { 0 } else { (n - 1) * lhs_dilation[i] + 1 };
-            let padded = dilated + padding[i].0 + padding[i].1;
-            let window = if w == 0 { 0 } else { (w - 1) * rhs_dilation[i] + 1 };
-            if padded < 0 || padded < window {
-                return Err(operand_error(
-                    OP,
-                    &[self, kernel],
-                    format!(
-                        "spatial dimension {i}: the padded, dilated input ({padded}) is smaller than the dilated window \
-                         ({window})"
-                    ),
-                ));
+            // Checked: sizes, dilations and paddings are the caller's and may be huge.
+            let dilate =
+                |size: i64, by: i64| if size == 0 { Some(0) } else { (size - 1).checked_mul(by)?.checked_add(1) };
+            let padded = dilate(n, lhs_dilation[i])
+                .and_then(|x| x.checked_add(padding[i].0))
+                .and_then(|x| x.checked_add(padding[i].1));
+            let window = dilate(w, rhs_dilation[i]);
+            match (padded, window) {
+                (Some(padded), Some(window)) if padded >= 0 && padded >= window => {
+                    out[dn.output_spatial[i] as usize] = (padded - window) / strides[i] + 1;
+                }
+                _ => {
+                    let show = |v: Option<i64>| v.map_or("too large".to_string(), |v| v.to_string());
+                    let (padded, window) = (show(padded), show(window));
+                    return Err(operand_error(
+                        OP,
+                        &[self, kernel],
+                        format!(
+                            "spatial dimension {i}: the padded, dilated input ({padded}) is smaller than the dilated \
+                             window ({window})"
+                        ),
+                    ));
+                }
             }
-            out[dn.output_spatial[i] as usize] = (padded - window) / strides[i] + 1;
         }
         let mut op =
             Op::new(OP, vec![self, kernel], vec![tensor_type(input.element, out)]).attr("dimension_numbers", dn.attr());

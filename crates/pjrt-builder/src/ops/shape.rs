@@ -128,7 +128,8 @@ impl<'f> Value<'f> {
                     ),
                 ));
             }
-            dims.push((limit[i] - start[i] + strides[i] - 1) / strides[i]);
+            let span = limit[i] - start[i];
+            dims.push(if span == 0 { 0 } else { (span - 1) / strides[i] + 1 });
         }
         self.func.emit1(
             Op::new(OP, vec![self], vec![tensor_type(t.element, dims)])

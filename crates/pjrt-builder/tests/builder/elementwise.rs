@@ -8,6 +8,7 @@
 //! `tan` (composed of log/exp, sin/cos).
 
 use pjrt_builder::{BuildError, ComparisonDirection, ComparisonType, Function, Value};
+use pjrt_client::num_complex::Complex;
 use pjrt_client::{ElementType, HostArray};
 
 use crate::harness::{assert_close_f32, assert_exact, assert_same_f32, data, run_on_both};
@@ -238,11 +239,21 @@ fn convert_bitcast_reduce_precision_and_complex() {
                 ("rp_bf16", fin.reduce_precision(8, 7)),
                 ("c", Ok(complex.clone())),
                 ("c_abs", complex.abs()),
+                ("c_real", complex.real()),
+                ("c_imag", complex.imag()),
+                ("c_exp", complex.exp()),
                 ("is_finite", x.is_finite()),
             ]
         },
         |plugin, name, got, want| match name {
             "c_abs" => assert_close_f32(plugin, name, got, want, 1e-6, 0.0),
+            "c_exp" => {
+                // Complex exp: each part within 1e-5 relative of the modulus.
+                let (g, w) = (got.to_vec::<Complex<f32>>().unwrap(), want.to_vec::<Complex<f32>>().unwrap());
+                for (a, b) in g.iter().zip(&w) {
+                    assert!((a - b).norm() <= 1e-5 * b.norm(), "{plugin}: c_exp: got {g:?}, want {w:?}");
+                }
+            }
             _ if got.element_type() == ElementType::F32 => assert_same_f32(plugin, name, got, want),
             _ => assert_exact(plugin, name, got, want),
         },
