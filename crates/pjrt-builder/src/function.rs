@@ -265,7 +265,6 @@ impl Function {
         options: ParameterOptions,
     ) -> Result<Value<'_>, BuildError> {
         let ty = TensorType::new(element, dims)?;
-        check_boundary_type(element, "a parameter")?;
         let mut state = self.state.borrow_mut();
         state.need(element_min_version(element), || format!("element type {}", element.name()));
         let id = state.next_ssa;
@@ -486,9 +485,6 @@ impl Function {
     pub fn to_mlir(&self, outputs: &[&Value<'_>]) -> Result<String, BuildError> {
         for output in outputs {
             self.check_visible("func.return", output)?;
-            if let Type::Tensor(t) = &output.ty {
-                check_boundary_type(t.element, "an output")?;
-            }
         }
         let state = self.state.borrow();
         if state.frames.len() != 1 {
@@ -557,21 +553,6 @@ impl State {
             self.needed_by = what();
         }
     }
-}
-
-/// The 6-bit floats work inside a program, but as a parameter or result XLA's CPU plugins
-/// (jaxlib 0.10 and 0.11) refuse them, and 0.11's aborts the process compiling an f6 result.
-fn check_boundary_type(element: ElementType, what: &str) -> Result<(), BuildError> {
-    if matches!(element, ElementType::F6E2M3FN | ElementType::F6E3M2FN) {
-        return Err(BuildError::UnsupportedElementType {
-            element: element.name().to_string(),
-            message: format!(
-                "{what} of a 6-bit float type crashes or is refused by XLA's CPU plugins; use f6 inside the \
-                 program only (convert to and from f32, bf16 or f8 at the edges)"
-            ),
-        });
-    }
-    Ok(())
 }
 
 fn indent(text: &mut String, depth: usize) {

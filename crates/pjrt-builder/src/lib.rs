@@ -36,6 +36,14 @@
 //! Each op records the StableHLO version it needs; [`Function::check_plugin`] compares the
 //! program's with what a plugin reads.
 //!
+//! ## What the plugins cannot do
+//! Every op × element type pair the builder accepts was compiled and run on both CPU plugins
+//! (jaxlib 0.10 and 0.11). What they refuse or abort on, the builder refuses when the op is
+//! added: the 6-bit floats (`f6E2M3FN`, `f6E3M2FN`) altogether, `concatenate`, `dot_general`
+//! and `convolution` on 2-bit integers, `cbrt` and `bitcast_convert` on complex numbers. One
+//! difference stays: XLA's CPU `maximum`/`minimum` return a NaN only from their first operand
+//! (StableHLO says from either); check with `x.compare(&x, Ne)` where NaN must win.
+//!
 //! ## Regions
 //! Ops with bodies take closures: `x.reduce(&init, &[1], |f, acc, v| acc.add(v))`. While the
 //! closure runs, ops go into the body; values made there cannot leak out (using one later is a

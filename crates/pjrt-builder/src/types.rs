@@ -32,7 +32,8 @@ pub struct TensorType {
 
 impl TensorType {
     /// A tensor type; `Err` for an element type StableHLO has no spelling for (TOKEN, INVALID,
-    /// S1/U1, unknown values), a negative dimension, or more than `i64::MAX` elements.
+    /// S1/U1, unknown values; the 6-bit floats, which XLA's CPU plugins cannot compile), a
+    /// negative dimension, or more than `i64::MAX` elements.
     ///
     /// ```
     /// use pjrt_builder::TensorType;
@@ -46,6 +47,16 @@ impl TensorType {
     /// ```
     pub fn new(element: ElementType, dims: &[i64]) -> Result<TensorType, BuildError> {
         mlir_element_name(element)?;
+        if matches!(element, ElementType::F6E2M3FN | ElementType::F6E3M2FN) {
+            // Probed on both CPU plugins: almost every op on f6 values is refused, and several
+            // (an f6 result, iota, broadcast, reshape, pad, reduce, ...) abort the process.
+            return Err(BuildError::UnsupportedElementType {
+                element: element.name().to_string(),
+                message: "XLA's CPU plugins (jaxlib 0.10 and 0.11) cannot compile programs with 6-bit floats and \
+                          some of them abort the process: use f8 or f4E2M1FN"
+                    .to_string(),
+            });
+        }
         if let Some(d) = dims.iter().find(|&&d| d < 0) {
             return Err(BuildError::InvalidShape {
                 message: format!("dimension {d} in {dims:?} is negative; shapes are static, every dimension >= 0"),

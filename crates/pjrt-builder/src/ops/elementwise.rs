@@ -149,8 +149,8 @@ unary_ops! {
     sqrt => "stablehlo.sqrt", FLOAT_COMPLEX, Same, (1, 0, 0);
     /// `1 / sqrt(x)`.
     rsqrt => "stablehlo.rsqrt", FLOAT_COMPLEX, Same, (1, 0, 0);
-    /// Cube root.
-    cbrt => "stablehlo.cbrt", FLOAT_COMPLEX, Same, (1, 0, 0);
+    /// Cube root (floats: XLA has no complex cube root).
+    cbrt => "stablehlo.cbrt", FLOAT, Same, (1, 0, 0);
     /// Rounds toward -inf.
     floor => "stablehlo.floor", FLOAT, Same, (1, 0, 0);
     /// Rounds toward +inf.
@@ -389,11 +389,16 @@ impl<'f> Value<'f> {
         let t = tensor(OP, self)?;
         crate::types::mlir_element_name(element)?;
         let (from, to) = (t.element.bits().unwrap_or(0), element.bits().unwrap_or(0));
-        if from < 8 || to < 8 || t.element == ElementType::PRED || element == ElementType::PRED {
+        let complex = kind(t.element) == Kind::Complex || kind(element) == Kind::Complex;
+        if from < 8 || to < 8 || t.element == ElementType::PRED || element == ElementType::PRED || complex {
             return Err(operand_error(
                 OP,
                 &[self],
-                format!("bitcast_convert to {} needs types of whole bytes, not i1 or sub-byte types", element.name()),
+                format!(
+                    "bitcast_convert to {} needs real types of whole bytes, not i1, sub-byte or complex types \
+                     (take .real() and .imag() of a complex)",
+                    element.name()
+                ),
             ));
         }
         let mut dims = t.dims.clone();

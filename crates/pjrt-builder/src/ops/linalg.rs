@@ -104,6 +104,7 @@ impl<'f> Value<'f> {
     ) -> Result<Value<'f>, BuildError> {
         const OP: &str = "stablehlo.dot_general";
         let (l, r) = (tensor(OP, self)?, tensor(OP, rhs)?);
+        super::refuse_two_bit(OP, &[self, rhs])?;
         if l.element != r.element || kind(l.element) == Kind::Bool {
             return Err(operand_error(OP, &[self, rhs], "both operands need one element type, not i1"));
         }
@@ -157,6 +158,7 @@ impl<'f> Value<'f> {
     pub fn convolution(&self, kernel: &Value<'f>, conv: &Convolution) -> Result<Value<'f>, BuildError> {
         const OP: &str = "stablehlo.convolution";
         let (input, k) = (tensor(OP, self)?, tensor(OP, kernel)?);
+        super::refuse_two_bit(OP, &[self, kernel])?;
         if input.element != k.element || kind(input.element) == Kind::Bool {
             return Err(operand_error(OP, &[self, kernel], "input and kernel need one element type, not i1"));
         }
@@ -427,6 +429,12 @@ impl Convolution {
     pub fn dilation(mut self, lhs: &[i64], rhs: &[i64]) -> Convolution {
         self.lhs_dilation = lhs.to_vec();
         self.rhs_dilation = rhs.to_vec();
+        self
+    }
+
+    /// Sets which spatial dimensions of the window are reversed (the kernel flipped along them).
+    pub fn reversal(mut self, reversed: &[bool]) -> Convolution {
+        self.window_reversal = reversed.to_vec();
         self
     }
 

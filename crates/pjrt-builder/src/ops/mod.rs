@@ -52,3 +52,20 @@ pub(crate) fn check_dimension_list(op: &'static str, what: &str, dims: &[i64], r
 pub(crate) fn tensor_type(element: pjrt_client::ElementType, dims: Vec<i64>) -> Type {
     Type::Tensor(TensorType { element, dims })
 }
+
+/// 2-bit integers: XLA's CPU plugins abort concatenating them and cannot multiply them
+/// (dot_general, convolution); probed on jaxlib 0.10 and 0.11.
+pub(crate) fn refuse_two_bit(op: &'static str, operands: &[&Value<'_>]) -> Result<(), BuildError> {
+    let two_bit = operands
+        .iter()
+        .any(|v| matches!(v.element_type(), Some(pjrt_client::ElementType::S2 | pjrt_client::ElementType::U2)));
+    if two_bit {
+        return Err(operand_error(
+            op,
+            operands,
+            "XLA's CPU plugins cannot compile this op on 2-bit integers (concatenating them aborts the process): \
+             convert to i8 first",
+        ));
+    }
+    Ok(())
+}

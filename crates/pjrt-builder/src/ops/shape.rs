@@ -187,6 +187,7 @@ impl<'f> Value<'f> {
         if dimension < 0 || dimension as usize >= t.rank() {
             return Err(attribute_error(OP, format!("dimension {dimension} is out of range for {t}")));
         }
+        super::refuse_two_bit(OP, &operands)?;
         let d = dimension as usize;
         let mut dims = t.dims.clone();
         dims[d] = 0;

@@ -1,6 +1,6 @@
 //! dot_general (batched, two contracting dimensions, outer product, integers) and convolution
-//! (strides, padding with a negative side, input and kernel dilation, feature groups) against
-//! numpy. f32 sums of a few dozen products: 1e-5 relative, 1e-5 absolute near zero (numpy sums
+//! (strides, padding with a negative side, input and kernel dilation, window reversal, feature
+//! groups) against numpy, batch groups against JAX. f32 sums of a few dozen products: 1e-5 relative, 1e-5 absolute near zero (numpy sums
 //! in f64, the plugin in f32 in its own order).
 
 use pjrt_builder::{ConvDimensions, Convolution, DotDimensions, Function, Precision};
@@ -12,7 +12,7 @@ use crate::harness::{assert_close_f32, assert_exact, data, run_on_both};
 fn dot_general_and_convolution_match_numpy() {
     let d = data("linalg");
     let f = Function::new("linalg");
-    let names = ["a", "b", "m", "ia", "img", "kernel", "kernel1"];
+    let names = ["a", "b", "m", "ia", "img", "kernel", "kernel1", "kernel_bg"];
     let p: Vec<_> = names
         .iter()
         .map(|n| {
@@ -20,7 +20,7 @@ fn dot_general_and_convolution_match_numpy() {
             f.parameter(a.element_type(), &a.dims()).unwrap()
         })
         .collect();
-    let (a, b, m, ia, img, kernel, kernel1) = (&p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &p[6]);
+    let (a, b, m, ia, img, kernel, kernel1, kernel_bg) = (&p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &p[6], &p[7]);
     let double = DotDimensions { lhs_contracting: vec![1, 2], rhs_contracting: vec![0, 1], ..Default::default() };
     let row = |i: i64| m.slice(&[i, 0], &[i + 1, 4], &[1, 1]).unwrap().reshape(&[4]).unwrap();
     let conv = Convolution::new(ConvDimensions::channels_last(2))
@@ -36,6 +36,20 @@ fn dot_general_and_convolution_match_numpy() {
         ("int", ia.dot_general(&ia.transpose(&[1, 0]).unwrap(), &DotDimensions::matmul(), None)),
         ("conv", img.convolution(kernel, &conv)),
         ("conv_dilated", img.convolution(kernel1, &conv1)),
+        (
+            "conv_reversed",
+            img.convolution(kernel1, &Convolution::new(ConvDimensions::channels_last(2)).reversal(&[true, false])),
+        ),
+        (
+            "conv_batch_groups",
+            img.convolution(
+                kernel_bg,
+                &Convolution::new(ConvDimensions::channels_last(2))
+                    .strides(&[1, 2])
+                    .padding(&[(1, 0), (0, 0)])
+                    .groups(1, 2),
+            ),
+        ),
     ];
     let values: Vec<_> = outputs.iter().map(|(n, v)| v.as_ref().unwrap_or_else(|e| panic!("{n}: {e}"))).collect();
     let program = f.finish(&values).unwrap();
