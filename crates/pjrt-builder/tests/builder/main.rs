@@ -9,6 +9,7 @@ mod support;
 mod harness;
 
 mod constant;
+mod edges;
 mod elementwise;
 mod linalg;
 mod reduce;
