@@ -362,7 +362,8 @@ impl Function {
         }
         let id = state.next_ssa;
         state.next_ssa += 1;
-        let depth = state.frames.len();
+        // The body's ops sit inside `module` and `func.func`; a region's, one level deeper each.
+        let depth = state.frames.len() + 1;
         let scope = state.frames.last().map(|f| f.scope).unwrap_or(0);
         let frame = state.frames.last_mut().expect("the function body is always open");
         let text = &mut frame.text;
@@ -466,7 +467,7 @@ impl Function {
         };
         std::mem::forget(guard);
         let mut text = String::from("{\n");
-        indent(&mut text, depth - 1);
+        indent(&mut text, depth);
         text.push_str("^bb0(");
         for (i, arg) in args.iter().enumerate() {
             if i > 0 {
@@ -476,7 +477,7 @@ impl Function {
         }
         text.push_str("):\n");
         text.push_str(&frame_text);
-        indent(&mut text, depth - 1);
+        indent(&mut text, depth);
         text.push('}');
         Ok((text, returned.into_iter().map(|v| v.ty).collect()))
     }
@@ -526,7 +527,7 @@ impl Function {
         }
         text.push_str(") {\n");
         text.push_str(&state.frames[0].text);
-        indent(&mut text, 1);
+        indent(&mut text, 2);
         text.push_str("\"func.return\"(");
         emit::join_into(&mut text, outputs.iter().map(|v| v.name));
         text.push_str(") : (");

@@ -85,3 +85,38 @@ fn mismatched_operands_name_the_op_and_the_types() {
     let err = a.reduce(&init, &[0], |_, acc, _| acc.add(&outer)).unwrap_err();
     assert!(err.to_string().contains("from outside this region"), "{err}");
 }
+
+#[test]
+fn the_text_is_mlir_generic_form() {
+    let f = Function::new("tiny");
+    let x = f.parameter_with(ElementType::F32, &[2], pjrt_builder::ParameterOptions::new().buffer_donor()).unwrap();
+    let one = f.splat(1f32, &[2]).unwrap();
+    let y = x.add(&one).unwrap().compare(&x, ComparisonDirection::Gt).unwrap();
+    let s = x.reduce(&f.scalar(0f32).unwrap(), &[0], |_, a, b| a.maximum(b)).unwrap();
+    let text = f.to_mlir(&[&y, &s]).unwrap();
+    assert_eq!(
+        text,
+        r#"module @tiny {
+  func.func public @main(%v0: tensor<2xf32> {jax.buffer_donor = true}) -> (tensor<2xi1>, tensor<f32>) {
+    %v1 = "stablehlo.constant"() {value = dense<"0x0000803F"> : tensor<2xf32>} : () -> tensor<2xf32>
+    %v2 = "stablehlo.add"(%v0, %v1) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+    %v3 = "stablehlo.compare"(%v2, %v0) {comparison_direction = #stablehlo<comparison_direction GT>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>
+    %v4 = "stablehlo.constant"() {value = dense<"0x00000000"> : tensor<f32>} : () -> tensor<f32>
+    %v9 = "stablehlo.reduce"(%v0, %v4) ({
+    ^bb0(%v5: tensor<f32>, %v6: tensor<f32>):
+      %v7 = "stablehlo.maximum"(%v5, %v6) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      "stablehlo.return"(%v7) : (tensor<f32>) -> ()
+    }) {dimensions = array<i64: 0>} : (tensor<2xf32>, tensor<f32>) -> tensor<f32>
+    "func.return"(%v3, %v9) : (tensor<2xi1>, tensor<f32>) -> ()
+  }
+}
+"#
+    );
+    // Versions: most ops are StableHLO 1.0.0; tan needs 1.4.0, f8E4M3 1.7.0 (both plugins read
+    // newer, so check_plugin passes on them: see harness::run_on_both).
+    assert_eq!(f.required_stablehlo_version(), (1, 0, 0));
+    x.tan().unwrap();
+    assert_eq!(f.required_stablehlo_version(), (1, 4, 0));
+    f.constant_bits(ElementType::F8E4M3, &[0x38], &[]).unwrap();
+    assert_eq!(f.required_stablehlo_version(), (1, 7, 0));
+}
