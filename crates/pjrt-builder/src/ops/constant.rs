@@ -3,7 +3,8 @@
 //! Values are written as MLIR's exact hex form (`dense<"0x0000803F"> : tensor<f32>`, the
 //! little-endian bytes), so every bit survives: NaN payloads, infinities, -0.0, subnormals.
 //! PRED (`i1`) is written as `true`/`false` (MLIR packs `i1` hex data by bits, differently across
-//! versions). A constant whose elements are all equal is written as a splat (one element).
+//! versions). A constant whose elements are all equal is one scalar constant and a
+//! `broadcast_in_dim` (as JAX writes `jnp.full`; XLA materialises constants when it compiles).
 //!
 //! ```
 //! use pjrt_builder::Function;
@@ -23,7 +24,7 @@
 //! let program = f.finish(&[&a, &b, &c, &p, &e, &i])?;
 //! let text = program.text().unwrap();
 //! assert!(text.contains(r#"dense<"0x0000C03F0000807F00000080"> : tensor<3xf32>"#));
-//! assert!(text.contains(r#"dense<"0x0040"> : tensor<2x2xbf16>"#));
+//! assert!(text.contains(r#"dense<"0x0040"> : tensor<bf16>"#)); // then broadcast_in_dim
 //! assert!(text.contains("dense<[true, false]> : tensor<2xi1>"));
 //!
 //! let plugin = Plugin::load(&pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
@@ -163,6 +164,13 @@ impl Function {
     }
 
     fn emit_constant(&self, ty: TensorType, data: &[u8], splat: bool) -> Result<Value<'_>, BuildError> {
+        if splat && ty.rank() > 0 && ty.element_count() != Some(0) {
+            // A scalar broadcast, as JAX writes `jnp.full`: XLA materialises a constant's
+            // every element when it compiles, a broadcast only when it runs.
+            let scalar = self.emit_constant(ty.scalar(), data, false)?;
+            let all: Vec<i64> = Vec::new();
+            return scalar.broadcast_in_dim(&ty.dims, &all);
+        }
         let value = if ty.element_count() == Some(0) {
             format!("dense<> : {ty}")
         } else if ty.element == ElementType::PRED {

@@ -115,7 +115,7 @@ fn integer_complex_pred_and_special_float_constants_are_exact() {
         &iota_u8,
     ]);
     let text = f.to_mlir(&outputs).unwrap();
-    assert!(text.contains(r#"dense<"0x000020C0"> : tensor<2x3xf32>"#), "a splat is one element:\n{text}");
+    assert!(text.contains(r#"dense<"0x000020C0"> : tensor<f32>"#), "a splat is one element, broadcast:\n{text}");
     assert!(text.contains("dense<> : tensor<0x3xf32>"), "{text}");
     let program = f.finish(&outputs).unwrap();
     let names = [

@@ -98,16 +98,17 @@ fn the_text_is_mlir_generic_form() {
         text,
         r#"module @tiny {
   func.func public @main(%v0: tensor<2xf32> {jax.buffer_donor = true}) -> (tensor<2xi1>, tensor<f32>) {
-    %v1 = "stablehlo.constant"() {value = dense<"0x0000803F"> : tensor<2xf32>} : () -> tensor<2xf32>
-    %v2 = "stablehlo.add"(%v0, %v1) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
-    %v3 = "stablehlo.compare"(%v2, %v0) {comparison_direction = #stablehlo<comparison_direction GT>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>
-    %v4 = "stablehlo.constant"() {value = dense<"0x00000000"> : tensor<f32>} : () -> tensor<f32>
-    %v9 = "stablehlo.reduce"(%v0, %v4) ({
-    ^bb0(%v5: tensor<f32>, %v6: tensor<f32>):
-      %v7 = "stablehlo.maximum"(%v5, %v6) : (tensor<f32>, tensor<f32>) -> tensor<f32>
-      "stablehlo.return"(%v7) : (tensor<f32>) -> ()
+    %v1 = "stablehlo.constant"() {value = dense<"0x0000803F"> : tensor<f32>} : () -> tensor<f32>
+    %v2 = "stablehlo.broadcast_in_dim"(%v1) {broadcast_dimensions = array<i64>} : (tensor<f32>) -> tensor<2xf32>
+    %v3 = "stablehlo.add"(%v0, %v2) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+    %v4 = "stablehlo.compare"(%v3, %v0) {comparison_direction = #stablehlo<comparison_direction GT>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>
+    %v5 = "stablehlo.constant"() {value = dense<"0x00000000"> : tensor<f32>} : () -> tensor<f32>
+    %v10 = "stablehlo.reduce"(%v0, %v5) ({
+    ^bb0(%v6: tensor<f32>, %v7: tensor<f32>):
+      %v8 = "stablehlo.maximum"(%v6, %v7) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+      "stablehlo.return"(%v8) : (tensor<f32>) -> ()
     }) {dimensions = array<i64: 0>} : (tensor<2xf32>, tensor<f32>) -> tensor<f32>
-    "func.return"(%v3, %v9) : (tensor<2xi1>, tensor<f32>) -> ()
+    "func.return"(%v4, %v10) : (tensor<2xi1>, tensor<f32>) -> ()
   }
 }
 "#
