@@ -242,6 +242,13 @@ impl<'f> Value<'f> {
         for i in 0..spatial {
             let n = input.dims[dn.input_spatial[i] as usize];
             let w = k.dims[dn.kernel_spatial[i] as usize];
+            if w < 1 {
+                return Err(operand_error(
+                    OP,
+                    &[self, kernel],
+                    format!("the kernel's spatial dimension {i} is empty; a window has at least one element"),
+                ));
+            }
             // Checked: sizes, dilations and paddings are the caller's and may be huge.
             let dilate =
                 |size: i64, by: i64| if size == 0 { Some(0) } else { (size - 1).checked_mul(by)?.checked_add(1) };

@@ -85,4 +85,6 @@ fn linalg_errors_say_what_fits() {
     let k5 = f.parameter(ElementType::F32, &[5, 1, 3, 1]).unwrap();
     assert!(msg(img.convolution(&k5, &conv)).contains("smaller than the dilated window"));
     assert!(msg(img.convolution(&k, &conv.clone().strides(&[1]))).contains("need 2 entries"));
+    let k0 = f.parameter(ElementType::F32, &[0, 2, 3, 4]).unwrap();
+    assert!(msg(img.convolution(&k0, &conv)).contains("kernel's spatial dimension 0 is empty"));
 }
