@@ -21,7 +21,8 @@
 //! // Raw host bits for types Rust has no number type for: f8E4M3FN 1.0 is 0x38.
 //! let e = f.constant_bits(ElementType::F8E4M3FN, &[0x38, 0xb8], &[2])?;
 //! let i = f.iota(ElementType::S32, &[2, 3], 1)?;
-//! let program = f.finish(&[&a, &b, &c, &p, &e, &i])?;
+//! let w = f.constant_array(&pjrt_client::HostArray::from_elements(vec![2], &[7u16, 9])?)?;
+//! let program = f.finish(&[&a, &b, &c, &p, &e, &i, &w])?;
 //! let text = program.text().unwrap();
 //! assert!(text.contains(r#"dense<"0x0000C03F0000807F00000080"> : tensor<3xf32>"#));
 //! assert!(text.contains(r#"dense<"0x0040"> : tensor<bf16>"#)); // then broadcast_in_dim
@@ -33,12 +34,13 @@
 //! assert_eq!(out[0].to_vec::<f32>()?[1], f32::INFINITY);
 //! assert_eq!(out[4].to_host_bytes()?, [0x38, 0xb8]);
 //! assert_eq!(out[5].to_vec::<i32>()?, [0, 1, 2, 0, 1, 2]);
+//! assert_eq!(out[6].to_vec::<u16>()?, [7, 9]);
 //! # Ok(()) }
 //! ```
 
 use pjrt_client::half::{bf16, f16};
 use pjrt_client::num_complex::Complex;
-use pjrt_client::ElementType;
+use pjrt_client::{ElementType, HostArray};
 
 use super::{attribute_error, tensor_type};
 use crate::emit;
@@ -137,6 +139,12 @@ impl Function {
         let splat = count > 1 && bytes.chunks_exact(width).all(|c| c == &bytes[..width]);
         let data = if splat { &bytes[..width] } else { bytes };
         self.emit_constant(ty, data, splat)
+    }
+
+    /// A constant holding a [`HostArray`]'s values (weights read from `.npy` or safetensors
+    /// files through `pjrt_formats`, say), with its element type and shape.
+    pub fn constant_array(&self, array: &HostArray) -> Result<Value<'_>, BuildError> {
+        self.constant_bits(array.element_type(), array.data(), &array.dims())
     }
 
     /// A constant of shape `dims` with every element the host bytes `element_bytes` (one
