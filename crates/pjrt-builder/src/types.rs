@@ -41,6 +41,10 @@ impl TensorType {
     ///
     /// let t = TensorType::new(ElementType::BF16, &[2, 3])?;
     /// assert_eq!(t.to_string(), "tensor<2x3xbf16>");
+    /// assert_eq!((t.rank(), t.element_count()), (2, Some(6)));
+    /// assert_eq!(pjrt_builder::mlir_element_name(ElementType::F8E4M3FN)?, "f8E4M3FN");
+    /// let pair = pjrt_builder::Type::Tuple(vec![t.clone().into(), t.scalar().into()]);
+    /// assert_eq!(pair.to_string(), "tuple<tensor<2x3xbf16>, tensor<bf16>>");
     /// assert_eq!(TensorType::new(ElementType::PRED, &[])?.to_string(), "tensor<i1>");
     /// assert!(TensorType::new(ElementType::F32, &[-1]).is_err());
     /// # Ok::<(), pjrt_builder::BuildError>(())

@@ -445,6 +445,12 @@ impl Convolution {
         self
     }
 
+    /// Sets the precision of input and kernel.
+    pub fn precision(mut self, input: Precision, kernel: Precision) -> Convolution {
+        self.precision = Some((input, kernel));
+        self
+    }
+
     /// Sets the feature and batch group counts.
     pub fn groups(mut self, feature_group_count: i64, batch_group_count: i64) -> Convolution {
         self.feature_group_count = feature_group_count;

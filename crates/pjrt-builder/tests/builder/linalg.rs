@@ -27,7 +27,8 @@ fn dot_general_and_convolution_match_numpy() {
         .strides(&[2, 1])
         .padding(&[(1, 1), (0, -1)])
         .dilation(&[], &[1, 2])
-        .groups(2, 1);
+        .groups(2, 1)
+        .precision(Precision::Highest, Precision::Highest);
     let conv1 = Convolution::new(ConvDimensions::channels_last(2)).padding(&[(0, 0), (1, 0)]).dilation(&[2, 1], &[]);
     let outputs = [
         ("batched", a.dot_general(b, &DotDimensions::batched_matmul(), Some((Precision::Highest, Precision::Highest)))),
