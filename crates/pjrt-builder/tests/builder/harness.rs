@@ -11,7 +11,7 @@ use pjrt_formats::npz::Npz;
 use crate::support;
 
 /// One client per plugin, shared by the tests (clients are `Send + Sync`).
-fn client(plugin: &'static str) -> &'static Client {
+pub fn client(plugin: &'static str) -> &'static Client {
     static CLIENTS: [OnceLock<Client>; 2] = [OnceLock::new(), OnceLock::new()];
     let index = support::PLUGINS.iter().position(|p| *p == plugin).expect("a plugin of support::PLUGINS");
     CLIENTS[index].get_or_init(|| Client::new(&support::plugin(plugin), &ClientOptions::new()).expect("a CPU client"))

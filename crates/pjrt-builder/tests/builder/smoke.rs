@@ -121,3 +121,18 @@ fn the_text_is_mlir_generic_form() {
     f.constant_bits(ElementType::F8E4M3, &[0x38], &[]).unwrap();
     assert_eq!(f.required_stablehlo_version(), (1, 7, 0));
 }
+
+#[test]
+fn a_parameter_marked_for_aliasing_is_donated_on_both_plugins() {
+    let f = Function::new("donating");
+    let x = f.parameter_with(ElementType::F32, &[4], pjrt_builder::ParameterOptions::new().aliasing_output(0)).unwrap();
+    let program = f.finish(&[&x.add(&x).unwrap()]).unwrap();
+    assert_eq!(program.declared_parameters(), Some(&[(ElementType::F32, vec![4])][..]));
+    for plugin in crate::support::PLUGINS {
+        let client = crate::harness::client(plugin);
+        let exe = client.compile(&program, &pjrt_client::CompileOptions::new()).unwrap();
+        let input = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], pjrt_client::Placement::Default).unwrap();
+        assert_eq!(exe.execute(&[&input]).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{plugin}");
+        assert!(input.is_deleted().unwrap(), "{plugin}: the argument was donated to the output");
+    }
+}
