@@ -208,6 +208,22 @@ def elementwise():
     out["i_power_want"] = wrap(np.array([pow(int(p), int(r), 1 << 32) if r >= 0 else 0 for p, r in zip([2, 3, -2, 1, 0], [10, 3, 5, 99, 0])]))
     out["i_power_base"] = np.array([2, 3, -2, 1, 0], dtype=np.int32)
     out["i_power_exp"] = np.array([10, 3, 5, 99, 0], dtype=np.int32)
+    # Integer division where it would trap: XLA's results (x / 0 = -1, x % 0 = x,
+    # MIN / -1 = MIN, MIN % -1 = 0), written out rather than computed by numpy (which warns).
+    MIN = -2147483648
+    out["z_a"] = np.array([7, -7, MIN, MIN, 0, 5], dtype=np.int32)
+    out["z_b"] = np.array([0, 0, -1, 0, 0, -1], dtype=np.int32)
+    out["z_divide_want"] = np.array([-1, -1, MIN, -1, -1, -5], dtype=np.int32)
+    out["z_remainder_want"] = np.array([7, -7, 0, MIN, 0, 0], dtype=np.int32)
+    out["z_divide_self_xor_want"] = np.full(6, -1, dtype=np.int32)  # a / (a ^ a)
+    out["z_remainder_self_xor_want"] = out["z_a"]  # a % (a ^ a)
+    out["z_u8_a"] = np.array([5, 0, 255], dtype=np.uint8)
+    out["z_u8_divide_want"] = np.array([255, 255, 255], dtype=np.uint8)  # all bits set
+    out["z_u8_remainder_want"] = out["z_u8_a"]
+    # |iota| and |z * z| for complex z (XLA's simplifier mistakes both for non-negative reals).
+    out["z_c"] = np.array([1 + 1j, -2j, 3], dtype=np.complex64)
+    out["z_abs_iota_want"] = np.arange(3, dtype=np.float32)
+    out["z_abs_square_want"] = f32(np.abs(out["z_c"].astype(np.complex128) ** 2))
     # u8: wrapping, unsigned compare.
     ua = np.array([0, 1, 200, 255, 128, 7], dtype=np.uint8)
     ub = np.array([1, 255, 100, 2, 3, 7], dtype=np.uint8)

@@ -90,6 +90,15 @@ fn unary<'f>(
         UnaryResult::RealPart => complex_part(t.element).unwrap_or(t.element),
         UnaryResult::Pred => ElementType::PRED,
     };
+    if element != t.element && kind(t.element) == Kind::Complex {
+        // XLA's algebraic simplifier rewrites abs(x) to x when it thinks x is non-negative (an
+        // iota, x * x), forgetting that a complex abs is real, and aborts the process. A barrier
+        // hides the operand from it.
+        let hidden = x.func.emit1(Op::new("stablehlo.optimization_barrier", vec![x], vec![x.ty.clone()]))?;
+        let mut op = Op::new(op, vec![&hidden], vec![Type::Tensor(t.with_element(element))]);
+        op.since = since;
+        return x.func.emit1(op);
+    }
     let mut op = Op::new(op, vec![x], vec![Type::Tensor(t.with_element(element))]);
     op.since = since;
     x.func.emit1(op)
@@ -107,7 +116,55 @@ fn binary<'f>(x: &Value<'f>, y: &Value<'f>, op: &'static str, kinds: Kinds) -> R
     if !kinds.contains(&kind(a.element)) {
         return Err(operand_error(op, &[x, y], format!("{op} takes {} elements", kinds_text(kinds))));
     }
+    if matches!(op, "stablehlo.divide" | "stablehlo.remainder")
+        && matches!(kind(a.element), Kind::Signed | Kind::Unsigned)
+    {
+        return guarded_integer_division(x, y, op, a);
+    }
     x.func.emit1(Op::new(op, vec![x, y], vec![x.ty.clone()]))
+}
+
+/// Integer `divide`/`remainder` that never divides by zero or overflows (`MIN / -1`): XLA's
+/// 0.10 CPU compiler folds constant divisions natively and dies of SIGFPE on those, even for a
+/// divisor it only proves zero (`x ^ x`). The divisor is replaced by 1 where it would trap and
+/// the result is XLA's own: `x / 0 = -1` (all bits set), `x % 0 = x`, `MIN / -1 = MIN`,
+/// `MIN % -1 = 0`.
+fn guarded_integer_division<'f>(
+    x: &Value<'f>,
+    y: &Value<'f>,
+    op: &'static str,
+    t: &crate::types::TensorType,
+) -> Result<Value<'f>, BuildError> {
+    use ComparisonDirection::Eq;
+    let f = x.func;
+    let bits = t.element.bits().unwrap_or(8) as u32;
+    let width = t.element.host_element_bytes().unwrap_or(1);
+    let signed = kind(t.element) == Kind::Signed;
+    // Host bytes of a value (sign-extended for signed sub-byte types, masked for unsigned ones).
+    let splat = |value: i128| {
+        let value = if !signed && bits < 8 { value & ((1 << bits) - 1) } else { value };
+        f.splat_bits(t.element, &value.to_le_bytes()[..width], &t.dims)
+    };
+    let zero = splat(0)?;
+    let y_zero = y.compare(&zero, Eq)?;
+    let overflow = if signed {
+        let min = splat(-(1i128 << (bits - 1)))?;
+        Some(x.compare(&min, Eq)?.and(&y.compare(&splat(-1)?, Eq)?)?)
+    } else {
+        None
+    };
+    let trap = match &overflow {
+        Some(o) => y_zero.or(o)?,
+        None => y_zero.clone(),
+    };
+    let safe = trap.select(&splat(1)?, y)?;
+    let quotient = f.emit1(Op::new(op, vec![x, &safe], vec![x.ty.clone()]))?;
+    let (on_zero, on_overflow) = if op == "stablehlo.divide" { (splat(-1)?, x.clone()) } else { (x.clone(), zero) };
+    let result = match overflow {
+        Some(o) => o.select(&on_overflow, &quotient)?,
+        None => quotient,
+    };
+    y_zero.select(&on_zero, &result)
 }
 
 macro_rules! unary_ops {
@@ -194,9 +251,11 @@ binary_ops! {
     subtract => "stablehlo.subtract", NUMBER;
     /// `x * y`.
     multiply => "stablehlo.multiply", NUMBER;
-    /// `x / y` (integers: toward zero).
+    /// `x / y` (integers: toward zero; `x / 0 = -1`, all bits set, and `MIN / -1 = MIN`, as
+    /// XLA defines them, computed without a trapping division).
     divide => "stablehlo.divide", NUMBER;
-    /// Remainder of `x / y`, with the sign of `x` (C's `fmod`, `%`).
+    /// Remainder of `x / y`, with the sign of `x` (C's `fmod`, `%`; integers: `x % 0 = x`,
+    /// `MIN % -1 = 0`).
     remainder => "stablehlo.remainder", INT_FLOAT;
     /// Elementwise maximum (floats: NaN if either is NaN).
     maximum => "stablehlo.maximum", ANY;

@@ -162,6 +162,36 @@ fn integer_ops_wrap_and_shift_like_stablehlo() {
 }
 
 #[test]
+fn integer_division_never_traps_and_complex_abs_stays_real() {
+    check(
+        &["z_a", "z_b", "z_u8_a", "z_c"],
+        |f, v| {
+            let (a, b, u, c) = (&v[0], &v[1], &v[2], &v[3]);
+            let u_zero = f.splat(0u8, &[3]).unwrap();
+            let iota = f.iota(ElementType::C64, &[3], 0).unwrap();
+            vec![
+                ("z_divide", a.divide(b)),
+                ("z_remainder", a.remainder(b)),
+                // a ^ a is zero; XLA folds it, and 0.10's compiler folded the division natively.
+                ("z_divide_self_xor", a.xor(a).and_then(|z| a.divide(&z))),
+                ("z_remainder_self_xor", a.xor(a).and_then(|z| a.remainder(&z))),
+                ("z_u8_divide", u.divide(&u_zero)),
+                ("z_u8_remainder", u.remainder(&u_zero)),
+                ("z_abs_iota", iota.abs()),
+                ("z_abs_square", c.multiply(c).and_then(|s| s.abs())),
+            ]
+        },
+        |plugin, name, got, want| {
+            if name == "z_abs_square" {
+                assert_close_f32(plugin, name, got, want, 1e-6, 0.0)
+            } else {
+                assert_exact(plugin, name, got, want)
+            }
+        },
+    );
+}
+
+#[test]
 fn compare_select_and_clamp() {
     use ComparisonDirection::*;
     check(
