@@ -1,0 +1,451 @@
+#!/usr/bin/env python3
+"""Writes tests/data/builder/FAMILY.npz: inputs and expected outputs for crates/pjrt-builder's
+tests (tests/builder/FAMILY.rs), computed independently of the builder by numpy (JAX only where
+numpy cannot). Deterministic: fixed seeds, and the .npz members carry a fixed timestamp, so a
+re-run writes identical bytes.
+
+    /tmp/jaxenv/bin/python tools/gen_builder_testdata.py            # every family
+    /tmp/jaxenv/bin/python tools/gen_builder_testdata.py smoke shape # some
+
+(numpy 2.4 and ml_dtypes 0.7 were used.) Each family is one function returning its arrays by
+name, registered in FAMILIES at the bottom; a family's arrays are named `case_input`/`case_want`
+by convention. Float expectations are computed in float64 and rounded once to the tested type.
+"""
+import io
+import os
+import sys
+import zipfile
+
+import numpy as np
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+OUT = os.path.join(ROOT, "tests", "data", "builder")
+
+
+def write_npz(path, arrays):
+    """np.savez without the wall-clock timestamps (stored members, in name order)."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as z:
+        for name in sorted(arrays):
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, np.array(arrays[name], order="C"), allow_pickle=False)  # keeps rank 0
+            info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            z.writestr(info, buf.getvalue())
+
+
+def f32(a):
+    return np.asarray(a, dtype=np.float64).astype(np.float32)
+
+
+# ---- smoke: one program through the core ops (tests/builder/smoke.rs) ----
+def smoke():
+    rng = np.random.default_rng(18)
+    x = f32(rng.standard_normal((2, 3)))
+    w = f32(rng.standard_normal((3, 4)))
+    b = f32(rng.standard_normal(4))
+    x64, w64, b64 = x.astype(np.float64), w.astype(np.float64), b.astype(np.float64)
+    y = np.tanh(x64 @ w64 + b64)
+    return {
+        "x": x,
+        "w": w,
+        "b": b,
+        # tanh(x @ w + b)
+        "hidden_want": f32(y),
+        # sum over dimension 1 of exp(hidden)
+        "rowsum_want": f32(np.exp(y).sum(axis=1)),
+        # log(|hidden|) - (-hidden) / 2, max with hidden
+        "mix_want": f32(np.maximum(np.log(np.abs(y)) - (-y) / 2.0, y)),
+        # hidden > 0 ? hidden : 0 (select on compare), transposed
+        "relu_t_want": f32(np.where(y > 0, y, 0.0).T),
+        # trunc(x * 10) as int32 (f32 multiply, as the device does it), reshaped to 6
+        "int_want": np.trunc(x * np.float32(10)).astype(np.int32).reshape(6),
+    }
+
+
+# ---- constant: constants of every element type, splats, empty and rank-0, iota (tests/builder/constant.rs) ----
+# The f8 family and int4 through ml_dtypes (what JAX uses for them).
+F8_TYPES = {
+    "f16": np.float16,
+    "bf16": "bfloat16",
+    "f8e5m2": "float8_e5m2",
+    "f8e4m3fn": "float8_e4m3fn",
+    "f8e4m3b11fnuz": "float8_e4m3b11fnuz",
+    "f8e5m2fnuz": "float8_e5m2fnuz",
+    "f8e4m3fnuz": "float8_e4m3fnuz",
+    "f8e4m3": "float8_e4m3",
+    "f8e3m4": "float8_e3m4",
+    # StableHLO 1.8.0 types; f4 one byte per element on the host (the low bits). (The 6-bit
+    # floats are refused by the builder: XLA's CPU plugins cannot compile them.)
+    "f4e2m1fn": "float4_e2m1fn",
+    "f8e8m0fnu": "float8_e8m0fnu",
+}
+
+
+def constant():
+    import ml_dtypes
+
+    out = {}
+    # Values every small float type holds or rounds (ties to even): sign, zero, fractions, the
+    # largest normal of the narrowest types, NaN where the type has one.
+    values = f32([0.0, 1.0, -1.5, 0.3, 2.75, -7.0, 13.0, 0.0625, 100.0, -0.0])
+    for name, dtype in F8_TYPES.items():
+        dt = np.dtype(getattr(ml_dtypes, dtype)) if isinstance(dtype, str) else np.dtype(dtype)
+        v = values.astype(dt)
+        bits = v.view(np.uint8 if dt.itemsize == 1 else np.uint16)
+        out[f"{name}_bits"] = bits  # the constant's host bytes (f32 values rounded to nearest even)
+        out[f"{name}_as_f32_want"] = v.astype(np.float32)  # its values widened
+    out["f32_source"] = values
+    # Integers at their limits.
+    for name, dt in [("s8", np.int8), ("s16", np.int16), ("s32", np.int32), ("s64", np.int64),
+                     ("u8", np.uint8), ("u16", np.uint16), ("u32", np.uint32), ("u64", np.uint64)]:
+        info = np.iinfo(dt)
+        out[f"{name}_want"] = np.array([info.min, info.max, 0, 1, info.max // 3], dtype=dt)
+    # int4/uint4: every value, widened to s32 by the device.
+    out["s4_as_s32_want"] = np.arange(-8, 8, dtype=np.int32)
+    out["u4_as_s32_want"] = np.arange(0, 16, dtype=np.int32)
+    out["s2_as_s32_want"] = np.arange(-2, 2, dtype=np.int32)
+    out["u2_as_s32_want"] = np.arange(0, 4, dtype=np.int32)
+    # Floats with every special value (exact bits).
+    out["f32_special_want"] = np.array([np.nan, np.inf, -np.inf, -0.0, 1e-30, 3.4028235e38, -1.0], dtype=np.float32)
+    out["f64_special_want"] = np.array([np.nan, np.inf, -np.inf, -0.0, 1e-300, 1.7976931348623157e308], dtype=np.float64)
+    out["c64_want"] = np.array([1 + 2j, -3.5j, np.inf + 0j], dtype=np.complex64)
+    out["c128_want"] = np.array([[1 - 1j], [0.25 + 4j]], dtype=np.complex128)
+    out["pred_want"] = np.array([[True, False, True], [False, False, True]])
+    out["pred_as_s32_want"] = out["pred_want"].astype(np.int32)
+    out["splat_want"] = np.full((2, 3), -2.5, dtype=np.float32)
+    out["scalar_want"] = np.array(7, dtype=np.int32)
+    out["empty_want"] = np.zeros((0, 3), dtype=np.float32)
+    out["iota_s32_want"] = np.broadcast_to(np.arange(3, dtype=np.int32), (2, 3)).copy()
+    out["iota_f32_want"] = np.broadcast_to(np.arange(4, dtype=np.float32)[:, None], (4, 2)).copy()
+    out["iota_u8_want"] = np.arange(5, dtype=np.uint8)
+    return out
+
+
+# ---- elementwise: unary, binary, compare, select, clamp, convert, bitcast, reduce_precision (tests/builder/elementwise.rs) ----
+def _total_order_key(a):
+    i = a.view(np.int32).astype(np.int64)
+    return np.where(i < 0, -(i & 0x7FFFFFFF) - 1, i)
+
+
+def _c_div(a, b):
+    return np.array([int(x / y) if (x >= 0) == (y >= 0) else -(abs(int(x)) // abs(int(y))) for x, y in zip(a.tolist(), b.tolist())])
+
+
+def elementwise():
+    import ml_dtypes
+
+    nan, inf = np.nan, np.inf
+    x = f32([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.75, 1e-3, -1e-3, 20.0, -20.0, 100.0, 1e-30, nan, inf, -inf, 2.5, -0.5])
+    y = f32([2.0, 3.0, -1.0, 0.0, 0.5, 2.0, -1.25, 7.0, 1e-3, -3.0, 0.25, 20.0, 1.0, 1.0, 2.0, nan, 2.5, 4.0])
+    d = x.astype(np.float64)
+    e = y.astype(np.float64)
+    out = {"x": x, "y": y}
+    with np.errstate(all="ignore"):
+        unary = {
+            "abs": np.abs(d),
+            "negate": -d,
+            "exp": np.exp(d),
+            "exp_minus_one": np.expm1(d),
+            "log": np.log(d),
+            "log_plus_one": np.log1p(d),
+            "logistic": 1.0 / (1.0 + np.exp(-d)),
+            "tanh": np.tanh(d),
+            "sine": np.sin(d),
+            "cosine": np.cos(d),
+            "tan": np.tan(d),
+            "sqrt": np.sqrt(d),
+            "rsqrt": 1.0 / np.sqrt(d),
+            "cbrt": np.cbrt(d),
+            "floor": np.floor(d),
+            "ceil": np.ceil(d),
+            "round_nearest_afz": np.copysign(np.floor(np.abs(d) + 0.5), d),
+            "round_nearest_even": np.rint(d),
+            "sign": np.where(d == 0, d, np.sign(d)),  # sign(-0.0) is -0.0
+        }
+        binary = {
+            "add": d + e,
+            "subtract": d - e,
+            "multiply": d * e,
+            "divide": d / e,
+            "remainder": np.fmod(d, e),
+            "maximum": np.maximum(d, e),
+            "minimum": np.minimum(d, e),
+            "power": np.power(d, e),
+            "atan2": np.arctan2(d, e),
+        }
+    for k, v in {**unary, **binary}.items():
+        out[f"{k}_want"] = f32(v)
+    out["is_finite_want"] = np.isfinite(x)
+
+    # Signed and unsigned integers: wrapping arithmetic, C division, bit ops, shifts past the width.
+    a = np.array([0, 1, -1, 7, -7, 2147483647, -2147483648, 123456, -99, 64], dtype=np.int32)
+    b = np.array([3, -2, 5, 2, 2, 2, 3, -1000, -99, 40], dtype=np.int32)
+    A, B = a.astype(np.int64), b.astype(np.int64)
+    wrap = lambda v: (np.asarray(v, dtype=np.int64) & 0xFFFFFFFF).astype(np.uint32).view(np.int32)
+    out["i_a"], out["i_b"] = a, b
+    out["i_add_want"] = wrap(A + B)
+    out["i_subtract_want"] = wrap(A - B)
+    out["i_multiply_want"] = wrap(A * B)
+    q = _c_div(A, B)
+    out["i_divide_want"] = wrap(q)
+    out["i_remainder_want"] = wrap(A - q * B)
+    out["i_maximum_want"] = np.maximum(a, b)
+    out["i_minimum_want"] = np.minimum(a, b)
+    out["i_and_want"], out["i_or_want"], out["i_xor_want"] = a & b, a | b, a ^ b
+    shifts = np.array([0, 1, 31, 32, 33, 5, 1, 100, -1, 3], dtype=np.int32)  # -1 is 2^32-1 unsigned: past the width
+    S = shifts.astype(np.int64) & 0xFFFFFFFF
+    out["i_shifts"] = shifts
+    out["i_shift_left_want"] = wrap(np.where(S < 32, (A << np.minimum(S, 31)) , 0))
+    out["i_shift_right_arithmetic_want"] = wrap(np.where(S < 32, A >> np.minimum(S, 31), np.where(A < 0, -1, 0)))
+    U = A & 0xFFFFFFFF
+    out["i_shift_right_logical_want"] = wrap(np.where(S < 32, U >> np.minimum(S, 31), 0))
+    out["i_popcnt_want"] = np.array([bin(v & 0xFFFFFFFF).count("1") for v in A.tolist()], dtype=np.int32)
+    out["i_count_leading_zeros_want"] = np.array([32 - (v & 0xFFFFFFFF).bit_length() for v in A.tolist()], dtype=np.int32)
+    out["i_not_want"] = ~a
+    out["i_abs_want"] = wrap(np.abs(A))
+    out["i_negate_want"] = wrap(-A)
+    out["i_sign_want"] = np.sign(a)
+    out["i_power_want"] = wrap(np.array([pow(int(p), int(r), 1 << 32) if r >= 0 else 0 for p, r in zip([2, 3, -2, 1, 0], [10, 3, 5, 99, 0])]))
+    out["i_power_base"] = np.array([2, 3, -2, 1, 0], dtype=np.int32)
+    out["i_power_exp"] = np.array([10, 3, 5, 99, 0], dtype=np.int32)
+    # Integer division where it would trap: XLA's results (x / 0 = -1, x % 0 = x,
+    # MIN / -1 = MIN, MIN % -1 = 0), written out rather than computed by numpy (which warns).
+    MIN = -2147483648
+    out["z_a"] = np.array([7, -7, MIN, MIN, 0, 5], dtype=np.int32)
+    out["z_b"] = np.array([0, 0, -1, 0, 0, -1], dtype=np.int32)
+    out["z_divide_want"] = np.array([-1, -1, MIN, -1, -1, -5], dtype=np.int32)
+    out["z_remainder_want"] = np.array([7, -7, 0, MIN, 0, 0], dtype=np.int32)
+    out["z_divide_self_xor_want"] = np.full(6, -1, dtype=np.int32)  # a / (a ^ a)
+    out["z_remainder_self_xor_want"] = out["z_a"]  # a % (a ^ a)
+    out["z_u8_a"] = np.array([5, 0, 255], dtype=np.uint8)
+    out["z_u8_divide_want"] = np.array([255, 255, 255], dtype=np.uint8)  # all bits set
+    out["z_u8_remainder_want"] = out["z_u8_a"]
+    # |iota| and |z * z| for complex z (XLA's simplifier mistakes both for non-negative reals).
+    out["z_c"] = np.array([1 + 1j, -2j, 3], dtype=np.complex64)
+    out["z_abs_iota_want"] = np.arange(3, dtype=np.float32)
+    out["z_abs_square_want"] = f32(np.abs(out["z_c"].astype(np.complex128) ** 2))
+    # u8: wrapping, unsigned compare.
+    ua = np.array([0, 1, 200, 255, 128, 7], dtype=np.uint8)
+    ub = np.array([1, 255, 100, 2, 3, 7], dtype=np.uint8)
+    out["u_a"], out["u_b"] = ua, ub
+    out["u_add_want"] = (ua.astype(np.int64) + ub).astype(np.uint8)
+    out["u_multiply_want"] = (ua.astype(np.int64) * ub % 256).astype(np.uint8)
+    out["u_divide_want"] = ua // ub
+    out["u_lt_want"] = ua < ub
+    # Predicates.
+    p = np.array([True, True, False, False])
+    q2 = np.array([True, False, True, False])
+    out["p"], out["q"] = p, q2
+    out["p_and_want"], out["p_or_want"], out["p_xor_want"], out["p_not_want"] = p & q2, p | q2, p ^ q2, ~p
+
+    # compare: FLOAT (NaN unordered), TOTALORDER, SIGNED, UNSIGNED.
+    with np.errstate(all="ignore"):
+        for name, fn in [("eq", np.equal), ("ne", np.not_equal), ("ge", np.greater_equal), ("gt", np.greater),
+                         ("le", np.less_equal), ("lt", np.less)]:
+            out[f"cmp_{name}_want"] = fn(x, y)
+            out[f"cmp_i_{name}_want"] = fn(a, b)
+    out["cmp_total_lt_want"] = _total_order_key(x) < _total_order_key(y)
+    out["cmp_total_eq_want"] = _total_order_key(x) == _total_order_key(y)
+    out["cmp_u32_lt_want"] = a.view(np.uint32) < b.view(np.uint32)
+
+    # select, clamp.
+    out["select_want"] = np.where(x > y, x, y)
+    with np.errstate(all="ignore"):
+        out["clamp_want"] = f32(np.minimum(np.maximum(d, -1.0), 2.0))
+        # Tensor bounds: finite operands only (XLA's CPU clamp with tensor bounds does not
+        # propagate a NaN operand the way its scalar-bound form does).
+        out["clamp_each_want"] = f32(np.minimum(np.maximum(d[:13], -np.abs(e[:13])), np.abs(e[:13])))
+
+    # convert: f32 → s32 (toward zero; finite inputs in range), f16, bf16 (nearest even), f64,
+    # i1 (x != 0); s32 → f32 (rounding); i1 → f32.
+    finite = f32([0.0, -0.0, 1.9, -1.9, 2.5, -2.5, 1e6, 65519.0, 65520.0, 1.00000012, 3.4e38, 1e-3])
+    out["conv_finite"] = finite
+    out["conv_s32_want"] = np.trunc(finite[:8]).astype(np.int32)
+    out["conv_f16_want"] = finite.astype(np.float16)
+    out["conv_bf16_bits_want"] = finite.astype(ml_dtypes.bfloat16).view(np.uint16)
+    out["conv_f64_want"] = finite.astype(np.float64)
+    out["conv_pred_want"] = x != 0
+    big = np.array([16777217, -16777219, 2147483647, 3, -7], dtype=np.int32)
+    out["conv_big"] = big
+    out["conv_big_f32_want"] = big.astype(np.float32)
+    out["conv_pred_f32_want"] = p.astype(np.float32)
+    out["conv_f8e4m3fn_bits_want"] = finite[:6].astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+
+    # bitcast_convert.
+    out["bitcast_u32_want"] = x.view(np.uint32)
+    out["bitcast_u8_want"] = x[:4].view(np.uint8).reshape(4, 4)
+    out["bitcast_back_want"] = x[:4]
+
+    # reduce_precision: (5, 10) rounds like f16, (8, 7) like bf16 (finite inputs).
+    out["rp_f16_want"] = finite.astype(np.float16).astype(np.float32)
+    out["rp_bf16_want"] = finite.astype(ml_dtypes.bfloat16).astype(np.float32)
+
+    # complex.
+    re = f32([1.0, -2.0, 0.0, 3.0])
+    im = f32([0.5, 0.0, -4.0, 4.0])
+    out["c_re"], out["c_im"] = re, im
+    out["c_want"] = (re + 1j * im).astype(np.complex64)
+    out["c_abs_want"] = f32(np.abs(re.astype(np.float64) + 1j * im.astype(np.float64)))
+    out["c_real_want"], out["c_imag_want"] = re, im
+    out["c_exp_want"] = np.exp(re.astype(np.float64) + 1j * im.astype(np.float64)).astype(np.complex64)
+    return out
+
+
+# ---- shape: broadcast_in_dim .. get_dimension_size (tests/builder/shape.rs) ----
+def _pad(a, value, low, high, interior):
+    """stablehlo.pad in numpy: interior padding, then edges (negative edges crop)."""
+    shape = [0 if n == 0 else n + (n - 1) * i for n, i in zip(a.shape, interior)]
+    inner = np.full(shape, value, dtype=a.dtype)
+    inner[tuple(slice(None, None, i + 1) for i in interior)] = a
+    out = inner
+    for axis, (lo, hi) in enumerate(zip(low, high)):
+        if lo > 0:
+            out = np.concatenate([np.full(out.shape[:axis] + (lo,) + out.shape[axis + 1:], value, a.dtype), out], axis)
+        elif lo < 0:
+            out = np.take(out, range(-lo, out.shape[axis]), axis)
+        if hi > 0:
+            out = np.concatenate([out, np.full(out.shape[:axis] + (hi,) + out.shape[axis + 1:], value, a.dtype)], axis)
+        elif hi < 0:
+            out = np.take(out, range(0, out.shape[axis] + hi), axis)
+    return out
+
+
+def shape():
+    x = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
+    v = np.array([10, 20, 30], dtype=np.int32)
+    out = {"x": x, "v": v}
+    out["broadcast_want"] = np.broadcast_to(v[None, :, None], (2, 3, 4)).copy()
+    out["broadcast_scalar_want"] = np.full((2, 2), 5, dtype=np.int32)
+    out["broadcast_ones_want"] = np.broadcast_to(x[:, :1, :], (2, 3, 4)).copy()  # a size-1 dimension repeated
+    out["reshape_want"] = x.reshape(6, 4)
+    out["reshape_scalar_want"] = np.array(5, dtype=np.int32).reshape(1, 1)
+    out["transpose_want"] = x.transpose(2, 0, 1).copy()
+    out["slice_want"] = x[0:2, 1:3, 0:4:3].copy()
+    out["slice_empty_want"] = x[:, 1:1, :].copy()
+    # dynamic_slice: starts clamped so the block fits.
+    starts = np.array([1, 2, -5], dtype=np.int32)
+    out["ds_starts"] = starts
+    s = [min(max(int(st), 0), n - k) for st, n, k in zip(starts, x.shape, (1, 2, 2))]
+    out["dynamic_slice_want"] = x[s[0]:s[0] + 1, s[1]:s[1] + 2, s[2]:s[2] + 2].copy()
+    upd = -np.arange(4, dtype=np.int32).reshape(1, 2, 2) - 1
+    out["update"] = upd
+    u = x.copy()
+    u[s[0]:s[0] + 1, s[1]:s[1] + 2, s[2]:s[2] + 2] = upd
+    out["dynamic_update_slice_want"] = u
+    out["concatenate_want"] = np.concatenate([x, x[:, :1, :] * 2, x[:, :0, :]], axis=1)
+    out["pad_want"] = _pad(x, np.int32(-1), [1, 0, -1], [0, 2, -2], [0, 1, 2])
+    out["pad_negative_want"] = _pad(x, np.int32(0), [-1, -1, -1], [0, -1, -2], [0, 0, 0])
+    out["reverse_want"] = np.flip(x, axis=(0, 2)).copy()
+    out["dimension_size_want"] = np.array(x.shape[2], dtype=np.int32)
+    f = f32([[1.5, -0.0], [np.nan, np.inf]])
+    out["f"] = f
+    out["f_transpose_want"] = f.T.copy()
+    return out
+
+
+# ---- linalg: dot_general, convolution (tests/builder/linalg.rs) ----
+def _conv(lhs, rhs, strides, padding, lhs_dil, rhs_dil, fgc):
+    """A reference convolution on NHWC input, HWIO kernel, in float64 loops."""
+    n, h, w, c = lhs.shape
+    kh, kw, ci, co = rhs.shape
+    # dilate the input, then pad (negative pads crop)
+    dh, dw = (h - 1) * lhs_dil[0] + 1, (w - 1) * lhs_dil[1] + 1
+    dil = np.zeros((n, dh, dw, c))
+    dil[:, ::lhs_dil[0], ::lhs_dil[1], :] = lhs
+    p = _pad(dil, 0.0, [0, padding[0][0], padding[1][0], 0], [0, padding[0][1], padding[1][1], 0], [0, 0, 0, 0])
+    wh, ww = (kh - 1) * rhs_dil[0] + 1, (kw - 1) * rhs_dil[1] + 1
+    oh, ow = (p.shape[1] - wh) // strides[0] + 1, (p.shape[2] - ww) // strides[1] + 1
+    out = np.zeros((n, oh, ow, co))
+    per_group_out = co // fgc
+    for b in range(n):
+        for i in range(oh):
+            for j in range(ow):
+                for o in range(co):
+                    g = o // per_group_out
+                    acc = 0.0
+                    for u in range(kh):
+                        for v in range(kw):
+                            for k in range(ci):
+                                acc += p[b, i * strides[0] + u * rhs_dil[0], j * strides[1] + v * rhs_dil[1], g * ci + k] * rhs[u, v, k, o]
+                    out[b, i, j, o] = acc
+    return out
+
+
+def linalg():
+    rng = np.random.default_rng(1818)
+    a = f32(rng.standard_normal((2, 3, 4)))
+    b = f32(rng.standard_normal((2, 4, 5)))
+    m = f32(rng.standard_normal((3, 4)))
+    out = {"a": a, "b": b, "m": m}
+    out["batched_want"] = f32(np.einsum("bik,bkj->bij", a.astype(np.float64), b.astype(np.float64)))
+    # contract a's dims 1 and 2 with m's 0 and 1 (no batch): a vector of 2
+    out["double_contract_want"] = f32(np.einsum("bij,ij->b", a.astype(np.float64), m.astype(np.float64)))
+    # outer product: no contracting dims
+    out["outer_want"] = f32(np.einsum("i,j->ij", m[0].astype(np.float64), m[1].astype(np.float64)))
+    ia = np.arange(-6, 6, dtype=np.int32).reshape(3, 4)
+    out["ia"] = ia
+    out["int_want"] = (ia.astype(np.int64) @ ia.T.astype(np.int64)).astype(np.int32)
+    img = f32(rng.standard_normal((2, 5, 6, 4)))
+    k = f32(rng.standard_normal((3, 2, 2, 6)))  # feature_group_count 2: 4 input features -> 2 per group
+    out["img"], out["kernel"] = img, k
+    out["conv_want"] = f32(_conv(img.astype(np.float64), k.astype(np.float64), (2, 1), ((1, 1), (0, -1)), (1, 1), (1, 2), 2))
+    k1 = f32(rng.standard_normal((2, 2, 4, 3)))
+    out["kernel1"] = k1
+    out["conv_dilated_want"] = f32(_conv(img.astype(np.float64), k1.astype(np.float64), (1, 1), ((0, 0), (1, 0)), (2, 1), (1, 1), 1))
+    # window_reversal along the first spatial dimension: the kernel flipped along it
+    out["conv_reversed_want"] = f32(_conv(img.astype(np.float64), np.flip(k1, 0).astype(np.float64), (1, 1), ((0, 0), (0, 0)), (1, 1), (1, 1), 1))
+    # batch_group_count 2 (how weight gradients of grouped convolutions look): numpy has no
+    # reference for its grouping, so JAX's lax computes it, in float32 at HIGHEST precision.
+    import jax
+    jax.config.update("jax_platforms", "cpu")
+    kb = f32(rng.standard_normal((2, 2, 4, 6)))
+    out["kernel_bg"] = kb
+    out["conv_batch_groups_want"] = np.asarray(jax.lax.conv_general_dilated(
+        img, kb, window_strides=(1, 2), padding=((1, 0), (0, 0)), dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        batch_group_count=2, precision=jax.lax.Precision.HIGHEST))
+    return out
+
+
+# ---- reduce: reduce with one and two operands (tests/builder/reduce.rs) ----
+def reduce():
+    rng = np.random.default_rng(18181)
+    x = f32(rng.standard_normal((3, 4, 5)))
+    x[1, 2, 3] = 7.0  # a clear maximum
+    xi = rng.integers(-1000, 1000, size=(3, 4, 5)).astype(np.int32)
+    xi[2, 1, :] = 999  # ties: argmax takes the first
+    out = {"x": x, "xi": xi}
+    d = x.astype(np.float64)
+    out["sum_want"] = f32(d.sum(axis=(0, 2)))
+    out["max_want"] = x.max(axis=1)
+    out["min_all_want"] = np.array(x.min(), dtype=np.float32)
+    out["prod_want"] = f32(np.prod(d, axis=2))
+    out["isum_want"] = xi.sum(axis=2).astype(np.int32)
+    out["argmax_want"] = np.argmax(xi, axis=2).astype(np.int32)
+    out["argmax_value_want"] = xi.max(axis=2)
+    out["empty_sum_want"] = np.zeros(3, dtype=np.float32)  # reducing a 3x0 array: the init
+    out["nan"] = f32([1.0, np.nan, 3.0])
+    out["nan_max_want"] = np.array(np.nan, dtype=np.float32)  # maximum propagates NaN
+    return out
+
+
+FAMILIES = {
+    "smoke": smoke,
+    "constant": constant,
+    "elementwise": elementwise,
+    "shape": shape,
+    "linalg": linalg,
+    "reduce": reduce,
+}
+
+
+def main(names):
+    os.makedirs(OUT, exist_ok=True)
+    for name in names or sorted(FAMILIES):
+        with np.errstate(over="ignore"):  # overflow to inf is what some cases test
+            arrays = FAMILIES[name]()
+        write_npz(os.path.join(OUT, name + ".npz"), arrays)
+        print(f"wrote tests/data/builder/{name}.npz ({len(arrays)} arrays)")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
