@@ -296,7 +296,6 @@ impl Function {
 
     /// Sets a module attribute (`mhlo.num_replicas`, ...), its value as MLIR text; a second
     /// call for the same name replaces the first.
-    #[allow(dead_code)] // used by the module attributes (sharding.rs)
     pub(crate) fn set_module_attribute(&self, name: &str, mlir_value: String) {
         let mut state = self.state.borrow_mut();
         state.module_attributes.retain(|(n, _)| n != name);
@@ -304,7 +303,6 @@ impl Function {
     }
 
     /// Sets an attribute of output `index` (its value as MLIR text).
-    #[allow(dead_code)] // used by the sharding annotations
     pub(crate) fn set_result_attribute(&self, index: usize, name: &str, mlir_value: String) {
         let mut state = self.state.borrow_mut();
         state.result_attributes.retain(|(i, n, _)| !(*i == index && n == name));
@@ -494,6 +492,15 @@ impl Function {
         if state.frames.len() != 1 {
             return Err(BuildError::Finish {
                 message: "a region is still being built; finish the function outside every region closure".to_string(),
+            });
+        }
+        if let Some((index, name, _)) = state.result_attributes.iter().find(|(i, _, _)| *i >= outputs.len()) {
+            return Err(BuildError::Finish {
+                message: format!(
+                    "output {index} has a {name} attribute but the function returns {} outputs; annotate existing \
+                     outputs only",
+                    outputs.len()
+                ),
             });
         }
         let mut text = String::new();

@@ -14,3 +14,10 @@ mod linalg;
 mod reduce;
 mod shape;
 mod smoke;
+// regions
+mod collectives;
+mod control;
+mod gather;
+mod misc;
+mod sort;
+mod window;
