@@ -63,6 +63,7 @@
 //! | `tuple` `get_tuple_element` `rng_bit_generator` `optimization_barrier` `custom_call` `replica_id` `partition_id` | [`Function::tuple`], [`Value::get_tuple_element`], [`Value::rng_bit_generator`], [`Function::optimization_barrier`], [`Function::custom_call`], [`Function::replica_id`], [`Function::partition_id`] | [`ops::misc`] |
 //! | `all_reduce` `all_gather` `reduce_scatter` `all_to_all` `collective_permute` | [`Value::all_reduce`], [`Value::all_gather`], [`Value::reduce_scatter`], [`Value::all_to_all`], [`Value::collective_permute`] | [`ops::collectives`] |
 //! | `mhlo.num_replicas` `mhlo.num_partitions` `mhlo.sharding` | [`Function::set_num_replicas`], [`Function::set_num_partitions`], [`ParameterOptions::sharding`], [`Function::set_output_sharding`], [`Value::with_sharding`] | [`sharding`] |
+//! | Shardy `sdy.mesh` `sdy.sharding` | [`Function::add_mesh`], [`ParameterOptions::shardy`], [`Function::set_output_shardy`] | [`Mesh`] |
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -84,5 +85,5 @@ pub use ops::collectives::Collective;
 pub use ops::gather::{GatherDimensions, ScatterDimensions};
 pub use ops::misc::{CustomCall, RngAlgorithm};
 pub use ops::reduce::Window;
-pub use sharding::Sharding;
+pub use sharding::{AxisSharding, Mesh, Sharding};
 pub use types::{mlir_element_name, TensorType, Type, Version};

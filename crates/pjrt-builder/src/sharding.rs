@@ -1,7 +1,8 @@
 //! Multi-device programs: the module's replica and partition counts (`mhlo.num_replicas`,
-//! `mhlo.num_partitions`) and GSPMD sharding annotations (`mhlo.sharding`) on parameters,
-//! results and intermediate values, so an SPMD program written in Rust runs with
-//! [`pjrt_client::LoadedExecutable::execute_sharded`].
+//! `mhlo.num_partitions`) and sharding annotations on parameters, results and intermediate
+//! values, GSPMD's ([`Sharding`], `mhlo.sharding`) or Shardy's ([`Mesh`], [`AxisSharding`],
+//! `sdy.sharding`; compile with `CompileOptions::use_shardy_partitioner(true)`), so an SPMD
+//! program written in Rust runs with [`pjrt_client::LoadedExecutable::execute_sharded`].
 //!
 //! ```
 //! use pjrt_builder::{DotDimensions, Function, ParameterOptions, Sharding};
@@ -176,5 +177,128 @@ impl<'f> Value<'f> {
         let call = CustomCall::new("Sharding").attribute("mhlo.sharding", &emit::string_attr(&sharding.to_string()));
         let mut results = self.func.custom_call(&call, &[self], std::slice::from_ref(&self.ty))?;
         Ok(results.remove(0))
+    }
+}
+
+/// A Shardy device mesh (`sdy.mesh @name = <["x"=2, "y"=4]>`): named axes over the partitions,
+/// added to the module with [`Function::add_mesh`].
+///
+/// ```
+/// use pjrt_builder::{AxisSharding, Function, Mesh, ParameterOptions};
+/// use pjrt_client::ElementType;
+///
+/// let f = Function::new("shardy");
+/// f.set_num_partitions(2)?;
+/// let mesh = Mesh::new("mesh", &[("x", 2)])?;
+/// f.add_mesh(&mesh)?;
+/// let rows = AxisSharding::new(&mesh, &[&["x"], &[]])?;
+/// let x = f.parameter_with(ElementType::F32, &[4, 3], ParameterOptions::new().shardy(&rows))?;
+/// let y = x.tanh()?;
+/// f.set_output_shardy(0, &rows)?;
+/// let text = f.to_mlir(&[&y])?;
+/// assert!(text.contains("sdy.mesh @mesh = <[\"x\"=2]>"));
+/// assert!(text.contains("sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}]>"));
+/// # Ok::<(), pjrt_builder::BuildError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mesh {
+    name: String,
+    axes: Vec<(String, i64)>,
+}
+
+impl Mesh {
+    /// A mesh named `name` (an identifier) with `axes` (name, size >= 1), major to minor.
+    pub fn new(name: &str, axes: &[(&str, i64)]) -> Result<Mesh, BuildError> {
+        let identifier = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let mut seen = std::collections::HashSet::new();
+        let axes_ok = axes.iter().all(|(a, size)| !a.is_empty() && *size >= 1 && seen.insert(*a));
+        if !identifier || !axes_ok {
+            return Err(BuildError::InvalidAttribute {
+                op: "sdy.mesh",
+                message: format!(
+                    "mesh {name:?} with axes {axes:?}: the name must be an identifier (letters, digits, `_`), the axes \
+                     distinct non-empty names of sizes >= 1"
+                ),
+            });
+        }
+        Ok(Mesh { name: name.to_string(), axes: axes.iter().map(|(a, s)| (a.to_string(), *s)).collect() })
+    }
+
+    /// The mesh's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A Shardy sharding (`#sdy.sharding<@mesh, [{"x"}, {}]>`): per dimension of the value, the
+/// mesh axes it is split over (none: not split; closed dimensions).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AxisSharding {
+    mesh: String,
+    dims: Vec<Vec<String>>,
+}
+
+impl AxisSharding {
+    /// Dimension `i` split over the axes `dims[i]` of `mesh` (each axis used at most once).
+    pub fn new(mesh: &Mesh, dims: &[&[&str]]) -> Result<AxisSharding, BuildError> {
+        let mut used = std::collections::HashSet::new();
+        for axis in dims.iter().flat_map(|d| d.iter()) {
+            if !mesh.axes.iter().any(|(a, _)| a == axis) || !used.insert(*axis) {
+                return Err(BuildError::InvalidAttribute {
+                    op: "sdy.sharding",
+                    message: format!(
+                        "axis {axis:?} is not an axis of mesh @{} ({:?}) or is used twice",
+                        mesh.name, mesh.axes
+                    ),
+                });
+            }
+        }
+        Ok(AxisSharding {
+            mesh: mesh.name.clone(),
+            dims: dims.iter().map(|d| d.iter().map(|a| a.to_string()).collect()).collect(),
+        })
+    }
+
+    /// The attribute's MLIR text.
+    fn mlir(&self) -> String {
+        let dims: Vec<String> = self
+            .dims
+            .iter()
+            .map(|axes| {
+                let names: Vec<String> = axes.iter().map(|a| emit::string_attr(a)).collect();
+                format!("{{{}}}", names.join(", "))
+            })
+            .collect();
+        format!("#sdy.sharding<@{}, [{}]>", self.mesh, dims.join(", "))
+    }
+}
+
+impl ParameterOptions {
+    /// The parameter's Shardy sharding (`sdy.sharding`); its mesh must be added to the
+    /// function ([`Function::add_mesh`]).
+    pub fn shardy(self, sharding: &AxisSharding) -> ParameterOptions {
+        self.attribute("sdy.sharding", &sharding.mlir())
+    }
+}
+
+impl Function {
+    /// Adds a Shardy mesh to the module (`sdy.mesh`), for [`AxisSharding`]s to name. The
+    /// product of its axis sizes should be the number of partitions.
+    pub fn add_mesh(&self, mesh: &Mesh) -> Result<(), BuildError> {
+        let axes: Vec<String> = mesh.axes.iter().map(|(a, s)| format!("{}={s}", emit::string_attr(a))).collect();
+        if !self.add_module_op(&mesh.name, format!("sdy.mesh @{} = <[{}]>", mesh.name, axes.join(", "))) {
+            return Err(BuildError::InvalidAttribute {
+                op: "sdy.mesh",
+                message: format!("the module already has a mesh @{}; give each mesh its own name", mesh.name),
+            });
+        }
+        Ok(())
+    }
+
+    /// Sets the Shardy sharding of output `index` (`sdy.sharding` on the result).
+    pub fn set_output_shardy(&self, index: usize, sharding: &AxisSharding) -> Result<(), BuildError> {
+        self.set_result_attribute(index, "sdy.sharding", sharding.mlir());
+        Ok(())
     }
 }

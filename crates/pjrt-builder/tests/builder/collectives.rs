@@ -3,7 +3,7 @@
 //! shardings on 2 partitions (and a sharding constraint), each run with `execute_sharded` on 4 or 2 CPU devices of both
 //! plugins, against numpy (exact: small integers).
 
-use pjrt_builder::{Collective, DotDimensions, Function, ParameterOptions, Sharding};
+use pjrt_builder::{AxisSharding, Collective, DotDimensions, Function, Mesh, ParameterOptions, Sharding};
 use pjrt_client::{Buffer, Client, CompileOptions, ElementType, HostArray, Placement, Program};
 
 use crate::harness::{assert_exact, data};
@@ -107,6 +107,12 @@ fn an_spmd_program_built_in_rust_runs_sharded() {
             assert_eq!(out[0].to_vec::<f32>().unwrap(), y_want[k * 4..(k + 1) * 4], "{plugin}: y on device {k}");
             assert_exact(plugin, &format!("column sums on device {k}"), &out[1], &d.array("colsum_want"));
         }
+        // A parameter sharding whose rank does not match: the plugin refuses it (no abort).
+        let g = Function::new("mismatched");
+        g.set_num_partitions(2).unwrap();
+        let v = g.parameter_with(ElementType::F32, &[4], ParameterOptions::new().sharding(&rows)).unwrap();
+        let bad = g.finish(&[&v.negate().unwrap()]).unwrap();
+        assert!(client.compile(&bad, &options).is_err(), "{plugin}: a rank-2 sharding on a rank-1 parameter");
     }
     // Annotations are checked.
     let e = y.with_sharding(&Sharding::tiled(&[2])).unwrap_err().to_string();
@@ -115,4 +121,47 @@ fn an_spmd_program_built_in_rust_runs_sharded() {
     f.set_output_sharding(5, &rows).unwrap();
     let e = f.finish(&[&y, &colsum]).unwrap_err().to_string();
     assert!(e.contains("output 5 has a mhlo.sharding attribute but the function returns 2 outputs"), "{e}");
+}
+
+#[test]
+fn an_spmd_program_with_shardy_annotations_runs_sharded() {
+    let d = data("sharding");
+    let f = Function::new("shardy");
+    f.set_num_partitions(2).unwrap();
+    let mesh = Mesh::new("mesh", &[("x", 2)]).unwrap();
+    f.add_mesh(&mesh).unwrap();
+    let rows = AxisSharding::new(&mesh, &[&["x"], &[]]).unwrap();
+    let whole = AxisSharding::new(&mesh, &[&[], &[]]).unwrap();
+    let x = f.parameter_with(ElementType::F32, &[4, 3], ParameterOptions::new().shardy(&rows)).unwrap();
+    let w = f.parameter_with(ElementType::F32, &[3, 2], ParameterOptions::new().shardy(&whole)).unwrap();
+    let y = x.dot_general(&w, &DotDimensions::matmul(), None).unwrap();
+    let colsum = y.reduce(&f.scalar(0f32).unwrap(), &[0], |_, a, b| a.add(b)).unwrap();
+    f.set_output_shardy(0, &rows).unwrap();
+    f.set_output_shardy(1, &AxisSharding::new(&mesh, &[&[]]).unwrap()).unwrap();
+    let program = f.finish(&[&y, &colsum]).unwrap();
+    let (xa, wa) = (d.array("x"), d.array("w"));
+    let xv = xa.to_vec::<f32>().unwrap();
+    let arguments: Vec<Vec<HostArray>> = (0..2)
+        .map(|k| vec![HostArray::from_elements(vec![2, 3], &xv[k * 6..(k + 1) * 6]).unwrap(), wa.clone()])
+        .collect();
+    let y_want = d.values::<f32>("y_want");
+    let options = CompileOptions::new().num_partitions(2).use_spmd_partitioning(true).use_shardy_partitioner(true);
+    for plugin in support::PLUGINS {
+        let client = support::client(plugin, 2);
+        let outs = run_per_device(&client, &program, &options, &arguments);
+        for (k, out) in outs.iter().enumerate() {
+            assert_eq!(out[0].to_vec::<f32>().unwrap(), y_want[k * 4..(k + 1) * 4], "{plugin}: y on device {k}");
+            assert_exact(plugin, &format!("column sums on device {k}"), &out[1], &d.array("colsum_want"));
+        }
+        // A sharding whose rank does not match its value: the plugin refuses it (no abort).
+        let g = Function::new("mismatched");
+        g.set_num_partitions(2).unwrap();
+        g.add_mesh(&mesh).unwrap();
+        let v = g.parameter_with(ElementType::F32, &[4], ParameterOptions::new().shardy(&rows)).unwrap();
+        let bad = g.finish(&[&v.negate().unwrap()]).unwrap();
+        assert!(client.compile(&bad, &options).is_err(), "{plugin}: a rank-2 sharding on a rank-1 parameter");
+    }
+    assert!(f.add_mesh(&mesh).unwrap_err().to_string().contains("already has a mesh @mesh"));
+    assert!(AxisSharding::new(&mesh, &[&["y"]]).is_err());
+    assert!(Mesh::new("bad name", &[("x", 2)]).is_err());
 }
