@@ -461,6 +461,13 @@ def window():
             a, b = np.unravel_index(np.argmax(w), w.shape)
             sas2[i + a, j + b] += src2[i, j]
     out["sas_overlap_want"] = sas2
+    # edges: a rank-0 input (the window is the element: init 0 + x), an empty dimension
+    out["scalar"] = np.array(2.5, dtype=np.float32)
+    out["scalar_want"] = np.array(2.5, dtype=np.float32)
+    out["empty"] = np.zeros((0, 3), dtype=np.float32)
+    out["empty_want"] = _reduce_window(out["empty"], np.float32(0), lambda a, b: a + b, [1, 2], [1, 1], [1, 1], [1, 1], [(0, 0), (0, 0)])
+    # a window larger than the input: no windows
+    out["too_big_want"] = _reduce_window(x, np.float32(0), lambda a, b: a + b, [5, 1], [1, 1], [1, 1], [1, 1], [(0, 0), (0, 0)])
     return out
 
 
@@ -475,6 +482,11 @@ def sort():
     out["argsort_want"] = np.argsort(keys, kind="stable").astype(np.int32)
     out["sorted_keys_want"] = np.sort(keys, kind="stable")
     out["special_want"] = np.sort(special)  # NaN last (total order, positive NaN)
+    # edges: empty, one element, rank 0 is not sortable (no dimension): refused by the builder
+    out["empty"] = np.zeros(0, dtype=np.int32)
+    out["empty_want"] = np.sort(out["empty"])
+    out["one"] = np.array([7], dtype=np.int32)
+    out["one_want"] = np.sort(out["one"])
     return out
 
 
@@ -512,6 +524,11 @@ def gather():
         maxed[i, j] = max(maxed[i, j], v)
     out["scatter_replace_want"] = replaced
     out["scatter_max_want"] = maxed
+    # edges: no indices (an empty gather; a scatter that changes nothing)
+    out["no_ids"] = np.zeros((0, 1), dtype=np.int32)
+    out["no_rows_want"] = table[out["no_ids"][:, 0]]
+    out["no_updates"] = np.zeros((0, 3), dtype=np.int32)
+    out["unchanged_want"] = base.copy()
     return out
 
 
@@ -535,6 +552,10 @@ def control():
     out["if_false_want"] = -x if s > 0 else x * np.float32(2.0)
     # case on n - 4 (=1), n - 10 (-6: last branch), n - 5 (0): branch k returns x * k + k
     out["case_want"] = np.stack([x * np.float32(k) + np.float32(k) for k in (1, 2, 0)])
+    # edges: a loop that never runs (its init), a one-branch case, an if on empty tensors
+    out["zero_loop_want"] = np.zeros(3, dtype=np.float32)
+    out["one_branch_want"] = x + np.float32(1)
+    out["empty_if_want"] = np.zeros((0, 2), dtype=np.float32)
     return out
 
 

@@ -218,7 +218,8 @@ impl<'f> Value<'f> {
     }
 
     /// `stablehlo.rng_bit_generator`: random bits of shape `dims` and element type `element`
-    /// (u32 or u64) from this state (u64; 2 elements for THREE_FRY, 2 or 3 for PHILOX).
+    /// (u32 or u64) from this state (u64; 2 elements for THREE_FRY, 2 or 3 for PHILOX and
+    /// DEFAULT).
     /// Returns the next state and the bits; the same state gives the same bits.
     pub fn rng_bit_generator(
         &self,
@@ -232,14 +233,14 @@ impl<'f> Value<'f> {
             && t.rank() == 1
             && match algorithm {
                 RngAlgorithm::ThreeFry => t.dims[0] == 2,
-                RngAlgorithm::Philox => t.dims[0] == 2 || t.dims[0] == 3,
-                RngAlgorithm::Default => t.dims[0] >= 1,
+                // XLA's CPU and GPU backends run DEFAULT as PHILOX (a shorter state fails to compile).
+                RngAlgorithm::Philox | RngAlgorithm::Default => t.dims[0] == 2 || t.dims[0] == 3,
             };
         if !state_ok {
             return Err(operand_error(
                 OP,
                 &[self],
-                "the state must be a tensor<2xui64> for THREE_FRY, tensor<2xui64> or tensor<3xui64> for PHILOX",
+                "the state must be a tensor<2xui64> for THREE_FRY, tensor<2xui64> or tensor<3xui64> for PHILOX and DEFAULT",
             ));
         }
         if !matches!(element, ElementType::U32 | ElementType::U64) {

@@ -267,6 +267,8 @@ impl ResolvedWindow {
 impl<'f> Value<'f> {
     /// `stablehlo.reduce_window` of this tensor: each output element combines one window of
     /// the (padded, dilated) input, starting from the scalar `init`, with `body(f, acc, x)`.
+    /// `init` must be the identity of `body` (0 for `add`, -inf for `maximum`): it also fills
+    /// the padding, and XLA assumes it (a one-element window gives just the element).
     pub fn reduce_window(
         &self,
         init: &Value<'f>,

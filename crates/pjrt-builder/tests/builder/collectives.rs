@@ -165,3 +165,47 @@ fn an_spmd_program_with_shardy_annotations_runs_sharded() {
     assert!(AxisSharding::new(&mesh, &[&["y"]]).is_err());
     assert!(Mesh::new("bad name", &[("x", 2)]).is_err());
 }
+
+#[test]
+fn replica_numbers_past_the_devices_are_plugin_errors() {
+    // The builder checks a collective's own consistency; the replica count is the compile
+    // options' and is checked by the plugin: an error naming the problem, never an abort.
+    let client_for = |plugin: &str| support::client(plugin, 2);
+    let options = CompileOptions::new().num_replicas(2);
+    let programs: Vec<(&str, Program)> = vec![
+        ("all_reduce over replica 7", {
+            let f = Function::new("a");
+            let x = f.parameter(ElementType::F32, &[2]).unwrap();
+            f.finish(&[&x.all_reduce(&Collective::groups(&[&[0, 7]]), |_, a, b| a.add(b)).unwrap()]).unwrap()
+        }),
+        ("collective_permute to replica 5", {
+            let f = Function::new("b");
+            let x = f.parameter(ElementType::F32, &[2]).unwrap();
+            f.finish(&[&x.collective_permute(&[(0, 5)], None).unwrap()]).unwrap()
+        }),
+        ("all_gather leaving replica 1 out", {
+            let f = Function::new("c");
+            let x = f.parameter(ElementType::F32, &[2]).unwrap();
+            f.finish(&[&x.all_gather(0, &Collective::groups(&[&[0]])).unwrap()]).unwrap()
+        }),
+    ];
+    for plugin in support::PLUGINS {
+        let client = client_for(plugin);
+        for (what, program) in &programs {
+            assert!(client.compile(program, &options).is_err(), "{plugin}: {what} compiled");
+        }
+    }
+    // What the builder sees itself.
+    let f = Function::new("d");
+    let x = f.parameter(ElementType::F32, &[3]).unwrap();
+    let e = x.all_reduce(&Collective::groups(&[&[0, 1], &[1, 2]]), |_, a, b| a.add(b)).unwrap_err();
+    assert!(e.to_string().contains("each number >= 0 at most once"), "{e}");
+    let e = x.reduce_scatter(0, &Collective::groups(&[&[0, 1]]), |_, a, b| a.add(b)).unwrap_err();
+    assert!(e.to_string().contains("divisible by the group size 2"), "{e}");
+    let e = x.all_to_all(0, 1, &Collective::groups(&[&[0, 1, 2]])).unwrap_err();
+    assert!(e.to_string().contains("dimension 1 is out of range"), "{e}");
+    let e = x.collective_permute(&[(0, 1), (1, 1)], None).unwrap_err();
+    assert!(e.to_string().contains("each source and each target at most once"), "{e}");
+    let e = x.all_gather(0, &Collective::groups(&[&[0, 1]]).global_device_ids(true)).unwrap_err();
+    assert!(e.to_string().contains("needs a channel handle"), "{e}");
+}

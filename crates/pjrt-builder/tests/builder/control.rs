@@ -71,6 +71,30 @@ fn control_flow_matches_numpy() {
 }
 
 #[test]
+fn control_flow_edge_cases_match_numpy() {
+    let d = data("control");
+    let f = Function::new("control_edges");
+    let x = f.parameter(ElementType::F32, &d.dims("x")).unwrap();
+    let zeros = f.splat(0f32, &[3]).unwrap();
+    // The condition fails at once: the loop returns its init.
+    let never =
+        f.while_loop(&[&zeros], |f, _| f.scalar(false), |f, s| Ok(vec![s[0].add(&f.splat(1f32, &[3])?)?])).unwrap();
+    let one_branch = f.case(&f.scalar(3i32).unwrap(), 1, |f, _| Ok(vec![x.add(&f.splat(1f32, &[3])?)?])).unwrap();
+    let empty = f
+        .if_else(&f.scalar(true).unwrap(), |f| Ok(vec![f.splat(0f32, &[0, 2])?]), |f| Ok(vec![f.splat(1f32, &[0, 2])?]))
+        .unwrap();
+    // No results at all: an if for nothing (and an empty barrier) are fine.
+    assert!(f.if_else(&f.scalar(true).unwrap(), |_| Ok(vec![]), |_| Ok(vec![])).unwrap().is_empty());
+    assert!(f.optimization_barrier(&[]).unwrap().is_empty());
+    let program = f.finish(&[&never[0], &one_branch[0], &empty[0]]).unwrap();
+    for (plugin, out) in run_on_both(&f, &program, &[d.array("x")]) {
+        assert_same_f32(plugin, "a loop that never runs", &out[0], &d.array("zero_loop_want"));
+        assert_same_f32(plugin, "one branch", &out[1], &d.array("one_branch_want"));
+        assert_same_f32(plugin, "empty", &out[2], &d.array("empty_if_want"));
+    }
+}
+
+#[test]
 fn control_flow_is_checked() {
     let f = Function::new("errors");
     let x = f.parameter(ElementType::F32, &[3]).unwrap();

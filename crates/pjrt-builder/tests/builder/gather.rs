@@ -72,6 +72,22 @@ fn gathers_and_scatters_match_numpy() {
 }
 
 #[test]
+fn empty_gathers_and_scatters_match_numpy() {
+    let d = data("gather");
+    let f = Function::new("gather_edges");
+    let names = ["table", "no_ids", "base", "no_updates"];
+    let inputs: Vec<_> = names.iter().map(|n| d.array(n)).collect();
+    let p: Vec<_> = inputs.iter().map(|a| f.parameter(a.element_type(), &a.dims()).unwrap()).collect();
+    let rows = p[0].gather(&p[1], &GatherDimensions::rows(), &[1, 3], true).unwrap();
+    let unchanged = p[2].scatter(&p[1], &p[3], &ScatterDimensions::rows(), true, true, add).unwrap();
+    let program = f.finish(&[&rows, &unchanged]).unwrap();
+    for (plugin, out) in run_on_both(&f, &program, &inputs) {
+        assert_same_f32(plugin, "no rows", &out[0], &d.array("no_rows_want"));
+        assert_exact(plugin, "no updates", &out[1], &d.array("unchanged_want"));
+    }
+}
+
+#[test]
 fn gather_and_scatter_are_checked() {
     let f = Function::new("errors");
     let table = f.parameter(ElementType::F32, &[5, 3]).unwrap();

@@ -31,6 +31,24 @@ fn sorts_match_numpy() {
 }
 
 #[test]
+fn sort_edge_cases_match_numpy() {
+    let d = data("sort");
+    let f = Function::new("sort_edges");
+    let empty = f.parameter(ElementType::S32, &[0]).unwrap();
+    let one = f.parameter(ElementType::S32, &[1]).unwrap();
+    let sorted_empty = empty.sort(0, true, lt).unwrap();
+    let sorted_one = one.sort(0, false, lt).unwrap();
+    let program = f.finish(&[&sorted_empty, &sorted_one]).unwrap();
+    for (plugin, out) in run_on_both(&f, &program, &[d.array("empty"), d.array("one")]) {
+        assert_exact(plugin, "empty", &out[0], &d.array("empty_want"));
+        assert_exact(plugin, "one element", &out[1], &d.array("one_want"));
+    }
+    // A rank-0 tensor has no dimension to sort along.
+    let s = f.scalar(1i32).unwrap();
+    assert!(s.sort(0, true, lt).unwrap_err().to_string().contains("out of range"));
+}
+
+#[test]
 fn sort_is_checked() {
     let f = Function::new("errors");
     let x = f.parameter(ElementType::F32, &[3, 4]).unwrap();

@@ -73,3 +73,24 @@ fn ge<'f>(_: &'f Function, a: &Value<'f>, b: &Value<'f>) -> Result<Value<'f>, Bu
 fn add<'f>(_: &'f Function, a: &Value<'f>, b: &Value<'f>) -> Result<Value<'f>, BuildError> {
     a.add(b)
 }
+
+#[test]
+fn window_edge_cases_match_numpy() {
+    let d = data("window");
+    let f = Function::new("window_edges");
+    let scalar = f.parameter(ElementType::F32, &[]).unwrap();
+    let empty = f.parameter(ElementType::F32, &[0, 3]).unwrap();
+    let x = f.parameter(ElementType::F32, &d.dims("x")).unwrap();
+    let zero = f.scalar(0f32).unwrap();
+    // The init must be the body's identity: XLA turns a one-element window into the element.
+    let rank0 = scalar.reduce_window(&zero, &Window::new(&[]), add).unwrap();
+    let none = empty.reduce_window(&zero, &Window::new(&[1, 2]), add).unwrap();
+    let too_big = x.reduce_window(&zero, &Window::new(&[5, 1]), add).unwrap();
+    assert_eq!(too_big.dims(), [0, 6]);
+    let program = f.finish(&[&rank0, &none, &too_big]).unwrap();
+    for (plugin, out) in run_on_both(&f, &program, &[d.array("scalar"), d.array("empty"), d.array("x")]) {
+        assert_same_f32(plugin, "rank 0", &out[0], &d.array("scalar_want"));
+        assert_same_f32(plugin, "empty input", &out[1], &d.array("empty_want"));
+        assert_same_f32(plugin, "window larger than the input", &out[2], &d.array("too_big_want"));
+    }
+}
