@@ -119,11 +119,7 @@ fn check_dims(op: &'static str, what: &str, dims: &[i64], rank: usize, sorted: b
 
 /// The index tensor's batch dimensions (all but `index_vector_dim`) and the index vector's
 /// length (1 when `index_vector_dim` is the rank).
-fn index_shape(
-    op: &'static str,
-    indices: &Value<'_>,
-    index_vector_dim: i64,
-) -> Result<(Vec<i64>, Vec<usize>, i64), BuildError> {
+fn index_shape(op: &'static str, indices: &Value<'_>, index_vector_dim: i64) -> Result<(Vec<i64>, i64), BuildError> {
     let t = tensor(op, indices)?;
     if !matches!(kind(t.element), Kind::Signed | Kind::Unsigned) {
         return Err(operand_error(op, &[indices], "the indices must be integers"));
@@ -135,10 +131,9 @@ fn index_shape(
         ));
     }
     let ivd = index_vector_dim as usize;
-    let positions: Vec<usize> = (0..t.rank()).filter(|&d| d != ivd).collect();
-    let batch = positions.iter().map(|&d| t.dims[d]).collect();
+    let batch = (0..t.rank()).filter(|&d| d != ivd).map(|d| t.dims[d]).collect();
     let length = if ivd == t.rank() { 1 } else { t.dims[ivd] };
-    Ok((batch, positions, length))
+    Ok((batch, length))
 }
 
 impl<'f> Value<'f> {
@@ -154,7 +149,7 @@ impl<'f> Value<'f> {
     ) -> Result<Value<'f>, BuildError> {
         const OP: &str = "stablehlo.gather";
         let t = tensor(OP, self)?;
-        let (batch, batch_positions, vector_length) = index_shape(OP, indices, dims.index_vector_dim)?;
+        let (batch, vector_length) = index_shape(OP, indices, dims.index_vector_dim)?;
         let rank = t.rank();
         if slice_sizes.len() != rank || slice_sizes.iter().zip(&t.dims).any(|(&s, &d)| s < 0 || s > d) {
             return Err(attribute_error(
@@ -216,7 +211,6 @@ impl<'f> Value<'f> {
                 next_batch += 1;
             }
         }
-        let _ = batch_positions;
         let mut numbers = String::from("#stablehlo.gather<");
         field(&mut numbers, "offset_dims", &dims.offset_dims, true);
         field(&mut numbers, "collapsed_slice_dims", &dims.collapsed_slice_dims, true);
@@ -254,7 +248,7 @@ impl<'f> Value<'f> {
         if u.element != t.element {
             return Err(operand_error(OP, &all, "the updates need the operand's element type"));
         }
-        let (batch, _, vector_length) = index_shape(OP, indices, dims.index_vector_dim)?;
+        let (batch, vector_length) = index_shape(OP, indices, dims.index_vector_dim)?;
         let rank = t.rank();
         check_dims(OP, "update_window_dims", &dims.update_window_dims, u.rank(), true)?;
         check_dims(OP, "inserted_window_dims", &dims.inserted_window_dims, rank, true)?;

@@ -117,7 +117,8 @@ impl CustomCall {
 }
 
 impl Function {
-    /// `stablehlo.tuple` of `elements` (tensors, tuples or tokens).
+    /// `stablehlo.tuple` of `elements` (tensors, tuples or tokens). A tuple returned from the
+    /// function comes back from the plugin as its elements, one buffer each.
     pub fn tuple<'f>(&'f self, elements: &[&Value<'f>]) -> Result<Value<'f>, BuildError> {
         let ty = Type::Tuple(elements.iter().map(|v| v.ty.clone()).collect());
         self.emit1(Op::new("stablehlo.tuple", elements.to_vec(), vec![ty]))

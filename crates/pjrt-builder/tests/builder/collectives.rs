@@ -195,6 +195,16 @@ fn replica_numbers_past_the_devices_are_plugin_errors() {
             assert!(client.compile(program, &options).is_err(), "{plugin}: {what} compiled");
         }
     }
+    // No pairs at all: every replica gets zeros (an empty source_target_pairs attribute).
+    let f = Function::new("e");
+    let x = f.parameter(ElementType::F32, &[2]).unwrap();
+    let nobody = f.finish(&[&x.collective_permute(&[], None).unwrap()]).unwrap();
+    for plugin in support::PLUGINS {
+        let arguments: Vec<Vec<HostArray>> =
+            (0..2).map(|_| vec![HostArray::from_elements(vec![2], &[1f32, 2.]).unwrap()]).collect();
+        let outs = run_per_device(&client_for(plugin), &nobody, &options, &arguments);
+        assert!(outs.iter().all(|o| o[0].to_vec::<f32>().unwrap() == [0., 0.]), "{plugin}: zeros from nobody");
+    }
     // What the builder sees itself.
     let f = Function::new("d");
     let x = f.parameter(ElementType::F32, &[3]).unwrap();
