@@ -61,7 +61,7 @@
 //! | `gather` `scatter` | [`Value::gather`], [`Value::scatter`] | [`ops::gather`] |
 //! | `while` `if` `case` | [`Function::while_loop`], [`Function::if_else`], [`Function::case`] | [`ops::control`] |
 //! | `tuple` `get_tuple_element` `rng_bit_generator` `optimization_barrier` `custom_call` `replica_id` `partition_id` | [`Function::tuple`], [`Value::get_tuple_element`], [`Value::rng_bit_generator`], [`Function::optimization_barrier`], [`Function::custom_call`], [`Function::replica_id`], [`Function::partition_id`] | [`ops::misc`] |
-//! | `all_reduce` `all_gather` `reduce_scatter` `all_to_all` `collective_permute` | [`Value::all_reduce`], [`Value::all_gather`], [`Value::reduce_scatter`], [`Value::all_to_all`], [`Value::collective_permute`] | [`ops::collectives`] |
+//! | `all_reduce` `all_gather` `reduce_scatter` `all_to_all` `collective_permute` | [`Value::all_reduce`], [`Function::all_reduce_many`], [`Value::all_gather`], [`Value::reduce_scatter`], [`Value::all_to_all`], [`Value::collective_permute`] | [`ops::collectives`] |
 //! | `mhlo.num_replicas` `mhlo.num_partitions` `mhlo.sharding` | [`Function::set_num_replicas`], [`Function::set_num_partitions`], [`ParameterOptions::sharding`], [`Function::set_output_sharding`], [`Value::with_sharding`] | [`sharding`] |
 //! | Shardy `sdy.mesh` `sdy.sharding` | [`Function::add_mesh`], [`ParameterOptions::shardy`], [`Function::set_output_shardy`] | [`Mesh`] |
 

@@ -90,8 +90,8 @@ impl Collective {
                 ),
             ));
         }
-        if self.use_global_device_ids && self.channel_handle.is_none() {
-            return Err(attribute_error(op, "use_global_device_ids needs a channel handle"));
+        if self.use_global_device_ids && self.channel_handle.is_none_or(|(handle, _)| handle <= 0) {
+            return Err(attribute_error(op, "use_global_device_ids needs a channel handle > 0"));
         }
         if let Some((handle, kind)) = self.channel_handle {
             if handle < 0 || !(0..=3).contains(&kind) {
@@ -232,6 +232,43 @@ impl<'f> Value<'f> {
             op = op.attr("channel_handle", format!("#stablehlo.channel_handle<handle = {handle}, type = {kind}>"));
         }
         self.func.emit1(op)
+    }
+}
+
+impl Function {
+    /// `stablehlo.all_reduce` of several tensors of one element type in one collective (a
+    /// gradient sync of many parameters): each is combined element by element across each
+    /// group with the same `body`. Needs StableHLO 1.5.0 (variadic collectives).
+    pub fn all_reduce_many<'f>(
+        &'f self,
+        values: &[&Value<'f>],
+        collective: &Collective,
+        body: impl FnOnce(&'f Function, &Value<'f>, &Value<'f>) -> Result<Value<'f>, BuildError>,
+    ) -> Result<Vec<Value<'f>>, BuildError> {
+        const OP: &str = "stablehlo.all_reduce";
+        let Some(first) = values.first() else {
+            return Err(attribute_error(OP, "all_reduce_many needs at least one value"));
+        };
+        let element = tensor(OP, first)?.element;
+        for v in values {
+            if tensor(OP, v)?.element != element {
+                return Err(operand_error(
+                    OP,
+                    values,
+                    "every value needs the same element type (one body combines them)",
+                ));
+            }
+        }
+        collective.check(OP)?;
+        let scalar = Type::Tensor(crate::types::TensorType { element, dims: Vec::new() });
+        let region = scalar_region(self, OP, scalar, body)?;
+        let types = values.iter().map(|v| v.ty.clone()).collect();
+        let mut op = collective.attributes(Op::new(OP, values.to_vec(), types), true);
+        if values.len() > 1 {
+            op.since = (1, 5, 0);
+        }
+        op.regions.push(region);
+        self.emit(op)
     }
 }
 

@@ -1,4 +1,5 @@
-//! Collectives on 4 replicas (all_reduce over all and over pairs with a channel, all_gather,
+//! Collectives on 4 replicas (all_reduce over all and over pairs with a channel, of two values
+//! at once, all_gather,
 //! reduce_scatter, all_to_all, collective_permute, replica_id) and an SPMD program with GSPMD
 //! shardings on 2 partitions (and a sharding constraint), each run with `execute_sharded` on 4 or 2 CPU devices of both
 //! plugins, against numpy (exact: small integers).
@@ -54,7 +55,11 @@ fn collectives_match_numpy_on_four_replicas() {
     let exchanged = x.all_to_all(1, 0, &all).unwrap();
     let permuted = x.collective_permute(&[(0, 1), (1, 2), (2, 3)], None).unwrap();
     let id = f.replica_id().unwrap();
-    let program = f.finish(&[&sum, &max, &gathered, &scattered, &exchanged, &permuted, &id]).unwrap();
+    let doubled = x.add(&x).unwrap();
+    let both = f.all_reduce_many(&[&x, &doubled], &all, |_, a, b| a.add(b)).unwrap();
+    assert_eq!(f.required_stablehlo_version(), (1, 5, 0));
+    let program =
+        f.finish(&[&sum, &max, &gathered, &scattered, &exchanged, &permuted, &id, &both[0], &both[1]]).unwrap();
     let xs = d.array("xs");
     let arguments: Vec<Vec<HostArray>> = (0..4).map(|k| vec![part(&xs, k)]).collect();
     for plugin in support::PLUGINS {
@@ -70,6 +75,15 @@ fn collectives_match_numpy_on_four_replicas() {
             assert_exact(plugin, &what("all_to_all"), &out[4], &part(&d.array("all_to_all_want"), k));
             assert_exact(plugin, &what("collective_permute"), &out[5], &part(&d.array("permute_want"), k));
             assert_eq!(out[6].to_vec::<u32>().unwrap(), [k as u32], "{plugin}: replica_id on replica {k}");
+            let sum_want = part(&d.array("sum_all_want"), k);
+            assert_exact(plugin, &what("all_reduce of two values"), &out[7], &sum_want);
+            let twice: Vec<f32> = sum_want.to_vec::<f32>().unwrap().iter().map(|v| 2. * v).collect();
+            assert_eq!(
+                out[8].to_vec::<f32>().unwrap(),
+                twice,
+                "{plugin}: {}",
+                what("all_reduce of two values, second")
+            );
         }
     }
 }
@@ -217,5 +231,5 @@ fn replica_numbers_past_the_devices_are_plugin_errors() {
     let e = x.collective_permute(&[(0, 1), (1, 1)], None).unwrap_err();
     assert!(e.to_string().contains("each source and each target at most once"), "{e}");
     let e = x.all_gather(0, &Collective::groups(&[&[0, 1]]).global_device_ids(true)).unwrap_err();
-    assert!(e.to_string().contains("needs a channel handle"), "{e}");
+    assert!(e.to_string().contains("needs a channel handle > 0"), "{e}");
 }
