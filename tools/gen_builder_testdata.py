@@ -552,6 +552,13 @@ def control():
     out["if_false_want"] = -x if s > 0 else x * np.float32(2.0)
     # case on n - 4 (=1), n - 10 (-6: last branch), n - 5 (0): branch k returns x * k + k
     out["case_want"] = np.stack([x * np.float32(k) + np.float32(k) for k in (1, 2, 0)])
+    # nested regions: for i in 0..n: acc += x if i is even else -x (an if inside a while body),
+    # then a case whose branch 1 sums acc with a reduce (a reduce inside a case branch)
+    acc = np.zeros(3, dtype=np.float32)
+    for i in range(5):
+        acc = acc + (x if i % 2 == 0 else -x)
+    out["nested_want"] = acc
+    out["nested_sum_want"] = np.array(acc.astype(np.float64).sum(), dtype=np.float32)
     # edges: a loop that never runs (its init), a one-branch case, an if on empty tensors
     out["zero_loop_want"] = np.zeros(3, dtype=np.float32)
     out["one_branch_want"] = x + np.float32(1)

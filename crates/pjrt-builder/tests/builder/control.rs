@@ -71,6 +71,43 @@ fn control_flow_matches_numpy() {
 }
 
 #[test]
+fn nested_regions_match_numpy() {
+    let d = data("control");
+    let f = Function::new("nested");
+    let x = f.parameter(ElementType::F32, &d.dims("x")).unwrap();
+    let n = f.parameter(ElementType::S32, &[]).unwrap();
+    let zero = f.scalar(0i32).unwrap();
+    let acc0 = f.splat(0f32, &[3]).unwrap();
+    let looped = f
+        .while_loop(
+            &[&zero, &acc0],
+            |_, s| s[0].compare(&n, ComparisonDirection::Lt),
+            |f, s| {
+                let even = s[0].remainder(&f.scalar(2i32)?)?.compare(&f.scalar(0i32)?, ComparisonDirection::Eq)?;
+                // x and the loop state captured two regions deep.
+                let step = f.if_else(&even, |_| Ok(vec![s[1].add(&x)?]), |_| Ok(vec![s[1].subtract(&x)?]))?;
+                Ok(vec![s[0].add(&f.scalar(1i32)?)?, step[0].clone()])
+            },
+        )
+        .unwrap();
+    let acc = &looped[1];
+    let total = f
+        .case(&f.scalar(1i32).unwrap(), 2, |f, k| {
+            if k == 0 {
+                return Ok(vec![f.scalar(-1f32)?]);
+            }
+            Ok(vec![acc.reduce(&f.scalar(0f32)?, &[0], |_, a, b| a.add(b))?])
+        })
+        .unwrap();
+    let program = f.finish(&[acc, &total[0]]).unwrap();
+    for (plugin, out) in run_on_both(&f, &program, &[d.array("x"), d.array("n")]) {
+        assert_same_f32(plugin, "if inside while", &out[0], &d.array("nested_want"));
+        // numpy sums in f64: 1e-5 relative.
+        assert_close_f32(plugin, "reduce inside case", &out[1], &d.array("nested_sum_want"), 1e-5, 1e-6);
+    }
+}
+
+#[test]
 fn control_flow_edge_cases_match_numpy() {
     let d = data("control");
     let f = Function::new("control_edges");
