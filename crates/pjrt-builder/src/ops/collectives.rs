@@ -48,8 +48,8 @@ use crate::types::Type;
 pub struct Collective {
     /// The groups; each collective combines within a group.
     pub replica_groups: Vec<Vec<i64>>,
-    /// `#stablehlo.channel_handle<handle = N, type = T>`: `(handle, type)`; type 0 is
-    /// device-to-device, as XLA's SPMD partitioner writes it with handle >= 1.
+    /// `#stablehlo.channel_handle<handle = N, type = T>`: `(handle, type)`; type 1 is
+    /// device-to-device (0 invalid, 2 device-to-host, 3 host-to-device), handles >= 1.
     pub channel_handle: Option<(i64, i64)>,
     /// The group members are global device ids (`use_global_device_ids`; needs a channel).
     pub use_global_device_ids: bool,
@@ -90,12 +90,12 @@ impl Collective {
                 ),
             ));
         }
-        if self.use_global_device_ids && self.channel_handle.is_none_or(|(handle, _)| handle <= 0) {
-            return Err(attribute_error(op, "use_global_device_ids needs a channel handle > 0"));
+        if self.use_global_device_ids && self.channel_handle.is_none() {
+            return Err(attribute_error(op, "use_global_device_ids needs a channel handle"));
         }
         if let Some((handle, kind)) = self.channel_handle {
-            if handle < 0 || !(0..=3).contains(&kind) {
-                return Err(attribute_error(op, format!("channel handle {handle} must be >= 0, type {kind} in 0..=3")));
+            if handle < 1 || !(1..=3).contains(&kind) {
+                return Err(attribute_error(op, format!("channel handle {handle} must be >= 1, type {kind} in 1..=3")));
             }
         }
         Ok(size as i64)
@@ -226,8 +226,8 @@ impl<'f> Value<'f> {
         let mut op =
             Op::new(OP, vec![self], vec![self.ty.clone()]).attr("source_target_pairs", emit::i64_matrix(&rows, 2));
         if let Some((handle, kind)) = channel_handle {
-            if handle < 0 || !(0..=3).contains(&kind) {
-                return Err(attribute_error(OP, format!("channel handle {handle} must be >= 0, type {kind} in 0..=3")));
+            if handle < 1 || !(1..=3).contains(&kind) {
+                return Err(attribute_error(OP, format!("channel handle {handle} must be >= 1, type {kind} in 1..=3")));
             }
             op = op.attr("channel_handle", format!("#stablehlo.channel_handle<handle = {handle}, type = {kind}>"));
         }

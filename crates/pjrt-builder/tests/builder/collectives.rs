@@ -231,5 +231,7 @@ fn replica_numbers_past_the_devices_are_plugin_errors() {
     let e = x.collective_permute(&[(0, 1), (1, 1)], None).unwrap_err();
     assert!(e.to_string().contains("each source and each target at most once"), "{e}");
     let e = x.all_gather(0, &Collective::groups(&[&[0, 1]]).global_device_ids(true)).unwrap_err();
-    assert!(e.to_string().contains("needs a channel handle > 0"), "{e}");
+    assert!(e.to_string().contains("needs a channel handle"), "{e}");
+    let e = x.all_gather(0, &Collective::groups(&[&[0, 1]]).channel(0, 1)).unwrap_err();
+    assert!(e.to_string().contains("channel handle 0 must be >= 1, type 1 in 1..=3"), "{e}");
 }
