@@ -57,9 +57,12 @@ fn collectives_match_numpy_on_four_replicas() {
     let id = f.replica_id().unwrap();
     let doubled = x.add(&x).unwrap();
     let both = f.all_reduce_many(&[&x, &doubled], &all, |_, a, b| a.add(b)).unwrap();
+    let global = Collective::groups(&[&[0, 1, 2, 3]]).channel(2, 1).global_device_ids(true);
+    let global_sum = x.all_reduce(&global, |_, a, b| a.add(b)).unwrap();
     assert_eq!(f.required_stablehlo_version(), (1, 5, 0));
-    let program =
-        f.finish(&[&sum, &max, &gathered, &scattered, &exchanged, &permuted, &id, &both[0], &both[1]]).unwrap();
+    let program = f
+        .finish(&[&sum, &max, &gathered, &scattered, &exchanged, &permuted, &id, &both[0], &both[1], &global_sum])
+        .unwrap();
     let xs = d.array("xs");
     let arguments: Vec<Vec<HostArray>> = (0..4).map(|k| vec![part(&xs, k)]).collect();
     for plugin in support::PLUGINS {
@@ -84,6 +87,7 @@ fn collectives_match_numpy_on_four_replicas() {
                 "{plugin}: {}",
                 what("all_reduce of two values, second")
             );
+            assert_exact(plugin, &what("all_reduce over global device ids"), &out[9], &sum_want);
         }
     }
 }
