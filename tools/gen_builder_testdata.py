@@ -461,6 +461,14 @@ def window():
             a, b = np.unravel_index(np.argmax(w), w.shape)
             sas2[i + a, j + b] += src2[i, j]
     out["sas_overlap_want"] = sas2
+    # two operands together: 2x2 argmax pooling of xi (value, flat index; ties: the smaller index)
+    vals, idxs = np.zeros((2, 3), np.int32), np.zeros((2, 3), np.int32)
+    for i in range(2):
+        for j in range(3):
+            w = xi[2 * i:2 * i + 2, 2 * j:2 * j + 2]
+            a, b = np.unravel_index(np.argmax(w), w.shape)  # argmax: the first maximum
+            vals[i, j], idxs[i, j] = w[a, b], (2 * i + a) * 6 + (2 * j + b)
+    out["argmax_pool_want"], out["argmax_pool_index_want"] = vals, idxs
     # edges: a rank-0 input (the window is the element: init 0 + x), an empty dimension
     out["scalar"] = np.array(2.5, dtype=np.float32)
     out["scalar_want"] = np.array(2.5, dtype=np.float32)

@@ -1,6 +1,6 @@
 //! reduce_window (max pooling, padded box sums, base and window dilation with strides,
-//! negative padding) and select_and_scatter (max pooling's gradient, disjoint and overlapping
-//! windows) against numpy. f32 box sums: 1e-5 relative, 1e-5 absolute near zero (numpy sums
+//! negative padding, two operands: argmax pooling) and select_and_scatter (max pooling's
+//! gradient, disjoint and overlapping windows) against numpy. f32 box sums: 1e-5 relative, 1e-5 absolute near zero (numpy sums
 //! in f64); maxima and integer sums exact.
 
 use pjrt_builder::{BuildError, ComparisonDirection, Function, Value, Window};
@@ -32,7 +32,20 @@ fn windows_match_numpy() {
     let zero = f.scalar(0f32).unwrap();
     let sas = x.select_and_scatter(&source, &zero, &pool, ge, |_, a, b| a.add(b)).unwrap();
     let sas_overlap = x.select_and_scatter(&source2, &zero, &Window::new(&[3, 3]), ge, |_, a, b| a.add(b)).unwrap();
-    let program = f.finish(&[&maxpool, &boxsum, &dilated, &cropped, &sas, &sas_overlap]).unwrap();
+    // Two operands reduced together: (value, flat index) argmax pooling.
+    let index = f.iota(ElementType::S32, &[24], 0).unwrap().reshape(&[4, 6]).unwrap();
+    let inits = [&f.scalar(i32::MIN).unwrap(), &f.scalar(i32::MAX).unwrap()];
+    let arg = f
+        .reduce_window_many(&[&xi, &index], &inits, &pool, |_, acc, v| {
+            let greater = v[0].compare(&acc[0], ComparisonDirection::Gt)?;
+            let tie = v[0]
+                .compare(&acc[0], ComparisonDirection::Eq)?
+                .and(&v[1].compare(&acc[1], ComparisonDirection::Lt)?)?;
+            let take = greater.or(&tie)?;
+            Ok(vec![take.select(&v[0], &acc[0])?, take.select(&v[1], &acc[1])?])
+        })
+        .unwrap();
+    let program = f.finish(&[&maxpool, &boxsum, &dilated, &cropped, &sas, &sas_overlap, &arg[0], &arg[1]]).unwrap();
     let inputs = [d.array("x"), d.array("xi"), d.array("source"), d.array("source2")];
     for (plugin, out) in run_on_both(&f, &program, &inputs) {
         assert_same_f32(plugin, "maxpool", &out[0], &d.array("maxpool_want"));
@@ -41,6 +54,8 @@ fn windows_match_numpy() {
         assert_exact(plugin, "cropped", &out[3], &d.array("cropped_want"));
         assert_same_f32(plugin, "select_and_scatter", &out[4], &d.array("sas_want"));
         assert_same_f32(plugin, "select_and_scatter overlapping", &out[5], &d.array("sas_overlap_want"));
+        assert_exact(plugin, "argmax pooling values", &out[6], &d.array("argmax_pool_want"));
+        assert_exact(plugin, "argmax pooling indices", &out[7], &d.array("argmax_pool_index_want"));
     }
 }
 
