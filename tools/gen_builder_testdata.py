@@ -428,6 +428,205 @@ def reduce():
     return out
 
 
+# ==== regions: reduce_window/select_and_scatter, sort, gather/scatter, control flow, collectives,
+# SPMD (tests/builder/{window,sort,gather,control,collectives,sharding}.rs) ====
+def _reduce_window(x, init, op, window, strides, base_dil, win_dil, padding):
+    """StableHLO's reduce_window: pad (edges and base dilation) with init, then windows."""
+    x = np.asarray(x)
+    rank = x.ndim
+    dil_shape = [0 if n == 0 else (n - 1) * b + 1 for n, b in zip(x.shape, base_dil)]
+    d = np.full(dil_shape, init, dtype=x.dtype)
+    d[tuple(slice(None, None, b) for b in base_dil)] = x
+    for axis, (lo, hi) in enumerate(padding):
+        if lo < 0:
+            d = np.take(d, range(-lo, d.shape[axis]), axis=axis)
+        if hi < 0:
+            d = np.take(d, range(0, d.shape[axis] + hi), axis=axis)
+        pads = [(0, 0)] * rank
+        pads[axis] = (max(lo, 0), max(hi, 0))
+        d = np.pad(d, pads, constant_values=init)
+    span = [(w - 1) * wd + 1 for w, wd in zip(window, win_dil)]
+    out_shape = [0 if p < s else (p - s) // st + 1 for p, s, st in zip(d.shape, span, strides)]
+    out = np.full(out_shape, init, dtype=x.dtype)
+    for idx in np.ndindex(*out_shape):
+        sl = tuple(slice(i * st, i * st + s, wd) for i, st, s, wd in zip(idx, strides, span, win_dil))
+        acc = init
+        for v in d[sl].reshape(-1):
+            acc = op(acc, v)
+        out[idx] = acc
+    return out
+
+
+def window():
+    rng = np.random.default_rng(1801)
+    x = f32(rng.standard_normal((4, 6)))
+    xi = rng.integers(-50, 50, size=(4, 6)).astype(np.int32)
+    out = {"x": x, "xi": xi}
+    one = [1, 1]
+    out["maxpool_want"] = _reduce_window(x, np.float32(-np.inf), max, [2, 2], [2, 2], one, one, [(0, 0), (0, 0)])
+    # sums in float64, rounded once (the plugin sums in f32: compared within 1e-5)
+    out["boxsum_want"] = f32(_reduce_window(x.astype(np.float64), 0.0, lambda a, b: a + b, [3, 3], one, one, one, [(1, 1), (1, 1)]))
+    out["dilated_want"] = _reduce_window(xi, np.int32(0), lambda a, b: a + b, [2, 2], [1, 2], [2, 1], [1, 2], [(0, 0), (1, -1)])
+    out["cropped_want"] = _reduce_window(xi, np.int32(-(2**31)), max, [2, 1], [1, 1], one, one, [(-1, 0), (0, -2)])
+    # select_and_scatter, select >= (the first maximum in row-major order wins), scatter +
+    src = f32(rng.integers(1, 9, size=(2, 3)))
+    out["source"] = src
+    sas = np.zeros_like(x)
+    for i in range(2):
+        for j in range(3):
+            w = x[2 * i:2 * i + 2, 2 * j:2 * j + 2]
+            a, b = np.unravel_index(np.argmax(w), w.shape)
+            sas[2 * i + a, 2 * j + b] += src[i, j]
+    out["sas_want"] = sas
+    src2 = f32(rng.integers(1, 9, size=(2, 4)))  # 3x3 windows, stride 1: overlapping
+    out["source2"] = src2
+    sas2 = np.zeros_like(x)
+    for i in range(2):
+        for j in range(4):
+            w = x[i:i + 3, j:j + 3]
+            a, b = np.unravel_index(np.argmax(w), w.shape)
+            sas2[i + a, j + b] += src2[i, j]
+    out["sas_overlap_want"] = sas2
+    # two operands together: 2x2 argmax pooling of xi (value, flat index; ties: the smaller index)
+    vals, idxs = np.zeros((2, 3), np.int32), np.zeros((2, 3), np.int32)
+    for i in range(2):
+        for j in range(3):
+            w = xi[2 * i:2 * i + 2, 2 * j:2 * j + 2]
+            a, b = np.unravel_index(np.argmax(w), w.shape)  # argmax: the first maximum
+            vals[i, j], idxs[i, j] = w[a, b], (2 * i + a) * 6 + (2 * j + b)
+    out["argmax_pool_want"], out["argmax_pool_index_want"] = vals, idxs
+    # edges: a rank-0 input (the window is the element: init 0 + x), an empty dimension
+    out["scalar"] = np.array(2.5, dtype=np.float32)
+    out["scalar_want"] = np.array(2.5, dtype=np.float32)
+    out["empty"] = np.zeros((0, 3), dtype=np.float32)
+    out["empty_want"] = _reduce_window(out["empty"], np.float32(0), lambda a, b: a + b, [1, 2], [1, 1], [1, 1], [1, 1], [(0, 0), (0, 0)])
+    # a window larger than the input: no windows
+    out["too_big_want"] = _reduce_window(x, np.float32(0), lambda a, b: a + b, [5, 1], [1, 1], [1, 1], [1, 1], [(0, 0), (0, 0)])
+    return out
+
+
+def sort():
+    rng = np.random.default_rng(1802)
+    x = f32(rng.integers(-5, 5, size=(3, 8)))
+    keys = rng.integers(0, 3, size=(10,)).astype(np.int32)  # many ties: stability shows
+    special = f32([3.0, np.nan, -np.inf, 1.0, np.inf, -2.0, np.nan])
+    out = {"x": x, "keys": keys, "special": special}
+    out["ascending_want"] = np.sort(x, axis=1)
+    out["descending_dim0_want"] = -np.sort(-x, axis=0)
+    out["argsort_want"] = np.argsort(keys, kind="stable").astype(np.int32)
+    out["sorted_keys_want"] = np.sort(keys, kind="stable")
+    out["special_want"] = np.sort(special)  # NaN last (total order, positive NaN)
+    # edges: empty, one element, rank 0 is not sortable (no dimension): refused by the builder
+    out["empty"] = np.zeros(0, dtype=np.int32)
+    out["empty_want"] = np.sort(out["empty"])
+    out["one"] = np.array([7], dtype=np.int32)
+    out["one_want"] = np.sort(out["one"])
+    return out
+
+
+def gather():
+    rng = np.random.default_rng(1803)
+    table = f32(rng.standard_normal((5, 3)))
+    ids = np.array([[4], [0], [2], [2]], dtype=np.int32)
+    grid = np.arange(20, dtype=np.int32).reshape(4, 5)
+    points = np.array([[3, 4], [0, 0], [2, 1]], dtype=np.int32)
+    batched = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
+    bidx = np.array([[3, 1], [0, 0]], dtype=np.int32)
+    out = {"table": table, "ids": ids, "grid": grid, "points": points, "batched": batched, "bidx": bidx}
+    out["rows_want"] = table[ids[:, 0]]
+    out["points_want"] = grid[points[:, 0], points[:, 1]]
+    out["clamped_want"] = grid[2:4, 3:5][None]  # start (3, 4) clamped to (2, 3)
+    out["implicit_want"] = table[np.array([1, 3])]
+    out["batched_want"] = np.stack([batched[b, bidx[b]] for b in range(2)])
+    # scatter: rows added (duplicates add up), an index past the end skipped
+    upd = rng.integers(-9, 9, size=(5, 3)).astype(np.int32)
+    sidx = np.array([[1], [3], [1], [7], [0]], dtype=np.int32)
+    base = np.arange(12, dtype=np.int32).reshape(4, 3)
+    out.update({"base": base, "upd": upd, "sidx": sidx})
+    added = base.copy()
+    for k, r in enumerate(sidx[:, 0]):
+        if 0 <= r < 4:
+            added[r] += upd[k]
+    out["scatter_add_want"] = added
+    # scatter with "replace" on unique 2-D points of grid, and max
+    vals = np.array([100, -100, 7], dtype=np.int32)
+    out["vals"] = vals
+    replaced = grid.copy()
+    maxed = grid.copy()
+    for (i, j), v in zip(points, vals):
+        replaced[i, j] = v
+        maxed[i, j] = max(maxed[i, j], v)
+    out["scatter_replace_want"] = replaced
+    out["scatter_max_want"] = maxed
+    # edges: no indices (an empty gather; a scatter that changes nothing)
+    out["no_ids"] = np.zeros((0, 1), dtype=np.int32)
+    out["no_rows_want"] = table[out["no_ids"][:, 0]]
+    out["no_updates"] = np.zeros((0, 3), dtype=np.int32)
+    out["unchanged_want"] = base.copy()
+    return out
+
+
+def control():
+    rng = np.random.default_rng(1804)
+    x = f32(rng.standard_normal(3))
+    out = {"x": x, "n": np.array(5, dtype=np.int32)}
+    acc = np.zeros(3, dtype=np.float32)
+    for _ in range(5):  # acc = acc * 0.5 + x, n times (f32 arithmetic, as the device)
+        acc = acc * np.float32(0.5) + x
+    out["loop_want"] = acc
+    out["loop_count_want"] = np.array(5, dtype=np.int32)
+    # Collatz steps of 27 (a data-dependent loop)
+    c, steps = 27, 0
+    while c != 1:
+        c = c // 2 if c % 2 == 0 else 3 * c + 1
+        steps += 1
+    out["collatz_want"] = np.array(steps, dtype=np.int32)
+    s = x.sum(dtype=np.float32)
+    out["if_want"] = f32(x.astype(np.float64) * 2.0) if s > 0 else -x
+    out["if_false_want"] = -x if s > 0 else x * np.float32(2.0)
+    # case on n - 4 (=1), n - 10 (-6: last branch), n - 5 (0): branch k returns x * k + k
+    out["case_want"] = np.stack([x * np.float32(k) + np.float32(k) for k in (1, 2, 0)])
+    # nested regions: for i in 0..n: acc += x if i is even else -x (an if inside a while body),
+    # then a case whose branch 1 sums acc with a reduce (a reduce inside a case branch)
+    acc = np.zeros(3, dtype=np.float32)
+    for i in range(5):
+        acc = acc + (x if i % 2 == 0 else -x)
+    out["nested_want"] = acc
+    out["nested_sum_want"] = np.array(acc.astype(np.float64).sum(), dtype=np.float32)
+    # edges: a loop that never runs (its init), a one-branch case, an if on empty tensors
+    out["zero_loop_want"] = np.zeros(3, dtype=np.float32)
+    out["one_branch_want"] = x + np.float32(1)
+    out["empty_if_want"] = np.zeros((0, 2), dtype=np.float32)
+    return out
+
+
+def collectives():
+    # 4 replicas, replica k's argument x_k (2x4, small integers: sums exact)
+    rng = np.random.default_rng(1805)
+    xs = rng.integers(-9, 9, size=(4, 2, 4)).astype(np.float32)
+    out = {"xs": xs}
+    out["sum_all_want"] = np.broadcast_to(xs.sum(axis=0), (4, 2, 4)).copy()
+    pair = [[0, 2], [1, 3]]
+    out["max_pairs_want"] = np.stack([np.maximum(xs[g[0]], xs[g[1]]) for k in range(4) for g in pair if k in g])
+    out["gather_want"] = np.stack([np.concatenate([xs[0], xs[1], xs[2], xs[3]], axis=1)] * 4)
+    total = xs.sum(axis=0)  # 2x4, scattered by columns: replica k gets column k
+    out["reduce_scatter_want"] = np.stack([total[:, k:k + 1] for k in range(4)])
+    # all_to_all: split dimension 1 (4 columns) in 4, concatenate along 0: replica k gets
+    # column k of every replica, stacked
+    out["all_to_all_want"] = np.stack([np.concatenate([xs[j][:, k:k + 1] for j in range(4)], axis=0) for k in range(4)])
+    # collective_permute: a ring k -> k+1 without 3 -> 0, so replica 0 gets zeros
+    out["permute_want"] = np.stack([np.zeros((2, 4), np.float32), xs[0], xs[1], xs[2]])
+    return out
+
+
+def sharding():
+    rng = np.random.default_rng(1806)
+    x = f32(rng.integers(-4, 4, size=(4, 3)))
+    w = f32(rng.integers(-4, 4, size=(3, 2)))
+    y = x @ w
+    return {"x": x, "w": w, "y_want": y, "colsum_want": y.sum(axis=0)}
+
+
 FAMILIES = {
     "smoke": smoke,
     "constant": constant,
@@ -435,6 +634,13 @@ FAMILIES = {
     "shape": shape,
     "linalg": linalg,
     "reduce": reduce,
+    # regions
+    "window": window,
+    "sort": sort,
+    "gather": gather,
+    "control": control,
+    "collectives": collectives,
+    "sharding": sharding,
 }
 
 

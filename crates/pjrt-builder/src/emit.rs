@@ -30,6 +30,26 @@ pub(crate) fn bool_array(values: &[bool]) -> String {
     s
 }
 
+/// `dense<[[0, 1], [2, 3]]> : tensor<2x2xi64>`: an integer matrix (padding, replica groups,
+/// source-target pairs: attributes StableHLO still spells as dense elements). Every row has
+/// `columns` entries; no rows is `dense<> : tensor<0xCOLUMNSxi64>`.
+pub(crate) fn i64_matrix(rows: &[Vec<i64>], columns: usize) -> String {
+    if rows.is_empty() {
+        return format!("dense<> : tensor<0x{columns}xi64>");
+    }
+    let mut s = String::from("dense<[");
+    for (i, row) in rows.iter().enumerate() {
+        if i > 0 {
+            s.push_str(", ");
+        }
+        s.push('[');
+        join_into(&mut s, row.iter());
+        s.push(']');
+    }
+    let _ = write!(s, "]> : tensor<{}x{columns}xi64>", rows.len());
+    s
+}
+
 /// `[1, 2]`: a list inside a struct attribute such as `#stablehlo.dot<...>`.
 pub(crate) fn list(values: &[i64]) -> String {
     let mut s = String::from("[");

@@ -64,6 +64,8 @@ struct State {
     needed: Version,
     needed_by: String,
     module_attributes: Vec<(String, String)>,
+    /// Ops of the module before `@main` (Shardy's `sdy.mesh`): (symbol, MLIR text).
+    module_ops: Vec<(String, String)>,
     /// Per output index: attributes of the function's results (sharding).
     result_attributes: Vec<(usize, String, String)>,
 }
@@ -242,6 +244,7 @@ impl Function {
                 needed: (1, 0, 0),
                 needed_by: String::new(),
                 module_attributes: Vec::new(),
+                module_ops: Vec::new(),
                 result_attributes: Vec::new(),
             }),
         }
@@ -295,15 +298,24 @@ impl Function {
 
     /// Sets a module attribute (`mhlo.num_replicas`, ...), its value as MLIR text; a second
     /// call for the same name replaces the first.
-    #[allow(dead_code)] // used by the module attributes (sharding.rs)
     pub(crate) fn set_module_attribute(&self, name: &str, mlir_value: String) {
         let mut state = self.state.borrow_mut();
         state.module_attributes.retain(|(n, _)| n != name);
         state.module_attributes.push((name.to_string(), mlir_value));
     }
 
+    /// Adds an op defining `symbol` to the module, before `@main` (Shardy's `sdy.mesh`), as
+    /// MLIR text; `false` (and nothing added) when the symbol is already defined.
+    pub(crate) fn add_module_op(&self, symbol: &str, text: String) -> bool {
+        let mut state = self.state.borrow_mut();
+        if state.module_ops.iter().any(|(s, _)| s == symbol) {
+            return false;
+        }
+        state.module_ops.push((symbol.to_string(), text));
+        true
+    }
+
     /// Sets an attribute of output `index` (its value as MLIR text).
-    #[allow(dead_code)] // used by the sharding annotations
     pub(crate) fn set_result_attribute(&self, index: usize, name: &str, mlir_value: String) {
         let mut state = self.state.borrow_mut();
         state.result_attributes.retain(|(i, n, _)| !(*i == index && n == name));
@@ -493,6 +505,15 @@ impl Function {
                 message: "a region is still being built; finish the function outside every region closure".to_string(),
             });
         }
+        if let Some((index, name, _)) = state.result_attributes.iter().find(|(i, _, _)| *i >= outputs.len()) {
+            return Err(BuildError::Finish {
+                message: format!(
+                    "output {index} has a {name} attribute but the function returns {} outputs; annotate existing \
+                     outputs only",
+                    outputs.len()
+                ),
+            });
+        }
         let mut text = String::new();
         text.push_str("module @");
         text.push_str(&symbol_name(&self.name));
@@ -506,7 +527,13 @@ impl Function {
             }
             text.push('}');
         }
-        text.push_str(" {\n  func.func public @main(");
+        text.push_str(" {\n");
+        for (_, op) in &state.module_ops {
+            indent(&mut text, 1);
+            text.push_str(op);
+            text.push('\n');
+        }
+        text.push_str("  func.func public @main(");
         for (i, p) in state.parameters.iter().enumerate() {
             if i > 0 {
                 text.push_str(", ");

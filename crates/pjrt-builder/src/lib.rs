@@ -68,6 +68,14 @@
 //! | `broadcast_in_dim` `reshape` `transpose` `slice` `dynamic_slice` `dynamic_update_slice` `concatenate` `pad` `reverse` `get_dimension_size` | [`Value::broadcast_in_dim`], [`Value::reshape`], [`Value::transpose`], [`Value::slice`], [`Value::dynamic_slice`], [`Value::dynamic_update_slice`], [`Value::concatenate`], [`Value::pad`], [`Value::reverse`], [`Value::get_dimension_size`] | [`ops::shape`] |
 //! | `dot_general` `convolution` | [`Value::dot_general`], [`Value::convolution`] | [`ops::linalg`] |
 //! | `reduce` | [`Value::reduce`], [`Function::reduce_many`] | [`ops::reduce`] |
+//! | `reduce_window` `select_and_scatter` | [`Value::reduce_window`], [`Function::reduce_window_many`], [`Value::select_and_scatter`] | [`Window`] |
+//! | `sort` | [`Value::sort`], [`Function::sort`] | [`ops::sort`] |
+//! | `gather` `scatter` | [`Value::gather`], [`Value::scatter`] | [`ops::gather`] |
+//! | `while` `if` `case` | [`Function::while_loop`], [`Function::if_else`], [`Function::case`] | [`ops::control`] |
+//! | `tuple` `get_tuple_element` `rng_bit_generator` `optimization_barrier` `custom_call` `replica_id` `partition_id` | [`Function::tuple`], [`Value::get_tuple_element`], [`Value::rng_bit_generator`], [`Function::optimization_barrier`], [`Function::custom_call`], [`Function::replica_id`], [`Function::partition_id`] | [`ops::misc`] |
+//! | `all_reduce` `all_gather` `reduce_scatter` `all_to_all` `collective_permute` | [`Value::all_reduce`], [`Function::all_reduce_many`], [`Value::all_gather`], [`Value::reduce_scatter`], [`Value::all_to_all`], [`Value::collective_permute`] | [`ops::collectives`] |
+//! | `mhlo.num_replicas` `mhlo.num_partitions` `mhlo.sharding` | [`Function::set_num_replicas`], [`Function::set_num_partitions`], [`ParameterOptions::sharding`], [`Function::set_output_sharding`], [`Value::with_sharding`] | [`sharding`] |
+//! | Shardy `sdy.mesh` `sdy.sharding` | [`Function::add_mesh`], [`ParameterOptions::shardy`], [`Function::set_output_shardy`] | [`Mesh`] |
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -76,6 +84,7 @@ mod emit;
 mod error;
 mod function;
 pub mod ops;
+pub mod sharding;
 mod types;
 
 pub use error::BuildError;
@@ -83,4 +92,10 @@ pub use function::{Function, ParameterOptions, Value};
 pub use ops::constant::ConstantElement;
 pub use ops::elementwise::{ComparisonDirection, ComparisonType};
 pub use ops::linalg::{ConvDimensions, Convolution, DotDimensions, Precision};
+// Regions, indexing, control flow, collectives and multi-device (the "regions" part).
+pub use ops::collectives::Collective;
+pub use ops::gather::{GatherDimensions, ScatterDimensions};
+pub use ops::misc::{CustomCall, RngAlgorithm};
+pub use ops::reduce::Window;
+pub use sharding::{AxisSharding, Mesh, Sharding};
 pub use types::{mlir_element_name, TensorType, Type, Version};

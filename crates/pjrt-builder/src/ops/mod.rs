@@ -1,10 +1,15 @@
 //! The ops, a file per family; shared checks here.
 
+pub mod collectives;
 pub mod constant;
+pub mod control;
 pub mod elementwise;
+pub mod gather;
 pub mod linalg;
+pub mod misc;
 pub mod reduce;
 pub mod shape;
+pub mod sort;
 
 use crate::emit;
 use crate::error::BuildError;

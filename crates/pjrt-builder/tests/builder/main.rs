@@ -15,3 +15,10 @@ mod linalg;
 mod reduce;
 mod shape;
 mod smoke;
+// regions
+mod collectives;
+mod control;
+mod gather;
+mod misc;
+mod sort;
+mod window;
