@@ -4,7 +4,7 @@ use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
-use crate::buffer::aligned::AlignedHostBuffer;
+use crate::buffer::aligned::{AlignedHostBuffer, SharedBytes};
 use crate::buffer::checks::{check_array, check_element_type, resolve_target, Target};
 use crate::buffer::{Buffer, HostLayout, Placement};
 use crate::call::pjrt_call;
@@ -35,6 +35,9 @@ pub enum HostData {
     Aligned(Arc<AlignedHostBuffer>),
     /// A plain vector.
     Bytes(Vec<u8>),
+    /// A range of shared memory (a memory-mapped file, say), its owner held until the plugin
+    /// is done.
+    Shared(SharedBytes),
 }
 
 impl HostData {
@@ -43,6 +46,7 @@ impl HostData {
         match self {
             HostData::Aligned(a) => a.as_bytes(),
             HostData::Bytes(v) => v,
+            HostData::Shared(s) => s.as_bytes(),
         }
     }
 }
@@ -50,6 +54,12 @@ impl HostData {
 impl From<Vec<u8>> for HostData {
     fn from(v: Vec<u8>) -> Self {
         HostData::Bytes(v)
+    }
+}
+
+impl From<SharedBytes> for HostData {
+    fn from(s: SharedBytes) -> Self {
+        HostData::Shared(s)
     }
 }
 
@@ -108,6 +118,7 @@ impl Client {
         F: FnOnce(Result<()>, HostData) + Send + 'static,
     {
         let data = data.into();
+        let _span = span!(DEBUG, "upload", bytes = data.as_bytes().len(), device = placement.trace_device(self));
         check_array(self.api(), element_type, dims)?;
         layout.require_default_semantics("buffer_from_host_data_with")?;
         let len = data.as_bytes().len();
