@@ -35,14 +35,14 @@ fn jax_export_models_take_every_input_from_params() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|i| NpyArray::read(root().join("tests/data/jax_export").join(i["file"].as_str().unwrap())).unwrap())
+            .map(|i| NpyArray::read(&root().join("tests/data/jax_export").join(i["file"].as_str().unwrap())).unwrap())
             .collect();
         let names: Vec<String> = (0..arrays.len()).map(|i| format!("in{i}")).collect();
         let views: Vec<(&str, TensorView<'_>)> =
             names.iter().zip(&arrays).map(|(n, a)| (n.as_str(), TensorView::from_npy(a).unwrap())).collect();
         let params = dir.join("params.safetensors");
         safetensors::write(&params, &views, &[]).unwrap();
-        let want = NpyArray::read(root().join("tests/data/jax_export").join(name).join("out0.npy")).unwrap();
+        let want = NpyArray::read(&root().join("tests/data/jax_export").join(name).join("out0.npy")).unwrap();
         let bf16 = name == "bf16";
         let (rtol, atol) = (case["rtol"].as_f64().unwrap(), case["atol"].as_f64().unwrap());
         for plugin in PLUGINS {
@@ -59,7 +59,7 @@ fn jax_export_models_take_every_input_from_params() {
                 out_dir.to_str().unwrap(),
             ]);
             assert!(out.status.success(), "{name} {plugin}: {}", stderr(&out));
-            let got = NpyArray::read(out_dir.join("out0.npy")).unwrap();
+            let got = NpyArray::read(&out_dir.join("out0.npy")).unwrap();
             assert_eq!(got.shape, want.shape, "{name} {plugin}");
             for (g, w) in floats(&got, bf16).iter().zip(floats(&want, bf16)) {
                 assert!((g - w).abs() <= atol + rtol * w.abs(), "{name} {plugin}: {g} vs {w}");
