@@ -629,7 +629,8 @@ unsafe impl pjrt_client::SharedHostBytes for MappedBytes {
 /// [`crate::ClientExt::upload_mapped_npy`] uploads it without a host copy (Fortran order
 /// through byte strides; only big-endian files are converted first).
 ///
-/// The file must not be modified or truncated while it is open.
+/// The file must not be modified or truncated while it is open, nor while buffers uploaded from
+/// it in place live (they keep the mapping: see [`MappedNpy::shared_bytes`]).
 pub struct MappedNpy {
     /// Shared with the buffers uploaded from it in place ([`MappedNpy::shared_bytes`]).
     bytes: std::sync::Arc<MappedBytes>,

@@ -560,7 +560,9 @@ struct Entry {
 
 /// An open safetensors file, checked and (for [`SafeTensors::open`]) memory-mapped.
 ///
-/// The file must not be modified or truncated while it is open: the mapping reads it in place.
+/// The file must not be modified or truncated while it is open, nor while buffers uploaded from
+/// it in place live: the mapping reads it in place, and they keep the mapping (see
+/// [`SafeTensors::shared_bytes`]).
 pub struct SafeTensors {
     /// Shared with the buffers uploaded from it in place (see [`SafeTensors::shared_bytes`]).
     storage: Arc<Storage>,
