@@ -72,11 +72,12 @@ impl From<Arc<AlignedHostBuffer>> for HostData {
 impl Client {
     /// Uploads shared host memory (a range of a memory-mapped file, say) without waiting for a
     /// copy: in place (`kImmutableZeroCopy`, as [`Client::buffer_from_aligned`], never donated)
-    /// where the bytes start at a multiple of [`HOST_ALIGNMENT`](crate::HOST_ALIGNMENT), else copied asynchronously
-    /// (`kImmutableUntilTransferCompletes`) on the plugin's own threads. Either way the call
-    /// returns at once, many uploads overlap, and `host`'s owner is kept alive until the plugin's
-    /// done-with-host-buffer event fires (for in-place buffers: until they are destroyed). The
-    /// buffer is ready when its [`Buffer::ready_event`] fires; executions wait for it.
+    /// where the bytes start at a multiple of [`HOST_ALIGNMENT`](crate::HOST_ALIGNMENT), else
+    /// copied asynchronously (`kImmutableUntilTransferCompletes`) on the plugin's own threads.
+    /// Either way the call returns at once, many uploads overlap, and `host`'s owner is kept
+    /// alive until the plugin's done-with-host-buffer event fires (for in-place buffers: until
+    /// they are destroyed). The buffer is ready when its [`Buffer::ready_event`] fires;
+    /// executions wait for it.
     ///
     /// ```
     /// use std::sync::Arc;
