@@ -314,6 +314,11 @@ pub enum BenchWhat {
         /// Upload 64-byte aligned memory without copying (safe API only; no raw variant).
         #[arg(long)]
         zero_copy: bool,
+        /// Upload every tensor of this safetensors file instead, each way the library can
+        /// (copied one by one, copies overlapped, in place where aligned), against a memcpy of
+        /// the same bytes; ITERS rounds.
+        #[arg(long, value_name = "FILE.safetensors")]
+        params: Option<PathBuf>,
     },
     /// Throughput of one client and one (portable) executable shared by 1..=THREADS threads,
     /// thread t running on device t mod devices (a 128x128 f32 matmul per execution).

@@ -121,7 +121,7 @@ mod topology;
 pub mod sharding;
 pub mod extensions;
 
-pub use buffer::aligned::{AlignedHostBuffer, HOST_ALIGNMENT};
+pub use buffer::aligned::{AlignedHostBuffer, SharedBytes, SharedHostBytes, HOST_ALIGNMENT};
 pub use buffer::dma::DmaMapping;
 pub use buffer::donation::ControlDependency;
 pub use buffer::host_data::HostData;

@@ -613,15 +613,27 @@ impl MappedBytes {
     }
 }
 
+// SAFETY: `all` gives the same bytes every time (a mapping stays at its address until dropped,
+// a member's range is fixed, the empty vector is never written: nothing here takes `&mut`). The
+// mappings are read-only; that nobody else modifies the file while it is open is the caller's
+// part, documented on `MappedNpy` (as for any file mapping).
+unsafe impl pjrt_client::SharedHostBytes for MappedBytes {
+    fn host_bytes(&self) -> &[u8] {
+        self.all()
+    }
+}
+
 /// A `.npy` file read in place through a memory mapping: for arrays too large to copy into a
 /// `Vec`. The header is parsed and checked against the file size when it is opened; the data
 /// is then exposed as stored (see [`MappedNpy::is_c_order_little_endian`]), and
 /// [`crate::ClientExt::upload_mapped_npy`] uploads it without a host copy (Fortran order
 /// through byte strides; only big-endian files are converted first).
 ///
-/// The file must not be modified or truncated while it is open.
+/// The file must not be modified or truncated while it is open, nor while buffers uploaded from
+/// it in place live (they keep the mapping: see [`MappedNpy::shared_bytes`]).
 pub struct MappedNpy {
-    bytes: MappedBytes,
+    /// Shared with the buffers uploaded from it in place ([`MappedNpy::shared_bytes`]).
+    bytes: std::sync::Arc<MappedBytes>,
     path: PathBuf,
     dtype: Dtype,
     endian: Endian,
@@ -667,7 +679,7 @@ impl MappedNpy {
         let header = parse_file_header(bytes.all())
             .map_err(|e| NpyError::InFile { path: path.to_path_buf(), source: Box::new(e) })?;
         Ok(MappedNpy {
-            bytes,
+            bytes: std::sync::Arc::new(bytes),
             path: path.to_path_buf(),
             dtype: header.dtype,
             endian: header.endian,
@@ -713,6 +725,18 @@ impl MappedNpy {
     /// The data section exactly as stored in the file (its length was checked on open).
     pub fn bytes(&self) -> &[u8] {
         self.bytes.all().get(self.data_offset..).unwrap_or(&[])
+    }
+
+    /// The data section as [`pjrt_client::SharedBytes`]: it holds the mapping open, so an
+    /// upload from it ([`pjrt_client::Client::buffer_from_shared`], in place where the data is
+    /// 64-byte aligned, as `.npy` headers pad it to be in a file of its own) may outlive this
+    /// value. [`crate::ClientExt::upload_mapped_npy`] uses it.
+    pub fn shared_bytes(&self) -> pjrt_client::SharedBytes {
+        let end = self.bytes.all().len().max(self.data_offset);
+        // `data_offset..end` lies within the bytes (checked on open): `slice` cannot fail; were
+        // it to, the whole mapping would be the wrong answer, so fall back to nothing at all.
+        pjrt_client::SharedBytes::slice(self.bytes.clone(), self.data_offset..end)
+            .unwrap_or_else(|_| pjrt_client::SharedBytes::new(std::sync::Arc::new(Vec::new())))
     }
 
     /// A copy in memory, converted to C order and little-endian.

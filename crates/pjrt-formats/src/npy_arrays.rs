@@ -158,7 +158,9 @@ pub(crate) fn upload_mapped_npy(
     let element_type = checked_element_type(file.dtype(), file.bytes(), wanted)?;
     let dims: Vec<i64> = file.shape().iter().map(|d| *d as i64).collect();
     if file.is_c_order_little_endian() {
-        return Ok(client.buffer_from_bytes(file.bytes(), element_type, &dims, &HostLayout::default(), placement)?);
+        // From the mapping without waiting for a copy: in place where aligned, else copied by
+        // the plugin's threads; the buffer keeps the mapping open as long as it needs it.
+        return Ok(client.buffer_from_shared(&file.shared_bytes(), element_type, &dims, placement)?);
     }
     // Big-endian files, and Fortran-order ones of sub-byte types (which take no byte strides),
     // upload from a C-order little-endian copy.

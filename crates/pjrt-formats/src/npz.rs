@@ -86,8 +86,9 @@ impl NpzArray {
 }
 
 /// An opened `.npz` archive: its arrays by name (the member name without `.npy`), in archive
-/// order. The file must not be modified or truncated while it is open (stored members are read
-/// from its mapping).
+/// order. The file must not be modified or truncated while it is open, nor while buffers
+/// uploaded from its stored members live (stored members are read from its mapping, and such
+/// buffers keep it).
 #[derive(Debug)]
 pub struct Npz {
     path: PathBuf,

@@ -35,10 +35,11 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use pjrt_client::{Buffer, Client, ElementType, HostLayout, NativeType, Placement};
+use pjrt_client::{Buffer, Client, ElementType, HostLayout, NativeType, Placement, SharedBytes};
 
 use crate::error::Result;
 use crate::npy::{Dtype, NpyArray};
@@ -538,6 +539,16 @@ impl Storage {
     }
 }
 
+// SAFETY: a mapping stays at its address until it is unmapped (on drop), and a vector's heap
+// data moves or changes only through `&mut`, which the shared `Arc<Storage>` never gives. The
+// mapping is read-only; that nobody else modifies the file while it is open is the caller's
+// part, documented on `SafeTensors` (as for any file mapping).
+unsafe impl pjrt_client::SharedHostBytes for Storage {
+    fn host_bytes(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
 /// A checked tensor entry: byte range is absolute within the storage.
 struct Entry {
     name: String,
@@ -549,9 +560,12 @@ struct Entry {
 
 /// An open safetensors file, checked and (for [`SafeTensors::open`]) memory-mapped.
 ///
-/// The file must not be modified or truncated while it is open: the mapping reads it in place.
+/// The file must not be modified or truncated while it is open, nor while buffers uploaded from
+/// it in place live: the mapping reads it in place, and they keep the mapping (see
+/// [`SafeTensors::shared_bytes`]).
 pub struct SafeTensors {
-    storage: Storage,
+    /// Shared with the buffers uploaded from it in place (see [`SafeTensors::shared_bytes`]).
+    storage: Arc<Storage>,
     path: Option<PathBuf>,
     /// In data-offset order.
     entries: Vec<Entry>,
@@ -601,7 +615,7 @@ impl SafeTensors {
         let data_len = (bytes.len() - header_end) as u64;
         let entries = check_entries(raw.tensors, header_end, data_len)?;
         let metadata = raw.metadata.into_iter().collect();
-        Ok(SafeTensors { storage, path, entries, metadata, data_len })
+        Ok(SafeTensors { storage: Arc::new(storage), path, entries, metadata, data_len })
     }
 
     /// The file this was opened from (`None` for [`SafeTensors::from_bytes`]).
@@ -654,7 +668,42 @@ impl SafeTensors {
 
     /// Whether the data is read in place from a memory mapping (rather than held in a `Vec`).
     pub fn is_mapped(&self) -> bool {
-        matches!(self.storage, Storage::Mapped(_))
+        matches!(*self.storage, Storage::Mapped(_))
+    }
+
+    /// Tensor `name`'s bytes as [`SharedBytes`]: they hold the file's mapping (or its bytes)
+    /// open, so an upload from them ([`pjrt_client::Client::buffer_from_shared`], in place where
+    /// aligned) may outlive this value.
+    ///
+    /// ```
+    /// use pjrt_client::{ElementType, Placement};
+    /// use pjrt_formats::safetensors::{write, SafeTensors, TensorView};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let path = std::env::temp_dir().join(format!("st-shared-doc-{}.safetensors", std::process::id()));
+    /// let x: Vec<u8> = [1f32, 2., 3., 4.].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// write(&path, &[("x", TensorView::new(ElementType::F32, &[4], &x)?)], &[])?;
+    /// let file = SafeTensors::open(&path)?;
+    /// let bytes = file.shared_bytes("x")?;
+    /// assert!(bytes.is_aligned()); // our writer aligns: the plugin reads the mapping in place
+    /// let buffer = client.buffer_from_shared(&bytes, ElementType::F32, &[4], Placement::Default)?;
+    /// drop((file, bytes));
+    /// # std::fs::remove_file(&path)?;
+    /// assert_eq!(buffer.to_vec::<f32>()?, [1., 2., 3., 4.]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn shared_bytes(&self, name: &str) -> Result<SharedBytes, SafetensorsError> {
+        let entry = self.entries.iter().find(|e| e.name == name).ok_or_else(|| SafetensorsError::NotFound {
+            name: name.to_string(),
+            available: self.names().map(String::from).collect(),
+        })?;
+        self.shared_entry(entry)
+    }
+
+    fn shared_entry(&self, e: &Entry) -> Result<SharedBytes, SafetensorsError> {
+        // The range was checked against the storage when the file was opened: no error here.
+        SharedBytes::slice(self.storage.clone(), e.start..e.end)
+            .map_err(|err| SafetensorsError::bad(format!("tensor '{}': {err}", e.name)))
     }
 
     fn view<'a>(&'a self, e: &'a Entry) -> TensorView<'a> {
@@ -1123,6 +1172,49 @@ pub(crate) fn buffer_from_tensor(client: &Client, tensor: &TensorView<'_>, place
     Ok(client.buffer_from_bytes(&bytes, tensor.dtype, &tensor.dims(), &HostLayout::default(), placement)?)
 }
 
+/// Uploads one tensor of a file: [`crate::ClientExt::upload_tensor`].
+pub(crate) fn upload_tensor(
+    client: &Client,
+    file: &SafeTensors,
+    name: &str,
+    element_type: Option<ElementType>,
+    placement: Placement<'_>,
+) -> Result<Buffer> {
+    let entry = file.entries.iter().find(|e| e.name == name).ok_or_else(|| SafetensorsError::NotFound {
+        name: name.to_string(),
+        available: file.names().map(String::from).collect(),
+    })?;
+    upload_entry(client, file, entry, element_type, placement)
+}
+
+fn upload_entry(
+    client: &Client,
+    file: &SafeTensors,
+    entry: &Entry,
+    element_type: Option<ElementType>,
+    placement: Placement<'_>,
+) -> Result<Buffer> {
+    let dtype = entry.dtype;
+    let element_type = match element_type {
+        None => dtype,
+        Some(wanted) if wanted == dtype => dtype,
+        // Another type of the same width reads the same bytes (bf16 stored as u16 bits, say).
+        Some(wanted) if !wanted.is_sub_byte() && !dtype.is_sub_byte() && wanted.bits() == dtype.bits() => wanted,
+        Some(wanted) => {
+            return Err(crate::Error::invalid(format!(
+                "tensor '{}' is {dtype}, which cannot be read as {wanted}: convert the file",
+                entry.name
+            )))
+        }
+    };
+    let dims: Vec<i64> = entry.shape.iter().map(|&d| d as i64).collect();
+    if dtype.is_sub_byte() {
+        // Packed two to a byte in the file; PJRT takes one element per byte: unpacked copy.
+        return buffer_from_tensor(client, &file.view(entry), placement);
+    }
+    Ok(client.buffer_from_shared(&file.shared_entry(entry)?, element_type, &dims, placement)?)
+}
+
 /// Uploads every tensor of a file: [`crate::ClientExt::upload_safetensors`].
 pub(crate) fn upload_safetensors(
     client: &Client,
@@ -1132,10 +1224,13 @@ pub(crate) fn upload_safetensors(
 ) -> Result<Vec<(String, Buffer)>> {
     let mut out = Vec::with_capacity(file.len());
     let mut bytes_done = 0u64;
-    for (name, view) in file.tensors() {
-        let buffer =
-            buffer_from_tensor(client, &view, placement).map_err(|e| e.context(format_args!("tensor '{name}'")))?;
-        bytes_done += view.bytes.len() as u64;
+    // Every upload is started before any is awaited: in place, or copied by the plugin's
+    // threads while the next ones start.
+    for entry in &file.entries {
+        let name = entry.name.as_str();
+        let buffer = upload_entry(client, file, entry, None, placement)
+            .map_err(|e| e.context(format_args!("tensor '{name}'")))?;
+        bytes_done += (entry.end - entry.start) as u64;
         out.push((name.to_string(), buffer));
         progress(Progress {
             tensor: name,
@@ -1144,6 +1239,10 @@ pub(crate) fn upload_safetensors(
             bytes_done,
             bytes_total: file.data_bytes(),
         });
+    }
+    for (name, buffer) in &out {
+        let ready = buffer.ready_event().and_then(|event| event.wait());
+        ready.map_err(|e| crate::Error::from(e).context(format_args!("tensor '{name}'")))?;
     }
     Ok(out)
 }

@@ -28,9 +28,10 @@ pub trait ClientExt: sealed::Sealed {
     fn upload_npy(&self, array: &NpyArray, wanted: Option<ElementType>, placement: Placement<'_>) -> Result<Buffer>;
 
     /// Uploads a memory-mapped `.npy` file (see [`ClientExt::upload_npy`] for `wanted`). The
-    /// plugin reads the mapping directly: C-order files as they are, Fortran-order files through
-    /// byte strides. Only big-endian files, and Fortran-order files for a sub-byte parameter,
-    /// are converted into a copy first.
+    /// plugin reads the mapping directly: C-order files without waiting for a copy (in place
+    /// where the data is 64-byte aligned, as in a `.npy` file of its own; the buffer then keeps
+    /// the mapping open), Fortran-order files through byte strides. Only big-endian files, and
+    /// Fortran-order files for a sub-byte parameter, are converted into a copy first.
     fn upload_mapped_npy(
         &self,
         file: &MappedNpy,
@@ -42,10 +43,40 @@ pub trait ClientExt: sealed::Sealed {
     /// tensors are unpacked first ([`TensorView::host_bytes`]): PJRT takes one element per byte.
     fn buffer_from_tensor(&self, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer>;
 
+    /// Uploads tensor `name` of a safetensors file without waiting for a copy
+    /// ([`Client::buffer_from_shared`]): the plugin reads it in place from the file's mapping
+    /// where it starts 64-byte aligned (our writer's files, for tensors whose sizes are multiples
+    /// of 64 bytes), else copies it on its own threads; the buffer keeps the mapping open as long
+    /// as it needs it. `element_type` may name another type of the same width (bf16 for `U16`
+    /// bits); `None` is the tensor's own. `F4` tensors are unpacked to one element per byte first.
+    ///
+    /// ```
+    /// use pjrt_client::{ElementType, Placement};
+    /// use pjrt_formats::safetensors::{to_bytes, SafeTensors, TensorView};
+    /// use pjrt_formats::ClientExt;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let bits = [0x80u8, 0x3f]; // 1.0 as bf16
+    /// let file = SafeTensors::from_bytes(to_bytes(&[("b", TensorView::new(ElementType::U16, &[1], &bits)?)], &[])?)?;
+    /// let x = client.upload_tensor(&file, "b", Some(ElementType::BF16), Placement::Default)?;
+    /// drop(file);
+    /// assert_eq!(x.to_vec::<pjrt_client::half::bf16>()?, [pjrt_client::half::bf16::ONE]);
+    /// # Ok::<(), pjrt_formats::Error>(())
+    /// ```
+    fn upload_tensor(
+        &self,
+        file: &SafeTensors,
+        name: &str,
+        element_type: Option<ElementType>,
+        placement: Placement<'_>,
+    ) -> Result<Buffer>;
+
     /// Uploads every tensor of a safetensors file, in file order, and returns the buffers by
-    /// name. `progress` is called after each tensor. The plugin reads each tensor straight from
-    /// the memory mapping: nothing is copied on the host first, except `F4` tensors, which are
-    /// unpacked to one element per byte.
+    /// name, ready. Every upload is started before any is awaited, each as
+    /// [`ClientExt::upload_tensor`] does it: in place from the memory mapping where aligned,
+    /// else copied by the plugin's threads, overlapped. `progress` is called after each tensor
+    /// is started. Nothing is copied on the host first, except `F4` tensors, which are unpacked
+    /// to one element per byte. The buffers may outlive `file`.
     fn upload_safetensors(
         &self,
         file: &SafeTensors,
@@ -70,6 +101,16 @@ impl ClientExt for Client {
 
     fn buffer_from_tensor(&self, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer> {
         crate::safetensors::buffer_from_tensor(self, tensor, placement)
+    }
+
+    fn upload_tensor(
+        &self,
+        file: &SafeTensors,
+        name: &str,
+        element_type: Option<ElementType>,
+        placement: Placement<'_>,
+    ) -> Result<Buffer> {
+        crate::safetensors::upload_tensor(self, file, name, element_type, placement)
     }
 
     fn upload_safetensors(

@@ -21,3 +21,4 @@ mod safetensors_cli;
 mod sub_byte_cli;
 mod trust_cli;
 mod ui_cli;
+mod weights_cli;

@@ -50,7 +50,7 @@ fn plugin_chatter_is_hidden_unless_verbose() {
         let text = stderr(&verbose);
         assert!(text.contains("cpu_device_count set via create_options: 2"), "{plugin}: no plugin log with -v: {text}");
         for span in
-            ["load_plugin", "create_client:", "compile format=mlir", "host_to_device bytes=12:", "execute_launch"]
+            ["load_plugin", "create_client:", "compile format=mlir", "upload bytes=12 device=", "execute_launch"]
         {
             assert!(text.contains(span), "{plugin}: no `{span}` span line with -v: {text}");
         }

@@ -101,6 +101,113 @@ impl fmt::Debug for AlignedHostBuffer {
     }
 }
 
+/// Host memory that stays where it is, unchanged, while shared: what a zero-copy upload may let
+/// the plugin read in place ([`SharedBytes`], [`Client::buffer_from_shared`]). Implemented for
+/// [`AlignedHostBuffer`], `Vec<u8>` and `Box<[u8]>`; `pjrt-formats` implements it for its
+/// memory-mapped files.
+///
+/// # Safety
+/// `host_bytes` must return the same memory (pointer and length) every time it is called on one
+/// value, and that memory must stay readable and unchanged while any shared reference to the
+/// value exists (an `Arc` clone held by a buffer is one), and until the value is dropped. Moving
+/// the value must not move the memory.
+pub unsafe trait SharedHostBytes: Send + Sync + 'static {
+    /// The bytes.
+    fn host_bytes(&self) -> &[u8];
+}
+
+// SAFETY: the allocation is fixed at creation, moves with no move of the value, and can only be
+// written through `&mut self`, which no shared reference allows.
+unsafe impl SharedHostBytes for AlignedHostBuffer {
+    fn host_bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+// SAFETY: a vector's heap data does not move when the vector moves, and changes (or is
+// reallocated) only through `&mut self`.
+unsafe impl SharedHostBytes for Vec<u8> {
+    fn host_bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+// SAFETY: as for `Vec<u8>`.
+unsafe impl SharedHostBytes for Box<[u8]> {
+    fn host_bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+/// A byte range of shared host memory, holding its owner: the host data of
+/// [`Client::buffer_from_shared`] (zero-copy where aligned) and of [`HostData::Shared`]
+/// (copied asynchronously). Cloning it clones the `Arc`.
+///
+/// [`HostData::Shared`]: crate::buffer::host_data::HostData::Shared
+#[derive(Clone)]
+pub struct SharedBytes {
+    owner: Arc<dyn SharedHostBytes>,
+    start: usize,
+    end: usize,
+}
+
+impl SharedBytes {
+    /// All of `owner`'s bytes.
+    pub fn new<T: SharedHostBytes>(owner: Arc<T>) -> SharedBytes {
+        let end = owner.host_bytes().len();
+        SharedBytes { owner, start: 0, end }
+    }
+
+    /// Bytes `range` of `owner`; an error if the range is not within its bytes.
+    pub fn slice<T: SharedHostBytes>(owner: Arc<T>, range: std::ops::Range<usize>) -> Result<SharedBytes> {
+        Self::slice_dyn(owner, range)
+    }
+
+    /// [`SharedBytes::slice`] for an owner already behind `dyn`.
+    pub fn slice_dyn(owner: Arc<dyn SharedHostBytes>, range: std::ops::Range<usize>) -> Result<SharedBytes> {
+        let len = owner.host_bytes().len();
+        if range.start > range.end || range.end > len {
+            return Err(Error::invalid(format!(
+                "bytes {}..{} are not within the {len} bytes of the shared host memory",
+                range.start, range.end
+            )));
+        }
+        Ok(SharedBytes { owner, start: range.start, end: range.end })
+    }
+
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        // In range: checked at construction, and the owner's bytes never change (the trait's
+        // contract).
+        &self.owner.host_bytes()[self.start..self.end]
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Whether the range is empty.
+    pub fn is_empty(&self) -> bool {
+        self.start == self.end
+    }
+
+    /// Whether the bytes start at a multiple of [`HOST_ALIGNMENT`]: what
+    /// [`Client::buffer_from_shared`] needs to let the plugin read them in place.
+    pub fn is_aligned(&self) -> bool {
+        self.as_bytes().as_ptr() as usize % HOST_ALIGNMENT == 0
+    }
+}
+
+impl fmt::Debug for SharedBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedBytes")
+            .field("range", &(self.start..self.end))
+            .field("aligned", &self.is_aligned())
+            .finish()
+    }
+}
+
 impl Client {
     /// Uploads aligned host memory without copying where the plugin can (`kImmutableZeroCopy`):
     /// the buffer may read `host` in place for its whole life. A clone of the `Arc` is kept
@@ -150,16 +257,34 @@ impl Client {
         layout: &HostLayout,
         placement: Placement<'_>,
     ) -> Result<Buffer> {
+        self.upload_in_place(&SharedBytes::new(host.clone()), element_type, dims, layout, placement)
+    }
+
+    /// The zero-copy upload: the plugin may read `host` for the buffer's whole life.
+    pub(crate) fn upload_in_place(
+        &self,
+        host: &SharedBytes,
+        element_type: ElementType,
+        dims: &[i64],
+        layout: &HostLayout,
+        placement: Placement<'_>,
+    ) -> Result<Buffer> {
+        let _span = span!(DEBUG, "upload", bytes = host.len(), device = placement.trace_device(self), zero_copy = true);
         let api = self.api();
         check_element_type(api, element_type)?;
         layout.require_default_semantics("buffer_from_aligned_with")?;
-        let mut device_layout = layout.check(self, element_type, dims, host.len())?;
+        let bytes = host.as_bytes();
+        let mut device_layout = layout.check(self, element_type, dims, bytes.len())?;
         if layout.byte_strides.is_none() {
-            element_type.check_host_values(host.as_bytes())?;
+            element_type.check_host_values(bytes)?;
         }
         let mut args = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
         args.client = self.raw();
-        args.data = host.ptr.as_ptr() as *const c_void;
+        args.data = if bytes.is_empty() {
+            NonNull::<u64>::dangling().as_ptr() as *const c_void
+        } else {
+            bytes.as_ptr() as *const c_void
+        };
         args.type_ = element_type.to_raw();
         args.dims = dims.as_ptr();
         args.num_dims = dims.len();

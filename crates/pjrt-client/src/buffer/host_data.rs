@@ -4,7 +4,7 @@ use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
-use crate::buffer::aligned::AlignedHostBuffer;
+use crate::buffer::aligned::{AlignedHostBuffer, SharedBytes};
 use crate::buffer::checks::{check_array, check_element_type, resolve_target, Target};
 use crate::buffer::{Buffer, HostLayout, Placement};
 use crate::call::pjrt_call;
@@ -35,6 +35,9 @@ pub enum HostData {
     Aligned(Arc<AlignedHostBuffer>),
     /// A plain vector.
     Bytes(Vec<u8>),
+    /// A range of shared memory (a memory-mapped file, say), its owner held until the plugin
+    /// is done.
+    Shared(SharedBytes),
 }
 
 impl HostData {
@@ -43,6 +46,7 @@ impl HostData {
         match self {
             HostData::Aligned(a) => a.as_bytes(),
             HostData::Bytes(v) => v,
+            HostData::Shared(s) => s.as_bytes(),
         }
     }
 }
@@ -53,6 +57,12 @@ impl From<Vec<u8>> for HostData {
     }
 }
 
+impl From<SharedBytes> for HostData {
+    fn from(s: SharedBytes) -> Self {
+        HostData::Shared(s)
+    }
+}
+
 impl From<Arc<AlignedHostBuffer>> for HostData {
     fn from(a: Arc<AlignedHostBuffer>) -> Self {
         HostData::Aligned(a)
@@ -60,6 +70,47 @@ impl From<Arc<AlignedHostBuffer>> for HostData {
 }
 
 impl Client {
+    /// Uploads shared host memory (a range of a memory-mapped file, say) without waiting for a
+    /// copy: in place (`kImmutableZeroCopy`, as [`Client::buffer_from_aligned`], never donated)
+    /// where the bytes start at a multiple of [`HOST_ALIGNMENT`](crate::HOST_ALIGNMENT), else
+    /// copied asynchronously (`kImmutableUntilTransferCompletes`) on the plugin's own threads.
+    /// Either way the call returns at once, many uploads overlap, and `host`'s owner is kept
+    /// alive until the plugin's done-with-host-buffer event fires (for in-place buffers: until
+    /// they are destroyed). The buffer is ready when its [`Buffer::ready_event`] fires;
+    /// executions wait for it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pjrt_client::{AlignedHostBuffer, ElementType, Placement, SharedBytes};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let owner = Arc::new(AlignedHostBuffer::from_slice(&[0f32; 20])?);
+    /// let aligned = SharedBytes::slice(owner.clone(), 0..64)?; // read in place
+    /// let unaligned = SharedBytes::slice(owner.clone(), 4..20)?; // copied
+    /// assert!(aligned.is_aligned() && !unaligned.is_aligned());
+    /// let a = client.buffer_from_shared(&aligned, ElementType::F32, &[16], Placement::Default)?;
+    /// let b = client.buffer_from_shared(&unaligned, ElementType::F32, &[4], Placement::Default)?;
+    /// drop((aligned, unaligned, owner)); // the buffers keep what they need
+    /// assert_eq!((a.to_vec::<f32>()?.len(), b.to_vec::<f32>()?), (16, vec![0.; 4]));
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn buffer_from_shared(
+        &self,
+        host: &SharedBytes,
+        element_type: ElementType,
+        dims: &[i64],
+        placement: Placement<'_>,
+    ) -> Result<Buffer> {
+        if host.is_aligned() {
+            return self.upload_in_place(host, element_type, dims, &HostLayout::default(), placement);
+        }
+        // The plugin reports a failed copy through the buffer itself (its ready event), so the
+        // done callback has nothing to add: it only releases the data.
+        let (buffer, _released) =
+            self.buffer_from_host_data(HostData::Shared(host.clone()), element_type, dims, placement, |_, _| ())?;
+        Ok(buffer)
+    }
+
     /// Uploads host data the upload owns, with `ImmutableUntilTransferCompletes`: the call
     /// returns at once, the plugin reads `data` asynchronously, and when it is done (its
     /// done-with-host-buffer event) `on_done` runs with the event's status and gets the data
@@ -108,6 +159,7 @@ impl Client {
         F: FnOnce(Result<()>, HostData) + Send + 'static,
     {
         let data = data.into();
+        let _span = span!(DEBUG, "upload", bytes = data.as_bytes().len(), device = placement.trace_device(self));
         check_array(self.api(), element_type, dims)?;
         layout.require_default_semantics("buffer_from_host_data_with")?;
         let len = data.as_bytes().len();

@@ -45,6 +45,20 @@ pub enum Placement<'a> {
     Memory(&'a Memory<'a>),
 }
 
+impl Placement<'_> {
+    /// The id of the device an upload goes to, for trace spans (-1 for a memory, or where the
+    /// plugin does not say).
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    pub(crate) fn trace_device(&self, client: &Client) -> i64 {
+        let id = match self {
+            Placement::Default => client.addressable_devices().first().map(|d| d.id()),
+            Placement::Device(device) => Some(device.id()),
+            Placement::Memory(_) => None,
+        };
+        id.and_then(|id| id.ok()).map_or(-1, i64::from)
+    }
+}
+
 /// How long the plugin may read the host data of an upload. Both variants are safe with a
 /// borrowed slice: the upload returns only once the plugin no longer reads it. (Zero-copy
 /// semantics need host memory the buffer can own; they are not offered on borrowed slices.)
@@ -335,7 +349,7 @@ impl Client {
         layout: &HostLayout,
         placement: Placement<'_>,
     ) -> Result<Buffer> {
-        let _span = span!(DEBUG, "host_to_device", bytes = len);
+        let _span = span!(DEBUG, "upload", bytes = len, device = placement.trace_device(self));
         let api = self.api();
         checks::check_element_type(api, element_type)?;
         let mut device_layout = layout.check(self, element_type, dims, len)?;

@@ -1,9 +1,12 @@
 //! Zero-copy uploads from aligned host memory, on both CPU plugins.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pjrt_client::{AlignedHostBuffer, CompileOptions, ElementType, Placement, Program};
+use pjrt_client::{
+    AlignedHostBuffer, CompileOptions, ElementType, HostData, Placement, Program, SharedBytes, SharedHostBytes,
+};
 
 use crate::support;
 
@@ -37,4 +40,78 @@ fn size_and_type_are_checked() {
     assert!(client.buffer_from_aligned(&host, ElementType::INVALID, &[3], Placement::Default).is_err());
     assert!(client.buffer_from_aligned(&host, ElementType::F32, &[-3], Placement::Default).is_err());
     assert_eq!(Arc::strong_count(&host), 1, "nothing kept on failure");
+}
+
+/// Shared memory that says when it is dropped.
+struct Owner {
+    bytes: AlignedHostBuffer,
+    dropped: Arc<AtomicBool>,
+}
+
+// SAFETY: the bytes are an `AlignedHostBuffer`, which never moves or changes while shared.
+unsafe impl SharedHostBytes for Owner {
+    fn host_bytes(&self) -> &[u8] {
+        self.bytes.as_bytes()
+    }
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.dropped.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn shared_bytes_upload_in_place_or_copied_and_keep_their_owner() {
+    let values: Vec<f32> = (0..32).map(|i| i as f32 - 7.5).collect();
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    for name in support::PLUGINS {
+        let client = support::client(name, 1);
+        let dropped = Arc::new(AtomicBool::new(false));
+        let owner = Arc::new(Owner { bytes: AlignedHostBuffer::from_bytes(&bytes).unwrap(), dropped: dropped.clone() });
+        let aligned = SharedBytes::slice(owner.clone(), 64..128).unwrap();
+        let unaligned = SharedBytes::slice(owner.clone(), 4..36).unwrap();
+        assert!(aligned.is_aligned() && !unaligned.is_aligned());
+        let in_place = client.buffer_from_shared(&aligned, ElementType::F32, &[16], Placement::Default).unwrap();
+        let copied = client.buffer_from_shared(&unaligned, ElementType::F32, &[8], Placement::Default).unwrap();
+        let (async_copy, released) = client
+            .buffer_from_host_data(
+                HostData::Shared(aligned.clone()),
+                ElementType::F32,
+                &[4, 4],
+                Placement::Default,
+                |s, _| s.unwrap(),
+            )
+            .unwrap();
+        released.wait().unwrap();
+        let plain = client
+            .buffer_from_bytes(&bytes[64..128], ElementType::F32, &[16], &Default::default(), Placement::Default)
+            .unwrap();
+        assert_eq!(in_place.unsafe_pointer().unwrap() as *const u8, aligned.as_bytes().as_ptr(), "{name}: in place");
+        drop((aligned, unaligned, owner));
+        assert_eq!(in_place.to_vec::<f32>().unwrap(), &values[16..32], "{name}");
+        assert_eq!(in_place.to_host_bytes().unwrap(), plain.to_host_bytes().unwrap(), "{name}");
+        assert_eq!(copied.to_vec::<f32>().unwrap(), &values[1..9], "{name}");
+        assert_eq!(async_copy.to_vec::<f32>().unwrap(), &values[16..32], "{name}");
+        // The in-place buffer still reads the owner's memory.
+        assert!(!dropped.load(Ordering::SeqCst), "{name}: kept while a buffer reads it");
+        drop((in_place, copied, async_copy));
+        support::wait_for("the plugin to release the shared memory", || dropped.load(Ordering::SeqCst));
+    }
+}
+
+#[test]
+fn shared_byte_ranges_are_checked() {
+    let owner = Arc::new(vec![0u8; 16]);
+    assert!(SharedBytes::slice(owner.clone(), 8..17).is_err());
+    #[allow(clippy::reversed_empty_ranges)]
+    let backwards = 9..8;
+    assert!(SharedBytes::slice(owner.clone(), backwards).is_err());
+    let all = SharedBytes::new(owner.clone());
+    assert_eq!((all.len(), all.as_bytes().as_ptr()), (16, owner.as_ptr()));
+    let client = support::client("cpu", 1);
+    let err = client.buffer_from_shared(&all, ElementType::F32, &[5], Placement::Default).unwrap_err();
+    assert!(matches!(err, pjrt_client::Error::InvalidArgument(_)), "{err}");
+    drop(all);
+    assert_eq!(Arc::strong_count(&owner), 1, "nothing kept on failure");
 }

@@ -215,3 +215,22 @@ fn sub_byte_parameters_take_widened_files() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn mapped_files_upload_in_place_and_outlive_the_reader() {
+    let values: Vec<f32> = (0..256).map(|i| i as f32 * 0.5 - 3.0).collect();
+    for name in support::PLUGINS {
+        let path = temp_dir(&format!("in-place-{name}")).join("w.npy");
+        NpyArray::from_elements(vec![16, 16], &values).unwrap().write(&path).unwrap();
+        let file = MappedNpy::open(&path).unwrap();
+        let shared = file.shared_bytes();
+        assert!(shared.is_aligned(), ".npy headers pad the data to 64 bytes");
+        let client = support::client(name, 1);
+        let buffer = client.upload_mapped_npy(&file, None, Placement::Default).unwrap();
+        assert_eq!(buffer.unsafe_pointer().unwrap() as *const u8, file.bytes().as_ptr(), "{name}: in place");
+        // The reader and the file go first; the buffer still reads the mapping.
+        drop((file, shared));
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(buffer.to_vec::<f32>().unwrap(), values, "{name}");
+    }
+}

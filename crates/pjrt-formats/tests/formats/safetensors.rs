@@ -429,3 +429,99 @@ fn python_safetensors_reads_our_files_back() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ok 7 tensors");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A file of our writer's with tensors that start 64-byte aligned (read in place) and tensors
+/// that do not (copied by the plugin's threads), and the bytes each should upload as.
+fn mixed_alignment_file(path: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let f32s = |n: usize, k: f32| -> Vec<u8> { (0..n).flat_map(|i| (i as f32 * k - 3.5).to_le_bytes()).collect() };
+    let tensors: Vec<(String, ElementType, Vec<usize>, Vec<u8>)> = vec![
+        ("w".into(), ElementType::F32, vec![16, 4], f32s(64, 0.25)), // 256 bytes: aligned
+        ("b".into(), ElementType::F32, vec![3], f32s(3, 1.5)),       // aligned (starts at 256)
+        ("c".into(), ElementType::F32, vec![5], f32s(5, -2.0)),      // starts at 268: not aligned
+        ("i".into(), ElementType::S32, vec![2, 3], (0..6i32).flat_map(|v| (v * 1000 - 7).to_le_bytes()).collect()),
+        ("h".into(), ElementType::BF16, vec![4], vec![0x80, 0x3f, 0x00, 0x40, 0x40, 0x40, 0x80, 0xbf]),
+        ("m".into(), ElementType::PRED, vec![3], vec![1, 0, 1]),
+    ];
+    let views: Vec<(&str, TensorView<'_>)> =
+        tensors.iter().map(|(n, t, shape, bytes)| (n.as_str(), TensorView::new(*t, shape, bytes).unwrap())).collect();
+    safetensors::write(path, &views, &[]).unwrap();
+    tensors.into_iter().map(|(n, _, _, bytes)| (n, bytes)).collect()
+}
+
+#[test]
+fn overlapped_and_in_place_uploads_match_the_plain_path() {
+    let path = temp_dir("mixed-alignment").join("w.safetensors");
+    let expected = mixed_alignment_file(&path);
+    let file = SafeTensors::open(&path).unwrap();
+    assert!(file.is_mapped());
+    let aligned: Vec<bool> = file.names().map(|n| file.shared_bytes(n).unwrap().is_aligned()).collect();
+    assert!(aligned.contains(&true) && aligned.contains(&false), "both paths are exercised: {aligned:?}");
+    for name in support::PLUGINS {
+        let client = support::client(name, 1);
+        let overlapped = client.upload_safetensors(&file, Placement::Default, |_| {}).unwrap();
+        for (tensor, buffer) in &overlapped {
+            let view = file.tensor(tensor).unwrap();
+            let plain = client.buffer_from_tensor(&view, Placement::Default).unwrap();
+            let single = client.upload_tensor(&file, tensor, None, Placement::Default).unwrap();
+            let want = &expected.iter().find(|(n, _)| n == tensor).unwrap().1;
+            for (how, b) in [("upload_safetensors", buffer), ("buffer_from_tensor", &plain), ("upload_tensor", &single)]
+            {
+                assert_eq!((b.element_type().unwrap(), b.dimensions().unwrap()), (view.dtype(), &view.dims()[..]));
+                assert_eq!(&b.to_host_bytes().unwrap(), want, "{name} {tensor} {how}");
+            }
+        }
+        // In place means in place: an aligned tensor's buffer is the mapping itself on CPU.
+        let w = &overlapped.iter().find(|(n, _)| n == "w").unwrap().1;
+        let mapped = file.tensor("w").unwrap().bytes().as_ptr();
+        assert_eq!(w.unsafe_pointer().unwrap() as *const u8, mapped, "{name}: zero-copy");
+    }
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn in_place_buffers_keep_the_mapping_alive() {
+    for name in support::PLUGINS {
+        let path = temp_dir(&format!("keep-mapping-{name}")).join("w.safetensors");
+        let expected = mixed_alignment_file(&path);
+        let file = SafeTensors::open(&path).unwrap();
+        let client = support::client(name, 1);
+        let buffers = client.upload_safetensors(&file, Placement::Default, |_| {}).unwrap();
+        let one = client.upload_tensor(&file, "w", None, Placement::Default).unwrap();
+        // The reader and the file go first; the buffers still read the mapping.
+        drop(file);
+        std::fs::remove_file(&path).unwrap();
+        let double = Program::mlir_text(
+            "func.func @main(%w: tensor<16x4xf32>) -> tensor<16x4xf32> {
+  %0 = stablehlo.add %w, %w : tensor<16x4xf32>
+  return %0 : tensor<16x4xf32>
+}",
+        )
+        .unwrap();
+        let exe = client.compile(&double, &CompileOptions::new()).unwrap();
+        let w = &buffers.iter().find(|(n, _)| n == "w").unwrap().1;
+        let doubled: Vec<f32> =
+            expected[0].1.chunks(4).map(|c| 2.0 * f32::from_le_bytes(c.try_into().unwrap())).collect();
+        assert_eq!(exe.execute(&[w]).unwrap()[0].to_vec::<f32>().unwrap(), doubled, "{name}");
+        assert_eq!(one.to_host_bytes().unwrap(), expected[0].1, "{name}");
+        drop(one);
+        for (tensor, buffer) in &buffers {
+            let want = &expected.iter().find(|(n, _)| n == tensor).unwrap().1;
+            assert_eq!(&buffer.to_host_bytes().unwrap(), want, "{name} {tensor}");
+        }
+    }
+}
+
+#[test]
+fn upload_tensor_reads_same_width_types_and_refuses_others() {
+    let bits = [0x80u8, 0x3f, 0x00, 0xc0]; // 1.0, -2.0 as bf16
+    let bytes = safetensors::to_bytes(&[("u", TensorView::new(ElementType::U16, &[2], &bits).unwrap())], &[]).unwrap();
+    let file = SafeTensors::from_bytes(bytes).unwrap();
+    let client = support::client("cpu", 1);
+    let x = client.upload_tensor(&file, "u", Some(ElementType::BF16), Placement::Default).unwrap();
+    assert_eq!(x.element_type().unwrap(), ElementType::BF16);
+    assert_eq!(x.to_host_bytes().unwrap(), bits);
+    let wrong = client.upload_tensor(&file, "u", Some(ElementType::F32), Placement::Default).unwrap_err();
+    assert!(wrong.to_string().contains("cannot be read as"), "{wrong}");
+    let missing = client.upload_tensor(&file, "nope", None, Placement::Default).unwrap_err();
+    assert!(missing.to_string().contains("nope"), "{missing}");
+}

@@ -16,6 +16,8 @@ use serde_json::{json, Value as Json};
 use crate::cli::{BenchArgs, BenchWhat, PluginArg};
 use crate::plugins::resolve_plugin;
 
+mod h2d;
+
 /// Timing statistics of one variant, in microseconds.
 #[derive(Clone, Debug)]
 pub struct Stats {
@@ -309,7 +311,14 @@ pub fn run_bench(args: &BenchArgs, plugin: &Plugin) -> Result<Json, Error> {
             report["min_us"] = json!(safe.min_us);
             report["safe_over_raw"] = json!(safe.median_us / raw.median_us);
         }
-        BenchWhat::H2d { bytes, iters, zero_copy } => {
+        BenchWhat::H2d { iters, params: Some(ref params), .. } => {
+            let mut params_report = h2d::params_bench(&client, params, iters)?;
+            params_report["plugin"] = report["plugin"].take();
+            params_report["api_version"] = report["api_version"].take();
+            params_report["platform"] = report["platform"].take();
+            report = params_report;
+        }
+        BenchWhat::H2d { bytes, iters, zero_copy, params: None } => {
             let count = check_bytes(bytes)?;
             require_slots(plugin, &["PJRT_Client_BufferFromHostBuffer", "PJRT_Buffer_ReadyEvent"])?;
             report["benchmark"] = json!(if zero_copy { "h2d-zero-copy" } else { "h2d" });
@@ -385,6 +394,9 @@ pub fn run_bench(args: &BenchArgs, plugin: &Plugin) -> Result<Json, Error> {
 
 /// Prints a report as text.
 pub fn print_report(report: &Json) {
+    if report["benchmark"] == "h2d-params" {
+        return h2d::print_params_report(report);
+    }
     let name = report["benchmark"].as_str().unwrap_or("?");
     println!(
         "{name} on {} (PJRT {})",

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use pjrt_client::{Buffer, Client, ElementType, HostArray, HostLayout, Placement, Program};
+use pjrt_client::{Buffer, Client, ElementType, HostArray, Placement, Program};
+use pjrt_formats::jax_export::JaxExport;
 use pjrt_formats::npy::{MappedNpy, NpyArray};
 use pjrt_formats::npz::{Npz, NpzArray};
 use pjrt_formats::safetensors::{SafeTensors, TensorView};
@@ -100,10 +101,14 @@ impl OpenFiles {
         })
     }
 
+    /// The safetensors file `file`, which [`OpenFiles::get`] opened.
+    fn file(&self, file: &Path) -> Result<&SafeTensors, Error> {
+        self.0.get(file).ok_or_else(|| invalid(format!("{} is not open", file.display())))
+    }
+
     /// Tensor `name` of `file`, which [`OpenFiles::get`] opened.
     fn tensor(&self, file: &Path, name: &str) -> Result<TensorView<'_>, Error> {
-        let open = self.0.get(file).ok_or_else(|| invalid(format!("{} is not open", file.display())))?;
-        Ok(open.tensor(name)?)
+        Ok(self.file(file)?.tensor(name)?)
     }
 }
 
@@ -318,7 +323,13 @@ impl Inputs {
 
     /// Every input as a host array (what sharding and `jax.export` models work on); mapped
     /// files are copied here. Fails for tensors with no `.npy` dtype (f8).
-    pub fn into_host_arrays(self) -> Result<(Vec<NpyArray>, Vec<String>), Error> {
+    pub fn into_host_arrays(mut self) -> Result<(Vec<NpyArray>, Vec<String>), Error> {
+        let files = std::mem::take(&mut self.files);
+        self.into_host_arrays_with(&files)
+    }
+
+    /// [`Inputs::into_host_arrays`], tensors and `.npz` members read from `files`.
+    fn into_host_arrays_with(self, files: &OpenFiles) -> Result<(Vec<NpyArray>, Vec<String>), Error> {
         let arrays = self
             .items
             .into_iter()
@@ -326,8 +337,8 @@ impl Inputs {
                 Input::Host(array) => Ok(array),
                 Input::Array(array) => NpyArray::from_host_array(&array),
                 Input::Npy(file) => Ok(file.to_array()),
-                Input::Tensor { file, name } => tensor_array(&file, &name, self.files.tensor(&file, &name)?),
-                Input::NpzMember { file, name } => Ok(self.files.npz_array(&file, &name)?.to_array()),
+                Input::Tensor { file, name } => tensor_array(&file, &name, files.tensor(&file, &name)?),
+                Input::NpzMember { file, name } => Ok(files.npz_array(&file, &name)?.to_array()),
             })
             .collect::<Result<_, Error>>()?;
         Ok((arrays, self.labels))
@@ -370,18 +381,80 @@ impl Inputs {
                     }
                     _ => view.dtype(),
                 };
-                if element_type == view.dtype() {
-                    return client.buffer_from_tensor(&view, placement);
-                }
-                Ok(client.buffer_from_bytes(
-                    view.bytes(),
-                    element_type,
-                    &view.dims(),
-                    &HostLayout::default(),
-                    placement,
-                )?)
+                // Straight from the mapping, in place where aligned; the upload does not wait
+                // for a copy, so the next input's starts meanwhile (executions wait for all).
+                client.upload_tensor(self.files.file(file)?, name, Some(element_type), placement)
             }
         }
+    }
+}
+
+impl Inputs {
+    /// A `jax.export` model's module arguments from its inputs (every input, in the order of its
+    /// `in_avals`): each checked against its aval, the ones the module keeps in its order, the
+    /// platform index first where the export has several platforms. Tensors stay in their
+    /// mapped files (uploaded from there); other inputs become host arrays (`.npy` inputs are
+    /// small: tokens, not weights).
+    pub fn into_module_arguments(self, model: &JaxExport, platform: &str) -> Result<Inputs, Error> {
+        model.check_runnable(platform)?;
+        if self.items.len() != model.in_avals().len() {
+            let avals: Vec<String> = model.in_avals().iter().map(|a| a.to_string()).collect();
+            return Err(invalid(format!(
+                "the model takes {} inputs ({}) but {} were given; give all of them in order, unused ones too",
+                avals.len(),
+                avals.join(", "),
+                self.items.len()
+            )));
+        }
+        let Inputs { files, items, labels } = self;
+        let mut checked = Vec::with_capacity(items.len());
+        for (i, (input, label)) in items.into_iter().zip(&labels).enumerate() {
+            let input = match input {
+                Input::Tensor { file, name } => {
+                    let view = files.tensor(&file, &name)?;
+                    let wanted = model.in_avals()[i].element_type;
+                    let element_type = match wanted {
+                        Some(ElementType::BF16) if view.dtype() == ElementType::U16 => ElementType::BF16,
+                        Some(w) if w.is_sub_byte() && matches!(view.dtype(), ElementType::S8 | ElementType::U8) => w,
+                        _ => view.dtype(),
+                    };
+                    let dims: Vec<u64> = view.shape().iter().map(|&d| d as u64).collect();
+                    model.check_input(i, element_type, &dims).map_err(|e| in_input(e, label))?;
+                    Input::Tensor { file, name }
+                }
+                other => {
+                    let (mut arrays, _) =
+                        Inputs { files: OpenFiles::default(), items: vec![other], labels: Vec::new() }
+                            .into_host_arrays_with(&files)?;
+                    let array = arrays.pop().ok_or_else(|| invalid("an input went missing"))?;
+                    model.check_npy_input(i, &array).map_err(|e| in_input(e, label))?;
+                    Input::Host(array)
+                }
+            };
+            checked.push(Some(input));
+        }
+        let mut arguments = Vec::with_capacity(model.module_kept_var_idx().len() + 1);
+        let mut argument_labels = Vec::with_capacity(arguments.capacity());
+        if let Some(index) = model.platform_index(platform)? {
+            arguments.push(Input::Array(HostArray::from_elements(Vec::new(), &[index])?));
+            argument_labels.push("<platform index>".to_owned());
+        }
+        for &i in model.module_kept_var_idx() {
+            let input = checked.get_mut(i).and_then(Option::take).ok_or_else(|| {
+                invalid(format!("the model keeps input {i} twice, or one it does not have: export it again"))
+            })?;
+            arguments.push(input);
+            argument_labels.push(labels[i].clone());
+        }
+        Ok(Inputs { files, items: arguments, labels: argument_labels })
+    }
+}
+
+/// Names the input an aval check failed for.
+fn in_input(e: Error, label: &str) -> Error {
+    match e.invalid_argument() {
+        Some(m) => invalid(format!("{m} (--input {label})")),
+        None => e,
     }
 }
 

@@ -61,10 +61,10 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
         .checked_mul(partitions)
         .ok_or_else(|| invalid(format!("{replicas} replicas × {partitions} partitions is too many")))?;
     let mut inputs = gather_inputs(program.program(), args.params.as_deref(), &args.input)?;
-    // Sharding and jax.export models work on host arrays. Otherwise every device takes each
-    // whole input, and safetensors tensors upload straight from their mapped files.
+    // Sharding works on host arrays. Otherwise every device takes each whole input, and
+    // safetensors tensors upload straight from their mapped files (jax.export models' too).
     let mut host_inputs = None;
-    if args.shard_inputs.is_some() || jax_model.is_some() {
+    if args.shard_inputs.is_some() {
         let (arrays, labels) = inputs.into_host_arrays()?;
         if let Some(axis) = args.shard_inputs {
             for (i, array) in arrays.iter().enumerate() {
@@ -89,10 +89,20 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
     // A jax.export model's arguments, each of its parameter's type (--shard-inputs is refused);
     // other host inputs are split below, once the parameters' types are known.
     if let Some(model) = &jax_model {
-        let arrays = host_inputs.take().unwrap_or_default();
-        let (arrays, labels) =
-            jax_model::module_arguments(model, client.platform_name(), arrays, &inputs.labels, args.shard_inputs)?;
-        inputs = Inputs::arrays(arrays, labels);
+        inputs = match host_inputs.take() {
+            // --shard-inputs: refused there, with the reason.
+            Some(arrays) => {
+                let (arrays, labels) = jax_model::module_arguments(
+                    model,
+                    client.platform_name(),
+                    arrays,
+                    &inputs.labels,
+                    args.shard_inputs,
+                )?;
+                Inputs::arrays(arrays, labels)
+            }
+            None => inputs.into_module_arguments(model, client.platform_name())?,
+        };
     }
     let input_count = host_inputs.as_ref().map_or(inputs.len(), Vec::len);
     let options =

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""A 29M-parameter decoder transformer for the weights-upload benchmark (nothing is committed).
+
+``export DIR`` writes, into DIR:
+
+    DIR/model.jaxexport     jax.export of ``forward(params, tokens)`` (f32, CPU)
+    DIR/params.safetensors  the weights, in the order of the flattened params pytree
+                            (sorted names), data section and every tensor 64-byte aligned
+    DIR/tokens.npy          int32 [1, SEQ] tokens
+
+``jax DIR`` is the JAX side of the comparison, as a whole process: reads the safetensors file
+with numpy (memory-mapped), ``jax.device_put``s the weights, deserializes the export and runs
+it once (``jax.jit(exported.call)``), with JAX's persistent compilation cache in
+DIR/jax-cache (run it twice: the first run fills the cache).
+
+Commands (from the repository root; DIR is any scratch directory):
+
+    /tmp/jaxenv/bin/python tools/gen_transformer_export.py export /tmp/tfm
+    /tmp/jaxenv/bin/python tools/gen_transformer_export.py jax /tmp/tfm      # warms the cache
+    /usr/bin/time -v /tmp/jaxenv/bin/python tools/gen_transformer_export.py jax /tmp/tfm
+    pjrt run /tmp/tfm/model.jaxexport --params /tmp/tfm/params.safetensors \\
+        --input /tmp/tfm/tokens.npy --output-dir /tmp/tfm/out              # warms our cache
+    /usr/bin/time -v pjrt run /tmp/tfm/model.jaxexport --params /tmp/tfm/params.safetensors \\
+        --input /tmp/tfm/tokens.npy --output-dir /tmp/tfm/out
+    pjrt bench h2d --params /tmp/tfm/params.safetensors
+
+Compare "Elapsed (wall clock)" and "Maximum resident set size".
+"""
+
+import json
+import os
+import struct
+import sys
+import time
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import numpy as np  # noqa: E402
+
+VOCAB = 8192
+D_MODEL = 512
+D_FF = 2048
+LAYERS = 6
+HEADS = 8
+SEQ = 64
+
+
+def init_params(seed=0):
+    rng = np.random.default_rng(seed)
+
+    def dense(n_in, n_out):
+        return (rng.standard_normal((n_in, n_out), dtype=np.float32) / np.sqrt(n_in)).astype(np.float32)
+
+    params = {
+        "embed": (rng.standard_normal((VOCAB, D_MODEL), dtype=np.float32) * 0.02).astype(np.float32),
+        "pos_embed": (rng.standard_normal((SEQ, D_MODEL), dtype=np.float32) * 0.02).astype(np.float32),
+        "final_ln_scale": np.ones(D_MODEL, np.float32),
+        "unembed": dense(D_MODEL, VOCAB),
+    }
+    for layer in range(LAYERS):
+        p = f"layer{layer}_"
+        params[p + "ln1_scale"] = np.ones(D_MODEL, np.float32)
+        params[p + "ln2_scale"] = np.ones(D_MODEL, np.float32)
+        params[p + "wq"] = dense(D_MODEL, D_MODEL)
+        params[p + "wk"] = dense(D_MODEL, D_MODEL)
+        params[p + "wv"] = dense(D_MODEL, D_MODEL)
+        params[p + "wo"] = dense(D_MODEL, D_MODEL)
+        params[p + "w_up"] = dense(D_MODEL, D_FF)
+        params[p + "w_down"] = dense(D_FF, D_MODEL)
+    return params
+
+
+def forward(params, tokens):
+    import jax
+    import jax.numpy as jnp
+
+    def norm(x, scale):
+        return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6) * scale
+
+    x = params["embed"][tokens] + params["pos_embed"][None]
+    batch, seq, _ = x.shape
+    mask = jnp.tril(jnp.ones((seq, seq), bool))
+    head = D_MODEL // HEADS
+    for layer in range(LAYERS):
+        p = f"layer{layer}_"
+        h = norm(x, params[p + "ln1_scale"])
+        split = lambda t: t.reshape(batch, seq, HEADS, head)  # noqa: E731
+        q, k, v = (split(h @ params[p + w]) for w in ("wq", "wk", "wv"))
+        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(head)
+        scores = jnp.where(mask, scores, -1e9)
+        attn = jnp.einsum("bhqk,bkhd->bqhd", jax.nn.softmax(scores, axis=-1), v)
+        x = x + attn.reshape(batch, seq, D_MODEL) @ params[p + "wo"]
+        h = norm(x, params[p + "ln2_scale"])
+        x = x + jax.nn.gelu(h @ params[p + "w_up"]) @ params[p + "w_down"]
+    return norm(x, params["final_ln_scale"]) @ params["unembed"]
+
+
+def write_safetensors(path, tensors):
+    """Our writer's layout: data starts at a multiple of 64; tensors (all f32, sizes multiples
+    of 64 bytes here) in the given order, so every one is 64-byte aligned."""
+    header, offset = {}, 0
+    for name, array in tensors:
+        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + array.nbytes]}
+        offset += array.nbytes
+    text = json.dumps(header, separators=(",", ":"))
+    text += " " * ((-(8 + len(text))) % 64)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text.encode())
+        for _, array in tensors:
+            f.write(np.ascontiguousarray(array).tobytes())
+
+
+def export_model(out_dir):
+    import jax
+    from jax import export
+
+    os.makedirs(out_dir, exist_ok=True)
+    params = init_params()
+    tokens = (np.arange(SEQ, dtype=np.int32) * 37 % VOCAB).reshape(1, SEQ)
+    exported = export.export(jax.jit(forward), platforms=["cpu"])(params, tokens)
+    with open(os.path.join(out_dir, "model.jaxexport"), "wb") as f:
+        f.write(exported.serialize())
+    # The flattened pytree's order: sorted dict keys.
+    write_safetensors(os.path.join(out_dir, "params.safetensors"), sorted(params.items()))
+    np.save(os.path.join(out_dir, "tokens.npy"), tokens)
+    count = sum(a.size for a in params.values())
+    print(f"{count / 1e6:.1f}M parameters, {count * 4 / 1e6:.0f} MB, written to {out_dir}")
+
+
+def read_safetensors(path):
+    data = np.memmap(path, dtype=np.uint8, mode="r")
+    header_len = struct.unpack("<Q", bytes(data[:8]))[0]
+    header = json.loads(bytes(data[8 : 8 + header_len]))
+    start = 8 + header_len
+    out = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = entry["data_offsets"]
+        out[name] = data[start + a : start + b].view(np.float32).reshape(entry["shape"])
+    return out
+
+
+def run_jax(out_dir):
+    started = time.perf_counter()
+    import jax
+    from jax import export
+
+    jax.config.update("jax_compilation_cache_dir", os.path.join(out_dir, "jax-cache"))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    params = jax.device_put(read_safetensors(os.path.join(out_dir, "params.safetensors")))
+    tokens = jax.device_put(np.load(os.path.join(out_dir, "tokens.npy")))
+    with open(os.path.join(out_dir, "model.jaxexport"), "rb") as f:
+        exported = export.deserialize(bytearray(f.read()))
+    # Brought to the host, as `pjrt run` writes its output to a file (indexing the device array
+    # would compile more programs).
+    logits = np.asarray(jax.jit(exported.call)(params, tokens))
+    print(f"logits {logits.shape}, first {logits[0, 0, 0]:.6f}; {time.perf_counter() - started:.3f} s "
+          "after the interpreter started")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] not in ("export", "jax"):
+        sys.exit(__doc__)
+    (export_model if sys.argv[1] == "export" else run_jax)(sys.argv[2])
