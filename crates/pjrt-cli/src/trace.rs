@@ -13,6 +13,20 @@
 //!
 //! Nothing here runs unless `--trace` is given: the layer is installed only then (see
 //! [`crate::ui::init`]), so without it every span stays a single branch.
+//!
+//! ```
+//! use tracing_subscriber::layer::SubscriberExt as _;
+//! let path = std::env::temp_dir().join(format!("trace-doc-{}.json", std::process::id()));
+//! let (trace, layer) = pjrt_cli::trace::Trace::start(&path);
+//! tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+//!     let _span = tracing::info_span!("compile", bytes = 12).entered();
+//! });
+//! trace.finish()?;
+//! let written: serde_json::Value = serde_json::from_slice(&std::fs::read(&path)?)?;
+//! assert!(written["traceEvents"].as_array().unwrap().iter().any(|e| e["name"] == "compile" && e["ph"] == "X"));
+//! # std::fs::remove_file(&path)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};

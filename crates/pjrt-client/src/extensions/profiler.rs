@@ -102,10 +102,13 @@ impl Table {
             args.error = error;
             // SAFETY: `error` is the plugin's live error; the args were built by `new`.
             unsafe { error_message(&mut args) };
-            if !args.message.is_null() && args.message_size <= MAX_PROFILE_BYTES {
-                // SAFETY: the plugin's message, `message_size` bytes, lives as long as `error`
-                // (destroyed below, after the copy).
-                let bytes = unsafe { std::slice::from_raw_parts(args.message as *const u8, args.message_size) };
+            if !args.message.is_null() {
+                // A message is text for people: the first 64 KiB say enough, however long the
+                // plugin claims it is.
+                let size = args.message_size.min(1 << 16);
+                // SAFETY: the plugin's message, `message_size` bytes (we read at most that many),
+                // lives as long as `error` (destroyed below, after the copy).
+                let bytes = unsafe { std::slice::from_raw_parts(args.message as *const u8, size) };
                 message = String::from_utf8_lossy(bytes).into_owned();
             }
         }

@@ -5,6 +5,15 @@
 //!
 //! A small SVG writer of our own (plain text, no dependency): the picture needs lines, dots and
 //! text only.
+//!
+//! ```
+//! use pjrt_cli::commands::bench::{plot, samples::Samples};
+//! let safe = Samples::new("safe", vec![2_600, 2_500, 2_550, 9_000]); // ns per call
+//! let raw = Samples::new("raw", vec![2_300, 2_350, 2_400, 2_330]);
+//! assert_eq!(safe.stats().median_us, 2.6);
+//! let picture = plot::svg("dispatch", "an example", &[safe, raw]);
+//! assert!(picture.starts_with("<svg") && picture.contains("median 2.60 µs"));
+//! ```
 
 use std::fmt::Write as _;
 use std::path::Path;
