@@ -41,9 +41,26 @@ pub fn svg(title: &str, subtitle: &str, series: &[Samples]) -> String {
     let p99 = series.iter().map(|s| s.quantile_us(0.99)).fold(0.0, f64::max);
     let max = series.iter().map(|s| s.quantile_us(1.0)).fold(0.0, f64::max);
     let (lo, hi) = if lo.is_finite() && p99 > lo { (lo, p99 + (p99 - lo) * 0.15) } else { (0.0, 1.0) };
-    let (ticks, step) = nice_ticks(lo, hi);
-    let (x0, x1) = (ticks[0].min(lo), (ticks[ticks.len() - 1]).max(hi));
-    let x = |us: f64| LEFT + (us.clamp(x0, x1) - x0) / (x1 - x0) * plot_w;
+    // A wide range (a loaded machine's tail) reads better on a log axis.
+    let log = lo > 0.0 && hi / lo > 8.0;
+    let (ticks, labels, x0, x1) = if log {
+        let ticks = log_ticks(lo, hi);
+        let labels = ticks.iter().map(|t| tick_label(*t, *t)).collect::<Vec<_>>();
+        (ticks, labels, lo, hi)
+    } else {
+        let (ticks, step) = nice_ticks(lo, hi);
+        let labels = ticks.iter().map(|t| tick_label(*t, step)).collect();
+        let (x0, x1) = (ticks[0].min(lo), (ticks[ticks.len() - 1]).max(hi));
+        (ticks, labels, x0, x1)
+    };
+    let x = |us: f64| {
+        let us = us.clamp(x0, x1);
+        if log {
+            LEFT + (us / x0).ln() / (x1 / x0).ln() * plot_w
+        } else {
+            LEFT + (us - x0) / (x1 - x0) * plot_w
+        }
+    };
     let y = |share: f64| TOP + (1.0 - share) * plot_h;
 
     let mut out = String::new();
@@ -67,25 +84,25 @@ pub fn svg(title: &str, subtitle: &str, series: &[Samples]) -> String {
             share * 100.0
         );
     }
-    for &t in &ticks {
+    for (&t, label) in ticks.iter().zip(&labels) {
         let xx = x(t);
         let _ = writeln!(
             out,
-            r##"<line x1="{xx:.1}" y1="{TOP}" x2="{xx:.1}" y2="{:.1}" stroke="#eee"/><line x1="{xx:.1}" y1="{:.1}" x2="{xx:.1}" y2="{:.1}" stroke="#333"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{}</text>"##,
+            r##"<line x1="{xx:.1}" y1="{TOP}" x2="{xx:.1}" y2="{:.1}" stroke="#eee"/><line x1="{xx:.1}" y1="{:.1}" x2="{xx:.1}" y2="{:.1}" stroke="#333"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{label}</text>"##,
             TOP + plot_h,
             TOP + plot_h,
             TOP + plot_h + 5.0,
             TOP + plot_h + 20.0,
-            tick_label(t, step)
         );
     }
     let _ =
         writeln!(out, r##"<rect x="{LEFT}" y="{TOP}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#333"/>"##);
     let _ = writeln!(
         out,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">latency per call (µs)</text>"#,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">latency per call (µs{})</text>"#,
         LEFT + plot_w / 2.0,
-        TOP + plot_h + 40.0
+        TOP + plot_h + 40.0,
+        if log { ", log scale" } else { "" }
     );
     let _ = writeln!(
         out,
@@ -161,6 +178,24 @@ fn nice_ticks(lo: f64, hi: f64) -> (Vec<f64>, f64) {
     let first = (lo / step).floor() * step;
     let ticks = (0..12).map(|i| first + i as f64 * step).take_while(|t| *t <= hi + step * 0.999).collect();
     (ticks, step)
+}
+
+/// Ticks 1, 2, 5 × 10^k inside `lo..=hi` (and `lo`, `hi` themselves when fewer than 3 fit).
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let mut ticks = Vec::new();
+    for decade in lo.log10().floor() as i32..=hi.log10().ceil() as i32 {
+        for m in [1.0, 2.0, 5.0] {
+            let t = m * 10f64.powi(decade);
+            if t >= lo && t <= hi {
+                ticks.push(t);
+            }
+        }
+    }
+    if ticks.len() < 3 {
+        ticks.insert(0, lo);
+        ticks.push(hi);
+    }
+    ticks
 }
 
 /// A tick value with as many decimals as the step needs (2.5, not 2).
