@@ -113,7 +113,7 @@ impl Trace {
 
     /// Collects the plugins' profiler data and writes the file (atomically: the file appears
     /// whole or not at all). Called at exit, after the command succeeded or failed. Profiler data
-    /// that cannot be collected is reported as a note and in the file's `pjrtNotes`.
+    /// that cannot be collected is reported as a note and in the file's `metadata.pjrt-notes`.
     pub fn finish(self) -> std::io::Result<()> {
         let mut notes = Vec::new();
         let sessions = std::mem::take(&mut *lock(&self.shared.profilers));
@@ -245,7 +245,7 @@ impl Shared {
             out.push(event);
         }
         out.extend(self.plugin_events(plugin_events));
-        json!({"traceEvents": out, "displayTimeUnit": "ns", "pjrtNotes": notes})
+        json!({"traceEvents": out, "displayTimeUnit": "ns", "metadata": {"pjrt-notes": notes}})
     }
 
     /// The plugin's profiler events: a process per XPlane, a thread per XLine, on our clock.
