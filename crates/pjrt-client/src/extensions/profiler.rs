@@ -27,9 +27,10 @@ use std::ptr::NonNull;
 
 use prost::Message;
 
+use crate::error::{Error, ErrorCode, Result};
 use crate::extensions::{field_type, ProfilerExtension};
+use crate::plugin::Plugin;
 use crate::sys::{self, Args as _};
-use crate::{Error, ErrorCode, Plugin, Result};
 
 /// The most profiler data this crate accepts from a plugin (a size above it is refused, not
 /// allocated).
