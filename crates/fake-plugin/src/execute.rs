@@ -54,6 +54,7 @@ fn add_f32(arguments: &[&FakeBuffer]) -> Result<Vec<u8>, *mut PJRT_Error> {
 // Checks everything first, then creates the outputs and events: a failing call hands out nothing.
 slot_fn!(PJRT_LoadedExecutable_Execute => fn loaded_execute(args: PJRT_LoadedExecutable_Execute_Args, fault) {
     bump(&COUNTERS.execute_calls);
+    crate::profiler::note_execute();
     let loaded = loaded(args.executable)?;
     // SAFETY: the client passes valid execute options for the call.
     let options = unsafe { checked_args(args.options, "PJRT_ExecuteOptions") }?;

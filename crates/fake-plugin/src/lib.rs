@@ -37,7 +37,8 @@
 //! from the `bad_count` directive (below). `minor_<N>` claims API version 0.N (a full table).
 //! `custom_partitioner` lists a CustomPartitioner extension whose functions count registrations
 //! (`custom_partitioners_registered`, `batch_partitionable_registered`) and call a registered
-//! partitioner's `dtor` at once.
+//! partitioner's `dtor` at once. `profiler` lists a Profiler extension whose profiler records
+//! every execution while it runs (a `fake_execute` event at its wall-clock time).
 //!
 //! # Fault directives
 //! One per line (`#` starts a comment); `SLOT` is a `PJRT_Api` slot name such as
@@ -76,7 +77,8 @@
 //!   and `host_receives.rs` (the receive streams handed out during execution);
 //! - `old_extensions.rs`: the older extension forms of the `old_extensions` scenario;
 //! - `custom_partitioner.rs`: the CustomPartitioner extension of the `custom_partitioner`
-//!   scenario.
+//!   scenario;
+//! - `profiler.rs`: the Profiler extension of the `profiler` scenario.
 //!
 //! # Safety rules kept here
 //! Every exported or table function catches panics, so no unwind ever crosses the C boundary; a
@@ -102,6 +104,7 @@ mod host_receives;
 mod memories;
 mod old_extensions;
 mod plugin;
+mod profiler;
 mod scenarios;
 mod table;
 mod topology;

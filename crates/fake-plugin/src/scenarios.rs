@@ -34,6 +34,8 @@ pub(crate) struct Config {
     pub(crate) hostile: Hostile,
     /// `extension_start` lists a CustomPartitioner extension (scenario `custom_partitioner`).
     pub(crate) custom_partitioner: bool,
+    /// `extension_start` lists a Profiler extension (scenario `profiler`).
+    pub(crate) profiler: bool,
     /// What `PJRT_Executable_OptimizedProgram` answers.
     pub(crate) optimized: Optimized,
 }
@@ -97,6 +99,7 @@ impl Config {
             event_error: false,
             hostile: Hostile::default(),
             custom_partitioner: false,
+            profiler: false,
             optimized: Optimized::Hlo,
         };
         let all_hostile = Hostile { pred: true, null_events: true, sizes: Some(SizeLie::More), old_extensions: true };
@@ -125,6 +128,8 @@ impl Config {
             "old_extensions" => config.hostile.old_extensions = true,
             // A CustomPartitioner extension whose functions count registrations.
             "custom_partitioner" => config.custom_partitioner = true,
+            // A Profiler extension that records executions.
+            "profiler" => config.profiler = true,
             // The optimized program is MLIR, as text or as bytecode.
             "optimized_mlir_text" => config.optimized = Optimized::MlirText,
             "optimized_mlir_bytecode" => config.optimized = Optimized::MlirBytecode,

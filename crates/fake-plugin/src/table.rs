@@ -94,6 +94,8 @@ pub(crate) fn table(config: &Config) -> *const sys::PJRT_Api {
             api.extension_start = old_extensions();
         } else if config.custom_partitioner {
             api.extension_start = custom_partitioner_chain();
+        } else if config.profiler {
+            api.extension_start = crate::profiler::profiler_chain();
         }
         api.pjrt_api_version = sys::PJRT_Api_Version {
             struct_size: 24,

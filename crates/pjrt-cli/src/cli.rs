@@ -176,6 +176,11 @@ pub struct RunArgs {
     /// One process of a multi-process job: --kv-store, --job-id, --process, the etcd settings.
     #[command(flatten)]
     pub multi_process: crate::commands::run::multi_process::MultiProcessArgs,
+    /// Write a Chrome trace of the run to FILE.json (plugin load, client creation, compile or
+    /// cache load, transfers, execute; the plugin's own profiler events where it has one). Open
+    /// it in ui.perfetto.dev or chrome://tracing.
+    #[arg(long, value_name = "FILE.json")]
+    pub trace: Option<PathBuf>,
 }
 
 /// How `pjrt run` writes its outputs.
@@ -292,6 +297,14 @@ pub struct BenchArgs {
     /// Print one JSON object instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Write a Chrome trace of the benchmark to FILE.json (open it in ui.perfetto.dev or
+    /// chrome://tracing). Tracing costs time per call: the figures of a traced run are higher.
+    #[arg(long, global = true, value_name = "FILE.json")]
+    pub trace: Option<PathBuf>,
+    /// Draw the distribution of per-call latencies (safe and raw overlaid, with p10, median,
+    /// p90 and p99 marked) as an SVG picture in FILE.svg (dispatch and d2h).
+    #[arg(long, global = true, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 }
 
 /// The benchmarks.

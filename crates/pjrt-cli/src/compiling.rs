@@ -121,7 +121,12 @@ pub fn compile_or_load(
         let executable = client.compile(program, options)?;
         return Ok(Compiled { executable, cache: "off", compile_ms: ms(started), load_ms: 0.0 });
     };
+    // The cache step as one span (`--trace`, `-v`): a hit loads the executable inside it
+    // (`load_executable`), a miss compiles (`compile`) and stores.
+    let span = tracing::info_span!("compile_cache_load", outcome = tracing::field::Empty).entered();
     let cached = cache.compile(client, program, options)?;
+    span.record("outcome", cached.outcome.as_str());
+    drop(span);
     if let Some(note) = &cached.note {
         eprintln!("note: {note}");
     }

@@ -26,8 +26,10 @@
 //!   the compile cache, artifacts); `cache` opens the same cache.
 //! - `src/ui.rs`: the terminal: log levels, `-v` span lines, progress, invalid-argument errors,
 //!   and how errors are reported, with hints.
+//! - `src/trace.rs`: `--trace FILE.json`, the spans as a Chrome trace, with the plugin's own
+//!   profiler events merged in.
 //!
-//! Imports point one way: `lib.rs` → `commands` → `compiling`, `plugins` → `cli` → `ui`. A
+//! Imports point one way: `lib.rs` → `commands` → `compiling`, `plugins` → `cli` → `ui` → `trace`. A
 //! command never imports another command, and no shared module imports a command.
 
 #![deny(missing_docs)]
@@ -36,6 +38,7 @@ pub mod cli;
 pub mod commands;
 pub mod compiling;
 pub mod plugins;
+pub mod trace;
 pub mod ui;
 
 use std::ffi::OsString;
@@ -60,7 +63,12 @@ where
             return ExitCode::from(code);
         }
     };
-    let _ui = ui::init(cli.verbose);
+    let trace = match &cli.command {
+        Command::Run(args) => args.trace.clone(),
+        Command::Bench(args) => args.trace.clone(),
+        _ => None,
+    };
+    let _ui = ui::init(cli.verbose, trace.as_deref());
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -11,7 +11,10 @@ use crate::ui;
 /// Resolves the plugin to use; installs the default CPU plugin when nothing is found at all.
 pub(crate) fn resolve_plugin(arg: &PluginArg) -> pjrt_client::Result<Plugin> {
     let found = locate::resolve_or_install(arg.plugin.as_deref(), ui::log_line)?;
-    Plugin::load(&found.path)
+    let plugin = Plugin::load(&found.path)?;
+    // With --trace, the plugin's own profiler (if it has one) records from here on.
+    crate::trace::profile_plugin(&plugin);
+    Ok(plugin)
 }
 
 /// Whether `plugin` is a CPU plugin (one that makes as many devices as it is asked for).

@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
+use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -31,9 +32,12 @@ use pjrt_formats::Error;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
+use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::{Context, SubscriberExt as _};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
+
+use crate::trace::Trace;
 
 /// At `-v`, how many lines each span name gets before it is only tallied.
 pub const SHOWN_PER_SPAN: usize = 20;
@@ -41,9 +45,11 @@ pub const SHOWN_PER_SPAN: usize = 20;
 /// A step shows a progress line once it has run this long.
 const PROGRESS_AFTER: Duration = Duration::from_secs(1);
 
-/// What [`init`] set up; dropping it prints the tally of spans not shown one by one.
+/// What [`init`] set up; dropping it prints the tally of spans not shown one by one and writes
+/// the trace (`--trace`), on success and on error alike.
 pub struct Session {
     printer: Option<Arc<Printer>>,
+    trace: Option<Trace>,
 }
 
 impl Drop for Session {
@@ -51,22 +57,38 @@ impl Drop for Session {
         if let Some(printer) = &self.printer {
             printer.print_tally();
         }
+        if let Some(trace) = self.trace.take() {
+            if let Err(e) = trace.finish() {
+                log_line(&format!("error: --trace: the trace file could not be written: {e}"));
+            }
+        }
     }
 }
 
-/// Sets the plugin's log level from `verbosity` and installs the span printer. Call once, first
-/// thing, before any plugin is loaded.
-pub fn init(verbosity: u8) -> Session {
+/// Sets the plugin's log level from `verbosity` and installs the span printer, and with `trace`
+/// (`--trace FILE.json`) the trace recorder. Call once, first thing, before any plugin is loaded.
+pub fn init(verbosity: u8, trace: Option<&Path>) -> Session {
     quiet_plugin_logs(verbosity);
     let progress = verbosity == 0 && std::io::stderr().is_terminal();
-    if verbosity == 0 && !progress {
-        // Nothing to print or draw: no subscriber at all, so every span stays a single branch.
-        return Session { printer: None };
+    if verbosity == 0 && !progress && trace.is_none() {
+        // Nothing to print, draw or record: no subscriber at all, so every span stays a single
+        // branch.
+        return Session { printer: None, trace: None };
     }
-    let printer = Arc::new(Printer::new(verbosity, progress));
-    let subscriber = tracing_subscriber::registry().with(SpanPrinter(Arc::clone(&printer)));
+    let printer = (verbosity > 0 || progress).then(|| Arc::new(Printer::new(verbosity, progress)));
+    let (trace, chrome) = trace.map(Trace::start).unzip();
+    // Each layer filters for itself: the printer's level does not limit what the trace records.
+    let printing = printer.as_ref().map(|p| {
+        let max_level = p.max_level;
+        let quiet = p.verbosity == 0;
+        SpanPrinter(Arc::clone(p)).with_filter(filter_fn(move |metadata: &Metadata<'_>| {
+            // Quiet mode subscribes only to draw progress for the (INFO) spans of slow steps.
+            metadata.level() <= &max_level && (!quiet || metadata.is_span())
+        }))
+    });
+    let subscriber = tracing_subscriber::registry().with(printing).with(chrome);
     let installed = tracing::subscriber::set_global_default(subscriber).is_ok();
-    Session { printer: installed.then_some(printer) }
+    Session { printer: printer.filter(|_| installed), trace: trace.filter(|_| installed) }
 }
 
 /// Sets `TF_CPP_MIN_LOG_LEVEL` / `TF_CPP_MAX_VLOG_LEVEL` for the plugin unless already set.
@@ -273,16 +295,6 @@ impl<S> Layer<S> for SpanPrinter
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    fn enabled(&self, metadata: &Metadata<'_>, _ctx: Context<'_, S>) -> bool {
-        let printer = &self.0;
-        // Quiet mode subscribes only to draw progress for the (INFO) spans of slow steps.
-        metadata.level() <= &printer.max_level && (printer.verbosity > 0 || metadata.is_span())
-    }
-
-    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
-        Some(tracing::level_filters::LevelFilter::from_level(self.0.max_level))
-    }
-
     fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let printer = &self.0;
         let mut fields = Fields::default();
@@ -430,7 +442,9 @@ mod tests {
     #[test]
     fn spans_past_the_limit_are_tallied_not_printed() {
         let printer = Arc::new(Printer::new(1, false));
-        let subscriber = tracing_subscriber::registry().with(SpanPrinter(Arc::clone(&printer)));
+        let max_level = printer.max_level;
+        let subscriber = tracing_subscriber::registry()
+            .with(SpanPrinter(Arc::clone(&printer)).with_filter(filter_fn(move |m| m.level() <= &max_level)));
         tracing::subscriber::with_default(subscriber, || {
             for _ in 0..SHOWN_PER_SPAN + 5 {
                 let _span = tracing::debug_span!("step", bytes = 4).entered();

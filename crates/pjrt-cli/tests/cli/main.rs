@@ -7,6 +7,8 @@
 //! become a binary of its own).
 
 mod common;
+#[path = "../../../pjrt-client/tests/fake_support/mod.rs"]
+mod fake_support;
 #[path = "../../../pjrt-client/tests/support/spmd.rs"]
 mod spmd;
 
@@ -19,6 +21,7 @@ mod multi_device_cli;
 mod npz_cli;
 mod safetensors_cli;
 mod sub_byte_cli;
+mod trace_cli;
 mod trust_cli;
 mod ui_cli;
 mod weights_cli;

@@ -54,7 +54,7 @@ fn plugin_chatter_is_hidden_unless_verbose() {
         {
             assert!(text.contains(span), "{plugin}: no `{span}` span line with -v: {text}");
         }
-        assert!(text.contains("device_to_host bytes=12:"), "{plugin}: {text}");
+        assert!(text.contains("download bytes=12:"), "{plugin}: {text}");
 
         // `pjrt info` logs nothing by default; its client-creation line is VLOG(1): -vv.
         let info = pjrt_clean_env(&["info", "--plugin", plugin]);

@@ -53,6 +53,7 @@ impl Buffer {
         if size == 0 {
             return Ok(());
         }
+        let _span = span!(DEBUG, "download", bytes = size);
         let client = self.client();
         // Row-major whatever the device layout: without a host layout the plugin copies in the
         // device's dimension order.

@@ -701,7 +701,7 @@ impl Buffer {
     /// ```
     pub fn to_host_bytes_in(&self, layout: &MemoryLayout) -> Result<Vec<u8>> {
         let destination = zeroed_destination(self.host_size_in(layout)?)?;
-        let _span = span!(DEBUG, "device_to_host", bytes = destination.len());
+        let _span = span!(DEBUG, "download", bytes = destination.len());
         self.start_host_copy(destination, layout)?.wait()
     }
 

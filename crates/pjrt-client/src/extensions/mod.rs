@@ -47,7 +47,7 @@ mod ffi;
 mod layouts;
 mod memory_descriptions;
 mod phase_compile;
-mod profiler;
+pub mod profiler;
 mod shardings;
 
 pub use ffi::UserDataType;
@@ -427,7 +427,8 @@ pub type XlaTransformExtension<'p> = ExtensionRef<'p, sys::PJRT_Xla_Transform_Ex
 pub type StreamExtension<'p> = ExtensionRef<'p, sys::PJRT_Stream_Extension>;
 /// The GPU custom-call extension (raw access only).
 pub type GpuCustomCallExtension<'p> = ExtensionRef<'p, sys::PJRT_Gpu_Custom_Call>;
-/// The Profiler extension (raw access; see [`ExtensionRef::profiler_api`]).
+/// The Profiler extension (its table: [`ExtensionRef::profiler_api`]; a session on it:
+/// [`profiler::ProfilerSession`]).
 pub type ProfilerExtension<'p> = ExtensionRef<'p, sys::PJRT_Profiler_Extension>;
 /// The Triton extension (GPU; raw access only).
 pub type TritonExtension<'p> = ExtensionRef<'p, sys::PJRT_Triton_Extension>;

@@ -229,3 +229,41 @@ fn shardings_and_layouts_of_a_two_partition_program() {
         }
     }
 }
+
+#[test]
+fn a_profiler_session_collects_what_the_plugin_recorded() {
+    use pjrt_client::extensions::profiler::ProfilerSession;
+    let unix_ns = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as i128;
+    // The CPU plugins have no profiler: refused, typed.
+    for name in support::PLUGINS {
+        let refused = ProfilerSession::start(&support::plugin(name));
+        assert!(matches!(refused, Err(Error::Unsupported { .. })), "{name}");
+    }
+    let fake = crate::fake_support::Fake::new("profiler");
+    let plugin = fake.plugin();
+    let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new()).unwrap();
+    let exe = crate::fake_support::compile(&client, 1).unwrap();
+    let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+    drop(exe.execute(&[&a, &a]).unwrap()); // before the session: not recorded
+    let session = ProfilerSession::start(&plugin).unwrap();
+    let before = unix_ns();
+    drop(exe.execute(&[&a, &a]).unwrap());
+    let after = unix_ns();
+    let space = session.collect().unwrap();
+    let events = space.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    let event = &events[0];
+    assert_eq!(
+        (event.plane.as_str(), event.line.as_str(), event.name.as_str()),
+        ("/device:FAKE:0", "fake stream", "fake_execute")
+    );
+    assert_eq!(event.duration_ns, 1000);
+    assert_eq!(event.stats, [("execution".to_string(), "0".to_string())]);
+    assert!(
+        before <= event.start_unix_ns && event.start_unix_ns <= after,
+        "{before} <= {} <= {after}",
+        event.start_unix_ns
+    );
+    drop((exe, a, client));
+    fake.assert_nothing_leaked();
+}

@@ -17,6 +17,10 @@ use crate::cli::{BenchArgs, BenchWhat, PluginArg};
 use crate::plugins::resolve_plugin;
 
 mod h2d;
+pub mod plot;
+pub mod samples;
+
+use samples::Samples;
 
 /// Timing statistics of one variant, in microseconds.
 #[derive(Clone, Debug)]
@@ -187,13 +191,14 @@ impl Dispatch {
     }
 }
 
-/// Runs `safe` and `raw` alternately in blocks, timing each iteration; returns (safe, raw).
+/// Runs `safe` and `raw` alternately in blocks, timing each iteration; returns the per-call
+/// samples (safe, raw).
 fn alternate(
     iters: usize,
     block: usize,
     mut safe: impl FnMut() -> Result<(), Error>,
     mut raw: impl FnMut(),
-) -> Result<(Stats, Stats), Error> {
+) -> Result<(Samples, Samples), Error> {
     let mut safe_ns = Vec::with_capacity(iters);
     let mut raw_ns = Vec::with_capacity(iters);
     while safe_ns.len() < iters {
@@ -208,7 +213,7 @@ fn alternate(
             raw_ns.push(t.elapsed().as_nanos() as u64);
         }
     }
-    Ok((Stats::from_ns(&mut safe_ns), Stats::from_ns(&mut raw_ns)))
+    Ok((Samples::new("safe", safe_ns), Samples::new("raw", raw_ns)))
 }
 
 fn raw_upload(api: *const sys::PJRT_Api, client: &Client, data: &[u8], count: i64) {
@@ -268,8 +273,17 @@ fn check_bytes(bytes: usize) -> Result<i64, Error> {
 /// `pjrt bench`: runs the benchmark `args` names on the plugin `--plugin` names and prints its
 /// report (text, or JSON with `--json`).
 pub fn exec(args: &BenchArgs) -> Result<(), Error> {
+    if args.plot.is_some() && !matches!(args.what, BenchWhat::Dispatch { .. } | BenchWhat::D2h { .. }) {
+        return Err(Error::InvalidArgument(
+            "--plot draws per-call latencies, which `bench dispatch` and `bench d2h` keep; this benchmark does not"
+                .into(),
+        ));
+    }
     let plugin = resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?;
-    let report = run_bench(args, &plugin)?;
+    let (report, series) = measure(args, &plugin)?;
+    if let Some(path) = &args.plot {
+        plot_report(path, &report, &series)?;
+    }
     if args.json {
         println!("{report}");
     } else {
@@ -278,14 +292,42 @@ pub fn exec(args: &BenchArgs) -> Result<(), Error> {
     Ok(())
 }
 
+/// `--plot`: the samples as an SVG picture, titled with the benchmark and its safe/raw ratio,
+/// captioned with the plugin, the date and the machine.
+fn plot_report(path: &std::path::Path, report: &Json, series: &[Samples]) -> Result<(), Error> {
+    let name = report["benchmark"].as_str().unwrap_or("benchmark");
+    let mut title = format!("pjrt bench {name}: latency per call");
+    if let Some(ratio) = report["safe_over_raw"].as_f64() {
+        title.push_str(&format!(", safe / raw (medians) {ratio:.3}"));
+    }
+    let plugin = report["plugin"].as_str().unwrap_or("?");
+    let plugin = std::path::Path::new(plugin).file_name().map_or(plugin.into(), |f| f.to_string_lossy());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let subtitle = format!(
+        "{plugin} (PJRT {}), {}, {} {} with {cores} cores",
+        report["api_version"].as_str().unwrap_or("?"),
+        plot::today(),
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    );
+    plot::write(path, &title, &subtitle, series).map_err(|e| Error::Io { path: path.to_owned(), source: e })
+}
+
 /// Runs one benchmark and returns its report.
 pub fn run_bench(args: &BenchArgs, plugin: &Plugin) -> Result<Json, Error> {
+    Ok(measure(args, plugin)?.0)
+}
+
+/// Runs one benchmark and returns its report and its per-call samples (for `--plot`; empty
+/// for the benchmarks that keep none).
+pub fn measure(args: &BenchArgs, plugin: &Plugin) -> Result<(Json, Vec<Samples>), Error> {
+    let mut series = Vec::new();
     if let BenchWhat::Threads { threads, iters } = args.what {
         let mut report = threads_bench(plugin, threads, iters)?;
         report["benchmark"] = json!("threads");
         report["plugin"] = json!(plugin.path());
         report["api_version"] = json!(plugin.api_version().to_string());
-        return Ok(report);
+        return Ok((report, series));
     }
     let client = Client::new(plugin, &ClientOptions::new())?;
     let api = plugin.raw_api();
@@ -300,7 +342,9 @@ pub fn run_bench(args: &BenchArgs, plugin: &Plugin) -> Result<Json, Error> {
                 bench.safe()?;
                 bench.raw();
             }
-            let (safe, raw) = alternate(iters, 100, || bench.safe(), || bench.raw())?;
+            let (safe_samples, raw_samples) = alternate(iters, 100, || bench.safe(), || bench.raw())?;
+            let (safe, raw) = (safe_samples.stats(), raw_samples.stats());
+            series = vec![safe_samples, raw_samples];
             report["benchmark"] = json!("dispatch");
             report["iters"] = json!(iters);
             report["safe"] = safe.json(None);
@@ -351,6 +395,7 @@ pub fn run_bench(args: &BenchArgs, plugin: &Plugin) -> Result<Json, Error> {
                 };
                 let raw = || raw_upload(api, &client, &data, count);
                 let (safe, raw) = alternate(iters, 1, safe, raw)?;
+                let (safe, raw) = (safe.stats(), raw.stats());
                 report["safe"] = safe.json(Some(bytes));
                 report["raw"] = raw.json(Some(bytes));
                 report["median_us"] = json!(safe.median_us);
@@ -373,12 +418,14 @@ pub fn run_bench(args: &BenchArgs, plugin: &Plugin) -> Result<Json, Error> {
             let mut raw_dst = vec![0u8; bytes];
             buffer.copy_to_host_into(&mut dst)?;
             raw_download(api, &buffer, &mut raw_dst);
-            let (safe, raw) = alternate(
+            let (safe_samples, raw_samples) = alternate(
                 iters,
                 1,
                 || buffer.copy_to_host_into(&mut dst),
                 || raw_download(api, &buffer, &mut raw_dst),
             )?;
+            let (safe, raw) = (safe_samples.stats(), raw_samples.stats());
+            series = vec![safe_samples, raw_samples];
             report["benchmark"] = json!("d2h");
             report["bytes"] = json!(bytes);
             report["iters"] = json!(iters);
@@ -389,7 +436,7 @@ pub fn run_bench(args: &BenchArgs, plugin: &Plugin) -> Result<Json, Error> {
             report["safe_over_raw"] = json!(safe.median_us / raw.median_us);
         }
     }
-    Ok(report)
+    Ok((report, series))
 }
 
 /// Prints a report as text.
