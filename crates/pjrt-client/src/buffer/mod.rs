@@ -767,9 +767,15 @@ impl Buffer {
         let _ = self.shape.set((element_type, Arc::from(dims)));
     }
 
-    /// Records a shape shared with the executable that produced the buffer (no allocation).
-    pub(crate) fn set_shared_shape(&self, element_type: ElementType, dims: &Arc<[i64]>) {
-        let _ = self.shape.set((element_type, dims.clone()));
+    /// Takes ownership of an output buffer whose shape the executable that produced it already
+    /// knows, shared with it (no allocation, no query).
+    pub(crate) fn from_raw_with_shape(
+        client: &Client,
+        raw: NonNull<sys::PJRT_Buffer>,
+        element_type: ElementType,
+        dims: &Arc<[i64]>,
+    ) -> Buffer {
+        Buffer { client: client.clone(), raw, shape: OnceLock::from((element_type, dims.clone())), attached: None }
     }
 }
 
