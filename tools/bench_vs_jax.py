@@ -118,15 +118,31 @@ def time_pjrt(pjrt, plugin, model, inputs, iters):
     return pick("safe"), pick("raw"), report
 
 
+# Forks and execs the command, then reports its wall time and peak RSS. A fork of this script
+# itself would not do: a child's peak RSS counts the pages it shared with its (large, JAX-loaded)
+# parent before exec, so the child is forked from this small Python instead.
+LAUNCHER = """
+import os, sys, time
+t = time.perf_counter()
+pid = os.fork()
+if pid == 0:
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(time.perf_counter() - t, usage.ru_maxrss, os.waitstatus_to_exitcode(status))
+"""
+
+
 def wait_rusage(cmd, env=None):
-    """Runs cmd; returns (wall seconds, peak RSS MiB)."""
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t
-    if status != 0:
-        raise RuntimeError(f"{cmd[0]} failed with status {status}")
-    return wall, usage.ru_maxrss / 1024
+    """Runs cmd; returns (wall seconds from fork to exit, peak RSS MiB)."""
+    out = subprocess.run([sys.executable, "-S", "-c", LAUNCHER, *cmd], env=env, check=True,
+                         capture_output=True, text=True).stdout.split()
+    wall, peak_kib, code = float(out[0]), int(out[1]), int(out[2])
+    if code != 0:
+        raise RuntimeError(f"{cmd[0]} failed with status {code}")
+    return wall, peak_kib / 1024
 
 
 JAX_STARTUP = """

@@ -172,6 +172,10 @@ impl HostLayout {
 pub struct Buffer {
     client: Client,
     raw: NonNull<sys::PJRT_Buffer>,
+    // The shape, when the buffer was made by someone who knew it (an executable's outputs): a
+    // plain field, as filling a `OnceLock` costs an atomic read-modify-write per buffer.
+    known_shape: Option<(ElementType, Arc<[i64]>)>,
+    // Otherwise the shape as the plugin reports it, asked once.
     shape: OnceLock<(ElementType, Arc<[i64]>)>,
     // Something that must go away just before the buffer is destroyed (e.g. the external
     // reference a view of host memory holds so that it cannot be donated).
@@ -427,7 +431,7 @@ impl Client {
 
 impl Buffer {
     pub(crate) fn from_raw(client: &Client, raw: NonNull<sys::PJRT_Buffer>) -> Buffer {
-        Buffer { client: client.clone(), raw, shape: OnceLock::new(), attached: None }
+        Buffer { client: client.clone(), raw, known_shape: None, shape: OnceLock::new(), attached: None }
     }
 
     /// Attaches `value` to the buffer: it is dropped just before the buffer is destroyed.
@@ -441,6 +445,9 @@ impl Buffer {
     }
 
     fn shape(&self) -> Result<&(ElementType, Arc<[i64]>)> {
+        if let Some(shape) = &self.known_shape {
+            return Ok(shape);
+        }
         if let Some(shape) = self.shape.get() {
             return Ok(shape);
         }
@@ -775,7 +782,13 @@ impl Buffer {
         element_type: ElementType,
         dims: &Arc<[i64]>,
     ) -> Buffer {
-        Buffer { client: client.clone(), raw, shape: OnceLock::from((element_type, dims.clone())), attached: None }
+        Buffer {
+            client: client.clone(),
+            raw,
+            known_shape: Some((element_type, dims.clone())),
+            shape: OnceLock::new(),
+            attached: None,
+        }
     }
 }
 
@@ -784,6 +797,7 @@ impl Drop for Buffer {
         release_if_in_callback!(Buffer {
             client: self.client.clone(),
             raw: self.raw,
+            known_shape: None,
             shape: OnceLock::new(),
             attached: self.attached.take(),
         });
