@@ -23,6 +23,7 @@ Usage (from the repository root, after `cargo build --release -p pjrt-cli`):
     /tmp/jaxenv/bin/python tools/bench_vs_jax.py                 # MLP and CNN, 3 alternations
     /tmp/jaxenv/bin/python tools/bench_vs_jax.py --plugin cpu-0.106 --iters 5000 --startup
     /tmp/jaxenv/bin/python tools/bench_vs_jax.py --models mlp --json results.json
+    /tmp/jaxenv/bin/python tools/bench_vs_jax.py --client-option asynchronous=false   # 0.115 plugin
 
 Numbers are only meaningful on a quiet machine: run nothing else meanwhile.
 """
@@ -108,10 +109,12 @@ def time_jax(exported, args, iters):
     return percentiles(samples)
 
 
-def time_pjrt(pjrt, plugin, model, inputs, iters):
+def time_pjrt(pjrt, plugin, model, inputs, iters, client_options=()):
     cmd = [pjrt, "bench", "run", str(model), "--input", *map(str, inputs), "--iters", str(iters), "--raw", "--json"]
     if plugin:
         cmd += ["--plugin", plugin]
+    for option in client_options:
+        cmd += ["--client-option", option]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     report = json.loads(out.stdout)
     pick = lambda v: {k: report[v][k] for k in ("p10_us", "median_us", "p90_us", "p99_us")}  # noqa: E731
@@ -183,12 +186,14 @@ def main():
     parser.add_argument("--alternations", type=int, default=3)
     parser.add_argument("--out", default=None, help="where to write the models (default: a temporary folder)")
     parser.add_argument("--startup", action="store_true", help="also time the whole process to a first result")
+    parser.add_argument("--client-option", action="append", default=[], metavar="NAME=VALUE",
+                        help="a client create option for pjrt bench run (e.g. asynchronous=false); repeatable")
     parser.add_argument("--json", default=None, help="write every figure to this file")
     args = parser.parse_args()
 
     out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench-vs-jax-"))
     rng = np.random.default_rng(20261201)
-    results = {"jax": jax.__version__, "date": time.strftime("%Y-%m-%d"), "machine": os.uname().nodename,
+    results = {"jax": jax.__version__, "client_options": args.client_option, "date": time.strftime("%Y-%m-%d"), "machine": os.uname().nodename,
                "cores": os.cpu_count(), "models": {}}
     for name in args.models.split(","):
         exported, host_args, model, inputs = export(name, out_dir, rng)
@@ -197,9 +202,9 @@ def main():
             # Alternate which side goes first, so neither always runs on a warmer machine.
             if k % 2 == 0:
                 j = time_jax(exported, host_args, args.iters)
-                safe, raw, _ = time_pjrt(args.pjrt, args.plugin, model, inputs, args.iters)
+                safe, raw, _ = time_pjrt(args.pjrt, args.plugin, model, inputs, args.iters, args.client_option)
             else:
-                safe, raw, _ = time_pjrt(args.pjrt, args.plugin, model, inputs, args.iters)
+                safe, raw, _ = time_pjrt(args.pjrt, args.plugin, model, inputs, args.iters, args.client_option)
                 j = time_jax(exported, host_args, args.iters)
             rows.append({"jax": j, "pjrt": safe, "raw": raw})
         entry = {"alternations": rows}

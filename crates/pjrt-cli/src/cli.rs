@@ -368,6 +368,10 @@ pub struct BenchRunArgs {
     /// executable and device buffers), alternated with the safe calls.
     #[arg(long)]
     pub raw: bool,
+    /// A client create option, NAME=VALUE (true/false, an integer, else a string), e.g.
+    /// `asynchronous=false` on the XLA CPU plugin (API 0.115); may be repeated.
+    #[arg(long = "client-option", value_name = "NAME=VALUE")]
+    pub client_options: Vec<String>,
     /// `--xla-option` and `--no-jax-defaults`, as for `pjrt run`.
     #[command(flatten)]
     pub xla: XlaSettings,

@@ -376,21 +376,22 @@ fn bench_run_reports_latency_throughput_and_first_result() {
             assert_eq!(report["inputs_donated_by_program"], false);
         }
     }
-    // Without --raw there is no raw side; a wrong input count is refused before anything runs.
-    let out = pjrt(&[
-        "bench",
-        "run",
-        &format!("{conv}/program.mlir"),
-        "-i",
-        &format!("{conv}/in0.npy"),
-        &format!("{conv}/in1.npy"),
-        "--iters",
-        "3",
-        "--json",
-    ]);
+    // Without --raw there is no raw side; client options reach the plugin (0.115 refuses names
+    // it does not know); a wrong input count is refused before anything runs.
+    let conv_run = |extra: &[&str]| {
+        let (program, in0, in1) =
+            (format!("{conv}/program.mlir"), format!("{conv}/in0.npy"), format!("{conv}/in1.npy"));
+        let mut args = vec!["bench", "run", &program, "-i", &in0, &in1, "--iters", "3", "--plugin", "cpu", "--json"];
+        args.extend_from_slice(extra);
+        pjrt(&args)
+    };
+    let out = conv_run(&["--client-option", "asynchronous=false"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(report["raw"].is_null() && report["safe_over_raw"].is_null(), "{report}");
+    assert_eq!(report["client_options"], serde_json::json!(["asynchronous=false"]));
+    assert_fails(&conv_run(&["--client-option", "asynchronous"]), "NAME=VALUE");
+    assert_fails(&conv_run(&["--client-option", "no_such_option=1"]), "no_such_option");
     assert_fails(
         &pjrt(&["bench", "run", &format!("{conv}/program.mlir"), "-i", &format!("{conv}/in0.npy")]),
         "takes 2 inputs",

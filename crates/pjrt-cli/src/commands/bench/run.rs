@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use pjrt_client::sys::{self, Args as _};
-use pjrt_client::{Buffer, ExecuteOptions, LoadedExecutable, Placement};
+use pjrt_client::{Buffer, Client, ClientOptions, ExecuteOptions, LoadedExecutable, Placement};
 use pjrt_formats::Error;
 use serde_json::{json, Value as Json};
 
@@ -54,7 +54,22 @@ pub(super) fn run_bench(args: &BenchRunArgs, plugin_name: Option<&str>) -> Resul
     }
     let mut inputs = gather_inputs(program.program(), args.params.as_deref(), &args.input)?;
     let plugin = resolve_plugin(&PluginArg { plugin: plugin_name.map(str::to_owned) })?;
-    let client = cpu_aware_client(&plugin, 1)?;
+    let client = if args.client_options.is_empty() {
+        cpu_aware_client(&plugin, 1)?
+    } else {
+        let mut options = ClientOptions::new();
+        for spec in &args.client_options {
+            let (name, value) = spec
+                .split_once('=')
+                .ok_or_else(|| invalid(format!("--client-option needs NAME=VALUE, got `{spec}`")))?;
+            options = match (value, value.parse::<i64>()) {
+                ("true" | "false", _) => options.set(name, value == "true"),
+                (_, Ok(number)) => options.set(name, number),
+                _ => options.set(name, value),
+            };
+        }
+        Client::new(&plugin, &options)?
+    };
     if let Some(model) = &jax_model {
         let (arrays, labels) = inputs.into_host_arrays()?;
         let (arrays, labels) = jax_model::module_arguments(model, client.platform_name(), arrays, &labels, None)?;
@@ -155,6 +170,7 @@ pub(super) fn run_bench(args: &BenchRunArgs, plugin_name: Option<&str>) -> Resul
         "benchmark": "run", "program": args.program, "plugin": plugin.path(),
         "api_version": plugin.api_version().to_string(), "platform": client.platform_name(),
         "iters": args.iters, "in_flight": args.in_flight, "inputs_donated_by_program": donates,
+        "client_options": args.client_options,
         "cache": compiled.cache, "compile_ms": compiled.compile_ms, "load_ms": compiled.load_ms,
         "first_result_ms": first_result_ms,
         "first_result_from": "the start of the command (after argument parsing): plugin load, client, compile or cache \
