@@ -311,10 +311,14 @@ pub struct BenchArgs {
 #[derive(Subcommand)]
 pub enum BenchWhat {
     /// Execute a compiled scalar f32 add, await it and drop the output; safe and raw alternating.
+    /// `safe_over_raw` is the median of the per-round ratios of the medians (min and max beside it).
     Dispatch {
-        /// Iterations per variant (after a warm-up).
+        /// Iterations per variant in each round (after a warm-up).
         #[arg(long, default_value_t = 20_000)]
         iters: usize,
+        /// Rounds, each alternating the two variants (at least 1).
+        #[arg(long, default_value_t = 7)]
+        rounds: usize,
     },
     /// Host-to-device copies of BYTES bytes (f32 data); safe and raw alternating.
     H2d {
@@ -333,16 +337,25 @@ pub enum BenchWhat {
         #[arg(long, value_name = "FILE.safetensors")]
         params: Option<PathBuf>,
     },
-    /// Throughput of one client and one (portable) executable shared by 1..=THREADS threads,
-    /// thread t running on device t mod devices (a 128x128 f32 matmul per execution).
+    /// Throughput of one client and one (portable) executable shared by THREADS threads, each
+    /// keeping IN_FLIGHT executions launched before it waits for the oldest; thread t runs on
+    /// device t mod devices (a 128x128 f32 matmul per execution). One row per combination.
     Threads {
-        /// The largest number of threads (and of CPU devices asked for).
-        #[arg(long, default_value_t = 4)]
-        threads: usize,
-        /// Executions per thread.
+        /// Thread counts, comma-separated (as many CPU devices as the largest are asked for).
+        #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4])]
+        threads: Vec<usize>,
+        /// Executions each thread keeps in flight, comma-separated.
+        #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4, 8, 16])]
+        in_flight: Vec<usize>,
+        /// Executions per thread in each combination.
         #[arg(long, default_value_t = 500)]
         iters: usize,
     },
+    /// Per-call latency (p10/median/p90/p99) and throughput of any program or `.jaxexport`
+    /// model with its inputs already on the device, sequential and with N calls in flight, and
+    /// the time to its first result; with --raw, the same executable and buffers through the raw
+    /// C API alternated with the safe calls.
+    Run(BenchRunArgs),
     /// Device-to-host copies of BYTES bytes into a reused host buffer; safe and raw alternating.
     D2h {
         /// Bytes per transfer.
@@ -352,6 +365,40 @@ pub enum BenchWhat {
         #[arg(long, default_value_t = 20)]
         iters: usize,
     },
+}
+
+/// `pjrt bench run` arguments.
+#[derive(Args)]
+pub struct BenchRunArgs {
+    /// The program, as for `pjrt run`: .mlir, .mlirbc, .pb, a `.jaxexport` model, or a
+    /// `pjrt compile` artifact.
+    pub program: PathBuf,
+    /// Input arrays in parameter order, as for `pjrt run --input`.
+    #[arg(long, short = 'i', num_args = 1..)]
+    pub input: Vec<PathBuf>,
+    /// Parameters from a safetensors or .npz file, as for `pjrt run --params`.
+    #[arg(long, value_name = "FILE.safetensors|FILE.npz")]
+    pub params: Option<PathBuf>,
+    /// Timed calls per variant (after a warm-up of a tenth as many).
+    #[arg(long, default_value_t = 2_000)]
+    pub iters: usize,
+    /// Calls kept in flight for the throughput figure (launched before the oldest is awaited).
+    #[arg(long, default_value_t = 8)]
+    pub in_flight: usize,
+    /// Also time the raw C API (`PJRT_LoadedExecutable_Execute` + `PJRT_Event_Await` on the same
+    /// executable and device buffers), alternated with the safe calls.
+    #[arg(long)]
+    pub raw: bool,
+    /// A client create option, NAME=VALUE (true/false, an integer, else a string), e.g.
+    /// `asynchronous=false` on the XLA CPU plugin (API 0.115); may be repeated.
+    #[arg(long = "client-option", value_name = "NAME=VALUE")]
+    pub client_options: Vec<String>,
+    /// `--xla-option` and `--no-jax-defaults`, as for `pjrt run`.
+    #[command(flatten)]
+    pub xla: XlaSettings,
+    /// Compile without the compile cache.
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 // `pjrt conform`

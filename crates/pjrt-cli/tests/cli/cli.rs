@@ -289,13 +289,24 @@ fn same(want: &NpyArray, got: &NpyArray, spec: &serde_json::Value) -> Result<(),
 #[test]
 fn bench_reports_safe_and_raw_figures() {
     for plugin in PLUGINS {
-        let out = pjrt(&["bench", "dispatch", "--iters", "300", "--plugin", plugin, "--json"]);
+        let out = pjrt(&["bench", "dispatch", "--iters", "300", "--rounds", "3", "--plugin", plugin, "--json"]);
         assert!(out.status.success(), "{plugin}: {}", stderr(&out));
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        for key in ["median_us", "p10_us", "p90_us", "min_us", "safe_over_raw"] {
+        for key in
+            ["median_us", "p10_us", "p90_us", "min_us", "safe_over_raw", "safe_over_raw_min", "safe_over_raw_max"]
+        {
             assert!(report[key].as_f64().is_some_and(|v| v > 0.0), "{plugin}: {key} in {report}");
         }
         assert!(report["raw"]["median_us"].as_f64().is_some());
+        assert!(report["safe"]["p99_us"].as_f64().is_some());
+        // The ratio is the median of the per-round ratios, inside their spread.
+        let rounds = report["rounds"].as_array().unwrap();
+        assert_eq!(rounds.len(), 3, "{report}");
+        let mut ratios: Vec<f64> = rounds.iter().map(|r| r["ratio"].as_f64().unwrap()).collect();
+        ratios.sort_by(f64::total_cmp);
+        assert_eq!(report["safe_over_raw"].as_f64(), Some(ratios[1]));
+        assert_eq!(report["safe_over_raw_min"].as_f64(), Some(ratios[0]));
+        assert_eq!(report["safe_over_raw_max"].as_f64(), Some(ratios[2]));
     }
     for what in [
         &["h2d", "--bytes", "4096", "--iters", "5"][..],
@@ -311,10 +322,113 @@ fn bench_reports_safe_and_raw_figures() {
         assert!(report["gbps"].as_f64().is_some_and(|g| g > 0.0), "{report}");
     }
     assert_fails(&pjrt(&["bench", "h2d", "--bytes", "3"]), "multiple of 4");
-    let out = pjrt(&["bench", "threads", "--threads", "2", "--iters", "5", "--json"]);
+    // One row per (threads, in flight) pair, in the order given.
+    let out = pjrt(&["bench", "threads", "--threads", "1,2", "--in-flight", "1,4,16", "--iters", "5", "--json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["rows"].as_array().unwrap().len(), 2, "{report}");
+    let rows = report["rows"].as_array().unwrap();
+    let pairs: Vec<(u64, u64)> =
+        rows.iter().map(|r| (r["threads"].as_u64().unwrap(), r["in_flight"].as_u64().unwrap())).collect();
+    assert_eq!(pairs, [(1, 1), (1, 4), (1, 16), (2, 1), (2, 4), (2, 16)], "{report}");
+    assert!(rows.iter().all(|r| r["executions_per_s"].as_f64().is_some_and(|v| v > 0.0)), "{report}");
+    assert_fails(&pjrt(&["bench", "threads", "--threads", "0"]), "--threads");
+    assert_fails(&pjrt(&["bench", "threads", "--in-flight", "0"]), "--in-flight");
+}
+
+#[test]
+fn bench_run_reports_latency_throughput_and_first_result() {
+    // A jax.export model (its inputs checked and arranged as `pjrt run` does) and a plain
+    // program, on both plugins, with the raw C path alternated.
+    let model = "tests/data/jax_export/mlp_f32";
+    let model_inputs: Vec<String> = (0..5).map(|i| format!("{model}/in{i}.npy")).collect();
+    let conv = "tests/data/jax/conv2d_f32";
+    for plugin in PLUGINS {
+        let mut args = vec!["bench", "run", "tests/data/jax_export/mlp_f32/model.jaxexport", "--input"];
+        args.extend(model_inputs.iter().map(String::as_str));
+        args.extend(["--iters", "20", "--in-flight", "3", "--raw", "--plugin", plugin, "--json"]);
+        let conv_args = [
+            "bench",
+            "run",
+            "tests/data/jax/conv2d_f32/program.mlir",
+            "--input",
+            "tests/data/jax/conv2d_f32/in0.npy",
+            "tests/data/jax/conv2d_f32/in1.npy",
+            "--iters",
+            "20",
+            "--raw",
+            "--plugin",
+            plugin,
+            "--json",
+        ];
+        for args in [&args[..], &conv_args[..]] {
+            let out = pjrt(args);
+            assert!(out.status.success(), "{plugin} {args:?}: {}", stderr(&out));
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(report["benchmark"], "run");
+            for key in ["p10_us", "median_us", "p90_us", "p99_us"] {
+                for side in ["safe", "raw"] {
+                    assert!(report[side][key].as_f64().is_some_and(|v| v > 0.0), "{plugin}: {side}.{key} in {report}");
+                }
+            }
+            for key in ["first_result_ms", "sequential_calls_per_s", "in_flight_calls_per_s", "safe_over_raw"] {
+                assert!(report[key].as_f64().is_some_and(|v| v > 0.0), "{plugin}: {key} in {report}");
+            }
+            assert_eq!(report["inputs_donated_by_program"], false);
+        }
+    }
+    // Without --raw there is no raw side; client options reach the plugin (0.115 refuses names
+    // it does not know); a wrong input count is refused before anything runs.
+    let conv_run = |extra: &[&str]| {
+        let (program, in0, in1) =
+            (format!("{conv}/program.mlir"), format!("{conv}/in0.npy"), format!("{conv}/in1.npy"));
+        let mut args = vec!["bench", "run", &program, "-i", &in0, &in1, "--iters", "3", "--plugin", "cpu", "--json"];
+        args.extend_from_slice(extra);
+        pjrt(&args)
+    };
+    let out = conv_run(&["--client-option", "asynchronous=false"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(report["raw"].is_null() && report["safe_over_raw"].is_null(), "{report}");
+    assert_eq!(report["client_options"], serde_json::json!(["asynchronous=false"]));
+    assert_fails(&conv_run(&["--client-option", "asynchronous"]), "NAME=VALUE");
+    assert_fails(&conv_run(&["--client-option", "no_such_option=1"]), "no_such_option");
+    assert_fails(
+        &pjrt(&["bench", "run", &format!("{conv}/program.mlir"), "-i", &format!("{conv}/in0.npy")]),
+        "takes 2 inputs",
+    );
+    assert_fails(&pjrt(&["bench", "run", &format!("{conv}/program.mlir"), "--iters", "0"]), "--iters");
+}
+
+#[test]
+fn bench_run_keeps_donated_inputs() {
+    // The program aliases its input to its output: the first call consumes the uploaded input,
+    // so the benchmark uploads it again and marks every input non-donatable from then on. The
+    // input is a deflated .npz member, inflated into host memory and copied to the device: an
+    // input read in place from a mapped file (an aligned .npy) is never donated.
+    let dir = temp_dir("bench-donation");
+    let program = dir.join("donate.mlir");
+    std::fs::write(
+        &program,
+        "func.func @main(%a: tensor<8xf32> {tf.aliasing_output = 0 : i32}) -> tensor<8xf32> {\n  \
+         %0 = stablehlo.add %a, %a : tensor<8xf32>\n  return %0 : tensor<8xf32>\n}\n",
+    )
+    .unwrap();
+    let input = root().join("tests/data/npz/mlp_weights_compressed.npz:b1");
+    let out = pjrt(&[
+        "bench",
+        "run",
+        program.to_str().unwrap(),
+        "-i",
+        input.to_str().unwrap(),
+        "--iters",
+        "10",
+        "--raw",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["inputs_donated_by_program"], true, "{report}");
+    assert!(report["raw"]["median_us"].as_f64().is_some_and(|v| v > 0.0), "{report}");
 }
 
 #[test]

@@ -89,15 +89,16 @@ fn run_writes_a_chrome_trace_of_every_step() {
         }
         // A fresh cache: the cache step, with the compile inside it.
         assert!(!complete(&events, "compile_cache_load").is_empty() && !complete(&events, "compile").is_empty());
-        // Uploads: `upload` (the agreed name; `host_to_device` until the upload code takes it).
-        let uploads = [complete(&events, "upload"), complete(&events, "host_to_device")].concat();
+        // Uploads: `upload`, with their size and device.
+        let uploads = complete(&events, "upload");
         assert_eq!(uploads.len(), 6, "{plugin}: one upload per input");
         assert!(uploads.iter().all(|u| u["args"]["bytes"].as_u64().is_some_and(|b| b > 0)));
+        assert!(uploads.iter().all(|u| !u["args"]["device"].is_null()), "{plugin}: an upload without its device");
         // The execute names its device(s).
         let executes = [complete(&events, "execute"), complete(&events, "execute_launch")].concat();
         assert!(!executes.is_empty(), "{plugin}: no execute event");
         assert!(
-            executes.iter().any(|e| !e["args"]["device"].is_null() || !e["args"]["devices"].is_null()),
+            executes.iter().all(|e| e["args"]["device"].as_str().is_some_and(|d| !d.is_empty())),
             "{plugin}: no execute names its device: {executes:?}"
         );
         let load = complete(&events, "load_plugin")[0]["ts"].as_f64().unwrap();
@@ -193,6 +194,8 @@ fn bench_draws_its_latencies_and_traces() {
         "dispatch",
         "--iters",
         "300",
+        "--rounds",
+        "1",
         "--plot",
         svg.to_str().unwrap(),
         "--trace",

@@ -186,6 +186,10 @@ impl HostLayout {
 pub struct Buffer {
     client: Client,
     raw: NonNull<sys::PJRT_Buffer>,
+    // The shape, when the buffer was made by someone who knew it (an executable's outputs): a
+    // plain field, as filling a `OnceLock` costs an atomic read-modify-write per buffer.
+    known_shape: Option<(ElementType, Arc<[i64]>)>,
+    // Otherwise the shape as the plugin reports it, asked once.
     shape: OnceLock<(ElementType, Arc<[i64]>)>,
     // Something that must go away just before the buffer is destroyed (e.g. the external
     // reference a view of host memory holds so that it cannot be donated).
@@ -441,7 +445,7 @@ impl Client {
 
 impl Buffer {
     pub(crate) fn from_raw(client: &Client, raw: NonNull<sys::PJRT_Buffer>) -> Buffer {
-        Buffer { client: client.clone(), raw, shape: OnceLock::new(), attached: None }
+        Buffer { client: client.clone(), raw, known_shape: None, shape: OnceLock::new(), attached: None }
     }
 
     /// Attaches `value` to the buffer: it is dropped just before the buffer is destroyed.
@@ -455,6 +459,9 @@ impl Buffer {
     }
 
     fn shape(&self) -> Result<&(ElementType, Arc<[i64]>)> {
+        if let Some(shape) = &self.known_shape {
+            return Ok(shape);
+        }
         if let Some(shape) = self.shape.get() {
             return Ok(shape);
         }
@@ -781,9 +788,21 @@ impl Buffer {
         let _ = self.shape.set((element_type, Arc::from(dims)));
     }
 
-    /// Records a shape shared with the executable that produced the buffer (no allocation).
-    pub(crate) fn set_shared_shape(&self, element_type: ElementType, dims: &Arc<[i64]>) {
-        let _ = self.shape.set((element_type, dims.clone()));
+    /// Takes ownership of an output buffer whose shape the executable that produced it already
+    /// knows, shared with it (no allocation, no query).
+    pub(crate) fn from_raw_with_shape(
+        client: &Client,
+        raw: NonNull<sys::PJRT_Buffer>,
+        element_type: ElementType,
+        dims: &Arc<[i64]>,
+    ) -> Buffer {
+        Buffer {
+            client: client.clone(),
+            raw,
+            known_shape: Some((element_type, dims.clone())),
+            shape: OnceLock::new(),
+            attached: None,
+        }
     }
 }
 
@@ -792,6 +811,7 @@ impl Drop for Buffer {
         release_if_in_callback!(Buffer {
             client: self.client.clone(),
             raw: self.raw,
+            known_shape: None,
             shape: OnceLock::new(),
             attached: self.attached.take(),
         });

@@ -20,7 +20,7 @@ use smallvec::SmallVec;
 
 use crate::buffer::layout::MemoryLayout;
 use crate::buffer::Buffer;
-use crate::call::release::release_if_in_callback;
+use crate::call::release::{in_plugin_callback, release_if_in_callback};
 use crate::call::{checked_slice, checked_string, pjrt_call, Api};
 use crate::client::device::Device;
 use crate::client::Client;
@@ -436,18 +436,14 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute(&self, arguments: &[&Buffer]) -> Result<Vec<Buffer>> {
-        let _span = span!(DEBUG, "execute");
+        let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(None)));
         if self.portable || self.addressable_devices.len() != 1 {
             // Let the general path explain what is needed instead.
             let result = self.execute_sharded(&[arguments])?;
             result.wait()?;
             return Ok(result.outputs.into_iter().next().unwrap_or_default());
         }
-        let (outputs, event) = self.launch_one(arguments, std::ptr::null_mut(), &mut raw_execute_options(), None)?;
-        if let Some(event) = event {
-            event.wait()?;
-        }
-        Ok(outputs)
+        self.run_one(arguments, std::ptr::null_mut())
     }
 
     /// Like [`LoadedExecutable::execute`], with [`ExecuteOptions`]: a launch id, inputs that must
@@ -483,7 +479,7 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute_with(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<Vec<Buffer>> {
-        let _span = span!(DEBUG, "execute");
+        let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(None)));
         if self.portable || self.addressable_devices.len() != 1 {
             let result = self.execute_sharded_with(&[arguments], options)?;
             result.wait()?;
@@ -528,7 +524,7 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute_async(&self, arguments: &[&Buffer]) -> Result<PendingExecution> {
-        let _span = span!(DEBUG, "execute_launch");
+        let _span = span!(DEBUG, "execute_launch", device = tracing::field::display(self.traced_devices(None)));
         if self.portable || self.addressable_devices.len() != 1 {
             let result = self.execute_sharded(&[arguments])?;
             let mut outputs = result.outputs;
@@ -564,7 +560,7 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute_async_with(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<PendingExecution> {
-        let _span = span!(DEBUG, "execute_launch");
+        let _span = span!(DEBUG, "execute_launch", device = tracing::field::display(self.traced_devices(None)));
         if self.portable || self.addressable_devices.len() != 1 {
             // Let the general path explain what is needed instead.
             let (mut outputs, events) = self.launch_sharded_with(&[arguments], options)?;
@@ -577,6 +573,40 @@ impl LoadedExecutable {
         Ok(PendingExecution { outputs: Some(outputs), event })
     }
 
+    /// Launches on one device (`device` NULL = the executable's own) with the default options
+    /// and waits: the hot path of [`LoadedExecutable::execute`] and `execute_on`. The completion
+    /// event is awaited and destroyed here, not wrapped in an [`Event`] (which would take and
+    /// drop a plugin and a client reference per call).
+    fn run_one(&self, arguments: &[&Buffer], device: *mut sys::PJRT_Device) -> Result<Vec<Buffer>> {
+        if in_plugin_callback() {
+            // Destroying the event must then wait for the release thread: `Event`'s drop does that.
+            let (outputs, event) = self.launch_one(arguments, device, &mut raw_execute_options(), None)?;
+            if let Some(event) = event {
+                event.wait()?;
+            }
+            return Ok(outputs);
+        }
+        let (status, outputs, event) = self.launch_one_raw(arguments, device, &mut raw_execute_options())?;
+        let api = self.client.api();
+        let awaited = match (&status, event.is_null()) {
+            (Ok(()), false) => {
+                let mut wait = sys::PJRT_Event_Await_Args::new();
+                wait.event = event;
+                pjrt_call!(api, PJRT_Event_Await, &mut wait)
+            }
+            _ => Ok(()),
+        };
+        if !event.is_null() {
+            let mut destroy = sys::PJRT_Event_Destroy_Args::new();
+            destroy.event = event;
+            // A destroy failure leaves nothing to clean up; the statuses say what happened.
+            let _ = pjrt_call!(api, PJRT_Event_Destroy, &mut destroy);
+        }
+        status?;
+        awaited?;
+        Ok(outputs)
+    }
+
     /// Launches on one device (`device` NULL = the executable's own) without waiting. `keepalive`
     /// (what the options point to) is held until the device has completed.
     fn launch_one(
@@ -586,6 +616,26 @@ impl LoadedExecutable {
         options: &mut sys::PJRT_ExecuteOptions,
         keepalive: Option<Keepalive>,
     ) -> Result<(Vec<Buffer>, Option<Event>)> {
+        let (status, outputs, event) = self.launch_one_raw(arguments, device, options)?;
+        let event = Event::from_raw(self.client.plugin(), Some(&self.client), event);
+        if let Some(keepalive) = keepalive {
+            keepalive.hold_until_complete(&self.client, event.as_slice(), 1);
+        }
+        status?;
+        Ok((outputs, event))
+    }
+
+    /// [`LoadedExecutable::launch_one`] up to the plugin's return: the outputs (owned, even on
+    /// failure, so nothing leaks), the completion event as the plugin returned it (NULL or
+    /// owned by the caller, who must destroy it) and the launch status, which includes the
+    /// check that every output came back. The arguments are checked first: an error there is
+    /// returned before anything is launched.
+    fn launch_one_raw(
+        &self,
+        arguments: &[&Buffer],
+        device: *mut sys::PJRT_Device,
+        options: &mut sys::PJRT_ExecuteOptions,
+    ) -> Result<(Result<()>, Vec<Buffer>, *mut sys::PJRT_Event)> {
         self.check_arguments(&[arguments])?;
         let raw_args: SmallVec<[*mut sys::PJRT_Buffer; 8]> = arguments.iter().map(|b| b.as_raw()).collect();
         let arg_list: *const *mut sys::PJRT_Buffer = raw_args.as_ptr();
@@ -605,18 +655,17 @@ impl LoadedExecutable {
         let status = pjrt_call!(self.client.api(), PJRT_LoadedExecutable_Execute, &mut args);
         // Take ownership of whatever the plugin returned, even on failure, so nothing leaks.
         let outputs = self.adopt_outputs(&raw_outputs);
-        let event = Event::from_raw(self.client.plugin(), Some(&self.client), event);
-        if let Some(keepalive) = keepalive {
-            keepalive.hold_until_complete(&self.client, event.as_slice(), 1);
-        }
-        status?;
-        if outputs.len() != self.outputs.len() {
-            return Err(Error::invalid(format!(
-                "PJRT_LoadedExecutable_Execute succeeded but did not return all {} outputs",
-                self.outputs.len()
-            )));
-        }
-        Ok((outputs, event))
+        let status = status.and_then(|()| {
+            if outputs.len() == self.outputs.len() {
+                Ok(())
+            } else {
+                Err(Error::invalid(format!(
+                    "PJRT_LoadedExecutable_Execute succeeded but did not return all {} outputs",
+                    self.outputs.len()
+                )))
+            }
+        });
+        Ok((status, outputs, event))
     }
 
     /// Wraps the raw output buffers of one device, sharing the cached output shapes.
@@ -624,11 +673,10 @@ impl LoadedExecutable {
         let mut outputs = Vec::with_capacity(raw.len());
         for ((b, shape), dims) in raw.iter().zip(&self.outputs).zip(&self.output_dims) {
             if let Some(raw) = NonNull::new(*b) {
-                let buffer = Buffer::from_raw(&self.client, raw);
-                if let Some(t) = shape.element_type {
-                    buffer.set_shared_shape(t, dims);
-                }
-                outputs.push(buffer);
+                outputs.push(match shape.element_type {
+                    Some(t) => Buffer::from_raw_with_shape(&self.client, raw, t, dims),
+                    None => Buffer::from_raw(&self.client, raw),
+                });
             }
         }
         outputs
@@ -668,7 +716,12 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute_sharded<'b, L: AsRef<[&'b Buffer]>>(&self, arguments: &[L]) -> Result<Execution> {
-        let _span = span!(DEBUG, "execute_launch", devices = arguments.len());
+        let _span = span!(
+            DEBUG,
+            "execute_launch",
+            devices = arguments.len(),
+            device = tracing::field::display(self.traced_devices(None))
+        );
         if self.portable {
             return Err(Error::invalid(
                 "this executable is portable (compiled with compile_portable_executable): run it with execute_on(device, ...)",
@@ -697,7 +750,12 @@ impl LoadedExecutable {
         arguments: &[L],
         options: &ExecuteOptions,
     ) -> Result<Execution> {
-        let _span = span!(DEBUG, "execute_launch", devices = arguments.len());
+        let _span = span!(
+            DEBUG,
+            "execute_launch",
+            devices = arguments.len(),
+            device = tracing::field::display(self.traced_devices(None))
+        );
         let (outputs, events) = self.launch_sharded_with(arguments, options)?;
         Ok(Execution { outputs, events: events.into_iter().flatten().collect() })
     }
@@ -737,7 +795,12 @@ impl LoadedExecutable {
         arguments: &[L],
         options: &ExecuteOptions,
     ) -> Result<Vec<PendingExecution>> {
-        let _span = span!(DEBUG, "execute_launch", devices = arguments.len());
+        let _span = span!(
+            DEBUG,
+            "execute_launch",
+            devices = arguments.len(),
+            device = tracing::field::display(self.traced_devices(None))
+        );
         let (outputs, events) = self.launch_sharded_with(arguments, options)?;
         Ok(outputs
             .into_iter()
@@ -775,15 +838,11 @@ impl LoadedExecutable {
 
     /// Runs a portable executable (or a single-device one) on `device`.
     pub fn execute_on(&self, device: &Device<'_>, arguments: &[&Buffer]) -> Result<Vec<Buffer>> {
-        let _span = span!(DEBUG, "execute");
+        let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(Some(device))));
         if !device.client().same_client(&self.client) {
             return Err(Error::invalid("the device belongs to another client"));
         }
-        let (outputs, event) = self.launch_one(arguments, device.as_raw(), &mut raw_execute_options(), None)?;
-        if let Some(event) = event {
-            event.wait()?;
-        }
-        Ok(outputs)
+        self.run_one(arguments, device.as_raw())
     }
 
     /// Like [`LoadedExecutable::execute_on`], with [`ExecuteOptions`] (see
@@ -815,7 +874,7 @@ impl LoadedExecutable {
         arguments: &[&Buffer],
         options: &ExecuteOptions,
     ) -> Result<Vec<Buffer>> {
-        let _span = span!(DEBUG, "execute");
+        let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(Some(device))));
         self.execute_on_async_with(device, arguments, options)?.wait()
     }
 
@@ -844,7 +903,7 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute_on_async(&self, device: &Device<'_>, arguments: &[&Buffer]) -> Result<PendingExecution> {
-        let _span = span!(DEBUG, "execute_launch");
+        let _span = span!(DEBUG, "execute_launch", device = tracing::field::display(self.traced_devices(Some(device))));
         if !device.client().same_client(&self.client) {
             return Err(Error::invalid("the device belongs to another client"));
         }
@@ -880,7 +939,7 @@ impl LoadedExecutable {
         arguments: &[&Buffer],
         options: &ExecuteOptions,
     ) -> Result<PendingExecution> {
-        let _span = span!(DEBUG, "execute_launch");
+        let _span = span!(DEBUG, "execute_launch", device = tracing::field::display(self.traced_devices(Some(device))));
         if !device.client().same_client(&self.client) {
             return Err(Error::invalid("the device belongs to another client"));
         }
@@ -888,6 +947,22 @@ impl LoadedExecutable {
         let keepalive = raw.keepalive.take();
         let (outputs, event) = self.launch_one(arguments, device.as_raw(), &mut raw.raw, keepalive)?;
         Ok(PendingExecution { outputs: Some(outputs), event })
+    }
+
+    /// The `device` field of the execute spans: the ids of `device`, else of every addressable
+    /// device, comma-separated. Only evaluated when a subscriber records the span.
+    #[cfg(feature = "tracing")]
+    fn traced_devices(&self, device: Option<&Device<'_>>) -> String {
+        let id = |d: &Device<'_>| d.id().map_or_else(|_| "?".to_owned(), |id| id.to_string());
+        match device {
+            Some(device) => id(device),
+            None => self
+                .addressable_devices
+                .iter()
+                .map(|d| id(&Device::new(&self.client, *d)))
+                .collect::<Vec<_>>()
+                .join(","),
+        }
     }
 
     fn check_arguments<'b, L: AsRef<[&'b Buffer]>>(&self, arguments: &[L]) -> Result<()> {

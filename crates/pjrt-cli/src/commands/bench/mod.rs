@@ -1,6 +1,7 @@
 //! `pjrt bench`: dispatch and transfer figures for the safe library beside a "raw" variant that
 //! calls the C API directly (through `pjrt_client::sys`), alternating the two in one run so
-//! that the overhead of the safe layer is visible.
+//! that the overhead of the safe layer is visible. Dispatch is in `dispatch.rs`, the thread and
+//! in-flight matrix in `threads.rs`, any program or model (`pjrt bench run`) in `run.rs`.
 
 use std::ffi::c_void;
 use std::sync::Arc;
@@ -8,8 +9,7 @@ use std::time::Instant;
 
 use pjrt_client::sys::{self, Args as _};
 use pjrt_client::{
-    AlignedHostBuffer, Buffer, Client, ClientOptions, CompileOptions, ElementType, Error, HostLayout, LoadedExecutable,
-    Placement, Plugin, Program,
+    AlignedHostBuffer, Buffer, Client, ClientOptions, ElementType, Error, HostLayout, Placement, Plugin,
 };
 use serde_json::{json, Value as Json};
 
@@ -31,6 +31,8 @@ pub struct Stats {
     pub p10_us: f64,
     /// 90th percentile.
     pub p90_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
     /// Fastest.
     pub min_us: f64,
 }
@@ -46,75 +48,18 @@ impl Stats {
                 samples[((samples.len() - 1) as f64 * q).round() as usize] as f64 / 1e3
             }
         };
-        Stats { median_us: at(0.5), p10_us: at(0.1), p90_us: at(0.9), min_us: at(0.0) }
+        Stats { median_us: at(0.5), p10_us: at(0.1), p90_us: at(0.9), p99_us: at(0.99), min_us: at(0.0) }
     }
 
     fn json(&self, bytes: Option<usize>) -> Json {
-        let mut j =
-            json!({ "median_us": self.median_us, "p10_us": self.p10_us, "p90_us": self.p90_us, "min_us": self.min_us });
+        let mut j = json!({ "median_us": self.median_us, "p10_us": self.p10_us, "p90_us": self.p90_us,
+                            "p99_us": self.p99_us, "min_us": self.min_us });
         if let Some(bytes) = bytes {
             j["gbps"] = json!(bytes as f64 / (self.median_us * 1e3));
         }
         j
     }
 }
-
-const MATMUL: &str = r#"
-func.func @main(%a: tensor<128x128xf32>, %b: tensor<128x128xf32>) -> tensor<128x128xf32> {
-  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<128x128xf32>, tensor<128x128xf32>) -> tensor<128x128xf32>
-  return %0 : tensor<128x128xf32>
-}"#;
-
-fn threads_bench(plugin: &Plugin, max_threads: usize, iters: usize) -> Result<Json, Error> {
-    if max_threads == 0 || max_threads > 256 {
-        return Err(Error::InvalidArgument(format!("--threads must be between 1 and 256, got {max_threads}")));
-    }
-    let mut options = ClientOptions::new();
-    if plugin.path().to_string_lossy().contains("cpu") {
-        options = options.cpu_device_count(max_threads as i64);
-    }
-    let client = Client::new(plugin, &options)?;
-    let exe = client.compile(&Program::mlir_text(MATMUL)?, &CompileOptions::new().compile_portable_executable(true))?;
-    let devices = client.addressable_devices();
-    let ones = vec![1f32; 128 * 128];
-    let inputs: Vec<Buffer> = devices
-        .iter()
-        .map(|d| client.buffer_from_slice(&ones, &[128, 128], Placement::Device(d)))
-        .collect::<Result<_, _>>()?;
-    let mut rows = Vec::new();
-    for threads in 1..=max_threads {
-        let started = Instant::now();
-        std::thread::scope(|scope| -> Result<(), Error> {
-            let handles: Vec<_> = (0..threads)
-                .map(|t| {
-                    let (exe, devices, inputs) = (&exe, &devices, &inputs);
-                    scope.spawn(move || -> Result<(), Error> {
-                        let k = t % devices.len();
-                        for _ in 0..iters {
-                            drop(exe.execute_on(&devices[k], &[&inputs[k], &inputs[k]])?);
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            for handle in handles {
-                handle.join().map_err(|_| Error::InvalidArgument("a benchmark thread panicked".into()))??;
-            }
-            Ok(())
-        })?;
-        let seconds = started.elapsed().as_secs_f64();
-        rows.push(json!({ "threads": threads, "executions_per_s": (threads * iters) as f64 / seconds }));
-    }
-    Ok(
-        json!({ "devices": devices.len(), "cores": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1), "rows": rows }),
-    )
-}
-
-const SCALAR_ADD: &str = r#"
-func.func @main(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {
-  %0 = stablehlo.add %a, %b : tensor<f32>
-  return %0 : tensor<f32>
-}"#;
 
 /// Calls slot `$slot` of a raw table with `$args`; panics on a PJRT error (benchmarks only run
 /// well-formed calls; the slot was checked to exist when the benchmark was set up).
@@ -134,71 +79,32 @@ fn require_slots(plugin: &Plugin, names: &[&str]) -> Result<(), Error> {
     }
 }
 
-/// The dispatch benchmark's state: a compiled scalar add and its two inputs.
-pub struct Dispatch {
-    api: *const sys::PJRT_Api,
-    exe: LoadedExecutable,
-    a: Buffer,
-    b: Buffer,
-}
+// After `raw_call!`, which they use.
+mod dispatch;
+mod run;
+mod threads;
 
-impl Dispatch {
-    /// Compiles the program and makes the inputs.
-    pub fn new(client: &Client) -> Result<Dispatch, Error> {
-        let plugin = client.plugin();
-        require_slots(
-            plugin,
-            &["PJRT_LoadedExecutable_Execute", "PJRT_Event_Await", "PJRT_Event_Destroy", "PJRT_Buffer_Destroy"],
-        )?;
-        let exe = client.compile(&Program::mlir_text(SCALAR_ADD)?, &CompileOptions::new())?;
-        let a = client.buffer_from_slice(&[1f32], &[], Placement::Default)?;
-        let b = client.buffer_from_slice(&[2f32], &[], Placement::Default)?;
-        Ok(Dispatch { api: plugin.raw_api(), exe, a, b })
-    }
-
-    /// One execute + await + drop through the safe API.
-    pub fn safe(&self) -> Result<(), Error> {
-        drop(self.exe.execute(&[&self.a, &self.b])?);
-        Ok(())
-    }
-
-    /// The same through the C API directly: no safe-layer work at all.
-    pub fn raw(&self) {
-        let list = [self.a.as_raw(), self.b.as_raw()];
-        let lists = [list.as_ptr()];
-        let mut output = [std::ptr::null_mut::<sys::PJRT_Buffer>()];
-        let outputs = [output.as_mut_ptr()];
-        let mut event = [std::ptr::null_mut::<sys::PJRT_Event>()];
-        let mut options = sys::PJRT_ExecuteOptions::new();
-        let mut args = sys::PJRT_LoadedExecutable_Execute_Args::new();
-        args.executable = self.exe.as_raw();
-        args.options = &mut options;
-        args.argument_lists = lists.as_ptr();
-        args.num_devices = 1;
-        args.num_args = 2;
-        args.output_lists = outputs.as_ptr();
-        args.device_complete_events = event.as_mut_ptr();
-        raw_call!(self.api, PJRT_LoadedExecutable_Execute, &mut args);
-        let mut wait = sys::PJRT_Event_Await_Args::new();
-        wait.event = event[0];
-        raw_call!(self.api, PJRT_Event_Await, &mut wait);
-        let mut destroy = sys::PJRT_Event_Destroy_Args::new();
-        destroy.event = event[0];
-        raw_call!(self.api, PJRT_Event_Destroy, &mut destroy);
-        let mut free = sys::PJRT_Buffer_Destroy_Args::new();
-        free.buffer = output[0];
-        raw_call!(self.api, PJRT_Buffer_Destroy, &mut free);
-    }
-}
+pub use dispatch::Dispatch;
 
 /// Runs `safe` and `raw` alternately in blocks, timing each iteration; returns the per-call
 /// samples (safe, raw).
 fn alternate(
     iters: usize,
     block: usize,
+    safe: impl FnMut() -> Result<(), Error>,
+    raw: impl FnMut(),
+) -> Result<(Samples, Samples), Error> {
+    let (safe_ns, raw_ns) = alternate_samples(iters, block, safe, raw)?;
+    Ok((Samples::new("safe", safe_ns), Samples::new("raw", raw_ns)))
+}
+
+/// [`alternate`]'s samples (nanoseconds per iteration, in the order taken).
+fn alternate_samples(
+    iters: usize,
+    block: usize,
     mut safe: impl FnMut() -> Result<(), Error>,
     mut raw: impl FnMut(),
-) -> Result<(Samples, Samples), Error> {
+) -> Result<(Vec<u64>, Vec<u64>), Error> {
     let mut safe_ns = Vec::with_capacity(iters);
     let mut raw_ns = Vec::with_capacity(iters);
     while safe_ns.len() < iters {
@@ -213,7 +119,7 @@ fn alternate(
             raw_ns.push(t.elapsed().as_nanos() as u64);
         }
     }
-    Ok((Samples::new("safe", safe_ns), Samples::new("raw", raw_ns)))
+    Ok((safe_ns, raw_ns))
 }
 
 fn raw_upload(api: *const sys::PJRT_Api, client: &Client, data: &[u8], count: i64) {
@@ -272,15 +178,21 @@ fn check_bytes(bytes: usize) -> Result<i64, Error> {
 
 /// `pjrt bench`: runs the benchmark `args` names on the plugin `--plugin` names and prints its
 /// report (text, or JSON with `--json`).
-pub fn exec(args: &BenchArgs) -> Result<(), Error> {
-    if args.plot.is_some() && !matches!(args.what, BenchWhat::Dispatch { .. } | BenchWhat::D2h { .. }) {
+pub fn exec(args: &BenchArgs) -> Result<(), pjrt_formats::Error> {
+    if args.plot.is_some()
+        && !matches!(args.what, BenchWhat::Dispatch { .. } | BenchWhat::D2h { .. } | BenchWhat::Run(_))
+    {
         return Err(Error::InvalidArgument(
-            "--plot draws per-call latencies, which `bench dispatch` and `bench d2h` keep; this benchmark does not"
+            "--plot draws per-call latencies, which `bench dispatch`, `bench d2h` and `bench run` keep; this benchmark does not"
                 .into(),
-        ));
+        )
+        .into());
     }
-    let plugin = resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?;
-    let (report, series) = measure(args, &plugin)?;
+    let (report, series) = match &args.what {
+        // Times the whole way to a first result, plugin loading included.
+        BenchWhat::Run(run_args) => run::run_bench(run_args, args.plugin.as_deref())?,
+        _ => measure(args, &resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?)?,
+    };
     if let Some(path) = &args.plot {
         plot_report(path, &report, &series)?;
     }
@@ -322,8 +234,8 @@ pub fn run_bench(args: &BenchArgs, plugin: &Plugin) -> Result<Json, Error> {
 /// for the benchmarks that keep none).
 pub fn measure(args: &BenchArgs, plugin: &Plugin) -> Result<(Json, Vec<Samples>), Error> {
     let mut series = Vec::new();
-    if let BenchWhat::Threads { threads, iters } = args.what {
-        let mut report = threads_bench(plugin, threads, iters)?;
+    if let BenchWhat::Threads { threads, in_flight, iters } = &args.what {
+        let mut report = threads::threads_bench(plugin, threads, in_flight, *iters)?;
         report["benchmark"] = json!("threads");
         report["plugin"] = json!(plugin.path());
         report["api_version"] = json!(plugin.api_version().to_string());
@@ -336,24 +248,10 @@ pub fn measure(args: &BenchArgs, plugin: &Plugin) -> Result<(Json, Vec<Samples>)
         "platform": client.platform_name(),
     });
     match args.what {
-        BenchWhat::Dispatch { iters } => {
-            let bench = Dispatch::new(&client)?;
-            for _ in 0..iters.min(2000) {
-                bench.safe()?;
-                bench.raw();
-            }
-            let (safe_samples, raw_samples) = alternate(iters, 100, || bench.safe(), || bench.raw())?;
-            let (safe, raw) = (safe_samples.stats(), raw_samples.stats());
-            series = vec![safe_samples, raw_samples];
-            report["benchmark"] = json!("dispatch");
-            report["iters"] = json!(iters);
-            report["safe"] = safe.json(None);
-            report["raw"] = raw.json(None);
-            report["median_us"] = json!(safe.median_us);
-            report["p10_us"] = json!(safe.p10_us);
-            report["p90_us"] = json!(safe.p90_us);
-            report["min_us"] = json!(safe.min_us);
-            report["safe_over_raw"] = json!(safe.median_us / raw.median_us);
+        BenchWhat::Dispatch { iters, rounds } => {
+            let (figures, samples) = dispatch::dispatch_bench(&client, iters, rounds)?;
+            report.as_object_mut().expect("an object").extend(figures);
+            series = samples;
         }
         BenchWhat::H2d { iters, params: Some(ref params), .. } => {
             let mut params_report = h2d::params_bench(&client, params, iters)?;
@@ -403,7 +301,7 @@ pub fn measure(args: &BenchArgs, plugin: &Plugin) -> Result<(Json, Vec<Samples>)
                 report["safe_over_raw"] = json!(safe.median_us / raw.median_us);
             }
         }
-        BenchWhat::Threads { .. } => unreachable!("handled above"),
+        BenchWhat::Threads { .. } | BenchWhat::Run(_) => unreachable!("handled above"),
         BenchWhat::D2h { bytes, iters } => {
             let count = check_bytes(bytes)?;
             let data = vec![1u8; bytes];
@@ -457,21 +355,28 @@ pub fn print_report(report: &Json) {
         }
         let gbps = v["gbps"].as_f64().map(|g| format!("  {g:.2} GB/s")).unwrap_or_default();
         println!(
-            "  {variant:<5} median {:>10.2} us  p10 {:>10.2}  p90 {:>10.2}  min {:>10.2}{gbps}",
+            "  {variant:<5} median {:>10.2} us  p10 {:>10.2}  p90 {:>10.2}  p99 {:>10.2}  min {:>10.2}{gbps}",
             v["median_us"].as_f64().unwrap_or(0.0),
             v["p10_us"].as_f64().unwrap_or(0.0),
             v["p90_us"].as_f64().unwrap_or(0.0),
+            v["p99_us"].as_f64().unwrap_or(0.0),
             v["min_us"].as_f64().unwrap_or(0.0)
         );
     }
     for row in report["rows"].as_array().into_iter().flatten() {
+        let in_flight = row["in_flight"].as_u64().map(|n| format!(", {n:>2} in flight")).unwrap_or_default();
         println!(
-            "  {:>3} threads: {:>10.0} executions/s",
+            "  {:>3} threads{in_flight}: {:>10.0} executions/s",
             row["threads"],
             row["executions_per_s"].as_f64().unwrap_or(0.0)
         );
     }
+    run::print_extra(report);
     if let Some(ratio) = report["safe_over_raw"].as_f64() {
-        println!("  safe / raw (medians): {ratio:.3}");
+        let spread = match (report["safe_over_raw_min"].as_f64(), report["safe_over_raw_max"].as_f64()) {
+            (Some(lo), Some(hi)) => format!(" (median of {} rounds; min {lo:.3}, max {hi:.3})", report["rounds_run"]),
+            _ => String::new(),
+        };
+        println!("  safe / raw (medians): {ratio:.3}{spread}");
     }
 }

@@ -38,6 +38,7 @@ impl Samples {
             median_us: self.quantile_us(0.5),
             p10_us: self.quantile_us(0.1),
             p90_us: self.quantile_us(0.9),
+            p99_us: self.quantile_us(0.99),
             min_us: self.quantile_us(0.0),
         }
     }
