@@ -56,6 +56,16 @@
 //! | `broadcast_in_dim` `reshape` `transpose` `slice` `dynamic_slice` `dynamic_update_slice` `concatenate` `pad` `reverse` `get_dimension_size` | [`Value::broadcast_in_dim`], [`Value::reshape`], [`Value::transpose`], [`Value::slice`], [`Value::dynamic_slice`], [`Value::dynamic_update_slice`], [`Value::concatenate`], [`Value::pad`], [`Value::reverse`], [`Value::get_dimension_size`] | [`ops::shape`] |
 //! | `dot_general` `convolution` | [`Value::dot_general`], [`Value::convolution`] | [`ops::linalg`] |
 //! | `reduce` | [`Value::reduce`], [`Function::reduce_many`] | [`ops::reduce`] |
+//!
+//! ### Helpers (`lax`/`jax.nn` style, built from the ops above)
+//! | helper | method | example |
+//! |---|---|---|
+//! | matmul | [`Value::matmul`] | [`nn`] |
+//! | sum, max, min, mean, variance | [`Value::reduce_sum`], [`Value::reduce_max`], [`Value::reduce_min`], [`Value::mean`], [`Value::variance`] | [`nn`] |
+//! | softmax, log-softmax, log-sum-exp | [`Value::softmax`], [`Value::log_softmax`], [`Value::logsumexp`] | [`nn`] |
+//! | argmax, argmin, one-hot | [`Value::argmax`], [`Value::argmin`], [`Value::one_hot`] | [`nn`] |
+//! | relu, gelu, silu (tanh, logistic are ops) | [`Value::relu`], [`Value::gelu`], [`Value::silu`] | [`nn`] |
+//! | cross-entropy | [`Value::softmax_cross_entropy`], [`Value::sparse_softmax_cross_entropy`] | [`nn`] |
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -63,6 +73,7 @@
 mod emit;
 mod error;
 mod function;
+pub mod nn;
 pub mod ops;
 mod types;
 

@@ -11,6 +11,8 @@ mod harness;
 mod constant;
 mod elementwise;
 mod linalg;
+mod nn;
 mod reduce;
 mod shape;
 mod smoke;
+mod train_step;
