@@ -11,7 +11,9 @@
 //! | `06_safetensors_weights` | model weights from safetensors |
 //! | `07_jax_exported_model` | run a model exported with `jax.export` |
 //! | `08_dlpack` | zero-copy exchange with `ndarray` through DLPack |
+//! | `09_build_a_program` | build a training step in Rust with [`pjrt_builder`] (no Python) and train on the device |
 //!
-//! They use [`pjrt_client`] and, for files, [`pjrt_formats`].
+//! They use [`pjrt_client`], for files [`pjrt_formats`], and for programs built in Rust
+//! [`pjrt_builder`].
 
 #![deny(missing_docs)]

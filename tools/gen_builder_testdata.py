@@ -627,6 +627,99 @@ def sharding():
     return {"x": x, "w": w, "y_want": y, "colsum_want": y.sum(axis=0)}
 
 
+# ---- nn: the lax-style helpers of src/nn.rs (tests/builder/nn.rs) ----
+def _log_softmax(d, axis):
+    m = d.max(axis=axis, keepdims=True)
+    s = d - m
+    return s - np.log(np.exp(s).sum(axis=axis, keepdims=True))
+
+
+def nn():
+    rng = np.random.default_rng(1818)
+    out = {}
+    # matmul of every rank pairing it accepts
+    for name, (sa, sb) in {
+        "vv": ((4,), (4,)), "mv": ((2, 4), (4,)), "vm": ((4,), (4, 3)), "mm": ((2, 4), (4, 3)),
+        "sm": ((2, 3, 4), (4, 5)), "ss": ((2, 3, 4), (2, 4, 5)),
+    }.items():
+        a, b = f32(rng.standard_normal(sa)), f32(rng.standard_normal(sb))
+        out[f"mm_{name}_a"], out[f"mm_{name}_b"] = a, b
+        out[f"mm_{name}_want"] = f32(np.matmul(a.astype(np.float64), b.astype(np.float64)))
+    # reductions: sum/max/min/mean/variance over some dimensions, all, and none
+    x = f32(rng.standard_normal((3, 4, 5)) * 3 + 1)
+    d = x.astype(np.float64)
+    out["r_x"] = x
+    out["r_sum_want"] = f32(d.sum(axis=(0, 2)))
+    out["r_max_want"] = x.max(axis=1)
+    out["r_min_want"] = x.min(axis=(0, 1))
+    out["r_mean_want"] = f32(d.mean(axis=(0, 2)))
+    out["r_mean_all_want"] = f32(d.mean())
+    out["r_mean_none_want"] = x
+    out["r_var_want"] = f32(d.var(axis=2))
+    xi = rng.integers(-100, 100, size=(4, 6)).astype(np.int32)
+    out["r_xi"] = xi
+    out["r_isum_want"] = xi.sum(axis=1).astype(np.int32)
+    out["r_imax_want"] = xi.max(axis=0)
+    out["r_imin_want"] = xi.min(axis=1)
+    out["r_nan"] = f32([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
+    out["r_nan_max_want"] = f32([np.nan, 6.0])
+    # softmax, log_softmax, logsumexp along the last axis: ordinary rows, large values (no
+    # overflow after the shift), -inf entries, a row of -inf (logsumexp -inf, softmax NaN)
+    s = f32(rng.standard_normal((5, 6)))
+    s[1] = f32([1000, 999, 998, 1000, 0, -1000])
+    s[2, 3] = -np.inf
+    s[3] = -np.inf
+    s[4, 0] = np.inf
+    out["s_x"] = s
+    d = s.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = d.max(axis=1, keepdims=True)
+        e = np.exp(d - m)
+        out["s_softmax_want"] = f32(e / e.sum(axis=1, keepdims=True))
+        out["s_log_softmax_want"] = f32(_log_softmax(d, 1))
+        mf = np.where(np.isfinite(m), m, 0.0)
+        out["s_logsumexp_want"] = f32(np.log(np.exp(d - mf).sum(axis=1)) + mf[:, 0])
+    # softmax along axis 0 of a finite tensor
+    out["s0_x"] = f32(rng.standard_normal((3, 4)))
+    d0 = out["s0_x"].astype(np.float64)
+    out["s0_softmax_want"] = f32(np.exp(d0) / np.exp(d0).sum(axis=0, keepdims=True))
+    # argmax/argmin: ties take the first index, NaN is the extreme, integers too
+    a = f32(rng.standard_normal((4, 5)))
+    a[1, :] = 2.0
+    a[2, 3] = np.nan
+    a[3, 1] = np.nan
+    a[3, 4] = np.nan
+    out["a_x"] = a
+    out["a_argmax_want"] = np.argmax(a, axis=1).astype(np.int32)
+    out["a_argmin_want"] = np.argmin(a, axis=1).astype(np.int32)
+    out["a_argmax0_want"] = np.argmax(a, axis=0).astype(np.int64)
+    ai = rng.integers(-5, 5, size=(3, 7)).astype(np.int32)
+    out["a_xi"] = ai
+    out["a_iargmax_want"] = np.argmax(ai, axis=1).astype(np.int32)
+    out["a_iargmin_want"] = np.argmin(ai, axis=1).astype(np.int32)
+    # one_hot: labels in range, out of range (-1, depth) give zero rows
+    labels = np.array([[0, 3, 1], [-1, 4, 2]], dtype=np.int32)
+    out["o_labels"] = labels
+    out["o_want"] = (labels[..., None] == np.arange(4)).astype(np.float32)
+    # activations (NaN and infinities included)
+    v = f32(np.concatenate([rng.standard_normal(10) * 3, [0.0, -0.0, np.inf, -np.inf, np.nan, 20.0, -20.0]]))
+    out["act_x"] = v
+    d = v.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        out["act_relu_want"] = np.maximum(v, np.float32(0))
+        out["act_gelu_want"] = f32(0.5 * d * (1 + np.tanh(np.sqrt(2 / np.pi) * (d + 0.044715 * d ** 3))))
+        out["act_silu_want"] = f32(d / (1 + np.exp(-d)))
+    # cross-entropy with probabilities and with integer labels
+    logits = f32(rng.standard_normal((4, 5)) * 2)
+    probs = f32(rng.dirichlet(np.ones(5), size=4))
+    ce_labels = np.array([0, 4, 2, 2], dtype=np.int32)
+    out["ce_logits"], out["ce_probs"], out["ce_labels"] = logits, probs, ce_labels
+    ls = _log_softmax(logits.astype(np.float64), 1)
+    out["ce_want"] = f32(-(probs.astype(np.float64) * ls).sum(axis=1))
+    out["ce_sparse_want"] = f32(-ls[np.arange(4), ce_labels])
+    return out
+
+
 FAMILIES = {
     "smoke": smoke,
     "constant": constant,
@@ -641,6 +734,7 @@ FAMILIES = {
     "control": control,
     "collectives": collectives,
     "sharding": sharding,
+    "nn": nn,
 }
 
 

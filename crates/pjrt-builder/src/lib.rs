@@ -76,6 +76,16 @@
 //! | `all_reduce` `all_gather` `reduce_scatter` `all_to_all` `collective_permute` | [`Value::all_reduce`], [`Function::all_reduce_many`], [`Value::all_gather`], [`Value::reduce_scatter`], [`Value::all_to_all`], [`Value::collective_permute`] | [`ops::collectives`] |
 //! | `mhlo.num_replicas` `mhlo.num_partitions` `mhlo.sharding` | [`Function::set_num_replicas`], [`Function::set_num_partitions`], [`ParameterOptions::sharding`], [`Function::set_output_sharding`], [`Value::with_sharding`] | [`sharding`] |
 //! | Shardy `sdy.mesh` `sdy.sharding` | [`Function::add_mesh`], [`ParameterOptions::shardy`], [`Function::set_output_shardy`] | [`Mesh`] |
+//!
+//! ### Helpers (`lax`/`jax.nn` style, built from the ops above)
+//! | helper | method | example |
+//! |---|---|---|
+//! | matmul | [`Value::matmul`] | [`nn`] |
+//! | sum, max, min, mean, variance | [`Value::reduce_sum`], [`Value::reduce_max`], [`Value::reduce_min`], [`Value::mean`], [`Value::variance`] | [`nn`] |
+//! | softmax, log-softmax, log-sum-exp | [`Value::softmax`], [`Value::log_softmax`], [`Value::logsumexp`] | [`nn`] |
+//! | argmax, argmin, one-hot | [`Value::argmax`], [`Value::argmin`], [`Value::one_hot`] | [`nn`] |
+//! | relu, gelu, silu (tanh, logistic are ops) | [`Value::relu`], [`Value::gelu`], [`Value::silu`] | [`nn`] |
+//! | cross-entropy | [`Value::softmax_cross_entropy`], [`Value::sparse_softmax_cross_entropy`] | [`nn`] |
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -83,6 +93,7 @@
 mod emit;
 mod error;
 mod function;
+pub mod nn;
 pub mod ops;
 pub mod sharding;
 mod types;

@@ -474,6 +474,14 @@ impl<'f> Value<'f> {
             }
             dims.pop();
         }
+        if from != to {
+            // XLA's algebraic simplifier joins two width-changing bitcasts in a row (f32 -> 2 x
+            // f16 -> 2 x 2 x i8) into one with the wrong shape, which its verifier then rejects
+            // (found by the builder fuzz target). A barrier keeps each one on its own.
+            let hidden =
+                self.func.emit1(Op::new("stablehlo.optimization_barrier", vec![self], vec![self.ty.clone()]))?;
+            return self.func.emit1(Op::new(OP, vec![&hidden], vec![super::tensor_type(element, dims)]));
+        }
         self.func.emit1(Op::new(OP, vec![self], vec![super::tensor_type(element, dims)]))
     }
 

@@ -321,3 +321,23 @@ fn elementwise_errors_name_the_op_and_types() {
     assert_eq!(c.abs().unwrap().element_type(), Some(ElementType::F32));
     assert_eq!(x.complex(&x).unwrap().element_type(), Some(ElementType::C64));
 }
+
+#[test]
+fn chained_width_changing_bitcasts_compile_and_keep_the_bits() {
+    // f32 -> 2 x f16 -> 2 x 2 x i8: XLA's simplifier used to join the two bitcasts into one of
+    // the wrong shape and reject the program (found by the builder fuzz target). The chain
+    // must give the bytes a single f32 -> 4 x i8 bitcast gives.
+    let f = Function::new("bitcast_chain");
+    let x = f.parameter(ElementType::F32, &[3]).unwrap();
+    let chained = x.bitcast_convert(ElementType::F16).and_then(|h| h.bitcast_convert(ElementType::S8)).unwrap();
+    assert_eq!(chained.dims(), [3, 2, 2]);
+    let direct = x.bitcast_convert(ElementType::S8).unwrap();
+    let program = f.finish(&[&chained, &direct]).unwrap();
+    let input = HostArray::from_elements(vec![3], &[1.5f32, -0.0, f32::NAN]).unwrap();
+    for (plugin, out) in run_on_both(&f, &program, &[input]) {
+        let (a, b) = (out[0].to_vec::<i8>().unwrap(), out[1].to_vec::<i8>().unwrap());
+        assert_eq!(a, b, "{plugin}: the chained bitcast changed the bytes");
+        let want: Vec<i8> = [1.5f32, -0.0, f32::NAN].iter().flat_map(|v| v.to_le_bytes()).map(|b| b as i8).collect();
+        assert_eq!(b, want, "{plugin}: f32 -> i8 bitcast");
+    }
+}
