@@ -38,7 +38,7 @@ use super::{attribute_error, check_dimension_list, operand_error, tensor, tensor
 use crate::emit;
 use crate::error::BuildError;
 use crate::function::{Function, Op, Value};
-use crate::types::Type;
+use crate::types::{TensorType, Type};
 
 impl<'f> Value<'f> {
     /// `stablehlo.reduce` of this tensor over `dimensions`, starting from the scalar `init`
@@ -67,23 +67,7 @@ impl Function {
         body: impl FnOnce(&'f Function, &[Value<'f>], &[Value<'f>]) -> Result<Vec<Value<'f>>, BuildError>,
     ) -> Result<Vec<Value<'f>>, BuildError> {
         const OP: &str = "stablehlo.reduce";
-        let all: Vec<&Value<'f>> = inputs.iter().chain(inits).copied().collect();
-        if inputs.is_empty() || inputs.len() != inits.len() {
-            return Err(operand_error(OP, &all, "reduce needs at least one input and one init value per input"));
-        }
-        let first = tensor(OP, inputs[0])?;
-        let mut scalars = Vec::with_capacity(inputs.len());
-        for (input, init) in inputs.iter().zip(inits) {
-            let (t, i) = (tensor(OP, input)?, tensor(OP, init)?);
-            if t.dims != first.dims || *i != t.scalar() {
-                return Err(operand_error(
-                    OP,
-                    &all,
-                    "inputs need one shape, and each init must be a scalar of its input's element type",
-                ));
-            }
-            scalars.push(Type::Tensor(t.scalar()));
-        }
+        let (all, first, scalars) = check_inputs_and_inits(OP, inputs, inits)?;
         check_dimension_list(OP, "dimensions", dimensions, first.rank())?;
         let n = inputs.len();
         let arguments: Vec<Type> = scalars.iter().chain(&scalars).cloned().collect();
@@ -350,23 +334,7 @@ impl Function {
         body: impl FnOnce(&'f Function, &[Value<'f>], &[Value<'f>]) -> Result<Vec<Value<'f>>, BuildError>,
     ) -> Result<Vec<Value<'f>>, BuildError> {
         const OP: &str = "stablehlo.reduce_window";
-        let all: Vec<&Value<'f>> = inputs.iter().chain(inits).copied().collect();
-        if inputs.is_empty() || inputs.len() != inits.len() {
-            return Err(operand_error(OP, &all, "reduce_window needs at least one input and one init value per input"));
-        }
-        let first = tensor(OP, inputs[0])?;
-        let mut scalars = Vec::with_capacity(inputs.len());
-        for (input, init) in inputs.iter().zip(inits) {
-            let (t, i) = (tensor(OP, input)?, tensor(OP, init)?);
-            if t.dims != first.dims || *i != t.scalar() {
-                return Err(operand_error(
-                    OP,
-                    &all,
-                    "inputs need one shape, and each init must be a scalar of its input's element type",
-                ));
-            }
-            scalars.push(Type::Tensor(t.scalar()));
-        }
+        let (all, first, scalars) = check_inputs_and_inits(OP, inputs, inits)?;
         let (w, out) = window.resolve(OP, &first.dims, true)?;
         let n = inputs.len();
         let arguments: Vec<Type> = scalars.iter().chain(&scalars).cloned().collect();
@@ -391,4 +359,34 @@ impl Function {
         op.regions.push(region);
         self.emit(op)
     }
+}
+
+/// The checks `reduce` and `reduce_window` of several inputs share: at least one input, one
+/// init per input, inputs of one shape, each init a scalar of its input's element type.
+/// Returns every operand (for error messages), the first input's type and the scalar types.
+#[allow(clippy::type_complexity)]
+fn check_inputs_and_inits<'a, 'f>(
+    op: &'static str,
+    inputs: &[&'a Value<'f>],
+    inits: &[&'a Value<'f>],
+) -> Result<(Vec<&'a Value<'f>>, TensorType, Vec<Type>), BuildError> {
+    let all: Vec<&Value<'f>> = inputs.iter().chain(inits).copied().collect();
+    let name = op.trim_start_matches("stablehlo.");
+    if inputs.is_empty() || inputs.len() != inits.len() {
+        return Err(operand_error(op, &all, format!("{name} needs at least one input and one init value per input")));
+    }
+    let first = tensor(op, inputs[0])?.clone();
+    let mut scalars = Vec::with_capacity(inputs.len());
+    for (input, init) in inputs.iter().zip(inits) {
+        let (t, i) = (tensor(op, input)?, tensor(op, init)?);
+        if t.dims != first.dims || *i != t.scalar() {
+            return Err(operand_error(
+                op,
+                &all,
+                "inputs need one shape, and each init must be a scalar of its input's element type",
+            ));
+        }
+        scalars.push(Type::Tensor(t.scalar()));
+    }
+    Ok((all, first, scalars))
 }
