@@ -406,18 +406,7 @@ impl Connection {
         body: &Value,
         left: Duration,
     ) -> Result<ureq::http::Response<ureq::Body>, Attempt> {
-        let token = self.token(member, left)?;
-        let mut request = self
-            .agent
-            .post(format!("{member}{path}"))
-            .config()
-            .timeout_global(Some(left))
-            .build()
-            .header("Content-Type", "application/json");
-        if let Some(token) = &token {
-            request = request.header("Authorization", token);
-        }
-        let response = request.send(body.to_string()).map_err(|e| self.transport_error(member, e))?;
+        let response = self.request(member, path, body, left)?;
         if response.status().is_success() {
             return Ok(response);
         }
@@ -431,6 +420,19 @@ impl Connection {
     }
 
     fn post(&self, member: &str, path: &str, body: &Value, what: &str, left: Duration) -> Result<Value, Attempt> {
+        let response = self.request(member, path, body, left)?;
+        self.answer(member, path, response, what)
+    }
+
+    /// POSTs `body` as JSON to `path` on `member`, with the auth token when there is one,
+    /// within `left`; any HTTP status comes back.
+    fn request(
+        &self,
+        member: &str,
+        path: &str,
+        body: &Value,
+        left: Duration,
+    ) -> Result<ureq::http::Response<ureq::Body>, Attempt> {
         let token = self.token(member, left)?;
         let mut request = self
             .agent
@@ -442,8 +444,7 @@ impl Connection {
         if let Some(token) = &token {
             request = request.header("Authorization", token);
         }
-        let response = request.send(body.to_string()).map_err(|e| self.transport_error(member, e))?;
-        self.answer(member, path, response, what)
+        request.send(body.to_string()).map_err(|e| self.transport_error(member, e))
     }
 
     /// Reads and checks a whole JSON answer.
