@@ -499,7 +499,8 @@ impl Buffer {
         &self.client
     }
 
-    fn shape(&self) -> Result<(ElementType, &[i64])> {
+    /// The element type and dimensions (known, or asked from the plugin once).
+    pub(crate) fn shape(&self) -> Result<(ElementType, &[i64])> {
         let queried = match &self.shape {
             BufferShape::Known(element_type, dims) => return Ok((*element_type, dims)),
             BufferShape::Queried(queried) => queried,

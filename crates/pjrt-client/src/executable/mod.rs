@@ -997,8 +997,8 @@ impl LoadedExecutable {
                 // A deleted buffer is the plugin's to refuse (it does, with INVALID_ARGUMENT): no
                 // extra call per argument on the hot path.
                 let Some(param) = params.and_then(|p| p.get(i)) else { continue };
-                let element_type = buffer.element_type()?;
-                let dims = buffer.dimensions()?;
+                // One look-up for both (each is a call on the hot path).
+                let (element_type, dims) = buffer.shape()?;
                 let type_ok = param.element_type.is_none_or(|t| t == element_type);
                 if !type_ok || param.dims != dims {
                     return Err(Error::invalid(format!(
