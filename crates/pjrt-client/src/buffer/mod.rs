@@ -969,3 +969,21 @@ fn check_destination(len: usize, size: usize, layout: &MemoryLayout) -> Result<(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::KnownDims;
+
+    #[test]
+    fn known_dims_are_inline_up_to_rank_4_and_shared_above() {
+        for dims in [&[][..], &[7], &[2, 3, 4, 5]] {
+            let known = KnownDims::new(dims);
+            assert!(matches!(known, KnownDims::Inline { .. }), "{dims:?}");
+            assert_eq!(&*known, dims);
+            assert_eq!(&*known.clone(), dims);
+        }
+        let rank5 = KnownDims::new(&[1, 2, 3, 4, 5]);
+        assert!(matches!(rank5, KnownDims::Shared(_)));
+        assert_eq!(&*rank5, [1, 2, 3, 4, 5]);
+    }
+}
