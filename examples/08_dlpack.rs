@@ -28,8 +28,7 @@ fn main() -> pjrt_client::Result<()> {
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let exe = client.compile(&Program::mlir_text(DOUBLE)?, &CompileOptions::new())?;
     let x = client.buffer_from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3], Placement::Default)?;
-    let mut outputs = exe.execute(&[&x])?;
-    let y = outputs.remove(0);
+    let y = exe.execute(&[&x])?.into_iter().next().expect("the program has one output");
 
     // 1. Export: the tensor owns the buffer (and keeps the plugin from freeing, moving or
     //    donating it) until its deleter runs; ndarray reads the device memory in place.

@@ -152,6 +152,7 @@ pub use executable::execution::{Execution, PendingExecution};
 pub use executable::host_callbacks::{CopyToDeviceStream, SendChunk};
 pub use executable::load::LoadOptions;
 pub use executable::metadata::{CompiledMemoryStats, LogicalDeviceId, OptimizedProgram};
+pub use executable::outputs::{Outputs, OutputsIntoIter};
 pub use executable::unloaded::Executable;
 pub use executable::{ArrayShape, LoadedExecutable};
 pub use host_array::HostArray;

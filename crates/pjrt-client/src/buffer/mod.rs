@@ -180,24 +180,65 @@ impl HostLayout {
     }
 }
 
+/// How many dimensions [`KnownDims`] holds inline.
+const INLINE_RANK: usize = 4;
+
+/// Dimensions known without asking the plugin (an executable's output shapes), given to each
+/// output buffer: held inline up to rank 4, so that a copy is a plain copy (an `Arc` clone and
+/// drop would be two locked atomics per output and execute), and shared above.
+#[derive(Clone, Debug)]
+pub(crate) enum KnownDims {
+    Inline { rank: u8, dims: [i64; INLINE_RANK] },
+    Shared(Arc<[i64]>),
+}
+
+impl KnownDims {
+    pub(crate) fn new(dims: &[i64]) -> KnownDims {
+        if dims.len() > INLINE_RANK {
+            return KnownDims::Shared(Arc::from(dims));
+        }
+        let mut inline = [0; INLINE_RANK];
+        inline[..dims.len()].copy_from_slice(dims);
+        // At most INLINE_RANK, checked above.
+        KnownDims::Inline { rank: dims.len() as u8, dims: inline }
+    }
+}
+
+impl std::ops::Deref for KnownDims {
+    type Target = [i64];
+
+    fn deref(&self) -> &[i64] {
+        match self {
+            KnownDims::Inline { rank, dims } => &dims[..usize::from(*rank)],
+            KnownDims::Shared(dims) => dims,
+        }
+    }
+}
+
+/// Where a [`Buffer`]'s type and dimensions come from (one field: the buffer is moved often, and
+/// [`crate::Outputs`] holds several inline).
+enum BufferShape {
+    /// Given by whoever made the buffer and knew it (an executable's outputs): a plain value, as
+    /// filling a `OnceLock` costs an atomic read-modify-write per buffer.
+    Known(ElementType, KnownDims),
+    /// Otherwise the shape as the plugin reports it, asked once.
+    Queried(OnceLock<(ElementType, Arc<[i64]>)>),
+}
+
 /// An array on a device. Dropping it frees the device memory.
 ///
 /// `Send + Sync`: PJRT buffers may be used from any thread; the buffer keeps its client alive.
 pub struct Buffer {
     client: Client,
     raw: NonNull<sys::PJRT_Buffer>,
-    // The shape, when the buffer was made by someone who knew it (an executable's outputs): a
-    // plain field, as filling a `OnceLock` costs an atomic read-modify-write per buffer.
-    known_shape: Option<(ElementType, Arc<[i64]>)>,
-    // Otherwise the shape as the plugin reports it, asked once.
-    shape: OnceLock<(ElementType, Arc<[i64]>)>,
+    shape: BufferShape,
     // Something that must go away just before the buffer is destroyed (e.g. the external
     // reference a view of host memory holds so that it cannot be donated).
     attached: Option<Box<dyn Send + Sync>>,
 }
 
 // SAFETY: PJRT buffers are thread-safe (XLA's PjRtBuffer methods may be called concurrently);
-// this handle owns its buffer exclusively and the cached shape is behind a OnceLock.
+// this handle owns its buffer exclusively and the cached shape is immutable or behind a OnceLock.
 unsafe impl Send for Buffer {}
 // SAFETY: as above; `&self` methods only call thread-safe PJRT functions.
 unsafe impl Sync for Buffer {}
@@ -423,7 +464,7 @@ impl Client {
             (HostBufferSemantics::CopyDuringCall, None) => {}
         }
         let buffer = buffer.ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
-        let _ = buffer.shape.set((element_type, Arc::from(dims)));
+        buffer.set_known_shape(element_type, dims);
         Ok(buffer)
     }
 
@@ -445,7 +486,7 @@ impl Client {
 
 impl Buffer {
     pub(crate) fn from_raw(client: &Client, raw: NonNull<sys::PJRT_Buffer>) -> Buffer {
-        Buffer { client: client.clone(), raw, known_shape: None, shape: OnceLock::new(), attached: None }
+        Buffer { client: client.clone(), raw, shape: BufferShape::Queried(OnceLock::new()), attached: None }
     }
 
     /// Attaches `value` to the buffer: it is dropped just before the buffer is destroyed.
@@ -458,12 +499,14 @@ impl Buffer {
         &self.client
     }
 
-    fn shape(&self) -> Result<&(ElementType, Arc<[i64]>)> {
-        if let Some(shape) = &self.known_shape {
-            return Ok(shape);
-        }
-        if let Some(shape) = self.shape.get() {
-            return Ok(shape);
+    /// The element type and dimensions (known, or asked from the plugin once).
+    pub(crate) fn shape(&self) -> Result<(ElementType, &[i64])> {
+        let queried = match &self.shape {
+            BufferShape::Known(element_type, dims) => return Ok((*element_type, dims)),
+            BufferShape::Queried(queried) => queried,
+        };
+        if let Some((element_type, dims)) = queried.get() {
+            return Ok((*element_type, dims));
         }
         let api = self.client.api();
         let mut t = sys::PJRT_Buffer_ElementType_Args::new();
@@ -477,7 +520,8 @@ impl Buffer {
         if let Some(bad) = dims.iter().find(|d| **d < 0) {
             return Err(Error::invalid(format!("PJRT_Buffer_Dimensions returned a negative dimension ({bad})")));
         }
-        Ok(self.shape.get_or_init(|| (ElementType::from_raw(t.type_), Arc::from(dims))))
+        let (element_type, dims) = queried.get_or_init(|| (ElementType::from_raw(t.type_), Arc::from(dims)));
+        Ok((*element_type, dims))
     }
 
     /// The element type.
@@ -487,7 +531,7 @@ impl Buffer {
 
     /// The dimensions.
     pub fn dimensions(&self) -> Result<&[i64]> {
-        Ok(&self.shape()?.1)
+        Ok(self.shape()?.1)
     }
 
     /// Number of elements.
@@ -598,8 +642,8 @@ impl Buffer {
             return Err(Error::invalid("the buffer was deleted"));
         }
         let (element_type, dims) = self.shape()?;
-        let expected = layout.host_span(*element_type, dims)?;
-        let mut raw_layout = RawLayout::new(layout, *element_type, dims)?;
+        let expected = layout.host_span(element_type, dims)?;
+        let mut raw_layout = RawLayout::new(layout, element_type, dims)?;
         let mut args = sys::PJRT_Buffer_ToHostBuffer_Args::new();
         args.src = self.raw.as_ptr();
         args.host_layout = raw_layout.as_mut_ptr();
@@ -656,7 +700,7 @@ impl Buffer {
     fn start_host_copy(&self, mut destination: Vec<u8>, layout: &MemoryLayout) -> Result<HostTransfer> {
         let size = destination.len();
         let (element_type, dims) = self.shape()?;
-        let mut raw_layout = RawLayout::new(layout, *element_type, dims)?;
+        let mut raw_layout = RawLayout::new(layout, element_type, dims)?;
         let mut args = sys::PJRT_Buffer_ToHostBuffer_Args::new();
         args.src = self.raw.as_ptr();
         args.host_layout = raw_layout.as_mut_ptr();
@@ -785,24 +829,20 @@ impl Buffer {
     }
 
     pub(crate) fn set_known_shape(&self, element_type: ElementType, dims: &[i64]) {
-        let _ = self.shape.set((element_type, Arc::from(dims)));
+        if let BufferShape::Queried(queried) = &self.shape {
+            let _ = queried.set((element_type, Arc::from(dims)));
+        }
     }
 
     /// Takes ownership of an output buffer whose shape the executable that produced it already
-    /// knows, shared with it (no allocation, no query).
+    /// knows (no allocation, no query).
     pub(crate) fn from_raw_with_shape(
         client: &Client,
         raw: NonNull<sys::PJRT_Buffer>,
         element_type: ElementType,
-        dims: &Arc<[i64]>,
+        dims: &KnownDims,
     ) -> Buffer {
-        Buffer {
-            client: client.clone(),
-            raw,
-            known_shape: Some((element_type, dims.clone())),
-            shape: OnceLock::new(),
-            attached: None,
-        }
+        Buffer { client: client.clone(), raw, shape: BufferShape::Known(element_type, dims.clone()), attached: None }
     }
 }
 
@@ -811,8 +851,7 @@ impl Drop for Buffer {
         release_if_in_callback!(Buffer {
             client: self.client.clone(),
             raw: self.raw,
-            known_shape: None,
-            shape: OnceLock::new(),
+            shape: BufferShape::Queried(OnceLock::new()),
             attached: self.attached.take(),
         });
         drop(self.attached.take());
@@ -929,4 +968,22 @@ fn check_destination(len: usize, size: usize, layout: &MemoryLayout) -> Result<(
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KnownDims;
+
+    #[test]
+    fn known_dims_are_inline_up_to_rank_4_and_shared_above() {
+        for dims in [&[][..], &[7], &[2, 3, 4, 5]] {
+            let known = KnownDims::new(dims);
+            assert!(matches!(known, KnownDims::Inline { .. }), "{dims:?}");
+            assert_eq!(&*known, dims);
+            assert_eq!(&*known.clone(), dims);
+        }
+        let rank5 = KnownDims::new(&[1, 2, 3, 4, 5]);
+        assert!(matches!(rank5, KnownDims::Shared(_)));
+        assert_eq!(&*rank5, [1, 2, 3, 4, 5]);
+    }
 }

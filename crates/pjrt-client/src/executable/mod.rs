@@ -8,18 +8,19 @@ mod hlo;
 pub(crate) mod host_callbacks;
 pub(crate) mod load;
 pub(crate) mod metadata;
+pub(crate) mod outputs;
 pub(crate) mod unloaded;
 
 use std::ffi::c_char;
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
 use prost::Message;
 use smallvec::SmallVec;
 
 use crate::buffer::layout::MemoryLayout;
-use crate::buffer::Buffer;
+use crate::buffer::{Buffer, KnownDims};
 use crate::call::release::{in_plugin_callback, release_if_in_callback};
 use crate::call::{checked_slice, checked_string, pjrt_call, Api};
 use crate::client::device::Device;
@@ -34,6 +35,7 @@ use crate::executable::execute_options::Keepalive;
 use crate::executable::execution::Execution;
 use crate::executable::execution::PendingExecution;
 use crate::executable::metadata::OptimizedProgram;
+use crate::executable::outputs::Outputs;
 use crate::plugin::{Plugin, StableHloVersion};
 use crate::program::{mlir_main_parameters, Program, ProgramFormat};
 use crate::sys::{self, Args};
@@ -201,8 +203,9 @@ pub struct LoadedExecutable {
     num_partitions: usize,
     portable: bool,
     outputs: Vec<ArrayShape>,
-    /// The outputs' dims again, shared with every output buffer (no allocation per execute).
-    output_dims: Vec<Arc<[i64]>>,
+    /// The outputs' dims again, given to every output buffer (inline or shared: no allocation
+    /// and, up to rank 4, no atomic per execute).
+    output_dims: Vec<KnownDims>,
     addressable_devices: Vec<NonNull<sys::PJRT_Device>>,
     /// The parameter shapes, or why they are unknown (argument checks are then off).
     parameters: OnceLock<std::result::Result<Vec<ArrayShape>, String>>,
@@ -270,7 +273,7 @@ impl LoadedExecutable {
         num_outputs.executable = e;
         pjrt_call!(api, PJRT_Executable_NumOutputs, &mut num_outputs)?;
         this.outputs = read_output_shapes(api, e, Some(num_outputs.num_outputs))?;
-        this.output_dims = this.outputs.iter().map(|shape| Arc::from(shape.dims.as_slice())).collect();
+        this.output_dims = this.outputs.iter().map(|shape| KnownDims::new(&shape.dims)).collect();
         let mut devices = sys::PJRT_LoadedExecutable_AddressableDevices_Args::new();
         devices.executable = raw.as_ptr();
         pjrt_call!(api, PJRT_LoadedExecutable_AddressableDevices, &mut devices)?;
@@ -413,8 +416,8 @@ impl LoadedExecutable {
 
     /// Runs the program on its single device and waits for it; returns the outputs.
     ///
-    /// This is the hot path: besides the returned vector it allocates nothing for up to 8
-    /// arguments and outputs, makes no metadata query, and takes no lock.
+    /// This is the hot path: it allocates nothing for up to 8 arguments and 4 outputs (see
+    /// [`Outputs`]), makes no metadata query, and takes no lock.
     ///
     /// ```
     /// # use pjrt_client::{CompileOptions, Placement, Program};
@@ -435,13 +438,13 @@ impl LoadedExecutable {
     /// assert!(exe.execute(&[&a, &wrong]).is_err());
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
-    pub fn execute(&self, arguments: &[&Buffer]) -> Result<Vec<Buffer>> {
+    pub fn execute(&self, arguments: &[&Buffer]) -> Result<Outputs> {
         let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(None)));
         if self.portable || self.addressable_devices.len() != 1 {
             // Let the general path explain what is needed instead.
             let result = self.execute_sharded(&[arguments])?;
             result.wait()?;
-            return Ok(result.outputs.into_iter().next().unwrap_or_default());
+            return Ok(result.outputs.into_iter().next().unwrap_or_default().into());
         }
         self.run_one(arguments, std::ptr::null_mut())
     }
@@ -478,12 +481,12 @@ impl LoadedExecutable {
     /// assert!(x.to_vec::<f32>().is_err());
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
-    pub fn execute_with(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<Vec<Buffer>> {
+    pub fn execute_with(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<Outputs> {
         let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(None)));
         if self.portable || self.addressable_devices.len() != 1 {
             let result = self.execute_sharded_with(&[arguments], options)?;
             result.wait()?;
-            return Ok(result.outputs.into_iter().next().unwrap_or_default());
+            return Ok(result.outputs.into_iter().next().unwrap_or_default().into());
         }
         let mut raw = options.to_raw(self, 1, arguments.len())?;
         let keepalive = raw.keepalive.take();
@@ -532,7 +535,7 @@ impl LoadedExecutable {
             return Ok(PendingExecution { outputs: Some(outputs.pop().unwrap_or_default()), event });
         }
         let (outputs, event) = self.launch_one(arguments, std::ptr::null_mut(), &mut raw_execute_options(), None)?;
-        Ok(PendingExecution { outputs: Some(outputs), event })
+        Ok(PendingExecution { outputs: Some(outputs.into_vec()), event })
     }
 
     /// Like [`LoadedExecutable::execute_async`], with [`ExecuteOptions`] (see
@@ -570,14 +573,14 @@ impl LoadedExecutable {
         let mut raw = options.to_raw(self, 1, arguments.len())?;
         let keepalive = raw.keepalive.take();
         let (outputs, event) = self.launch_one(arguments, std::ptr::null_mut(), &mut raw.raw, keepalive)?;
-        Ok(PendingExecution { outputs: Some(outputs), event })
+        Ok(PendingExecution { outputs: Some(outputs.into_vec()), event })
     }
 
     /// Launches on one device (`device` NULL = the executable's own) with the default options
     /// and waits: the hot path of [`LoadedExecutable::execute`] and `execute_on`. The completion
     /// event is awaited and destroyed here, not wrapped in an [`Event`] (which would take and
     /// drop a plugin and a client reference per call).
-    fn run_one(&self, arguments: &[&Buffer], device: *mut sys::PJRT_Device) -> Result<Vec<Buffer>> {
+    fn run_one(&self, arguments: &[&Buffer], device: *mut sys::PJRT_Device) -> Result<Outputs> {
         if in_plugin_callback() {
             // Destroying the event must then wait for the release thread: `Event`'s drop does that.
             let (outputs, event) = self.launch_one(arguments, device, &mut raw_execute_options(), None)?;
@@ -586,7 +589,9 @@ impl LoadedExecutable {
             }
             return Ok(outputs);
         }
-        let (status, outputs, event) = self.launch_one_raw(arguments, device, &mut raw_execute_options())?;
+        // Filled in place: `Outputs` is a few hundred bytes, each move of it a memcpy.
+        let mut outputs = Outputs::new();
+        let (status, event) = self.launch_one_raw(arguments, device, &mut raw_execute_options(), &mut outputs)?;
         let api = self.client.api();
         let awaited = match (&status, event.is_null()) {
             (Ok(()), false) => {
@@ -615,8 +620,9 @@ impl LoadedExecutable {
         device: *mut sys::PJRT_Device,
         options: &mut sys::PJRT_ExecuteOptions,
         keepalive: Option<Keepalive>,
-    ) -> Result<(Vec<Buffer>, Option<Event>)> {
-        let (status, outputs, event) = self.launch_one_raw(arguments, device, options)?;
+    ) -> Result<(Outputs, Option<Event>)> {
+        let mut outputs = Outputs::new();
+        let (status, event) = self.launch_one_raw(arguments, device, options, &mut outputs)?;
         let event = Event::from_raw(self.client.plugin(), Some(&self.client), event);
         if let Some(keepalive) = keepalive {
             keepalive.hold_until_complete(&self.client, event.as_slice(), 1);
@@ -625,8 +631,8 @@ impl LoadedExecutable {
         Ok((outputs, event))
     }
 
-    /// [`LoadedExecutable::launch_one`] up to the plugin's return: the outputs (owned, even on
-    /// failure, so nothing leaks), the completion event as the plugin returned it (NULL or
+    /// [`LoadedExecutable::launch_one`] up to the plugin's return: the outputs, appended to
+    /// `outputs` (owned, even on failure, so nothing leaks), the completion event as the plugin returned it (NULL or
     /// owned by the caller, who must destroy it) and the launch status, which includes the
     /// check that every output came back. The arguments are checked first: an error there is
     /// returned before anything is launched.
@@ -635,7 +641,8 @@ impl LoadedExecutable {
         arguments: &[&Buffer],
         device: *mut sys::PJRT_Device,
         options: &mut sys::PJRT_ExecuteOptions,
-    ) -> Result<(Result<()>, Vec<Buffer>, *mut sys::PJRT_Event)> {
+        outputs: &mut Outputs,
+    ) -> Result<(Result<()>, *mut sys::PJRT_Event)> {
         self.check_arguments(&[arguments])?;
         let raw_args: SmallVec<[*mut sys::PJRT_Buffer; 8]> = arguments.iter().map(|b| b.as_raw()).collect();
         let arg_list: *const *mut sys::PJRT_Buffer = raw_args.as_ptr();
@@ -654,7 +661,7 @@ impl LoadedExecutable {
         args.execute_device = device;
         let status = pjrt_call!(self.client.api(), PJRT_LoadedExecutable_Execute, &mut args);
         // Take ownership of whatever the plugin returned, even on failure, so nothing leaks.
-        let outputs = self.adopt_outputs(&raw_outputs);
+        self.adopt_outputs(&raw_outputs, outputs);
         let status = status.and_then(|()| {
             if outputs.len() == self.outputs.len() {
                 Ok(())
@@ -665,12 +672,11 @@ impl LoadedExecutable {
                 )))
             }
         });
-        Ok((status, outputs, event))
+        Ok((status, event))
     }
 
-    /// Wraps the raw output buffers of one device, sharing the cached output shapes.
-    fn adopt_outputs(&self, raw: &[*mut sys::PJRT_Buffer]) -> Vec<Buffer> {
-        let mut outputs = Vec::with_capacity(raw.len());
+    /// Wraps the raw output buffers of one device, with the cached output shapes.
+    fn adopt_outputs(&self, raw: &[*mut sys::PJRT_Buffer], outputs: &mut Outputs) {
         for ((b, shape), dims) in raw.iter().zip(&self.outputs).zip(&self.output_dims) {
             if let Some(raw) = NonNull::new(*b) {
                 outputs.push(match shape.element_type {
@@ -679,7 +685,6 @@ impl LoadedExecutable {
                 });
             }
         }
-        outputs
     }
 
     /// Runs the program on every addressable device, with one argument list per device (in the
@@ -837,7 +842,7 @@ impl LoadedExecutable {
     }
 
     /// Runs a portable executable (or a single-device one) on `device`.
-    pub fn execute_on(&self, device: &Device<'_>, arguments: &[&Buffer]) -> Result<Vec<Buffer>> {
+    pub fn execute_on(&self, device: &Device<'_>, arguments: &[&Buffer]) -> Result<Outputs> {
         let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(Some(device))));
         if !device.client().same_client(&self.client) {
             return Err(Error::invalid("the device belongs to another client"));
@@ -873,9 +878,9 @@ impl LoadedExecutable {
         device: &Device<'_>,
         arguments: &[&Buffer],
         options: &ExecuteOptions,
-    ) -> Result<Vec<Buffer>> {
+    ) -> Result<Outputs> {
         let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(Some(device))));
-        self.execute_on_async_with(device, arguments, options)?.wait()
+        self.execute_on_async_with(device, arguments, options)?.wait().map(Outputs::from)
     }
 
     /// Like [`LoadedExecutable::execute_on`], but returns at once: await the result or call
@@ -908,7 +913,7 @@ impl LoadedExecutable {
             return Err(Error::invalid("the device belongs to another client"));
         }
         let (outputs, event) = self.launch_one(arguments, device.as_raw(), &mut raw_execute_options(), None)?;
-        Ok(PendingExecution { outputs: Some(outputs), event })
+        Ok(PendingExecution { outputs: Some(outputs.into_vec()), event })
     }
 
     /// Like [`LoadedExecutable::execute_on_async`], with [`ExecuteOptions`]. What the options
@@ -946,7 +951,7 @@ impl LoadedExecutable {
         let mut raw = options.to_raw(self, 1, arguments.len())?;
         let keepalive = raw.keepalive.take();
         let (outputs, event) = self.launch_one(arguments, device.as_raw(), &mut raw.raw, keepalive)?;
-        Ok(PendingExecution { outputs: Some(outputs), event })
+        Ok(PendingExecution { outputs: Some(outputs.into_vec()), event })
     }
 
     /// The `device` field of the execute spans: the ids of `device`, else of every addressable
@@ -992,8 +997,8 @@ impl LoadedExecutable {
                 // A deleted buffer is the plugin's to refuse (it does, with INVALID_ARGUMENT): no
                 // extra call per argument on the hot path.
                 let Some(param) = params.and_then(|p| p.get(i)) else { continue };
-                let element_type = buffer.element_type()?;
-                let dims = buffer.dimensions()?;
+                // One look-up for both (each is a call on the hot path).
+                let (element_type, dims) = buffer.shape()?;
                 let type_ok = param.element_type.is_none_or(|t| t == element_type);
                 if !type_ok || param.dims != dims {
                     return Err(Error::invalid(format!(
@@ -1052,7 +1057,14 @@ impl LoadedExecutable {
         args.execute_device = device.unwrap_or(std::ptr::null_mut());
         let status = pjrt_call!(self.client.api(), PJRT_LoadedExecutable_Execute, &mut args);
         // Take ownership of whatever the plugin returned, even on failure, so nothing leaks.
-        let outputs: Vec<Vec<Buffer>> = raw_outputs.iter().map(|list| self.adopt_outputs(list)).collect();
+        let outputs: Vec<Vec<Buffer>> = raw_outputs
+            .iter()
+            .map(|list| {
+                let mut outputs = Outputs::new();
+                self.adopt_outputs(list, &mut outputs);
+                outputs.into_vec()
+            })
+            .collect();
         let events: Vec<Option<Event>> =
             events.iter().map(|e| Event::from_raw(self.client.plugin(), Some(&self.client), *e)).collect();
         if let Some(keepalive) = keepalive {

@@ -497,7 +497,7 @@ impl Worker<'_> {
             .unwrap_or_else(|e| panic!("{}: execute_on: {e}", self.name));
         drop(refs);
         self.release(args);
-        self.push_outputs(outputs, fma, sum, device);
+        self.push_outputs(outputs.into_vec(), fma, sum, device);
     }
 
     fn random_item(&mut self) -> Option<usize> {

@@ -1,0 +1,147 @@
+//! [`Outputs`]: the outputs of a single-device execution, held without a heap allocation for
+//! the common small output counts.
+
+use std::fmt;
+use std::iter::FusedIterator;
+use std::ops::{Deref, DerefMut};
+
+use smallvec::SmallVec;
+
+use crate::buffer::Buffer;
+
+/// How many outputs [`Outputs`] holds inline; more spill to the heap.
+const INLINE_OUTPUTS: usize = 4;
+
+/// The outputs of an execution on one device, in the program's output order, as returned by
+/// [`crate::LoadedExecutable::execute`], `execute_with`, `execute_on` and `execute_on_with`.
+///
+/// It is a slice of [`Buffer`]s (`outputs[0]`, `outputs.len()`, `for b in &outputs`), iterates
+/// by value (`for b in outputs`, `outputs.into_iter().next()`), and becomes a `Vec` with
+/// [`Outputs::into_vec`]. Up to 4 outputs are held inline, so returning them allocates nothing
+/// (the execute hot path stays free of `malloc`).
+///
+/// ```
+/// # use pjrt_client::{Buffer, CompileOptions, Placement, Program};
+/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+/// let program = Program::mlir_text(r#"
+///   func.func @main(%a: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {
+///     %0 = stablehlo.add %a, %a : tensor<2xf32>
+///     %1 = stablehlo.multiply %a, %a : tensor<2xf32>
+///     return %0, %1 : tensor<2xf32>, tensor<2xf32>
+///   }"#)?;
+/// let exe = client.compile(&program, &CompileOptions::new())?;
+/// let x = client.buffer_from_slice(&[3f32, 4.], &[2], Placement::Default)?;
+/// let outputs = exe.execute(&[&x])?;
+/// assert_eq!(outputs.len(), 2);
+/// assert_eq!(outputs[1].to_vec::<f32>()?, [9., 16.]);
+/// for output in &outputs {
+///     assert_eq!(output.dimensions()?, [2]);
+/// }
+/// // By value: move the buffers out (here the first; the rest are dropped).
+/// let sum: Buffer = exe.execute(&[&x])?.into_iter().next().expect("one output at least");
+/// assert_eq!(sum.to_vec::<f32>()?, [6., 8.]);
+/// let all: Vec<Buffer> = exe.execute(&[&x])?.into_vec();
+/// assert_eq!(all.len(), 2);
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
+pub struct Outputs(SmallVec<[Buffer; INLINE_OUTPUTS]>);
+
+impl Outputs {
+    /// No outputs yet (room for 4 inline).
+    pub(crate) fn new() -> Outputs {
+        Outputs(SmallVec::new())
+    }
+
+    pub(crate) fn push(&mut self, buffer: Buffer) {
+        self.0.push(buffer);
+    }
+
+    /// The outputs as a `Vec` (allocates only when they were held inline).
+    pub fn into_vec(self) -> Vec<Buffer> {
+        self.0.into_vec()
+    }
+}
+
+impl From<Vec<Buffer>> for Outputs {
+    /// Keeps the vector's allocation.
+    fn from(buffers: Vec<Buffer>) -> Outputs {
+        Outputs(SmallVec::from_vec(buffers))
+    }
+}
+
+impl From<Outputs> for Vec<Buffer> {
+    fn from(outputs: Outputs) -> Vec<Buffer> {
+        outputs.into_vec()
+    }
+}
+
+impl Deref for Outputs {
+    type Target = [Buffer];
+
+    fn deref(&self) -> &[Buffer] {
+        &self.0
+    }
+}
+
+impl DerefMut for Outputs {
+    fn deref_mut(&mut self) -> &mut [Buffer] {
+        &mut self.0
+    }
+}
+
+impl fmt::Debug for Outputs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl IntoIterator for Outputs {
+    type Item = Buffer;
+    type IntoIter = OutputsIntoIter;
+
+    fn into_iter(self) -> OutputsIntoIter {
+        OutputsIntoIter(self.0.into_iter())
+    }
+}
+
+impl<'a> IntoIterator for &'a Outputs {
+    type Item = &'a Buffer;
+    type IntoIter = std::slice::Iter<'a, Buffer>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+/// The by-value iterator of [`Outputs`] (see there); the buffers it has not yielded are dropped
+/// with it.
+pub struct OutputsIntoIter(smallvec::IntoIter<[Buffer; INLINE_OUTPUTS]>);
+
+impl Iterator for OutputsIntoIter {
+    type Item = Buffer;
+
+    fn next(&mut self) -> Option<Buffer> {
+        self.0.next()
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+impl DoubleEndedIterator for OutputsIntoIter {
+    fn next_back(&mut self) -> Option<Buffer> {
+        self.0.next_back()
+    }
+}
+
+impl ExactSizeIterator for OutputsIntoIter {}
+
+impl FusedIterator for OutputsIntoIter {}
+
+impl fmt::Debug for OutputsIntoIter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.0.as_slice()).finish()
+    }
+}
