@@ -40,11 +40,13 @@
 //! Every op × element type pair the builder accepts was compiled and run on both CPU plugins
 //! (jaxlib 0.10 and 0.11). What they refuse or abort on, the builder refuses when the op is
 //! added: the 6-bit floats (`f6E2M3FN`, `f6E3M2FN`) altogether, `concatenate`, `dot_general`
-//! and `convolution` on 2-bit integers, `cbrt` and `bitcast_convert` on complex numbers. Two
-//! crashes are written around: integer `divide`/`remainder` never divide by zero or overflow
-//! (XLA's own results are selected instead: `x / 0 = -1`, `x % 0 = x`), and a complex `abs` reads
+//! and `convolution` on 2-bit integers, `cbrt` and `bitcast_convert` on complex numbers. Three
+//! failures are written around: integer `divide`/`remainder` never divide by zero or overflow
+//! (XLA's own results are selected instead: `x / 0 = -1`, `x % 0 = x`), a complex `abs` reads
 //! its operand through an `optimization_barrier` (XLA's simplifier aborts on `abs(iota)` of
-//! complex type). Random op chains on random shapes (thousands, both plugins) compile and run.
+//! complex type); a width-changing `bitcast_convert` does too (XLA's simplifier joined two in a
+//! row into one of the wrong shape and rejected the program, found by the `builder` fuzz target).
+//! Random op chains on random shapes (thousands, both plugins) compile and run.
 //! One difference stays: XLA's CPU `maximum`/`minimum` return a NaN only from their first operand
 //! (StableHLO says from either); check with `x.compare(&x, Ne)` where NaN must win.
 //!
