@@ -107,9 +107,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for step in 0..STEPS {
         let mut args: Vec<&Buffer> = weights.iter().collect();
         args.extend([&x, &y]);
-        let mut outputs = exe.execute(&args)?;
-        weights = outputs.split_off(1);
+        let outputs = exe.execute(&args)?;
         let loss = outputs[0].to_vec::<f32>()?[0];
+        weights = outputs.into_iter().skip(1).collect();
         if step == 0 {
             println!("step   0: loss {loss:.6} (JAX's train_step.mlir: {jax_first_loss:.6})");
             assert!((loss - jax_first_loss).abs() <= 1e-5 * jax_first_loss.abs(), "the first loss is JAX's");
