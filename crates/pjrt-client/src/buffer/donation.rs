@@ -37,7 +37,7 @@ impl Buffer {
         args.dims = dims.as_ptr();
         args.num_dims = dims.len();
         pjrt_call!(api, PJRT_Buffer_Bitcast, &mut args)?;
-        let buffer = NonNull::new(args.out_buffer)
+        let mut buffer = NonNull::new(args.out_buffer)
             .map(|raw| Buffer::from_raw(self.client(), raw))
             .ok_or_else(|| Error::invalid("PJRT_Buffer_Bitcast returned no buffer"))?;
         buffer.set_known_shape(element_type, dims);

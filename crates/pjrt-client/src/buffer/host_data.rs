@@ -214,7 +214,7 @@ impl Client {
                 return Err(e);
             }
         };
-        let buffer = buffer.ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
+        let mut buffer = buffer.ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
         buffer.set_known_shape(element_type, dims);
         Ok((buffer, on_ready))
     }

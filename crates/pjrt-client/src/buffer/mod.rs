@@ -463,7 +463,7 @@ impl Client {
             }
             (HostBufferSemantics::CopyDuringCall, None) => {}
         }
-        let buffer = buffer.ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
+        let mut buffer = buffer.ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
         buffer.set_known_shape(element_type, dims);
         Ok(buffer)
     }
@@ -828,10 +828,10 @@ impl Buffer {
         self.raw.as_ptr()
     }
 
-    pub(crate) fn set_known_shape(&self, element_type: ElementType, dims: &[i64]) {
-        if let BufferShape::Queried(queried) = &self.shape {
-            let _ = queried.set((element_type, Arc::from(dims)));
-        }
+    /// Records the shape the buffer was made with (uploads, views, ...): no query later, and no
+    /// allocation up to rank 4.
+    pub(crate) fn set_known_shape(&mut self, element_type: ElementType, dims: &[i64]) {
+        self.shape = BufferShape::Known(element_type, KnownDims::new(dims));
     }
 
     /// Takes ownership of an output buffer whose shape the executable that produced it already

@@ -369,7 +369,7 @@ impl TransferManager {
         args.buffer_index = raw_index;
         pjrt_call!(self.client.api(), PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer, &mut args)?;
         slots[index].retrieved = true;
-        let buffer = NonNull::new(args.buffer_out)
+        let mut buffer = NonNull::new(args.buffer_out)
             .map(|raw| Buffer::from_raw(&self.client, raw))
             .ok_or_else(|| Error::invalid("PJRT_AsyncHostToDeviceTransferManager_RetrieveBuffer returned no buffer"))?;
         let shape = &self.shapes[index];

@@ -339,7 +339,7 @@ impl Client {
             drop(payload);
             return Err(Error::invalid("PJRT_Client_CreateViewOfDeviceBuffer returned no buffer"));
         };
-        let buffer = Buffer::from_raw(self, raw);
+        let mut buffer = Buffer::from_raw(self, raw);
         buffer.set_known_shape(element_type, dims);
         Ok(buffer)
     }

@@ -37,7 +37,7 @@ impl Client {
             Target::Memory(memory) => args.memory = memory,
         }
         pjrt_call!(self.api(), PJRT_Client_CreateUninitializedBuffer, &mut args)?;
-        let buffer = NonNull::new(args.buffer)
+        let mut buffer = NonNull::new(args.buffer)
             .map(|raw| Buffer::from_raw(self, raw))
             .ok_or_else(|| Error::invalid("PJRT_Client_CreateUninitializedBuffer returned no buffer"))?;
         buffer.set_known_shape(element_type, dims);
@@ -70,7 +70,7 @@ impl Client {
         args.shape_layout = layout.as_mut_ptr();
         args.memory = memory;
         pjrt_call!(self.api(), PJRT_Client_CreateErrorBuffer, &mut args)?;
-        let buffer = NonNull::new(args.buffer)
+        let mut buffer = NonNull::new(args.buffer)
             .map(|raw| Buffer::from_raw(self, raw))
             .ok_or_else(|| Error::invalid("PJRT_Client_CreateErrorBuffer returned no buffer"))?;
         buffer.set_known_shape(element_type, dims);
@@ -108,7 +108,7 @@ impl Client {
             consumed: false,
         });
         match (buffer, fulfiller) {
-            (Some(buffer), Some(fulfiller)) => {
+            (Some(mut buffer), Some(fulfiller)) => {
                 buffer.set_known_shape(element_type, dims);
                 Ok((buffer, fulfiller))
             }
