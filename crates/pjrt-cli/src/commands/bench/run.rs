@@ -18,7 +18,7 @@ use super::{require_slots, Stats};
 use crate::cli::{BenchRunArgs, PluginArg};
 use crate::commands::run::inputs::{gather_inputs, Inputs};
 use crate::commands::run::jax_model;
-use crate::compiling::{self, ProgramSource};
+use crate::compiling;
 use crate::plugins::{cpu_aware_client, resolve_plugin};
 use crate::ui::invalid;
 
@@ -34,12 +34,7 @@ pub(super) fn run_bench(args: &BenchRunArgs, plugin_name: Option<&str>) -> Resul
             args.iters, args.in_flight
         )));
     }
-    let (program, jax_model) = if pjrt_formats::artifact::is_artifact_file(&args.program) {
-        (ProgramSource::open(&args.program)?, None)
-    } else {
-        let (program, model) = jax_model::read_program(&args.program)?;
-        (ProgramSource::Program(program), model)
-    };
+    let (program, jax_model) = jax_model::open_program(&args.program)?;
     if let Some(model) = jax_model.as_ref().filter(|m| m.nr_devices() > 1) {
         return Err(invalid(format!(
             "the model was exported for {} devices; `pjrt bench run` measures single-device programs (time it with \

@@ -14,8 +14,19 @@ use serde_json::json;
 use super::inputs::gather_inputs;
 use super::outputs::{check_writable, commit_all, output_dtypes, output_files, preview};
 use crate::cli::{OutputFormat, RunArgs};
+use crate::compiling::ProgramSource;
 use crate::plugins::{cpu_aware_client, resolve_plugin};
 use crate::ui::invalid;
+
+/// Opens what `pjrt run` and `pjrt bench run` are given: an AOT artifact, or a program read by
+/// [`read_program`] (with its `jax.export` model, if it is one).
+pub fn open_program(path: &Path) -> Result<(ProgramSource, Option<JaxExport>), Error> {
+    if pjrt_formats::artifact::is_artifact_file(path) {
+        return Ok((ProgramSource::open(path)?, None));
+    }
+    let (program, model) = read_program(path)?;
+    Ok((ProgramSource::Program(program), model))
+}
 
 /// Reads the program to run: a `jax.export` model (with the model, for [`module_arguments`]) or
 /// any format [`Program::from_file`] reads.

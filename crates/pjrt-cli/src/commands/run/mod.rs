@@ -27,12 +27,7 @@ use crate::ui::{self, invalid};
 /// `pjrt run`: runs the program `args` names on its inputs and writes its outputs.
 pub fn exec(args: &RunArgs) -> Result<(), Error> {
     let started = Instant::now();
-    let (program, jax_model) = if pjrt_formats::artifact::is_artifact_file(&args.program) {
-        (ProgramSource::open(&args.program)?, None)
-    } else {
-        let (program, model) = jax_model::read_program(&args.program)?;
-        (ProgramSource::Program(program), model)
-    };
+    let (program, jax_model) = jax_model::open_program(&args.program)?;
     if let Some(model) = jax_model.as_ref().filter(|m| m.nr_devices() > 1) {
         if args.multi_process.kv_store.is_some() {
             return Err(invalid(
