@@ -661,7 +661,9 @@ impl LoadedExecutable {
         args.execute_device = device;
         let status = pjrt_call!(self.client.api(), PJRT_LoadedExecutable_Execute, &mut args);
         // Take ownership of whatever the plugin returned, even on failure, so nothing leaks.
-        self.adopt_outputs(&raw_outputs, outputs);
+        for buffer in self.adopt_outputs(&raw_outputs) {
+            outputs.push(buffer);
+        }
         let status = status.and_then(|()| {
             if outputs.len() == self.outputs.len() {
                 Ok(())
@@ -675,16 +677,15 @@ impl LoadedExecutable {
         Ok((status, event))
     }
 
-    /// Wraps the raw output buffers of one device, with the cached output shapes.
-    fn adopt_outputs(&self, raw: &[*mut sys::PJRT_Buffer], outputs: &mut Outputs) {
-        for ((b, shape), dims) in raw.iter().zip(&self.outputs).zip(&self.output_dims) {
-            if let Some(raw) = NonNull::new(*b) {
-                outputs.push(match shape.element_type {
-                    Some(t) => Buffer::from_raw_with_shape(&self.client, raw, t, dims),
-                    None => Buffer::from_raw(&self.client, raw),
-                });
-            }
-        }
+    /// Wraps the raw output buffers of one device (NULLs skipped), with the cached output shapes.
+    fn adopt_outputs<'a>(&'a self, raw: &'a [*mut sys::PJRT_Buffer]) -> impl Iterator<Item = Buffer> + 'a {
+        raw.iter().zip(&self.outputs).zip(&self.output_dims).filter_map(|((b, shape), dims)| {
+            let raw = NonNull::new(*b)?;
+            Some(match shape.element_type {
+                Some(t) => Buffer::from_raw_with_shape(&self.client, raw, t, dims),
+                None => Buffer::from_raw(&self.client, raw),
+            })
+        })
     }
 
     /// Runs the program on every addressable device, with one argument list per device (in the
@@ -1057,14 +1058,7 @@ impl LoadedExecutable {
         args.execute_device = device.unwrap_or(std::ptr::null_mut());
         let status = pjrt_call!(self.client.api(), PJRT_LoadedExecutable_Execute, &mut args);
         // Take ownership of whatever the plugin returned, even on failure, so nothing leaks.
-        let outputs: Vec<Vec<Buffer>> = raw_outputs
-            .iter()
-            .map(|list| {
-                let mut outputs = Outputs::new();
-                self.adopt_outputs(list, &mut outputs);
-                outputs.into_vec()
-            })
-            .collect();
+        let outputs: Vec<Vec<Buffer>> = raw_outputs.iter().map(|list| self.adopt_outputs(list).collect()).collect();
         let events: Vec<Option<Event>> =
             events.iter().map(|e| Event::from_raw(self.client.plugin(), Some(&self.client), *e)).collect();
         if let Some(keepalive) = keepalive {
