@@ -411,12 +411,8 @@ impl Connection {
             return Ok(response);
         }
         // An error status: read the gateway's error object.
-        match self.answer(member, path, response, "") {
-            Ok(value) => {
-                Err(Attempt::Fail(KvError::internal(format!("etcd answered {path} with an error status: {value}"))))
-            }
-            Err(e) => Err(e),
-        }
+        let value = self.answer(member, path, response, "")?;
+        Err(Attempt::Fail(KvError::internal(format!("etcd answered {path} with an error status: {value}"))))
     }
 
     fn post(&self, member: &str, path: &str, body: &Value, what: &str, left: Duration) -> Result<Value, Attempt> {
