@@ -91,13 +91,35 @@ pub use pjrt_client_sys as sys;
 #[cfg(feature = "tracing")]
 macro_rules! span {
     ($level:ident, $($args:tt)*) => {
-        ::tracing::span!(::tracing::Level::$level, $($args)*).entered()
+        // `None` unless the level is on: a disabled span is then one load and one branch,
+        // with nothing to drop (a `Span::none()` would still be entered and dropped).
+        if ::tracing::level_enabled!(::tracing::Level::$level) {
+            Some(::tracing::span!(::tracing::Level::$level, $($args)*).entered())
+        } else {
+            None
+        }
     };
 }
 #[cfg(not(feature = "tracing"))]
 macro_rules! span {
     ($level:ident, $($args:tt)*) => {
         ()
+    };
+}
+
+/// Whether spans of this level may be recorded (`false` without the `tracing` feature): hot
+/// paths test it first and build their span in a cold function, so that their own code stays
+/// small (a few cache lines fewer per call).
+#[cfg(feature = "tracing")]
+macro_rules! tracing_on {
+    ($level:ident) => {
+        ::tracing::level_enabled!(::tracing::Level::$level)
+    };
+}
+#[cfg(not(feature = "tracing"))]
+macro_rules! tracing_on {
+    ($level:ident) => {
+        false
     };
 }
 

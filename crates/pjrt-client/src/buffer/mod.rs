@@ -20,7 +20,7 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
 
-use crate::call::release::release_if_in_callback;
+use crate::call::release::{in_plugin_callback, release_if_in_callback, release_later};
 use crate::call::{checked_slice, pjrt_call};
 use crate::client::device::{Device, Memory};
 use crate::client::Client;
@@ -180,37 +180,36 @@ impl HostLayout {
     }
 }
 
-/// How many dimensions [`KnownDims`] holds inline.
+/// How many dimensions [`KnownShape`] holds inline.
 const INLINE_RANK: usize = 4;
 
-/// Dimensions known without asking the plugin (an executable's output shapes), given to each
-/// output buffer: held inline up to rank 4, so that a copy is a plain copy (an `Arc` clone and
-/// drop would be two locked atomics per output and execute), and shared above.
+/// A type and dimensions known without asking the plugin (an upload's, an executable's
+/// outputs'), given to each buffer made with them: held inline up to rank 4, so that a copy is a
+/// plain copy of a few words (an `Arc` clone and drop would be two locked atomics per output and
+/// execute), and shared above.
 #[derive(Clone, Debug)]
-pub(crate) enum KnownDims {
-    Inline { rank: u8, dims: [i64; INLINE_RANK] },
-    Shared(Arc<[i64]>),
+pub(crate) enum KnownShape {
+    Inline { element_type: ElementType, rank: u32, dims: [i64; INLINE_RANK] },
+    Shared(ElementType, Arc<[i64]>),
 }
 
-impl KnownDims {
-    pub(crate) fn new(dims: &[i64]) -> KnownDims {
+impl KnownShape {
+    pub(crate) fn new(element_type: ElementType, dims: &[i64]) -> KnownShape {
         if dims.len() > INLINE_RANK {
-            return KnownDims::Shared(Arc::from(dims));
+            return KnownShape::Shared(element_type, Arc::from(dims));
         }
         let mut inline = [0; INLINE_RANK];
         inline[..dims.len()].copy_from_slice(dims);
         // At most INLINE_RANK, checked above.
-        KnownDims::Inline { rank: dims.len() as u8, dims: inline }
+        KnownShape::Inline { element_type, rank: dims.len() as u32, dims: inline }
     }
-}
 
-impl std::ops::Deref for KnownDims {
-    type Target = [i64];
-
-    fn deref(&self) -> &[i64] {
+    pub(crate) fn get(&self) -> (ElementType, &[i64]) {
         match self {
-            KnownDims::Inline { rank, dims } => &dims[..usize::from(*rank)],
-            KnownDims::Shared(dims) => dims,
+            KnownShape::Inline { element_type, rank, dims } => {
+                (*element_type, dims.get(..*rank as usize).unwrap_or(dims))
+            }
+            KnownShape::Shared(element_type, dims) => (*element_type, dims),
         }
     }
 }
@@ -218,9 +217,9 @@ impl std::ops::Deref for KnownDims {
 /// Where a [`Buffer`]'s type and dimensions come from (one field: the buffer is moved often, and
 /// [`crate::Outputs`] holds several inline).
 enum BufferShape {
-    /// Given by whoever made the buffer and knew it (an executable's outputs): a plain value, as
-    /// filling a `OnceLock` costs an atomic read-modify-write per buffer.
-    Known(ElementType, KnownDims),
+    /// Given by whoever made the buffer and knew it (an upload, an executable's outputs): a
+    /// plain value, as filling a `OnceLock` costs an atomic read-modify-write per buffer.
+    Known(KnownShape),
     /// Otherwise the shape as the plugin reports it, asked once.
     Queried(OnceLock<(ElementType, Arc<[i64]>)>),
 }
@@ -499,10 +498,27 @@ impl Buffer {
         &self.client
     }
 
+    /// Whether this buffer is `client`'s and has the type (any when `None`) and dimensions
+    /// given, as far as known without asking the plugin (`false` when not known yet).
+    #[inline]
+    pub(crate) fn fits(&self, client: &Client, expected_type: Option<ElementType>, expected_dims: &[i64]) -> bool {
+        let (element_type, dims): (ElementType, &[i64]) = match &self.shape {
+            BufferShape::Known(known) => known.get(),
+            BufferShape::Queried(queried) => match queried.get() {
+                Some((element_type, dims)) => (*element_type, dims),
+                None => return false,
+            },
+        };
+        self.client.same_client(client)
+            && expected_type.is_none_or(|t| t == element_type)
+            && dims.len() == expected_dims.len()
+            && dims.iter().zip(expected_dims).all(|(a, b)| a == b)
+    }
+
     /// The element type and dimensions (known, or asked from the plugin once).
     pub(crate) fn shape(&self) -> Result<(ElementType, &[i64])> {
         let queried = match &self.shape {
-            BufferShape::Known(element_type, dims) => return Ok((*element_type, dims)),
+            BufferShape::Known(known) => return Ok(known.get()),
             BufferShape::Queried(queried) => queried,
         };
         if let Some((element_type, dims)) = queried.get() {
@@ -831,30 +847,39 @@ impl Buffer {
     /// Records the shape the buffer was made with (uploads, views, ...): no query later, and no
     /// allocation up to rank 4.
     pub(crate) fn set_known_shape(&mut self, element_type: ElementType, dims: &[i64]) {
-        self.shape = BufferShape::Known(element_type, KnownDims::new(dims));
+        self.shape = BufferShape::Known(KnownShape::new(element_type, dims));
     }
 
     /// Takes ownership of an output buffer whose shape the executable that produced it already
     /// knows (no allocation, no query).
-    pub(crate) fn from_raw_with_shape(
-        client: &Client,
-        raw: NonNull<sys::PJRT_Buffer>,
-        element_type: ElementType,
-        dims: &KnownDims,
-    ) -> Buffer {
-        Buffer { client: client.clone(), raw, shape: BufferShape::Known(element_type, dims.clone()), attached: None }
+    pub(crate) fn from_raw_with_shape(client: &Client, raw: NonNull<sys::PJRT_Buffer>, shape: &KnownShape) -> Buffer {
+        Buffer { client: client.clone(), raw, shape: BufferShape::Known(shape.clone()), attached: None }
     }
 }
 
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        release_if_in_callback!(Buffer {
+impl Buffer {
+    /// Hands the plugin buffer to the release thread (a drop inside a plugin callback must not
+    /// call back into the plugin): out of the drop's hot path.
+    #[cold]
+    #[inline(never)]
+    fn release_later(&mut self) {
+        release_later(Buffer {
             client: self.client.clone(),
             raw: self.raw,
             shape: BufferShape::Queried(OnceLock::new()),
             attached: self.attached.take(),
         });
-        drop(self.attached.take());
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if in_plugin_callback() {
+            return self.release_later();
+        }
+        if self.attached.is_some() {
+            drop(self.attached.take());
+        }
         let mut args = sys::PJRT_Buffer_Destroy_Args::new();
         args.buffer = self.raw.as_ptr();
         // A failure cannot be reported from Drop; the plugin would only leak the buffer.
@@ -972,18 +997,19 @@ fn check_destination(len: usize, size: usize, layout: &MemoryLayout) -> Result<(
 
 #[cfg(test)]
 mod tests {
-    use super::KnownDims;
+    use super::KnownShape;
+    use crate::ElementType;
 
     #[test]
-    fn known_dims_are_inline_up_to_rank_4_and_shared_above() {
+    fn known_shapes_are_inline_up_to_rank_4_and_shared_above() {
         for dims in [&[][..], &[7], &[2, 3, 4, 5]] {
-            let known = KnownDims::new(dims);
-            assert!(matches!(known, KnownDims::Inline { .. }), "{dims:?}");
-            assert_eq!(&*known, dims);
-            assert_eq!(&*known.clone(), dims);
+            let known = KnownShape::new(ElementType::F32, dims);
+            assert!(matches!(known, KnownShape::Inline { .. }), "{dims:?}");
+            assert_eq!(known.get(), (ElementType::F32, dims));
+            assert_eq!(known.clone().get(), (ElementType::F32, dims));
         }
-        let rank5 = KnownDims::new(&[1, 2, 3, 4, 5]);
-        assert!(matches!(rank5, KnownDims::Shared(_)));
-        assert_eq!(&*rank5, [1, 2, 3, 4, 5]);
+        let rank5 = KnownShape::new(ElementType::S8, &[1, 2, 3, 4, 5]);
+        assert!(matches!(rank5, KnownShape::Shared(..)));
+        assert_eq!(rank5.get(), (ElementType::S8, &[1, 2, 3, 4, 5][..]));
     }
 }

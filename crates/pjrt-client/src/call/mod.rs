@@ -153,6 +153,7 @@ impl Api {
     }
 
     #[cold]
+    #[inline(never)]
     pub(crate) fn unsupported(&self, offset: usize) -> Error {
         let slot = &sys::SLOTS[(offset - sys::FIRST_SLOT_OFFSET) / 8];
         Error::Unsupported {
@@ -186,6 +187,7 @@ impl Api {
 
     /// Reads code and message of a non-NULL `PJRT_Error*` and destroys it.
     #[cold]
+    #[inline(never)]
     pub(crate) fn take_error(&self, error: *mut sys::PJRT_Error, function: &'static str) -> Error {
         let guard = ErrorGuard { api: self, error };
         let (code, message) = guard.read();

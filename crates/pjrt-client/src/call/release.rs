@@ -72,6 +72,8 @@ fn queue() -> Option<&'static Mutex<Sender<Released>>> {
 /// Drops `value` on the release thread, outside any plugin call. If that thread cannot be had
 /// (it could not be started), `value` is leaked: never dropped is safe, dropped inside the
 /// plugin is not.
+#[cold]
+#[inline(never)]
 pub(crate) fn release_later<T: Send + 'static>(value: T) {
     let value: Released = Box::new(value);
     match queue() {

@@ -20,7 +20,7 @@ use prost::Message;
 use smallvec::SmallVec;
 
 use crate::buffer::layout::MemoryLayout;
-use crate::buffer::{Buffer, KnownDims};
+use crate::buffer::{Buffer, KnownShape};
 use crate::call::release::{in_plugin_callback, release_if_in_callback};
 use crate::call::{checked_slice, checked_string, pjrt_call, Api};
 use crate::client::device::Device;
@@ -42,6 +42,9 @@ use crate::sys::{self, Args};
 
 /// What a launch returns per device: `outputs[device]` and `events[device]`.
 type PerDevice = (Vec<Vec<Buffer>>, Vec<Option<Event>>);
+
+/// Most arguments and outputs the fast path of `execute` keeps on the stack.
+const STACK_LIST: usize = 8;
 
 /// The type and shape of one parameter or output.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -203,9 +206,10 @@ pub struct LoadedExecutable {
     num_partitions: usize,
     portable: bool,
     outputs: Vec<ArrayShape>,
-    /// The outputs' dims again, given to every output buffer (inline or shared: no allocation
-    /// and, up to rank 4, no atomic per execute).
-    output_dims: Vec<KnownDims>,
+    /// The outputs' shapes again, given to every output buffer (inline or shared: no
+    /// allocation and, up to rank 4, no atomic per execute); `None` for an element type this
+    /// crate cannot map (the buffer then asks the plugin).
+    output_shapes: Vec<Option<KnownShape>>,
     addressable_devices: Vec<NonNull<sys::PJRT_Device>>,
     /// The parameter shapes, or why they are unknown (argument checks are then off).
     parameters: OnceLock<std::result::Result<Vec<ArrayShape>, String>>,
@@ -247,7 +251,7 @@ impl LoadedExecutable {
             num_partitions: 1,
             portable,
             outputs: Vec::new(),
-            output_dims: Vec::new(),
+            output_shapes: Vec::new(),
             addressable_devices: Vec::new(),
             parameters: OnceLock::new(),
             argument_layouts: Vec::new(),
@@ -273,7 +277,8 @@ impl LoadedExecutable {
         num_outputs.executable = e;
         pjrt_call!(api, PJRT_Executable_NumOutputs, &mut num_outputs)?;
         this.outputs = read_output_shapes(api, e, Some(num_outputs.num_outputs))?;
-        this.output_dims = this.outputs.iter().map(|shape| KnownDims::new(&shape.dims)).collect();
+        this.output_shapes =
+            this.outputs.iter().map(|shape| Some(KnownShape::new(shape.element_type?, &shape.dims))).collect();
         let mut devices = sys::PJRT_LoadedExecutable_AddressableDevices_Args::new();
         devices.executable = raw.as_ptr();
         pjrt_call!(api, PJRT_LoadedExecutable_AddressableDevices, &mut devices)?;
@@ -439,6 +444,17 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute(&self, arguments: &[&Buffer]) -> Result<Outputs> {
+        if tracing_on!(DEBUG) || self.portable || self.addressable_devices.len() != 1 {
+            return self.execute_general(arguments);
+        }
+        self.run_one(arguments, std::ptr::null_mut())
+    }
+
+    /// [`LoadedExecutable::execute`] with its span, and for executables that do not run on
+    /// exactly one device: out of the hot path.
+    #[cold]
+    #[inline(never)]
+    fn execute_general(&self, arguments: &[&Buffer]) -> Result<Outputs> {
         let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(None)));
         if self.portable || self.addressable_devices.len() != 1 {
             // Let the general path explain what is needed instead.
@@ -581,6 +597,60 @@ impl LoadedExecutable {
     /// event is awaited and destroyed here, not wrapped in an [`Event`] (which would take and
     /// drop a plugin and a client reference per call).
     fn run_one(&self, arguments: &[&Buffer], device: *mut sys::PJRT_Device) -> Result<Outputs> {
+        let num_outputs = self.outputs.len();
+        let mut raw_args = [std::ptr::null_mut::<sys::PJRT_Buffer>(); STACK_LIST];
+        if num_outputs > STACK_LIST || !self.fast_arguments(arguments, &mut raw_args) || in_plugin_callback() {
+            return self.run_one_general(arguments, device);
+        }
+        let mut raw_outputs = [std::ptr::null_mut::<sys::PJRT_Buffer>(); STACK_LIST];
+        let mut outputs = Outputs::with_capacity(num_outputs);
+        let (status, event) = self.launch_one_unchecked(
+            &raw_args[..arguments.len()],
+            device,
+            &mut raw_execute_options(),
+            &mut raw_outputs[..num_outputs],
+            &mut outputs,
+        );
+        self.finish_one(status, event)?;
+        Ok(outputs)
+    }
+
+    /// The fast path's argument check: fills `raw` and says `true` when there are at most
+    /// [`STACK_LIST`] arguments, the parameters are known, no argument layout is to be checked
+    /// and every argument is this client's with its parameter's type and dimensions (as far as
+    /// known without asking the plugin). Otherwise `false`, and the general path checks again
+    /// and says what is wrong.
+    #[inline]
+    fn fast_arguments(&self, arguments: &[&Buffer], raw: &mut [*mut sys::PJRT_Buffer; STACK_LIST]) -> bool {
+        let Some(params) = self.parameter_shapes() else { return false };
+        if arguments.len() != params.len() || arguments.len() > STACK_LIST || !self.argument_layouts.is_empty() {
+            return false;
+        }
+        for ((slot, buffer), param) in raw.iter_mut().zip(arguments).zip(params) {
+            if !buffer.fits(&self.client, param.element_type, &param.dims) {
+                return false;
+            }
+            *slot = buffer.as_raw();
+        }
+        true
+    }
+
+    /// The error for a launch that succeeded without returning every output.
+    #[cold]
+    fn missing_outputs(&self) -> Error {
+        Error::invalid(format!(
+            "PJRT_LoadedExecutable_Execute succeeded but did not return all {} outputs",
+            self.outputs.len()
+        ))
+    }
+
+    /// [`LoadedExecutable::run_one`] for what its fast path does not take (more than
+    /// [`STACK_LIST`] arguments or outputs, unknown parameters, argument layouts, shapes not yet
+    /// known, a call from inside a plugin callback) and for arguments that do not fit, which
+    /// `check_arguments` then names.
+    #[cold]
+    #[inline(never)]
+    fn run_one_general(&self, arguments: &[&Buffer], device: *mut sys::PJRT_Device) -> Result<Outputs> {
         if in_plugin_callback() {
             // Destroying the event must then wait for the release thread: `Event`'s drop does that.
             let (outputs, event) = self.launch_one(arguments, device, &mut raw_execute_options(), None)?;
@@ -589,27 +659,46 @@ impl LoadedExecutable {
             }
             return Ok(outputs);
         }
-        // Filled in place: `Outputs` is a few hundred bytes, each move of it a memcpy.
-        let mut outputs = Outputs::new();
+        let mut outputs = Outputs::with_capacity(self.outputs.len());
         let (status, event) = self.launch_one_raw(arguments, device, &mut raw_execute_options(), &mut outputs)?;
+        self.finish_one(status, event)?;
+        Ok(outputs)
+    }
+
+    /// After a launch on one device: awaits the completion event when the launch succeeded,
+    /// destroys it (the plugin's, NULL or not awaited alike), and says the launch's status
+    /// first, then the wait's.
+    #[inline(always)]
+    fn finish_one(&self, status: Result<()>, event: *mut sys::PJRT_Event) -> Result<()> {
+        // Matched here, not passed on: on success no `Result` with room for an error is moved.
+        if let Err(error) = status {
+            return Err(self.failed_launch(error, event));
+        }
+        if event.is_null() {
+            return Ok(());
+        }
         let api = self.client.api();
-        let awaited = match (&status, event.is_null()) {
-            (Ok(()), false) => {
-                let mut wait = sys::PJRT_Event_Await_Args::new();
-                wait.event = event;
-                pjrt_call!(api, PJRT_Event_Await, &mut wait)
-            }
-            _ => Ok(()),
-        };
+        let mut wait = sys::PJRT_Event_Await_Args::new();
+        wait.event = event;
+        let awaited = pjrt_call!(api, PJRT_Event_Await, &mut wait);
+        let mut destroy = sys::PJRT_Event_Destroy_Args::new();
+        destroy.event = event;
+        // A destroy failure leaves nothing to clean up; the wait's status says what happened.
+        let _ = pjrt_call!(api, PJRT_Event_Destroy, &mut destroy);
+        awaited
+    }
+
+    /// A failed launch's error, after destroying its completion event (if any): nothing to
+    /// wait for.
+    #[cold]
+    #[inline(never)]
+    fn failed_launch(&self, error: Error, event: *mut sys::PJRT_Event) -> Error {
         if !event.is_null() {
             let mut destroy = sys::PJRT_Event_Destroy_Args::new();
             destroy.event = event;
-            // A destroy failure leaves nothing to clean up; the statuses say what happened.
-            let _ = pjrt_call!(api, PJRT_Event_Destroy, &mut destroy);
+            let _ = pjrt_call!(self.client.api(), PJRT_Event_Destroy, &mut destroy);
         }
-        status?;
-        awaited?;
-        Ok(outputs)
+        error
     }
 
     /// Launches on one device (`device` NULL = the executable's own) without waiting. `keepalive`
@@ -621,7 +710,7 @@ impl LoadedExecutable {
         options: &mut sys::PJRT_ExecuteOptions,
         keepalive: Option<Keepalive>,
     ) -> Result<(Outputs, Option<Event>)> {
-        let mut outputs = Outputs::new();
+        let mut outputs = Outputs::with_capacity(self.outputs.len());
         let (status, event) = self.launch_one_raw(arguments, device, options, &mut outputs)?;
         let event = Event::from_raw(self.client.plugin(), Some(&self.client), event);
         if let Some(keepalive) = keepalive {
@@ -644,10 +733,29 @@ impl LoadedExecutable {
         outputs: &mut Outputs,
     ) -> Result<(Result<()>, *mut sys::PJRT_Event)> {
         self.check_arguments(&[arguments])?;
-        let raw_args: SmallVec<[*mut sys::PJRT_Buffer; 8]> = arguments.iter().map(|b| b.as_raw()).collect();
-        let arg_list: *const *mut sys::PJRT_Buffer = raw_args.as_ptr();
-        let mut raw_outputs: SmallVec<[*mut sys::PJRT_Buffer; 8]> =
+        let raw_args: SmallVec<[*mut sys::PJRT_Buffer; STACK_LIST]> = arguments.iter().map(|b| b.as_raw()).collect();
+        let mut raw_outputs: SmallVec<[*mut sys::PJRT_Buffer; STACK_LIST]> =
             SmallVec::from_elem(std::ptr::null_mut(), self.outputs.len());
+        Ok(self.launch_one_unchecked(&raw_args, device, options, &mut raw_outputs, outputs))
+    }
+
+    /// The launch itself, once the arguments were checked (`raw_args` are theirs, in order):
+    /// the plugin writes one output per program output into `raw_outputs`, which are then
+    /// adopted into `outputs` (even on failure, so nothing leaks). Returns the launch status,
+    /// which includes the check that every output came back, and the completion event (NULL
+    /// or the caller's to destroy).
+    #[inline(always)]
+    fn launch_one_unchecked(
+        &self,
+        raw_args: &[*mut sys::PJRT_Buffer],
+        device: *mut sys::PJRT_Device,
+        options: &mut sys::PJRT_ExecuteOptions,
+        raw_outputs: &mut [*mut sys::PJRT_Buffer],
+        outputs: &mut Outputs,
+    ) -> (Result<()>, *mut sys::PJRT_Event) {
+        // The plugin writes as many outputs as the program has: never past `raw_outputs`.
+        assert_eq!(raw_outputs.len(), self.outputs.len(), "one slot per program output");
+        let arg_list: *const *mut sys::PJRT_Buffer = raw_args.as_ptr();
         let output_list: *mut *mut sys::PJRT_Buffer = raw_outputs.as_mut_ptr();
         let mut event: *mut sys::PJRT_Event = std::ptr::null_mut();
         let mut args = sys::PJRT_LoadedExecutable_Execute_Args::new();
@@ -655,34 +763,26 @@ impl LoadedExecutable {
         args.options = options;
         args.argument_lists = &arg_list;
         args.num_devices = 1;
-        args.num_args = arguments.len();
+        args.num_args = raw_args.len();
         args.output_lists = &output_list;
         args.device_complete_events = &mut event;
         args.execute_device = device;
         let status = pjrt_call!(self.client.api(), PJRT_LoadedExecutable_Execute, &mut args);
-        // Take ownership of whatever the plugin returned, even on failure, so nothing leaks.
-        for buffer in self.adopt_outputs(&raw_outputs) {
+        for buffer in self.adopt_outputs(raw_outputs) {
             outputs.push(buffer);
         }
-        let status = status.and_then(|()| {
-            if outputs.len() == self.outputs.len() {
-                Ok(())
-            } else {
-                Err(Error::invalid(format!(
-                    "PJRT_LoadedExecutable_Execute succeeded but did not return all {} outputs",
-                    self.outputs.len()
-                )))
-            }
-        });
-        Ok((status, event))
+        if status.is_ok() && outputs.len() != self.outputs.len() {
+            return (Err(self.missing_outputs()), event);
+        }
+        (status, event)
     }
 
     /// Wraps the raw output buffers of one device (NULLs skipped), with the cached output shapes.
     fn adopt_outputs<'a>(&'a self, raw: &'a [*mut sys::PJRT_Buffer]) -> impl Iterator<Item = Buffer> + 'a {
-        raw.iter().zip(&self.outputs).zip(&self.output_dims).filter_map(|((b, shape), dims)| {
+        raw.iter().zip(&self.output_shapes).filter_map(|(b, shape)| {
             let raw = NonNull::new(*b)?;
-            Some(match shape.element_type {
-                Some(t) => Buffer::from_raw_with_shape(&self.client, raw, t, dims),
+            Some(match shape {
+                Some(shape) => Buffer::from_raw_with_shape(&self.client, raw, shape),
                 None => Buffer::from_raw(&self.client, raw),
             })
         })
@@ -844,6 +944,16 @@ impl LoadedExecutable {
 
     /// Runs a portable executable (or a single-device one) on `device`.
     pub fn execute_on(&self, device: &Device<'_>, arguments: &[&Buffer]) -> Result<Outputs> {
+        if tracing_on!(DEBUG) || !device.client().same_client(&self.client) {
+            return self.execute_on_general(device, arguments);
+        }
+        self.run_one(arguments, device.as_raw())
+    }
+
+    /// [`LoadedExecutable::execute_on`] with its span and its error: out of the hot path.
+    #[cold]
+    #[inline(never)]
+    fn execute_on_general(&self, device: &Device<'_>, arguments: &[&Buffer]) -> Result<Outputs> {
         let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(Some(device))));
         if !device.client().same_client(&self.client) {
             return Err(Error::invalid("the device belongs to another client"));
@@ -1164,7 +1274,7 @@ impl Drop for LoadedExecutable {
             num_partitions: self.num_partitions,
             portable: self.portable,
             outputs: Vec::new(),
-            output_dims: Vec::new(),
+            output_shapes: Vec::new(),
             addressable_devices: Vec::new(),
             parameters: OnceLock::new(),
             argument_layouts: Vec::new(),
