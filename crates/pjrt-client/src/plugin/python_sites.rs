@@ -63,7 +63,25 @@ pub(crate) fn site_packages_answer(script: &str) -> Option<String> {
     let answer = ask_python(script)?;
     // Best effort: a cache that cannot be written costs the process start next time, nothing more.
     let _ = write_entry(&entry, &answer);
+    remove_expired(entry.parent());
     Some(answer)
+}
+
+/// Removes the entries of keys no longer used (older than [`MAX_AGE`]), so that the folder does
+/// not grow with every environment ever seen. Runs only after python was asked (a miss).
+fn remove_expired(dir: Option<&Path>) {
+    let Some(Ok(entries)) = dir.map(std::fs::read_dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let expired = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| SystemTime::now().duration_since(t).unwrap_or_default() > MAX_AGE);
+        let ours = path.extension().is_some_and(|e| e == "txt" || e == "tmp");
+        if expired && ours {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 fn ask_python(script: &str) -> Option<String> {
@@ -254,6 +272,10 @@ mod tests {
         let old = SystemTime::now() - MAX_AGE - Duration::from_secs(60);
         std::fs::File::options().write(true).open(&path).unwrap().set_modified(old).unwrap();
         assert_eq!(read_entry(&path), None, "expired");
+        write_entry(&dir.join("fresh.txt"), "/y").unwrap();
+        remove_expired(Some(&dir));
+        assert!(!path.exists(), "an expired entry is removed");
+        assert!(dir.join("fresh.txt").exists(), "a fresh one is kept");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
