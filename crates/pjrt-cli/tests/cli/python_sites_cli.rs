@@ -113,6 +113,13 @@ fn python_sites_are_asked_once_until_what_decides_the_answer_changes() {
     std::fs::create_dir_all(&plugin_dir).unwrap();
     std::fs::write(plugin_dir.join("xla_fake_plugin.so"), b"not a library").unwrap();
     assert_eq!(fx.assert_runs(&[], 0), vec![("fake".to_owned(), s(&fx.site))]);
+    // So is a folder python named that did not exist then (a user site made by `pip install --user`).
+    let user_site = fx.root.join("not-a-folder");
+    std::fs::create_dir_all(user_site.join("libtpu")).unwrap();
+    std::fs::write(user_site.join("libtpu").join("libtpu.so"), b"not a library").unwrap();
+    let both = vec![("fake".to_owned(), s(&fx.site)), ("tpu".to_owned(), s(&user_site))];
+    assert_eq!(fx.assert_runs(&[], 0), both);
+    std::fs::remove_dir_all(&user_site).unwrap();
 
     // Each input of the key asks again once, then is served from the cache.
     for env in [[("PYTHONPATH", "/somewhere")], [("VIRTUAL_ENV", "/some/venv")], [("PYENV_VERSION", "3.11.9")]] {
