@@ -73,7 +73,8 @@ where
 pub struct PluginArg {
     /// A plugin path or name (cpu, cpu-0.106, cuda12, tpu, ...). Default: $PJRT_PLUGIN, then
     /// Python packages, then the plugin cache; if none is found, the default CPU plugin is
-    /// installed.
+    /// installed. The site-packages folders python3 reports are remembered until python3 or
+    /// its environment changes; PJRT_NO_PYTHON_CACHE=1 asks python3 on every run.
     #[arg(long, short = 'p')]
     pub plugin: Option<String>,
 }
@@ -275,7 +276,9 @@ pub enum PluginCommand {
         #[arg(long)]
         json: bool,
     },
-    /// List every plugin found, with its path, platform and API version.
+    /// List every plugin found, with its path, platform and API version ($PJRT_PLUGIN, Python
+    /// packages of the python3 on PATH, the plugin cache; PJRT_NO_PYTHON_CACHE=1 asks python3
+    /// for its site-packages instead of using its remembered answer).
     List {
         /// Print JSON.
         #[arg(long)]

@@ -19,6 +19,7 @@ mod gpu_target_cli;
 mod jax_export_cli;
 mod multi_device_cli;
 mod npz_cli;
+mod python_sites_cli;
 mod safetensors_cli;
 mod sub_byte_cli;
 mod trace_cli;

@@ -2,7 +2,8 @@
 //!
 //! Resolution order for [`resolve`]: an explicit path or known name; the `PJRT_PLUGIN`
 //! environment variable; plugins installed as Python packages in the site-packages of the
-//! `python3` on `PATH`; this crate's plugin cache ([`cache_dir`]).
+//! `python3` on `PATH` (its answer remembered, see [`python_site_packages`]; `PJRT_NO_PYTHON_CACHE=1`
+//! asks it every time); this crate's plugin cache ([`cache_dir`]).
 //!
 //! # Trust
 //! A plugin is native code that runs with this process's rights. Plugins installed by
@@ -201,7 +202,22 @@ pub fn cached_path(plugin: &KnownPlugin) -> PathBuf {
     install_root_in(&cache_dir(), plugin).join(plugin.library)
 }
 
-/// The site-packages folders of the `python3` on `PATH` (empty when there is none).
+/// The site-packages folders of the `python3` on `PATH` (empty when there is none), the ones
+/// that exist.
+///
+/// Asking `python3` takes a process start (~100 ms behind a pyenv shim), so its answer (the
+/// folder list, never the plugins in them) is remembered under [`cache_dir`]`/python-site-packages/`,
+/// keyed on what decides which `python3` runs and what it answers: `PATH`, `PYTHONPATH`,
+/// `PYTHONHOME`, `PYTHONUSERBASE`, `PYTHONNOUSERSITE`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `HOME`,
+/// pyenv's variables and version files, and the size, time and inode of every `python3` on
+/// `PATH`. Any change asks again, as does an entry older than a day. Set
+/// `PJRT_NO_PYTHON_CACHE=1` to ask `python3` every time.
+///
+/// ```
+/// for site in pjrt_client::locate::python_site_packages() {
+///     assert!(site.is_dir());
+/// }
+/// ```
 pub fn python_site_packages() -> Vec<PathBuf> {
     let script = "import site, sys\n\
                   paths = list(getattr(site, 'getsitepackages', lambda: [])())\n\
@@ -209,10 +225,9 @@ pub fn python_site_packages() -> Vec<PathBuf> {
                   paths += [user] if user else []\n\
                   paths += [p for p in sys.path if p.endswith('-packages')]\n\
                   print('\\n'.join(paths))";
-    let output = Command::new("python3").arg("-c").arg(script).stdin(Stdio::null()).stderr(Stdio::null()).output();
-    let Ok(output) = output else { return Vec::new() };
+    let Some(answer) = super::python_sites::site_packages_answer(script) else { return Vec::new() };
     let mut dirs: Vec<PathBuf> = Vec::new();
-    for line in String::from_utf8_lossy(&output.stdout).lines() {
+    for line in answer.lines() {
         let dir = PathBuf::from(line.trim());
         if dir.is_dir() && !dirs.contains(&dir) {
             dirs.push(dir);
@@ -306,6 +321,10 @@ fn find_all_in(sites: &[PathBuf]) -> Vec<FoundPlugin> {
 /// ...). Without it: `PJRT_PLUGIN`, then Python packages (accelerator plugins before CPU ones,
 /// so an installed accelerator plugin wins), then the CPU plugins of the cache. Accelerator
 /// plugins in the cache (`cuda12`, `cuda13`) are used only when named.
+///
+/// Python's site-packages folders are remembered between runs ([`python_site_packages`]), so
+/// this starts no `python3` process when nothing that decides its answer changed; set
+/// `PJRT_NO_PYTHON_CACHE=1` to ask it every time.
 pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
     let _span = span!(INFO, "find_plugin");
     let mut tried = Vec::new();

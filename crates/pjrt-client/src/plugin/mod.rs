@@ -6,6 +6,7 @@
 //! rights of this process. Load only plugins you trust, as you would link any native library.
 
 pub mod locate;
+mod python_sites;
 #[cfg(feature = "install")]
 mod pypi;
 #[cfg(feature = "install")]

@@ -1,0 +1,164 @@
+//! The remembered answer of `python3` about its site-packages folders: `pjrt plugin list` runs with a
+//! fake `python3` first on `PATH` that counts its runs, and a plugin cache of the test's own.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use crate::common::{pjrt_configured, stderr, temp_dir};
+
+/// Environment variables that would change the key from outside the test.
+const OUTSIDE: &[&str] = &[
+    "PJRT_PLUGIN",
+    "PJRT_NO_PYTHON_CACHE",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONUSERBASE",
+    "PYTHONNOUSERSITE",
+    "PYTHONSAFEPATH",
+    "PYTHONPLATLIBDIR",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "PYENV_VERSION",
+    "PYENV_ROOT",
+    "PYENV_DIR",
+];
+
+struct Fixture {
+    root: PathBuf,
+    bin: PathBuf,
+    site: PathBuf,
+    cache: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let root = temp_dir("python-sites");
+        let (bin, site, cache) = (root.join("bin"), root.join("lib/site-packages"), root.join("plugin-cache"));
+        for dir in [&bin, &site, &cache, &root.join("home"), &root.join("work")] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        // Shell builtins only, so it needs nothing else on PATH.
+        let script = format!(
+            "#!/bin/sh\necho run >> '{}'\necho '{}'\necho '{}'\n",
+            root.join("runs").display(),
+            site.display(),
+            root.join("not-a-folder").display()
+        );
+        let python = bin.join("python3");
+        std::fs::write(&python, script).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Fixture { root, bin, site, cache }
+    }
+
+    /// How many times the fake python3 ran so far.
+    fn runs(&self) -> usize {
+        std::fs::read_to_string(self.root.join("runs")).map(|t| t.lines().count()).unwrap_or(0)
+    }
+
+    /// `pjrt plugin list --json` with `env` set: the names of the plugins found in Python
+    /// packages, with the folder each was found in.
+    fn list(&self, env: &[(&str, &str)]) -> Vec<(String, String)> {
+        let out = pjrt_configured(&["plugin", "list", "--json"], |command| {
+            for name in OUTSIDE {
+                command.env_remove(name);
+            }
+            command
+                .env("PATH", format!("{}:/usr/bin:/bin", self.bin.display()))
+                .env("HOME", self.root.join("home"))
+                .env("PJRT_PLUGIN_CACHE", &self.cache)
+                .envs(env.iter().copied())
+                .current_dir(self.root.join("work"));
+        });
+        assert!(out.status.success(), "{}", stderr(&out));
+        let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|row| {
+                let source = row["source"].as_str()?.strip_prefix("python (")?.strip_suffix(')')?;
+                Some((row["name"].as_str()?.to_owned(), source.to_owned()))
+            })
+            .collect()
+    }
+
+    /// Lists, then checks how many more times python3 ran (0: served from the cache).
+    #[track_caller]
+    fn assert_runs(&self, env: &[(&str, &str)], more: usize) -> Vec<(String, String)> {
+        let before = self.runs();
+        let found = self.list(env);
+        assert_eq!(self.runs() - before, more, "python3 runs with {env:?}");
+        found
+    }
+
+    fn entries(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(self.cache.join("python-site-packages"))
+            .map(|entries| entries.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    }
+}
+
+fn s(path: &Path) -> String {
+    path.display().to_string()
+}
+
+#[test]
+fn python_sites_are_asked_once_until_what_decides_the_answer_changes() {
+    let fx = Fixture::new();
+    assert_eq!(fx.assert_runs(&[], 1), vec![], "no plugin in the site folder yet");
+    assert_eq!(fx.entries().len(), 1, "one entry written: {:?}", fx.entries());
+
+    // A plugin installed after the answer was cached is found: the folders are scanned every time.
+    let plugin_dir = fx.site.join("jax_plugins").join("xla_fake");
+    std::fs::create_dir_all(&plugin_dir).unwrap();
+    std::fs::write(plugin_dir.join("xla_fake_plugin.so"), b"not a library").unwrap();
+    assert_eq!(fx.assert_runs(&[], 0), vec![("fake".to_owned(), s(&fx.site))]);
+    // So is a folder python named that did not exist then (a user site made by `pip install --user`).
+    let user_site = fx.root.join("not-a-folder");
+    std::fs::create_dir_all(user_site.join("libtpu")).unwrap();
+    std::fs::write(user_site.join("libtpu").join("libtpu.so"), b"not a library").unwrap();
+    let both = vec![("fake".to_owned(), s(&fx.site)), ("tpu".to_owned(), s(&user_site))];
+    assert_eq!(fx.assert_runs(&[], 0), both);
+    std::fs::remove_dir_all(&user_site).unwrap();
+
+    // Each input of the key asks again once, then is served from the cache.
+    for env in [[("PYTHONPATH", "/somewhere")], [("VIRTUAL_ENV", "/some/venv")], [("PYENV_VERSION", "3.11.9")]] {
+        fx.assert_runs(&env, 1);
+        assert_eq!(fx.assert_runs(&env, 0).len(), 1);
+    }
+    let local_version = fx.root.join("work").join(".python-version");
+    std::fs::write(&local_version, "3.11.9\n").unwrap();
+    fx.assert_runs(&[], 1);
+    fx.assert_runs(&[], 0);
+    std::fs::write(&local_version, "3.12.4\n").unwrap();
+    fx.assert_runs(&[], 1);
+    fx.assert_runs(&[], 0);
+
+    // A python3 that changed (reinstalled, upgraded) is asked again.
+    // Opened read-only: a file open for writing cannot be run (ETXTBSY).
+    let python = std::fs::File::open(fx.bin.join("python3")).unwrap();
+    python.set_modified(SystemTime::now() - Duration::from_secs(3600)).unwrap();
+    drop(python);
+    fx.assert_runs(&[], 1);
+    fx.assert_runs(&[], 0);
+
+    // A damaged entry is a miss, and is rewritten.
+    for entry in fx.entries() {
+        std::fs::write(entry, "pjrt-client python-site-packages 1\nkey 00\n/elsewhere\n").unwrap();
+    }
+    assert_eq!(fx.assert_runs(&[], 1), vec![("fake".to_owned(), s(&fx.site))]);
+    fx.assert_runs(&[], 0);
+
+    // The opt-out asks every time.
+    for _ in 0..2 {
+        assert_eq!(fx.assert_runs(&[("PJRT_NO_PYTHON_CACHE", "1")], 1).len(), 1);
+    }
+
+    // No python3 on PATH: no Python plugins, nothing run, nothing cached for it.
+    let before = fx.entries().len();
+    let empty = fx.root.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    assert_eq!(fx.assert_runs(&[("PATH", &s(&empty))], 0), vec![]);
+    assert_eq!(fx.entries().len(), before);
+    std::fs::remove_dir_all(&fx.root).unwrap();
+}
