@@ -60,10 +60,13 @@ pub(crate) fn site_packages_answer(script: &str) -> Option<String> {
     if let Some(answer) = read_entry(&entry) {
         return Some(answer);
     }
-    let answer = ask_python(script)?;
-    // Best effort: a cache that cannot be written costs the process start next time, nothing more.
-    let _ = write_entry(&entry, &answer);
-    remove_expired(entry.parent());
+    let (answer, succeeded) = run_python(script)?;
+    // A python that failed (a pyenv version not installed, say) is asked again next time. Best
+    // effort: a cache that cannot be written costs the process start next time, nothing more.
+    if succeeded {
+        let _ = write_entry(&entry, &answer);
+        remove_expired(entry.parent());
+    }
     Some(answer)
 }
 
@@ -85,9 +88,15 @@ fn remove_expired(dir: Option<&Path>) {
 }
 
 fn ask_python(script: &str) -> Option<String> {
+    run_python(script).map(|(answer, _)| answer)
+}
+
+/// What `python3 -c script` printed, and whether it exited successfully; `None` when it could
+/// not be started.
+fn run_python(script: &str) -> Option<(String, bool)> {
     let output =
         Command::new("python3").arg("-c").arg(script).stdin(Stdio::null()).stderr(Stdio::null()).output().ok()?;
-    Some(String::from_utf8_lossy(&output.stdout).into_owned())
+    Some((String::from_utf8_lossy(&output.stdout).into_owned(), output.status.success()))
 }
 
 /// Every executable `python3` on `PATH`, in order: the first runs, and the later ones are what a
