@@ -20,7 +20,7 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
 
-use crate::call::release::{in_plugin_callback, release_if_in_callback, release_later};
+use crate::call::release::release_if_in_callback;
 use crate::call::{checked_slice, pjrt_call};
 use crate::client::device::{Device, Memory};
 use crate::client::Client;
@@ -214,8 +214,23 @@ impl KnownShape {
     }
 }
 
-/// Where a [`Buffer`]'s type and dimensions come from (one field: the buffer is moved often, and
-/// [`crate::Outputs`] holds several inline).
+/// Whether a buffer of `element_type` and `dims` is what a parameter of `expected_type` (any when
+/// `None`) and `expected_dims` takes. The dims are compared element by element, not as slices: a
+/// slice comparison is a `bcmp` call on the execute hot path.
+#[inline]
+pub(crate) fn shape_fits(
+    expected_type: Option<ElementType>,
+    expected_dims: &[i64],
+    element_type: ElementType,
+    dims: &[i64],
+) -> bool {
+    expected_type.is_none_or(|t| t == element_type)
+        && dims.len() == expected_dims.len()
+        && dims.iter().zip(expected_dims).all(|(a, b)| a == b)
+}
+
+/// Where a [`Buffer`]'s type and dimensions come from (one field: the buffer is moved often, by
+/// value in [`crate::Outputs`]).
 enum BufferShape {
     /// Given by whoever made the buffer and knew it (an upload, an executable's outputs): a
     /// plain value, as filling a `OnceLock` costs an atomic read-modify-write per buffer.
@@ -502,17 +517,18 @@ impl Buffer {
     /// given, as far as known without asking the plugin (`false` when not known yet).
     #[inline]
     pub(crate) fn fits(&self, client: &Client, expected_type: Option<ElementType>, expected_dims: &[i64]) -> bool {
-        let (element_type, dims): (ElementType, &[i64]) = match &self.shape {
-            BufferShape::Known(known) => known.get(),
-            BufferShape::Queried(queried) => match queried.get() {
-                Some((element_type, dims)) => (*element_type, dims),
-                None => return false,
-            },
-        };
-        self.client.same_client(client)
-            && expected_type.is_none_or(|t| t == element_type)
-            && dims.len() == expected_dims.len()
-            && dims.iter().zip(expected_dims).all(|(a, b)| a == b)
+        let Some((element_type, dims)) = self.known_shape() else { return false };
+        self.client.same_client(client) && shape_fits(expected_type, expected_dims, element_type, dims)
+    }
+
+    /// The element type and dimensions when known without asking the plugin: given at creation,
+    /// or asked before.
+    #[inline]
+    fn known_shape(&self) -> Option<(ElementType, &[i64])> {
+        match &self.shape {
+            BufferShape::Known(known) => Some(known.get()),
+            BufferShape::Queried(queried) => queried.get().map(|(element_type, dims)| (*element_type, &dims[..])),
+        }
     }
 
     /// The element type and dimensions (known, or asked from the plugin once).
@@ -857,29 +873,15 @@ impl Buffer {
     }
 }
 
-impl Buffer {
-    /// Hands the plugin buffer to the release thread (a drop inside a plugin callback must not
-    /// call back into the plugin): out of the drop's hot path.
-    #[cold]
-    #[inline(never)]
-    fn release_later(&mut self) {
-        release_later(Buffer {
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        release_if_in_callback!(Buffer {
             client: self.client.clone(),
             raw: self.raw,
             shape: BufferShape::Queried(OnceLock::new()),
             attached: self.attached.take(),
         });
-    }
-}
-
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        if in_plugin_callback() {
-            return self.release_later();
-        }
-        if self.attached.is_some() {
-            drop(self.attached.take());
-        }
+        drop(self.attached.take());
         let mut args = sys::PJRT_Buffer_Destroy_Args::new();
         args.buffer = self.raw.as_ptr();
         // A failure cannot be reported from Drop; the plugin would only leak the buffer.

@@ -90,15 +90,26 @@ pub(crate) fn release_later<T: Send + 'static>(value: T) {
 /// For `Drop` impls of handles that call the plugin when dropped: inside a plugin callback,
 /// hands `$moved` (the handle's contents, moved out of `self` into a new value of the same
 /// type, whose own drop then runs on the release thread) to the release thread and returns.
+///
+/// `$moved` is built inside a cold function (a closure handed to [`release_later_with`]), so a
+/// drop that runs on a hot path (an execute's outputs) carries one test and a call, not the
+/// code that moves the handle out.
 macro_rules! release_if_in_callback {
     ($moved:expr) => {
         if $crate::call::release::in_plugin_callback() {
-            $crate::call::release::release_later($moved);
+            $crate::call::release::release_later_with(|| $moved);
             return;
         }
     };
 }
 pub(crate) use release_if_in_callback;
+
+/// [`release_later`] of what `moved` builds, built here: out of the caller's hot path.
+#[cold]
+#[inline(never)]
+pub(crate) fn release_later_with<T: Send + 'static>(moved: impl FnOnce() -> T) {
+    release_later(moved());
+}
 
 /// Blocks until everything handed to the release thread before this call has been dropped
 /// (for tests, and for callers that want released handles gone before they go on). Inside a

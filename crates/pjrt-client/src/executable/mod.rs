@@ -20,7 +20,7 @@ use prost::Message;
 use smallvec::SmallVec;
 
 use crate::buffer::layout::MemoryLayout;
-use crate::buffer::{Buffer, KnownShape};
+use crate::buffer::{shape_fits, Buffer, KnownShape};
 use crate::call::release::{in_plugin_callback, release_if_in_callback};
 use crate::call::{checked_slice, checked_string, pjrt_call, Api};
 use crate::client::device::Device;
@@ -421,8 +421,8 @@ impl LoadedExecutable {
 
     /// Runs the program on its single device and waits for it; returns the outputs.
     ///
-    /// This is the hot path: it allocates nothing for up to 8 arguments and 4 outputs (see
-    /// [`Outputs`]), makes no metadata query, and takes no lock.
+    /// This is the hot path: for up to 8 arguments it allocates nothing for one output and once
+    /// for several (see [`Outputs`]), makes no metadata query, and takes no lock.
     ///
     /// ```
     /// # use pjrt_client::{CompileOptions, Placement, Program};
@@ -681,11 +681,17 @@ impl LoadedExecutable {
         let mut wait = sys::PJRT_Event_Await_Args::new();
         wait.event = event;
         let awaited = pjrt_call!(api, PJRT_Event_Await, &mut wait);
+        self.destroy_event(event);
+        awaited
+    }
+
+    /// Destroys a completion event the plugin returned (not NULL). A destroy failure leaves
+    /// nothing to clean up; the launch's or the wait's status says what happened.
+    #[inline(always)]
+    fn destroy_event(&self, event: *mut sys::PJRT_Event) {
         let mut destroy = sys::PJRT_Event_Destroy_Args::new();
         destroy.event = event;
-        // A destroy failure leaves nothing to clean up; the wait's status says what happened.
-        let _ = pjrt_call!(api, PJRT_Event_Destroy, &mut destroy);
-        awaited
+        let _ = pjrt_call!(self.client.api(), PJRT_Event_Destroy, &mut destroy);
     }
 
     /// A failed launch's error, after destroying its completion event (if any): nothing to
@@ -694,9 +700,7 @@ impl LoadedExecutable {
     #[inline(never)]
     fn failed_launch(&self, error: Error, event: *mut sys::PJRT_Event) -> Error {
         if !event.is_null() {
-            let mut destroy = sys::PJRT_Event_Destroy_Args::new();
-            destroy.event = event;
-            let _ = pjrt_call!(self.client.api(), PJRT_Event_Destroy, &mut destroy);
+            self.destroy_event(event);
         }
         error
     }
@@ -1110,8 +1114,7 @@ impl LoadedExecutable {
                 let Some(param) = params.and_then(|p| p.get(i)) else { continue };
                 // One look-up for both (each is a call on the hot path).
                 let (element_type, dims) = buffer.shape()?;
-                let type_ok = param.element_type.is_none_or(|t| t == element_type);
-                if !type_ok || param.dims != dims {
+                if !shape_fits(param.element_type, &param.dims, element_type, dims) {
                     return Err(Error::invalid(format!(
                         "{} is {element_type}{dims:?} but the program's parameter {i} is {param}",
                         at(i)
