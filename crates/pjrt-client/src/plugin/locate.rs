@@ -583,10 +583,16 @@ pub fn sha256_file(path: &Path) -> Result<String> {
         }
         hasher.update(&chunk[..n]);
     }
-    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    Ok(hex(&hasher.finalize()))
 }
 
-fn create_private_dir(dir: &Path) -> Result<()> {
+/// Lowercase hex of a digest.
+pub(super) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Creates `dir` (and what is missing above it) and makes it owner-only.
+pub(super) fn create_private_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     #[cfg(unix)]
     {
@@ -1192,7 +1198,7 @@ mod install_tests {
     const CONTENT: &[u8] = b"pretend plugin library";
 
     fn hex_sha256(bytes: &[u8]) -> String {
-        Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+        hex(&Sha256::digest(bytes))
     }
 
     fn test_plugin(library_sha256: String) -> KnownPlugin {

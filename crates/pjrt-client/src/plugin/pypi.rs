@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use super::locate::hex;
 use super::locate::WheelSource;
-use super::wheel::hex;
 
 /// The largest wheel we download (the CUDA plugins' are about 300 MB).
 const MAX_WHEEL_BYTES: u64 = 4 << 30;

@@ -152,18 +152,21 @@ fn key(pythons: &[PathBuf], script: &str) -> String {
         // The interpreters a pyenv shim would run for these versions, without running pyenv.
         if let Some(root) = &pyenv_root {
             for version in String::from_utf8_lossy(&content).split_whitespace() {
-                let interpreter = root.join("versions").join(version).join("bin").join("python3");
-                line("pyenv python3", &stamp(&interpreter));
+                line("pyenv python3", &stamp(&pyenv_interpreter(root, version)));
             }
         }
     }
     if let (Some(root), Some(version)) = (&pyenv_root, std::env::var_os("PYENV_VERSION")) {
         for version in version.to_string_lossy().split(':') {
-            let interpreter = root.join("versions").join(version).join("bin").join("python3");
-            line("pyenv python3", &stamp(&interpreter));
+            line("pyenv python3", &stamp(&pyenv_interpreter(root, version)));
         }
     }
-    hasher.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    super::locate::hex(&hasher.finalize())
+}
+
+/// The interpreter a pyenv shim runs for `version`, found without running pyenv.
+fn pyenv_interpreter(root: &Path, version: &str) -> PathBuf {
+    root.join("versions").join(version).join("bin").join("python3")
 }
 
 /// The file a path leads to, following symlinks: its path, size, modification time and inode.
@@ -237,11 +240,7 @@ fn read_entry(path: &Path) -> Option<String> {
 fn write_entry(path: &Path, answer: &str) -> std::io::Result<()> {
     let dir = path.parent().ok_or_else(|| std::io::Error::other("entry without a folder"))?;
     // Owner-only, like the plugin cache it lives in (created here when nothing was installed yet).
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)?;
+    super::locate::create_private_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
     let key = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
     let answer = answer.strip_suffix('\n').unwrap_or(answer);
     let text = format!("{MAGIC}\nkey {key}\n{answer}\n{END}\n");

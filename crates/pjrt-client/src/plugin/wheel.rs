@@ -7,6 +7,8 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
+use super::locate::hex;
+
 /// One file to take out of a wheel.
 pub(crate) struct Member<'a> {
     /// Its path inside the wheel, which is also its path under the install folder.
@@ -74,9 +76,4 @@ pub(crate) fn extract(wheel: &Path, members: &[Member<'_>], into: &Path) -> Resu
         }
     }
     Ok(())
-}
-
-/// Lowercase hex of a digest.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
