@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 
+use crate::error::BuildError;
 use crate::types::Type;
 
 /// `array<i64: 1, 2>` (`array<i64>` when empty).
@@ -71,6 +72,86 @@ pub(crate) fn i32_attr(value: i32) -> String {
 /// `#stablehlo<comparison_direction LT>`: an enum attribute.
 pub(crate) fn enum_attr(kind: &str, value: &str) -> String {
     format!("#stablehlo<{kind} {value}>")
+}
+
+/// Whether `name` is an MLIR bare identifier (`mhlo.sharding`, `main`): a letter or `_`, then
+/// letters, digits, `_`, `$` and `.`. Written bare, such a name cannot end a dictionary, an
+/// argument list or a symbol early.
+pub(crate) fn is_bare_identifier(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$'))
+}
+
+/// Checks an attribute a user gives as text (`name = mlir_value`) before it is written into an
+/// attribute dictionary of `op`: the name must be a bare identifier and the value one attribute
+/// whose brackets and strings close within it, so that neither can end the dictionary, add an
+/// attribute or a parameter, or comment out the rest of the line. The value is not parsed
+/// further: the plugin's parser judges it (and names it in its error).
+pub(crate) fn check_user_attribute(op: &'static str, name: &str, mlir_value: &str) -> Result<(), BuildError> {
+    if !is_bare_identifier(name) {
+        return Err(BuildError::InvalidAttribute {
+            op,
+            message: format!(
+                "{name:?} is not an attribute name (a letter or `_`, then letters, digits, `_`, `.` and `$`)"
+            ),
+        });
+    }
+    match value_problem(mlir_value) {
+        None => Ok(()),
+        Some(problem) => Err(BuildError::InvalidAttribute {
+            op,
+            message: format!(
+                "the value of attribute {name}, {mlir_value:?}, is not one MLIR attribute: {problem}; give a single \
+                 attribute (`1 : i32`, `\"text\"`, `[1, 2]`, `{{a = 1}}`), quoting text as an MLIR string"
+            ),
+        }),
+    }
+}
+
+/// What keeps `value` from being one self-contained attribute's text: an empty value, a bracket
+/// (`()[]{}<>`) that closes what it did not open or is left open, a string left open, a `,` outside
+/// every bracket (a second attribute), `//` outside a string (a comment to the end of the line) or
+/// a control character outside a string. `->` and `>=` are not closing brackets.
+fn value_problem(value: &str) -> Option<String> {
+    if value.trim().is_empty() {
+        return Some("it is empty".to_string());
+    }
+    let mut open: Vec<char> = Vec::new();
+    let mut chars = value.chars().peekable();
+    let mut previous = ' ';
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => loop {
+                match chars.next() {
+                    Some('\\') => {
+                        chars.next();
+                    }
+                    Some('"') => break,
+                    Some(_) => {}
+                    None => return Some("a string is not closed".to_string()),
+                }
+            },
+            '(' | '[' | '{' | '<' => open.push(c),
+            '>' if previous == '-' || chars.peek() == Some(&'=') => {}
+            ')' | ']' | '}' | '>' => {
+                let opener = match c {
+                    ')' => '(',
+                    ']' => '[',
+                    '}' => '{',
+                    _ => '<',
+                };
+                if open.pop() != Some(opener) {
+                    return Some(format!("`{c}` closes a bracket it did not open"));
+                }
+            }
+            ',' if open.is_empty() => return Some("`,` outside brackets starts another attribute".to_string()),
+            '/' if chars.peek() == Some(&'/') => return Some("`//` starts a comment".to_string()),
+            c if c.is_control() => return Some(format!("control character {:?} outside a string", c)),
+            _ => {}
+        }
+        previous = c;
+    }
+    open.last().map(|c| format!("`{c}` is not closed"))
 }
 
 /// A quoted MLIR string, escaped.
@@ -152,5 +233,40 @@ pub(crate) fn types_for_message<'a>(types: impl IntoIterator<Item = &'a Type>) -
         0 => "(none)".to_string(),
         1 => items[0].clone(),
         n => format!("{} and {}", items[..n - 1].join(", "), items[n - 1]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::value_problem;
+
+    #[test]
+    fn attribute_values_that_stay_inside_their_attribute() {
+        for good in [
+            "1 : i32",
+            "\"{devices=[2,1]<=[2]}\"",
+            "\"a \\\" } , // b\"",
+            "[1, 2]",
+            "{a = 1, b = \"x\"}",
+            "dense<[1, 2]> : tensor<2xi64>",
+            "#sdy.sharding<@mesh, [{\"x\"}, {}]>",
+            "affine_map<(d0) -> (d0)>",
+            "(i32, f32) -> i32",
+        ] {
+            assert_eq!(value_problem(good), None, "{good}");
+        }
+        for (bad, why) in [
+            ("", "empty"),
+            ("1 : i32}, %evil: tensor<2xf32> {my.other = 2", "closes"),
+            ("1 : i32, tf.aliasing_output = 0 : i32", "another attribute"),
+            ("1 // the rest", "comment"),
+            ("\"open", "string"),
+            ("[1, 2", "not closed"),
+            ("(1]", "closes"),
+            ("1\n", "control"),
+        ] {
+            let problem = value_problem(bad).unwrap_or_else(|| panic!("{bad:?} passed"));
+            assert!(problem.contains(why), "{bad:?}: {problem}");
+        }
     }
 }

@@ -122,7 +122,22 @@ impl ParameterOptions {
     }
 
     /// Any other argument attribute, its value as MLIR text (`mhlo.sharding`,
-    /// `"{devices=[2,1]<=[2]}"` with the quotes): kept verbatim.
+    /// `"{devices=[2,1]<=[2]}"` with the quotes): kept verbatim. The name must be a bare MLIR
+    /// identifier and the value one attribute (its brackets and strings closed, no `,` outside
+    /// them, no `//`): [`Function::parameter_with`] refuses anything else, so the text cannot
+    /// add parameters or attributes to `@main`.
+    ///
+    /// ```
+    /// use pjrt_builder::{Function, ParameterOptions};
+    /// use pjrt_client::ElementType;
+    ///
+    /// let f = Function::new("noted");
+    /// let x = f.parameter_with(ElementType::F32, &[2], ParameterOptions::new().attribute("my.note", "1 : i32"))?;
+    /// assert!(f.to_mlir(&[&x])?.contains("my.note = 1 : i32"));
+    /// let injected = ParameterOptions::new().attribute("my.note", "1 : i32}, %evil: tensor<2xf32> {my.other = 2");
+    /// assert!(f.parameter_with(ElementType::F32, &[2], injected).is_err());
+    /// # Ok::<(), pjrt_builder::BuildError>(())
+    /// ```
     pub fn attribute(mut self, name: &str, mlir_value: &str) -> ParameterOptions {
         self.attributes.push((name.to_string(), mlir_value.to_string()));
         self
@@ -268,6 +283,9 @@ impl Function {
         options: ParameterOptions,
     ) -> Result<Value<'_>, BuildError> {
         let ty = TensorType::new(element, dims)?;
+        for (name, value) in &options.attributes {
+            emit::check_user_attribute("func.func", name, value)?;
+        }
         let mut state = self.state.borrow_mut();
         state.need(element_min_version(element), || format!("element type {}", element.name()));
         let id = state.next_ssa;
@@ -603,9 +621,7 @@ fn write_attributes<'a>(text: &mut String, attributes: impl Iterator<Item = (&'a
 
 /// `name` as an MLIR symbol: bare when it is an identifier, quoted otherwise.
 fn symbol_name(name: &str) -> String {
-    let bare = !name.is_empty()
-        && name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == '.');
+    let bare = emit::is_bare_identifier(name);
     if bare {
         name.to_string()
     } else {

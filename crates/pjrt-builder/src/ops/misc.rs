@@ -109,7 +109,9 @@ impl CustomCall {
     }
 
     /// Any other attribute (`mhlo.sharding`, `mhlo.frontend_attributes`, ...), its value as MLIR
-    /// text, kept verbatim.
+    /// text, kept verbatim. [`Function::custom_call`] refuses a name that is not a bare MLIR
+    /// identifier and a value that is not one attribute (brackets or strings left open or closed
+    /// twice, a `,` outside brackets, `//`), so the text cannot add attributes or operands.
     pub fn attribute(mut self, name: &str, mlir_value: &str) -> CustomCall {
         self.extra.push((name.to_string(), mlir_value.to_string()));
         self
@@ -169,14 +171,7 @@ impl Function {
         if !call.extra.is_empty() {
             let mut tail = String::new();
             for (name, value) in &call.extra {
-                if !is_attribute_name(name) {
-                    return Err(attribute_error(
-                        OP,
-                        format!(
-                            "{name:?} is not an attribute name (letters, digits, `_`, `.` and `$`, not first a digit)"
-                        ),
-                    ));
-                }
+                emit::check_user_attribute(OP, name, value)?;
                 tail.push_str(&format!(", {name} = {value}"));
             }
             if let Some(last) = op.attributes.last_mut() {
@@ -196,12 +191,6 @@ impl Function {
     pub fn partition_id(&self) -> Result<Value<'_>, BuildError> {
         self.emit1(Op::new("stablehlo.partition_id", Vec::new(), vec![tensor_type(ElementType::U32, Vec::new())]))
     }
-}
-
-/// A bare MLIR attribute name (`mhlo.sharding`), so it cannot end the dictionary early.
-fn is_attribute_name(name: &str) -> bool {
-    name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$'))
 }
 
 impl<'f> Value<'f> {

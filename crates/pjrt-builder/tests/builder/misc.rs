@@ -112,3 +112,46 @@ fn tuples_barriers_and_custom_calls() {
     let e = s.rng_bit_generator(RngAlgorithm::ThreeFry, ElementType::F32, &[2]).unwrap_err().to_string();
     assert!(e.contains("use u32 or u64"), "{e}");
 }
+
+/// User text given as attribute names and values cannot reach past its attribute: the name from
+/// the review that added a parameter to `@main`, a value that closes the dictionary, one that
+/// adds a second attribute and one that comments out the rest of the line are all refused before
+/// any text is written; honest attributes still compile and run on both plugins.
+#[test]
+fn attribute_text_cannot_inject_into_the_program() {
+    use pjrt_builder::ParameterOptions;
+    const INJECTED_NAME: &str = "my.note = 1 : i32}, %evil: tensor<2xf32> {my.other";
+    let f = Function::new("injection");
+    let bad_options = [
+        ParameterOptions::new().attribute(INJECTED_NAME, "2 : i32"),
+        ParameterOptions::new().attribute("my.note", "1 : i32}, %evil: tensor<2xf32> {my.other = 2 : i32"),
+        ParameterOptions::new().attribute("my.note", "1 : i32, tf.aliasing_output = 0 : i32"),
+        ParameterOptions::new().attribute("my.note", "1 : i32 // rest of the line"),
+    ];
+    for options in bad_options {
+        let e = f.parameter_with(ElementType::F32, &[2], options.clone()).expect_err("refused");
+        assert!(e.to_string().contains("func.func"), "{e}");
+    }
+    let x = f
+        .parameter_with(ElementType::F32, &[2], ParameterOptions::new().attribute("my.note", "\"a } , // b\""))
+        .unwrap();
+    let call_values = ["\"{replicated}\"}, %evil: tensor<2xf32> {x = 1", "\"{replicated}\", b = 1", "["];
+    for value in call_values {
+        let call = CustomCall::new("Sharding").attribute("mhlo.sharding", value);
+        let e = f.custom_call(&call, &[&x], &[x.ty().clone()]).expect_err("refused").to_string();
+        assert!(e.contains("is not one MLIR attribute"), "{value}: {e}");
+    }
+    let call = CustomCall::new("Sharding").attribute(INJECTED_NAME, "1 : i32");
+    let e = f.custom_call(&call, &[&x], &[x.ty().clone()]).expect_err("refused").to_string();
+    assert!(e.contains("is not an attribute name"), "{e}");
+    let call = CustomCall::new("Sharding").attribute("mhlo.sharding", "\"{replicated}\"");
+    let y = f.custom_call(&call, &[&x], &[x.ty().clone()]).unwrap();
+    let program = f.finish(&[&y[0]]).unwrap();
+    let text = program.text().unwrap();
+    assert!(!text.contains("%evil"), "{text}");
+    assert!(text.contains("func.func public @main(%v0: tensor<2xf32> {my.note = \"a } , // b\"})"), "{text}");
+    let input = HostArray::from_elements(vec![2], &[1.5f32, -2.0]).unwrap();
+    for (plugin, out) in run_on_both(&f, &program, std::slice::from_ref(&input)) {
+        assert_exact(plugin, "the identity custom call", &out[0], &input);
+    }
+}
