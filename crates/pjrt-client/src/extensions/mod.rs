@@ -183,7 +183,7 @@ struct Node {
 /// # Safety
 /// `offset + size_of::<T>()` bytes from `ptr` must be readable (inside the plugin's struct), and
 /// any bit pattern there must be a valid `T` (integers, raw pointers, `Option<fn>`).
-unsafe fn read_at<T: Copy>(ptr: *const u8, offset: usize) -> T {
+pub(crate) unsafe fn read_at<T: Copy>(ptr: *const u8, offset: usize) -> T {
     // SAFETY: guaranteed by the caller.
     unsafe { ptr.add(offset).cast::<T>().read_unaligned() }
 }

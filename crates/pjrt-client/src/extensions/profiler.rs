@@ -23,12 +23,13 @@
 
 use std::collections::HashMap;
 use std::ffi::c_char;
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use prost::Message;
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::extensions::{field_type, ProfilerExtension};
+use crate::extensions::{field_type, read_at, ProfilerExtension};
 use crate::plugin::Plugin;
 use crate::sys::{self, Args as _};
 
@@ -61,20 +62,42 @@ struct Table {
     collect_data: sys::ProfilerFn<sys::PLUGIN_Profiler_CollectData_Args>,
 }
 
+/// The size of a member whose type [`field_type`] named.
+fn size_of_field<F>(_: PhantomData<F>) -> usize {
+    std::mem::size_of::<F>()
+}
+
+/// [`read_at`] of a member whose type [`field_type`] named.
+///
+/// # Safety
+/// As [`read_at`]'s.
+unsafe fn read_field<F: Copy>(base: *const u8, offset: usize, _: PhantomData<F>) -> F {
+    // SAFETY: the caller's guarantee.
+    unsafe { read_at(base, offset) }
+}
+
 impl Table {
+    /// Reads the table member by member, each by its byte offset and only when the table's own
+    /// `struct_size` covers it (an older, shorter table leaves the newer members `None`), without
+    /// forming a place of the table: a member past a short table is never even addressed.
+    ///
     /// # Safety
-    /// `api` must point at the plugin's profiler table, readable for the `struct_size` it
-    /// states (the plugin's static data).
+    /// `api` must point at the plugin's profiler table, readable for its first 8 bytes (its
+    /// `struct_size`) and for the `struct_size` it states (the plugin's static data).
     unsafe fn read(api: *const sys::PLUGIN_Profiler_Api) -> Table {
-        // SAFETY: every table starts with its `struct_size` (the caller's guarantee).
-        let size = unsafe { std::ptr::addr_of!((*api).struct_size).read_unaligned() };
+        type T = sys::PLUGIN_Profiler_Api;
+        let base = api.cast::<u8>();
+        // SAFETY: every table starts with its `struct_size`, readable (the caller's guarantee).
+        let size: usize = unsafe { read_at(base, std::mem::offset_of!(T, struct_size)) };
         macro_rules! member {
             ($field:ident) => {{
-                let offset = std::mem::offset_of!(sys::PLUGIN_Profiler_Api, $field);
-                if offset + std::mem::size_of::<usize>() <= size {
-                    // SAFETY: the member lies inside the table's stated size (checked); every
-                    // bit pattern is a valid `Option` of a function pointer.
-                    unsafe { std::ptr::addr_of!((*api).$field).read_unaligned() }
+                let offset = std::mem::offset_of!(T, $field);
+                let ty = field_type::<T, _>(|t| &t.$field);
+                if offset + size_of_field(ty) <= size {
+                    // SAFETY: the member lies inside the table's stated size (checked), which is
+                    // readable (the caller's guarantee); every bit pattern is a valid `Option` of
+                    // a function pointer.
+                    unsafe { read_field(base, offset, ty) }
                 } else {
                     None
                 }
@@ -558,5 +581,27 @@ mod tests {
         bytes.push(0);
         assert_eq!(XSpace::decode_plugin_data(&bytes).unwrap(), space());
         assert!(matches!(XSpace::decode_plugin_data(&[0xff, 0xff, 0xff]), Err(Error::Decode { .. })));
+    }
+
+    unsafe extern "C" fn never_called(_: *mut sys::PLUGIN_Profiler_Create_Args) -> *mut sys::PLUGIN_Profiler_Error {
+        std::ptr::null_mut()
+    }
+
+    #[test]
+    fn a_short_table_is_read_only_as_far_as_its_size() {
+        // A table that ends after `create` (an older plugin's, say), in a buffer of exactly that
+        // many bytes: the members after it are not read (under valgrind or Miri a read would be
+        // out of bounds), they come back `None`; `create` comes back as written.
+        let end = std::mem::offset_of!(sys::PLUGIN_Profiler_Api, create) + std::mem::size_of::<usize>();
+        let mut words = vec![0usize; end / std::mem::size_of::<usize>()];
+        words[0] = end;
+        words[std::mem::offset_of!(sys::PLUGIN_Profiler_Api, create) / std::mem::size_of::<usize>()] =
+            never_called as *const () as usize;
+        // SAFETY: `words` holds `end` readable bytes, the size the table states.
+        let table = unsafe { Table::read(words.as_ptr().cast()) };
+        assert_eq!(table.create.map(|f| f as usize), Some(never_called as *const () as usize));
+        assert!(table.error_destroy.is_none() && table.error_message.is_none() && table.error_get_code.is_none());
+        assert!(table.destroy.is_none() && table.start.is_none() && table.stop.is_none());
+        assert!(table.collect_data.is_none());
     }
 }
