@@ -25,6 +25,11 @@ Commands (from the repository root; DIR is any scratch directory):
     pjrt bench h2d --params /tmp/tfm/params.safetensors
 
 Compare "Elapsed (wall clock)" and "Maximum resident set size".
+
+Any JAX from 0.10.2 to 0.12 works (``/tmp/jaxenv`` above is JAX 0.10.2). For JAX 0.12, use
+the venv ``tools/gen_jax_export_testdata.py --jax 0.12.0.1`` makes,
+``target/jax-venv-0.12.0.1/bin/python``; its export (StableHLO 1.18.0) runs on the ``cpu``
+plugin, not on ``cpu-0.106`` (StableHLO up to 1.16.1).
 """
 
 import json

@@ -19,6 +19,9 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(model.in_tree().leaf_paths().len(), model.in_avals().len());
     assert!(model.nr_devices() >= 1);
     model.program().expect("the module is MLIR bytecode");
+    assert!(model.jax_version().is_none_or(|v| v.len() <= 64), "the writer's version is cut");
+    let summary = model.to_string();
+    assert!(!summary.contains(|c: char| c.is_control()), "the summary escapes what the file holds: {summary:?}");
     for s in model.in_shardings().iter().chain(model.out_shardings()) {
         let _ = s.is_replicated();
     }

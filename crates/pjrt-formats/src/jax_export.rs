@@ -37,8 +37,14 @@ use crate::error::{Error, Result};
 use crate::npy::NpyArray;
 use crate::BufferExt as _;
 
-/// The newest `jax.export` serialization version this reader knows (JAX 0.10's is 11).
-pub const MAX_SERIALIZATION_VERSION: u16 = 11;
+/// The newest `jax.export` serialization version this reader knows (JAX 0.12's, which adds the
+/// `jax_version` of the writer). JAX 0.10 and 0.11 write 3 in the header whatever their schema
+/// (11 for 0.10); JAX 0.12 writes the version it really is.
+pub const MAX_SERIALIZATION_VERSION: u16 = 12;
+
+/// The longest `jax_version` string kept (JAX writes `0.12.0.1`); longer ones are cut, so a
+/// hostile file cannot fill error messages.
+const MAX_JAX_VERSION_LEN: usize = 64;
 
 /// The calling-convention versions whose module signature this crate builds arguments for.
 pub const SUPPORTED_CALLING_CONVENTIONS: std::ops::RangeInclusive<u16> = 9..=10;
@@ -76,6 +82,7 @@ mod slot {
         pub const OUT_AVALS_IDXS: usize = 23;
         pub const IN_SHARDINGS_IDXS: usize = 24;
         pub const OUT_SHARDINGS_IDXS: usize = 25;
+        pub const JAX_VERSION: usize = 26;
     }
     pub mod pytree {
         pub const KIND: usize = 0;
@@ -299,6 +306,7 @@ impl PyTree {
 #[derive(Clone, Debug)]
 pub struct JaxExport {
     serialization_version: u16,
+    jax_version: Option<String>,
     function_name: String,
     platforms: Vec<String>,
     in_tree: PyTree,
@@ -578,6 +586,22 @@ fn read_shardings(
     (0..v.len()).map(|i| read_sharding(v.table(i)?, meshes, budget)).collect()
 }
 
+/// The writer's `jax_version` (JAX 0.12 on), cut to [`MAX_JAX_VERSION_LEN`] bytes at a char
+/// boundary; `None` when absent or unreadable (it only informs, so it never fails the read).
+fn read_jax_version(root: Table<'_>) -> Option<&str> {
+    let version = root.string(slot::exported::JAX_VERSION).ok()??;
+    let mut end = version.len().min(MAX_JAX_VERSION_LEN);
+    while !version.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(&version[..end])
+}
+
+/// A version string from the file as it is shown in messages: control characters escaped.
+fn shown(version: &str) -> String {
+    version.chars().flat_map(char::escape_debug).collect()
+}
+
 fn read_effects(v: Option<Vector<'_>>, budget: &mut Budget) -> std::result::Result<Vec<String>, FlatError> {
     let Some(v) = v else { return Ok(Vec::new()) };
     let mut out = Vec::new();
@@ -615,13 +639,25 @@ impl JaxExport {
         let budget = &mut budget;
         let root = Table::root(bytes).field("root table")?;
         let serialization_version = root.u16(f::SERIALIZATION_VERSION, 0).field("serialization_version")?;
+        // Read before the version check, so that a refusal can name the JAX that wrote the file.
+        let jax_version = read_jax_version(root);
         if serialization_version == 0 || serialization_version > MAX_SERIALIZATION_VERSION {
+            let written_by = match &jax_version {
+                Some(v) => format!(", written by JAX {},", shown(v)),
+                None => String::new(),
+            };
+            let advice = if serialization_version == 0 {
+                "no JAX release writes 0: the file is not a jax.export artifact, or is damaged"
+            } else {
+                "it is newer than this crate: export the model with JAX 0.12 or older (jax.export of JAX 0.10 \
+                 to 0.12 is read), or use a newer pjrt-formats"
+            };
             return Err(Error::invalid(format!(
-                "jax.export serialization version {serialization_version} is not one this reader knows \
-                 (1..={MAX_SERIALIZATION_VERSION}); export the model with a JAX release this crate supports \
-                 (jax 0.10 writes version 3 in the header)"
+                "jax.export serialization version {serialization_version}{written_by} is not one this reader \
+                 knows (1..={MAX_SERIALIZATION_VERSION}); {advice}"
             )));
         }
+        let jax_version = jax_version.map(|v| v.to_string());
         let function_name = root.string(f::FUNCTION_NAME).field("function_name")?.unwrap_or("").to_string();
         let mlir_module = root
             .bytes(f::MLIR_MODULE)
@@ -724,6 +760,7 @@ impl JaxExport {
 
         Ok(JaxExport {
             serialization_version,
+            jax_version,
             function_name,
             platforms,
             in_tree,
@@ -743,10 +780,38 @@ impl JaxExport {
         })
     }
 
-    /// The serialization version stored in the artifact (JAX 0.10 stores 3 for compatibility
-    /// with older readers, whatever its schema version).
+    /// The serialization version stored in the artifact (JAX 0.10 and 0.11 store 3 for
+    /// compatibility with older readers, whatever their schema version; JAX 0.12 stores 12).
     pub fn serialization_version(&self) -> u16 {
         self.serialization_version
+    }
+
+    /// The version of the JAX that serialized the artifact (`"0.12.0.1"`), which JAX writes from
+    /// 0.12 on (serialization version 12); `None` for older artifacts. Cut to 64 bytes.
+    ///
+    /// ```
+    /// use pjrt_formats::jax_export::JaxExport;
+    /// let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export");
+    /// let new = JaxExport::read(format!("{data}/jax-0.12.0.1/mlp_f32/model.jaxexport"))?;
+    /// assert_eq!((new.serialization_version(), new.jax_version()), (12, Some("0.12.0.1")));
+    /// assert_eq!(new.stablehlo_version(), Some((1, 18, 0)));
+    /// let old = JaxExport::read(format!("{data}/jax-0.10.2/mlp_f32/model.jaxexport"))?;
+    /// assert_eq!((old.serialization_version(), old.jax_version()), (3, None));
+    /// assert_eq!(
+    ///     new.to_string(),
+    ///     "jax.export of mlp (serialization version 12, written by JAX 0.12.0.1, StableHLO 1.18.0): \
+    ///      platforms cpu, 1 device, 5 inputs, 1 output"
+    /// );
+    /// # Ok::<(), pjrt_formats::Error>(())
+    /// ```
+    pub fn jax_version(&self) -> Option<&str> {
+        self.jax_version.as_deref()
+    }
+
+    /// The StableHLO version the module was serialized for (its bytecode producer,
+    /// `StableHLO_v1.18.0`), which a plugin must read: see [`Program::stablehlo_target`].
+    pub fn stablehlo_version(&self) -> Option<(i64, i64, i64)> {
+        Program::mlir_bytecode(self.mlir_module.clone()).ok()?.stablehlo_target()
     }
 
     /// The exported function's name (`jit(f)` gives `f`).
@@ -822,6 +887,11 @@ impl JaxExport {
     /// True if the artifact also holds the function's VJP (not used by this crate).
     pub fn has_vjp(&self) -> bool {
         self.has_vjp
+    }
+
+    /// `" (written by JAX 0.12.0.1)"` when the artifact says, for messages.
+    fn written_by(&self) -> String {
+        self.jax_version.as_deref().map_or_else(String::new, |v| format!(" (written by JAX {})", shown(v)))
     }
 
     /// The StableHLO module as MLIR bytecode.
@@ -909,9 +979,10 @@ impl JaxExport {
         }
         if !SUPPORTED_CALLING_CONVENTIONS.contains(&self.calling_convention_version) {
             return Err(Error::invalid(format!(
-                "the model uses calling convention version {}, but this runner supports {}..={}; export it \
+                "the model uses calling convention version {}{}, but this runner supports {}..={}; export it \
                  with a JAX release that writes one of those",
                 self.calling_convention_version,
+                self.written_by(),
                 SUPPORTED_CALLING_CONVENTIONS.start(),
                 SUPPORTED_CALLING_CONVENTIONS.end()
             )));
@@ -1125,6 +1196,36 @@ impl JaxExport {
             )));
         }
         outputs.iter().map(|o| o.to_npy()).collect()
+    }
+}
+
+/// One line about the artifact: function, versions (serialization, the JAX that wrote it, the
+/// module's StableHLO), platforms, devices and the number of inputs and outputs. See
+/// [`JaxExport::jax_version`] for an example.
+impl fmt::Display for JaxExport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        write!(
+            f,
+            "jax.export of {} (serialization version {}",
+            shown(&self.function_name),
+            self.serialization_version
+        )?;
+        match &self.jax_version {
+            Some(v) => write!(f, ", written by JAX {}", shown(v))?,
+            None => f.write_str(", JAX version not recorded (before 0.12)")?,
+        }
+        if let Some((major, minor, patch)) = self.stablehlo_version() {
+            write!(f, ", StableHLO {major}.{minor}.{patch}")?;
+        }
+        write!(
+            f,
+            "): platforms {}, {}, {}, {}",
+            self.platforms.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", "),
+            plural(self.nr_devices as usize, "device"),
+            plural(self.in_avals.len(), "input"),
+            plural(self.out_avals.len(), "output")
+        )
     }
 }
 

@@ -339,11 +339,11 @@ fn bench_reports_safe_and_raw_figures() {
 fn bench_run_reports_latency_throughput_and_first_result() {
     // A jax.export model (its inputs checked and arranged as `pjrt run` does) and a plain
     // program, on both plugins, with the raw C path alternated.
-    let model = "tests/data/jax_export/mlp_f32";
+    let model = "tests/data/jax_export/jax-0.10.2/mlp_f32";
     let model_inputs: Vec<String> = (0..5).map(|i| format!("{model}/in{i}.npy")).collect();
     let conv = "tests/data/jax/conv2d_f32";
     for plugin in PLUGINS {
-        let mut args = vec!["bench", "run", "tests/data/jax_export/mlp_f32/model.jaxexport", "--input"];
+        let mut args = vec!["bench", "run", "tests/data/jax_export/jax-0.10.2/mlp_f32/model.jaxexport", "--input"];
         args.extend(model_inputs.iter().map(String::as_str));
         args.extend(["--iters", "20", "--in-flight", "3", "--raw", "--plugin", plugin, "--json"]);
         let conv_args = [

@@ -162,11 +162,11 @@ fn the_compile_cache_keys_gpu_artifacts_by_target() {
 
 #[test]
 fn a_jax_export_model_exported_for_cuda_compiles_for_a_gpu_target() {
-    // tests/data/jax_export has one model exported for cuda (with cpu): one device. Its module
+    // tests/data/jax_export/jax-0.10.2 has one model exported for cuda (with cpu): one device. Its module
     // takes the platform index first; it compiles for 8 H100s as 1 replica × 1 partition.
     let dir = temp_dir("gpu-jax-export");
     let (report, artifact) = compile(
-        "tests/data/jax_export/multi_platform/model.jaxexport",
+        "tests/data/jax_export/jax-0.10.2/multi_platform/model.jaxexport",
         "h100",
         &dir.join("mp.pjrt"),
         &["--devices", "8"],
@@ -176,7 +176,7 @@ fn a_jax_export_model_exported_for_cuda_compiles_for_a_gpu_target() {
     // A model exported for cpu only is refused with what to do.
     let out = pjrt_cuda(&[
         "compile",
-        "tests/data/jax_export/sharded_4dev/model.jaxexport",
+        "tests/data/jax_export/jax-0.10.2/sharded_4dev/model.jaxexport",
         "--plugin",
         CUDA,
         "--target",

@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 use crate::common::{pjrt, root, stderr, temp_dir, PLUGINS};
 
 fn manifest() -> Json {
-    let path = root().join("tests/data/jax_export/manifest.json");
+    let path = root().join("tests/data/jax_export/jax-0.10.2/manifest.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -35,19 +35,23 @@ fn jax_export_models_take_every_input_from_params() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|i| NpyArray::read(&root().join("tests/data/jax_export").join(i["file"].as_str().unwrap())).unwrap())
+            .map(|i| {
+                NpyArray::read(&root().join("tests/data/jax_export/jax-0.10.2").join(i["file"].as_str().unwrap()))
+                    .unwrap()
+            })
             .collect();
         let names: Vec<String> = (0..arrays.len()).map(|i| format!("in{i}")).collect();
         let views: Vec<(&str, TensorView<'_>)> =
             names.iter().zip(&arrays).map(|(n, a)| (n.as_str(), TensorView::from_npy(a).unwrap())).collect();
         let params = dir.join("params.safetensors");
         safetensors::write(&params, &views, &[]).unwrap();
-        let want = NpyArray::read(&root().join("tests/data/jax_export").join(name).join("out0.npy")).unwrap();
+        let want =
+            NpyArray::read(&root().join("tests/data/jax_export/jax-0.10.2").join(name).join("out0.npy")).unwrap();
         let bf16 = name == "bf16";
         let (rtol, atol) = (case["rtol"].as_f64().unwrap(), case["atol"].as_f64().unwrap());
         for plugin in PLUGINS {
             let out_dir = dir.join(format!("out-{plugin}"));
-            let model = root().join("tests/data/jax_export").join(case["model"].as_str().unwrap());
+            let model = root().join("tests/data/jax_export/jax-0.10.2").join(case["model"].as_str().unwrap());
             let out = pjrt(&[
                 "run",
                 model.to_str().unwrap(),

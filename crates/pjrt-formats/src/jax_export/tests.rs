@@ -196,8 +196,11 @@ fn err(bytes: &[u8]) -> String {
 }
 
 fn real_artifact() -> Vec<u8> {
-    std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/pytree_outputs/model.jaxexport"))
-        .expect("the committed test artifact")
+    std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/jax_export/jax-0.10.2/pytree_outputs/model.jaxexport"
+    ))
+    .expect("the committed test artifact")
 }
 
 #[test]
@@ -312,10 +315,52 @@ fn what_cannot_run_is_refused_clearly() {
     assert_eq!(m.in_avals()[0].dims, [Dim::Symbolic("2*b + 1".into())]);
     assert!(m.check_runnable("cpu").unwrap_err().to_string().contains("shape-polymorphic"));
 
-    for version in [0u16, 12, 999] {
+    for version in [0u16, 13, 999] {
         let e = err(&with(&[(f::SERIALIZATION_VERSION, V::U16(version))]));
         assert!(e.contains(&format!("serialization version {version} is not one this reader knows")), "{e}");
     }
+}
+
+#[test]
+fn the_writers_jax_version_is_kept_and_named_when_the_version_is_too_new() {
+    use slot::exported as f;
+    // JAX 0.12: serialization version 12 and the writer's version.
+    let m = JaxExport::from_bytes(&with(&[
+        (f::SERIALIZATION_VERSION, V::U16(12)),
+        (f::JAX_VERSION, V::Str("0.12.0.1".into())),
+    ]))
+    .unwrap();
+    assert_eq!((m.serialization_version(), m.jax_version()), (12, Some("0.12.0.1")));
+    assert!(m.to_string().contains("serialization version 12, written by JAX 0.12.0.1"), "{m}");
+    // Older artifacts have none.
+    let m = JaxExport::from_bytes(&with(&[])).unwrap();
+    assert_eq!(m.jax_version(), None);
+    assert!(m.to_string().contains("JAX version not recorded"), "{m}");
+    // A newer schema is refused naming its version and its writer.
+    let e = err(&with(&[(f::SERIALIZATION_VERSION, V::U16(13)), (f::JAX_VERSION, V::Str("0.13.0".into()))]));
+    assert!(
+        e.contains("serialization version 13, written by JAX 0.13.0, is not one this reader knows (1..=12)"),
+        "{e}"
+    );
+    assert!(e.contains("export the model with JAX 0.12 or older"), "{e}");
+    // A hostile writer string is cut and its control characters escaped in messages.
+    let long = format!("0.13\n\u{1b}[31m{}", "é".repeat(100));
+    let e = err(&with(&[(f::SERIALIZATION_VERSION, V::U16(13)), (f::JAX_VERSION, V::Str(long.clone()))]));
+    assert!(e.contains("written by JAX 0.13\\n\\u{1b}[31m") && !e.contains('\u{1b}'), "{e}");
+    assert!(e.len() < 400, "{e}");
+    let m = JaxExport::from_bytes(&with(&[(f::JAX_VERSION, V::Str(long))])).unwrap();
+    assert!(m.jax_version().unwrap().len() <= 64);
+    // An unreadable version field is ignored (it only informs).
+    let m = JaxExport::from_bytes(&with(&[(f::JAX_VERSION, V::U32(0xffff_fff0))])).unwrap();
+    assert_eq!(m.jax_version(), None);
+    // The calling-convention refusal names the writer.
+    let m = JaxExport::from_bytes(&with(&[
+        (f::CALLING_CONVENTION_VERSION, V::U16(11)),
+        (f::JAX_VERSION, V::Str("0.13.0".into())),
+    ]))
+    .unwrap();
+    let e = m.check_runnable("cpu").unwrap_err().to_string();
+    assert!(e.contains("calling convention version 11 (written by JAX 0.13.0)"), "{e}");
 }
 
 #[test]

@@ -1,7 +1,9 @@
-//! Models serialized by `jax.export` (tests/data/jax_export, made by
-//! tools/gen_jax_export_testdata.py) are read, checked against what JAX recorded in the manifest,
-//! and run on both CPU plugins: outputs equal JAX's (integers and bools bit-exact, floats within
-//! the recorded tolerance).
+//! Models serialized by `jax.export` (tests/data/jax_export/jax-<version>, made by
+//! tools/gen_jax_export_testdata.py with JAX 0.10.2 and with JAX 0.12.0.1) are read, checked
+//! against what JAX recorded in the manifest, and run on both CPU plugins: outputs equal JAX's
+//! (integers and bools bit-exact, floats within the recorded tolerance), except where the
+//! plugin reads an older StableHLO than JAX wrote (JAX 0.12's 1.18.0 on the 0.106 plugin, which
+//! reads up to 1.16.1): there the typed [`pjrt_client::Error::ProgramVersion`] names both.
 
 use std::path::{Path, PathBuf};
 
@@ -13,22 +15,52 @@ use serde_json::Value as Json;
 
 use crate::support;
 
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/jax_export")
+/// The data sets, one per JAX version that made them: the oldest and the newest JAX tested.
+const JAX_VERSIONS: [&str; 2] = ["0.10.2", "0.12.0.1"];
+
+/// The 14 models every data set holds (the symbolic one aside).
+const CASES: [&str; 14] = [
+    "mlp_f32",
+    "unused_arg",
+    "pytree_outputs",
+    "int_bool",
+    "bf16",
+    "multi_platform",
+    "sharded_4dev",
+    "cnn",
+    "scan_rnn",
+    "while_loop",
+    "sort_top_k",
+    "rfft",
+    "rng",
+    "bf16_matmul",
+];
+
+fn data_dir(jax: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../tests/data/jax_export/jax-{jax}"))
 }
 
-fn manifest() -> Json {
-    serde_json::from_str(&std::fs::read_to_string(data_dir().join("manifest.json")).unwrap()).unwrap()
+fn manifest(jax: &str) -> Json {
+    serde_json::from_str(&std::fs::read_to_string(data_dir(jax).join("manifest.json")).unwrap()).unwrap()
 }
 
-fn cases() -> Vec<Json> {
-    let cases = manifest()["cases"].as_array().unwrap().clone();
-    assert!(cases.len() >= 6, "expected the jax.export cases, found {}", cases.len());
+fn cases(jax: &str) -> Vec<Json> {
+    let m = manifest(jax);
+    assert_eq!(m["jax_version"], jax, "the data set was made with the JAX it is named after");
+    let cases = m["cases"].as_array().unwrap().clone();
+    let names: Vec<&str> = cases.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, CASES, "jax {jax}");
     cases
 }
 
-fn read_npy(file: &Json) -> NpyArray {
-    NpyArray::read(&data_dir().join(file["file"].as_str().unwrap())).unwrap()
+fn read_npy(jax: &str, file: &Json) -> NpyArray {
+    NpyArray::read(&data_dir(jax).join(file["file"].as_str().unwrap())).unwrap()
+}
+
+/// Where JAX's StableHLO is newer than the plugin reads, the (plugin, JAX) pair and the versions
+/// the refusal names: the 0.106 plugin reads StableHLO up to 1.16.1, JAX 0.12 writes 1.18.0.
+fn refused_versions(plugin: &str, jax: &str) -> Option<(&'static str, &'static str)> {
+    (plugin == "cpu-0.106" && jax == "0.12.0.1").then_some(("1.18.0", "1.16.1"))
 }
 
 fn values(a: &NpyArray, bf16: bool) -> Vec<f64> {
@@ -38,6 +70,8 @@ fn values(a: &NpyArray, bf16: bool) -> Vec<f64> {
         Dtype::U16 if bf16 => {
             a.data.chunks_exact(2).map(|c| pjrt_client::half::bf16::from_le_bytes([c[0], c[1]]).to_f64()).collect()
         }
+        // Real and imaginary parts, each within the tolerance.
+        Dtype::C64 => a.data.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
         other => panic!("no float comparison for {other}"),
     }
 }
@@ -48,7 +82,7 @@ fn compare(case: &Json, o: usize, expected: &NpyArray, actual: &NpyArray) -> Res
         return Err(format!("output {o}: shape {:?}, JAX gave {:?}", actual.shape, expected.shape));
     }
     let bf16 = spec["encoding"] == "bf16_bits_u2";
-    let float = bf16 || matches!(expected.dtype, Dtype::F32 | Dtype::F64);
+    let float = bf16 || matches!(expected.dtype, Dtype::F32 | Dtype::F64 | Dtype::C64);
     if case["exact"].as_bool().unwrap() || !float {
         if expected.dtype != actual.dtype || expected.data != actual.data {
             return Err(format!("output {o}: not bit-exact ({} vs JAX's {})", actual.dtype, expected.dtype));
@@ -64,11 +98,22 @@ fn compare(case: &Json, o: usize, expected: &NpyArray, actual: &NpyArray) -> Res
     Ok(())
 }
 
-fn run_case(client: &Client, case: &Json) -> Result<(), String> {
-    let model = JaxExport::read(data_dir().join(case["model"].as_str().unwrap())).map_err(|e| e.to_string())?;
-    let inputs: Vec<NpyArray> = case["inputs"].as_array().unwrap().iter().map(read_npy).collect();
-    let outputs = model.run(client, &inputs).map_err(|e| e.to_string())?;
-    let expected: Vec<NpyArray> = case["outputs"].as_array().unwrap().iter().map(read_npy).collect();
+fn run_case(client: &Client, plugin: &str, jax: &str, case: &Json) -> Result<(), String> {
+    let model = JaxExport::read(data_dir(jax).join(case["model"].as_str().unwrap())).map_err(|e| e.to_string())?;
+    let inputs: Vec<NpyArray> = case["inputs"].as_array().unwrap().iter().map(|f| read_npy(jax, f)).collect();
+    let result = model.run(client, &inputs);
+    if let Some((program, current)) = refused_versions(plugin, jax) {
+        return match result {
+            Err(pjrt_formats::Error::Client(pjrt_client::Error::ProgramVersion { program: p, current: c, .. }))
+                if p == program && c == current =>
+            {
+                Ok(())
+            }
+            other => Err(format!("expected ProgramVersion {{ {program} vs {current} }}, got {other:?}")),
+        };
+    }
+    let outputs = result.map_err(|e| e.to_string())?;
+    let expected: Vec<NpyArray> = case["outputs"].as_array().unwrap().iter().map(|f| read_npy(jax, f)).collect();
     if outputs.len() != expected.len() {
         return Err(format!("{} outputs, JAX gave {}", outputs.len(), expected.len()));
     }
@@ -83,21 +128,23 @@ fn run_all(plugin: &str) {
     let client = support::client(plugin, 4);
     let api = client.plugin().api_version();
     let mut failures = Vec::new();
-    let cases = cases();
-    for case in &cases {
-        if let Err(e) = run_case(&client, case) {
-            failures.push(format!("{}: {e}", case["name"].as_str().unwrap()));
+    let mut count = 0;
+    for jax in JAX_VERSIONS {
+        for case in &cases(jax) {
+            count += 1;
+            if let Err(e) = run_case(&client, plugin, jax, case) {
+                failures.push(format!("jax {jax} {}: {e}", case["name"].as_str().unwrap()));
+            }
         }
     }
     assert!(
         failures.is_empty(),
-        "{plugin} (PJRT API {}.{}): {} of {} jax.export models failed. A failure to deserialize the \
+        "{plugin} (PJRT API {}.{}): {} of {count} jax.export models failed. A failure to deserialize the \
          module means the plugin's StableHLO is older than the version JAX serialized (see the \
          bytecode's StableHLO_v* producer string):\n{}",
         api.major,
         api.minor,
         failures.len(),
-        cases.len(),
         failures.join("\n")
     );
 }
@@ -114,163 +161,226 @@ fn jax_exported_models_on_cpu_0_106() {
 
 #[test]
 fn metadata_matches_what_jax_recorded() {
-    for case in cases() {
-        let name = case["name"].as_str().unwrap();
-        let model = JaxExport::read(data_dir().join(case["model"].as_str().unwrap())).unwrap();
-        assert_eq!(model.function_name(), case["function_name"].as_str().unwrap(), "{name}");
-        let platforms: Vec<&str> = case["platforms"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
-        assert_eq!(model.platforms(), platforms.as_slice(), "{name}");
-        let kept: Vec<usize> =
-            case["module_kept_var_idx"].as_array().unwrap().iter().map(|i| i.as_u64().unwrap() as usize).collect();
-        assert_eq!(model.module_kept_var_idx(), kept.as_slice(), "{name}");
-        assert_eq!(model.calling_convention_version() as u64, case["calling_convention_version"].as_u64().unwrap());
-        assert_eq!(model.nr_devices() as u64, case["nr_devices"].as_u64().unwrap(), "{name}");
-        assert_eq!(model.serialization_version(), 3, "jax 0.10 writes 3 in the header");
-        assert!(model.ordered_effects().is_empty() && model.unordered_effects().is_empty());
-        assert_eq!(model.uses_global_constants(), platforms.len() > 1, "{name}: only the platform index is global");
-        assert!(model.mlir_module().starts_with(b"ML\xefR"));
-        // Avals: shapes and dtypes as recorded (bf16 under its JAX name).
-        for (what, avals, specs) in
-            [("in", model.in_avals(), &case["inputs"]), ("out", model.out_avals(), &case["outputs"])]
-        {
-            let specs = specs.as_array().unwrap();
-            assert_eq!(avals.len(), specs.len(), "{name} {what}");
-            for (aval, spec) in avals.iter().zip(specs) {
-                let dims: Vec<Dim> =
-                    spec["shape"].as_array().unwrap().iter().map(|d| Dim::Fixed(d.as_u64().unwrap())).collect();
-                assert_eq!(aval.dims, dims, "{name} {what}");
-                assert_eq!(aval.dtype_name, spec["dtype"].as_str().unwrap(), "{name} {what}");
-                assert!(aval.element_type.is_some());
+    for jax in JAX_VERSIONS {
+        for case in cases(jax) {
+            let name = &format!("jax {jax} {}", case["name"].as_str().unwrap());
+            let model = JaxExport::read(data_dir(jax).join(case["model"].as_str().unwrap())).unwrap();
+            assert_eq!(model.function_name(), case["function_name"].as_str().unwrap(), "{name}");
+            let platforms: Vec<&str> =
+                case["platforms"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+            assert_eq!(model.platforms(), platforms.as_slice(), "{name}");
+            let kept: Vec<usize> =
+                case["module_kept_var_idx"].as_array().unwrap().iter().map(|i| i.as_u64().unwrap() as usize).collect();
+            assert_eq!(model.module_kept_var_idx(), kept.as_slice(), "{name}");
+            assert_eq!(model.calling_convention_version() as u64, case["calling_convention_version"].as_u64().unwrap());
+            assert_eq!(model.nr_devices() as u64, case["nr_devices"].as_u64().unwrap(), "{name}");
+            // JAX 0.10 writes 3 in the header and no writer version; JAX 0.12 writes 12 and its own.
+            let (version, writer) = if jax == "0.10.2" { (3, None) } else { (12, Some(jax)) };
+            assert_eq!(model.serialization_version() as u64, case["serialization_version"].as_u64().unwrap());
+            assert_eq!((model.serialization_version(), model.jax_version()), (version, writer), "{name}");
+            assert_eq!(model.jax_version(), case["written_by_jax"].as_str(), "{name}");
+            let stablehlo = model.stablehlo_version().map(|(a, b, c)| format!("{a}.{b}.{c}"));
+            assert_eq!(stablehlo.as_deref(), case["stablehlo_version"].as_str(), "{name}");
+            assert_eq!(stablehlo.as_deref(), Some(if jax == "0.10.2" { "1.15.0" } else { "1.18.0" }), "{name}");
+            let summary = model.to_string();
+            assert!(summary.contains(&format!("serialization version {version}")), "{name}: {summary}");
+            assert_eq!(summary.contains(&format!("written by JAX {jax}")), writer.is_some(), "{name}: {summary}");
+            assert!(model.ordered_effects().is_empty() && model.unordered_effects().is_empty());
+            assert_eq!(model.uses_global_constants(), platforms.len() > 1, "{name}: only the platform index is global");
+            assert!(model.mlir_module().starts_with(b"ML\xefR"));
+            // Avals: shapes and dtypes as recorded (bf16 under its JAX name).
+            for (what, avals, specs) in
+                [("in", model.in_avals(), &case["inputs"]), ("out", model.out_avals(), &case["outputs"])]
+            {
+                let specs = specs.as_array().unwrap();
+                assert_eq!(avals.len(), specs.len(), "{name} {what}");
+                for (aval, spec) in avals.iter().zip(specs) {
+                    let dims: Vec<Dim> =
+                        spec["shape"].as_array().unwrap().iter().map(|d| Dim::Fixed(d.as_u64().unwrap())).collect();
+                    assert_eq!(aval.dims, dims, "{name} {what}");
+                    assert_eq!(aval.dtype_name, spec["dtype"].as_str().unwrap(), "{name} {what}");
+                    assert!(aval.element_type.is_some());
+                }
             }
-        }
-        // Pytrees: leaf paths are JAX's keystr paths.
-        let in_paths: Vec<String> =
-            case["in_paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
-        let out_paths: Vec<String> =
-            case["out_paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
-        assert_eq!(model.in_tree().leaf_paths(), in_paths, "{name}");
-        assert_eq!(model.out_tree().leaf_paths(), out_paths, "{name}");
-        // One device: shardings are unspecified or replicated.
-        if model.nr_devices() == 1 {
-            for s in model.in_shardings().iter().chain(model.out_shardings()) {
-                assert!(matches!(s, JaxSharding::Unspecified) || s.is_replicated() == Some(true), "{name}: {s:?}");
+            // Pytrees: leaf paths are JAX's keystr paths.
+            let in_paths: Vec<String> =
+                case["in_paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
+            let out_paths: Vec<String> =
+                case["out_paths"].as_array().unwrap().iter().map(|p| p.as_str().unwrap().to_string()).collect();
+            assert_eq!(model.in_tree().leaf_paths(), in_paths, "{name}");
+            assert_eq!(model.out_tree().leaf_paths(), out_paths, "{name}");
+            // One device: shardings are unspecified or replicated.
+            if model.nr_devices() == 1 {
+                for s in model.in_shardings().iter().chain(model.out_shardings()) {
+                    assert!(matches!(s, JaxSharding::Unspecified) || s.is_replicated() == Some(true), "{name}: {s:?}");
+                }
             }
         }
     }
+}
+
+/// Where the `serialization_version` field of an artifact's root table lies (slot 0).
+fn serialization_version_offset(bytes: &[u8]) -> usize {
+    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    let table = u32_at(0);
+    let vtable = table - i32::from_le_bytes(bytes[table..table + 4].try_into().unwrap()) as usize;
+    let field = u16::from_le_bytes(bytes[vtable + 4..vtable + 6].try_into().unwrap()) as usize;
+    assert_ne!(field, 0, "JAX writes the version");
+    table + field
+}
+
+#[test]
+fn a_newer_serialization_version_is_refused_naming_it_and_its_writer() {
+    let bytes = std::fs::read(data_dir("0.12.0.1").join("mlp_f32/model.jaxexport")).unwrap();
+    let at = serialization_version_offset(&bytes);
+    assert_eq!(&bytes[at..at + 2], 12u16.to_le_bytes(), "JAX 0.12 writes 12");
+    let mut newer = bytes.clone();
+    newer[at..at + 2].copy_from_slice(&13u16.to_le_bytes());
+    let e = JaxExport::from_bytes(&newer).unwrap_err();
+    assert!(e.invalid_argument().is_some(), "{e:?}");
+    let e = e.to_string();
+    assert!(
+        e.contains("serialization version 13, written by JAX 0.12.0.1, is not one this reader knows (1..=12)"),
+        "{e}"
+    );
+    // The same edit on a JAX 0.10 artifact (3 in the header, no writer version).
+    let bytes = std::fs::read(data_dir("0.10.2").join("mlp_f32/model.jaxexport")).unwrap();
+    let at = serialization_version_offset(&bytes);
+    assert_eq!(&bytes[at..at + 2], 3u16.to_le_bytes(), "JAX 0.10 writes 3");
+    let mut newer = bytes.clone();
+    newer[at..at + 2].copy_from_slice(&13u16.to_le_bytes());
+    let e = JaxExport::from_bytes(&newer).unwrap_err().to_string();
+    assert!(e.contains("serialization version 13 is not one this reader knows"), "{e}");
 }
 
 #[test]
 fn sharded_model_layout() {
-    let model = JaxExport::read(data_dir().join("sharded_4dev/model.jaxexport")).unwrap();
-    assert_eq!(model.nr_devices(), 4);
-    let JaxSharding::Named(rows) = &model.in_shardings()[0] else { panic!("{:?}", model.in_shardings()) };
-    assert_eq!((rows.mesh.axis_names.as_slice(), rows.mesh.axis_sizes.as_slice()), (&["x".to_string()][..], &[4][..]));
-    assert_eq!(rows.partitions, vec![vec!["x".to_string()], vec![]]);
-    assert_eq!(model.in_shardings()[1].is_replicated(), Some(true));
-    assert_eq!(
-        model.device_shardings().unwrap(),
-        (vec![Sharding::Split(0), Sharding::Replicated], vec![Sharding::Split(0), Sharding::Replicated])
-    );
-    // A client with fewer devices than the model needs is refused before compiling.
-    let client = support::client("cpu", 2);
-    let inputs: Vec<NpyArray> =
-        (0..2).map(|i| NpyArray::read(&data_dir().join(format!("sharded_4dev/in{i}.npy"))).unwrap()).collect();
-    let e = model.run(&client, &inputs).unwrap_err().to_string();
-    assert!(e.contains("devices"), "{e}");
+    for jax in JAX_VERSIONS {
+        let model = JaxExport::read(data_dir(jax).join("sharded_4dev/model.jaxexport")).unwrap();
+        assert_eq!(model.nr_devices(), 4);
+        let JaxSharding::Named(rows) = &model.in_shardings()[0] else { panic!("{:?}", model.in_shardings()) };
+        assert_eq!(
+            (rows.mesh.axis_names.as_slice(), rows.mesh.axis_sizes.as_slice()),
+            (&["x".to_string()][..], &[4][..])
+        );
+        assert_eq!(rows.partitions, vec![vec!["x".to_string()], vec![]]);
+        assert_eq!(model.in_shardings()[1].is_replicated(), Some(true));
+        assert_eq!(
+            model.device_shardings().unwrap(),
+            (vec![Sharding::Split(0), Sharding::Replicated], vec![Sharding::Split(0), Sharding::Replicated])
+        );
+        // A client with fewer devices than the model needs is refused before compiling.
+        let client = support::client("cpu", 2);
+        let inputs: Vec<NpyArray> =
+            (0..2).map(|i| NpyArray::read(&data_dir(jax).join(format!("sharded_4dev/in{i}.npy"))).unwrap()).collect();
+        let e = model.run(&client, &inputs).unwrap_err().to_string();
+        assert!(e.contains("devices"), "{e}");
+    }
 }
 
 #[test]
 fn inputs_are_mapped_to_the_module_arguments() {
-    let dir = data_dir();
-    // The unused middle input is dropped.
-    let model = JaxExport::read(dir.join("unused_arg/model.jaxexport")).unwrap();
-    let inputs: Vec<NpyArray> =
-        (0..3).map(|i| NpyArray::read(&dir.join(format!("unused_arg/in{i}.npy"))).unwrap()).collect();
-    let args = model.arrange_inputs("cpu", &inputs).unwrap();
-    let expected: Vec<_> = [&inputs[0], &inputs[2]].map(|a| a.to_host_array(None).unwrap()).into();
-    assert_eq!(args, expected);
-    // Two platforms: the platform index comes first.
-    let model = JaxExport::read(dir.join("multi_platform/model.jaxexport")).unwrap();
-    let inputs: Vec<NpyArray> =
-        (0..2).map(|i| NpyArray::read(&dir.join(format!("multi_platform/in{i}.npy"))).unwrap()).collect();
-    for (platform, index) in [("cpu", 0i32), ("cuda", 1)] {
-        let args = model.arrange_inputs(platform, &inputs).unwrap();
-        assert_eq!(args.len(), 3);
-        assert_eq!(args[0].shape(), [0usize; 0]);
-        assert_eq!(args[0].to_vec::<i32>().unwrap(), vec![index]);
+    for jax in JAX_VERSIONS {
+        let dir = data_dir(jax);
+        // The unused middle input is dropped.
+        let model = JaxExport::read(dir.join("unused_arg/model.jaxexport")).unwrap();
+        let inputs: Vec<NpyArray> =
+            (0..3).map(|i| NpyArray::read(&dir.join(format!("unused_arg/in{i}.npy"))).unwrap()).collect();
+        let args = model.arrange_inputs("cpu", &inputs).unwrap();
+        let expected: Vec<_> = [&inputs[0], &inputs[2]].map(|a| a.to_host_array(None).unwrap()).into();
+        assert_eq!(args, expected);
+        // Two platforms: the platform index comes first.
+        let model = JaxExport::read(dir.join("multi_platform/model.jaxexport")).unwrap();
+        let inputs: Vec<NpyArray> =
+            (0..2).map(|i| NpyArray::read(&dir.join(format!("multi_platform/in{i}.npy"))).unwrap()).collect();
+        for (platform, index) in [("cpu", 0i32), ("cuda", 1)] {
+            let args = model.arrange_inputs(platform, &inputs).unwrap();
+            assert_eq!(args.len(), 3);
+            assert_eq!(args[0].shape(), [0usize; 0]);
+            assert_eq!(args[0].to_vec::<i32>().unwrap(), vec![index]);
+        }
+        assert_eq!(model.platform_index("gpu").unwrap(), Some(1));
+        let err = model.arrange_inputs("tpu", &inputs).unwrap_err().to_string();
+        assert!(err.contains("exported for cpu, cuda") && err.contains("tpu"), "{err}");
     }
-    assert_eq!(model.platform_index("gpu").unwrap(), Some(1));
-    let err = model.arrange_inputs("tpu", &inputs).unwrap_err().to_string();
-    assert!(err.contains("exported for cpu, cuda") && err.contains("tpu"), "{err}");
 }
 
 #[test]
 fn wrong_inputs_are_refused_with_the_expected_aval() {
-    let dir = data_dir();
-    let model = JaxExport::read(dir.join("unused_arg/model.jaxexport")).unwrap();
-    let x = NpyArray::read(&dir.join("unused_arg/in0.npy")).unwrap();
-    let unused = NpyArray::read(&dir.join("unused_arg/in1.npy")).unwrap();
-    let err = model.arrange_inputs("cpu", &[x.clone(), x.clone()]).unwrap_err().to_string();
-    assert!(err.contains("takes 3 inputs") && err.contains("unused ones too"), "{err}");
-    let err = model.arrange_inputs("cpu", &[x.clone(), x.clone(), x.clone()]).unwrap_err().to_string();
-    assert!(err.contains("input 1 is f32[3,4], but the model expects float32[5]"), "{err}");
-    let ints = NpyArray::from_elements(vec![3, 4], &[0i32; 12]).unwrap();
-    let err = model.arrange_inputs("cpu", &[x.clone(), unused, ints]).unwrap_err().to_string();
-    assert!(err.contains("input 2 is s32[3,4], but the model expects float32[3,4]"), "{err}");
-    assert!(model.check_input(0, ElementType::F32, &[3, 4]).is_ok());
-    assert!(model.check_input(7, ElementType::F32, &[3, 4]).is_err());
+    for jax in JAX_VERSIONS {
+        let dir = data_dir(jax);
+        let model = JaxExport::read(dir.join("unused_arg/model.jaxexport")).unwrap();
+        let x = NpyArray::read(&dir.join("unused_arg/in0.npy")).unwrap();
+        let unused = NpyArray::read(&dir.join("unused_arg/in1.npy")).unwrap();
+        let err = model.arrange_inputs("cpu", &[x.clone(), x.clone()]).unwrap_err().to_string();
+        assert!(err.contains("takes 3 inputs") && err.contains("unused ones too"), "{err}");
+        let err = model.arrange_inputs("cpu", &[x.clone(), x.clone(), x.clone()]).unwrap_err().to_string();
+        assert!(err.contains("input 1 is f32[3,4], but the model expects float32[5]"), "{err}");
+        let ints = NpyArray::from_elements(vec![3, 4], &[0i32; 12]).unwrap();
+        let err = model.arrange_inputs("cpu", &[x.clone(), unused, ints]).unwrap_err().to_string();
+        assert!(err.contains("input 2 is s32[3,4], but the model expects float32[3,4]"), "{err}");
+        assert!(model.check_input(0, ElementType::F32, &[3, 4]).is_ok());
+        assert!(model.check_input(7, ElementType::F32, &[3, 4]).is_err());
+    }
 }
 
 #[test]
 fn shape_polymorphic_exports_are_refused() {
-    let m = manifest();
-    let model = JaxExport::read(data_dir().join(m["symbolic"]["model"].as_str().unwrap())).unwrap();
-    assert_eq!(model.in_avals()[0].dims, vec![Dim::Symbolic("b".into()), Dim::Fixed(4)]);
-    let err = model.check_runnable("cpu").unwrap_err();
-    assert!(err.invalid_argument().is_some());
-    let err = err.to_string();
-    assert!(err.contains("shape-polymorphic") && err.contains("float32[b,4]"), "{err}");
+    for jax in JAX_VERSIONS {
+        let m = manifest(jax);
+        let model = JaxExport::read(data_dir(jax).join(m["symbolic"]["model"].as_str().unwrap())).unwrap();
+        assert_eq!(model.in_avals()[0].dims, vec![Dim::Symbolic("b".into()), Dim::Fixed(4)]);
+        let err = model.check_runnable("cpu").unwrap_err();
+        assert!(err.invalid_argument().is_some());
+        let err = err.to_string();
+        assert!(err.contains("shape-polymorphic") && err.contains("float32[b,4]"), "{err}");
+    }
 }
 
 #[test]
 fn content_detection() {
-    let dir = data_dir();
-    for case in cases() {
-        let bytes = std::fs::read(dir.join(case["model"].as_str().unwrap())).unwrap();
-        assert!(JaxExport::looks_like(&bytes));
+    for jax in JAX_VERSIONS {
+        let dir = data_dir(jax);
+        for case in cases(jax) {
+            let bytes = std::fs::read(dir.join(case["model"].as_str().unwrap())).unwrap();
+            assert!(JaxExport::looks_like(&bytes));
+        }
+        let model = JaxExport::read(dir.join("mlp_f32/model.jaxexport")).unwrap();
+        assert!(!JaxExport::looks_like(model.mlir_module()), "MLIR bytecode is not an export");
+        assert!(!JaxExport::looks_like(b"module {}"));
+        assert!(!JaxExport::looks_like(&[]));
     }
-    let model = JaxExport::read(dir.join("mlp_f32/model.jaxexport")).unwrap();
-    assert!(!JaxExport::looks_like(model.mlir_module()), "MLIR bytecode is not an export");
-    assert!(!JaxExport::looks_like(b"module {}"));
-    assert!(!JaxExport::looks_like(&[]));
 }
 
 #[test]
 fn declared_parameters_match_what_the_plugin_compiled() {
-    // The declared signature is the fallback for plugins whose optimized program this crate
-    // cannot read; the CPU plugin's HLO tells the truth to compare it with.
-    let client = support::client("cpu", 1);
-    let mut declared = 0;
-    for case in cases() {
-        let name = case["name"].as_str().unwrap();
-        let model = JaxExport::read(data_dir().join(case["model"].as_str().unwrap())).unwrap();
-        let program = model.program().unwrap();
-        // jax.export serializes a portable artifact: its StableHLO version is checked against
-        // the plugin's before compiling.
-        assert_eq!(program.stablehlo_target(), Some((1, 15, 0)), "{name}");
-        let Some(parameters) = program.declared_parameters() else {
-            assert!(model.nr_devices() > 1, "{name}: a single-device export declares its parameters");
-            continue;
-        };
-        let exe = model.compile(&client).unwrap();
-        let compiled: Vec<(ElementType, Vec<i64>)> = exe
-            .parameter_shapes()
-            .unwrap()
-            .iter()
-            .map(|shape| (shape.element_type.unwrap(), shape.dims.clone()))
-            .collect();
-        assert_eq!(parameters, compiled.as_slice(), "{name}");
-        declared += 1;
+    for jax in JAX_VERSIONS {
+        // The declared signature is the fallback for plugins whose optimized program this crate
+        // cannot read; the CPU plugin's HLO tells the truth to compare it with.
+        let client = support::client("cpu", 1);
+        let mut declared = 0;
+        for case in cases(jax) {
+            let name = case["name"].as_str().unwrap();
+            let model = JaxExport::read(data_dir(jax).join(case["model"].as_str().unwrap())).unwrap();
+            let program = model.program().unwrap();
+            // jax.export serializes a portable artifact: its StableHLO version is checked against
+            // the plugin's before compiling.
+            let (major, minor, patch) = program.stablehlo_target().unwrap();
+            assert_eq!(Some(format!("{major}.{minor}.{patch}").as_str()), case["stablehlo_version"].as_str(), "{name}");
+            let Some(parameters) = program.declared_parameters() else {
+                assert!(model.nr_devices() > 1, "{name}: a single-device export declares its parameters");
+                continue;
+            };
+            let exe = model.compile(&client).unwrap();
+            let compiled: Vec<(ElementType, Vec<i64>)> = exe
+                .parameter_shapes()
+                .unwrap()
+                .iter()
+                .map(|shape| (shape.element_type.unwrap(), shape.dims.clone()))
+                .collect();
+            assert_eq!(parameters, compiled.as_slice(), "{name}");
+            declared += 1;
+        }
+        assert!(declared >= 5, "only {declared} exports declared their parameters");
     }
-    assert!(declared >= 5, "only {declared} exports declared their parameters");
 }

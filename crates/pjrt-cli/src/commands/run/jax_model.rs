@@ -9,14 +9,39 @@ use pjrt_client::{HostArray, Program};
 use pjrt_formats::jax_export::JaxExport;
 use pjrt_formats::npy::NpyArray;
 use pjrt_formats::Error;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::inputs::gather_inputs;
 use super::outputs::{check_writable, commit_all, output_dtypes, output_files, preview};
 use crate::cli::{OutputFormat, RunArgs};
 use crate::compiling::ProgramSource;
 use crate::plugins::{cpu_aware_client, resolve_plugin};
-use crate::ui::invalid;
+use crate::ui::{self, invalid};
+
+/// What `pjrt run --json` reports about a `jax.export` model: its versions (serialization, the
+/// JAX that wrote it when the file says, the module's StableHLO) and what it takes.
+pub fn model_summary(model: &JaxExport) -> Value {
+    json!({
+        "format": "jax.export", "function": model.function_name(),
+        "serialization_version": model.serialization_version(), "jax_version": model.jax_version(),
+        "stablehlo_version": model.stablehlo_version().map(|(a, b, c)| format!("{a}.{b}.{c}")),
+        "platforms": model.platforms(), "nr_devices": model.nr_devices(),
+        "inputs": model.in_avals().len(), "outputs": model.out_avals().len(), "summary": model.to_string(),
+    })
+}
+
+/// Says on stderr which JAX wrote a model whose StableHLO the plugin does not read (the error
+/// itself names the versions), and what to do about it.
+pub fn explain_version_error(error: &Error, model: Option<&JaxExport>) {
+    let (Some(model), Some(pjrt_client::Error::ProgramVersion { program, .. })) = (model, error.client()) else {
+        return;
+    };
+    let writer = model.jax_version().map_or_else(|| "a JAX before 0.12".to_owned(), |v| format!("JAX {v}"));
+    ui::log_line(&format!(
+        "note: the model was exported by {writer}, which wrote StableHLO {program}: run it on a plugin that reads \
+         that version (one as new as that JAX's jaxlib), or export it with an older JAX"
+    ));
+}
 
 /// Opens what `pjrt run` and `pjrt bench run` are given: an AOT artifact, or a program read by
 /// [`read_program`] (with its `jax.export` model, if it is one).
@@ -95,7 +120,11 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     } else {
         model.compile_options(&platform)
     })?;
-    let exe = client.compile(&model.program()?, &options)?;
+    let exe = client.compile(&model.program()?, &options).map_err(|e| {
+        let e = Error::from(e);
+        explain_version_error(&e, Some(model));
+        e
+    })?;
     // Outputs are written as .npy: refuse any that cannot be before running.
     let stored = output_dtypes(OutputFormat::Npy, exe.output_shapes())?;
     let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -122,7 +151,7 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     commit_all(staged)?;
     if args.json {
         let report = json!({ "program": args.program, "plugin": plugin.path(), "platform": platform,
-                             "devices": devices, "outputs": report });
+                             "devices": devices, "model": model_summary(model), "outputs": report });
         println!("{report}");
     }
     Ok(())

@@ -105,8 +105,10 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
     if matches!(program, ProgramSource::Artifact(_)) && !args.xla.xla_options.is_empty() {
         ui::log_line("note: --xla-option has no effect on an artifact: it was compiled by `pjrt compile`");
     }
-    let compiled = compiling::compile_or_load(&client, &program, &options, !args.no_cache)
-        .map_err(|e| compiling::name_program_file(e, &args.program))?;
+    let compiled = compiling::compile_or_load(&client, &program, &options, !args.no_cache).map_err(|e| {
+        jax_model::explain_version_error(&e, jax_model.as_ref());
+        compiling::name_program_file(e, &args.program)
+    })?;
     let (exe, compile_ms, load_ms) = (compiled.executable, compiled.compile_ms, compiled.load_ms);
     // Every output must be writable before anything is uploaded or run: a failure after the
     // work would leave some outputs written and the others lost.
@@ -216,7 +218,8 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
     if args.json {
         let report = json!({
             "program": args.program, "plugin": plugin.path(), "platform": client.platform_name(),
-            "replicas": replicas, "partitions": partitions, "shard_inputs": args.shard_inputs, "outputs": outputs,
+            "replicas": replicas, "partitions": partitions, "shard_inputs": args.shard_inputs,
+            "model": jax_model.as_ref().map(jax_model::model_summary), "outputs": outputs,
             "cache": compiled.cache,
             "process": job.as_ref().map(|j| json!({
                 "job": j.id, "index": j.process, "count": j.count, "rendezvous_ms": j.rendezvous_ms,
