@@ -21,7 +21,10 @@ pub(crate) struct FakeClient {
     _marker: u64,
 }
 
-pub(crate) const PLATFORM_NAME: &str = "fake";
+/// The platform name: `fake`, or `cpu` in the scenarios that stand in for an XLA CPU plugin.
+pub(crate) fn platform_name() -> &'static str {
+    config().platform_name
+}
 pub(crate) const PLATFORM_VERSION: &str = "fake 0.1";
 
 /// The create options of the last `PJRT_Client_Create` call, one `name=type:value` line each
@@ -174,7 +177,7 @@ slot_fn!(PJRT_Client_UpdateGlobalProcessInfo => fn client_update_global_process_
 
 slot_fn!(PJRT_Client_PlatformName => fn client_platform_name(args: PJRT_Client_PlatformName_Args, fault) {
     client(args.client)?;
-    set_string(fault, PLATFORM_NAME, &mut args.platform_name, &mut args.platform_name_size);
+    set_string(fault, platform_name(), &mut args.platform_name, &mut args.platform_name_size);
     Ok(())
 });
 

@@ -2,6 +2,7 @@
 //! `PJRT_Client_Load`, and executables serialized and loaded back.
 
 use std::ffi::{c_char, c_int};
+use std::io::Write;
 use std::ptr::null_mut;
 use std::sync::atomic::AtomicBool;
 
@@ -15,6 +16,7 @@ use crate::devices::{device_ptr, DEVICES};
 use crate::errors::invalid;
 use crate::executables::{executable, free_serialized, serialized, FakeExecutable, FakeLoaded};
 use crate::faults::{injects, shape_array, Fault};
+use crate::scenarios::config;
 use crate::topology::topology;
 
 slot_fn!(PJRT_Client_Compile => fn client_compile(args: PJRT_Client_Compile_Args, fault) {
@@ -94,6 +96,9 @@ slot_fn!(PJRT_Executable_DeserializeAndLoad => fn executable_deserialize_and_loa
     let Some((replicas, partitions)) = parse_serialized(bytes) else {
         return Err(invalid("fake: not a serialized executable of this plugin"));
     };
+    if config().logs_tuning_lines_on_load {
+        log_tuning_lines();
+    }
     if injects(fault, Fault::NullOutput) {
         args.loaded_executable = null_mut();
         return Ok(());
@@ -101,6 +106,26 @@ slot_fn!(PJRT_Executable_DeserializeAndLoad => fn executable_deserialize_and_loa
     args.loaded_executable = new_loaded(replicas, partitions, false);
     Ok(())
 });
+
+/// Writes to fd 2, as the XLA CPU plugin's C++ logging does when it loads a serialized
+/// executable compiled with tuning features the host's feature list lacks, its two lines (the
+/// text of the 0.106 plugin's `cpu_aot_loader.cc`, its double space included).
+fn log_tuning_lines() {
+    let features = "+prefer-no-gather,+prefer-no-scatter";
+    let mut text = String::new();
+    for feature in ["+prefer-no-gather", "+prefer-no-scatter"] {
+        text.push_str(&format!(
+            "E0000 00:00:00.000000 {pid} cpu_aot_loader.cc:220] Loading XLA:CPU AOT result. Target machine feature \
+             {feature} is not  supported on the host machine. Machine type used for XLA:CPU compilation doesn't \
+             match the machine type for execution. Compile machine features: [{features}]. This could lead to \
+             execution errors such as SIGILL.\n",
+            pid = std::process::id()
+        ));
+    }
+    // One write, straight to fd 2 (no Rust-side capture), as C++ logging does; stderr trouble is
+    // not the load's.
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
 
 /// The replica and partition counts of serialized compile options the client passed, checked
 /// against the fake's devices.

@@ -35,6 +35,12 @@
 //!
 //! Counts that disagree between `NumOutputs`, `OutputElementTypes` and `OutputDimensions` come
 //! from the `bad_count` directive (below). `minor_<N>` claims API version 0.N (a full table).
+//! `cpu_0_106` stands in for the 0.106 CPU plugin as `pjrt run` sees it (platform `cpu`, API
+//! 0.106, 136 slots); `cpu_0_106_tuning_lines` also logs to fd 2, on every
+//! `PJRT_Executable_DeserializeAndLoad`, the two "Target machine feature +prefer-no-gather
+//! (+prefer-no-scatter) is not supported on the host machine ... SIGILL" lines the real one logs
+//! on hosts whose CPU's tuning features hold those preferences, so their handling is tested on
+//! any host.
 //! `custom_partitioner` lists a CustomPartitioner extension whose functions count registrations
 //! (`custom_partitioners_registered`, `batch_partitionable_registered`) and call a registered
 //! partitioner's `dtor` at once. `profiler` lists a Profiler extension whose profiler records

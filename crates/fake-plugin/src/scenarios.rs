@@ -38,6 +38,12 @@ pub(crate) struct Config {
     pub(crate) profiler: bool,
     /// What `PJRT_Executable_OptimizedProgram` answers.
     pub(crate) optimized: Optimized,
+    /// The client's and the topology's platform name: `fake`, or `cpu` (scenarios `cpu_0_106*`).
+    pub(crate) platform_name: &'static str,
+    /// `PJRT_Executable_DeserializeAndLoad` logs to fd 2 the lines the XLA CPU plugin logs when
+    /// the host CPU's tuning features include `prefer-no-gather` and `prefer-no-scatter`
+    /// (scenario `cpu_0_106_tuning_lines`), so that what follows them is tested on any host.
+    pub(crate) logs_tuning_lines_on_load: bool,
 }
 
 /// The optimized program the fake reports: an HLO module (as the CPU plugins do), or MLIR, as
@@ -101,6 +107,8 @@ impl Config {
             custom_partitioner: false,
             profiler: false,
             optimized: Optimized::Hlo,
+            platform_name: "fake",
+            logs_tuning_lines_on_load: false,
         };
         let all_hostile = Hostile { pred: true, null_events: true, sizes: Some(SizeLie::More), old_extensions: true };
         match name {
@@ -111,6 +119,15 @@ impl Config {
             "working_0_106" => {
                 config.minor = 106;
                 config.struct_size = table_size(136);
+            }
+            // The 0.106 CPU plugin as `pjrt run` sees it: platform `cpu`, API 0.106. Loading a
+            // serialized executable is quiet (as on a host without those tuning features, e.g. an
+            // AMD EPYC Zen 3), or logs the two tuning-feature lines (as on a host with them).
+            "cpu_0_106" | "cpu_0_106_tuning_lines" => {
+                config.minor = 106;
+                config.struct_size = table_size(136);
+                config.platform_name = "cpu";
+                config.logs_tuning_lines_on_load = name == "cpu_0_106_tuning_lines";
             }
             // Ready events complete with an error.
             "event_error" => config.event_error = true,

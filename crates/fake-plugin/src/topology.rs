@@ -8,7 +8,7 @@ use std::sync::{Mutex, OnceLock};
 use pjrt_client_sys::{self as sys, PJRT_Error};
 
 use crate::calls::{lock, slot_fn, sys_bytes};
-use crate::clients::{client, PLATFORM_NAME, PLATFORM_VERSION};
+use crate::clients::{client, platform_name, PLATFORM_VERSION};
 use crate::counters::{bump, COUNTERS};
 use crate::devices::{description_ptr, DEVICES};
 use crate::errors::invalid;
@@ -47,7 +47,7 @@ const SERIALIZED_TOPOLOGY: &[u8] = b"fake topology";
 slot_fn!(PJRT_TopologyDescription_Create => fn topology_create(args: PJRT_TopologyDescription_Create_Args, fault) {
     // SAFETY: the client passes `topology_name_size` readable bytes.
     let name = unsafe { sys_bytes(args.topology_name, args.topology_name_size) };
-    if name != PLATFORM_NAME.as_bytes() {
+    if name != platform_name().as_bytes() {
         return Err(invalid(format!("fake: no topology named {:?}", String::from_utf8_lossy(name))));
     }
     args.topology = null_handle(fault, new_owned_topology());
@@ -98,7 +98,7 @@ slot_fn!(PJRT_TopologyDescription_PlatformName => fn topology_platform_name(
     args: PJRT_TopologyDescription_PlatformName_Args, fault
 ) {
     topology(args.topology)?;
-    set_string(fault, PLATFORM_NAME, &mut args.platform_name, &mut args.platform_name_size);
+    set_string(fault, platform_name(), &mut args.platform_name, &mut args.platform_name_size);
     Ok(())
 });
 

@@ -26,10 +26,13 @@
 //!   the compile cache, artifacts); `cache` opens the same cache.
 //! - `src/ui.rs`: the terminal: log levels, `-v` span lines, progress, invalid-argument errors,
 //!   and how errors are reported, with hints.
+//! - `src/stderr_watch.rs`: fd 2 watched during a plugin call (forwarded unchanged), to learn
+//!   whether the plugin printed a line (`compiling` explains the CPU plugin's tuning-feature
+//!   lines only when they appeared).
 //! - `src/trace.rs`: `--trace FILE.json`, the spans as a Chrome trace, with the plugin's own
 //!   profiler events merged in.
 //!
-//! Imports point one way: `lib.rs` → `commands` → `compiling`, `plugins` → `cli` → `ui` → `trace`. A
+//! Imports point one way: `lib.rs` → `commands` → `compiling` (→ `stderr_watch`), `plugins` → `cli` → `ui` → `trace`. A
 //! command never imports another command, and no shared module imports a command.
 
 #![deny(missing_docs)]
@@ -38,6 +41,7 @@ pub mod cli;
 pub mod commands;
 pub mod compiling;
 pub mod plugins;
+mod stderr_watch;
 pub mod trace;
 pub mod ui;
 
