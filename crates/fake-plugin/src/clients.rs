@@ -174,7 +174,7 @@ slot_fn!(PJRT_Client_UpdateGlobalProcessInfo => fn client_update_global_process_
 
 slot_fn!(PJRT_Client_PlatformName => fn client_platform_name(args: PJRT_Client_PlatformName_Args, fault) {
     client(args.client)?;
-    set_string(fault, PLATFORM_NAME, &mut args.platform_name, &mut args.platform_name_size);
+    set_string(fault, config().client_platform, &mut args.platform_name, &mut args.platform_name_size);
     Ok(())
 });
 

@@ -35,7 +35,9 @@
 //!
 //! Counts that disagree between `NumOutputs`, `OutputElementTypes` and `OutputDimensions` come
 //! from the `bad_count` directive (below). `minor_<N>` claims API version 0.N (a full table).
-//! `custom_partitioner` lists a CustomPartitioner extension whose functions count registrations
+//! `gpu_like` reports the platform `cuda` (so its `device` memories are a GPU's and memory 2 is
+//! `pinned_host` host memory, as DLPack exports see them); `gpu_like_odd_memory` also names memory 2
+//! `fake_scratch`, a kind no framework knows. `custom_partitioner` lists a CustomPartitioner extension whose functions count registrations
 //! (`custom_partitioners_registered`, `batch_partitionable_registered`) and call a registered
 //! partitioner's `dtor` at once. `profiler` lists a Profiler extension whose profiler records
 //! every execution while it runs (a `fake_execute` event at its wall-clock time).

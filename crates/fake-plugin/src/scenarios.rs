@@ -38,6 +38,12 @@ pub(crate) struct Config {
     pub(crate) profiler: bool,
     /// What `PJRT_Executable_OptimizedProgram` answers.
     pub(crate) optimized: Optimized,
+    /// What `PJRT_Client_PlatformName` answers: `fake`, or `cuda` for a GPU-like client
+    /// (scenarios `gpu_like*`), whose memories are then a GPU's: `device` and `pinned_host`.
+    pub(crate) client_platform: &'static str,
+    /// The kind of the shared memory 2 (`pinned_host`; `fake_scratch` in `gpu_like_odd_memory`,
+    /// a kind DLPack has no device type for).
+    pub(crate) shared_memory_kind: &'static str,
 }
 
 /// The optimized program the fake reports: an HLO module (as the CPU plugins do), or MLIR, as
@@ -101,6 +107,8 @@ impl Config {
             custom_partitioner: false,
             profiler: false,
             optimized: Optimized::Hlo,
+            client_platform: crate::clients::PLATFORM_NAME,
+            shared_memory_kind: "pinned_host",
         };
         let all_hostile = Hostile { pred: true, null_events: true, sizes: Some(SizeLie::More), old_extensions: true };
         match name {
@@ -111,6 +119,13 @@ impl Config {
             "working_0_106" => {
                 config.minor = 106;
                 config.struct_size = table_size(136);
+            }
+            // A GPU-like client: platform `cuda`, device memory and pinned host memory.
+            "gpu_like" => config.client_platform = "cuda",
+            // The same, with memory 2 of a kind no framework knows (`fake_scratch`).
+            "gpu_like_odd_memory" => {
+                config.client_platform = "cuda";
+                config.shared_memory_kind = "fake_scratch";
             }
             // Ready events complete with an error.
             "event_error" => config.event_error = true,

@@ -203,6 +203,8 @@ unsafe impl Send for RawExternalReference {}
 // SAFETY: as above; no method reads through the pointer.
 unsafe impl Sync for RawExternalReference {}
 
+impl crate::buffer::Attachment for RawExternalReference {}
+
 impl Drop for RawExternalReference {
     fn drop(&mut self) {
         let mut args = sys::PJRT_Buffer_DecreaseExternalReferenceCount_Args::new();

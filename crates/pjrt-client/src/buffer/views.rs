@@ -9,7 +9,7 @@ use crate::buffer::aligned::AlignedHostBuffer;
 use crate::buffer::checks::{check_array, resolve_target, Target};
 use crate::buffer::layout::{MemoryLayout, RawLayout};
 use crate::buffer::queries::increase_external_reference;
-use crate::buffer::{Buffer, Placement};
+use crate::buffer::{Buffer, Placement, ReadOnlyMemory};
 use crate::call::panic::no_unwind;
 use crate::call::pjrt_call;
 use crate::call::release::CallbackScope;
@@ -196,7 +196,8 @@ impl Client {
         // on-delete callback; the alignment is checked inside.
         let mut buffer = unsafe { self.create_view(ptr, element_type, dims, placement, options, keep) }?;
         let reference = increase_external_reference(self.plugin(), buffer.as_raw())?;
-        buffer.attach(Box::new(reference));
+        // Other clones of `host` may be reading it: a DLPack export of the view says read-only.
+        buffer.attach(Box::new(ReadOnlyMemory(reference)));
         Ok(buffer)
     }
 
