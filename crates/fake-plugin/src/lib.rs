@@ -27,6 +27,7 @@
 //! | scenario | what changes |
 //! |---|---|
 //! | `hostile_pred` | PRED bytes copied to the host say true with 2 or 0xff, not 1 (`hostile_pred_bytes` counts them) |
+//! | `hostile_bools` | `bool` answers (`Event_IsReady`, `Device_IsAddressable`, `Buffer_IsOnCpu`, a memory statistic's `*_is_set`) say true with the byte 2 (not part of `hostile`) |
 //! | `hostile_events` | every slot that hands out an event hands out NULL (`null_events_returned`) |
 //! | `hostile_sizes` | the `ToHostBuffer` size query reports 8 bytes more than the dense size; `OnDeviceSizeInBytes` half the data; a transfer manager's `BufferSize` 8 bytes more |
 //! | `hostile_sizes_fewer` | the same, but the `ToHostBuffer` size query reports 1 byte fewer |

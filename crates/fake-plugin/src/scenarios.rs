@@ -75,6 +75,21 @@ pub(crate) struct Hostile {
     pub(crate) sizes: Option<SizeLie>,
     /// `PJRT_Api.extension_start` lists older forms of extensions (see [`old_extensions`](crate::old_extensions)).
     pub(crate) old_extensions: bool,
+    /// `bool` answers say true with the byte 2, not 1 (see [`set_bool`]).
+    pub(crate) bools: bool,
+}
+
+/// Writes a C `bool` answer: 0 or 1, or for true the byte 2 in the `hostile_bools` scenario (C
+/// code may leave any nonzero byte there). Written as a byte, through a raw pointer: the fake
+/// never reads it back as a Rust `bool`.
+pub(crate) fn set_bool(field: *mut bool, value: bool) {
+    let byte = match (value, config().hostile.bools) {
+        (false, _) => 0u8,
+        (true, false) => 1,
+        (true, true) => 2,
+    };
+    // SAFETY: `field` is a one-byte field of an args struct the client handed us to fill.
+    unsafe { field.cast::<u8>().write(byte) };
 }
 
 /// How the size queries lie: `OnDeviceSizeInBytes` reports half the data and a transfer
@@ -110,7 +125,8 @@ impl Config {
             client_platform: crate::clients::PLATFORM_NAME,
             shared_memory_kind: "pinned_host",
         };
-        let all_hostile = Hostile { pred: true, null_events: true, sizes: Some(SizeLie::More), old_extensions: true };
+        let all_hostile =
+            Hostile { pred: true, null_events: true, sizes: Some(SizeLie::More), old_extensions: true, bools: false };
         match name {
             // A plugin that does enough for clients, devices, memories, buffers, compilation,
             // execution and events (API 0.115, 138 slots).
@@ -137,6 +153,7 @@ impl Config {
             // Everything hostile at once: PRED bytes, NULL events, lying sizes, old extensions.
             "hostile" => config.hostile = all_hostile,
             "hostile_pred" => config.hostile.pred = true,
+            "hostile_bools" => config.hostile.bools = true,
             "hostile_events" => config.hostile.null_events = true,
             "hostile_sizes" => config.hostile.sizes = Some(SizeLie::More),
             "hostile_sizes_fewer" => config.hostile.sizes = Some(SizeLie::Fewer),

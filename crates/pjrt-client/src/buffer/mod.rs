@@ -664,7 +664,8 @@ impl Buffer {
         let mut args = sys::PJRT_Buffer_IsDeleted_Args::new();
         args.buffer = self.raw.as_ptr();
         pjrt_call!(self.client.api(), PJRT_Buffer_IsDeleted, &mut args)?;
-        Ok(args.is_deleted)
+        // SAFETY: a byte of `args`, initialised by `new` and perhaps rewritten by the plugin.
+        Ok(unsafe { crate::call::plugin_bool(&raw const args.is_deleted) })
     }
 
     /// An event that completes when the buffer's data is ready.
