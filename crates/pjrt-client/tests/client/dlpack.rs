@@ -378,3 +378,28 @@ fn gpu_memories_export_by_their_kind() {
     fake.settle();
     fake.assert_nothing_leaked();
 }
+
+/// An identity program's result over an in-place (read-only) input is the plugin's own memory,
+/// not the input's: so its export, writable, aliases nothing safe code holds.
+#[test]
+fn results_of_read_only_inputs_are_new_memory() {
+    const IDENTITY: &str = "func.func @main(%x: tensor<16xf32>) -> tensor<16xf32> {
+  return %x : tensor<16xf32>
+}";
+    for name in PLUGINS {
+        let client = client(name, 1);
+        let owner = Arc::new(AlignedHostBuffer::from_slice(&[3f32; 16]).unwrap());
+        let x = client.buffer_from_aligned(&owner, ElementType::F32, &[16], Placement::Default).unwrap();
+        let exe = client
+            .compile(&pjrt_client::Program::mlir_text(IDENTITY).unwrap(), &pjrt_client::CompileOptions::new())
+            .unwrap();
+        let y = exe.execute(&[&x]).unwrap().into_iter().next().unwrap();
+        let tensor = y.into_dlpack().unwrap();
+        assert_ne!(
+            tensor.data_pointer() as *const u8,
+            owner.as_bytes().as_ptr(),
+            "{name}: the result aliases the input"
+        );
+        assert_eq!(tensor.flags(), 0, "{name}");
+    }
+}
