@@ -210,7 +210,8 @@ impl Client {
     /// dense size (row-major), valid and not used elsewhere in ways that conflict with the
     /// buffer (e.g. freed or written while computations read it) until `on_delete` runs, or
     /// until the buffer is dropped when no callback is given. The plugin may write into it if
-    /// the buffer is donated to an execution.
+    /// the buffer is donated to an execution, and so may the consumer of a DLPack export of the
+    /// view ([`Buffer::into_dlpack`] does not flag it read-only).
     pub unsafe fn view_of_device_pointer(
         &self,
         ptr: *mut c_void,

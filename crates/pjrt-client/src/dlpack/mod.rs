@@ -344,7 +344,9 @@ impl Buffer {
     /// immutable ([`Client::buffer_from_shared`] of aligned bytes, such as a file's read-only
     /// mapping; [`Client::buffer_from_aligned`]; [`Client::view_of_aligned`]; a view of a
     /// DLPack tensor flagged read-only) is exported with `DLPACK_FLAG_BITMASK_READ_ONLY`: the
-    /// consumer must not write it. Copy the buffer first for a tensor it may write.
+    /// consumer must not write it. Copy the buffer first for a tensor it may write. A view made
+    /// with the unsafe [`Client::view_of_device_pointer`] is exported writable: whether its
+    /// memory may be written is part of that function's contract.
     ///
     /// Sub-byte types are described as they sit in device memory: packed (DLPack's default) or
     /// a byte each (`DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED`). Refused: element types
