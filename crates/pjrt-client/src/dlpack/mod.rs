@@ -161,6 +161,12 @@ fn dl_device(buffer: &Buffer) -> Result<DLDevice> {
         None => "device".to_owned(),
     };
     let Some(device_type) = device_type_of_memory(platform, &kind) else {
+        if device_type_of_platform(platform).is_none() {
+            return Err(Error::invalid(format!(
+                "DLPack has no device type for the {platform} platform; copy the buffer to the host instead \
+                 (Buffer::to_host_bytes)"
+            )));
+        }
         return Err(Error::invalid(format!(
             "DLPack has no device type for memory of kind {kind:?} on the {platform} platform; copy the buffer \
              to device or host memory first (Buffer::copy_to_memory)"

@@ -377,6 +377,14 @@ fn gpu_memories_export_by_their_kind() {
     drop(client);
     fake.settle();
     fake.assert_nothing_leaked();
+
+    // A platform DLPack has no device type for (the fake's own, `fake`) is refused as such.
+    let fake = Fake::new("working");
+    let plugin = fake.plugin();
+    let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
+    let x = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default).unwrap();
+    let refused = x.into_dlpack().unwrap_err().to_string();
+    assert!(refused.contains("the fake platform") && refused.contains("to_host_bytes"), "{refused}");
 }
 
 /// An identity program's result over an in-place (read-only) input is the plugin's own memory,
