@@ -7,15 +7,21 @@
 //! 1. a PJRT result becomes an `ndarray` view of the buffer's own memory (zero copy);
 //! 2. that tensor comes back as a PJRT buffer viewing the same memory (zero copy);
 //! 3. an `ndarray` array whose memory is not 64-byte aligned (most are not) cannot be viewed by
-//!    the CPU plugin: the import says so, and `copy_of_dlpack` copies it once.
+//!    the CPU plugin: the import says so, and `copy_of_dlpack` copies it once;
+//! 4. memory others may be reading (a buffer over shared host memory) is exported read-only, and
+//!    a `bool` tensor is viewed as `bool` only when every byte is 0 or 1.
 //!
 //! ```text
 //! cargo run -p pjrt-examples --example 08_dlpack
 //! ```
 
-use pjrt_client::dlpack::ManagedTensor;
+use std::sync::Arc;
+
+use pjrt_client::dlpack::{ffi, ManagedTensor};
 use pjrt_client::ndarray::{array, s};
-use pjrt_client::{Client, ClientOptions, CompileOptions, Placement, Plugin, Program};
+use pjrt_client::{
+    AlignedHostBuffer, Client, ClientOptions, CompileOptions, ElementType, HostLayout, Placement, Plugin, Program,
+};
 
 const DOUBLE: &str = r#"
 func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
@@ -58,5 +64,23 @@ fn main() -> pjrt_client::Result<()> {
     let x = client.copy_of_dlpack(ManagedTensor::from_ndarray(a)?)?;
     println!("imported ndarray: {:?}", x.to_vec::<f32>()?);
     assert_eq!(x.to_vec::<f32>()?, [1., 2., 3., 4.]);
+
+    // 4. A buffer that reads shared host memory in place (the caller keeps `host`, and may read
+    //    it meanwhile) is exported with DLPack's read-only flag: the consumer must not write it.
+    let host = Arc::new(AlignedHostBuffer::from_slice(&[1f32, 2., 3., 4.])?);
+    let tensor = client.buffer_from_aligned(&host, ElementType::F32, &[4], Placement::Default)?.into_dlpack()?;
+    assert_ne!(tensor.flags() & ffi::DLPACK_FLAG_BITMASK_READ_ONLY, 0);
+    println!("over shared memory: flags {:#x} (read-only)", tensor.flags());
+    // A plugin keeps PRED bytes as it was given them: 2 is no `bool`, so the bool view is
+    // refused; the bytes can be read as u8 (nonzero is true).
+    let p =
+        client.buffer_from_bytes(&[1, 0, 2], ElementType::PRED, &[3], &HostLayout::default(), Placement::Default)?;
+    let tensor = p.into_dlpack()?;
+    match tensor.as_ndarray::<bool>() {
+        Ok(view) => println!("as bool: {view}"),
+        Err(refused) => println!("bool view refused: {refused}"),
+    }
+    assert!(tensor.as_ndarray::<bool>().is_err());
+    println!("as u8: {}", tensor.as_ndarray::<u8>()?);
     Ok(())
 }

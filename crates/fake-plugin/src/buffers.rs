@@ -497,7 +497,7 @@ slot_fn!(PJRT_Buffer_GetMemoryLayout => fn buffer_get_memory_layout(args: PJRT_B
 
 slot_fn!(PJRT_Buffer_IsOnCpu => fn buffer_is_on_cpu(args: PJRT_Buffer_IsOnCpu_Args, fault) {
     buffer(args.buffer)?;
-    args.is_on_cpu = true;
+    crate::scenarios::set_bool(&raw mut args.is_on_cpu, true);
     Ok(())
 });
 

@@ -119,7 +119,7 @@ slot_fn!(PJRT_Device_MemoryStats => fn device_memory_stats(args: PJRT_Device_Mem
     device_index(args.device)?;
     args.bytes_in_use = 1024;
     args.peak_bytes_in_use = 4096;
-    args.peak_bytes_in_use_is_set = true;
+    crate::scenarios::set_bool(&raw mut args.peak_bytes_in_use_is_set, true);
     Ok(())
 });
 
@@ -293,7 +293,7 @@ slot_fn!(PJRT_DeviceDescription_ToString => fn description_to_string(args: PJRT_
 
 slot_fn!(PJRT_Device_IsAddressable => fn device_is_addressable(args: PJRT_Device_IsAddressable_Args, fault) {
     device_index(args.device)?;
-    args.is_addressable = true;
+    crate::scenarios::set_bool(&raw mut args.is_addressable, true);
     Ok(())
 });
 

@@ -170,7 +170,8 @@ slot_fn!(PJRT_Event_Destroy => fn event_destroy(args: PJRT_Event_Destroy_Args, f
 });
 
 slot_fn!(PJRT_Event_IsReady => fn event_is_ready(args: PJRT_Event_IsReady_Args, fault) {
-    args.is_ready = lock(&event(args.event)?.inner).result.is_some();
+    let ready = lock(&event(args.event)?.inner).result.is_some();
+    crate::scenarios::set_bool(&raw mut args.is_ready, ready);
     Ok(())
 });
 

@@ -27,6 +27,7 @@
 //! | scenario | what changes |
 //! |---|---|
 //! | `hostile_pred` | PRED bytes copied to the host say true with 2 or 0xff, not 1 (`hostile_pred_bytes` counts them) |
+//! | `hostile_bools` | `bool` answers (`Event_IsReady`, `Device_IsAddressable`, `Buffer_IsOnCpu`, a memory statistic's `*_is_set`) say true with the byte 2 (not part of `hostile`) |
 //! | `hostile_events` | every slot that hands out an event hands out NULL (`null_events_returned`) |
 //! | `hostile_sizes` | the `ToHostBuffer` size query reports 8 bytes more than the dense size; `OnDeviceSizeInBytes` half the data; a transfer manager's `BufferSize` 8 bytes more |
 //! | `hostile_sizes_fewer` | the same, but the `ToHostBuffer` size query reports 1 byte fewer |
@@ -41,7 +42,9 @@
 //! (+prefer-no-scatter) is not supported on the host machine ... SIGILL" lines the real one logs
 //! on hosts whose CPU's tuning features hold those preferences, so their handling is tested on
 //! any host.
-//! `custom_partitioner` lists a CustomPartitioner extension whose functions count registrations
+//! `gpu_like` reports the platform `cuda` (so its `device` memories are a GPU's and memory 2 is
+//! `pinned_host` host memory, as DLPack exports see them); `gpu_like_odd_memory` also names memory 2
+//! `fake_scratch`, a kind no framework knows. `custom_partitioner` lists a CustomPartitioner extension whose functions count registrations
 //! (`custom_partitioners_registered`, `batch_partitionable_registered`) and call a registered
 //! partitioner's `dtor` at once. `profiler` lists a Profiler extension whose profiler records
 //! every execution while it runs (a `fake_execute` event at its wall-clock time).

@@ -5,6 +5,7 @@ use std::ffi::c_int;
 use crate::calls::slot_fn;
 use crate::devices::{memory_index, tables, MEMORIES};
 use crate::faults::{set_string, shape_array};
+use crate::scenarios::config;
 
 slot_fn!(PJRT_Memory_Id => fn memory_id(args: PJRT_Memory_Id_Args, fault) {
     args.id = memory_index(args.memory)? as c_int;
@@ -13,7 +14,8 @@ slot_fn!(PJRT_Memory_Id => fn memory_id(args: PJRT_Memory_Id_Args, fault) {
 
 slot_fn!(PJRT_Memory_Kind => fn memory_kind(args: PJRT_Memory_Kind_Args, fault) {
     let index = memory_index(args.memory)?;
-    set_string(fault, MEMORIES[index].kind, &mut args.kind, &mut args.kind_size);
+    let kind = if index == 2 { config().shared_memory_kind } else { MEMORIES[index].kind };
+    set_string(fault, kind, &mut args.kind, &mut args.kind_size);
     Ok(())
 });
 

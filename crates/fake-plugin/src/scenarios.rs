@@ -38,12 +38,17 @@ pub(crate) struct Config {
     pub(crate) profiler: bool,
     /// What `PJRT_Executable_OptimizedProgram` answers.
     pub(crate) optimized: Optimized,
-    /// The client's and the topology's platform name: `fake`, or `cpu` (scenarios `cpu_0_106*`).
+    /// The client's and the topology's platform name: `fake`, `cpu` (scenarios `cpu_0_106*`), or
+    /// `cuda` for a GPU-like client (scenarios `gpu_like*`), whose memories are then a GPU's:
+    /// `device` and `pinned_host`.
     pub(crate) platform_name: &'static str,
     /// `PJRT_Executable_DeserializeAndLoad` logs to fd 2 the lines the XLA CPU plugin logs when
     /// the host CPU's tuning features include `prefer-no-gather` and `prefer-no-scatter`
     /// (scenario `cpu_0_106_tuning_lines`), so that what follows them is tested on any host.
     pub(crate) logs_tuning_lines_on_load: bool,
+    /// The kind of the shared memory 2 (`pinned_host`; `fake_scratch` in `gpu_like_odd_memory`,
+    /// a kind DLPack has no device type for).
+    pub(crate) shared_memory_kind: &'static str,
 }
 
 /// The optimized program the fake reports: an HLO module (as the CPU plugins do), or MLIR, as
@@ -75,6 +80,21 @@ pub(crate) struct Hostile {
     pub(crate) sizes: Option<SizeLie>,
     /// `PJRT_Api.extension_start` lists older forms of extensions (see [`old_extensions`](crate::old_extensions)).
     pub(crate) old_extensions: bool,
+    /// `bool` answers say true with the byte 2, not 1 (see [`set_bool`]).
+    pub(crate) bools: bool,
+}
+
+/// Writes a C `bool` answer: 0 or 1, or for true the byte 2 in the `hostile_bools` scenario (C
+/// code may leave any nonzero byte there). Written as a byte, through a raw pointer: the fake
+/// never reads it back as a Rust `bool`.
+pub(crate) fn set_bool(field: *mut bool, value: bool) {
+    let byte = match (value, config().hostile.bools) {
+        (false, _) => 0u8,
+        (true, false) => 1,
+        (true, true) => 2,
+    };
+    // SAFETY: `field` is a one-byte field of an args struct the client handed us to fill.
+    unsafe { field.cast::<u8>().write(byte) };
 }
 
 /// How the size queries lie: `OnDeviceSizeInBytes` reports half the data and a transfer
@@ -109,8 +129,10 @@ impl Config {
             optimized: Optimized::Hlo,
             platform_name: "fake",
             logs_tuning_lines_on_load: false,
+            shared_memory_kind: "pinned_host",
         };
-        let all_hostile = Hostile { pred: true, null_events: true, sizes: Some(SizeLie::More), old_extensions: true };
+        let all_hostile =
+            Hostile { pred: true, null_events: true, sizes: Some(SizeLie::More), old_extensions: true, bools: false };
         match name {
             // A plugin that does enough for clients, devices, memories, buffers, compilation,
             // execution and events (API 0.115, 138 slots).
@@ -119,6 +141,13 @@ impl Config {
             "working_0_106" => {
                 config.minor = 106;
                 config.struct_size = table_size(136);
+            }
+            // A GPU-like client: platform `cuda`, device memory and pinned host memory.
+            "gpu_like" => config.platform_name = "cuda",
+            // The same, with memory 2 of a kind no framework knows (`fake_scratch`).
+            "gpu_like_odd_memory" => {
+                config.platform_name = "cuda";
+                config.shared_memory_kind = "fake_scratch";
             }
             // The 0.106 CPU plugin as `pjrt run` sees it: platform `cpu`, API 0.106. Loading a
             // serialized executable is quiet (as on a host without those tuning features, e.g. an
@@ -139,6 +168,7 @@ impl Config {
             // Everything hostile at once: PRED bytes, NULL events, lying sizes, old extensions.
             "hostile" => config.hostile = all_hostile,
             "hostile_pred" => config.hostile.pred = true,
+            "hostile_bools" => config.hostile.bools = true,
             "hostile_events" => config.hostile.null_events = true,
             "hostile_sizes" => config.hostile.sizes = Some(SizeLie::More),
             "hostile_sizes_fewer" => config.hostile.sizes = Some(SizeLie::Fewer),

@@ -256,6 +256,32 @@ pub enum Error {
         /// The plugin the object belongs to.
         found: PathBuf,
     },
+    /// Memory about to be read in place as `bool` holds a byte other than 0 or 1 (a plugin
+    /// stores PRED bytes as it was given them; a DLPack producer may write anything): such a
+    /// `bool` is undefined behaviour, so the view is refused. Read the bytes as `u8` instead
+    /// (nonzero means true), or copy them: [`crate::Buffer::to_vec`] maps them as numpy does.
+    #[error(
+        "element {index} of {what} is the byte {byte}, not a bool (0 or 1): read it as u8 (nonzero is true), \
+         e.g. as_ndarray::<u8>(), or copy it with Buffer::to_vec::<bool>, which maps nonzero bytes to true"
+    )]
+    InvalidBool {
+        /// What was to be viewed, e.g. "the DLPack tensor".
+        what: &'static str,
+        /// The first element (in memory order of the view's indices, row-major) that is not 0 or 1.
+        index: usize,
+        /// Its byte.
+        byte: u8,
+    },
+    /// Memory others may be reading as immutable (host memory a buffer reads in place: shared
+    /// bytes, an aligned upload, a read-only mapping, a DLPack tensor its producer marked
+    /// read-only) was to be handed out in a form that would let it be written.
+    #[error("{what} is read-only: {advice}")]
+    ReadOnlyMemory {
+        /// Whose memory it is.
+        what: &'static str,
+        /// What to do instead.
+        advice: &'static str,
+    },
     /// A user callback panicked; the panic was caught at the C boundary.
     #[error("a callback panicked: {0}")]
     CallbackPanicked(String),

@@ -221,6 +221,28 @@ fn refused_and_leaked<T: std::fmt::Debug>((result, watched): (pjrt_client::Resul
 // ---------------------------------------------------------------------------------------------
 // Part 1: the hostile scenarios
 
+/// `bool` answers the plugin writes as the byte 2 (C code may leave any nonzero byte in a
+/// `bool`) come out as valid `true`s: the library reads such fields as bytes, never as `bool`.
+#[test]
+fn bool_answers_other_than_one_are_read_as_true() {
+    let fake = Fake::new("hostile_bools");
+    let client = client_of(&fake);
+    let device = &client.devices()[0];
+    let buffer = upload(&client, &[1., 2., 3., 4.], 0);
+    let event = buffer.ready_event().unwrap();
+    event.wait().unwrap();
+    let answers = [
+        event.is_ready().unwrap(),
+        device.is_addressable().unwrap(),
+        buffer.is_on_cpu().unwrap(),
+        device.memory_stats().unwrap().peak_bytes_in_use.is_some(),
+    ];
+    assert_valid_bools(&answers);
+    assert_eq!(answers, [true; 4]);
+    assert_eq!(device.memory_stats().unwrap().peak_bytes_in_use, Some(4096));
+    assert_eq!(device.memory_stats().unwrap().num_allocs, None, "0 is still false");
+}
+
 #[test]
 fn pred_bytes_other_than_one_are_read_as_true() {
     let fake = Fake::new("hostile_pred");

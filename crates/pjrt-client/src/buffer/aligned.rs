@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::buffer::checks::check_element_type;
 use crate::buffer::queries::increase_external_reference;
-use crate::buffer::{Buffer, HostLayout, Placement};
+use crate::buffer::{Buffer, HostLayout, Placement, ReadOnlyMemory};
 use crate::call::pjrt_call;
 use crate::client::Client;
 use crate::element_type::{native_bytes, ElementType, NativeType};
@@ -329,7 +329,9 @@ impl Client {
         // No donation while the caller shares `host` (see the doc comment). Without the
         // reference the buffer is refused (dropped here, which lets the plugin release `host`).
         let reference = increase_external_reference(self.plugin(), buffer.as_raw())?;
-        buffer.attach(Box::new(reference));
+        // The caller may still be reading `host` (through `SharedBytes::as_bytes`, say): a DLPack
+        // export of this buffer must say read-only.
+        buffer.attach(Box::new(ReadOnlyMemory(reference)));
         buffer.set_known_shape(element_type, dims);
         Ok(buffer)
     }

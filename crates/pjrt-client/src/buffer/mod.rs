@@ -248,7 +248,27 @@ pub struct Buffer {
     shape: BufferShape,
     // Something that must go away just before the buffer is destroyed (e.g. the external
     // reference a view of host memory holds so that it cannot be donated).
-    attached: Option<Box<dyn Send + Sync>>,
+    attached: Option<Box<dyn Attachment>>,
+}
+
+/// What a buffer keeps until just before it is destroyed ([`Buffer::attach`]).
+pub(crate) trait Attachment: Send + Sync {
+    /// Whether the buffer's memory is host memory that others may be reading as immutable
+    /// (shared bytes read in place, a view of a read-only DLPack tensor): nothing may write it,
+    /// so a DLPack export says read-only.
+    fn read_only_memory(&self) -> bool {
+        false
+    }
+}
+
+/// An attachment of a buffer whose memory others may be reading as immutable (see
+/// [`Attachment::read_only_memory`]).
+pub(crate) struct ReadOnlyMemory<T>(pub(crate) T);
+
+impl<T: Send + Sync> Attachment for ReadOnlyMemory<T> {
+    fn read_only_memory(&self) -> bool {
+        true
+    }
 }
 
 // SAFETY: PJRT buffers are thread-safe (XLA's PjRtBuffer methods may be called concurrently);
@@ -504,8 +524,14 @@ impl Buffer {
     }
 
     /// Attaches `value` to the buffer: it is dropped just before the buffer is destroyed.
-    pub(crate) fn attach(&mut self, value: Box<dyn Send + Sync>) {
+    pub(crate) fn attach(&mut self, value: Box<dyn Attachment>) {
         self.attached = Some(value);
+    }
+
+    /// Whether the buffer's memory is host memory others may be reading as immutable (see
+    /// [`Attachment::read_only_memory`]).
+    pub(crate) fn has_read_only_memory(&self) -> bool {
+        self.attached.as_ref().is_some_and(|a| a.read_only_memory())
     }
 
     /// The client that owns this buffer.
@@ -638,7 +664,8 @@ impl Buffer {
         let mut args = sys::PJRT_Buffer_IsDeleted_Args::new();
         args.buffer = self.raw.as_ptr();
         pjrt_call!(self.client.api(), PJRT_Buffer_IsDeleted, &mut args)?;
-        Ok(args.is_deleted)
+        // SAFETY: a byte of `args`, initialised by `new` and perhaps rewritten by the plugin.
+        Ok(unsafe { crate::call::plugin_bool(&raw const args.is_deleted) })
     }
 
     /// An event that completes when the buffer's data is ready.

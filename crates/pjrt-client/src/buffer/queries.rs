@@ -46,7 +46,8 @@ impl Buffer {
         let mut args = sys::PJRT_Buffer_IsOnCpu_Args::new();
         args.buffer = self.as_raw();
         pjrt_call!(self.client().api(), PJRT_Buffer_IsOnCpu, &mut args)?;
-        Ok(args.is_on_cpu)
+        // SAFETY: a byte of `args`, initialised by `new` and perhaps rewritten by the plugin.
+        Ok(unsafe { crate::call::plugin_bool(&raw const args.is_on_cpu) })
     }
 
     /// The indices of the dimensions whose size is only known at run time (empty: all static).
@@ -202,6 +203,8 @@ pub(crate) struct RawExternalReference {
 unsafe impl Send for RawExternalReference {}
 // SAFETY: as above; no method reads through the pointer.
 unsafe impl Sync for RawExternalReference {}
+
+impl crate::buffer::Attachment for RawExternalReference {}
 
 impl Drop for RawExternalReference {
     fn drop(&mut self) {

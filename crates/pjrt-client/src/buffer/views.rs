@@ -9,7 +9,7 @@ use crate::buffer::aligned::AlignedHostBuffer;
 use crate::buffer::checks::{check_array, resolve_target, Target};
 use crate::buffer::layout::{MemoryLayout, RawLayout};
 use crate::buffer::queries::increase_external_reference;
-use crate::buffer::{Buffer, Placement};
+use crate::buffer::{Buffer, Placement, ReadOnlyMemory};
 use crate::call::panic::no_unwind;
 use crate::call::pjrt_call;
 use crate::call::release::CallbackScope;
@@ -196,7 +196,8 @@ impl Client {
         // on-delete callback; the alignment is checked inside.
         let mut buffer = unsafe { self.create_view(ptr, element_type, dims, placement, options, keep) }?;
         let reference = increase_external_reference(self.plugin(), buffer.as_raw())?;
-        buffer.attach(Box::new(reference));
+        // Other clones of `host` may be reading it: a DLPack export of the view says read-only.
+        buffer.attach(Box::new(ReadOnlyMemory(reference)));
         Ok(buffer)
     }
 
@@ -209,7 +210,8 @@ impl Client {
     /// dense size (row-major), valid and not used elsewhere in ways that conflict with the
     /// buffer (e.g. freed or written while computations read it) until `on_delete` runs, or
     /// until the buffer is dropped when no callback is given. The plugin may write into it if
-    /// the buffer is donated to an execution.
+    /// the buffer is donated to an execution, and so may the consumer of a DLPack export of the
+    /// view ([`Buffer::into_dlpack`] does not flag it read-only).
     pub unsafe fn view_of_device_pointer(
         &self,
         ptr: *mut c_void,

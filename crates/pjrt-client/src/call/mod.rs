@@ -312,6 +312,17 @@ fn sliceable<T>(ptr: *const T, len: usize) -> bool {
     ptr.is_aligned() && len.checked_mul(std::mem::size_of::<T>()).is_some_and(|bytes| bytes <= isize::MAX as usize)
 }
 
+/// A `bool` the plugin wrote (an args field, a named value), read as its byte: nonzero is
+/// true. To C code a `bool` is a byte that a careless plugin may leave at 2 or 0xff, and a Rust
+/// `bool` other than 0 or 1 is undefined behaviour, so such a field is never read as `bool`.
+///
+/// # Safety
+/// `field` must point to an initialised, readable byte.
+pub(crate) unsafe fn plugin_bool(field: *const bool) -> bool {
+    // SAFETY: the caller's contract; every byte is a valid `u8`.
+    unsafe { field.cast::<u8>().read() != 0 }
+}
+
 /// Copies a (pointer, length) string returned by the plugin. Invalid UTF-8 is replaced; a pair
 /// that cannot describe a string (NULL, or longer than any allocation) gives an empty string.
 ///

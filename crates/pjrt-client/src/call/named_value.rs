@@ -53,7 +53,8 @@ impl Value {
                     Value::Int64List(slice_from_raw(raw.value.int64_array_value, raw.value_size).to_vec())
                 }
                 sys::PJRT_NamedValue_Type::Float => Value::Float(raw.value.float_value),
-                sys::PJRT_NamedValue_Type::Bool => Value::Bool(raw.value.bool_value),
+                // The byte, not a `bool`: the plugin may have written any byte (`plugin_bool`).
+                sys::PJRT_NamedValue_Type::Bool => Value::Bool(super::plugin_bool(&raw const raw.value.bool_value)),
                 other => Value::Unknown(other.0),
             };
             (name, value)

@@ -107,7 +107,8 @@ impl<'c> Device<'c> {
         let mut args = sys::PJRT_Device_IsAddressable_Args::new();
         args.device = self.raw.as_ptr();
         pjrt_call!(self.client.api(), PJRT_Device_IsAddressable, &mut args)?;
-        Ok(args.is_addressable)
+        // SAFETY: a byte of `args`, initialised by `new` and perhaps rewritten by the plugin.
+        Ok(unsafe { crate::call::plugin_bool(&raw const args.is_addressable) })
     }
 
     /// The device's hardware id within its process (-1 when not addressable).

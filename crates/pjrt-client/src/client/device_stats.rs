@@ -4,7 +4,7 @@
 use std::ffi::c_char;
 
 use crate::call::named_value::{read_named_values, Value};
-use crate::call::{checked_slice, pjrt_call};
+use crate::call::{checked_slice, pjrt_call, plugin_bool};
 use crate::client::device::Device;
 use crate::error::{Error, ErrorCode, Result};
 use crate::sys::{self, Args};
@@ -52,8 +52,13 @@ impl Drop for AsyncTrackingEvent<'_> {
     }
 }
 
-fn opt(value: i64, set: bool) -> Option<i64> {
-    set.then_some(value)
+/// A statistic and its `*_is_set` flag, read as a byte (see [`plugin_bool`]).
+///
+/// # Safety
+/// `set` must point to an initialised byte.
+unsafe fn opt(value: i64, set: *const bool) -> Option<i64> {
+    // SAFETY: the caller's contract.
+    unsafe { plugin_bool(set) }.then_some(value)
 }
 
 impl<'c> Device<'c> {
@@ -63,19 +68,23 @@ impl<'c> Device<'c> {
         a.device = self.as_raw();
         pjrt_call!(self.client().api(), PJRT_Device_MemoryStats, &mut a)?;
         // A plugin older than 0.113 does not know the last field; zero-filled it reads "not set".
-        Ok(MemoryStats {
-            bytes_in_use: a.bytes_in_use,
-            peak_bytes_in_use: opt(a.peak_bytes_in_use, a.peak_bytes_in_use_is_set),
-            num_allocs: opt(a.num_allocs, a.num_allocs_is_set),
-            largest_alloc_size: opt(a.largest_alloc_size, a.largest_alloc_size_is_set),
-            bytes_limit: opt(a.bytes_limit, a.bytes_limit_is_set),
-            bytes_reserved: opt(a.bytes_reserved, a.bytes_reserved_is_set),
-            peak_bytes_reserved: opt(a.peak_bytes_reserved, a.peak_bytes_reserved_is_set),
-            bytes_reservable_limit: opt(a.bytes_reservable_limit, a.bytes_reservable_limit_is_set),
-            largest_free_block_bytes: opt(a.largest_free_block_bytes, a.largest_free_block_bytes_is_set),
-            pool_bytes: opt(a.pool_bytes, a.pool_bytes_is_set),
-            peak_pool_bytes: opt(a.peak_pool_bytes, a.peak_pool_bytes_is_set),
-            peak_allocated_bytes: opt(a.peak_allocated_bytes, a.peak_allocated_bytes_is_set),
+        // SAFETY: every flag is a field of `a`, initialised by `new` and perhaps rewritten by
+        // the plugin.
+        Ok(unsafe {
+            MemoryStats {
+                bytes_in_use: a.bytes_in_use,
+                peak_bytes_in_use: opt(a.peak_bytes_in_use, &raw const a.peak_bytes_in_use_is_set),
+                num_allocs: opt(a.num_allocs, &raw const a.num_allocs_is_set),
+                largest_alloc_size: opt(a.largest_alloc_size, &raw const a.largest_alloc_size_is_set),
+                bytes_limit: opt(a.bytes_limit, &raw const a.bytes_limit_is_set),
+                bytes_reserved: opt(a.bytes_reserved, &raw const a.bytes_reserved_is_set),
+                peak_bytes_reserved: opt(a.peak_bytes_reserved, &raw const a.peak_bytes_reserved_is_set),
+                bytes_reservable_limit: opt(a.bytes_reservable_limit, &raw const a.bytes_reservable_limit_is_set),
+                largest_free_block_bytes: opt(a.largest_free_block_bytes, &raw const a.largest_free_block_bytes_is_set),
+                pool_bytes: opt(a.pool_bytes, &raw const a.pool_bytes_is_set),
+                peak_pool_bytes: opt(a.peak_pool_bytes, &raw const a.peak_pool_bytes_is_set),
+                peak_allocated_bytes: opt(a.peak_allocated_bytes, &raw const a.peak_allocated_bytes_is_set),
+            }
         })
     }
 
@@ -118,7 +127,8 @@ impl<'c> Device<'c> {
         a.error_message = message.as_ptr() as *const c_char;
         a.error_message_size = message.len();
         pjrt_call!(self.client().api(), PJRT_Device_PoisonExecution, &mut a)?;
-        Ok(a.poisoned)
+        // SAFETY: as in `opt`.
+        Ok(unsafe { plugin_bool(&raw const a.poisoned) })
     }
 
     /// Starts an async tracking event with a description (`PJRT_Device_CreateAsyncTrackingEvent`,

@@ -32,7 +32,7 @@ use std::ptr::NonNull;
 use crate::buffer::layout::MemoryLayout;
 use crate::buffer::queries::{increase_external_reference, RawExternalReference};
 use crate::buffer::views::ViewOptions;
-use crate::buffer::{Buffer, HostLayout, Placement};
+use crate::buffer::{Buffer, HostLayout, Placement, ReadOnlyMemory};
 use crate::call::panic::no_unwind;
 use crate::call::pjrt_call;
 use crate::call::release::{in_plugin_callback, release_later};
@@ -124,7 +124,7 @@ pub fn element_type_of(dtype: DLDataType) -> Result<ElementType> {
     })
 }
 
-/// The DLPack device type of a PJRT platform name, if DLPack has one.
+/// The DLPack device type of a PJRT platform's device memory, if DLPack has one.
 fn device_type_of_platform(platform: &str) -> Option<DLDeviceType> {
     match platform {
         "cpu" => Some(DLDeviceType::CPU),
@@ -134,13 +134,48 @@ fn device_type_of_platform(platform: &str) -> Option<DLDeviceType> {
     }
 }
 
-/// The DLPack device of a buffer's device: `(kDLCPU, 0)` on CPU, the local hardware id on GPUs.
-fn dl_device(client: &Client, device: &Device<'_>) -> Result<DLDevice> {
+/// The DLPack device type of a memory of `kind` on `platform`: on CPU every kind is host memory
+/// (`kDLCPU`); on GPUs `device` is the GPU's (`kDLCUDA`/`kDLROCM`), `pinned_host` page-locked
+/// host memory (`kDLCUDAHost`/`kDLROCMHost`), `unpinned_host` plain host memory (`kDLCPU`).
+/// Other kinds have no DLPack equivalent: `None`.
+fn device_type_of_memory(platform: &str, kind: &str) -> Option<DLDeviceType> {
+    let device = device_type_of_platform(platform)?;
+    match (kind, device) {
+        ("device" | "pinned_host" | "unpinned_host", DLDeviceType::CPU) => Some(DLDeviceType::CPU),
+        ("device", device) => Some(device),
+        ("pinned_host", DLDeviceType::CUDA) => Some(DLDeviceType::CUDA_HOST),
+        ("pinned_host", DLDeviceType::ROCM) => Some(DLDeviceType::ROCM_HOST),
+        ("unpinned_host", _) => Some(DLDeviceType::CPU),
+        _ => None,
+    }
+}
+
+/// The DLPack device of a buffer's memory (see [`device_type_of_memory`]): the local hardware
+/// id for GPU memory, 0 for host memory. A plugin that reports no memory for the buffer (it has
+/// no memory spaces) keeps it in its device's memory.
+fn dl_device(buffer: &Buffer) -> Result<DLDevice> {
+    let client = buffer.client();
     let platform = client.platform_name();
-    let Some(device_type) = device_type_of_platform(platform) else {
-        return Err(Error::invalid(format!("DLPack has no device type for the {platform} platform")));
+    let kind = match buffer.memory_if_reported()? {
+        Some(memory) => memory.kind()?,
+        None => "device".to_owned(),
     };
-    let device_id = if device_type == DLDeviceType::CPU { 0 } else { device.local_hardware_id()? };
+    let Some(device_type) = device_type_of_memory(platform, &kind) else {
+        if device_type_of_platform(platform).is_none() {
+            return Err(Error::invalid(format!(
+                "DLPack has no device type for the {platform} platform; copy the buffer to the host instead \
+                 (Buffer::to_host_bytes)"
+            )));
+        }
+        return Err(Error::invalid(format!(
+            "DLPack has no device type for memory of kind {kind:?} on the {platform} platform; copy the buffer \
+             to device or host memory first (Buffer::copy_to_memory)"
+        )));
+    };
+    let device_id = match device_type {
+        DLDeviceType::CUDA | DLDeviceType::ROCM => buffer.device()?.local_hardware_id()?,
+        _ => 0,
+    };
     Ok(DLDevice { device_type, device_id })
 }
 
@@ -255,6 +290,8 @@ fn element_strides(layout: &MemoryLayout, element_type: ElementType, dims: &[i64
 struct Export {
     tensor: DLTensor,
     padded_sub_byte: bool,
+    /// The memory is host memory others may be reading as immutable: nobody may write it.
+    read_only: bool,
     keep: ExportKeep,
 }
 
@@ -275,8 +312,8 @@ fn export(buffer: Buffer) -> Result<Export> {
                  byte each; DLPack cannot describe it"
         )));
     }
-    let device = buffer.device()?;
-    let dl_device = dl_device(buffer.client(), &device)?;
+    let dl_device = dl_device(&buffer)?;
+    let read_only = buffer.has_read_only_memory();
     let reference = increase_external_reference(buffer.client().plugin(), buffer.as_raw())?;
     let mut args = sys::PJRT_Buffer_OpaqueDeviceMemoryDataPointer_Args::new();
     args.buffer = buffer.as_raw();
@@ -296,20 +333,31 @@ fn export(buffer: Buffer) -> Result<Export> {
         byte_offset: 0,
     };
     keep._strides = strides; // moving the box keeps its heap address
-    Ok(Export { tensor, padded_sub_byte, keep })
+    Ok(Export { tensor, padded_sub_byte, read_only, keep })
 }
 
 impl Buffer {
     /// Hands the buffer to a DLPack (v1) consumer without a copy: the tensor points at the
     /// buffer's memory (`OpaqueDeviceMemoryDataPointer`), with its shape, element strides (from
-    /// its memory layout), data type and device (`kDLCPU` on CPU, `kDLCUDA`/`kDLROCM` with the
-    /// local hardware id on GPUs). Waits until the buffer is ready first (DLPack has no events).
-    /// The buffer and an external reference on it (so the plugin cannot donate it) live until
-    /// the tensor's deleter runs, on whichever thread the consumer calls it.
+    /// its memory layout), data type and device, from the kind of the buffer's memory: on CPU
+    /// every memory is `kDLCPU`; on GPUs `device` memory is `kDLCUDA`/`kDLROCM` with the local
+    /// hardware id, `pinned_host` memory `kDLCUDAHost`/`kDLROCMHost` and `unpinned_host`
+    /// memory `kDLCPU` (both device 0). Waits until the buffer is ready first (DLPack has no
+    /// events). The buffer and an external reference on it (so the plugin cannot donate it)
+    /// live until the tensor's deleter runs, on whichever thread the consumer calls it.
+    ///
+    /// **Read-only:** a buffer that reads host memory in place which others may be reading as
+    /// immutable ([`Client::buffer_from_shared`] of aligned bytes, such as a file's read-only
+    /// mapping; [`Client::buffer_from_aligned`]; [`Client::view_of_aligned`]; a view of a
+    /// DLPack tensor flagged read-only) is exported with `DLPACK_FLAG_BITMASK_READ_ONLY`: the
+    /// consumer must not write it. Copy the buffer first for a tensor it may write. A view made
+    /// with the unsafe [`Client::view_of_device_pointer`] is exported writable: whether its
+    /// memory may be written is part of that function's contract.
     ///
     /// Sub-byte types are described as they sit in device memory: packed (DLPack's default) or
     /// a byte each (`DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED`). Refused: element types
-    /// DLPack has no code for (TOKEN), tiled layouts, and platforms DLPack has no device for.
+    /// DLPack has no code for (TOKEN), tiled layouts, and memory kinds or platforms DLPack has
+    /// no device type for.
     ///
     /// ```
     /// use pjrt_client::Placement;
@@ -324,8 +372,11 @@ impl Buffer {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn into_dlpack(self) -> Result<ManagedTensor> {
-        let Export { tensor, padded_sub_byte, keep } = export(self)?;
-        let flags = if padded_sub_byte { ffi::DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED } else { 0 };
+        let Export { tensor, padded_sub_byte, read_only, keep } = export(self)?;
+        let mut flags = if padded_sub_byte { ffi::DLPACK_FLAG_BITMASK_IS_SUBBYTE_TYPE_PADDED } else { 0 };
+        if read_only {
+            flags |= ffi::DLPACK_FLAG_BITMASK_READ_ONLY;
+        }
         let exported = Box::new(Exported {
             managed: DLManagedTensorVersioned {
                 version: ffi::DLPackVersion { major: ffi::DLPACK_MAJOR_VERSION, minor: ffi::DLPACK_MINOR_VERSION },
@@ -344,7 +395,8 @@ impl Buffer {
 
     /// [`Buffer::into_dlpack`] in DLPack v0.8's unversioned form (`DLManagedTensor`), for
     /// consumers that predate v1. It has no flags, so sub-byte types kept a byte per element
-    /// (not DLPack's packed default) are refused.
+    /// (not DLPack's packed default) are refused, and so is read-only memory (see
+    /// [`Buffer::into_dlpack`]; [`Error::ReadOnlyMemory`]): a v0.8 consumer may write its tensor.
     ///
     /// ```
     /// use pjrt_client::Placement;
@@ -357,11 +409,18 @@ impl Buffer {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn into_dlpack_legacy(self) -> Result<LegacyManagedTensor> {
-        let Export { tensor, padded_sub_byte, keep } = export(self)?;
+        let Export { tensor, padded_sub_byte, read_only, keep } = export(self)?;
         if padded_sub_byte {
             return Err(Error::invalid(
                 "this sub-byte buffer takes a byte per element, which only DLPack v1's flags can say; use into_dlpack",
             ));
+        }
+        if read_only {
+            return Err(Error::ReadOnlyMemory {
+                what: "the buffer's memory (host memory read in place, which others may be reading)",
+                advice: "DLPack v0.8 cannot say read-only: export it with into_dlpack (flagged read-only), or \
+                         copy the buffer first (Buffer::copy_to_device) for a tensor the consumer may write",
+            });
         }
         let exported = Box::new(Exported {
             managed: DLManagedTensor {
@@ -710,7 +769,9 @@ impl Client {
     /// view is dropped (the plugin's on-delete hands it to this crate's release thread, see
     /// [`crate::flush_released`]), or at once when the import is refused.
     ///
-    /// The view holds an external reference, so the plugin never donates (writes) it.
+    /// The view holds an external reference, so the plugin never donates (writes) it. A tensor
+    /// flagged read-only (`DLPACK_FLAG_BITMASK_READ_ONLY`) stays read-only: exported again, the
+    /// view says so.
     ///
     /// **Copies instead:** views need memory aligned as the plugin requires (64 bytes on CPU,
     /// [`Client::view_alignment`]) and whole-byte types; a host tensor that is not aligned
@@ -777,7 +838,12 @@ impl Client {
             )
         }?;
         let reference = increase_external_reference(self.plugin(), view.as_raw())?;
-        view.attach(Box::new(reference));
+        if flags & ffi::DLPACK_FLAG_BITMASK_READ_ONLY != 0 {
+            // The producer's memory must not be written: an export of the view says so too.
+            view.attach(Box::new(ReadOnlyMemory(reference)));
+        } else {
+            view.attach(Box::new(reference));
+        }
         Ok(view)
     }
 
@@ -909,6 +975,21 @@ mod tests {
             assert_eq!(element_type_of(dtype_of(element_type).unwrap()).unwrap(), element_type);
         }
         assert_eq!(DTYPES.len(), ElementType::ALL.len() - 2, "all but INVALID and TOKEN");
+    }
+
+    #[test]
+    fn memory_kinds_map_to_dlpack_device_types() {
+        for kind in ["device", "pinned_host", "unpinned_host"] {
+            assert_eq!(device_type_of_memory("cpu", kind), Some(DLDeviceType::CPU), "{kind}");
+        }
+        assert_eq!(device_type_of_memory("cuda", "device"), Some(DLDeviceType::CUDA));
+        assert_eq!(device_type_of_memory("cuda", "pinned_host"), Some(DLDeviceType::CUDA_HOST));
+        assert_eq!(device_type_of_memory("gpu", "unpinned_host"), Some(DLDeviceType::CPU));
+        assert_eq!(device_type_of_memory("rocm", "device"), Some(DLDeviceType::ROCM));
+        assert_eq!(device_type_of_memory("rocm", "pinned_host"), Some(DLDeviceType::ROCM_HOST));
+        assert_eq!(device_type_of_memory("cuda", "fake_scratch"), None);
+        assert_eq!(device_type_of_memory("cpu", "fake_scratch"), None);
+        assert_eq!(device_type_of_memory("tpu", "device"), None);
     }
 
     #[test]

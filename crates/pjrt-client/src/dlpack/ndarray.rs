@@ -8,7 +8,7 @@ use ndarray::{Array, ArrayViewD, Dimension, IxDyn, ShapeBuilder, StrideShape};
 use super::ffi::{self, DLDeviceType, DLManagedTensorVersioned};
 use super::{checked_dims, checked_strides, dtype_of, first_element, ManagedTensor};
 use crate::call::panic::no_unwind;
-use crate::element_type::NativeType;
+use crate::element_type::{ElementType, NativeType};
 use crate::error::{Error, Result};
 
 /// The allocation behind a tensor made from an array: the DLPack struct first.
@@ -86,8 +86,12 @@ impl ManagedTensor {
     /// e.g. a buffer exported with [`crate::Buffer::into_dlpack`] on a CPU client. Refused for
     /// other devices, another data type, sub-byte types and memory misaligned for `T`.
     ///
+    /// A `bool` tensor (PRED) is read as `bool` only when every byte is 0 or 1, checked once
+    /// here ([`Error::InvalidBool`] otherwise: a plugin keeps PRED bytes as it was given them,
+    /// so an upload of `[2, 0]` exports 2); it can always be read as `u8`, nonzero meaning true.
+    ///
     /// ```
-    /// use pjrt_client::Placement;
+    /// use pjrt_client::{ElementType, HostLayout, Placement};
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let x = client.buffer_from_slice(&[1i32, 2, 3, 4, 5, 6], &[2, 3], Placement::Default)?;
@@ -96,6 +100,12 @@ impl ManagedTensor {
     /// assert_eq!(view.shape(), [2, 3]);
     /// assert_eq!(view[[1, 2]], 6);
     /// assert_eq!(view.as_ptr() as *mut std::ffi::c_void, tensor.data_pointer()); // the buffer's memory
+    ///
+    /// // PRED bytes other than 0 and 1 are no bools: read them as u8.
+    /// let p = client.buffer_from_bytes(&[2, 0], ElementType::PRED, &[2], &HostLayout::default(), Placement::Default)?;
+    /// let tensor = p.into_dlpack()?;
+    /// assert!(matches!(tensor.as_ndarray::<bool>(), Err(pjrt_client::Error::InvalidBool { index: 0, byte: 2, .. })));
+    /// assert_eq!(tensor.as_ndarray::<u8>()?.as_slice(), Some(&[2u8, 0][..]));
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn as_ndarray<T: NativeType>(&self) -> Result<ArrayViewD<'_, T>> {
@@ -106,7 +116,9 @@ impl ManagedTensor {
                 tensor.device.device_type.0
             )));
         }
-        if tensor.dtype != dtype_of(T::ELEMENT_TYPE)? || T::ELEMENT_TYPE.is_sub_byte() {
+        let pred = dtype_of(ElementType::PRED)?;
+        let bools_as_bytes = T::ELEMENT_TYPE == ElementType::U8 && tensor.dtype == pred;
+        if (tensor.dtype != dtype_of(T::ELEMENT_TYPE)? && !bools_as_bytes) || T::ELEMENT_TYPE.is_sub_byte() {
             return Err(Error::invalid(format!(
                 "the tensor's DLPack type {:?} is not {}",
                 tensor.dtype,
@@ -129,19 +141,34 @@ impl ManagedTensor {
         }
         // ndarray needs every element's offset within isize::MAX bytes.
         super::checked_span(checked_dims(tensor)?, checked_strides(tensor)?, std::mem::size_of::<T>())?;
-        let shape: StrideShape<IxDyn> = match checked_strides(tensor)? {
-            None => IxDyn(&dims).into(),
+        let strides: Option<Vec<usize>> = match checked_strides(tensor)? {
+            None => None,
             Some(strides) => {
                 if strides.iter().zip(&dims).any(|(s, d)| *s < 0 && *d > 1) {
                     return Err(Error::invalid(format!("negative strides {strides:?}")));
                 }
-                let strides: Vec<usize> = strides.iter().map(|s| (*s).max(0) as usize).collect();
-                IxDyn(&dims).strides(IxDyn(&strides))
+                Some(strides.iter().map(|s| (*s).max(0) as usize).collect())
             }
         };
+        let shape = || -> StrideShape<IxDyn> {
+            match &strides {
+                None => IxDyn(&dims).into(),
+                Some(strides) => IxDyn(&dims).strides(IxDyn(strides)),
+            }
+        };
+        if T::ELEMENT_TYPE == ElementType::PRED {
+            // SAFETY: as for the view below, read as bytes (every byte is a `u8`); `T` is one
+            // byte (`NativeType` of PRED), so the shape addresses the same bytes.
+            let bytes = unsafe { ArrayViewD::<u8>::from_shape_ptr(shape(), first.cast::<u8>()) };
+            if let Some((index, &byte)) = bytes.iter().enumerate().find(|(_, b)| **b > 1) {
+                return Err(Error::InvalidBool { what: "the DLPack tensor", index, byte });
+            }
+        }
         // SAFETY: `from_raw`'s contract: every element the shape and (non-negative) strides
         // address is a live, aligned `T` of host memory nobody writes while `self` lives, and
-        // the view borrows `self`.
-        Ok(unsafe { ArrayViewD::from_shape_ptr(shape, first) })
+        // the view borrows `self`. Its bytes are valid `T`s: every bit pattern is (the
+        // `NativeType` contract), except for PRED, whose bytes were just checked to be 0 or 1
+        // (and nobody writes them meanwhile); a `u8` view of PRED takes any byte.
+        Ok(unsafe { ArrayViewD::from_shape_ptr(shape(), first) })
     }
 }

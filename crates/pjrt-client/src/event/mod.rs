@@ -171,7 +171,8 @@ impl Event {
         let mut args = sys::PJRT_Event_IsReady_Args::new();
         args.event = self.raw.as_ptr();
         pjrt_call!(self.api(), PJRT_Event_IsReady, &mut args)?;
-        Ok(args.is_ready)
+        // SAFETY: a byte of `args`, initialised by `new` and perhaps rewritten by the plugin.
+        Ok(unsafe { crate::call::plugin_bool(&raw const args.is_ready) })
     }
 
     /// The event's error, once it is ready (`Ok(())` when it succeeded). Call only after

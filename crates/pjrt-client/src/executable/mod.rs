@@ -1198,7 +1198,8 @@ impl LoadedExecutable {
         let mut args = sys::PJRT_LoadedExecutable_IsDeleted_Args::new();
         args.executable = self.raw.as_ptr();
         pjrt_call!(self.client.api(), PJRT_LoadedExecutable_IsDeleted, &mut args)?;
-        Ok(args.is_deleted)
+        // SAFETY: a byte of `args`, initialised by `new` and perhaps rewritten by the plugin.
+        Ok(unsafe { crate::call::plugin_bool(&raw const args.is_deleted) })
     }
 
     /// A fingerprint of the compiled program as text (see [`LoadedExecutable::fingerprint_bytes`];

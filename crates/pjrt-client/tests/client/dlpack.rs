@@ -6,8 +6,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use pjrt_client::dlpack::{dtype_of, ffi, ManagedTensor};
-use pjrt_client::{flush_released, AlignedHostBuffer, ElementType, HostLayout, MemoryLayout, Placement, ViewOptions};
+use pjrt_client::{
+    flush_released, AlignedHostBuffer, Client, ClientOptions, ElementType, Error, HostLayout, MemoryLayout, Placement,
+    SharedBytes, ViewOptions,
+};
 
+use crate::fake_support::Fake;
 use crate::support::{client, wait_for, PLUGINS};
 
 /// A host tensor made by "another framework": owns its memory, counts its deleter's calls.
@@ -26,12 +30,12 @@ unsafe extern "C" fn delete_producer(tensor: *mut ffi::DLManagedTensorVersioned)
     producer.deletes.fetch_add(1, Ordering::SeqCst);
 }
 
-struct Made {
-    tensor: ManagedTensor,
-    deletes: Arc<AtomicUsize>,
+pub(crate) struct Made {
+    pub(crate) tensor: ManagedTensor,
+    pub(crate) deletes: Arc<AtomicUsize>,
 }
 
-fn produce(
+pub(crate) fn produce(
     memory: Arc<AlignedHostBuffer>,
     byte_offset: u64,
     dtype: ffi::DLDataType,
@@ -253,5 +257,157 @@ fn refusals_say_what_to_do() {
         let made =
             produce(host, 0, f32_dtype(), &[2], None, |t| t.dl_tensor.device.device_type = ffi::DLDeviceType::CUDA);
         assert!(client.copy_of_dlpack(made.tensor).unwrap_err().to_string().contains("kDLCPU"));
+    }
+}
+
+fn read_only(tensor: &ManagedTensor) -> bool {
+    tensor.flags() & ffi::DLPACK_FLAG_BITMASK_READ_ONLY != 0
+}
+
+/// Host memory a buffer reads in place while safe code may be reading it too (shared bytes,
+/// aligned uploads and views: the caller keeps its `Arc`) is exported read-only; v0.8, which
+/// cannot say so, refuses it. Memory the buffer owns (copies) stays writable.
+#[test]
+fn exports_of_memory_others_read_are_read_only() {
+    for name in PLUGINS {
+        let client = client(name, 1);
+        let values: Vec<f32> = (0..32).map(|i| i as f32).collect();
+        let owner = Arc::new(AlignedHostBuffer::from_slice(&values).unwrap());
+        let aligned = SharedBytes::slice(owner.clone(), 0..64).unwrap();
+        let in_place = client.buffer_from_shared(&aligned, ElementType::F32, &[16], Placement::Default).unwrap();
+        let tensor = in_place.into_dlpack().unwrap();
+        // The very memory `aligned.as_bytes()` hands safe code as `&[u8]`.
+        assert_eq!(tensor.data_pointer() as *const u8, aligned.as_bytes().as_ptr(), "{name}: in place");
+        assert!(read_only(&tensor), "{name}: shared bytes read in place: flags {:#x}", tensor.flags());
+        let again = client.buffer_from_shared(&aligned, ElementType::F32, &[16], Placement::Default).unwrap();
+        match again.into_dlpack_legacy() {
+            Err(Error::ReadOnlyMemory { advice, .. }) => assert!(advice.contains("into_dlpack"), "{advice}"),
+            other => panic!("{name}: a legacy export of read-only memory: {other:?}"),
+        }
+
+        let aligned_upload = client.buffer_from_aligned(&owner, ElementType::F32, &[32], Placement::Default).unwrap();
+        assert!(read_only(&aligned_upload.into_dlpack().unwrap()), "{name}: buffer_from_aligned");
+        let view = client.view_of_aligned(owner.clone(), ElementType::F32, &[32], Placement::Default).unwrap();
+        assert!(read_only(&view.into_dlpack().unwrap()), "{name}: view_of_aligned");
+
+        // Copies are the buffer's own memory: writable.
+        let unaligned = SharedBytes::slice(owner.clone(), 4..36).unwrap();
+        let copied = client.buffer_from_shared(&unaligned, ElementType::F32, &[8], Placement::Default).unwrap();
+        copied.ready_event().unwrap().wait().unwrap();
+        assert_eq!(copied.into_dlpack().unwrap().flags(), 0, "{name}: a copy");
+        let plain = client.buffer_from_slice(&values, &[32], Placement::Default).unwrap();
+        assert_eq!(plain.into_dlpack().unwrap().flags(), 0, "{name}");
+        let plain = client.buffer_from_slice(&values, &[32], Placement::Default).unwrap();
+        assert!(plain.into_dlpack_legacy().is_ok(), "{name}");
+    }
+}
+
+/// A view of a DLPack tensor its producer marked read-only is read-only too: exported again it
+/// says so (and v0.8 refuses it); a writable producer's tensor stays writable.
+#[test]
+fn imported_read_only_tensors_stay_read_only() {
+    for name in PLUGINS {
+        let client = client(name, 1);
+        let host = Arc::new(AlignedHostBuffer::from_slice(&[1f32, 2., 3., 4.]).unwrap());
+        let flagged = |flags: u64| {
+            let made = produce(host.clone(), 0, f32_dtype(), &[4], None, |t| t.flags = flags);
+            client.view_of_dlpack(made.tensor).unwrap()
+        };
+        let tensor = flagged(ffi::DLPACK_FLAG_BITMASK_READ_ONLY).into_dlpack().unwrap();
+        assert!(read_only(&tensor), "{name}: flags {:#x}", tensor.flags());
+        assert_eq!(tensor.data_pointer() as *const u8, host.as_bytes().as_ptr());
+        assert!(matches!(
+            flagged(ffi::DLPACK_FLAG_BITMASK_READ_ONLY).into_dlpack_legacy(),
+            Err(Error::ReadOnlyMemory { .. })
+        ));
+        assert_eq!(flagged(0).into_dlpack().unwrap().flags(), 0, "{name}");
+        assert_eq!(flagged(ffi::DLPACK_FLAG_BITMASK_IS_COPIED).into_dlpack().unwrap().flags(), 0, "{name}");
+        drop(tensor);
+        flush_released();
+    }
+}
+
+/// On both CPU plugins every memory kind (`device`, `pinned_host`, `unpinned_host`) is host
+/// memory: `kDLCPU`, device 0.
+#[test]
+fn every_cpu_memory_exports_as_host_memory() {
+    for name in PLUGINS {
+        let client = client(name, 1);
+        let device = &client.addressable_devices()[0];
+        let memories = device.memories().unwrap();
+        let kinds: Vec<String> = memories.iter().map(|m| m.kind().unwrap()).collect();
+        assert!(kinds.iter().any(|k| k == "pinned_host"), "{name}: {kinds:?}");
+        for (memory, kind) in memories.iter().zip(&kinds) {
+            let x = client.buffer_from_slice(&[1u32, 2], &[2], Placement::Memory(memory)).unwrap();
+            let tensor = x.into_dlpack().unwrap_or_else(|e| panic!("{name} {kind}: {e}"));
+            let (_, dl_device) = tensor.dtype_and_device().unwrap();
+            assert_eq!(dl_device, ffi::DLDevice { device_type: ffi::DLDeviceType::CPU, device_id: 0 }, "{name} {kind}");
+        }
+    }
+}
+
+/// A GPU-like client (the fake plugin as platform `cuda`): device memory exports as `kDLCUDA`
+/// with the device's hardware id, `pinned_host` memory as `kDLCUDAHost` (host memory, device
+/// 0), not as device memory; a memory kind DLPack has no device type for is refused.
+#[test]
+fn gpu_memories_export_by_their_kind() {
+    let fake = Fake::new("gpu_like");
+    let plugin = fake.plugin();
+    let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
+    assert_eq!(client.platform_name(), "cuda");
+    let devices = client.addressable_devices();
+    let memory_of = |device: usize, kind: &str| devices[device].memory_by_kind(kind).unwrap().unwrap();
+    let export = |memory| {
+        let x = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Memory(&memory)).unwrap();
+        x.into_dlpack().unwrap().dtype_and_device().unwrap().1
+    };
+    let device_memory = export(memory_of(1, "device"));
+    assert_eq!(device_memory, ffi::DLDevice { device_type: ffi::DLDeviceType::CUDA, device_id: 1 });
+    let pinned = export(memory_of(1, "pinned_host"));
+    assert_eq!(pinned, ffi::DLDevice { device_type: ffi::DLDeviceType::CUDA_HOST, device_id: 0 });
+    drop(client);
+
+    let fake = Fake::new("gpu_like_odd_memory");
+    let plugin = fake.plugin();
+    let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
+    let odd = client.addressable_devices()[0].memory_by_kind("fake_scratch").unwrap().unwrap();
+    let x = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Memory(&odd)).unwrap();
+    let refused = x.into_dlpack().unwrap_err().to_string();
+    assert!(refused.contains("\"fake_scratch\"") && refused.contains("copy_to_memory"), "{refused}");
+    drop(client);
+    fake.settle();
+    fake.assert_nothing_leaked();
+
+    // A platform DLPack has no device type for (the fake's own, `fake`) is refused as such.
+    let fake = Fake::new("working");
+    let plugin = fake.plugin();
+    let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
+    let x = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default).unwrap();
+    let refused = x.into_dlpack().unwrap_err().to_string();
+    assert!(refused.contains("the fake platform") && refused.contains("to_host_bytes"), "{refused}");
+}
+
+/// An identity program's result over an in-place (read-only) input is the plugin's own memory,
+/// not the input's: so its export, writable, aliases nothing safe code holds.
+#[test]
+fn results_of_read_only_inputs_are_new_memory() {
+    const IDENTITY: &str = "func.func @main(%x: tensor<16xf32>) -> tensor<16xf32> {
+  return %x : tensor<16xf32>
+}";
+    for name in PLUGINS {
+        let client = client(name, 1);
+        let owner = Arc::new(AlignedHostBuffer::from_slice(&[3f32; 16]).unwrap());
+        let x = client.buffer_from_aligned(&owner, ElementType::F32, &[16], Placement::Default).unwrap();
+        let exe = client
+            .compile(&pjrt_client::Program::mlir_text(IDENTITY).unwrap(), &pjrt_client::CompileOptions::new())
+            .unwrap();
+        let y = exe.execute(&[&x]).unwrap().into_iter().next().unwrap();
+        let tensor = y.into_dlpack().unwrap();
+        assert_ne!(
+            tensor.data_pointer() as *const u8,
+            owner.as_bytes().as_ptr(),
+            "{name}: the result aliases the input"
+        );
+        assert_eq!(tensor.flags(), 0, "{name}");
     }
 }

@@ -146,3 +146,52 @@ fn pred_buffers_convert_to_valid_bool_arrays() {
         assert_eq!(bytes, [1, 0, 1, 1], "{name}");
     }
 }
+
+/// A PRED buffer uploaded from `[2, 0, 1, 255]` and exported keeps those bytes (the plugins
+/// store PRED bytes as given): the tensor's `bool` view is refused, naming the first bad byte;
+/// its `u8` view reads them. Bytes of 0 and 1 are viewed as `bool`, and only the elements a
+/// strided view addresses are checked.
+#[test]
+fn dlpack_bool_views_refuse_bytes_other_than_0_and_1() {
+    use pjrt_client::dlpack::{dtype_of, ffi};
+    use pjrt_client::ndarray::{arr1, arr2};
+    use pjrt_client::{AlignedHostBuffer, ElementType, Error, HostLayout};
+    for name in support::PLUGINS {
+        let client = support::client(name, 1);
+        let export = |bytes: &[u8], dims: &[i64]| {
+            let x = client
+                .buffer_from_bytes(bytes, ElementType::PRED, dims, &HostLayout::default(), Placement::Default)
+                .unwrap();
+            x.into_dlpack().unwrap()
+        };
+        let tensor = export(&[2, 0, 1, 255], &[2, 2]);
+        match tensor.as_ndarray::<bool>() {
+            Err(Error::InvalidBool { index: 0, byte: 2, .. }) => {}
+            Err(e) => panic!("{name}: {e}"),
+            Ok(view) => panic!("{name}: a bool view of {:?}", view.as_ptr()),
+        }
+        assert_eq!(tensor.as_ndarray::<u8>().unwrap(), arr2(&[[2u8, 0], [1, 255]]).into_dyn(), "{name}");
+        let tensor = export(&[0, 1, 1, 255], &[4]);
+        assert!(matches!(tensor.as_ndarray::<bool>(), Err(Error::InvalidBool { index: 3, byte: 255, .. })));
+        let tensor = export(&[1, 0, 0, 1], &[2, 2]);
+        assert_eq!(tensor.as_ndarray::<bool>().unwrap(), arr2(&[[true, false], [false, true]]).into_dyn());
+
+        // A producer's tensor: every other byte, the gaps hold 7 (never read as bool).
+        let host = std::sync::Arc::new(AlignedHostBuffer::from_bytes(&[1, 7, 0, 7, 1]).unwrap());
+        let pred = dtype_of(ElementType::PRED).unwrap();
+        let made = crate::dlpack::produce(host.clone(), 0, pred, &[3], Some(&[2]), |_| ());
+        assert_eq!(made.tensor.as_ndarray::<bool>().unwrap(), arr1(&[true, false, true]).into_dyn());
+        let made = crate::dlpack::produce(host, 0, pred, &[5], None, |_| ());
+        assert!(matches!(made.tensor.as_ndarray::<bool>(), Err(Error::InvalidBool { index: 1, byte: 7, .. })));
+        // u8 views of other 8-bit types stay refused.
+        let s8 = crate::dlpack::produce(
+            std::sync::Arc::new(AlignedHostBuffer::from_bytes(&[1]).unwrap()),
+            0,
+            ffi::DLDataType { code: ffi::code::INT, bits: 8, lanes: 1 },
+            &[1],
+            None,
+            |_| (),
+        );
+        assert!(s8.tensor.as_ndarray::<u8>().is_err());
+    }
+}

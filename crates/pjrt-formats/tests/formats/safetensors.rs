@@ -478,6 +478,30 @@ fn overlapped_and_in_place_uploads_match_the_plain_path() {
     std::fs::remove_file(&path).unwrap();
 }
 
+/// A buffer read in place from the file's read-only mapping exports as a DLPack tensor marked
+/// read-only (a consumer writing it would fault, or change what `tensor().bytes()` hands safe
+/// code); a copied tensor's buffer is its own memory, writable.
+#[test]
+fn in_place_tensors_export_read_only() {
+    let path = temp_dir("dlpack-read-only").join("w.safetensors");
+    mixed_alignment_file(&path);
+    let file = SafeTensors::open(&path).unwrap();
+    assert!(file.is_mapped());
+    let read_only = pjrt_client::dlpack::ffi::DLPACK_FLAG_BITMASK_READ_ONLY;
+    for name in support::PLUGINS {
+        let client = support::client(name, 1);
+        let w = client.upload_tensor(&file, "w", None, Placement::Default).unwrap();
+        let tensor = w.into_dlpack().unwrap();
+        assert_eq!(tensor.data_pointer() as *const u8, file.tensor("w").unwrap().bytes().as_ptr(), "{name}");
+        assert_eq!(tensor.flags() & read_only, read_only, "{name}: the mapping, flags {:#x}", tensor.flags());
+        let c = client.upload_tensor(&file, "c", None, Placement::Default).unwrap(); // not aligned: copied
+        c.ready_event().unwrap().wait().unwrap();
+        assert_eq!(c.into_dlpack().unwrap().flags() & read_only, 0, "{name}: a copy");
+    }
+    drop(file);
+    std::fs::remove_file(&path).unwrap();
+}
+
 #[test]
 fn in_place_buffers_keep_the_mapping_alive() {
     for name in support::PLUGINS {
