@@ -1077,7 +1077,7 @@ fn check_staged_tool(plugin: &KnownPlugin, tool: &KnownTool, staging: &Path) -> 
 /// assert_eq!(locate::cuda_data_dir(&found.path), None);
 /// // cuda12 keeps its compiler pieces beside the plugin, in the cache.
 /// let cuda12 = locate::known_plugin("cuda12").unwrap();
-/// if let Some(dir) = locate::cuda_data_dir(&locate::cached_path(cuda12)) {
+/// if let Some(dir) = locate::cached_path(cuda12).and_then(|path| locate::cuda_data_dir(&path)) {
 ///     assert!(dir.join("bin/ptxas").is_file() && dir.ends_with("nvidia/cuda_nvcc"));
 /// }
 /// # Ok::<(), pjrt_client::Error>(())
