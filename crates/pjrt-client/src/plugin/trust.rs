@@ -181,13 +181,17 @@ fn untrusted(folder: &Path, component: &Path, reason: String) -> Error {
 }
 
 /// This process's effective uid, and its private group: the effective gid when the group
-/// database lists no member of it but us (a user private group).
+/// database lists no member of it but us (a user private group). Looked up once per process
+/// (the group database may be a network service).
 #[cfg(unix)]
 fn me() -> Me {
-    // SAFETY: geteuid and getegid cannot fail and touch no memory of ours.
-    let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    let private_gid = (euid != 0 && group_is_private(egid, euid)).then_some(egid);
-    Me { euid, private_gid }
+    static ME: std::sync::OnceLock<Me> = std::sync::OnceLock::new();
+    *ME.get_or_init(|| {
+        // SAFETY: geteuid and getegid cannot fail and touch no memory of ours.
+        let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        let private_gid = (euid != 0 && group_is_private(egid, euid)).then_some(egid);
+        Me { euid, private_gid }
+    })
 }
 
 /// Whether the group `gid` lists no member but the user `uid` (and exists).
