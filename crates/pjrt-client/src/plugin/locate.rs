@@ -600,8 +600,10 @@ fn verify_hash(name: &str, sha256: &str, path: PathBuf) -> Result<PathBuf> {
             ),
         });
     }
+    // Best effort: a folder we cannot write (an administrator's read-only cache) costs hashing
+    // again next time.
     if trusted.is_some() {
-        write_marker(&path, &format!("{sha256} {stamp}")).map_err(|e| Error::io(marker_path(&path), e))?;
+        let _ = write_marker(&path, &format!("{sha256} {stamp}"));
     }
     Ok(path)
 }
