@@ -1455,7 +1455,8 @@ mod install_tests {
         let plugin = test_plugin(hex_sha256(CONTENT));
         let mut lines = Vec::new();
         let path = install_from(&plugin, &[WheelSource::Index(base)], &cache, |l| lines.push(l.to_owned())).unwrap();
-        assert_eq!(path, cache.join("pjrt-test-plugin-1.0").join(LIBRARY));
+        // Through the cache's resolved path (the temporary folder may be a symlink).
+        assert_eq!(path, cache.canonicalize().unwrap().join("pjrt-test-plugin-1.0").join(LIBRARY));
         assert_eq!(std::fs::read(&path).unwrap(), CONTENT);
         assert!(!cache.join("pjrt-test-plugin-1.0/pjrt_test_plugin/__init__.py").exists(), "only the pinned files");
         assert_eq!(entries(&cache), ["pjrt-test-plugin-1.0"], "no staging folder, lock or download left");
