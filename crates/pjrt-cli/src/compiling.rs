@@ -65,9 +65,10 @@ pub struct Compiled {
 }
 
 /// The cache `pjrt run` and `pjrt cache` use: [`CompileCache::default_dir`] (`$PJRT_CACHE_DIR`),
-/// capped at `$PJRT_CACHE_MAX_BYTES` when set.
+/// capped at `$PJRT_CACHE_MAX_BYTES` when set. Refused in a folder another user could change,
+/// or when there is no home folder (`pjrt run` then compiles without it and says why).
 pub fn open_cache() -> Result<CompileCache, Error> {
-    let cache = CompileCache::open(CompileCache::default_dir())?;
+    let cache = CompileCache::open_default()?;
     Ok(match std::env::var("PJRT_CACHE_MAX_BYTES") {
         Ok(text) => cache.max_bytes(
             text.trim()

@@ -302,6 +302,21 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A cache folder (or a file in it) that another user could change: what it holds is not
+    /// trusted (see `locate`'s "Trust"). The plugin cache then hashes every time, python's
+    /// answer is not remembered, and the compile cache refuses to open.
+    #[error(
+        "{folder} is not a folder only you can change: {component} {reason}; make it yours and not writable by \
+         group or others (chown, chmod go-w), or choose another folder (PJRT_PLUGIN_CACHE, PJRT_CACHE_DIR)"
+    )]
+    UntrustedFolder {
+        /// The folder (or file) that was checked, as given.
+        folder: PathBuf,
+        /// The resolved path component that failed the check.
+        component: PathBuf,
+        /// Why: who owns it, or who may write it.
+        reason: String,
+    },
     /// A protobuf message from the plugin or the user could not be decoded.
     #[error("cannot decode {what}: {source}")]
     Decode {

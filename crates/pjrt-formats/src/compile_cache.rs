@@ -11,7 +11,7 @@
 //! let plugin = Plugin::load(pjrt_client::locate::resolve(None)?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let program = Program::from_file("model.mlir")?;
-//! let cache = CompileCache::open(CompileCache::default_dir())?;
+//! let cache = CompileCache::open_default()?;
 //! let cached = cache.compile(&client, &program, &CompileOptions::new())?;
 //! println!("{:?}: compile {:?}, load {:?}", cached.outcome, cached.compile, cached.load);
 //! let exe = cached.executable;
@@ -31,6 +31,15 @@
 //! written atomically (a temporary file in the same folder, then a rename). A corrupt, truncated
 //! or foreign entry is a miss and is removed; it is never an error. The folder is kept under a
 //! size cap by evicting the least recently used entries (a hit refreshes an entry's mtime).
+//!
+//! An entry is native code that a hit loads into the process, so the cache opens only in a
+//! folder no other user can change ([`pjrt_client::locate::check_trusted_dir`]: every resolved
+//! folder from `/` down owned by you or root and writable by neither group nor others, root's
+//! sticky `/tmp` allowed above it), and reads only entries that are regular files of yours that
+//! others cannot write. Elsewhere [`CompileCache::open`] fails with
+//! [`pjrt_client::Error::UntrustedFolder`]; `pjrt run` then compiles without the cache and says
+//! why. Without a home folder there is no default folder ([`CompileCache::default_dir`]), never
+//! a shared temporary one.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -117,25 +126,58 @@ impl CompileCache {
     /// The default size cap: 2 GiB.
     pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
 
-    /// Opens (creating it if needed) a cache in `dir`.
+    /// Opens (creating it if needed, owner-only) a cache in `dir`, refused with
+    /// [`pjrt_client::Error::UntrustedFolder`] when another user could change what it holds
+    /// (see the module docs). [`CompileCache::dir`] is then its resolved path.
+    ///
+    /// ```
+    /// use pjrt_formats::compile_cache::CompileCache;
+    ///
+    /// let dir = std::env::temp_dir().join(format!("pjrt-doc-cache-open-{}", std::process::id()));
+    /// let cache = CompileCache::open(&dir)?;
+    /// assert_eq!(cache.info()?.entries, 0);
+    /// # #[cfg(unix)] {
+    /// // Writable by every user: entries could be planted there, so it is refused.
+    /// use std::os::unix::fs::PermissionsExt;
+    /// std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))?;
+    /// let e = CompileCache::open(&dir).unwrap_err();
+    /// assert!(matches!(e.client(), Some(pjrt_client::Error::UntrustedFolder { .. })), "{e}");
+    /// # }
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn open(dir: impl Into<PathBuf>) -> Result<CompileCache> {
-        let dir = dir.into();
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let dir = pjrt_client::locate::create_trusted_dir(&dir.into())?;
         Ok(CompileCache { dir, max_bytes: CompileCache::DEFAULT_MAX_BYTES })
     }
 
+    /// Opens the cache in [`CompileCache::default_dir`]; without one (no home folder), an
+    /// error that says to set `PJRT_CACHE_DIR`.
+    ///
+    /// ```no_run
+    /// let cache = pjrt_formats::compile_cache::CompileCache::open_default()?;
+    /// println!("{}", cache.dir().display());
+    /// # Ok::<(), pjrt_formats::Error>(())
+    /// ```
+    pub fn open_default() -> Result<CompileCache> {
+        CompileCache::open(CompileCache::default_dir().ok_or(Error::NoCacheFolder)?)
+    }
+
     /// `$PJRT_CACHE_DIR` when set, else `$XDG_CACHE_HOME/pjrt-client/compile`, else
-    /// `~/.cache/pjrt-client/compile` (the temporary folder when there is no home).
-    pub fn default_dir() -> PathBuf {
+    /// `~/.cache/pjrt-client/compile` ([`pjrt_client::locate::user_cache_dir`]); `None` when
+    /// there is no home folder (no `HOME`, and none in the password database).
+    ///
+    /// ```
+    /// use pjrt_formats::compile_cache::CompileCache;
+    /// if let Some(dir) = CompileCache::default_dir() {
+    ///     println!("compile cache: {}", dir.display());
+    /// }
+    /// ```
+    pub fn default_dir() -> Option<PathBuf> {
         if let Some(dir) = std::env::var_os("PJRT_CACHE_DIR").filter(|d| !d.is_empty()) {
-            return PathBuf::from(dir);
+            return Some(PathBuf::from(dir));
         }
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .filter(|d| !d.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").filter(|d| !d.is_empty()).map(|h| PathBuf::from(h).join(".cache")))
-            .unwrap_or_else(std::env::temp_dir);
-        base.join("pjrt-client").join("compile")
+        pjrt_client::locate::user_cache_dir().map(|base| base.join("pjrt-client").join("compile"))
     }
 
     /// Sets the size cap: after each store, the least recently used entries are removed until
@@ -203,7 +245,7 @@ impl CompileCache {
     ///
     /// # fn main() -> pjrt_formats::Result<()> {
     /// let plugin = Plugin::load(locate::install(locate::known_plugin("cuda12").unwrap(), |_| ())?)?;
-    /// let cache = CompileCache::open(CompileCache::default_dir())?;
+    /// let cache = CompileCache::open_default()?;
     /// let program = Program::from_file("examples/mlp/train_step.mlir")?;
     /// let (h100, shape) = (GpuTarget::builtin("h100").unwrap(), GpuTopologyShape::devices(1)?);
     /// let first = cache.compile_for_gpu_target(&plugin, &h100, shape, &program, &CompileOptions::new())?;
@@ -223,7 +265,7 @@ impl CompileCache {
         let topology = Topology::for_gpu_target(plugin, target, shape)?;
         let key = gpu_target_key(plugin, &topology, target, shape, program, options)?;
         let path = self.entry_path(&key);
-        let cached = std::fs::read(&path).ok().and_then(|bytes| Artifact::from_bytes(&bytes).ok()).filter(|a| {
+        let cached = read_entry(&path).and_then(|bytes| Artifact::from_bytes(&bytes).ok()).filter(|a| {
             a.header.build_key == key.0
                 && a.header.target == Target::Topology
                 && a.header.gpu_target.as_ref().is_some_and(|g| g.fingerprint == target.fingerprint())
@@ -244,7 +286,7 @@ impl CompileCache {
     /// The cached executable for `key`, loaded; `None` on a miss. A bad entry is removed.
     fn lookup(&self, client: &Client, key: &CacheKey) -> Option<LoadedExecutable> {
         let path = self.entry_path(key);
-        let bytes = std::fs::read(&path).ok()?;
+        let bytes = read_entry(&path)?;
         let usable = Artifact::from_bytes(&bytes).ok().filter(|a| {
             a.header.build_key == key.0 && a.header.target == Target::Devices && a.check_compatible(client).is_ok()
         });
@@ -273,7 +315,8 @@ impl CompileCache {
                 self.max_bytes
             )));
         }
-        std::fs::create_dir_all(&self.dir).map_err(|e| Error::io(&self.dir, e))?;
+        // Made again (and checked again) if it was removed since it was opened.
+        pjrt_client::locate::create_trusted_dir(&self.dir)?;
         let path = self.entry_path(key);
         artifact::write_atomically(&path, &bytes)?;
         self.evict(&path);
@@ -376,6 +419,16 @@ impl CompileCache {
         }
         Ok(removed)
     }
+}
+
+/// An entry's bytes, when it is a regular file of ours (or root's) that others cannot write;
+/// `None` on a miss. An untrusted entry is a miss, and removed like a corrupt one.
+fn read_entry(path: &Path) -> Option<Vec<u8>> {
+    if !path.exists() {
+        return None;
+    }
+    pjrt_client::locate::check_trusted_file(path).ok()?;
+    std::fs::read(path).ok()
 }
 
 /// `<hex key>.pjrtx`, not a temporary file (those end like the entry they become).

@@ -27,6 +27,13 @@ pub enum Error {
     /// A `.safetensors` file could not be read or written.
     #[error(transparent)]
     Safetensors(#[from] SafetensorsError),
+    /// There is no default compile cache folder: no `PJRT_CACHE_DIR`, `XDG_CACHE_HOME` or
+    /// home folder ([`crate::compile_cache::CompileCache::default_dir`]).
+    #[error(
+        "there is no compile cache folder (no PJRT_CACHE_DIR, XDG_CACHE_HOME or HOME, and no home in the password \
+         database); set PJRT_CACHE_DIR to a folder only you can write"
+    )]
+    NoCacheFolder,
 }
 
 /// `Result` with this crate's [`Error`].

@@ -63,7 +63,10 @@ fn install_from_wheels(
         }
     }
     let sources = [locate::WheelSource::Files(wheels.to_vec())];
-    Ok(locate::install_from(known, &sources, &locate::cache_dir(), ui::log_line)?)
+    let cache = locate::cache_dir().ok_or_else(|| {
+        invalid("there is no plugin cache folder (no HOME); set PJRT_PLUGIN_CACHE to a folder only you can write")
+    })?;
+    Ok(locate::install_from(known, &sources, &cache, ui::log_line)?)
 }
 
 #[cfg(not(feature = "install"))]

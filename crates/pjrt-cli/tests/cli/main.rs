@@ -13,6 +13,7 @@ mod fake_support;
 mod spmd;
 
 mod cache_cli;
+mod cache_trust_cli;
 mod cli;
 mod etcd_cli;
 mod gpu_target_cli;

@@ -31,8 +31,8 @@ struct Fixture {
 }
 
 impl Fixture {
-    fn new() -> Fixture {
-        let root = temp_dir("python-sites");
+    fn new(name: &str) -> Fixture {
+        let root = temp_dir(&format!("python-sites-{name}"));
         let (bin, site, cache) = (root.join("bin"), root.join("lib/site-packages"), root.join("plugin-cache"));
         for dir in [&bin, &site, &cache, &root.join("home"), &root.join("work")] {
             std::fs::create_dir_all(dir).unwrap();
@@ -59,6 +59,11 @@ impl Fixture {
     /// `pjrt plugin list --json` with `env` set: the names of the plugins found in Python
     /// packages, with the folder each was found in.
     fn list(&self, env: &[(&str, &str)]) -> Vec<(String, String)> {
+        self.list_in(&self.root.join("work"), env)
+    }
+
+    /// [`Fixture::list`] run from the folder `work`.
+    fn list_in(&self, work: &Path, env: &[(&str, &str)]) -> Vec<(String, String)> {
         let out = pjrt_configured(&["plugin", "list", "--json"], |command| {
             for name in OUTSIDE {
                 command.env_remove(name);
@@ -68,7 +73,7 @@ impl Fixture {
                 .env("HOME", self.root.join("home"))
                 .env("PJRT_PLUGIN_CACHE", &self.cache)
                 .envs(env.iter().copied())
-                .current_dir(self.root.join("work"));
+                .current_dir(work);
         });
         assert!(out.status.success(), "{}", stderr(&out));
         let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -104,7 +109,7 @@ fn s(path: &Path) -> String {
 
 #[test]
 fn python_sites_are_asked_once_until_what_decides_the_answer_changes() {
-    let fx = Fixture::new();
+    let fx = Fixture::new("asked-once");
     assert_eq!(fx.assert_runs(&[], 1), vec![], "no plugin in the site folder yet");
     assert_eq!(fx.entries().len(), 1, "one entry written: {:?}", fx.entries());
 
@@ -160,5 +165,81 @@ fn python_sites_are_asked_once_until_what_decides_the_answer_changes() {
     std::fs::create_dir_all(&empty).unwrap();
     assert_eq!(fx.assert_runs(&[("PATH", &s(&empty))], 0), vec![]);
     assert_eq!(fx.entries().len(), before);
+    std::fs::remove_dir_all(&fx.root).unwrap();
+}
+
+/// A shim like asdf's (or mise's): which interpreter runs, hence its site-packages, depends on
+/// the `.tool-versions` of the folder it runs in, which no key of ours holds.
+fn write_shim(path: &Path, root: &Path, manager: &str) {
+    let script = format!(
+        "#!/bin/sh\n# {manager} shim: the version comes from the current folder\necho run >> '{runs}'\n\
+         version=$(sed -n 's/^python //p' .tool-versions)\necho '{root}/sites/'\"$version\"\n",
+        runs = root.join("runs").display(),
+        root = root.display(),
+    );
+    std::fs::write(path, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn python_sites_behind_an_asdf_or_mise_shim_are_those_of_the_current_project() {
+    for manager in ["asdf", "mise"] {
+        let fx = Fixture::new(manager);
+        let python = fx.bin.join("python3");
+        if manager == "asdf" {
+            // asdf's shims are scripts that name asdf.
+            write_shim(&python, &fx.root, "asdf");
+        } else {
+            // mise's are symlinks to the mise program.
+            std::fs::remove_file(&python).unwrap();
+            let program = fx.root.join("mise-bin").join("mise");
+            std::fs::create_dir_all(program.parent().unwrap()).unwrap();
+            write_shim(&program, &fx.root, "version manager");
+            std::os::unix::fs::symlink(&program, &python).unwrap();
+        }
+        // Two projects, each with its python version and a plugin installed in that version.
+        let mut found = Vec::new();
+        for (project, version) in [("a", "3.11.9"), ("b", "3.12.4")] {
+            let work = fx.root.join(project);
+            std::fs::create_dir_all(&work).unwrap();
+            std::fs::write(work.join(".tool-versions"), format!("python {version}\n")).unwrap();
+            let site = fx.root.join("sites").join(version);
+            let plugin_dir = site.join("jax_plugins").join(format!("xla_fake{}", version.replace('.', "")));
+            std::fs::create_dir_all(&plugin_dir).unwrap();
+            std::fs::write(plugin_dir.join("plugin.so"), b"not a library").unwrap();
+            found.push((work, vec![(format!("fake{}", version.replace('.', "")), s(&site))]));
+        }
+        // Each project gets its own answer, again and again.
+        for _ in 0..2 {
+            for (work, expected) in &found {
+                let before = fx.runs();
+                assert_eq!(&fx.list_in(work, &[]), expected, "{manager} in {}", work.display());
+                assert_eq!(fx.runs() - before, 1, "{manager}: python3 is asked every time behind the shim");
+            }
+        }
+        assert!(fx.entries().is_empty(), "{manager}: nothing remembered: {:?}", fx.entries());
+        std::fs::remove_dir_all(&fx.root).unwrap();
+    }
+}
+
+#[test]
+fn python_sites_are_not_remembered_in_a_plugin_cache_another_user_could_change() {
+    let fx = Fixture::new("untrusted-cache");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fx.cache, std::fs::Permissions::from_mode(0o757)).unwrap();
+    // Writable by others: an answer could be planted there, so none is written or read.
+    fx.assert_runs(&[], 1);
+    fx.assert_runs(&[], 1);
+    assert!(fx.entries().is_empty(), "nothing written: {:?}", fx.entries());
+    // The same through a symlink to that folder.
+    let link = fx.root.join("cache-link");
+    std::os::unix::fs::symlink(&fx.cache, &link).unwrap();
+    fx.assert_runs(&[("PJRT_PLUGIN_CACHE", &s(&link))], 1);
+    fx.assert_runs(&[("PJRT_PLUGIN_CACHE", &s(&link))], 1);
+    // Once it is the user's alone, the answer is remembered again.
+    std::fs::set_permissions(&fx.cache, std::fs::Permissions::from_mode(0o700)).unwrap();
+    fx.assert_runs(&[], 1);
+    fx.assert_runs(&[], 0);
     std::fs::remove_dir_all(&fx.root).unwrap();
 }

@@ -12,6 +12,17 @@
 //! folder is created owner-only (0700), and pip is run directly (no shell) with fixed arguments.
 //! Paths given explicitly, through `PJRT_PLUGIN` or found in Python packages are trusted as
 //! the user's choice and loaded as they are.
+//!
+//! What is remembered to save work, a `.pjrt-verified` marker (a file's hash recorded with its
+//! size, time and inode, so it is not hashed again), python's answer about its site-packages,
+//! and the compile cache of `pjrt-formats` (serialized executables are native code), is trusted
+//! only in a folder no other user can change ([`check_trusted_dir`]): after resolving symlinks,
+//! every folder from `/` down is owned by you or root and writable by neither group nor others
+//! (root's sticky `/tmp` may be above it; your own private group may write it). Elsewhere a
+//! plugin is hashed on every use, python is asked every time and installs and the compile cache
+//! are refused. The caches live under [`user_cache_dir`] (`$XDG_CACHE_HOME`, else `~/.cache`,
+//! with `$HOME` or else the home of the password database); without a home they are off, never
+//! in a shared temporary folder: set `PJRT_PLUGIN_CACHE` to a folder of yours.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -20,6 +31,8 @@ use std::process::{Command, Stdio};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+
+pub use super::trust::{check_trusted_dir, check_trusted_file, create_trusted_dir, user_cache_dir};
 
 /// A plugin this crate knows how to install from PyPI.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -183,23 +196,34 @@ pub struct FoundPlugin {
     pub source: Source,
 }
 
-/// The plugin cache: `$PJRT_PLUGIN_CACHE`, else `$XDG_CACHE_HOME/pjrt-client/plugins`, else
-/// `~/.cache/pjrt-client/plugins`.
-pub fn cache_dir() -> PathBuf {
+/// The plugin cache: `$PJRT_PLUGIN_CACHE`, else [`user_cache_dir`]`/pjrt-client/plugins`
+/// (`$XDG_CACHE_HOME/pjrt-client/plugins`, else `~/.cache/pjrt-client/plugins`). `None` when
+/// none of these is known (no `HOME` and no home in the password database): nothing is then
+/// installed or remembered, never in a shared temporary folder.
+///
+/// ```
+/// if let Some(dir) = pjrt_client::locate::cache_dir() {
+///     assert!(dir.ends_with("pjrt-client/plugins") || std::env::var_os("PJRT_PLUGIN_CACHE").is_some());
+/// }
+/// ```
+pub fn cache_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("PJRT_PLUGIN_CACHE").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir);
+        return Some(PathBuf::from(dir));
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("pjrt-client").join("plugins")
+    user_cache_dir().map(|base| base.join("pjrt-client").join("plugins"))
 }
 
-/// Where a known plugin is installed in the cache.
-pub fn cached_path(plugin: &KnownPlugin) -> PathBuf {
-    install_root_in(&cache_dir(), plugin).join(plugin.library)
+/// [`cache_dir`], or an error saying how to name one.
+fn require_cache_dir(plugin: &KnownPlugin) -> Result<PathBuf> {
+    cache_dir().ok_or_else(|| Error::Install { name: plugin.name.into(), message: NO_CACHE_DIR.into() })
+}
+
+const NO_CACHE_DIR: &str = "there is no plugin cache folder (no HOME, XDG_CACHE_HOME or PJRT_PLUGIN_CACHE, and no \
+                            home in the password database); set PJRT_PLUGIN_CACHE to a folder only you can write";
+
+/// Where a known plugin is installed in the cache (`None` without a cache, see [`cache_dir`]).
+pub fn cached_path(plugin: &KnownPlugin) -> Option<PathBuf> {
+    cache_dir().map(|cache| install_root_in(&cache, plugin).join(plugin.library))
 }
 
 /// The site-packages folders of the `python3` on `PATH` (empty when there is none), the ones
@@ -304,7 +328,7 @@ fn find_all_in(sites: &[PathBuf]) -> Vec<FoundPlugin> {
         found.extend(plugins_in_site_packages(site));
     }
     for known in KNOWN_PLUGINS {
-        let path = cached_path(known);
+        let Some(path) = cached_path(known) else { break };
         if path.is_file() {
             found.push(FoundPlugin {
                 name: known.name.into(),
@@ -366,7 +390,10 @@ pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
             sites.iter().map(|s| s.display().to_string()).collect::<Vec<_>>().join(", ")
         }
     ));
-    tried.push(format!("  the plugin cache {}", cache_dir().display()));
+    tried.push(match cache_dir() {
+        Some(dir) => format!("  the plugin cache {}", dir.display()),
+        None => "  no plugin cache (no HOME; set PJRT_PLUGIN_CACHE)".to_owned(),
+    });
     let best = default_choice(all).ok_or(Error::PluginNotFound { tried: tried.join("\n") })?;
     verify_if_cached(best)
 }
@@ -418,11 +445,10 @@ fn resolve_or_install_with<L: FnMut(&str)>(
     match resolve(name) {
         Err(Error::PluginNotFound { .. }) if name.is_none() => {
             let default = default_plugin();
+            let cache = cache_dir().map_or_else(|| "(no plugin cache)".to_owned(), |d| d.display().to_string());
             log(&format!(
-                "no PJRT plugin found; installing the default CPU plugin ({}=={}, about 60 MB from PyPI) into {}",
-                default.package,
-                default.version,
-                cache_dir().display()
+                "no PJRT plugin found; installing the default CPU plugin ({}=={}, about 60 MB from PyPI) into {cache}",
+                default.package, default.version,
             ));
             let path = install(default, &mut log)?;
             Ok(FoundPlugin {
@@ -475,8 +501,14 @@ fn marker_path(library: &Path) -> PathBuf {
 /// Returns the cached library of a known plugin after checking it is the file that was
 /// verified: its SHA-256 is checked on first use and recorded with the file's size, time and
 /// inode; a file that changed since is hashed again and refused if its content differs.
+///
+/// The marker is trusted only in a folder no other user can change ([`check_trusted_dir`]);
+/// elsewhere the file is hashed on every call, and nothing is recorded.
 pub fn verified_cached(plugin: &KnownPlugin) -> Result<PathBuf> {
-    verified_cached_in(&cache_dir(), plugin)
+    let Some(cache) = cache_dir() else {
+        return Err(Error::PluginNotFound { tried: format!("  {NO_CACHE_DIR} (known plugin `{}`)", plugin.name) });
+    };
+    verified_cached_in(&cache, plugin)
 }
 
 /// [`verified_cached`] in the cache folder `cache`.
@@ -517,11 +549,43 @@ fn verify_file(plugin: &KnownPlugin, path: PathBuf) -> Result<PathBuf> {
     verify_hash(plugin.name, plugin.sha256, path)
 }
 
-/// Checks `path` against `sha256` (once per change of the file, recorded in a marker file).
+/// The file at `path` seen through its folder's resolved path when that folder is trusted
+/// ([`check_trusted_dir`]), so that a symlink swapped later cannot redirect us; `None` when it
+/// is not: its markers are then neither read nor written.
+fn in_trusted_folder(path: &Path) -> Option<PathBuf> {
+    let folder = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    Some(check_trusted_dir(folder).ok()?.join(path.file_name()?))
+}
+
+/// The marker beside `path` when it may be trusted: in a trusted folder, and itself a regular
+/// file of ours that others cannot write.
+fn read_marker(trusted_path: Option<&Path>) -> Option<String> {
+    let marker = marker_path(trusted_path?);
+    check_trusted_file(&marker).ok()?;
+    std::fs::read_to_string(&marker).ok()
+}
+
+/// Writes a marker, readable and writable by its owner only; best effort.
+fn write_marker(path: &Path, text: &str) -> std::io::Result<()> {
+    let marker = marker_path(path);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    use std::io::Write;
+    options.open(&marker)?.write_all(text.as_bytes())
+}
+
+/// Checks `path` against `sha256` (once per change of the file, recorded in a marker file when
+/// the folder is trusted; hashed every time when not).
 fn verify_hash(name: &str, sha256: &str, path: PathBuf) -> Result<PathBuf> {
+    let trusted = in_trusted_folder(&path);
+    let path = trusted.clone().unwrap_or(path);
     let stamp = file_stamp(&path)?;
-    let marker = marker_path(&path);
-    let recorded = std::fs::read_to_string(&marker).ok();
+    let recorded = read_marker(trusted.as_deref());
     if recorded.as_deref() == Some(format!("{sha256} {stamp}").as_str()) {
         return Ok(path);
     }
@@ -536,14 +600,19 @@ fn verify_hash(name: &str, sha256: &str, path: PathBuf) -> Result<PathBuf> {
             ),
         });
     }
-    std::fs::write(&marker, format!("{sha256} {stamp}")).map_err(|e| Error::io(&marker, e))?;
+    // Best effort: a folder we cannot write (an administrator's read-only cache) costs hashing
+    // again next time.
+    if trusted.is_some() {
+        let _ = write_marker(&path, &format!("{sha256} {stamp}"));
+    }
     Ok(path)
 }
 
 /// SHA-256 of a file (lowercase hex), hashed once per change of the file: the digest is
 /// remembered beside it with the file's size, modification time and inode (the marker
 /// [`verified_cached`] keeps for cached plugins, in the same form), so later calls read only
-/// the metadata. A folder that cannot be written only costs hashing again next time.
+/// the metadata. A folder that cannot be written only costs hashing again next time; a folder
+/// another user could change ([`check_trusted_dir`]) is never trusted with a marker.
 ///
 /// ```
 /// # fn main() -> pjrt_client::Result<()> {
@@ -554,9 +623,10 @@ fn verify_hash(name: &str, sha256: &str, path: PathBuf) -> Result<PathBuf> {
 /// # Ok(()) }
 /// ```
 pub fn remembered_sha256(path: &Path) -> Result<String> {
+    let trusted = in_trusted_folder(path);
+    let path = trusted.as_deref().unwrap_or(path);
     let stamp = file_stamp(path)?;
-    let marker = marker_path(path);
-    if let Ok(recorded) = std::fs::read_to_string(&marker) {
+    if let Some(recorded) = read_marker(trusted.as_deref()) {
         if let Some((digest, rest)) = recorded.split_once(' ') {
             if rest == stamp && digest.len() == 64 && digest.bytes().all(|b| b.is_ascii_hexdigit()) {
                 return Ok(digest.to_string());
@@ -564,9 +634,9 @@ pub fn remembered_sha256(path: &Path) -> Result<String> {
         }
     }
     let digest = sha256_file(path)?;
-    // Only a file unchanged while it was hashed is remembered.
-    if file_stamp(path)? == stamp {
-        let _ = std::fs::write(&marker, format!("{digest} {stamp}"));
+    // Only a file unchanged while it was hashed is remembered, and only in a trusted folder.
+    if trusted.is_some() && file_stamp(path)? == stamp {
+        let _ = write_marker(path, &format!("{digest} {stamp}"));
     }
     Ok(digest)
 }
@@ -591,9 +661,16 @@ pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Creates `dir` (and what is missing above it) and makes it owner-only.
+/// Creates `dir` (and what is missing above it, owner-only too) and makes it owner-only.
 pub(super) fn create_private_dir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(|e| Error::io(dir, e))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -677,7 +754,7 @@ impl Drop for InstallLock {
 pub fn install(plugin: &KnownPlugin, log: impl FnMut(&str)) -> Result<PathBuf> {
     #[cfg(feature = "install")]
     if std::env::var_os("PJRT_INSTALL_WITH_PIP").is_none_or(|v| v.is_empty() || v == "0") {
-        return install_from(plugin, &wheel_sources_from_env(), &cache_dir(), log);
+        return install_from(plugin, &wheel_sources_from_env(), &require_cache_dir(plugin)?, log);
     }
     install_with_pip(plugin, log)
 }
@@ -807,9 +884,10 @@ fn packages(plugin: &KnownPlugin) -> Vec<(&'static str, &'static str)> {
     list
 }
 
-/// The steps every installer shares: the cache folder (owner-only), a lock against other
-/// processes, a staging folder that `fill` populates, the checks of every pinned file, and the
-/// rename into place. A failure removes the staging folder and leaves the cache as it was.
+/// The steps every installer shares: the cache folder (owner-only, and refused when another
+/// user could change it), a lock against other processes, a staging folder that `fill`
+/// populates, the checks of every pinned file, and the rename into place. A failure removes the
+/// staging folder and leaves the cache as it was.
 fn staged_install<L: FnMut(&str)>(
     plugin: &KnownPlugin,
     cache: &Path,
@@ -820,6 +898,8 @@ fn staged_install<L: FnMut(&str)>(
         return Ok(path);
     }
     create_private_dir(cache)?;
+    // A plugin installed where another user could swap it would be loaded as it is then.
+    let cache = &check_trusted_dir(cache)?;
     // Several processes may install at once (parallel doc tests on a fresh machine): one
     // downloads, the others wait for it and then find the plugin installed.
     let _lock = InstallLock::acquire(&cache.join(format!(".{}-{}.lock", plugin.package, plugin.version)), log)?;
@@ -833,6 +913,8 @@ fn staged_install<L: FnMut(&str)>(
     let _span = span!(INFO, "install_plugin", package = %plugin.package);
     log(&format!("installing PJRT plugin `{}` into {}", plugin.name, final_dir.display()));
     let filled = fill(&staging, log).and_then(|()| {
+        // What pip or a wheel created with the user's umask: nobody else may write it.
+        remove_write_for_others(&staging)?;
         check_staged(plugin.name, plugin.library, plugin.sha256, &staging)?;
         for tool in plugin.tools {
             check_staged_tool(plugin, tool, &staging)?;
@@ -848,6 +930,32 @@ fn staged_install<L: FnMut(&str)>(
     let target = verified_cached_in(cache, plugin)?;
     log(&format!("installed {} (SHA-256 verified)", target.display()));
     Ok(target)
+}
+
+/// Removes the group's and others' write permission from `dir` and everything below it
+/// (symlinks are left alone), so that the installed folders pass [`check_trusted_dir`].
+fn remove_write_for_others(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::symlink_metadata(dir).map_err(|e| Error::io(dir, e))?;
+        if meta.file_type().is_symlink() {
+            return Ok(());
+        }
+        let mode = meta.permissions().mode();
+        if mode & 0o022 != 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode & !0o022))
+                .map_err(|e| Error::io(dir, e))?;
+        }
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
+                remove_write_for_others(&entry.map_err(|e| Error::io(dir, e))?.path())?;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+    Ok(())
 }
 
 /// Checks a staged file against its pin.
@@ -871,13 +979,16 @@ fn check_staged(name: &str, path: &str, sha256: &str, staging: &Path) -> Result<
 /// assert!(path.is_file());
 /// # Ok::<(), pjrt_client::Error>(())
 /// ```
+///
+/// pip takes wheels only (`--only-binary=:all:`): a source package would run its build code
+/// before any hash could be checked.
 pub fn install_with_pip(plugin: &KnownPlugin, mut log: impl FnMut(&str)) -> Result<PathBuf> {
-    staged_install(plugin, &cache_dir(), &mut log, |staging, log| {
+    staged_install(plugin, &require_cache_dir(plugin)?, &mut log, |staging, log| {
         let requirements = requirements(plugin);
         let requirement = requirements.join(" ");
         log(&format!("downloading PJRT plugin `{}` with pip ({requirement})", plugin.name));
         let status = Command::new("python3")
-            .args(["-m", "pip", "install", "--quiet", "--no-deps", "--no-compile", "--disable-pip-version-check", "--target"])
+            .args(PIP_INSTALL_ARGS)
             .arg(staging)
             .args(&requirements)
             .env("PIP_ROOT_USER_ACTION", "ignore")
@@ -898,6 +1009,20 @@ pub fn install_with_pip(plugin: &KnownPlugin, mut log: impl FnMut(&str)) -> Resu
         Ok(())
     })
 }
+
+/// `python3 ARGS STAGING REQUIREMENTS...`: no dependencies, wheels only (a source package would
+/// run its build code before any hash check), no bytecode, into the staging folder.
+const PIP_INSTALL_ARGS: &[&str] = &[
+    "-m",
+    "pip",
+    "install",
+    "--quiet",
+    "--no-deps",
+    "--only-binary=:all:",
+    "--no-compile",
+    "--disable-pip-version-check",
+    "--target",
+];
 
 /// The `pip install` arguments for a plugin: its package, then each of its tools' packages once.
 fn requirements(plugin: &KnownPlugin) -> Vec<String> {
@@ -954,7 +1079,7 @@ fn check_staged_tool(plugin: &KnownPlugin, tool: &KnownTool, staging: &Path) -> 
 /// assert_eq!(locate::cuda_data_dir(&found.path), None);
 /// // cuda12 keeps its compiler pieces beside the plugin, in the cache.
 /// let cuda12 = locate::known_plugin("cuda12").unwrap();
-/// if let Some(dir) = locate::cuda_data_dir(&locate::cached_path(cuda12)) {
+/// if let Some(dir) = locate::cached_path(cuda12).and_then(|path| locate::cuda_data_dir(&path)) {
 ///     assert!(dir.join("bin/ptxas").is_file() && dir.ends_with("nvidia/cuda_nvcc"));
 /// }
 /// # Ok::<(), pjrt_client::Error>(())
@@ -994,6 +1119,46 @@ mod tests {
         let e = verify_file(&known, path.clone()).unwrap_err().to_string();
         assert!(e.contains("changed since it was verified"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A library another user planted in the cache with a marker that claims the pin: the
+    /// marker is what skipped hashing, so it must be trusted only where no one else can write.
+    #[test]
+    #[cfg(unix)]
+    fn a_planted_library_with_a_marker_is_refused_unless_the_folder_is_trusted() {
+        use super::super::trust::planted;
+        let base = planted::scratch("planted-plugin");
+        let pin: &'static str = Box::leak(hex(&Sha256::digest(b"the published plugin")).into_boxed_str());
+        let known = KnownPlugin {
+            name: "test",
+            package: "pjrt-test",
+            version: "1",
+            library: "lib/plugin.so",
+            sha256: pin,
+            ..*default_plugin()
+        };
+        let plant = |cache: &Path| {
+            let library = install_root_in(cache, &known).join(known.library);
+            std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+            std::fs::write(&library, b"another user's library").unwrap();
+            std::fs::write(marker_path(&library), format!("{pin} {}", file_stamp(&library).unwrap())).unwrap();
+        };
+        for (what, cache) in planted::untrusted_folders(&base) {
+            plant(&cache);
+            let e = verified_cached_in(&cache, &known).unwrap_err().to_string();
+            assert!(e.contains("is not the published file") || e.contains("changed since"), "{what}: {e}");
+            // Nor is a marker written there, or a hash remembered.
+            let library = install_root_in(&cache, &known).join(known.library);
+            std::fs::remove_file(marker_path(&library)).unwrap();
+            assert_eq!(remembered_sha256(&library).unwrap(), sha256_file(&library).unwrap());
+            assert!(!marker_path(&library).exists(), "{what}: no marker written");
+        }
+        // In a folder of ours the marker is what it always was: the record of our own check.
+        for (what, cache) in planted::trusted_folders(&base) {
+            plant(&cache);
+            assert!(verified_cached_in(&cache, &known).is_ok(), "{what}");
+        }
+        let _ = std::fs::remove_dir_all(&base);
     }
 
     #[test]
@@ -1290,11 +1455,48 @@ mod install_tests {
         let plugin = test_plugin(hex_sha256(CONTENT));
         let mut lines = Vec::new();
         let path = install_from(&plugin, &[WheelSource::Index(base)], &cache, |l| lines.push(l.to_owned())).unwrap();
-        assert_eq!(path, cache.join("pjrt-test-plugin-1.0").join(LIBRARY));
+        // Through the cache's resolved path (the temporary folder may be a symlink).
+        assert_eq!(path, cache.canonicalize().unwrap().join("pjrt-test-plugin-1.0").join(LIBRARY));
         assert_eq!(std::fs::read(&path).unwrap(), CONTENT);
         assert!(!cache.join("pjrt-test-plugin-1.0/pjrt_test_plugin/__init__.py").exists(), "only the pinned files");
         assert_eq!(entries(&cache), ["pjrt-test-plugin-1.0"], "no staging folder, lock or download left");
         assert!(lines.iter().any(|l| l.contains("SHA-256 verified")), "{lines:?}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn a_cache_another_user_could_change_gets_no_install_unless_it_is_ours_and_made_owner_only() {
+        use super::super::trust::planted;
+        let dir = scratch("untrusted-cache");
+        let file = dir.join("pjrt_test_plugin-1.0-py3-none-any.whl");
+        std::fs::write(&file, wheel(CONTENT)).unwrap();
+        let plugin = test_plugin(hex_sha256(CONTENT));
+        // Fresh folders for each case: an install makes a folder of ours owner-only.
+        for i in 0..planted::untrusted_folders(&dir.join("count")).len() {
+            let (what, cache) = planted::untrusted_folders(&dir.join(format!("case-{i}"))).swap_remove(i);
+            let installed = install_from(&plugin, &[WheelSource::Files(vec![file.clone()])], &cache, |_| ());
+            // Only the (resolved) folder's own mode is wrong: a folder of ours in a trusted one.
+            let resolved = cache.canonicalize().unwrap();
+            let only_its_mode = check_trusted_dir(resolved.parent().unwrap()).is_ok()
+                && std::fs::metadata(&resolved).is_ok_and(|m| {
+                    use std::os::unix::fs::MetadataExt;
+                    // SAFETY: geteuid cannot fail.
+                    m.uid() == unsafe { libc::geteuid() }
+                });
+            if only_its_mode {
+                // A folder of ours (writable by others, or by a shared group) is made owner-only
+                // first, as the cache always was; what others planted before stays theirs, and
+                // is refused.
+                assert!(installed.is_ok(), "{what}: {installed:?}");
+                use std::os::unix::fs::PermissionsExt;
+                assert_eq!(std::fs::metadata(&cache).unwrap().permissions().mode() & 0o777, 0o700, "{what}");
+            } else {
+                let e = installed.unwrap_err();
+                assert!(matches!(e, Error::UntrustedFolder { .. }), "{what}: {e}");
+                assert!(!install_root_in(&cache, &plugin).exists(), "{what}: nothing installed");
+            }
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

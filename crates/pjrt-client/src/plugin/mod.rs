@@ -7,6 +7,7 @@
 
 pub mod locate;
 mod python_sites;
+mod trust;
 #[cfg(feature = "install")]
 mod pypi;
 #[cfg(feature = "install")]

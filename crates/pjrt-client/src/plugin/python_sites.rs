@@ -9,6 +9,12 @@
 //! again. Entries older than [`MAX_AGE`] are asked again too, a last guard for what the key cannot
 //! see (a `.pth` file that adds a `*-packages` folder, say). `PJRT_NO_PYTHON_CACHE=1` turns the
 //! cache off.
+//!
+//! Not remembered at all: behind a version manager's shim that picks the interpreter from the
+//! current folder without pyenv's files (asdf, mise: `.tool-versions`, `mise.toml`, their
+//! `ASDF_*`/`MISE_*` variables and config folders, too many inputs to key on faithfully); and
+//! where the plugin cache's folder is not one only this user can change (`trust`): python is
+//! then asked every time.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -53,10 +59,10 @@ pub(crate) fn site_packages_answer(script: &str) -> Option<String> {
     // Without a python3 that PATH resolves to, there is nothing to key on: ask as before (the
     // spawn fails at once when there is none, and the process's own lookup decides otherwise).
     let pythons = pythons_on_path();
-    if opted_out || pythons.is_empty() {
+    if opted_out || pythons.is_empty() || pythons.iter().any(|p| is_folder_dependent_shim(p)) {
         return ask_python(script);
     }
-    let entry = entry_path(&key(&pythons, script));
+    let Some(entry) = entry_path(&key(&pythons, script)) else { return ask_python(script) };
     if let Some(answer) = read_entry(&entry) {
         return Some(answer);
     }
@@ -119,6 +125,39 @@ fn is_executable(path: &Path) -> bool {
     }
     #[cfg(not(unix))]
     meta.is_file()
+}
+
+/// Whether `python` is the shim of a version manager that chooses the interpreter from the
+/// current folder through files pyenv does not read (asdf's `.tool-versions`, mise's
+/// `mise.toml`, ...): a symlink to the `mise` (or `rtx`) program, a file in asdf's or mise's
+/// `shims` folder, or a script that names asdf or mise. pyenv's shims are not: the key holds
+/// pyenv's version files.
+pub(crate) fn is_folder_dependent_shim(python: &Path) -> bool {
+    const MANAGERS: &[&str] = &["asdf", "mise", "rtx"];
+    let target = std::fs::canonicalize(python).unwrap_or_else(|_| python.to_path_buf());
+    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    if MANAGERS.contains(&name.as_str()) {
+        return true;
+    }
+    // ~/.asdf/shims/python3, ~/.local/share/mise/shims/python3, and the same after symlinks.
+    for path in [python, target.as_path()] {
+        let mut folders = path.ancestors().skip(1);
+        if folders.next().is_some_and(|bin| bin.ends_with("shims")) {
+            if let Some(manager) = folders.next().and_then(|d| d.file_name()).map(|n| n.to_string_lossy()) {
+                if MANAGERS.iter().any(|m| manager.trim_start_matches('.') == *m) {
+                    return true;
+                }
+            }
+        }
+    }
+    // A script (asdf's shims are shell scripts that `exec asdf exec python3`).
+    let mut head = [0u8; 4096];
+    let read = std::fs::File::open(&target).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0);
+    let head = &head[..read];
+    head.starts_with(b"#!") && {
+        let text = String::from_utf8_lossy(head);
+        text.split(|c: char| !c.is_ascii_alphanumeric()).any(|word| MANAGERS.contains(&word))
+    }
 }
 
 /// SHA-256 (hex) of everything python's answer depends on, as length-prefixed name/value pairs.
@@ -189,7 +228,7 @@ fn pyenv_root() -> Option<PathBuf> {
     std::env::var_os("PYENV_ROOT")
         .filter(|r| !r.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")))
+        .or_else(|| super::trust::home_dir().map(|h| h.join(".pyenv")))
 }
 
 /// pyenv's version files: the nearest `.python-version` walking up from `$PYENV_DIR` (default:
@@ -211,13 +250,16 @@ fn pyenv_version_files(root: Option<&Path>) -> Vec<(&'static str, PathBuf)> {
     files
 }
 
-fn entry_path(key: &str) -> PathBuf {
-    super::locate::cache_dir().join("python-site-packages").join(format!("{key}.txt"))
+/// Where the entry for `key` lives; `None` without a plugin cache (no home).
+fn entry_path(key: &str) -> Option<PathBuf> {
+    Some(super::locate::cache_dir()?.join("python-site-packages").join(format!("{key}.txt")))
 }
 
-/// The answer stored in an entry, or `None` when it is missing, too old, unreadable or not an
-/// entry this code wrote.
+/// The answer stored in an entry, or `None` when it is missing, too old, unreadable, not an
+/// entry this code wrote, or in a folder (or a file) another user could change.
 fn read_entry(path: &Path) -> Option<String> {
+    super::trust::check_trusted_dir(path.parent()?).ok()?;
+    super::trust::check_trusted_file(path).ok()?;
     let meta = std::fs::metadata(path).ok()?;
     let age = SystemTime::now().duration_since(meta.modified().ok()?).unwrap_or_default();
     if age > MAX_AGE {
@@ -239,8 +281,11 @@ fn read_entry(path: &Path) -> Option<String> {
 /// Writes an entry atomically: a temporary file in the same folder, renamed over the entry.
 fn write_entry(path: &Path, answer: &str) -> std::io::Result<()> {
     let dir = path.parent().ok_or_else(|| std::io::Error::other("entry without a folder"))?;
-    // Owner-only, like the plugin cache it lives in (created here when nothing was installed yet).
+    // Owner-only, like the plugin cache it lives in (created here when nothing was installed yet),
+    // and never where another user could plant an answer.
     super::locate::create_private_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let dir = &super::trust::check_trusted_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let path = &dir.join(path.file_name().ok_or_else(|| std::io::Error::other("entry without a name"))?);
     let key = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
     let answer = answer.strip_suffix('\n').unwrap_or(answer);
     let text = format!("{MAGIC}\nkey {key}\n{answer}\n{END}\n");
@@ -248,7 +293,14 @@ fn write_entry(path: &Path, answer: &str) -> std::io::Result<()> {
     static WRITES: AtomicUsize = AtomicUsize::new(0);
     let n = WRITES.fetch_add(1, Ordering::Relaxed);
     let temp = dir.join(format!(".{key}.{}.{n}.tmp", std::process::id()));
-    std::fs::write(&temp, text)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    std::io::Write::write_all(&mut options.open(&temp)?, text.as_bytes())?;
     std::fs::rename(&temp, path).inspect_err(|_| {
         let _ = std::fs::remove_file(&temp);
     })
@@ -257,6 +309,61 @@ fn write_entry(path: &Path, answer: &str) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(unix)]
+    fn answers_are_neither_read_nor_written_where_another_user_could_plant_them() {
+        use super::super::trust::planted;
+        let base = planted::scratch("python-sites");
+        for (what, dir) in planted::untrusted_folders(&base) {
+            let path = dir.join("python-site-packages").join("abc.txt");
+            assert!(write_entry(&path, "/ours").is_err(), "{what}: written");
+            // An answer planted there is not read.
+            std::fs::write(&path, format!("{MAGIC}\nkey abc\n/planted\n{END}\n")).unwrap();
+            assert_eq!(read_entry(&path), None, "{what}");
+        }
+        for (what, dir) in planted::trusted_folders(&base) {
+            let path = dir.join("python-site-packages").join("abc.txt");
+            write_entry(&path, "/ours").unwrap();
+            assert_eq!(read_entry(&path).as_deref(), Some("/ours"), "{what}");
+        }
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn the_shims_of_asdf_and_mise_are_recognised_and_pyenvs_and_real_pythons_are_not() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = super::super::trust::planted::scratch("shims");
+        let script = |path: &Path, text: &str| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+            path.to_path_buf()
+        };
+        // asdf's shim, as asdf writes it.
+        let asdf = script(
+            &base.join("anywhere/python3"),
+            "#!/usr/bin/env bash\n# asdf-plugin: python 3.12.4\nexec /home/u/.asdf/bin/asdf exec \"python3\" \"$@\"\n",
+        );
+        assert!(is_folder_dependent_shim(&asdf));
+        // mise's shims are symlinks to the mise program; its shims folder counts too.
+        let mise = script(&base.join("bin/mise"), "#!/bin/sh\n");
+        let link = base.join("mise-link/python3");
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&mise, &link).unwrap();
+        assert!(is_folder_dependent_shim(&link));
+        assert!(is_folder_dependent_shim(&script(&base.join(".local/share/mise/shims/python3"), "\x7fELF")));
+        assert!(is_folder_dependent_shim(&script(&base.join(".asdf/shims/python3"), "\x7fELF")));
+        // pyenv's shim reads the files the key holds; a plain interpreter is no shim.
+        let pyenv = script(
+            &base.join(".pyenv/shims/python3"),
+            "#!/usr/bin/env bash\nset -e\nprogram=\"${0##*/}\"\nexport PYENV_ROOT=\"/home/u/.pyenv\"\nexec \"/usr/lib/pyenv/libexec/pyenv\" exec \"$program\" \"$@\"\n",
+        );
+        assert!(!is_folder_dependent_shim(&pyenv));
+        assert!(!is_folder_dependent_shim(&script(&base.join("usr/bin/python3"), "\x7fELF mise asdf")));
+        let _ = std::fs::remove_dir_all(&base);
+    }
 
     #[test]
     fn an_entry_reads_back_and_a_damaged_or_renamed_one_is_a_miss() {
