@@ -285,6 +285,24 @@ pub enum Error {
     /// A user callback panicked; the panic was caught at the C boundary.
     #[error("a callback panicked: {0}")]
     CallbackPanicked(String),
+    /// A call that waits for the plugin was made inside a plugin callback (an [`crate::Event::on_ready`]
+    /// callback, the `on_done` of [`crate::Client::buffer_from_host_data`], a host send or
+    /// receive callback, ...). Refused before anything was started: the thread may be one the
+    /// plugin needs to finish the very work waited for, and the wait would never end (the 0.106
+    /// CPU plugin hangs so). `instead` names the call that does not wait; to wait, hand the work
+    /// to a thread of your own. What a callback may do: the crate documentation,
+    /// [*Callbacks and the plugin's threads*](crate#callbacks-and-the-plugins-threads).
+    #[error(
+        "{call} waits for the plugin and was called inside a plugin callback, on a thread the plugin may need \
+         to finish that work (it would never return): {instead}, or wait on a thread of your own"
+    )]
+    BlockingInCallback {
+        /// The call that was refused, e.g. `LoadedExecutable::execute`.
+        call: &'static str,
+        /// What to call instead, e.g. `use LoadedExecutable::execute_async and await the result
+        /// outside the callback`.
+        instead: &'static str,
+    },
     /// A bounded wait ran out.
     #[error("timed out after {after:?} {what}")]
     Timeout {

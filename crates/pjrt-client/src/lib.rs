@@ -70,6 +70,30 @@
 //! it. What the plugin is given to hand back later (a callback's `user_arg`) is an id, never a
 //! pointer: a plugin calling back twice, late or with another argument finds nothing.
 //!
+//! **What a callback may do.** A callback ([`Event::on_ready`], the `on_done` of
+//! [`Client::buffer_from_host_data`], [`ExecuteOptions::on_send`] and `on_recv`) runs on a
+//! thread the plugin may need to finish other work, often one of a pool the client owns. So it
+//! may *start* work, query and drop anything, but not *wait* for the plugin: every call that
+//! would wait returns [`Error::BlockingInCallback`] there, before starting anything, and the
+//! error names the call that does not wait. Allowed: the launches that return at once
+//! ([`LoadedExecutable::execute_async`] and the other `*_async` launches), uploads that copy
+//! during the call ([`Client::buffer_from_slice`], [`Client::buffer_from_host_data`]), starting
+//! downloads ([`Buffer::to_host_async`], [`Buffer::copy_to_host_async`]), registering more
+//! callbacks, [`Event::is_ready`], [`OnReady::is_done`], polling futures, sending to a thread of
+//! your own, and dropping handles (destroyed on the release thread). Refused: the waiting
+//! executes ([`LoadedExecutable::execute`], `execute_with`, `execute_on`, `execute_on_with`,
+//! `run_sharded`), downloads that wait ([`Buffer::to_vec`], `to_host_bytes`, `to_host_array`,
+//! `copy_to_host_into`, `copy_to_slice`, `copy_raw_to_host`, `copy_to_client`), uploads with
+//! [`HostBufferSemantics::CopyUntilTransferCompletes`], [`TransferManager::transfer_data`] and
+//! `transfer_literal`, and the waits ([`Event::wait`], [`OnReady::wait`],
+//! [`PendingExecution::wait`], [`Execution::wait`], [`HostTransfer::wait`],
+//! [`PendingTransfer::wait`], their `wait_timeout`s and the DLPack export) unless what they wait
+//! for has completed already, when they return at once (so a transfer may be taken in the
+//! `on_ready` callback of its own event). [`flush_released`] returns at once inside a callback
+//! and on the release thread. A callback that blocks on something else (a channel, a lock held
+//! by a thread that waits for the plugin) can still hang the plugin: hand such work to a thread
+//! of your own.
+//!
 //! ## Async
 //! [`Event`], [`HostTransfer`], [`PendingExecution`] and [`Execution`] are futures: the waker is
 //! registered through `PJRT_Event_OnReady`, so they work with any executor and never poll.

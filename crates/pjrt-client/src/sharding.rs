@@ -200,6 +200,10 @@ impl LoadedExecutable {
         input_shardings: &[Sharding],
         output_shardings: &[Sharding],
     ) -> Result<Vec<HostArray>> {
+        crate::call::release::refuse_in_callback(
+            "LoadedExecutable::run_sharded",
+            "launch with LoadedExecutable::execute_host_sharded and await the execution",
+        )?;
         let execution = self.execute_host_sharded(inputs, input_shardings)?;
         execution.wait()?;
         gather_outputs(&execution, output_shardings)

@@ -11,7 +11,8 @@
 //!
 //! The second half covers findings of the soundness review that need a plugin to misbehave or
 //! to run things on its own threads: destruction inside plugin callbacks, one callback per
-//! waited event, children that keep their client, failed launches that keep their callbacks,
+//! waited event, children that keep their client, failed launches that keep their context
+//! (and their callbacks only while their options live: a callback owning the client lets it go),
 //! version gates, the major-to-minor callback flag, and NULL completion events per path.
 //!
 //! `tools/leakcheck.sh` runs this binary under valgrind too; the deliberate leaks all happen
@@ -725,7 +726,7 @@ fn options_holding(token: &Arc<()>, context: &ExecuteContext) -> ExecuteOptions 
 }
 
 #[test]
-fn a_failed_launch_keeps_its_callbacks_and_context_until_the_client_goes() {
+fn a_failed_launch_keeps_its_context_until_the_client_goes_and_its_callbacks_while_their_options_live() {
     // (scenario, directives, whether the launch returns outputs)
     let cases = [
         ("working", "fail PJRT_LoadedExecutable_Execute", false),
@@ -746,16 +747,41 @@ fn a_failed_launch_keeps_its_callbacks_and_context_until_the_client_goes() {
         if let Ok(out) = &result {
             assert_eq!(device_values(&out[0]), SUM);
         }
+        pjrt_client::flush_released();
+        // Nothing says when the devices stop using them: the closure stays while its options do.
+        assert_eq!(Arc::strong_count(&token), 2, "{scenario} {directives}: the callback was freed");
         drop((result, options, context));
         pjrt_client::flush_released();
-        // Nothing says when the devices stop using them: kept until the client is destroyed.
-        assert_eq!(Arc::strong_count(&token), 2, "{scenario} {directives}: the callback was freed");
+        // ... and no longer: the client does not keep it (it may own the client: a cycle).
+        assert_eq!(Arc::strong_count(&token), 1, "{scenario} {directives}: the client keeps the callback");
+        // The context, which the plugin reaches itself, is kept until the client is destroyed.
         assert_eq!(fake.counter("execute_contexts_destroyed"), 0, "{scenario} {directives}");
         drop((exe, a, b, client));
         fake.settle();
         assert_eq!(fake.counter("clients_destroyed"), 1);
-        assert_eq!(Arc::strong_count(&token), 1, "{scenario} {directives}: released with the client");
         assert_eq!(fake.counter("execute_contexts_destroyed"), 1, "{scenario} {directives}");
+        fake.assert_nothing_leaked();
+    }
+}
+
+#[test]
+fn a_failed_launch_whose_callback_owns_the_client_lets_the_client_go() {
+    for (scenario, directives) in [("working", "fail PJRT_LoadedExecutable_Execute"), ("hostile_events", "")] {
+        let fake = Fake::new(scenario);
+        let client = client_of(&fake);
+        let exe = compile(&client, 1).unwrap();
+        let (a, b) = (upload(&client, &A, 0), upload(&client, &B, 0));
+        let owned = client.clone();
+        let options = ExecuteOptions::new().on_send(1, move |_chunk| {
+            let _held = &owned;
+            Ok(())
+        });
+        fake.set_faults(directives);
+        let result = exe.execute_with(&[&a, &b], &options);
+        drop((result, options, exe, a, b, client));
+        fake.settle();
+        // It used to be kept by the client it owns: never destroyed.
+        assert_eq!(fake.counter("clients_destroyed"), 1, "{scenario} {directives}: the client was never destroyed");
         fake.assert_nothing_leaked();
     }
 }

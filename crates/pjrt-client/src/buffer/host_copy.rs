@@ -3,8 +3,10 @@
 use std::ffi::c_void;
 
 use crate::buffer::layout::RawLayout;
+use crate::buffer::DOWNLOAD_INSTEAD;
 use crate::buffer::{check_destination, Buffer};
 use crate::call::pjrt_call;
+use crate::call::release::refuse_in_callback;
 use crate::element_type::normalize_pred;
 use crate::element_type::{ElementType, NativeType};
 use crate::error::{Error, Result};
@@ -43,6 +45,8 @@ impl Buffer {
     /// Copies the buffer into `destination` (dense, row-major), which must be exactly
     /// [`Buffer::host_size`] bytes, and waits for the copy: no intermediate buffer.
     pub fn copy_to_host_into(&self, destination: &mut [u8]) -> Result<()> {
+        // Refused before the copy starts: `destination` is borrowed only until we return.
+        refuse_in_callback("Buffer::copy_to_host_into", DOWNLOAD_INSTEAD)?;
         let size = self.host_size()?;
         if destination.len() != size {
             return Err(Error::invalid(format!(
@@ -85,6 +89,7 @@ impl Buffer {
     /// as numpy does (nonzero is `true`), through a byte copy: the plugin never writes into the
     /// `bool`s themselves.
     pub fn copy_to_slice<T: NativeType>(&self, destination: &mut [T]) -> Result<()> {
+        refuse_in_callback("Buffer::copy_to_slice", DOWNLOAD_INSTEAD)?;
         let element_type = self.element_type()?;
         if element_type != T::ELEMENT_TYPE {
             return Err(Error::invalid(format!("the buffer holds {element_type}, not {}", T::ELEMENT_TYPE)));

@@ -6,8 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use crate::buffer::aligned::{AlignedHostBuffer, SharedBytes};
 use crate::buffer::checks::{check_array, check_element_type, resolve_target, Target};
+use crate::buffer::DOWNLOAD_INSTEAD;
 use crate::buffer::{Buffer, HostLayout, Placement};
 use crate::call::pjrt_call;
+use crate::call::release::{in_plugin_callback, refuse_in_callback};
 use crate::client::Client;
 use crate::element_type::ElementType;
 use crate::error::{Error, Result};
@@ -19,6 +21,7 @@ impl Buffer {
     /// dense host copy, then an upload to `placement` of `client`. The element type must be
     /// known to the target plugin.
     pub fn copy_to_client(&self, client: &Client, placement: Placement<'_>) -> Result<Buffer> {
+        refuse_in_callback("Buffer::copy_to_client", DOWNLOAD_INSTEAD)?;
         let element_type = self.element_type()?;
         let dims = self.dimensions()?.to_vec();
         check_element_type(client.api(), element_type)?;
@@ -209,8 +212,12 @@ impl Client {
             Ok(on_ready) => on_ready,
             Err(e) => {
                 // Wait for the plugin to let go of the data before freeing it; if that cannot be
-                // seen, leak it.
-                let _ = done.leak_if_in_use(done.wait_until_complete(), &mut Some(slot));
+                // seen, leak it. Inside a plugin callback the wait may never end: leak it there.
+                if in_plugin_callback() {
+                    std::mem::forget(slot);
+                } else {
+                    let _ = done.leak_if_in_use(done.wait_until_complete(), &mut Some(slot));
+                }
                 return Err(e);
             }
         };

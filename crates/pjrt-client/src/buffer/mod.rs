@@ -20,7 +20,7 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
 
-use crate::call::release::release_if_in_callback;
+use crate::call::release::{refuse_in_callback, release_if_in_callback};
 use crate::call::{checked_slice, pjrt_call};
 use crate::client::device::{Device, Memory};
 use crate::client::Client;
@@ -428,6 +428,13 @@ impl Client {
         layout: &HostLayout,
         placement: Placement<'_>,
     ) -> Result<Buffer> {
+        if layout.semantics == HostBufferSemantics::CopyUntilTransferCompletes {
+            // This upload waits for the plugin's done event before returning.
+            refuse_in_callback(
+                "Client::buffer_from_bytes with HostBufferSemantics::CopyUntilTransferCompletes",
+                "upload with HostBufferSemantics::CopyDuringCall (the default) or Client::buffer_from_host_data",
+            )?;
+        }
         let _span = span!(DEBUG, "upload", bytes = len, device = placement.trace_device(self));
         let api = self.api();
         checks::check_element_type(api, element_type)?;
@@ -791,6 +798,7 @@ impl Buffer {
 
     /// Copies the buffer to the host and returns its bytes (dense, row-major).
     pub fn to_host_bytes(&self) -> Result<Vec<u8>> {
+        refuse_in_callback("Buffer::to_host_bytes", DOWNLOAD_INSTEAD)?;
         self.to_host_bytes_in(&self.row_major()?)
     }
 
@@ -810,6 +818,7 @@ impl Buffer {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn to_host_bytes_in(&self, layout: &MemoryLayout) -> Result<Vec<u8>> {
+        refuse_in_callback("Buffer::to_host_bytes_in", DOWNLOAD_INSTEAD)?;
         let destination = zeroed_destination(self.host_size_in(layout)?)?;
         let _span = span!(DEBUG, "download", bytes = destination.len());
         self.start_host_copy(destination, layout)?.wait()
@@ -829,6 +838,7 @@ impl Buffer {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn to_host_array(&self) -> Result<HostArray> {
+        refuse_in_callback("Buffer::to_host_array", DOWNLOAD_INSTEAD)?;
         let element_type = self.element_type()?;
         let shape: Vec<usize> = self.dimensions()?.iter().map(|d| *d as usize).collect();
         HostArray::new(element_type, shape, self.to_host_bytes()?)
@@ -846,6 +856,7 @@ impl Buffer {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn to_vec<T: NativeType>(&self) -> Result<Vec<T>> {
+        refuse_in_callback("Buffer::to_vec", DOWNLOAD_INSTEAD)?;
         let element_type = self.element_type()?;
         if element_type != T::ELEMENT_TYPE {
             return Err(Error::invalid(format!("the buffer holds {element_type}, not {}", T::ELEMENT_TYPE)));
@@ -925,6 +936,14 @@ impl fmt::Debug for Buffer {
     }
 }
 
+/// What to do instead of a download that waits, inside a plugin callback.
+pub(crate) const DOWNLOAD_INSTEAD: &str =
+    "start the copy with Buffer::to_host_async (or copy_to_host_async) and await the transfer, or take its \
+     bytes in an on_ready callback of its event";
+/// What to do instead of waiting for a transfer inside a plugin callback.
+const TRANSFER_INSTEAD: &str =
+    "await the transfer (it is a future), or take its bytes in an on_ready callback of its event";
+
 /// A device-to-host copy in flight. It owns the destination until the copy completed; dropping
 /// it waits for the copy, so the plugin never writes into freed memory.
 pub struct HostTransfer {
@@ -940,8 +959,15 @@ impl HostTransfer {
 
     /// Waits for the copy and returns the bytes. When the wait fails and the copy cannot be seen
     /// to be over, the destination is leaked rather than freed (the plugin may still write it).
+    ///
+    /// Inside a plugin callback it is refused ([`Error::BlockingInCallback`]; the transfer is
+    /// dropped, which waits elsewhere) unless the copy has completed: take the bytes in an
+    /// [`Event::on_ready`] callback of [`HostTransfer::event`], or await the transfer.
     pub fn wait(mut self) -> Result<Vec<u8>> {
         let _span = span!(TRACE, "device_to_host_wait");
+        if let Some(event) = &self.event {
+            event.refuse_wait_in_callback("HostTransfer::wait", TRANSFER_INSTEAD)?;
+        }
         if let Some(event) = self.event.take() {
             event.leak_if_in_use(event.wait_until_complete(), &mut self.data)?;
         }
@@ -951,7 +977,12 @@ impl HostTransfer {
     /// Like [`HostTransfer::wait`], but gives up after `timeout` with [`Error::Timeout`]. The
     /// plugin may then still write into the destination, so it is leaked rather than freed (this
     /// also happens when the wait fails and the copy cannot be seen to be over).
+    /// Refused inside a plugin callback unless the copy has completed, like
+    /// [`HostTransfer::wait`].
     pub fn wait_timeout(mut self, timeout: std::time::Duration) -> Result<Vec<u8>> {
+        if let Some(event) = &self.event {
+            event.refuse_wait_in_callback("HostTransfer::wait_timeout", TRANSFER_INSTEAD)?;
+        }
         if let Some(event) = self.event.take() {
             event.leak_if_in_use(event.wait_timeout(timeout), &mut self.data)?;
         }

@@ -7,6 +7,7 @@ use std::ptr::NonNull;
 use crate::buffer::checks::{check_error_code, not_deleted};
 use crate::buffer::{Buffer, HostTransfer};
 use crate::call::pjrt_call;
+use crate::call::release::refuse_in_callback;
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::Event;
 use crate::sys::{self, Args};
@@ -52,6 +53,11 @@ impl Buffer {
 
     /// Copies `size` raw on-device bytes from byte `offset` on, and waits for them.
     pub fn copy_raw_to_host(&self, offset: usize, size: usize) -> Result<Vec<u8>> {
+        refuse_in_callback(
+            "Buffer::copy_raw_to_host",
+            "start the copy with Buffer::copy_raw_to_host_async and await the transfer, or take its bytes in an \
+             on_ready callback of its event",
+        )?;
         let mut destination = Vec::new();
         destination
             .try_reserve_exact(size)

@@ -13,7 +13,7 @@ use crate::buffer::layout::{MemoryLayout, RawLayout};
 use crate::buffer::{Buffer, Placement};
 use crate::call::named_value::{RawNamedValues, Value};
 use crate::call::pjrt_call;
-use crate::call::release::release_if_in_callback;
+use crate::call::release::{refuse_in_callback, release_if_in_callback};
 use crate::client::device::Device;
 use crate::client::Client;
 use crate::element_type::ElementType;
@@ -262,6 +262,7 @@ impl TransferManager {
     /// A plugin that returns no done event gives no sign that it stopped reading: the call then
     /// returns [`Error::InvalidArgument`] (the piece may or may not have arrived).
     pub fn transfer_data(&self, index: usize, data: &[u8], offset: usize, is_last: bool) -> Result<()> {
+        refuse_in_callback("TransferManager::transfer_data", "use TransferManager::transfer_data_async")?;
         let raw_index = self.begin_data(index, offset, data.len(), is_last)?;
         // SAFETY: `data` is borrowed until we return, and we wait for the done event below.
         let done = unsafe { self.transfer_raw(raw_index, data.as_ptr(), data.len(), offset, is_last) }?;
@@ -321,6 +322,7 @@ impl TransferManager {
     /// always given explicitly (a missing one aborts the plugin). Without a done event from the
     /// plugin, [`Error::InvalidArgument`] (as for [`TransferManager::transfer_data`]).
     pub fn transfer_literal(&self, index: usize, data: &[u8]) -> Result<()> {
+        refuse_in_callback("TransferManager::transfer_literal", "use TransferManager::transfer_data_async")?;
         let raw_index = self.check_index(index)?;
         let shape = &self.shapes[index];
         if data.len() != self.sizes[index] {
@@ -450,7 +452,17 @@ pub struct PendingTransfer {
 
 impl PendingTransfer {
     /// Waits until the plugin no longer reads the data, and gives the data back.
+    ///
+    /// Refused inside a plugin callback unless the plugin is done ([`Error::BlockingInCallback`];
+    /// the transfer is dropped, which waits elsewhere): take the data back in an
+    /// [`Event::on_ready`] callback of [`PendingTransfer::event`].
     pub fn wait(mut self) -> Result<HostData> {
+        if let Some(event) = &self.event {
+            event.refuse_wait_in_callback(
+                "PendingTransfer::wait",
+                "take the data back in an on_ready callback of the transfer's event",
+            )?;
+        }
         if let Some(event) = self.event.take() {
             event.leak_if_in_use(event.wait_until_complete(), &mut self.data)?;
         }

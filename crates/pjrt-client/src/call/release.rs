@@ -14,16 +14,28 @@
 //! Closures the plugin held for an execution (host send/receive callbacks, the execute
 //! context) are always dropped there. Outside callbacks nothing changes: drops happen where
 //! they happen, with no thread hop and no allocation.
+//!
+//! The same mark refuses waits: a call that would block until the plugin finishes something
+//! ([`refuse_in_callback`], `Event::refuse_wait_in_callback`) returns
+//! `Error::BlockingInCallback` inside a callback, before it starts anything, since the plugin
+//! may need the very thread it would block (the 0.106 CPU plugin's workers parked in
+//! `PJRT_Event_Await` for good). The crate documentation (*Callbacks and the plugin's threads*)
+//! lists what a callback may do. The release thread is not a plugin thread (waits are fine
+//! there), but [`flush_released`] returns at once on it: it would wait for itself.
 
 use std::any::Any;
 use std::cell::Cell;
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Mutex, OnceLock};
 
+use crate::error::{Error, Result};
+
 thread_local! {
     /// How many plugin callbacks this thread is inside (they may nest: a callback that
     /// registers an on-ready callback on a completed event runs it at once).
     static CALLBACK_DEPTH: Cell<usize> = const { Cell::new(0) };
+    /// Whether this thread is the release thread (set once, by the thread itself).
+    static ON_RELEASE_THREAD: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Marks the current thread as inside a plugin callback until dropped. Every `extern "C"`
@@ -49,6 +61,25 @@ pub(crate) fn in_plugin_callback() -> bool {
     CALLBACK_DEPTH.with(|depth| depth.get() > 0)
 }
 
+/// Refuses a call that waits for the plugin when made inside a plugin callback
+/// ([`Error::BlockingInCallback`], naming `call` and what to do `instead`): such a wait may
+/// need the very thread it blocks. Callers check before starting anything, so nothing is left
+/// half done. One thread-local read and a branch; the error is built out of line.
+#[inline(always)]
+pub(crate) fn refuse_in_callback(call: &'static str, instead: &'static str) -> Result<()> {
+    if in_plugin_callback() {
+        return Err(blocking_in_callback(call, instead));
+    }
+    Ok(())
+}
+
+/// The error of [`refuse_in_callback`], out of the callers' paths.
+#[cold]
+#[inline(never)]
+pub(crate) fn blocking_in_callback(call: &'static str, instead: &'static str) -> Error {
+    Error::BlockingInCallback { call, instead }
+}
+
 type Released = Box<dyn Any + Send>;
 
 /// The release thread's queue; `None` when the thread could not be started.
@@ -58,6 +89,7 @@ fn queue() -> Option<&'static Mutex<Sender<Released>>> {
         .get_or_init(|| {
             let (sender, receiver) = mpsc::channel::<Released>();
             let spawned = std::thread::Builder::new().name("pjrt-release".into()).spawn(move || {
+                ON_RELEASE_THREAD.with(|on| on.set(true));
                 for value in receiver {
                     // A panicking drop must not end the thread (the queue would then fill up
                     // forever); it has nowhere to be reported.
@@ -112,8 +144,13 @@ pub(crate) fn release_later_with<T: Send + 'static>(moved: impl FnOnce() -> T) {
 }
 
 /// Blocks until everything handed to the release thread before this call has been dropped
-/// (for tests, and for callers that want released handles gone before they go on). Inside a
-/// plugin callback it returns at once.
+/// (for tests, and for callers that want released handles gone before they go on).
+///
+/// Inside a plugin callback it returns at once (the release thread may be waiting for that
+/// callback's plugin). On the release thread itself (a `Drop` of something released there,
+/// say a host callback's closure, that flushes) it returns at once too: everything handed over
+/// before the value being dropped is gone already, and waiting for the rest would wait for
+/// itself.
 ///
 /// ```
 /// # use pjrt_client::Placement;
@@ -128,8 +165,9 @@ pub(crate) fn release_later_with<T: Send + 'static>(moved: impl FnOnce() -> T) {
 /// # Ok::<(), pjrt_client::Error>(())
 /// ```
 pub fn flush_released() {
-    if in_plugin_callback() {
-        // The release thread may be waiting for this very callback's plugin: never block here.
+    if in_plugin_callback() || ON_RELEASE_THREAD.with(Cell::get) {
+        // The release thread may be waiting for this very callback's plugin, or be this
+        // thread: never block here.
         return;
     }
     let (done, wait) = mpsc::channel::<()>();
@@ -179,6 +217,20 @@ mod tests {
         assert!(!in_plugin_callback());
         flush_released();
         assert_eq!(dropped_on.lock().unwrap().as_deref(), Some("pjrt-release"));
+    }
+
+    #[test]
+    fn waits_are_refused_inside_callbacks_only() {
+        assert!(refuse_in_callback("Thing::wait", "do the other thing").is_ok());
+        let _scope = CallbackScope::enter();
+        match refuse_in_callback("Thing::wait", "do the other thing") {
+            Err(e @ Error::BlockingInCallback { call: "Thing::wait", instead: "do the other thing" }) => {
+                let message = e.to_string();
+                assert!(message.starts_with("Thing::wait waits for the plugin"), "{message}");
+                assert!(message.contains(": do the other thing, or wait on a thread of your own"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

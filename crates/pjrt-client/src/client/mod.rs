@@ -152,8 +152,9 @@ pub(crate) struct ClientInner {
     /// below has destroyed the client: the plugin may call the callbacks until then.
     kv: Option<KvCallbacks>,
     /// What the plugin may still use until the client is destroyed and nothing tells when it
-    /// stops sooner (e.g. the callbacks and context of an execution whose launch failed after
-    /// some devices may have started). Dropped after `PJRT_Client_Destroy`, like `kv`.
+    /// stops sooner (e.g. the context and callback `user_arg`s of an execution whose launch
+    /// failed after some devices may have started; never the user's closures, which may own
+    /// the client). Dropped after `PJRT_Client_Destroy`, like `kv`.
     kept_until_destroyed: Mutex<Vec<Box<dyn Any + Send>>>,
 }
 

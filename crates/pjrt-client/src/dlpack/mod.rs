@@ -300,7 +300,12 @@ fn export(buffer: Buffer) -> Result<Export> {
     let dims: Box<[i64]> = buffer.dimensions()?.into();
     let dtype = dtype_of(element_type)?;
     // DLPack has no events: the consumer reads the memory at once.
-    buffer.ready_event()?.wait()?;
+    let ready = buffer.ready_event()?;
+    ready.refuse_wait_in_callback(
+        "the DLPack export (Buffer::into_dlpack, into_dlpack_legacy)",
+        "export the buffer once it is ready, e.g. from an on_ready callback of its ready event",
+    )?;
+    ready.wait()?;
     let mut strides: Box<[i64]> = element_strides(&buffer.memory_layout()?, element_type, &dims)?.into();
     let count = buffer.element_count()?;
     let on_device = buffer.on_device_size()?;

@@ -11,11 +11,15 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use crate::call::release::{blocking_in_callback, in_plugin_callback};
 use crate::call::{pjrt_call, Api};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::plugin::Plugin;
 use crate::sys::{self, Args};
+
+/// What to do instead of waiting for an event inside a plugin callback.
+const NOT_IN_CALLBACK: &str = "register what comes next with Event::on_ready, or await the event (it is a future)";
 
 /// A PJRT event. Dropping it destroys the event (the work it tracks goes on).
 ///
@@ -89,7 +93,38 @@ impl Event {
     }
 
     /// Blocks until the event completes; returns its error, if any.
+    ///
+    /// Inside a plugin callback it is refused ([`Error::BlockingInCallback`]) unless the event
+    /// has completed already (then it returns at once): register what comes next with
+    /// [`Event::on_ready`] instead, or await the event.
     pub fn wait(&self) -> Result<()> {
+        self.refuse_wait_in_callback("Event::wait", NOT_IN_CALLBACK)?;
+        self.await_raw()
+    }
+
+    /// Inside a plugin callback, refuses a wait for this event (the public call `call`; do
+    /// `instead`) unless the event has completed, when the wait returns at once. Outside
+    /// callbacks: one thread-local read.
+    #[inline]
+    pub(crate) fn refuse_wait_in_callback(&self, call: &'static str, instead: &'static str) -> Result<()> {
+        if in_plugin_callback() {
+            return self.refuse_unless_ready(call, instead);
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn refuse_unless_ready(&self, call: &'static str, instead: &'static str) -> Result<()> {
+        if self.is_ready()? {
+            Ok(())
+        } else {
+            Err(blocking_in_callback(call, instead))
+        }
+    }
+
+    /// `PJRT_Event_Await`, unchecked: for the waits that guard memory the plugin may still use.
+    fn await_raw(&self) -> Result<()> {
         let mut args = sys::PJRT_Event_Await_Args::new();
         args.event = self.raw.as_ptr();
         pjrt_call!(self.api(), PJRT_Event_Await, &mut args)
@@ -101,8 +136,11 @@ impl Event {
     /// a callback, or, if the plugin refuses one, by asking `PJRT_Event_IsReady` until it says
     /// yes. Only when that fails too can it return before the event completed: callers that own
     /// the memory then check [`Event::is_ready`] and leak it unless the event is known complete.
+    ///
+    /// Never refused inside a callback (the memory it guards must outlive the plugin's use):
+    /// the public calls that get here refuse before they start anything.
     pub(crate) fn wait_until_complete(&self) -> Result<()> {
-        let status = self.wait();
+        let status = self.await_raw();
         if status.is_err() && !matches!(self.is_ready(), Ok(true)) {
             match self.completion() {
                 Ok(completion) => {
@@ -156,7 +194,10 @@ impl Event {
     /// Blocks until the event completes or `timeout` passes. A timeout gives [`Error::Timeout`]
     /// and leaves the event (and the work it tracks) as it was: waiting again is fine, and
     /// registers nothing new with the plugin. [`Duration::MAX`] waits without a limit.
+    ///
+    /// Refused inside a plugin callback unless the event has completed, like [`Event::wait`].
     pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
+        self.refuse_wait_in_callback("Event::wait_timeout", NOT_IN_CALLBACK)?;
         if self.is_ready()? {
             return self.error();
         }
@@ -193,6 +234,28 @@ impl Event {
     ///
     /// A panic in `callback` is caught at the C boundary (it never unwinds into the plugin) and
     /// reported by [`OnReady::wait`] as [`Error::CallbackPanicked`].
+    ///
+    /// `callback` may start work but not wait for the plugin: a call that would wait returns
+    /// [`Error::BlockingInCallback`] there (see the crate documentation, *Callbacks and the
+    /// plugin's threads*, for what a callback may do).
+    ///
+    /// ```
+    /// use std::sync::{mpsc, Arc};
+    /// use pjrt_client::{Error, Placement};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let x = Arc::new(client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?);
+    /// let (tx, rx) = mpsc::channel();
+    /// let inside = x.clone();
+    /// x.ready_event()?.on_ready(move |_status| {
+    ///     // Waiting for a download here could wait for this very thread: refused.
+    ///     assert!(matches!(inside.to_vec::<f32>(), Err(Error::BlockingInCallback { .. })));
+    ///     // Starting one is fine; it is awaited elsewhere.
+    ///     tx.send(inside.to_host_async()).unwrap();
+    /// })?;
+    /// assert_eq!(rx.recv().unwrap()?.wait()?.len(), 8);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
     pub fn on_ready<F>(&self, callback: F) -> Result<OnReady>
     where
         F: FnOnce(Result<()>) + Send + 'static,
@@ -299,13 +362,29 @@ pub struct OnReady {
 
 impl OnReady {
     /// Blocks until the callback has run. Returns [`Error::CallbackPanicked`] if it panicked.
+    ///
+    /// Refused inside a plugin callback ([`Error::BlockingInCallback`]) unless the callback
+    /// has run already: the callback waited for may need the thread. Check
+    /// [`OnReady::is_done`] there instead.
     pub fn wait(&self) -> Result<()> {
+        self.refuse_wait_in_callback("OnReady::wait")?;
         self.wait_timeout(Duration::MAX).map(|_| ())
     }
 
+    /// Inside a plugin callback, refuses the wait `call` unless the callback has run.
+    #[inline]
+    fn refuse_wait_in_callback(&self, call: &'static str) -> Result<()> {
+        if in_plugin_callback() && !self.is_done() {
+            return Err(blocking_in_callback(call, "check OnReady::is_done instead"));
+        }
+        Ok(())
+    }
+
     /// Like [`OnReady::wait`], but gives up after `timeout`: `Ok(false)` when the callback has
-    /// not run by then. [`Duration::MAX`] waits without a limit.
+    /// not run by then. [`Duration::MAX`] waits without a limit. Refused inside a plugin
+    /// callback unless the callback has run, like [`OnReady::wait`].
     pub fn wait_timeout(&self, timeout: Duration) -> Result<bool> {
+        self.refuse_wait_in_callback("OnReady::wait_timeout")?;
         let done = self.state.done.lock().unwrap_or_else(|p| p.into_inner());
         let (done, _) =
             self.state.cond.wait_timeout_while(done, timeout, |done| done.is_none()).unwrap_or_else(|p| p.into_inner());

@@ -13,7 +13,9 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::executable::context_data;
-use crate::executable::host_callbacks::{CallbackLists, CallbackTargets, CopyToDeviceStream, HostCallbacks, SendChunk};
+use crate::executable::host_callbacks::{
+    CallbackClosures, CallbackLists, CallbackTargets, CopyToDeviceStream, HostCallbacks, SendChunk,
+};
 use crate::executable::LoadedExecutable;
 use crate::plugin::Plugin;
 use crate::sys::{self, Args};
@@ -280,7 +282,7 @@ impl ExecuteOptions {
             raw.task_ids = ids.as_ptr().cast_mut();
             raw.incarnation_ids = incarnations.as_ptr().cast_mut();
         }
-        let mut keepalive = Keepalive { context: None, targets: None };
+        let mut keepalive = Keepalive { context: None, targets: None, closures: None };
         if let Some(context) = &self.context {
             exe.client.plugin().check_same(&context.inner.plugin, "the execute context")?;
             if api.version().minor < CONTEXT_FIELD_MINOR {
@@ -291,10 +293,11 @@ impl ExecuteOptions {
         }
         let mut lists = None;
         if !self.callbacks.is_empty() {
-            let (mut prepared, targets) = self.callbacks.prepare(&exe.client, num_devices);
+            let (mut prepared, targets, closures) = self.callbacks.prepare(&exe.client, num_devices);
             prepared.apply(&mut raw);
             lists = Some(prepared);
             keepalive.targets = Some(targets);
+            keepalive.closures = Some(closures);
         }
         let keepalive = (keepalive.context.is_some() || keepalive.targets.is_some()).then_some(keepalive);
         Ok(RawExecuteOptions {
@@ -339,10 +342,11 @@ pub(crate) struct RawExecuteOptions<'o> {
 }
 
 /// What an execution may use until every device has completed: the callbacks' `user_arg`s and
-/// the execute context.
+/// the execute context, which the plugin reaches, and the closures the `user_arg`s lead to.
 pub(crate) struct Keepalive {
     context: Option<ExecuteContext>,
     targets: Option<CallbackTargets>,
+    closures: Option<CallbackClosures>,
 }
 
 impl Keepalive {
@@ -352,27 +356,38 @@ impl Keepalive {
     ///
     /// When there is not one event per device — the plugin gave fewer, or the launch failed
     /// (possibly after some devices started, which may still call the callbacks) — nothing tells
-    /// when the plugin stops using what `self` holds: it is then kept until the client is
-    /// destroyed (after `PJRT_Client_Destroy`), never freed early.
+    /// when the plugin stops using what it reaches (the context, the callbacks' `user_arg`s): that
+    /// is then kept until the client is destroyed (after `PJRT_Client_Destroy`), never freed
+    /// early. The closures are not: they may own the client (a cycle: it would never be
+    /// destroyed). They stay as long as the `ExecuteOptions` that hold them; a callback after
+    /// that gets an error.
     pub(super) fn hold_until_complete<'e>(
         self,
         client: &Client,
         events: impl IntoIterator<Item = &'e Event>,
         num_devices: usize,
     ) {
+        let Keepalive { context, targets, closures } = self;
+        let reached = (context, targets);
         let events: Vec<&Event> = events.into_iter().collect();
         if events.len() < num_devices {
-            client.keep_until_destroyed(self);
+            client.keep_until_destroyed(reached);
+            // `closures` is dropped here (on the release thread if this is a plugin callback).
             return;
         }
-        let shared = Arc::new(self);
+        let (reached, closures) = (Arc::new(reached), Arc::new(closures));
+        let mut all_registered = true;
         for event in events {
-            let held = shared.clone();
+            let held = (reached.clone(), closures.clone());
             if event.on_ready(move |_| crate::call::release::release_later(held)).is_err() {
-                // The callback was not registered (its closure, with its clone, is dropped): keep
-                // one clone until the client goes instead.
-                client.keep_until_destroyed(shared.clone());
+                // Not registered (its closure, with its clones, is dropped).
+                all_registered = false;
             }
+        }
+        if !all_registered {
+            // A device whose completion cannot be seen: what the plugin reaches is kept until
+            // the client goes; the closures only until the registered events fire.
+            client.keep_until_destroyed(reached);
         }
     }
 }

@@ -10,6 +10,12 @@ use crate::buffer::Buffer;
 use crate::error::{Error, Result};
 use crate::event::Event;
 
+/// What to do instead of waiting for an execution inside a plugin callback.
+const AWAIT_INSTEAD: &str =
+    "await the execution (it is a future), or register what comes next with Event::on_ready on its events";
+/// What to do instead of waiting for a pending execution inside a plugin callback.
+const AWAIT_PENDING_INSTEAD: &str = "await the pending execution (it is a future)";
+
 /// The result of launching an execution: outputs and a completion event per device.
 #[derive(Debug)]
 pub struct Execution {
@@ -51,7 +57,14 @@ pub struct PendingExecution {
 
 impl PendingExecution {
     /// Blocks until the execution finished; returns the outputs.
+    ///
+    /// Refused inside a plugin callback unless the execution has finished
+    /// ([`Error::BlockingInCallback`]; the execution goes on, its outputs are dropped): await
+    /// it, or send it to a thread of your own to wait there.
     pub fn wait(mut self) -> Result<Vec<Buffer>> {
+        if let Some(event) = &self.event {
+            event.refuse_wait_in_callback("PendingExecution::wait", AWAIT_PENDING_INSTEAD)?;
+        }
         let _span = span!(DEBUG, "execute_wait");
         if let Some(event) = self.event.take() {
             event.wait()?;
@@ -61,7 +74,12 @@ impl PendingExecution {
 
     /// Like [`PendingExecution::wait`], with a bound ([`Error::Timeout`] when it runs out; the
     /// execution goes on and may be waited for again).
+    /// Refused inside a plugin callback unless the execution has finished, like
+    /// [`PendingExecution::wait`] (the execution stays here, to be waited for elsewhere).
     pub fn wait_timeout(&mut self, timeout: Duration) -> Result<Vec<Buffer>> {
+        if let Some(event) = &self.event {
+            event.refuse_wait_in_callback("PendingExecution::wait_timeout", AWAIT_PENDING_INSTEAD)?;
+        }
         if let Some(event) = &self.event {
             event.wait_timeout(timeout)?;
         }
@@ -89,8 +107,16 @@ impl Future for PendingExecution {
 }
 
 impl Execution {
-    /// Waits for every device to finish; returns the first error.
+    /// Inside a plugin callback, refuses the wait `call` unless every device has completed.
+    fn refuse_wait_in_callback(&self, call: &'static str) -> Result<()> {
+        self.events.iter().try_for_each(|event| event.refuse_wait_in_callback(call, AWAIT_INSTEAD))
+    }
+
+    /// Waits for every device to finish; returns the first error. Refused inside a plugin
+    /// callback unless every device has finished ([`Error::BlockingInCallback`]): await the
+    /// execution, or register what comes next with [`Event::on_ready`] on its events.
     pub fn wait(&self) -> Result<()> {
+        self.refuse_wait_in_callback("Execution::wait")?;
         let _span = span!(DEBUG, "execute_wait", devices = self.events.len());
         let mut first = Ok(());
         for event in &self.events {
@@ -104,7 +130,10 @@ impl Execution {
 
     /// Like [`Execution::wait`], but gives up once `timeout` has passed (for all devices
     /// together) with [`Error::Timeout`]. The execution goes on; waiting again is fine.
+    /// Refused inside a plugin callback unless every device has finished, like
+    /// [`Execution::wait`].
     pub fn wait_timeout(&self, timeout: Duration) -> Result<()> {
+        self.refuse_wait_in_callback("Execution::wait_timeout")?;
         let start = Instant::now();
         let mut first = Ok(());
         for event in &self.events {

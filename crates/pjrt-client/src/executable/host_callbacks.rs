@@ -22,10 +22,10 @@
 use std::ffi::{c_char, c_void};
 use std::fmt;
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::call::panic::{catch, no_unwind};
-use crate::call::release::{release_if_in_callback, CallbackScope};
+use crate::call::release::{release_if_in_callback, release_later, CallbackScope};
 use crate::call::{pjrt_call, slice_from_raw, Api};
 use crate::client::{Client, WeakClient};
 use crate::error::{Error, ErrorCode, Result};
@@ -37,6 +37,25 @@ type RecvFn = dyn FnMut(CopyToDeviceStream) -> Result<()> + Send;
 /// A registered closure; `None` once it has panicked (it is not called again).
 type SendSlot = Arc<Mutex<Option<Box<SendFn>>>>;
 type RecvSlot = Arc<Mutex<Option<Box<RecvFn>>>>;
+
+/// Calls the closure of a slot that a target reaches weakly (see [`CallbackTargets`]), and
+/// makes sure a closure whose last holder went meanwhile is dropped on the release thread, not
+/// on the plugin's.
+fn with_slot<T: ?Sized + Send + 'static>(
+    weak: &Weak<Mutex<Option<Box<T>>>>,
+    call: impl FnOnce(&Mutex<Option<Box<T>>>) -> Result<()>,
+) -> Option<Result<()>> {
+    let slot = weak.upgrade()?;
+    let result = call(&slot);
+    if let Some(last) = Arc::into_inner(slot) {
+        release_later(last);
+    }
+    Some(result)
+}
+
+/// Why a target found no closure: its launch kept only what the plugin can reach.
+const CLOSURE_GONE: &str = "the plugin called a host callback whose closure is gone: its launch failed (or returned \
+     no completion event) and the ExecuteOptions holding the closure were dropped";
 
 /// The closures registered on an [`ExecuteOptions`]; clones share them.
 #[derive(Clone, Default)]
@@ -268,17 +287,19 @@ unsafe extern "C" fn free_chunk(_data: *mut c_void, deleter_arg: *mut c_void) {
     drop(crate::call::handoff::take::<Vec<u8>>(deleter_arg));
 }
 
-/// What one send callback's `user_arg` points to.
+/// What one send callback's `user_arg` points to. The closure is reached weakly: see
+/// [`CallbackTargets`].
 struct SendTarget {
-    callback: SendSlot,
+    callback: Weak<Mutex<Option<Box<SendFn>>>>,
     channel_id: i64,
     device_index: usize,
     failures: Arc<Mutex<Vec<Error>>>,
 }
 
-/// What one receive callback's `user_arg` points to.
+/// What one receive callback's `user_arg` points to (the closure reached weakly, as for
+/// [`SendTarget`]).
 struct RecvTarget {
-    callback: RecvSlot,
+    callback: Weak<Mutex<Option<Box<RecvFn>>>>,
     channel_id: i64,
     device_index: usize,
     failures: Arc<Mutex<Vec<Error>>>,
@@ -287,7 +308,8 @@ struct RecvTarget {
 
 /// Where a receive target finds the client for the streams it makes. Weak: targets may be kept
 /// by the client itself (after a failed launch, until the client is destroyed), and a strong
-/// handle there would keep the client alive forever.
+/// handle there would keep the client alive forever (the closures are reached weakly for the
+/// same reason).
 #[derive(Clone)]
 enum TargetSource {
     Client(WeakClient),
@@ -316,6 +338,12 @@ const UNUSED_CHANNEL: i64 = i64::MIN;
 /// `crate::call::handoff`), each holding one target. They must outlive the launch: dropping this
 /// takes them out of the table, so it is dropped only once every device has completed; a
 /// plugin calling back after that finds nothing.
+///
+/// A target reaches its closure weakly: the closures are held by [`CallbackClosures`] (until
+/// every device has completed) and by the `ExecuteOptions` they were registered on. So when
+/// nothing says when the plugin is done (a failed launch) the client can keep the targets
+/// without keeping the closures, which may own the client: that would be a cycle, and the
+/// client would never be destroyed.
 pub(crate) struct CallbackTargets {
     send: Vec<usize>,
     recv: Vec<usize>,
@@ -334,6 +362,22 @@ impl Drop for CallbackTargets {
         for id in self.recv.drain(..) {
             drop(crate::call::handoff::take::<Arc<RecvTarget>>(id as *mut c_void));
         }
+    }
+}
+
+/// The closures one launch's targets point to, held until every device has completed. Dropped
+/// inside a plugin callback, they go to the release thread (they are the user's).
+pub(crate) struct CallbackClosures {
+    send: Vec<SendSlot>,
+    recv: Vec<RecvSlot>,
+}
+
+impl Drop for CallbackClosures {
+    fn drop(&mut self) {
+        release_if_in_callback!(CallbackClosures {
+            send: std::mem::take(&mut self.send),
+            recv: std::mem::take(&mut self.recv),
+        });
     }
 }
 
@@ -364,11 +408,19 @@ impl HostCallbacks {
     /// When only one kind is registered, the other list gets one entry on an unused channel:
     /// some plugins read the receive lists with the send count (fixed upstream in
     /// openxla/xla#37129), and an entry no program op refers to is never called.
-    pub(crate) fn prepare(&self, client: &Client, num_devices: usize) -> (CallbackLists, CallbackTargets) {
+    pub(crate) fn prepare(
+        &self,
+        client: &Client,
+        num_devices: usize,
+    ) -> (CallbackLists, CallbackTargets, CallbackClosures) {
         self.prepare_with(TargetSource::Client(client.downgrade()), num_devices)
     }
 
-    fn prepare_with(&self, source: TargetSource, num_devices: usize) -> (CallbackLists, CallbackTargets) {
+    fn prepare_with(
+        &self,
+        source: TargetSource,
+        num_devices: usize,
+    ) -> (CallbackLists, CallbackTargets, CallbackClosures) {
         let mut targets = CallbackTargets { send: Vec::new(), recv: Vec::new() };
         let unused_send: Vec<(i64, SendSlot)>;
         let unused_recv: Vec<(i64, RecvSlot)>;
@@ -387,13 +439,18 @@ impl HostCallbacks {
         } else {
             &self.recv
         };
+        // The padding closures made here live only in `closures`.
+        let closures = CallbackClosures {
+            send: send.iter().map(|(_, slot)| slot.clone()).collect(),
+            recv: recv.iter().map(|(_, slot)| slot.clone()).collect(),
+        };
         let mut send_lists = Vec::with_capacity(num_devices);
         let mut recv_lists = Vec::with_capacity(num_devices);
         for device_index in 0..num_devices {
             let mut list = Vec::with_capacity(send.len());
             for (channel_id, callback) in send {
                 let target = Arc::new(SendTarget {
-                    callback: callback.clone(),
+                    callback: Arc::downgrade(callback),
                     channel_id: *channel_id,
                     device_index,
                     failures: self.failures.clone(),
@@ -410,7 +467,7 @@ impl HostCallbacks {
             let mut list = Vec::with_capacity(recv.len());
             for (channel_id, callback) in recv {
                 let target = Arc::new(RecvTarget {
-                    callback: callback.clone(),
+                    callback: Arc::downgrade(callback),
                     channel_id: *channel_id,
                     device_index,
                     failures: self.failures.clone(),
@@ -427,7 +484,7 @@ impl HostCallbacks {
             recv_lists.push(list);
         }
         let lists = CallbackLists { send_lists, send_heads: Vec::new(), recv_lists, recv_heads: Vec::new() };
-        (lists, targets)
+        (lists, targets, closures)
     }
 }
 
@@ -500,10 +557,10 @@ unsafe extern "C" fn send_trampoline(
             channel_id: target.channel_id,
             device_index: target.device_index,
         };
-        let result = call_once_unless_panicked(&target.callback, chunk, || {
-            format!("the send callback for channel {}", target.channel_id)
+        let result = with_slot(&target.callback, |slot| {
+            call_once_unless_panicked(slot, chunk, || format!("the send callback for channel {}", target.channel_id))
         });
-        match result {
+        match result.unwrap_or_else(|| Err(Error::invalid(CLOSURE_GONE))) {
             Ok(()) => None,
             Err(error) => {
                 let status = status_of(&error);
@@ -552,10 +609,16 @@ unsafe extern "C" fn recv_trampoline(stream: *mut sys::PJRT_CopyToDeviceStream, 
         };
         // From here on the stream is owned (destroyed on drop, also while unwinding).
         let stream = CopyToDeviceStream { api, raw, channel_id: target.channel_id, device_index: target.device_index };
-        let result = call_once_unless_panicked(&target.callback, stream, || {
-            format!("the receive callback for channel {}", target.channel_id)
+        let mut unused = Some(stream);
+        let result = with_slot(&target.callback, |slot| {
+            let stream = unused.take().expect("called once");
+            call_once_unless_panicked(slot, stream, || {
+                format!("the receive callback for channel {}", target.channel_id)
+            })
         });
-        if let Err(error) = result {
+        // No closure: the stream is destroyed (on the release thread), like a panicked one's.
+        drop(unused);
+        if let Err(error) = result.unwrap_or_else(|| Err(Error::invalid(CLOSURE_GONE))) {
             record(&target.failures, error);
         }
     });
@@ -613,12 +676,18 @@ mod tests {
         }
     }
 
-    /// A target in the hand-off table, as `prepare` makes them; taken out again on drop.
-    struct Given<T: Send + Sync + 'static>(*mut c_void, std::marker::PhantomData<T>);
+    /// A target in the hand-off table, as `prepare` makes them, and the closure it reaches
+    /// weakly (held here, as the launch holds it); taken out again on drop.
+    struct Given<T: Send + Sync + 'static>(*mut c_void, std::marker::PhantomData<T>, Option<Arc<dyn Send + Sync>>);
 
     impl<T: Send + Sync + 'static> Given<T> {
-        fn new(target: T) -> Self {
-            Given(crate::call::handoff::give(Arc::new(target)), std::marker::PhantomData)
+        fn new(target: T, closure: Arc<dyn Send + Sync>) -> Self {
+            Given(crate::call::handoff::give(Arc::new(target)), std::marker::PhantomData, Some(closure))
+        }
+
+        /// Drops the closure, as a failed launch whose options are gone does.
+        fn drop_closure(&mut self) {
+            self.2 = None;
         }
     }
 
@@ -630,12 +699,11 @@ mod tests {
 
     fn send_target(callback: Box<SendFn>) -> (Given<SendTarget>, Arc<Mutex<Vec<Error>>>) {
         let failures = Arc::new(Mutex::new(Vec::new()));
-        let target = Given::new(SendTarget {
-            callback: Arc::new(Mutex::new(Some(callback))),
-            channel_id: 7,
-            device_index: 1,
-            failures: failures.clone(),
-        });
+        let slot: SendSlot = Arc::new(Mutex::new(Some(callback)));
+        let target = Given::new(
+            SendTarget { callback: Arc::downgrade(&slot), channel_id: 7, device_index: 1, failures: failures.clone() },
+            slot,
+        );
         (target, failures)
     }
 
@@ -822,13 +890,17 @@ mod tests {
 
     fn recv_target(callback: Box<RecvFn>) -> (Given<RecvTarget>, Arc<Mutex<Vec<Error>>>) {
         let failures = Arc::new(Mutex::new(Vec::new()));
-        let target = Given::new(RecvTarget {
-            callback: Arc::new(Mutex::new(Some(callback))),
-            channel_id: 3,
-            device_index: 0,
-            failures: failures.clone(),
-            source: TargetSource::Static(fake_api()),
-        });
+        let slot: RecvSlot = Arc::new(Mutex::new(Some(callback)));
+        let target = Given::new(
+            RecvTarget {
+                callback: Arc::downgrade(&slot),
+                channel_id: 3,
+                device_index: 0,
+                failures: failures.clone(),
+                source: TargetSource::Static(fake_api()),
+            },
+            slot,
+        );
         (target, failures)
     }
 
@@ -961,7 +1033,7 @@ mod tests {
             })
             .on_send(5, |_| Err(Error::invalid("replaced")));
         assert_eq!(options.callback_channels(), (vec![6, 5], vec![]));
-        let (mut lists, targets) = options.callbacks.prepare_with(TargetSource::Static(fake_api()), 2);
+        let (mut lists, targets, closures) = options.callbacks.prepare_with(TargetSource::Static(fake_api()), 2);
         let mut raw = sys::PJRT_ExecuteOptions::new();
         lists.apply(&mut raw);
         assert_eq!((raw.num_send_ops, raw.num_recv_ops), (2, 1));
@@ -1001,11 +1073,36 @@ mod tests {
         crate::call::release::flush_released();
         assert_eq!(fake.destroyed.load(Ordering::SeqCst), 1);
         assert_eq!(options.take_callback_failures().len(), 1);
-        // The targets hold the closures; the options too. Dropping both frees them.
+        // The launch's closures and the options hold the closures, the targets only reach them:
+        // dropping the targets frees nothing, dropping both holders frees them.
         drop(lists);
         drop(targets);
         assert_eq!(Arc::strong_count(&alive), 2);
+        drop(closures);
+        assert_eq!(Arc::strong_count(&alive), 2);
         drop(options);
         assert_eq!(Arc::strong_count(&alive), 1);
+    }
+
+    #[test]
+    fn targets_whose_closures_are_gone_answer_with_an_error() {
+        // What a failed launch leaves the plugin: targets whose closures its options held.
+        let (mut send, send_failures) = send_target(Box::new(|_| Ok(())));
+        send.drop_closure();
+        let error = call_send(&send, true).expect("an error for the plugin");
+        assert!(error.message.contains("closure is gone"), "{}", error.message);
+        assert!(
+            matches!(&send_failures.lock().unwrap()[..], [Error::InvalidArgument(m)] if m.contains("closure is gone"))
+        );
+
+        let (mut recv, recv_failures) = recv_target(Box::new(|_stream| Ok(())));
+        recv.drop_closure();
+        let (fake, raw_stream) = fake_stream(4, 1);
+        call_recv(&recv, raw_stream);
+        crate::call::release::flush_released();
+        assert_eq!(fake.destroyed.load(Ordering::SeqCst), 1, "the stream is destroyed, not left to the plugin");
+        assert!(
+            matches!(&recv_failures.lock().unwrap()[..], [Error::InvalidArgument(m)] if m.contains("closure is gone"))
+        );
     }
 }

@@ -21,7 +21,7 @@ use smallvec::SmallVec;
 
 use crate::buffer::layout::MemoryLayout;
 use crate::buffer::{shape_fits, Buffer, KnownShape};
-use crate::call::release::{in_plugin_callback, release_if_in_callback};
+use crate::call::release::{blocking_in_callback, in_plugin_callback, refuse_in_callback, release_if_in_callback};
 use crate::call::{checked_slice, checked_string, pjrt_call, Api};
 use crate::client::device::Device;
 use crate::client::Client;
@@ -45,6 +45,10 @@ type PerDevice = (Vec<Vec<Buffer>>, Vec<Option<Event>>);
 
 /// Most arguments and outputs the fast path of `execute` keeps on the stack.
 const STACK_LIST: usize = 8;
+
+/// What to do instead of a waiting execute inside a plugin callback.
+const EXECUTE_INSTEAD: &str = "launch with the matching execute_*async call there (execute_async, \
+     execute_async_with, execute_on_async, ...) and await the pending execution";
 
 /// The type and shape of one parameter or output.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -421,6 +425,9 @@ impl LoadedExecutable {
 
     /// Runs the program on its single device and waits for it; returns the outputs.
     ///
+    /// Inside a plugin callback it is refused before launching ([`Error::BlockingInCallback`]):
+    /// launch with [`LoadedExecutable::execute_async`] there and await the result elsewhere.
+    ///
     /// This is the hot path: for up to 8 arguments it allocates nothing for one output and once
     /// for several (see [`Outputs`]), makes no metadata query, and takes no lock.
     ///
@@ -455,6 +462,7 @@ impl LoadedExecutable {
     #[cold]
     #[inline(never)]
     fn execute_general(&self, arguments: &[&Buffer]) -> Result<Outputs> {
+        refuse_in_callback("LoadedExecutable::execute", EXECUTE_INSTEAD)?;
         let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(None)));
         if self.portable || self.addressable_devices.len() != 1 {
             // Let the general path explain what is needed instead.
@@ -498,6 +506,7 @@ impl LoadedExecutable {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn execute_with(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<Outputs> {
+        refuse_in_callback("LoadedExecutable::execute_with", EXECUTE_INSTEAD)?;
         let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(None)));
         if self.portable || self.addressable_devices.len() != 1 {
             let result = self.execute_sharded_with(&[arguments], options)?;
@@ -652,12 +661,10 @@ impl LoadedExecutable {
     #[inline(never)]
     fn run_one_general(&self, arguments: &[&Buffer], device: *mut sys::PJRT_Device) -> Result<Outputs> {
         if in_plugin_callback() {
-            // Destroying the event must then wait for the release thread: `Event`'s drop does that.
-            let (outputs, event) = self.launch_one(arguments, device, &mut raw_execute_options(), None)?;
-            if let Some(event) = event {
-                event.wait()?;
-            }
-            return Ok(outputs);
+            // Waiting here may wait for this very thread (the 0.106 CPU plugin's workers hang
+            // so): refused before anything is launched.
+            let call = if device.is_null() { "LoadedExecutable::execute" } else { "LoadedExecutable::execute_on" };
+            return Err(blocking_in_callback(call, EXECUTE_INSTEAD));
         }
         let mut outputs = Outputs::with_capacity(self.outputs.len());
         let (status, event) = self.launch_one_raw(arguments, device, &mut raw_execute_options(), &mut outputs)?;
@@ -994,6 +1001,7 @@ impl LoadedExecutable {
         arguments: &[&Buffer],
         options: &ExecuteOptions,
     ) -> Result<Outputs> {
+        refuse_in_callback("LoadedExecutable::execute_on_with", EXECUTE_INSTEAD)?;
         let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(Some(device))));
         self.execute_on_async_with(device, arguments, options)?.wait().map(Outputs::from)
     }

@@ -218,7 +218,8 @@ fn callbacks_outlive_non_blocking_launches_and_are_dropped_outside_the_plugin() 
         dropped_outside_the_plugin(&threads, name);
 
         // With a chosen device (`execute_device`) both plugins refuse host callbacks; the
-        // closure the failed launch was given is kept until the client is gone, then dropped.
+        // closure the failed launch was given lives on with its options (the client keeps only
+        // what the plugin reaches), then is dropped once.
         let portable_exe = compile(&client, support::ADD_F32, &portable());
         let (probe, drops, threads) = DropProbe::new();
         let options = ExecuteOptions::new().on_send(1, move |_| {

@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pjrt_client::{
@@ -922,12 +922,14 @@ impl Op {
                 let executable = compile(client, 1)?;
                 let (a, b) = (upload(client, &A, 0)?, upload(client, &B, 0)?);
                 let received = Arc::new(AtomicBool::new(false));
+                // The chunks' events, waited for here: a callback may not wait for the plugin.
+                let chunk_events = Arc::new(Mutex::new(Vec::new()));
                 let options = {
-                    let received = received.clone();
+                    let (received, chunk_events) = (received.clone(), chunk_events.clone());
                     ExecuteOptions::new().on_recv(1, move |stream| {
                         let size = usize::try_from(stream.total_bytes()?).unwrap_or(0);
                         if let Some(done) = stream.add_chunk(vec![7; size])? {
-                            done.wait()?;
+                            chunk_events.lock().unwrap().push(done);
                         }
                         received.store(stream.current_bytes()? == 16, Ordering::SeqCst);
                         Ok(())
@@ -937,6 +939,10 @@ impl Op {
                 let out = executable.execute_with(&[&a, &b], &options)?;
                 if let Some(failure) = options.take_callback_failures().into_iter().next() {
                     return Err(failure);
+                }
+                let chunk_events = std::mem::take(&mut *chunk_events.lock().unwrap());
+                for done in chunk_events {
+                    done.wait()?;
                 }
                 Ok(received.load(Ordering::SeqCst) && out[0].to_vec::<f32>()? == SUM)
             }
