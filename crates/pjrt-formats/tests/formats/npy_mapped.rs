@@ -228,7 +228,7 @@ fn mapped_files_upload_in_place_and_outlive_the_reader() {
         let client = support::client(name, 1);
         let buffer = client.upload_mapped_npy(&file, None, Placement::Default).unwrap();
         assert_eq!(buffer.unsafe_pointer().unwrap() as *const u8, file.bytes().as_ptr(), "{name}: in place");
-        // The reader and the file go first; the buffer still reads the mapping.
+        // The reader and the file go first; the buffer still reads the bytes read at open time.
         drop((file, shared));
         std::fs::remove_file(&path).unwrap();
         assert_eq!(buffer.to_vec::<f32>().unwrap(), values, "{name}");
