@@ -337,8 +337,9 @@ pub enum BenchWhat {
         #[arg(long)]
         zero_copy: bool,
         /// Upload every tensor of this safetensors file instead, each way the library can
-        /// (copied one by one, copies overlapped, in place where aligned), against a memcpy of
-        /// the same bytes; ITERS rounds.
+        /// (copied one by one, copies overlapped, in place where aligned, and reading the file
+        /// then uploading it, as `pjrt run --params` does), against a memcpy of the same bytes;
+        /// ITERS rounds. The file is read, never memory-mapped.
         #[arg(long, value_name = "FILE.safetensors")]
         params: Option<PathBuf>,
     },

@@ -1,6 +1,7 @@
-//! Memory-mapped `.npy` files: every core dtype round-trips through a device on both CPU
-//! plugins, Fortran order goes through byte strides, big-endian files are converted, JAX's
-//! bfloat16 (`V2`) files load as bf16, and sub-byte parameters take int8/uint8/`V1` files.
+//! `.npy` files held as stored (`MappedNpy`, read once into memory of its own): every core
+//! dtype round-trips through a device on both CPU plugins, Fortran order goes through byte
+//! strides, big-endian files are converted, JAX's bfloat16 (`V2`) files load as bf16, and
+//! sub-byte parameters take int8/uint8/`V1` files.
 
 use std::path::{Path, PathBuf};
 
