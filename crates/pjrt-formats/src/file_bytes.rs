@@ -33,6 +33,11 @@ impl FileBytes {
             return Ok(FileBytes::Empty);
         }
         let mut memory = memmap2::MmapOptions::new().len(len).map_anon()?;
+        // Every byte is written at once, so huge pages cost no memory, and they save most of
+        // the page faults of filling fresh memory (the read of a 109 MB file took about 2.5x
+        // less time with them). Only advice: where it is refused, the read is just slower.
+        #[cfg(target_os = "linux")]
+        let _ = memory.advise(memmap2::Advice::HugePage);
         // A file truncated since `metadata` ends the read early: an error (UnexpectedEof). One
         // that grew is read up to the old length; what follows is checked like any file.
         file.read_exact(&mut memory)?;
