@@ -763,6 +763,15 @@ impl MappedNpy {
 
     /// Whether the data is read from the file's memory mapping ([`MappedNpy::open_mapped`], or
     /// a member of [`crate::npz::Npz::open_mapped`]) rather than held in memory of its own.
+    ///
+    /// ```
+    /// use pjrt_formats::npy::{MappedNpy, NpyArray};
+    /// let path = std::env::temp_dir().join(format!("npy-is-mapped-doc-{}.npy", std::process::id()));
+    /// NpyArray::from_elements(vec![1], &[1f32])?.write(&path)?;
+    /// assert!(!MappedNpy::open(&path)?.is_mapped()); // read into memory of its own
+    /// std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_mapped(&self) -> bool {
         self.bytes.is_mapped()
     }
