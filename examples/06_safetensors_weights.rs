@@ -2,8 +2,8 @@
 //!
 //! Model weights usually come as one `.safetensors` file: a JSON header naming each tensor, then
 //! the raw data. This example writes a small one, loads every tensor onto the device in one call
-//! (reading the file through a memory mapping, with a progress report per tensor), and runs a
-//! tiny dense layer with those weights.
+//! (the file read once into memory, which the plugin then uses in place, with a progress report
+//! per tensor), and runs a tiny dense layer with those weights.
 //!
 //! ```text
 //! cargo run -p pjrt-examples --example 06_safetensors_weights
@@ -43,11 +43,14 @@ fn main() -> pjrt_formats::Result<()> {
         &[("format", "pjrt-client example")],
     )?;
 
-    // 2. Open it: the file is memory-mapped and every header field checked once, here.
+    // 2. Open it: the file is read once into memory of its own and every header field checked
+    //    once, here. (`unsafe { SafeTensors::open_mapped(&path) }` maps it instead, for a file
+    //    you can promise nobody rewrites or truncates while it and its buffers live.)
     let file = SafeTensors::open(&path)?;
     println!("{} tensors, {} data bytes, metadata {:?}", file.len(), file.data_bytes(), file.metadata());
 
-    // 3. Upload every tensor in one call; the plugin reads straight from the mapping.
+    // 3. Upload every tensor in one call; the plugin reads straight from those bytes (aligned
+    //    tensors in place: nothing is copied again).
     let plugin = Plugin::load(pjrt_client::locate::resolve(None)?.path)?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let weights = client.upload_safetensors(&file, Placement::Default, |p| {

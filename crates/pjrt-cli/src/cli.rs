@@ -134,9 +134,11 @@ pub struct RunArgs {
     /// program's parameters: by name where the
     /// program names its parameters (JAX's `jax.arg_info` attribute or its argument location
     /// `loc("params['w1']")`, as `jax.export` writes it; "params['w1']" matches a tensor w1 or
-    /// params.w1), else in file order before the --input arrays. Without --shard-inputs, tensors
-    /// (and .npy inputs, and stored .npz members) upload straight from the memory-mapped file,
-    /// f8 tensors included; deflated .npz members are inflated first.
+    /// params.w1), else in file order before the --input arrays. Each file is read once into
+    /// memory (never memory-mapped, so another process rewriting or truncating it meanwhile
+    /// changes nothing); without --shard-inputs, tensors (and .npy inputs, and stored .npz
+    /// members) upload from there with no further copy, f8 tensors included; deflated .npz
+    /// members are inflated first.
     #[arg(long, value_name = "FILE.safetensors|FILE.npz")]
     pub params: Option<PathBuf>,
     /// Where to write out0.npy, out1.npy, ... (default: the current directory). Sub-byte outputs
@@ -335,8 +337,9 @@ pub enum BenchWhat {
         #[arg(long)]
         zero_copy: bool,
         /// Upload every tensor of this safetensors file instead, each way the library can
-        /// (copied one by one, copies overlapped, in place where aligned), against a memcpy of
-        /// the same bytes; ITERS rounds.
+        /// (copied one by one, copies overlapped, in place where aligned, and reading the file
+        /// then uploading it, as `pjrt run --params` does), against a memcpy of the same bytes;
+        /// ITERS rounds. The file is read, never memory-mapped.
         #[arg(long, value_name = "FILE.safetensors")]
         params: Option<PathBuf>,
     },

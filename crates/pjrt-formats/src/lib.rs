@@ -5,7 +5,7 @@
 //! | module | what it reads and writes |
 //! |---|---|
 //! | [`npy`] | NumPy `.npy` arrays, to and from [`pjrt_client::HostArray`] and buffers |
-//! | [`safetensors`] | `.safetensors` weight files, memory-mapped and uploaded without copies |
+//! | [`safetensors`] | `.safetensors` weight files, read once and uploaded without further copies |
 //! | [`jax_export`] | models serialized by `jax.export` |
 //! | [`artifact`] | ahead-of-time compiled executables, with the plugin that made them |
 //! | [`compile_cache`] | a persistent compile cache of such artifacts |
@@ -37,6 +37,7 @@ pub mod artifact;
 pub mod atomic_file;
 pub mod compile_cache;
 mod error;
+mod file_bytes;
 pub mod jax_export;
 pub mod npy;
 pub mod npz;

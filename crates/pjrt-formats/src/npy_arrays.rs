@@ -144,8 +144,8 @@ fn check_narrowed(dtype: Dtype, element_type: ElementType, bytes: &[u8]) -> Resu
     }
 }
 
-/// Uploads a memory-mapped `.npy` file (see [`crate::ClientExt::upload_npy`] for `wanted`). The plugin reads the
-/// mapping directly: C-order files as they are, Fortran-order files through byte strides. Only
+/// Uploads a `.npy` file held as stored (see [`crate::ClientExt::upload_npy`] for `wanted`). The plugin reads
+/// its bytes directly: C-order files as they are, Fortran-order files through byte strides. Only
 /// big-endian files, and Fortran-order files for a sub-byte parameter, are converted into a
 /// copy first.
 pub(crate) fn upload_mapped_npy(
@@ -154,12 +154,12 @@ pub(crate) fn upload_mapped_npy(
     wanted: Option<ElementType>,
     placement: Placement<'_>,
 ) -> Result<Buffer> {
-    // Every element's byte is in the mapping, in whatever order: the check needs no copy.
+    // Every element's byte is in the file's bytes, in whatever order: the check needs no copy.
     let element_type = checked_element_type(file.dtype(), file.bytes(), wanted)?;
     let dims: Vec<i64> = file.shape().iter().map(|d| *d as i64).collect();
     if file.is_c_order_little_endian() {
-        // From the mapping without waiting for a copy: in place where aligned, else copied by
-        // the plugin's threads; the buffer keeps the mapping open as long as it needs it.
+        // From the file's bytes without waiting for a copy: in place where aligned, else copied
+        // by the plugin's threads; the buffer keeps those bytes as long as it needs them.
         return Ok(client.buffer_from_shared(&file.shared_bytes(), element_type, &dims, placement)?);
     }
     // Big-endian files, and Fortran-order ones of sub-byte types (which take no byte strides),

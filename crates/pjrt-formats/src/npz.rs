@@ -1,9 +1,10 @@
 //! `.npz` archives: what `np.savez` (members stored) and `np.savez_compressed` (members deflated)
 //! write, and most JAX/Flax checkpoints use: a zip of `NAME.npy` files.
 //!
-//! [`Npz::open`] maps the archive once: a stored member is read in place as a [`MappedNpy`]
-//! (no copy; its zip CRC is not checked, as reading it would touch every byte), a deflated one
-//! is inflated into an [`NpyArray`] (the zip CRC is checked). [`write()`] writes the `np.savez`
+//! [`Npz::open`] reads the archive once, into page-aligned memory of its own (`unsafe`
+//! [`Npz::open_mapped`] maps it instead): a stored member is read in place there as a
+//! [`MappedNpy`] (no further copy; its zip CRC is not checked, as reading it would touch every
+//! byte), a deflated one is inflated into an [`NpyArray`] (the zip CRC is checked). [`write()`] writes the `np.savez`
 //! layout, deflated or not, through a temporary file renamed into place.
 //!
 //! ```
@@ -29,6 +30,7 @@ use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipArchive, ZipWriter};
 
 use crate::atomic_file::StagedFile;
+use crate::file_bytes::FileBytes;
 use crate::npy::{MappedNpy, NpyArray};
 use crate::Error;
 
@@ -47,7 +49,7 @@ fn io(path: &Path, source: std::io::Error) -> Error {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum NpzArray {
-    /// A stored member, read in place from the archive's mapping.
+    /// A stored member, read in place from the archive's bytes (read into memory, or mapped).
     Mapped(MappedNpy),
     /// A deflated member, inflated into memory.
     Loaded(NpyArray),
@@ -86,9 +88,7 @@ impl NpzArray {
 }
 
 /// An opened `.npz` archive: its arrays by name (the member name without `.npy`), in archive
-/// order. The file must not be modified or truncated while it is open, nor while buffers
-/// uploaded from its stored members live (stored members are read from its mapping, and such
-/// buffers keep it).
+/// order. Buffers uploaded in place from its stored members keep the archive's bytes.
 #[derive(Debug)]
 pub struct Npz {
     path: PathBuf,
@@ -108,13 +108,42 @@ impl Npz {
     /// assert!(matches!(file.get("w1"), Some(pjrt_formats::npz::NpzArray::Loaded(_))));
     /// # Ok::<(), pjrt_formats::Error>(())
     /// ```
+    ///
+    /// The archive is read once, into page-aligned memory of its own: what happens to the file
+    /// afterwards changes nothing here nor in the buffers uploaded from it.
     pub fn open(path: &Path) -> Result<Npz, Error> {
-        let file = std::fs::File::open(path).map_err(|e| io(path, e))?;
-        // SAFETY: a read-only mapping parsed as untrusted bytes; the file changing underneath
-        // is the documented hazard of any mapping (see the type).
-        let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| io(path, e))?);
+        Npz::from_bytes(FileBytes::read(path).map_err(|e| io(path, e))?, path)
+    }
+
+    /// [`Npz::open`], the archive memory-mapped instead of read: stored members are read from
+    /// the page cache itself, and nothing is read before it is used (deflated members are
+    /// inflated when the archive is opened, as by [`Npz::open`]).
+    ///
+    /// ```
+    /// # let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/npz/mixed_stored.npz");
+    /// // SAFETY: the repository's test data, which nothing modifies while the test runs.
+    /// let file = unsafe { pjrt_formats::npz::Npz::open_mapped(&path)? };
+    /// let Some(pjrt_formats::npz::NpzArray::Mapped(member)) = file.get("fortran") else { panic!("a stored member") };
+    /// assert!(member.is_mapped());
+    /// # Ok::<(), pjrt_formats::Error>(())
+    /// ```
+    ///
+    /// # Safety
+    /// The file must not be modified or truncated, by this process or any other, while the
+    /// returned value, a stored member or [`SharedBytes`](pjrt_client::SharedBytes) of one, or a
+    /// buffer uploaded from one lives: the mapping reads the file as it is at each access, so a
+    /// rewrite silently changes those values and a truncation ends the process with SIGBUS at
+    /// the next read (as for [`memmap2::Mmap::map`]). Replacing the file by renaming another
+    /// over it is fine.
+    pub unsafe fn open_mapped(path: &Path) -> Result<Npz, Error> {
+        // SAFETY: the caller's promise (this function's contract) is `FileBytes::map`'s.
+        Npz::from_bytes(unsafe { FileBytes::map(path) }.map_err(|e| io(path, e))?, path)
+    }
+
+    fn from_bytes(bytes: FileBytes, path: &Path) -> Result<Npz, Error> {
+        let map = Arc::new(bytes);
         let bad = |what: String| invalid(format!("{}: {what}", path.display()));
-        let mut archive = ZipArchive::new(Cursor::new(&map[..]))
+        let mut archive = ZipArchive::new(Cursor::new(map.bytes()))
             .map_err(|e| bad(format!("not a readable .npz (zip) archive: {e}")))?;
         let mut arrays: Vec<(String, NpzArray)> = Vec::with_capacity(archive.len());
         for index in 0..archive.len() {

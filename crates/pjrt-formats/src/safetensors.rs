@@ -6,11 +6,15 @@
 //! `"__metadata__"` object of string values. The data must be covered exactly: no gaps, no
 //! overlaps, nothing after the last tensor.
 //!
-//! [`SafeTensors::open`] memory-maps the file, so a large file is never read into memory: a
-//! [`TensorView`] borrows its bytes from the mapping, and [`crate::ClientExt::upload_safetensors`] hands
-//! those bytes straight to the plugin. Every check is done once, when the file is opened, and
-//! treats the file as hostile: a malformed header gives a [`SafetensorsError`], never a panic,
-//! and nothing is allocated in proportion to what the header claims, only to its real length.
+//! [`SafeTensors::open`] reads the file once, into page-aligned memory of its own: a
+//! [`TensorView`] borrows its bytes from there, and [`crate::ClientExt::upload_safetensors`] hands
+//! those bytes straight to the plugin, which reads aligned tensors in place (no second copy).
+//! What another process does to the file afterwards changes nothing. [`SafeTensors::open_mapped`]
+//! (`unsafe`) memory-maps the file instead, so that nothing is read before it is used; its caller
+//! promises that the file is neither modified nor truncated meanwhile. Every check is done
+//! once, when the file is opened, and treats the file as hostile: a malformed header gives a
+//! [`SafetensorsError`], never a panic, and nothing is allocated in proportion to what the
+//! header claims, only to its real length.
 //!
 //! `F4` (float4_e2m1fn) tensors are stored packed, two elements per byte, while PJRT takes one
 //! element per byte: [`TensorView::host_bytes`] and [`crate::ClientExt::buffer_from_tensor`] unpack them,
@@ -42,6 +46,7 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use pjrt_client::{Buffer, Client, ElementType, HostLayout, NativeType, Placement, SharedBytes};
 
 use crate::error::Result;
+use crate::file_bytes::FileBytes;
 use crate::npy::{Dtype, NpyArray};
 
 /// The largest header accepted (the limit the reference implementation uses too).
@@ -526,23 +531,25 @@ impl fmt::Debug for TensorView<'_> {
 
 /// Where the file's bytes live.
 enum Storage {
-    Mapped(memmap2::Mmap),
+    /// Read from a file, or its mapping ([`SafeTensors::open_mapped`]).
+    File(FileBytes),
+    /// Given by the caller ([`SafeTensors::from_bytes`]).
     Owned(Vec<u8>),
 }
 
 impl Storage {
     fn bytes(&self) -> &[u8] {
         match self {
-            Storage::Mapped(map) => map,
+            Storage::File(file) => file.bytes(),
             Storage::Owned(bytes) => bytes,
         }
     }
 }
 
-// SAFETY: a mapping stays at its address until it is unmapped (on drop), and a vector's heap
-// data moves or changes only through `&mut`, which the shared `Arc<Storage>` never gives. The
-// mapping is read-only; that nobody else modifies the file while it is open is the caller's
-// part, documented on `SafeTensors` (as for any file mapping).
+// SAFETY: file bytes keep `FileBytes`' promise (the same memory, unchanged, for as long as they
+// live: memory of their own, or a mapping whose `unsafe` constructor's caller promised it), and
+// a vector's heap data moves or changes only through `&mut`, which the shared `Arc<Storage>`
+// never gives.
 unsafe impl pjrt_client::SharedHostBytes for Storage {
     fn host_bytes(&self) -> &[u8] {
         self.bytes()
@@ -558,11 +565,11 @@ struct Entry {
     end: usize,
 }
 
-/// An open safetensors file, checked and (for [`SafeTensors::open`]) memory-mapped.
+/// An open safetensors file, checked: its bytes read into memory of its own
+/// ([`SafeTensors::open`]) or, behind `unsafe`, memory-mapped ([`SafeTensors::open_mapped`]).
 ///
-/// The file must not be modified or truncated while it is open, nor while buffers uploaded from
-/// it in place live: the mapping reads it in place, and they keep the mapping (see
-/// [`SafeTensors::shared_bytes`]).
+/// Buffers uploaded from it in place keep those bytes (see [`SafeTensors::shared_bytes`]), so
+/// they may outlive it; on a CPU plugin they are the buffers' memory.
 pub struct SafeTensors {
     /// Shared with the buffers uploaded from it in place (see [`SafeTensors::shared_bytes`]).
     storage: Arc<Storage>,
@@ -584,23 +591,57 @@ impl fmt::Debug for SafeTensors {
 }
 
 impl SafeTensors {
-    /// Memory-maps and checks a file. Errors name the file.
+    /// Reads and checks a file. Errors name the file.
+    ///
+    /// The whole file is read once, into page-aligned memory of its own (about as fast as the
+    /// disk or page cache gives it; no other copy follows for aligned tensors, which uploads
+    /// read in place). What happens to the file afterwards changes nothing here nor in the
+    /// buffers uploaded from it.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, SafetensorsError> {
-        let path = path.as_ref();
-        let io_err = |source| SafetensorsError::Io { path: path.to_path_buf(), source };
-        let file = std::fs::File::open(path).map_err(io_err)?;
-        let len = file.metadata().map_err(io_err)?.len();
-        let storage = if len < 8 {
-            // Too short to map usefully (and an empty file cannot be mapped): read it, so that
-            // the check below reports it.
-            Storage::Owned(std::fs::read(path).map_err(io_err)?)
-        } else {
-            // SAFETY: the mapping is read-only and its contents are treated as untrusted bytes.
-            // The remaining hazard of any file mapping, another process truncating the file
-            // while it is mapped, is documented on the type.
-            Storage::Mapped(unsafe { memmap2::Mmap::map(&file) }.map_err(io_err)?)
-        };
-        Self::from_storage(storage, Some(path.to_path_buf()))
+        Self::open_with(path.as_ref(), FileBytes::read)
+    }
+
+    /// Memory-maps and checks a file: nothing is read before it is used, and buffers uploaded
+    /// in place read the page cache itself. Errors name the file.
+    ///
+    /// ```
+    /// use pjrt_client::{ElementType, Placement};
+    /// use pjrt_formats::safetensors::{write, SafeTensors, TensorView};
+    /// use pjrt_formats::ClientExt;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let path = std::env::temp_dir().join(format!("st-mapped-doc-{}.safetensors", std::process::id()));
+    /// let x: Vec<u8> = [1f32, 2., 3., 4.].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// write(&path, &[("x", TensorView::new(ElementType::F32, &[4], &x)?)], &[])?;
+    /// // SAFETY: this file is ours; nothing modifies or truncates it before it is removed, after
+    /// // the buffer (which reads it in place) is dropped.
+    /// let file = unsafe { SafeTensors::open_mapped(&path)? };
+    /// assert!(file.is_mapped());
+    /// let buffer = client.upload_tensor(&file, "x", None, Placement::Default)?;
+    /// assert_eq!(buffer.to_vec::<f32>()?, [1., 2., 3., 4.]);
+    /// drop((buffer, file));
+    /// std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Safety
+    /// The file must not be modified or truncated, by this process or any other, while the
+    /// returned value, a [`TensorView`] or [`SharedBytes`] from it, or a buffer uploaded from it
+    /// lives (a buffer uploaded in place keeps the mapping until it is dropped): the mapping
+    /// reads the file as it is at each access, so a rewrite silently changes those values and a
+    /// truncation ends the process with SIGBUS at the next read (as for
+    /// [`memmap2::Mmap::map`]). Replacing the file by renaming another over it is fine.
+    pub unsafe fn open_mapped(path: impl AsRef<Path>) -> Result<Self, SafetensorsError> {
+        // SAFETY: the caller's promise (this function's contract) is `FileBytes::map`'s.
+        Self::open_with(path.as_ref(), |path| unsafe { FileBytes::map(path) })
+    }
+
+    fn open_with(
+        path: &Path,
+        bytes: impl FnOnce(&Path) -> std::io::Result<FileBytes>,
+    ) -> Result<Self, SafetensorsError> {
+        let storage = bytes(path).map_err(|source| SafetensorsError::Io { path: path.to_path_buf(), source })?;
+        Self::from_storage(Storage::File(storage), Some(path.to_path_buf()))
             .map_err(|e| SafetensorsError::InFile { path: path.to_path_buf(), source: Box::new(e) })
     }
 
@@ -666,14 +707,16 @@ impl SafeTensors {
         self.data_len
     }
 
-    /// Whether the data is read in place from a memory mapping (rather than held in a `Vec`).
+    /// Whether the data is read from the file's memory mapping ([`SafeTensors::open_mapped`])
+    /// rather than held in memory of its own.
     pub fn is_mapped(&self) -> bool {
-        matches!(*self.storage, Storage::Mapped(_))
+        matches!(&*self.storage, Storage::File(file) if file.is_mapped())
     }
 
-    /// Tensor `name`'s bytes as [`SharedBytes`]: they hold the file's mapping (or its bytes)
-    /// open, so an upload from them ([`pjrt_client::Client::buffer_from_shared`], in place where
-    /// aligned) may outlive this value.
+    /// Tensor `name`'s bytes as [`SharedBytes`]: they hold the file's bytes (the memory they
+    /// were read into, or for [`SafeTensors::open_mapped`] the mapping), so an upload from them
+    /// ([`pjrt_client::Client::buffer_from_shared`], in place where aligned) may outlive this
+    /// value.
     ///
     /// ```
     /// use pjrt_client::{ElementType, Placement};
@@ -685,7 +728,7 @@ impl SafeTensors {
     /// write(&path, &[("x", TensorView::new(ElementType::F32, &[4], &x)?)], &[])?;
     /// let file = SafeTensors::open(&path)?;
     /// let bytes = file.shared_bytes("x")?;
-    /// assert!(bytes.is_aligned()); // our writer aligns: the plugin reads the mapping in place
+    /// assert!(bytes.is_aligned()); // our writer aligns: the plugin reads the bytes in place
     /// let buffer = client.buffer_from_shared(&bytes, ElementType::F32, &[4], Placement::Default)?;
     /// drop((file, bytes));
     /// # std::fs::remove_file(&path)?;

@@ -27,10 +27,11 @@ pub trait ClientExt: sealed::Sealed {
     /// `int8`/`uint8` values or ml_dtypes' `|V1` (see [`NpyArray::to_host_array`]).
     fn upload_npy(&self, array: &NpyArray, wanted: Option<ElementType>, placement: Placement<'_>) -> Result<Buffer>;
 
-    /// Uploads a memory-mapped `.npy` file (see [`ClientExt::upload_npy`] for `wanted`). The
-    /// plugin reads the mapping directly: C-order files without waiting for a copy (in place
-    /// where the data is 64-byte aligned, as in a `.npy` file of its own; the buffer then keeps
-    /// the mapping open), Fortran-order files through byte strides. Only big-endian files, and
+    /// Uploads a `.npy` file held as stored (see [`ClientExt::upload_npy`] for `wanted`). The
+    /// plugin reads its bytes directly (the memory [`MappedNpy::open`] read them into, or the
+    /// mapping of [`MappedNpy::open_mapped`]): C-order files without waiting for a copy (in
+    /// place where the data is 64-byte aligned, as in a `.npy` file of its own; the buffer then
+    /// keeps those bytes), Fortran-order files through byte strides. Only big-endian files, and
     /// Fortran-order files for a sub-byte parameter, are converted into a copy first.
     fn upload_mapped_npy(
         &self,
@@ -44,10 +45,11 @@ pub trait ClientExt: sealed::Sealed {
     fn buffer_from_tensor(&self, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer>;
 
     /// Uploads tensor `name` of a safetensors file without waiting for a copy
-    /// ([`Client::buffer_from_shared`]): the plugin reads it in place from the file's mapping
-    /// where it starts 64-byte aligned (our writer's files, for tensors whose sizes are multiples
-    /// of 64 bytes), else copies it on its own threads; the buffer keeps the mapping open as long
-    /// as it needs it. `element_type` may name another type of the same width (bf16 for `U16`
+    /// ([`Client::buffer_from_shared`]): the plugin reads it in place from the file's bytes (the
+    /// memory [`SafeTensors::open`] read them into, or the mapping of
+    /// [`SafeTensors::open_mapped`]) where it starts 64-byte aligned (our writer's files, for
+    /// tensors whose sizes are multiples of 64 bytes), else copies it on its own threads; the
+    /// buffer keeps those bytes as long as it needs them. `element_type` may name another type of the same width (bf16 for `U16`
     /// bits); `None` is the tensor's own. `F4` tensors are unpacked to one element per byte first.
     ///
     /// ```
@@ -73,7 +75,7 @@ pub trait ClientExt: sealed::Sealed {
 
     /// Uploads every tensor of a safetensors file, in file order, and returns the buffers by
     /// name, ready. Every upload is started before any is awaited, each as
-    /// [`ClientExt::upload_tensor`] does it: in place from the memory mapping where aligned,
+    /// [`ClientExt::upload_tensor`] does it: in place from the file's bytes where aligned,
     /// else copied by the plugin's threads, overlapped. `progress` is called after each tensor
     /// is started. Nothing is copied on the host first, except `F4` tensors, which are unpacked
     /// to one element per byte. The buffers may outlive `file`.

@@ -404,7 +404,7 @@ fn bench_run_keeps_donated_inputs() {
     // The program aliases its input to its output: the first call consumes the uploaded input,
     // so the benchmark uploads it again and marks every input non-donatable from then on. The
     // input is a deflated .npz member, inflated into host memory and copied to the device: an
-    // input read in place from a mapped file (an aligned .npy) is never donated.
+    // input read in place from a file's bytes (an aligned .npy) is never donated.
     let dir = temp_dir("bench-donation");
     let program = dir.join("donate.mlir");
     std::fs::write(

@@ -1,5 +1,5 @@
 //! Weights at memory speed: `pjrt run MODEL.jaxexport --params FILE.safetensors` uploads the
-//! tensors from the file's mapping (not through host arrays) and still matches JAX, and
+//! tensors from the file's bytes (not through host arrays) and still matches JAX, and
 //! `pjrt bench h2d --params FILE` reports every upload variant against memcpy.
 
 use pjrt_formats::npy::{Dtype, NpyArray};
@@ -99,17 +99,20 @@ fn bench_h2d_params_reports_every_variant_against_memcpy() {
         // "w" starts the data section (64-aligned), "odd" follows it (aligned), "after" does not.
         assert_eq!(report["aligned_tensors"].as_u64(), Some(2), "{report}");
         assert_eq!(report["aligned_bytes"].as_u64(), Some((w.len() + odd.len()) as u64), "{report}");
-        for variant in ["memcpy", "copy", "overlapped_copy", "upload_safetensors"] {
+        for variant in ["memcpy", "copy", "overlapped_copy", "upload_safetensors", "open_and_upload"] {
             for key in ["min_ms", "median_ms", "gbps", "best_gbps"] {
                 assert!(report[variant][key].as_f64().is_some_and(|v| v > 0.0), "{plugin} {variant}.{key}: {report}");
             }
         }
-        for variant in ["copy", "overlapped_copy", "upload_safetensors"] {
+        for variant in ["copy", "overlapped_copy", "upload_safetensors", "open_and_upload"] {
             assert!(report[variant]["over_memcpy"].as_f64().is_some_and(|v| v > 0.0), "{variant}: {report}");
         }
     }
     let text = pjrt(&["bench", "h2d", "--params", file.to_str().unwrap(), "--iters", "1"]);
     assert!(text.status.success(), "{}", stderr(&text));
     let text = String::from_utf8_lossy(&text.stdout);
-    assert!(text.contains("upload_safetensors") && text.contains("x memcpy"), "{text}");
+    assert!(
+        text.contains("upload_safetensors") && text.contains("open_and_upload") && text.contains("x memcpy"),
+        "{text}"
+    );
 }

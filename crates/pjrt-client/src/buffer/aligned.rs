@@ -103,14 +103,17 @@ impl fmt::Debug for AlignedHostBuffer {
 
 /// Host memory that stays where it is, unchanged, while shared: what a zero-copy upload may let
 /// the plugin read in place ([`SharedBytes`], [`Client::buffer_from_shared`]). Implemented for
-/// [`AlignedHostBuffer`], `Vec<u8>` and `Box<[u8]>`; `pjrt-formats` implements it for its
-/// memory-mapped files.
+/// [`AlignedHostBuffer`], `Vec<u8>` and `Box<[u8]>`; `pjrt-formats` implements it for the files
+/// it reads into memory of its own, and for those it maps behind its `unsafe` `open_mapped`.
 ///
 /// # Safety
 /// `host_bytes` must return the same memory (pointer and length) every time it is called on one
 /// value, and that memory must stay readable and unchanged while any shared reference to the
 /// value exists (an `Arc` clone held by a buffer is one), and until the value is dropped. Moving
-/// the value must not move the memory.
+/// the value must not move the memory. A shared mapping of a file does not qualify by itself:
+/// another writer changes what it reads, and a truncation makes reading it raise SIGBUS; an
+/// implementation over one must be built by `unsafe` code whose caller promises neither
+/// happens (as `memmap2::Mmap::map` asks).
 pub unsafe trait SharedHostBytes: Send + Sync + 'static {
     /// The bytes.
     fn host_bytes(&self) -> &[u8];

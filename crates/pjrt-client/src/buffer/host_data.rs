@@ -38,8 +38,7 @@ pub enum HostData {
     Aligned(Arc<AlignedHostBuffer>),
     /// A plain vector.
     Bytes(Vec<u8>),
-    /// A range of shared memory (a memory-mapped file, say), its owner held until the plugin
-    /// is done.
+    /// A range of shared memory (a file's bytes, say), its owner held until the plugin is done.
     Shared(SharedBytes),
 }
 
@@ -73,7 +72,7 @@ impl From<Arc<AlignedHostBuffer>> for HostData {
 }
 
 impl Client {
-    /// Uploads shared host memory (a range of a memory-mapped file, say) without waiting for a
+    /// Uploads shared host memory (a range of a file's bytes, say) without waiting for a
     /// copy: in place (`kImmutableZeroCopy`, as [`Client::buffer_from_aligned`], never donated)
     /// where the bytes start at a multiple of [`HOST_ALIGNMENT`](crate::HOST_ALIGNMENT), else
     /// copied asynchronously (`kImmutableUntilTransferCompletes`) on the plugin's own threads.

@@ -1,6 +1,7 @@
-//! Memory-mapped `.npy` files: every core dtype round-trips through a device on both CPU
-//! plugins, Fortran order goes through byte strides, big-endian files are converted, JAX's
-//! bfloat16 (`V2`) files load as bf16, and sub-byte parameters take int8/uint8/`V1` files.
+//! `.npy` files held as stored (`MappedNpy`, read once into memory of its own): every core
+//! dtype round-trips through a device on both CPU plugins, Fortran order goes through byte
+//! strides, big-endian files are converted, JAX's bfloat16 (`V2`) files load as bf16, and
+//! sub-byte parameters take int8/uint8/`V1` files.
 
 use std::path::{Path, PathBuf};
 
@@ -228,7 +229,7 @@ fn mapped_files_upload_in_place_and_outlive_the_reader() {
         let client = support::client(name, 1);
         let buffer = client.upload_mapped_npy(&file, None, Placement::Default).unwrap();
         assert_eq!(buffer.unsafe_pointer().unwrap() as *const u8, file.bytes().as_ptr(), "{name}: in place");
-        // The reader and the file go first; the buffer still reads the mapping.
+        // The reader and the file go first; the buffer still reads the bytes read at open time.
         drop((file, shared));
         std::fs::remove_file(&path).unwrap();
         assert_eq!(buffer.to_vec::<f32>().unwrap(), values, "{name}");

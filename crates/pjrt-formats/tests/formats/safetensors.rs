@@ -43,8 +43,13 @@ fn expected_tensors() -> Vec<(String, String, Vec<usize>, String)> {
 
 #[test]
 fn reads_files_written_by_python_safetensors() {
-    let file = SafeTensors::open(data_dir().join("all_dtypes.safetensors")).unwrap();
-    assert!(file.is_mapped());
+    let path = data_dir().join("all_dtypes.safetensors");
+    let file = SafeTensors::open(&path).unwrap();
+    assert!(!file.is_mapped(), "read into memory of its own");
+    // SAFETY: the repository's test data, which nothing modifies while the tests run.
+    let mapped = unsafe { SafeTensors::open_mapped(&path) }.unwrap();
+    assert!(mapped.is_mapped());
+    assert!(mapped.tensors().zip(file.tensors()).all(|(m, r)| m == r), "mapped and read give the same tensors");
     let expected = expected_tensors();
     assert_eq!(file.len(), expected.len());
     for (name, dtype, shape, bytes) in &expected {
@@ -453,7 +458,6 @@ fn overlapped_and_in_place_uploads_match_the_plain_path() {
     let path = temp_dir("mixed-alignment").join("w.safetensors");
     let expected = mixed_alignment_file(&path);
     let file = SafeTensors::open(&path).unwrap();
-    assert!(file.is_mapped());
     let aligned: Vec<bool> = file.names().map(|n| file.shared_bytes(n).unwrap().is_aligned()).collect();
     assert!(aligned.contains(&true) && aligned.contains(&false), "both paths are exercised: {aligned:?}");
     for name in support::PLUGINS {
@@ -470,10 +474,11 @@ fn overlapped_and_in_place_uploads_match_the_plain_path() {
                 assert_eq!(&b.to_host_bytes().unwrap(), want, "{name} {tensor} {how}");
             }
         }
-        // In place means in place: an aligned tensor's buffer is the mapping itself on CPU.
+        // In place means in place: an aligned tensor's buffer is the file's bytes read at open
+        // time, on CPU.
         let w = &overlapped.iter().find(|(n, _)| n == "w").unwrap().1;
-        let mapped = file.tensor("w").unwrap().bytes().as_ptr();
-        assert_eq!(w.unsafe_pointer().unwrap() as *const u8, mapped, "{name}: zero-copy");
+        let read = file.tensor("w").unwrap().bytes().as_ptr();
+        assert_eq!(w.unsafe_pointer().unwrap() as *const u8, read, "{name}: zero-copy");
     }
     std::fs::remove_file(&path).unwrap();
 }
@@ -503,15 +508,22 @@ fn in_place_tensors_export_read_only() {
 }
 
 #[test]
-fn in_place_buffers_keep_the_mapping_alive() {
-    for name in support::PLUGINS {
-        let path = temp_dir(&format!("keep-mapping-{name}")).join("w.safetensors");
+fn in_place_buffers_keep_the_file_bytes_alive() {
+    for (name, mapped) in support::PLUGINS.iter().flat_map(|name| [(name, false), (name, true)]) {
+        let path = temp_dir(&format!("keep-mapping-{name}-{mapped}")).join("w.safetensors");
         let expected = mixed_alignment_file(&path);
-        let file = SafeTensors::open(&path).unwrap();
+        let file = match mapped {
+            // SAFETY: the test's own file: nothing modifies or truncates it (it is removed, which
+            // leaves a mapping as it was).
+            true => unsafe { SafeTensors::open_mapped(&path) }.unwrap(),
+            false => SafeTensors::open(&path).unwrap(),
+        };
+        assert_eq!(file.is_mapped(), mapped);
         let client = support::client(name, 1);
         let buffers = client.upload_safetensors(&file, Placement::Default, |_| {}).unwrap();
         let one = client.upload_tensor(&file, "w", None, Placement::Default).unwrap();
-        // The reader and the file go first; the buffers still read the mapping.
+        // The reader and the file go first; the buffers still read the bytes read at open time,
+        // or the mapping.
         drop(file);
         std::fs::remove_file(&path).unwrap();
         let double = Program::mlir_text(

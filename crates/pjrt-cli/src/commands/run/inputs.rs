@@ -1,6 +1,13 @@
 //! The inputs of `pjrt run`: `--input` (`.npy` files, `FILE.safetensors:NAME` or
 //! `FILE.npz:NAME`) and `--params FILE.safetensors` or `FILE.npz` (bound to the program's parameters by name where the program
 //! names them, else in file order), read and uploaded.
+//!
+//! Every file is read once into memory of its own (`SafeTensors::open`, `MappedNpy::open`,
+//! `Npz::open`), never memory-mapped (`open_mapped`): a command cannot promise that no other
+//! process rewrites or truncates the user's files while it runs, which a mapping needs (a
+//! rewrite would silently change the inputs, a truncation end the process with SIGBUS). The
+//! read costs about as much as copying the bytes once, and uploads then use that memory in
+//! place.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -262,16 +269,16 @@ pub fn name_candidates(name: &str) -> Vec<String> {
     out
 }
 
-/// One input of `pjrt run`: a host array, a memory-mapped `.npy` file, or a tensor left in its
-/// memory-mapped safetensors file (mapped ones upload from the mapping when every device takes
-/// the whole input).
+/// One input of `pjrt run`: a host array, a `.npy` file held as stored, or a tensor left in its
+/// safetensors file (these two upload from the file's bytes when every device takes the whole
+/// input).
 #[derive(Debug)]
 pub enum Input {
     /// An array in host memory.
     Host(NpyArray),
     /// An array already of its parameter's element type (a shard of a host array).
     Array(HostArray),
-    /// A memory-mapped `.npy` file (uploaded from the mapping).
+    /// A `.npy` file held as stored (uploaded from its bytes, in place where aligned).
     Npy(MappedNpy),
     /// Tensor `name` of the safetensors file `file` (opened in [`Inputs`]).
     Tensor {
@@ -281,7 +288,7 @@ pub enum Input {
         name: String,
     },
     /// Array `name` of the `.npz` archive `file` (opened in [`Inputs`]; stored members stay in
-    /// its mapping).
+    /// its bytes).
     NpzMember {
         /// The archive.
         file: PathBuf,
@@ -321,8 +328,8 @@ impl Inputs {
         self.items.is_empty()
     }
 
-    /// Every input as a host array (what sharding and `jax.export` models work on); mapped
-    /// files are copied here. Fails for tensors with no `.npy` dtype (f8).
+    /// Every input as a host array (what sharding and `jax.export` models work on); `.npy`
+    /// files and stored members are copied here. Fails for tensors with no `.npy` dtype (f8).
     pub fn into_host_arrays(mut self) -> Result<(Vec<NpyArray>, Vec<String>), Error> {
         let files = std::mem::take(&mut self.files);
         self.into_host_arrays_with(&files)
@@ -345,7 +352,7 @@ impl Inputs {
     }
 
     /// Uploads input `index` for a parameter of element type `wanted` (when known), tensors
-    /// straight from the file's mapping. A dtype other than the parameter's is an error, except
+    /// straight from the file's bytes. A dtype other than the parameter's is an error, except
     /// 2-byte raw bits (`u16`) for a bf16 parameter and, for a sub-byte parameter, int8/uint8
     /// values in its range (`.npy` arrays also ml_dtypes' `|V1`; see
     /// [`pjrt_formats::ClientExt::upload_npy`]).
@@ -381,7 +388,7 @@ impl Inputs {
                     }
                     _ => view.dtype(),
                 };
-                // Straight from the mapping, in place where aligned; the upload does not wait
+                // Straight from the file's bytes, in place where aligned; the upload does not wait
                 // for a copy, so the next input's starts meanwhile (executions wait for all).
                 client.upload_tensor(self.files.file(file)?, name, Some(element_type), placement)
             }
@@ -393,7 +400,7 @@ impl Inputs {
     /// A `jax.export` model's module arguments from its inputs (every input, in the order of its
     /// `in_avals`): each checked against its aval, the ones the module keeps in its order, the
     /// platform index first where the export has several platforms. Tensors stay in their
-    /// mapped files (uploaded from there); other inputs become host arrays (`.npy` inputs are
+    /// files (uploaded from there); other inputs become host arrays (`.npy` inputs are
     /// small: tokens, not weights).
     pub fn into_module_arguments(self, model: &JaxExport, platform: &str) -> Result<Inputs, Error> {
         model.check_runnable(platform)?;
@@ -462,7 +469,7 @@ fn in_input(e: Error, label: &str) -> Error {
 /// arrays. Where the program names its parameters and those names match the file's tensors,
 /// names decide which parameter each tensor feeds and the `--input` arrays fill the other
 /// parameters in order; otherwise the file's tensors come first, in file order, then the
-/// `--input` arrays. Tensors stay in their (memory-mapped) files.
+/// `--input` arrays. Tensors stay in their files' bytes (read once, never mapped).
 pub fn gather_inputs(program: Option<&Program>, params: Option<&Path>, inputs: &[PathBuf]) -> Result<Inputs, Error> {
     let mut files = OpenFiles::default();
     let mut explicit: Vec<(Input, String)> = Vec::new();

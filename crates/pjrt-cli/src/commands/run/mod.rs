@@ -57,7 +57,7 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
         .ok_or_else(|| invalid(format!("{replicas} replicas × {partitions} partitions is too many")))?;
     let mut inputs = gather_inputs(program.program(), args.params.as_deref(), &args.input)?;
     // Sharding works on host arrays. Otherwise every device takes each whole input, and
-    // safetensors tensors upload straight from their mapped files (jax.export models' too).
+    // safetensors tensors upload straight from the files' bytes (jax.export models' too).
     let mut host_inputs = None;
     if args.shard_inputs.is_some() {
         let (arrays, labels) = inputs.into_host_arrays()?;
