@@ -92,12 +92,15 @@ pub struct PJRT_Chunk {
 
 /// Called for each chunk a device sends to the host. Returns NULL, or an error made with
 /// `*callback_error`. Must free the chunk with its deleter.
+///
+/// `done` is C's `bool`, taken as the byte it is: a plugin may pass any byte, and a Rust `bool`
+/// parameter holding one other than 0 or 1 would be undefined behaviour; read nonzero as true.
 pub type PJRT_SendCallback = Option<
     unsafe extern "C" fn(
         chunk: *mut PJRT_Chunk,
         callback_error: *mut PJRT_CallbackError,
         total_size_in_bytes: usize,
-        done: bool,
+        done: u8,
         user_arg: *mut c_void,
     ) -> *mut PJRT_Error,
 >;

@@ -534,9 +534,11 @@ unsafe extern "C" fn send_trampoline(
     chunk: *mut sys::PJRT_Chunk,
     callback_error: *mut sys::PJRT_CallbackError,
     total_size_in_bytes: usize,
-    done: bool,
+    // C's `bool` as the byte the plugin passed (any byte; nonzero is true, as C reads it).
+    done: u8,
     user_arg: *mut c_void,
 ) -> *mut sys::PJRT_Error {
+    let done = done != 0;
     let _scope = CallbackScope::enter();
     // SAFETY: the plugin passes the chunk it owns and hands to us (read once, freed below).
     let owned = if chunk.is_null() { None } else { Some(unsafe { chunk.read() }) };
@@ -708,6 +710,10 @@ mod tests {
     }
 
     fn call_send(target: &Given<SendTarget>, done: bool) -> Option<FakeError> {
+        call_send_byte(target, done as u8)
+    }
+
+    fn call_send_byte(target: &Given<SendTarget>, done: u8) -> Option<FakeError> {
         let mut chunk = plugin_chunk();
         let mut constructor: sys::PJRT_CallbackError = Some(make_error);
         // SAFETY: the arguments a plugin would pass.
@@ -734,12 +740,20 @@ mod tests {
         }));
         assert!(call_send(&target, false).is_none());
         assert!(call_send(&target, true).is_none());
+        // C's `bool` arrives as a byte: any nonzero byte is `true`, never an invalid `bool`.
+        assert!(call_send_byte(&target, 2).is_none());
+        assert!(call_send_byte(&target, 0xff).is_none());
         assert_eq!(
             *seen.lock().unwrap(),
-            [(b"abcdef".to_vec(), 12, false, 7, 1), (b"abcdef".to_vec(), 12, true, 7, 1)]
+            [
+                (b"abcdef".to_vec(), 12, false, 7, 1),
+                (b"abcdef".to_vec(), 12, true, 7, 1),
+                (b"abcdef".to_vec(), 12, true, 7, 1),
+                (b"abcdef".to_vec(), 12, true, 7, 1)
+            ]
         );
         assert!(failures.lock().unwrap().is_empty());
-        assert_eq!(FREED.load(Ordering::SeqCst), before + 2);
+        assert_eq!(FREED.load(Ordering::SeqCst), before + 4);
 
         // An error becomes the plugin's error, with its code, and is recorded.
         let (target, failures) = send_target(Box::new(|_| Err(Error::invalid("disk full"))));
@@ -747,7 +761,7 @@ mod tests {
         assert_eq!(error.code, sys::PJRT_Error_Code::INVALID_ARGUMENT);
         assert_eq!(error.message, "invalid argument: disk full");
         assert_eq!(failures.lock().unwrap().len(), 1);
-        assert_eq!(FREED.load(Ordering::SeqCst), before + 3);
+        assert_eq!(FREED.load(Ordering::SeqCst), before + 5);
 
         // A panic is caught (never unwinds into the plugin), reported as INTERNAL, and the chunk
         // is still freed; later calls say the closure panicked before.
@@ -759,7 +773,7 @@ mod tests {
         assert!(again.message.contains("earlier call"), "{}", again.message);
         assert_eq!(failures.lock().unwrap().len(), 2);
         assert!(matches!(failures.lock().unwrap()[0], Error::CallbackPanicked(_)));
-        assert_eq!(FREED.load(Ordering::SeqCst), before + 5);
+        assert_eq!(FREED.load(Ordering::SeqCst), before + 7);
 
         // A plugin error code passes through unchanged; without an error constructor the error
         // is only recorded.
@@ -774,10 +788,10 @@ mod tests {
         assert_eq!(call_send(&target, true).unwrap().code, sys::PJRT_Error_Code::RESOURCE_EXHAUSTED);
         let mut chunk = plugin_chunk();
         // SAFETY: a NULL callback_error, as a careless plugin might pass.
-        let error = unsafe { send_trampoline(&mut chunk, std::ptr::null_mut(), 6, true, target.0) };
+        let error = unsafe { send_trampoline(&mut chunk, std::ptr::null_mut(), 6, 1, target.0) };
         assert!(error.is_null());
         assert_eq!(failures.lock().unwrap().len(), 2);
-        assert_eq!(FREED.load(Ordering::SeqCst), before + 7);
+        assert_eq!(FREED.load(Ordering::SeqCst), before + 9);
 
         // A NULL chunk gives the closure an empty slice.
         let (target, _) = send_target(Box::new(|c: SendChunk<'_>| {
@@ -786,7 +800,7 @@ mod tests {
         }));
         let mut constructor: sys::PJRT_CallbackError = Some(make_error);
         // SAFETY: as a plugin would call it, with no chunk.
-        let error = unsafe { send_trampoline(std::ptr::null_mut(), &mut constructor, 0, true, target.0) };
+        let error = unsafe { send_trampoline(std::ptr::null_mut(), &mut constructor, 0, 1, target.0) };
         assert!(error.is_null());
     }
 
@@ -923,7 +937,7 @@ mod tests {
         let mut chunk = plugin_chunk();
         let mut constructor: sys::PJRT_CallbackError = Some(make_error);
         // SAFETY: what a plugin would pass, but after the execution completed.
-        let late = take_error(unsafe { send_trampoline(&mut chunk, &mut constructor, 6, true, id) });
+        let late = take_error(unsafe { send_trampoline(&mut chunk, &mut constructor, 6, 1, id) });
         // (The chunk is freed either way; FREED is shared with the test above, so it is not
         // counted here.)
         assert!(late.is_some_and(|e| e.code == sys::PJRT_Error_Code::INTERNAL));
@@ -931,7 +945,7 @@ mod tests {
         for bogus in [std::ptr::null_mut(), 0x1234 as *mut c_void] {
             let mut chunk = plugin_chunk();
             // SAFETY: as above.
-            assert!(take_error(unsafe { send_trampoline(&mut chunk, &mut constructor, 6, true, bogus) }).is_some());
+            assert!(take_error(unsafe { send_trampoline(&mut chunk, &mut constructor, 6, 1, bogus) }).is_some());
             let (fake, raw) = fake_stream(4, 1);
             // SAFETY: as above, for a receive.
             unsafe { recv_trampoline(raw, bogus) };
@@ -1054,13 +1068,13 @@ mod tests {
             let mut chunk = plugin_chunk();
             let mut constructor: sys::PJRT_CallbackError = Some(make_error);
             // SAFETY: the entry's own function and user_arg, with a plugin-owned chunk.
-            let error = unsafe { (info.send_callback.unwrap())(&mut chunk, &mut constructor, 6, true, info.user_arg) };
+            let error = unsafe { (info.send_callback.unwrap())(&mut chunk, &mut constructor, 6, 1, info.user_arg) };
             assert!(error.is_null());
             // The replaced channel-5 closure answers.
             let info = send[device][1];
             let mut chunk = plugin_chunk();
             // SAFETY: as above.
-            let error = unsafe { (info.send_callback.unwrap())(&mut chunk, &mut constructor, 6, true, info.user_arg) };
+            let error = unsafe { (info.send_callback.unwrap())(&mut chunk, &mut constructor, 6, 1, info.user_arg) };
             assert_eq!(take_error(error).unwrap().message, "invalid argument: replaced");
         }
         assert_eq!(*seen.lock().unwrap(), [(6, 0), (6, 1)]);
