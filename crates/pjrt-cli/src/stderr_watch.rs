@@ -13,33 +13,15 @@
 //! in the order it was written, and all of it before [`watch`] returns. A write by another thread
 //! racing with the restore may overtake bytes still in the pipe; nothing is lost or changed.
 
-use std::ffi::{c_int, c_short, c_ulong};
+use std::ffi::c_int;
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::{mpsc, Mutex, TryLockError};
 
-extern "C" {
-    fn pipe2(fds: *mut c_int, flags: c_int) -> c_int;
-    fn dup2(old: c_int, new: c_int) -> c_int;
-    fn poll(fds: *mut PollFd, count: c_ulong, timeout_ms: c_int) -> c_int;
-}
-
-/// `struct pollfd`.
-#[repr(C)]
-struct PollFd {
-    fd: c_int,
-    events: c_short,
-    revents: c_short,
-}
+use libc::{dup2, pipe2, poll, pollfd as PollFd, EBUSY, EINTR, O_CLOEXEC, POLLIN};
 
 const STDERR_FD: RawFd = 2;
-/// Linux's `O_CLOEXEC` (the same on x86-64, AArch64 and the other asm-generic architectures):
-/// a program the plugin starts during the call does not inherit the pipe's other ends.
-const O_CLOEXEC: c_int = 0o2_000_000;
-const POLLIN: c_short = 0x1;
-const EINTR: i32 = 4;
-const EBUSY: i32 = 16;
 
 /// Runs `call` with fd 2 watched: returns its result and whether `needle` appeared in what was
 /// written to fd 2 meanwhile (all of which reached the real stderr unchanged). When fd 2 cannot
