@@ -483,27 +483,35 @@ fn overlapped_and_in_place_uploads_match_the_plain_path() {
     std::fs::remove_file(&path).unwrap();
 }
 
-/// A buffer read in place from the file's read-only mapping exports as a DLPack tensor marked
-/// read-only (a consumer writing it would fault, or change what `tensor().bytes()` hands safe
-/// code); a copied tensor's buffer is its own memory, writable.
+/// A buffer read in place from the file's bytes (those `open` read into read-only memory of its
+/// own, or the read-only mapping of `open_mapped`) exports as a DLPack tensor marked read-only (a
+/// consumer writing it would fault, or change what `tensor().bytes()` hands safe code); a copied
+/// tensor's buffer is its own memory, writable.
 #[test]
 fn in_place_tensors_export_read_only() {
     let path = temp_dir("dlpack-read-only").join("w.safetensors");
     mixed_alignment_file(&path);
-    let file = SafeTensors::open(&path).unwrap();
-    assert!(file.is_mapped());
     let read_only = pjrt_client::dlpack::ffi::DLPACK_FLAG_BITMASK_READ_ONLY;
-    for name in support::PLUGINS {
-        let client = support::client(name, 1);
-        let w = client.upload_tensor(&file, "w", None, Placement::Default).unwrap();
-        let tensor = w.into_dlpack().unwrap();
-        assert_eq!(tensor.data_pointer() as *const u8, file.tensor("w").unwrap().bytes().as_ptr(), "{name}");
-        assert_eq!(tensor.flags() & read_only, read_only, "{name}: the mapping, flags {:#x}", tensor.flags());
-        let c = client.upload_tensor(&file, "c", None, Placement::Default).unwrap(); // not aligned: copied
-        c.ready_event().unwrap().wait().unwrap();
-        assert_eq!(c.into_dlpack().unwrap().flags() & read_only, 0, "{name}: a copy");
+    for mapped in [false, true] {
+        let file = match mapped {
+            // SAFETY: the test's own file: nothing modifies or truncates it while it is open.
+            true => unsafe { SafeTensors::open_mapped(&path) }.unwrap(),
+            false => SafeTensors::open(&path).unwrap(),
+        };
+        assert_eq!(file.is_mapped(), mapped);
+        for name in support::PLUGINS {
+            let client = support::client(name, 1);
+            let w = client.upload_tensor(&file, "w", None, Placement::Default).unwrap();
+            let tensor = w.into_dlpack().unwrap();
+            let bytes = file.tensor("w").unwrap().bytes().as_ptr();
+            assert_eq!(tensor.data_pointer() as *const u8, bytes, "{name} (mapped: {mapped}): in place");
+            let flags = tensor.flags();
+            assert_eq!(flags & read_only, read_only, "{name} (mapped: {mapped}): the file's bytes, flags {flags:#x}");
+            let c = client.upload_tensor(&file, "c", None, Placement::Default).unwrap(); // not aligned: copied
+            c.ready_event().unwrap().wait().unwrap();
+            assert_eq!(c.into_dlpack().unwrap().flags() & read_only, 0, "{name} (mapped: {mapped}): a copy");
+        }
     }
-    drop(file);
     std::fs::remove_file(&path).unwrap();
 }
 
