@@ -659,13 +659,22 @@ mod tests {
     }
 
     // ---- chunks that count their frees ----
-    static FREED: AtomicUsize = AtomicUsize::new(0);
+    // Per thread: the trampoline frees a chunk on the thread that calls it, and each test runs
+    // on its own thread, so the tests that send chunks concurrently do not count each other's.
+    thread_local! {
+        static FREED_ON_THIS_THREAD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// The chunks freed so far on this thread.
+    fn freed() -> usize {
+        FREED_ON_THIS_THREAD.with(std::cell::Cell::get)
+    }
 
     unsafe extern "C" fn count_free(data: *mut c_void, arg: *mut c_void) {
         assert_eq!(arg as usize, 0x5eed);
         // SAFETY: made by `plugin_chunk`.
         drop(unsafe { Box::from_raw(data as *mut [u8; 6]) });
-        FREED.fetch_add(1, Ordering::SeqCst);
+        FREED_ON_THIS_THREAD.with(|freed| freed.set(freed.get() + 1));
     }
 
     fn plugin_chunk() -> sys::PJRT_Chunk {
@@ -721,10 +730,10 @@ mod tests {
         take_error(error)
     }
 
-    // The tests share the FREED counter: run the send cases in one test.
+    // The send cases in one test (they count frees in order).
     #[test]
     fn send_trampoline_delivers_frees_and_reports() {
-        let before = FREED.load(Ordering::SeqCst);
+        let before = freed();
         // Delivered: bytes, sizes, flags and ids reach the closure; the chunk is freed once.
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink = seen.clone();
@@ -753,7 +762,7 @@ mod tests {
             ]
         );
         assert!(failures.lock().unwrap().is_empty());
-        assert_eq!(FREED.load(Ordering::SeqCst), before + 4);
+        assert_eq!(freed(), before + 4);
 
         // An error becomes the plugin's error, with its code, and is recorded.
         let (target, failures) = send_target(Box::new(|_| Err(Error::invalid("disk full"))));
@@ -761,7 +770,7 @@ mod tests {
         assert_eq!(error.code, sys::PJRT_Error_Code::INVALID_ARGUMENT);
         assert_eq!(error.message, "invalid argument: disk full");
         assert_eq!(failures.lock().unwrap().len(), 1);
-        assert_eq!(FREED.load(Ordering::SeqCst), before + 5);
+        assert_eq!(freed(), before + 5);
 
         // A panic is caught (never unwinds into the plugin), reported as INTERNAL, and the chunk
         // is still freed; later calls say the closure panicked before.
@@ -773,7 +782,7 @@ mod tests {
         assert!(again.message.contains("earlier call"), "{}", again.message);
         assert_eq!(failures.lock().unwrap().len(), 2);
         assert!(matches!(failures.lock().unwrap()[0], Error::CallbackPanicked(_)));
-        assert_eq!(FREED.load(Ordering::SeqCst), before + 7);
+        assert_eq!(freed(), before + 7);
 
         // A plugin error code passes through unchanged; without an error constructor the error
         // is only recorded.
@@ -791,7 +800,7 @@ mod tests {
         let error = unsafe { send_trampoline(&mut chunk, std::ptr::null_mut(), 6, 1, target.0) };
         assert!(error.is_null());
         assert_eq!(failures.lock().unwrap().len(), 2);
-        assert_eq!(FREED.load(Ordering::SeqCst), before + 9);
+        assert_eq!(freed(), before + 9);
 
         // A NULL chunk gives the closure an empty slice.
         let (target, _) = send_target(Box::new(|c: SendChunk<'_>| {
@@ -937,9 +946,9 @@ mod tests {
         let mut chunk = plugin_chunk();
         let mut constructor: sys::PJRT_CallbackError = Some(make_error);
         // SAFETY: what a plugin would pass, but after the execution completed.
+        let before = freed();
         let late = take_error(unsafe { send_trampoline(&mut chunk, &mut constructor, 6, 1, id) });
-        // (The chunk is freed either way; FREED is shared with the test above, so it is not
-        // counted here.)
+        assert_eq!(freed(), before + 1, "the chunk is freed either way");
         assert!(late.is_some_and(|e| e.code == sys::PJRT_Error_Code::INTERNAL));
         // An argument never handed out, and NULL.
         for bogus in [std::ptr::null_mut(), 0x1234 as *mut c_void] {
