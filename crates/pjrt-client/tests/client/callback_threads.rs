@@ -239,36 +239,13 @@ fn flush_released_on_the_release_thread_returns_and_releasing_goes_on() {
     for name in support::PLUGINS {
         support::plugin(name); // installed before the child needs it
     }
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "callback_threads::child_flushes_on_the_release_thread", "--nocapture"])
-        .env("TF_CPP_MIN_LOG_LEVEL", "2")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + HUNG_AFTER;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            let output = child.wait_with_output().unwrap();
-            panic!(
-                "the child hung for {HUNG_AFTER:?} (flush_released waiting for the release thread on the release \
-                 thread?); it printed:\n{}",
-                String::from_utf8_lossy(&output.stdout)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        status.success() && stdout.contains("CHILD-DONE"),
-        "the child failed ({status}):\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
+    let (status, stdout, stderr) = support::run_child_test(
+        "callback_threads::child_flushes_on_the_release_thread",
+        &[],
+        HUNG_AFTER,
+        "flush_released waiting for the release thread on the release thread?",
     );
+    assert!(status.success() && stdout.contains("CHILD-DONE"), "the child failed ({status}):\n{stdout}\n{stderr}");
     for name in support::PLUGINS {
         assert!(stdout.contains(&format!("CHILD-FLUSHED {name}\n")), "{name}:\n{stdout}");
     }

@@ -280,31 +280,15 @@ fn the_last_client_dropped_by_a_callback_is_destroyed_outside_the_plugin() {
         let name = "cpu";
         support::plugin(name); // installed before the child needs it
 
-        // This test binary again, running only the child (named by its path in the binary).
-        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "soundness::child_drops_the_last_client_inside_a_callback", "--nocapture"])
-            .env("TF_CPP_MIN_LOG_LEVEL", "2")
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if std::time::Instant::now() > deadline {
-                let _ = child.kill();
-                panic!("{name}: the child hung (a client destroyed from inside the plugin?)");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        };
-        let output = child.wait_with_output().unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
+        let (status, stdout, stderr) = support::run_child_test(
+            "soundness::child_drops_the_last_client_inside_a_callback",
+            &[],
+            std::time::Duration::from_secs(120),
+            "a client destroyed from inside the plugin?",
+        );
         assert!(
             status.success() && stdout.contains("CHILD-DONE"),
-            "{name}: the child failed ({status}):\n{stdout}\n{}",
-            String::from_utf8_lossy(&output.stderr)
+            "{name}: the child failed ({status}):\n{stdout}\n{stderr}"
         );
         assert!(stdout.contains("on_plugin_thread=true"), "{name}: the callback ran inline: BIG_DOT ran synchronously");
     }

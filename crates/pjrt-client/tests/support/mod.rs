@@ -104,3 +104,53 @@ pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
+
+/// Runs the `#[ignore]`d test `test` (its path in this test binary, `module::name`) in a child
+/// process: this test binary again, with `env` set and the plugins' info logging off. The child
+/// is killed after `limit`, failing the test with `hung` and what it printed: a regression that
+/// hangs, aborts or dies of a signal (SIGBUS is 7) fails the calling test, not the whole run.
+/// Returns what it printed once it finished, whatever its exit status (the caller asserts it).
+pub fn run_child_test(
+    test: &str,
+    env: &[(&str, &str)],
+    limit: std::time::Duration,
+    hung: &str,
+) -> (std::process::ExitStatus, String, String) {
+    use std::io::Read;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--ignored", "--exact", test, "--nocapture"])
+        .envs(env.iter().copied())
+        .env("TF_CPP_MIN_LOG_LEVEL", "2")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read both pipes while waiting, so a child that prints much never blocks on a full pipe.
+    fn read_all(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = pipe.read_to_end(&mut text);
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    }
+    let stdout = read_all(child.stdout.take().unwrap());
+    let stderr = read_all(child.stderr.take().unwrap());
+    let printed = |stdout: std::thread::JoinHandle<String>, stderr: std::thread::JoinHandle<String>| {
+        (stdout.join().unwrap(), stderr.join().unwrap())
+    };
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let (stdout, stderr) = printed(stdout, stderr);
+            panic!("{test}: the child hung for {limit:?} ({hung}); it printed:\n{stdout}\n{stderr}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let (stdout, stderr) = printed(stdout, stderr);
+    (status, stdout, stderr)
+}

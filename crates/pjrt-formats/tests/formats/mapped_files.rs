@@ -173,18 +173,15 @@ fn child_truncates_files_after_uploading() {
 fn files_truncated_after_opening_leave_uploads_readable() {
     for name in support::PLUGINS {
         support::plugin(name); // installed before the child needs it
-        let output = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "mapped_files::child_truncates_files_after_uploading", "--nocapture"])
-            .env("PJRT_MAPPED_FILES_PLUGIN", name)
-            .env("TF_CPP_MIN_LOG_LEVEL", "2")
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&output.stdout);
+        let (status, stdout, stderr) = support::run_child_test(
+            "mapped_files::child_truncates_files_after_uploading",
+            &[("PJRT_MAPPED_FILES_PLUGIN", name)],
+            std::time::Duration::from_secs(300),
+            "an upload or view reading a truncated file?",
+        );
         assert!(
-            output.status.success() && stdout.contains("CHILD-DONE"),
-            "{name}: the child failed ({}; SIGBUS is signal 7):\n{stdout}\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
+            status.success() && stdout.contains("CHILD-DONE"),
+            "{name}: the child failed ({status}; SIGBUS is signal 7):\n{stdout}\n{stderr}"
         );
     }
 }
