@@ -239,13 +239,12 @@ fn flush_released_on_the_release_thread_returns_and_releasing_goes_on() {
     for name in support::PLUGINS {
         support::plugin(name); // installed before the child needs it
     }
-    let (status, stdout, stderr) = support::run_child_test(
+    let stdout = support::run_child_test(
         "callback_threads::child_flushes_on_the_release_thread",
         &[],
         HUNG_AFTER,
         "flush_released waiting for the release thread on the release thread?",
     );
-    assert!(status.success() && stdout.contains("CHILD-DONE"), "the child failed ({status}):\n{stdout}\n{stderr}");
     for name in support::PLUGINS {
         assert!(stdout.contains(&format!("CHILD-FLUSHED {name}\n")), "{name}:\n{stdout}");
     }

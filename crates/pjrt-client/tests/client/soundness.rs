@@ -280,15 +280,11 @@ fn the_last_client_dropped_by_a_callback_is_destroyed_outside_the_plugin() {
         let name = "cpu";
         support::plugin(name); // installed before the child needs it
 
-        let (status, stdout, stderr) = support::run_child_test(
+        let stdout = support::run_child_test(
             "soundness::child_drops_the_last_client_inside_a_callback",
             &[],
             std::time::Duration::from_secs(120),
             "a client destroyed from inside the plugin?",
-        );
-        assert!(
-            status.success() && stdout.contains("CHILD-DONE"),
-            "{name}: the child failed ({status}):\n{stdout}\n{stderr}"
         );
         assert!(stdout.contains("on_plugin_thread=true"), "{name}: the callback ran inline: BIG_DOT ran synchronously");
     }

@@ -109,13 +109,9 @@ pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 /// process: this test binary again, with `env` set and the plugins' info logging off. The child
 /// is killed after `limit`, failing the test with `hung` and what it printed: a regression that
 /// hangs, aborts or dies of a signal (SIGBUS is 7) fails the calling test, not the whole run.
-/// Returns what it printed once it finished, whatever its exit status (the caller asserts it).
-pub fn run_child_test(
-    test: &str,
-    env: &[(&str, &str)],
-    limit: std::time::Duration,
-    hung: &str,
-) -> (std::process::ExitStatus, String, String) {
+/// The child must exit successfully having printed `CHILD-DONE` (every child test ends so, so
+/// that a child that ran no test fails too); its standard output is returned for more checks.
+pub fn run_child_test(test: &str, env: &[(&str, &str)], limit: std::time::Duration, hung: &str) -> String {
     use std::io::Read;
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--ignored", "--exact", test, "--nocapture"])
@@ -152,5 +148,9 @@ pub fn run_child_test(
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     let (stdout, stderr) = printed(stdout, stderr);
-    (status, stdout, stderr)
+    assert!(
+        status.success() && stdout.contains("CHILD-DONE"),
+        "{test} {env:?}: the child failed ({status}; SIGBUS is signal 7):\n{stdout}\n{stderr}"
+    );
+    stdout
 }

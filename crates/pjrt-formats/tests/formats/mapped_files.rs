@@ -173,15 +173,11 @@ fn child_truncates_files_after_uploading() {
 fn files_truncated_after_opening_leave_uploads_readable() {
     for name in support::PLUGINS {
         support::plugin(name); // installed before the child needs it
-        let (status, stdout, stderr) = support::run_child_test(
+        support::run_child_test(
             "mapped_files::child_truncates_files_after_uploading",
             &[("PJRT_MAPPED_FILES_PLUGIN", name)],
             std::time::Duration::from_secs(300),
             "an upload or view reading a truncated file?",
-        );
-        assert!(
-            status.success() && stdout.contains("CHILD-DONE"),
-            "{name}: the child failed ({status}; SIGBUS is signal 7):\n{stdout}\n{stderr}"
         );
     }
 }
