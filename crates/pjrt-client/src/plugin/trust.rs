@@ -194,26 +194,38 @@ fn me() -> Me {
     })
 }
 
-/// Whether the group `gid` lists no member but the user `uid` (and exists).
+/// Runs a reentrant lookup of the user and group databases (`getpwuid_r`, `getgrgid_r`) with a
+/// buffer of its own, grown while the lookup answers `ERANGE` (up to 1 MiB). Returns the buffer,
+/// which holds the strings the found entry points to, or `None` when the lookup failed or found
+/// nothing.
 #[cfg(unix)]
-fn group_is_private(gid: u32, uid: u32) -> bool {
-    let Some(user) = passwd_entry(uid).map(|p| p.name) else { return false };
+fn nss_lookup<T>(mut lookup: impl FnMut(&mut [u8], &mut *mut T) -> libc::c_int) -> Option<Vec<u8>> {
     let mut buffer = vec![0u8; 16 * 1024];
-    // SAFETY: an all-zero `group` is a valid value of the C struct (pointers NULL).
-    let mut group: libc::group = unsafe { std::mem::zeroed() };
-    let mut result: *mut libc::group = std::ptr::null_mut();
     loop {
-        // SAFETY: every pointer refers to memory we own, `buffer.len()` bytes at `buffer`.
-        let rc = unsafe { libc::getgrgid_r(gid, &mut group, buffer.as_mut_ptr().cast(), buffer.len(), &mut result) };
+        let mut result: *mut T = std::ptr::null_mut();
+        let rc = lookup(&mut buffer, &mut result);
         if rc == libc::ERANGE && buffer.len() < 1 << 20 {
             buffer.resize(buffer.len() * 4, 0);
             continue;
         }
-        if rc != 0 || result.is_null() {
-            return false;
-        }
-        break;
+        return (rc == 0 && !result.is_null()).then_some(buffer);
     }
+}
+
+/// Whether the group `gid` lists no member but the user `uid` (and exists).
+#[cfg(unix)]
+fn group_is_private(gid: u32, uid: u32) -> bool {
+    let Some(user) = passwd_entry(uid).map(|p| p.name) else { return false };
+    // SAFETY: an all-zero `group` is a valid value of the C struct (pointers NULL).
+    let mut group: libc::group = unsafe { std::mem::zeroed() };
+    // The returned buffer holds what `group` points to (moving a `Vec` leaves its bytes in
+    // place): it lives until the end of this function.
+    let Some(_buffer) = nss_lookup(|buffer, result: &mut *mut libc::group| {
+        // SAFETY: every pointer refers to memory we own, `buffer.len()` bytes at `buffer`.
+        unsafe { libc::getgrgid_r(gid, &mut group, buffer.as_mut_ptr().cast(), buffer.len(), result) }
+    }) else {
+        return false;
+    };
     let mut member = group.gr_mem;
     if member.is_null() {
         return true;
@@ -244,21 +256,16 @@ struct PasswdEntry {
 #[cfg(unix)]
 fn passwd_entry(uid: u32) -> Option<PasswdEntry> {
     use std::os::unix::ffi::OsStrExt;
-    let mut buffer = vec![0u8; 16 * 1024];
     // SAFETY: an all-zero `passwd` is a valid value of the C struct (pointers NULL).
     let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
-    let mut result: *mut libc::passwd = std::ptr::null_mut();
-    loop {
+    // The returned buffer holds what `entry` points to (moving a `Vec` leaves its bytes in
+    // place): it lives until the end of this function.
+    let _buffer = nss_lookup(|buffer, result: &mut *mut libc::passwd| {
         // SAFETY: every pointer refers to memory we own, `buffer.len()` bytes at `buffer`.
-        let rc = unsafe { libc::getpwuid_r(uid, &mut entry, buffer.as_mut_ptr().cast(), buffer.len(), &mut result) };
-        if rc == libc::ERANGE && buffer.len() < 1 << 20 {
-            buffer.resize(buffer.len() * 4, 0);
-            continue;
-        }
-        if rc != 0 || result.is_null() || entry.pw_name.is_null() || entry.pw_dir.is_null() {
-            return None;
-        }
-        break;
+        unsafe { libc::getpwuid_r(uid, &mut entry, buffer.as_mut_ptr().cast(), buffer.len(), result) }
+    })?;
+    if entry.pw_name.is_null() || entry.pw_dir.is_null() {
+        return None;
     }
     // SAFETY: NUL-terminated strings inside `buffer`, filled by getpwuid_r, still alive.
     let (name, home) = unsafe { (std::ffi::CStr::from_ptr(entry.pw_name), std::ffi::CStr::from_ptr(entry.pw_dir)) };
