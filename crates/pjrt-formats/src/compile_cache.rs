@@ -422,11 +422,9 @@ impl CompileCache {
 }
 
 /// An entry's bytes, when it is a regular file of ours (or root's) that others cannot write;
-/// `None` on a miss. An untrusted entry is a miss, and removed like a corrupt one.
+/// `None` on a miss (a missing file fails the check too). An untrusted entry is a miss and is
+/// left alone: the compile that follows stores its own entry over it (an atomic rename).
 fn read_entry(path: &Path) -> Option<Vec<u8>> {
-    if !path.exists() {
-        return None;
-    }
     pjrt_client::locate::check_trusted_file(path).ok()?;
     std::fs::read(path).ok()
 }
