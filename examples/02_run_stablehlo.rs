@@ -20,6 +20,7 @@
 
 use std::path::PathBuf;
 
+use pjrt_client::ExecuteOptions;
 use pjrt_client::{locate, Buffer, Client, ClientOptions, CompileOptions, Placement, Plugin, Program};
 use pjrt_formats::npy::NpyArray;
 use pjrt_formats::{BufferExt as _, ClientExt as _};
@@ -47,8 +48,8 @@ fn main() -> pjrt_formats::Result<()> {
     println!(
         "program: {:?}, mhlo.num_replicas = {:?}, mhlo.num_partitions = {:?}",
         program.format(),
-        counts.replicas,
-        counts.partitions
+        counts.num_replicas,
+        counts.num_partitions
     );
     let exe = client.compile(&program, &CompileOptions::new().jax_defaults(client.platform_name()))?;
     if let Some(parameters) = exe.parameter_shapes() {
@@ -64,20 +65,20 @@ fn main() -> pjrt_formats::Result<()> {
     let mut inputs: Vec<Buffer> = Vec::new();
     for name in names {
         let array = NpyArray::read(&repo_path(&format!("examples/mlp/{name}.npy")))?;
-        println!("input {name}: {} {:?}", array.dtype, array.shape);
+        println!("input {name}: {} {:?}", array.dtype, array.dims);
         inputs.push(client.upload_npy(&array, None, Placement::Default)?);
     }
 
     // 3. Run once and compare every output with what JAX computed.
     let args: Vec<&Buffer> = inputs.iter().collect();
-    let results = exe.execute(&args)?;
+    let results = exe.execute(&args, &ExecuteOptions::new())?;
     let result_names = ["loss", "d b1", "d b2", "d w1", "d w2"];
     for (i, (output, name)) in results.iter().zip(result_names).enumerate() {
         let got = output.to_npy()?;
         let want = NpyArray::read(&repo_path(&format!("tests/data/jax/mlp_value_and_grad/out{i}.npy")))?;
-        assert_eq!(got.shape, want.shape, "{name}: shape");
+        assert_eq!(got.dims, want.dims, "{name}: shape");
         assert_close(name, &got.to_vec::<f32>()?, &want.to_vec::<f32>()?);
-        println!("{name:>5}: shape {:?} matches JAX", got.shape);
+        println!("{name:>5}: shape {:?} matches JAX", got.dims);
     }
     let first_loss = results[0].to_vec::<f32>()?[0];
     println!("loss = {first_loss}");
@@ -91,14 +92,11 @@ fn main() -> pjrt_formats::Result<()> {
         inputs[..4].iter().map(|b| b.dimensions().map(<[i64]>::to_vec)).collect::<pjrt_client::Result<_>>()?;
     let mut loss = first_loss;
     for step in 1..=20 {
-        let uploaded: Vec<Buffer> = params
-            .iter()
-            .zip(&dims)
-            .map(|(p, d)| client.buffer_from_slice(p, d, Placement::Default))
-            .collect::<pjrt_client::Result<_>>()?;
+        let uploaded: Vec<Buffer> =
+            params.iter().zip(&dims).map(|(p, d)| client.upload(p, d)).collect::<pjrt_client::Result<_>>()?;
         let mut args: Vec<&Buffer> = uploaded.iter().collect();
         args.extend([&inputs[4], &inputs[5]]);
-        let results = exe.execute(&args)?;
+        let results = exe.execute(&args, &ExecuteOptions::new())?;
         loss = results[0].to_vec::<f32>()?[0];
         for (param, grad) in params.iter_mut().zip(&results[1..]) {
             for (p, g) in param.iter_mut().zip(grad.to_vec::<f32>()?) {

@@ -6,7 +6,7 @@
 //! (`num_partitions` + `use_spmd_partitioning`), the executable's devices
 //! (`addressable_devices`, replica-major), one argument list per device (`execute_sharded`),
 //! and the `sharding` helpers that split host arrays per device and gather outputs back
-//! (`shard_slice`, `upload_sharded`, `gather_outputs`, `run_sharded`).
+//! (`shard_slice`, `upload_sharded`, `gather_outputs`).
 //!
 //! In JAX terms: part 1 is `jax.pmap(lambda x: jax.lax.psum(x, "i"), axis_name="i")`; part 2 is
 //! `jax.jit` of `x @ w + b` with x sharded by rows (`NamedSharding(mesh, P("d", None))`) and
@@ -18,9 +18,8 @@
 //!     cargo run -p pjrt-examples --example 03_multi_device
 
 use pjrt_client::sharding::{gather_outputs, shard_slice, Sharding};
-use pjrt_client::{
-    locate, Buffer, Client, ClientOptions, CompileOptions, HostArray, Placement, Plugin, Program, Result,
-};
+use pjrt_client::{locate, Buffer, Client, ClientOptions, CompileOptions, HostArray, Plugin, Program, Result};
+use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
 
 const DEVICES: usize = 4;
 
@@ -88,13 +87,12 @@ fn replicated_all_reduce(client: &Client) -> Result<()> {
     for (k, device) in devices.iter().enumerate() {
         let x = [k as f32, 10. * k as f32, -(k as f32)];
         println!("replica {k} on {}: x = {x:?}", device.to_string()?);
-        per_device.push(vec![client.buffer_from_slice(&x, &[3], Placement::Device(device))?]);
+        per_device.push(vec![client.upload_with(HostSource::slice(&x, &[3]), &UploadOptions::new().device(device))?]);
     }
-    let arguments: Vec<Vec<&Buffer>> = per_device.iter().map(|list| list.iter().collect()).collect();
-    let execution = exe.execute_sharded(&arguments)?; // returns at once
-    execution.wait()?; // every device's completion event
+    // Waits for every device; `execute_sharded_async` returns at once instead.
+    let outputs_per_device = exe.execute_sharded(&per_device, &ExecuteOptions::new())?;
 
-    for (k, outputs) in execution.outputs.iter().enumerate() {
+    for (k, outputs) in outputs_per_device.iter().enumerate() {
         let sum = outputs[0].to_vec::<f32>()?;
         let max = outputs[1].to_vec::<f32>()?;
         let id = outputs[2].to_vec::<u32>()?[0];
@@ -129,36 +127,34 @@ fn sharded_matmul(client: &Client) -> Result<()> {
     let mut per_device: Vec<Vec<Buffer>> = Vec::new();
     for (device, rows) in exe.addressable_devices().iter().zip(&x_rows) {
         per_device.push(vec![
-            client.buffer_from_slice(rows, &[2, 4], Placement::Device(device))?,
-            client.buffer_from_slice(&w, &[4, 3], Placement::Device(device))?,
-            client.buffer_from_slice(&b, &[3], Placement::Device(device))?,
+            client.upload_with(HostSource::slice(rows, &[2, 4]), &UploadOptions::new().device(device))?,
+            client.upload_with(HostSource::slice(&w, &[4, 3]), &UploadOptions::new().device(device))?,
+            client.upload_with(HostSource::slice(&b, &[3]), &UploadOptions::new().device(device))?,
         ]);
     }
-    let arguments: Vec<Vec<&Buffer>> = per_device.iter().map(|list| list.iter().collect()).collect();
-    let execution = exe.execute_sharded(&arguments)?;
-    execution.wait()?;
-    for (k, outputs) in execution.outputs.iter().enumerate() {
+    let outputs_per_device = exe.execute_sharded(&per_device, &ExecuteOptions::new())?;
+    for (k, outputs) in outputs_per_device.iter().enumerate() {
         assert_eq!(outputs[0].dimensions()?, [2, 3], "device {k} holds its two rows of y");
         assert_close(&format!("y rows on device {k}"), &outputs[0].to_vec::<f32>()?, &y[k * 6..(k + 1) * 6]);
         assert_close(&format!("column sums on device {k}"), &outputs[1].to_vec::<f32>()?, &sums);
     }
-    let gathered = gather_outputs(&execution, &[Sharding::Split(0), Sharding::Replicated])?;
-    println!("gathered y: shape {:?}; column sums {:?}", gathered[0].shape(), gathered[1].to_vec::<f32>()?);
-    assert_eq!(gathered[0].shape(), [8, 3]);
+    let gathered = gather_outputs(&outputs_per_device, &[Sharding::Split(0), Sharding::Replicated])?;
+    println!("gathered y: dims {:?}; column sums {:?}", gathered[0].dims(), gathered[1].to_vec::<f32>()?);
+    assert_eq!(gathered[0].dims(), [8, 3]);
     assert_close("gathered y", &gathered[0].to_vec::<f32>()?, &y);
 
-    // b) In one call with host arrays (`HostArray`; `pjrt_formats` makes them from .npy files).
-    let outputs = exe.run_sharded(
-        &[
-            HostArray::from_elements(vec![8, 4], &x)?,
-            HostArray::from_elements(vec![4, 3], &w)?,
-            HostArray::from_elements(vec![3], &b)?,
-        ],
-        &[Sharding::Split(0), Sharding::Replicated, Sharding::Replicated],
-        &[Sharding::Split(0), Sharding::Replicated],
-    )?;
-    assert_close("run_sharded y", &outputs[0].to_vec::<f32>()?, &y);
-    assert_close("run_sharded column sums", &outputs[1].to_vec::<f32>()?, &sums);
-    println!("run_sharded: y and its column sums match the host computation");
+    // b) With host arrays (`HostArray`; `pjrt_formats` makes them from .npy files): split and
+    //    uploaded by their shardings, run, gathered back.
+    let inputs = [
+        HostArray::from_elements(vec![8, 4], &x)?,
+        HostArray::from_elements(vec![4, 3], &w)?,
+        HostArray::from_elements(vec![3], &b)?,
+    ];
+    let arguments = exe.upload_sharded(&inputs, &[Sharding::Split(0), Sharding::Replicated, Sharding::Replicated])?;
+    let outputs = exe.execute_sharded(&arguments, &ExecuteOptions::new())?;
+    let outputs = gather_outputs(&outputs, &[Sharding::Split(0), Sharding::Replicated])?;
+    assert_close("host-array y", &outputs[0].to_vec::<f32>()?, &y);
+    assert_close("host-array column sums", &outputs[1].to_vec::<f32>()?, &sums);
+    println!("host arrays: y and its column sums match the host computation");
     Ok(())
 }

@@ -7,7 +7,8 @@
 //!
 //! Run with `cargo run -p pjrt-examples --example 04_aot_compile_and_load`.
 
-use pjrt_client::{Client, ClientOptions, CompileOptions, Placement, Plugin, Program};
+use pjrt_client::ExecuteOptions;
+use pjrt_client::{Client, ClientOptions, CompileOptions, Plugin, Program};
 use pjrt_formats::artifact::Artifact;
 use pjrt_formats::compile_cache::{CacheOutcome, CompileCache};
 
@@ -39,10 +40,10 @@ fn main() -> pjrt_formats::Result<()> {
     let artifact = Artifact::read(&path)?;
     println!("compiled for the {}", artifact.header.plugin);
     let loaded = artifact.load(&client)?; // refuses another plugin's artifact with a clear message
-    let a = client.buffer_from_slice(&[2f32], &[], Placement::Default)?;
-    let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
-    let y = client.buffer_from_slice(&[10f32, 20., 30., 40.], &[4], Placement::Default)?;
-    let out = loaded.execute(&[&a, &x, &y])?[0].to_vec::<f32>()?;
+    let a = client.upload(&[2f32], &[])?;
+    let x = client.upload(&[1f32, 2., 3., 4.], &[4])?;
+    let y = client.upload(&[10f32, 20., 30., 40.], &[4])?;
+    let out = loaded.execute(&[&a, &x, &y], &ExecuteOptions::new())?[0].to_vec::<f32>()?;
     assert_eq!(out, [12., 24., 36., 48.]);
     println!("artifact result: {out:?}");
 
@@ -52,7 +53,7 @@ fn main() -> pjrt_formats::Result<()> {
     let second = cache.compile(&client, &program, &options)?;
     assert_eq!((first.outcome, second.outcome), (CacheOutcome::Miss, CacheOutcome::Hit));
     println!("cache: compiled in {:?}, then loaded in {:?}", first.compile, second.load);
-    let out = second.executable.execute(&[&a, &x, &y])?[0].to_vec::<f32>()?;
+    let out = second.executable.execute(&[&a, &x, &y], &ExecuteOptions::new())?[0].to_vec::<f32>()?;
     assert_eq!(out, [12., 24., 36., 48.]);
 
     let _ = std::fs::remove_dir_all(&dir);

@@ -3,10 +3,9 @@
 //!
 //! Teaches: `execute_async` (returns at once; a `PendingExecution` is a future, or `.wait()`),
 //! several executions in flight together, downloads that overlap with computation
-//! (`to_host_async` / `copy_to_host_async` give a `HostTransfer` future), chaining executions on
-//! outputs that are not computed yet (`execute_sharded` hands out the output buffers at once),
-//! and events: `Buffer::ready_event`, `Event::on_ready` callbacks, bounded waits
-//! (`wait_timeout`), and awaiting a whole `Execution`.
+//! (`to_bytes_async` gives a `HostTransfer` future), chaining executions on outputs that are not
+//! computed yet (`PendingExecution::take_outputs` hands out the output buffers at once), and
+//! events: `Buffer::ready_event`, `Event::on_ready` callbacks, bounded waits (`wait_timeout`).
 //!
 //! Every future here is woken by the plugin (through `PJRT_Event_OnReady`), so any executor
 //! works; this tutorial uses `futures::executor::block_on`. This is JAX's asynchronous dispatch:
@@ -20,7 +19,8 @@ use std::time::Duration;
 
 use futures::executor::block_on;
 use futures::future::join_all;
-use pjrt_client::{locate, Buffer, Client, ClientOptions, CompileOptions, Placement, Plugin, Program, Result};
+use pjrt_client::{locate, Buffer, Client, ClientOptions, CompileOptions, Plugin, Program, Result};
+use pjrt_client::{DownloadOptions, ExecuteOptions};
 
 const N: usize = 1 << 18;
 
@@ -43,7 +43,7 @@ fn main() -> Result<()> {
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let exe = client.compile(&Program::mlir_text(scale_add_program())?, &CompileOptions::new())?;
     let x_host: Vec<f32> = (0..N).map(|i| (i % 1000) as f32).collect();
-    let x = client.buffer_from_slice(&x_host, &[N as i64], Placement::Default)?;
+    let x = client.upload(&x_host, &[N as i64])?;
 
     // 1. Events: a buffer's ready event completes when its data is on the device.
     println!("== 1. events");
@@ -58,9 +58,9 @@ fn main() -> Result<()> {
 
     // 2. Several executions in flight at once, awaited together.
     println!("== 2. {} executions launched before waiting for any", 8);
-    let scales: Vec<Buffer> =
-        (1..=8).map(|s| client.buffer_from_slice(&[s as f32], &[], Placement::Default)).collect::<Result<_>>()?;
-    let pending: Vec<_> = scales.iter().map(|s| exe.execute_async(&[&x, s])).collect::<Result<_>>()?;
+    let scales: Vec<Buffer> = (1..=8).map(|s| client.upload(&[s as f32], &[])).collect::<Result<_>>()?;
+    let pending: Vec<_> =
+        scales.iter().map(|s| exe.execute_async(&[&x, s], &ExecuteOptions::new())).collect::<Result<_>>()?;
     println!("launched; the host is free to do other work now");
     let results: Vec<Vec<Buffer>> = block_on(join_all(pending)).into_iter().collect::<Result<_>>()?;
     for (s, outputs) in (1..=8).zip(&results) {
@@ -73,10 +73,10 @@ fn main() -> Result<()> {
     // 3. Downloads overlapping with computation: start the copy of one result, launch the next
     //    execution, then collect both.
     println!("== 3. download one result while computing the next");
-    let two = client.buffer_from_slice(&[2f32], &[], Placement::Default)?;
-    let first = exe.execute_async(&[&x, &two])?.wait()?;
-    let download = first[0].to_host_async()?; // a HostTransfer: a future of the bytes
-    let second = exe.execute_async(&[&first[0], &two])?; // uses first's output on the device
+    let two = client.upload(&[2f32], &[])?;
+    let first = exe.execute_async(&[&x, &two], &ExecuteOptions::new())?.wait()?;
+    let download = first[0].to_bytes_async(DownloadOptions::new())?; // a HostTransfer: a future of the bytes
+    let second = exe.execute_async(&[&first[0], &two], &ExecuteOptions::new())?; // uses first's output on the device
     let (bytes, second) = block_on(async { (download.await, second.await) });
     let first_host: Vec<f32> = bytes?.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
     let second_host = second?[0].to_vec::<f32>()?;
@@ -86,19 +86,19 @@ fn main() -> Result<()> {
     }
     println!("first result downloaded while the second ran; both checked");
 
-    // 4. Chaining without waiting: `execute_sharded` returns output buffers at once (not yet
-    //    computed); passing them to the next launch makes the plugin order the work.
+    // 4. Chaining without waiting: `take_outputs` gives a pending execution's output buffers at
+    //    once (not yet computed); passing them to the next launch makes the plugin order the work.
     println!("== 4. a chain of 5 executions, launched without waiting between them");
     let mut current = x.copy_to_device(&exe.addressable_devices()[0])?;
     let mut in_flight = Vec::new();
     for _ in 0..5 {
-        let mut execution = exe.execute_sharded(&[[&current, &two]])?;
-        current = execution.outputs.remove(0).remove(0);
+        let mut execution = exe.execute_async(&[&current, &two], &ExecuteOptions::new())?;
+        current = execution.take_outputs().remove(0);
         in_flight.push(execution);
     }
-    // An Execution is a future too; awaiting it waits for every device it ran on.
+    // Awaiting a pending execution waits for its device (its outputs were taken: it gives none).
     block_on(async {
-        for execution in &mut in_flight {
+        for execution in in_flight {
             execution.await?;
         }
         Ok::<_, pjrt_client::Error>(())

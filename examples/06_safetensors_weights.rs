@@ -9,6 +9,7 @@
 //! cargo run -p pjrt-examples --example 06_safetensors_weights
 //! ```
 
+use pjrt_client::ExecuteOptions;
 use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, Placement, Plugin, Program};
 use pjrt_formats::safetensors::{self, SafeTensors, TensorView};
 use pjrt_formats::ClientExt as _;
@@ -66,8 +67,8 @@ fn main() -> pjrt_formats::Result<()> {
 
     // 4. Run the layer on one input row with the uploaded weights.
     let exe = client.compile(&Program::mlir_text(DENSE)?, &CompileOptions::new())?;
-    let x = client.buffer_from_slice(&[1f32, 2., 3.], &[1, 3], Placement::Default)?;
-    let out = exe.execute(&[w, b, &x])?;
+    let x = client.upload(&[1f32, 2., 3.], &[1, 3])?;
+    let out = exe.execute(&[w, b, &x], &ExecuteOptions::new())?;
     let y = out[0].to_vec::<f32>()?;
     println!("relu(x·w + b) = {y:?}");
     // x·w = [1 + 4 - 9, -1 + 1 + 3] = [-4, 3]; + b = [-3.5, 2]; relu = [0, 2].

@@ -71,7 +71,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let got: Vec<f32> = outputs[0].to_vec()?;
     let want: Vec<f32> = expected.to_vec()?;
     let worst = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).fold(0.0f32, f32::max);
-    println!("output {:?}: first values {:?}", outputs[0].shape, &got[..3]);
+    println!("output {:?}: first values {:?}", outputs[0].dims, &got[..3]);
     println!("largest difference from JAX: {worst:e}");
     if worst > 1e-4 {
         return Err(format!("the outputs differ from JAX's by {worst}").into());

@@ -19,9 +19,8 @@ use std::sync::Arc;
 
 use pjrt_client::dlpack::{ffi, ManagedTensor};
 use pjrt_client::ndarray::{array, s};
-use pjrt_client::{
-    AlignedHostBuffer, Client, ClientOptions, CompileOptions, ElementType, HostLayout, Placement, Plugin, Program,
-};
+use pjrt_client::{AlignedHostBuffer, Client, ClientOptions, CompileOptions, ElementType, Plugin, Program};
+use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
 
 const DOUBLE: &str = r#"
 func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
@@ -33,8 +32,8 @@ fn main() -> pjrt_client::Result<()> {
     let plugin = Plugin::load(pjrt_client::locate::resolve(None)?.path)?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let exe = client.compile(&Program::mlir_text(DOUBLE)?, &CompileOptions::new())?;
-    let x = client.buffer_from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3], Placement::Default)?;
-    let y = exe.execute(&[&x])?.into_iter().next().expect("the program has one output");
+    let x = client.upload(&[1f32, 2., 3., 4., 5., 6.], &[2, 3])?;
+    let y = exe.execute(&[&x], &ExecuteOptions::new())?.into_iter().next().expect("the program has one output");
 
     // 1. Export: the tensor owns the buffer (and keeps the plugin from freeing, moving or
     //    donating it) until its deleter runs; ndarray reads the device memory in place.
@@ -68,13 +67,13 @@ fn main() -> pjrt_client::Result<()> {
     // 4. A buffer that reads shared host memory in place (the caller keeps `host`, and may read
     //    it meanwhile) is exported with DLPack's read-only flag: the consumer must not write it.
     let host = Arc::new(AlignedHostBuffer::from_slice(&[1f32, 2., 3., 4.])?);
-    let tensor = client.buffer_from_aligned(&host, ElementType::F32, &[4], Placement::Default)?.into_dlpack()?;
+    let tensor =
+        client.upload_with(HostSource::aligned(&host, ElementType::F32, &[4]), &UploadOptions::new())?.into_dlpack()?;
     assert_ne!(tensor.flags() & ffi::DLPACK_FLAG_BITMASK_READ_ONLY, 0);
     println!("over shared memory: flags {:#x} (read-only)", tensor.flags());
     // A plugin keeps PRED bytes as it was given them: 2 is no `bool`, so the bool view is
     // refused; the bytes can be read as u8 (nonzero is true).
-    let p =
-        client.buffer_from_bytes(&[1, 0, 2], ElementType::PRED, &[3], &HostLayout::default(), Placement::Default)?;
+    let p = client.upload_with(HostSource::bytes(&[1, 0, 2], ElementType::PRED, &[3]), &UploadOptions::new())?;
     let tensor = p.into_dlpack()?;
     match tensor.as_ndarray::<bool>() {
         Ok(view) => println!("as bool: {view}"),

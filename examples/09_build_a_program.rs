@@ -18,6 +18,7 @@
 use std::path::PathBuf;
 
 use pjrt_builder::{BuildError, Function, ParameterOptions, Value};
+use pjrt_client::ExecuteOptions;
 use pjrt_client::{locate, Buffer, Client, ClientOptions, CompileOptions, ElementType, Placement, Plugin, Program};
 use pjrt_formats::npy::NpyArray;
 use pjrt_formats::ClientExt as _;
@@ -76,11 +77,10 @@ fn train_step(f: &Function, x_dims: &[i64], y_dims: &[i64], hidden: i64) -> Resu
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let load = |name: &str| NpyArray::read(&repo_path(&format!("examples/mlp/{name}.npy")));
     let (b1, b2, w1, w2, x, y) = (load("b1")?, load("b2")?, load("w1")?, load("w2")?, load("x")?, load("y")?);
-    let dims = |a: &NpyArray| a.shape.iter().map(|&d| d as i64).collect::<Vec<i64>>();
 
     // 1. Build the program. Shapes and types are checked as each op is added.
     let f = Function::new("train_step");
-    let program = train_step(&f, &dims(&x), &dims(&y), b1.shape[0] as i64)?;
+    let program = train_step(&f, &x.dims, &y.dims, b1.dims[0])?;
     let text = program.text().unwrap_or_default();
     println!("built {} lines of StableHLO; the first op:", text.lines().count());
     println!("{}", text.lines().nth(2).unwrap_or_default().trim());
@@ -107,7 +107,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for step in 0..STEPS {
         let mut args: Vec<&Buffer> = weights.iter().collect();
         args.extend([&x, &y]);
-        let outputs = exe.execute(&args)?;
+        let outputs = exe.execute(&args, &ExecuteOptions::new())?;
         let loss = outputs[0].to_vec::<f32>()?[0];
         weights = outputs.into_iter().skip(1).collect();
         if step == 0 {

@@ -21,8 +21,8 @@ fn check_sendable(options: &CompileOptions) {
     let build = decoded.executable_build_options.as_ref().expect("executable_build_options must be present");
     assert!(build.num_replicas >= 1, "num_replicas {} would abort the plugin", build.num_replicas);
     assert!(build.num_partitions >= 1, "num_partitions {} would abort the plugin", build.num_partitions);
-    assert_eq!(build.num_replicas, options.replicas());
-    assert_eq!(build.num_partitions, options.partitions());
+    assert_eq!(build.num_replicas, options.num_replicas_requested() as i64);
+    assert_eq!(build.num_partitions, options.num_partitions_requested() as i64);
     // Compared as canonical encodings: NaN option values are not equal to themselves.
     let model = options.proto().encode_to_vec();
     assert_eq!(decoded.encode_to_vec(), model, "the bytes sent differ from the typed model");
@@ -30,15 +30,15 @@ fn check_sendable(options: &CompileOptions) {
     let again = CompileOptions::from_proto_bytes(&bytes).expect("the bytes sent must be accepted again");
     assert_eq!(again.proto().encode_to_vec(), model);
     if let Some(assignment) = options.assignment().expect("a valid option set has a valid assignment") {
-        assert_eq!(assignment.replicas() as i64, build.num_replicas);
-        assert_eq!(assignment.partitions() as i64, build.num_partitions);
+        assert_eq!(assignment.num_replicas() as i64, build.num_replicas);
+        assert_eq!(assignment.num_partitions() as i64, build.num_partitions);
     }
 }
 
 #[derive(Arbitrary, Debug)]
 enum Edit {
-    Replicas(i64),
-    Partitions(i64),
+    Replicas(usize),
+    Partitions(usize),
     /// Rows of device ids, each row cut to at most 8 ids, at most 8 rows.
     Assignment(Vec<Vec<i64>>),
     Portable(bool),
@@ -63,7 +63,7 @@ fn build(u: &mut Unstructured) -> arbitrary::Result<()> {
                 match DeviceAssignment::new(rows.clone()) {
                     Ok(a) => {
                         assert!(!rows.is_empty() && !rows[0].is_empty());
-                        assert_eq!((a.replicas(), a.partitions()), (rows.len(), rows[0].len()));
+                        assert_eq!((a.num_replicas(), a.num_partitions()), (rows.len(), rows[0].len()));
                         assert_eq!(a.device_ids().collect::<Vec<_>>(), rows.concat());
                         options.device_assignment(&a)
                     }
@@ -82,7 +82,7 @@ fn build(u: &mut Unstructured) -> arbitrary::Result<()> {
             Edit::XlaString(name, v) => options.xla_option(name, v),
         };
     }
-    let (replicas, partitions) = (options.replicas(), options.partitions());
+    let (replicas, partitions) = (options.num_replicas_requested(), options.num_partitions_requested());
     match options.validate() {
         Ok(()) => {
             assert!(replicas >= 1 && partitions >= 1, "accepted {replicas} replicas × {partitions} partitions");

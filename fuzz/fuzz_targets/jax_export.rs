@@ -34,8 +34,8 @@ fuzz_target!(|data: &[u8]| {
         // Inputs of exactly the model's avals (small ones only) map to its arguments.
         let mut inputs = Vec::new();
         for aval in model.in_avals() {
-            let dims: Vec<usize> = aval.fixed_dims().unwrap().iter().map(|&d| d as usize).collect();
-            let count = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+            let dims: Vec<i64> = aval.fixed_dims().unwrap();
+            let count = dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(usize::try_from(d).ok()?));
             let Some(count) = count.filter(|&c| c <= 4096) else { return };
             let Some(dtype) = aval.element_type.and_then(pjrt_formats::dtype_of) else { return };
             let bytes = count * dtype.size();

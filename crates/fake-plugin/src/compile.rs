@@ -34,8 +34,8 @@ slot_fn!(PJRT_Client_Compile => fn client_compile(args: PJRT_Client_Compile_Args
         unsafe { std::slice::from_raw_parts(args.compile_options.cast::<u8>(), args.compile_options_size) }
     };
     let options = CompileOptions::from_proto_bytes(options).map_err(|e| invalid(format!("fake: {e}")))?;
-    let replicas = options.replicas().max(1) as usize;
-    let partitions = options.partitions().max(1) as usize;
+    let replicas = options.num_replicas_requested().max(1);
+    let partitions = options.num_partitions_requested().max(1);
     let count = replicas * partitions;
     if count > DEVICES.len() {
         return Err(invalid(format!("fake: {count} devices asked for, {} exist", DEVICES.len())));
@@ -139,8 +139,8 @@ unsafe fn compile_options(ptr: *const c_char, len: usize) -> Result<(usize, usiz
     // SAFETY: the caller's guarantee.
     let options =
         CompileOptions::from_proto_bytes(unsafe { sys_bytes(ptr, len) }).map_err(|e| invalid(format!("fake: {e}")))?;
-    let replicas = options.replicas().max(1) as usize;
-    let partitions = options.partitions().max(1) as usize;
+    let replicas = options.num_replicas_requested().max(1);
+    let partitions = options.num_partitions_requested().max(1);
     if replicas * partitions > DEVICES.len() {
         return Err(invalid(format!("fake: {} devices asked for, {} exist", replicas * partitions, DEVICES.len())));
     }

@@ -35,9 +35,9 @@ use crate::types::{element_min_version, TensorType, Type, Version};
 /// f.check_plugin(&plugin)?;
 /// let client = Client::new(&plugin, &ClientOptions::new())?;
 /// let exe = client.compile(&program, &CompileOptions::new())?;
-/// let x = client.buffer_from_slice(&[1f32, 0., 0., 0., 1., 0.], &[2, 3], Placement::Default)?;
-/// let w = client.buffer_from_slice(&[0f32, 0., 0., 0., 0., 0.], &[3, 2], Placement::Default)?;
-/// let out = exe.execute(&[&x, &w])?[0].to_vec::<f32>()?;
+/// let x = client.upload(&[1f32, 0., 0., 0., 1., 0.], &[2, 3])?;
+/// let w = client.upload(&[0f32, 0., 0., 0., 0., 0.], &[3, 2])?;
+/// let out = exe.execute(&[&x, &w], &ExecuteOptions::new())?[0].to_vec::<f32>()?;
 /// assert_eq!(out, [1f32.tanh(); 4]);
 /// # Ok(()) }
 /// ```

@@ -21,8 +21,8 @@
 //! f.check_plugin(&plugin)?;  // the plugin reads the StableHLO this program uses
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
-//! let input = client.buffer_from_slice(&[0f32, 1., -1., 2.], &[4], Placement::Default)?;
-//! let out = exe.execute(&[&input])?;
+//! let input = client.upload(&[0f32, 1., -1., 2.], &[4])?;
+//! let out = exe.execute(&[&input], &ExecuteOptions::new())?;
 //! assert!((out[0].to_vec::<f32>()?[0] - 2f32.ln()).abs() < 1e-6);
 //! # Ok(()) }
 //! ```

@@ -39,10 +39,10 @@
 //! let plugin = Plugin::load(&pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
-//! let x = client.buffer_from_slice(&[1f32, 0., 0., 0., 1., 0.], &[2, 3], Placement::Default)?;
-//! let w = client.buffer_from_slice(&[1f32, 2., 0., -1., 0., 0., 3., 0., 5., 5., 5., 5.], &[3, 4], Placement::Default)?;
-//! let labels = client.buffer_from_slice(&[1i32, 2], &[2], Placement::Default)?;
-//! let out = exe.execute(&[&x, &w, &labels])?;
+//! let x = client.upload(&[1f32, 0., 0., 0., 1., 0.], &[2, 3])?;
+//! let w = client.upload(&[1f32, 2., 0., -1., 0., 0., 3., 0., 5., 5., 5., 5.], &[3, 4])?;
+//! let labels = client.upload(&[1i32, 2], &[2])?;
+//! let out = exe.execute(&[&x, &w, &labels], &ExecuteOptions::new())?;
 //! let p = out[0].to_vec::<f32>()?;
 //! assert!((p[0..4].iter().sum::<f32>() - 1.).abs() < 1e-6);
 //! assert_eq!(out[1].to_vec::<i32>()?, [1, 2]);

@@ -27,12 +27,12 @@
 //! let w_values: Vec<f32> = (0..6).map(|i| i as f32).collect();
 //! let mut per_device: Vec<Vec<Buffer>> = Vec::new();
 //! for device in &exe.addressable_devices() {
-//!     let x = client.buffer_from_slice(&[1f32; 6], &[2, 3], Placement::Device(device))?;
-//!     let w = client.buffer_from_slice(&w_values, &[3, 2], Placement::Device(device))?;
+//!     let x = client.upload_with(HostSource::slice(&[1f32; 6], &[2, 3]), &UploadOptions::new().device(device))?;
+//!     let w = client.upload_with(HostSource::slice(&w_values, &[3, 2]), &UploadOptions::new().device(device))?;
 //!     per_device.push(vec![x, w]);
 //! }
 //! let arguments: Vec<Vec<&Buffer>> = per_device.iter().map(|l| l.iter().collect()).collect();
-//! let run = exe.execute_sharded(&arguments)?;
+//! let run = exe.execute_sharded_async(&arguments, &ExecuteOptions::new())?;
 //! run.wait()?;
 //! assert_eq!(run.outputs[1][0].dimensions()?, [2, 2]);
 //! assert_eq!(run.outputs[1][0].to_vec::<f32>()?, [6., 9., 6., 9.]);

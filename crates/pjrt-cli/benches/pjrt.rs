@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use pjrt_cli::commands::bench::Dispatch;
-use pjrt_client::{locate, AlignedHostBuffer, Client, ClientOptions, ElementType, HostLayout, Placement, Plugin};
+use pjrt_client::{locate, AlignedHostBuffer, Client, ClientOptions, ElementType, Plugin};
+use pjrt_client::{HostSource, UploadOptions};
 
 fn client() -> Client {
     let known = locate::default_plugin();
@@ -37,21 +38,26 @@ fn transfers(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("h2d", bytes), &bytes, |b, _| {
             b.iter(|| {
                 let buffer = client
-                    .buffer_from_bytes(&data, ElementType::F32, &[count], &HostLayout::default(), Placement::Default)
+                    .upload_with(HostSource::bytes(&data, ElementType::F32, &[count]), &UploadOptions::new())
                     .unwrap();
                 buffer.ready_event().unwrap().wait().unwrap();
             })
         });
         let host = Arc::new(AlignedHostBuffer::from_bytes(&data).unwrap());
         group.bench_with_input(BenchmarkId::new("h2d-zero-copy", bytes), &bytes, |b, _| {
-            b.iter(|| drop(client.buffer_from_aligned(&host, ElementType::F32, &[count], Placement::Default).unwrap()))
+            b.iter(|| {
+                drop(
+                    client
+                        .upload_with(HostSource::aligned(&host, ElementType::F32, &[count]), &UploadOptions::new())
+                        .unwrap(),
+                )
+            })
         });
-        let buffer = client
-            .buffer_from_bytes(&data, ElementType::F32, &[count], &HostLayout::default(), Placement::Default)
-            .unwrap();
-        let mut dst = vec![0u8; bytes];
+        let buffer =
+            client.upload_with(HostSource::bytes(&data, ElementType::F32, &[count]), &UploadOptions::new()).unwrap();
+        let mut dst = vec![0f32; count as usize];
         group.bench_with_input(BenchmarkId::new("d2h", bytes), &bytes, |b, _| {
-            b.iter(|| buffer.copy_to_host_into(&mut dst).unwrap())
+            b.iter(|| buffer.copy_to_slice(&mut dst).unwrap())
         });
     }
     group.finish();

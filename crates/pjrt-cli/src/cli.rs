@@ -158,7 +158,7 @@ pub struct RunArgs {
     /// Number of replicas (default: the module's mhlo.num_replicas, else 1). Each replica gets
     /// the same inputs; replica k's outputs go to DIR/device{k}/.
     #[arg(long)]
-    pub replicas: Option<i64>,
+    pub replicas: Option<usize>,
     /// Split each input along AXIS into one shard per device (replicas × partitions): device k
     /// gets shard k. An input whose shape already is the program's (per-device) parameter shape
     /// is given whole to every device instead. Needed to run a partitioned program
@@ -211,11 +211,11 @@ pub struct CompileArgs {
     pub plugin: PluginArg,
     /// Number of replicas (default: the module's mhlo.num_replicas, else 1).
     #[arg(long)]
-    pub replicas: Option<i64>,
+    pub replicas: Option<usize>,
     /// Number of partitions (default: the module's mhlo.num_partitions, else 1); more than one
     /// compiles with SPMD partitioning.
     #[arg(long)]
-    pub partitions: Option<i64>,
+    pub partitions: Option<usize>,
     /// Compile against a topology instead of a client's devices: a name the plugin knows, or,
     /// for plugins that cannot create topologies by name (the CPU ones), the platform name
     /// with an optional device count (`cpu`, `cpu:8`). Needs a plugin with a topology compiler.

@@ -44,8 +44,8 @@ impl ProgramSource {
         match self {
             ProgramSource::Program(p) => p.module_counts(),
             ProgramSource::Artifact(a) => ModuleCounts {
-                replicas: Some(a.header.replicas),
-                partitions: Some(a.header.partitions),
+                num_replicas: Some(a.header.num_replicas),
+                num_partitions: Some(a.header.num_partitions),
                 ..ModuleCounts::default()
             },
         }
@@ -90,14 +90,16 @@ pub fn compile_or_load(
     let program = match source {
         ProgramSource::Artifact(artifact) => {
             let h = &artifact.header;
-            if (options.replicas(), options.partitions()) != (h.replicas, h.partitions) {
+            if (options.num_replicas_requested(), options.num_partitions_requested())
+                != (h.num_replicas, h.num_partitions)
+            {
                 return Err(invalid(format!(
                     "the artifact was compiled for {} replicas × {} partitions, not {} × {}; recompile it with \
                      `pjrt compile --replicas R --partitions N`",
-                    h.replicas,
-                    h.partitions,
-                    options.replicas(),
-                    options.partitions()
+                    h.num_replicas,
+                    h.num_partitions,
+                    options.num_replicas_requested(),
+                    options.num_partitions_requested()
                 )));
             }
             let started = Instant::now();
@@ -157,8 +159,8 @@ pub(crate) fn ms(since: Instant) -> f64 {
 /// The options `pjrt run` and `pjrt compile` build from their flags and the module.
 pub fn build_options(
     platform: &str,
-    replicas: i64,
-    partitions: i64,
+    replicas: usize,
+    partitions: usize,
     uses_shardy: bool,
     xla: &XlaSettings,
 ) -> Result<CompileOptions, Error> {

@@ -3,7 +3,8 @@
 //!
 //!     cargo run -p pjrt-client --example add
 
-use pjrt_client::{locate, Client, ClientOptions, CompileOptions, Placement, Plugin, Program};
+use pjrt_client::{locate, Client, ClientOptions, CompileOptions, Plugin, Program};
+use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
 
 const PROGRAM: &str = r#"
 func.func @main(%a: tensor<2x2xf32>, %b: tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<f32>) {
@@ -24,9 +25,11 @@ fn main() -> pjrt_client::Result<()> {
     println!("running on {}", device.to_string()?);
 
     let exe = client.compile(&Program::mlir_text(PROGRAM)?, &CompileOptions::new())?;
-    let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[2, 2], Placement::Device(&device))?;
-    let b = client.buffer_from_slice(&[10f32, 20., 30., 40.], &[2, 2], Placement::Device(&device))?;
-    let outputs = exe.execute(&[&a, &b])?;
+    let a =
+        client.upload_with(HostSource::slice(&[1f32, 2., 3., 4.], &[2, 2]), &UploadOptions::new().device(&device))?;
+    let b = client
+        .upload_with(HostSource::slice(&[10f32, 20., 30., 40.], &[2, 2]), &UploadOptions::new().device(&device))?;
+    let outputs = exe.execute(&[&a, &b], &ExecuteOptions::new())?;
     println!("sum   = {:?}", outputs[0].to_vec::<f32>()?);
     println!("total = {:?}", outputs[1].to_vec::<f32>()?);
     Ok(())

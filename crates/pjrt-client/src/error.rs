@@ -286,7 +286,7 @@ pub enum Error {
     #[error("a callback panicked: {0}")]
     CallbackPanicked(String),
     /// A call that waits for the plugin was made inside a plugin callback (an [`crate::Event::on_ready`]
-    /// callback, the `on_done` of [`crate::Client::buffer_from_host_data`], a host send or
+    /// callback, the `on_done` of [`crate::HostSource::on_done`], a host send or
     /// receive callback, ...). Refused before anything was started: the thread may be one the
     /// plugin needs to finish the very work waited for, and the wait would never end (the 0.106
     /// CPU plugin hangs so). `instead` names the call that does not wait; to wait, hand the work

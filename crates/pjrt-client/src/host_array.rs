@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 /// so every `HostArray` uploads without surprises.
 ///
 /// ```
-/// use pjrt_client::{ElementType, HostArray, Placement};
+/// use pjrt_client::{ElementType, HostArray, UploadOptions};
 /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let x = HostArray::from_elements(vec![2, 2], &[1f32, 2., 3., 4.])?;
@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 /// assert_eq!(rows[1].to_vec::<f32>()?, [3., 4.]);
 /// assert_eq!(HostArray::concatenate(&rows, 0)?, x);
 ///
-/// let buffer = client.buffer_from_host_array(&x, Placement::Default)?;
+/// let buffer = client.upload_with(&x, &UploadOptions::new())?;
 /// assert_eq!(buffer.to_host_array()?, x);
 ///
 /// // Sub-byte types: one element per byte; int4 8 does not exist.
@@ -32,33 +32,42 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostArray {
     element_type: ElementType,
-    shape: Vec<usize>,
+    /// Non-negative, and their product fits `usize` (checked in `new`).
+    dims: Vec<i64>,
     data: Vec<u8>,
 }
 
+/// The dimensions as sizes, or `None` if one is negative or their product overflows.
+pub(crate) fn dims_to_sizes(dims: &[i64]) -> Option<(Vec<usize>, usize)> {
+    let sizes: Vec<usize> = dims.iter().map(|d| usize::try_from(*d).ok()).collect::<Option<_>>()?;
+    let count = sizes.iter().try_fold(1usize, |n, d| n.checked_mul(*d))?;
+    Some((sizes, count))
+}
+
 impl HostArray {
-    /// An array of `shape` from its host bytes. An error if `data` is not exactly the size of
-    /// `shape` in `element_type` ([`ElementType::host_bytes`]), if the type is not an array
-    /// type, or if a byte of a sub-byte type is not a value of it
-    /// ([`ElementType::check_host_values`]).
-    pub fn new(element_type: ElementType, shape: Vec<usize>, data: Vec<u8>) -> Result<Self> {
-        let count = shape.iter().try_fold(1usize, |n, d| n.checked_mul(*d));
+    /// An array of dimensions `dims` from its host bytes. An error if a dimension is negative,
+    /// if `data` is not exactly the size of `dims` in `element_type`
+    /// ([`ElementType::host_bytes`]), if the type is not an array type, or if a byte of a
+    /// sub-byte type is not a value of it ([`ElementType::check_host_values`]).
+    pub fn new(element_type: ElementType, dims: Vec<i64>, data: Vec<u8>) -> Result<Self> {
+        let count = dims_to_sizes(&dims).map(|(_, count)| count);
         let expected = count.and_then(|c| element_type.host_bytes(c)).ok_or_else(|| {
-            Error::invalid(format!("an array of {element_type} and shape {shape:?} has no host size"))
+            Error::invalid(format!("an array of {element_type} and dimensions {dims:?} has no host size"))
         })?;
         if data.len() != expected {
             return Err(Error::invalid(format!(
-                "an array of {element_type} and shape {shape:?} takes {expected} bytes, not {}",
+                "an array of {element_type} and dimensions {dims:?} takes {expected} bytes, not {}",
                 data.len()
             )));
         }
         element_type.check_host_values(&data)?;
-        Ok(HostArray { element_type, shape, data })
+        Ok(HostArray { element_type, dims, data })
     }
 
-    /// An array of `shape` holding `elements` (row-major). PRED arrays are made from `bool`s.
-    pub fn from_elements<T: NativeType>(shape: Vec<usize>, elements: &[T]) -> Result<Self> {
-        HostArray::new(T::ELEMENT_TYPE, shape, native_bytes(elements).to_vec())
+    /// An array of dimensions `dims` holding `elements` (row-major). PRED arrays are made from
+    /// `bool`s.
+    pub fn from_elements<T: NativeType>(dims: Vec<i64>, elements: &[T]) -> Result<Self> {
+        HostArray::new(T::ELEMENT_TYPE, dims, native_bytes(elements).to_vec())
     }
 
     /// The elements as `T`, which must match the element type. PRED bytes other than 0 and 1
@@ -75,9 +84,9 @@ impl HostArray {
         self.element_type
     }
 
-    /// The dimensions.
-    pub fn shape(&self) -> &[usize] {
-        &self.shape
+    /// The dimensions (non-negative), as PJRT and [`crate::Buffer::dimensions`] give them.
+    pub fn dims(&self) -> &[i64] {
+        &self.dims
     }
 
     /// The host bytes.
@@ -85,19 +94,19 @@ impl HostArray {
         &self.data
     }
 
-    /// The element type, shape and bytes.
-    pub fn into_parts(self) -> (ElementType, Vec<usize>, Vec<u8>) {
-        (self.element_type, self.shape, self.data)
+    /// The element type, dimensions and bytes.
+    pub fn into_parts(self) -> (ElementType, Vec<i64>, Vec<u8>) {
+        (self.element_type, self.dims, self.data)
     }
 
     /// The number of elements (1 for a scalar).
     pub fn element_count(&self) -> usize {
-        self.shape.iter().product()
+        self.sizes().iter().product()
     }
 
-    /// The dimensions as PJRT takes them.
-    pub fn dims(&self) -> Vec<i64> {
-        self.shape.iter().map(|d| *d as i64).collect()
+    /// The dimensions as sizes (checked in `new`).
+    fn sizes(&self) -> Vec<usize> {
+        self.dims.iter().map(|d| *d as usize).collect()
     }
 
     fn element_bytes(&self) -> usize {
@@ -108,40 +117,42 @@ impl HostArray {
     /// Splits the array into `parts` equal slices along `axis` (an error if the axis does not
     /// divide).
     pub fn split(&self, axis: usize, parts: usize) -> Result<Vec<HostArray>> {
-        let pieces = split_along(&self.data, &self.shape, self.element_bytes(), axis, parts)?;
+        let pieces = split_along(&self.data, &self.sizes(), self.element_bytes(), axis, parts)?;
         Ok(pieces
             .into_iter()
             .map(|data| {
-                let mut shape = self.shape.clone();
-                shape[axis] /= parts;
-                HostArray { element_type: self.element_type, shape, data }
+                let mut dims = self.dims.clone();
+                dims[axis] /= parts as i64;
+                HostArray { element_type: self.element_type, dims, data }
             })
             .collect())
     }
 
-    /// Concatenates arrays of equal element type and shape (except along `axis`): the inverse
-    /// of [`HostArray::split`].
+    /// Concatenates arrays of equal element type and dimensions (except along `axis`): the
+    /// inverse of [`HostArray::split`].
     pub fn concatenate(parts: &[HostArray], axis: usize) -> Result<HostArray> {
         let first = parts.first().ok_or_else(|| Error::invalid("nothing to concatenate"))?;
-        let rank = first.shape.len();
+        let rank = first.dims.len();
         if axis >= rank {
             return Err(Error::invalid(format!("cannot concatenate rank-{rank} arrays along axis {axis}")));
         }
         for p in parts {
-            let same_other_dims = p.shape.len() == rank && (0..rank).all(|i| i == axis || p.shape[i] == first.shape[i]);
+            let same_other_dims = p.dims.len() == rank && (0..rank).all(|i| i == axis || p.dims[i] == first.dims[i]);
             if p.element_type != first.element_type || !same_other_dims {
                 return Err(Error::invalid(
                     "arrays to concatenate must have the same element type and the same other dimensions",
                 ));
             }
         }
-        let outer: usize = first.shape[..axis].iter().product();
-        let inner: usize = first.shape[axis + 1..].iter().product::<usize>() * first.element_bytes();
-        let rows: Vec<(&[u8], usize)> = parts.iter().map(|p| (p.data.as_slice(), p.shape[axis] * inner)).collect();
+        let sizes = first.sizes();
+        let outer: usize = sizes[..axis].iter().product();
+        let inner: usize = sizes[axis + 1..].iter().product::<usize>() * first.element_bytes();
+        let rows: Vec<(&[u8], usize)> =
+            parts.iter().map(|p| (p.data.as_slice(), p.dims[axis] as usize * inner)).collect();
         let data = interleave(&rows, outer);
-        let mut shape = first.shape.clone();
-        shape[axis] = parts.iter().map(|p| p.shape[axis]).sum();
-        Ok(HostArray { element_type: first.element_type, shape, data })
+        let mut dims = first.dims.clone();
+        dims[axis] = parts.iter().map(|p| p.dims[axis]).sum();
+        Ok(HostArray { element_type: first.element_type, dims, data })
     }
 }
 
@@ -217,7 +228,8 @@ mod tests {
     #[test]
     fn sizes_and_values_are_checked() {
         assert!(HostArray::new(ElementType::F32, vec![2], vec![0; 7]).is_err());
-        assert!(HostArray::new(ElementType::F32, vec![usize::MAX, 2], vec![]).is_err());
+        assert!(HostArray::new(ElementType::F32, vec![i64::MAX, 2], vec![]).is_err());
+        assert!(HostArray::new(ElementType::F32, vec![-1], vec![]).is_err());
         assert!(HostArray::new(ElementType::TOKEN, vec![], vec![]).is_err());
         assert!(HostArray::new(ElementType::U4, vec![1], vec![0xff]).is_err());
         assert!(HostArray::new(ElementType::S4, vec![1], vec![0xff]).is_ok());

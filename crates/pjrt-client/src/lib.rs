@@ -5,7 +5,7 @@
 //! programs on one or many devices.
 //!
 //! ```
-//! use pjrt_client::{Client, ClientOptions, CompileOptions, Placement, Plugin, Program};
+//! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
 //!
 //! # fn main() -> pjrt_client::Result<()> {
 //! // Find a plugin; with none on the machine, install the default CPU plugin from PyPI.
@@ -18,9 +18,9 @@
 //!     return %0 : tensor<4xf32>
 //!   }"#)?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
-//! let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
-//! let b = client.buffer_from_slice(&[10f32, 20., 30., 40.], &[4], Placement::Default)?;
-//! let out = exe.execute(&[&a, &b])?;
+//! let a = client.upload(&[1f32, 2., 3., 4.], &[4])?;
+//! let b = client.upload(&[10f32, 20., 30., 40.], &[4])?;
+//! let out = exe.execute(&[&a, &b], &ExecuteOptions::new())?;
 //! assert_eq!(out[0].to_vec::<f32>()?, [11., 22., 33., 44.]);
 //! # Ok(()) }
 //! ```
@@ -33,6 +33,13 @@
 //! `05_async_execution` (futures, overlapping transfers, events), `06_safetensors_weights` (weights),
 //! `07_jax_exported_model` (a model exported from JAX). `docs/jax-guide.md` maps JAX concepts to this
 //! API; `docs/multi-host.md` covers many devices, processes and hosts.
+//!
+//! ## The calls you use most
+//! | to | call |
+//! |---|---|
+//! | upload | [`Client::upload`] (a typed slice), [`Client::upload_with`] (any [`HostSource`], with [`UploadOptions`]: see [`upload`]), [`LoadedExecutable::upload_sharded`] |
+//! | execute | [`LoadedExecutable::execute`] / [`LoadedExecutable::execute_async`] (one device), [`LoadedExecutable::execute_sharded`] / [`LoadedExecutable::execute_sharded_async`] (one argument list per device), each with [`ExecuteOptions`] |
+//! | download | [`Buffer::to_vec`], [`Buffer::to_host_array`], [`Buffer::copy_to_slice`], [`Buffer::to_bytes`] / [`Buffer::to_bytes_async`] with [`DownloadOptions`], [`Buffer::raw_copy_request`]: see [`download`] |
 //!
 //! ## Layers
 //! | level | where | what |
@@ -50,7 +57,7 @@
 //!   client creation, compiles, transfers and executions. Without it, no spans and no
 //!   dependency.
 //! - `ndarray`: buffers from and to [`ndarray`](https://docs.rs/ndarray) arrays
-//!   (`Client::buffer_from_array`, `Buffer::to_array`).
+//!   (uploads from arrays and views through [`HostSource`], `HostArray::to_ndarray`).
 //!
 //! ## Threads
 //! Every public handle is `Send + Sync`: PJRT objects are thread-safe by contract, so one client
@@ -58,7 +65,7 @@
 //! [`Event`], [`Topology`] and [`Executable`] own their PJRT object (destroyed on drop); children
 //! hold an `Arc` to their client, so a client is destroyed only after its last buffer, executable
 //! and event, whichever thread drops it. [`Device`] and [`Memory`] are views borrowed from a
-//! client. [`HostTransfer`], [`PendingExecution`] and [`Execution`] own the memory a transfer or
+//! client. [`HostTransfer`], [`PendingExecution`] and [`PendingShardedExecution`] own the memory a transfer or
 //! execution writes to until it completes. Each `unsafe impl Send/Sync` carries its reasoning in
 //! a `SAFETY` comment.
 //!
@@ -71,22 +78,22 @@
 //! pointer: a plugin calling back twice, late or with another argument finds nothing.
 //!
 //! **What a callback may do.** A callback ([`Event::on_ready`], the `on_done` of
-//! [`Client::buffer_from_host_data`], [`ExecuteOptions::on_send`] and `on_recv`) runs on a
+//! [`HostSource::on_done`], [`ExecuteOptions::on_send`] and `on_recv`) runs on a
 //! thread the plugin may need to finish other work, often one of a pool the client owns. So it
 //! may *start* work, query and drop anything, but not *wait* for the plugin: every call that
 //! would wait returns [`Error::BlockingInCallback`] there, before starting anything, and the
 //! error names the call that does not wait. Allowed: the launches that return at once
-//! ([`LoadedExecutable::execute_async`] and the other `*_async` launches), uploads that copy
-//! during the call ([`Client::buffer_from_slice`], [`Client::buffer_from_host_data`]), starting
-//! downloads ([`Buffer::to_host_async`], [`Buffer::copy_to_host_async`]), registering more
+//! ([`LoadedExecutable::execute_async`], [`LoadedExecutable::execute_sharded_async`]), uploads
+//! that copy during the call or own their data ([`Client::upload`], [`Client::upload_with`]),
+//! starting downloads ([`Buffer::to_bytes_async`]), registering more
 //! callbacks, [`Event::is_ready`], [`OnReady::is_done`], polling futures, sending to a thread of
 //! your own, and dropping handles (destroyed on the release thread). Refused: the waiting
-//! executes ([`LoadedExecutable::execute`], `execute_with`, `execute_on`, `execute_on_with`,
-//! `run_sharded`), downloads that wait ([`Buffer::to_vec`], `to_host_bytes`, `to_host_array`,
-//! `copy_to_host_into`, `copy_to_slice`, `copy_raw_to_host`, `copy_to_client`), uploads with
+//! executes ([`LoadedExecutable::execute`], [`LoadedExecutable::execute_sharded`]), downloads
+//! that wait ([`Buffer::to_vec`], `to_host_array`, `copy_to_slice`, `to_bytes`,
+//! `copy_to_client`), uploads with
 //! [`HostBufferSemantics::CopyUntilTransferCompletes`], [`TransferManager::transfer_data`] and
 //! `transfer_literal`, and the waits ([`Event::wait`], [`OnReady::wait`],
-//! [`PendingExecution::wait`], [`Execution::wait`], [`HostTransfer::wait`],
+//! [`PendingExecution::wait`], [`PendingShardedExecution::wait`], [`HostTransfer::wait`],
 //! [`PendingTransfer::wait`], their `wait_timeout`s and the DLPack export) unless what they wait
 //! for has completed already, when they return at once (so a transfer may be taken in the
 //! `on_ready` callback of its own event). [`flush_released`] returns at once inside a callback
@@ -95,7 +102,7 @@
 //! of your own.
 //!
 //! ## Async
-//! [`Event`], [`HostTransfer`], [`PendingExecution`] and [`Execution`] are futures: the waker is
+//! [`Event`], [`HostTransfer`], [`PendingExecution`] and [`PendingShardedExecution`] are futures: the waker is
 //! registered through `PJRT_Event_OnReady`, so they work with any executor and never poll.
 //!
 //! ## Trust
@@ -170,14 +177,16 @@ pub mod extensions;
 pub use buffer::aligned::{AlignedHostBuffer, SharedBytes, SharedHostBytes, HOST_ALIGNMENT};
 pub use buffer::dma::DmaMapping;
 pub use buffer::donation::ControlDependency;
+pub use buffer::download::{self, DownloadOptions};
 pub use buffer::host_data::HostData;
 pub use buffer::layout::MemoryLayout;
 pub use buffer::queries::ExternalReference;
 pub use buffer::raw_copy::RawCopyRequest;
 pub use buffer::transfer_manager::{PendingTransfer, ShapeSpec, TransferManager};
+pub use buffer::upload::{self, HostSource, UploadOptions};
 pub use buffer::views::ViewOptions;
 pub use buffer::without_host_data::AliasFulfiller;
-pub use buffer::{Buffer, HostBufferSemantics, HostLayout, HostTransfer, Placement};
+pub use buffer::{Buffer, HostBufferSemantics, HostTransfer, Placement};
 pub use call::named_value::Value;
 pub use call::release::flush_released;
 pub use call::ApiVersion;
@@ -194,7 +203,7 @@ pub use event::user_event::UserEvent;
 pub use event::{Event, OnReady};
 pub use executable::compile_layouts::ShapeWithLayout;
 pub use executable::execute_options::{ExecuteContext, ExecuteOptions};
-pub use executable::execution::{Execution, PendingExecution};
+pub use executable::execution::{PendingExecution, PendingShardedExecution};
 pub use executable::host_callbacks::{CopyToDeviceStream, SendChunk};
 pub use executable::load::LoadOptions;
 pub use executable::metadata::{CompiledMemoryStats, LogicalDeviceId, OptimizedProgram};

@@ -172,8 +172,8 @@ impl Program {
         // Attributes sit on the `module` line, before the first function.
         let header = text.split("func.func").next().unwrap_or("");
         ModuleCounts {
-            replicas: attribute_int(header, "mhlo.num_replicas"),
-            partitions: attribute_int(header, "mhlo.num_partitions"),
+            num_replicas: attribute_count(header, "mhlo.num_replicas"),
+            num_partitions: attribute_count(header, "mhlo.num_partitions"),
             uses_shardy: header.contains("sdy.mesh") || text.contains("sdy.sharding"),
         }
     }
@@ -183,9 +183,9 @@ impl Program {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ModuleCounts {
     /// `mhlo.num_replicas`
-    pub replicas: Option<i64>,
+    pub num_replicas: Option<usize>,
     /// `mhlo.num_partitions`
-    pub partitions: Option<i64>,
+    pub num_partitions: Option<usize>,
     /// Whether the module carries Shardy (`sdy`) shardings.
     pub uses_shardy: bool,
 }
@@ -288,7 +288,7 @@ fn mlir_varint_len(first: u8) -> Option<usize> {
     Some(if first == 0 { 9 } else { first.trailing_zeros() as usize + 1 })
 }
 
-fn attribute_int(text: &str, name: &str) -> Option<i64> {
+fn attribute_count(text: &str, name: &str) -> Option<usize> {
     let at = text.find(name)? + name.len();
     let rest = text[at..].trim_start().strip_prefix('=')?.trim_start();
     let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
@@ -307,7 +307,7 @@ mod tests {
         )
         .unwrap();
         let c = p.module_counts();
-        assert_eq!((c.replicas, c.partitions), (Some(1), Some(2)));
+        assert_eq!((c.num_replicas, c.num_partitions), (Some(1), Some(2)));
     }
 
     #[test]

@@ -10,8 +10,8 @@
 //! every device). [`Sharding`] says which, per argument and per output.
 //!
 //! ```
-//! use pjrt_client::sharding::{gather_slices, shard_slice, Sharding};
-//! use pjrt_client::{Client, ClientOptions, CompileOptions, HostArray, Program};
+//! use pjrt_client::sharding::{gather_outputs, gather_slices, shard_slice, Sharding};
+//! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, HostArray, Program};
 //!
 //! // Plain slices: split a 4×2 array by rows over 2 devices and put it back together.
 //! let x: Vec<f32> = (0..8).map(|i| i as f32).collect();
@@ -31,17 +31,20 @@
 //! let exe = client.compile(&program, &CompileOptions::new().num_replicas(2))?;
 //! let xa = HostArray::from_elements(vec![4, 2], &x)?;
 //! let wa = HostArray::from_elements(vec![2], &[1f32, 10.])?;
-//! let y = exe.run_sharded(&[xa, wa], &[Sharding::Split(0), Sharding::Replicated], &[Sharding::Split(0)])?;
-//! assert_eq!(y[0].shape(), [4, 2]);
+//! // Upload x split by rows and w whole to each device, run, gather y by rows.
+//! let arguments = exe.upload_sharded(&[xa, wa], &[Sharding::Split(0), Sharding::Replicated])?;
+//! let outputs = exe.execute_sharded(&arguments, &ExecuteOptions::new())?;
+//! let y = gather_outputs(&outputs, &[Sharding::Split(0)])?;
+//! assert_eq!(y[0].dims(), [4, 2]);
 //! assert_eq!(y[0].to_vec::<f32>()?, [0., 10., 2., 30., 4., 50., 6., 70.]);
 //! # Ok::<(), pjrt_client::Error>(())
 //! ```
 
-use crate::buffer::{Buffer, Placement};
+use crate::buffer::upload::UploadOptions;
+use crate::buffer::Buffer;
 use crate::error::{Error, Result};
-use crate::executable::execution::Execution;
 use crate::executable::LoadedExecutable;
-use crate::host_array::{interleave, split_along, HostArray};
+use crate::host_array::{dims_to_sizes, interleave, split_along, HostArray};
 
 /// How one argument (or output) is laid out over the devices of an execution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -66,43 +69,36 @@ impl From<Option<usize>> for Sharding {
     }
 }
 
-/// Splits an array into `n` equal shards along `axis` (an error if the axis does not divide).
-pub fn shard(array: &HostArray, axis: usize, n: usize) -> Result<Vec<HostArray>> {
-    array.split(axis, n)
-}
-
-/// Concatenates shards along `axis`: the inverse of [`shard`].
-pub fn gather(parts: &[HostArray], axis: usize) -> Result<HostArray> {
-    HostArray::concatenate(parts, axis)
-}
-
-/// Splits a row-major array (`data` of shape `shape`) into `n` equal shards along `axis`.
-/// Returns each shard's elements; every shard has `shape` with `shape[axis] / n` on `axis`.
-pub fn shard_slice<T: Copy>(data: &[T], shape: &[usize], axis: usize, n: usize) -> Result<Vec<Vec<T>>> {
-    let expected: usize = shape.iter().product();
-    if expected != data.len() {
-        return Err(Error::invalid(format!("{} elements do not make an array of shape {shape:?}", data.len())));
+/// Splits a row-major array (`data` of dimensions `dims`) into `n` equal shards along `axis`,
+/// as [`HostArray::split`] does for host arrays. Returns each shard's elements; every shard has
+/// `dims` with `dims[axis] / n` on `axis`.
+pub fn shard_slice<T: Copy>(data: &[T], dims: &[i64], axis: usize, n: usize) -> Result<Vec<Vec<T>>> {
+    match dims_to_sizes(dims) {
+        Some((sizes, count)) if count == data.len() => split_along(data, &sizes, 1, axis, n),
+        _ => Err(Error::invalid(format!("{} elements do not make an array of dimensions {dims:?}", data.len()))),
     }
-    split_along(data, shape, 1, axis, n)
 }
 
-/// Concatenates equal row-major shards, each of shape `part_shape`, along `axis`. Returns the
-/// elements and the shape of the whole.
+/// Concatenates equal row-major shards, each of dimensions `part_dims`, along `axis`, as
+/// [`HostArray::concatenate`] does for host arrays. Returns the elements and the dimensions of
+/// the whole.
 pub fn gather_slices<T: Copy, P: AsRef<[T]>>(
     parts: &[P],
-    part_shape: &[usize],
+    part_dims: &[i64],
     axis: usize,
-) -> Result<(Vec<T>, Vec<usize>)> {
+) -> Result<(Vec<T>, Vec<i64>)> {
     if parts.is_empty() {
         return Err(Error::invalid("nothing to gather"));
     }
+    let Some((part_shape, part_len)) = dims_to_sizes(part_dims) else {
+        return Err(Error::invalid(format!("{part_dims:?} are not the dimensions of an array")));
+    };
     if axis >= part_shape.len() {
         return Err(Error::invalid(format!("cannot gather rank-{} arrays along axis {axis}", part_shape.len())));
     }
-    let part_len: usize = part_shape.iter().product();
     if let Some(bad) = parts.iter().position(|p| p.as_ref().len() != part_len) {
         return Err(Error::invalid(format!(
-            "part {bad} has {} elements, not {part_len} (shape {part_shape:?})",
+            "part {bad} has {} elements, not {part_len} (dimensions {part_dims:?})",
             parts[bad].as_ref().len()
         )));
     }
@@ -110,9 +106,9 @@ pub fn gather_slices<T: Copy, P: AsRef<[T]>>(
     let chunk: usize = part_shape[axis..].iter().product();
     let rows: Vec<(&[T], usize)> = parts.iter().map(|p| (p.as_ref(), chunk)).collect();
     let data = interleave(&rows, outer);
-    let mut shape = part_shape.to_vec();
-    shape[axis] *= parts.len();
-    Ok((data, shape))
+    let mut dims = part_dims.to_vec();
+    dims[axis] *= parts.len() as i64;
+    Ok((data, dims))
 }
 
 /// One argument list per device: `inputs[i]` laid out by `shardings[i]` over `devices` devices.
@@ -125,7 +121,7 @@ pub fn per_device_arrays(inputs: &[HostArray], shardings: &[Sharding], devices: 
         match sharding {
             Sharding::Replicated => lists.iter_mut().for_each(|l| l.push(input.clone())),
             Sharding::Split(axis) => {
-                let shards = shard(input, *axis, devices).map_err(|e| match e {
+                let shards = input.split(*axis, devices).map_err(|e| match e {
                     Error::InvalidArgument(m) => Error::InvalidArgument(format!("input {i}: {m}")),
                     other => other,
                 })?;
@@ -138,10 +134,11 @@ pub fn per_device_arrays(inputs: &[HostArray], shardings: &[Sharding], devices: 
     Ok(lists)
 }
 
-/// Gathers output `index` of an execution: concatenated along the axis for
+/// Gathers output `index` of an execution's outputs per device (what
+/// [`LoadedExecutable::execute_sharded`] returns): concatenated along the axis for
 /// [`Sharding::Split`], device 0's copy for [`Sharding::Replicated`].
-pub fn gather_output(execution: &Execution, index: usize, sharding: Sharding) -> Result<HostArray> {
-    let first = execution.outputs.first().ok_or_else(|| Error::invalid("the execution has no devices"))?;
+pub fn gather_output(outputs: &[Vec<Buffer>], index: usize, sharding: Sharding) -> Result<HostArray> {
+    let first = outputs.first().ok_or_else(|| Error::invalid("the execution has no devices"))?;
     if index >= first.len() {
         return Err(Error::invalid(format!("output {index} does not exist ({} outputs)", first.len())));
     }
@@ -149,21 +146,23 @@ pub fn gather_output(execution: &Execution, index: usize, sharding: Sharding) ->
         Sharding::Replicated => first[index].to_host_array(),
         Sharding::Split(axis) => {
             let parts: Vec<HostArray> =
-                execution.outputs.iter().map(|outs| outs[index].to_host_array()).collect::<Result<_>>()?;
-            gather(&parts, axis)
+                outputs.iter().map(|outs| outs[index].to_host_array()).collect::<Result<_>>()?;
+            HostArray::concatenate(&parts, axis)
         }
     }
 }
 
-/// Every output of an execution, gathered by `shardings` (missing entries: replicated).
-pub fn gather_outputs(execution: &Execution, shardings: &[Sharding]) -> Result<Vec<HostArray>> {
-    let count = execution.outputs.first().map_or(0, |o| o.len());
-    (0..count).map(|i| gather_output(execution, i, shardings.get(i).copied().unwrap_or_default())).collect()
+/// Every output of an execution's outputs per device, gathered by `shardings` (missing
+/// entries: replicated).
+pub fn gather_outputs(outputs: &[Vec<Buffer>], shardings: &[Sharding]) -> Result<Vec<HostArray>> {
+    let count = outputs.first().map_or(0, |o| o.len());
+    (0..count).map(|i| gather_output(outputs, i, shardings.get(i).copied().unwrap_or_default())).collect()
 }
 
 impl LoadedExecutable {
     /// Uploads one argument list per addressable device: `inputs[i]` split along its axis into
-    /// one shard per device, or given whole to each device ([`Sharding::Replicated`]). Pass the result to [`LoadedExecutable::execute_sharded`].
+    /// one shard per device, or given whole to each device ([`Sharding::Replicated`]). Pass the
+    /// result to [`LoadedExecutable::execute_sharded`], and its outputs to [`gather_outputs`].
     pub fn upload_sharded(&self, inputs: &[HostArray], shardings: &[Sharding]) -> Result<Vec<Vec<Buffer>>> {
         let devices = self.addressable_devices();
         let lists = per_device_arrays(inputs, shardings, devices.len())?;
@@ -171,7 +170,7 @@ impl LoadedExecutable {
         for (device, list) in devices.iter().zip(&lists) {
             let mut row = Vec::with_capacity(list.len());
             for (i, array) in list.iter().enumerate() {
-                row.push(self.client().buffer_from_host_array(array, Placement::Device(device)).map_err(
+                row.push(self.client().upload_with(array, &UploadOptions::new().device(device)).map_err(
                     |e| match e {
                         Error::InvalidArgument(m) => Error::InvalidArgument(format!("input {i}: {m}")),
                         other => other,
@@ -182,32 +181,6 @@ impl LoadedExecutable {
         }
         Ok(buffers)
     }
-
-    /// Launches on every addressable device with arguments uploaded by
-    /// [`LoadedExecutable::upload_sharded`]. Returns at once; wait on the [`Execution`].
-    pub fn execute_host_sharded(&self, inputs: &[HostArray], shardings: &[Sharding]) -> Result<Execution> {
-        let buffers = self.upload_sharded(inputs, shardings)?;
-        let refs: Vec<Vec<&Buffer>> = buffers.iter().map(|r| r.iter().collect()).collect();
-        self.execute_sharded(&refs)
-    }
-
-    /// Uploads, runs on every device, waits, and gathers the outputs: the one-call form of
-    /// [`LoadedExecutable::upload_sharded`], [`LoadedExecutable::execute_sharded`] and
-    /// [`gather_outputs`].
-    pub fn run_sharded(
-        &self,
-        inputs: &[HostArray],
-        input_shardings: &[Sharding],
-        output_shardings: &[Sharding],
-    ) -> Result<Vec<HostArray>> {
-        crate::call::release::refuse_in_callback(
-            "LoadedExecutable::run_sharded",
-            "launch with LoadedExecutable::execute_host_sharded and await the execution",
-        )?;
-        let execution = self.execute_host_sharded(inputs, input_shardings)?;
-        execution.wait()?;
-        gather_outputs(&execution, output_shardings)
-    }
 }
 
 #[cfg(test)]
@@ -217,20 +190,20 @@ mod tests {
     #[test]
     fn slices_round_trip() {
         let data: Vec<i32> = (0..24).collect();
-        let shape = [2, 4, 3];
+        let shape = [2i64, 4, 3];
         for (axis, n) in [(0, 2), (1, 4), (1, 2), (2, 3)] {
             let parts = shard_slice(&data, &shape, axis, n).unwrap();
             let mut part_shape = shape.to_vec();
-            part_shape[axis] /= n;
+            part_shape[axis] /= n as i64;
             let (back, back_shape) = gather_slices(&parts, &part_shape, axis).unwrap();
             assert_eq!((back, back_shape), (data.clone(), shape.to_vec()), "axis {axis}, {n} parts");
             // Same layout as the HostArray helpers.
             let a = HostArray::from_elements(shape.to_vec(), &data).unwrap();
-            let npy_parts = shard(&a, axis, n).unwrap();
+            let npy_parts = a.split(axis, n).unwrap();
             for (p, q) in parts.iter().zip(&npy_parts) {
                 assert_eq!(*p, q.to_vec::<i32>().unwrap());
             }
-            assert_eq!(gather(&npy_parts, axis).unwrap(), a);
+            assert_eq!(HostArray::concatenate(&npy_parts, axis).unwrap(), a);
         }
         let cols = shard_slice(&data[..12], &[4, 3], 1, 3).unwrap();
         assert_eq!(cols[1], vec![1, 4, 7, 10]);

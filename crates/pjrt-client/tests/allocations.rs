@@ -1,4 +1,4 @@
-//! The execute hot path (`execute`, `execute_on`) allocates nothing for a program with one output
+//! The execute hot path (`execute`, and `execute` with `ExecuteOptions::device`) allocates nothing for a program with one output
 //! (held inline, its shape copied from the executable), and exactly once for a program with
 //! several (the outputs, at their exact size).
 //!
@@ -12,7 +12,8 @@ mod support;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use pjrt_client::{CompileOptions, Placement, Program};
+use pjrt_client::ExecuteOptions;
+use pjrt_client::{CompileOptions, Program};
 
 struct Counting;
 
@@ -57,7 +58,7 @@ func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> (tensor<4xf32>, tensor<
   return %0, %1 : tensor<4xf32>, tensor<4xf32>
 }"#;
 
-/// Rust allocations per call of `execute` and of `execute_on`, after a warm-up (the parameter
+/// Rust allocations per call of `execute` and of `execute` on a named device, after a warm-up (the parameter
 /// shapes are read once, on the first call), for a program of two `f32[4]` parameters with
 /// `outputs` outputs, on each CPU plugin. Every call must allocate the same number of times.
 fn allocations_per_execute(program: &str, outputs: usize) -> Vec<(&'static str, usize)> {
@@ -65,21 +66,21 @@ fn allocations_per_execute(program: &str, outputs: usize) -> Vec<(&'static str, 
     for name in support::PLUGINS {
         let client = support::client(name, 1);
         let exe = client.compile(&Program::mlir_text(program).unwrap(), &CompileOptions::new()).unwrap();
-        let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
-        let b = client.buffer_from_slice(&[5f32, 6., 7., 8.], &[4], Placement::Default).unwrap();
+        let a = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
+        let b = client.upload(&[5f32, 6., 7., 8.], &[4]).unwrap();
         let device = client.addressable_devices()[0];
         for _ in 0..10 {
-            drop(exe.execute(&[&a, &b]).unwrap());
-            drop(exe.execute_on(&device, &[&a, &b]).unwrap());
+            drop(exe.execute(&[&a, &b], &ExecuteOptions::new()).unwrap());
+            drop(exe.execute(&[&a, &b], &ExecuteOptions::new().device(&device)).unwrap());
         }
         const RUNS: usize = 1000;
         ALLOCATIONS.store(0, Ordering::SeqCst);
         COUNTING.store(true, Ordering::SeqCst);
         for _ in 0..RUNS {
-            let results = exe.execute(&[&a, &b]).unwrap();
+            let results = exe.execute(&[&a, &b], &ExecuteOptions::new()).unwrap();
             assert_eq!(results.len(), outputs);
             drop(results);
-            let results = exe.execute_on(&device, &[&a, &b]).unwrap();
+            let results = exe.execute(&[&a, &b], &ExecuteOptions::new().device(&device)).unwrap();
             assert_eq!(results[outputs - 1].dimensions().unwrap(), [4]);
             drop(results);
         }

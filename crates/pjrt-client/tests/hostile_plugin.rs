@@ -34,8 +34,9 @@ use fake_support::{compile, Fake};
 use futures::FutureExt;
 use pjrt_client::{
     Buffer, Client, ClientOptions, CopyToDeviceStream, ElementType, Error, ErrorCode, ExecuteContext, ExecuteOptions,
-    HostBufferSemantics, HostLayout, Placement, ShapeSpec, UserEvent,
+    HostBufferSemantics, Placement, ShapeSpec, UserEvent,
 };
+use pjrt_client::{DownloadOptions, HostSource, UploadOptions};
 
 // ---------------------------------------------------------------------------------------------
 // An allocation watcher: did the library free a destination, or leak it?
@@ -155,7 +156,7 @@ fn client_of(fake: &Fake) -> Client {
 
 fn upload(client: &Client, data: &[f32; 4], device: usize) -> Buffer {
     let devices = client.devices();
-    client.buffer_from_slice(data, &[4], Placement::Device(&devices[device])).unwrap()
+    client.upload_with(HostSource::slice(data, &[4]), &UploadOptions::new().device(&devices[device])).unwrap()
 }
 
 fn f32_bytes(values: &[f32]) -> Vec<u8> {
@@ -250,22 +251,22 @@ fn pred_bytes_other_than_one_are_read_as_true() {
     let client = client_of(&fake);
     let values = [true, false, true, true, false, true, false, false, true];
     let n = values.len();
-    let buffer = client.buffer_from_slice(&values, &[n as i64], Placement::Default).unwrap();
+    let buffer = client.upload(&values, &[n as i64]).unwrap();
     let truth = |bytes: &[u8]| bytes.iter().map(|b| *b != 0).collect::<Vec<bool>>();
 
     // Bytes come back as the plugin gives them (2 and 0xff for true here)...
-    let raw = buffer.to_host_bytes().unwrap();
+    let raw = buffer.to_bytes(DownloadOptions::new()).unwrap();
     assert_eq!(truth(&raw), values);
     assert!(raw.contains(&2) && raw.contains(&0xff), "the fake said true with 2 and 0xff: {raw:?}");
-    let mut into = vec![0u8; n];
-    buffer.copy_to_host_into(&mut into).unwrap();
-    assert_eq!(into, raw);
-    assert_eq!(buffer.copy_to_host_async(vec![0; n]).unwrap().wait().unwrap(), raw);
-    assert_eq!(futures::executor::block_on(buffer.to_host_async().unwrap()).unwrap(), raw);
-    let part = buffer.copy_raw_to_host(1, 6).unwrap();
+    let mut into = vec![false; n];
+    buffer.copy_to_slice(&mut into).unwrap();
+    assert_eq!(into, truth(&raw));
+    assert_eq!(buffer.to_bytes_async(DownloadOptions::new().destination(vec![0; n])).unwrap().wait().unwrap(), raw);
+    assert_eq!(futures::executor::block_on(buffer.to_bytes_async(DownloadOptions::new()).unwrap()).unwrap(), raw);
+    let part = buffer.to_bytes(DownloadOptions::new().raw(1, 6)).unwrap();
     assert_eq!(truth(&part), values[1..7]);
     assert!(part.iter().any(|b| *b > 1), "{part:?}");
-    let later = buffer.copy_raw_to_host_future(2, 5).unwrap().fulfill(vec![0; 5]).unwrap().wait().unwrap();
+    let later = buffer.raw_copy_request(2, 5).unwrap().fulfill(vec![0; 5]).unwrap().wait().unwrap();
     assert_eq!(truth(&later), values[2..7]);
 
     // ... but never as `bool`s: those are 0 or 1, read as numpy reads bytes (nonzero is true).
@@ -283,8 +284,7 @@ fn pred_bytes_other_than_one_are_read_as_true() {
 
     // Uploaded bytes other than 0 and 1 are what the plugin keeps; read back, they are `true`.
     let odd = [2u8, 0, 7, 0xff, 1, 0x80];
-    let uploaded =
-        client.buffer_from_bytes(&odd, ElementType::PRED, &[6], &HostLayout::default(), Placement::Default).unwrap();
+    let uploaded = client.upload_with(HostSource::bytes(&odd, ElementType::PRED, &[6]), &UploadOptions::new()).unwrap();
     let bools = uploaded.to_vec::<bool>().unwrap();
     assert_eq!(bools, [true, false, true, true, true, true]);
     assert_valid_bools(&bools);
@@ -312,47 +312,48 @@ fn null_events_from_every_slot_are_never_read_as_done() {
     assert_eq!(device_values(&a), A);
     // One the plugin may read later (until its done event) cannot be seen to end: refused, and
     // the buffer destroyed only after its (absent) ready event was looked for.
-    let until_done = HostLayout { semantics: HostBufferSemantics::CopyUntilTransferCompletes, ..Default::default() };
-    invalid(client.buffer_from_bytes(&f32_bytes(&A), ElementType::F32, &[4], &until_done, Placement::Default));
+    let until_done = UploadOptions::new().semantics(HostBufferSemantics::CopyUntilTransferCompletes);
+    invalid(client.upload_with(HostSource::bytes(&f32_bytes(&A), ElementType::F32, &[4]), &until_done));
     // An owned upload with a done callback: refused, its data leaked (the plugin may read it).
     refused_and_leaked(watch_allocation(ODD, || {
-        client
-            .buffer_from_host_data(vec![3u8; ODD], ElementType::U8, &[ODD as i64], Placement::Default, |_, _| {})
-            .map(|(buffer, _)| buffer)
+        let source = HostSource::owned(vec![3u8; ODD], ElementType::U8, &[ODD as i64]).on_done(|_, _| {});
+        client.upload_with(source, &UploadOptions::new())
     }));
     invalid(a.ready_event());
 
     // Owned downloads: refused, and the destination leaked (never handed out, never freed).
-    let odd = client.buffer_from_slice(&vec![5u8; ODD], &[ODD as i64], Placement::Default).unwrap();
-    refused_and_leaked(watch_allocation(ODD, || odd.to_host_bytes()));
+    let odd = client.upload(&vec![5u8; ODD], &[ODD as i64]).unwrap();
+    refused_and_leaked(watch_allocation(ODD, || odd.to_bytes(DownloadOptions::new())));
     refused_and_leaked(watch_allocation(ODD, || odd.to_vec::<u8>()));
-    refused_and_leaked(watch_allocation(ODD, || odd.to_host_async()));
-    refused_and_leaked(watch_allocation(ODD, || odd.copy_to_host_async(vec![0; ODD])));
-    refused_and_leaked(watch_allocation(ODD, || odd.copy_raw_to_host(0, ODD)));
-    refused_and_leaked(watch_allocation(ODD, || odd.copy_raw_to_host_async(0, vec![0; ODD])));
+    refused_and_leaked(watch_allocation(ODD, || odd.to_bytes_async(DownloadOptions::new())));
+    refused_and_leaked(watch_allocation(ODD, || odd.to_bytes_async(DownloadOptions::new().destination(vec![0; ODD]))));
+    refused_and_leaked(watch_allocation(ODD, || odd.to_bytes(DownloadOptions::new().raw(0, ODD))));
+    refused_and_leaked(watch_allocation(ODD, || {
+        odd.to_bytes_async(DownloadOptions::new().raw(0, ODD).destination(vec![0; ODD]))
+    }));
     // Borrowed downloads: refused (after looking for the buffer's ready event).
-    invalid(odd.copy_to_host_into(&mut vec![0; ODD]));
     invalid(odd.copy_to_slice(&mut vec![0u8; ODD]));
     // A raw copy whose destination comes later: refused, the request handed back (cancelled).
-    invalid(odd.copy_raw_to_host_future(0, 16));
+    invalid(odd.raw_copy_request(0, 16));
     assert_eq!(fake.counter("raw_copy_requests_created"), fake.counter("raw_copy_requests_destroyed"));
 
     // Executions: the outputs are the plugin's buffers, with the right data; there is no event
     // to wait for.
     let exe = compile(&client, 1).unwrap();
-    let out = exe.execute(&[&a, &b]).unwrap();
+    let out = exe.execute(&[&a, &b], &ExecuteOptions::new()).unwrap();
     assert_eq!(device_values(&out[0]), SUM);
-    let pending = exe.execute_async(&[&a, &b]).unwrap();
+    let pending = exe.execute_async(&[&a, &b], &ExecuteOptions::new()).unwrap();
     assert_eq!(device_values(&pending.wait().unwrap()[0]), SUM);
-    let with = exe.execute_with(&[&a, &b], &ExecuteOptions::new().launch_id(1)).unwrap();
+    let with = exe.execute(&[&a, &b], &ExecuteOptions::new().launch_id(1)).unwrap();
     assert_eq!(device_values(&with[0]), SUM);
     let exe2 = compile(&client, 2).unwrap();
     let (a1, b1) = (upload(&client, &A, 1), upload(&client, &B, 1));
-    let execution = exe2.execute_sharded(&[[&a, &b], [&a1, &b1]]).unwrap();
-    assert!(execution.events.is_empty());
-    execution.wait().unwrap();
-    execution.wait_timeout(Duration::from_millis(10)).unwrap();
-    assert!(execution.outputs.iter().all(|o| device_values(&o[0]) == SUM));
+    let mut execution = exe2.execute_sharded_async(&[[&a, &b], [&a1, &b1]], &ExecuteOptions::new()).unwrap();
+    assert!(execution.events().next().is_none());
+    let outputs = execution.wait_timeout(Duration::from_millis(10)).unwrap();
+    assert!(outputs.iter().all(|o| device_values(&o[0]) == SUM));
+    let again = exe2.execute_sharded_async(&[[&a, &b], [&a1, &b1]], &ExecuteOptions::new()).unwrap();
+    assert!(again.wait().unwrap().iter().all(|o| device_values(&o[0]) == SUM));
 
     // The transfer manager: an owned piece is refused and leaked; a borrowed one (or a literal)
     // is refused after the call, which is all that can be done with memory that is not ours.
@@ -380,14 +381,31 @@ fn null_events_from_every_slot_are_never_read_as_done() {
             Ok(())
         })
     };
-    let received_out = exe.execute_with(&[&a, &b], &options).unwrap();
+    let received_out = exe.execute(&[&a, &b], &options).unwrap();
     assert!(options.take_callback_failures().is_empty());
     assert_eq!(*received.lock().unwrap(), Some((true, 16)));
     assert_eq!(device_values(&received_out[0]), SUM);
 
     assert_eq!(fake.counter("events_created"), 0, "no event was handed out");
     assert!(fake.counter("null_events_returned") >= 20);
-    drop((a, b, a1, b1, odd, out, with, received_out, execution, exe, exe2, manager, literal, options, client));
+    drop((
+        a,
+        b,
+        a1,
+        b1,
+        odd,
+        out,
+        outputs,
+        with,
+        received_out,
+        execution,
+        exe,
+        exe2,
+        manager,
+        literal,
+        options,
+        client,
+    ));
     fake.assert_nothing_leaked();
 }
 
@@ -403,23 +421,22 @@ fn sizes_that_disagree_are_refused_before_any_copy() {
         // refused before the plugin sees a destination.
         let message = invalid(a.host_size());
         assert!(message.contains("16"), "{message}");
-        invalid(a.to_host_bytes());
+        invalid(a.to_bytes(DownloadOptions::new()));
         invalid(a.to_vec::<f32>());
-        invalid(a.to_host_async());
-        invalid(a.copy_to_host_async(vec![0; 16]));
-        invalid(a.copy_to_host_into(&mut [0; 16]));
+        invalid(a.to_bytes_async(DownloadOptions::new()));
+        invalid(a.to_bytes_async(DownloadOptions::new().destination(vec![0; 16])));
         invalid(a.copy_to_slice(&mut [0f32; 4]));
         assert_eq!(fake.counter("faults_injected"), 0);
 
         // Raw copies stay inside the on-device size the plugin reports (half the data).
         assert_eq!(a.on_device_size().unwrap(), 8);
-        assert_eq!(a.copy_raw_to_host(0, 8).unwrap(), f32_bytes(&A[..2]));
-        assert_eq!(a.copy_raw_to_host(4, 4).unwrap(), f32_bytes(&A[1..2]));
-        invalid(a.copy_raw_to_host(0, 16));
-        invalid(a.copy_raw_to_host(8, 4));
-        invalid(a.copy_raw_to_host(usize::MAX, 2));
-        invalid(a.copy_raw_to_host_async(4, vec![0; 8]));
-        invalid(a.copy_raw_to_host_future(0, 9));
+        assert_eq!(a.to_bytes(DownloadOptions::new().raw(0, 8)).unwrap(), f32_bytes(&A[..2]));
+        assert_eq!(a.to_bytes(DownloadOptions::new().raw(4, 4)).unwrap(), f32_bytes(&A[1..2]));
+        invalid(a.to_bytes(DownloadOptions::new().raw(0, 16)));
+        invalid(a.to_bytes(DownloadOptions::new().raw(8, 4)));
+        invalid(a.to_bytes(DownloadOptions::new().raw(usize::MAX, 2)));
+        invalid(a.to_bytes_async(DownloadOptions::new().raw(4, 8).destination(vec![0; 8])));
+        invalid(a.raw_copy_request(0, 9));
 
         // A transfer manager's buffer that claims 8 more bytes than it holds: a piece past its
         // real end reaches the plugin, which refuses it; a literal is sized by the shape.
@@ -440,7 +457,7 @@ fn sizes_that_disagree_are_refused_before_any_copy() {
         assert_eq!(device_values(&literal.retrieve_buffer(0).unwrap()), B);
 
         // Execution is unaffected.
-        let out = compile(&client, 1).unwrap().execute(&[&a, &b]).unwrap();
+        let out = compile(&client, 1).unwrap().execute(&[&a, &b], &ExecuteOptions::new()).unwrap();
         assert_eq!(device_values(&out[0]), SUM);
         drop((a, b, out, manager, literal, client));
         fake.assert_nothing_leaked();
@@ -531,33 +548,33 @@ fn everything_hostile_at_once() {
 
     let a = upload(&client, &A, 0);
     let b = upload(&client, &B, 0);
-    let pred = client.buffer_from_slice(&vec![true; 2 * ODD], &[2 * ODD as i64], Placement::Default).unwrap();
+    let pred = client.upload(&vec![true; 2 * ODD], &[2 * ODD as i64]).unwrap();
     // Sizes first: every dense download is refused on the size, before any destination exists.
     for buffer in [&a, &pred] {
-        invalid(buffer.to_host_bytes());
-        invalid(buffer.to_host_async());
-        invalid(buffer.copy_to_host_into(&mut [0; 4]));
+        invalid(buffer.to_bytes(DownloadOptions::new()));
+        invalid(buffer.to_bytes_async(DownloadOptions::new()));
     }
     invalid(pred.to_vec::<bool>());
     invalid(pred.copy_to_slice(&mut vec![false; 2 * ODD]));
+    invalid(a.copy_to_slice(&mut [0f32; 4]));
     invalid(a.to_vec::<f32>());
     // Raw copies inside the (halved) on-device size: no event, so refused, destination leaked.
     assert_eq!(pred.on_device_size().unwrap(), ODD);
-    refused_and_leaked(watch_allocation(ODD, || pred.copy_raw_to_host(0, ODD)));
-    invalid(pred.copy_raw_to_host(0, ODD + 1));
-    invalid(pred.copy_raw_to_host_future(0, 2));
+    refused_and_leaked(watch_allocation(ODD, || pred.to_bytes(DownloadOptions::new().raw(0, ODD))));
+    invalid(pred.to_bytes(DownloadOptions::new().raw(0, ODD + 1)));
+    invalid(pred.raw_copy_request(0, 2));
     invalid(a.ready_event());
 
     // Executions give their outputs (right data), without events to wait for.
     let exe = compile(&client, 1).unwrap();
-    assert_eq!(device_values(&exe.execute(&[&a, &b]).unwrap()[0]), SUM);
-    let mut pending = exe.execute_async(&[&a, &b]).unwrap();
+    assert_eq!(device_values(&exe.execute(&[&a, &b], &ExecuteOptions::new()).unwrap()[0]), SUM);
+    let mut pending = exe.execute_async(&[&a, &b], &ExecuteOptions::new()).unwrap();
     assert_eq!(device_values(&pending.wait_timeout(Duration::from_millis(1)).unwrap()[0]), SUM);
     let exe2 = compile(&client, 2).unwrap();
     let (a1, b1) = (upload(&client, &A, 1), upload(&client, &B, 1));
-    let execution = exe2.execute_sharded(&[[&a, &b], [&a1, &b1]]).unwrap();
-    execution.wait_timeout(Duration::MAX).unwrap();
-    assert!(execution.outputs.iter().all(|o| device_values(&o[0]) == SUM));
+    let mut execution = exe2.execute_sharded_async(&[[&a, &b], [&a1, &b1]], &ExecuteOptions::new()).unwrap();
+    let outputs = execution.wait_timeout(Duration::MAX).unwrap();
+    assert!(outputs.iter().all(|o| device_values(&o[0]) == SUM));
 
     // The transfer manager: a piece past the real end is the plugin's to refuse; one inside is
     // refused for want of a done event.
@@ -570,7 +587,7 @@ fn everything_hostile_at_once() {
     invalid(UserEvent::new(client.plugin()));
 
     assert!(fake.counter("null_events_returned") > 0);
-    drop((a, b, a1, b1, pred, exe, exe2, pending, execution, manager, client));
+    drop((a, b, a1, b1, pred, exe, exe2, pending, execution, outputs, manager, client));
     fake.assert_nothing_leaked();
 }
 
@@ -650,15 +667,15 @@ fn waits_register_one_callback_and_duration_max_waits_without_limit() {
     event.wait_timeout(Duration::MAX).unwrap();
     let exe = compile(&client, 1).unwrap();
     let b = upload(&client, &B, 0);
-    let mut pending = exe.execute_async(&[&buffer, &b]).unwrap();
+    let mut pending = exe.execute_async(&[&buffer, &b], &ExecuteOptions::new()).unwrap();
     assert_eq!(pending.wait_timeout(Duration::MAX).unwrap()[0].to_vec::<f32>().unwrap(), SUM);
     let exe2 = compile(&client, 2).unwrap();
     let (a1, b1) = (upload(&client, &A, 1), upload(&client, &B, 1));
-    let execution = exe2.execute_sharded(&[[&buffer, &b], [&a1, &b1]]).unwrap();
+    let mut execution = exe2.execute_sharded_async(&[[&buffer, &b], [&a1, &b1]], &ExecuteOptions::new()).unwrap();
     execution.wait_timeout(Duration::MAX).unwrap();
     let on_ready = buffer.ready_event().unwrap().on_ready(|_| {}).unwrap();
     assert!(on_ready.wait_timeout(Duration::MAX).unwrap());
-    let bytes = buffer.to_host_async().unwrap().wait_timeout(Duration::MAX).unwrap();
+    let bytes = buffer.to_bytes_async(DownloadOptions::new()).unwrap().wait_timeout(Duration::MAX).unwrap();
     assert_eq!(bytes, f32_bytes(&A));
     drop((event, exe, exe2, b, a1, b1, pending, execution, buffer, client));
     fake.assert_nothing_leaked();
@@ -678,7 +695,7 @@ fn a_kept_receive_stream_keeps_its_client() {
             Ok(())
         })
     };
-    let out = exe.execute_with(&[&a, &b], &options).unwrap();
+    let out = exe.execute(&[&a, &b], &options).unwrap();
     assert_eq!(out[0].to_vec::<f32>().unwrap(), SUM);
     drop((out, a, b, exe, options, client));
     fake.settle();
@@ -742,7 +759,7 @@ fn a_failed_launch_keeps_its_context_until_the_client_goes_and_its_callbacks_whi
         let context = ExecuteContext::new(client.plugin()).unwrap();
         let options = options_holding(&token, &context);
         fake.set_faults(directives);
-        let result = exe.execute_with(&[&a, &b], &options);
+        let result = exe.execute(&[&a, &b], &options);
         assert_eq!(result.is_ok(), succeeds, "{scenario} {directives}: {result:?}");
         if let Ok(out) = &result {
             assert_eq!(device_values(&out[0]), SUM);
@@ -777,7 +794,7 @@ fn a_failed_launch_whose_callback_owns_the_client_lets_the_client_go() {
             Ok(())
         });
         fake.set_faults(directives);
-        let result = exe.execute_with(&[&a, &b], &options);
+        let result = exe.execute(&[&a, &b], &options);
         drop((result, options, exe, a, b, client));
         fake.settle();
         // It used to be kept by the client it owns: never destroyed.
@@ -843,7 +860,7 @@ fn version_gates_stop_what_older_plugins_cannot_read() {
         let exe = compile(&client, 1).unwrap();
         let (a, b) = (upload(&client, &A, 0), upload(&client, &B, 0));
         let options = ExecuteOptions::new().non_donatable_inputs([0]);
-        let result = exe.execute_with(&[&a, &b], &options);
+        let result = exe.execute(&[&a, &b], &options);
         if reaches {
             assert_eq!(result.unwrap()[0].to_vec::<f32>().unwrap(), SUM);
             assert_eq!(fake.counter("execute_calls"), 1);
@@ -852,7 +869,7 @@ fn version_gates_stop_what_older_plugins_cannot_read() {
             assert_eq!(fake.counter("execute_calls"), 0, "an 0.{minor} plugin would donate anyway");
         }
         // Without the option, both run.
-        assert_eq!(exe.execute(&[&a, &b]).unwrap()[0].to_vec::<f32>().unwrap(), SUM);
+        assert_eq!(exe.execute(&[&a, &b], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(), SUM);
         drop((exe, a, b, client));
         fake.assert_nothing_leaked();
     }
@@ -868,14 +885,14 @@ fn every_execute_variant_asks_for_major_to_minor_callback_chunks() {
     let (a, b) = (upload(&client, &A, 0), upload(&client, &B, 0));
     let (a1, b1) = (upload(&client, &A, 1), upload(&client, &B, 1));
     let callbacks = ExecuteOptions::new().on_send(2, |_| Ok(()));
-    exe.execute(&[&a, &b]).unwrap();
-    exe.execute_with(&[&a, &b], &ExecuteOptions::new()).unwrap();
-    exe.execute_with(&[&a, &b], &callbacks).unwrap();
-    exe.execute_async(&[&a, &b]).unwrap().wait().unwrap();
-    exe.execute_on(&devices[0], &[&a, &b]).unwrap();
-    exe2.execute_sharded(&[[&a, &b], [&a1, &b1]]).unwrap().wait().unwrap();
-    exe2.execute_sharded_with(&[[&a, &b], [&a1, &b1]], &ExecuteOptions::new().launch_id(3)).unwrap().wait().unwrap();
-    exe2.execute_sharded_with(&[[&a, &b], [&a1, &b1]], &callbacks).unwrap().wait().unwrap();
+    exe.execute(&[&a, &b], &ExecuteOptions::new()).unwrap();
+    exe.execute(&[&a, &b], &ExecuteOptions::new()).unwrap();
+    exe.execute(&[&a, &b], &callbacks).unwrap();
+    exe.execute_async(&[&a, &b], &ExecuteOptions::new()).unwrap().wait().unwrap();
+    exe.execute(&[&a, &b], &ExecuteOptions::new().device(&devices[0])).unwrap();
+    exe2.execute_sharded_async(&[[&a, &b], [&a1, &b1]], &ExecuteOptions::new()).unwrap().wait().unwrap();
+    exe2.execute_sharded_async(&[[&a, &b], [&a1, &b1]], &ExecuteOptions::new().launch_id(3)).unwrap().wait().unwrap();
+    exe2.execute_sharded_async(&[[&a, &b], [&a1, &b1]], &callbacks).unwrap().wait().unwrap();
     assert_eq!(fake.counter("execute_calls"), 8);
     assert_eq!(fake.counter("executions_major_to_minor"), 8);
     drop(devices);
@@ -890,25 +907,27 @@ fn every_execute_variant_asks_for_major_to_minor_callback_chunks() {
 fn null_completion_events_are_never_read_as_done() {
     let fake = Fake::new("working");
     let client = client_of(&fake);
-    let odd = client.buffer_from_slice(&vec![5u8; ODD], &[ODD as i64], Placement::Default).unwrap();
+    let odd = client.upload(&vec![5u8; ODD], &[ODD as i64]).unwrap();
 
     fake.set_faults("null_output PJRT_Buffer_ToHostBuffer");
-    refused_and_leaked(watch_allocation(ODD, || odd.to_host_bytes()));
+    refused_and_leaked(watch_allocation(ODD, || odd.to_bytes(DownloadOptions::new())));
     refused_and_leaked(watch_allocation(ODD, || odd.to_vec::<u8>()));
-    refused_and_leaked(watch_allocation(ODD, || odd.copy_to_host_async(vec![0; ODD])));
-    refused_and_leaked(watch_allocation(ODD, || odd.to_host_async()));
+    refused_and_leaked(watch_allocation(ODD, || odd.to_bytes_async(DownloadOptions::new().destination(vec![0; ODD]))));
+    refused_and_leaked(watch_allocation(ODD, || odd.to_bytes_async(DownloadOptions::new())));
     // Borrowed: the buffer's ready event is waited for (here 50 ms late), then refused.
     fake.set_faults("null_output PJRT_Buffer_ToHostBuffer\nevent late 50ms for PJRT_Buffer_ReadyEvent");
     let start = Instant::now();
-    invalid(odd.copy_to_host_into(&mut vec![0; ODD]));
+    invalid(odd.copy_to_slice(&mut vec![0u8; ODD]));
     assert!(start.elapsed() >= Duration::from_millis(45), "returned after {:?}", start.elapsed());
     invalid(odd.copy_to_slice(&mut vec![0u8; ODD]));
 
     fake.set_faults("null_output PJRT_Buffer_CopyRawToHost");
-    refused_and_leaked(watch_allocation(ODD, || odd.copy_raw_to_host(0, ODD)));
-    refused_and_leaked(watch_allocation(ODD, || odd.copy_raw_to_host_async(0, vec![0; ODD])));
+    refused_and_leaked(watch_allocation(ODD, || odd.to_bytes(DownloadOptions::new().raw(0, ODD))));
+    refused_and_leaked(watch_allocation(ODD, || {
+        odd.to_bytes_async(DownloadOptions::new().raw(0, ODD).destination(vec![0; ODD]))
+    }));
     fake.set_faults("null_output PJRT_Buffer_CopyRawToHostFuture");
-    invalid(odd.copy_raw_to_host_future(0, ODD));
+    invalid(odd.raw_copy_request(0, ODD));
 
     let manager = client
         .create_buffers_for_async_host_to_device(&[ShapeSpec::new(ElementType::U8, &[ODD as i64])], Placement::Default)
@@ -934,12 +953,11 @@ fn null_completion_events_are_never_read_as_done() {
     // The upload's done event (the upload's `null_output` takes the buffer instead).
     let fake = Fake::new("hostile_events");
     let client = client_of(&fake);
-    let until_done = HostLayout { semantics: HostBufferSemantics::CopyUntilTransferCompletes, ..Default::default() };
-    invalid(client.buffer_from_bytes(&[1; ODD], ElementType::U8, &[ODD as i64], &until_done, Placement::Default));
+    let until_done = UploadOptions::new().semantics(HostBufferSemantics::CopyUntilTransferCompletes);
+    invalid(client.upload_with(HostSource::bytes(&[1; ODD], ElementType::U8, &[ODD as i64]), &until_done));
     refused_and_leaked(watch_allocation(ODD, || {
-        client
-            .buffer_from_host_data(vec![1u8; ODD], ElementType::U8, &[ODD as i64], Placement::Default, |_, _| {})
-            .map(|(buffer, _)| buffer)
+        let source = HostSource::owned(vec![1u8; ODD], ElementType::U8, &[ODD as i64]).on_done(|_, _| {});
+        client.upload_with(source, &UploadOptions::new())
     }));
     drop(client);
     fake.assert_nothing_leaked();
@@ -953,7 +971,7 @@ fn null_completion_events_are_never_read_as_done() {
 fn a_copy_whose_end_cannot_be_awaited_never_frees_its_destination_early() {
     let fake = Fake::new("working");
     let client = client_of(&fake);
-    let odd = client.buffer_from_slice(&vec![5u8; ODD], &[ODD as i64], Placement::Default).unwrap();
+    let odd = client.upload(&vec![5u8; ODD], &[ODD as i64]).unwrap();
     let late = "event late 100ms for PJRT_Buffer_ToHostBuffer\nfail PJRT_Event_Await\nfail PJRT_Event_OnReady";
     let expect_await_failure = |result: pjrt_client::Result<Vec<u8>>| match result {
         Err(Error::Pjrt { function: "PJRT_Event_Await", .. }) => {}
@@ -963,25 +981,25 @@ fn a_copy_whose_end_cannot_be_awaited_never_frees_its_destination_early() {
     // Owned destinations: freed only after the copy completed.
     fake.set_faults(late);
     let start = Instant::now();
-    let (result, watched) = watch_allocation(ODD, || odd.to_host_bytes());
+    let (result, watched) = watch_allocation(ODD, || odd.to_bytes(DownloadOptions::new()));
     expect_await_failure(result);
     assert!(watched.allocated);
     assert!(watched.leaked() || start.elapsed() >= Duration::from_millis(95), "freed after {:?}", start.elapsed());
     fake.set_faults(late);
     let start = Instant::now();
-    let (result, watched) = watch_allocation(ODD, || odd.to_host_async().unwrap().wait());
+    let (result, watched) = watch_allocation(ODD, || odd.to_bytes_async(DownloadOptions::new()).unwrap().wait());
     expect_await_failure(result);
     assert!(watched.leaked() || start.elapsed() >= Duration::from_millis(95), "freed after {:?}", start.elapsed());
     // Dropped without waiting: the same.
     fake.set_faults(late);
     let start = Instant::now();
-    let ((), watched) = watch_allocation(ODD, || drop(odd.to_host_async().unwrap()));
+    let ((), watched) = watch_allocation(ODD, || drop(odd.to_bytes_async(DownloadOptions::new()).unwrap()));
     assert!(watched.leaked() || start.elapsed() >= Duration::from_millis(95), "freed after {:?}", start.elapsed());
 
     // A borrowed destination cannot be leaked: the call returns only once the copy is over.
     fake.set_faults(late);
     let start = Instant::now();
-    match odd.copy_to_host_into(&mut vec![0; ODD]) {
+    match odd.copy_to_slice(&mut vec![0u8; ODD]) {
         Err(Error::Pjrt { function: "PJRT_Event_Await", .. }) => {}
         other => panic!("expected the injected Await failure, got {other:?}"),
     }
@@ -989,11 +1007,11 @@ fn a_copy_whose_end_cannot_be_awaited_never_frees_its_destination_early() {
 
     // Nothing tells when the copy ends (IsReady fails as well): the destination is leaked.
     fake.set_faults(&format!("{late}\nfail PJRT_Event_IsReady"));
-    let (result, watched) = watch_allocation(ODD, || odd.to_host_bytes());
+    let (result, watched) = watch_allocation(ODD, || odd.to_bytes(DownloadOptions::new()));
     expect_await_failure(result);
     assert!(watched.leaked(), "{watched:?}");
     fake.set_faults(&format!("{late}\nfail PJRT_Event_IsReady"));
-    let ((), watched) = watch_allocation(ODD, || drop(odd.to_host_async().unwrap()));
+    let ((), watched) = watch_allocation(ODD, || drop(odd.to_bytes_async(DownloadOptions::new()).unwrap()));
     assert!(watched.leaked(), "{watched:?}");
 
     fake.set_faults("");

@@ -23,8 +23,9 @@ use std::time::{Duration, Instant};
 use pjrt_client::sys::{self, Args};
 use pjrt_client::{
     Buffer, Client, ClientOptions, CompileOptions, ErrorCode, InMemoryStore, KeyValueStore, KvCallCounts, KvCallbacks,
-    KvError, Placement, Program,
+    KvError, Program,
 };
+use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
 
 // ---- a per-thread allocation balance, to prove the value deleter frees what get allocated ----
 
@@ -457,9 +458,9 @@ fn device_ids(client: &Client) -> Vec<i32> {
 
 fn add_on(client: &Client) -> Vec<f32> {
     let exe = client.compile(&Program::mlir_text(support::ADD_F32).unwrap(), &CompileOptions::new()).unwrap();
-    let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
-    let b = client.buffer_from_slice(&[10f32, 20., 30., 40.], &[4], Placement::Default).unwrap();
-    exe.execute(&[&a, &b]).unwrap()[0].to_vec::<f32>().unwrap()
+    let a = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
+    let b = client.upload(&[10f32, 20., 30., 40.], &[4]).unwrap();
+    exe.execute(&[&a, &b], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap()
 }
 
 const PSUM_2_REPLICAS: &str = r#"
@@ -490,10 +491,14 @@ fn clients_with_a_store_work_and_the_cpu_plugins_never_call_it() {
             .compile(&Program::mlir_text(PSUM_2_REPLICAS).unwrap(), &CompileOptions::new().num_replicas(2))
             .unwrap();
         let devices = client.addressable_devices();
-        let x0 = client.buffer_from_slice(&[1f32, 2., 3.], &[3], Placement::Device(&devices[0])).unwrap();
-        let x1 = client.buffer_from_slice(&[10f32, 20., 30.], &[3], Placement::Device(&devices[1])).unwrap();
-        let run = exe.execute_sharded(&[vec![&x0], vec![&x1]]).unwrap();
-        for outputs in &run.outputs {
+        let x0 = client
+            .upload_with(HostSource::slice(&[1f32, 2., 3.], &[3]), &UploadOptions::new().device(&devices[0]))
+            .unwrap();
+        let x1 = client
+            .upload_with(HostSource::slice(&[10f32, 20., 30.], &[3]), &UploadOptions::new().device(&devices[1]))
+            .unwrap();
+        let run = exe.execute_sharded(&[vec![&x0], vec![&x1]], &ExecuteOptions::new()).unwrap();
+        for outputs in &run {
             assert_eq!(outputs[0].to_vec::<f32>().unwrap(), [11., 22., 33.], "{name}");
         }
 

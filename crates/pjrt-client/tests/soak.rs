@@ -17,7 +17,8 @@ mod support;
 use std::ffi::{c_int, c_long};
 use std::time::{Duration, Instant};
 
-use pjrt_client::{Buffer, Client, CompileOptions, LoadedExecutable, Placement, Program};
+use pjrt_client::{Buffer, Client, CompileOptions, LoadedExecutable, Program};
+use pjrt_client::{DownloadOptions, ExecuteOptions};
 
 extern "C" {
     fn sysconf(name: c_int) -> c_long;
@@ -58,20 +59,17 @@ fn iteration(client: &Client, exe: &LoadedExecutable, i: usize) {
     let z: Vec<f32> = (0..N).map(|j| (j % 5) as f32).collect();
     let k: Vec<i32> = (0..N).map(|j| (i as i32 % 1000) - j as i32).collect();
     let args: Vec<Buffer> = vec![
-        client.buffer_from_slice(&x, &[N as i64], Placement::Default).unwrap(),
-        client.buffer_from_slice(&y, &[N as i64], Placement::Default).unwrap(),
-        client.buffer_from_slice(&z, &[N as i64], Placement::Default).unwrap(),
-        client.buffer_from_slice(&k, &[N as i64], Placement::Default).unwrap(),
+        client.upload(&x, &[N as i64]).unwrap(),
+        client.upload(&y, &[N as i64]).unwrap(),
+        client.upload(&z, &[N as i64]).unwrap(),
+        client.upload(&k, &[N as i64]).unwrap(),
     ];
     let refs: Vec<&Buffer> = args.iter().collect();
-    let run = exe.execute_sharded(&[refs]).unwrap();
-    for event in &run.events {
-        event.wait_timeout(Duration::from_secs(60)).unwrap();
-    }
-    let outputs = run.outputs.into_iter().next().unwrap();
+    let mut run = exe.execute_sharded_async(&[refs], &ExecuteOptions::new()).unwrap();
+    let outputs = run.wait_timeout(Duration::from_secs(60)).unwrap().into_iter().next().unwrap();
     let fma: Vec<f32> = (0..N).map(|j| x[j] * y[j] + z[j]).collect();
     assert_eq!(outputs[0].to_vec::<f32>().unwrap(), fma, "iteration {i}");
-    let transfer = outputs[1].copy_to_host_async(vec![0u8; 4]).unwrap();
+    let transfer = outputs[1].to_bytes_async(DownloadOptions::new().destination(vec![0u8; 4])).unwrap();
     if let Some(event) = transfer.event() {
         event.wait_timeout(Duration::from_secs(60)).unwrap();
     }

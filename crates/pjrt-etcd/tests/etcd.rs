@@ -10,7 +10,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pjrt_client::{Client, ClientOptions, CompileOptions, ErrorCode, KeyValueStore, Placement, Program};
+use pjrt_client::{Client, ClientOptions, CompileOptions, ErrorCode, KeyValueStore, Program};
 use pjrt_etcd::{EtcdStore, TlsConfig};
 
 #[path = "etcd/cluster.rs"]
@@ -20,6 +20,7 @@ use cluster::{wait_bounded, Children, Cluster, JOB_PASSWORD, JOB_PREFIX, JOB_USE
 // The CPU plugins, installed into the cache on first use: pjrt-client's test support.
 #[path = "../../pjrt-client/tests/support/mod.rs"]
 mod support;
+use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
 use support::{plugin, PLUGINS};
 
 const WORKERS: usize = 4;
@@ -272,9 +273,12 @@ fn worker_main(id: usize, access: &Access, mode: &str) -> Result<(), String> {
         .compile(&Program::mlir_text(SUM_OF_SQUARES).unwrap(), &CompileOptions::new())
         .map_err(|e| format!("compile: {e}"))?;
     let device = &client.addressable_devices()[0];
-    let x =
-        client.buffer_from_slice(shard, &[shard_len as i64], Placement::Device(device)).map_err(|e| e.to_string())?;
-    let partial = exe.execute(&[&x]).map_err(|e| e.to_string())?[0].to_vec::<f32>().map_err(|e| e.to_string())?[0];
+    let x = client
+        .upload_with(HostSource::slice(shard, &[shard_len as i64]), &UploadOptions::new().device(device))
+        .map_err(|e| e.to_string())?;
+    let partial = exe.execute(&[&x], &ExecuteOptions::new()).map_err(|e| e.to_string())?[0]
+        .to_vec::<f32>()
+        .map_err(|e| e.to_string())?[0];
     store.put(&format!("partial/{id}"), &partial.to_le_bytes()).map_err(kv)?;
     // All-reduce through the store: read every partial, publish the total.
     let mut total = 0f32;

@@ -137,9 +137,9 @@ pub struct ArtifactHeader {
     /// The plugin build that compiled it.
     pub plugin: PluginIdentity,
     /// Number of replicas.
-    pub replicas: i64,
+    pub num_replicas: usize,
     /// Number of partitions.
-    pub partitions: i64,
+    pub num_partitions: usize,
     /// Number of devices the compiler saw (the client's or the topology's).
     pub device_count: i64,
     /// SHA-256 of the program (format and bytes).
@@ -164,8 +164,8 @@ impl ArtifactHeader {
     ) -> ArtifactHeader {
         ArtifactHeader {
             plugin: PluginIdentity::of_client(client),
-            replicas: options.replicas(),
-            partitions: options.partitions(),
+            num_replicas: options.num_replicas_requested(),
+            num_partitions: options.num_partitions_requested(),
             device_count: client.devices().len() as i64,
             program_fingerprint: program_fingerprint(program),
             build_key: key.0,
@@ -246,8 +246,8 @@ impl Artifact {
         let executable = topology.compile(program, options, None)?;
         let header = ArtifactHeader {
             plugin: PluginIdentity::of_topology(plugin, topology)?,
-            replicas: options.replicas(),
-            partitions: options.partitions(),
+            num_replicas: options.num_replicas_requested(),
+            num_partitions: options.num_partitions_requested(),
             device_count: topology.device_count()? as i64,
             program_fingerprint: program_fingerprint(program),
             build_key: [0; 32],
@@ -325,7 +325,7 @@ impl Artifact {
         let shlo = h.plugin.stablehlo_version;
         header.push(shlo.is_some() as u8);
         let StableHloVersion(a, b, c) = shlo.unwrap_or(StableHloVersion(0, 0, 0));
-        for v in [a, b, c, h.replicas, h.partitions, h.device_count] {
+        for v in [a, b, c, h.num_replicas as i64, h.num_partitions as i64, h.device_count] {
             header.extend_from_slice(&v.to_le_bytes());
         }
         header.extend_from_slice(&h.program_fingerprint);
@@ -378,6 +378,10 @@ impl Artifact {
         let has_shlo = h.flag()?;
         let shlo = StableHloVersion(h.i64()?, h.i64()?, h.i64()?);
         let (replicas, partitions, device_count) = (h.i64()?, h.i64()?, h.i64()?);
+        let count = |value: i64, what: &str| {
+            usize::try_from(value).map_err(|_| Error::invalid(format!("artifact header: {value} {what}")))
+        };
+        let (num_replicas, num_partitions) = (count(replicas, "replicas")?, count(partitions, "partitions")?);
         let program_fingerprint = h.array32()?;
         let build_key = h.array32()?;
         let target = match h.u8()? {
@@ -408,8 +412,8 @@ impl Artifact {
                 api_version,
                 stablehlo_version: has_shlo.then_some(shlo),
             },
-            replicas,
-            partitions,
+            num_replicas,
+            num_partitions,
             device_count,
             program_fingerprint,
             build_key,
@@ -458,12 +462,12 @@ impl Artifact {
                  `pjrt compile` (or run the source program)"
             )));
         }
-        let needed = self.header.replicas.saturating_mul(self.header.partitions);
-        let available = client.devices().len() as i64;
+        let needed = self.header.num_replicas.saturating_mul(self.header.num_partitions);
+        let available = client.devices().len();
         if needed > available {
             return Err(Error::invalid(format!(
                 "the artifact runs on {} replicas × {} partitions = {needed} devices, but the client has {available}",
-                self.header.replicas, self.header.partitions
+                self.header.num_replicas, self.header.num_partitions
             )));
         }
         Ok(())
@@ -763,8 +767,8 @@ mod tests {
                 api_version: ApiVersion { major: 0, minor: 115 },
                 stablehlo_version: Some(StableHloVersion(1, 20, 0)),
             },
-            replicas: 2,
-            partitions: 1,
+            num_replicas: 2,
+            num_partitions: 1,
             device_count: 4,
             program_fingerprint: [7; 32],
             build_key: [9; 32],

@@ -31,11 +31,12 @@ use std::path::Path;
 use flatbuffer::{FlatError, Table, Vector};
 
 use pjrt_client::sharding::Sharding;
-use pjrt_client::{Client, CompileOptions, ElementType, HostArray, LoadedExecutable, Placement, Program};
+use pjrt_client::{Client, CompileOptions, ElementType, HostArray, LoadedExecutable, Program};
 
 use crate::error::{Error, Result};
 use crate::npy::NpyArray;
 use crate::BufferExt as _;
+use pjrt_client::{ExecuteOptions, UploadOptions};
 
 /// The newest `jax.export` serialization version this reader knows (JAX 0.12's, which adds the
 /// `jax_version` of the writer). JAX 0.10 and 0.11 write 3 in the header whatever their schema
@@ -122,8 +123,9 @@ mod slot {
 /// One dimension of an aval: a number, or a symbolic expression of a shape-polymorphic export.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Dim {
-    /// A concrete size.
-    Fixed(u64),
+    /// A concrete size, as PJRT takes it: 0 or more (an artifact with a count above `i64::MAX`
+    /// is refused when it is read).
+    Fixed(i64),
     /// A symbolic size as JAX wrote it (`"b"`, `"2*b + 1"`).
     Symbolic(String),
 }
@@ -166,7 +168,7 @@ pub struct Aval {
 
 impl Aval {
     /// The dimensions when none is symbolic.
-    pub fn fixed_dims(&self) -> Option<Vec<u64>> {
+    pub fn fixed_dims(&self) -> Option<Vec<i64>> {
         self.dims.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect()
     }
 
@@ -410,8 +412,14 @@ fn read_aval(table: Table<'_>, budget: &mut Budget) -> std::result::Result<Aval,
         budget.charge(shape.len() * 16, table.position())?;
         for text in shape.strings()? {
             budget.charge(text.len(), table.position())?;
+            // A count in the file, converted once here to the signed dimension PJRT takes.
+            let too_large = || FlatError {
+                at: table.position(),
+                what: format!("aval dimension {text} is above {}, the largest dimension PJRT takes", i64::MAX),
+            };
             dims.push(match text.parse::<u64>() {
-                Ok(n) => Dim::Fixed(n),
+                Ok(n) => Dim::Fixed(i64::try_from(n).map_err(|_| too_large())?),
+                Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => return Err(too_large()),
                 Err(_) => Dim::Symbolic(text.to_string()),
             });
         }
@@ -927,8 +935,7 @@ impl JaxExport {
         }
         for &i in &self.module_kept_var_idx {
             let aval = self.in_avals.get(i)?;
-            let dims = aval.fixed_dims()?.into_iter().map(|d| i64::try_from(d).ok()).collect::<Option<Vec<_>>>()?;
-            parameters.push((aval.element_type?, dims));
+            parameters.push((aval.element_type?, aval.fixed_dims()?));
         }
         Some(parameters)
     }
@@ -1012,7 +1019,7 @@ impl JaxExport {
     }
 
     /// How each module argument and each output is laid out over the devices, for
-    /// [`LoadedExecutable::run_sharded`]: arguments in the order [`JaxExport::arrange_inputs`]
+    /// [`LoadedExecutable::upload_sharded`]: arguments in the order [`JaxExport::arrange_inputs`]
     /// gives them (the platform index, if any, is replicated), outputs in the order of
     /// [`JaxExport::out_avals`]. One device: everything is replicated. More devices: each
     /// sharding must be replicated or split along one array dimension over every mesh axis in
@@ -1077,7 +1084,7 @@ impl JaxExport {
     }
 
     /// Checks one input (index into [`JaxExport::in_avals`]) against its aval.
-    pub fn check_input(&self, index: usize, element_type: ElementType, dims: &[u64]) -> Result<()> {
+    pub fn check_input(&self, index: usize, element_type: ElementType, dims: &[i64]) -> Result<()> {
         let aval = self.in_avals.get(index).ok_or_else(|| {
             Error::invalid(format!("input {index} does not exist: the model takes {} inputs", self.in_avals.len()))
         })?;
@@ -1098,8 +1105,7 @@ impl JaxExport {
         let wanted = self.in_avals.get(index).and_then(|a| a.element_type);
         let element_type = crate::npy_arrays::upload_element_type(array.dtype, wanted)
             .unwrap_or_else(|_| crate::npy_arrays::element_type_of(array.dtype));
-        let dims: Vec<u64> = array.shape.iter().map(|&d| d as u64).collect();
-        self.check_input(index, element_type, &dims)
+        self.check_input(index, element_type, &array.dims)
     }
 
     /// Maps the caller's inputs (every input, in the order of [`JaxExport::in_avals`]) to the
@@ -1149,7 +1155,7 @@ impl JaxExport {
     pub fn compile_options(&self, platform: &str) -> CompileOptions {
         let mut options = CompileOptions::new().jax_defaults(platform);
         if self.nr_devices > 1 {
-            options = options.num_partitions(self.nr_devices as i64).use_spmd_partitioning(true);
+            options = options.num_partitions(self.nr_devices as usize).use_spmd_partitioning(true);
             if self.uses_shardy() {
                 options = options.use_shardy_partitioner(true);
             }
@@ -1167,7 +1173,9 @@ impl JaxExport {
         let exe = self.compile(client)?;
         if self.nr_devices > 1 {
             let (input_shardings, output_shardings) = self.device_shardings()?;
-            let outputs = exe.run_sharded(&arguments, &input_shardings, &output_shardings)?;
+            let buffers = exe.upload_sharded(&arguments, &input_shardings)?;
+            let outputs = exe.execute_sharded(&buffers, &ExecuteOptions::new())?;
+            let outputs = pjrt_client::sharding::gather_outputs(&outputs, &output_shardings)?;
             if outputs.len() != self.out_avals.len() {
                 return Err(Error::invalid(format!(
                     "the module returned {} outputs but the export lists {}",
@@ -1184,10 +1192,10 @@ impl JaxExport {
             .ok_or_else(|| Error::invalid("the compiled model has no addressable device"))?;
         let mut buffers = Vec::with_capacity(arguments.len());
         for array in &arguments {
-            buffers.push(client.buffer_from_host_array(array, Placement::Device(&device))?);
+            buffers.push(client.upload_with(array, &UploadOptions::new().device(&device))?);
         }
         let refs: Vec<&pjrt_client::Buffer> = buffers.iter().collect();
-        let outputs = exe.execute(&refs)?;
+        let outputs = exe.execute(&refs, &ExecuteOptions::new())?;
         if outputs.len() != self.out_avals.len() {
             return Err(Error::invalid(format!(
                 "the module returned {} outputs but the export lists {}",

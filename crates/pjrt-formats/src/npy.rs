@@ -31,7 +31,7 @@
 //! x.write(&path)?; // what `np.save` writes; `np.load` reads it
 //! let back = NpyArray::read(&path)?;
 //! std::fs::remove_file(&path).ok();
-//! assert_eq!((back.dtype, &back.shape), (Dtype::F32, &vec![2, 2]));
+//! assert_eq!((back.dtype, &back.dims[..]), (Dtype::F32, &[2i64, 2][..]));
 //! assert_eq!(back, x);
 //!
 //! # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
@@ -315,13 +315,21 @@ pub enum NpyError {
         /// Bytes actually present.
         actual: usize,
     },
-    /// The byte size of an array of this shape does not fit in memory
+    /// The byte size of an array of these dimensions does not fit in memory
     /// (more than `isize::MAX` bytes).
     ShapeOverflow {
         /// The element type.
         dtype: Dtype,
-        /// The shape whose size overflows.
-        shape: Vec<u64>,
+        /// The dimensions whose size overflows.
+        dims: Vec<i64>,
+    },
+    /// A dimension given to [`NpyArray::new`] (or set in [`NpyArray::dims`]) is negative. A
+    /// file whose header has one is a [`NpyError::BadHeader`].
+    NegativeDimension {
+        /// The axis of the first negative dimension.
+        axis: usize,
+        /// The dimensions.
+        dims: Vec<i64>,
     },
     /// [`NpyArray::to_vec`] was asked for elements of another type than the
     /// array holds.
@@ -345,8 +353,8 @@ impl NpyError {
     }
 }
 
-fn shape_text(shape: &[u64]) -> String {
-    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+fn shape_text(dims: &[i64]) -> String {
+    let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
     match dims.len() {
         1 => format!("({},)", dims[0]),
         _ => format!("({})", dims.join(", ")),
@@ -380,11 +388,17 @@ impl fmt::Display for NpyError {
                     f.write_str(" (there are extra bytes after the array data)")
                 }
             }
-            NpyError::ShapeOverflow { dtype, shape } => write!(
+            NpyError::ShapeOverflow { dtype, dims } => write!(
                 f,
                 "an array of shape {} and dtype {dtype} would need more than {} bytes",
-                shape_text(shape),
+                shape_text(dims),
                 isize::MAX
+            ),
+            NpyError::NegativeDimension { axis, dims } => write!(
+                f,
+                "dimension {} at axis {axis} of shape {} is negative: dimensions are element counts, 0 or more",
+                dims.get(*axis).copied().unwrap_or_default(),
+                shape_text(dims)
             ),
             NpyError::DtypeMismatch { requested, actual } => {
                 write!(f, "requested elements of dtype {requested} but the array holds {actual}")
@@ -403,23 +417,30 @@ impl Error for NpyError {
     }
 }
 
-/// Byte size of an array, or `None` if it (or the size of the same shape
-/// with every zero dimension replaced by one) exceeds `isize::MAX` bytes.
-fn checked_byte_len(dtype: Dtype, shape: &[usize]) -> Option<usize> {
+/// Byte size of an array: an error if a dimension is negative, or if the size (or the size of
+/// the same shape with every zero dimension replaced by one) exceeds `isize::MAX` bytes.
+fn checked_byte_len(dtype: Dtype, dims: &[i64]) -> Result<usize, NpyError> {
+    if let Some(axis) = dims.iter().position(|&d| d < 0) {
+        return Err(NpyError::NegativeDimension { axis, dims: dims.to_vec() });
+    }
+    let overflow = || NpyError::ShapeOverflow { dtype, dims: dims.to_vec() };
     let mut bound = dtype.size();
     let mut count: usize = 1;
-    for &d in shape {
-        bound = bound.checked_mul(d.max(1))?;
-        count = count.checked_mul(d)?;
+    for &d in dims {
+        let d = usize::try_from(d).map_err(|_| overflow())?;
+        bound = bound.checked_mul(d.max(1)).ok_or_else(overflow)?;
+        count = count.checked_mul(d).ok_or_else(overflow)?;
     }
     if bound > isize::MAX as usize {
-        return None;
+        return Err(overflow());
     }
-    count.checked_mul(dtype.size())
+    count.checked_mul(dtype.size()).ok_or_else(overflow)
 }
 
-fn shape_u64(shape: &[usize]) -> Vec<u64> {
-    shape.iter().map(|&d| d as u64).collect()
+/// The dimensions as element counts, for dimensions already checked by [`checked_byte_len`]
+/// (a negative one, which that refuses, would count as 0).
+fn counts(dims: &[i64]) -> Vec<usize> {
+    dims.iter().map(|&d| usize::try_from(d).unwrap_or(0)).collect()
 }
 
 /// A whole array in memory: data is always C-order, little-endian, tightly packed.
@@ -427,29 +448,38 @@ fn shape_u64(shape: &[usize]) -> Vec<u64> {
 pub struct NpyArray {
     /// The element type.
     pub dtype: Dtype,
-    /// The dimensions; empty for a scalar (rank 0).
-    pub shape: Vec<usize>,
+    /// The dimensions (element counts, 0 or more, as PJRT and
+    /// [`HostArray::dims`](pjrt_client::HostArray::dims) take them); empty for a scalar (rank 0).
+    pub dims: Vec<i64>,
     /// The elements in C (row-major) order, little-endian, `dtype.size()`
     /// bytes each, no padding.
     pub data: Vec<u8>,
 }
 
 impl NpyArray {
-    /// Makes an array, checking that `data.len()` is the product of `shape`
-    /// times `dtype.size()` (with overflow-checked arithmetic).
-    pub fn new(dtype: Dtype, shape: Vec<usize>, data: Vec<u8>) -> Result<Self, NpyError> {
-        let array = NpyArray { dtype, shape, data };
+    /// Makes an array, checking that no dimension is negative and that `data.len()` is the
+    /// product of `dims` times `dtype.size()` (with overflow-checked arithmetic).
+    ///
+    /// ```
+    /// use pjrt_formats::npy::{Dtype, NpyArray, NpyError};
+    /// let a = NpyArray::new(Dtype::U8, vec![2, 3], vec![0; 6])?;
+    /// assert_eq!(a.dims, [2, 3]);
+    /// assert!(matches!(NpyArray::new(Dtype::U8, vec![-1], vec![]), Err(NpyError::NegativeDimension { axis: 0, .. })));
+    /// # Ok::<(), NpyError>(())
+    /// ```
+    pub fn new(dtype: Dtype, dims: Vec<i64>, data: Vec<u8>) -> Result<Self, NpyError> {
+        let array = NpyArray { dtype, dims, data };
         array.validate()?;
         Ok(array)
     }
 
     /// Makes an array from typed elements (converted to little-endian bytes).
-    pub fn from_elements<T: NpyElement>(shape: Vec<usize>, elements: &[T]) -> Result<Self, NpyError> {
+    pub fn from_elements<T: NpyElement>(dims: Vec<i64>, elements: &[T]) -> Result<Self, NpyError> {
         let mut data = Vec::with_capacity(elements.len().saturating_mul(T::DTYPE.size()));
         for e in elements {
             e.append_le(&mut data);
         }
-        NpyArray::new(T::DTYPE, shape, data)
+        NpyArray::new(T::DTYPE, dims, data)
     }
 
     /// The elements as Rust values; fails if `T` does not match the dtype.
@@ -460,29 +490,29 @@ impl NpyArray {
         Ok(self.data.chunks_exact(T::DTYPE.size()).map(T::from_le).collect())
     }
 
-    /// Checks that the (public) fields are consistent: the byte length of
-    /// `data` matches `dtype` and `shape`, and the size does not overflow.
+    /// Checks that the (public) fields are consistent: no dimension is negative, the byte
+    /// length of `data` matches `dtype` and `dims`, and the size does not overflow.
     pub fn validate(&self) -> Result<(), NpyError> {
-        let expected = checked_byte_len(self.dtype, &self.shape)
-            .ok_or_else(|| NpyError::ShapeOverflow { dtype: self.dtype, shape: shape_u64(&self.shape) })?;
+        let expected = checked_byte_len(self.dtype, &self.dims)?;
         if expected != self.data.len() {
             return Err(NpyError::SizeMismatch { expected, actual: self.data.len() });
         }
         Ok(())
     }
 
-    /// Number of elements: the product of the shape (1 for a scalar). Saturates
-    /// at `usize::MAX` if the fields were set to an impossible shape.
+    /// Number of elements: the product of the dimensions (1 for a scalar). Saturates
+    /// at `usize::MAX` if the fields were set to an impossible shape; a negative dimension
+    /// (which [`NpyArray::validate`] refuses) counts as 0.
     pub fn element_count(&self) -> usize {
-        self.shape.iter().fold(1usize, |acc, &d| acc.saturating_mul(d))
+        self.dims.iter().fold(1usize, |acc, &d| acc.saturating_mul(usize::try_from(d).unwrap_or(0)))
     }
 
     /// The header NumPy would write for this array: magic, version, header
     /// length, dict, padding and newline, ending at a multiple of 64 bytes.
     pub fn header_bytes(&self) -> Vec<u8> {
-        let dims: Vec<u64> = shape_u64(&self.shape);
+        let dims = &self.dims;
         let mut dict =
-            format!("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", self.dtype.descr(), shape_text(&dims));
+            format!("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", self.dtype.descr(), shape_text(dims));
         // NumPy leaves room for the first axis to grow (C order).
         if let Some(first) = dims.first() {
             let digits = first.to_string().len();
@@ -643,7 +673,7 @@ pub struct MappedNpy {
     dtype: Dtype,
     endian: Endian,
     fortran_order: bool,
-    shape: Vec<usize>,
+    dims: Vec<i64>,
     data_offset: usize,
 }
 
@@ -718,7 +748,7 @@ impl MappedNpy {
             dtype: header.dtype,
             endian: header.endian,
             fortran_order: header.fortran_order,
-            shape: header.shape,
+            dims: header.dims,
             data_offset: header.data_offset,
         })
     }
@@ -733,9 +763,9 @@ impl MappedNpy {
         self.dtype
     }
 
-    /// The dimensions (empty for a scalar).
-    pub fn shape(&self) -> &[usize] {
-        &self.shape
+    /// The dimensions (empty for a scalar), as [`NpyArray::dims`].
+    pub fn dims(&self) -> &[i64] {
+        &self.dims
     }
 
     /// The byte order of the data as stored.
@@ -751,7 +781,7 @@ impl MappedNpy {
     /// Whether [`MappedNpy::bytes`] already is what an [`NpyArray`] holds: C order (or rank
     /// below 2) and little-endian (or byte order not applicable).
     pub fn is_c_order_little_endian(&self) -> bool {
-        let c_order = !self.fortran_order || self.shape.len() < 2;
+        let c_order = !self.fortran_order || self.dims.len() < 2;
         let little = self.endian != Endian::Big || self.dtype.swap_unit() == 1;
         c_order && little
     }
@@ -778,7 +808,7 @@ impl MappedNpy {
 
     /// The data section as [`pjrt_client::SharedBytes`]: it holds the file's bytes (the memory
     /// they were read into, or the mapping), so an upload from it
-    /// ([`pjrt_client::Client::buffer_from_shared`], in place where the data is 64-byte
+    /// ([`pjrt_client::HostSource::shared`], in place where the data is 64-byte
     /// aligned, as `.npy` headers pad it to be in a file of its own) may outlive this value.
     /// [`crate::ClientExt::upload_mapped_npy`] uses it.
     pub fn shared_bytes(&self) -> pjrt_client::SharedBytes {
@@ -795,7 +825,7 @@ impl MappedNpy {
             dtype: self.dtype,
             endian: self.endian,
             fortran_order: self.fortran_order,
-            shape: self.shape.clone(),
+            dims: self.dims.clone(),
             data_offset: self.data_offset,
         };
         header.into_array(self.bytes().to_vec())
@@ -807,7 +837,7 @@ impl fmt::Debug for MappedNpy {
         f.debug_struct("MappedNpy")
             .field("path", &self.path)
             .field("dtype", &self.dtype)
-            .field("shape", &self.shape)
+            .field("dims", &self.dims)
             .field("endian", &self.endian)
             .field("fortran_order", &self.fortran_order)
             .finish()
@@ -908,7 +938,7 @@ struct FileHeader {
     dtype: Dtype,
     endian: Endian,
     fortran_order: bool,
-    shape: Vec<usize>,
+    dims: Vec<i64>,
     data_offset: usize,
 }
 
@@ -924,10 +954,11 @@ impl FileHeader {
                 }
             }
         }
-        if self.fortran_order && self.shape.len() >= 2 {
-            data = fortran_to_c(&data, &self.shape, self.dtype.size());
+        if self.fortran_order && self.dims.len() >= 2 {
+            // The dimensions were checked against the data by `parse_file_header`.
+            data = fortran_to_c(&data, &counts(&self.dims), self.dtype.size());
         }
-        NpyArray { dtype: self.dtype, shape: self.shape, data }
+        NpyArray { dtype: self.dtype, dims: self.dims, data }
     }
 }
 
@@ -1012,8 +1043,7 @@ fn parse_file_header(bytes: &[u8]) -> Result<FileHeader, NpyError> {
         header.iter().map(|&b| char::from(b)).collect()
     };
     let fields = parse_header_dict(&text)?;
-    let expected = checked_byte_len(fields.dtype, &fields.shape)
-        .ok_or_else(|| NpyError::ShapeOverflow { dtype: fields.dtype, shape: shape_u64(&fields.shape) })?;
+    let expected = checked_byte_len(fields.dtype, &fields.dims)?;
     let actual = bytes.len() - data_offset;
     if expected != actual {
         return Err(NpyError::SizeMismatch { expected, actual });
@@ -1022,7 +1052,7 @@ fn parse_file_header(bytes: &[u8]) -> Result<FileHeader, NpyError> {
         dtype: fields.dtype,
         endian: fields.endian,
         fortran_order: fields.fortran_order,
-        shape: fields.shape,
+        dims: fields.dims,
         data_offset,
     })
 }
@@ -1032,7 +1062,7 @@ struct HeaderFields {
     dtype: Dtype,
     endian: Endian,
     fortran_order: bool,
-    shape: Vec<usize>,
+    dims: Vec<i64>,
 }
 
 /// A Python literal, as far as `.npy` headers use them.
@@ -1137,16 +1167,17 @@ fn parse_header_dict(text: &str) -> Result<HeaderFields, NpyError> {
             )))
         }
     };
-    let dims = match shape {
-        Value::Tuple(dims) => dims,
+    let items = match shape {
+        Value::Tuple(items) => items,
         other => {
             return Err(NpyError::BadHeader(format!("'shape' must be a tuple of integers, found {}", describe(&other))))
         }
     };
-    let mut shape = Vec::with_capacity(dims.len());
-    for (axis, d) in dims.iter().enumerate() {
+    // Counts in the file, converted once here to the signed dimensions PJRT takes.
+    let mut dims = Vec::with_capacity(items.len());
+    for (axis, d) in items.iter().enumerate() {
         let dim = match d {
-            Value::Int { negative: false, magnitude: Some(m) } => usize::try_from(*m).ok(),
+            Value::Int { negative: false, magnitude: Some(m) } => i64::try_from(*m).ok(),
             Value::Int { negative: false, magnitude: None } => None,
             Value::Int { negative: true, magnitude } => {
                 if *magnitude == Some(0) {
@@ -1163,11 +1194,16 @@ fn parse_header_dict(text: &str) -> Result<HeaderFields, NpyError> {
             }
         };
         match dim {
-            Some(dim) => shape.push(dim),
-            None => return Err(NpyError::BadHeader(format!("'shape' dimension at axis {axis} is too large"))),
+            Some(dim) => dims.push(dim),
+            None => {
+                return Err(NpyError::BadHeader(format!(
+                    "'shape' dimension at axis {axis} is above {}, the largest dimension PJRT takes",
+                    i64::MAX
+                )))
+            }
         }
     }
-    Ok(HeaderFields { dtype, endian, fortran_order, shape })
+    Ok(HeaderFields { dtype, endian, fortran_order, dims })
 }
 
 /// A recursive-descent parser for the subset of Python literals found in
@@ -1425,7 +1461,7 @@ mod tests {
             (vec![5], "{'descr': '<f8', 'fortran_order': False, 'shape': (5,), }"),
             (vec![0, 3, 7], "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 3, 7), }"),
         ] {
-            let n: usize = shape.iter().product();
+            let n = shape.iter().product::<i64>() as usize;
             let a = NpyArray::new(Dtype::F64, shape.clone(), vec![0; n * 8]).unwrap();
             let h = a.header_bytes();
             assert_eq!(&h[..8], b"\x93NUMPY\x01\x00");
@@ -1444,10 +1480,10 @@ mod tests {
 
     #[test]
     fn round_trip_every_dtype_and_rank() {
-        let shapes: [&[usize]; 8] = [&[], &[1], &[5], &[0], &[2, 3], &[0, 3], &[2, 3, 4], &[3, 0, 2]];
+        let shapes: [&[i64]; 8] = [&[], &[1], &[5], &[0], &[2, 3], &[0, 3], &[2, 3, 4], &[3, 0, 2]];
         for (i, dtype) in Dtype::ALL.into_iter().enumerate() {
             for (j, shape) in shapes.iter().enumerate() {
-                let n: usize = shape.iter().product();
+                let n = shape.iter().product::<i64>() as usize;
                 let data = bytes(n * dtype.size(), (i * 100 + j) as u64);
                 let a = NpyArray::new(dtype, shape.to_vec(), data).unwrap();
                 let file = a.to_bytes();
@@ -1482,7 +1518,7 @@ mod tests {
         assert!(err.to_string().contains("bad.npy"), "{err}");
         assert!(matches!(err.without_path(), NpyError::BadMagic));
 
-        let inconsistent = NpyArray { dtype: Dtype::F32, shape: vec![3], data: vec![0; 11] };
+        let inconsistent = NpyArray { dtype: Dtype::F32, dims: vec![3], data: vec![0; 11] };
         assert!(matches!(
             inconsistent.write(&dir.join("c.npy")),
             Err(NpyError::SizeMismatch { expected: 12, actual: 11 })
@@ -1493,7 +1529,7 @@ mod tests {
     #[test]
     fn reads_fortran_order() {
         let a = NpyArray::from_bytes(NP_I32_FORTRAN_2X3).unwrap();
-        assert_eq!(a.shape, vec![2, 3]);
+        assert_eq!(a.dims, vec![2, 3]);
         assert_eq!(a.to_vec::<i32>().unwrap(), vec![0, 1, 2, 3, 4, 5]);
 
         // np.asfortranarray(np.arange(24, dtype=np.uint8).reshape(2, 3, 4)) data section.
@@ -1506,13 +1542,13 @@ mod tests {
         let file = file_v1("{'descr': '<u2', 'fortran_order': True, 'shape': (2,)}", b"\x01\x00\x02\x00");
         assert_eq!(NpyArray::from_bytes(&file).unwrap().to_vec::<u16>().unwrap(), vec![1, 2]);
         let file = file_v1("{'descr': '<u2', 'fortran_order': True, 'shape': (0, 4)}", b"");
-        assert_eq!(NpyArray::from_bytes(&file).unwrap().shape, vec![0, 4]);
+        assert_eq!(NpyArray::from_bytes(&file).unwrap().dims, vec![0, 4]);
     }
 
     #[test]
     fn fortran_transpose_general() {
         // Element (i, j, k, l) of a 2x3x4x5 array stored in Fortran order.
-        let shape = [2usize, 3, 4, 5];
+        let shape = [2i64, 3, 4, 5];
         let mut f = vec![0u32; 120];
         for i in 0..2 {
             for j in 0..3 {
@@ -1526,7 +1562,7 @@ mod tests {
             }
         }
         let data: Vec<u8> = f.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let out = fortran_to_c(&data, &shape, 4);
+        let out = fortran_to_c(&data, &counts(&shape), 4);
         let a = NpyArray::new(Dtype::U32, shape.to_vec(), out).unwrap();
         assert_eq!(a.to_vec::<u32>().unwrap(), (0..120).collect::<Vec<u32>>());
     }
@@ -1617,14 +1653,14 @@ mod tests {
             &7.5f64.to_le_bytes(),
         ))
         .unwrap();
-        assert_eq!(a.shape, Vec::<usize>::new());
+        assert_eq!(a.dims, Vec::<i64>::new());
         assert_eq!(a.to_vec::<f64>().unwrap(), vec![7.5]);
     }
 
     #[test]
     fn version_2_written_for_huge_headers() {
         // A rank high enough that the header exceeds 65535 bytes.
-        let shape = vec![1usize; 30_000];
+        let shape = vec![1i64; 30_000];
         let a = NpyArray::new(Dtype::U8, shape, vec![42]).unwrap();
         let file = a.to_bytes();
         assert_eq!(&file[6..8], &[2, 0]);
@@ -1687,14 +1723,18 @@ mod tests {
         for h in [
             "{'descr': '<f8', 'fortran_order': False, 'shape': (1152921504606846976, 16), }",
             "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296, 0), }",
-            "{'descr': '<u1', 'fortran_order': False, 'shape': (18446744073709551615,), }",
+            "{'descr': '<u2', 'fortran_order': False, 'shape': (9223372036854775807,), }",
         ] {
             let err = NpyArray::from_bytes(&f(h)).unwrap_err();
             assert!(matches!(err, NpyError::ShapeOverflow { .. }), "{h}: {err:?}");
             assert!(err.to_string().contains("would need more than"), "{err}");
         }
-        assert!(header_err(&f("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999999,), }"))
-            .contains("too large"));
+        // Counts above i64::MAX (the largest PJRT dimension), in u64 or beyond it: a header error.
+        for big in ["9223372036854775808", "18446744073709551615", "99999999999999999999999"] {
+            let h = format!("{{'descr': '<u1', 'fortran_order': False, 'shape': (2, {big}), }}");
+            let err = header_err(&f(&h));
+            assert!(err.contains("axis 1 is above 9223372036854775807"), "{err}");
+        }
         // Negative dimension.
         assert!(header_err(&f("{'descr': '<f4', 'fortran_order': False, 'shape': (-2,), }")).contains("negative"));
         // Unknown descr, structured dtype.
@@ -1791,9 +1831,16 @@ mod tests {
             NpyArray::from_elements(vec![2, 2], &[1u16, 2, 3]),
             Err(NpyError::SizeMismatch { expected: 8, actual: 6 })
         ));
-        assert!(matches!(NpyArray::new(Dtype::F64, vec![usize::MAX, 2], vec![]), Err(NpyError::ShapeOverflow { .. })));
-        let huge = NpyArray { dtype: Dtype::U8, shape: vec![usize::MAX, 3], data: vec![] };
+        assert!(matches!(NpyArray::new(Dtype::F64, vec![i64::MAX, 2], vec![]), Err(NpyError::ShapeOverflow { .. })));
+        let huge = NpyArray { dtype: Dtype::U8, dims: vec![i64::MAX, 3], data: vec![] };
         assert_eq!(huge.element_count(), usize::MAX);
+        // Negative dimensions: refused by new and validate (and so by write), named by axis.
+        let err = NpyArray::new(Dtype::U8, vec![2, -3], vec![]).unwrap_err();
+        assert!(matches!(&err, NpyError::NegativeDimension { axis: 1, dims } if dims == &[2, -3]), "{err:?}");
+        assert!(err.to_string().contains("dimension -3 at axis 1 of shape (2, -3) is negative"), "{err}");
+        let negative = NpyArray { dtype: Dtype::U8, dims: vec![-1], data: vec![] };
+        assert!(matches!(negative.validate(), Err(NpyError::NegativeDimension { axis: 0, .. })));
+        assert_eq!(negative.element_count(), 0);
         assert_eq!(Dtype::C64.to_string(), "complex64");
     }
 }

@@ -2,10 +2,11 @@
 //! and from [`HostArray`], and the uploads and downloads behind [`crate::ClientExt`] and
 //! [`crate::BufferExt`].
 
-use pjrt_client::{Buffer, Client, ElementType, HostArray, HostLayout, Placement};
+use pjrt_client::{Buffer, Client, ElementType, HostArray, Placement};
 
 use crate::error::{Error, Result};
 use crate::npy::{Dtype, Endian, MappedNpy, NpyArray};
+use pjrt_client::{HostSource, UploadOptions};
 
 /// The element type a `.npy` dtype uploads as. `V2` (ml_dtypes' bfloat16) is bf16; `u2` data may
 /// also be taken as bf16 when the program's parameter asks for it (see [`crate::ClientExt::upload_npy`]). `V1`
@@ -156,27 +157,33 @@ pub(crate) fn upload_mapped_npy(
 ) -> Result<Buffer> {
     // Every element's byte is in the file's bytes, in whatever order: the check needs no copy.
     let element_type = checked_element_type(file.dtype(), file.bytes(), wanted)?;
-    let dims: Vec<i64> = file.shape().iter().map(|d| *d as i64).collect();
+    let dims = file.dims();
     if file.is_c_order_little_endian() {
         // From the file's bytes without waiting for a copy: in place where aligned, else copied
         // by the plugin's threads; the buffer keeps those bytes as long as it needs them.
-        return Ok(client.buffer_from_shared(&file.shared_bytes(), element_type, &dims, placement)?);
+        return Ok(client.upload_with(
+            HostSource::shared(file.shared_bytes(), element_type, dims),
+            &UploadOptions::new().placement(placement),
+        )?);
     }
     // Big-endian files, and Fortran-order ones of sub-byte types (which take no byte strides),
     // upload from a C-order little-endian copy.
     if file.endian() == Endian::Big || element_type.is_sub_byte() {
         let array = file.to_array();
-        return Ok(client.buffer_from_bytes(&array.data, element_type, &dims, &HostLayout::default(), placement)?);
+        return Ok(client.upload_with(
+            HostSource::bytes(&array.data, element_type, dims),
+            &UploadOptions::new().placement(placement),
+        )?);
     }
     // Fortran order: axis 0 varies fastest.
     let mut strides = Vec::with_capacity(dims.len());
     let mut stride = file.dtype().size() as i64;
-    for &d in &dims {
+    for &d in dims {
         strides.push(stride);
         stride = stride.saturating_mul(d.max(1));
     }
-    let layout = HostLayout { byte_strides: Some(strides), ..Default::default() };
-    Ok(client.buffer_from_bytes(file.bytes(), element_type, &dims, &layout, placement)?)
+    let options = UploadOptions::new().placement(placement).byte_strides(strides);
+    Ok(client.upload_with(HostSource::bytes(file.bytes(), element_type, dims), &options)?)
 }
 
 impl NpyArray {
@@ -205,7 +212,7 @@ impl NpyArray {
     /// ```
     pub fn to_host_array(&self, wanted: Option<ElementType>) -> Result<HostArray> {
         let element_type = checked_element_type(self.dtype, &self.data, wanted)?;
-        Ok(HostArray::new(element_type, self.shape.clone(), self.data.clone())?)
+        Ok(HostArray::new(element_type, self.dims.clone(), self.data.clone())?)
     }
 
     /// The `.npy` array of a [`HostArray`]: bf16 as `<u2` bits, sub-byte types widened to `int8`
@@ -217,7 +224,7 @@ impl NpyArray {
             .ok_or_else(|| Error::invalid(format!("{element_type} outputs cannot be written as .npy")))?;
         let mut data = array.data().to_vec();
         element_type.sign_extend_host_values(&mut data);
-        Ok(NpyArray::new(dtype, array.shape().to_vec(), data)?)
+        Ok(NpyArray::new(dtype, array.dims().to_vec(), data)?)
     }
 }
 
@@ -229,8 +236,10 @@ pub(crate) fn upload_npy(
     placement: Placement<'_>,
 ) -> Result<Buffer> {
     let element_type = checked_element_type(array.dtype, &array.data, wanted)?;
-    let dims: Vec<i64> = array.shape.iter().map(|d| *d as i64).collect();
-    Ok(client.buffer_from_bytes(&array.data, element_type, &dims, &HostLayout::default(), placement)?)
+    Ok(client.upload_with(
+        HostSource::bytes(&array.data, element_type, &array.dims),
+        &UploadOptions::new().placement(placement),
+    )?)
 }
 
 /// Downloads a buffer as a `.npy` array (see [`NpyArray::from_host_array`]).

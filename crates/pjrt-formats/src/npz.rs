@@ -76,13 +76,13 @@ impl NpzArray {
     /// ```
     /// # let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/npz/mixed_stored.npz");
     /// let file = pjrt_formats::npz::Npz::open(&path)?;
-    /// assert_eq!(file.get("fortran").unwrap().shape(), [2, 3]);
+    /// assert_eq!(file.get("fortran").unwrap().dims(), [2, 3]);
     /// # Ok::<(), pjrt_formats::Error>(())
     /// ```
-    pub fn shape(&self) -> &[usize] {
+    pub fn dims(&self) -> &[i64] {
         match self {
-            NpzArray::Mapped(mapped) => mapped.shape(),
-            NpzArray::Loaded(array) => &array.shape,
+            NpzArray::Mapped(mapped) => mapped.dims(),
+            NpzArray::Loaded(array) => &array.dims,
         }
     }
 }
@@ -216,7 +216,7 @@ impl Npz {
     /// ```
     /// # let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/npz/mlp_weights.npz");
     /// let file = pjrt_formats::npz::Npz::open(&path)?;
-    /// assert_eq!(file.get("b1").unwrap().shape(), [8]);
+    /// assert_eq!(file.get("b1").unwrap().dims(), [8]);
     /// assert!(file.get("nope").is_none());
     /// # Ok::<(), pjrt_formats::Error>(())
     /// ```

@@ -17,7 +17,7 @@
 //! header claims, only to its real length.
 //!
 //! `F4` (float4_e2m1fn) tensors are stored packed, two elements per byte, while PJRT takes one
-//! element per byte: [`TensorView::host_bytes`] and [`crate::ClientExt::buffer_from_tensor`] unpack them,
+//! element per byte: [`TensorView::host_bytes`] and [`crate::ClientExt::upload_tensor_view`] unpack them,
 //! [`pack_sub_byte`] packs host values for the writer.
 //!
 //! ```no_run
@@ -43,11 +43,12 @@ use std::sync::Arc;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use pjrt_client::{Buffer, Client, ElementType, HostLayout, NativeType, Placement, SharedBytes};
+use pjrt_client::{Buffer, Client, ElementType, NativeType, Placement, SharedBytes};
 
 use crate::error::Result;
 use crate::file_bytes::FileBytes;
 use crate::npy::{Dtype, NpyArray};
+use pjrt_client::{HostSource, UploadOptions};
 
 /// The largest header accepted (the limit the reference implementation uses too).
 pub const MAX_HEADER_BYTES: u64 = 100_000_000;
@@ -152,8 +153,26 @@ pub enum SafetensorsError {
     ShapeOverflow {
         /// The tensor.
         tensor: String,
-        /// Its shape.
-        shape: Vec<u64>,
+        /// Its dimensions.
+        dims: Vec<i64>,
+    },
+    /// A dimension in a file's header is above `i64::MAX`, the largest dimension PJRT takes.
+    DimensionTooLarge {
+        /// The tensor.
+        tensor: String,
+        /// The axis of its `shape` entry.
+        axis: usize,
+        /// The count the header gives.
+        value: u64,
+    },
+    /// A dimension given to [`TensorView::new`] is negative.
+    NegativeDimension {
+        /// The tensor.
+        tensor: String,
+        /// The axis of the first negative dimension.
+        axis: usize,
+        /// Its dimensions.
+        dims: Vec<i64>,
     },
     /// A tensor's data offsets span another number of bytes than its dtype and shape need.
     SizeMismatch {
@@ -267,9 +286,19 @@ impl fmt::Display for SafetensorsError {
                     supported_dtypes()
                 )
             }
-            Self::ShapeOverflow { tensor, shape } => {
-                write!(f, "tensor '{tensor}' has shape {shape:?}, too large to fit in memory")
+            Self::ShapeOverflow { tensor, dims } => {
+                write!(f, "tensor '{tensor}' has shape {dims:?}, too large to fit in memory")
             }
+            Self::DimensionTooLarge { tensor, axis, value } => write!(
+                f,
+                "tensor '{tensor}' has shape dimension {value} at axis {axis}, above {}, the largest dimension PJRT takes",
+                i64::MAX
+            ),
+            Self::NegativeDimension { tensor, axis, dims } => write!(
+                f,
+                "tensor '{tensor}' has shape {dims:?}, whose dimension at axis {axis} is negative: dimensions are \
+                 element counts, 0 or more"
+            ),
             Self::SizeMismatch { tensor, expected, actual } => {
                 write!(f, "tensor '{tensor}' has {actual} data bytes but its dtype and shape need {expected}")
             }
@@ -315,11 +344,16 @@ impl std::error::Error for SafetensorsError {
 
 /// Byte size of a tensor in the file (sub-byte types packed), `None` on overflow; whether its
 /// elements fill whole bytes (the format refuses those that do not).
-fn byte_size(element_type: ElementType, shape: &[usize]) -> Option<(usize, bool)> {
-    let count = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))?;
+fn byte_size(element_type: ElementType, dims: &[i64]) -> Option<(usize, bool)> {
+    let count = checked_count(dims)?;
     let bits = count.checked_mul(element_type.bits()?)?;
     let bytes = element_type.packed_bytes(count).filter(|b| *b <= isize::MAX as usize)?;
     Some((bytes, bits % 8 == 0))
+}
+
+/// The number of elements of these dimensions, `None` if one is negative or the product overflows.
+fn checked_count(dims: &[i64]) -> Option<usize> {
+    dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(usize::try_from(d).ok()?))
 }
 
 /// The bit stream order of packed sub-byte values: element `i` takes bits `[i*b, (i+1)*b)`,
@@ -399,24 +433,38 @@ pub fn unpack_sub_byte(element_type: ElementType, packed: &[u8], count: usize) -
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct TensorView<'a> {
     dtype: ElementType,
-    shape: &'a [usize],
+    dims: &'a [i64],
     bytes: &'a [u8],
 }
 
 impl<'a> TensorView<'a> {
-    /// A view of `bytes` (dense, row-major, little-endian) as a tensor; checks the length.
-    /// `F4` bytes are packed, two elements per byte (see [`pack_sub_byte`]).
-    pub fn new(dtype: ElementType, shape: &'a [usize], bytes: &'a [u8]) -> Result<Self, SafetensorsError> {
+    /// A view of `bytes` (dense, row-major, little-endian) as a tensor of dimensions `dims`
+    /// (as PJRT and [`HostArray::dims`](pjrt_client::HostArray::dims) take them); checks that no
+    /// dimension is negative and that the length matches. `F4` bytes are packed, two elements
+    /// per byte (see [`pack_sub_byte`]).
+    ///
+    /// ```
+    /// use pjrt_client::ElementType;
+    /// use pjrt_formats::safetensors::{SafetensorsError, TensorView};
+    /// let bytes = [0u8; 6];
+    /// let view = TensorView::new(ElementType::U8, &[2, 3], &bytes)?;
+    /// assert_eq!(view.dims(), [2, 3]);
+    /// let negative = TensorView::new(ElementType::U8, &[-2, -3], &bytes);
+    /// assert!(matches!(negative, Err(SafetensorsError::NegativeDimension { axis: 0, .. })));
+    /// # Ok::<(), SafetensorsError>(())
+    /// ```
+    pub fn new(dtype: ElementType, dims: &'a [i64], bytes: &'a [u8]) -> Result<Self, SafetensorsError> {
         let unnamed = || String::from("(unnamed)");
         if dtype_name(dtype).is_none() {
             return Err(SafetensorsError::UnsupportedElementType { tensor: unnamed(), element_type: dtype });
         }
-        let (expected, whole_bytes) = byte_size(dtype, shape).ok_or_else(|| SafetensorsError::ShapeOverflow {
-            tensor: unnamed(),
-            shape: shape.iter().map(|&d| d as u64).collect(),
-        })?;
+        if let Some(axis) = dims.iter().position(|&d| d < 0) {
+            return Err(SafetensorsError::NegativeDimension { tensor: unnamed(), axis, dims: dims.to_vec() });
+        }
+        let (expected, whole_bytes) = byte_size(dtype, dims)
+            .ok_or_else(|| SafetensorsError::ShapeOverflow { tensor: unnamed(), dims: dims.to_vec() })?;
         if !whole_bytes {
-            let elements = shape.iter().product::<usize>() as u64;
+            let elements = checked_count(dims).unwrap_or(0) as u64;
             return Err(SafetensorsError::Misaligned { tensor: unnamed(), element_type: dtype, elements });
         }
         if expected != bytes.len() {
@@ -426,12 +474,12 @@ impl<'a> TensorView<'a> {
                 actual: bytes.len() as u64,
             });
         }
-        Ok(TensorView { dtype, shape, bytes })
+        Ok(TensorView { dtype, dims, bytes })
     }
 
     /// A view of a `.npy` array; ml_dtypes' bfloat16 (`V2`) becomes [`ElementType::BF16`].
     pub fn from_npy(array: &'a NpyArray) -> Result<Self, SafetensorsError> {
-        TensorView::new(crate::npy_arrays::element_type_of(array.dtype), &array.shape, &array.data)
+        TensorView::new(crate::npy_arrays::element_type_of(array.dtype), &array.dims, &array.data)
     }
 
     /// The element type.
@@ -439,14 +487,9 @@ impl<'a> TensorView<'a> {
         self.dtype
     }
 
-    /// The dimensions (empty for a scalar).
-    pub fn shape(&self) -> &'a [usize] {
-        self.shape
-    }
-
-    /// The dimensions as PJRT takes them.
-    pub fn dims(&self) -> Vec<i64> {
-        self.shape.iter().map(|&d| d as i64).collect()
+    /// The dimensions (empty for a scalar), as PJRT takes them.
+    pub fn dims(&self) -> &'a [i64] {
+        self.dims
     }
 
     /// The raw data as the file holds it: row-major, little-endian, tightly packed (`F4` two
@@ -475,7 +518,8 @@ impl<'a> TensorView<'a> {
 
     /// The number of elements.
     pub fn element_count(&self) -> usize {
-        self.shape.iter().product()
+        // Checked at construction: non-negative, and the product fits.
+        checked_count(self.dims).unwrap_or(0)
     }
 
     /// The elements as Rust values (copied: file data need not be aligned for `T`).
@@ -514,7 +558,7 @@ impl<'a> TensorView<'a> {
                 SafetensorsError::Conversion(format!("{other} tensors cannot be converted to .npy arrays"))
             })?,
         };
-        NpyArray::new(dtype, self.shape.to_vec(), self.host_bytes()?.into_owned())
+        NpyArray::new(dtype, self.dims.to_vec(), self.host_bytes()?.into_owned())
             .map_err(|e| SafetensorsError::Conversion(e.to_string()))
     }
 }
@@ -523,7 +567,7 @@ impl fmt::Debug for TensorView<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TensorView")
             .field("dtype", &self.dtype)
-            .field("shape", &self.shape)
+            .field("dims", &self.dims)
             .field("bytes", &self.bytes.len())
             .finish()
     }
@@ -560,7 +604,7 @@ unsafe impl pjrt_client::SharedHostBytes for Storage {
 struct Entry {
     name: String,
     dtype: ElementType,
-    shape: Vec<usize>,
+    dims: Vec<i64>,
     start: usize,
     end: usize,
 }
@@ -715,11 +759,11 @@ impl SafeTensors {
 
     /// Tensor `name`'s bytes as [`SharedBytes`]: they hold the file's bytes (the memory they
     /// were read into, or for [`SafeTensors::open_mapped`] the mapping), so an upload from them
-    /// ([`pjrt_client::Client::buffer_from_shared`], in place where aligned) may outlive this
+    /// ([`pjrt_client::HostSource::shared`], in place where aligned) may outlive this
     /// value.
     ///
     /// ```
-    /// use pjrt_client::{ElementType, Placement};
+    /// use pjrt_client::{ElementType, HostSource, UploadOptions};
     /// use pjrt_formats::safetensors::{write, SafeTensors, TensorView};
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
@@ -729,7 +773,7 @@ impl SafeTensors {
     /// let file = SafeTensors::open(&path)?;
     /// let bytes = file.shared_bytes("x")?;
     /// assert!(bytes.is_aligned()); // our writer aligns: the plugin reads the bytes in place
-    /// let buffer = client.buffer_from_shared(&bytes, ElementType::F32, &[4], Placement::Default)?;
+    /// let buffer = client.upload_with(HostSource::shared(bytes.clone(), ElementType::F32, &[4]), &UploadOptions::new())?;
     /// drop((file, bytes));
     /// # std::fs::remove_file(&path)?;
     /// assert_eq!(buffer.to_vec::<f32>()?, [1., 2., 3., 4.]);
@@ -751,7 +795,7 @@ impl SafeTensors {
 
     fn view<'a>(&'a self, e: &'a Entry) -> TensorView<'a> {
         // The range was checked against the storage when the file was opened.
-        TensorView { dtype: e.dtype, shape: &e.shape, bytes: &self.storage.bytes()[e.start..e.end] }
+        TensorView { dtype: e.dtype, dims: &e.dims, bytes: &self.storage.bytes()[e.start..e.end] }
     }
 }
 
@@ -816,12 +860,23 @@ fn check_entries(
     for (name, entry) in raw {
         let dtype = element_type_of(&entry.dtype)
             .ok_or_else(|| SafetensorsError::UnknownDtype { tensor: name.clone(), dtype: entry.dtype.clone() })?;
-        let overflow = || SafetensorsError::ShapeOverflow { tensor: name.clone(), shape: entry.shape.clone() };
-        let shape: Vec<usize> =
-            entry.shape.iter().map(|&d| usize::try_from(d).map_err(|_| overflow())).collect::<Result<_, _>>()?;
-        let (expected, whole_bytes) = byte_size(dtype, &shape).ok_or_else(overflow)?;
+        // Counts in the file, converted once here to the signed dimensions PJRT takes.
+        let dims = entry
+            .shape
+            .iter()
+            .enumerate()
+            .map(|(axis, &value)| {
+                i64::try_from(value).map_err(|_| SafetensorsError::DimensionTooLarge {
+                    tensor: name.clone(),
+                    axis,
+                    value,
+                })
+            })
+            .collect::<Result<Vec<i64>, _>>()?;
+        let (expected, whole_bytes) = byte_size(dtype, &dims)
+            .ok_or_else(|| SafetensorsError::ShapeOverflow { tensor: name.clone(), dims: dims.clone() })?;
         if !whole_bytes {
-            let elements = shape.iter().product::<usize>() as u64;
+            let elements = checked_count(&dims).unwrap_or(0) as u64;
             return Err(SafetensorsError::Misaligned { tensor: name, element_type: dtype, elements });
         }
         let expected = expected as u64;
@@ -834,7 +889,7 @@ fn check_entries(
         }
         // In range of the data section, which is in memory, so these fit in usize.
         let start = header_end + begin as usize;
-        entries.push(Entry { name, dtype, shape, start, end: header_end + end as usize });
+        entries.push(Entry { name, dtype, dims, start, end: header_end + end as usize });
     }
     entries.sort_by_key(|e| (e.start, e.end));
     let mut covered = header_end;
@@ -1083,7 +1138,7 @@ fn header_bytes(tensors: &[&(&str, TensorView<'_>)], metadata: &[(&str, &str)]) 
         json.push_str(&format!(
             "{}:{{\"dtype\":\"{dtype}\",\"shape\":{:?},\"data_offsets\":[{offset},{end}]}}",
             quote(name),
-            view.shape
+            view.dims
         ));
         offset = end;
     }
@@ -1209,10 +1264,13 @@ pub struct Progress<'a> {
     pub bytes_total: u64,
 }
 
-/// Uploads one tensor: [`crate::ClientExt::buffer_from_tensor`].
-pub(crate) fn buffer_from_tensor(client: &Client, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer> {
+/// Uploads one tensor: [`crate::ClientExt::upload_tensor_view`].
+pub(crate) fn upload_tensor_view(client: &Client, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer> {
     let bytes = tensor.host_bytes()?;
-    Ok(client.buffer_from_bytes(&bytes, tensor.dtype, &tensor.dims(), &HostLayout::default(), placement)?)
+    Ok(client.upload_with(
+        HostSource::bytes(&bytes, tensor.dtype, tensor.dims()),
+        &UploadOptions::new().placement(placement),
+    )?)
 }
 
 /// Uploads one tensor of a file: [`crate::ClientExt::upload_tensor`].
@@ -1250,12 +1308,14 @@ fn upload_entry(
             )))
         }
     };
-    let dims: Vec<i64> = entry.shape.iter().map(|&d| d as i64).collect();
     if dtype.is_sub_byte() {
         // Packed two to a byte in the file; PJRT takes one element per byte: unpacked copy.
-        return buffer_from_tensor(client, &file.view(entry), placement);
+        return upload_tensor_view(client, &file.view(entry), placement);
     }
-    Ok(client.buffer_from_shared(&file.shared_entry(entry)?, element_type, &dims, placement)?)
+    Ok(client.upload_with(
+        HostSource::shared(file.shared_entry(entry)?, element_type, &entry.dims),
+        &UploadOptions::new().placement(placement),
+    )?)
 }
 
 /// Uploads every tensor of a file: [`crate::ClientExt::upload_safetensors`].
@@ -1345,7 +1405,7 @@ mod tests {
         assert_eq!(st.names().collect::<Vec<_>>(), ["empty", "a", "b\"odd name"]);
         assert_eq!(st.tensor("a").unwrap().to_vec::<f32>().unwrap(), [1., 2., 3., 4., 5., 6.]);
         assert_eq!(st.tensor("b\"odd name").unwrap().to_vec::<bool>().unwrap(), [true, false, true]);
-        assert_eq!(st.tensor("empty").unwrap().shape(), [0, 4]);
+        assert_eq!(st.tensor("empty").unwrap().dims(), [0, 4]);
         assert_eq!(st.metadata().get("format").map(String::as_str), Some("np"));
         assert_eq!(st.data_bytes(), 27);
         match st.tensor("c") {
@@ -1368,9 +1428,31 @@ mod tests {
         ));
         assert!(matches!(TensorView::new(ElementType::F32, &[2], &[0; 7]), Err(SafetensorsError::SizeMismatch { .. })));
         assert!(matches!(
-            TensorView::new(ElementType::F32, &[usize::MAX, 2], &[]),
+            TensorView::new(ElementType::F32, &[i64::MAX, 2], &[]),
             Err(SafetensorsError::ShapeOverflow { .. })
         ));
+        match TensorView::new(ElementType::U8, &[3, -1, -2], &[]) {
+            Err(e @ SafetensorsError::NegativeDimension { axis: 1, .. }) => {
+                assert!(e.to_string().contains("shape [3, -1, -2], whose dimension at axis 1 is negative"), "{e}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn dimensions_above_i64_max_are_refused() {
+        // i64::MAX itself is a dimension (too large for memory here); one more is not.
+        let h = r#"{"w":{"dtype":"U8","shape":[9223372036854775807, 2],"data_offsets":[0,0]}}"#;
+        assert!(matches!(SafeTensors::from_bytes(file(h, &[])), Err(SafetensorsError::ShapeOverflow { .. })));
+        for big in ["9223372036854775808", "18446744073709551615"] {
+            let h = format!(r#"{{"w":{{"dtype":"U8","shape":[0, {big}],"data_offsets":[0,0]}}}}"#);
+            match SafeTensors::from_bytes(file(&h, &[])) {
+                Err(e @ SafetensorsError::DimensionTooLarge { axis: 1, .. }) => {
+                    assert!(e.to_string().contains(&format!("tensor 'w' has shape dimension {big} at axis 1")), "{e}")
+                }
+                other => panic!("{big}: {other:?}"),
+            }
+        }
     }
 
     #[test]
@@ -1453,10 +1535,10 @@ mod tests {
         assert_eq!(&bytes[8 + header_len..], packed);
         let file = SafeTensors::from_bytes(bytes).unwrap();
         let back = file.tensor("w").unwrap();
-        assert_eq!((back.dtype(), back.shape(), back.bytes()), (ElementType::F4E2M1FN, &[2usize, 3][..], &packed[..]));
+        assert_eq!((back.dtype(), back.dims(), back.bytes()), (ElementType::F4E2M1FN, &[2i64, 3][..], &packed[..]));
         assert_eq!(&*back.host_bytes().unwrap(), codes);
         let array = back.to_npy().unwrap();
-        assert_eq!((array.dtype, array.shape.clone(), array.data.clone()), (Dtype::U8, vec![2, 3], codes.to_vec()));
+        assert_eq!((array.dtype, array.dims.clone(), array.data.clone()), (Dtype::U8, vec![2, 3], codes.to_vec()));
         // Other tensors keep borrowing the file's bytes.
         let u8s = [1u8, 2];
         let plain = TensorView::new(ElementType::U8, &[2], &u8s).unwrap();

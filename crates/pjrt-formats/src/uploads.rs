@@ -42,10 +42,10 @@ pub trait ClientExt: sealed::Sealed {
 
     /// Uploads one safetensors tensor (the plugin copies its bytes during the call). `F4`
     /// tensors are unpacked first ([`TensorView::host_bytes`]): PJRT takes one element per byte.
-    fn buffer_from_tensor(&self, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer>;
+    fn upload_tensor_view(&self, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer>;
 
     /// Uploads tensor `name` of a safetensors file without waiting for a copy
-    /// ([`Client::buffer_from_shared`]): the plugin reads it in place from the file's bytes (the
+    /// ([`pjrt_client::HostSource::shared`]): the plugin reads it in place from the file's bytes (the
     /// memory [`SafeTensors::open`] read them into, or the mapping of
     /// [`SafeTensors::open_mapped`]) where it starts 64-byte aligned (our writer's files, for
     /// tensors whose sizes are multiples of 64 bytes), else copies it on its own threads; the
@@ -101,8 +101,8 @@ impl ClientExt for Client {
         crate::npy_arrays::upload_mapped_npy(self, file, wanted, placement)
     }
 
-    fn buffer_from_tensor(&self, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer> {
-        crate::safetensors::buffer_from_tensor(self, tensor, placement)
+    fn upload_tensor_view(&self, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer> {
+        crate::safetensors::upload_tensor_view(self, tensor, placement)
     }
 
     fn upload_tensor(
@@ -130,10 +130,9 @@ impl ClientExt for Client {
 /// ```
 /// use pjrt_formats::BufferExt;
 /// use pjrt_formats::npy::Dtype;
-/// use pjrt_client::Placement;
 /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-/// let x = client.buffer_from_slice(&[1i16, 2, 3], &[3], Placement::Default)?;
+/// let x = client.upload(&[1i16, 2, 3], &[3])?;
 /// let array = x.to_npy()?;
 /// assert_eq!((array.dtype, array.to_vec::<i16>()?), (Dtype::I16, vec![1, 2, 3]));
 /// # Ok::<(), pjrt_formats::Error>(())

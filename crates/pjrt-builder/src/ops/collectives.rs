@@ -24,10 +24,10 @@
 //!     .addressable_devices()
 //!     .iter()
 //!     .enumerate()
-//!     .map(|(k, d)| Ok(vec![client.buffer_from_slice(&[k as f32, 10.], &[2], Placement::Device(d))?]))
+//!     .map(|(k, d)| Ok(vec![client.upload_with(HostSource::slice(&[k as f32, 10.], &[2]), &UploadOptions::new().device(d))?]))
 //!     .collect::<Result<_, pjrt_client::Error>>()?;
 //! let arguments: Vec<Vec<&Buffer>> = per_device.iter().map(|l| l.iter().collect()).collect();
-//! let run = exe.execute_sharded(&arguments)?;
+//! let run = exe.execute_sharded_async(&arguments, &ExecuteOptions::new())?;
 //! run.wait()?;
 //! assert_eq!(run.outputs[0][0].to_vec::<f32>()?, [1., 20.]);
 //! assert_eq!(run.outputs[1][1].to_vec::<f32>()?, [0., 10., 1., 10.]);

@@ -30,9 +30,9 @@
 //!
 //! let plugin = Plugin::load(&pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
-//! let out = client.compile(&program, &CompileOptions::new())?.execute(&[])?;
+//! let out = client.compile(&program, &CompileOptions::new())?.execute(&[], &ExecuteOptions::new())?;
 //! assert_eq!(out[0].to_vec::<f32>()?[1], f32::INFINITY);
-//! assert_eq!(out[4].to_host_bytes()?, [0x38, 0xb8]);
+//! assert_eq!(out[4].to_bytes(DownloadOptions::new())?, [0x38, 0xb8]);
 //! assert_eq!(out[5].to_vec::<i32>()?, [0, 1, 2, 0, 1, 2]);
 //! assert_eq!(out[6].to_vec::<u16>()?, [7, 9]);
 //! # Ok(()) }
@@ -144,7 +144,7 @@ impl Function {
     /// A constant holding a [`HostArray`]'s values (weights read from `.npy` or safetensors
     /// files through `pjrt_formats`, say), with its element type and shape.
     pub fn constant_array(&self, array: &HostArray) -> Result<Value<'_>, BuildError> {
-        self.constant_bits(array.element_type(), array.data(), &array.dims())
+        self.constant_bits(array.element_type(), array.data(), array.dims())
     }
 
     /// A constant of shape `dims` with every element the host bytes `element_bytes` (one

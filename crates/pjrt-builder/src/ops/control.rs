@@ -28,8 +28,8 @@
 //! let plugin = Plugin::load(&pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
-//! let five = client.buffer_from_slice(&[5i32], &[], Placement::Default)?;
-//! let out = exe.execute(&[&five])?;
+//! let five = client.upload(&[5i32], &[])?;
+//! let out = exe.execute(&[&five], &ExecuteOptions::new())?;
 //! assert_eq!(out[0].to_vec::<i32>()?, [10]);
 //! assert_eq!(out[1].to_vec::<i32>()?, [50]);
 //! assert_eq!(out[2].to_vec::<i32>()?, [102]);

@@ -21,9 +21,9 @@
 //! let plugin = Plugin::load(&pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
-//! let a = client.buffer_from_slice(&[1f32, -2., 3.5, 0.], &[4], Placement::Default)?;
-//! let b = client.buffer_from_slice(&[2f32, 2., 2., 2.], &[4], Placement::Default)?;
-//! let out = exe.execute(&[&a, &b])?;
+//! let a = client.upload(&[1f32, -2., 3.5, 0.], &[4])?;
+//! let b = client.upload(&[2f32, 2., 2., 2.], &[4])?;
+//! let out = exe.execute(&[&a, &b], &ExecuteOptions::new())?;
 //! assert_eq!(out[0].to_vec::<f32>()?, [1., -2., 17.25, -2.]);
 //! assert_eq!(out[1].to_vec::<f32>()?, [2., 2., 3.5, 2.]);
 //! assert_eq!(out[2].to_vec::<i32>()?, [1, -2, 3, 0]);

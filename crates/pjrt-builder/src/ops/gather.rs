@@ -19,8 +19,8 @@
 //! let plugin = Plugin::load(&pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
-//! let t = client.buffer_from_slice(&[0f32, 1., 10., 11., 20., 21., 30., 31.], &[4, 2], Placement::Default)?;
-//! let out = exe.execute(&[&t])?;
+//! let t = client.upload(&[0f32, 1., 10., 11., 20., 21., 30., 31.], &[4, 2])?;
+//! let out = exe.execute(&[&t], &ExecuteOptions::new())?;
 //! assert_eq!(out[0].to_vec::<f32>()?, [30., 31., 0., 1., 30., 31.]);
 //! assert_eq!(out[1].to_vec::<f32>()?, [1., 1., 0., 0., 0., 0., 2., 2.]);
 //! # Ok(()) }

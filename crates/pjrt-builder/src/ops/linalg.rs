@@ -20,9 +20,9 @@
 //! let plugin = Plugin::load(&pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
-//! let x = client.buffer_from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3], Placement::Default)?;
-//! let y = client.buffer_from_slice(&[1f32, 0., 0., 1., 1., 1.], &[3, 2], Placement::Default)?;
-//! let out = exe.execute(&[&x, &y])?;
+//! let x = client.upload(&[1f32, 2., 3., 4., 5., 6.], &[2, 3])?;
+//! let y = client.upload(&[1f32, 0., 0., 1., 1., 1.], &[3, 2])?;
+//! let out = exe.execute(&[&x, &y], &ExecuteOptions::new())?;
 //! assert_eq!(out[0].to_vec::<f32>()?, [4., 5., 10., 11.]);
 //! assert_eq!(out[1].dimensions()?, [2, 4, 1]);
 //! assert_eq!(out[1].to_vec::<f32>()?, [-1., -1., -1., 3., -4., -1., -1., 6.]);

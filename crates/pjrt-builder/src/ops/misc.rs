@@ -26,8 +26,8 @@
 //! let plugin = Plugin::load(&pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
-//! let a = client.buffer_from_slice(&[1f32, 2., 3.], &[3], Placement::Default)?;
-//! let out = exe.execute(&[&a])?;
+//! let a = client.upload(&[1f32, 2., 3.], &[3])?;
+//! let out = exe.execute(&[&a], &ExecuteOptions::new())?;
 //! assert_eq!(out[0].to_vec::<i32>()?, [7]);
 //! assert_eq!(out[1].dimensions()?, [4]);
 //! assert_eq!(out[2].to_vec::<f32>()?, [1., 2., 3.]);

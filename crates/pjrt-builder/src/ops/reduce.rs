@@ -25,8 +25,8 @@
 //! let plugin = Plugin::load(&pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
-//! let a = client.buffer_from_slice(&[1f32, -2., 3., 4., 5., -6.], &[2, 3], Placement::Default)?;
-//! let out = exe.execute(&[&a])?;
+//! let a = client.upload(&[1f32, -2., 3., 4., 5., -6.], &[2, 3])?;
+//! let out = exe.execute(&[&a], &ExecuteOptions::new())?;
 //! assert_eq!(out[0].to_vec::<f32>()?, [2., 3.]);
 //! assert_eq!(out[1].to_vec::<f32>()?, [5.]);
 //! assert_eq!(out[2].to_vec::<f32>()?, [5.]);
@@ -119,8 +119,8 @@ impl Function {
 /// let client = Client::new(&plugin, &ClientOptions::new())?;
 /// let exe = client.compile(&program, &CompileOptions::new())?;
 /// let values: Vec<f32> = (0..16).map(|i| i as f32).collect();
-/// let a = client.buffer_from_slice(&values, &[4, 4], Placement::Default)?;
-/// let out = exe.execute(&[&a])?;
+/// let a = client.upload(&values, &[4, 4])?;
+/// let out = exe.execute(&[&a], &ExecuteOptions::new())?;
 /// assert_eq!(out[0].to_vec::<f32>()?, [5., 7., 13., 15.]);
 /// assert_eq!(out[1].to_vec::<f32>()?[5], 1.);
 /// assert_eq!(out[2].to_vec::<f32>()?[..4], [0., 1., 3., 6.]);

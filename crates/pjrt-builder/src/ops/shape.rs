@@ -20,8 +20,8 @@
 //! let plugin = Plugin::load(&pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
-//! let a = client.buffer_from_slice(&[0i32, 1, 2, 3, 4, 5], &[2, 3], Placement::Default)?;
-//! let out = exe.execute(&[&a])?;
+//! let a = client.upload(&[0i32, 1, 2, 3, 4, 5], &[2, 3])?;
+//! let out = exe.execute(&[&a], &ExecuteOptions::new())?;
 //! assert_eq!(out[0].to_vec::<i32>()?, [10, 21, 32, 13, 24, 35]);
 //! assert_eq!(out[1].to_vec::<i32>()?, [0, 3, 1, 4, 2, 5]);
 //! assert_eq!(out[2].to_vec::<i32>()?, [1, 2, 4, 5]);

@@ -16,8 +16,8 @@
 //! let plugin = Plugin::load(&pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
-//! let a = client.buffer_from_slice(&[3f32, 1., 4., 1., 5.], &[5], Placement::Default)?;
-//! let out = exe.execute(&[&a])?;
+//! let a = client.upload(&[3f32, 1., 4., 1., 5.], &[5])?;
+//! let out = exe.execute(&[&a], &ExecuteOptions::new())?;
 //! assert_eq!(out[0].to_vec::<f32>()?, [1., 1., 3., 4., 5.]);
 //! assert_eq!(out[1].to_vec::<i32>()?, [4, 2, 0, 1, 3]);
 //! # Ok(()) }

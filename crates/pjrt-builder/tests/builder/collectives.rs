@@ -5,10 +5,11 @@
 //! plugins, against numpy (exact: small integers).
 
 use pjrt_builder::{AxisSharding, Collective, DotDimensions, Function, Mesh, ParameterOptions, Sharding};
-use pjrt_client::{Buffer, Client, CompileOptions, ElementType, HostArray, Placement, Program};
+use pjrt_client::{Buffer, Client, CompileOptions, ElementType, HostArray, Program};
 
 use crate::harness::{assert_exact, data};
 use crate::support;
+use pjrt_client::{ExecuteOptions, UploadOptions};
 
 /// Runs `program` on every device of `client` (compiled with `options`), device `k` getting
 /// `arguments[k]`; returns each device's outputs.
@@ -24,19 +25,18 @@ fn run_per_device(
     let buffers: Vec<Vec<Buffer>> = devices
         .iter()
         .zip(arguments)
-        .map(|(d, args)| args.iter().map(|a| client.buffer_from_host_array(a, Placement::Device(d)).unwrap()).collect())
+        .map(|(d, args)| args.iter().map(|a| client.upload_with(a, &UploadOptions::new().device(d)).unwrap()).collect())
         .collect();
     let refs: Vec<Vec<&Buffer>> = buffers.iter().map(|l| l.iter().collect()).collect();
-    let run = exe.execute_sharded(&refs).unwrap();
-    run.wait().unwrap();
-    run.outputs.iter().map(|outs| outs.iter().map(|b| b.to_host_array().unwrap()).collect()).collect()
+    let outputs = exe.execute_sharded(&refs, &ExecuteOptions::new()).unwrap();
+    outputs.iter().map(|outs| outs.iter().map(|b| b.to_host_array().unwrap()).collect()).collect()
 }
 
 /// Row `k` of a stacked array (its first dimension).
 fn part(array: &HostArray, k: usize) -> HostArray {
-    let dims: Vec<usize> = array.dims().iter().skip(1).map(|&d| d as usize).collect();
+    let dims: Vec<i64> = array.dims()[1..].to_vec();
     let values = array.to_vec::<f32>().unwrap();
-    let n: usize = dims.iter().product();
+    let n = dims.iter().product::<i64>() as usize;
     HostArray::from_elements(dims, &values[k * n..(k + 1) * n]).unwrap()
 }
 

@@ -21,7 +21,7 @@ const SMALL_FLOATS: &[(&str, ElementType)] = &[
     ("f8e8m0fnu", ElementType::F8E8M0FNU),
 ];
 
-fn host(element: ElementType, dims: &[usize], bytes: Vec<u8>) -> HostArray {
+fn host(element: ElementType, dims: &[i64], bytes: Vec<u8>) -> HostArray {
     HostArray::new(element, dims.to_vec(), bytes).unwrap()
 }
 
@@ -46,7 +46,7 @@ fn small_float_constants_keep_their_bits_and_widen_like_ml_dtypes() {
         let mut out = out.iter();
         for &(name, element) in SMALL_FLOATS {
             let bits = d.array(&format!("{name}_bits"));
-            let want = host(element, &[bits.dims()[0] as usize], bits.data().to_vec());
+            let want = host(element, &[bits.dims()[0]], bits.data().to_vec());
             let widened = d.array(&format!("{name}_as_f32_want"));
             {
                 assert_exact(plugin, &format!("{name} constant"), out.next().unwrap(), &want);

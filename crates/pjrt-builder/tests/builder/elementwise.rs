@@ -25,7 +25,7 @@ fn check(
         .iter()
         .map(|name| {
             let a = d.array(name);
-            f.parameter(a.element_type(), &a.dims()).unwrap()
+            f.parameter(a.element_type(), a.dims()).unwrap()
         })
         .collect();
     let built = build(&f, &params);
@@ -73,7 +73,7 @@ fn exact_f32_ops_match_ieee() {
                 let (mut g, w) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
                 assert!(g[15].is_nan() || g[15] == f32::NEG_INFINITY, "{plugin}: {name}[15] = {}", g[15]);
                 g[15] = w[15];
-                let got = HostArray::from_elements(vec![g.len()], &g).unwrap();
+                let got = HostArray::from_elements(vec![g.len() as i64], &g).unwrap();
                 assert_same_f32(plugin, name, &got, want)
             } else {
                 assert_same_f32(plugin, name, got, want)

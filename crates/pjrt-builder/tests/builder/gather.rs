@@ -22,7 +22,7 @@ fn gathers_and_scatters_match_numpy() {
     let f = Function::new("indexing");
     let names = ["table", "ids", "grid", "points", "batched", "bidx", "base", "upd", "sidx", "vals"];
     let inputs: Vec<_> = names.iter().map(|n| d.array(n)).collect();
-    let p: Vec<_> = inputs.iter().map(|a| f.parameter(a.element_type(), &a.dims()).unwrap()).collect();
+    let p: Vec<_> = inputs.iter().map(|a| f.parameter(a.element_type(), a.dims()).unwrap()).collect();
     let (table, ids, grid, pts, batched, bidx, base, upd, sidx, vals) =
         (&p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &p[6], &p[7], &p[8], &p[9]);
     let rows = table.gather(ids, &GatherDimensions::rows(), &[1, 3], false).unwrap();
@@ -77,7 +77,7 @@ fn empty_gathers_and_scatters_match_numpy() {
     let f = Function::new("gather_edges");
     let names = ["table", "no_ids", "base", "no_updates"];
     let inputs: Vec<_> = names.iter().map(|n| d.array(n)).collect();
-    let p: Vec<_> = inputs.iter().map(|a| f.parameter(a.element_type(), &a.dims()).unwrap()).collect();
+    let p: Vec<_> = inputs.iter().map(|a| f.parameter(a.element_type(), a.dims()).unwrap()).collect();
     let rows = p[0].gather(&p[1], &GatherDimensions::rows(), &[1, 3], true).unwrap();
     let unchanged = p[2].scatter(&p[1], &p[3], &ScatterDimensions::rows(), true, true, add).unwrap();
     let program = f.finish(&[&rows, &unchanged]).unwrap();

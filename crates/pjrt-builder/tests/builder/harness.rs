@@ -5,10 +5,11 @@
 use std::sync::OnceLock;
 
 use pjrt_builder::Function;
-use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, HostArray, Placement, Program};
+use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, HostArray, Program};
 use pjrt_formats::npz::Npz;
 
 use crate::support;
+use pjrt_client::{ExecuteOptions, UploadOptions};
 
 /// One client per plugin, shared by the tests (clients are `Send + Sync`).
 pub fn client(plugin: &'static str) -> &'static Client {
@@ -40,7 +41,7 @@ impl Data {
 
     /// An array's dimensions.
     pub fn dims(&self, name: &str) -> Vec<i64> {
-        self.array(name).dims()
+        self.array(name).dims().to_vec()
     }
 }
 
@@ -56,9 +57,9 @@ pub fn run_on_both(f: &Function, program: &Program, inputs: &[HostArray]) -> Vec
                 .compile(program, &CompileOptions::new())
                 .unwrap_or_else(|e| panic!("{name} rejected the program: {e}\n{}", program.text().unwrap_or("")));
             let buffers: Vec<_> =
-                inputs.iter().map(|a| client.buffer_from_host_array(a, Placement::Default).expect("upload")).collect();
+                inputs.iter().map(|a| client.upload_with(a, &UploadOptions::new()).expect("upload")).collect();
             let refs: Vec<_> = buffers.iter().collect();
-            let outputs = exe.execute(&refs).unwrap_or_else(|e| panic!("{name}: execute: {e}"));
+            let outputs = exe.execute(&refs, &ExecuteOptions::new()).unwrap_or_else(|e| panic!("{name}: execute: {e}"));
             (name, outputs.iter().map(|b| b.to_host_array().expect("download")).collect())
         })
         .collect()

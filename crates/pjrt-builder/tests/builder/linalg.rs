@@ -17,7 +17,7 @@ fn dot_general_and_convolution_match_numpy() {
         .iter()
         .map(|n| {
             let a = d.array(n);
-            f.parameter(a.element_type(), &a.dims()).unwrap()
+            f.parameter(a.element_type(), a.dims()).unwrap()
         })
         .collect();
     let (a, b, m, ia, img, kernel, kernel1, kernel_bg) = (&p[0], &p[1], &p[2], &p[3], &p[4], &p[5], &p[6], &p[7]);

@@ -5,6 +5,7 @@ use pjrt_builder::{ComparisonDirection, DotDimensions, Function};
 use pjrt_client::ElementType;
 
 use crate::harness::{assert_close_f32, assert_exact, data, run_on_both};
+use pjrt_client::ExecuteOptions;
 
 #[test]
 fn a_small_network_matches_numpy_on_both_plugins() {
@@ -131,8 +132,12 @@ fn a_parameter_marked_for_aliasing_is_donated_on_both_plugins() {
     for plugin in crate::support::PLUGINS {
         let client = crate::harness::client(plugin);
         let exe = client.compile(&program, &pjrt_client::CompileOptions::new()).unwrap();
-        let input = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], pjrt_client::Placement::Default).unwrap();
-        assert_eq!(exe.execute(&[&input]).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{plugin}");
+        let input = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
+        assert_eq!(
+            exe.execute(&[&input], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+            [2., 4., 6., 8.],
+            "{plugin}"
+        );
         assert!(input.is_deleted().unwrap(), "{plugin}: the argument was donated to the output");
     }
 }

@@ -18,7 +18,7 @@ fn repo_file(relative: &str) -> std::path::PathBuf {
 
 fn npy(name: &str) -> HostArray {
     let array = NpyArray::read(&repo_file(&format!("examples/mlp/{name}.npy"))).expect("an examples/mlp array");
-    HostArray::new(ElementType::F32, array.shape, array.data).expect("f32 data")
+    HostArray::new(ElementType::F32, array.dims, array.data).expect("f32 data")
 }
 
 /// `b` (rank 1) broadcast along the rows of a `[rows, b.len]` matrix.
@@ -82,7 +82,7 @@ fn a_training_step_built_in_rust_matches_jax_lowered_mlir() {
             let param = inputs[k].to_vec::<f32>().unwrap();
             let grad = want[k + 1].to_vec::<f32>().unwrap();
             let expected: Vec<f32> = param.iter().zip(&grad).map(|(p, g)| p - LEARNING_RATE * g).collect();
-            let expected = HostArray::from_elements(inputs[k].shape().to_vec(), &expected).unwrap();
+            let expected = HostArray::from_elements(inputs[k].dims().to_vec(), &expected).unwrap();
             assert_close_f32(plugin, &format!("new {name}"), &got[5 + k], &expected, 1e-6, 1e-7);
         }
         assert!(got[0].to_vec::<f32>().unwrap()[0] > 0.0, "{plugin}: a positive loss");

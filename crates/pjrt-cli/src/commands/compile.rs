@@ -38,12 +38,12 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
         // Bytecode carries no readable mhlo.num_partitions: the export's device count is its
         // partition count, as `JaxExport::compile_options` has it.
         if model.nr_devices() > 1 {
-            counts.partitions = counts.partitions.or(Some(i64::from(model.nr_devices())));
+            counts.num_partitions = counts.num_partitions.or(Some(model.nr_devices() as usize));
             counts.uses_shardy |= model.uses_shardy();
         }
     }
-    let replicas = args.replicas.or(counts.replicas).unwrap_or(1);
-    let partitions = args.partitions.or(counts.partitions).unwrap_or(1);
+    let replicas = args.replicas.or(counts.num_replicas).unwrap_or(1);
+    let partitions = args.partitions.or(counts.num_partitions).unwrap_or(1);
     if replicas < 1 || partitions < 1 {
         return Err(invalid(format!("replicas and partitions must be at least 1, got {replicas} and {partitions}")));
     }
@@ -59,7 +59,7 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
             artifact
         }
         None => {
-            let client = cpu_aware_client(plugin, devices)?;
+            let client = cpu_aware_client(plugin, devices as i64)?;
             let options = build_options(client.platform_name(), replicas, partitions, counts.uses_shardy, &args.xla)?;
             let executable = client
                 .compile(&program, &options)
@@ -77,7 +77,7 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
             "artifact": args.output, "program": args.program, "bytes": size,
             "plugin": plugin.path(), "platform": h.plugin.platform_name, "platform_version": h.plugin.platform_version,
             "xla_version": h.plugin.xla_version, "api_version": h.plugin.api_version.to_string(),
-            "replicas": h.replicas, "partitions": h.partitions, "device_count": h.device_count,
+            "replicas": h.num_replicas, "partitions": h.num_partitions, "device_count": h.device_count,
             "target": if h.target == Target::Topology { "topology" } else { "devices" },
             "gpu_target": h.gpu_target.as_ref().map(|g| json!({ "name": g.name, "topology": g.topology })),
             "executable_bytes": artifact.executable_bytes().len(),
@@ -89,8 +89,8 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
         println!(
             "wrote {} ({size} bytes): {} replicas × {} partitions, compiled for the {} on {} {}{} in {compile_ms:.1} ms",
             args.output.display(),
-            h.replicas,
-            h.partitions,
+            h.num_replicas,
+            h.num_partitions,
             h.plugin,
             h.device_count,
             if h.target == Target::Topology { "topology devices" } else { "devices" },
@@ -105,9 +105,9 @@ fn compile_for_topology(
     plugin: &Plugin,
     name: &str,
     program: &Program,
-    replicas: i64,
-    partitions: i64,
-    devices: i64,
+    replicas: usize,
+    partitions: usize,
+    devices: usize,
     counts: ModuleCounts,
     args: &CompileArgs,
 ) -> Result<Artifact, Error> {
@@ -123,7 +123,7 @@ fn compile_for_topology(
                     })?;
                     (platform, count)
                 }
-                None => (name, devices),
+                None => (name, devices as i64),
             };
             let client = if plugin_is_cpu(plugin) {
                 Client::new(plugin, &ClientOptions::new().cpu_device_count(count))?
@@ -160,9 +160,9 @@ fn compile_for_topology(
 fn compile_for_gpu(
     plugin: &Plugin,
     program: &Program,
-    replicas: i64,
-    partitions: i64,
-    devices: i64,
+    replicas: usize,
+    partitions: usize,
+    devices: usize,
     counts: ModuleCounts,
     args: &CompileArgs,
 ) -> Result<(Artifact, &'static str), Error> {

@@ -29,7 +29,7 @@ fn run_reproduces_jax_mlp_on_both_plugins() {
         for i in 0..5 {
             let got = NpyArray::read(&out_dir.join(format!("out{i}.npy"))).unwrap();
             let want = NpyArray::read(&root().join(format!("tests/data/jax/mlp_value_and_grad/out{i}.npy"))).unwrap();
-            assert_eq!(got.shape, want.shape);
+            assert_eq!(got.dims, want.dims);
             let (g, w) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
             for (a, b) in g.iter().zip(&w) {
                 assert!((a - b).abs() <= 1e-5 + 1e-5 * b.abs(), "{plugin} out{i}: {a} vs {b}");
@@ -253,8 +253,8 @@ fn run_reproduces_every_single_device_jax_case() {
 
 fn same(want: &NpyArray, got: &NpyArray, spec: &serde_json::Value) -> Result<(), String> {
     use pjrt_formats::npy::Dtype;
-    if want.shape != got.shape || want.dtype != got.dtype {
-        return Err(format!("{} {:?} vs expected {} {:?}", got.dtype, got.shape, want.dtype, want.shape));
+    if want.dims != got.dims || want.dtype != got.dtype {
+        return Err(format!("{} {:?} vs expected {} {:?}", got.dtype, got.dims, want.dtype, want.dims));
     }
     let floats = |a: &NpyArray| -> Option<Vec<f64>> {
         let d = &a.data;

@@ -1,7 +1,6 @@
 //! `pjrt run` on many devices: `--shard-inputs AXIS` with replicas (collectives inside) and with
 //! partitioned (SPMD) programs, on both CPU plugins.
 
-use pjrt_client::sharding::gather;
 use pjrt_formats::npy::NpyArray;
 
 use crate::common::*;
@@ -75,7 +74,7 @@ fn shard_inputs_that_do_not_divide_fail_cleanly() {
 }
 
 fn close(got: &NpyArray, want: &NpyArray, what: &str) {
-    assert_eq!(got.shape, want.shape, "{what}");
+    assert_eq!(got.dims, want.dims, "{what}");
     for (a, b) in got.to_vec::<f32>().unwrap().iter().zip(want.to_vec::<f32>().unwrap()) {
         assert!((a - b).abs() <= 1e-5 + 1e-5 * b.abs(), "{what}: {a} vs {b}");
     }
@@ -109,7 +108,11 @@ fn partitioned_programs_run_with_shard_inputs() {
                 let what = format!("{case} on {plugin}, out{o}");
                 if sharded {
                     let parts: Vec<_> = parts.iter().map(|p| p.to_host_array(None).unwrap()).collect();
-                    close(&NpyArray::from_host_array(&gather(&parts, 0).unwrap()).unwrap(), &want, &what);
+                    close(
+                        &NpyArray::from_host_array(&pjrt_client::HostArray::concatenate(&parts, 0).unwrap()).unwrap(),
+                        &want,
+                        &what,
+                    );
                 } else {
                     close(&parts[0], &want, &what);
                     close(&parts[1], &want, &what);

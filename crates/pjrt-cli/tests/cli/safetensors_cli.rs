@@ -24,7 +24,7 @@ fn assert_mlp_outputs(outputs: &[NpyArray], what: &str) {
     assert_eq!(outputs.len(), 5, "{what}");
     for (i, got) in outputs.iter().enumerate() {
         let want = NpyArray::read(&root().join(format!("tests/data/jax/mlp_value_and_grad/out{i}.npy"))).unwrap();
-        assert_eq!(got.shape, want.shape, "{what} out{i}");
+        assert_eq!(got.dims, want.dims, "{what} out{i}");
         for (a, b) in got.to_vec::<f32>().unwrap().iter().zip(&want.to_vec::<f32>().unwrap()) {
             assert!((a - b).abs() <= 1e-5 + 1e-5 * b.abs(), "{what} out{i}: {a} vs {b}");
         }
@@ -266,7 +266,7 @@ fn f8_tensors_are_inputs() {
     std::fs::write(&program, F8_TO_F32).unwrap();
     // e4m3fn bits of 1, 2, -0.5, 1.5.
     let bits = [0x38u8, 0x40, 0xB0, 0x3C];
-    let shape = [4usize];
+    let shape = [4i64];
     let file = dir.join("f8.safetensors");
     let view = TensorView::new(pjrt_client::ElementType::F8E4M3FN, &shape, &bits).unwrap();
     safetensors::write(&file, &[("x", view)], &[]).unwrap();

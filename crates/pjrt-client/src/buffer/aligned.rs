@@ -21,7 +21,7 @@ pub const HOST_ALIGNMENT: usize = 64;
 
 /// A 64-byte aligned, zero-initialised host allocation.
 ///
-/// Upload it with [`Client::buffer_from_aligned`], which lets the plugin read it in place
+/// Upload it with [`HostSource::aligned`](crate::HostSource::aligned), which lets the plugin read it in place
 /// (zero-copy) and holds a reference to it until the plugin says it is done: while shared, it
 /// can be neither freed nor mutated (`Arc::get_mut` fails).
 pub struct AlignedHostBuffer {
@@ -102,7 +102,7 @@ impl fmt::Debug for AlignedHostBuffer {
 }
 
 /// Host memory that stays where it is, unchanged, while shared: what a zero-copy upload may let
-/// the plugin read in place ([`SharedBytes`], [`Client::buffer_from_shared`]). Implemented for
+/// the plugin read in place ([`SharedBytes`], [`HostSource::shared`](crate::HostSource::shared)). Implemented for
 /// [`AlignedHostBuffer`], `Vec<u8>` and `Box<[u8]>`; `pjrt-formats` implements it for the files
 /// it reads into memory of its own, and for those it maps behind its `unsafe` `open_mapped`.
 ///
@@ -143,7 +143,7 @@ unsafe impl SharedHostBytes for Box<[u8]> {
 }
 
 /// A byte range of shared host memory, holding its owner: the host data of
-/// [`Client::buffer_from_shared`] (zero-copy where aligned) and of [`HostData::Shared`]
+/// [`HostSource::shared`](crate::HostSource::shared) (zero-copy where aligned) and of [`HostData::Shared`]
 /// (copied asynchronously). Cloning it clones the `Arc`.
 ///
 /// [`HostData::Shared`]: crate::buffer::host_data::HostData::Shared
@@ -196,7 +196,7 @@ impl SharedBytes {
     }
 
     /// Whether the bytes start at a multiple of [`HOST_ALIGNMENT`]: what
-    /// [`Client::buffer_from_shared`] needs to let the plugin read them in place.
+    /// [`HostSource::shared`](crate::HostSource::shared) needs to let the plugin read them in place.
     pub fn is_aligned(&self) -> bool {
         self.as_bytes().as_ptr() as usize % HOST_ALIGNMENT == 0
     }
@@ -212,57 +212,6 @@ impl fmt::Debug for SharedBytes {
 }
 
 impl Client {
-    /// Uploads aligned host memory without copying where the plugin can (`kImmutableZeroCopy`):
-    /// the buffer may read `host` in place for its whole life. A clone of the `Arc` is kept
-    /// until the plugin's done-with-host-buffer event fires (on CPU: when the buffer is
-    /// destroyed), so the memory cannot be freed or mutated early.
-    ///
-    /// The buffer holds an external reference (`PJRT_Buffer_IncreaseExternalReferenceCount`)
-    /// for its whole life, so the plugin never donates it to an execution: a donated buffer's
-    /// memory is overwritten by the result, and here that memory is `host`, which the caller
-    /// may still be reading. An execution that would donate it copies instead.
-    ///
-    /// Sub-byte types are one element per byte on the host (see [`ElementType::host_bytes`]);
-    /// the plugin packs them into memory of its own.
-    pub fn buffer_from_aligned(
-        &self,
-        host: &Arc<AlignedHostBuffer>,
-        element_type: ElementType,
-        dims: &[i64],
-        placement: Placement<'_>,
-    ) -> Result<Buffer> {
-        self.buffer_from_aligned_with(host, element_type, dims, &HostLayout::default(), placement)
-    }
-
-    /// [`Client::buffer_from_aligned`] with byte strides and a device layout
-    /// ([`HostLayout`]; its `semantics` must stay at the default: this upload is always
-    /// zero-copy where the plugin can). With strides or a layout other than the device's, the
-    /// plugin copies instead (XLA's CPU client does), and the memory is still kept until its
-    /// done event.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use pjrt_client::{AlignedHostBuffer, ElementType, HostLayout, Placement};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// // Every other element of 8 f32 values, as a [4] array (stride 8 bytes).
-    /// let host = Arc::new(AlignedHostBuffer::from_slice(&[0f32, -1., 1., -1., 2., -1., 3., -1.])?);
-    /// let layout = HostLayout::default().with_byte_strides(vec![8]);
-    /// let x = client.buffer_from_aligned_with(&host, ElementType::F32, &[4], &layout, Placement::Default)?;
-    /// assert_eq!(x.to_vec::<f32>()?, [0., 1., 2., 3.]);
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn buffer_from_aligned_with(
-        &self,
-        host: &Arc<AlignedHostBuffer>,
-        element_type: ElementType,
-        dims: &[i64],
-        layout: &HostLayout,
-        placement: Placement<'_>,
-    ) -> Result<Buffer> {
-        self.upload_in_place(&SharedBytes::new(host.clone()), element_type, dims, layout, placement)
-    }
-
     /// The zero-copy upload: the plugin may read `host` for the buffer's whole life.
     pub(crate) fn upload_in_place(
         &self,
@@ -275,7 +224,7 @@ impl Client {
         let _span = span!(DEBUG, "upload", bytes = host.len(), device = placement.trace_device(self), zero_copy = true);
         let api = self.api();
         check_element_type(api, element_type)?;
-        layout.require_default_semantics("buffer_from_aligned_with")?;
+        layout.require_default_semantics("an upload of shared data")?;
         let bytes = host.as_bytes();
         let mut device_layout = layout.check(self, element_type, dims, bytes.len())?;
         if layout.byte_strides.is_none() {

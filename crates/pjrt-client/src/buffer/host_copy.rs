@@ -3,8 +3,8 @@
 use std::ffi::c_void;
 
 use crate::buffer::layout::RawLayout;
+use crate::buffer::Buffer;
 use crate::buffer::DOWNLOAD_INSTEAD;
-use crate::buffer::{check_destination, Buffer};
 use crate::call::pjrt_call;
 use crate::call::release::refuse_in_callback;
 use crate::element_type::normalize_pred;
@@ -14,39 +14,11 @@ use crate::event::Event;
 use crate::sys::{self, Args};
 
 impl Buffer {
-    /// XLA's `LazyToLiteral`: waits (asynchronously) until the buffer is ready, only then asks
-    /// `destination` for host memory of the size it is given ([`Buffer::host_size`] bytes,
-    /// dense row-major), and copies into it. Memory for the result is thus not held while the
-    /// computation that produces the buffer still runs. A destination of another size is refused
-    /// (`Error::InvalidArgument`), as for [`Buffer::copy_to_host_async`].
-    ///
-    /// ```
-    /// use futures::executor::block_on;
-    /// use pjrt_client::Placement;
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let x = client.buffer_from_slice(&[1f32, 2., 3.], &[3], Placement::Default)?;
-    /// let bytes = block_on(x.copy_to_host_lazy(|size| vec![0u8; size]))?;
-    /// assert_eq!(bytes, [1f32, 2., 3.].iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>());
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub async fn copy_to_host_lazy<F>(&self, destination: F) -> Result<Vec<u8>>
-    where
-        F: FnOnce(usize) -> Vec<u8>,
-    {
-        self.ready_event()?.await?;
-        let layout = self.row_major()?;
-        let size = self.host_size_in(&layout)?;
-        let destination = destination(size);
-        check_destination(destination.len(), size, &layout)?;
-        self.start_host_copy(destination, &layout)?.await
-    }
-
-    /// Copies the buffer into `destination` (dense, row-major), which must be exactly
-    /// [`Buffer::host_size`] bytes, and waits for the copy: no intermediate buffer.
-    pub fn copy_to_host_into(&self, destination: &mut [u8]) -> Result<()> {
+    /// Copies the buffer's bytes (dense row-major) into `destination`, which must have
+    /// exactly [`Buffer::host_size`] bytes, and waits for the copy.
+    pub(crate) fn copy_to_host_into(&self, destination: &mut [u8]) -> Result<()> {
         // Refused before the copy starts: `destination` is borrowed only until we return.
-        refuse_in_callback("Buffer::copy_to_host_into", DOWNLOAD_INSTEAD)?;
+        refuse_in_callback("Buffer::copy_to_slice", DOWNLOAD_INSTEAD)?;
         let size = self.host_size()?;
         if destination.len() != size {
             return Err(Error::invalid(format!(

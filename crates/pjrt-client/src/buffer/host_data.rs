@@ -25,8 +25,8 @@ impl Buffer {
         let element_type = self.element_type()?;
         let dims = self.dimensions()?.to_vec();
         check_element_type(client.api(), element_type)?;
-        let bytes = self.to_host_bytes()?;
-        client.buffer_from_bytes(&bytes, element_type, &dims, &HostLayout::default(), placement)
+        let bytes = self.to_bytes(crate::buffer::download::DownloadOptions::new())?;
+        client.upload_bytes(&bytes, element_type, &dims, &HostLayout::default(), placement)
     }
 }
 
@@ -72,98 +72,53 @@ impl From<Arc<AlignedHostBuffer>> for HostData {
 }
 
 impl Client {
-    /// Uploads shared host memory (a range of a file's bytes, say) without waiting for a
-    /// copy: in place (`kImmutableZeroCopy`, as [`Client::buffer_from_aligned`], never donated)
-    /// where the bytes start at a multiple of [`HOST_ALIGNMENT`](crate::HOST_ALIGNMENT), else
-    /// copied asynchronously (`kImmutableUntilTransferCompletes`) on the plugin's own threads.
-    /// Either way the call returns at once, many uploads overlap, and `host`'s owner is kept
-    /// alive until the plugin's done-with-host-buffer event fires (for in-place buffers: until
-    /// they are destroyed). The buffer is ready when its [`Buffer::ready_event`] fires;
-    /// executions wait for it.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use pjrt_client::{AlignedHostBuffer, ElementType, Placement, SharedBytes};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let owner = Arc::new(AlignedHostBuffer::from_slice(&[0f32; 20])?);
-    /// let aligned = SharedBytes::slice(owner.clone(), 0..64)?; // read in place
-    /// let unaligned = SharedBytes::slice(owner.clone(), 4..20)?; // copied
-    /// assert!(aligned.is_aligned() && !unaligned.is_aligned());
-    /// let a = client.buffer_from_shared(&aligned, ElementType::F32, &[16], Placement::Default)?;
-    /// let b = client.buffer_from_shared(&unaligned, ElementType::F32, &[4], Placement::Default)?;
-    /// drop((aligned, unaligned, owner)); // the buffers keep what they need
-    /// assert_eq!((a.to_vec::<f32>()?.len(), b.to_vec::<f32>()?), (16, vec![0.; 4]));
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn buffer_from_shared(
+    /// The upload of [`HostSource::shared`](crate::HostSource::shared): in place
+    /// (`kImmutableZeroCopy`, never donated) where the bytes start at a multiple of
+    /// [`HOST_ALIGNMENT`](crate::HOST_ALIGNMENT), else copied asynchronously
+    /// (`kImmutableUntilTransferCompletes`) on the plugin's own threads. Either way the call
+    /// returns at once and `host`'s owner is kept alive until the plugin's done-with-host-buffer
+    /// event fires (for in-place buffers: until they are destroyed).
+    pub(crate) fn upload_shared(
         &self,
         host: &SharedBytes,
         element_type: ElementType,
         dims: &[i64],
+        layout: &HostLayout,
         placement: Placement<'_>,
     ) -> Result<Buffer> {
         if host.is_aligned() {
-            return self.upload_in_place(host, element_type, dims, &HostLayout::default(), placement);
+            return self.upload_in_place(host, element_type, dims, layout, placement);
         }
         // The plugin reports a failed copy through the buffer itself (its ready event), so the
         // done callback has nothing to add: it only releases the data.
-        let (buffer, _released) =
-            self.buffer_from_host_data(HostData::Shared(host.clone()), element_type, dims, placement, |_, _| ())?;
+        let (buffer, _released) = self.upload_owned(
+            HostData::Shared(host.clone()),
+            element_type,
+            dims,
+            layout,
+            placement,
+            Box::new(|_, _| ()),
+        )?;
         Ok(buffer)
     }
 
-    /// Uploads host data the upload owns, with `ImmutableUntilTransferCompletes`: the call
-    /// returns at once, the plugin reads `data` asynchronously, and when it is done (its
-    /// done-with-host-buffer event) `on_done` runs with the event's status and gets the data
-    /// back. A panic in `on_done` is caught and reported by the returned [`OnReady`].
-    pub fn buffer_from_host_data<F>(
+    /// The upload of [`HostSource::owned`](crate::HostSource::owned), with
+    /// `ImmutableUntilTransferCompletes`: the call returns at once, the plugin reads `data`
+    /// asynchronously, and when it is done (its done-with-host-buffer event) `on_done` runs
+    /// with the event's status and gets the data back. A panic in `on_done` is caught and
+    /// reported by the returned [`OnReady`]. The strides are checked to stay within the data.
+    pub(crate) fn upload_owned(
         &self,
-        data: impl Into<HostData>,
-        element_type: ElementType,
-        dims: &[i64],
-        placement: Placement<'_>,
-        on_done: F,
-    ) -> Result<(Buffer, OnReady)>
-    where
-        F: FnOnce(Result<()>, HostData) + Send + 'static,
-    {
-        self.buffer_from_host_data_with(data, element_type, dims, &HostLayout::default(), placement, on_done)
-    }
-
-    /// [`Client::buffer_from_host_data`] with byte strides and a device layout ([`HostLayout`];
-    /// its `semantics` must stay at the default: this upload is always
-    /// `ImmutableUntilTransferCompletes`). The strides are checked to stay within the data.
-    ///
-    /// ```
-    /// use pjrt_client::{ElementType, HostLayout, MemoryLayout, Placement};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// // A column-major [2,2] u8 array, given by strides, kept column-major on the device too.
-    /// let layout = HostLayout::default()
-    ///     .with_byte_strides(vec![1, 2])
-    ///     .with_device_layout(MemoryLayout::column_major(2));
-    /// let (x, done) = client.buffer_from_host_data_with(vec![1u8, 3, 2, 4], ElementType::U8, &[2, 2], &layout, Placement::Default, |status, _data| status.unwrap())?;
-    /// done.wait()?;
-    /// assert_eq!(x.to_vec::<u8>()?, [1, 2, 3, 4]);
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn buffer_from_host_data_with<F>(
-        &self,
-        data: impl Into<HostData>,
+        data: HostData,
         element_type: ElementType,
         dims: &[i64],
         layout: &HostLayout,
         placement: Placement<'_>,
-        on_done: F,
-    ) -> Result<(Buffer, OnReady)>
-    where
-        F: FnOnce(Result<()>, HostData) + Send + 'static,
-    {
-        let data = data.into();
+        on_done: Box<dyn FnOnce(Result<()>, HostData) + Send + 'static>,
+    ) -> Result<(Buffer, OnReady)> {
         let _span = span!(DEBUG, "upload", bytes = data.as_bytes().len(), device = placement.trace_device(self));
         check_array(self.api(), element_type, dims)?;
-        layout.require_default_semantics("buffer_from_host_data_with")?;
+        layout.require_default_semantics("an upload of owned or shared data")?;
         let len = data.as_bytes().len();
         let mut device_layout = layout.check(self, element_type, dims, len)?;
         if layout.byte_strides.is_none() {

@@ -36,13 +36,13 @@ impl MemoryLayout {
     /// (the first dimension varies fastest, as in Fortran).
     ///
     /// ```
-    /// use pjrt_client::{HostLayout, MemoryLayout, Placement};
+    /// use pjrt_client::{HostSource, MemoryLayout, UploadOptions};
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// assert_eq!(MemoryLayout::column_major(2).to_string(), "{0,1}");
     /// // XLA's CPU client keeps a [2,3] array column-major on the device; reads stay row-major.
-    /// let layout = HostLayout::default().with_device_layout(MemoryLayout::column_major(2));
-    /// let x = client.buffer_from_bytes(&[1, 2, 3, 4, 5, 6], pjrt_client::ElementType::U8, &[2, 3], &layout, Placement::Default)?;
+    /// let layout = UploadOptions::new().device_layout(MemoryLayout::column_major(2));
+    /// let x = client.upload_with(HostSource::bytes(&[1, 2, 3, 4, 5, 6], pjrt_client::ElementType::U8, &[2, 3]), &layout)?;
     /// assert_eq!(x.memory_layout()?, MemoryLayout::column_major(2));
     /// assert_eq!(x.to_vec::<u8>()?, [1, 2, 3, 4, 5, 6]);
     /// # Ok::<(), pjrt_client::Error>(())

@@ -14,6 +14,8 @@ pub(crate) mod views;
 pub(crate) mod without_host_data;
 pub(crate) mod donation;
 pub(crate) mod host_data;
+pub mod upload;
+pub mod download;
 
 use std::ffi::c_void;
 use std::fmt;
@@ -24,10 +26,9 @@ use crate::call::release::{refuse_in_callback, release_if_in_callback};
 use crate::call::{checked_slice, pjrt_call};
 use crate::client::device::{Device, Memory};
 use crate::client::Client;
-use crate::element_type::{native_bytes, native_values, ElementType, NativeType};
+use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::event::Event;
-use crate::host_array::HostArray;
 use crate::sys::{self, Args};
 pub(crate) use layout::dense_byte_size;
 use layout::{MemoryLayout, RawLayout};
@@ -73,61 +74,19 @@ pub enum HostBufferSemantics {
     CopyUntilTransferCompletes,
 }
 
-/// How to read a host array for an upload, and how to lay it out on the device.
+/// How to read a host array for an upload, and how to lay it out on the device: the layout part
+/// of [`UploadOptions`].
 #[derive(Clone, Debug, Default)]
-pub struct HostLayout {
+pub(crate) struct HostLayout {
     /// Byte strides per dimension; `None` means dense row-major.
-    pub byte_strides: Option<Vec<i64>>,
-    /// How long the plugin may read the data (borrowed uploads only: the zero-copy and owned
-    /// uploads fix their own, and refuse any other value than the default).
-    pub semantics: HostBufferSemantics,
-    /// The layout the buffer gets on the device (`device_layout`); `None`: the plugin's default
-    /// (see [`Client::default_memory_layout`]). Checked against the shape first
-    /// ([`MemoryLayout::check`]); a layout the plugin does not take comes back as its error.
-    pub device_layout: Option<MemoryLayout>,
+    pub(crate) byte_strides: Option<Vec<i64>>,
+    /// How long the plugin may read the data (borrowed uploads only).
+    pub(crate) semantics: HostBufferSemantics,
+    /// The layout the buffer gets on the device; `None`: the plugin's default.
+    pub(crate) device_layout: Option<MemoryLayout>,
 }
 
 impl HostLayout {
-    /// Reads the host data with these byte strides (one per dimension).
-    ///
-    /// ```
-    /// use pjrt_client::{ElementType, HostLayout, Placement};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// // A column-major [2,3] f32 array on the host: dimension 0 steps 4 bytes, dimension 1 steps 8.
-    /// let host = [1f32, 4., 2., 5., 3., 6.];
-    /// let bytes: Vec<u8> = host.iter().flat_map(|v| v.to_le_bytes()).collect();
-    /// let layout = HostLayout::default().with_byte_strides(vec![4, 8]);
-    /// let x = client.buffer_from_bytes(&bytes, ElementType::F32, &[2, 3], &layout, Placement::Default)?;
-    /// assert_eq!(x.to_vec::<f32>()?, [1., 2., 3., 4., 5., 6.]);
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn with_byte_strides(mut self, byte_strides: Vec<i64>) -> HostLayout {
-        self.byte_strides = Some(byte_strides);
-        self
-    }
-
-    /// Gives the buffer this layout on the device.
-    ///
-    /// ```
-    /// use pjrt_client::{ElementType, HostLayout, MemoryLayout, Placement};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let layout = HostLayout::default().with_device_layout(MemoryLayout::column_major(2));
-    /// let x = client.buffer_from_bytes(&[1, 2, 3, 4, 5, 6], ElementType::U8, &[2, 3], &layout, Placement::Default)?;
-    /// assert_eq!(x.memory_layout()?.to_string(), "{0,1}");
-    /// // Host copies are row-major unless asked otherwise.
-    /// assert_eq!(x.to_vec::<u8>()?, [1, 2, 3, 4, 5, 6]);
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn with_device_layout(mut self, device_layout: MemoryLayout) -> HostLayout {
-        self.device_layout = Some(device_layout);
-        self
-    }
-
-    /// Checks `len` host bytes against the shape read with these strides, and the device layout
-    /// against the shape; returns the device layout in the plugin's form. Nothing of this
-    /// reaches the plugin unchecked: the strides bound every read to `len` bytes.
     pub(crate) fn check(
         &self,
         client: &Client,
@@ -172,8 +131,8 @@ impl HostLayout {
     pub(crate) fn require_default_semantics(&self, upload: &str) -> Result<()> {
         if self.semantics != HostBufferSemantics::default() {
             return Err(Error::invalid(format!(
-                "{upload} fixes its own host-buffer semantics; leave HostLayout::semantics at its default \
-                 (or upload with buffer_from_bytes)"
+                "{upload} fixes its own host-buffer semantics; leave UploadOptions::semantics at its default \
+                 (or upload borrowed data: HostSource::slice, HostSource::bytes)"
             )));
         }
         Ok(())
@@ -348,55 +307,9 @@ fn check_strided(element_type: ElementType, dims: &[i64], strides: &[i64], len: 
 }
 
 impl Client {
-    /// Uploads a typed host slice as an array of shape `dims`.
-    ///
-    /// ```
-    /// use pjrt_client::{ElementType, Placement};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let x = client.buffer_from_slice(&[1i32, 2, 3, 4, 5, 6], &[2, 3], Placement::Default)?;
-    /// assert_eq!(x.element_type()?, ElementType::S32);
-    /// assert_eq!(x.dimensions()?, [2, 3]);
-    /// assert_eq!(x.to_vec::<i32>()?, [1, 2, 3, 4, 5, 6]);
-    /// // On a chosen device (or `Placement::Memory` for a chosen memory).
-    /// let device = &client.addressable_devices()[0];
-    /// let y = client.buffer_from_slice(&[0.5f64], &[], Placement::Device(device))?;
-    /// assert_eq!(y.device()?, *device);
-    /// // The element count must match the shape.
-    /// assert!(client.buffer_from_slice(&[1f32, 2.], &[3], Placement::Default).is_err());
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn buffer_from_slice<T: NativeType>(
-        &self,
-        data: &[T],
-        dims: &[i64],
-        placement: Placement<'_>,
-    ) -> Result<Buffer> {
-        self.buffer_from_bytes(native_bytes(data), T::ELEMENT_TYPE, dims, &HostLayout::default(), placement)
-    }
-
-    /// Uploads raw host bytes holding elements of `element_type`. The data is copied before
-    /// this returns, so `data` may be reused at once.
-    ///
-    /// Sub-byte types (S4, U4, S2, ..., F4E2M1FN) take one element per byte, the value in the
-    /// low bits, as XLA and `ml_dtypes` hold them on the host (see [`ElementType::host_bytes`]);
-    /// a byte with other bits set is refused ([`ElementType::check_host_values`]).
-    ///
-    /// ```
-    /// use pjrt_client::{ElementType, HostLayout, Placement};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// // int4 values -8, -1, 0, 5, 7: five bytes, one per element (i8 values are accepted).
-    /// let values = [-8i8, -1, 0, 5, 7];
-    /// let x = client.buffer_from_bytes(&values.map(|v| v as u8), ElementType::S4, &[5], &HostLayout::default(), Placement::Default)?;
-    /// // They come back as their low 4 bits; widen them to i8 to compare.
-    /// let mut bytes = x.to_host_bytes()?;
-    /// assert_eq!(bytes, [0x8, 0xf, 0, 5, 7]);
-    /// ElementType::S4.sign_extend_host_values(&mut bytes);
-    /// assert_eq!(bytes.iter().map(|b| *b as i8).collect::<Vec<_>>(), values);
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn buffer_from_bytes(
+    /// Uploads borrowed host bytes (checked: their size, their values where dense); returns
+    /// once the plugin no longer reads them.
+    pub(crate) fn upload_bytes(
         &self,
         data: &[u8],
         element_type: ElementType,
@@ -412,7 +325,7 @@ impl Client {
         unsafe { self.upload_borrowed(data.as_ptr(), data.len(), element_type, dims, layout, placement) }
     }
 
-    /// [`Client::buffer_from_bytes`] for host data given by pointer, so callers with strided
+    /// [`Client::upload_bytes`] for host data given by pointer, so callers with strided
     /// views (whose gaps may belong to someone else) never form a slice over memory they do not
     /// own. Returns only once the plugin no longer reads the data.
     ///
@@ -431,8 +344,8 @@ impl Client {
         if layout.semantics == HostBufferSemantics::CopyUntilTransferCompletes {
             // This upload waits for the plugin's done event before returning.
             refuse_in_callback(
-                "Client::buffer_from_bytes with HostBufferSemantics::CopyUntilTransferCompletes",
-                "upload with HostBufferSemantics::CopyDuringCall (the default) or Client::buffer_from_host_data",
+                "Client::upload_with with HostBufferSemantics::CopyUntilTransferCompletes",
+                "upload with HostBufferSemantics::CopyDuringCall (the default) or owned data (HostSource::owned)",
             )?;
         }
         let _span = span!(DEBUG, "upload", bytes = len, device = placement.trace_device(self));
@@ -507,21 +420,6 @@ impl Client {
         let mut buffer = buffer.ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
         buffer.set_known_shape(element_type, dims);
         Ok(buffer)
-    }
-
-    /// Uploads a [`HostArray`] (its element type, shape and bytes).
-    ///
-    /// ```
-    /// use pjrt_client::{HostArray, Placement};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let array = HostArray::from_elements(vec![2], &[true, false])?;
-    /// let buffer = client.buffer_from_host_array(&array, Placement::Default)?;
-    /// assert_eq!(buffer.to_vec::<bool>()?, [true, false]);
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn buffer_from_host_array(&self, array: &HostArray, placement: Placement<'_>) -> Result<Buffer> {
-        self.buffer_from_bytes(array.data(), array.element_type(), &array.dims(), &HostLayout::default(), placement)
     }
 }
 
@@ -633,10 +531,10 @@ impl Buffer {
     /// both). Other errors are errors.
     ///
     /// ```
-    /// # use pjrt_client::{Client, ClientOptions, Placement};
+    /// # use pjrt_client::{Client, ClientOptions};
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
-    /// let buffer = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
+    /// let buffer = client.upload(&[1f32, 2.], &[2])?;
     /// let memory = buffer.memory_if_reported()?.expect("the CPU plugins report a buffer's memory");
     /// assert_eq!(memory.kind()?, "device");
     /// # Ok::<(), pjrt_client::Error>(())
@@ -694,10 +592,10 @@ impl Buffer {
     /// destination sized from it can never be written past.
     ///
     /// ```
-    /// use pjrt_client::{MemoryLayout, Placement};
+    /// use pjrt_client::MemoryLayout;
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3], Placement::Default)?;
+    /// let x = client.upload(&[1f32, 2., 3., 4., 5., 6.], &[2, 3])?;
     /// assert_eq!(x.host_size_in(&MemoryLayout::column_major(2))?, 24);
     /// // A layout that does not order the buffer's dimensions is refused before any call.
     /// assert!(x.host_size_in(&MemoryLayout::column_major(3)).is_err());
@@ -734,36 +632,13 @@ impl Buffer {
 
     /// The dense row-major layout of this buffer's rank, which host copies use unless asked
     /// otherwise (without it the plugin would copy in the device layout).
-    fn row_major(&self) -> Result<MemoryLayout> {
+    pub(crate) fn row_major(&self) -> Result<MemoryLayout> {
         Ok(MemoryLayout::dense(self.dimensions()?.len()))
-    }
-
-    /// Starts copying the buffer into `destination`, which must be exactly [`Buffer::host_size`]
-    /// bytes. The returned transfer owns the vector until the copy finished.
-    pub fn copy_to_host_async(&self, destination: Vec<u8>) -> Result<HostTransfer> {
-        self.copy_to_host_async_in(destination, &self.row_major()?)
-    }
-
-    /// Starts copying the buffer into `destination` in the host layout `layout`;
-    /// `destination` must be exactly [`Buffer::host_size_in`] bytes.
-    ///
-    /// ```
-    /// use pjrt_client::{MemoryLayout, Placement};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let x = client.buffer_from_slice(&[1u8, 2, 3, 4, 5, 6], &[2, 3], Placement::Default)?;
-    /// let transfer = x.copy_to_host_async_in(vec![0; 6], &MemoryLayout::column_major(2))?;
-    /// assert_eq!(transfer.wait()?, [1, 4, 2, 5, 3, 6]);
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn copy_to_host_async_in(&self, destination: Vec<u8>, layout: &MemoryLayout) -> Result<HostTransfer> {
-        check_destination(destination.len(), self.host_size_in(layout)?, layout)?;
-        self.start_host_copy(destination, layout)
     }
 
     /// Starts `PJRT_Buffer_ToHostBuffer` into `destination`, which holds exactly the
     /// [`Buffer::host_size_in`] of `layout` (the callers have asked for it once).
-    fn start_host_copy(&self, mut destination: Vec<u8>, layout: &MemoryLayout) -> Result<HostTransfer> {
+    pub(crate) fn start_host_copy(&self, mut destination: Vec<u8>, layout: &MemoryLayout) -> Result<HostTransfer> {
         let size = destination.len();
         let (element_type, dims) = self.shape()?;
         let mut raw_layout = RawLayout::new(layout, element_type, dims)?;
@@ -786,83 +661,6 @@ impl Buffer {
                 Err(Error::invalid("PJRT_Buffer_ToHostBuffer returned no completion event"))
             }
         }
-    }
-
-    /// Starts copying the buffer to a new host vector; await the result or call
-    /// [`HostTransfer::wait`].
-    pub fn to_host_async(&self) -> Result<HostTransfer> {
-        let layout = self.row_major()?;
-        let destination = zeroed_destination(self.host_size_in(&layout)?)?;
-        self.start_host_copy(destination, &layout)
-    }
-
-    /// Copies the buffer to the host and returns its bytes (dense, row-major).
-    pub fn to_host_bytes(&self) -> Result<Vec<u8>> {
-        refuse_in_callback("Buffer::to_host_bytes", DOWNLOAD_INSTEAD)?;
-        self.to_host_bytes_in(&self.row_major()?)
-    }
-
-    /// Copies the buffer to the host in `layout` (`PJRT_Buffer_ToHostBuffer`'s `host_layout`)
-    /// and returns the bytes. The destination is sized from the layout here and the plugin's
-    /// size is checked against it ([`Buffer::host_size_in`]). XLA's plugins take tiled layouts
-    /// without tiles (any dimension order); strided host layouts come back as their error.
-    ///
-    /// ```
-    /// use pjrt_client::{MemoryLayout, Placement};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let x = client.buffer_from_slice(&[1u8, 2, 3, 4, 5, 6], &[2, 3], Placement::Default)?;
-    /// // Column-major: the first dimension varies fastest.
-    /// assert_eq!(x.to_host_bytes_in(&MemoryLayout::column_major(2))?, [1, 4, 2, 5, 3, 6]);
-    /// assert_eq!(x.to_host_bytes_in(&MemoryLayout::dense(2))?, [1, 2, 3, 4, 5, 6]);
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn to_host_bytes_in(&self, layout: &MemoryLayout) -> Result<Vec<u8>> {
-        refuse_in_callback("Buffer::to_host_bytes_in", DOWNLOAD_INSTEAD)?;
-        let destination = zeroed_destination(self.host_size_in(layout)?)?;
-        let _span = span!(DEBUG, "download", bytes = destination.len());
-        self.start_host_copy(destination, layout)?.wait()
-    }
-
-    /// Copies the buffer to the host as a [`HostArray`]: its element type, dimensions and bytes
-    /// (sub-byte types one element per byte, the value in the low bits).
-    ///
-    /// ```
-    /// use pjrt_client::{ElementType, Placement};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let x = client.buffer_from_slice(&[1i32, 2, 3, 4, 5, 6], &[2, 3], Placement::Default)?;
-    /// let array = x.to_host_array()?;
-    /// assert_eq!((array.element_type(), array.shape()), (ElementType::S32, &[2, 3][..]));
-    /// assert_eq!(array.to_vec::<i32>()?, [1, 2, 3, 4, 5, 6]);
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn to_host_array(&self) -> Result<HostArray> {
-        refuse_in_callback("Buffer::to_host_array", DOWNLOAD_INSTEAD)?;
-        let element_type = self.element_type()?;
-        let shape: Vec<usize> = self.dimensions()?.iter().map(|d| *d as usize).collect();
-        HostArray::new(element_type, shape, self.to_host_bytes()?)
-    }
-
-    /// Copies the buffer to the host as a vector of `T`, which must match the element type.
-    ///
-    /// ```
-    /// # use pjrt_client::Placement;
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let x = client.buffer_from_slice(&[1.5f32, -2.], &[2], Placement::Default)?;
-    /// assert_eq!(x.to_vec::<f32>()?, [1.5, -2.]);
-    /// assert!(x.to_vec::<f64>().is_err(), "the type must match: no silent conversion");
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn to_vec<T: NativeType>(&self) -> Result<Vec<T>> {
-        refuse_in_callback("Buffer::to_vec", DOWNLOAD_INSTEAD)?;
-        let element_type = self.element_type()?;
-        if element_type != T::ELEMENT_TYPE {
-            return Err(Error::invalid(format!("the buffer holds {element_type}, not {}", T::ELEMENT_TYPE)));
-        }
-        // `to_host_bytes` gives the dense size of the shape (checked in `host_size`).
-        Ok(native_values(&self.to_host_bytes()?))
     }
 
     /// Copies the buffer to another device of the same client.
@@ -938,8 +736,8 @@ impl fmt::Debug for Buffer {
 
 /// What to do instead of a download that waits, inside a plugin callback.
 pub(crate) const DOWNLOAD_INSTEAD: &str =
-    "start the copy with Buffer::to_host_async (or copy_to_host_async) and await the transfer, or take its \
-     bytes in an on_ready callback of its event";
+    "start the copy with Buffer::to_bytes_async and await the transfer, or take its bytes in an on_ready \
+     callback of its event";
 /// What to do instead of waiting for a transfer inside a plugin callback.
 const TRANSFER_INSTEAD: &str =
     "await the transfer (it is a future), or take its bytes in an on_ready callback of its event";
@@ -955,6 +753,16 @@ impl HostTransfer {
     /// A transfer that writes into `data` until `event` completes (`None`: already complete).
     pub(crate) fn new(event: Option<Event>, data: Vec<u8>) -> HostTransfer {
         HostTransfer { event, data: Some(data) }
+    }
+
+    /// How many bytes the transfer copies.
+    pub fn len(&self) -> usize {
+        self.data.as_ref().map_or(0, Vec::len)
+    }
+
+    /// Whether the transfer copies no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Waits for the copy and returns the bytes. When the wait fails and the copy cannot be seen
@@ -1032,27 +840,6 @@ impl Drop for HostTransfer {
             let _ = event.leak_if_in_use(event.wait_until_complete(), &mut self.data);
         }
     }
-}
-
-/// A zeroed host vector of `size` bytes for a device-to-host copy; an allocation failure is an
-/// error, not an abort.
-fn zeroed_destination(size: usize) -> Result<Vec<u8>> {
-    let mut destination = Vec::new();
-    destination
-        .try_reserve_exact(size)
-        .map_err(|_| Error::invalid(format!("cannot allocate {size} host bytes for the copy")))?;
-    destination.resize(size, 0);
-    Ok(destination)
-}
-
-/// Refuses a destination of `len` bytes for a host copy that takes `size` in `layout`.
-fn check_destination(len: usize, size: usize, layout: &MemoryLayout) -> Result<()> {
-    if len != size {
-        return Err(Error::invalid(format!(
-            "the destination has {len} bytes but the buffer needs {size} in layout {layout}"
-        )));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use crate::sys::{self, Args};
 impl Client {
     /// The layout the client gives a new array of `element_type` and `dims` when no device
     /// layout is asked for (the Layouts extension's `Client_GetDefaultLayout`, read as a
-    /// [`MemoryLayout`]). Uploads with [`crate::HostLayout::device_layout`] differ from it.
+    /// [`MemoryLayout`]). Uploads with [`crate::UploadOptions::device_layout`] differ from it.
     ///
     /// ```
     /// use pjrt_client::{ElementType, MemoryLayout};

@@ -7,7 +7,6 @@ use std::ptr::NonNull;
 use crate::buffer::checks::{check_error_code, not_deleted};
 use crate::buffer::{Buffer, HostTransfer};
 use crate::call::pjrt_call;
-use crate::call::release::refuse_in_callback;
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::Event;
 use crate::sys::{self, Args};
@@ -29,7 +28,7 @@ impl Buffer {
     /// Starts copying `destination.len()` raw on-device bytes, from byte `offset` on, into
     /// `destination` (`PJRT_Buffer_CopyRawToHost`). The range is checked against
     /// [`Buffer::on_device_size`] first. The transfer owns the vector until the copy finished.
-    pub fn copy_raw_to_host_async(&self, offset: usize, mut destination: Vec<u8>) -> Result<HostTransfer> {
+    pub(crate) fn copy_raw_to_host_async(&self, offset: usize, mut destination: Vec<u8>) -> Result<HostTransfer> {
         let size = destination.len();
         self.check_raw_range(offset, size)?;
         if size == 0 {
@@ -51,25 +50,10 @@ impl Buffer {
         }
     }
 
-    /// Copies `size` raw on-device bytes from byte `offset` on, and waits for them.
-    pub fn copy_raw_to_host(&self, offset: usize, size: usize) -> Result<Vec<u8>> {
-        refuse_in_callback(
-            "Buffer::copy_raw_to_host",
-            "start the copy with Buffer::copy_raw_to_host_async and await the transfer, or take its bytes in an \
-             on_ready callback of its event",
-        )?;
-        let mut destination = Vec::new();
-        destination
-            .try_reserve_exact(size)
-            .map_err(|_| Error::invalid(format!("cannot allocate {size} host bytes for the copy")))?;
-        destination.resize(size, 0);
-        self.copy_raw_to_host_async(offset, destination)?.wait()
-    }
-
     /// Prepares a raw copy of `size` bytes from `offset` whose destination is given later
     /// (`PJRT_Buffer_CopyRawToHostFuture`, 0.84): call [`RawCopyRequest::fulfill`] with the
     /// destination, or [`RawCopyRequest::fail`]; dropping the request fails it (CANCELLED).
-    pub fn copy_raw_to_host_future(&self, offset: usize, size: usize) -> Result<RawCopyRequest<'_>> {
+    pub fn raw_copy_request(&self, offset: usize, size: usize) -> Result<RawCopyRequest<'_>> {
         self.check_raw_range(offset, size)?;
         let mut args = sys::PJRT_Buffer_CopyRawToHostFuture_Args::new();
         args.buffer = self.as_raw();
@@ -92,7 +76,7 @@ impl Buffer {
     }
 }
 
-/// A raw copy waiting for its destination (see [`Buffer::copy_raw_to_host_future`]).
+/// A raw copy waiting for its destination (see [`Buffer::raw_copy_request`]).
 pub struct RawCopyRequest<'a> {
     buffer: &'a Buffer,
     event: Option<Event>,

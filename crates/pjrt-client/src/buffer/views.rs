@@ -288,7 +288,7 @@ impl Client {
             // way; the sizes checked here are host sizes (one byte per element).
             return Err(Error::invalid(format!(
                 "views of {element_type} memory are not supported: sub-byte types are packed on the device; \
-                 upload one byte per element with buffer_from_bytes instead"
+                 upload one byte per element with Client::upload_with and HostSource::bytes instead"
             )));
         }
         if ptr.is_null() {

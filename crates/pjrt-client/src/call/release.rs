@@ -153,10 +153,9 @@ pub(crate) fn release_later_with<T: Send + 'static>(moved: impl FnOnce() -> T) {
 /// itself.
 ///
 /// ```
-/// # use pjrt_client::Placement;
 /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-/// let x = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
+/// let x = client.upload(&[1f32, 2.], &[2])?;
 /// let ready = x.ready_event()?;
 /// // The callback owns the buffer and drops it, possibly on a plugin thread: it is destroyed
 /// // on the release thread instead.

@@ -237,12 +237,12 @@ impl DeviceAssignment {
     }
 
     /// Number of replicas.
-    pub fn replicas(&self) -> usize {
+    pub fn num_replicas(&self) -> usize {
         self.devices.len()
     }
 
     /// Number of partitions.
-    pub fn partitions(&self) -> usize {
+    pub fn num_partitions(&self) -> usize {
         self.devices[0].len()
     }
 
@@ -258,9 +258,9 @@ impl DeviceAssignment {
 
     fn to_proto(&self) -> proto::DeviceAssignmentProto {
         proto::DeviceAssignmentProto {
-            replica_count: self.replicas() as i32,
-            computation_count: self.partitions() as i32,
-            computation_devices: (0..self.partitions())
+            replica_count: self.num_replicas() as i32,
+            computation_count: self.num_partitions() as i32,
+            computation_devices: (0..self.num_partitions())
                 .map(|p| proto::ComputationDevice { replica_device_ids: self.devices.iter().map(|r| r[p]).collect() })
                 .collect(),
         }
@@ -290,16 +290,16 @@ impl DeviceAssignment {
 /// does not model: an edit rewrites only the fields it sets, all others keep their bytes.
 ///
 /// ```
-/// use pjrt_client::{CompileOptions, Placement, Program};
-///
+/// use pjrt_client::{CompileOptions, ExecuteOptions, Program};
+/// ///
 /// // Replicas, partitions (SPMD), XLA debug options; checked before any plugin sees them.
 /// let spmd = CompileOptions::new().num_partitions(4).use_spmd_partitioning(true);
-/// assert_eq!((spmd.replicas(), spmd.partitions()), (1, 4));
+/// assert_eq!((spmd.num_replicas_requested(), spmd.num_partitions_requested()), (1, 4));
 /// assert!(CompileOptions::new().num_replicas(0).validate().is_err());
 /// // The serialized `CompileOptionsProto` (what JAX's compile_options.pb files hold) round-trips.
 /// let bytes = spmd.to_bytes()?;
-/// assert_eq!(CompileOptions::from_proto_bytes(&bytes)?.partitions(), 4);
-///
+/// assert_eq!(CompileOptions::from_proto_bytes(&bytes)?.num_partitions_requested(), 4);
+/// ///
 /// // To get JAX's numbers from a JAX-lowered program, compile with JAX's XLA settings:
 /// // on CPU, max/min propagate NaN as in JAX.
 /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
@@ -311,9 +311,9 @@ impl DeviceAssignment {
 ///   }"#)?;
 /// let options = CompileOptions::new().jax_defaults("cpu").xla_option("xla_cpu_enable_fast_math", false);
 /// let exe = client.compile(&program, &options)?;
-/// let a = client.buffer_from_slice(&[f32::NAN, 1.], &[2], Placement::Default)?;
-/// let b = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
-/// let max = exe.execute(&[&a, &b])?[0].to_vec::<f32>()?;
+/// let a = client.upload(&[f32::NAN, 1.], &[2])?;
+/// let b = client.upload(&[1f32, 2.], &[2])?;
+/// let max = exe.execute(&[&a, &b], &ExecuteOptions::new())?[0].to_vec::<f32>()?;
 /// assert!(max[0].is_nan());
 /// assert_eq!(max[1], 2.);
 /// # Ok::<(), pjrt_client::Error>(())
@@ -559,7 +559,7 @@ impl CompileOptions {
             Message::parse(payload, ENTRY_NAME)?;
         }
         let mut options = Self { wire, proto, defect: None };
-        let (no_replicas, no_partitions) = (options.replicas() == 0, options.partitions() == 0);
+        let (no_replicas, no_partitions) = (options.raw_replicas() == 0, options.raw_partitions() == 0);
         if no_replicas || no_partitions {
             options.edit_build(|build| {
                 if no_replicas {
@@ -606,13 +606,13 @@ impl CompileOptions {
     }
 
     /// Number of replicas (data-parallel copies), at least 1.
-    pub fn num_replicas(mut self, replicas: i64) -> Self {
+    pub fn num_replicas(mut self, replicas: usize) -> Self {
         self.edit_build(|build| build.set(field::REPLICAS, scalar(field::REPLICAS, replicas as u64)));
         self
     }
 
     /// Number of partitions (SPMD shards), at least 1.
-    pub fn num_partitions(mut self, partitions: i64) -> Self {
+    pub fn num_partitions(mut self, partitions: usize) -> Self {
         self.edit_build(|build| build.set(field::PARTITIONS, scalar(field::PARTITIONS, partitions as u64)));
         self
     }
@@ -621,8 +621,8 @@ impl CompileOptions {
     pub fn device_assignment(mut self, assignment: &DeviceAssignment) -> Self {
         let encoded = assignment.to_proto().encode_to_vec();
         self.edit_build(|build| {
-            build.set(field::REPLICAS, scalar(field::REPLICAS, assignment.replicas() as u64));
-            build.set(field::PARTITIONS, scalar(field::PARTITIONS, assignment.partitions() as u64));
+            build.set(field::REPLICAS, scalar(field::REPLICAS, assignment.num_replicas() as u64));
+            build.set(field::PARTITIONS, scalar(field::PARTITIONS, assignment.num_partitions() as u64));
             build.set(field::ASSIGNMENT, Some(Field::bytes(field::ASSIGNMENT, &encoded)));
         });
         self
@@ -823,13 +823,24 @@ impl CompileOptions {
         }
     }
 
-    /// Replicas requested.
-    pub fn replicas(&self) -> i64 {
+    /// Replicas requested ([`CompileOptions::num_replicas`]); 0 when the proto holds none or a
+    /// value that is not a count (which [`CompileOptions::validate`] refuses).
+    pub fn num_replicas_requested(&self) -> usize {
+        usize::try_from(self.raw_replicas()).unwrap_or(0)
+    }
+
+    /// Partitions requested ([`CompileOptions::num_partitions`]); 0 as for replicas.
+    pub fn num_partitions_requested(&self) -> usize {
+        usize::try_from(self.raw_partitions()).unwrap_or(0)
+    }
+
+    /// The proto's replica count as it is (it may be negative in bytes read from elsewhere).
+    fn raw_replicas(&self) -> i64 {
         self.build_ref().map(|b| b.num_replicas).unwrap_or(0)
     }
 
-    /// Partitions requested.
-    pub fn partitions(&self) -> i64 {
+    /// The proto's partition count as it is.
+    fn raw_partitions(&self) -> i64 {
         self.build_ref().map(|b| b.num_partitions).unwrap_or(0)
     }
 
@@ -872,8 +883,8 @@ impl CompileOptions {
         if let Some(defect) = &self.defect {
             return Err(Error::invalid(defect.clone()));
         }
-        let replicas = self.replicas();
-        let partitions = self.partitions();
+        let replicas = self.raw_replicas();
+        let partitions = self.raw_partitions();
         if replicas < 1 {
             return Err(Error::invalid(format!("num_replicas must be at least 1, got {replicas}")));
         }
@@ -884,11 +895,11 @@ impl CompileOptions {
             return Err(Error::invalid("num_replicas × num_partitions is too large"));
         }
         if let Some(assignment) = self.assignment()? {
-            if assignment.replicas() as i64 != replicas || assignment.partitions() as i64 != partitions {
+            if assignment.num_replicas() as i64 != replicas || assignment.num_partitions() as i64 != partitions {
                 return Err(Error::invalid(format!(
                     "the device assignment is {}×{} but the options ask for {replicas} replicas × {partitions} partitions",
-                    assignment.replicas(),
-                    assignment.partitions()
+                    assignment.num_replicas(),
+                    assignment.num_partitions()
                 )));
             }
         }
@@ -948,7 +959,7 @@ mod tests {
     #[test]
     fn zero_counts_are_rejected() {
         assert!(CompileOptions::new().num_replicas(0).to_bytes().is_err());
-        assert!(CompileOptions::new().num_partitions(-1).to_bytes().is_err());
+        assert!(CompileOptions::new().num_partitions(usize::MAX).to_bytes().is_err());
     }
 
     #[test]
@@ -1123,7 +1134,7 @@ mod tests {
             assert_eq!(edited.proto().encode_to_vec(), edit(read.clone()).proto().encode_to_vec(), "{what}");
         }
         let o = read.clone().num_replicas(2).num_partitions(3).use_shardy_partitioner(true);
-        assert_eq!((o.replicas(), o.partitions()), (2, 3));
+        assert_eq!((o.num_replicas_requested(), o.num_partitions_requested()), (2, 3));
         assert!(o.proto().executable_build_options.as_ref().unwrap().use_shardy_partitioner);
         let portable = read.clone().compile_portable_executable(true);
         assert!(portable.is_portable());
@@ -1269,7 +1280,11 @@ mod tests {
         let second = [0x28, 0x03, 0x20, 0x04, 0x12, 0x00]; // num_partitions 3, num_replicas 4, result_layout {}
         let input = msg(&[(3, V::Bytes(&first)), (5, V::Int(9)), (3, V::Bytes(&second)), (12345, V::Int(1))]);
         let read = CompileOptions::from_proto_bytes(&input).unwrap();
-        assert_eq!((read.replicas(), read.partitions()), (4, 3), "merged: the later value wins");
+        assert_eq!(
+            (read.num_replicas_requested(), read.num_partitions_requested()),
+            (4, 3),
+            "merged: the later value wins"
+        );
         assert_eq!(read.to_bytes().unwrap(), input);
         // An edit elsewhere leaves both occurrences as they are.
         let portable = read.clone().compile_portable_executable(true).to_bytes().unwrap();
@@ -1281,7 +1296,7 @@ mod tests {
         let merged = [0x20, 0x06, 0xb8, 0x3e, 0x05, 0x28, 0x03, 0x12, 0x00];
         assert_eq!(out, msg(&[(3, V::Bytes(&merged)), (5, V::Int(9)), (12345, V::Int(1))]));
         let edited = read.num_replicas(6);
-        assert_eq!((edited.replicas(), edited.partitions()), (6, 3));
+        assert_eq!((edited.num_replicas_requested(), edited.num_partitions_requested()), (6, 3));
     }
 
     #[test]
@@ -1348,6 +1363,6 @@ mod tests {
         assert_ne!(CompileOptions::new().num_replicas(2), CompileOptions::new());
         // validate still applies after edits.
         assert!(o.clone().num_partitions(1).validate().is_err());
-        assert!(o.num_replicas(-5).to_bytes().is_err());
+        assert!(o.num_replicas(usize::MAX - 4).to_bytes().is_err());
     }
 }

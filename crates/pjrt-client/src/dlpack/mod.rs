@@ -8,10 +8,9 @@
 //! host tensor the view cannot take (unaligned memory, gaps in its strides, sub-byte types).
 //!
 //! ```
-//! use pjrt_client::Placement;
 //! # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 //! # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-//! let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[2, 2], Placement::Default)?;
+//! let x = client.upload(&[1f32, 2., 3., 4.], &[2, 2])?;
 //! let tensor = x.into_dlpack()?;
 //! assert_eq!(tensor.shape(), [2, 2]);
 //! // Back again: the view reads the very same memory.
@@ -164,7 +163,7 @@ fn dl_device(buffer: &Buffer) -> Result<DLDevice> {
         if device_type_of_platform(platform).is_none() {
             return Err(Error::invalid(format!(
                 "DLPack has no device type for the {platform} platform; copy the buffer to the host instead \
-                 (Buffer::to_host_bytes)"
+                 (Buffer::to_bytes)"
             )));
         }
         return Err(Error::invalid(format!(
@@ -352,8 +351,8 @@ impl Buffer {
     /// live until the tensor's deleter runs, on whichever thread the consumer calls it.
     ///
     /// **Read-only:** a buffer that reads host memory in place which others may be reading as
-    /// immutable ([`Client::buffer_from_shared`] of aligned bytes, such as a file's read-only
-    /// mapping; [`Client::buffer_from_aligned`]; [`Client::view_of_aligned`]; a view of a
+    /// immutable ([`crate::HostSource::shared`] of aligned bytes, such as a file's read-only
+    /// mapping; [`crate::HostSource::aligned`]; [`Client::view_of_aligned`]; a view of a
     /// DLPack tensor flagged read-only) is exported with `DLPACK_FLAG_BITMASK_READ_ONLY`: the
     /// consumer must not write it. Copy the buffer first for a tensor it may write. A view made
     /// with the unsafe [`Client::view_of_device_pointer`] is exported writable: whether its
@@ -365,10 +364,9 @@ impl Buffer {
     /// no device type for.
     ///
     /// ```
-    /// use pjrt_client::Placement;
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let x = client.buffer_from_slice(&[1i32, 2, 3, 4, 5, 6], &[2, 3], Placement::Default)?;
+    /// let x = client.upload(&[1i32, 2, 3, 4, 5, 6], &[2, 3])?;
     /// let tensor = x.into_dlpack()?;
     /// assert_eq!((tensor.shape(), tensor.strides()), (&[2i64, 3][..], Some(&[3i64, 1][..])));
     /// let raw = tensor.into_raw(); // to a consumer, which calls the deleter when done
@@ -404,10 +402,9 @@ impl Buffer {
     /// [`Buffer::into_dlpack`]; [`Error::ReadOnlyMemory`]): a v0.8 consumer may write its tensor.
     ///
     /// ```
-    /// use pjrt_client::Placement;
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let x = client.buffer_from_slice(&[1u8, 2, 3], &[3], Placement::Default)?;
+    /// let x = client.upload(&[1u8, 2, 3], &[3])?;
     /// let tensor = x.into_dlpack_legacy()?;
     /// let view = client.view_of_dlpack(tensor)?;
     /// assert_eq!(view.to_vec::<u8>()?, [1, 2, 3]);
@@ -446,10 +443,10 @@ impl Buffer {
 /// producer's deleter (once). `Send`: DLPack deleters may be called from any thread.
 ///
 /// ```
-/// use pjrt_client::{dlpack::ManagedTensor, Placement};
+/// use pjrt_client::dlpack::ManagedTensor;
 /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-/// let tensor: ManagedTensor = client.buffer_from_slice(&[1f32], &[1], Placement::Default)?.into_dlpack()?;
+/// let tensor: ManagedTensor = client.upload(&[1f32], &[1])?.into_dlpack()?;
 /// assert_eq!((tensor.version().major, tensor.flags()), (1, 0));
 /// drop(tensor); // runs the deleter: the buffer goes away
 /// # Ok::<(), pjrt_client::Error>(())
@@ -462,10 +459,10 @@ pub struct ManagedTensor {
 /// A DLPack v0.8 tensor (`DLManagedTensor`) owned by this handle; see [`ManagedTensor`].
 ///
 /// ```
-/// use pjrt_client::{dlpack::LegacyManagedTensor, Placement};
+/// use pjrt_client::dlpack::LegacyManagedTensor;
 /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-/// let tensor: LegacyManagedTensor = client.buffer_from_slice(&[1u16, 2], &[2], Placement::Default)?.into_dlpack_legacy()?;
+/// let tensor: LegacyManagedTensor = client.upload(&[1u16, 2], &[2])?.into_dlpack_legacy()?;
 /// assert_eq!((tensor.shape(), tensor.strides()), (&[2i64][..], Some(&[1i64][..])));
 /// # Ok::<(), pjrt_client::Error>(())
 /// ```
@@ -640,7 +637,7 @@ fn checked_strides(tensor: &DLTensor) -> Result<Option<&[i64]>> {
 /// }
 /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-/// let x = client.buffer_from_slice(&[7i8], &[1], pjrt_client::Placement::Default)?;
+/// let x = client.upload(&[7i8], &[1])?;
 /// assert_eq!(import(&client, x.into_dlpack_legacy()?)?.to_vec::<i8>()?, [7]);
 /// # Ok::<(), pjrt_client::Error>(())
 /// ```
@@ -785,10 +782,10 @@ impl Client {
     /// [`Client::copy_of_dlpack`].
     ///
     /// ```
-    /// use pjrt_client::{ElementType, Placement};
+    /// use pjrt_client::ElementType;
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let x = client.buffer_from_slice(&[1f64, 2., 3.], &[3], Placement::Default)?;
+    /// let x = client.upload(&[1f64, 2., 3.], &[3])?;
     /// let view = client.view_of_dlpack(x.into_dlpack()?)?;
     /// assert_eq!(view.element_type()?, ElementType::F64);
     /// assert_eq!(view.to_vec::<f64>()?, [1., 2., 3.]);
@@ -898,7 +895,7 @@ impl Client {
             )));
         }
         let bytes = gather_host(&incoming)?;
-        let buffer = self.buffer_from_bytes(
+        let buffer = self.upload_bytes(
             &bytes,
             incoming.element_type,
             incoming.dims,

@@ -91,18 +91,18 @@ impl ManagedTensor {
     /// so an upload of `[2, 0]` exports 2); it can always be read as `u8`, nonzero meaning true.
     ///
     /// ```
-    /// use pjrt_client::{ElementType, HostLayout, Placement};
+    /// use pjrt_client::{ElementType, HostSource, UploadOptions};
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let x = client.buffer_from_slice(&[1i32, 2, 3, 4, 5, 6], &[2, 3], Placement::Default)?;
+    /// let x = client.upload(&[1i32, 2, 3, 4, 5, 6], &[2, 3])?;
     /// let tensor = x.into_dlpack()?;
     /// let view = tensor.as_ndarray::<i32>()?;
     /// assert_eq!(view.shape(), [2, 3]);
     /// assert_eq!(view[[1, 2]], 6);
     /// assert_eq!(view.as_ptr() as *mut std::ffi::c_void, tensor.data_pointer()); // the buffer's memory
-    ///
+    ///     ///
     /// // PRED bytes other than 0 and 1 are no bools: read them as u8.
-    /// let p = client.buffer_from_bytes(&[2, 0], ElementType::PRED, &[2], &HostLayout::default(), Placement::Default)?;
+    /// let p = client.upload_with(HostSource::bytes(&[2, 0], ElementType::PRED, &[2]), &UploadOptions::new())?;
     /// let tensor = p.into_dlpack()?;
     /// assert!(matches!(tensor.as_ndarray::<bool>(), Err(pjrt_client::Error::InvalidBool { index: 0, byte: 2, .. })));
     /// assert_eq!(tensor.as_ndarray::<u8>()?.as_slice(), Some(&[2u8, 0][..]));

@@ -30,10 +30,9 @@ const NOT_IN_CALLBACK: &str = "register what comes next with Event::on_ready, or
 /// ```
 /// use std::time::Duration;
 /// use futures::executor::block_on;
-/// # use pjrt_client::Placement;
 /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-/// let x = client.buffer_from_slice(&[1f32; 1024], &[1024], Placement::Default)?;
+/// let x = client.upload(&[1f32; 1024], &[1024])?;
 /// // Ready when the upload has landed on the device.
 /// x.ready_event()?.wait_timeout(Duration::from_secs(60))?;
 /// block_on(x.ready_event()?)?;
@@ -241,17 +240,17 @@ impl Event {
     ///
     /// ```
     /// use std::sync::{mpsc, Arc};
-    /// use pjrt_client::{Error, Placement};
+    /// use pjrt_client::{DownloadOptions, Error};
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let x = Arc::new(client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?);
+    /// let x = Arc::new(client.upload(&[1f32, 2.], &[2])?);
     /// let (tx, rx) = mpsc::channel();
     /// let inside = x.clone();
     /// x.ready_event()?.on_ready(move |_status| {
     ///     // Waiting for a download here could wait for this very thread: refused.
     ///     assert!(matches!(inside.to_vec::<f32>(), Err(Error::BlockingInCallback { .. })));
     ///     // Starting one is fine; it is awaited elsewhere.
-    ///     tx.send(inside.to_host_async()).unwrap();
+    ///     tx.send(inside.to_bytes_async(DownloadOptions::new())).unwrap();
     /// })?;
     /// assert_eq!(rx.recv().unwrap()?.wait()?.len(), 8);
     /// # Ok::<(), pjrt_client::Error>(())

@@ -112,7 +112,7 @@ impl CompileOptions {
     /// (a mismatch is [`crate::Error::InvalidArgument`], not wrong numbers).
     ///
     /// ```
-    /// use pjrt_client::{CompileOptions, ElementType, MemoryLayout, Placement, Program, ShapeWithLayout};
+    /// use pjrt_client::{CompileOptions, ElementType, ExecuteOptions, MemoryLayout, Program, ShapeWithLayout};
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let program = Program::mlir_text(r#"
@@ -128,8 +128,8 @@ impl CompileOptions {
     /// // The plugin reports the layouts it compiled for.
     /// assert_eq!(exe.compile_options()?.argument_layout_shapes()?, [shape]);
     /// // A row-major buffer is refused rather than read as column-major.
-    /// let a = client.buffer_from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3], Placement::Default)?;
-    /// assert!(exe.execute(&[&a]).unwrap_err().to_string().contains("compiled for {0,1}"));
+    /// let a = client.upload(&[1f32, 2., 3., 4., 5., 6.], &[2, 3])?;
+    /// assert!(exe.execute(&[&a], &ExecuteOptions::new()).unwrap_err().to_string().contains("compiled for {0,1}"));
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn argument_layouts(mut self, shapes: &[ShapeWithLayout]) -> Self {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::call::pjrt_call;
 use crate::call::release::release_if_in_callback;
+use crate::client::device::Device;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::event::Event;
@@ -126,11 +127,11 @@ impl fmt::Debug for ExecuteContext {
     }
 }
 
-/// Options for every execute path that takes them: [`LoadedExecutable::execute_with`],
-/// [`LoadedExecutable::execute_async_with`], [`LoadedExecutable::execute_on_with`],
-/// [`LoadedExecutable::execute_on_async_with`], [`LoadedExecutable::execute_sharded_with`] and
-/// [`LoadedExecutable::execute_sharded_async`]. Cheap to clone (callbacks and context are
-/// shared); one value may serve many executions.
+/// Options of every launch: [`LoadedExecutable::execute`], [`LoadedExecutable::execute_async`],
+/// [`LoadedExecutable::execute_sharded`] and [`LoadedExecutable::execute_sharded_async`].
+/// `ExecuteOptions::new()` is the fast path (it allocates nothing); a device for a portable
+/// executable keeps it. Cheap to clone (callbacks and context are shared); one value may serve
+/// many executions.
 ///
 /// ```no_run
 /// # use pjrt_client::{ExecuteOptions, LoadedExecutable, Buffer};
@@ -142,7 +143,7 @@ impl fmt::Debug for ExecuteContext {
 ///         println!("device {} sent {} bytes", chunk.device_index(), chunk.data().len());
 ///         Ok(())
 ///     });
-/// let outputs = exe.execute_with(&[x], &options)?;
+/// let outputs = exe.execute(&[x], &options)?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone, Default)]
@@ -154,12 +155,93 @@ pub struct ExecuteOptions {
     /// (task id, incarnation id), sorted by task id, one entry per task.
     incarnations: Vec<(c_int, i64)>,
     pub(crate) callbacks: HostCallbacks,
+    /// The device of a single-device launch (see [`ExecuteOptions::device`]).
+    device: Option<ChosenDevice>,
+}
+
+/// A device named by [`ExecuteOptions::device`], with its client (held, so that the handle stays
+/// valid for as long as the options keep it).
+#[derive(Clone)]
+pub(crate) struct ChosenDevice {
+    client: Client,
+    raw: NonNull<sys::PJRT_Device>,
+}
+
+// SAFETY: the handle is only compared and passed back to the plugin that made it, whose devices
+// live (and may be used from any thread) as long as their client, which is held here.
+unsafe impl Send for ChosenDevice {}
+// SAFETY: as above; nothing is reached through the handle here.
+unsafe impl Sync for ChosenDevice {}
+
+impl ChosenDevice {
+    /// Whether the device is `client`'s.
+    #[inline]
+    pub(crate) fn is_of(&self, client: &Client) -> bool {
+        self.client.same_client(client)
+    }
+
+    /// The raw handle.
+    #[inline]
+    pub(crate) fn raw(&self) -> *mut sys::PJRT_Device {
+        self.raw.as_ptr()
+    }
 }
 
 impl ExecuteOptions {
-    /// No launch id, every input donatable per the program, no context, no callbacks.
+    /// No launch id, every input donatable per the program, no context, no callbacks, the
+    /// executable's own device.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Runs a single-device launch ([`LoadedExecutable::execute`],
+    /// [`LoadedExecutable::execute_async`]) on `device`: needed for a portable executable
+    /// (`CompileOptions::compile_portable_executable`), allowed for one compiled for a single
+    /// device, refused by [`LoadedExecutable::execute_sharded`] (which runs on every device of
+    /// the executable). The device must be the executable's client's.
+    ///
+    /// ```
+    /// use pjrt_client::{CompileOptions, ExecuteOptions, HostSource, Program, UploadOptions};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new().cpu_device_count(2))?;
+    /// let program = Program::mlir_text(r#"
+    ///   func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {
+    ///     %0 = stablehlo.negate %a : tensor<2xf32>
+    ///     return %0 : tensor<2xf32>
+    ///   }"#)?;
+    /// let exe = client.compile(&program, &CompileOptions::new().compile_portable_executable(true))?;
+    /// // One launch per device, all in flight at once.
+    /// let mut pending = Vec::new();
+    /// for device in client.addressable_devices() {
+    ///     let x = client.upload_with(HostSource::slice(&[1f32, 2.], &[2]), &UploadOptions::new().device(&device))?;
+    ///     pending.push(exe.execute_async(&[&x], &ExecuteOptions::new().device(&device))?);
+    /// }
+    /// for execution in pending {
+    ///     assert_eq!(execution.wait()?[0].to_vec::<f32>()?, [-1., -2.]);
+    /// }
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn device(mut self, device: &Device<'_>) -> Self {
+        self.device = NonNull::new(device.as_raw()).map(|raw| ChosenDevice { client: device.client().clone(), raw });
+        self
+    }
+
+    /// The device named by [`ExecuteOptions::device`].
+    #[inline]
+    pub(crate) fn chosen_device(&self) -> Option<&ChosenDevice> {
+        self.device.as_ref()
+    }
+
+    /// Whether the options ask nothing of the plugin's `PJRT_ExecuteOptions` beyond the
+    /// defaults (a chosen device is not part of them): the launch's fast path.
+    #[inline]
+    pub(crate) fn is_plain(&self) -> bool {
+        self.launch_id == 0
+            && self.non_donatable.is_empty()
+            && self.context.is_none()
+            && self.call_location.is_none()
+            && self.incarnations.is_empty()
+            && self.callbacks.is_empty()
     }
 
     /// Identifies this launch among those of a multi-device (or multi-host) program; 0 = none.
@@ -188,14 +270,14 @@ impl ExecuteOptions {
     /// A location with a NUL byte is refused when the execution starts (`Error::InvalidArgument`).
     ///
     /// ```
-    /// # use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Placement, Plugin, Program};
+    /// # use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
     /// # let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = Client::new(&plugin, &ClientOptions::new())?;
     /// # let program = Program::mlir_text("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> { return %x : tensor<2xf32> }")?;
     /// let exe = client.compile(&program, &CompileOptions::new())?;
-    /// let x = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
+    /// let x = client.upload(&[1f32, 2.], &[2])?;
     /// let options = ExecuteOptions::new().call_location(concat!(file!(), ":", line!()));
-    /// assert_eq!(exe.execute_with(&[&x], &options)?[0].to_vec::<f32>()?, [1., 2.]);
+    /// assert_eq!(exe.execute(&[&x], &options)?[0].to_vec::<f32>()?, [1., 2.]);
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn call_location(mut self, location: impl Into<String>) -> Self {
@@ -210,15 +292,15 @@ impl ExecuteOptions {
     /// incarnation id)`; a task given twice keeps the last incarnation.
     ///
     /// ```
-    /// # use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Placement, Plugin, Program};
+    /// # use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
     /// # let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = Client::new(&plugin, &ClientOptions::new())?;
     /// # let program = Program::mlir_text("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> { return %x : tensor<2xf32> }")?;
     /// # let exe = client.compile(&program, &CompileOptions::new())?;
-    /// # let x = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
+    /// # let x = client.upload(&[1f32, 2.], &[2])?;
     /// // One process, started once: task 0 is in its first incarnation.
     /// let options = ExecuteOptions::new().task_incarnations([(0, 1)]);
-    /// assert_eq!(exe.execute_with(&[&x], &options)?[0].to_vec::<f32>()?, [1., 2.]);
+    /// assert_eq!(exe.execute(&[&x], &options)?[0].to_vec::<f32>()?, [1., 2.]);
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn task_incarnations(mut self, incarnations: impl IntoIterator<Item = (i32, i64)>) -> Self {
@@ -322,6 +404,7 @@ impl fmt::Debug for ExecuteOptions {
             .field("task_incarnations", &self.incarnations)
             .field("send_channels", &send)
             .field("recv_channels", &recv)
+            .field("device", &self.device.as_ref().map(|d| d.raw))
             .finish()
     }
 }

@@ -3,21 +3,21 @@
 //! [`CopyToDeviceStream`].
 //!
 //! Register closures with [`ExecuteOptions::on_send`] and [`ExecuteOptions::on_recv`] and run
-//! with [`LoadedExecutable::execute_with`] or [`LoadedExecutable::execute_sharded_with`]. The
+//! with any launch ([`LoadedExecutable::execute`], [`LoadedExecutable::execute_sharded`], or their
+//! `_async` forms). The
 //! plugin calls them on its own threads, once per device and transfer; they are serialised per
 //! channel (a closure is never entered twice at once). A panic is caught at the C boundary: a
 //! send callback's panic (or error) becomes the error the plugin sees, and every failure is also
 //! kept for [`ExecuteOptions::take_callback_failures`]. What the plugin is given stays alive
-//! until every device's execution of that launch has completed, even if the [`Execution`] is
-//! dropped first.
+//! until every device's execution of that launch has completed, even if the pending execution
+//! is dropped first.
 //!
 //! Whether a plugin can run host transfers at all is its own business: the XLA CPU plugins
 //! (0.106 and 0.115) refuse to compile `send`/`recv` ("HLO opcode `send` is not supported by
 //! XLA:CPU ThunkEmitter"), while accepting callbacks in the execute options.
 //!
-//! [`LoadedExecutable::execute_with`]: crate::LoadedExecutable::execute_with
-//! [`LoadedExecutable::execute_sharded_with`]: crate::LoadedExecutable::execute_sharded_with
-//! [`Execution`]: crate::Execution
+//! [`LoadedExecutable::execute`]: crate::LoadedExecutable::execute
+//! [`LoadedExecutable::execute_sharded`]: crate::LoadedExecutable::execute_sharded
 
 use std::ffi::{c_char, c_void};
 use std::fmt;
@@ -62,29 +62,41 @@ const CLOSURE_GONE: &str = "the plugin called a host callback whose closure is g
 pub(crate) struct HostCallbacks {
     send: Vec<(i64, SendSlot)>,
     recv: Vec<(i64, RecvSlot)>,
-    failures: Arc<Mutex<Vec<Error>>>,
+    /// Made with the first callback, so that options without callbacks allocate nothing
+    /// (`ExecuteOptions::new()` is the execute fast path).
+    failures: Option<Arc<Mutex<Vec<Error>>>>,
 }
 
 impl HostCallbacks {
+    /// The failure list the callbacks share, made on first use.
+    fn failures(&mut self) -> Arc<Mutex<Vec<Error>>> {
+        self.failures.get_or_insert_with(Arc::default).clone()
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.send.is_empty() && self.recv.is_empty()
     }
 
     /// Registers `callback` for sends on `channel_id` (replacing one registered before).
     pub(crate) fn add_send(&mut self, channel_id: i64, callback: Box<SendFn>) {
+        self.failures();
         self.send.retain(|(c, _)| *c != channel_id);
         self.send.push((channel_id, Arc::new(Mutex::new(Some(callback)))));
     }
 
     /// Registers `callback` for receives on `channel_id` (replacing one registered before).
     pub(crate) fn add_recv(&mut self, channel_id: i64, callback: Box<RecvFn>) {
+        self.failures();
         self.recv.retain(|(c, _)| *c != channel_id);
         self.recv.push((channel_id, Arc::new(Mutex::new(Some(callback)))));
     }
 
     /// Removes and returns the failures recorded so far.
     pub(crate) fn take_failures(&self) -> Vec<Error> {
-        std::mem::take(&mut *self.failures.lock().unwrap_or_else(|p| p.into_inner()))
+        match &self.failures {
+            Some(failures) => std::mem::take(&mut *failures.lock().unwrap_or_else(|p| p.into_inner())),
+            None => Vec::new(),
+        }
     }
 
     /// The channel ids, for `Debug`.
@@ -422,6 +434,9 @@ impl HostCallbacks {
         num_devices: usize,
     ) -> (CallbackLists, CallbackTargets, CallbackClosures) {
         let mut targets = CallbackTargets { send: Vec::new(), recv: Vec::new() };
+        // Made with the first callback (see `failures`); options without callbacks are never
+        // prepared, so this default is only a fallback.
+        let failures = self.failures.clone().unwrap_or_default();
         let unused_send: Vec<(i64, SendSlot)>;
         let unused_recv: Vec<(i64, RecvSlot)>;
         let send: &[(i64, SendSlot)] = if self.send.is_empty() {
@@ -453,7 +468,7 @@ impl HostCallbacks {
                     callback: Arc::downgrade(callback),
                     channel_id: *channel_id,
                     device_index,
-                    failures: self.failures.clone(),
+                    failures: failures.clone(),
                 });
                 let id = crate::call::handoff::give(target);
                 targets.send.push(id as usize);
@@ -470,7 +485,7 @@ impl HostCallbacks {
                     callback: Arc::downgrade(callback),
                     channel_id: *channel_id,
                     device_index,
-                    failures: self.failures.clone(),
+                    failures: failures.clone(),
                     source: source.clone(),
                 });
                 let id = crate::call::handoff::give(target);

@@ -11,6 +11,7 @@ pub(crate) mod metadata;
 pub(crate) mod outputs;
 pub(crate) mod unloaded;
 
+use std::borrow::Borrow;
 use std::ffi::c_char;
 use std::fmt;
 use std::ptr::NonNull;
@@ -32,8 +33,7 @@ use crate::event::Event;
 use crate::executable::execute_options::raw_execute_options;
 use crate::executable::execute_options::ExecuteOptions;
 use crate::executable::execute_options::Keepalive;
-use crate::executable::execution::Execution;
-use crate::executable::execution::PendingExecution;
+use crate::executable::execution::{PendingExecution, PendingShardedExecution};
 use crate::executable::metadata::OptimizedProgram;
 use crate::executable::outputs::Outputs;
 use crate::plugin::{Plugin, StableHloVersion};
@@ -47,8 +47,8 @@ type PerDevice = (Vec<Vec<Buffer>>, Vec<Option<Event>>);
 const STACK_LIST: usize = 8;
 
 /// What to do instead of a waiting execute inside a plugin callback.
-const EXECUTE_INSTEAD: &str = "launch with the matching execute_*async call there (execute_async, \
-     execute_async_with, execute_on_async, ...) and await the pending execution";
+const EXECUTE_INSTEAD: &str =
+    "launch with execute_async (or execute_sharded_async) there and await the pending execution";
 
 /// The type and shape of one parameter or output.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,14 +92,14 @@ impl Client {
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
         let _span = span!(INFO, "compile", format = program.format().as_pjrt_str(), bytes = program.code().len());
         let options_bytes = options.to_bytes()?;
-        let needed = options.replicas() * options.partitions();
-        let available = self.devices().len() as i64;
+        let needed = options.num_replicas_requested() * options.num_partitions_requested();
+        let available = self.devices().len();
         if !options.is_portable() && needed > available {
             return Err(Error::invalid(format!(
                 "the program needs {} replicas × {} partitions = {needed} devices, but the client has {available}; \
                  create the client with more devices (for the CPU plugin: cpu_device_count)",
-                options.replicas(),
-                options.partitions()
+                options.num_replicas_requested(),
+                options.num_partitions_requested()
             )));
         }
         if let Some(assignment) = options.assignment()? {
@@ -423,16 +423,22 @@ impl LoadedExecutable {
             .collect())
     }
 
-    /// Runs the program on its single device and waits for it; returns the outputs.
+    /// Runs the program on one device and waits for it; returns that device's outputs.
+    ///
+    /// The device is the executable's own when it was compiled for exactly one; a portable
+    /// executable (`CompileOptions::compile_portable_executable`) runs on the device named by
+    /// [`ExecuteOptions::device`]. A program for several devices runs with
+    /// [`LoadedExecutable::execute_sharded`].
     ///
     /// Inside a plugin callback it is refused before launching ([`Error::BlockingInCallback`]):
     /// launch with [`LoadedExecutable::execute_async`] there and await the result elsewhere.
     ///
-    /// This is the hot path: for up to 8 arguments it allocates nothing for one output and once
-    /// for several (see [`Outputs`]), makes no metadata query, and takes no lock.
+    /// With default options (`&ExecuteOptions::new()`, a device or not) this is the hot path:
+    /// for up to 8 arguments it allocates nothing for one output and once for several (see
+    /// [`Outputs`]), makes no metadata query, and takes no lock.
     ///
     /// ```
-    /// # use pjrt_client::{CompileOptions, Placement, Program};
+    /// # use pjrt_client::{CompileOptions, ExecuteOptions, Program};
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// # let program = Program::mlir_text(r#"
@@ -441,49 +447,23 @@ impl LoadedExecutable {
     /// #     return %0 : tensor<4xf32>
     /// #   }"#)?;
     /// let exe = client.compile(&program, &CompileOptions::new())?;
-    /// let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
-    /// let b = client.buffer_from_slice(&[10f32, 20., 30., 40.], &[4], Placement::Default)?;
-    /// let outputs = exe.execute(&[&a, &b])?;
+    /// let a = client.upload(&[1f32, 2., 3., 4.], &[4])?;
+    /// let b = client.upload(&[10f32, 20., 30., 40.], &[4])?;
+    /// let outputs = exe.execute(&[&a, &b], &ExecuteOptions::new())?;
     /// assert_eq!(outputs[0].to_vec::<f32>()?, [11., 22., 33., 44.]);
     /// // Arguments are checked against the program's parameters before the plugin sees them.
-    /// let wrong = client.buffer_from_slice(&[1i32, 2, 3, 4], &[4], Placement::Default)?;
-    /// assert!(exe.execute(&[&a, &wrong]).is_err());
+    /// let wrong = client.upload(&[1i32, 2, 3, 4], &[4])?;
+    /// assert!(exe.execute(&[&a, &wrong], &ExecuteOptions::new()).is_err());
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
-    pub fn execute(&self, arguments: &[&Buffer]) -> Result<Outputs> {
-        if tracing_on!(DEBUG) || self.portable || self.addressable_devices.len() != 1 {
-            return self.execute_general(arguments);
-        }
-        self.run_one(arguments, std::ptr::null_mut())
-    }
-
-    /// [`LoadedExecutable::execute`] with its span, and for executables that do not run on
-    /// exactly one device: out of the hot path.
-    #[cold]
-    #[inline(never)]
-    fn execute_general(&self, arguments: &[&Buffer]) -> Result<Outputs> {
-        refuse_in_callback("LoadedExecutable::execute", EXECUTE_INSTEAD)?;
-        let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(None)));
-        if self.portable || self.addressable_devices.len() != 1 {
-            // Let the general path explain what is needed instead.
-            let result = self.execute_sharded(&[arguments])?;
-            result.wait()?;
-            return Ok(result.outputs.into_iter().next().unwrap_or_default().into());
-        }
-        self.run_one(arguments, std::ptr::null_mut())
-    }
-
-    /// Like [`LoadedExecutable::execute`], with [`ExecuteOptions`]: a launch id, inputs that must
-    /// not be donated, an execute context, host send/receive callbacks.
     ///
     /// Donation: an input that the program aliases to an output (`tf.aliasing_output` /
     /// `jax.buffer_donor` in the module, or `mhlo.input_output_alias`) may be donated, i.e.
     /// consumed by the execution and deleted, unless its index is listed with
-    /// [`ExecuteOptions::non_donatable_inputs`]. Plain [`LoadedExecutable::execute`] lets the
-    /// plugin donate per the program's aliasing.
+    /// [`ExecuteOptions::non_donatable_inputs`]:
     ///
     /// ```
-    /// use pjrt_client::{CompileOptions, ExecuteOptions, Placement, Program};
+    /// use pjrt_client::{CompileOptions, ExecuteOptions, Program};
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// // The parameter may be reused for the result (what `jax.jit(f, donate_argnums=0)` writes).
@@ -494,40 +474,106 @@ impl LoadedExecutable {
     ///   }"#)?;
     /// let exe = client.compile(&program, &CompileOptions::new())?;
     ///
-    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
-    /// let kept = exe.execute_with(&[&x], &ExecuteOptions::new().non_donatable_inputs([0]))?;
+    /// let x = client.upload(&[1f32, 2., 3., 4.], &[4])?;
+    /// let kept = exe.execute(&[&x], &ExecuteOptions::new().non_donatable_inputs([0]))?;
     /// assert_eq!(kept[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
     /// assert!(!x.is_deleted()?, "listed as non-donatable: still usable");
     ///
-    /// let donated = exe.execute(&[&x])?;
+    /// let donated = exe.execute(&[&x], &ExecuteOptions::new())?;
     /// assert_eq!(donated[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
     /// assert!(x.is_deleted()?, "donated: its memory now holds the result");
     /// assert!(x.to_vec::<f32>().is_err());
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
-    pub fn execute_with(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<Outputs> {
-        refuse_in_callback("LoadedExecutable::execute_with", EXECUTE_INSTEAD)?;
-        let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(None)));
-        if self.portable || self.addressable_devices.len() != 1 {
-            let result = self.execute_sharded_with(&[arguments], options)?;
-            result.wait()?;
-            return Ok(result.outputs.into_iter().next().unwrap_or_default().into());
+    ///
+    /// A portable executable, run on the device the options name:
+    ///
+    /// ```
+    /// use pjrt_client::{CompileOptions, ExecuteOptions, HostSource, Program, UploadOptions};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new().cpu_device_count(2))?;
+    /// let program = Program::mlir_text(r#"
+    ///   func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+    ///     %0 = stablehlo.add %a, %a : tensor<4xf32>
+    ///     return %0 : tensor<4xf32>
+    ///   }"#)?;
+    /// // Compiled once, run on whichever device is chosen at launch.
+    /// let exe = client.compile(&program, &CompileOptions::new().compile_portable_executable(true))?;
+    /// let device = client.addressable_devices()[1];
+    /// let x = client.upload_with(HostSource::slice(&[1f32, 2., 3., 4.], &[4]), &UploadOptions::new().device(&device))?;
+    /// let outputs = exe.execute(&[&x], &ExecuteOptions::new().device(&device))?;
+    /// assert_eq!(outputs[0].device()?, device);
+    /// assert_eq!(outputs[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
+    /// // Without a device, a portable executable does not know where to run.
+    /// assert!(exe.execute(&[&x], &ExecuteOptions::new()).is_err());
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    #[inline]
+    pub fn execute(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<Outputs> {
+        if tracing_on!(DEBUG) || !options.is_plain() {
+            return self.execute_general(arguments, options);
+        }
+        let device = match options.chosen_device() {
+            None if self.portable || self.addressable_devices.len() != 1 => {
+                return self.execute_general(arguments, options)
+            }
+            None => std::ptr::null_mut(),
+            Some(chosen) if chosen.is_of(&self.client) => chosen.raw(),
+            Some(_) => return self.execute_general(arguments, options),
+        };
+        self.run_one(arguments, device)
+    }
+
+    /// [`LoadedExecutable::execute`] with its span, with options other than the default, and
+    /// for what it refuses: out of the hot path.
+    #[cold]
+    #[inline(never)]
+    fn execute_general(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<Outputs> {
+        refuse_in_callback("LoadedExecutable::execute", EXECUTE_INSTEAD)?;
+        let device = self.single_device(options)?;
+        let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(device)));
+        if options.is_plain() {
+            return self.run_one(arguments, device);
         }
         let mut raw = options.to_raw(self, 1, arguments.len())?;
         let keepalive = raw.keepalive.take();
-        let (outputs, event) = self.launch_one(arguments, std::ptr::null_mut(), &mut raw.raw, keepalive)?;
+        let (outputs, event) = self.launch_one(arguments, device, &mut raw.raw, keepalive)?;
         if let Some(event) = event {
             event.wait()?;
         }
         Ok(outputs)
     }
 
-    /// Launches on the executable's single device and returns at once: await the result (any
-    /// executor) or call [`PendingExecution::wait`]. Submit many before awaiting any to let the
-    /// plugin run them concurrently.
+    /// The device a single-device launch goes to (NULL: the executable's own), or why there is
+    /// none.
+    fn single_device(&self, options: &ExecuteOptions) -> Result<*mut sys::PJRT_Device> {
+        match options.chosen_device() {
+            Some(chosen) if chosen.is_of(&self.client) => Ok(chosen.raw()),
+            Some(_) => Err(Error::invalid("the device in ExecuteOptions::device belongs to another client")),
+            None if self.portable => Err(Error::invalid(
+                "this executable is portable (compiled with compile_portable_executable): name the device to run \
+                 on with ExecuteOptions::device",
+            )),
+            None if self.addressable_devices.len() != 1 => Err(Error::invalid(format!(
+                "the executable runs on {} devices ({} replicas × {} partitions): launch it with execute_sharded, \
+                 one argument list per device",
+                self.addressable_devices.len(),
+                self.num_replicas,
+                self.num_partitions
+            ))),
+            None => Ok(std::ptr::null_mut()),
+        }
+    }
+
+    /// Launches on one device (as [`LoadedExecutable::execute`] chooses it) and returns at
+    /// once: await the result (any executor) or call [`PendingExecution::wait`]. Submit many
+    /// before awaiting any to let the plugin run them concurrently. What the options give the
+    /// plugin (host callbacks, the context) stays alive until the execution has completed, even
+    /// if the [`PendingExecution`] is dropped before; the callbacks are never dropped on a
+    /// plugin thread.
     ///
     /// ```
-    /// # use pjrt_client::{CompileOptions, Placement, Program};
+    /// # use pjrt_client::{CompileOptions, ExecuteOptions, Program};
     /// use futures::executor::block_on;
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
@@ -537,72 +583,36 @@ impl LoadedExecutable {
     /// #     return %0 : tensor<4xf32>
     /// #   }"#)?;
     /// let exe = client.compile(&program, &CompileOptions::new())?;
-    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
+    /// let x = client.upload(&[1f32, 2., 3., 4.], &[4])?;
     /// // Launch several executions, then wait for them: the plugin may run them at once.
-    /// let pending: Vec<_> = (0..4).map(|_| exe.execute_async(&[&x, &x])).collect::<Result<_, _>>()?;
+    /// let options = ExecuteOptions::new();
+    /// let pending: Vec<_> = (0..4).map(|_| exe.execute_async(&[&x, &x], &options)).collect::<Result<_, _>>()?;
     /// let results = block_on(async {
     ///     let mut results = Vec::new();
     ///     for execution in pending {
     ///         let outputs = execution.await?; // or `execution.wait()` without an executor
-    ///         results.push(outputs[0].to_host_async()?.await?);
+    ///         results.push(outputs[0].to_vec::<f32>()?);
     ///     }
     ///     Ok::<_, pjrt_client::Error>(results)
     /// })?;
-    /// assert!(results.iter().all(|bytes| bytes.len() == 16));
+    /// assert!(results.iter().all(|values| *values == [2., 4., 6., 8.]));
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
-    pub fn execute_async(&self, arguments: &[&Buffer]) -> Result<PendingExecution> {
-        let _span = span!(DEBUG, "execute_launch", device = tracing::field::display(self.traced_devices(None)));
-        if self.portable || self.addressable_devices.len() != 1 {
-            let result = self.execute_sharded(&[arguments])?;
-            let mut outputs = result.outputs;
-            let event = result.events.into_iter().next();
-            return Ok(PendingExecution { outputs: Some(outputs.pop().unwrap_or_default()), event });
-        }
-        let (outputs, event) = self.launch_one(arguments, std::ptr::null_mut(), &mut raw_execute_options(), None)?;
-        Ok(PendingExecution { outputs: Some(outputs.into_vec()), event })
-    }
-
-    /// Like [`LoadedExecutable::execute_async`], with [`ExecuteOptions`] (see
-    /// [`LoadedExecutable::execute_with`]). What the options give the plugin (host callbacks,
-    /// the context) stays alive until the execution has completed, even if the
-    /// [`PendingExecution`] is dropped before.
-    ///
-    /// ```
-    /// use pjrt_client::{CompileOptions, ExecuteOptions, Placement, Program};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let program = Program::mlir_text(r#"
-    ///   func.func @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}) -> tensor<4xf32> {
-    ///     %0 = stablehlo.add %a, %a : tensor<4xf32>
-    ///     return %0 : tensor<4xf32>
-    ///   }"#)?;
-    /// let exe = client.compile(&program, &CompileOptions::new())?;
-    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
-    /// let keep_x = ExecuteOptions::new().non_donatable_inputs([0]);
-    /// let pending: Vec<_> = (0..3).map(|_| exe.execute_async_with(&[&x], &keep_x)).collect::<Result<_, _>>()?;
-    /// for execution in pending {
-    ///     assert_eq!(execution.wait()?[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
-    /// }
-    /// assert!(!x.is_deleted()?);
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn execute_async_with(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<PendingExecution> {
-        let _span = span!(DEBUG, "execute_launch", device = tracing::field::display(self.traced_devices(None)));
-        if self.portable || self.addressable_devices.len() != 1 {
-            // Let the general path explain what is needed instead.
-            let (mut outputs, events) = self.launch_sharded_with(&[arguments], options)?;
-            let event = events.into_iter().next().flatten();
-            return Ok(PendingExecution { outputs: Some(outputs.pop().unwrap_or_default()), event });
-        }
-        let mut raw = options.to_raw(self, 1, arguments.len())?;
-        let keepalive = raw.keepalive.take();
-        let (outputs, event) = self.launch_one(arguments, std::ptr::null_mut(), &mut raw.raw, keepalive)?;
+    pub fn execute_async(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<PendingExecution> {
+        let device = self.single_device(options)?;
+        let _span = span!(DEBUG, "execute_launch", device = tracing::field::display(self.traced_devices(device)));
+        let (outputs, event) = if options.is_plain() {
+            self.launch_one(arguments, device, &mut raw_execute_options(), None)?
+        } else {
+            let mut raw = options.to_raw(self, 1, arguments.len())?;
+            let keepalive = raw.keepalive.take();
+            self.launch_one(arguments, device, &mut raw.raw, keepalive)?
+        };
         Ok(PendingExecution { outputs: Some(outputs.into_vec()), event })
     }
 
     /// Launches on one device (`device` NULL = the executable's own) with the default options
-    /// and waits: the hot path of [`LoadedExecutable::execute`] and `execute_on`. The completion
+    /// and waits: the hot path of [`LoadedExecutable::execute`]. The completion
     /// event is awaited and destroyed here, not wrapped in an [`Event`] (which would take and
     /// drop a plugin and a client reference per call).
     fn run_one(&self, arguments: &[&Buffer], device: *mut sys::PJRT_Device) -> Result<Outputs> {
@@ -663,8 +673,7 @@ impl LoadedExecutable {
         if in_plugin_callback() {
             // Waiting here may wait for this very thread (the 0.106 CPU plugin's workers hang
             // so): refused before anything is launched.
-            let call = if device.is_null() { "LoadedExecutable::execute" } else { "LoadedExecutable::execute_on" };
-            return Err(blocking_in_callback(call, EXECUTE_INSTEAD));
+            return Err(blocking_in_callback("LoadedExecutable::execute", EXECUTE_INSTEAD));
         }
         let mut outputs = Outputs::with_capacity(self.outputs.len());
         let (status, event) = self.launch_one_raw(arguments, device, &mut raw_execute_options(), &mut outputs)?;
@@ -800,11 +809,15 @@ impl LoadedExecutable {
     }
 
     /// Runs the program on every addressable device, with one argument list per device (in the
-    /// order of [`LoadedExecutable::addressable_devices`]). Returns at once; the result holds
-    /// the outputs per device and a completion event per device.
+    /// order of [`LoadedExecutable::addressable_devices`]), and waits for every device; returns
+    /// the outputs per device. Host callbacks get the device's position in that order.
+    ///
+    /// An argument list is anything that derefs to a slice of buffers or of references to
+    /// them: `Vec<Buffer>` (as [`LoadedExecutable::upload_sharded`] returns), `Vec<&Buffer>`,
+    /// `[&Buffer; N]`.
     ///
     /// ```
-    /// use pjrt_client::{Buffer, Client, ClientOptions, CompileOptions, Placement, Program};
+    /// use pjrt_client::{Buffer, Client, ClientOptions, CompileOptions, ExecuteOptions, HostSource, Program, UploadOptions};
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
     /// // Two replicas: each device sums its own argument with every other device's (a psum).
@@ -822,69 +835,38 @@ impl LoadedExecutable {
     /// let mut per_device: Vec<Vec<Buffer>> = Vec::new();
     /// for (k, device) in exe.addressable_devices().iter().enumerate() {
     ///     let x = [k as f32 + 1., 10. * (k as f32 + 1.)];
-    ///     per_device.push(vec![client.buffer_from_slice(&x, &[2], Placement::Device(device))?]);
+    ///     per_device.push(vec![client.upload_with(HostSource::slice(&x, &[2]), &UploadOptions::new().device(device))?]);
     /// }
-    /// let arguments: Vec<Vec<&Buffer>> = per_device.iter().map(|list| list.iter().collect()).collect();
-    /// let execution = exe.execute_sharded(&arguments)?; // returns at once
-    /// execution.wait()?;
-    /// for outputs in &execution.outputs {
-    ///     assert_eq!(outputs[0].to_vec::<f32>()?, [3., 30.]);
+    /// let outputs = exe.execute_sharded(&per_device, &ExecuteOptions::new())?;
+    /// for device_outputs in &outputs {
+    ///     assert_eq!(device_outputs[0].to_vec::<f32>()?, [3., 30.]);
     /// }
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
-    pub fn execute_sharded<'b, L: AsRef<[&'b Buffer]>>(&self, arguments: &[L]) -> Result<Execution> {
+    pub fn execute_sharded<L, B>(&self, arguments: &[L], options: &ExecuteOptions) -> Result<Vec<Vec<Buffer>>>
+    where
+        L: AsRef<[B]>,
+        B: Borrow<Buffer>,
+    {
+        refuse_in_callback("LoadedExecutable::execute_sharded", EXECUTE_INSTEAD)?;
         let _span = span!(
             DEBUG,
-            "execute_launch",
+            "execute",
             devices = arguments.len(),
-            device = tracing::field::display(self.traced_devices(None))
+            device = tracing::field::display(self.traced_devices(std::ptr::null_mut()))
         );
-        if self.portable {
-            return Err(Error::invalid(
-                "this executable is portable (compiled with compile_portable_executable): run it with execute_on(device, ...)",
-            ));
-        }
-        let expected = self.addressable_devices.len();
-        if arguments.len() != expected {
-            return Err(Error::invalid(format!(
-                "the executable runs on {expected} devices ({} replicas × {} partitions) and needs one argument list \
-                 per device, but {} lists were given",
-                self.num_replicas,
-                self.num_partitions,
-                arguments.len()
-            )));
-        }
-        let (outputs, events) = self.launch(arguments, None, &mut raw_execute_options(), None)?;
-        Ok(Execution { outputs, events: events.into_iter().flatten().collect() })
+        self.execute_sharded_async(arguments, options)?.wait()
     }
 
-    /// Like [`LoadedExecutable::execute_sharded`], with [`ExecuteOptions`] (see
-    /// [`LoadedExecutable::execute_with`]). Host callbacks get the device's position in
-    /// [`LoadedExecutable::addressable_devices`]; what the plugin was given stays alive until
-    /// every device has completed, even if the returned [`Execution`] is dropped before.
-    pub fn execute_sharded_with<'b, L: AsRef<[&'b Buffer]>>(
-        &self,
-        arguments: &[L],
-        options: &ExecuteOptions,
-    ) -> Result<Execution> {
-        let _span = span!(
-            DEBUG,
-            "execute_launch",
-            devices = arguments.len(),
-            device = tracing::field::display(self.traced_devices(None))
-        );
-        let (outputs, events) = self.launch_sharded_with(arguments, options)?;
-        Ok(Execution { outputs, events: events.into_iter().flatten().collect() })
-    }
-
-    /// Like [`LoadedExecutable::execute_sharded_with`], with one [`PendingExecution`] per
-    /// device (in the order of [`LoadedExecutable::addressable_devices`]): each resolves to its
-    /// device's outputs once that device has finished, so results can be taken device by
-    /// device. Host callbacks and the context stay alive until every device has completed,
-    /// whatever happens to the pending executions.
+    /// Like [`LoadedExecutable::execute_sharded`], but returns at once: await the
+    /// [`PendingShardedExecution`] or [`wait`](PendingShardedExecution::wait) for it, or take
+    /// it apart into one [`PendingExecution`] per device
+    /// ([`PendingShardedExecution::into_per_device`]) to take results device by device. Host
+    /// callbacks and the context stay alive until every device has completed, whatever happens
+    /// to the pending execution.
     ///
     /// ```
-    /// use pjrt_client::{Buffer, Client, ClientOptions, CompileOptions, ExecuteOptions, Placement, Program};
+    /// use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, HostSource, Program, UploadOptions};
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
     /// let program = Program::mlir_text(r#"
@@ -895,46 +877,42 @@ impl LoadedExecutable {
     /// let exe = client.compile(&program, &CompileOptions::new().num_replicas(2))?;
     /// let mut inputs = Vec::new();
     /// for (k, device) in exe.addressable_devices().iter().enumerate() {
-    ///     inputs.push(client.buffer_from_slice(&[k as f32, 1.], &[2], Placement::Device(device))?);
+    ///     inputs.push(client.upload_with(HostSource::slice(&[k as f32, 1.], &[2]), &UploadOptions::new().device(device))?);
     /// }
-    /// let arguments: Vec<[&Buffer; 1]> = inputs.iter().map(|x| [x]).collect();
+    /// let arguments: Vec<[_; 1]> = inputs.iter().map(|x| [x]).collect();
     /// let options = ExecuteOptions::new().launch_id(3).non_donatable_inputs([0]);
     /// let pending = exe.execute_sharded_async(&arguments, &options)?; // returns at once
-    /// assert_eq!(pending.len(), 2);
-    /// for (k, device_result) in pending.into_iter().enumerate() {
+    /// for (k, device_result) in pending.into_per_device().into_iter().enumerate() {
     ///     let outputs = device_result.wait()?; // or `.await` it
     ///     assert_eq!(outputs[0].to_vec::<f32>()?, [2. * k as f32, 2.]);
     /// }
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
-    pub fn execute_sharded_async<'b, L: AsRef<[&'b Buffer]>>(
+    pub fn execute_sharded_async<L, B>(
         &self,
         arguments: &[L],
         options: &ExecuteOptions,
-    ) -> Result<Vec<PendingExecution>> {
+    ) -> Result<PendingShardedExecution>
+    where
+        L: AsRef<[B]>,
+        B: Borrow<Buffer>,
+    {
         let _span = span!(
             DEBUG,
             "execute_launch",
             devices = arguments.len(),
-            device = tracing::field::display(self.traced_devices(None))
+            device = tracing::field::display(self.traced_devices(std::ptr::null_mut()))
         );
-        let (outputs, events) = self.launch_sharded_with(arguments, options)?;
-        Ok(outputs
-            .into_iter()
-            .zip(events)
-            .map(|(outputs, event)| PendingExecution { outputs: Some(outputs), event })
-            .collect())
-    }
-
-    fn launch_sharded_with<'b, L: AsRef<[&'b Buffer]>>(
-        &self,
-        arguments: &[L],
-        options: &ExecuteOptions,
-    ) -> Result<PerDevice> {
         if self.portable {
             return Err(Error::invalid(
-                "this executable is portable (compiled with compile_portable_executable): run it with \
-                 execute_on_with(device, ...) or execute_on_async_with(device, ...)",
+                "this executable is portable (compiled with compile_portable_executable): run it on one device with \
+                 execute or execute_async and ExecuteOptions::device",
+            ));
+        }
+        if options.chosen_device().is_some() {
+            return Err(Error::invalid(
+                "ExecuteOptions::device names the device of a single-device launch; execute_sharded runs on every \
+                 addressable device of the executable",
             ));
         }
         let expected = self.addressable_devices.len();
@@ -947,143 +925,24 @@ impl LoadedExecutable {
                 arguments.len()
             )));
         }
-        let num_args = arguments.first().map(|l| l.as_ref().len()).unwrap_or(0);
-        let mut raw = options.to_raw(self, arguments.len(), num_args)?;
-        let keepalive = raw.keepalive.take();
-        self.launch(arguments, None, &mut raw.raw, keepalive)
+        let (outputs, events) = if options.is_plain() {
+            self.launch(arguments, None, &mut raw_execute_options(), None)?
+        } else {
+            let num_args = arguments.first().map(|l| l.as_ref().len()).unwrap_or(0);
+            let mut raw = options.to_raw(self, arguments.len(), num_args)?;
+            let keepalive = raw.keepalive.take();
+            self.launch(arguments, None, &mut raw.raw, keepalive)?
+        };
+        Ok(PendingShardedExecution { outputs: Some(outputs), events })
     }
 
-    /// Runs a portable executable (or a single-device one) on `device`.
-    pub fn execute_on(&self, device: &Device<'_>, arguments: &[&Buffer]) -> Result<Outputs> {
-        if tracing_on!(DEBUG) || !device.client().same_client(&self.client) {
-            return self.execute_on_general(device, arguments);
-        }
-        self.run_one(arguments, device.as_raw())
-    }
-
-    /// [`LoadedExecutable::execute_on`] with its span and its error: out of the hot path.
-    #[cold]
-    #[inline(never)]
-    fn execute_on_general(&self, device: &Device<'_>, arguments: &[&Buffer]) -> Result<Outputs> {
-        let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(Some(device))));
-        if !device.client().same_client(&self.client) {
-            return Err(Error::invalid("the device belongs to another client"));
-        }
-        self.run_one(arguments, device.as_raw())
-    }
-
-    /// Like [`LoadedExecutable::execute_on`], with [`ExecuteOptions`] (see
-    /// [`LoadedExecutable::execute_with`]); host callbacks see device index 0.
-    ///
-    /// ```
-    /// use pjrt_client::{CompileOptions, ExecuteContext, ExecuteOptions, Placement, Program};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new().cpu_device_count(2))?;
-    /// let program = Program::mlir_text(r#"
-    ///   func.func @main(%a: tensor<4xf32> {tf.aliasing_output = 0 : i32}) -> tensor<4xf32> {
-    ///     %0 = stablehlo.add %a, %a : tensor<4xf32>
-    ///     return %0 : tensor<4xf32>
-    ///   }"#)?;
-    /// // Portable: compiled once, run on whichever device is chosen at launch.
-    /// let exe = client.compile(&program, &CompileOptions::new().compile_portable_executable(true))?;
-    /// let device = client.addressable_devices()[1];
-    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Device(&device))?;
-    /// let context = ExecuteContext::new(client.plugin())?;
-    /// let options = ExecuteOptions::new().launch_id(9).non_donatable_inputs([0]).context(&context);
-    /// let outputs = exe.execute_on_with(&device, &[&x], &options)?;
-    /// assert_eq!(outputs[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
-    /// assert!(!x.is_deleted()?, "not donated");
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn execute_on_with(
-        &self,
-        device: &Device<'_>,
-        arguments: &[&Buffer],
-        options: &ExecuteOptions,
-    ) -> Result<Outputs> {
-        refuse_in_callback("LoadedExecutable::execute_on_with", EXECUTE_INSTEAD)?;
-        let _span = span!(DEBUG, "execute", device = tracing::field::display(self.traced_devices(Some(device))));
-        self.execute_on_async_with(device, arguments, options)?.wait().map(Outputs::from)
-    }
-
-    /// Like [`LoadedExecutable::execute_on`], but returns at once: await the result or call
-    /// [`PendingExecution::wait`].
-    ///
-    /// ```
-    /// use pjrt_client::{CompileOptions, Placement, Program};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new().cpu_device_count(2))?;
-    /// # let program = Program::mlir_text(r#"
-    /// #   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-    /// #     %0 = stablehlo.add %a, %b : tensor<4xf32>
-    /// #     return %0 : tensor<4xf32>
-    /// #   }"#)?;
-    /// let exe = client.compile(&program, &CompileOptions::new().compile_portable_executable(true))?;
-    /// // One launch per device, all in flight at once.
-    /// let mut pending = Vec::new();
-    /// for device in client.addressable_devices() {
-    ///     let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Device(&device))?;
-    ///     pending.push(exe.execute_on_async(&device, &[&x, &x])?);
-    /// }
-    /// for execution in pending {
-    ///     assert_eq!(execution.wait()?[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
-    /// }
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn execute_on_async(&self, device: &Device<'_>, arguments: &[&Buffer]) -> Result<PendingExecution> {
-        let _span = span!(DEBUG, "execute_launch", device = tracing::field::display(self.traced_devices(Some(device))));
-        if !device.client().same_client(&self.client) {
-            return Err(Error::invalid("the device belongs to another client"));
-        }
-        let (outputs, event) = self.launch_one(arguments, device.as_raw(), &mut raw_execute_options(), None)?;
-        Ok(PendingExecution { outputs: Some(outputs.into_vec()), event })
-    }
-
-    /// Like [`LoadedExecutable::execute_on_async`], with [`ExecuteOptions`]. What the options
-    /// give the plugin (host callbacks, the context) stays alive until the device has
-    /// completed, even if the [`PendingExecution`] is dropped before; the callbacks are never
-    /// dropped on a plugin thread.
-    ///
-    /// ```
-    /// use pjrt_client::{CompileOptions, ExecuteOptions, Placement, Program};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// # let program = Program::mlir_text(r#"
-    /// #   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-    /// #     %0 = stablehlo.add %a, %b : tensor<4xf32>
-    /// #     return %0 : tensor<4xf32>
-    /// #   }"#)?;
-    /// let exe = client.compile(&program, &CompileOptions::new())?;
-    /// let device = exe.addressable_devices()[0];
-    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
-    /// let pending = exe.execute_on_async_with(&device, &[&x, &x], &ExecuteOptions::new().launch_id(5))?;
-    /// let outputs = futures::executor::block_on(pending)?;
-    /// assert_eq!(outputs[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn execute_on_async_with(
-        &self,
-        device: &Device<'_>,
-        arguments: &[&Buffer],
-        options: &ExecuteOptions,
-    ) -> Result<PendingExecution> {
-        let _span = span!(DEBUG, "execute_launch", device = tracing::field::display(self.traced_devices(Some(device))));
-        if !device.client().same_client(&self.client) {
-            return Err(Error::invalid("the device belongs to another client"));
-        }
-        let mut raw = options.to_raw(self, 1, arguments.len())?;
-        let keepalive = raw.keepalive.take();
-        let (outputs, event) = self.launch_one(arguments, device.as_raw(), &mut raw.raw, keepalive)?;
-        Ok(PendingExecution { outputs: Some(outputs.into_vec()), event })
-    }
-
-    /// The `device` field of the execute spans: the ids of `device`, else of every addressable
+    /// The `device` field of the execute spans: the id of `device`, else of every addressable
     /// device, comma-separated. Only evaluated when a subscriber records the span.
     #[cfg(feature = "tracing")]
-    fn traced_devices(&self, device: Option<&Device<'_>>) -> String {
+    fn traced_devices(&self, device: *mut sys::PJRT_Device) -> String {
         let id = |d: &Device<'_>| d.id().map_or_else(|_| "?".to_owned(), |id| id.to_string());
-        match device {
-            Some(device) => id(device),
+        match NonNull::new(device) {
+            Some(device) => id(&Device::new(&self.client, device)),
             None => self
                 .addressable_devices
                 .iter()
@@ -1093,7 +952,7 @@ impl LoadedExecutable {
         }
     }
 
-    fn check_arguments<'b, L: AsRef<[&'b Buffer]>>(&self, arguments: &[L]) -> Result<()> {
+    fn check_arguments<L: AsRef<[B]>, B: Borrow<Buffer>>(&self, arguments: &[L]) -> Result<()> {
         let params = self.parameter_shapes();
         for (device_index, list) in arguments.iter().enumerate() {
             let list = list.as_ref();
@@ -1113,7 +972,7 @@ impl LoadedExecutable {
                     )));
                 }
             }
-            for (i, buffer) in list.iter().enumerate() {
+            for (i, buffer) in list.iter().map(Borrow::borrow).enumerate() {
                 if !buffer.client().same_client(&self.client) {
                     return Err(Error::invalid(format!("{} belongs to another client", at(i))));
                 }
@@ -1129,7 +988,7 @@ impl LoadedExecutable {
                     )));
                 }
             }
-            for (i, (buffer, expected)) in list.iter().zip(&self.argument_layouts).enumerate() {
+            for (i, (buffer, expected)) in list.iter().map(Borrow::borrow).zip(&self.argument_layouts).enumerate() {
                 let Some(expected) = expected else { continue };
                 let actual = buffer.memory_layout()?;
                 if actual != *expected {
@@ -1147,7 +1006,7 @@ impl LoadedExecutable {
 
     /// Launches one argument list per device without waiting: the outputs and the completion
     /// event (where the plugin gave one) of each device, in argument-list order.
-    fn launch<'b, L: AsRef<[&'b Buffer]>>(
+    fn launch<L: AsRef<[B]>, B: Borrow<Buffer>>(
         &self,
         arguments: &[L],
         device: Option<*mut sys::PJRT_Device>,
@@ -1162,7 +1021,7 @@ impl LoadedExecutable {
         let num_devices = arguments.len();
         let num_outputs = self.outputs.len();
         let raw_args: Vec<Vec<*mut sys::PJRT_Buffer>> =
-            arguments.iter().map(|l| l.as_ref().iter().map(|b| b.as_raw()).collect()).collect();
+            arguments.iter().map(|l| l.as_ref().iter().map(|b| b.borrow().as_raw()).collect()).collect();
         let arg_ptrs: Vec<*const *mut sys::PJRT_Buffer> = raw_args.iter().map(|l| l.as_ptr()).collect();
         let mut raw_outputs: Vec<Vec<*mut sys::PJRT_Buffer>> =
             vec![vec![std::ptr::null_mut(); num_outputs]; num_devices];
@@ -1453,7 +1312,7 @@ mod tests {
         };
         // Two replicas of one partition: [[0], [1]] per replica.
         let two = device_assignment_from_proto(&proto(2, 1, vec![vec![0, 1]])).unwrap();
-        assert_eq!((two.replicas(), two.partitions(), two.device(1, 0)), (2, 1, Some(1)));
+        assert_eq!((two.num_replicas(), two.num_partitions(), two.device(1, 0)), (2, 1, Some(1)));
         // One replica, two partitions.
         let spmd = device_assignment_from_proto(&proto(1, 2, vec![vec![3], vec![5]])).unwrap();
         assert_eq!(spmd.device_ids().collect::<Vec<_>>(), [3, 5]);

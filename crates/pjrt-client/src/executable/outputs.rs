@@ -18,7 +18,7 @@ use crate::buffer::Buffer;
 const INLINE_OUTPUTS: usize = 1;
 
 /// The outputs of an execution on one device, in the program's output order, as returned by
-/// [`crate::LoadedExecutable::execute`], `execute_with`, `execute_on` and `execute_on_with`.
+/// [`crate::LoadedExecutable::execute`].
 ///
 /// It is a slice of [`Buffer`]s (`outputs[0]`, `outputs.len()`, `for b in &outputs`), iterates
 /// by value (`for b in outputs`, `outputs.into_iter().next()`), and becomes a `Vec` with
@@ -26,7 +26,7 @@ const INLINE_OUTPUTS: usize = 1;
 /// inline, so returning it allocates nothing; several take one allocation of the exact size.
 ///
 /// ```
-/// # use pjrt_client::{Buffer, CompileOptions, Placement, Program};
+/// # use pjrt_client::{Buffer, CompileOptions, ExecuteOptions, Program};
 /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let program = Program::mlir_text(r#"
@@ -36,17 +36,17 @@ const INLINE_OUTPUTS: usize = 1;
 ///     return %0, %1 : tensor<2xf32>, tensor<2xf32>
 ///   }"#)?;
 /// let exe = client.compile(&program, &CompileOptions::new())?;
-/// let x = client.buffer_from_slice(&[3f32, 4.], &[2], Placement::Default)?;
-/// let outputs = exe.execute(&[&x])?;
+/// let x = client.upload(&[3f32, 4.], &[2])?;
+/// let outputs = exe.execute(&[&x], &ExecuteOptions::new())?;
 /// assert_eq!(outputs.len(), 2);
 /// assert_eq!(outputs[1].to_vec::<f32>()?, [9., 16.]);
 /// for output in &outputs {
 ///     assert_eq!(output.dimensions()?, [2]);
 /// }
 /// // By value: move the buffers out (here the first; the rest are dropped).
-/// let sum: Buffer = exe.execute(&[&x])?.into_iter().next().expect("one output at least");
+/// let sum: Buffer = exe.execute(&[&x], &ExecuteOptions::new())?.into_iter().next().expect("one output at least");
 /// assert_eq!(sum.to_vec::<f32>()?, [6., 8.]);
-/// let all: Vec<Buffer> = exe.execute(&[&x])?.into_vec();
+/// let all: Vec<Buffer> = exe.execute(&[&x], &ExecuteOptions::new())?.into_vec();
 /// assert_eq!(all.len(), 2);
 /// # Ok::<(), pjrt_client::Error>(())
 /// ```

@@ -168,7 +168,7 @@ impl LoadedExecutable {
     /// [`Client::deserialize_and_load`] on a client of the same plugin build.
     ///
     /// ```
-    /// # use pjrt_client::{CompileOptions, Placement, Program};
+    /// # use pjrt_client::{CompileOptions, ExecuteOptions, Program};
     /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// # let program = Program::mlir_text(r#"
@@ -179,8 +179,8 @@ impl LoadedExecutable {
     /// let exe = client.compile(&program, &CompileOptions::new())?;
     /// let bytes = exe.serialize()?;
     /// let again = client.deserialize_and_load(&bytes)?;
-    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
-    /// assert_eq!(again.execute(&[&x, &x])?[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
+    /// let x = client.upload(&[1f32, 2., 3., 4.], &[4])?;
+    /// assert_eq!(again.execute(&[&x, &x], &ExecuteOptions::new())?[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
     /// // Bytes that are not an executable are an error, not a crash.
     /// assert!(client.deserialize_and_load(b"not an executable").is_err());
     /// # Ok::<(), pjrt_client::Error>(())

@@ -289,8 +289,8 @@ impl Topology {
     /// 0.115 implements it; 0.106 does not):
     ///
     /// ```
-    /// use pjrt_client::{locate, Client, ClientOptions, CompileOptions, Placement, Plugin, Program};
-    ///
+    /// use pjrt_client::{locate, Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
+    ///     ///
     /// // The default CPU plugin (API 0.115), installed into the cache if needed.
     /// let plugin = Plugin::load(locate::install(locate::default_plugin(), |line| eprintln!("{line}"))?)?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
@@ -304,14 +304,14 @@ impl Topology {
     /// assert_eq!(topology.platform_name()?, "cpu");
     /// let compiled = topology.compile(&program, &options, None)?; // no devices needed
     /// let bytes = compiled.serialize()?; // store these, e.g. in a file
-    ///
+    ///     ///
     /// // Later, possibly in another process: load and run.
     /// let exe = client.deserialize_and_load(&bytes)?;
-    /// let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
-    /// assert_eq!(exe.execute(&[&x, &x])?[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
+    /// let x = client.upload(&[1f32, 2., 3., 4.], &[4])?;
+    /// assert_eq!(exe.execute(&[&x, &x], &ExecuteOptions::new())?[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
     /// // Or load the compiled program directly.
     /// let loaded = client.load(&compiled, &options)?;
-    /// assert_eq!(loaded.execute(&[&x, &x])?[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
+    /// assert_eq!(loaded.execute(&[&x, &x], &ExecuteOptions::new())?[0].to_vec::<f32>()?, [2., 4., 6., 8.]);
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn compile(&self, program: &Program, options: &CompileOptions, client: Option<&Client>) -> Result<Executable> {

@@ -1,8 +1,9 @@
 //! Topologies, ahead-of-time compilation and serialized executables on both CPU plugins.
 
-use pjrt_client::{CompileOptions, Error, ErrorCode, Placement, Program, Topology};
+use pjrt_client::{CompileOptions, Error, ErrorCode, Program, Topology};
 
 use crate::support;
+use pjrt_client::ExecuteOptions;
 
 #[test]
 fn client_topology_describes_its_devices() {
@@ -39,12 +40,18 @@ fn compile_against_a_topology_then_load() {
         assert_eq!(executable.num_outputs().unwrap(), 1);
         assert_eq!(executable.name().unwrap(), "add_module");
         let loaded = client.load(&executable, &options).unwrap();
-        let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
-        assert_eq!(loaded.execute(&[&x, &x]).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
+        let x = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
+        assert_eq!(
+            loaded.execute(&[&x, &x], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+            [2., 4., 6., 8.]
+        );
         // The unloaded executable serializes too.
         let bytes = executable.serialize().unwrap();
         let again = client.deserialize_and_load(&bytes).unwrap();
-        assert_eq!(again.execute(&[&x, &x]).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
+        assert_eq!(
+            again.execute(&[&x, &x], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+            [2., 4., 6., 8.]
+        );
     }
     // Deserializing the topology gives an equivalent one.
     let copy = Topology::deserialize(client.plugin(), &topology.serialize().unwrap()).unwrap();
@@ -69,8 +76,11 @@ fn serialized_executables_round_trip() {
         let bytes = exe.serialize().unwrap();
         assert!(bytes.len() > 1000, "{name}");
         let loaded = client.deserialize_and_load(&bytes).unwrap();
-        let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
-        assert_eq!(loaded.execute(&[&x, &x]).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
+        let x = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
+        assert_eq!(
+            loaded.execute(&[&x, &x], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+            [2., 4., 6., 8.]
+        );
         assert!(client.deserialize_and_load(&[]).is_err());
         assert!(client.deserialize_and_load(b"definitely not an executable").is_err());
     }

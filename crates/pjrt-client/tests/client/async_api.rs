@@ -1,8 +1,9 @@
 //! Events, executions and transfers as futures, under `futures::executor` and `tokio`.
 
-use pjrt_client::{CompileOptions, Placement, Program};
+use pjrt_client::{CompileOptions, Program};
 
 use crate::support;
+use pjrt_client::{DownloadOptions, ExecuteOptions, HostSource, UploadOptions};
 
 const SCALE: &str = r#"
 func.func @main(%a: tensor<256xf32>, %b: tensor<f32>) -> tensor<256xf32> {
@@ -20,13 +21,14 @@ fn many_in_flight_with_futures_executor() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
         let exe = client.compile(&Program::mlir_text(SCALE).unwrap(), &CompileOptions::new()).unwrap();
-        let a = client.buffer_from_slice(&inputs(), &[256], Placement::Default).unwrap();
-        let scales: Vec<_> =
-            (0..32).map(|k| client.buffer_from_slice(&[k as f32], &[], Placement::Default).unwrap()).collect();
+        let a = client.upload(&inputs(), &[256]).unwrap();
+        let scales: Vec<_> = (0..32).map(|k| client.upload(&[k as f32], &[]).unwrap()).collect();
         // Submit all, then await all.
-        let pending: Vec<_> = scales.iter().map(|s| exe.execute_async(&[&a, s]).unwrap()).collect();
+        let pending: Vec<_> =
+            scales.iter().map(|s| exe.execute_async(&[&a, s], &ExecuteOptions::new()).unwrap()).collect();
         let results = futures::executor::block_on(futures::future::try_join_all(pending)).unwrap();
-        let transfers: Vec<_> = results.iter().map(|outs| outs[0].to_host_async().unwrap()).collect();
+        let transfers: Vec<_> =
+            results.iter().map(|outs| outs[0].to_bytes_async(DownloadOptions::new()).unwrap()).collect();
         let bytes = futures::executor::block_on(futures::future::try_join_all(transfers)).unwrap();
         for (k, b) in bytes.iter().enumerate() {
             let got: Vec<f32> = b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
@@ -44,10 +46,10 @@ fn under_tokio() {
     runtime.block_on(async {
         let client = support::client("cpu", 2);
         let exe = client.compile(&Program::mlir_text(SCALE).unwrap(), &CompileOptions::new()).unwrap();
-        let a = client.buffer_from_slice(&inputs(), &[256], Placement::Default).unwrap();
-        let two = client.buffer_from_slice(&[2f32], &[], Placement::Default).unwrap();
-        let outputs = exe.execute_async(&[&a, &two]).unwrap().await.unwrap();
-        let bytes = outputs[0].to_host_async().unwrap().await.unwrap();
+        let a = client.upload(&inputs(), &[256]).unwrap();
+        let two = client.upload(&[2f32], &[]).unwrap();
+        let outputs = exe.execute_async(&[&a, &two], &ExecuteOptions::new()).unwrap().await.unwrap();
+        let bytes = outputs[0].to_bytes_async(DownloadOptions::new()).unwrap().await.unwrap();
         assert_eq!(f32::from_le_bytes(bytes[4..8].try_into().unwrap()), 2.0);
         // Many tasks sharing one executable.
         let exe = std::sync::Arc::new(exe);
@@ -56,8 +58,8 @@ fn under_tokio() {
         for k in 0..16 {
             let (exe, a, client) = (exe.clone(), a.clone(), client.clone());
             tasks.push(tokio::spawn(async move {
-                let s = client.buffer_from_slice(&[k as f32], &[], Placement::Default).unwrap();
-                let out = exe.execute_async(&[&a, &s]).unwrap().await.unwrap();
+                let s = client.upload(&[k as f32], &[]).unwrap();
+                let out = exe.execute_async(&[&a, &s], &ExecuteOptions::new()).unwrap().await.unwrap();
                 out[0].to_vec::<f32>().unwrap()[255]
             }));
         }
@@ -72,15 +74,15 @@ fn under_tokio() {
             .iter()
             .map(|d| {
                 vec![
-                    client.buffer_from_slice(&inputs(), &[256], Placement::Device(d)).unwrap(),
-                    client.buffer_from_slice(&[3f32], &[], Placement::Device(d)).unwrap(),
+                    client.upload_with(HostSource::slice(&inputs(), &[256]), &UploadOptions::new().device(d)).unwrap(),
+                    client.upload_with(HostSource::slice(&[3f32], &[]), &UploadOptions::new().device(d)).unwrap(),
                 ]
             })
             .collect();
         let refs: Vec<Vec<_>> = lists.iter().map(|l| l.iter().collect()).collect();
-        let mut execution = replicated.execute_sharded(&refs).unwrap();
-        (&mut execution).await.unwrap();
-        for outs in &execution.outputs {
+        let execution = replicated.execute_sharded_async(&refs, &ExecuteOptions::new()).unwrap();
+        let outputs = execution.await.unwrap();
+        for outs in &outputs {
             assert_eq!(outs[0].to_vec::<f32>().unwrap()[10], 30.0);
         }
     });

@@ -15,6 +15,7 @@ use pjrt_client::{ElementType, HOST_ALIGNMENT};
 
 use crate::fake_support;
 use crate::support;
+use pjrt_client::{DownloadOptions, ExecuteOptions, HostSource, UploadOptions};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -43,7 +44,8 @@ fn copies_to_devices_and_every_memory_kind_preserve_values() {
         let client = support::client(name, 2);
         let devices = client.addressable_devices();
         let values = [1.5f32, -2., 3.25, 4e9];
-        let src = client.buffer_from_slice(&values, &[4], Placement::Device(&devices[0])).unwrap();
+        let src =
+            client.upload_with(HostSource::slice(&values, &[4]), &UploadOptions::new().device(&devices[0])).unwrap();
         let copy = src.copy_to_device(&devices[1]).unwrap();
         assert_eq!(copy.device().unwrap(), devices[1], "{name}");
         assert_eq!(copy.to_vec::<f32>().unwrap(), values, "{name}");
@@ -65,7 +67,7 @@ fn copies_between_clients_go_through_the_host() {
     let new = support::client("cpu", 1);
     let old = support::client("cpu-0.106", 2);
     let values: Vec<i32> = (0..12).map(|i| i * 7 - 30).collect();
-    let src = new.buffer_from_slice(&values, &[3, 4], Placement::Default).unwrap();
+    let src = new.upload(&values, &[3, 4]).unwrap();
     let old_device = old.addressable_devices()[1];
     let there = src.copy_to_client(&old, Placement::Device(&old_device)).unwrap();
     assert!(there.client().plugin().api_version().minor == 106);
@@ -115,13 +117,20 @@ fn views_of_host_memory_are_never_donated() {
         let client = support::client(name, 1);
         let exe = client.compile(&Program::mlir_text(support::DONATING).unwrap(), &CompileOptions::new()).unwrap();
         // An ordinary buffer is donated.
-        let plain = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
-        assert_eq!(exe.execute(&[&plain]).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
+        let plain = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
+        assert_eq!(
+            exe.execute(&[&plain], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+            [2., 4., 6., 8.]
+        );
         assert!(plain.is_deleted().unwrap(), "{name}: donated");
         // A view holds an external reference: the plugin copies instead of donating.
         let host = Arc::new(AlignedHostBuffer::from_slice(&[1f32, 2., 3., 4.]).unwrap());
         let view = client.view_of_aligned(host.clone(), ElementType::F32, &[4], Placement::Default).unwrap();
-        assert_eq!(exe.execute(&[&view]).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{name}");
+        assert_eq!(
+            exe.execute(&[&view], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+            [2., 4., 6., 8.],
+            "{name}"
+        );
         assert!(!view.is_deleted().unwrap(), "{name}: not donated");
         assert_eq!(view.to_vec::<f32>().unwrap(), [1., 2., 3., 4.], "{name}");
         assert_eq!(host.as_bytes(), f32_bytes(&[1., 2., 3., 4.]), "{name}: the caller's memory is unchanged");
@@ -165,30 +174,30 @@ fn raw_copies_honour_offset_and_size() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
         let values: Vec<i32> = (0..8).collect();
-        let buffer = client.buffer_from_slice(&values, &[8], Placement::Default).unwrap();
+        let buffer = client.upload(&values, &[8]).unwrap();
         assert_eq!(buffer.on_device_size().unwrap(), 32);
-        assert_eq!(buffer.copy_raw_to_host(8, 12).unwrap(), i32_bytes(&[2, 3, 4]), "{name}");
-        assert_eq!(buffer.copy_raw_to_host(0, 32).unwrap(), i32_bytes(&values), "{name}");
-        assert_eq!(buffer.copy_raw_to_host(32, 0).unwrap(), Vec::<u8>::new());
-        let transfer = buffer.copy_raw_to_host_async(28, vec![0; 4]).unwrap();
+        assert_eq!(buffer.to_bytes(DownloadOptions::new().raw(8, 12)).unwrap(), i32_bytes(&[2, 3, 4]), "{name}");
+        assert_eq!(buffer.to_bytes(DownloadOptions::new().raw(0, 32)).unwrap(), i32_bytes(&values), "{name}");
+        assert_eq!(buffer.to_bytes(DownloadOptions::new().raw(32, 0)).unwrap(), Vec::<u8>::new());
+        let transfer = buffer.to_bytes_async(DownloadOptions::new().raw(28, 4).destination(vec![0; 4])).unwrap();
         assert_eq!(transfer.wait().unwrap(), i32_bytes(&[7]), "{name}");
-        assert_invalid(buffer.copy_raw_to_host(30, 4), "outside the buffer's 32 on-device bytes");
-        assert_invalid(buffer.copy_raw_to_host(usize::MAX, 2), "outside");
+        assert_invalid(buffer.to_bytes(DownloadOptions::new().raw(30, 4)), "outside the buffer's 32 on-device bytes");
+        assert_invalid(buffer.to_bytes(DownloadOptions::new().raw(usize::MAX, 2)), "outside");
 
         // The future variant: the destination is handed over later.
-        let request = buffer.copy_raw_to_host_future(4, 8).unwrap();
+        let request = buffer.raw_copy_request(4, 8).unwrap();
         assert_eq!(request.size(), 8);
         let transfer = request.fulfill(vec![0xAA; 8]).unwrap();
         assert_eq!(transfer.wait().unwrap(), i32_bytes(&[1, 2]), "{name}");
         // Failing it, dropping it, or a wrong destination: no copy, nothing hangs or leaks.
-        buffer.copy_raw_to_host_future(0, 4).unwrap().fail(ErrorCode::Aborted, "not needed").unwrap();
-        drop(buffer.copy_raw_to_host_future(0, 4).unwrap());
-        assert_invalid(buffer.copy_raw_to_host_future(0, 4).unwrap().fulfill(vec![0; 3]), "needs 4");
-        assert_invalid(buffer.copy_raw_to_host_future(16, 20), "outside");
+        buffer.raw_copy_request(0, 4).unwrap().fail(ErrorCode::Aborted, "not needed").unwrap();
+        drop(buffer.raw_copy_request(0, 4).unwrap());
+        assert_invalid(buffer.raw_copy_request(0, 4).unwrap().fulfill(vec![0; 3]), "needs 4");
+        assert_invalid(buffer.raw_copy_request(16, 20), "outside");
         // Still usable.
-        assert_eq!(buffer.copy_raw_to_host(0, 4).unwrap(), i32_bytes(&[0]));
+        assert_eq!(buffer.to_bytes(DownloadOptions::new().raw(0, 4)).unwrap(), i32_bytes(&[0]));
         buffer.delete().unwrap();
-        assert_invalid(buffer.copy_raw_to_host(0, 4), "deleted");
+        assert_invalid(buffer.to_bytes(DownloadOptions::new().raw(0, 4)), "deleted");
     }
 }
 
@@ -196,7 +205,7 @@ fn raw_copies_honour_offset_and_size() {
 fn external_references_pin_the_memory() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
-        let buffer = client.buffer_from_slice(&[5f32, 6., 7.], &[3], Placement::Default).unwrap();
+        let buffer = client.upload(&[5f32, 6., 7.], &[3]).unwrap();
         assert!(buffer.is_on_cpu().unwrap(), "{name}");
         buffer.ready_event().unwrap().wait().unwrap();
         {
@@ -222,9 +231,9 @@ fn external_references_pin_the_memory() {
 fn layouts_and_dynamic_dimensions() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
-        let vector = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
-        let matrix = client.buffer_from_slice(&[0u8; 24], &[2, 3, 4], Placement::Default).unwrap();
-        let scalar = client.buffer_from_slice(&[1f64], &[], Placement::Default).unwrap();
+        let vector = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
+        let matrix = client.upload(&[0u8; 24], &[2, 3, 4]).unwrap();
+        let scalar = client.upload(&[1f64], &[]).unwrap();
         assert!(client.plugin().layouts_extension().is_some(), "{name}: both CPU plugins have Layouts");
         assert_eq!(vector.memory_layout().unwrap(), MemoryLayout::dense(1), "{name}");
         assert_eq!(matrix.memory_layout().unwrap(), MemoryLayout::dense(3), "{name}");
@@ -250,7 +259,7 @@ fn uninitialized_buffers() {
         assert_eq!(buffer.dimensions().unwrap(), [3, 5]);
         assert_eq!(buffer.device().unwrap(), device, "{name}");
         assert_eq!(buffer.on_device_size().unwrap(), 60, "{name}");
-        assert_eq!(buffer.to_host_bytes().unwrap().len(), 60);
+        assert_eq!(buffer.to_bytes(DownloadOptions::new()).unwrap().len(), 60);
         let pinned = device.memories().unwrap().into_iter().find(|m| m.kind().unwrap() == "pinned_host").unwrap();
         let buffer = client.create_uninitialized_buffer(ElementType::S8, &[7], Placement::Memory(&pinned)).unwrap();
         assert_eq!(buffer.memory().unwrap(), pinned, "{name}");
@@ -272,7 +281,7 @@ fn error_buffers_fail_with_the_message() {
             Err(Error::Pjrt { code: ErrorCode::Internal, message, .. }) => assert_eq!(message, expected, "{name}"),
             other => panic!("{name}: {other:?}"),
         }
-        match buffer.to_host_bytes() {
+        match buffer.to_bytes(DownloadOptions::new()) {
             Err(Error::Pjrt { code: ErrorCode::Internal, message, .. }) => assert!(message.contains("boom"), "{name}"),
             other => panic!("{name}: {other:?}"),
         }
@@ -291,8 +300,8 @@ fn alias_buffers_read_the_fulfilled_data() {
         let client = support::client(name, 1);
         let (alias, fulfiller) = client.create_alias_buffer(ElementType::F32, &[2, 2], Placement::Default).unwrap();
         assert_eq!(alias.dimensions().unwrap(), [2, 2]);
-        let real = client.buffer_from_slice(&[9f32, 8., 7., 6.], &[2, 2], Placement::Default).unwrap();
-        let wrong = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+        let real = client.upload(&[9f32, 8., 7., 6.], &[2, 2]).unwrap();
+        let wrong = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
         // Checked before the plugin: the fulfiller is consumed, and fails the alias (CANCELLED).
         let (other_alias, other) = client.create_alias_buffer(ElementType::F32, &[2, 2], Placement::Default).unwrap();
         assert_invalid(other.fulfill(&wrong), "the alias is f32[2, 2] but the buffer is f32[4]");
@@ -315,7 +324,7 @@ fn alias_buffers_read_the_fulfilled_data() {
         }
         // Another client's buffer is refused.
         let other_client = support::client(name, 1);
-        let foreign = other_client.buffer_from_slice(&[9f32, 8., 7., 6.], &[2, 2], Placement::Default).unwrap();
+        let foreign = other_client.upload(&[9f32, 8., 7., 6.], &[2, 2]).unwrap();
         let (_alias, fulfiller) = client.create_alias_buffer(ElementType::F32, &[2, 2], Placement::Default).unwrap();
         assert_invalid(fulfiller.fulfill(&foreign), "another client");
     }
@@ -325,7 +334,7 @@ fn alias_buffers_read_the_fulfilled_data() {
 fn bitcast_reinterprets_without_copying() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
-        let buffer = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+        let buffer = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
         let square = buffer.bitcast(ElementType::F32, &[2, 2]).unwrap();
         assert_eq!(square.dimensions().unwrap(), [2, 2], "{name}");
         assert_eq!(square.to_vec::<f32>().unwrap(), [1., 2., 3., 4.], "{name}");
@@ -346,7 +355,7 @@ fn bitcast_reinterprets_without_copying() {
 fn donation_with_a_control_dependency() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
-        let buffer = client.buffer_from_slice(&[3i32, 1, 4, 1, 5], &[5], Placement::Default).unwrap();
+        let buffer = client.upload(&[3i32, 1, 4, 1, 5], &[5]).unwrap();
         let result = buffer.donate_with_control_dependency();
         if minor(&client) < 115 {
             match result {
@@ -367,10 +376,10 @@ fn donation_with_a_control_dependency() {
         dependency.ready();
         assert_eq!(donated.to_vec::<i32>().unwrap(), [3, 1, 4, 1, 5], "{name}");
         // A dependency that fails carries its error into the new buffer; dropping one fails it.
-        let second = client.buffer_from_slice(&[1i32], &[1], Placement::Default).unwrap();
+        let second = client.upload(&[1i32], &[1]).unwrap();
         let (donated, dependency) = second.donate_with_control_dependency().unwrap();
         dependency.fail(ErrorCode::Aborted, "upstream failed").unwrap();
-        let third = client.buffer_from_slice(&[1i32], &[1], Placement::Default).unwrap();
+        let third = client.upload(&[1i32], &[1]).unwrap();
         let (dropped, dependency) = third.donate_with_control_dependency().unwrap();
         drop(dependency);
         // The new buffer carries the dependency's error.
@@ -464,49 +473,38 @@ fn done_callbacks_run_with_the_data_given_back() {
         let (tx, rx) = mpsc::channel();
         let values = [2f32, 4., 8., 16.];
         let sender = tx.clone();
-        let (buffer, done) = client
-            .buffer_from_host_data(
-                f32_bytes(&values),
-                ElementType::F32,
-                &[4],
-                Placement::Default,
-                move |status, data| {
-                    sender.send((status.is_ok(), data.as_bytes().len())).unwrap();
-                },
-            )
-            .unwrap();
-        assert!(done.wait_timeout(WAIT).unwrap(), "{name}: the callback ran");
-        assert_eq!(rx.recv_timeout(WAIT).unwrap(), (true, 16));
+        let source = HostSource::owned(f32_bytes(&values), ElementType::F32, &[4]).on_done(move |status, data| {
+            sender.send((status.is_ok(), data.as_bytes().len())).unwrap();
+        });
+        let buffer = client.upload_with(source, &UploadOptions::new()).unwrap();
+        assert_eq!(rx.recv_timeout(WAIT).unwrap(), (true, 16), "{name}: the callback ran");
         assert_eq!(buffer.to_vec::<f32>().unwrap(), values, "{name}");
 
         // Aligned host memory: shared while the plugin reads it, given back afterwards.
         let host = Arc::new(AlignedHostBuffer::from_slice(&[7i32, 8, 9]).unwrap());
         let sender = tx.clone();
-        let (buffer, done) = client
-            .buffer_from_host_data(host.clone(), ElementType::S32, &[3], Placement::Default, move |status, data| {
-                let HostData::Aligned(a) = data else { panic!("not the aligned buffer") };
-                sender.send((status.is_ok(), a.len())).unwrap();
-            })
-            .unwrap();
-        done.wait().unwrap();
+        let source = HostSource::owned(host.clone(), ElementType::S32, &[3]).on_done(move |status, data| {
+            let HostData::Aligned(a) = data else { panic!("not the aligned buffer") };
+            sender.send((status.is_ok(), a.len())).unwrap();
+        });
+        let buffer = client.upload_with(source, &UploadOptions::new()).unwrap();
         assert_eq!(rx.recv_timeout(WAIT).unwrap(), (true, 12));
         assert_eq!(buffer.to_vec::<i32>().unwrap(), [7, 8, 9]);
         support::wait_for("the data given back", || Arc::strong_count(&host) == 1);
 
-        // A panicking callback is caught at the C boundary and reported.
-        let (buffer, done) = client
-            .buffer_from_host_data(vec![1u8, 2, 3], ElementType::U8, &[3], Placement::Default, |_, _| panic!("oops"))
-            .unwrap();
-        match done.wait() {
-            Err(Error::CallbackPanicked(message)) => assert_eq!(message, "oops"),
-            other => panic!("{name}: {other:?}"),
-        }
+        // A panicking callback is caught at the C boundary (the process goes on, the buffer is
+        // sound); upload_with hands back no handle to report the panic on.
+        let sender = tx.clone();
+        let source = HostSource::owned(vec![1u8, 2, 3], ElementType::U8, &[3]).on_done(move |_, _| {
+            sender.send((true, 0)).unwrap();
+            panic!("oops")
+        });
+        let buffer = client.upload_with(source, &UploadOptions::new()).unwrap();
+        assert_eq!(rx.recv_timeout(WAIT).unwrap(), (true, 0), "{name}: the panicking callback ran");
         assert_eq!(buffer.to_vec::<u8>().unwrap(), [1, 2, 3]);
         // Checked first: the callback is not run and the data is simply dropped.
-        let result = client.buffer_from_host_data(vec![0u8; 3], ElementType::F32, &[1], Placement::Default, |_, _| {
-            panic!("must not run")
-        });
-        assert_invalid(result.map(|(b, _)| b), "needs 4");
+        let source = HostSource::owned(vec![0u8; 3], ElementType::F32, &[1]).on_done(|_, _| panic!("must not run"));
+        assert_invalid(client.upload_with(source, &UploadOptions::new()), "needs 4");
     }
 }
 
@@ -537,8 +535,9 @@ fn buffers_of_another_client_are_refused() {
         ),
         "another client",
     );
-    let result = a.buffer_from_host_data(vec![0u8; 4], ElementType::F32, &[1], Placement::Memory(&b_memory), |_, _| {});
-    assert_invalid(result.map(|(b, _)| b), "another client");
+    let result =
+        a.upload_with(HostSource::owned(vec![0u8; 4], ElementType::F32, &[1]), &UploadOptions::new().memory(&b_memory));
+    assert_invalid(result, "another client");
     assert_eq!(Arc::strong_count(&host), 1);
 }
 
@@ -571,7 +570,7 @@ fn newer_functions_are_unsupported_on_older_plugins_before_any_call() {
         114,
         106,
     );
-    let f32s = old.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+    let f32s = old.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
     assert_unsupported(f32s.bitcast(ElementType::F6E3M2FN, &[4]), "f6e3m2fn", 114, 106);
 
     // A plugin that claims 0.40 (the fake, with a full table): every newer slot is refused
@@ -580,7 +579,7 @@ fn newer_functions_are_unsupported_on_older_plugins_before_any_call() {
     let plugin = fake.plugin();
     {
         let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
-        let buffer = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+        let buffer = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
         let f32t = ElementType::F32;
         let fc = &client;
         assert_unsupported(
@@ -615,8 +614,8 @@ fn newer_functions_are_unsupported_on_older_plugins_before_any_call() {
             40,
         );
         // Slot 100 has no known position before 0.57.
-        assert_unsupported(buffer.copy_raw_to_host(0, 4), "PJRT_Buffer_CopyRawToHost", 57, 40);
-        assert_unsupported(buffer.copy_raw_to_host_future(0, 4), "PJRT_Buffer_CopyRawToHostFuture", 84, 40);
+        assert_unsupported(buffer.to_bytes(DownloadOptions::new().raw(0, 4)), "PJRT_Buffer_CopyRawToHost", 57, 40);
+        assert_unsupported(buffer.raw_copy_request(0, 4), "PJRT_Buffer_CopyRawToHostFuture", 84, 40);
         let host = Arc::new(AlignedHostBuffer::zeroed(16).unwrap());
         let _ = fc.view_of_aligned(host.clone(), f32t, &[4], Placement::Default);
         assert_eq!(Arc::strong_count(&host), 1, "nothing kept when the view is refused");

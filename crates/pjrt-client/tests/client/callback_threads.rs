@@ -18,10 +18,11 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use pjrt_client::{
-    Buffer, Client, CompileOptions, ElementType, Error, ExecuteOptions, LoadedExecutable, Placement, Program, UserEvent,
+    Client, CompileOptions, ElementType, Error, ExecuteOptions, LoadedExecutable, Placement, Program, UserEvent,
 };
 
 use crate::support;
+use pjrt_client::{DownloadOptions, HostSource, UploadOptions};
 
 /// How long a scenario may take before it counts as hung. Far above what any run takes (well
 /// under a second), so only a deadlock reaches it.
@@ -29,10 +30,6 @@ const HUNG_AFTER: Duration = Duration::from_secs(60);
 
 fn compile(client: &Client, options: &CompileOptions) -> LoadedExecutable {
     client.compile(&Program::mlir_text(support::ADD_F32).unwrap(), options).unwrap()
-}
-
-fn upload(client: &Client, values: [f32; 4]) -> Buffer {
-    client.buffer_from_slice(&values, &[4], Placement::Default).unwrap()
 }
 
 fn f32_bytes(values: [f32; 4]) -> Vec<u8> {
@@ -97,7 +94,7 @@ fn waiting_calls_inside_callbacks_are_refused_instead_of_hanging() {
         let seen = without_hanging(&format!("{name}: eight uploads whose on_done executes"), progress, move || {
             let client = support::client(name, 1);
             let exe = Arc::new(compile(&client, &CompileOptions::new()));
-            let x = Arc::new(upload(&client, [1., 2., 3., 4.]));
+            let x = Arc::new(client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap());
             // Never set while the callbacks run: waiting for it could only end by a deadlock.
             let never = Arc::new(UserEvent::new(client.plugin()).unwrap());
             let tracked = Arc::new(never.event().on_ready(|_| ()).unwrap());
@@ -108,27 +105,28 @@ fn waiting_calls_inside_callbacks_are_refused_instead_of_hanging() {
                 let executed = executed.clone();
                 let on_done = move |status: pjrt_client::Result<()>, _data| {
                     status.unwrap();
-                    let execute = exe.execute(&[&x, &x]).map(|out| out[0].to_vec::<f32>().unwrap_or_default());
+                    let execute = exe
+                        .execute(&[&x, &x], &ExecuteOptions::new())
+                        .map(|out| out[0].to_vec::<f32>().unwrap_or_default());
                     executed.fetch_add(1, Ordering::SeqCst);
                     let seen = Seen {
                         execute,
                         to_vec: x.to_vec::<f32>(),
                         event_wait: never.event().wait(),
                         on_ready_wait: tracked.wait(),
-                        launched: exe.execute_async(&[&x, &x]),
+                        launched: exe.execute_async(&[&x, &x], &ExecuteOptions::new()),
                     };
                     tx.send(seen).unwrap();
                 };
                 let bytes = f32_bytes([k as f32; 4]);
-                uploads.push(
-                    client.buffer_from_host_data(bytes, ElementType::F32, &[4], Placement::Default, on_done).unwrap(),
-                );
+                let source = HostSource::owned(bytes, ElementType::F32, &[4]).on_done(on_done);
+                uploads.push(client.upload_with(source, &UploadOptions::new()).unwrap());
             }
+            // Every on_done has run once all eight have sent what they saw.
             let seen: Vec<Seen> = (0..8).map(|_| rx.recv().unwrap()).collect();
             never.set_ok().unwrap();
             tracked.wait().unwrap();
-            for (k, (buffer, on_ready)) in uploads.into_iter().enumerate() {
-                on_ready.wait().unwrap();
+            for (k, buffer) in uploads.into_iter().enumerate() {
                 assert_eq!(buffer.to_vec::<f32>().unwrap(), [k as f32; 4]);
             }
             seen
@@ -151,9 +149,9 @@ fn waiting_calls_inside_callbacks_are_refused_instead_of_hanging() {
 fn waits_for_what_has_completed_return_inside_callbacks() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
-        let x = upload(&client, [1., 2., 3., 4.]);
+        let x = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
         // A copy, complete before its transfer is handed to a callback.
-        let transfer = x.to_host_async().unwrap();
+        let transfer = x.to_bytes_async(DownloadOptions::new()).unwrap();
         transfer.event().expect("both CPU plugins give an event").wait().unwrap();
         // The event's own callback runs once it has completed: waiting for it returns at once,
         // and so does waiting for the completed transfer.
@@ -197,9 +195,9 @@ fn release_a_callback_owning(client: &Client, exe: &LoadedExecutable, probe: imp
         let _ = &probe;
         Ok(())
     });
-    let pending = exe.execute_async_with(&[&alias, &alias], &options).unwrap();
+    let pending = exe.execute_async(&[&alias, &alias], &options).unwrap();
     drop(options);
-    fulfiller.fulfill(&upload(client, [1., 2., 3., 4.])).unwrap();
+    fulfiller.fulfill(&client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap()).unwrap();
     assert_eq!(pending.wait().unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{name}");
 }
 
@@ -256,7 +254,9 @@ fn a_failed_launch_whose_callback_owns_the_client_lets_the_client_go() {
         let client = support::client(name, 2);
         let exe = compile(&client, &CompileOptions::new().compile_portable_executable(true));
         let device = client.addressable_devices()[1];
-        let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Device(&device)).unwrap();
+        let x = client
+            .upload_with(HostSource::slice(&[1f32, 2., 3., 4.], &[4]), &UploadOptions::new().device(&device))
+            .unwrap();
         let token = Arc::new(());
         let probe: Weak<()> = Arc::downgrade(&token);
         // The closure owns the client (and the token, which shows when the closure is gone).
@@ -266,7 +266,7 @@ fn a_failed_launch_whose_callback_owns_the_client_lets_the_client_go() {
             Ok(())
         });
         // Both CPU plugins refuse host callbacks with a chosen device: a failed launch.
-        let e = exe.execute_on_async_with(&device, &[&x, &x], &options).unwrap_err();
+        let e = exe.execute_async(&[&x, &x], &options.clone().device(&device)).unwrap_err();
         assert_eq!(e.code(), Some(pjrt_client::ErrorCode::Unimplemented), "{name}: {e}");
         drop((options, x, exe, client));
         pjrt_client::flush_released();

@@ -2,11 +2,11 @@
 //! what the plugin reports back (`PJRT_Executable_GetCompileOptions`) or does shows it was used.
 
 use pjrt_client::{
-    CompileOptions, DebugOption, ElementType, Error, MemoryLayout, Placement, Program, ShapeWithLayout,
-    StableHloVersion,
+    CompileOptions, DebugOption, ElementType, Error, MemoryLayout, Program, ShapeWithLayout, StableHloVersion,
 };
 
 use crate::support::{client, PLUGINS};
+use pjrt_client::ExecuteOptions;
 
 const NEGATE_2X3: &str = r#"
 func.func @main(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
@@ -46,8 +46,11 @@ fn every_setter_is_accepted_and_reported_back() {
         assert_eq!(back.proto().profile_version, 5, "{name}");
         assert!(back.xla_options().contains_key("xla_cpu_enable_fast_min_max"), "{name}");
         // And it runs.
-        let a = client.buffer_from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3], Placement::Default).unwrap();
-        assert_eq!(exe.execute(&[&a]).unwrap()[0].to_vec::<f32>().unwrap(), [-1., -2., -3., -4., -5., -6.]);
+        let a = client.upload(&[1f32, 2., 3., 4., 5., 6.], &[2, 3]).unwrap();
+        assert_eq!(
+            exe.execute(&[&a], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+            [-1., -2., -3., -4., -5., -6.]
+        );
     }
 }
 
@@ -59,8 +62,8 @@ fn an_argument_layout_is_compiled_for_and_checked_before_running() {
         let exe = client.compile(&program, &CompileOptions::new().argument_layouts(&[shape(&[0, 1])])).unwrap();
         assert_eq!(exe.compile_options().unwrap().argument_layout_shapes().unwrap(), [shape(&[0, 1])]);
         // The plugin would read the row-major buffer as column-major (measured: [-1,-3,-5,-2,-4,-6]).
-        let a = client.buffer_from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3], Placement::Default).unwrap();
-        match exe.execute(&[&a]) {
+        let a = client.upload(&[1f32, 2., 3., 4., 5., 6.], &[2, 3]).unwrap();
+        match exe.execute(&[&a], &ExecuteOptions::new()) {
             Err(Error::InvalidArgument(m)) => assert!(m.contains("{0,1}") && m.contains("{1,0}"), "{name}: {m}"),
             other => panic!("{name}: a buffer in another layout ran: {other:?}"),
         }
@@ -95,12 +98,12 @@ fn a_debug_option_takes_effect_fast_min_max_off_propagates_nan() {
                }"#,
         )
         .unwrap();
-        let a = client.buffer_from_slice(&[f32::NAN, 1.], &[2], Placement::Default).unwrap();
-        let b = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default).unwrap();
+        let a = client.upload(&[f32::NAN, 1.], &[2]).unwrap();
+        let b = client.upload(&[1f32, 2.], &[2]).unwrap();
         let max = |on: bool| {
             let options = CompileOptions::new().debug_option(DebugOption::CpuEnableFastMinMax(on));
             let exe = client.compile(&program, &options).unwrap();
-            exe.execute(&[&a, &b]).unwrap()[0].to_vec::<f32>().unwrap()
+            exe.execute(&[&a, &b], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap()
         };
         assert!(max(false)[0].is_nan(), "{name}");
         assert_eq!(max(false)[1], 2., "{name}");
@@ -160,8 +163,11 @@ fn stablehlo_versions_outside_the_plugins_range_are_refused_before_compiling() {
         let program = Program::mlir_bytecode(PORTABLE_1_0_0.to_vec()).unwrap();
         assert_eq!(program.stablehlo_target(), Some((1, 0, 0)));
         let exe = client.compile(&program, &CompileOptions::new()).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let zeros = client.buffer_from_slice(&[0f32; 6], &[2, 3], Placement::Default).unwrap();
-        assert_eq!(exe.execute(&[&zeros, &zeros]).unwrap()[0].to_vec::<f32>().unwrap(), [1f32; 6]);
+        let zeros = client.upload(&[0f32; 6], &[2, 3]).unwrap();
+        assert_eq!(
+            exe.execute(&[&zeros, &zeros], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+            [1f32; 6]
+        );
         // The same with the header claiming the plugin's own current version: accepted.
         let same = format!("{}.{}.{}", current.0, current.1, current.2);
         client.compile(&artifact_for(&same), &CompileOptions::new()).unwrap_or_else(|e| panic!("{name}: {e}"));

@@ -1,11 +1,9 @@
 //! Client, device, memory, buffer and executable behaviour on both real CPU plugins.
 
-use pjrt_client::{
-    CompileOptions, DeviceAssignment, ElementType, Error, ErrorCode, HostBufferSemantics, HostLayout, Placement,
-    Program,
-};
+use pjrt_client::{CompileOptions, DeviceAssignment, ElementType, Error, ErrorCode, HostBufferSemantics, Program};
 
 use crate::support;
+use pjrt_client::{DownloadOptions, ExecuteOptions, HostSource, UploadOptions};
 
 #[test]
 fn devices_and_memories() {
@@ -80,7 +78,7 @@ fn every_supported_element_type_round_trips() {
                     _ => (i % 7) as u8,
                 })
                 .collect();
-            let result = client.buffer_from_bytes(&data, t, &dims, &HostLayout::default(), Placement::Default);
+            let result = client.upload_with(HostSource::bytes(&data, t, &dims), &UploadOptions::new());
             if since > minor {
                 assert!(
                     matches!(result, Err(Error::Unsupported { .. })),
@@ -99,7 +97,7 @@ fn every_supported_element_type_round_trips() {
             // Sub-byte values come back as their low bits (-1 as 0x0f for S4).
             let mask = if t.is_sub_byte() { (1u16 << t.bits().unwrap()) as u8 - 1 } else { 0xff };
             let expected: Vec<u8> = data.iter().map(|b| b & mask).collect();
-            assert_eq!(buffer.to_host_bytes().unwrap(), expected, "{name}: {t}");
+            assert_eq!(buffer.to_bytes(DownloadOptions::new()).unwrap(), expected, "{name}: {t}");
         }
     }
 }
@@ -109,7 +107,9 @@ fn buffers_report_and_move() {
     for name in support::PLUGINS {
         let client = support::client(name, 2);
         let devices = client.devices();
-        let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[2, 2], Placement::Device(&devices[1])).unwrap();
+        let a = client
+            .upload_with(HostSource::slice(&[1f32, 2., 3., 4.], &[2, 2]), &UploadOptions::new().device(&devices[1]))
+            .unwrap();
         assert_eq!(a.device().unwrap(), devices[1]);
         assert_eq!(a.memory().unwrap().kind().unwrap(), "device");
         assert_eq!(a.on_device_size().unwrap(), 16);
@@ -121,17 +121,17 @@ fn buffers_report_and_move() {
         let c = b.copy_to_memory(&pinned).unwrap();
         assert_eq!(c.memory().unwrap().kind().unwrap(), "pinned_host");
         assert_eq!(c.to_vec::<f32>().unwrap(), [1., 2., 3., 4.]);
-        let d = client.buffer_from_slice(&[5i32, 6], &[2], Placement::Memory(&pinned)).unwrap();
+        let d = client.upload_with(HostSource::slice(&[5i32, 6], &[2]), &UploadOptions::new().memory(&pinned)).unwrap();
         assert_eq!(d.to_vec::<i32>().unwrap(), [5, 6]);
         assert!(matches!(d.to_vec::<f32>(), Err(Error::InvalidArgument(_))));
         // Asynchronous copy to the host.
-        let transfer = a.copy_to_host_async(vec![0u8; 16]).unwrap();
+        let transfer = a.to_bytes_async(DownloadOptions::new().destination(vec![0u8; 16])).unwrap();
         assert_eq!(transfer.wait().unwrap().len(), 16);
         // Delete keeps the handle valid.
         assert!(!a.is_deleted().unwrap());
         a.delete().unwrap();
         assert!(a.is_deleted().unwrap());
-        assert!(a.to_host_bytes().is_err());
+        assert!(a.to_bytes(DownloadOptions::new()).is_err());
     }
 }
 
@@ -141,31 +141,29 @@ fn strided_uploads_and_bad_shapes() {
     // A column-major 2x3 f32 array read through byte strides.
     let col_major = [1f32, 4., 2., 5., 3., 6.];
     let bytes: Vec<u8> = col_major.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let layout = HostLayout { byte_strides: Some(vec![4, 8]), ..Default::default() };
-    let b = client.buffer_from_bytes(&bytes, ElementType::F32, &[2, 3], &layout, Placement::Default).unwrap();
+    let layout = UploadOptions::new().byte_strides(vec![4, 8]);
+    let b = client.upload_with(HostSource::bytes(&bytes, ElementType::F32, &[2, 3]), &layout).unwrap();
     assert_eq!(b.to_vec::<f32>().unwrap(), [1., 2., 3., 4., 5., 6.]);
-    let too_far = HostLayout { byte_strides: Some(vec![4, 16]), ..Default::default() };
+    let too_far = UploadOptions::new().byte_strides(vec![4, 16]);
     assert!(matches!(
-        client.buffer_from_bytes(&bytes, ElementType::F32, &[2, 3], &too_far, Placement::Default),
+        client.upload_with(HostSource::bytes(&bytes, ElementType::F32, &[2, 3]), &too_far),
         Err(Error::InvalidArgument(_))
     ));
-    let wrong_rank = HostLayout { byte_strides: Some(vec![4]), ..Default::default() };
-    let async_copy = HostLayout { semantics: HostBufferSemantics::CopyUntilTransferCompletes, ..Default::default() };
-    let c = client.buffer_from_bytes(&bytes, ElementType::F32, &[6], &async_copy, Placement::Default).unwrap();
+    let wrong_rank = UploadOptions::new().byte_strides(vec![4]);
+    let async_copy = UploadOptions::new().semantics(HostBufferSemantics::CopyUntilTransferCompletes);
+    let c = client.upload_with(HostSource::bytes(&bytes, ElementType::F32, &[6]), &async_copy).unwrap();
     assert_eq!(c.to_vec::<f32>().unwrap(), col_major);
-    assert!(client.buffer_from_bytes(&bytes, ElementType::F32, &[2, 3], &wrong_rank, Placement::Default).is_err());
-    let dflt = HostLayout::default();
-    assert!(client.buffer_from_bytes(&bytes, ElementType::F32, &[-1, 3], &dflt, Placement::Default).is_err());
-    assert!(client
-        .buffer_from_bytes(&bytes, ElementType::F32, &[i64::MAX, i64::MAX], &dflt, Placement::Default)
-        .is_err());
-    assert!(client.buffer_from_bytes(&bytes[..20], ElementType::F32, &[2, 3], &dflt, Placement::Default).is_err());
-    assert!(client.buffer_from_bytes(&bytes, ElementType::TOKEN, &[2, 3], &dflt, Placement::Default).is_err());
-    assert!(client.buffer_from_bytes(&bytes, ElementType::INVALID, &[2, 3], &dflt, Placement::Default).is_err());
+    assert!(client.upload_with(HostSource::bytes(&bytes, ElementType::F32, &[2, 3]), &wrong_rank).is_err());
+    let dflt = UploadOptions::new();
+    assert!(client.upload_with(HostSource::bytes(&bytes, ElementType::F32, &[-1, 3]), &dflt).is_err());
+    assert!(client.upload_with(HostSource::bytes(&bytes, ElementType::F32, &[i64::MAX, i64::MAX]), &dflt).is_err());
+    assert!(client.upload_with(HostSource::bytes(&bytes[..20], ElementType::F32, &[2, 3]), &dflt).is_err());
+    assert!(client.upload_with(HostSource::bytes(&bytes, ElementType::TOKEN, &[2, 3]), &dflt).is_err());
+    assert!(client.upload_with(HostSource::bytes(&bytes, ElementType::INVALID, &[2, 3]), &dflt).is_err());
     // Rank-0 and zero-size arrays.
-    let scalar = client.buffer_from_slice(&[7.5f64], &[], Placement::Default).unwrap();
+    let scalar = client.upload(&[7.5f64], &[]).unwrap();
     assert_eq!(scalar.to_vec::<f64>().unwrap(), [7.5]);
-    let empty = client.buffer_from_slice::<f32>(&[], &[0, 3], Placement::Default).unwrap();
+    let empty = client.upload::<f32>(&[], &[0, 3]).unwrap();
     assert_eq!(empty.to_vec::<f32>().unwrap(), Vec::<f32>::new());
 }
 
@@ -174,20 +172,24 @@ fn arguments_are_checked_against_parameters() {
     for name in support::PLUGINS {
         let client = support::client(name, 4);
         let exe = client.compile(&Program::mlir_text(support::ADD_F32).unwrap(), &CompileOptions::new()).unwrap();
-        let f = client.buffer_from_slice(&[1f32; 4], &[4], Placement::Default).unwrap();
-        let i = client.buffer_from_slice(&[1i32; 4], &[4], Placement::Default).unwrap();
-        let square = client.buffer_from_slice(&[1f32; 4], &[2, 2], Placement::Default).unwrap();
+        let f = client.upload(&[1f32; 4], &[4]).unwrap();
+        let i = client.upload(&[1i32; 4], &[4]).unwrap();
+        let square = client.upload(&[1f32; 4], &[2, 2]).unwrap();
         // The plugin would silently reinterpret these (same byte size): we refuse them.
-        let e = exe.execute(&[&f, &i]).unwrap_err().to_string();
+        let e = exe.execute(&[&f, &i], &ExecuteOptions::new()).unwrap_err().to_string();
         assert!(e.contains("argument 1 is s32[4]") && e.contains("f32[4]"), "{e}");
-        let e = exe.execute(&[&square, &f]).unwrap_err().to_string();
+        let e = exe.execute(&[&square, &f], &ExecuteOptions::new()).unwrap_err().to_string();
         assert!(e.contains("argument 0 is f32[2, 2]"), "{e}");
-        assert!(exe.execute(&[&f]).unwrap_err().to_string().contains("takes 2 arguments"));
-        assert!(exe.execute_sharded(&[vec![&f, &f], vec![&f, &f]]).is_err());
+        assert!(exe.execute(&[&f], &ExecuteOptions::new()).unwrap_err().to_string().contains("takes 2 arguments"));
+        assert!(exe.execute_sharded_async(&[vec![&f, &f], vec![&f, &f]], &ExecuteOptions::new()).is_err());
         let other = support::client(name, 1);
-        let foreign = other.buffer_from_slice(&[1f32; 4], &[4], Placement::Default).unwrap();
-        assert!(exe.execute(&[&f, &foreign]).unwrap_err().to_string().contains("another client"));
-        let out = exe.execute(&[&f, &f]).unwrap();
+        let foreign = other.upload(&[1f32; 4], &[4]).unwrap();
+        assert!(exe
+            .execute(&[&f, &foreign], &ExecuteOptions::new())
+            .unwrap_err()
+            .to_string()
+            .contains("another client"));
+        let out = exe.execute(&[&f, &f], &ExecuteOptions::new()).unwrap();
         assert_eq!(out[0].to_vec::<f32>().unwrap(), [2.; 4]);
         assert_eq!(exe.num_outputs(), 1);
         assert_eq!(exe.output_shapes()[0].to_string(), "f32[4]");
@@ -235,9 +237,11 @@ fn portable_executables_run_on_a_chosen_device() {
         let exe = client.compile(&add, &CompileOptions::new().compile_portable_executable(true)).unwrap();
         assert!(exe.addressable_devices().is_empty());
         let device = client.devices()[3];
-        let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Device(&device)).unwrap();
-        assert!(exe.execute(&[&x, &x]).is_err(), "portable executables need a device");
-        let out = exe.execute_on(&device, &[&x, &x]).unwrap();
+        let x = client
+            .upload_with(HostSource::slice(&[1f32, 2., 3., 4.], &[4]), &UploadOptions::new().device(&device))
+            .unwrap();
+        assert!(exe.execute(&[&x, &x], &ExecuteOptions::new()).is_err(), "portable executables need a device");
+        let out = exe.execute(&[&x, &x], &ExecuteOptions::new().device(&device)).unwrap();
         assert_eq!(out[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
         assert_eq!(out[0].device().unwrap().id().unwrap(), 3);
     }
@@ -261,7 +265,7 @@ fn client_options_are_type_checked() {
 #[test]
 fn on_ready_callbacks_run_and_panics_are_caught() {
     let client = support::client("cpu", 1);
-    let a = client.buffer_from_slice(&[1f32], &[1], Placement::Default).unwrap();
+    let a = client.upload(&[1f32], &[1]).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let handle = a.ready_event().unwrap().on_ready(move |status| tx.send(status.is_ok()).unwrap()).unwrap();
     handle.wait().unwrap();
@@ -277,17 +281,17 @@ fn on_ready_callbacks_run_and_panics_are_caught() {
 fn children_keep_the_client_alive() {
     let client = support::client("cpu", 1);
     let exe = client.compile(&Program::mlir_text(support::ADD_F32).unwrap(), &CompileOptions::new()).unwrap();
-    let x = client.buffer_from_slice(&[1f32; 4], &[4], Placement::Default).unwrap();
+    let x = client.upload(&[1f32; 4], &[4]).unwrap();
     let event = x.ready_event().unwrap();
     drop(client);
     event.wait().unwrap();
-    assert_eq!(exe.execute(&[&x, &x]).unwrap()[0].to_vec::<f32>().unwrap(), [2.; 4]);
+    assert_eq!(exe.execute(&[&x, &x], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(), [2.; 4]);
 }
 
 #[test]
 fn bounded_waits() {
     let client = support::client("cpu", 1);
-    let a = client.buffer_from_slice(&[1f32], &[1], Placement::Default).unwrap();
+    let a = client.upload(&[1f32], &[1]).unwrap();
     a.ready_event().unwrap().wait_timeout(std::time::Duration::from_secs(10)).unwrap();
     let handle = a.ready_event().unwrap().on_ready(|_| ()).unwrap();
     assert!(handle.wait_timeout(std::time::Duration::from_secs(10)).unwrap());

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use pjrt_client::dlpack::{dtype_of, ffi, ManagedTensor};
 use pjrt_client::{
-    flush_released, AlignedHostBuffer, Client, ClientOptions, ElementType, Error, HostLayout, MemoryLayout, Placement,
-    SharedBytes, ViewOptions,
+    flush_released, AlignedHostBuffer, Client, ClientOptions, ElementType, Error, MemoryLayout, Placement, SharedBytes,
+    ViewOptions,
 };
 
 use crate::fake_support::Fake;
 use crate::support::{client, wait_for, PLUGINS};
+use pjrt_client::{DownloadOptions, ExecuteOptions, HostSource, UploadOptions};
 
 /// A host tensor made by "another framework": owns its memory, counts its deleter's calls.
 #[repr(C)]
@@ -104,7 +105,7 @@ fn round_trips_every_mapped_dtype_in_the_same_memory() {
             }
             let bytes = sample(element_type, 6);
             let x = client
-                .buffer_from_bytes(&bytes, element_type, &[2, 3], &HostLayout::default(), Placement::Default)
+                .upload_with(HostSource::bytes(&bytes, element_type, &[2, 3]), &UploadOptions::new())
                 .unwrap_or_else(|e| panic!("{name} {element_type}: {e}"));
             let tensor = x.into_dlpack().unwrap_or_else(|e| panic!("{name} {element_type}: export: {e}"));
             let (got_dtype, device) = tensor.dtype_and_device().unwrap();
@@ -117,7 +118,7 @@ fn round_trips_every_mapped_dtype_in_the_same_memory() {
                 let refused = client.view_of_dlpack(tensor).unwrap_err().to_string();
                 assert!(refused.contains("copy_of_dlpack"), "{refused}");
                 let again = client
-                    .buffer_from_bytes(&bytes, element_type, &[2, 3], &HostLayout::default(), Placement::Default)
+                    .upload_with(HostSource::bytes(&bytes, element_type, &[2, 3]), &UploadOptions::new())
                     .unwrap();
                 client.copy_of_dlpack(again.into_dlpack().unwrap()).unwrap()
             } else {
@@ -127,7 +128,7 @@ fn round_trips_every_mapped_dtype_in_the_same_memory() {
             };
             assert_eq!(back.element_type().unwrap(), element_type);
             assert_eq!(back.dimensions().unwrap(), [2, 3]);
-            assert_eq!(back.to_host_bytes().unwrap(), bytes, "{name} {element_type}");
+            assert_eq!(back.to_bytes(DownloadOptions::new()).unwrap(), bytes, "{name} {element_type}");
             checked += 1;
         }
         assert!(checked >= 29, "{name}: {checked} types");
@@ -138,7 +139,7 @@ fn round_trips_every_mapped_dtype_in_the_same_memory() {
 fn legacy_tensors_round_trip_too() {
     for name in PLUGINS {
         let client = client(name, 1);
-        let x = client.buffer_from_slice(&[1i64, -2, 3], &[3], Placement::Default).unwrap();
+        let x = client.upload(&[1i64, -2, 3], &[3]).unwrap();
         let tensor = x.into_dlpack_legacy().unwrap();
         let data = tensor.data_pointer();
         let view = client.view_of_dlpack(tensor).unwrap();
@@ -206,7 +207,7 @@ fn deleters_run_exactly_once() {
         assert_eq!(made.deletes.load(Ordering::SeqCst), 1);
 
         // Our own deleter from another thread: the exported buffer goes away there.
-        let x = client.buffer_from_slice(&[5u32, 6], &[2], Placement::Default).unwrap();
+        let x = client.upload(&[5u32, 6], &[2]).unwrap();
         let raw = x.into_dlpack().unwrap().into_raw();
         let address = raw.as_ptr() as usize;
         std::thread::spawn(move || {
@@ -274,30 +275,37 @@ fn exports_of_memory_others_read_are_read_only() {
         let values: Vec<f32> = (0..32).map(|i| i as f32).collect();
         let owner = Arc::new(AlignedHostBuffer::from_slice(&values).unwrap());
         let aligned = SharedBytes::slice(owner.clone(), 0..64).unwrap();
-        let in_place = client.buffer_from_shared(&aligned, ElementType::F32, &[16], Placement::Default).unwrap();
+        let in_place = client
+            .upload_with(HostSource::shared(aligned.clone(), ElementType::F32, &[16]), &UploadOptions::new())
+            .unwrap();
         let tensor = in_place.into_dlpack().unwrap();
         // The very memory `aligned.as_bytes()` hands safe code as `&[u8]`.
         assert_eq!(tensor.data_pointer() as *const u8, aligned.as_bytes().as_ptr(), "{name}: in place");
         assert!(read_only(&tensor), "{name}: shared bytes read in place: flags {:#x}", tensor.flags());
-        let again = client.buffer_from_shared(&aligned, ElementType::F32, &[16], Placement::Default).unwrap();
+        let again = client
+            .upload_with(HostSource::shared(aligned.clone(), ElementType::F32, &[16]), &UploadOptions::new())
+            .unwrap();
         match again.into_dlpack_legacy() {
             Err(Error::ReadOnlyMemory { advice, .. }) => assert!(advice.contains("into_dlpack"), "{advice}"),
             other => panic!("{name}: a legacy export of read-only memory: {other:?}"),
         }
 
-        let aligned_upload = client.buffer_from_aligned(&owner, ElementType::F32, &[32], Placement::Default).unwrap();
-        assert!(read_only(&aligned_upload.into_dlpack().unwrap()), "{name}: buffer_from_aligned");
+        let aligned_upload =
+            client.upload_with(HostSource::aligned(&owner, ElementType::F32, &[32]), &UploadOptions::new()).unwrap();
+        assert!(read_only(&aligned_upload.into_dlpack().unwrap()), "{name}: HostSource::aligned");
         let view = client.view_of_aligned(owner.clone(), ElementType::F32, &[32], Placement::Default).unwrap();
         assert!(read_only(&view.into_dlpack().unwrap()), "{name}: view_of_aligned");
 
         // Copies are the buffer's own memory: writable.
         let unaligned = SharedBytes::slice(owner.clone(), 4..36).unwrap();
-        let copied = client.buffer_from_shared(&unaligned, ElementType::F32, &[8], Placement::Default).unwrap();
+        let copied = client
+            .upload_with(HostSource::shared(unaligned.clone(), ElementType::F32, &[8]), &UploadOptions::new())
+            .unwrap();
         copied.ready_event().unwrap().wait().unwrap();
         assert_eq!(copied.into_dlpack().unwrap().flags(), 0, "{name}: a copy");
-        let plain = client.buffer_from_slice(&values, &[32], Placement::Default).unwrap();
+        let plain = client.upload(&values, &[32]).unwrap();
         assert_eq!(plain.into_dlpack().unwrap().flags(), 0, "{name}");
-        let plain = client.buffer_from_slice(&values, &[32], Placement::Default).unwrap();
+        let plain = client.upload(&values, &[32]).unwrap();
         assert!(plain.into_dlpack_legacy().is_ok(), "{name}");
     }
 }
@@ -338,7 +346,8 @@ fn every_cpu_memory_exports_as_host_memory() {
         let kinds: Vec<String> = memories.iter().map(|m| m.kind().unwrap()).collect();
         assert!(kinds.iter().any(|k| k == "pinned_host"), "{name}: {kinds:?}");
         for (memory, kind) in memories.iter().zip(&kinds) {
-            let x = client.buffer_from_slice(&[1u32, 2], &[2], Placement::Memory(memory)).unwrap();
+            let x =
+                client.upload_with(HostSource::slice(&[1u32, 2], &[2]), &UploadOptions::new().memory(memory)).unwrap();
             let tensor = x.into_dlpack().unwrap_or_else(|e| panic!("{name} {kind}: {e}"));
             let (_, dl_device) = tensor.dtype_and_device().unwrap();
             assert_eq!(dl_device, ffi::DLDevice { device_type: ffi::DLDeviceType::CPU, device_id: 0 }, "{name} {kind}");
@@ -358,7 +367,8 @@ fn gpu_memories_export_by_their_kind() {
     let devices = client.addressable_devices();
     let memory_of = |device: usize, kind: &str| devices[device].memory_by_kind(kind).unwrap().unwrap();
     let export = |memory| {
-        let x = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Memory(&memory)).unwrap();
+        let x =
+            client.upload_with(HostSource::slice(&[1f32, 2.], &[2]), &UploadOptions::new().memory(&memory)).unwrap();
         x.into_dlpack().unwrap().dtype_and_device().unwrap().1
     };
     let device_memory = export(memory_of(1, "device"));
@@ -371,7 +381,7 @@ fn gpu_memories_export_by_their_kind() {
     let plugin = fake.plugin();
     let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
     let odd = client.addressable_devices()[0].memory_by_kind("fake_scratch").unwrap().unwrap();
-    let x = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Memory(&odd)).unwrap();
+    let x = client.upload_with(HostSource::slice(&[1f32, 2.], &[2]), &UploadOptions::new().memory(&odd)).unwrap();
     let refused = x.into_dlpack().unwrap_err().to_string();
     assert!(refused.contains("\"fake_scratch\"") && refused.contains("copy_to_memory"), "{refused}");
     drop(client);
@@ -382,9 +392,9 @@ fn gpu_memories_export_by_their_kind() {
     let fake = Fake::new("working");
     let plugin = fake.plugin();
     let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
-    let x = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default).unwrap();
+    let x = client.upload(&[1f32, 2.], &[2]).unwrap();
     let refused = x.into_dlpack().unwrap_err().to_string();
-    assert!(refused.contains("the fake platform") && refused.contains("to_host_bytes"), "{refused}");
+    assert!(refused.contains("the fake platform") && refused.contains("Buffer::to_bytes"), "{refused}");
 }
 
 /// An identity program's result over an in-place (read-only) input is the plugin's own memory,
@@ -397,11 +407,12 @@ fn results_of_read_only_inputs_are_new_memory() {
     for name in PLUGINS {
         let client = client(name, 1);
         let owner = Arc::new(AlignedHostBuffer::from_slice(&[3f32; 16]).unwrap());
-        let x = client.buffer_from_aligned(&owner, ElementType::F32, &[16], Placement::Default).unwrap();
+        let x =
+            client.upload_with(HostSource::aligned(&owner, ElementType::F32, &[16]), &UploadOptions::new()).unwrap();
         let exe = client
             .compile(&pjrt_client::Program::mlir_text(IDENTITY).unwrap(), &pjrt_client::CompileOptions::new())
             .unwrap();
-        let y = exe.execute(&[&x]).unwrap().into_iter().next().unwrap();
+        let y = exe.execute(&[&x], &ExecuteOptions::new()).unwrap().into_iter().next().unwrap();
         let tensor = y.into_dlpack().unwrap();
         assert_ne!(
             tensor.data_pointer() as *const u8,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use pjrt_client::{
     Client, CompileOptions, DeviceAssignment, Error, ErrorCode, ExecuteContext, ExecuteOptions, LoadOptions,
-    LoadedExecutable, LogicalDeviceId, Placement, Program,
+    LoadedExecutable, LogicalDeviceId, Program,
 };
 
 use crate::support;
@@ -17,10 +17,6 @@ fn compile(client: &Client, source: &str, options: &CompileOptions) -> LoadedExe
 
 fn add(client: &Client) -> LoadedExecutable {
     compile(client, support::ADD_F32, &CompileOptions::new())
-}
-
-fn upload(client: &Client, values: [f32; 4]) -> pjrt_client::Buffer {
-    client.buffer_from_slice(&values, &[4], Placement::Default).unwrap()
 }
 
 fn assert_unimplemented(result: Result<impl std::fmt::Debug, Error>, function: &str, message: &str) {
@@ -124,7 +120,7 @@ fn compile_options_come_back_as_the_plugin_used_them() {
         let bytes = exe.compile_options_bytes().unwrap();
         let options = exe.compile_options().unwrap();
         assert_eq!(options, CompileOptions::from_proto_bytes(&bytes).unwrap());
-        assert_eq!((options.replicas(), options.partitions()), (1, 1));
+        assert_eq!((options.num_replicas_requested(), options.num_partitions_requested()), (1, 1));
         // 0.115 fills in the device assignment it chose; 0.106 leaves it out.
         let expected = (*name == "cpu").then(|| DeviceAssignment::new(vec![vec![0]]).unwrap());
         assert_eq!(options.assignment().unwrap(), expected, "{name}");
@@ -133,7 +129,7 @@ fn compile_options_come_back_as_the_plugin_used_them() {
         assert_eq!(again.device_assignment().unwrap(), exe.device_assignment().unwrap());
 
         let replicated = compile(&client, support::ADD_F32, &CompileOptions::new().num_replicas(2));
-        assert_eq!(replicated.compile_options().unwrap().replicas(), 2, "{name}");
+        assert_eq!(replicated.compile_options().unwrap().num_replicas_requested(), 2, "{name}");
     }
 }
 
@@ -190,10 +186,14 @@ fn deserialize_and_load_with_overrides_and_load_options() {
         let client = support::client(name, 4);
         let exe = add(&client);
         let serialized = exe.serialize().unwrap();
-        let (a, b) = (upload(&client, [1., 2., 3., 4.]), upload(&client, [10., 20., 30., 40.]));
+        let (a, b) =
+            (client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap(), client.upload(&[10f32, 20., 30., 40.], &[4]).unwrap());
 
         let plain = client.deserialize_and_load_with(&serialized, None, None).unwrap();
-        assert_eq!(plain.execute(&[&a, &b]).unwrap()[0].to_vec::<f32>().unwrap(), [11., 22., 33., 44.]);
+        assert_eq!(
+            plain.execute(&[&a, &b], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+            [11., 22., 33., 44.]
+        );
 
         // Compile-option overrides move the executable to device 2.
         let on_two = DeviceAssignment::new(vec![vec![2]]).unwrap();
@@ -204,14 +204,20 @@ fn deserialize_and_load_with_overrides_and_load_options() {
         let device = moved.addressable_devices()[0];
         assert_eq!(device.id().unwrap(), 2);
         let (a2, b2) = (a.copy_to_device(&device).unwrap(), b.copy_to_device(&device).unwrap());
-        assert_eq!(moved.execute(&[&a2, &b2]).unwrap()[0].to_vec::<f32>().unwrap(), [11., 22., 33., 44.]);
+        assert_eq!(
+            moved.execute(&[&a2, &b2], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+            [11., 22., 33., 44.]
+        );
 
         // Load options exist from 0.111 on: 0.106 would ignore them, so they are refused.
         for load in [LoadOptions::new(), LoadOptions::new().computation_origin(&[0, 0, 0])] {
             let loaded = client.deserialize_and_load_with(&serialized, None, Some(&load));
             if *name == "cpu" {
                 let loaded = loaded.unwrap();
-                assert_eq!(loaded.execute(&[&a, &b]).unwrap()[0].to_vec::<f32>().unwrap(), [11., 22., 33., 44.]);
+                assert_eq!(
+                    loaded.execute(&[&a, &b], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+                    [11., 22., 33., 44.]
+                );
             } else {
                 match loaded {
                     Err(Error::Unsupported { function, since_minor, plugin_major: 0, plugin_minor: 106 }) => {
@@ -239,31 +245,31 @@ fn inputs_are_donated_per_the_program_unless_listed_as_non_donatable() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
         let exe = compile(&client, DONATING_ADD, &CompileOptions::new());
-        let b = upload(&client, [10., 20., 30., 40.]);
+        let b = client.upload(&[10f32, 20., 30., 40.], &[4]).unwrap();
 
-        // Plain execute, and execute_with default options: the aliased input is consumed.
+        // Plain execute, and execute with default options: the aliased input is consumed.
         for options in [None, Some(ExecuteOptions::new())] {
-            let a = upload(&client, [1., 2., 3., 4.]);
+            let a = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
             let out = match &options {
-                None => exe.execute(&[&a, &b]).unwrap(),
-                Some(options) => exe.execute_with(&[&a, &b], options).unwrap(),
+                None => exe.execute(&[&a, &b], &ExecuteOptions::new()).unwrap(),
+                Some(options) => exe.execute(&[&a, &b], options).unwrap(),
             };
             assert_eq!(out[0].to_vec::<f32>().unwrap(), [11., 22., 33., 44.]);
             assert!(a.is_deleted().unwrap(), "{name}: the donated input is gone");
         }
 
         // Listed as non-donatable: kept, and still readable.
-        let a = upload(&client, [1., 2., 3., 4.]);
+        let a = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
         let keep = ExecuteOptions::new().non_donatable_inputs([0]);
         for _ in 0..2 {
-            let out = exe.execute_with(&[&a, &b], &keep).unwrap();
+            let out = exe.execute(&[&a, &b], &keep).unwrap();
             assert_eq!(out[0].to_vec::<f32>().unwrap(), [11., 22., 33., 44.]);
         }
         assert!(!a.is_deleted().unwrap(), "{name}");
         assert_eq!(a.to_vec::<f32>().unwrap(), [1., 2., 3., 4.]);
 
         // An index beyond the arguments is refused before the plugin.
-        let e = exe.execute_with(&[&a, &b], &ExecuteOptions::new().non_donatable_inputs([2])).unwrap_err();
+        let e = exe.execute(&[&a, &b], &ExecuteOptions::new().non_donatable_inputs([2])).unwrap_err();
         assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("non-donatable input 2")), "{e}");
     }
 }
@@ -275,23 +281,20 @@ fn launch_id_and_execute_context() {
         let context = ExecuteContext::new(client.plugin()).unwrap();
         assert!(!context.as_raw().is_null());
         let options = ExecuteOptions::new().launch_id(42).context(&context);
-        let (a, b) = (upload(&client, [1., 2., 3., 4.]), upload(&client, [10., 20., 30., 40.]));
+        let (a, b) =
+            (client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap(), client.upload(&[10f32, 20., 30., 40.], &[4]).unwrap());
 
         let exe = add(&client);
         for _ in 0..3 {
-            assert_eq!(
-                exe.execute_with(&[&a, &b], &options).unwrap()[0].to_vec::<f32>().unwrap(),
-                [11., 22., 33., 44.]
-            );
+            assert_eq!(exe.execute(&[&a, &b], &options).unwrap()[0].to_vec::<f32>().unwrap(), [11., 22., 33., 44.]);
         }
 
         // Two replicas, sharded: every device gets the options.
         let replicated = compile(&client, support::ADD_F32, &CompileOptions::new().num_replicas(2));
         let devices = replicated.addressable_devices();
         let (a1, b1) = (a.copy_to_device(&devices[1]).unwrap(), b.copy_to_device(&devices[1]).unwrap());
-        let run = replicated.execute_sharded_with(&[[&a, &b], [&b1, &a1]], &options).unwrap();
-        run.wait().unwrap();
-        for outputs in &run.outputs {
+        let run = replicated.execute_sharded(&[[&a, &b], [&b1, &a1]], &options).unwrap();
+        for outputs in &run {
             assert_eq!(outputs[0].to_vec::<f32>().unwrap(), [11., 22., 33., 44.]);
         }
 
@@ -299,7 +302,7 @@ fn launch_id_and_execute_context() {
         let weak = {
             let context = ExecuteContext::new(client.plugin()).unwrap();
             let run =
-                replicated.execute_sharded_with(&[[&a, &b], [&b1, &a1]], &ExecuteOptions::new().context(&context));
+                replicated.execute_sharded_async(&[[&a, &b], [&b1, &a1]], &ExecuteOptions::new().context(&context));
             drop(context);
             run.unwrap()
         };
@@ -308,7 +311,7 @@ fn launch_id_and_execute_context() {
         // A context of another plugin is refused.
         let other = support::plugin(if *name == "cpu" { "cpu-0.106" } else { "cpu" });
         let foreign = ExecuteContext::new(&other).unwrap();
-        let e = exe.execute_with(&[&a, &b], &ExecuteOptions::new().context(&foreign)).unwrap_err();
+        let e = exe.execute(&[&a, &b], &ExecuteOptions::new().context(&foreign)).unwrap_err();
         assert!(matches!(&e, Error::ForeignObject { what: "the execute context", .. }), "{e}");
     }
 }
@@ -319,7 +322,7 @@ fn options_state_is_released_once_every_device_completed() {
         let client = support::client(name, 2);
         let replicated = compile(&client, support::ADD_F32, &CompileOptions::new().num_replicas(2));
         let devices = replicated.addressable_devices();
-        let a = upload(&client, [1., 2., 3., 4.]);
+        let a = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
         let a1 = a.copy_to_device(&devices[1]).unwrap();
         let token = Arc::new(());
         let held = token.clone();
@@ -329,11 +332,10 @@ fn options_state_is_released_once_every_device_completed() {
         });
         for _ in 0..5 {
             // Dropped at once: the launch keeps what the plugin was given until it completes.
-            drop(replicated.execute_sharded_with(&[[&a, &a], [&a1, &a1]], &options).unwrap());
+            drop(replicated.execute_sharded_async(&[[&a, &a], [&a1, &a1]], &options).unwrap());
         }
-        let run = replicated.execute_sharded_with(&[[&a, &a], [&a1, &a1]], &options).unwrap();
-        run.wait().unwrap();
-        assert_eq!(run.outputs[1][0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
+        let run = replicated.execute_sharded(&[[&a, &a], [&a1, &a1]], &options).unwrap();
+        assert_eq!(run[1][0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
         // Once the options are gone and every launch has completed, the closure is freed.
         assert!(Arc::strong_count(&token) >= 2);
         drop(options);

@@ -1,26 +1,27 @@
 //! Execute options on every execute path (issue 13, item 2) and Rust values owned by an execute
 //! context for FFI handlers (item 8c), on both CPU plugins.
 //!
-//! The paths: `execute_on_with` (portable and single-device executables), the non-blocking
-//! `execute_on_async`, `execute_on_async_with`, `execute_async_with` and the per-device
-//! `execute_sharded_async`. Both CPU plugins have `PJRT_ExecuteContext_Create` (0.52) and read
+//! The paths: `execute` with `ExecuteOptions::device` (portable and single-device executables),
+//! the non-blocking `execute_async` (with and without a device), and `execute_sharded` /
+//! `execute_sharded_async` (taken device by device with `into_per_device`). Both CPU plugins have `PJRT_ExecuteContext_Create` (0.52) and read
 //! `PJRT_ExecuteOptions.context` (0.64), so contexts work on both.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pjrt_client::{
-    Buffer, Client, CompileOptions, Device, Error, ExecuteContext, ExecuteOptions, LoadedExecutable, Placement, Program,
+    Buffer, Client, CompileOptions, Device, Error, ExecuteContext, ExecuteOptions, LoadedExecutable, Program,
 };
 
 use crate::support;
+use pjrt_client::{HostSource, UploadOptions};
 
 fn compile(client: &Client, source: &str, options: &CompileOptions) -> LoadedExecutable {
     client.compile(&Program::mlir_text(source).unwrap(), options).unwrap()
 }
 
 fn upload_to(client: &Client, device: &Device<'_>, values: [f32; 4]) -> Buffer {
-    client.buffer_from_slice(&values, &[4], Placement::Device(device)).unwrap()
+    client.upload_with(HostSource::slice(&values, &[4]), &UploadOptions::new().device(device)).unwrap()
 }
 
 fn portable() -> CompileOptions {
@@ -74,13 +75,13 @@ fn execute_on_with_options_on_portable_and_single_device_executables() {
         let x = upload_to(&client, &device, [1., 2., 3., 4.]);
         let options = ExecuteOptions::new().launch_id(11).non_donatable_inputs([0]).context(&context);
         for _ in 0..2 {
-            let out = exe.execute_on_with(&device, &[&x], &options).unwrap();
+            let out = exe.execute(&[&x], &options.clone().device(&device)).unwrap();
             assert_eq!(out[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{name}");
             assert_eq!(out[0].device().unwrap().id().unwrap(), device.id().unwrap(), "{name}: ran where asked");
         }
         assert!(!x.is_deleted().unwrap(), "{name}: listed as non-donatable, kept");
         // Without the option the plugin donates it: the options reached the plugin.
-        let out = exe.execute_on_with(&device, &[&x], &ExecuteOptions::new().launch_id(12)).unwrap();
+        let out = exe.execute(&[&x], &ExecuteOptions::new().launch_id(12).device(&device)).unwrap();
         assert_eq!(out[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{name}");
         assert!(x.is_deleted().unwrap(), "{name}: donated");
 
@@ -88,20 +89,20 @@ fn execute_on_with_options_on_portable_and_single_device_executables() {
         let single = compile(&client, support::ADD_F32, &CompileOptions::new());
         let own = single.addressable_devices()[0];
         let a = upload_to(&client, &own, [1., 2., 3., 4.]);
-        let out = single.execute_on_with(&own, &[&a, &a], &options).unwrap();
+        let out = single.execute(&[&a, &a], &options.clone().device(&own)).unwrap();
         assert_eq!(out[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{name}");
 
         // Refused before the plugin: an index beyond the arguments, a device or a context of
         // another client or plugin.
-        let e = exe.execute_on_with(&device, &[&a], &ExecuteOptions::new().non_donatable_inputs([1])).unwrap_err();
+        let e = exe.execute(&[&a], &ExecuteOptions::new().non_donatable_inputs([1]).device(&device)).unwrap_err();
         assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("non-donatable input 1")), "{name}: {e}");
         let other_client = support::client(name, 1);
         let foreign_device = other_client.addressable_devices()[0];
-        let e = exe.execute_on_with(&foreign_device, &[&a], &ExecuteOptions::new()).unwrap_err();
+        let e = exe.execute(&[&a], &ExecuteOptions::new().device(&foreign_device)).unwrap_err();
         assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("another client")), "{name}: {e}");
         let other_plugin = support::plugin(if *name == "cpu" { "cpu-0.106" } else { "cpu" });
         let foreign_context = ExecuteContext::new(&other_plugin).unwrap();
-        let e = exe.execute_on_with(&own, &[&a], &ExecuteOptions::new().context(&foreign_context)).unwrap_err();
+        let e = exe.execute(&[&a], &ExecuteOptions::new().context(&foreign_context).device(&own)).unwrap_err();
         assert!(matches!(&e, Error::ForeignObject { what: "the execute context", .. }), "{name}: {e}");
     }
 }
@@ -118,9 +119,9 @@ fn non_blocking_execute_on_and_execute_async_with() {
             devices.iter().enumerate().map(|(k, d)| upload_to(&client, d, [k as f32, 1., 2., 3.])).collect();
         let mut pending = Vec::new();
         for (device, x) in devices.iter().zip(&inputs) {
-            pending.push(exe.execute_on_async(device, &[x, x]).unwrap());
+            pending.push(exe.execute_async(&[x, x], &ExecuteOptions::new().device(device)).unwrap());
             let options = ExecuteOptions::new().launch_id(3);
-            pending.push(exe.execute_on_async_with(device, &[x, x], &options).unwrap());
+            pending.push(exe.execute_async(&[x, x], &options.clone().device(device)).unwrap());
         }
         let results: Vec<Vec<f32>> = futures::executor::block_on(async {
             let mut results = Vec::new();
@@ -131,19 +132,19 @@ fn non_blocking_execute_on_and_execute_async_with() {
         });
         assert_eq!(results, [[0., 2., 4., 6.], [0., 2., 4., 6.], [2., 2., 4., 6.], [2., 2., 4., 6.]], "{name}");
 
-        // execute_async_with on a single-device, donating program: the option keeps the input.
+        // execute_async with options on a single-device, donating program: the option keeps the input.
         let donating = compile(&client, support::DONATING, &CompileOptions::new());
         let x = upload_to(&client, &donating.addressable_devices()[0], [1., 2., 3., 4.]);
         let keep = ExecuteOptions::new().non_donatable_inputs([0]);
-        let pending: Vec<_> = (0..3).map(|_| donating.execute_async_with(&[&x], &keep).unwrap()).collect();
+        let pending: Vec<_> = (0..3).map(|_| donating.execute_async(&[&x], &keep).unwrap()).collect();
         for execution in pending {
             assert_eq!(execution.wait().unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{name}");
         }
         assert!(!x.is_deleted().unwrap(), "{name}");
 
-        // A portable executable needs a device: the non-blocking form says which call to use.
-        let e = exe.execute_async_with(&[&x, &x], &ExecuteOptions::new()).unwrap_err();
-        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("execute_on_async_with")), "{name}: {e}");
+        // A portable executable needs a device: the error names ExecuteOptions::device.
+        let e = exe.execute_async(&[&x, &x], &ExecuteOptions::new()).unwrap_err();
+        assert!(matches!(&e, Error::InvalidArgument(m) if m.contains("ExecuteOptions::device")), "{name}: {e}");
     }
 }
 
@@ -159,7 +160,7 @@ fn sharded_async_gives_one_pending_execution_per_device() {
         let arguments: Vec<[&Buffer; 1]> = inputs.iter().map(|x| [x]).collect();
         let options = ExecuteOptions::new().launch_id(21).non_donatable_inputs([0]).context(&context);
 
-        let pending = exe.execute_sharded_async(&arguments, &options).unwrap();
+        let pending = exe.execute_sharded_async(&arguments, &options).unwrap().into_per_device();
         assert_eq!(pending.len(), 2, "{name}");
         // Taken device by device, in reverse: each holds its own device's outputs.
         for (k, execution) in pending.into_iter().enumerate().rev() {
@@ -170,11 +171,10 @@ fn sharded_async_gives_one_pending_execution_per_device() {
         assert!(inputs.iter().all(|x| !x.is_deleted().unwrap()), "{name}: kept");
 
         // The blocking sharded form with the same options, then without: donated.
-        let run = exe.execute_sharded_with(&arguments, &options).unwrap();
-        run.wait().unwrap();
+        exe.execute_sharded(&arguments, &options).unwrap();
         assert!(inputs.iter().all(|x| !x.is_deleted().unwrap()), "{name}");
         let pending = exe.execute_sharded_async(&arguments, &ExecuteOptions::new()).unwrap();
-        for execution in pending {
+        for execution in pending.into_per_device() {
             execution.wait().unwrap();
         }
         assert!(inputs.iter().all(|x| x.is_deleted().unwrap()), "{name}: donated without the option");
@@ -201,11 +201,11 @@ fn callbacks_outlive_non_blocking_launches_and_are_dropped_outside_the_plugin() 
         // Pending executions dropped at once, on the non-blocking paths: what the plugin was
         // given stays alive until each launch completes.
         for _ in 0..4 {
-            drop(single.execute_async_with(&[&inputs[0], &inputs[0]], &options).unwrap());
+            drop(single.execute_async(&[&inputs[0], &inputs[0]], &options).unwrap());
             let arguments = [[&inputs[0], &inputs[0]], [&inputs[1], &inputs[1]]];
             drop(replicated.execute_sharded_async(&arguments, &options).unwrap());
         }
-        let last = single.execute_async_with(&[&inputs[0], &inputs[0]], &options).unwrap();
+        let last = single.execute_async(&[&inputs[0], &inputs[0]], &options).unwrap();
         assert_eq!(last.wait().unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{name}");
         assert_eq!(drops.load(Ordering::SeqCst), 0, "{name}: the options still hold the closure");
         drop(options);
@@ -228,7 +228,7 @@ fn callbacks_outlive_non_blocking_launches_and_are_dropped_outside_the_plugin() 
         });
         for device in [&devices[1], &single.addressable_devices()[0]] {
             let x = upload_to(&client, device, [1., 2., 3., 4.]);
-            let e = portable_exe.execute_on_async_with(device, &[&x, &x], &options).unwrap_err();
+            let e = portable_exe.execute_async(&[&x, &x], &options.clone().device(device)).unwrap_err();
             assert_eq!(e.code(), Some(pjrt_client::ErrorCode::Unimplemented), "{name}: {e}");
             assert!(e.to_string().contains("execute_device"), "{name}: {e}");
         }
@@ -281,7 +281,7 @@ fn owned_user_data_reaches_the_plugin_and_is_dropped_once_after_the_context() {
         let e = ffi.add_owned_user_data(&context, probe_type, second).unwrap_err();
         assert!(matches!(e, Error::Pjrt { .. }), "{name}: {e}");
         let options = ExecuteOptions::new().context(&context);
-        let pending = exe.execute_on_async_with(&device, &[&a, &a], &options).unwrap();
+        let pending = exe.execute_async(&[&a, &a], &options.clone().device(&device)).unwrap();
         drop((context, options));
         assert_eq!(pending.wait().unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{name}");
         support::wait_for("the execution to release the context", || {
@@ -337,17 +337,24 @@ fn options_newer_than_the_plugin_are_refused_on_every_path() {
                 }
                 other => panic!("{scenario}: {path}: expected Unsupported, got {other:?}"),
             };
-            refused(exe.execute_with(&[&a, &a], &options).map(drop), "execute_with");
-            refused(exe.execute_async_with(&[&a, &a], &options).map(drop), "execute_async_with");
-            refused(exe.execute_on_with(&device, &[&a, &a], &options).map(drop), "execute_on_with");
-            refused(exe.execute_on_async_with(&device, &[&a, &a], &options).map(drop), "execute_on_async_with");
-            refused(exe.execute_sharded_with(&[[&a, &a]], &options).map(drop), "execute_sharded_with");
+            refused(exe.execute(&[&a, &a], &options).map(drop), "execute");
+            refused(exe.execute_async(&[&a, &a], &options).map(drop), "execute_async");
+            refused(exe.execute(&[&a, &a], &options.clone().device(&device)).map(drop), "execute with a device");
+            refused(
+                exe.execute_async(&[&a, &a], &options.clone().device(&device)).map(drop),
+                "execute_async with a device",
+            );
+            refused(exe.execute_sharded(&[[&a, &a]], &options).map(drop), "execute_sharded");
             refused(exe.execute_sharded_async(&[[&a, &a]], &options).map(drop), "execute_sharded_async");
             // Without the option, every path runs.
             let plain = ExecuteOptions::new().launch_id(1);
-            assert_eq!(exe.execute_on_with(&device, &[&a, &a], &plain).unwrap().len(), 1, "{scenario}");
-            assert_eq!(exe.execute_on_async(&device, &[&a, &a]).unwrap().wait().unwrap().len(), 1, "{scenario}");
-            for pending in exe.execute_sharded_async(&[[&a, &a]], &plain).unwrap() {
+            assert_eq!(exe.execute(&[&a, &a], &plain.clone().device(&device)).unwrap().len(), 1, "{scenario}");
+            assert_eq!(
+                exe.execute_async(&[&a, &a], &ExecuteOptions::new().device(&device)).unwrap().wait().unwrap().len(),
+                1,
+                "{scenario}"
+            );
+            for pending in exe.execute_sharded_async(&[[&a, &a]], &plain).unwrap().into_per_device() {
                 pending.wait().unwrap();
             }
         }
@@ -366,12 +373,12 @@ fn call_location_and_task_incarnations_reach_every_path() {
             ExecuteOptions::new().call_location("execute_everywhere.rs:1").task_incarnations([(0, 7), (1, 3), (0, 8)]);
         let debug = format!("{options:?}");
         assert!(debug.contains("[(0, 8), (1, 3)]"), "a task given twice keeps its last incarnation: {debug}");
-        let sum = exe.execute_on_with(&device, &[&a, &a], &options).unwrap();
+        let sum = exe.execute(&[&a, &a], &options.clone().device(&device)).unwrap();
         assert_eq!(sum[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{name}");
-        let pending = exe.execute_on_async_with(&device, &[&a, &a], &options).unwrap();
+        let pending = exe.execute_async(&[&a, &a], &options.clone().device(&device)).unwrap();
         assert_eq!(pending.wait().unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{name}");
         let bad = ExecuteOptions::new().call_location("a\0b");
-        let e = exe.execute_on_with(&device, &[&a, &a], &bad).unwrap_err();
+        let e = exe.execute(&[&a, &a], &bad.clone().device(&device)).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("NUL"), "{name}: {e}");
     }
 }
@@ -392,7 +399,7 @@ fn call_location_and_task_incarnations_are_refused_by_older_plugins() {
             (ExecuteOptions::new().call_location("here"), "PJRT_ExecuteOptions.call_location", 76),
             (ExecuteOptions::new().task_incarnations([(0, 1)]), "PJRT_ExecuteOptions.task_ids", 78),
         ] {
-            match exe.execute_with(&[&a, &a], &options) {
+            match exe.execute(&[&a, &a], &options) {
                 Err(Error::Unsupported { function, since_minor, .. }) => {
                     assert_eq!((function, since_minor), (feature, since))
                 }

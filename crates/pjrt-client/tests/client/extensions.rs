@@ -1,9 +1,10 @@
 //! The extension chain and the extensions the CPU plugins expose, on both plugins.
 
 use pjrt_client::extensions::{ExtensionInfo, ExtensionKind};
-use pjrt_client::{sys, CompileOptions, ElementType, Error, ErrorCode, ExecuteContext, Placement, Program};
+use pjrt_client::{sys, CompileOptions, ElementType, Error, ErrorCode, ExecuteContext, Program};
 
 use crate::support;
+use pjrt_client::ExecuteOptions;
 
 fn chain(infos: &[ExtensionInfo]) -> Vec<(ExtensionKind, usize)> {
     infos.iter().map(|i| (i.kind, i.struct_size)).collect()
@@ -83,7 +84,7 @@ fn layouts_of_client_defaults_buffers_and_executables() {
         assert_eq!(default.as_str(), Some("{1,0}"));
         assert_eq!(layouts.client_default_layout(&client, ElementType::S8, &[4]).unwrap(), "{0}");
 
-        let buffer = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+        let buffer = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
         assert_eq!(layouts.buffer_layout(&buffer).unwrap(), "{0}", "{name}");
 
         let program = Program::mlir_text(support::ADD_F32).unwrap();
@@ -118,7 +119,7 @@ fn layout_arguments_are_checked_before_the_plugin_sees_them() {
     let other = support::client("cpu", 1);
     let e = layouts.client_default_layout(&other, ElementType::F32, &[2]).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
-    let buffer = other.buffer_from_slice(&[1f32], &[1], Placement::Default).unwrap();
+    let buffer = other.upload(&[1f32], &[1]).unwrap();
     assert!(matches!(layouts.buffer_layout(&buffer), Err(Error::InvalidArgument(_))));
 }
 
@@ -243,11 +244,11 @@ fn a_profiler_session_collects_what_the_plugin_recorded() {
     let plugin = fake.plugin();
     let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new()).unwrap();
     let exe = crate::fake_support::compile(&client, 1).unwrap();
-    let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
-    drop(exe.execute(&[&a, &a]).unwrap()); // before the session: not recorded
+    let a = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
+    drop(exe.execute(&[&a, &a], &ExecuteOptions::new()).unwrap()); // before the session: not recorded
     let session = ProfilerSession::start(&plugin).unwrap();
     let before = unix_ns();
-    drop(exe.execute(&[&a, &a]).unwrap());
+    drop(exe.execute(&[&a, &a], &ExecuteOptions::new()).unwrap());
     let after = unix_ns();
     let space = session.collect().unwrap();
     let events = space.events();

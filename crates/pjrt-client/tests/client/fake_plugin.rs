@@ -10,11 +10,10 @@
 use std::path::PathBuf;
 use std::sync::{mpsc, Once};
 
-use pjrt_client::{
-    ApiVersion, Client, ClientOptions, ElementType, Error, ErrorCode, HostLayout, LoadError, Placement, Plugin,
-};
+use pjrt_client::{ApiVersion, Client, ClientOptions, ElementType, Error, ErrorCode, LoadError, Plugin};
 
 use crate::fake_support::{compile, fake_library, scenario_dir, Fake};
+use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
 
 /// Silences the expected panics of the callback tests (they happen on the fake's threads, where
 /// the test harness does not capture output); every other panic is reported as usual.
@@ -226,7 +225,7 @@ fn panicking_on_ready_callback_is_caught() {
     quiet_expected_panics();
     let fake = Fake::new("working");
     let client = working_client(&fake);
-    let buffer = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+    let buffer = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
     assert_eq!(buffer.element_type().unwrap(), ElementType::F32);
     assert_eq!(buffer.dimensions().unwrap(), [4]);
     let event = buffer.ready_event().unwrap();
@@ -269,7 +268,7 @@ fn on_ready_callback_receives_the_event_error() {
     quiet_expected_panics();
     let fake = Fake::new("event_error");
     let client = working_client(&fake);
-    let buffer = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+    let buffer = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
     let event = buffer.ready_event().unwrap();
 
     let (sender, receiver) = mpsc::channel();
@@ -316,27 +315,27 @@ fn newer_element_type_is_refused_before_the_call() {
     let fake = Fake::new("working_0_106");
     let client = working_client(&fake);
     assert_eq!(client.plugin().api_version().minor, 106);
-    let dense = HostLayout::default();
+    let dense = UploadOptions::new();
 
     // F6E2M3FN is 0.114: the real 0.106 plugin segfaults on it.
-    match client.buffer_from_bytes(&[0u8; 4], ElementType::F6E2M3FN, &[4], &dense, Placement::Default) {
+    match client.upload_with(HostSource::bytes(&[0u8; 4], ElementType::F6E2M3FN, &[4]), &dense) {
         Err(Error::Unsupported { since_minor: 114, plugin_minor: 106, .. }) => {}
         other => panic!("expected Unsupported for f6e2m3fn on 0.106, got {other:?}"),
     }
     // INVALID aborts every real plugin.
-    match client.buffer_from_bytes(&[0u8; 4], ElementType::INVALID, &[4], &dense, Placement::Default) {
+    match client.upload_with(HostSource::bytes(&[0u8; 4], ElementType::INVALID, &[4]), &dense) {
         Err(Error::InvalidArgument(_)) => {}
         other => panic!("expected InvalidArgument for INVALID, got {other:?}"),
     }
     // 8 bytes for an f32[4] (16 bytes): the plugin would read past the slice.
-    match client.buffer_from_bytes(&[0u8; 8], ElementType::F32, &[4], &dense, Placement::Default) {
+    match client.upload_with(HostSource::bytes(&[0u8; 8], ElementType::F32, &[4]), &dense) {
         Err(Error::InvalidArgument(_)) => {}
         other => panic!("expected InvalidArgument for a short slice, got {other:?}"),
     }
     assert_eq!(fake.counter("buffer_from_host_calls"), 0);
 
     // Control: a valid upload does reach the plugin.
-    let buffer = client.buffer_from_bytes(&[0u8; 16], ElementType::F32, &[4], &dense, Placement::Default).unwrap();
+    let buffer = client.upload_with(HostSource::bytes(&[0u8; 16], ElementType::F32, &[4]), &dense).unwrap();
     assert_eq!(fake.counter("buffer_from_host_calls"), 1);
     drop(buffer);
     drop(client);
@@ -430,8 +429,8 @@ fn an_optimized_mlir_text_program_keeps_the_argument_checks() {
     let shapes = exe.parameter_shapes().unwrap();
     assert_eq!(shapes.len(), 2);
     assert_eq!((shapes[0].element_type, &shapes[0].dims[..]), (Some(ElementType::F32), &[4][..]));
-    let wrong = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default).unwrap();
-    let err = exe.execute(&[&wrong, &wrong]).unwrap_err().to_string();
+    let wrong = client.upload(&[1f32, 2.], &[2]).unwrap();
+    let err = exe.execute(&[&wrong, &wrong], &ExecuteOptions::new()).unwrap_err().to_string();
     assert!(err.contains("parameter 0 is f32[4]"), "{err}");
 }
 
@@ -445,8 +444,12 @@ fn an_optimized_mlir_bytecode_program_falls_back_to_the_source_or_says_why_check
     let exe = compile(&client, 1).unwrap();
     assert_eq!(exe.argument_checks_off_because(), None);
     assert_eq!(exe.parameter_shapes().unwrap().len(), 2);
-    let wrong = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default).unwrap();
-    assert!(exe.execute(&[&wrong, &wrong]).unwrap_err().to_string().contains("parameter 0 is f32[4]"));
+    let wrong = client.upload(&[1f32, 2.], &[2]).unwrap();
+    assert!(exe
+        .execute(&[&wrong, &wrong], &ExecuteOptions::new())
+        .unwrap_err()
+        .to_string()
+        .contains("parameter 0 is f32[4]"));
 
     let bytecode = pjrt_client::Program::mlir_bytecode(b"ML\xefR\x0dMLIR23.0.0git\0".to_vec()).unwrap();
     let exe = client.compile(&bytecode, &pjrt_client::CompileOptions::new()).unwrap();
@@ -459,5 +462,9 @@ fn an_optimized_mlir_bytecode_program_falls_back_to_the_source_or_says_why_check
         bytecode.with_parameters([(pjrt_client::ElementType::F32, vec![4]), (pjrt_client::ElementType::F32, vec![4])]);
     let exe = client.compile(&declared, &pjrt_client::CompileOptions::new()).unwrap();
     assert_eq!(exe.argument_checks_off_because(), None);
-    assert!(exe.execute(&[&wrong, &wrong]).unwrap_err().to_string().contains("parameter 0 is f32[4]"));
+    assert!(exe
+        .execute(&[&wrong, &wrong], &ExecuteOptions::new())
+        .unwrap_err()
+        .to_string()
+        .contains("parameter 0 is f32[4]"));
 }

@@ -3,7 +3,7 @@
 //! (or absent) buffer memory "none", and before 0.48 a memory's kind id is the FarmHash
 //! `Fingerprint32` of its kind. Other errors stay errors.
 
-use pjrt_client::{Client, ClientOptions, ErrorCode, Placement};
+use pjrt_client::{Client, ClientOptions, ErrorCode};
 
 use crate::fake_support::Fake;
 use crate::support;
@@ -25,7 +25,7 @@ fn unimplemented_queries_read_as_nothing_to_report() {
         let device = client.addressable_devices()[0];
         assert!(device.memories().unwrap().is_empty());
         assert!(device.memory_by_kind("device").unwrap().is_none());
-        let buffer = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+        let buffer = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
         assert_eq!(buffer.dynamic_dimension_indices().unwrap(), Vec::<usize>::new());
         assert!(buffer.memory_if_reported().unwrap().is_none());
         // The strict query says why it has no answer.
@@ -43,7 +43,7 @@ fn the_same_queries_answer_normally_without_the_faults() {
     let plugin = fake.plugin();
     let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
     assert_eq!(client.addressable_memories().unwrap().len(), 3);
-    let buffer = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+    let buffer = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
     let memory = buffer.memory_if_reported().unwrap().expect("the fake reports a buffer's memory");
     assert_eq!(memory, buffer.memory().unwrap());
 }
@@ -65,7 +65,7 @@ null_output PJRT_Buffer_Memory
         assert_eq!(client.addressable_memories().unwrap_err().code(), Some(ErrorCode::Internal));
         let device = client.addressable_devices()[0];
         assert_eq!(device.memories().unwrap_err().code(), Some(ErrorCode::Internal));
-        let buffer = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+        let buffer = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
         assert_eq!(buffer.dynamic_dimension_indices().unwrap_err().code(), Some(ErrorCode::Internal));
         // A NULL memory without an error: none, as XLA reads it; the strict query refuses it.
         assert!(buffer.memory_if_reported().unwrap().is_none());
@@ -116,7 +116,7 @@ fn the_cpu_plugins_kind_ids_agree_with_the_fallback_fingerprint() {
         }
         // The real answers of the fallback queries: memories present, no dynamic dimensions, a
         // buffer's memory reported.
-        let buffer = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default).unwrap();
+        let buffer = client.upload(&[1f32, 2.], &[2]).unwrap();
         assert_eq!(buffer.dynamic_dimension_indices().unwrap(), Vec::<usize>::new(), "{name}");
         assert_eq!(buffer.memory_if_reported().unwrap().unwrap().kind().unwrap(), "device", "{name}");
     }

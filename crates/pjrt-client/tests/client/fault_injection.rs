@@ -22,11 +22,11 @@ use std::time::{Duration, Instant};
 
 use pjrt_client::{
     ArrayShape, Buffer, Client, ClientOptions, CompileOptions, ElementType, Error, ErrorCode, ExecuteOptions,
-    HostBufferSemantics, HostLayout, LoadError, Placement, Plugin, ProcessInfo, ProcessState, ShapeSpec, Topology,
-    UserEvent,
+    HostBufferSemantics, LoadError, Placement, Plugin, ProcessInfo, ProcessState, ShapeSpec, Topology, UserEvent,
 };
 
 use crate::fake_support::{compile, program, Fake, OBJECT_KINDS};
+use pjrt_client::{DownloadOptions, HostSource, UploadOptions};
 
 /// How long a wait for an event that never completes is given.
 const NEVER_TIMEOUT: u64 = 100;
@@ -58,9 +58,9 @@ enum Op {
     MemoryDebugString,
     MemoryToString,
     MemoryDevices,
-    /// `buffer_from_slice` (copy during the call).
+    /// `Client::upload` (copy during the call).
     Upload,
-    /// `buffer_from_bytes` with `CopyUntilTransferCompletes` (waits for the done event).
+    /// `Client::upload_with` of bytes with `CopyUntilTransferCompletes` (waits for the done event).
     UploadUntilDone,
     /// The buffer queries run on a copy (whose shape is not cached).
     BufferElementType,
@@ -77,7 +77,7 @@ enum Op {
     /// `ready_event()` then `on_ready(..)`; the result is the status the callback got.
     OnReady,
     ToVec,
-    /// `copy_to_host_async` then `HostTransfer::wait_timeout(ms)`.
+    /// `to_bytes_async` into a destination, then `HostTransfer::wait_timeout(ms)`.
     ToHostWithin(u64),
     CopyToDevice,
     CopyToMemory,
@@ -564,7 +564,7 @@ const SUM: [f32; 4] = [11., 22., 33., 44.];
 
 fn upload(client: &Client, data: &[f32; 4], device: usize) -> pjrt_client::Result<Buffer> {
     let devices = client.devices();
-    client.buffer_from_slice(data, &[4], Placement::Device(&devices[device]))
+    client.upload_with(HostSource::slice(data, &[4]), &UploadOptions::new().device(&devices[device]))
 }
 
 fn f32_4() -> ArrayShape {
@@ -654,7 +654,7 @@ impl Op {
                 let executable = compile(client, 2)?;
                 arm();
                 let options = executable.compile_options()?;
-                Ok(options.replicas() == 2 && options.partitions() == 1)
+                Ok(options.num_replicas_requested() == 2 && options.num_partitions_requested() == 1)
             }
             Op::DeviceAssignmentOf => {
                 let executable = compile(client, 2)?;
@@ -763,7 +763,7 @@ impl Op {
             Op::RawCopy => {
                 let buffer = upload(client, &A, 0)?;
                 arm();
-                let bytes = buffer.copy_raw_to_host(4, 8)?;
+                let bytes = buffer.to_bytes(DownloadOptions::new().raw(4, 8))?;
                 Ok(bytes == [2f32, 3.].iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>())
             }
             Op::Bitcast => {
@@ -858,7 +858,7 @@ impl Op {
                 let (a, b) = (upload(client, &A, 0)?, upload(client, &B, 0)?);
                 arm();
                 let loaded = client.load(&compiled, &CompileOptions::new())?;
-                Ok(loaded.execute(&[&a, &b])?[0].to_vec::<f32>()? == SUM)
+                Ok(loaded.execute(&[&a, &b], &ExecuteOptions::new())?[0].to_vec::<f32>()? == SUM)
             }
             Op::View => {
                 let memory = A.to_vec();
@@ -914,7 +914,7 @@ impl Op {
             Op::RawCopyFuture => {
                 let buffer = upload(client, &A, 0)?;
                 arm();
-                let request = buffer.copy_raw_to_host_future(4, 8)?;
+                let request = buffer.raw_copy_request(4, 8)?;
                 let copied = request.fulfill(vec![0; 8])?.wait_timeout(Duration::from_secs(LATE_TIMEOUT))?;
                 Ok(copied == [2f32, 3.].iter().flat_map(|v| v.to_ne_bytes()).collect::<Vec<u8>>())
             }
@@ -936,7 +936,7 @@ impl Op {
                     })
                 };
                 arm();
-                let out = executable.execute_with(&[&a, &b], &options)?;
+                let out = executable.execute(&[&a, &b], &options)?;
                 if let Some(failure) = options.take_callback_failures().into_iter().next() {
                     return Err(failure);
                 }
@@ -1029,14 +1029,13 @@ impl Op {
             }
             Op::Upload => {
                 arm();
-                let buffer = client.buffer_from_slice(&A, &[4], Placement::Default)?;
+                let buffer = client.upload(&A, &[4])?;
                 Ok(buffer.dimensions()? == [4])
             }
             Op::UploadUntilDone => {
-                let layout =
-                    HostLayout { semantics: HostBufferSemantics::CopyUntilTransferCompletes, ..HostLayout::default() };
+                let layout = UploadOptions::new().semantics(HostBufferSemantics::CopyUntilTransferCompletes);
                 arm();
-                client.buffer_from_bytes(&bytes, ElementType::F32, &[4], &layout, Placement::Default)?;
+                client.upload_with(HostSource::bytes(&bytes, ElementType::F32, &[4]), &layout)?;
                 Ok(true)
             }
             Op::BufferElementType
@@ -1095,7 +1094,7 @@ impl Op {
             Op::ToHostWithin(ms) => {
                 let buffer = upload(client, &A, 0)?;
                 arm();
-                let transfer = buffer.copy_to_host_async(vec![0; 16])?;
+                let transfer = buffer.to_bytes_async(DownloadOptions::new().destination(vec![0; 16]))?;
                 Ok(transfer.wait_timeout(Duration::from_millis(ms))? == bytes)
             }
             Op::CopyToDevice => {
@@ -1125,19 +1124,20 @@ impl Op {
                 let executable = compile(client, 1)?;
                 let (a, b) = (upload(client, &A, 0)?, upload(client, &B, 0)?);
                 arm();
-                Ok(executable.execute(&[&a, &b])?.len() == 1)
+                Ok(executable.execute(&[&a, &b], &ExecuteOptions::new())?.len() == 1)
             }
             Op::ExecuteReplicated | Op::ExecuteReplicatedWithin(_) => {
                 let executable = compile(client, 2)?;
                 let (a0, b0) = (upload(client, &A, 0)?, upload(client, &B, 0)?);
                 let (a1, b1) = (upload(client, &A, 1)?, upload(client, &B, 1)?);
                 arm();
-                let execution = executable.execute_sharded(&[[&a0, &b0], [&a1, &b1]])?;
-                match self {
+                let mut execution =
+                    executable.execute_sharded_async(&[[&a0, &b0], [&a1, &b1]], &ExecuteOptions::new())?;
+                let outputs = match self {
                     Op::ExecuteReplicatedWithin(ms) => execution.wait_timeout(Duration::from_millis(ms))?,
                     _ => execution.wait()?,
-                }
-                Ok(execution.outputs.len() == 2 && execution.outputs.iter().all(|o| o.len() == 1))
+                };
+                Ok(outputs.len() == 2 && outputs.iter().all(|o| o.len() == 1))
             }
             Op::ExecutableDelete => {
                 let executable = compile(client, 1)?;
@@ -1195,7 +1195,7 @@ fn smoke(env: &Env) -> pjrt_client::Result<()> {
     let executable = compile(client, 1)?;
     assert_eq!(executable.parameter_shapes(), Some(&[f32_4(), f32_4()][..]));
     let (a, b) = (upload(client, &A, 0)?, upload(client, &B, 0)?);
-    let out = executable.execute(&[&a, &b])?;
+    let out = executable.execute(&[&a, &b], &ExecuteOptions::new())?;
     assert_eq!(out[0].to_vec::<f32>()?, SUM);
     assert_eq!(a.copy_to_device(&devices[1])?.to_vec::<f32>()?, A);
     let pinned = client.addressable_memories()?[2];
@@ -1326,26 +1326,26 @@ fn never_completing_events_can_be_abandoned() {
     let (a1, b1) = (upload(&client, &A, 1).unwrap(), upload(&client, &B, 1).unwrap());
     fake.set_faults("event never");
     let started = Instant::now();
-    let execution = executable.execute_sharded(&[[&a0, &b0], [&a1, &b1]]).unwrap();
+    let mut execution = executable.execute_sharded_async(&[[&a0, &b0], [&a1, &b1]], &ExecuteOptions::new()).unwrap();
     for _ in 0..2 {
         assert!(matches!(execution.wait_timeout(Duration::from_millis(20)), Err(Error::Timeout { .. })));
     }
     let event = a0.ready_event().unwrap();
     assert!(matches!(event.wait_timeout(Duration::ZERO), Err(Error::Timeout { .. })));
     assert!(!event.is_ready().unwrap());
-    let transfer = a1.copy_to_host_async(vec![0; 16]).unwrap();
+    let transfer = a1.to_bytes_async(DownloadOptions::new().destination(vec![0; 16])).unwrap();
     assert!(matches!(transfer.wait_timeout(Duration::from_millis(20)), Err(Error::Timeout { .. })));
     assert!(started.elapsed() < Duration::from_secs(5));
     drop((execution, event));
     fake.set_faults("");
     assert_eq!(fake.counter("callbacks_invoked"), 0);
     // Still usable, on both devices.
-    let out = executable.execute_sharded(&[[&a0, &b0], [&a1, &b1]]).unwrap();
-    out.wait_timeout(Duration::from_secs(10)).unwrap();
-    assert_eq!(out.outputs[1][0].to_vec::<f32>().unwrap(), SUM);
-    assert_eq!(out.outputs[1][0].device().unwrap(), devices[1]);
+    let mut out = executable.execute_sharded_async(&[[&a0, &b0], [&a1, &b1]], &ExecuteOptions::new()).unwrap();
+    let outputs = out.wait_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(outputs[1][0].to_vec::<f32>().unwrap(), SUM);
+    assert_eq!(outputs[1][0].device().unwrap(), devices[1]);
     drop(devices);
-    drop((out, a0, b0, a1, b1, executable, client));
+    drop((outputs, out, a0, b0, a1, b1, executable, client));
     fake.assert_nothing_leaked();
     // 1 from the execution's two waits (both gave up on the first device's event, which
     // registers its callback once, however often it is waited for), 1 from the event, 1 from

@@ -10,9 +10,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use pjrt_client::{
-    Client, ClientOptions, CompileOptions, Error, ErrorCode, ExecuteOptions, GpuAllocator, Placement, Program,
-};
+use pjrt_client::{Client, ClientOptions, CompileOptions, Error, ErrorCode, ExecuteOptions, GpuAllocator, Program};
 
 use crate::support;
 
@@ -100,10 +98,6 @@ impl Probe {
     }
 }
 
-fn upload(client: &Client, values: [f32; 4]) -> pjrt_client::Buffer {
-    client.buffer_from_slice(&values, &[4], Placement::Default).unwrap()
-}
-
 #[test]
 fn execute_options_with_callbacks_run_on_both_plugins() {
     for name in support::PLUGINS {
@@ -111,12 +105,13 @@ fn execute_options_with_callbacks_run_on_both_plugins() {
         let probe = Probe::new();
         let options = probe.options();
         assert_eq!(options.callback_channels(), (vec![1, 3], vec![2]));
-        let (a, b) = (upload(&client, [1., 2., 3., 4.]), upload(&client, [10., 20., 30., 40.]));
+        let (a, b) =
+            (client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap(), client.upload(&[10f32, 20., 30., 40.], &[4]).unwrap());
 
         // One device.
         let exe = client.compile(&Program::mlir_text(support::ADD_F32).unwrap(), &CompileOptions::new()).unwrap();
         for _ in 0..3 {
-            let out = exe.execute_with(&[&a, &b], &options).unwrap();
+            let out = exe.execute(&[&a, &b], &options).unwrap();
             assert_eq!(out[0].to_vec::<f32>().unwrap(), [11., 22., 33., 44.], "{name}");
         }
 
@@ -126,11 +121,10 @@ fn execute_options_with_callbacks_run_on_both_plugins() {
             .unwrap();
         let d1 = replicated.addressable_devices()[1];
         let (a1, b1) = (a.copy_to_device(&d1).unwrap(), b.copy_to_device(&d1).unwrap());
-        let run = replicated.execute_sharded_with(&[[&a, &b], [&b1, &a1]], &options).unwrap();
-        run.wait().unwrap();
-        assert_eq!(run.outputs[1][0].to_vec::<f32>().unwrap(), [11., 22., 33., 44.], "{name}");
+        let run = replicated.execute_sharded(&[[&a, &b], [&b1, &a1]], &options).unwrap();
+        assert_eq!(run[1][0].to_vec::<f32>().unwrap(), [11., 22., 33., 44.], "{name}");
         // Dropped before completion: still fine.
-        drop(replicated.execute_sharded_with(&[[&a, &b], [&b1, &a1]], &options).unwrap());
+        drop(replicated.execute_sharded_async(&[[&a, &b], [&b1, &a1]], &options).unwrap());
 
         // The program has no host transfers: nothing was called, nothing failed.
         assert_eq!(probe.calls.load(Ordering::SeqCst), 0);
@@ -147,11 +141,12 @@ fn only_send_or_only_receive_callbacks() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
         let exe = client.compile(&Program::mlir_text(support::ADD_F32).unwrap(), &CompileOptions::new()).unwrap();
-        let (a, b) = (upload(&client, [1., 2., 3., 4.]), upload(&client, [10., 20., 30., 40.]));
+        let (a, b) =
+            (client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap(), client.upload(&[10f32, 20., 30., 40.], &[4]).unwrap());
         let send_only = ExecuteOptions::new().on_send(1, |_| Ok(()));
         let recv_only = ExecuteOptions::new().on_recv(2, |_| Ok(()));
         for options in [send_only, recv_only] {
-            let out = exe.execute_with(&[&a, &b], &options).unwrap();
+            let out = exe.execute(&[&a, &b], &options).unwrap();
             assert_eq!(out[0].to_vec::<f32>().unwrap(), [11., 22., 33., 44.], "{name}");
             assert!(options.take_callback_failures().is_empty());
         }
@@ -177,7 +172,7 @@ fn send_and_recv_callbacks_on_a_device_plugin() {
     let exe = client.compile(&Program::mlir_text(SEND_RECV).unwrap(), &CompileOptions::new()).unwrap();
     for round in 0..3 {
         let base = round as f32;
-        let x = upload(&client, [1. + base, 2., 3., 4.]);
+        let x = client.upload(&[1f32 + base, 2., 3., 4.], &[4]).unwrap();
         let sent = Arc::new(Mutex::new(Vec::new()));
         let (sent_in, recv_calls) = (sent.clone(), Arc::new(AtomicUsize::new(0)));
         let recv_count = recv_calls.clone();
@@ -191,7 +186,7 @@ fn send_and_recv_callbacks_on_a_device_plugin() {
                 recv_count.fetch_add(1, Ordering::SeqCst);
                 stream.add_chunk(f32_bytes([10., 20., 30., 40.])).map(|_| ())
             });
-        let out = exe.execute_with(&[&x], &options).unwrap();
+        let out = exe.execute(&[&x], &options).unwrap();
         assert_eq!(out[0].to_vec::<f32>().unwrap(), [11. + base, 22., 33., 44.], "round {round}");
         assert_eq!(*sent.lock().unwrap(), f32_bytes([2. + 2. * base, 4., 6., 8.]), "round {round}: what was sent");
         assert_eq!(recv_calls.load(Ordering::SeqCst), 1, "round {round}");
@@ -199,9 +194,9 @@ fn send_and_recv_callbacks_on_a_device_plugin() {
     }
 
     let recv_only = client.compile(&Program::mlir_text(RECV_ONLY).unwrap(), &CompileOptions::new()).unwrap();
-    let x = upload(&client, [1., 2., 3., 4.]);
+    let x = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
     let options = ExecuteOptions::new().on_recv(2, |stream| stream.add_chunk(f32_bytes([5., 5., 5., 5.])).map(|_| ()));
-    let out = recv_only.execute_with(&[&x], &options).unwrap();
+    let out = recv_only.execute(&[&x], &options).unwrap();
     assert_eq!(out[0].to_vec::<f32>().unwrap(), [6., 7., 8., 9.]);
     assert!(options.take_callback_failures().is_empty());
 }

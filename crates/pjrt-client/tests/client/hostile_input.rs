@@ -1,8 +1,9 @@
 //! Inputs a plugin could crash on are rejected, or come back as typed errors, on both plugins.
 
-use pjrt_client::{CompileOptions, ElementType, Error, ErrorCode, HostLayout, Placement, Program};
+use pjrt_client::{CompileOptions, ElementType, Error, ErrorCode, Program};
 
 use crate::support;
+use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
 
 const HUGE_OUTPUT: &str = r#"
 func.func @main(%a: tensor<f32>) -> tensor<100000x100000x100xf32> {
@@ -15,12 +16,12 @@ fn more_memory_than_exists_is_a_resource_error_saying_how_much() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
         let exe = client.compile(&Program::mlir_text(HUGE_OUTPUT).unwrap(), &CompileOptions::new()).unwrap();
-        let x = client.buffer_from_slice(&[1f32], &[], Placement::Default).unwrap();
-        let e = exe.execute(&[&x]).unwrap_err();
+        let x = client.upload(&[1f32], &[]).unwrap();
+        let e = exe.execute(&[&x], &ExecuteOptions::new()).unwrap_err();
         assert_eq!(e.code(), Some(ErrorCode::ResourceExhausted), "{name}: {e}");
         assert!(e.to_string().contains("4000000000000"), "{name}: the error says how much was asked: {e}");
         // The client is still usable.
-        let y = client.buffer_from_slice(&[2f32], &[], Placement::Default).unwrap();
+        let y = client.upload(&[2f32], &[]).unwrap();
         assert_eq!(y.to_vec::<f32>().unwrap(), [2.]);
     }
 }
@@ -29,30 +30,25 @@ fn more_memory_than_exists_is_a_resource_error_saying_how_much() {
 fn shapes_and_strides_that_do_not_match_the_data() {
     let client = support::client("cpu-0.106", 1);
     let data = [0u8; 24];
-    let dense = HostLayout::default();
-    let cases: Vec<(&str, Vec<i64>, HostLayout, &[u8])> = vec![
-        ("negative dimension", vec![2, -3], HostLayout::default(), &data),
-        ("element count overflow", vec![1 << 40, 1 << 40], HostLayout::default(), &data),
-        ("byte size overflow", vec![i64::MAX / 2], HostLayout::default(), &data),
-        ("short slice", vec![2, 4], HostLayout::default(), &data),
-        ("long slice", vec![2, 2], HostLayout::default(), &data),
-        (
-            "strides past the end",
-            vec![2, 3],
-            HostLayout { byte_strides: Some(vec![16, 4]), ..Default::default() },
-            &data,
-        ),
-        ("negative strides", vec![2, 3], HostLayout { byte_strides: Some(vec![-12, 4]), ..Default::default() }, &data),
-        ("misaligned strides", vec![2, 3], HostLayout { byte_strides: Some(vec![12, 3]), ..Default::default() }, &data),
-        ("stride count", vec![2, 3], HostLayout { byte_strides: Some(vec![12]), ..Default::default() }, &data),
+    let dense = UploadOptions::new();
+    let cases: Vec<(&str, Vec<i64>, UploadOptions<'_>, &[u8])> = vec![
+        ("negative dimension", vec![2, -3], UploadOptions::new(), &data),
+        ("element count overflow", vec![1 << 40, 1 << 40], UploadOptions::new(), &data),
+        ("byte size overflow", vec![i64::MAX / 2], UploadOptions::new(), &data),
+        ("short slice", vec![2, 4], UploadOptions::new(), &data),
+        ("long slice", vec![2, 2], UploadOptions::new(), &data),
+        ("strides past the end", vec![2, 3], UploadOptions::new().byte_strides(vec![16, 4]), &data),
+        ("negative strides", vec![2, 3], UploadOptions::new().byte_strides(vec![-12, 4]), &data),
+        ("misaligned strides", vec![2, 3], UploadOptions::new().byte_strides(vec![12, 3]), &data),
+        ("stride count", vec![2, 3], UploadOptions::new().byte_strides(vec![12]), &data),
     ];
     for (what, dims, layout, bytes) in cases {
-        let result = client.buffer_from_bytes(bytes, ElementType::F32, &dims, &layout, Placement::Default);
+        let result = client.upload_with(HostSource::bytes(bytes, ElementType::F32, &dims), &layout);
         assert!(matches!(result, Err(Error::InvalidArgument(_))), "{what}: {result:?}");
     }
     // Types the plugin does not know, or that cannot hold data, never reach it.
     for t in [ElementType::INVALID, ElementType::TOKEN, ElementType::F6E2M3FN, ElementType::F6E3M2FN] {
-        assert!(client.buffer_from_bytes(&data, t, &[6], &dense, Placement::Default).is_err(), "{t}");
+        assert!(client.upload_with(HostSource::bytes(&data, t, &[6]), &dense).is_err(), "{t}");
     }
 }
 
@@ -61,6 +57,6 @@ fn unknown_element_type_values_are_refused() {
     let client = support::client("cpu", 1);
     // A raw value from a future API version.
     let future = ElementType::from_raw(pjrt_client::sys::PJRT_Buffer_Type(34));
-    let e = client.buffer_from_bytes(&[0u8; 4], future, &[4], &HostLayout::default(), Placement::Default).unwrap_err();
+    let e = client.upload_with(HostSource::bytes(&[0u8; 4], future, &[4]), &UploadOptions::new()).unwrap_err();
     assert!(e.to_string().contains("unknown element type"), "{e}");
 }

@@ -5,12 +5,13 @@
 use std::sync::{mpsc, Arc};
 
 use pjrt_client::{
-    AlignedHostBuffer, Client, ElementType, Error, ErrorCode, HostBufferSemantics, HostData, HostLayout, MemoryLayout,
-    Placement, ShapeSpec, ViewOptions,
+    AlignedHostBuffer, Client, ElementType, Error, ErrorCode, HostBufferSemantics, HostData, MemoryLayout, Placement,
+    ShapeSpec, ViewOptions,
 };
 
 use crate::fake_support::Fake;
 use crate::support::{client, PLUGINS};
+use pjrt_client::{DownloadOptions, HostSource, UploadOptions};
 
 /// A [2,3] f32 array, row-major: 1 2 3 / 4 5 6.
 const ROW_MAJOR: [f32; 6] = [1., 2., 3., 4., 5., 6.];
@@ -44,8 +45,8 @@ fn assert_plugin_refused(result: pjrt_client::Result<impl std::fmt::Debug>, what
 }
 
 fn column_major_upload(client: &Client) -> pjrt_client::Result<pjrt_client::Buffer> {
-    let layout = HostLayout::default().with_device_layout(MemoryLayout::column_major(2));
-    client.buffer_from_bytes(&f32_bytes(&ROW_MAJOR), ElementType::F32, &[2, 3], &layout, Placement::Default)
+    let layout = UploadOptions::new().device_layout(MemoryLayout::column_major(2));
+    client.upload_with(HostSource::bytes(&f32_bytes(&ROW_MAJOR), ElementType::F32, &[2, 3]), &layout)
 }
 
 /// Whether uploads to this client may take a device layout other than the default. The 0.106
@@ -74,9 +75,8 @@ fn column_major_device_layout_keeps_the_values() {
         if !takes_device_layouts(&client) {
             assert_layout_unsupported(column_major_upload(&client), name);
             // The default layout, asked for explicitly, is no risk: it is taken.
-            let dense = HostLayout::default().with_device_layout(MemoryLayout::dense(2));
-            let y =
-                client.buffer_from_bytes(&f32_bytes(&ROW_MAJOR), ElementType::F32, &[2, 3], &dense, Placement::Default);
+            let dense = UploadOptions::new().device_layout(MemoryLayout::dense(2));
+            let y = client.upload_with(HostSource::bytes(&f32_bytes(&ROW_MAJOR), ElementType::F32, &[2, 3]), &dense);
             assert_eq!(y.unwrap().to_vec::<f32>().unwrap(), ROW_MAJOR, "{name}");
             continue;
         }
@@ -84,19 +84,18 @@ fn column_major_device_layout_keeps_the_values() {
         assert_eq!(x.memory_layout().unwrap(), MemoryLayout::column_major(2), "{name}");
         assert_eq!(x.legacy_memory_layout().unwrap(), MemoryLayout::column_major(2), "{name}");
         // The device bytes are column-major; every host copy is row-major unless asked otherwise.
-        assert_eq!(f32_values(&x.copy_raw_to_host(0, 24).unwrap()), COLUMN_MAJOR, "{name}");
+        assert_eq!(f32_values(&x.to_bytes(DownloadOptions::new().raw(0, 24)).unwrap()), COLUMN_MAJOR, "{name}");
         assert_eq!(x.to_vec::<f32>().unwrap(), ROW_MAJOR, "{name}");
         let mut into = [0f32; 6];
         x.copy_to_slice(&mut into).unwrap();
         assert_eq!(into, ROW_MAJOR, "{name}");
-        assert_eq!(f32_values(&x.to_host_async().unwrap().wait().unwrap()), ROW_MAJOR, "{name}");
+        assert_eq!(f32_values(&x.to_bytes_async(DownloadOptions::new()).unwrap().wait().unwrap()), ROW_MAJOR, "{name}");
         // Asking for the default layout explicitly gives a default buffer.
-        let dense = HostLayout::default().with_device_layout(MemoryLayout::dense(2));
-        let y = client
-            .buffer_from_bytes(&f32_bytes(&ROW_MAJOR), ElementType::F32, &[2, 3], &dense, Placement::Default)
-            .unwrap();
+        let dense = UploadOptions::new().device_layout(MemoryLayout::dense(2));
+        let y =
+            client.upload_with(HostSource::bytes(&f32_bytes(&ROW_MAJOR), ElementType::F32, &[2, 3]), &dense).unwrap();
         assert_eq!(y.memory_layout().unwrap(), MemoryLayout::dense(2), "{name}");
-        assert_eq!(f32_values(&y.copy_raw_to_host(0, 24).unwrap()), ROW_MAJOR, "{name}");
+        assert_eq!(f32_values(&y.to_bytes(DownloadOptions::new().raw(0, 24)).unwrap()), ROW_MAJOR, "{name}");
     }
 }
 
@@ -105,10 +104,8 @@ fn device_layout_with_strided_host_data() {
     for name in PLUGINS {
         let client = client(name, 1);
         // Host data column-major by strides, kept column-major on the device: a plain copy.
-        let layout =
-            HostLayout::default().with_byte_strides(vec![4, 8]).with_device_layout(MemoryLayout::column_major(2));
-        let x =
-            client.buffer_from_bytes(&f32_bytes(&COLUMN_MAJOR), ElementType::F32, &[2, 3], &layout, Placement::Default);
+        let layout = UploadOptions::new().byte_strides(vec![4, 8]).device_layout(MemoryLayout::column_major(2));
+        let x = client.upload_with(HostSource::bytes(&f32_bytes(&COLUMN_MAJOR), ElementType::F32, &[2, 3]), &layout);
         if !takes_device_layouts(&client) {
             assert_layout_unsupported(x, name);
             continue;
@@ -122,10 +119,8 @@ fn device_layout_with_strided_host_data() {
         let order = MemoryLayout::Tiled { minor_to_major: vec![1, 2, 0], tiles: vec![] };
         let values: Vec<i32> = (0..24).collect();
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let layout = HostLayout::default().with_device_layout(order.clone());
-        let z = client
-            .buffer_from_bytes(&bytes, ElementType::S32, &[2, 3, 4], &layout, Placement::Memory(&memory))
-            .unwrap();
+        let options = UploadOptions::new().device_layout(order.clone()).memory(&memory);
+        let z = client.upload_with(HostSource::bytes(&bytes, ElementType::S32, &[2, 3, 4]), &options).unwrap();
         assert_eq!(z.memory_layout().unwrap(), order, "{name}");
         assert_eq!(z.to_vec::<i32>().unwrap(), values, "{name}");
     }
@@ -137,8 +132,8 @@ fn invalid_device_layouts_are_refused_before_the_call() {
         let client = client(name, 1);
         let bytes = f32_bytes(&ROW_MAJOR);
         let upload = |layout: MemoryLayout| {
-            let layout = HostLayout::default().with_device_layout(layout);
-            client.buffer_from_bytes(&bytes, ElementType::F32, &[2, 3], &layout, Placement::Default)
+            let layout = UploadOptions::new().device_layout(layout);
+            client.upload_with(HostSource::bytes(&bytes, ElementType::F32, &[2, 3]), &layout)
         };
         let tiled = |minor_to_major: Vec<i64>, tiles: Vec<Vec<i64>>| MemoryLayout::Tiled { minor_to_major, tiles };
         assert_refused_here(upload(tiled(vec![0, 0], vec![])), "repeated dimension", "permutation");
@@ -176,29 +171,45 @@ fn invalid_device_layouts_are_refused_before_the_call() {
 fn host_download_in_another_layout() {
     for name in PLUGINS {
         let client = client(name, 1);
-        let x = client.buffer_from_slice(&ROW_MAJOR, &[2, 3], Placement::Default).unwrap();
+        let x = client.upload(&ROW_MAJOR, &[2, 3]).unwrap();
         assert_eq!(x.host_size_in(&MemoryLayout::column_major(2)).unwrap(), 24, "{name}");
-        assert_eq!(f32_values(&x.to_host_bytes_in(&MemoryLayout::column_major(2)).unwrap()), COLUMN_MAJOR, "{name}");
-        assert_eq!(f32_values(&x.to_host_bytes_in(&MemoryLayout::dense(2)).unwrap()), ROW_MAJOR, "{name}");
-        let transfer = x.copy_to_host_async_in(vec![0; 24], &MemoryLayout::column_major(2)).unwrap();
+        assert_eq!(
+            f32_values(&x.to_bytes(DownloadOptions::new().layout(MemoryLayout::column_major(2))).unwrap()),
+            COLUMN_MAJOR,
+            "{name}"
+        );
+        assert_eq!(
+            f32_values(&x.to_bytes(DownloadOptions::new().layout(MemoryLayout::dense(2))).unwrap()),
+            ROW_MAJOR,
+            "{name}"
+        );
+        let transfer = x
+            .to_bytes_async(DownloadOptions::new().destination(vec![0; 24]).layout(MemoryLayout::column_major(2)))
+            .unwrap();
         assert_eq!(f32_values(&transfer.wait().unwrap()), COLUMN_MAJOR, "{name}");
         // A column-major buffer (a view: both plugins take those) downloaded column-major.
         let host = Arc::new(AlignedHostBuffer::from_slice(&COLUMN_MAJOR).unwrap());
         let options = ViewOptions::new().with_layout(MemoryLayout::column_major(2));
         let y = client.view_of_aligned_with(host, ElementType::F32, &[2, 3], Placement::Default, &options).unwrap();
-        assert_eq!(f32_values(&y.to_host_bytes_in(&MemoryLayout::column_major(2)).unwrap()), COLUMN_MAJOR, "{name}");
-        assert_eq!(f32_values(&y.to_host_bytes_in(&MemoryLayout::dense(2)).unwrap()), ROW_MAJOR, "{name}");
+        assert_eq!(
+            f32_values(&y.to_bytes(DownloadOptions::new().layout(MemoryLayout::column_major(2))).unwrap()),
+            COLUMN_MAJOR,
+            "{name}"
+        );
+        assert_eq!(
+            f32_values(&y.to_bytes(DownloadOptions::new().layout(MemoryLayout::dense(2))).unwrap()),
+            ROW_MAJOR,
+            "{name}"
+        );
         // Sub-byte types stay one element per byte in any order.
         let s4 = client
-            .buffer_from_bytes(
-                &[1, 2, 3, 4, 5, 6],
-                ElementType::S4,
-                &[2, 3],
-                &HostLayout::default(),
-                Placement::Default,
-            )
+            .upload_with(HostSource::bytes(&[1, 2, 3, 4, 5, 6], ElementType::S4, &[2, 3]), &UploadOptions::new())
             .unwrap();
-        assert_eq!(s4.to_host_bytes_in(&MemoryLayout::column_major(2)).unwrap(), [1, 4, 2, 5, 3, 6], "{name}");
+        assert_eq!(
+            s4.to_bytes(DownloadOptions::new().layout(MemoryLayout::column_major(2))).unwrap(),
+            [1, 4, 2, 5, 3, 6],
+            "{name}"
+        );
     }
 }
 
@@ -206,19 +217,34 @@ fn host_download_in_another_layout() {
 fn host_layout_refusals() {
     for name in PLUGINS {
         let client = client(name, 1);
-        let x = client.buffer_from_slice(&ROW_MAJOR, &[2, 3], Placement::Default).unwrap();
+        let x = client.upload(&ROW_MAJOR, &[2, 3]).unwrap();
         // Ours: checked against the shape, or a size we cannot bound.
-        assert_refused_here(x.to_host_bytes_in(&MemoryLayout::column_major(3)), "wrong rank", "permutation");
-        let tiled = MemoryLayout::Tiled { minor_to_major: vec![1, 0], tiles: vec![vec![2, 2]] };
-        assert_refused_here(x.to_host_bytes_in(&tiled), "tiled host layout", "tiles pad");
         assert_refused_here(
-            x.copy_to_host_async_in(vec![0; 23], &MemoryLayout::column_major(2)),
-            "short destination",
-            "needs 24",
+            x.to_bytes(DownloadOptions::new().layout(MemoryLayout::column_major(3))),
+            "wrong rank",
+            "permutation",
         );
+        let tiled = MemoryLayout::Tiled { minor_to_major: vec![1, 0], tiles: vec![vec![2, 2]] };
+        assert_refused_here(x.to_bytes(DownloadOptions::new().layout(tiled.clone())), "tiled host layout", "tiles pad");
+        // A destination of the wrong size is resized to the layout's 24 bytes (no longer
+        // refused), its allocation reused where it is large enough.
+        let short = x
+            .to_bytes_async(DownloadOptions::new().destination(vec![0; 23]).layout(MemoryLayout::column_major(2)))
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert_eq!(f32_values(&short), COLUMN_MAJOR, "{name}: short destination");
+        let roomy = Vec::with_capacity(64);
+        let reused = x
+            .to_bytes_async(DownloadOptions::new().destination(roomy).layout(MemoryLayout::column_major(2)))
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert_eq!((reused.len(), reused.capacity()), (24, 64), "{name}: roomy destination");
+        assert_eq!(f32_values(&reused), COLUMN_MAJOR, "{name}");
         // The plugin's: XLA copies to the host in tiled layouts only.
         assert_plugin_refused(
-            x.to_host_bytes_in(&MemoryLayout::Strides { byte_strides: vec![4, 8] }),
+            x.to_bytes(DownloadOptions::new().layout(MemoryLayout::Strides { byte_strides: vec![4, 8] }.clone())),
             &format!("{name}: strided host layout"),
             ErrorCode::InvalidArgument,
         );
@@ -236,7 +262,7 @@ fn views_with_a_layout() {
         assert_eq!(view.memory_layout().unwrap(), MemoryLayout::column_major(2), "{name}");
         assert_eq!(view.to_vec::<f32>().unwrap(), ROW_MAJOR, "{name}");
         // The view reads `host` in place: its device bytes are the host bytes.
-        assert_eq!(view.copy_raw_to_host(0, 24).unwrap(), host.as_bytes(), "{name}");
+        assert_eq!(view.to_bytes(DownloadOptions::new().raw(0, 24)).unwrap(), host.as_bytes(), "{name}");
         drop(view);
 
         // The unsafe device-pointer form, with an explicit row-major layout.
@@ -345,8 +371,8 @@ fn view_stream_and_layouts_reach_the_fake_plugin() {
     drop(view);
     drop(memory);
     // The fake keeps buffers row-major only: it takes that layout when asked for, refuses others.
-    let dense = HostLayout::default().with_device_layout(MemoryLayout::dense(2));
-    let x = client.buffer_from_bytes(&f32_bytes(&ROW_MAJOR), ElementType::F32, &[2, 3], &dense, Placement::Default);
+    let dense = UploadOptions::new().device_layout(MemoryLayout::dense(2));
+    let x = client.upload_with(HostSource::bytes(&f32_bytes(&ROW_MAJOR), ElementType::F32, &[2, 3]), &dense);
     assert_eq!(x.unwrap().to_vec::<f32>().unwrap(), ROW_MAJOR);
     assert_plugin_refused(column_major_upload(&client), "fake: column-major", ErrorCode::Unimplemented);
 }
@@ -357,12 +383,12 @@ fn strided_zero_copy_upload() {
         let client = client(name, 1);
         // The [2,3] array column-major in aligned memory, read by strides.
         let host = Arc::new(AlignedHostBuffer::from_slice(&COLUMN_MAJOR).unwrap());
-        let layout = HostLayout::default().with_byte_strides(vec![4, 8]);
-        let x = client.buffer_from_aligned_with(&host, ElementType::F32, &[2, 3], &layout, Placement::Default).unwrap();
+        let layout = UploadOptions::new().byte_strides(vec![4, 8]);
+        let x = client.upload_with(HostSource::aligned(&host, ElementType::F32, &[2, 3]), &layout).unwrap();
         assert_eq!(x.to_vec::<f32>().unwrap(), ROW_MAJOR, "{name}");
         // With a device layout too: both column-major.
-        let both = layout.clone().with_device_layout(MemoryLayout::column_major(2));
-        let y = client.buffer_from_aligned_with(&host, ElementType::F32, &[2, 3], &both, Placement::Default);
+        let both = layout.clone().device_layout(MemoryLayout::column_major(2));
+        let y = client.upload_with(HostSource::aligned(&host, ElementType::F32, &[2, 3]), &both);
         let y = if takes_device_layouts(&client) {
             let y = y.unwrap();
             assert_eq!(y.memory_layout().unwrap(), MemoryLayout::column_major(2), "{name}");
@@ -373,15 +399,15 @@ fn strided_zero_copy_upload() {
             None
         };
         // Strides reading past the allocation, and semantics this upload does not take.
-        let past = HostLayout::default().with_byte_strides(vec![4, 12]);
+        let past = UploadOptions::new().byte_strides(vec![4, 12]);
         assert_refused_here(
-            client.buffer_from_aligned_with(&host, ElementType::F32, &[2, 3], &past, Placement::Default),
+            client.upload_with(HostSource::aligned(&host, ElementType::F32, &[2, 3]), &past),
             "strides past the memory",
             "reads up to byte 32",
         );
-        let semantics = HostLayout { semantics: HostBufferSemantics::CopyUntilTransferCompletes, ..Default::default() };
+        let semantics = UploadOptions::new().semantics(HostBufferSemantics::CopyUntilTransferCompletes);
         assert_refused_here(
-            client.buffer_from_aligned_with(&host, ElementType::F32, &[2, 3], &semantics, Placement::Default),
+            client.upload_with(HostSource::aligned(&host, ElementType::F32, &[2, 3]), &semantics),
             "semantics",
             "fixes its own",
         );
@@ -397,21 +423,12 @@ fn strided_owned_async_upload() {
         let client = client(name, 1);
         // Row 0 and row 2 of a [3,3] array: a [2,3] array whose rows are 24 bytes apart.
         let rows: Vec<f32> = vec![1., 2., 3., -1., -1., -1., 4., 5., 6.];
-        let layout = HostLayout::default().with_byte_strides(vec![24, 4]);
+        let layout = UploadOptions::new().byte_strides(vec![24, 4]);
         let (returned, back) = mpsc::channel();
-        let (x, done) = client
-            .buffer_from_host_data_with(
-                f32_bytes(&rows),
-                ElementType::F32,
-                &[2, 3],
-                &layout,
-                Placement::Default,
-                move |status, data| {
-                    let _ = returned.send((status.is_ok(), data));
-                },
-            )
-            .unwrap();
-        done.wait().unwrap();
+        let source = HostSource::owned(f32_bytes(&rows), ElementType::F32, &[2, 3]).on_done(move |status, data| {
+            let _ = returned.send((status.is_ok(), data));
+        });
+        let x = client.upload_with(source, &layout).unwrap();
         assert_eq!(x.to_vec::<f32>().unwrap(), ROW_MAJOR, "{name}");
         let (ok, data) = back.recv_timeout(std::time::Duration::from_secs(30)).unwrap();
         assert!(ok, "{name}");
@@ -421,30 +438,19 @@ fn strided_owned_async_upload() {
         }
         // Column-major on the device, from aligned memory the upload owns.
         let aligned = Arc::new(AlignedHostBuffer::from_slice(&ROW_MAJOR).unwrap());
-        let layout = HostLayout::default().with_device_layout(MemoryLayout::column_major(2));
-        let y = client
-            .buffer_from_host_data_with(aligned, ElementType::F32, &[2, 3], &layout, Placement::Default, |_, _| ())
-            .map(|(buffer, done)| done.wait().map(|()| buffer));
+        let layout = UploadOptions::new().device_layout(MemoryLayout::column_major(2));
+        let y = client.upload_with(HostSource::owned(aligned, ElementType::F32, &[2, 3]), &layout);
         if takes_device_layouts(&client) {
-            let y = y.unwrap().unwrap();
+            let y = y.unwrap();
             assert_eq!(y.memory_layout().unwrap(), MemoryLayout::column_major(2), "{name}");
-            assert_eq!(f32_values(&y.copy_raw_to_host(0, 24).unwrap()), COLUMN_MAJOR, "{name}");
+            assert_eq!(f32_values(&y.to_bytes(DownloadOptions::new().raw(0, 24)).unwrap()), COLUMN_MAJOR, "{name}");
         } else {
             assert_layout_unsupported(y, name);
         }
         // Strides past the data are refused before the plugin could read there.
-        let past = HostLayout::default().with_byte_strides(vec![32, 4]);
+        let past = UploadOptions::new().byte_strides(vec![32, 4]);
         assert_refused_here(
-            client
-                .buffer_from_host_data_with(
-                    f32_bytes(&rows),
-                    ElementType::F32,
-                    &[2, 3],
-                    &past,
-                    Placement::Default,
-                    |_, _| (),
-                )
-                .map(|(buffer, _)| buffer),
+            client.upload_with(HostSource::owned(f32_bytes(&rows), ElementType::F32, &[2, 3]), &past),
             "strides past the data",
             "reads up to byte 44",
         );
@@ -464,7 +470,7 @@ fn transfer_manager_device_layouts() {
         manager.transfer_literal(1, &f32_bytes(&ROW_MAJOR)).unwrap();
         let (x, y) = (manager.retrieve_buffer(0).unwrap(), manager.retrieve_buffer(1).unwrap());
         assert_eq!(x.memory_layout().unwrap(), MemoryLayout::column_major(2), "{name}");
-        assert_eq!(f32_values(&x.copy_raw_to_host(0, 24).unwrap()), COLUMN_MAJOR, "{name}");
+        assert_eq!(f32_values(&x.to_bytes(DownloadOptions::new().raw(0, 24)).unwrap()), COLUMN_MAJOR, "{name}");
         assert_eq!(x.to_vec::<f32>().unwrap(), ROW_MAJOR, "{name}");
         assert_eq!(y.memory_layout().unwrap(), MemoryLayout::dense(2), "{name}");
         assert_eq!(y.to_vec::<f32>().unwrap(), ROW_MAJOR, "{name}");

@@ -3,10 +3,11 @@
 //! checked against values computed by hand or on one device.
 
 use pjrt_client::sharding::{gather_outputs, shard_slice, Sharding};
-use pjrt_client::{Buffer, Client, CompileOptions, HostArray, Placement, Program};
+use pjrt_client::{Buffer, Client, CompileOptions, HostArray, Program};
 
 use crate::support;
 use crate::support::spmd::{matmul_rows, MATMUL_CONTRACTING_4};
+use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
 
 fn all_reduce(n: usize) -> String {
     let groups: Vec<String> = (0..n).map(|i| i.to_string()).collect();
@@ -70,14 +71,14 @@ module @matmul_one {{
     )
 }
 
-fn compile(client: &Client, text: &str, replicas: i64, partitions: i64) -> pjrt_client::LoadedExecutable {
+fn compile(client: &Client, text: &str, replicas: usize, partitions: usize) -> pjrt_client::LoadedExecutable {
     let program = Program::mlir_text(text).unwrap();
     let mut options = CompileOptions::new().num_replicas(replicas).num_partitions(partitions);
     if partitions > 1 {
         options = options.use_spmd_partitioning(true);
     }
     let exe = client.compile(&program, &options).unwrap_or_else(|e| panic!("compile: {e}\n{text}"));
-    assert_eq!(exe.addressable_devices().len() as i64, replicas * partitions);
+    assert_eq!(exe.addressable_devices().len(), replicas * partitions);
     exe
 }
 
@@ -91,29 +92,32 @@ fn upload<T: pjrt_client::NativeType>(
         .zip(per_device)
         .map(|(device, args)| {
             args.iter()
-                .map(|(data, dims)| exe.client().buffer_from_slice(data, dims, Placement::Device(device)).unwrap())
+                .map(|(data, dims)| {
+                    exe.client()
+                        .upload_with(HostSource::slice(data, dims), &UploadOptions::new().device(device))
+                        .unwrap()
+                })
                 .collect()
         })
         .collect()
 }
 
-fn run(exe: &pjrt_client::LoadedExecutable, buffers: &[Vec<Buffer>]) -> pjrt_client::Execution {
+fn run(exe: &pjrt_client::LoadedExecutable, buffers: &[Vec<Buffer>]) -> Vec<Vec<Buffer>> {
     let refs: Vec<Vec<&Buffer>> = buffers.iter().map(|r| r.iter().collect()).collect();
-    let execution = exe.execute_sharded(&refs).unwrap();
-    assert_eq!(execution.outputs.len(), buffers.len());
-    execution.wait().unwrap();
-    execution
+    let outputs = exe.execute_sharded(&refs, &ExecuteOptions::new()).unwrap();
+    assert_eq!(outputs.len(), buffers.len());
+    outputs
 }
 
 fn check_all_reduce(client: &Client, n: usize) {
-    let exe = compile(client, &all_reduce(n), n as i64, 1);
+    let exe = compile(client, &all_reduce(n), n, 1);
     // Device k holds [k, 10k, -k].
     let args: Vec<Vec<(Vec<f32>, Vec<i64>)>> =
         (0..n).map(|k| vec![(vec![k as f32, 10. * k as f32, -(k as f32)], vec![3])]).collect();
     let execution = run(&exe, &upload(&exe, &args));
     let s = (0..n).sum::<usize>() as f32;
     let m = (n - 1) as f32;
-    for (k, outs) in execution.outputs.iter().enumerate() {
+    for (k, outs) in execution.iter().enumerate() {
         assert_eq!(outs[0].to_vec::<f32>().unwrap(), [s, 10. * s, -s], "sum on device {k} of {n}");
         assert_eq!(outs[1].to_vec::<f32>().unwrap(), [m, 10. * m, 0.], "max on device {k} of {n}");
     }
@@ -123,7 +127,7 @@ fn check_all_gather(client: &Client) {
     let exe = compile(client, ALL_GATHER_4, 4, 1);
     let args: Vec<Vec<(Vec<i32>, Vec<i64>)>> = (0..4).map(|k| vec![(vec![2 * k, 2 * k + 1], vec![2])]).collect();
     let execution = run(&exe, &upload(&exe, &args));
-    for (k, outs) in execution.outputs.iter().enumerate() {
+    for (k, outs) in execution.iter().enumerate() {
         assert_eq!(outs[0].to_vec::<i32>().unwrap(), (0..8).collect::<Vec<i32>>(), "device {k}");
     }
 }
@@ -132,7 +136,7 @@ fn check_replica_id(client: &Client) {
     let exe = compile(client, REPLICA_ID_4, 4, 1);
     let args: Vec<Vec<(Vec<f32>, Vec<i64>)>> = (0..4).map(|_| vec![(vec![1f32], vec![])]).collect();
     let execution = run(&exe, &upload(&exe, &args));
-    for (k, outs) in execution.outputs.iter().enumerate() {
+    for (k, outs) in execution.iter().enumerate() {
         assert_eq!(outs[0].to_vec::<u32>().unwrap(), [k as u32], "replica_id on device {k}");
         assert_eq!(outs[1].to_vec::<f32>().unwrap(), [10.], "psum on device {k}");
     }
@@ -141,9 +145,11 @@ fn check_replica_id(client: &Client) {
 fn reference_matmul(client: &Client, x: &[f32], w: &[f32], rows: usize, k: usize) -> Vec<f32> {
     let exe = compile(client, &matmul_one_device(rows, k), 1, 1);
     let device = &exe.addressable_devices()[0];
-    let xb = client.buffer_from_slice(x, &[rows as i64, k as i64], Placement::Device(device)).unwrap();
-    let wb = client.buffer_from_slice(w, &[k as i64, 3], Placement::Device(device)).unwrap();
-    let y = exe.execute(&[&xb, &wb]).unwrap()[0].to_vec::<f32>().unwrap();
+    let xb = client
+        .upload_with(HostSource::slice(x, &[rows as i64, k as i64]), &UploadOptions::new().device(device))
+        .unwrap();
+    let wb = client.upload_with(HostSource::slice(w, &[k as i64, 3]), &UploadOptions::new().device(device)).unwrap();
+    let y = exe.execute(&[&xb, &wb], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap();
     // And by hand.
     for r in 0..rows {
         for c in 0..3 {
@@ -163,7 +169,7 @@ fn close(a: &[f32], b: &[f32], what: &str) {
 
 fn check_matmul_rows(client: &Client, n: usize) {
     let rows = 2 * n;
-    let exe = compile(client, &matmul_rows(n), 1, n as i64);
+    let exe = compile(client, &matmul_rows(n), 1, n);
     assert_eq!(exe.num_partitions(), n);
     let x: Vec<f32> = (0..rows * 4).map(|i| (i % 7) as f32 * 0.5 - 1.).collect();
     let w: Vec<f32> = (0..12).map(|i| (i as f32 - 5.) * 0.25).collect();
@@ -173,32 +179,29 @@ fn check_matmul_rows(client: &Client, n: usize) {
     let expected_sums: Vec<f32> = (0..3).map(|c| (0..rows).map(|r| expected_y[r * 3 + c]).sum()).collect();
 
     // With the typed-slice helpers: each device gets its rows of x, and all of w and b.
-    let x_shards = shard_slice(&x, &[rows, 4], 0, n).unwrap();
+    let x_shards = shard_slice(&x, &[rows as i64, 4], 0, n).unwrap();
     let args: Vec<Vec<(Vec<f32>, Vec<i64>)>> =
         x_shards.into_iter().map(|xs| vec![(xs, vec![2, 4]), (w.clone(), vec![4, 3]), (b.clone(), vec![3])]).collect();
     let execution = run(&exe, &upload(&exe, &args));
-    for (k, outs) in execution.outputs.iter().enumerate() {
+    for (k, outs) in execution.iter().enumerate() {
         assert_eq!(outs[0].dimensions().unwrap(), [2, 3], "device {k} holds its 2 rows");
         close(&outs[0].to_vec::<f32>().unwrap(), &expected_y[k * 6..(k + 1) * 6], &format!("rows of device {k}"));
         close(&outs[1].to_vec::<f32>().unwrap(), &expected_sums, &format!("column sums on device {k}"));
     }
     let gathered = gather_outputs(&execution, &[Sharding::Split(0), Sharding::Replicated]).unwrap();
-    assert_eq!(gathered[0].shape(), [rows, 3]);
+    assert_eq!(gathered[0].dims(), [rows as i64, 3]);
     close(&gathered[0].to_vec::<f32>().unwrap(), &expected_y, "gathered y");
 
-    // With the host-array helpers in one call.
-    let xa = HostArray::from_elements(vec![rows, 4], &x).unwrap();
+    // With the host-array helpers: split and upload, execute, gather.
+    let xa = HostArray::from_elements(vec![rows as i64, 4], &x).unwrap();
     let wa = HostArray::from_elements(vec![4, 3], &w).unwrap();
     let ba = HostArray::from_elements(vec![3], &b).unwrap();
-    let outs = exe
-        .run_sharded(
-            &[xa, wa, ba],
-            &[Sharding::Split(0), Sharding::Replicated, Sharding::Replicated],
-            &[Sharding::Split(0), Sharding::Replicated],
-        )
-        .unwrap();
-    close(&outs[0].to_vec::<f32>().unwrap(), &expected_y, "run_sharded y");
-    close(&outs[1].to_vec::<f32>().unwrap(), &expected_sums, "run_sharded sums");
+    let args =
+        exe.upload_sharded(&[xa, wa, ba], &[Sharding::Split(0), Sharding::Replicated, Sharding::Replicated]).unwrap();
+    let outputs = exe.execute_sharded(&args, &ExecuteOptions::new()).unwrap();
+    let outs = gather_outputs(&outputs, &[Sharding::Split(0), Sharding::Replicated]).unwrap();
+    close(&outs[0].to_vec::<f32>().unwrap(), &expected_y, "upload_sharded y");
+    close(&outs[1].to_vec::<f32>().unwrap(), &expected_sums, "upload_sharded sums");
 }
 
 fn check_matmul_contracting(client: &Client) {
@@ -208,9 +211,9 @@ fn check_matmul_contracting(client: &Client) {
     let expected = reference_matmul(client, &x, &w, 2, 16);
     let xa = HostArray::from_elements(vec![2, 16], &x).unwrap();
     let wa = HostArray::from_elements(vec![16, 3], &w).unwrap();
-    let execution = exe.execute_host_sharded(&[xa, wa], &[Sharding::Split(1), Sharding::Split(0)]).unwrap();
-    execution.wait().unwrap();
-    for (k, outs) in execution.outputs.iter().enumerate() {
+    let args = exe.upload_sharded(&[xa, wa], &[Sharding::Split(1), Sharding::Split(0)]).unwrap();
+    let execution = exe.execute_sharded(&args, &ExecuteOptions::new()).unwrap();
+    for (k, outs) in execution.iter().enumerate() {
         close(&outs[0].to_vec::<f32>().unwrap(), &expected, &format!("all-reduced product on device {k}"));
     }
 }
@@ -262,7 +265,7 @@ fn wrong_argument_list_count_is_an_error() {
     let a = HostArray::from_elements(vec![3], &[1f32, 2., 3.]).unwrap();
     let buffers = exe.upload_sharded(&[a], &[Sharding::Replicated]).unwrap();
     let refs: Vec<Vec<&Buffer>> = buffers.iter().take(3).map(|r| r.iter().collect()).collect();
-    assert!(exe.execute_sharded(&refs).is_err());
+    assert!(exe.execute_sharded_async(&refs, &ExecuteOptions::new()).is_err());
     let b = HostArray::from_elements(vec![3], &[1f32, 2., 3.]).unwrap();
     assert!(exe.upload_sharded(&[b], &[Sharding::Split(0)]).is_err(), "3 does not split over 4 devices");
 }

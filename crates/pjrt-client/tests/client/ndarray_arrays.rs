@@ -2,35 +2,59 @@
 //! with it: `cargo test -p pjrt-client --features ndarray --test client ndarray_arrays::`).
 
 use pjrt_client::ndarray::{s, Array2, ArrayD, IxDyn};
-use pjrt_client::Placement;
 
 use crate::support;
+use pjrt_client::{HostSource, UploadOptions};
 
 #[test]
 fn arrays_round_trip_contiguous_strided_and_reversed() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
         let a = Array2::from_shape_fn((4, 6), |(i, j)| (i * 10 + j) as f32);
-        let b = client.buffer_from_array(&a, Placement::Default).unwrap();
-        assert_eq!(b.to_array::<f32>().unwrap(), a.clone().into_dyn(), "{name}");
+        let b = client.upload_with(&a, &UploadOptions::new()).unwrap();
+        assert_eq!(b.to_host_array().unwrap().to_ndarray::<f32>().unwrap(), a.clone().into_dyn(), "{name}");
         // A strided view (every other column), read through byte strides.
         let view = a.slice(s![.., ..;2]);
-        let b = client.buffer_from_array(&view, Placement::Default).unwrap();
-        assert_eq!(b.to_array::<f32>().unwrap(), view.to_owned().into_dyn());
+        let b = client.upload_with(&view, &UploadOptions::new()).unwrap();
+        assert_eq!(b.to_host_array().unwrap().to_ndarray::<f32>().unwrap(), view.to_owned().into_dyn());
         // A transposed view (column-major strides).
         let t = a.t();
-        let b = client.buffer_from_array(&t, Placement::Default).unwrap();
-        assert_eq!(b.to_array::<f32>().unwrap(), t.to_owned().into_dyn());
+        let b = client.upload_with(&t, &UploadOptions::new()).unwrap();
+        assert_eq!(b.to_host_array().unwrap().to_ndarray::<f32>().unwrap(), t.to_owned().into_dyn());
         // Negative strides are copied to standard layout first.
         let r = a.slice(s![..;-1, ..]);
-        let b = client.buffer_from_array(&r, Placement::Default).unwrap();
-        assert_eq!(b.to_array::<f32>().unwrap(), r.to_owned().into_dyn());
+        let b = client.upload_with(&r, &UploadOptions::new()).unwrap();
+        assert_eq!(b.to_host_array().unwrap().to_ndarray::<f32>().unwrap(), r.to_owned().into_dyn());
         // Rank 0 and zero-size.
         let scalar = ArrayD::from_elem(IxDyn(&[]), 3i64);
-        assert_eq!(client.buffer_from_array(&scalar, Placement::Default).unwrap().to_array::<i64>().unwrap(), scalar);
+        assert_eq!(
+            client
+                .upload_with(&scalar, &UploadOptions::new())
+                .unwrap()
+                .to_host_array()
+                .unwrap()
+                .to_ndarray::<i64>()
+                .unwrap(),
+            scalar
+        );
         let empty = ArrayD::<f32>::zeros(IxDyn(&[0, 3]));
-        assert_eq!(client.buffer_from_array(&empty, Placement::Default).unwrap().to_array::<f32>().unwrap(), empty);
-        assert!(client.buffer_from_array(&a, Placement::Default).unwrap().to_array::<i32>().is_err());
+        assert_eq!(
+            client
+                .upload_with(&empty, &UploadOptions::new())
+                .unwrap()
+                .to_host_array()
+                .unwrap()
+                .to_ndarray::<f32>()
+                .unwrap(),
+            empty
+        );
+        assert!(client
+            .upload_with(&a, &UploadOptions::new())
+            .unwrap()
+            .to_host_array()
+            .unwrap()
+            .to_ndarray::<i32>()
+            .is_err());
     }
 }
 
@@ -39,18 +63,18 @@ fn round_trip_views<T>(client: &pjrt_client::Client, a: &Array2<T>, what: &str)
 where
     T: pjrt_client::NativeType + PartialEq + std::fmt::Debug,
 {
-    let b = client.buffer_from_array(a, Placement::Default).unwrap();
+    let b = client.upload_with(a, &UploadOptions::new()).unwrap();
     assert_eq!(b.element_type().unwrap(), T::ELEMENT_TYPE, "{what}");
-    assert_eq!(b.to_array::<T>().unwrap(), a.clone().into_dyn(), "{what} contiguous");
+    assert_eq!(b.to_host_array().unwrap().to_ndarray::<T>().unwrap(), a.clone().into_dyn(), "{what} contiguous");
     let strided = a.slice(s![.., 1..;2]);
-    let b = client.buffer_from_array(&strided, Placement::Default).unwrap();
-    assert_eq!(b.to_array::<T>().unwrap(), strided.to_owned().into_dyn(), "{what} strided");
+    let b = client.upload_with(&strided, &UploadOptions::new()).unwrap();
+    assert_eq!(b.to_host_array().unwrap().to_ndarray::<T>().unwrap(), strided.to_owned().into_dyn(), "{what} strided");
     let t = a.t();
-    let b = client.buffer_from_array(&t, Placement::Default).unwrap();
-    assert_eq!(b.to_array::<T>().unwrap(), t.to_owned().into_dyn(), "{what} transposed");
+    let b = client.upload_with(&t, &UploadOptions::new()).unwrap();
+    assert_eq!(b.to_host_array().unwrap().to_ndarray::<T>().unwrap(), t.to_owned().into_dyn(), "{what} transposed");
     let r = a.slice(s![..;-1, ..]);
-    let b = client.buffer_from_array(&r, Placement::Default).unwrap();
-    assert_eq!(b.to_array::<T>().unwrap(), r.to_owned().into_dyn(), "{what} reversed");
+    let b = client.upload_with(&r, &UploadOptions::new()).unwrap();
+    assert_eq!(b.to_host_array().unwrap().to_ndarray::<T>().unwrap(), r.to_owned().into_dyn(), "{what} reversed");
 }
 
 #[test]
@@ -76,8 +100,8 @@ fn half_precision_and_complex_arrays_both_ways() {
         round_trip_views(&client, &Array2::from_shape_fn(shape, |(i, j)| (i + j) % 2 == 0), "bool");
         round_trip_views(&client, &Array2::from_shape_fn(shape, |(i, j)| (i * 4 + j) as u8), "u8");
         // The element type decides: an f16 buffer is not a bf16 array.
-        let b = client.buffer_from_array(&Array2::from_elem((1, 1), f16::ONE), Placement::Default).unwrap();
-        assert!(b.to_array::<bf16>().is_err());
+        let b = client.upload_with(&Array2::from_elem((1, 1), f16::ONE), &UploadOptions::new()).unwrap();
+        assert!(b.to_host_array().unwrap().to_ndarray::<bf16>().is_err());
     }
 }
 
@@ -119,7 +143,7 @@ fn strided_views_are_read_without_touching_their_gaps() {
     };
     for name in support::PLUGINS {
         let client = support::client(name, 1);
-        let buffer = client.buffer_from_array(&view, Placement::Default).unwrap();
+        let buffer = client.upload_with(&view, &UploadOptions::new()).unwrap();
         assert_eq!(buffer.to_vec::<i32>().unwrap(), [7, 9], "{name}");
     }
 }
@@ -131,15 +155,12 @@ fn pred_buffers_convert_to_valid_bool_arrays() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
         let buffer = client
-            .buffer_from_bytes(
-                &[2, 0, 1, 255],
-                pjrt_client::ElementType::PRED,
-                &[2, 2],
-                &pjrt_client::HostLayout::default(),
-                Placement::Default,
+            .upload_with(
+                HostSource::bytes(&[2, 0, 1, 255], pjrt_client::ElementType::PRED, &[2, 2]),
+                &UploadOptions::new(),
             )
             .unwrap();
-        let array = buffer.to_array::<bool>().unwrap();
+        let array = buffer.to_host_array().unwrap().to_ndarray::<bool>().unwrap();
         assert_eq!(array, pjrt_client::ndarray::arr2(&[[true, false], [true, true]]).into_dyn(), "{name}");
         // SAFETY: reading the bytes behind the bools (initialised, valid bytes).
         let bytes: Vec<u8> = array.iter().map(|b| unsafe { (b as *const bool).cast::<u8>().read() }).collect();
@@ -155,13 +176,12 @@ fn pred_buffers_convert_to_valid_bool_arrays() {
 fn dlpack_bool_views_refuse_bytes_other_than_0_and_1() {
     use pjrt_client::dlpack::{dtype_of, ffi};
     use pjrt_client::ndarray::{arr1, arr2};
-    use pjrt_client::{AlignedHostBuffer, ElementType, Error, HostLayout};
+    use pjrt_client::{AlignedHostBuffer, ElementType, Error};
     for name in support::PLUGINS {
         let client = support::client(name, 1);
         let export = |bytes: &[u8], dims: &[i64]| {
-            let x = client
-                .buffer_from_bytes(bytes, ElementType::PRED, dims, &HostLayout::default(), Placement::Default)
-                .unwrap();
+            let x =
+                client.upload_with(HostSource::bytes(bytes, ElementType::PRED, dims), &UploadOptions::new()).unwrap();
             x.into_dlpack().unwrap()
         };
         let tensor = export(&[2, 0, 1, 255], &[2, 2]);

@@ -36,7 +36,7 @@ fn update_global_process_info_is_accepted_and_ignored() {
         client.update_global_process_info(&infos).unwrap();
         client.update_global_process_info(&[]).unwrap();
         // The client still works.
-        let buffer = client.buffer_from_slice(&[1f32, 2.], &[2], pjrt_client::Placement::Default).unwrap();
+        let buffer = client.upload(&[1f32, 2.], &[2]).unwrap();
         assert_eq!(buffer.to_vec::<f32>().unwrap(), [1., 2.]);
     }
 }

@@ -5,11 +5,12 @@
 use std::ffi::CStr;
 
 use pjrt_client::{
-    ApiVersion, Client, ClientOptions, CompileOptions, Error, LoadError, Placement, Plugin, PluginSource, Program,
-    TableInit, Value,
+    ApiVersion, Client, ClientOptions, CompileOptions, Error, LoadError, Plugin, PluginSource, Program, TableInit,
+    Value,
 };
 
 use crate::{fake_support, support};
+use pjrt_client::ExecuteOptions;
 
 /// A counter of the fake linked into this binary (its own statics, not a loaded copy's).
 fn linked_fake_counter(name: &CStr) -> i64 {
@@ -40,9 +41,9 @@ fn the_linked_in_fake_table_makes_a_working_plugin_initialised_once() {
     assert_eq!(client.platform_name(), "fake");
     assert!(client.plugin().is_same(&plugin));
     let exe = fake_support::compile(&client, 1).unwrap();
-    let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
-    let b = client.buffer_from_slice(&[10f32, 20., 30., 40.], &[4], Placement::Default).unwrap();
-    let out = exe.execute(&[&a, &b]).unwrap();
+    let a = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
+    let b = client.upload(&[10f32, 20., 30., 40.], &[4]).unwrap();
+    let out = exe.execute(&[&a, &b], &ExecuteOptions::new()).unwrap();
     assert_eq!(out[0].to_vec::<f32>().unwrap(), [11., 22., 33., 44.]);
 }
 
@@ -66,9 +67,9 @@ fn the_tables_of_the_cpu_plugins_make_plugins_that_compile_and_run() {
         assert_eq!(client.platform_name(), "cpu", "{name}");
         assert_eq!(client.addressable_devices().len(), 2, "{name}");
         let exe = client.compile(&Program::mlir_text(support::ADD_F32).unwrap(), &CompileOptions::new()).unwrap();
-        let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
-        let b = client.buffer_from_slice(&[10f32, 20., 30., 40.], &[4], Placement::Default).unwrap();
-        let out = exe.execute(&[&a, &b]).unwrap();
+        let a = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
+        let b = client.upload(&[10f32, 20., 30., 40.], &[4]).unwrap();
+        let out = exe.execute(&[&a, &b], &ExecuteOptions::new()).unwrap();
         assert_eq!(out[0].to_vec::<f32>().unwrap(), [11., 22., 33., 44.], "{name}");
 
         // Objects move between the two handles of one plugin: an extension of one reads the other's

@@ -7,11 +7,10 @@
 
 use std::sync::Arc;
 
-use pjrt_client::{
-    AlignedHostBuffer, CompileOptions, ElementType, Error, HostBufferSemantics, HostLayout, Placement, Program,
-};
+use pjrt_client::{AlignedHostBuffer, CompileOptions, ElementType, Error, HostBufferSemantics, Placement, Program};
 
 use crate::support;
+use pjrt_client::{DownloadOptions, ExecuteOptions, HostSource, UploadOptions};
 
 fn upload(
     client: &pjrt_client::Client,
@@ -19,7 +18,7 @@ fn upload(
     t: ElementType,
     dims: &[i64],
 ) -> pjrt_client::Result<pjrt_client::Buffer> {
-    client.buffer_from_bytes(data, t, dims, &HostLayout::default(), Placement::Default)
+    client.upload_with(HostSource::bytes(data, t, dims), &UploadOptions::new())
 }
 
 /// Sub-byte types are one element per byte on the host: S4[5] takes 5 bytes (not the 3 a packed
@@ -39,7 +38,7 @@ fn odd_counts_of_sub_byte_types_round_trip_exactly() {
             let dims = [values.len() as i64];
             let buffer = upload(&client, &bytes, *t, &dims).unwrap_or_else(|e| panic!("{name}: {t}: {e}"));
             assert_eq!(buffer.host_size().unwrap(), values.len(), "{name}: {t}: one byte per element");
-            let mut back = buffer.to_host_bytes().unwrap();
+            let mut back = buffer.to_bytes(DownloadOptions::new()).unwrap();
             t.sign_extend_host_values(&mut back);
             let back: Vec<i8> = back.iter().map(|b| *b as i8).collect();
             assert_eq!(&back, values, "{name}: {t}");
@@ -66,7 +65,7 @@ fn pred_bytes_other_than_0_and_1_read_as_valid_bools() {
         let client = support::client(name, 1);
         let buffer = upload(&client, &[2, 1, 0, 255], ElementType::PRED, &[4]).unwrap();
         // The plugin keeps the bytes as they are...
-        assert_eq!(buffer.to_host_bytes().unwrap(), [2, 1, 0, 255], "{name}");
+        assert_eq!(buffer.to_bytes(DownloadOptions::new()).unwrap(), [2, 1, 0, 255], "{name}");
         // ...and every way of reading them as bool gives valid bools.
         let values = buffer.to_vec::<bool>().unwrap();
         assert_eq!(values, [true, true, false, true], "{name}");
@@ -95,11 +94,11 @@ fn copy_during_call_copies_during_the_call() {
         let client = support::client(name, 1);
         for len in [4usize, 1 << 16] {
             let mut data: Vec<f32> = (0..len).map(|i| i as f32).collect();
-            let layout = HostLayout { semantics: HostBufferSemantics::CopyDuringCall, ..Default::default() };
+            let layout = UploadOptions::new().semantics(HostBufferSemantics::CopyDuringCall);
             // SAFETY: viewing f32s as bytes.
             let bytes = unsafe { std::slice::from_raw_parts(data.as_ptr() as *const u8, len * 4) };
             let buffer =
-                client.buffer_from_bytes(bytes, ElementType::F32, &[len as i64], &layout, Placement::Default).unwrap();
+                client.upload_with(HostSource::bytes(bytes, ElementType::F32, &[len as i64]), &layout).unwrap();
             data.iter_mut().for_each(|x| *x = -1.);
             drop(data);
             let back = buffer.to_vec::<f32>().unwrap();
@@ -116,8 +115,9 @@ fn zero_copy_uploads_are_never_donated() {
         let client = support::client(name, 1);
         let exe = client.compile(&Program::mlir_text(support::DONATING).unwrap(), &CompileOptions::new()).unwrap();
         let host = Arc::new(AlignedHostBuffer::from_slice(&[1f32, 2., 3., 4.]).unwrap());
-        let buffer = client.buffer_from_aligned(&host, ElementType::F32, &[4], Placement::Default).unwrap();
-        let out = exe.execute(&[&buffer]).unwrap();
+        let buffer =
+            client.upload_with(HostSource::aligned(&host, ElementType::F32, &[4]), &UploadOptions::new()).unwrap();
+        let out = exe.execute(&[&buffer], &ExecuteOptions::new()).unwrap();
         assert_eq!(out[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.], "{name}");
         assert!(!buffer.is_deleted().unwrap(), "{name}: not donated");
         assert_eq!(buffer.to_vec::<f32>().unwrap(), [1., 2., 3., 4.], "{name}");
@@ -146,13 +146,19 @@ fn objects_of_another_plugin_are_refused_before_the_call() {
     let e = old.load(&compiled, &options).unwrap_err();
     assert!(matches!(&e, Error::ForeignObject { what: "the executable", .. }), "{e}");
     let loaded = new.load(&compiled, &options).unwrap();
-    let x = new.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
-    assert_eq!(loaded.execute(&[&x, &x]).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
+    let x = new.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
+    assert_eq!(
+        loaded.execute(&[&x, &x], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+        [2., 4., 6., 8.]
+    );
     // Buffers of the other plugin are refused as arguments too; copies go through the host.
-    let foreign = old.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
-    assert!(matches!(loaded.execute(&[&x, &foreign]), Err(Error::InvalidArgument(_))));
+    let foreign = old.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
+    assert!(matches!(loaded.execute(&[&x, &foreign], &ExecuteOptions::new()), Err(Error::InvalidArgument(_))));
     let copied = foreign.copy_to_client(&new, Placement::Default).unwrap();
-    assert_eq!(loaded.execute(&[&x, &copied]).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
+    assert_eq!(
+        loaded.execute(&[&x, &copied], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+        [2., 4., 6., 8.]
+    );
 }
 
 /// A key-value store that records when it is dropped: the client owns its store and drops it
@@ -189,7 +195,7 @@ fn a_control_dependency_keeps_its_client_alive() {
         .kv_store(DropProbe(destroyed.clone()))
         .build()
         .unwrap();
-    let source = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+    let source = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
     let (donated, dependency) = source.donate_with_control_dependency().unwrap();
     drop((source, donated, client));
     assert!(!destroyed.load(std::sync::atomic::Ordering::SeqCst), "the dependency keeps the client");
@@ -203,22 +209,22 @@ fn a_control_dependency_keeps_its_client_alive() {
 fn the_longest_timeout_waits_instead_of_panicking() {
     use std::time::Duration;
     let client = support::client("cpu", 2);
-    let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
+    let x = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
     x.ready_event().unwrap().wait_timeout(Duration::MAX).unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let on_ready = x.ready_event().unwrap().on_ready(move |status| tx.send(status.is_ok()).unwrap()).unwrap();
     assert!(on_ready.wait_timeout(Duration::MAX).unwrap());
     assert!(rx.recv().unwrap());
     let exe = client.compile(&Program::mlir_text(support::ADD_F32).unwrap(), &CompileOptions::new()).unwrap();
-    let mut pending = exe.execute_async(&[&x, &x]).unwrap();
+    let mut pending = exe.execute_async(&[&x, &x], &ExecuteOptions::new()).unwrap();
     assert_eq!(pending.wait_timeout(Duration::MAX).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
     let replicated =
         client.compile(&Program::mlir_text(support::ADD_F32).unwrap(), &CompileOptions::new().num_replicas(2)).unwrap();
     let devices = replicated.addressable_devices();
     let y = x.copy_to_device(&devices[1]).unwrap();
-    let run = replicated.execute_sharded(&[[&x, &x], [&y, &y]]).unwrap();
-    run.wait_timeout(Duration::MAX).unwrap();
-    let transfer = run.outputs[1][0].to_host_async().unwrap();
+    let mut run = replicated.execute_sharded_async(&[[&x, &x], [&y, &y]], &ExecuteOptions::new()).unwrap();
+    let outputs = run.wait_timeout(Duration::MAX).unwrap();
+    let transfer = outputs[1][0].to_bytes_async(DownloadOptions::new()).unwrap();
     assert_eq!(transfer.wait_timeout(Duration::MAX).unwrap().len(), 16);
 }
 
@@ -245,14 +251,17 @@ fn child_drops_the_last_client_inside_a_callback() {
     )
     .unwrap();
     let exe = client.compile(&Program::mlir_text(BIG_DOT).unwrap(), &CompileOptions::new()).unwrap();
-    let n = client.buffer_from_slice(&vec![1f32; 1024 * 1024], &[1024, 1024], Placement::Default).unwrap();
-    let mut run = exe.execute_sharded(&[[&n]]).unwrap();
-    let outputs = std::mem::take(&mut run.outputs);
+    let n = client.upload(&vec![1f32; 1024 * 1024], &[1024, 1024]).unwrap();
+    let mut run = exe.execute_sharded_async(&[[&n]], &ExecuteOptions::new()).unwrap();
+    let outputs = run.take_outputs();
     let main_thread = std::thread::current().id();
     let (tx, rx) = std::sync::mpsc::channel();
     // The callback owns the last client (through the outputs and its own handle).
     let owned = client.clone();
-    let _on_ready = run.events[0]
+    let _on_ready = run
+        .events()
+        .next()
+        .unwrap()
         .on_ready(move |status| {
             // A download waits for the plugin: refused here, where it could wait for itself.
             let refused = matches!(outputs[0][0].to_vec::<f32>(), Err(pjrt_client::Error::BlockingInCallback { .. }));

@@ -13,18 +13,17 @@
 //! Every wait the test makes itself is bounded (`Event::wait_timeout`, `OnReady::wait_timeout`),
 //! and a watchdog joins the worker threads against a deadline: a deadlock fails the test with
 //! the name of the stuck thread and the operation it was in, instead of hanging. (Library calls
-//! that wait internally, such as `to_vec` or `execute_on`, are covered by the watchdog.)
+//! that wait internally, such as `to_vec` or `execute`, are covered by the watchdog.)
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use pjrt_client::{
-    Buffer, Client, CompileOptions, Event, Execution, HostTransfer, LoadedExecutable, Placement, Program,
-};
+use pjrt_client::{Buffer, Client, CompileOptions, Event, HostTransfer, LoadedExecutable, Placement, Program};
 
 use crate::support;
+use pjrt_client::{DownloadOptions, ExecuteOptions, HostSource, UploadOptions};
 
 /// Worker threads per plugin.
 const THREADS: usize = 8;
@@ -298,11 +297,11 @@ impl Op {
         match self {
             Op::Start => "start",
             Op::Upload => "upload",
-            Op::Execute => "execute_sharded + bounded waits",
-            Op::ExecuteOn => "execute_on (portable)",
+            Op::Execute => "execute_sharded_async + bounded waits",
+            Op::ExecuteOn => "execute on a device (portable)",
             Op::Copy => "copy_to_device",
             Op::Download => "to_vec",
-            Op::StartTransfer => "copy_to_host_async",
+            Op::StartTransfer => "to_bytes_async",
             Op::FinishTransfer => "finish a host transfer",
             Op::ReadyWait => "ready_event().wait_timeout",
             Op::Callback => "on_ready + OnReady::wait_timeout",
@@ -358,9 +357,13 @@ fn upload(client: &Client, data: Data, device: usize) -> Item {
     let devices = client.addressable_devices();
     let placement = Placement::Device(&devices[device]);
     let buffer = match &data {
-        Data::F32(v) => client.buffer_from_slice(v, &[N as i64], placement),
-        Data::I32(v) => client.buffer_from_slice(v, &[N as i64], placement),
-        Data::Sum(s) => client.buffer_from_slice(&[*s], &[], placement),
+        Data::F32(v) => {
+            client.upload_with(HostSource::slice(v, &[N as i64]), &UploadOptions::new().placement(placement))
+        }
+        Data::I32(v) => {
+            client.upload_with(HostSource::slice(v, &[N as i64]), &UploadOptions::new().placement(placement))
+        }
+        Data::Sum(s) => client.upload_with(HostSource::slice(&[*s], &[]), &UploadOptions::new().placement(placement)),
     }
     .unwrap_or_else(|e| panic!("upload: {e}"));
     Item { buffer, data: Arc::new(data), device }
@@ -471,16 +474,20 @@ impl Worker<'_> {
         let device = self.shared.exe_device;
         let (args, fma, sum) = self.arguments(device);
         let refs: Vec<&Buffer> = args.iter().map(|a| &a.buffer).collect();
-        let Execution { mut outputs, events } =
-            self.shared.exe.execute_sharded(&[refs]).unwrap_or_else(|e| panic!("{}: execute: {e}", self.name));
+        let mut run = self
+            .shared
+            .exe
+            .execute_sharded_async(&[refs], &ExecuteOptions::new())
+            .unwrap_or_else(|e| panic!("{}: execute: {e}", self.name));
+        let mut outputs = run.take_outputs();
         // Either wait (bounded) for completion, or drop the events and the arguments while the
         // execution may still run: the outputs are then waited for by whatever reads them.
         if self.rng.chance(50) {
-            for event in &events {
+            for event in run.events() {
                 wait_bounded(event, "execution event");
             }
         }
-        drop(events);
+        drop(run);
         self.release(args);
         self.push_outputs(outputs.remove(0), fma, sum, device);
     }
@@ -493,7 +500,7 @@ impl Worker<'_> {
         let outputs = self
             .shared
             .portable
-            .execute_on(&devices[device], &refs)
+            .execute(&refs, &ExecuteOptions::new().device(&devices[device]))
             .unwrap_or_else(|e| panic!("{}: execute_on: {e}", self.name));
         drop(refs);
         self.release(args);
@@ -562,7 +569,7 @@ impl Worker<'_> {
                 let i = self.random_item().unwrap();
                 let item = &self.pool[i];
                 let size = item.buffer.host_size().unwrap();
-                let transfer = item.buffer.copy_to_host_async(vec![0u8; size]).unwrap();
+                let transfer = item.buffer.to_bytes_async(DownloadOptions::new().destination(vec![0u8; size])).unwrap();
                 self.transfers.push((transfer, item.data.clone()));
                 if self.rng.chance(30) {
                     self.pool.swap_remove(i); // the transfer outlives its buffer
@@ -779,7 +786,8 @@ fn dropping_the_client_keeps_children_working() {
             ];
             let event = inputs[0].buffer.ready_event().unwrap();
             let size = inputs[1].buffer.host_size().unwrap();
-            let transfer = inputs[1].buffer.copy_to_host_async(vec![0u8; size]).unwrap();
+            let transfer =
+                inputs[1].buffer.to_bytes_async(DownloadOptions::new().destination(vec![0u8; size])).unwrap();
             let transfer_data = inputs[1].data.clone();
             kits.push(Kit { exe: exe.clone(), inputs, event, transfer, transfer_data });
         }
@@ -812,11 +820,11 @@ fn dropping_the_client_keeps_children_working() {
                 for round in 0..ROUNDS {
                     progress.enter(Op::Execute);
                     let refs: Vec<&Buffer> = inputs.iter().map(|i| &i.buffer).collect();
-                    let run = exe.execute_sharded(&[refs]).unwrap();
-                    for e in &run.events {
+                    let mut run = exe.execute_sharded_async(&[refs], &ExecuteOptions::new()).unwrap();
+                    for e in run.events() {
                         wait_bounded(e, "execution after the client was dropped");
                     }
-                    let out = run.outputs.into_iter().next().unwrap();
+                    let out = run.take_outputs().into_iter().next().unwrap();
                     let (fma, sum) = expected(&inputs[0].data, &inputs[1].data, &inputs[2].data, &inputs[3].data);
                     let (Data::F32(fma), Data::Sum(sum)) = (fma, sum) else { unreachable!() };
                     progress.enter(Op::Download);
@@ -873,10 +881,12 @@ fn public_types_are_send_sync() {
     assert_send_sync::<ClientOptions>();
     assert_send_sync::<Buffer>();
     assert_send_sync::<HostTransfer>();
-    assert_send_sync::<HostLayout>();
+    assert_send_sync::<UploadOptions>();
+    assert_send_sync::<DownloadOptions>();
     assert_send_sync::<HostBufferSemantics>();
     assert_send_sync::<LoadedExecutable>();
-    assert_send_sync::<Execution>();
+    assert_send_sync::<PendingExecution>();
+    assert_send_sync::<PendingShardedExecution>();
     assert_send_sync::<ArrayShape>();
     assert_send_sync::<Event>();
     assert_send_sync::<OnReady>();

@@ -4,21 +4,24 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pjrt_client::{
-    AlignedHostBuffer, CompileOptions, ElementType, HostData, Placement, Program, SharedBytes, SharedHostBytes,
-};
+use pjrt_client::{AlignedHostBuffer, CompileOptions, ElementType, HostData, Program, SharedBytes, SharedHostBytes};
 
 use crate::support;
+use pjrt_client::{DownloadOptions, ExecuteOptions, HostSource, UploadOptions};
 
 #[test]
 fn aligned_memory_is_held_until_the_plugin_lets_go() {
     for name in support::PLUGINS {
         let client = support::client(name, 1);
         let host = Arc::new(AlignedHostBuffer::from_slice(&[1f32, 2., 3., 4.]).unwrap());
-        let buffer = client.buffer_from_aligned(&host, ElementType::F32, &[4], Placement::Default).unwrap();
+        let buffer =
+            client.upload_with(HostSource::aligned(&host, ElementType::F32, &[4]), &UploadOptions::new()).unwrap();
         assert_eq!(buffer.to_vec::<f32>().unwrap(), [1., 2., 3., 4.]);
         let exe = client.compile(&Program::mlir_text(support::ADD_F32).unwrap(), &CompileOptions::new()).unwrap();
-        assert_eq!(exe.execute(&[&buffer, &buffer]).unwrap()[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
+        assert_eq!(
+            exe.execute(&[&buffer, &buffer], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+            [2., 4., 6., 8.]
+        );
         // While the buffer lives, the plugin's reference keeps the memory shared: no `&mut`.
         assert!(Arc::strong_count(&host) >= 2, "{name}");
         drop(buffer);
@@ -36,9 +39,9 @@ fn aligned_memory_is_held_until_the_plugin_lets_go() {
 fn size_and_type_are_checked() {
     let client = support::client("cpu", 1);
     let host = Arc::new(AlignedHostBuffer::zeroed(12).unwrap());
-    assert!(client.buffer_from_aligned(&host, ElementType::F32, &[4], Placement::Default).is_err());
-    assert!(client.buffer_from_aligned(&host, ElementType::INVALID, &[3], Placement::Default).is_err());
-    assert!(client.buffer_from_aligned(&host, ElementType::F32, &[-3], Placement::Default).is_err());
+    assert!(client.upload_with(HostSource::aligned(&host, ElementType::F32, &[4]), &UploadOptions::new()).is_err());
+    assert!(client.upload_with(HostSource::aligned(&host, ElementType::INVALID, &[3]), &UploadOptions::new()).is_err());
+    assert!(client.upload_with(HostSource::aligned(&host, ElementType::F32, &[-3]), &UploadOptions::new()).is_err());
     assert_eq!(Arc::strong_count(&host), 1, "nothing kept on failure");
 }
 
@@ -72,25 +75,28 @@ fn shared_bytes_upload_in_place_or_copied_and_keep_their_owner() {
         let aligned = SharedBytes::slice(owner.clone(), 64..128).unwrap();
         let unaligned = SharedBytes::slice(owner.clone(), 4..36).unwrap();
         assert!(aligned.is_aligned() && !unaligned.is_aligned());
-        let in_place = client.buffer_from_shared(&aligned, ElementType::F32, &[16], Placement::Default).unwrap();
-        let copied = client.buffer_from_shared(&unaligned, ElementType::F32, &[8], Placement::Default).unwrap();
-        let (async_copy, released) = client
-            .buffer_from_host_data(
-                HostData::Shared(aligned.clone()),
-                ElementType::F32,
-                &[4, 4],
-                Placement::Default,
-                |s, _| s.unwrap(),
-            )
+        let in_place = client
+            .upload_with(HostSource::shared(aligned.clone(), ElementType::F32, &[16]), &UploadOptions::new())
             .unwrap();
-        released.wait().unwrap();
+        let copied = client
+            .upload_with(HostSource::shared(unaligned.clone(), ElementType::F32, &[8]), &UploadOptions::new())
+            .unwrap();
+        let (released, on_released) = std::sync::mpsc::channel();
+        let source = HostSource::owned(HostData::Shared(aligned.clone()), ElementType::F32, &[4, 4])
+            .on_done(move |s, _| released.send(s).unwrap());
+        let async_copy = client.upload_with(source, &UploadOptions::new()).unwrap();
+        on_released.recv_timeout(Duration::from_secs(60)).unwrap().unwrap();
         let plain = client
-            .buffer_from_bytes(&bytes[64..128], ElementType::F32, &[16], &Default::default(), Placement::Default)
+            .upload_with(HostSource::bytes(&bytes[64..128], ElementType::F32, &[16]), &UploadOptions::new())
             .unwrap();
         assert_eq!(in_place.unsafe_pointer().unwrap() as *const u8, aligned.as_bytes().as_ptr(), "{name}: in place");
         drop((aligned, unaligned, owner));
         assert_eq!(in_place.to_vec::<f32>().unwrap(), &values[16..32], "{name}");
-        assert_eq!(in_place.to_host_bytes().unwrap(), plain.to_host_bytes().unwrap(), "{name}");
+        assert_eq!(
+            in_place.to_bytes(DownloadOptions::new()).unwrap(),
+            plain.to_bytes(DownloadOptions::new()).unwrap(),
+            "{name}"
+        );
         assert_eq!(copied.to_vec::<f32>().unwrap(), &values[1..9], "{name}");
         assert_eq!(async_copy.to_vec::<f32>().unwrap(), &values[16..32], "{name}");
         // The in-place buffer still reads the owner's memory.
@@ -110,7 +116,8 @@ fn shared_byte_ranges_are_checked() {
     let all = SharedBytes::new(owner.clone());
     assert_eq!((all.len(), all.as_bytes().as_ptr()), (16, owner.as_ptr()));
     let client = support::client("cpu", 1);
-    let err = client.buffer_from_shared(&all, ElementType::F32, &[5], Placement::Default).unwrap_err();
+    let err =
+        client.upload_with(HostSource::shared(all.clone(), ElementType::F32, &[5]), &UploadOptions::new()).unwrap_err();
     assert!(matches!(err, pjrt_client::Error::InvalidArgument(_)), "{err}");
     drop(all);
     assert_eq!(Arc::strong_count(&owner), 1, "nothing kept on failure");

@@ -275,6 +275,6 @@ pub fn program() -> pjrt_client::Program {
 }
 
 /// [`program`] compiled for `replicas` replicas.
-pub fn compile(client: &pjrt_client::Client, replicas: i64) -> pjrt_client::Result<pjrt_client::LoadedExecutable> {
+pub fn compile(client: &pjrt_client::Client, replicas: usize) -> pjrt_client::Result<pjrt_client::LoadedExecutable> {
     client.compile(&program(), &pjrt_client::CompileOptions::new().num_replicas(replicas))
 }

@@ -315,6 +315,20 @@ fn what_cannot_run_is_refused_clearly() {
     assert_eq!(m.in_avals()[0].dims, [Dim::Symbolic("2*b + 1".into())]);
     assert!(m.check_runnable("cpu").unwrap_err().to_string().contains("shape-polymorphic"));
 
+    // Dimensions are PJRT's i64: i64::MAX reads, a count above it (in u64 or beyond) is refused.
+    let m = JaxExport::from_bytes(&with(&[(f::UNIQUE_AVALS, V::Tables(vec![aval(&["9223372036854775807"], 10)]))]))
+        .unwrap();
+    assert_eq!(m.in_avals()[0].fixed_dims(), Some(vec![i64::MAX]));
+    for big in ["9223372036854775808", "18446744073709551615", "99999999999999999999999"] {
+        let e = err(&with(&[(f::UNIQUE_AVALS, V::Tables(vec![aval(&["2", big], 10)]))]));
+        assert!(e.contains("unique_avals"), "{e}");
+        assert!(e.contains(&format!("aval dimension {big} is above 9223372036854775807")), "{e}");
+    }
+    let m = JaxExport::from_bytes(&with(&[])).unwrap();
+    assert!(m.check_input(0, ElementType::F32, &[2]).is_ok());
+    let e = m.check_input(0, ElementType::F32, &[-2]).unwrap_err().to_string();
+    assert!(e.contains("input 0 is f32[-2], but the model expects float32[2]"), "{e}");
+
     for version in [0u16, 13, 999] {
         let e = err(&with(&[(f::SERIALIZATION_VERSION, V::U16(version))]));
         assert!(e.contains(&format!("serialization version {version} is not one this reader knows")), "{e}");

@@ -6,12 +6,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use pjrt_client::{Client, CompileOptions, Placement, Program};
+use pjrt_client::{Client, CompileOptions, Program};
 use pjrt_formats::artifact::{self, Artifact, Target};
 use pjrt_formats::compile_cache::{cache_key, CacheOutcome, CompileCache};
 
 use crate::fake_support;
 use crate::support;
+use pjrt_client::ExecuteOptions;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pjrt-cache-test-{}-{name}", std::process::id()));
@@ -37,9 +38,9 @@ module @scaled_add {{
 }
 
 fn run_add(client: &Client, exe: &pjrt_client::LoadedExecutable) -> Vec<f32> {
-    let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
-    let b = client.buffer_from_slice(&[10f32, 20., 30., 40.], &[4], Placement::Default).unwrap();
-    exe.execute(&[&a, &b]).unwrap()[0].to_vec::<f32>().unwrap()
+    let a = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
+    let b = client.upload(&[10f32, 20., 30., 40.], &[4]).unwrap();
+    exe.execute(&[&a, &b], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap()
 }
 
 fn entries(dir: &Path) -> Vec<PathBuf> {
@@ -281,7 +282,7 @@ fn artifacts_load_without_compiling_and_refuse_another_plugin() {
         assert!(artifact::is_artifact_file(&path));
         let read = Artifact::read(&path).unwrap();
         assert_eq!(read, artifact);
-        assert_eq!((read.header.replicas, read.header.partitions, read.header.device_count), (1, 1, 1));
+        assert_eq!((read.header.num_replicas, read.header.num_partitions, read.header.device_count), (1, 1, 1));
         read.check_compatible(made_by).unwrap();
         assert_eq!(run_add(made_by, &read.load(made_by).unwrap()), [11., 22., 33., 44.]);
         let e = read.load(other).unwrap_err().to_string();
@@ -337,8 +338,11 @@ fn a_plugin_that_cannot_serialize_compiles_without_caching() {
         assert_eq!(cached.outcome, CacheOutcome::Off);
         let note = cached.note.unwrap();
         assert!(note.contains("cannot serialize") && note.contains("injected failure"), "{note}");
-        let x = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default).unwrap();
-        let out = cached.executable.execute_on(&client.addressable_devices()[0], &[&x, &x]).unwrap();
+        let x = client.upload(&[1f32, 2., 3., 4.], &[4]).unwrap();
+        let out = cached
+            .executable
+            .execute(&[&x, &x], &ExecuteOptions::new().device(&client.addressable_devices()[0]))
+            .unwrap();
         assert_eq!(out[0].to_vec::<f32>().unwrap(), [2., 4., 6., 8.]);
     }
     assert_eq!(cache.info().unwrap().entries, 0);

@@ -6,12 +6,13 @@
 use std::path::{Path, PathBuf};
 
 use pjrt_client::compile_options::{proto::OptionOverrideProto, OptionValue};
-use pjrt_client::{CompileOptions, Placement, Program};
+use pjrt_client::{CompileOptions, Program};
 use pjrt_formats::npy::NpyArray;
 use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message as _;
 
 use crate::support;
+use pjrt_client::ExecuteOptions;
 
 const FAST_MIN_MAX: &str = "xla_cpu_enable_fast_min_max";
 
@@ -88,7 +89,7 @@ fn override_key(entry: &Entry) -> Vec<u8> {
 /// The edits of the test: an XLA option, the replica count it already has, and the Shardy switch
 /// turned around.
 fn edit(options: CompileOptions, shardy: bool) -> CompileOptions {
-    let replicas = options.replicas();
+    let replicas = options.num_replicas_requested();
     options.xla_option(FAST_MIN_MAX, false).num_replicas(replicas).use_shardy_partitioner(!shardy)
 }
 
@@ -162,13 +163,10 @@ fn edited_jax_options_compile_on_the_cpu_plugin() {
     let shardy = shardy_of(&jax);
     let program = Program::from_file(fast.join("program.mlir")).unwrap();
     let client = support::client("cpu", 1);
-    let args: Vec<_> = ["in0.npy", "in1.npy"]
-        .iter()
-        .map(|f| client.buffer_from_slice(&read(&fast, f), &[8], Placement::Default).unwrap())
-        .collect();
+    let args: Vec<_> = ["in0.npy", "in1.npy"].iter().map(|f| client.upload(&read(&fast, f), &[8]).unwrap()).collect();
     let run = |options: &CompileOptions| {
         let exe = client.compile(&program, options).unwrap();
-        let out = exe.execute(&[&args[0], &args[1]]).unwrap();
+        let out = exe.execute(&[&args[0], &args[1]], &ExecuteOptions::new()).unwrap();
         out.iter().map(|b| bits(&b.to_vec::<f32>().unwrap())).collect::<Vec<_>>()
     };
     // As JAX wrote them: JAX's fast min/max numbers. Edited: the default ones.

@@ -5,11 +5,12 @@
 use std::path::{Path, PathBuf};
 
 use pjrt_client::HostArray;
-use pjrt_client::{Client, CompileOptions, Placement, Program};
+use pjrt_client::{Client, CompileOptions, Program};
 use pjrt_formats::npy::{Dtype, NpyArray};
 use serde_json::Value as Json;
 
 use crate::support;
+use pjrt_client::{ExecuteOptions, UploadOptions};
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/jax")
@@ -28,8 +29,8 @@ fn cases() -> Vec<PathBuf> {
 }
 
 fn compile_options(meta: &Json, program: &Program, platform: &str) -> CompileOptions {
-    let replicas = meta["replicas"].as_i64().unwrap_or(1);
-    let partitions = meta["partitions"].as_i64().unwrap_or(1);
+    let replicas = meta["replicas"].as_u64().unwrap_or(1) as usize;
+    let partitions = meta["partitions"].as_u64().unwrap_or(1) as usize;
     let mut options = CompileOptions::new().jax_defaults(platform).num_replicas(replicas).num_partitions(partitions);
     if partitions > 1 {
         options = options.use_spmd_partitioning(true);
@@ -88,8 +89,8 @@ fn bf16_bits_to_f64(a: &NpyArray) -> Vec<f64> {
 }
 
 fn compare(expected: &NpyArray, actual: &NpyArray, spec: &Json, meta: &Json) -> Result<(), String> {
-    if expected.shape != actual.shape {
-        return Err(format!("shape {:?} != expected {:?}", actual.shape, expected.shape));
+    if expected.dims != actual.dims {
+        return Err(format!("shape {:?} != expected {:?}", actual.dims, expected.dims));
     }
     let exact = spec["exact"].as_bool().unwrap_or(false);
     let is_bf16 = spec["dtype"].as_str() == Some("bfloat16");
@@ -151,23 +152,18 @@ fn run_case(client: &Client, case: &Path) -> Result<(), String> {
         for (i, array) in list.iter().enumerate() {
             row.push(
                 client
-                    .buffer_from_host_array(array, Placement::Device(device))
+                    .upload_with(array, &UploadOptions::new().device(device))
                     .map_err(|e| format!("input {i}: {e}"))?,
             );
         }
         buffers.push(row);
     }
-    let refs: Vec<Vec<&pjrt_client::Buffer>> = buffers.iter().map(|r| r.iter().collect()).collect();
-    let execution = exe.execute_sharded(&refs).map_err(|e| format!("execute: {e}"))?;
-    execution.wait().map_err(|e| format!("execution: {e}"))?;
+    let outputs = exe.execute_sharded(&buffers, &ExecuteOptions::new()).map_err(|e| format!("execute: {e}"))?;
     let out_shardings = meta["output_shardings"].as_array().cloned().unwrap_or_default();
     for (o, spec) in meta["outputs"].as_array().unwrap().iter().enumerate() {
         let expected = NpyArray::read(&case.join(spec["file"].as_str().unwrap())).unwrap();
-        let per_device: Vec<HostArray> = execution
-            .outputs
-            .iter()
-            .map(|outs| outs[o].to_host_array().map_err(|e| e.to_string()))
-            .collect::<Result<_, _>>()?;
+        let per_device: Vec<HostArray> =
+            outputs.iter().map(|outs| outs[o].to_host_array().map_err(|e| e.to_string())).collect::<Result<_, _>>()?;
         let actual = match out_shardings.get(o).and_then(|s| s["axis"].as_u64()) {
             Some(axis) if per_device.len() > 1 => {
                 HostArray::concatenate(&per_device, axis as usize).map_err(|e| e.to_string())?

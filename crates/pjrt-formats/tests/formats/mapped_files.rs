@@ -17,6 +17,7 @@ use pjrt_formats::safetensors::{self, SafeTensors, TensorView};
 use pjrt_formats::ClientExt as _;
 
 use crate::support;
+use pjrt_client::{HostSource, UploadOptions};
 
 /// 0, 1, ..., 1023 as f32: 4 KiB (every tensor aligned), sum 523776.
 fn values() -> Vec<f32> {
@@ -89,15 +90,20 @@ impl Opened {
         let mut all = vec![
             ("upload_tensor", client.upload_tensor(&self.st, "w", None, Placement::Default).unwrap()),
             (
-                "buffer_from_shared(SafeTensors::shared_bytes)",
+                "HostSource::shared(SafeTensors::shared_bytes)",
                 client
-                    .buffer_from_shared(&self.st.shared_bytes("w").unwrap(), f32s, &[1024], Placement::Default)
+                    .upload_with(
+                        HostSource::shared(self.st.shared_bytes("w").unwrap(), f32s, &[1024]),
+                        &UploadOptions::new(),
+                    )
                     .unwrap(),
             ),
             ("upload_mapped_npy", client.upload_mapped_npy(&self.npy, None, Placement::Default).unwrap()),
             (
-                "buffer_from_shared(MappedNpy::shared_bytes)",
-                client.buffer_from_shared(&self.npy.shared_bytes(), f32s, &[1024], Placement::Default).unwrap(),
+                "HostSource::shared(MappedNpy::shared_bytes)",
+                client
+                    .upload_with(HostSource::shared(self.npy.shared_bytes(), f32s, &[1024]), &UploadOptions::new())
+                    .unwrap(),
             ),
             (
                 "upload_mapped_npy(npz member)",

@@ -11,6 +11,7 @@ use pjrt_formats::npy::{Dtype, Endian, MappedNpy, NpyArray, NpyError};
 use pjrt_formats::{BufferExt as _, ClientExt as _};
 
 use crate::support;
+use pjrt_client::DownloadOptions;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pjrt-npy-mapped-{}-{name}", std::process::id()));
@@ -67,13 +68,13 @@ fn every_core_dtype_round_trips_through_a_device() {
             let array = NpyArray::new(dtype, vec![2, 3], sample(dtype)).unwrap();
             let path = write(&dir, &format!("{dtype}.npy"), &array);
             let mapped = MappedNpy::open(&path).unwrap();
-            assert_eq!((mapped.dtype(), mapped.shape()), (dtype, &[2usize, 3][..]));
+            assert_eq!((mapped.dtype(), mapped.dims()), (dtype, &[2i64, 3][..]));
             assert!(mapped.is_c_order_little_endian());
             assert_eq!(mapped.bytes(), &array.data[..], "{dtype}: the mapping holds the data as written");
             assert_eq!(mapped.to_array(), array);
             let buffer = client.upload_mapped_npy(&mapped, None, Placement::Default).unwrap();
             let back = buffer.to_npy().unwrap();
-            assert_eq!(back.shape, array.shape, "{plugin} {dtype}");
+            assert_eq!(back.dims, array.dims, "{plugin} {dtype}");
             assert_eq!(back.data, array.data, "{plugin} {dtype}");
             // bf16 comes back as raw bits (`<u2`), raw bytes (`V1`, no parameter asking for a
             // sub-byte type) as `u8`, everything else as itself.
@@ -200,9 +201,9 @@ fn sub_byte_parameters_take_widened_files() {
         let buffer = client.upload_mapped_npy(&mapped, Some(ElementType::S4), Placement::Default).unwrap();
         assert_eq!(buffer.element_type().unwrap(), ElementType::S4);
         // The plugin gives the low bits; download_npy widens them back to int8.
-        assert_eq!(buffer.to_host_bytes().unwrap(), [0x8, 0xf, 0x0, 0x1, 0x5, 0x7], "{plugin}");
+        assert_eq!(buffer.to_bytes(DownloadOptions::new()).unwrap(), [0x8, 0xf, 0x0, 0x1, 0x5, 0x7], "{plugin}");
         let back = buffer.to_npy().unwrap();
-        assert_eq!((back.dtype, back.shape.clone()), (Dtype::I8, vec![2, 3]));
+        assert_eq!((back.dtype, back.dims.clone()), (Dtype::I8, vec![2, 3]));
         assert_eq!(back.to_vec::<i8>().unwrap(), [-8, -1, 0, 1, 5, 7], "{plugin}");
         let buffer = client
             .upload_mapped_npy(&MappedNpy::open(&v1).unwrap(), Some(ElementType::S4), Placement::Default)

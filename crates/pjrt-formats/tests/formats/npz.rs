@@ -25,7 +25,7 @@ fn numpy_archives_stored_and_deflated_hold_the_same_arrays() {
     }
     let get = |name: &str| deflated.get(name).unwrap().to_array();
     assert_eq!(get("i8").to_vec::<i8>().unwrap(), [-3, -2, -1, 0, 1, 2]);
-    assert_eq!(get("i32").shape, [2, 3]);
+    assert_eq!(get("i32").dims, [2, 3]);
     assert_eq!(get("i64").to_vec::<i64>().unwrap(), [-1, 0, 1]);
     assert_eq!(get("f64").to_vec::<f64>().unwrap(), [1e-300, 3.0]);
     assert_eq!(get("c64").to_vec::<Complex<f32>>().unwrap(), [Complex::new(1., 2.), Complex::new(0., -3.)]);

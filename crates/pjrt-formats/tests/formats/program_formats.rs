@@ -4,10 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use pjrt_client::{CompileOptions, Placement, Program, ProgramFormat};
+use pjrt_client::{CompileOptions, Program, ProgramFormat};
 use pjrt_formats::npy::NpyArray;
 
 use crate::support;
+use pjrt_client::ExecuteOptions;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/formats").join(name)
@@ -32,9 +33,9 @@ fn every_program_format_runs() {
             let exe = client
                 .compile(&program, &CompileOptions::new())
                 .unwrap_or_else(|e| panic!("{name}: compiling {file}: {e}"));
-            let x = client.buffer_from_slice(&a, &[2, 3], Placement::Default).unwrap();
-            let y = client.buffer_from_slice(&b, &[2, 3], Placement::Default).unwrap();
-            let got = exe.execute(&[&x, &y]).unwrap()[0].to_vec::<f32>().unwrap();
+            let x = client.upload(&a, &[2, 3]).unwrap();
+            let y = client.upload(&b, &[2, 3]).unwrap();
+            let got = exe.execute(&[&x, &y], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap();
             for (g, e) in got.iter().zip(&expected) {
                 assert!((g - e).abs() <= 1e-6 + 1e-6 * e.abs(), "{name} {file}: {g} vs {e}");
             }

@@ -11,6 +11,7 @@ use pjrt_formats::safetensors::{self, SafeTensors, SafetensorsError, TensorView}
 use pjrt_formats::{ClientExt as _, Error};
 
 use crate::support;
+use pjrt_client::{DownloadOptions, ExecuteOptions};
 
 fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/safetensors")
@@ -28,14 +29,14 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// (name, dtype, shape, hex of the bytes) from the generator's JSON.
-fn expected_tensors() -> Vec<(String, String, Vec<usize>, String)> {
+fn expected_tensors() -> Vec<(String, String, Vec<i64>, String)> {
     let text = std::fs::read_to_string(data_dir().join("all_dtypes.json")).unwrap();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap();
     json.as_object()
         .unwrap()
         .iter()
         .map(|(name, v)| {
-            let shape = v["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+            let shape = v["shape"].as_array().unwrap().iter().map(|d| d.as_i64().unwrap()).collect();
             (name.clone(), v["dtype"].as_str().unwrap().to_string(), shape, v["hex"].as_str().unwrap().to_string())
         })
         .collect()
@@ -55,7 +56,7 @@ fn reads_files_written_by_python_safetensors() {
     for (name, dtype, shape, bytes) in &expected {
         let view = file.tensor(name).unwrap();
         assert_eq!(Some(view.dtype()), safetensors::element_type_of(dtype), "{name}");
-        assert_eq!(view.shape(), &shape[..], "{name}");
+        assert_eq!(view.dims(), &shape[..], "{name}");
         assert_eq!(hex(view.bytes()), *bytes, "{name}");
     }
     // Typed values, checked against the generator's formula (arange(6), signed types minus 2).
@@ -75,8 +76,8 @@ fn reads_files_written_by_python_safetensors() {
     assert_eq!(t("f8_e4m3").bytes(), [0x00, 0x38, 0x40, 0x44, 0x48, 0x4a]);
     assert_eq!(t("f8_e5m2").bytes(), [0x00, 0x3c, 0x40, 0x42, 0x44, 0x45]);
     assert_eq!(t("scalar").to_vec::<f32>().unwrap(), [7.5]);
-    assert_eq!(t("scalar").shape(), &[] as &[usize]);
-    assert_eq!(t("empty").shape(), [0, 3]);
+    assert_eq!(t("scalar").dims(), &[] as &[i64]);
+    assert_eq!(t("empty").dims(), [0, 3]);
     assert!(t("f32").to_vec::<i32>().is_err());
     assert_eq!(file.metadata().get("format").map(String::as_str), Some("np"));
     // Names come in data order (the package sorts by alignment, then name).
@@ -286,8 +287,8 @@ fn whole_files_upload_on_both_plugins() {
         for (tensor, buffer) in &buffers {
             let view = file.tensor(tensor).unwrap();
             assert_eq!(buffer.element_type().unwrap(), view.dtype(), "{name} {tensor}");
-            assert_eq!(buffer.dimensions().unwrap(), &view.dims()[..], "{name} {tensor}");
-            assert_eq!(buffer.to_host_bytes().unwrap(), view.bytes(), "{name} {tensor}");
+            assert_eq!(buffer.dimensions().unwrap(), view.dims(), "{name} {tensor}");
+            assert_eq!(buffer.to_bytes(DownloadOptions::new()).unwrap(), view.bytes(), "{name} {tensor}");
         }
     }
 }
@@ -317,8 +318,8 @@ fn uploaded_weights_feed_a_program() {
         let client = support::client(name, 1);
         let exe = client.compile(&program, &CompileOptions::new()).unwrap();
         let weights = client.upload_safetensors(&file, Placement::Default, |_| {}).unwrap();
-        let x = client.buffer_from_slice(&[1f32, 1.], &[2], Placement::Default).unwrap();
-        let out = exe.execute(&[&weights[0].1, &weights[1].1, &x]).unwrap();
+        let x = client.upload(&[1f32, 1.], &[2]).unwrap();
+        let out = exe.execute(&[&weights[0].1, &weights[1].1, &x], &ExecuteOptions::new()).unwrap();
         assert_eq!(out[0].to_vec::<f32>().unwrap(), [13., 27.], "{name}");
     }
 }
@@ -351,9 +352,9 @@ fn packed_f4_tensors_upload_as_their_values() {
         let w = &buffers[0].1;
         assert_eq!((w.element_type().unwrap(), w.dimensions().unwrap()), (ElementType::F4E2M1FN, &[2i64, 4][..]));
         // One code per byte on the host, in element order.
-        assert_eq!(w.to_host_bytes().unwrap(), codes, "{name}");
+        assert_eq!(w.to_bytes(DownloadOptions::new()).unwrap(), codes, "{name}");
         let exe = client.compile(&program, &CompileOptions::new()).unwrap();
-        let out = exe.execute(&[w]).unwrap();
+        let out = exe.execute(&[w], &ExecuteOptions::new()).unwrap();
         let want: Vec<f32> = F4_CODES.iter().map(|(_, v)| *v).collect();
         assert_eq!(out[0].to_vec::<f32>().unwrap(), want, "{name}");
     }
@@ -439,7 +440,7 @@ fn python_safetensors_reads_our_files_back() {
 /// that do not (copied by the plugin's threads), and the bytes each should upload as.
 fn mixed_alignment_file(path: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     let f32s = |n: usize, k: f32| -> Vec<u8> { (0..n).flat_map(|i| (i as f32 * k - 3.5).to_le_bytes()).collect() };
-    let tensors: Vec<(String, ElementType, Vec<usize>, Vec<u8>)> = vec![
+    let tensors: Vec<(String, ElementType, Vec<i64>, Vec<u8>)> = vec![
         ("w".into(), ElementType::F32, vec![16, 4], f32s(64, 0.25)), // 256 bytes: aligned
         ("b".into(), ElementType::F32, vec![3], f32s(3, 1.5)),       // aligned (starts at 256)
         ("c".into(), ElementType::F32, vec![5], f32s(5, -2.0)),      // starts at 268: not aligned
@@ -465,13 +466,13 @@ fn overlapped_and_in_place_uploads_match_the_plain_path() {
         let overlapped = client.upload_safetensors(&file, Placement::Default, |_| {}).unwrap();
         for (tensor, buffer) in &overlapped {
             let view = file.tensor(tensor).unwrap();
-            let plain = client.buffer_from_tensor(&view, Placement::Default).unwrap();
+            let plain = client.upload_tensor_view(&view, Placement::Default).unwrap();
             let single = client.upload_tensor(&file, tensor, None, Placement::Default).unwrap();
             let want = &expected.iter().find(|(n, _)| n == tensor).unwrap().1;
-            for (how, b) in [("upload_safetensors", buffer), ("buffer_from_tensor", &plain), ("upload_tensor", &single)]
+            for (how, b) in [("upload_safetensors", buffer), ("upload_tensor_view", &plain), ("upload_tensor", &single)]
             {
-                assert_eq!((b.element_type().unwrap(), b.dimensions().unwrap()), (view.dtype(), &view.dims()[..]));
-                assert_eq!(&b.to_host_bytes().unwrap(), want, "{name} {tensor} {how}");
+                assert_eq!((b.element_type().unwrap(), b.dimensions().unwrap()), (view.dtype(), view.dims()));
+                assert_eq!(&b.to_bytes(DownloadOptions::new()).unwrap(), want, "{name} {tensor} {how}");
             }
         }
         // In place means in place: an aligned tensor's buffer is the file's bytes read at open
@@ -545,12 +546,12 @@ fn in_place_buffers_keep_the_file_bytes_alive() {
         let w = &buffers.iter().find(|(n, _)| n == "w").unwrap().1;
         let doubled: Vec<f32> =
             expected[0].1.chunks(4).map(|c| 2.0 * f32::from_le_bytes(c.try_into().unwrap())).collect();
-        assert_eq!(exe.execute(&[w]).unwrap()[0].to_vec::<f32>().unwrap(), doubled, "{name}");
-        assert_eq!(one.to_host_bytes().unwrap(), expected[0].1, "{name}");
+        assert_eq!(exe.execute(&[w], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(), doubled, "{name}");
+        assert_eq!(one.to_bytes(DownloadOptions::new()).unwrap(), expected[0].1, "{name}");
         drop(one);
         for (tensor, buffer) in &buffers {
             let want = &expected.iter().find(|(n, _)| n == tensor).unwrap().1;
-            assert_eq!(&buffer.to_host_bytes().unwrap(), want, "{name} {tensor}");
+            assert_eq!(&buffer.to_bytes(DownloadOptions::new()).unwrap(), want, "{name} {tensor}");
         }
     }
 }
@@ -563,7 +564,7 @@ fn upload_tensor_reads_same_width_types_and_refuses_others() {
     let client = support::client("cpu", 1);
     let x = client.upload_tensor(&file, "u", Some(ElementType::BF16), Placement::Default).unwrap();
     assert_eq!(x.element_type().unwrap(), ElementType::BF16);
-    assert_eq!(x.to_host_bytes().unwrap(), bits);
+    assert_eq!(x.to_bytes(DownloadOptions::new()).unwrap(), bits);
     let wrong = client.upload_tensor(&file, "u", Some(ElementType::F32), Placement::Default).unwrap_err();
     assert!(wrong.to_string().contains("cannot be read as"), "{wrong}");
     let missing = client.upload_tensor(&file, "nope", None, Placement::Default).unwrap_err();

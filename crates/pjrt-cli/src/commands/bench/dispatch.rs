@@ -4,11 +4,12 @@
 //! spread.
 
 use pjrt_client::sys::{self, Args as _};
-use pjrt_client::{Buffer, Client, CompileOptions, Error, LoadedExecutable, Placement, Program};
+use pjrt_client::{Buffer, Client, CompileOptions, Error, LoadedExecutable, Program};
 use serde_json::{json, Map, Value as Json};
 
 use super::samples::Samples;
 use super::{alternate_samples, require_slots, Stats};
+use pjrt_client::ExecuteOptions;
 
 const SCALAR_ADD: &str = r#"
 func.func @main(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {
@@ -33,8 +34,8 @@ impl Dispatch {
             &["PJRT_LoadedExecutable_Execute", "PJRT_Event_Await", "PJRT_Event_Destroy", "PJRT_Buffer_Destroy"],
         )?;
         let exe = client.compile(&Program::mlir_text(SCALAR_ADD)?, &CompileOptions::new())?;
-        let a = client.buffer_from_slice(&[1f32], &[], Placement::Default)?;
-        let b = client.buffer_from_slice(&[2f32], &[], Placement::Default)?;
+        let a = client.upload(&[1f32], &[])?;
+        let b = client.upload(&[2f32], &[])?;
         Ok(Dispatch { api: plugin.raw_api(), exe, a, b })
     }
 
@@ -42,7 +43,7 @@ impl Dispatch {
     /// (`valgrind --tool=callgrind`) shows its inclusive cost beside [`Dispatch::raw`]'s.
     #[inline(never)]
     pub fn safe(&self) -> Result<(), Error> {
-        drop(self.exe.execute(&[&self.a, &self.b])?);
+        drop(self.exe.execute(&[&self.a, &self.b], &ExecuteOptions::new())?);
         Ok(())
     }
 

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use pjrt_client::{Buffer, Client, Error, HostData, Placement};
+use pjrt_client::{HostSource, UploadOptions};
 use pjrt_formats::safetensors::SafeTensors;
 use pjrt_formats::ClientExt;
 use serde_json::{json, Value as Json};
@@ -43,7 +44,7 @@ fn await_all(buffers: &[Buffer]) -> Result<(), Error> {
 /// Measures `file`'s upload `iters` times per variant, the variants alternating (after one
 /// warm-up round that also brings the file into the page cache):
 /// - `memcpy`: every tensor's bytes copied into one host allocation made (and touched) before;
-/// - `copy`: [`ClientExt::buffer_from_tensor`], one tensor after the other, each copied during
+/// - `copy`: [`ClientExt::upload_tensor_view`], one tensor after the other, each copied during
 ///   its call (the library's path before uploads overlapped);
 /// - `overlapped_copy`: every tensor handed to the plugin to copy on its own threads
 ///   ([`HostData::Shared`]), all started before any is awaited;
@@ -77,7 +78,7 @@ pub fn params_bench(client: &Client, path: &Path, iters: usize) -> Result<Json, 
     let copy = || -> Result<Vec<Buffer>, Error> {
         let buffers = file
             .tensors()
-            .map(|(_, view)| client.buffer_from_tensor(&view, Placement::Default).map_err(client_error))
+            .map(|(_, view)| client.upload_tensor_view(&view, Placement::Default).map_err(client_error))
             .collect::<Result<Vec<_>, Error>>()?;
         await_all(&buffers)?;
         Ok(buffers)
@@ -85,13 +86,8 @@ pub fn params_bench(client: &Client, path: &Path, iters: usize) -> Result<Json, 
     let overlapped_copy = || -> Result<Vec<Buffer>, Error> {
         let mut buffers = Vec::with_capacity(shared.len());
         for ((_, view), bytes) in file.tensors().zip(&shared) {
-            let (buffer, _released) = client.buffer_from_host_data(
-                HostData::Shared(bytes.clone()),
-                view.dtype(),
-                &view.dims(),
-                Placement::Default,
-                |_, _| (),
-            )?;
+            let source = HostSource::owned(HostData::Shared(bytes.clone()), view.dtype(), view.dims());
+            let buffer = client.upload_with(source, &UploadOptions::new())?;
             buffers.push(buffer);
         }
         await_all(&buffers)?;

@@ -8,9 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pjrt_client::sys::{self, Args as _};
-use pjrt_client::{
-    AlignedHostBuffer, Buffer, Client, ClientOptions, ElementType, Error, HostLayout, Placement, Plugin,
-};
+use pjrt_client::{AlignedHostBuffer, Buffer, Client, ClientOptions, ElementType, Error, Plugin};
 use serde_json::{json, Value as Json};
 
 use crate::cli::{BenchArgs, BenchWhat, PluginArg};
@@ -20,6 +18,7 @@ mod h2d;
 pub mod plot;
 pub mod samples;
 
+use pjrt_client::{HostSource, UploadOptions};
 use samples::Samples;
 
 /// Timing statistics of one variant, in microseconds.
@@ -271,7 +270,8 @@ pub fn measure(args: &BenchArgs, plugin: &Plugin) -> Result<(Json, Vec<Samples>)
                 let mut samples = Vec::with_capacity(iters);
                 for i in 0..iters + 2 {
                     let t = Instant::now();
-                    let buffer = client.buffer_from_aligned(&host, ElementType::F32, &[count], Placement::Default)?;
+                    let buffer = client
+                        .upload_with(HostSource::aligned(&host, ElementType::F32, &[count]), &UploadOptions::new())?;
                     let elapsed = t.elapsed().as_nanos() as u64;
                     drop(buffer);
                     if i >= 2 {
@@ -284,10 +284,9 @@ pub fn measure(args: &BenchArgs, plugin: &Plugin) -> Result<(Json, Vec<Samples>)
                 report["gbps"] = report["safe"]["gbps"].clone();
             } else {
                 let data = vec![1u8; bytes];
-                let layout = HostLayout::default();
+                let layout = UploadOptions::new();
                 let safe = || {
-                    let buffer =
-                        client.buffer_from_bytes(&data, ElementType::F32, &[count], &layout, Placement::Default)?;
+                    let buffer = client.upload_with(HostSource::bytes(&data, ElementType::F32, &[count]), &layout)?;
                     buffer.ready_event()?.wait()?;
                     Ok(())
                 };
@@ -305,23 +304,14 @@ pub fn measure(args: &BenchArgs, plugin: &Plugin) -> Result<(Json, Vec<Samples>)
         BenchWhat::D2h { bytes, iters } => {
             let count = check_bytes(bytes)?;
             let data = vec![1u8; bytes];
-            let buffer = client.buffer_from_bytes(
-                &data,
-                ElementType::F32,
-                &[count],
-                &HostLayout::default(),
-                Placement::Default,
-            )?;
-            let mut dst = vec![0u8; bytes];
+            let buffer =
+                client.upload_with(HostSource::bytes(&data, ElementType::F32, &[count]), &UploadOptions::new())?;
+            let mut dst = vec![0f32; count as usize];
             let mut raw_dst = vec![0u8; bytes];
-            buffer.copy_to_host_into(&mut dst)?;
+            buffer.copy_to_slice(&mut dst)?;
             raw_download(api, &buffer, &mut raw_dst);
-            let (safe_samples, raw_samples) = alternate(
-                iters,
-                1,
-                || buffer.copy_to_host_into(&mut dst),
-                || raw_download(api, &buffer, &mut raw_dst),
-            )?;
+            let (safe_samples, raw_samples) =
+                alternate(iters, 1, || buffer.copy_to_slice(&mut dst), || raw_download(api, &buffer, &mut raw_dst))?;
             let (safe, raw) = (safe_samples.stats(), raw_samples.stats());
             series = vec![safe_samples, raw_samples];
             report["benchmark"] = json!("d2h");

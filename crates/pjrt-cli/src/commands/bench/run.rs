@@ -21,6 +21,7 @@ use crate::commands::run::jax_model;
 use crate::compiling;
 use crate::plugins::{cpu_aware_client, resolve_plugin};
 use crate::ui::invalid;
+use pjrt_client::DownloadOptions;
 
 /// Calls per alternation block of the safe and raw variants.
 const BLOCK: usize = 50;
@@ -43,7 +44,7 @@ pub(super) fn run_bench(args: &BenchRunArgs, plugin_name: Option<&str>) -> Resul
         )));
     }
     let counts = program.module_counts();
-    if counts.replicas.unwrap_or(1) != 1 || counts.partitions.unwrap_or(1) != 1 {
+    if counts.num_replicas.unwrap_or(1) != 1 || counts.num_partitions.unwrap_or(1) != 1 {
         return Err(invalid(
             "the program has several replicas or partitions; `pjrt bench run` measures single-device programs",
         ));
@@ -100,8 +101,8 @@ pub(super) fn run_bench(args: &BenchRunArgs, plugin_name: Option<&str>) -> Resul
     };
     let mut buffers = upload()?;
     let refs: Vec<&Buffer> = buffers.iter().collect();
-    for output in exe.execute(&refs)? {
-        output.to_host_bytes()?;
+    for output in exe.execute(&refs, &ExecuteOptions::new())? {
+        output.to_bytes(DownloadOptions::new())?;
     }
     let first_result_ms = started.elapsed().as_secs_f64() * 1e3;
     // A program that donates its inputs (aliases them to outputs) consumed them: upload them
@@ -113,7 +114,7 @@ pub(super) fn run_bench(args: &BenchRunArgs, plugin_name: Option<&str>) -> Resul
     let refs: Vec<&Buffer> = buffers.iter().collect();
     let keep = ExecuteOptions::new().non_donatable_inputs(0..refs.len());
     let safe = || -> Result<(), pjrt_client::Error> {
-        drop(if donates { exe.execute_with(&refs, &keep)? } else { exe.execute(&refs)? });
+        drop(if donates { exe.execute(&refs, &keep)? } else { exe.execute(&refs, &ExecuteOptions::new())? });
         Ok(())
     };
     let raw = if args.raw { Some(RawExecute::new(&exe, &refs, donates)?) } else { None };
@@ -154,7 +155,11 @@ pub(super) fn run_bench(args: &BenchRunArgs, plugin_name: Option<&str>) -> Resul
                 drop(oldest.wait()?);
             }
         }
-        pending.push_back(if donates { exe.execute_async_with(&refs, &keep)? } else { exe.execute_async(&refs)? });
+        pending.push_back(if donates {
+            exe.execute_async(&refs, &keep)?
+        } else {
+            exe.execute_async(&refs, &ExecuteOptions::new())?
+        });
     }
     for execution in pending {
         drop(execution.wait()?);

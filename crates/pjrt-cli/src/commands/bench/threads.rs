@@ -1,11 +1,12 @@
 //! `pjrt bench threads`: throughput of one client and one portable executable shared by several
-//! threads, each keeping several executions in flight (launched with `execute_on_async`, the
+//! threads, each keeping several executions in flight (launched with `execute_async` on a chosen device, the
 //! oldest awaited once the window is full).
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use pjrt_client::{Buffer, Client, ClientOptions, CompileOptions, Error, Placement, Plugin, Program};
+use pjrt_client::{Buffer, Client, ClientOptions, CompileOptions, Error, Plugin, Program};
+use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
 use serde_json::{json, Value as Json};
 
 const MATMUL: &str = r#"
@@ -44,7 +45,7 @@ pub(super) fn threads_bench(
     let ones = vec![1f32; 128 * 128];
     let inputs: Vec<Buffer> = devices
         .iter()
-        .map(|d| client.buffer_from_slice(&ones, &[128, 128], Placement::Device(d)))
+        .map(|d| client.upload_with(HostSource::slice(&ones, &[128, 128]), &UploadOptions::new().device(d)))
         .collect::<Result<_, _>>()?;
     let mut rows = Vec::new();
     for &thread_count in threads {
@@ -64,7 +65,10 @@ pub(super) fn threads_bench(
                                         drop(oldest.wait()?);
                                     }
                                 }
-                                pending.push_back(exe.execute_on_async(&devices[k], &[&inputs[k], &inputs[k]])?);
+                                pending.push_back(exe.execute_async(
+                                    &[&inputs[k], &inputs[k]],
+                                    &ExecuteOptions::new().device(&devices[k]),
+                                )?);
                             }
                             for execution in pending {
                                 drop(execution.wait()?);

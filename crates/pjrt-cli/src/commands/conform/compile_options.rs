@@ -1,11 +1,11 @@
 //! Compile options, the whole message: every setter round-trips through the plugin (issue 13, items 5 to 7).
 
 use pjrt_client::{
-    Client, CompileOptions, DebugOption, ElementType, Error, LoadedExecutable, MemoryLayout, Placement, Program,
-    ShapeWithLayout,
+    Client, CompileOptions, DebugOption, ElementType, Error, LoadedExecutable, MemoryLayout, Program, ShapeWithLayout,
 };
 
 use super::{expect, f32s, Problem, Report, ADD, PORTABLE};
+use pjrt_client::ExecuteOptions;
 
 const NEGATE_2X3: &str = r#"func.func @main(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = stablehlo.negate %a : tensor<2x3xf32>
@@ -57,9 +57,9 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
         )?;
         let options = CompileOptions::new().debug_option(DebugOption::CpuEnableFastMinMax(false));
         let exe = client.compile(&program, &options)?;
-        let a = client.buffer_from_slice(&[f32::NAN, 1.], &[2], Placement::Default)?;
-        let b = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
-        let max = f32s(&exe.execute(&[&a, &b])?[0])?;
+        let a = client.upload(&[f32::NAN, 1.], &[2])?;
+        let b = client.upload(&[1f32, 2.], &[2])?;
+        let max = f32s(&exe.execute(&[&a, &b], &ExecuteOptions::new())?[0])?;
         expect(max[0].is_nan() && max[1] == 2., format!("max(NaN, 1), max(1, 2) = {max:?}"))?;
         Ok("max propagates NaN".into())
     });
@@ -89,15 +89,15 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
         let build = back.build_options().ok_or_else(|| Problem::Fail("no build options reported".into()))?;
         let mesh = (&build.auto_spmd_partitioning_mesh_shape[..], &build.auto_spmd_partitioning_mesh_ids[..]);
         expect(build.use_auto_spmd_partitioning && mesh == (&[1][..], &[0][..]), format!("reported {mesh:?}"))?;
-        let a = client.buffer_from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3], Placement::Default)?;
-        let out = f32s(&exe.execute(&[&a])?[0])?;
+        let a = client.upload(&[1f32, 2., 3., 4., 5., 6.], &[2, 3])?;
+        let out = f32s(&exe.execute(&[&a], &ExecuteOptions::new())?[0])?;
         expect(out == [-1., -2., -3., -4., -5., -6.], format!("ran to {out:?}"))?;
         Ok("mesh [1], ids [0]".into())
     });
     r.check("compile_options.argument_layout_checked_before_launch", || {
         let (exe, _) = compiled(client, &CompileOptions::new().argument_layouts(&[shape_2x3(&[0, 1])]))?;
-        let a = client.buffer_from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3], Placement::Default)?;
-        match exe.execute(&[&a]) {
+        let a = client.upload(&[1f32, 2., 3., 4., 5., 6.], &[2, 3])?;
+        match exe.execute(&[&a], &ExecuteOptions::new()) {
             Err(Error::InvalidArgument(m)) => Ok(m),
             other => Err(Problem::Fail(format!("a row-major argument was not refused: {other:?}"))),
         }
@@ -107,8 +107,8 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
         let target = program.stablehlo_target();
         expect(target == Some((1, 0, 0)), format!("read the target as {target:?}"))?;
         let exe = client.compile(&program, &CompileOptions::new())?;
-        let zeros = client.buffer_from_slice(&[0f32; 6], &[2, 3], Placement::Default)?;
-        let out = f32s(&exe.execute(&[&zeros, &zeros])?[0])?;
+        let zeros = client.upload(&[0f32; 6], &[2, 3])?;
+        let out = f32s(&exe.execute(&[&zeros, &zeros], &ExecuteOptions::new())?[0])?;
         expect(out == [1f32; 6], format!("tanh(0) * 0 + 1 gave {out:?}"))?;
         Ok("StableHLO 1.0.0".into())
     });

@@ -1,4 +1,4 @@
-//! Execute options on every execute path: single-device and portable (`execute_on`), sharded, non-blocking forms (issue 13, item 2),
+//! Execute options on every execute path: single-device and portable (`ExecuteOptions::device`), sharded, non-blocking forms (issue 13, item 2),
 //! and Rust user data in an execute context (item 8c).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -6,10 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pjrt_client::{
-    Buffer, Client, CompileOptions, Device, Error, ExecuteContext, ExecuteOptions, LoadedExecutable, Placement, Program,
+    Buffer, Client, CompileOptions, Device, Error, ExecuteContext, ExecuteOptions, LoadedExecutable, Program,
 };
 
 use super::{expect, f32s, Outcome, Problem, Report, ADD};
+use pjrt_client::{HostSource, UploadOptions};
 
 /// `a + a`, whose parameter the program lets the plugin reuse for the result (donation).
 const DONATING: &str = r#"module @donating {
@@ -28,7 +29,7 @@ fn portable(client: &Client, source: &str) -> Result<LoadedExecutable, Problem> 
 }
 
 fn upload(client: &Client, device: &Device<'_>, values: [f32; 4]) -> Result<Buffer, Problem> {
-    Ok(client.buffer_from_slice(&values, &[4], Placement::Device(device))?)
+    Ok(client.upload_with(HostSource::slice(&values, &[4]), &UploadOptions::new().device(device))?)
 }
 
 /// The last addressable device: not the default one where the client has several.
@@ -53,11 +54,11 @@ fn two_replicas(client: &Client, source: &str) -> Result<(LoadedExecutable, Vec<
 
 /// Adds this group's checks to `r`.
 pub(super) fn checks(r: &mut Report, client: &Client) {
-    r.check("execute_options.execute_on_with_launch_id", || {
+    r.check("execute_options.chosen_device_with_launch_id", || {
         let exe = portable(client, ADD)?;
         let device = chosen_device(client)?;
         let a = upload(client, &device, [1., 2., 3., 4.])?;
-        let out = exe.execute_on_with(&device, &[&a, &a], &ExecuteOptions::new().launch_id(17))?;
+        let out = exe.execute(&[&a, &a], &ExecuteOptions::new().launch_id(17).device(&device))?;
         expect(f32s(&out[0])? == [2., 4., 6., 8.], "wrong sum")?;
         expect(out[0].device()? == device, "ran on another device")?;
         Ok("launch id 17 on the chosen device".into())
@@ -67,31 +68,31 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
         let device = chosen_device(client)?;
         let a = upload(client, &device, [1., 2., 3., 4.])?;
         let options = ExecuteOptions::new().call_location("pjrt conform").task_incarnations([(0, 1)]);
-        let out = exe.execute_on_with(&device, &[&a, &a], &options)?;
+        let out = exe.execute(&[&a, &a], &options.clone().device(&device))?;
         expect(f32s(&out[0])? == [2., 4., 6., 8.], "wrong sum")?;
         Ok("accepted".into())
     });
-    r.check("execute_options.execute_on_with_non_donatable_input", || {
+    r.check("execute_options.chosen_device_with_non_donatable_input", || {
         let exe = portable(client, DONATING)?;
         let device = chosen_device(client)?;
         let x = upload(client, &device, [1., 2., 3., 4.])?;
-        let out = exe.execute_on_with(&device, &[&x], &ExecuteOptions::new().non_donatable_inputs([0]))?;
+        let out = exe.execute(&[&x], &ExecuteOptions::new().non_donatable_inputs([0]).device(&device))?;
         expect(f32s(&out[0])? == [2., 4., 6., 8.], "wrong sum")?;
         expect(!x.is_deleted()?, "the input listed as non-donatable was donated")?;
         // Without the option the plugin may donate it: proof that the option was read.
-        exe.execute_on_with(&device, &[&x], &ExecuteOptions::new())?;
+        exe.execute(&[&x], &ExecuteOptions::new().device(&device))?;
         Ok(format!("kept; donated without the option: {}", x.is_deleted()?))
     });
-    r.check("execute_options.execute_on_with_context", || {
+    r.check("execute_options.chosen_device_with_context", || {
         let exe = portable(client, ADD)?;
         let device = chosen_device(client)?;
         let context = ExecuteContext::new(client.plugin())?;
         let a = upload(client, &device, [1., 2., 3., 4.])?;
-        let out = exe.execute_on_with(&device, &[&a, &a], &ExecuteOptions::new().context(&context))?;
+        let out = exe.execute(&[&a, &a], &ExecuteOptions::new().context(&context).device(&device))?;
         expect(f32s(&out[0])? == [2., 4., 6., 8.], "wrong sum")?;
         Ok(String::new())
     });
-    r.check("execute_options.execute_on_async", || {
+    r.check("execute_options.async_on_each_device", || {
         let exe = portable(client, ADD)?;
         let devices = client.addressable_devices();
         let inputs = devices.iter().map(|d| upload(client, d, [1., 2., 3., 4.])).collect::<Result<Vec<_>, _>>()?;
@@ -99,7 +100,7 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
         let pending = devices
             .iter()
             .zip(&inputs)
-            .map(|(d, x)| exe.execute_on_async(d, &[x, x]))
+            .map(|(d, x)| exe.execute_async(&[x, x], &ExecuteOptions::new().device(d)))
             .collect::<Result<Vec<_>, _>>()?;
         for (execution, device) in pending.into_iter().zip(&devices) {
             let out = execution.wait()?;
@@ -108,13 +109,13 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
         }
         Ok(format!("{} launches in flight", devices.len()))
     });
-    r.check("execute_options.execute_on_async_with_options", || {
+    r.check("execute_options.async_on_chosen_device_with_options", || {
         let exe = portable(client, DONATING)?;
         let device = chosen_device(client)?;
         let context = ExecuteContext::new(client.plugin())?;
         let x = upload(client, &device, [1., 2., 3., 4.])?;
         let options = ExecuteOptions::new().launch_id(4).non_donatable_inputs([0]).context(&context);
-        let pending = exe.execute_on_async_with(&device, &[&x], &options)?;
+        let pending = exe.execute_async(&[&x], &options.clone().device(&device))?;
         drop((options, context)); // the launch keeps what it was given
         expect(f32s(&pending.wait()?[0])? == [2., 4., 6., 8.], "wrong sum")?;
         expect(!x.is_deleted()?, "the input listed as non-donatable was donated")?;
@@ -125,7 +126,7 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
         let device = exe.addressable_devices()[0];
         let x = upload(client, &device, [1., 2., 3., 4.])?;
         let keep = ExecuteOptions::new().launch_id(8).non_donatable_inputs([0]);
-        let pending = (0..3).map(|_| exe.execute_async_with(&[&x], &keep)).collect::<Result<Vec<_>, _>>()?;
+        let pending = (0..3).map(|_| exe.execute_async(&[&x], &keep)).collect::<Result<Vec<_>, _>>()?;
         for execution in pending {
             expect(f32s(&execution.wait()?[0])? == [2., 4., 6., 8.], "wrong sum")?;
         }
@@ -135,7 +136,7 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
     r.check("execute_options.sharded_async_per_device", || {
         let (exe, inputs) = two_replicas(client, ADD)?;
         let arguments: Vec<[&Buffer; 2]> = inputs.iter().map(|x| [x, x]).collect();
-        let pending = exe.execute_sharded_async(&arguments, &ExecuteOptions::new().launch_id(2))?;
+        let pending = exe.execute_sharded_async(&arguments, &ExecuteOptions::new().launch_id(2))?.into_per_device();
         expect(pending.len() == 2, "not one pending execution per device")?;
         // Taken in reverse order: each holds its own device's outputs.
         for (k, execution) in pending.into_iter().enumerate().rev() {
@@ -148,9 +149,8 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
         let context = ExecuteContext::new(client.plugin())?;
         let arguments: Vec<[&Buffer; 1]> = inputs.iter().map(|x| [x]).collect();
         let options = ExecuteOptions::new().launch_id(23).non_donatable_inputs([0]).context(&context);
-        let run = exe.execute_sharded_with(&arguments, &options)?;
-        run.wait()?;
-        for (k, outputs) in run.outputs.iter().enumerate() {
+        let outputs = exe.execute_sharded(&arguments, &options)?;
+        for (k, outputs) in outputs.iter().enumerate() {
             expect(f32s(&outputs[0])? == [2. * k as f32, 2., 2., 2.], "wrong sum on a replica")?;
         }
         for x in &inputs {
@@ -162,7 +162,7 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
         let exe = portable(client, DONATING)?;
         let device = chosen_device(client)?;
         let x = upload(client, &device, [1., 2., 3., 4.])?;
-        let result = exe.execute_on_with(&device, &[&x], &ExecuteOptions::new().non_donatable_inputs([1]));
+        let result = exe.execute(&[&x], &ExecuteOptions::new().non_donatable_inputs([1]).device(&device));
         expect(matches!(result, Err(Error::InvalidArgument(_))), "input 1 of a one-argument program was accepted")?;
         Ok("refused before the plugin".into())
     });
@@ -190,7 +190,7 @@ fn user_data(client: &Client) -> Outcome {
         let exe = compile(client, ADD, &CompileOptions::new())?;
         let device = exe.addressable_devices()[0];
         let a = upload(client, &device, [1., 2., 3., 4.])?;
-        let out = exe.execute_with(&[&a, &a], &ExecuteOptions::new().context(&context))?;
+        let out = exe.execute(&[&a, &a], &ExecuteOptions::new().context(&context))?;
         expect(f32s(&out[0])? == [2., 4., 6., 8.], "wrong sum")?;
         pjrt_client::flush_released();
         expect(drops.load(Ordering::SeqCst) == 0, "dropped while the context lives")?;

@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use pjrt_client::{
-    AlignedHostBuffer, Client, ElementType, Error, ErrorCode, HostLayout, MemoryLayout, Placement, ShapeSpec,
-    ViewOptions,
+    AlignedHostBuffer, Client, ElementType, Error, ErrorCode, MemoryLayout, Placement, ShapeSpec, ViewOptions,
 };
 
 use super::{expect, Outcome, Problem, Report};
+use pjrt_client::DownloadOptions;
+use pjrt_client::{HostSource, UploadOptions};
 
 /// A [2,3] f32 array, row-major.
 const ROW_MAJOR: [f32; 6] = [1., 2., 3., 4., 5., 6.];
@@ -49,19 +50,22 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
         Ok(layout.to_string())
     });
     r.check("layouts.device_layout_column_major", || {
-        let layout = HostLayout::default().with_device_layout(MemoryLayout::column_major(2));
-        let b = client.buffer_from_bytes(&bytes(&ROW_MAJOR), ElementType::F32, &[2, 3], &layout, Placement::Default)?;
+        let layout = UploadOptions::new().device_layout(MemoryLayout::column_major(2));
+        let b = client.upload_with(HostSource::bytes(&bytes(&ROW_MAJOR), ElementType::F32, &[2, 3]), &layout)?;
         let reported = b.memory_layout()?;
         expect(reported == MemoryLayout::column_major(2), format!("the buffer reports layout {reported}"))?;
         expect(b.to_vec::<f32>()? == ROW_MAJOR, "the values read back row-major changed")?;
-        expect(values(&b.copy_raw_to_host(0, 24)?) == COLUMN_MAJOR, "the device bytes are not column-major")?;
+        expect(
+            values(&b.to_bytes(DownloadOptions::new().raw(0, 24))?) == COLUMN_MAJOR,
+            "the device bytes are not column-major",
+        )?;
         Ok(format!("{reported}, values kept"))
     });
     r.check("layouts.device_layout_default_explicit", || {
         // The default layout asked for by name: taken by every plugin, values unchanged.
         let default = client.default_memory_layout(ElementType::F32, &[2, 3])?;
-        let layout = HostLayout::default().with_device_layout(default.clone());
-        let b = client.buffer_from_bytes(&bytes(&ROW_MAJOR), ElementType::F32, &[2, 3], &layout, Placement::Default)?;
+        let layout = UploadOptions::new().device_layout(default.clone());
+        let b = client.upload_with(HostSource::bytes(&bytes(&ROW_MAJOR), ElementType::F32, &[2, 3]), &layout)?;
         expect(b.memory_layout()? == default, "the buffer does not have the default layout")?;
         expect(b.to_vec::<f32>()? == ROW_MAJOR, "values changed")?;
         Ok(default.to_string())
@@ -69,9 +73,8 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
     r.check("layouts.device_layout_tiled_refused", || {
         // XLA's CPU client keeps no tiled buffers.
         let tiled = MemoryLayout::Tiled { minor_to_major: vec![1, 0], tiles: vec![vec![2, 2]] };
-        let layout = HostLayout::default().with_device_layout(tiled);
-        let result =
-            client.buffer_from_bytes(&bytes(&ROW_MAJOR), ElementType::F32, &[2, 3], &layout, Placement::Default);
+        let layout = UploadOptions::new().device_layout(tiled);
+        let result = client.upload_with(HostSource::bytes(&bytes(&ROW_MAJOR), ElementType::F32, &[2, 3]), &layout);
         if client.platform_name() != "cpu" {
             let b = result?;
             return Ok(format!("accepted: {}", b.memory_layout()?));
@@ -79,7 +82,7 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
         plugin_refusal(result, ErrorCode::Unimplemented, "a tiled device layout")
     });
     r.check("layouts.host_size_in", || {
-        let b = client.buffer_from_slice(&ROW_MAJOR, &[2, 3], Placement::Default)?;
+        let b = client.upload(&ROW_MAJOR, &[2, 3])?;
         let size = b.host_size_in(&MemoryLayout::column_major(2))?;
         expect(size == 24, format!("{size} bytes for a column-major f32[2,3]"))?;
         Ok(format!("{size} bytes"))
@@ -87,8 +90,8 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
     r.check("layouts.device_layout_invalid_refused", || {
         // Not a permutation of the dimensions: refused before the plugin sees it.
         let bad = MemoryLayout::Tiled { minor_to_major: vec![0, 0], tiles: vec![] };
-        let layout = HostLayout::default().with_device_layout(bad);
-        match client.buffer_from_bytes(&bytes(&ROW_MAJOR), ElementType::F32, &[2, 3], &layout, Placement::Default) {
+        let layout = UploadOptions::new().device_layout(bad);
+        match client.upload_with(HostSource::bytes(&bytes(&ROW_MAJOR), ElementType::F32, &[2, 3]), &layout) {
             Err(Error::InvalidArgument(message)) => Ok(message),
             Err(e) => Err(Problem::Fail(format!("expected a refusal before the call, got {e}"))),
             Ok(_) => Err(Problem::Fail("an invalid layout was accepted".into())),
@@ -96,22 +99,22 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
     });
     r.check("layouts.device_layout_strides_refused", || {
         // Well-formed, but XLA's BufferFromHostBuffer takes tiled device layouts only.
-        let layout = HostLayout::default().with_device_layout(MemoryLayout::Strides { byte_strides: vec![12, 4] });
-        let result =
-            client.buffer_from_bytes(&bytes(&ROW_MAJOR), ElementType::F32, &[2, 3], &layout, Placement::Default);
+        let layout = UploadOptions::new().device_layout(MemoryLayout::Strides { byte_strides: vec![12, 4] });
+        let result = client.upload_with(HostSource::bytes(&bytes(&ROW_MAJOR), ElementType::F32, &[2, 3]), &layout);
         plugin_refusal(result, ErrorCode::InvalidArgument, "a strided device layout")
     });
     r.check("layouts.host_layout_download", || {
-        let b = client.buffer_from_slice(&ROW_MAJOR, &[2, 3], Placement::Default)?;
-        let column_major = values(&b.to_host_bytes_in(&MemoryLayout::column_major(2))?);
+        let b = client.upload(&ROW_MAJOR, &[2, 3])?;
+        let column_major = values(&b.to_bytes(DownloadOptions::new().layout(MemoryLayout::column_major(2)))?);
         expect(column_major == COLUMN_MAJOR, format!("column-major download gave {column_major:?}"))?;
-        let row_major = values(&b.to_host_bytes_in(&MemoryLayout::dense(2))?);
+        let row_major = values(&b.to_bytes(DownloadOptions::new().layout(MemoryLayout::dense(2)))?);
         expect(row_major == ROW_MAJOR, format!("row-major download gave {row_major:?}"))?;
         Ok(String::new())
     });
     r.check("layouts.host_layout_strides_refused", || {
-        let b = client.buffer_from_slice(&ROW_MAJOR, &[2, 3], Placement::Default)?;
-        let result = b.to_host_bytes_in(&MemoryLayout::Strides { byte_strides: vec![4, 8] });
+        let b = client.upload(&ROW_MAJOR, &[2, 3])?;
+        let result =
+            b.to_bytes(DownloadOptions::new().layout(MemoryLayout::Strides { byte_strides: vec![4, 8] }.clone()));
         plugin_refusal(result, ErrorCode::InvalidArgument, "a strided host layout")
     });
     r.check("layouts.view_with_layout", || {
@@ -145,24 +148,24 @@ pub(super) fn checks(r: &mut Report, client: &Client) {
     });
     r.check("layouts.strided_zero_copy_upload", || {
         let host = Arc::new(AlignedHostBuffer::from_slice(&COLUMN_MAJOR)?);
-        let layout = HostLayout::default().with_byte_strides(vec![4, 8]);
-        let b = client.buffer_from_aligned_with(&host, ElementType::F32, &[2, 3], &layout, Placement::Default)?;
+        let layout = UploadOptions::new().byte_strides(vec![4, 8]);
+        let b = client.upload_with(HostSource::aligned(&host, ElementType::F32, &[2, 3]), &layout)?;
         expect(b.to_vec::<f32>()? == ROW_MAJOR, "strides not applied")?;
         Ok(String::new())
     });
     r.check("layouts.strided_owned_async_upload", || {
         // Rows 0 and 2 of a [3,3] array: rows 24 bytes apart.
         let rows = [1f32, 2., 3., -1., -1., -1., 4., 5., 6.];
-        let layout = HostLayout::default().with_byte_strides(vec![24, 4]);
-        let (b, done) = client.buffer_from_host_data_with(
-            bytes(&rows),
-            ElementType::F32,
-            &[2, 3],
-            &layout,
-            Placement::Default,
-            |_, _| (),
+        let layout = UploadOptions::new().byte_strides(vec![24, 4]);
+        let (done, released) = std::sync::mpsc::channel();
+        let source = HostSource::owned(bytes(&rows), ElementType::F32, &[2, 3]).on_done(move |status, _| {
+            let _ = done.send(status.is_ok());
+        });
+        let b = client.upload_with(source, &layout)?;
+        expect(
+            released.recv_timeout(std::time::Duration::from_secs(60)) == Ok(true),
+            "the host data was not released",
         )?;
-        done.wait()?;
         expect(b.to_vec::<f32>()? == ROW_MAJOR, "strides not applied")?;
         Ok(String::new())
     });

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use pjrt_client::{
     AlignedHostBuffer, Buffer, Client, ClientOptions, CompileOptions, DeviceAssignment, ElementType, Error, ErrorCode,
-    ExecuteContext, ExecuteOptions, GpuTarget, GpuTopologyShape, HostLayout, InMemoryStore, Placement, Plugin,
-    ProcessInfo, ProcessState, Program, ShapeSpec, Topology, UserEvent, Value,
+    ExecuteContext, ExecuteOptions, GpuTarget, GpuTopologyShape, InMemoryStore, Placement, Plugin, ProcessInfo,
+    ProcessState, Program, ShapeSpec, Topology, UserEvent, Value,
 };
 use serde_json::{json, Value as Json};
 
@@ -21,6 +21,7 @@ mod plugin_table;
 
 use crate::cli::{ConformArgs, PluginArg};
 use crate::plugins::{plugin_is_cuda, resolve_plugin};
+use pjrt_client::{DownloadOptions, HostSource, UploadOptions};
 
 /// The outcome of one check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -344,9 +345,9 @@ fn upload_round_trip(client: &Client, t: ElementType) -> Outcome {
     let bytes = t.host_bytes(8).ok_or(Problem::Fail(format!("{t} has no size")))?;
     let data: Vec<u8> =
         (0..bytes).map(|i| if t == ElementType::PRED { (i % 2) as u8 } else { (i % 5) as u8 }).collect();
-    let b = client.buffer_from_bytes(&data, t, &[2, 4], &HostLayout::default(), Placement::Default)?;
+    let b = client.upload_with(HostSource::bytes(&data, t, &[2, 4]), &UploadOptions::new())?;
     expect(b.element_type()? == t, "wrong element type")?;
-    expect(b.to_host_bytes()? == data, "data changed in a round trip")?;
+    expect(b.to_bytes(DownloadOptions::new())? == data, "data changed in a round trip")?;
     Ok(String::new())
 }
 
@@ -373,7 +374,7 @@ fn buffer_checks(r: &mut Report, client: &Client) {
         r.check(&format!("buffer.upload_{}", t.name()), || upload_round_trip(client, t));
     }
     let devices = client.addressable_devices();
-    let make = || client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default);
+    let make = || client.upload(&[1f32, 2., 3., 4.], &[4]);
     r.check("buffer.metadata", || {
         let b = make()?;
         expect(b.dimensions()? == [4], "dimensions")?;
@@ -413,31 +414,33 @@ fn buffer_checks(r: &mut Report, client: &Client) {
     }
     r.check("buffer.strided_upload", || {
         let bytes: Vec<u8> = [1f32, 3., 2., 4.].iter().flat_map(|v| v.to_le_bytes()).collect();
-        let layout = HostLayout { byte_strides: Some(vec![4, 8]), ..Default::default() };
-        let b = client.buffer_from_bytes(&bytes, ElementType::F32, &[2, 2], &layout, Placement::Default)?;
+        let layout = UploadOptions::new().byte_strides(vec![4, 8]);
+        let b = client.upload_with(HostSource::bytes(&bytes, ElementType::F32, &[2, 2]), &layout)?;
         expect(f32s(&b)? == [1., 2., 3., 4.], "strides not applied")?;
         Ok(String::new())
     });
     r.check("buffer.zero_copy_upload", || {
         let host = Arc::new(AlignedHostBuffer::from_slice(&[5f32, 6.])?);
-        let b = client.buffer_from_aligned(&host, ElementType::F32, &[2], Placement::Default)?;
+        let b = client.upload_with(HostSource::aligned(&host, ElementType::F32, &[2]), &UploadOptions::new())?;
         expect(f32s(&b)? == [5., 6.], "values")?;
         Ok(String::new())
     });
-    r.check("buffer.to_host_async", || {
-        let bytes = make()?.copy_to_host_async(vec![0; 16])?.wait_timeout(Duration::from_secs(60))?;
+    r.check("buffer.to_bytes_async", || {
+        let bytes = make()?
+            .to_bytes_async(DownloadOptions::new().destination(vec![0; 16]))?
+            .wait_timeout(Duration::from_secs(60))?;
         expect(bytes.len() == 16, "size")?;
         Ok(String::new())
     });
-    r.check("buffer.copy_to_host_into", || {
+    r.check("buffer.copy_to_slice", || {
         let mut out = [0f32; 4];
         make()?.copy_to_slice(&mut out)?;
         expect(out == [1., 2., 3., 4.], "values")?;
         Ok(String::new())
     });
     r.check("buffer.rank0_and_zero_size", || {
-        let s = client.buffer_from_slice(&[7i32], &[], Placement::Default)?;
-        let z = client.buffer_from_slice::<f32>(&[], &[0, 3], Placement::Default)?;
+        let s = client.upload(&[7i32], &[])?;
+        let z = client.upload::<f32>(&[], &[0, 3])?;
         expect(s.to_vec::<i32>()? == [7] && z.to_vec::<f32>()?.is_empty(), "values")?;
         Ok(String::new())
     });
@@ -485,7 +488,7 @@ fn execute_checks(r: &mut Report, client: &Client) {
         r.check("execute.compile", || Err(Problem::Fail("cannot compile the add program".into())));
         return;
     };
-    let x = || client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default);
+    let x = || client.upload(&[1f32, 2., 3., 4.], &[4]);
     r.check("executable.metadata", || {
         expect(exe.num_outputs() == 1 && exe.num_replicas() == 1 && exe.num_partitions() == 1, "counts")?;
         Ok(exe.output_shapes()[0].to_string())
@@ -498,18 +501,18 @@ fn execute_checks(r: &mut Report, client: &Client) {
     r.check("executable.fingerprint", || Ok(exe.fingerprint()?));
     r.check("execute.single_device", || {
         let a = x()?;
-        expect(f32s(&exe.execute(&[&a, &a])?[0])? == [2., 4., 6., 8.], "wrong sum")?;
+        expect(f32s(&exe.execute(&[&a, &a], &ExecuteOptions::new())?[0])? == [2., 4., 6., 8.], "wrong sum")?;
         Ok(String::new())
     });
     r.check("execute.argument_mismatch_is_refused", || {
-        let i = client.buffer_from_slice(&[1i32; 4], &[4], Placement::Default)?;
+        let i = client.upload(&[1i32; 4], &[4])?;
         let a = x()?;
-        expect(exe.execute(&[&a, &i]).is_err(), "an s32 argument was accepted for f32")?;
+        expect(exe.execute(&[&a, &i], &ExecuteOptions::new()).is_err(), "an s32 argument was accepted for f32")?;
         Ok(String::new())
     });
     r.check("execute.async", || {
         let a = x()?;
-        let out = exe.execute_async(&[&a, &a])?.wait()?;
+        let out = exe.execute_async(&[&a, &a], &ExecuteOptions::new())?.wait()?;
         expect(f32s(&out[0])? == [2., 4., 6., 8.], "wrong sum")?;
         Ok(String::new())
     });
@@ -522,12 +525,15 @@ fn execute_checks(r: &mut Report, client: &Client) {
         let lists: Vec<Vec<Buffer>> = exe
             .addressable_devices()
             .iter()
-            .map(|d| client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Device(d)).map(|b| vec![b]))
+            .map(|d| {
+                client
+                    .upload_with(HostSource::slice(&[1f32, 2., 3., 4.], &[4]), &UploadOptions::new().device(d))
+                    .map(|b| vec![b])
+            })
             .collect::<Result<_, _>>()?;
         let refs: Vec<Vec<&Buffer>> = lists.iter().map(|l| vec![&l[0], &l[0]]).collect();
-        let run = exe.execute_sharded(&refs)?;
-        run.wait_timeout(Duration::from_secs(60))?;
-        for outs in &run.outputs {
+        let mut run = exe.execute_sharded_async(&refs, &ExecuteOptions::new())?;
+        for outs in &run.wait_timeout(Duration::from_secs(60))? {
             expect(f32s(&outs[0])? == [2., 4., 6., 8.], "wrong sum on a replica")?;
         }
         Ok(String::new())
@@ -536,8 +542,9 @@ fn execute_checks(r: &mut Report, client: &Client) {
         let exe =
             client.compile(&Program::mlir_text(ADD)?, &CompileOptions::new().compile_portable_executable(true))?;
         let device = *client.addressable_devices().last().ok_or(Problem::Fail("no devices".into()))?;
-        let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Device(&device))?;
-        let out = exe.execute_on(&device, &[&a, &a])?;
+        let a =
+            client.upload_with(HostSource::slice(&[1f32, 2., 3., 4.], &[4]), &UploadOptions::new().device(&device))?;
+        let out = exe.execute(&[&a, &a], &ExecuteOptions::new().device(&device))?;
         expect(out[0].device()? == device, "ran on another device")?;
         Ok(String::new())
     });
@@ -545,7 +552,7 @@ fn execute_checks(r: &mut Report, client: &Client) {
         let bytes = exe.serialize()?;
         let again = client.deserialize_and_load(&bytes)?;
         let a = x()?;
-        expect(f32s(&again.execute(&[&a, &a])?[0])? == [2., 4., 6., 8.], "wrong sum")?;
+        expect(f32s(&again.execute(&[&a, &a], &ExecuteOptions::new())?[0])? == [2., 4., 6., 8.], "wrong sum")?;
         Ok(format!("{} bytes", bytes.len()))
     });
     r.check("executable.delete", || {
@@ -579,8 +586,8 @@ fn topology_checks(r: &mut Report, client: &Client) {
             let options = CompileOptions::new();
             let exe = t.compile(&Program::mlir_text(ADD)?, &options, Some(client))?;
             let loaded = client.load(&exe, &options)?;
-            let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
-            expect(f32s(&loaded.execute(&[&a, &a])?[0])? == [2., 4., 6., 8.], "wrong sum")?;
+            let a = client.upload(&[1f32, 2., 3., 4.], &[4])?;
+            expect(f32s(&loaded.execute(&[&a, &a], &ExecuteOptions::new())?[0])? == [2., 4., 6., 8.], "wrong sum")?;
             Ok(String::new())
         })
     });
@@ -595,7 +602,7 @@ fn extension_checks(r: &mut Report, client: &Client) {
     });
     r.check("extension.layouts.buffer_layout", || {
         let ext = plugin.layouts_extension().ok_or(Problem::Unsupported("no Layouts extension".into()))?;
-        let b = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
+        let b = client.upload(&[1f32, 2.], &[2])?;
         Ok(ext.buffer_layout(&b)?.as_str().unwrap_or("?").to_owned())
     });
     r.check("extension.memory_descriptions", || {
@@ -657,8 +664,8 @@ fn executable_metadata_checks(r: &mut Report, client: &Client) {
     r.check("execute.with_context_and_options", || {
         let context = ExecuteContext::new(client.plugin())?;
         let options = ExecuteOptions::new().launch_id(7).non_donatable_inputs([0, 1]).context(&context);
-        let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
-        expect(f32s(&exe.execute_with(&[&a, &a], &options)?[0])? == [2., 4., 6., 8.], "wrong sum")?;
+        let a = client.upload(&[1f32, 2., 3., 4.], &[4])?;
+        expect(f32s(&exe.execute(&[&a, &a], &options)?[0])? == [2., 4., 6., 8.], "wrong sum")?;
         Ok(String::new())
     });
     r.check("aot.unloaded_executable_metadata", || {
@@ -671,7 +678,7 @@ fn executable_metadata_checks(r: &mut Report, client: &Client) {
 }
 
 fn buffer_ext_checks(r: &mut Report, client: &Client) {
-    let make = || client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default);
+    let make = || client.upload(&[1f32, 2., 3., 4.], &[4]);
     r.check("buffer.is_on_cpu", || Ok(make()?.is_on_cpu()?.to_string()));
     r.check("buffer.dynamic_and_unpadded_dimensions", || {
         let b = make()?;
@@ -691,14 +698,14 @@ fn buffer_ext_checks(r: &mut Report, client: &Client) {
         Ok(String::new())
     });
     r.check("buffer.raw_copy_to_host", || {
-        let bytes = make()?.copy_raw_to_host(4, 8)?;
+        let bytes = make()?.to_bytes(DownloadOptions::new().raw(4, 8))?;
         let expected: Vec<u8> = [2f32, 3.].iter().flat_map(|v| v.to_ne_bytes()).collect();
         expect(bytes == expected, "bytes 4..12 differ")?;
         Ok(String::new())
     });
     r.check("buffer.raw_copy_to_host_future", || {
         let b = make()?;
-        let request = b.copy_raw_to_host_future(0, 4)?;
+        let request = b.raw_copy_request(0, 4)?;
         let bytes = request.fulfill(vec![0; 4])?.wait_timeout(WAIT)?;
         expect(bytes == 1f32.to_ne_bytes(), "bytes 0..4 differ")?;
         Ok(String::new())
@@ -871,8 +878,8 @@ fn kv_store_checks(r: &mut Report, plugin: &Plugin, options: &ClientOptions) {
         let store = InMemoryStore::new();
         let client = Client::builder(plugin).options(options.clone()).kv_store(store.clone()).build()?;
         let exe = client.compile(&Program::mlir_text(ADD)?, &CompileOptions::new())?;
-        let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
-        expect(f32s(&exe.execute(&[&a, &a])?[0])? == [2., 4., 6., 8.], "wrong sum")?;
+        let a = client.upload(&[1f32, 2., 3., 4.], &[4])?;
+        expect(f32s(&exe.execute(&[&a, &a], &ExecuteOptions::new())?[0])? == [2., 4., 6., 8.], "wrong sum")?;
         let calls = client.kv_callbacks().map(|kv| kv.call_counts());
         Ok(format!("{} keys; calls {calls:?}", store.len()))
     });

@@ -2,11 +2,11 @@
 //! and version, and the CustomPartitioner extension (issue 13, items 3, 4, 8a, 8b, 8d).
 
 use pjrt_client::{
-    Client, ClientOptions, CompileOptions, Error, LoadError, Placement, Plugin, PluginSource, Program, TableInit,
-    Topology,
+    Client, ClientOptions, CompileOptions, Error, LoadError, Plugin, PluginSource, Program, TableInit, Topology,
 };
 
 use super::{expect, f32s, Problem, Report, ADD};
+use pjrt_client::ExecuteOptions;
 
 /// XLA's platform ids of the platforms it names (`xla::CpuId()`, `CudaId()`, `RocmId()`,
 /// `TpuId()`): `tsl::Fingerprint64` of the name.
@@ -58,9 +58,9 @@ fn table_checks(r: &mut Report, plugin: &Plugin, client: &Client) {
         let table = from_table(plugin)?;
         let client = Client::new(&table, &options)?;
         let exe = client.compile(&Program::mlir_text(ADD)?, &CompileOptions::new())?;
-        let a = client.buffer_from_slice(&[1f32, 2., 3., 4.], &[4], Placement::Default)?;
-        let b = client.buffer_from_slice(&[10f32, 20., 30., 40.], &[4], Placement::Default)?;
-        let out = f32s(&exe.execute(&[&a, &b])?[0])?;
+        let a = client.upload(&[1f32, 2., 3., 4.], &[4])?;
+        let b = client.upload(&[10f32, 20., 30., 40.], &[4])?;
+        let out = f32s(&exe.execute(&[&a, &b], &ExecuteOptions::new())?[0])?;
         expect(out == [11., 22., 33., 44.], format!("got {out:?}"))?;
         Ok(format!("{} devices", client.addressable_devices().len()))
     });
@@ -124,13 +124,13 @@ fn fallback_checks(r: &mut Report, client: &Client) {
         Ok(format!("{} memories", device.memories()?.len()))
     });
     r.check("fallback.dynamic_dimensions", || {
-        let buffer = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
+        let buffer = client.upload(&[1f32, 2.], &[2])?;
         let dynamic = buffer.dynamic_dimension_indices()?;
         expect(dynamic.is_empty(), format!("a static buffer has dynamic dimensions {dynamic:?}"))?;
         Ok(String::new())
     });
     r.check("fallback.buffer_memory", || {
-        let buffer = client.buffer_from_slice(&[1f32, 2.], &[2], Placement::Default)?;
+        let buffer = client.upload(&[1f32, 2.], &[2])?;
         match buffer.memory_if_reported()? {
             Some(memory) => {
                 expect(memory == buffer.memory()?, "the two memory queries disagree")?;

@@ -20,6 +20,7 @@ use pjrt_formats::safetensors::{SafeTensors, TensorView};
 use pjrt_formats::{ClientExt, Error};
 
 use crate::ui::invalid;
+use pjrt_client::UploadOptions;
 
 /// The suffix that marks a safetensors file in `--input FILE.safetensors:NAME`.
 const SAFETENSORS_SUFFIX: &str = ".safetensors";
@@ -365,7 +366,7 @@ impl Inputs {
     ) -> Result<Buffer, Error> {
         match &self.items[index] {
             Input::Host(array) => client.upload_npy(array, wanted, placement),
-            Input::Array(array) => Ok(client.buffer_from_host_array(array, placement)?),
+            Input::Array(array) => Ok(client.upload_with(array, &UploadOptions::new().placement(placement))?),
             Input::Npy(file) => client.upload_mapped_npy(file, wanted, placement),
             Input::NpzMember { file, name } => match self.files.npz_array(file, name)? {
                 NpzArray::Mapped(mapped) => client.upload_mapped_npy(mapped, wanted, placement),
@@ -425,8 +426,7 @@ impl Inputs {
                         Some(w) if w.is_sub_byte() && matches!(view.dtype(), ElementType::S8 | ElementType::U8) => w,
                         _ => view.dtype(),
                     };
-                    let dims: Vec<u64> = view.shape().iter().map(|&d| d as u64).collect();
-                    model.check_input(i, element_type, &dims).map_err(|e| in_input(e, label))?;
+                    model.check_input(i, element_type, view.dims()).map_err(|e| in_input(e, label))?;
                     Input::Tensor { file, name }
                 }
                 other => {

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pjrt_client::{HostArray, Program};
+use pjrt_client::{ExecuteOptions, HostArray, Program};
 use pjrt_formats::jax_export::JaxExport;
 use pjrt_formats::npy::NpyArray;
 use pjrt_formats::Error;
@@ -130,7 +130,9 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     let out_dir = args.output_dir.clone().unwrap_or_else(|| PathBuf::from("."));
     check_writable(&output_files(OutputFormat::Npy, &out_dir, stored.len()))?;
     let (input_shardings, output_shardings) = model.device_shardings()?;
-    let outputs = exe.run_sharded(&arguments, &input_shardings, &output_shardings)?;
+    let buffers = exe.upload_sharded(&arguments, &input_shardings)?;
+    let outputs = exe.execute_sharded(&buffers, &ExecuteOptions::new())?;
+    let outputs = pjrt_client::sharding::gather_outputs(&outputs, &output_shardings)?;
     let mut report = Vec::new();
     // All outputs are staged, then committed together: all files appear, or none.
     let mut staged = Vec::new();
@@ -141,12 +143,12 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
         let dtype = aval.element_type.map_or("unknown", |t| t.name());
         let preview = preview(array, dtype == "bf16");
         if !args.json {
-            let shape: Vec<String> = array.shape.iter().map(|d| d.to_string()).collect();
+            let shape: Vec<String> = array.dims.iter().map(|d| d.to_string()).collect();
             println!("out{i}: {dtype}[{}] = {preview}  -> {}", shape.join(","), file.display());
         }
         report.push(json!({ "index": i, "file": file, "dtype": dtype, "element_type": dtype,
                             "npy_dtype": array.dtype.descr(), "stored_as": stored.get(i).copied().unwrap_or(array.dtype.name()),
-                            "shape": array.shape, "preview": preview }));
+                            "shape": array.dims, "preview": preview }));
     }
     commit_all(staged)?;
     if args.json {

@@ -23,6 +23,7 @@ use crate::cli::RunArgs;
 use crate::compiling::{self, ProgramSource};
 use crate::plugins::{cpu_aware_client, resolve_plugin};
 use crate::ui::{self, invalid};
+use pjrt_client::ExecuteOptions;
 
 /// `pjrt run`: runs the program `args` names on its inputs and writes its outputs.
 pub fn exec(args: &RunArgs) -> Result<(), Error> {
@@ -38,8 +39,8 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
         return jax_model::run_multi_device_model(args, model);
     }
     let counts = program.module_counts();
-    let replicas = args.replicas.or(counts.replicas).unwrap_or(1);
-    let partitions = counts.partitions.unwrap_or(1);
+    let replicas = args.replicas.or(counts.num_replicas).unwrap_or(1);
+    let partitions = counts.num_partitions.unwrap_or(1);
     if replicas < 1 {
         return Err(invalid(format!("--replicas must be at least 1, got {replicas}")));
     }
@@ -63,11 +64,11 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
         let (arrays, labels) = inputs.into_host_arrays()?;
         if let Some(axis) = args.shard_inputs {
             for (i, array) in arrays.iter().enumerate() {
-                if axis >= array.shape.len() {
+                if axis >= array.dims.len() {
                     return Err(invalid(format!(
                         "--shard-inputs {axis}: input {i} ({}) has rank {}",
                         labels[i],
-                        array.shape.len()
+                        array.dims.len()
                     )));
                 }
             }
@@ -78,8 +79,8 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
     let plugin = resolve_plugin(&args.plugin)?;
     let job = multi_process::connect(&args.multi_process)?;
     let client = match &job {
-        Some(job) => multi_process::client(&plugin, device_count, job)?,
-        None => cpu_aware_client(&plugin, device_count)?,
+        Some(job) => multi_process::client(&plugin, device_count as i64, job)?,
+        None => cpu_aware_client(&plugin, device_count as i64)?,
     };
     // A jax.export model's arguments, each of its parameter's type (--shard-inputs is refused);
     // other host inputs are split below, once the parameters' types are known.
@@ -153,10 +154,7 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
                 .enumerate()
                 .map(|(i, array)| {
                     let param = params.as_ref().and_then(|p| p.get(i));
-                    let whole = param.is_some_and(|p| {
-                        p.dims.len() == array.shape().len()
-                            && p.dims.iter().zip(array.shape()).all(|(d, s)| *d as usize == *s)
-                    });
+                    let whole = param.is_some_and(|p| p.dims == array.dims());
                     if whole && devices.len() > 1 && partitions > 1 {
                         pjrt_client::sharding::Sharding::Replicated
                     } else {
@@ -184,19 +182,17 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
     }
     let mut transfer_ms = transfer_started.elapsed().as_secs_f64() * 1e3;
     let execute_started = Instant::now();
-    let refs: Vec<Vec<&pjrt_client::Buffer>> = buffers.iter().map(|r| r.iter().collect()).collect();
-    let execution = exe.execute_sharded(&refs)?;
-    execution.wait()?;
+    let device_outputs = exe.execute_sharded(&buffers, &ExecuteOptions::new())?;
     let execute_ms = execute_started.elapsed().as_secs_f64() * 1e3;
     let download_started = Instant::now();
     let mut outputs = Vec::new();
     // Every output is staged first and committed at the end: all files appear, or none.
     let mut staged = Vec::new();
-    for (k, device_outputs) in execution.outputs.iter().enumerate() {
-        let dir = device_dir(k, execution.outputs.len());
+    for (k, outputs_of_device) in device_outputs.iter().enumerate() {
+        let dir = device_dir(k, device_outputs.len());
         std::fs::create_dir_all(&dir).map_err(|e| pjrt_client::Error::Io { path: dir.clone(), source: e })?;
         let mut sink = OutputSink::new(args.output_format, &dir);
-        for (i, buffer) in device_outputs.iter().enumerate() {
+        for (i, buffer) in outputs_of_device.iter().enumerate() {
             let array = buffer.to_npy()?;
             let element_type = buffer.element_type()?;
             // `dtype` and `element_type` name the program's type (s4), `npy_dtype` and
@@ -204,7 +200,7 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
             let mut row = json!({
                 "device": k, "index": i, "dtype": element_type.name(), "element_type": element_type.name(),
                 "npy_dtype": array.dtype.descr(), "stored_as": stored.get(i).copied().unwrap_or(array.dtype.name()),
-                "shape": array.shape, "preview": preview(&array, element_type.name() == "bf16"),
+                "shape": array.dims, "preview": preview(&array, element_type.name() == "bf16"),
             });
             let (file, tensor) = sink.add(i, element_type, array)?;
             row["file"] = json!(file);
@@ -233,7 +229,7 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
         if let Some(j) = &job {
             println!("process {}/{} of job {} (all joined in {:.0} ms)", j.process, j.count, j.id, j.rendezvous_ms);
         }
-        print_summary(&outputs, execution.outputs.len() > 1);
+        print_summary(&outputs, device_outputs.len() > 1);
         println!("{}", cache_line(compiled.cache, compile_ms, load_ms, matches!(program, ProgramSource::Artifact(_))));
     }
     Ok(())

@@ -90,7 +90,7 @@ pub struct OutputSink {
     format: OutputFormat,
     dir: PathBuf,
     /// Safetensors outputs: name, stored type, shape, bytes as the file holds them.
-    pending: Vec<(String, ElementType, Vec<usize>, Vec<u8>)>,
+    pending: Vec<(String, ElementType, Vec<i64>, Vec<u8>)>,
     /// `.npy` outputs, written to temporary files.
     staged: Vec<StagedFile>,
 }
@@ -126,7 +126,7 @@ impl OutputSink {
                 } else {
                     array.data
                 };
-                self.pending.push((name.clone(), stored, array.shape, bytes));
+                self.pending.push((name.clone(), stored, array.dims, bytes));
                 Ok((self.file(), Some(name)))
             }
         }
@@ -145,8 +145,8 @@ impl OutputSink {
         let views: Vec<(&str, TensorView<'_>)> = self
             .pending
             .iter()
-            .map(|(name, element_type, shape, bytes)| {
-                let view = TensorView::new(*element_type, shape, bytes)
+            .map(|(name, element_type, dims, bytes)| {
+                let view = TensorView::new(*element_type, dims, bytes)
                     .map_err(|e| invalid(format!("output {name} cannot be written as safetensors: {e}")))?;
                 Ok((name.as_str(), view))
             })
@@ -254,7 +254,7 @@ pub(crate) fn preview(array: &NpyArray, bf16: bool) -> String {
         })
         .collect();
     let more = if count > SHOWN { ", ..." } else { "" };
-    if array.shape.is_empty() {
+    if array.dims.is_empty() {
         values.first().cloned().unwrap_or_default()
     } else {
         format!("[{}{more}]", values.join(", "))
