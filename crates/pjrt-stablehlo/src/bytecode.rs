@@ -8,8 +8,12 @@
 
 use crate::error::{Error, Result};
 
-/// The bytecode versions this reader knows (MLIR's `kVersion` is 6 since 2023; StableHLO
-/// writes 1 for its oldest targets).
+/// The newest bytecode version this reader knows (MLIR's `kVersion` is 6 since 2023; StableHLO
+/// writes older ones for old targets). Newer files are [`crate::Error::Unsupported`].
+///
+/// ```
+/// assert_eq!(pjrt_stablehlo::MAX_VERSION, 6);
+/// ```
 pub const MAX_VERSION: u64 = 6;
 
 /// Version 1 added dialect versions; 2 lazy-loadable isolated regions (as sections); 3 use-list

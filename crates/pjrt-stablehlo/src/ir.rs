@@ -66,6 +66,14 @@ impl TensorType {
 }
 
 /// A uniform quantized element type (`!quant.uniform<i8:f32, 0.5:-3>`), per tensor or per axis.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{ElementType, QuantizedType, Type};
+/// let q = QuantizedType { flags: 1, storage: Box::new(Type::Scalar(ElementType::S8)),
+///     expressed: Box::new(Type::Scalar(ElementType::F32)), axis: None,
+///     scales: vec![0.5f64.to_bits()], zero_points: vec![-3], storage_min: -128, storage_max: 127 };
+/// assert_eq!(pjrt_stablehlo::ir::type_text(&Type::Quantized(Box::new(q))), "!quant.uniform<i8:f32, 5.0e-1:-3>");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct QuantizedType {
     /// Bit 0: signed storage.
@@ -87,7 +95,16 @@ pub struct QuantizedType {
 }
 
 /// A type.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{Dim, ElementType, TensorType, Type};
+/// let t = Type::Tensor(TensorType { dims: vec![Dim::Dynamic, Dim::Fixed(3)],
+///     element: Box::new(Type::Scalar(ElementType::BF16)), encoding: None });
+/// assert_eq!(pjrt_stablehlo::ir::type_text(&t), "tensor<?x3xbf16>");
+/// assert_eq!(pjrt_stablehlo::ir::type_text(&Type::Token), "!stablehlo.token");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Type {
     /// A scalar PJRT has: integers (`i32` is `S32`, `ui8` is `U8`, `i1` is `PRED`), floats,
     /// complex numbers.
@@ -129,6 +146,12 @@ pub enum Type {
 }
 
 /// An `#stablehlo<...>` enum attribute: which enum, and the value's name.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{Attr, EnumAttr};
+/// let a = Attr::Enum(EnumAttr { kind: "comparison_direction", value: "LT" });
+/// assert_eq!(pjrt_stablehlo::ir::attr_text(&a), "#stablehlo<comparison_direction LT>");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EnumAttr {
     /// The enum (`comparison_direction`, `precision`, `fft_type`, ...).
@@ -138,7 +161,15 @@ pub struct EnumAttr {
 }
 
 /// An attribute.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{attr_text, Attr, ElementType, Type};
+/// assert_eq!(attr_text(&Attr::I64Array(vec![1, 0])), "array<i64: 1, 0>");
+/// assert_eq!(attr_text(&Attr::Integer { value: -1, ty: Type::Scalar(ElementType::S32) }), "-1 : i32");
+/// assert_eq!(attr_text(&Attr::Float { bits: 0x3F80_0000, ty: Type::Scalar(ElementType::F32) }), "0x3F800000 : f32");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Attr {
     /// `unit`.
     Unit,
@@ -207,8 +238,15 @@ pub enum Attr {
     Opaque(String),
 }
 
-/// A source location, as the producer recorded it.
+/// A source location, as the producer recorded it (the printer leaves locations out).
+///
+/// ```
+/// use pjrt_stablehlo::ir::Location;
+/// let l = Location::Name { name: "x".into(), child: Box::new(Location::Unknown) };
+/// assert!(matches!(l, Location::Name { .. }));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Location {
     /// `loc(unknown)`.
     Unknown,
@@ -247,6 +285,12 @@ pub enum Location {
 }
 
 /// An SSA value: its number within the isolated region that defines it, and its type.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{ElementType, Type, Value};
+/// let v = Value { id: 0, ty: Type::Scalar(ElementType::F32) };
+/// assert_eq!(v.id, 0);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Value {
     /// The number, unique among the values visible where it is defined (`%3`).
@@ -256,6 +300,11 @@ pub struct Value {
 }
 
 /// A block: arguments and ops.
+///
+/// ```
+/// let b = pjrt_stablehlo::ir::Block::default();
+/// assert!(b.args.is_empty() && b.ops.is_empty());
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Block {
     /// Arguments.
@@ -265,6 +314,11 @@ pub struct Block {
 }
 
 /// A region: blocks (the first is the entry).
+///
+/// ```
+/// let r = pjrt_stablehlo::ir::Region::default();
+/// assert!(r.blocks.is_empty());
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Region {
     /// Blocks.
@@ -319,11 +373,11 @@ pub struct Module {
 impl Module {
     /// Every op, depth first (each op before the ops in its regions).
     ///
-    /// ```no_run
-    /// let bytes = std::fs::read("model.mlirbc").unwrap();
-    /// let module = pjrt_stablehlo::read_bytecode(&bytes).unwrap();
+    /// ```
+    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
+    /// let module = pjrt_stablehlo::read_bytecode(&std::fs::read(path).unwrap()).unwrap();
     /// let adds = module.walk().filter(|op| op.name == "stablehlo.add").count();
-    /// println!("{adds} adds");
+    /// assert_eq!(adds, 1);
     /// ```
     pub fn walk(&self) -> impl Iterator<Item = &Op> {
         let mut stack: Vec<&Op> = self.ops.iter().rev().collect();
@@ -337,4 +391,29 @@ impl Module {
             Some(op)
         })
     }
+}
+
+/// A type's MLIR text (`tensor<2x?xf32>`), as [`crate::print`] writes it.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{type_text, ElementType, Type};
+/// assert_eq!(type_text(&Type::Tuple(vec![Type::Scalar(ElementType::PRED), Type::Index])), "tuple<i1, index>");
+/// ```
+pub fn type_text(t: &Type) -> String {
+    let mut s = String::new();
+    crate::print::type_into(&mut s, t);
+    s
+}
+
+/// An attribute's MLIR text (`array<i64: 1, 2>`, `#stablehlo<precision HIGH>`), as
+/// [`crate::print`] writes it.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{attr_text, Attr};
+/// assert_eq!(attr_text(&Attr::String(b"a\"b".to_vec())), "\"a\\22b\"");
+/// ```
+pub fn attr_text(a: &Attr) -> String {
+    let mut s = String::new();
+    crate::print::attr_into(&mut s, a);
+    s
 }

@@ -3,8 +3,9 @@
 //! bytecode of the VHLO dialect, read into an [`ir::Module`] of StableHLO ops and printed as
 //! MLIR text both CPU plugins compile.
 //!
-//! ```no_run
-//! let bytes = std::fs::read("tests/data/formats/tanh_mul.portable-1.0.0.mlirbc").unwrap();
+//! ```
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
+//! let bytes = std::fs::read(path).unwrap();
 //! let module = pjrt_stablehlo::read_bytecode(&bytes).unwrap();
 //! println!("{} ops, from {}", module.walk().count(), module.producer);
 //! let text = pjrt_stablehlo::print(&module);

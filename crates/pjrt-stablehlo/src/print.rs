@@ -51,11 +51,12 @@ pub fn mlir_element_name(e: ElementType) -> Option<&'static str> {
 
 /// Prints a module as MLIR text.
 ///
-/// ```no_run
-/// let bytes = std::fs::read("model.mlirbc").unwrap();
-/// let module = pjrt_stablehlo::read_bytecode(&bytes).unwrap();
+/// ```
+/// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
+/// let module = pjrt_stablehlo::read_bytecode(&std::fs::read(path).unwrap()).unwrap();
 /// let text = pjrt_stablehlo::print(&module);
 /// assert!(text.starts_with("\"builtin.module\""));
+/// assert!(text.contains("\"stablehlo.tanh\""));
 /// ```
 pub fn print(module: &Module) -> String {
     let mut p = Printer { out: String::with_capacity(1 << 16), types: Vec::new(), next_name: 0 };

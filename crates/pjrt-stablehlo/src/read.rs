@@ -38,6 +38,15 @@ pub(crate) struct Reader<'a> {
 /// Reads a whole artifact.
 pub(crate) fn read(file: &[u8], limits: &Limits) -> Result<Module> {
     let c = Container::parse(file, limits)?;
+    let has = |d: &str| c.dialects.contains(&d);
+    if !has("vhlo") && (has("stablehlo") || has("chlo")) {
+        return Err(Error::unsupported(
+            0,
+            "StableHLO-dialect bytecode (what MLIR's write_bytecode writes), not a portable artifact: \
+             its encoding is tied to the StableHLO build that wrote it; serialize the module with \
+             stablehlo.serialize_portable_artifact (jax.export does)",
+        ));
+    }
     let version = c.version;
     let producer = c.producer.clone();
     let mut ir = c.ir;

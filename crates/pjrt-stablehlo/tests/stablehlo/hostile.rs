@@ -76,3 +76,120 @@ fn not_bytecode_and_newer_versions_are_typed_errors() {
     let e = pjrt_stablehlo::read_bytecode(b"ML\xefR\x0fproducer\0").unwrap_err();
     assert!(matches!(e, pjrt_stablehlo::Error::Unsupported { offset: 4, .. }), "{e}");
 }
+
+/// A PrefixVarInt.
+fn varint(out: &mut Vec<u8>, v: u64) {
+    for n in 1..=8u32 {
+        if v < 1 << (7 * n) {
+            let enc = (v << n) | (1 << (n - 1));
+            out.extend_from_slice(&enc.to_le_bytes()[..n as usize]);
+            return;
+        }
+    }
+    out.push(0);
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn section(out: &mut Vec<u8>, id: u8, data: &[u8]) {
+    out.push(id);
+    varint(out, data.len() as u64);
+    out.extend_from_slice(data);
+}
+
+/// Bytecode of one unregistered `builtin.module` op nesting `regions` regions (one op each),
+/// the innermost op carrying `{a = [[[...]]]}`, arrays `arrays` deep.
+fn nested(regions: usize, arrays: usize) -> Vec<u8> {
+    let mut out = b"ML\xefR".to_vec();
+    varint(&mut out, 6);
+    out.extend_from_slice(b"test\0");
+    let strings: [&[u8]; 3] = [b"builtin", b"module", b"a"];
+    let mut s = Vec::new();
+    varint(&mut s, strings.len() as u64);
+    for st in strings.iter().rev() {
+        varint(&mut s, st.len() as u64 + 1);
+    }
+    for st in strings {
+        s.extend_from_slice(st);
+        s.push(0);
+    }
+    section(&mut out, 0, &s);
+    let mut d = Vec::new();
+    varint(&mut d, 1);
+    varint(&mut d, 0); // builtin, no version
+    varint(&mut d, 1); // one op name
+    varint(&mut d, 0);
+    varint(&mut d, 1);
+    varint(&mut d, 1 << 1); // "module", not registered
+    section(&mut out, 1, &d);
+    // Attributes: 0 unknown loc, 1 "a", 2.. arrays (each holding the next; the last empty),
+    // then the dictionary.
+    let mut entries: Vec<Vec<u8>> = Vec::new();
+    let mut e = Vec::new();
+    varint(&mut e, 15);
+    entries.push(e);
+    let mut e = Vec::new();
+    varint(&mut e, 2);
+    varint(&mut e, 2);
+    entries.push(e);
+    for k in 0..arrays {
+        let mut e = Vec::new();
+        varint(&mut e, 0);
+        if k + 1 < arrays {
+            varint(&mut e, 1);
+            varint(&mut e, (k + 3) as u64);
+        } else {
+            varint(&mut e, 0);
+        }
+        entries.push(e);
+    }
+    let dict = entries.len() as u64;
+    let mut e = Vec::new();
+    varint(&mut e, 1);
+    varint(&mut e, 1);
+    varint(&mut e, 1);
+    varint(&mut e, 2);
+    entries.push(e);
+    let mut offsets = Vec::new();
+    varint(&mut offsets, entries.len() as u64);
+    varint(&mut offsets, 0);
+    varint(&mut offsets, 0);
+    varint(&mut offsets, entries.len() as u64);
+    for e in &entries {
+        varint(&mut offsets, ((e.len() as u64) << 1) | 1);
+    }
+    section(&mut out, 2, &entries.concat());
+    section(&mut out, 3, &offsets);
+    let mut ir = Vec::new();
+    varint(&mut ir, 1 << 1);
+    for _ in 0..regions {
+        varint(&mut ir, 0);
+        ir.push(0x10);
+        varint(&mut ir, 0);
+        varint(&mut ir, 1 << 1); // one region, not isolated
+        varint(&mut ir, 1); // one block
+        varint(&mut ir, 0); // no values
+        varint(&mut ir, 1 << 1); // one op, no arguments
+    }
+    varint(&mut ir, 0);
+    ir.push(0x01);
+    varint(&mut ir, 0);
+    varint(&mut ir, dict);
+    section(&mut out, 4, &ir);
+    out
+}
+
+/// At the default limits the deepest accepted nesting (regions and attributes at once) fits a
+/// test thread's 2 MiB stack in a debug build; one level more is a typed error.
+#[test]
+fn deepest_accepted_nesting_fits_the_stack() {
+    let limits = pjrt_stablehlo::Limits::default();
+    let m = pjrt_stablehlo::read_bytecode(&nested(limits.max_region_depth - 1, limits.max_attr_depth - 2)).unwrap();
+    let text = pjrt_stablehlo::print(&m);
+    assert!(text.contains("{a = [[[[") && text.contains("[[[[[]]]]]"), "{}", &text[text.len().saturating_sub(300)..]);
+    for (regions, arrays) in
+        [(limits.max_region_depth + 1, 1), (1, limits.max_attr_depth + 1), (100_000, 1), (1, 100_000)]
+    {
+        let e = pjrt_stablehlo::read_bytecode(&nested(regions, arrays)).unwrap_err();
+        assert!(matches!(e, pjrt_stablehlo::Error::Limit { .. }), "{regions} regions, {arrays} arrays: {e}");
+    }
+}

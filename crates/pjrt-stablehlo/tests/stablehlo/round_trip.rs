@@ -145,3 +145,13 @@ fn portable_mlirbc_round_trips_on_both_plugins() {
         assert!((results[0][0] - (0.5f32.tanh() + 1.0)).abs() < 1e-6, "{plugin}: {:?}", results[0]);
     }
 }
+
+/// StableHLO-dialect bytecode (not VHLO) is refused with a typed error that says what to write
+/// instead.
+#[test]
+fn stablehlo_dialect_bytecode_is_refused_with_advice() {
+    let bc = std::fs::read(files::repo().join("tests/data/formats/tanh_mul.mlirbc")).unwrap();
+    let e = pjrt_stablehlo::read_bytecode(&bc).unwrap_err();
+    assert!(matches!(e, pjrt_stablehlo::Error::Unsupported { offset: 0, .. }), "{e}");
+    assert!(e.to_string().contains("serialize_portable_artifact"), "{e}");
+}
