@@ -679,6 +679,44 @@ impl<'a> Decoder<'a> {
                 let v = self.sdy_list(c, "sharding")?;
                 ("sharding_per_value", format!("<[{}]>", v.join(", ")))
             }
+            8 => {
+                let factors = Self::svarints(c)?;
+                let mut body = String::new();
+                for f in factors {
+                    body.push_str(&sdy_factor(at, f)?);
+                }
+                ("dim_mapping", body)
+            }
+            9 => {
+                let dims = self.sdy_list(c, "dim_mapping")?;
+                ("tensor_mapping", format!("[{}]", dims.join(", ")))
+            }
+            10 => {
+                let sizes = Self::svarints(c)?;
+                let operands = self.sdy_list(c, "tensor_mapping")?;
+                let results = self.sdy_list(c, "tensor_mapping")?;
+                let mut body = format!("<({})->({})", operands.join(", "), results.join(", "));
+                if !sizes.is_empty() {
+                    let sizes: Result<Vec<String>> = sizes
+                        .iter()
+                        .enumerate()
+                        .map(|(i, n)| Ok(format!("{}={n}", sdy_factor(at, i as i64)?)))
+                        .collect();
+                    body.push_str(&format!(" {{{}}}", sizes?.join(", ")));
+                }
+                for kind in ["reduction", "need_replication", "permutation", "blocked_propagation"] {
+                    let factors = Self::svarints(c)?;
+                    if !factors.is_empty() {
+                        let f: Result<Vec<String>> = factors.iter().map(|&f| sdy_factor(at, f)).collect();
+                        body.push_str(&format!(" {kind}={{{}}}", f?.join(", ")));
+                    }
+                }
+                if c.byte()? != 0 {
+                    body.push_str(", custom");
+                }
+                body.push('>');
+                ("op_sharding_rule", body)
+            }
             11 => {
                 let v = self.sdy_list(c, "axis_ref")?;
                 ("axis_ref_list", format!("{{{}}}", v.join(", ")))
@@ -799,6 +837,16 @@ impl<'a> Decoder<'a> {
             42 => Type::Future(self.type_list(c)?),
             _ => return Err(Error::unsupported(at, format!("VHLO type code {code}"))),
         })
+    }
+}
+
+/// Shardy's name for factor `f`: `i`..`z`, then `z_1`, `z_2`, ...
+fn sdy_factor(at: usize, f: i64) -> Result<String> {
+    const START_AT_Z: i64 = (b'z' - b'i') as i64;
+    match f {
+        0..=START_AT_Z => Ok(((b'i' + f as u8) as char).to_string()),
+        f if f > START_AT_Z => Ok(format!("z_{}", f - START_AT_Z)),
+        _ => Err(Error::malformed(at, format!("Shardy factor index {f}"))),
     }
 }
 

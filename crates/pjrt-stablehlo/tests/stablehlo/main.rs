@@ -10,4 +10,5 @@ mod support;
 
 mod files;
 mod hostile;
+mod ops;
 mod round_trip;

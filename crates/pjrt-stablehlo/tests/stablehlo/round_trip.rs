@@ -38,7 +38,12 @@ fn inputs(dir: &std::path::Path, case: &serde_json::Value) -> Vec<NpyArray> {
 }
 
 /// Runs `exe` on `args` (on as many devices as the export needs) and gives the outputs' bytes.
-fn run(client: &Client, model: &JaxExport, exe: &LoadedExecutable, args: &[HostArray]) -> Result<Vec<Vec<u8>>, String> {
+pub fn run(
+    client: &Client,
+    model: &JaxExport,
+    exe: &LoadedExecutable,
+    args: &[HostArray],
+) -> Result<Vec<Vec<u8>>, String> {
     if model.nr_devices() > 1 {
         let (ins, outs) = model.device_shardings().map_err(|e| e.to_string())?;
         let outputs = exe.run_sharded(args, &ins, &outs).map_err(|e| e.to_string())?;
