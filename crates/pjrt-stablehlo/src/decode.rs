@@ -524,7 +524,11 @@ impl<'a> Decoder<'a> {
                 Attr::Struct { mnemonic: "axis_ref", fields }
             }
             23 => {
-                let mesh = self.attr_ref(c)?;
+                // A mesh given by name is a symbol reference in StableHLO.
+                let mesh = match self.attr_ref(c)? {
+                    Attr::String(s) => Attr::SymbolRef(String::from_utf8_lossy(&s).into_owned()),
+                    other => other,
+                };
                 let axes = self.attr_ref(c)?;
                 Attr::Struct { mnemonic: "replica_group_mesh_axes", fields: vec![("mesh", mesh), ("axes", axes)] }
             }

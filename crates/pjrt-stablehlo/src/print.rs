@@ -326,6 +326,11 @@ fn struct_into(out: &mut String, mnemonic: &str, fields: &[(&'static str, Attr)]
                 f64_literal(out, v);
             }
             Attr::Type(t) => type_into(out, t),
+            // A parameter of attribute type is printed stripped: `(1)2`.
+            Attr::Struct { mnemonic: "sub_axis_info", fields } => {
+                let get = |n: &str| fields.iter().find(|(k, _)| *k == n).and_then(|(_, v)| int_field(v)).unwrap_or(0);
+                let _ = write!(out, "({}){}", get("pre_size"), get("size"));
+            }
             Attr::Enum(e) if mnemonic == "result_accuracy" => {
                 let _ = write!(out, "#stablehlo.{}<{}>", e.kind, e.value);
             }
