@@ -12,7 +12,7 @@ use crate::ir::{Attr, Dim, ElementType, EnumAttr, Location, QuantizedType, Tenso
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Val {
     Attr(Attr),
-    Loc(Location),
+    Loc(Arc<Location>),
 }
 
 /// Decodes and caches the attribute and type tables.
@@ -99,12 +99,12 @@ impl<'a> Decoder<'a> {
         }
     }
 
-    pub(crate) fn loc_ref(&mut self, c: &mut Cursor<'a>) -> Result<Location> {
+    pub(crate) fn loc_ref(&mut self, c: &mut Cursor<'a>) -> Result<Arc<Location>> {
         let at = c.offset();
         let i = c.varint()?;
         match self.val(at, i)? {
             Val::Loc(l) => Ok(l),
-            Val::Attr(Attr::Opaque(text)) => Ok(Location::Opaque(text)),
+            Val::Attr(Attr::Opaque(text)) => Ok(Arc::new(Location::Opaque(text))),
             Val::Attr(_) => Err(Error::malformed(at, "an attribute where a location belongs")),
         }
     }
@@ -303,13 +303,13 @@ impl<'a> Decoder<'a> {
             10 => {
                 let callee = self.loc_ref(c)?;
                 let caller = self.loc_ref(c)?;
-                Val::Loc(Location::CallSite { callee: Box::new(callee), caller: Box::new(caller) })
+                Val::Loc(Arc::new(Location::CallSite { callee, caller }))
             }
             11 => {
                 let file = String::from_utf8_lossy(&self.string_attr_ref(c)?).into_owned();
                 let line = c.varint()?;
                 let column = c.varint()?;
-                Val::Loc(Location::FileLineCol { file, line, column })
+                Val::Loc(Arc::new(Location::FileLineCol { file, line, column }))
             }
             12 | 13 => {
                 let n = c.count(1)?;
@@ -318,14 +318,14 @@ impl<'a> Decoder<'a> {
                     locations.push(self.loc_ref(c)?);
                 }
                 let metadata = if code == 13 { Some(Box::new(self.attr_ref(c)?)) } else { None };
-                Val::Loc(Location::Fused { locations, metadata })
+                Val::Loc(Arc::new(Location::Fused { locations, metadata }))
             }
             14 => {
                 let name = String::from_utf8_lossy(&self.string_attr_ref(c)?).into_owned();
                 let child = self.loc_ref(c)?;
-                Val::Loc(Location::Name { name, child: Box::new(child) })
+                Val::Loc(Arc::new(Location::Name { name, child }))
             }
-            15 => Val::Loc(Location::Unknown),
+            15 => Val::Loc(Arc::new(Location::Unknown)),
             17 => {
                 let elem = self.type_ref(c)?;
                 let n = c.varint()?;
@@ -359,7 +359,7 @@ impl<'a> Decoder<'a> {
                 for x in v.iter_mut().take(n) {
                     *x = c.varint()?;
                 }
-                Val::Loc(Location::FileLineCol { file, line: v[0], column: v[1] })
+                Val::Loc(Arc::new(Location::FileLineCol { file, line: v[0], column: v[1] }))
             }
             _ => return Err(Error::unsupported(at, format!("builtin attribute code {code}"))),
         })

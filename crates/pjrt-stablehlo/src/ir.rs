@@ -242,7 +242,7 @@ pub enum Attr {
 ///
 /// ```
 /// use pjrt_stablehlo::ir::Location;
-/// let l = Location::Name { name: "x".into(), child: Box::new(Location::Unknown) };
+/// let l = Location::Name { name: "x".into(), child: std::sync::Arc::new(Location::Unknown) };
 /// assert!(matches!(l, Location::Name { .. }));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
@@ -264,19 +264,19 @@ pub enum Location {
         /// The name.
         name: String,
         /// The location it names.
-        child: Box<Location>,
+        child: Arc<Location>,
     },
     /// `loc(callsite(callee at caller))`.
     CallSite {
         /// Callee.
-        callee: Box<Location>,
+        callee: Arc<Location>,
         /// Caller.
-        caller: Box<Location>,
+        caller: Arc<Location>,
     },
     /// `loc(fused[...])`, with optional metadata.
     Fused {
         /// The locations.
-        locations: Vec<Location>,
+        locations: Vec<Arc<Location>>,
         /// Metadata.
         metadata: Option<Box<Attr>>,
     },
@@ -340,8 +340,8 @@ pub struct Op {
     pub regions: Vec<Region>,
     /// Successor blocks (indices into the enclosing region's blocks).
     pub successors: Vec<u32>,
-    /// Where the producer said it came from.
-    pub location: Location,
+    /// Where the producer said it came from (shared: many ops have the same).
+    pub location: Arc<Location>,
 }
 
 impl Op {
@@ -351,7 +351,7 @@ impl Op {
     /// use pjrt_stablehlo::ir::{Attr, Location, Op};
     /// let op = Op { name: "func.func".into(), operands: vec![], results: vec![],
     ///     attributes: vec![("sym_name".into(), Attr::String(b"main".to_vec()))],
-    ///     regions: vec![], successors: vec![], location: Location::Unknown };
+    ///     regions: vec![], successors: vec![], location: Location::Unknown.into() };
     /// assert_eq!(op.attr("sym_name"), Some(&Attr::String(b"main".to_vec())));
     /// ```
     pub fn attr(&self, name: &str) -> Option<&Attr> {

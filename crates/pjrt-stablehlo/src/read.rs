@@ -6,7 +6,7 @@ use crate::bytecode::{
 };
 use crate::decode::Decoder;
 use crate::error::{Error, Result};
-use crate::ir::{Attr, Block, Location, Module, Op, Region, Value};
+use crate::ir::{Attr, Block, Module, Op, Region, Value};
 use crate::vhlo;
 
 const HAS_ATTRS: u8 = 0x01;
@@ -338,7 +338,7 @@ impl<'a> Reader<'a> {
                         let (t, has_loc) = c.varint_flag()?;
                         let ty = self.d.ty(at, t)?;
                         if has_loc {
-                            let _loc: Location = self.d.loc_ref(c)?;
+                            self.d.loc_ref(c)?;
                         }
                         ty
                     } else {
