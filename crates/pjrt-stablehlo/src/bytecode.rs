@@ -49,11 +49,14 @@ pub struct Limits {
     pub max_attr_depth: usize,
     /// Bytes of input; default 4 GiB.
     pub max_bytes: usize,
+    /// Attribute and type nodes the IR may hold in all (entries can share entries, so a few
+    /// bytes can describe an exponentially large tree); default 2^23.
+    pub max_attr_nodes: usize,
 }
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_region_depth: 64, max_attr_depth: 64, max_bytes: 4 << 30 }
+        Limits { max_region_depth: 64, max_attr_depth: 64, max_bytes: 4 << 30, max_attr_nodes: 1 << 23 }
     }
 }
 

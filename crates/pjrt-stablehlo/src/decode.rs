@@ -18,8 +18,13 @@ pub(crate) enum Val {
 /// Decodes and caches the attribute and type tables.
 pub(crate) struct Decoder<'a> {
     pub c: Container<'a>,
-    attrs: Vec<Option<Val>>,
-    types: Vec<Option<Type>>,
+    /// Decoded entries and their weight: the nodes a copy of each allocates.
+    attrs: Vec<Option<(Val, u64)>>,
+    types: Vec<Option<(Type, u64)>>,
+    /// Nodes copied out of the tables so far, against `max_nodes`: entries may share
+    /// entries, so a small file can describe an exponentially large tree.
+    nodes: u64,
+    max_nodes: u64,
     depth: usize,
     max_depth: usize,
     builtin: Option<usize>,
@@ -40,6 +45,8 @@ impl<'a> Decoder<'a> {
             c,
             depth: 0,
             max_depth: limits.max_attr_depth,
+            nodes: 0,
+            max_nodes: limits.max_attr_nodes as u64,
             builtin,
             vhlo,
             sdy,
@@ -58,19 +65,39 @@ impl<'a> Decoder<'a> {
     }
 
     /// The attribute-table entry at index `i`.
+    fn charge(&mut self, at: usize, weight: u64) -> Result<()> {
+        self.nodes = self.nodes.saturating_add(weight);
+        if self.nodes > self.max_nodes {
+            return Err(Error::limit(
+                at,
+                format!("attributes and types expand to more than max_attr_nodes {} nodes", self.max_nodes),
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) fn val(&mut self, at: usize, i: u64) -> Result<Val> {
         let idx = i as usize;
         match self.attrs.get(idx) {
             None => return Err(Error::malformed(at, format!("attribute index {i} out of range"))),
-            Some(Some(v)) => return Ok(v.clone()),
+            Some(Some((v, w))) => {
+                let (v, w) = (v.clone(), *w);
+                self.charge(at, w)?;
+                return Ok(v);
+            }
             Some(None) => {}
         }
         let entry = self.c.attrs[idx];
         self.enter(entry.data.offset())?;
+        let before = self.nodes;
         let r = self.decode_attr(entry);
         self.depth -= 1;
         let v = r?;
-        self.attrs[idx] = Some(v.clone());
+        // The value's weight: its own node and the copies of its parts (charged as they
+        // were read). A location is shared (Arc), not copied.
+        let w = if matches!(v, Val::Loc(_)) { 1 } else { self.nodes - before + 1 };
+        self.attrs[idx] = Some((v.clone(), w));
+        self.charge(at, 1)?;
         Ok(v)
     }
 
@@ -78,15 +105,22 @@ impl<'a> Decoder<'a> {
         let idx = i as usize;
         match self.types.get(idx) {
             None => return Err(Error::malformed(at, format!("type index {i} out of range"))),
-            Some(Some(t)) => return Ok(t.clone()),
+            Some(Some((t, w))) => {
+                let (t, w) = (t.clone(), *w);
+                self.charge(at, w)?;
+                return Ok(t);
+            }
             Some(None) => {}
         }
         let entry = self.c.types[idx];
         self.enter(entry.data.offset())?;
+        let before = self.nodes;
         let r = self.decode_type(entry);
         self.depth -= 1;
         let t = r?;
-        self.types[idx] = Some(t.clone());
+        let w = self.nodes - before + 1;
+        self.types[idx] = Some((t.clone(), w));
+        self.charge(at, 1)?;
         Ok(t)
     }
 
@@ -960,6 +994,9 @@ fn dense(at: usize, ty: Type, data: &[u8]) -> Result<Attr> {
             }
             Dim::Dynamic => return Err(Error::malformed(at, "a dense elements attribute of a dynamic shape")),
         }
+    }
+    if t.dims.len() > 64 {
+        return Err(Error::unsupported(at, format!("a dense elements attribute of rank {}", t.dims.len())));
     }
     let elem = &*t.element;
     let per = storage_bytes(elem).ok_or_else(|| Error::unsupported(at, "dense elements of this element type"))? as u64;

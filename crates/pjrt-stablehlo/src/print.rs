@@ -369,10 +369,10 @@ fn dense_into(out: &mut String, ty: &Type, data: &[u8]) {
         }
         _ => (Vec::new(), None),
     };
-    let count: u64 = dims.iter().product();
+    let count = dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d)).unwrap_or(0);
     if count == 0 {
         // Nothing to print.
-    } else if matches!(elem, Some(Type::Scalar(ElementType::PRED))) {
+    } else if matches!(elem, Some(Type::Scalar(ElementType::PRED))) && dims.len() <= 64 {
         if data.len() == 1 {
             out.push_str(if data[0] != 0 { "true" } else { "false" });
         } else {

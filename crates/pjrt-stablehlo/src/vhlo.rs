@@ -70,7 +70,8 @@ fn dense_ints(a: &Attr) -> Option<Vec<i64>> {
     };
     if data.len() == per * count {
         Some((0..count).map(read).collect())
-    } else if data.len() == per {
+    } else if data.len() == per && count <= 1 << 16 {
+        // A splat (of an integer list attribute: a few elements).
         Some(vec![read(0); count])
     } else {
         None

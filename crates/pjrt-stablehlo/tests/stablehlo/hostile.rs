@@ -99,6 +99,11 @@ fn section(out: &mut Vec<u8>, id: u8, data: &[u8]) {
 /// Bytecode of one unregistered `builtin.module` op nesting `regions` regions (one op each),
 /// the innermost op carrying `{a = [[[...]]]}`, arrays `arrays` deep.
 fn nested(regions: usize, arrays: usize) -> Vec<u8> {
+    nested_shared(regions, arrays, 1)
+}
+
+/// [`nested`] with each array holding the next `fanout` times (one entry, shared).
+fn nested_shared(regions: usize, arrays: usize, fanout: u64) -> Vec<u8> {
     let mut out = b"ML\xefR".to_vec();
     varint(&mut out, 6);
     out.extend_from_slice(b"test\0");
@@ -135,8 +140,10 @@ fn nested(regions: usize, arrays: usize) -> Vec<u8> {
         let mut e = Vec::new();
         varint(&mut e, 0);
         if k + 1 < arrays {
-            varint(&mut e, 1);
-            varint(&mut e, (k + 3) as u64);
+            varint(&mut e, fanout);
+            for _ in 0..fanout {
+                varint(&mut e, (k + 3) as u64);
+            }
         } else {
             varint(&mut e, 0);
         }
@@ -192,4 +199,16 @@ fn deepest_accepted_nesting_fits_the_stack() {
         let e = pjrt_stablehlo::read_bytecode(&nested(regions, arrays)).unwrap_err();
         assert!(matches!(e, pjrt_stablehlo::Error::Limit { .. }), "{regions} regions, {arrays} arrays: {e}");
     }
+}
+
+/// Shared entries cannot blow up: 60 arrays each holding the next twice (a few hundred bytes
+/// describing 2^60 nodes) are refused by the node limit, quickly.
+#[test]
+fn shared_entries_do_not_expand_exponentially() {
+    let e = pjrt_stablehlo::read_bytecode(&nested_shared(1, 60, 2)).unwrap_err();
+    assert!(matches!(e, pjrt_stablehlo::Error::Limit { .. }), "{e}");
+    assert!(e.to_string().contains("max_attr_nodes"), "{e}");
+    // Sharing within the limit reads: 2^10 leaves.
+    let m = pjrt_stablehlo::read_bytecode(&nested_shared(1, 11, 2)).unwrap();
+    assert_eq!(pjrt_stablehlo::print(&m).matches("[]").count(), 1 << 10);
 }
