@@ -1,0 +1,71 @@
+//! The reader's one error type: what was wrong and the byte offset in the file where it was.
+
+/// Why a portable artifact could not be read. Every variant carries the byte offset (from the
+/// start of the bytecode) where reading stopped.
+///
+/// ```
+/// let err = pjrt_stablehlo::read_bytecode(b"not bytecode").unwrap_err();
+/// assert_eq!(err.offset(), 0);
+/// assert!(err.to_string().contains("magic"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The bytes are not well-formed MLIR bytecode (truncated, an index out of range, a bad
+    /// encoding). The file is damaged or not a portable artifact: export it again.
+    #[error("malformed MLIR bytecode at byte {offset}: {what}; the file is damaged or not a StableHLO portable artifact (export it again)")]
+    Malformed {
+        /// Byte offset in the bytecode.
+        offset: usize,
+        /// What was wrong.
+        what: String,
+    },
+    /// Well-formed bytecode using something this reader does not know (a newer bytecode
+    /// version, an unknown VHLO attribute or type code, an op outside VHLO and builtin).
+    #[error("unsupported MLIR bytecode at byte {offset}: {what}; export with an older JAX/StableHLO target, or update pjrt-stablehlo")]
+    Unsupported {
+        /// Byte offset in the bytecode.
+        offset: usize,
+        /// What is not supported.
+        what: String,
+    },
+    /// A size or nesting limit of [`crate::Limits`] was exceeded.
+    #[error("MLIR bytecode exceeds a reader limit at byte {offset}: {what}; raise the limit in pjrt_stablehlo::Limits if the file is trusted")]
+    Limit {
+        /// Byte offset in the bytecode.
+        offset: usize,
+        /// Which limit.
+        what: String,
+    },
+}
+
+impl Error {
+    /// The byte offset where reading stopped.
+    ///
+    /// ```
+    /// let err = pjrt_stablehlo::read_bytecode(b"ML\xefR").unwrap_err();
+    /// assert_eq!(err.offset(), 4);
+    /// ```
+    pub fn offset(&self) -> usize {
+        match self {
+            Error::Malformed { offset, .. } | Error::Unsupported { offset, .. } | Error::Limit { offset, .. } => {
+                *offset
+            }
+        }
+    }
+
+    pub(crate) fn malformed(offset: usize, what: impl Into<String>) -> Error {
+        Error::Malformed { offset, what: what.into() }
+    }
+
+    pub(crate) fn unsupported(offset: usize, what: impl Into<String>) -> Error {
+        Error::Unsupported { offset, what: what.into() }
+    }
+
+    pub(crate) fn limit(offset: usize, what: impl Into<String>) -> Error {
+        Error::Limit { offset, what: what.into() }
+    }
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;

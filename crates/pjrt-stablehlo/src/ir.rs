@@ -1,0 +1,419 @@
+//! The IR: a module of ops (builtin, func, stablehlo, chlo, and whatever other dialect a
+//! producer used), their attributes and types, regions and blocks, as the portable artifact
+//! holds them once VHLO is mapped back to StableHLO.
+//!
+//! Scalar element types are [`pjrt_client::ElementType`] wherever PJRT has the type (every
+//! integer, float and complex type StableHLO has, `i1` as `PRED`); the few MLIR scalar types
+//! PJRT lacks (`index`, `tf32`) are [`Type`] variants of their own.
+
+use std::sync::Arc;
+
+pub use pjrt_client::ElementType;
+
+/// A dimension of a ranked tensor: a size, or `?` (dynamic).
+///
+/// ```
+/// use pjrt_stablehlo::ir::Dim;
+/// assert_eq!(Dim::from_raw(-9223372036854775808), Dim::Dynamic);
+/// assert_eq!(Dim::from_raw(4), Dim::Fixed(4));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dim {
+    /// A known size.
+    Fixed(u64),
+    /// `?`: known only when the program runs (or after shape refinement).
+    Dynamic,
+}
+
+impl Dim {
+    /// MLIR's encoding: `i64::MIN` is dynamic; other negative values are not sizes and are
+    /// taken as dynamic as well (the reader refuses them before they get here).
+    pub fn from_raw(raw: i64) -> Dim {
+        if raw < 0 {
+            Dim::Dynamic
+        } else {
+            Dim::Fixed(raw as u64)
+        }
+    }
+}
+
+/// A ranked tensor type: `tensor<2x?xf32>`, with bounds for its `?` dimensions when the
+/// producer gave them (`tensor<?xf32, #stablehlo.bounds<8>>`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorType {
+    /// The dimensions, outermost first.
+    pub dims: Vec<Dim>,
+    /// The element type (a scalar, or a quantized type).
+    pub element: Box<Type>,
+    /// The encoding: [`Attr::Bounds`] for bounded dynamic dimensions, or another attribute.
+    pub encoding: Option<Box<Attr>>,
+}
+
+impl TensorType {
+    /// The element type as PJRT names it, when it is one PJRT has.
+    ///
+    /// ```
+    /// use pjrt_stablehlo::ir::{Dim, ElementType, TensorType, Type};
+    /// let t = TensorType { dims: vec![Dim::Fixed(2)], element: Box::new(Type::Scalar(ElementType::F32)), encoding: None };
+    /// assert_eq!(t.element_type(), Some(ElementType::F32));
+    /// ```
+    pub fn element_type(&self) -> Option<ElementType> {
+        match *self.element {
+            Type::Scalar(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// A uniform quantized element type (`!quant.uniform<i8:f32, 0.5:-3>`), per tensor or per axis.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{ElementType, QuantizedType, Type};
+/// let q = QuantizedType { flags: 1, storage: Box::new(Type::Scalar(ElementType::S8)),
+///     expressed: Box::new(Type::Scalar(ElementType::F32)), axis: None,
+///     scales: vec![0.5f64.to_bits()], zero_points: vec![-3], storage_min: -128, storage_max: 127 };
+/// assert_eq!(pjrt_stablehlo::ir::type_text(&Type::Quantized(Box::new(q))), "!quant.uniform<i8:f32, 5.0e-1:-3>");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuantizedType {
+    /// Bit 0: signed storage.
+    pub flags: u64,
+    /// The storage type (`i8`).
+    pub storage: Box<Type>,
+    /// The expressed type (`f32`).
+    pub expressed: Box<Type>,
+    /// The quantized dimension, for per-axis types.
+    pub axis: Option<u64>,
+    /// The scales (one, or one per slice of `axis`), as f64 bit patterns.
+    pub scales: Vec<u64>,
+    /// The zero points, one per scale.
+    pub zero_points: Vec<i64>,
+    /// The smallest storage value.
+    pub storage_min: i64,
+    /// The largest storage value.
+    pub storage_max: i64,
+}
+
+/// A type.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{Dim, ElementType, TensorType, Type};
+/// let t = Type::Tensor(TensorType { dims: vec![Dim::Dynamic, Dim::Fixed(3)],
+///     element: Box::new(Type::Scalar(ElementType::BF16)), encoding: None });
+/// assert_eq!(pjrt_stablehlo::ir::type_text(&t), "tensor<?x3xbf16>");
+/// assert_eq!(pjrt_stablehlo::ir::type_text(&Type::Token), "!stablehlo.token");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Type {
+    /// A scalar PJRT has: integers (`i32` is `S32`, `ui8` is `U8`, `i1` is `PRED`), floats,
+    /// complex numbers.
+    Scalar(ElementType),
+    /// `index`.
+    Index,
+    /// `tf32`.
+    Tf32,
+    /// `none`.
+    None,
+    /// `tensor<...>`.
+    Tensor(TensorType),
+    /// `tensor<*xT>`.
+    UnrankedTensor(Box<Type>),
+    /// `memref<...>` (VHLO's ranked buffer).
+    Buffer {
+        /// Dimensions.
+        dims: Vec<Dim>,
+        /// Element type.
+        element: Box<Type>,
+    },
+    /// `tuple<...>`.
+    Tuple(Vec<Type>),
+    /// `!stablehlo.token`.
+    Token,
+    /// `!stablehlo.future<...>`.
+    Future(Vec<Type>),
+    /// A quantized element type.
+    Quantized(Box<QuantizedType>),
+    /// `(inputs) -> outputs`.
+    Function {
+        /// Parameter types.
+        inputs: Vec<Type>,
+        /// Result types.
+        outputs: Vec<Type>,
+    },
+    /// A type of another dialect, kept as its MLIR text.
+    Opaque(String),
+}
+
+/// An `#stablehlo<...>` enum attribute: which enum, and the value's name.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{Attr, EnumAttr};
+/// let a = Attr::Enum(EnumAttr { kind: "comparison_direction", value: "LT" });
+/// assert_eq!(pjrt_stablehlo::ir::attr_text(&a), "#stablehlo<comparison_direction LT>");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnumAttr {
+    /// The enum (`comparison_direction`, `precision`, `fft_type`, ...).
+    pub kind: &'static str,
+    /// The value (`EQ`, `DEFAULT`, `RFFT`, ...).
+    pub value: &'static str,
+}
+
+/// An attribute.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{attr_text, Attr, ElementType, Type};
+/// assert_eq!(attr_text(&Attr::I64Array(vec![1, 0])), "array<i64: 1, 0>");
+/// assert_eq!(attr_text(&Attr::Integer { value: -1, ty: Type::Scalar(ElementType::S32) }), "-1 : i32");
+/// assert_eq!(attr_text(&Attr::Float { bits: 0x3F80_0000, ty: Type::Scalar(ElementType::F32) }), "0x3F800000 : f32");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Attr {
+    /// `unit`.
+    Unit,
+    /// `true` / `false`.
+    Bool(bool),
+    /// `5 : i64`: the value's bits (sign-extended for signless/signed types) and its type.
+    Integer {
+        /// The value, two's complement in 64 bits.
+        value: i64,
+        /// Its type (an integer or `index`).
+        ty: Type,
+    },
+    /// A float: its IEEE bits (in the low bits) and its type.
+    Float {
+        /// The bit pattern.
+        bits: u64,
+        /// Its type.
+        ty: Type,
+    },
+    /// A string (bytes: MLIR strings need not be UTF-8).
+    String(Vec<u8>),
+    /// `[a, b]`.
+    Array(Vec<Attr>),
+    /// `{name = value}`.
+    Dict(Vec<(String, Attr)>),
+    /// A type used as an attribute.
+    Type(Type),
+    /// `@name`.
+    SymbolRef(String),
+    /// `dense<...> : tensor<...>`: the raw little-endian buffer (one byte per `i1`; one
+    /// element's bytes for a splat).
+    Dense {
+        /// The tensor type.
+        ty: Type,
+        /// The raw data.
+        data: Arc<[u8]>,
+    },
+    /// `array<i64: ...>`.
+    I64Array(Vec<i64>),
+    /// `array<i1: ...>`.
+    BoolArray(Vec<bool>),
+    /// `#stablehlo<kind VALUE>`.
+    Enum(EnumAttr),
+    /// `#stablehlo.bounds<...>` (a tensor type's encoding): `None` is `?`.
+    Bounds(Vec<Option<i64>>),
+    /// A StableHLO struct attribute (`#stablehlo.dot<...>`, `#stablehlo.gather<...>`,
+    /// `#stablehlo.channel_handle<...>`, ...): its mnemonic and fields in order.
+    Struct {
+        /// `dot`, `gather`, `scatter`, `conv`, `channel_handle`, `output_operand_alias`,
+        /// `dot_algorithm`, `result_accuracy`, ...
+        mnemonic: &'static str,
+        /// The fields.
+        fields: Vec<(&'static str, Attr)>,
+    },
+    /// A Shardy (`sdy`) attribute, kept as its MLIR text: `#sdy.` + `mnemonic` + `body`
+    /// (`#sdy.sharding<@mesh, [{"x"}, {}]>`), or `#sdy<` + `mnemonic` + `body` + `>` when the
+    /// body does not start with `<` (`#sdy<manual_axes{"x"}>`).
+    Sdy {
+        /// `mesh`, `sharding`, `sharding_per_value`, `manual_axes`, ...
+        mnemonic: &'static str,
+        /// The text after the mnemonic.
+        body: String,
+    },
+    /// An attribute of another dialect kept as its MLIR text (what the producer wrote when the
+    /// dialect has no bytecode encoding of its own).
+    Opaque(String),
+}
+
+/// A source location, as the producer recorded it (the printer leaves locations out).
+///
+/// ```
+/// use pjrt_stablehlo::ir::Location;
+/// let l = Location::Name { name: "x".into(), child: std::sync::Arc::new(Location::Unknown) };
+/// assert!(matches!(l, Location::Name { .. }));
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Location {
+    /// `loc(unknown)`.
+    Unknown,
+    /// `loc("file":line:col)`.
+    FileLineCol {
+        /// File name.
+        file: String,
+        /// Line.
+        line: u64,
+        /// Column.
+        column: u64,
+    },
+    /// `loc("name"(child))`.
+    Name {
+        /// The name.
+        name: String,
+        /// The location it names.
+        child: Arc<Location>,
+    },
+    /// `loc(callsite(callee at caller))`.
+    CallSite {
+        /// Callee.
+        callee: Arc<Location>,
+        /// Caller.
+        caller: Arc<Location>,
+    },
+    /// `loc(fused[...])`, with optional metadata.
+    Fused {
+        /// The locations.
+        locations: Vec<Arc<Location>>,
+        /// Metadata.
+        metadata: Option<Box<Attr>>,
+    },
+    /// A location this crate does not model, as text.
+    Opaque(String),
+}
+
+/// An SSA value: its number within the isolated region that defines it, and its type.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{ElementType, Type, Value};
+/// let v = Value { id: 0, ty: Type::Scalar(ElementType::F32) };
+/// assert_eq!(v.id, 0);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Value {
+    /// The number, unique among the values visible where it is defined (`%3`).
+    pub id: u32,
+    /// The type.
+    pub ty: Type,
+}
+
+/// A block: arguments and ops.
+///
+/// ```
+/// let b = pjrt_stablehlo::ir::Block::default();
+/// assert!(b.args.is_empty() && b.ops.is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Block {
+    /// Arguments.
+    pub args: Vec<Value>,
+    /// Operations, in order.
+    pub ops: Vec<Op>,
+}
+
+/// A region: blocks (the first is the entry).
+///
+/// ```
+/// let r = pjrt_stablehlo::ir::Region::default();
+/// assert!(r.blocks.is_empty());
+/// ```
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Region {
+    /// Blocks.
+    pub blocks: Vec<Block>,
+}
+
+/// An operation, in MLIR's generic form: `%r = "name"(operands) ({regions}) {attributes} : type`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Op {
+    /// The full name (`stablehlo.add`, `func.func`, `builtin.module`, `sdy.mesh`).
+    pub name: String,
+    /// Operands, by value number.
+    pub operands: Vec<u32>,
+    /// Results.
+    pub results: Vec<Value>,
+    /// Attributes, inherent ones first (as the producer ordered them), then discardable ones.
+    pub attributes: Vec<(String, Attr)>,
+    /// Regions.
+    pub regions: Vec<Region>,
+    /// Successor blocks (indices into the enclosing region's blocks).
+    pub successors: Vec<u32>,
+    /// Where the producer said it came from (shared: many ops have the same).
+    pub location: Arc<Location>,
+}
+
+impl Op {
+    /// The attribute named `name`, if the op has it.
+    ///
+    /// ```
+    /// use pjrt_stablehlo::ir::{Attr, Location, Op};
+    /// let op = Op { name: "func.func".into(), operands: vec![], results: vec![],
+    ///     attributes: vec![("sym_name".into(), Attr::String(b"main".to_vec()))],
+    ///     regions: vec![], successors: vec![], location: Location::Unknown.into() };
+    /// assert_eq!(op.attr("sym_name"), Some(&Attr::String(b"main".to_vec())));
+    /// ```
+    pub fn attr(&self, name: &str) -> Option<&Attr> {
+        self.attributes.iter().find(|(n, _)| n == name).map(|(_, a)| a)
+    }
+}
+
+/// A module: the top-level `builtin.module` op(s) of the artifact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Module {
+    /// The bytecode version of the file (6 for JAX 0.10 and later).
+    pub bytecode_version: u64,
+    /// The producer string (`StableHLO_v1.15.0`).
+    pub producer: String,
+    /// The top-level ops (one `builtin.module` for a portable artifact).
+    pub ops: Vec<Op>,
+}
+
+impl Module {
+    /// Every op, depth first (each op before the ops in its regions).
+    ///
+    /// ```
+    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
+    /// let module = pjrt_stablehlo::read_bytecode(&std::fs::read(path).unwrap()).unwrap();
+    /// let adds = module.walk().filter(|op| op.name == "stablehlo.add").count();
+    /// assert_eq!(adds, 1);
+    /// ```
+    pub fn walk(&self) -> impl Iterator<Item = &Op> {
+        let mut stack: Vec<&Op> = self.ops.iter().rev().collect();
+        std::iter::from_fn(move || {
+            let op = stack.pop()?;
+            for region in op.regions.iter().rev() {
+                for block in region.blocks.iter().rev() {
+                    stack.extend(block.ops.iter().rev());
+                }
+            }
+            Some(op)
+        })
+    }
+}
+
+/// A type's MLIR text (`tensor<2x?xf32>`), as [`crate::print`] writes it.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{type_text, ElementType, Type};
+/// assert_eq!(type_text(&Type::Tuple(vec![Type::Scalar(ElementType::PRED), Type::Index])), "tuple<i1, index>");
+/// ```
+pub fn type_text(t: &Type) -> String {
+    let mut s = String::new();
+    crate::print::type_into(&mut s, t);
+    s
+}
+
+/// An attribute's MLIR text (`array<i64: 1, 2>`, `#stablehlo<precision HIGH>`), as
+/// [`crate::print`] writes it.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{attr_text, Attr};
+/// assert_eq!(attr_text(&Attr::String(b"a\"b".to_vec())), "\"a\\22b\"");
+/// ```
+pub fn attr_text(a: &Attr) -> String {
+    let mut s = String::new();
+    crate::print::attr_into(&mut s, a);
+    s
+}

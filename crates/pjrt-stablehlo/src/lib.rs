@@ -1,0 +1,48 @@
+//! A pure-Rust reader of StableHLO portable artifacts (what `jax.export` serializes as
+//! `mlir_module_serialized`, what `stablehlo.serialize_portable_artifact` writes): MLIR
+//! bytecode of the VHLO dialect, read into an [`ir::Module`] of StableHLO ops and printed as
+//! MLIR text both CPU plugins compile.
+//!
+//! ```
+//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
+//! let bytes = std::fs::read(path).unwrap();
+//! let module = pjrt_stablehlo::read_bytecode(&bytes).unwrap();
+//! println!("{} ops, from {}", module.walk().count(), module.producer);
+//! let text = pjrt_stablehlo::print(&module);
+//! assert!(text.contains("stablehlo.tanh"));
+//! ```
+//!
+//! Hostile bytes give an [`Error`] with the byte offset, never a panic; sizes and nesting are
+//! bounded by [`Limits`].
+
+mod bytecode;
+mod decode;
+mod error;
+pub mod ir;
+mod print;
+mod read;
+mod vhlo;
+
+pub use bytecode::{Limits, MAX_VERSION};
+pub use error::{Error, Result};
+pub use print::{mlir_element_name, print};
+
+/// Reads MLIR bytecode (a StableHLO portable artifact, or builtin/func/stablehlo bytecode)
+/// with the default [`Limits`].
+///
+/// ```
+/// assert!(pjrt_stablehlo::read_bytecode(b"").is_err());
+/// ```
+pub fn read_bytecode(bytes: &[u8]) -> Result<ir::Module> {
+    read_bytecode_with(bytes, &Limits::default())
+}
+
+/// [`read_bytecode`] with explicit limits.
+///
+/// ```
+/// let limits = pjrt_stablehlo::Limits::default();
+/// assert!(pjrt_stablehlo::read_bytecode_with(b"ML\xefR\x0d", &limits).is_err());
+/// ```
+pub fn read_bytecode_with(bytes: &[u8], limits: &Limits) -> Result<ir::Module> {
+    read::read(bytes, limits)
+}

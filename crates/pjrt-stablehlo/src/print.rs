@@ -1,0 +1,632 @@
+//! MLIR text in the generic op form (`%1 = "stablehlo.add"(%0, %0) : (...) -> ...`), with
+//! StableHLO's attribute spellings: what both CPU plugins parse. Locations are left out.
+
+use std::fmt::Write;
+
+use crate::decode::int_width;
+use crate::ir::{Attr, Block, Dim, ElementType, Module, Op, Region, TensorType, Type};
+
+/// The MLIR spelling of a scalar type PJRT has (`f32`, `i1`, `ui8`, `complex<f32>`).
+///
+/// ```
+/// use pjrt_stablehlo::ir::ElementType;
+/// assert_eq!(pjrt_stablehlo::mlir_element_name(ElementType::U8), Some("ui8"));
+/// assert_eq!(pjrt_stablehlo::mlir_element_name(ElementType::TOKEN), None);
+/// ```
+pub fn mlir_element_name(e: ElementType) -> Option<&'static str> {
+    Some(match e {
+        ElementType::PRED => "i1",
+        ElementType::S2 => "i2",
+        ElementType::S4 => "i4",
+        ElementType::S8 => "i8",
+        ElementType::S16 => "i16",
+        ElementType::S32 => "i32",
+        ElementType::S64 => "i64",
+        ElementType::U2 => "ui2",
+        ElementType::U4 => "ui4",
+        ElementType::U8 => "ui8",
+        ElementType::U16 => "ui16",
+        ElementType::U32 => "ui32",
+        ElementType::U64 => "ui64",
+        ElementType::F16 => "f16",
+        ElementType::F32 => "f32",
+        ElementType::F64 => "f64",
+        ElementType::BF16 => "bf16",
+        ElementType::C64 => "complex<f32>",
+        ElementType::C128 => "complex<f64>",
+        ElementType::F8E5M2 => "f8E5M2",
+        ElementType::F8E4M3FN => "f8E4M3FN",
+        ElementType::F8E4M3B11FNUZ => "f8E4M3B11FNUZ",
+        ElementType::F8E5M2FNUZ => "f8E5M2FNUZ",
+        ElementType::F8E4M3FNUZ => "f8E4M3FNUZ",
+        ElementType::F8E4M3 => "f8E4M3",
+        ElementType::F8E3M4 => "f8E3M4",
+        ElementType::F8E8M0FNU => "f8E8M0FNU",
+        ElementType::F4E2M1FN => "f4E2M1FN",
+        ElementType::F6E2M3FN => "f6E2M3FN",
+        ElementType::F6E3M2FN => "f6E3M2FN",
+        _ => return None,
+    })
+}
+
+/// Prints a module as MLIR text.
+///
+/// ```
+/// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
+/// let module = pjrt_stablehlo::read_bytecode(&std::fs::read(path).unwrap()).unwrap();
+/// let text = pjrt_stablehlo::print(&module);
+/// assert!(text.starts_with("\"builtin.module\""));
+/// assert!(text.contains("\"stablehlo.tanh\""));
+/// ```
+pub fn print(module: &Module) -> String {
+    let mut p = Printer { out: String::with_capacity(1 << 16), types: Vec::new(), next_name: 0 };
+    for op in &module.ops {
+        p.op(op, 0);
+    }
+    p.out
+}
+
+struct Printer<'m> {
+    out: String,
+    /// The type and printed name of each value number visible where we are. Printed names
+    /// are unique in the whole module: the generic form does not let a nested region shadow
+    /// a name, and values in isolated regions are numbered from 0 again in bytecode.
+    types: Vec<Option<(&'m Type, u32)>>,
+    next_name: u32,
+}
+
+/// `name`, or `"name"` when it is not a bare identifier.
+pub(crate) fn quote_symbol(name: &str) -> String {
+    if is_bare(name) {
+        name.to_string()
+    } else {
+        let mut s = String::new();
+        string_into(&mut s, name.as_bytes());
+        s
+    }
+}
+
+fn is_bare(name: &str) -> bool {
+    let mut b = name.bytes();
+    matches!(b.next(), Some(c) if c.is_ascii_alphabetic() || c == b'_')
+        && b.all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'.'))
+}
+
+pub(crate) fn string_into(out: &mut String, s: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    out.push('"');
+    for &c in s {
+        if c == b'"' || c == b'\\' || !(0x20..0x7f).contains(&c) {
+            out.push('\\');
+            out.push(HEX[(c >> 4) as usize] as char);
+            out.push(HEX[(c & 15) as usize] as char);
+        } else {
+            out.push(c as char);
+        }
+    }
+    out.push('"');
+}
+
+/// An f64 as an MLIR float literal (digits, a `.`, an exponent).
+fn f64_literal(out: &mut String, v: f64) {
+    if v.is_finite() {
+        let s = format!("{v:e}");
+        match s.find('e') {
+            Some(i) if !s[..i].contains('.') => {
+                out.push_str(&s[..i]);
+                out.push_str(".0");
+                out.push_str(&s[i..]);
+            }
+            _ => out.push_str(&s),
+        }
+    } else {
+        let _ = write!(out, "0x{:016X}", v.to_bits());
+    }
+}
+
+fn dims_into(out: &mut String, dims: &[Dim]) {
+    for d in dims {
+        match d {
+            Dim::Fixed(n) => {
+                let _ = write!(out, "{n}x");
+            }
+            Dim::Dynamic => out.push_str("?x"),
+        }
+    }
+}
+
+pub(crate) fn type_into(out: &mut String, t: &Type) {
+    match t {
+        Type::Scalar(e) => match mlir_element_name(*e) {
+            Some(n) => out.push_str(n),
+            None => {
+                let _ = write!(out, "!unknown.{}", e.name());
+            }
+        },
+        Type::Index => out.push_str("index"),
+        Type::Tf32 => out.push_str("tf32"),
+        Type::None => out.push_str("none"),
+        Type::Tensor(t) => tensor_into(out, t),
+        Type::UnrankedTensor(e) => {
+            out.push_str("tensor<*x");
+            type_into(out, e);
+            out.push('>');
+        }
+        Type::Buffer { dims, element } => {
+            out.push_str("memref<");
+            dims_into(out, dims);
+            type_into(out, element);
+            out.push('>');
+        }
+        Type::Tuple(ts) => {
+            out.push_str("tuple<");
+            list_into(out, ts, type_into);
+            out.push('>');
+        }
+        Type::Token => out.push_str("!stablehlo.token"),
+        Type::Future(ts) => {
+            out.push_str("!stablehlo.future<");
+            list_into(out, ts, type_into);
+            out.push('>');
+        }
+        Type::Quantized(q) => {
+            out.push_str("!quant.uniform<");
+            type_into(out, &q.storage);
+            if let Some((w, _)) = int_width(&q.storage) {
+                let signed = q.flags & 1 == 1;
+                let (lo, hi) = if signed { (-(1i64 << (w - 1)), (1i64 << (w - 1)) - 1) } else { (0, (1i64 << w) - 1) };
+                if (q.storage_min, q.storage_max) != (lo, hi) {
+                    let _ = write!(out, "<{}:{}>", q.storage_min, q.storage_max);
+                }
+            }
+            out.push(':');
+            type_into(out, &q.expressed);
+            if let Some(axis) = q.axis {
+                let _ = write!(out, ":{axis}, {{");
+                for (i, (s, z)) in q.scales.iter().zip(&q.zero_points).enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    f64_literal(out, f64::from_bits(*s));
+                    let _ = write!(out, ":{z}");
+                }
+                out.push_str("}>");
+            } else {
+                out.push_str(", ");
+                f64_literal(out, f64::from_bits(q.scales.first().copied().unwrap_or(0)));
+                let _ = write!(out, ":{}>", q.zero_points.first().copied().unwrap_or(0));
+            }
+        }
+        Type::Function { inputs, outputs } => {
+            out.push('(');
+            list_into(out, inputs, type_into);
+            out.push_str(") -> ");
+            results_into(out, outputs);
+        }
+        Type::Opaque(s) => out.push_str(s),
+    }
+}
+
+fn results_into(out: &mut String, outputs: &[Type]) {
+    if outputs.len() == 1 && !matches!(outputs[0], Type::Function { .. }) {
+        type_into(out, &outputs[0]);
+    } else {
+        out.push('(');
+        list_into(out, outputs, type_into);
+        out.push(')');
+    }
+}
+
+fn tensor_into(out: &mut String, t: &TensorType) {
+    out.push_str("tensor<");
+    dims_into(out, &t.dims);
+    type_into(out, &t.element);
+    if let Some(e) = &t.encoding {
+        out.push_str(", ");
+        attr_into(out, e);
+    }
+    out.push('>');
+}
+
+fn list_into<T>(out: &mut String, items: &[T], f: impl Fn(&mut String, &T)) {
+    for (i, x) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        f(out, x);
+    }
+}
+
+fn ints_into(out: &mut String, v: &[i64]) {
+    out.push('[');
+    list_into(out, v, |o, x| {
+        let _ = write!(o, "{x}");
+    });
+    out.push(']');
+}
+
+fn int_field(a: &Attr) -> Option<i64> {
+    match a {
+        Attr::Integer { value, .. } => Some(*value),
+        _ => None,
+    }
+}
+
+fn int_list(a: &Attr) -> &[i64] {
+    match a {
+        Attr::I64Array(v) => v,
+        _ => &[],
+    }
+}
+
+/// `#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>`.
+fn conv_into(out: &mut String, fields: &[(&'static str, Attr)]) {
+    let f = |n: &str| fields.iter().find(|(k, _)| *k == n).map(|(_, v)| v);
+    let layout = |out: &mut String, a: &str, an: &str, b: &str, bn: &str, sp: &str| {
+        let (Some(a), Some(b)) = (f(a).and_then(int_field), f(b).and_then(int_field)) else { return };
+        let spatial = f(sp).map(int_list).unwrap_or(&[]);
+        let rank = spatial.len() + 2;
+        let mut names = vec![String::new(); rank];
+        let mut put = |i: i64, s: String| {
+            if let Some(slot) = usize::try_from(i).ok().and_then(|i| names.get_mut(i)) {
+                *slot = s;
+            }
+        };
+        put(a, an.to_string());
+        put(b, bn.to_string());
+        for (i, &d) in spatial.iter().enumerate() {
+            put(d, i.to_string());
+        }
+        out.push('[');
+        out.push_str(&names.join(", "));
+        out.push(']');
+    };
+    out.push_str("#stablehlo.conv<");
+    layout(out, "input_batch_dimension", "b", "input_feature_dimension", "f", "input_spatial_dimensions");
+    out.push('x');
+    layout(
+        out,
+        "kernel_input_feature_dimension",
+        "i",
+        "kernel_output_feature_dimension",
+        "o",
+        "kernel_spatial_dimensions",
+    );
+    out.push_str("->");
+    layout(out, "output_batch_dimension", "b", "output_feature_dimension", "f", "output_spatial_dimensions");
+    out.push('>');
+}
+
+fn struct_into(out: &mut String, mnemonic: &str, fields: &[(&'static str, Attr)]) {
+    if mnemonic == "conv" {
+        return conv_into(out, fields);
+    }
+    let _ = write!(out, "#stablehlo.{mnemonic}<");
+    let omit_empty = matches!(mnemonic, "dot" | "gather" | "scatter");
+    let mut first = true;
+    for (name, value) in fields {
+        if omit_empty && matches!(value, Attr::I64Array(v) if v.is_empty()) {
+            continue;
+        }
+        if !first {
+            out.push_str(", ");
+        }
+        first = false;
+        let _ = write!(out, "{name} = ");
+        match value {
+            Attr::I64Array(v) => ints_into(out, v),
+            Attr::Integer { value, .. } => {
+                let _ = write!(out, "{value}");
+            }
+            Attr::Float { bits, ty } => {
+                let v = match ty {
+                    Type::Scalar(ElementType::F32) => f64::from(f32::from_bits(*bits as u32)),
+                    _ => f64::from_bits(*bits),
+                };
+                f64_literal(out, v);
+            }
+            Attr::Type(t) => type_into(out, t),
+            // A parameter of attribute type is printed stripped: `(1)2`.
+            Attr::Struct { mnemonic: "sub_axis_info", fields } => {
+                let get = |n: &str| fields.iter().find(|(k, _)| *k == n).and_then(|(_, v)| int_field(v)).unwrap_or(0);
+                let _ = write!(out, "({}){}", get("pre_size"), get("size"));
+            }
+            Attr::Enum(e) if mnemonic == "result_accuracy" => {
+                let _ = write!(out, "#stablehlo.{}<{}>", e.kind, e.value);
+            }
+            other => attr_into(out, other),
+        }
+    }
+    out.push('>');
+}
+
+/// Elements of a dense tensor, nested by shape, for element types printed as literals (`i1`).
+fn bool_literal_into(out: &mut String, dims: &[u64], data: &[u8], offset: &mut usize) {
+    match dims.split_first() {
+        None => {
+            out.push_str(if data.get(*offset).copied().unwrap_or(0) != 0 { "true" } else { "false" });
+            *offset += 1;
+        }
+        Some((&n, rest)) => {
+            out.push('[');
+            for i in 0..n {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                bool_literal_into(out, rest, data, offset);
+            }
+            out.push(']');
+        }
+    }
+}
+
+fn dense_into(out: &mut String, ty: &Type, data: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    out.push_str("dense<");
+    let (dims, elem): (Vec<u64>, Option<&Type>) = match ty {
+        Type::Tensor(t) => {
+            (t.dims.iter().map(|d| if let Dim::Fixed(n) = d { *n } else { 0 }).collect(), Some(&*t.element))
+        }
+        _ => (Vec::new(), None),
+    };
+    let count = dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d)).unwrap_or(0);
+    if count == 0 {
+        // Nothing to print.
+    } else if matches!(elem, Some(Type::Scalar(ElementType::PRED))) && dims.len() <= 64 {
+        if data.len() == 1 {
+            out.push_str(if data[0] != 0 { "true" } else { "false" });
+        } else {
+            let mut offset = 0;
+            bool_literal_into(out, &dims, data, &mut offset);
+        }
+    } else {
+        out.push_str("\"0x");
+        out.reserve(data.len() * 2 + 2);
+        for &b in data {
+            out.push(HEX[(b >> 4) as usize] as char);
+            out.push(HEX[(b & 15) as usize] as char);
+        }
+        out.push('"');
+    }
+    out.push_str("> : ");
+    type_into(out, ty);
+}
+
+pub(crate) fn attr_into(out: &mut String, a: &Attr) {
+    match a {
+        Attr::Unit => out.push_str("unit"),
+        Attr::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Attr::Integer { value, ty } => {
+            match int_width(ty) {
+                Some((_, false)) => {
+                    let _ = write!(out, "{}", *value as u64);
+                }
+                _ => {
+                    let _ = write!(out, "{value}");
+                }
+            }
+            out.push_str(" : ");
+            type_into(out, ty);
+        }
+        Attr::Float { bits, ty } => {
+            let digits = crate::decode::float_width(ty).map_or(16, |w| (w as usize).div_ceil(4));
+            let _ = write!(out, "0x{:0digits$X} : ", bits);
+            type_into(out, ty);
+        }
+        Attr::String(s) => string_into(out, s),
+        Attr::Array(v) => {
+            out.push('[');
+            list_into(out, v, attr_into);
+            out.push(']');
+        }
+        Attr::Dict(d) => dict_into(out, d),
+        Attr::Type(t) => type_into(out, t),
+        Attr::SymbolRef(s) => {
+            out.push('@');
+            out.push_str(&quote_symbol(s));
+        }
+        Attr::Dense { ty, data } => dense_into(out, ty, data),
+        Attr::I64Array(v) => {
+            out.push_str("array<i64");
+            if !v.is_empty() {
+                out.push_str(": ");
+                list_into(out, v, |o, x| {
+                    let _ = write!(o, "{x}");
+                });
+            }
+            out.push('>');
+        }
+        Attr::BoolArray(v) => {
+            out.push_str("array<i1");
+            if !v.is_empty() {
+                out.push_str(": ");
+                list_into(out, v, |o, x| o.push_str(if *x { "true" } else { "false" }));
+            }
+            out.push('>');
+        }
+        Attr::Enum(e) => {
+            let _ = write!(out, "#stablehlo<{} {}>", e.kind, e.value);
+        }
+        Attr::Bounds(b) => {
+            out.push_str("#stablehlo.bounds<");
+            list_into(out, b, |o, x| match x {
+                Some(v) => {
+                    let _ = write!(o, "{v}");
+                }
+                None => o.push('?'),
+            });
+            out.push('>');
+        }
+        Attr::Struct { mnemonic, fields } => struct_into(out, mnemonic, fields),
+        Attr::Sdy { mnemonic, body } => {
+            if body.starts_with('<') {
+                let _ = write!(out, "#sdy.{mnemonic}{body}");
+            } else {
+                let _ = write!(out, "#sdy<{mnemonic}{body}>");
+            }
+        }
+        Attr::Opaque(s) => out.push_str(s),
+    }
+}
+
+fn dict_into(out: &mut String, d: &[(String, Attr)]) {
+    out.push('{');
+    list_into(out, d, |o, (k, v)| {
+        if is_bare(k) {
+            o.push_str(k);
+        } else {
+            string_into(o, k.as_bytes());
+        }
+        if !matches!(v, Attr::Unit) {
+            o.push_str(" = ");
+            attr_into(o, v);
+        }
+    });
+    out.push('}');
+}
+
+impl<'m> Printer<'m> {
+    fn indent(&mut self, depth: usize) {
+        for _ in 0..depth {
+            self.out.push_str("  ");
+        }
+    }
+
+    fn value(&mut self, id: u32) {
+        match self.types.get(id as usize).copied().flatten() {
+            Some((_, name)) => {
+                let _ = write!(self.out, "%{name}");
+            }
+            None => {
+                let _ = write!(self.out, "%undefined{id}");
+            }
+        }
+    }
+
+    fn set_type(&mut self, id: u32, t: &'m Type) {
+        let i = id as usize;
+        if self.types.len() <= i {
+            self.types.resize(i + 1, None);
+        }
+        self.types[i] = Some((t, self.next_name));
+        self.next_name += 1;
+    }
+
+    fn op(&mut self, op: &'m Op, depth: usize) {
+        self.indent(depth);
+        if !op.results.is_empty() {
+            for (i, r) in op.results.iter().enumerate() {
+                if i > 0 {
+                    self.out.push_str(", ");
+                }
+                self.value(r.id);
+            }
+            self.out.push_str(" = ");
+        }
+        string_into(&mut self.out, op.name.as_bytes());
+        self.out.push('(');
+        for (i, &v) in op.operands.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.value(v);
+        }
+        self.out.push(')');
+        if !op.successors.is_empty() {
+            self.out.push('[');
+            for (i, s) in op.successors.iter().enumerate() {
+                if i > 0 {
+                    self.out.push_str(", ");
+                }
+                let _ = write!(self.out, "^bb{s}");
+            }
+            self.out.push(']');
+        }
+        if !op.regions.is_empty() {
+            self.out.push_str(" (");
+            // Values the regions define go out of scope after them (and an isolated region
+            // numbers its own from 0): put the outer numbering back afterwards.
+            let saved = self.types.clone();
+            for (i, r) in op.regions.iter().enumerate() {
+                if i > 0 {
+                    self.out.push_str(", ");
+                }
+                self.region(r, depth);
+            }
+            self.types = saved;
+            self.out.push(')');
+        }
+        if !op.attributes.is_empty() {
+            self.out.push(' ');
+            dict_into(&mut self.out, &op.attributes);
+        }
+        self.out.push_str(" : (");
+        for (i, &v) in op.operands.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            match self.types.get(v as usize).copied().flatten() {
+                Some((t, _)) => type_into(&mut self.out, t),
+                None => self.out.push_str("none"),
+            }
+        }
+        self.out.push_str(") -> ");
+        if op.results.len() == 1 && !matches!(op.results[0].ty, Type::Function { .. }) {
+            type_into(&mut self.out, &op.results[0].ty);
+        } else {
+            self.out.push('(');
+            for (i, r) in op.results.iter().enumerate() {
+                if i > 0 {
+                    self.out.push_str(", ");
+                }
+                type_into(&mut self.out, &r.ty);
+            }
+            self.out.push(')');
+        }
+        self.out.push('\n');
+    }
+
+    fn region(&mut self, r: &'m Region, depth: usize) {
+        // Every value the region's blocks define, before any is used (a block may use a value
+        // a later block defines, in a graph region).
+        for b in &r.blocks {
+            for a in &b.args {
+                self.set_type(a.id, &a.ty);
+            }
+            for op in &b.ops {
+                for v in &op.results {
+                    self.set_type(v.id, &v.ty);
+                }
+            }
+        }
+        self.out.push_str("{\n");
+        for (i, b) in r.blocks.iter().enumerate() {
+            self.block(b, i, depth + 1);
+        }
+        self.indent(depth);
+        self.out.push('}');
+    }
+
+    fn block(&mut self, b: &'m Block, index: usize, depth: usize) {
+        if index > 0 || !b.args.is_empty() {
+            self.indent(depth.saturating_sub(1));
+            let _ = write!(self.out, "^bb{index}");
+            if !b.args.is_empty() {
+                self.out.push('(');
+                for (i, a) in b.args.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push_str(", ");
+                    }
+                    self.value(a.id);
+                    self.out.push_str(": ");
+                    type_into(&mut self.out, &a.ty);
+                }
+                self.out.push(')');
+            }
+            self.out.push_str(":\n");
+        }
+        for op in &b.ops {
+            self.op(op, depth);
+        }
+    }
+}

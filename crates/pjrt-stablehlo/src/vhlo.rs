@@ -1,0 +1,432 @@
+//! VHLO ops mapped back to StableHLO (what StableHLO's `vhlo-legalize-to-stablehlo` does):
+//! versioned names lose their `_vN`, attributes VHLO flattened are put back together
+//! (`#stablehlo.dot<...>`, `#stablehlo.conv<...>`, gather/scatter dimension numbers, channel
+//! handles), integer lists become `array<i64: ...>`, symbol names become `@refs`, and
+//! attributes equal to StableHLO's defaults are dropped.
+
+use crate::error::{Error, Result};
+use crate::ir::{Attr, ElementType, Type};
+
+#[path = "vhlo_ops.rs"]
+mod ops;
+
+/// The inherent attributes of a VHLO op (`add_v1`), in property order; `None` for an op this
+/// reader does not know.
+pub(crate) fn property_names(op: &str) -> Option<&'static [&'static str]> {
+    ops::OPS.binary_search_by(|(n, _)| (*n).cmp(op)).ok().map(|i| ops::OPS[i].1)
+}
+
+/// `add_v1` -> `add`.
+fn base_name(op: &str) -> &str {
+    match op.rfind("_v") {
+        Some(i) if op[i + 2..].bytes().all(|b| b.is_ascii_digit()) && i + 2 < op.len() => &op[..i],
+        _ => op,
+    }
+}
+
+type Attrs = Vec<(String, Attr)>;
+
+fn take(attrs: &mut Attrs, name: &str) -> Option<Attr> {
+    let i = attrs.iter().position(|(n, _)| n == name)?;
+    Some(attrs.remove(i).1)
+}
+
+fn get<'x>(attrs: &'x Attrs, name: &str) -> Option<&'x Attr> {
+    attrs.iter().find(|(n, _)| n == name).map(|(_, a)| a)
+}
+
+fn set(attrs: &mut Attrs, name: &str, value: Attr) {
+    match attrs.iter_mut().find(|(n, _)| n == name) {
+        Some(slot) => slot.1 = value,
+        None => attrs.push((name.to_string(), value)),
+    }
+}
+
+/// The elements of an integer dense attribute, as i64 (a splat repeated).
+fn dense_ints(a: &Attr) -> Option<Vec<i64>> {
+    let Attr::Dense { ty: Type::Tensor(t), data } = a else { return None };
+    let (width, signed) = crate::decode::int_width(&t.element)?;
+    let per = if width == 64 { 8 } else { (width as usize).div_ceil(8) };
+    let mut count = 1usize;
+    for d in &t.dims {
+        match d {
+            crate::ir::Dim::Fixed(n) => count = count.checked_mul(usize::try_from(*n).ok()?)?,
+            crate::ir::Dim::Dynamic => return None,
+        }
+    }
+    let read = |i: usize| -> i64 {
+        let b = &data[i * per..(i + 1) * per];
+        let mut a = [0u8; 8];
+        a[..per].copy_from_slice(b);
+        let raw = u64::from_le_bytes(a);
+        if width == 1 {
+            (raw & 1) as i64
+        } else if signed && per < 8 {
+            let shift = 64 - 8 * per as u32;
+            ((raw << shift) as i64) >> shift
+        } else {
+            raw as i64
+        }
+    };
+    if data.len() == per * count {
+        Some((0..count).map(read).collect())
+    } else if data.len() == per && count <= 1 << 16 {
+        // A splat (of an integer list attribute: a few elements).
+        Some(vec![read(0); count])
+    } else {
+        None
+    }
+}
+
+fn all_eq(a: Option<&Attr>, v: i64) -> bool {
+    a.and_then(dense_ints).is_some_and(|x| x.iter().all(|&e| e == v))
+}
+
+fn is_bool(a: Option<&Attr>, v: bool) -> bool {
+    matches!(a, Some(Attr::Bool(b)) if *b == v)
+}
+
+fn is_int(a: Option<&Attr>, v: i64) -> bool {
+    matches!(a, Some(Attr::Integer { value, .. }) if *value == v)
+}
+
+fn is_empty(a: Option<&Attr>) -> bool {
+    match a {
+        Some(Attr::Array(v)) => v.is_empty(),
+        Some(Attr::Dict(v)) => v.is_empty(),
+        Some(Attr::String(s)) => s.is_empty(),
+        Some(Attr::Dense { data, .. }) => data.is_empty(),
+        _ => false,
+    }
+}
+
+fn is_none_type(a: Option<&Attr>) -> bool {
+    matches!(a, Some(Attr::Type(Type::None)))
+}
+
+fn erase_if(attrs: &mut Attrs, name: &str, pred: impl Fn(Option<&Attr>) -> bool) {
+    if pred(get(attrs, name)) {
+        take(attrs, name);
+    }
+}
+
+fn to_i64_array(attrs: &mut Attrs, name: &str, at: usize) -> Result<()> {
+    if let Some(i) = attrs.iter().position(|(n, _)| n == name) {
+        let v =
+            dense_ints(&attrs[i].1).ok_or_else(|| Error::malformed(at, format!("{name} is not an integer tensor")))?;
+        attrs[i].1 = Attr::I64Array(v);
+    }
+    Ok(())
+}
+
+fn to_bool_array(attrs: &mut Attrs, name: &str, at: usize) -> Result<()> {
+    if let Some(i) = attrs.iter().position(|(n, _)| n == name) {
+        let v =
+            dense_ints(&attrs[i].1).ok_or_else(|| Error::malformed(at, format!("{name} is not a boolean tensor")))?;
+        attrs[i].1 = Attr::BoolArray(v.into_iter().map(|x| x != 0).collect());
+    }
+    Ok(())
+}
+
+fn symbol(a: Attr, at: usize) -> Result<Attr> {
+    match a {
+        Attr::String(s) => Ok(Attr::SymbolRef(String::from_utf8_lossy(&s).into_owned())),
+        _ => Err(Error::malformed(at, "a symbol name that is not a string")),
+    }
+}
+
+/// Removes the integer-list fields `names` and gives them back as `array`s of a struct.
+fn implode(attrs: &mut Attrs, names: &[(&'static str, bool)], at: usize) -> Result<Vec<(&'static str, Attr)>> {
+    let mut fields = Vec::with_capacity(names.len());
+    for &(name, scalar) in names {
+        let a = take(attrs, name).ok_or_else(|| Error::malformed(at, format!("missing {name}")))?;
+        if scalar {
+            match a {
+                Attr::Integer { .. } => fields.push((name, a)),
+                _ => return Err(Error::malformed(at, format!("{name} is not an integer"))),
+            }
+        } else {
+            let v = dense_ints(&a).ok_or_else(|| Error::malformed(at, format!("{name} is not an integer tensor")))?;
+            fields.push((name, Attr::I64Array(v)));
+        }
+    }
+    Ok(fields)
+}
+
+fn channel_handle(handle: Attr, ty: i64) -> Attr {
+    Attr::Struct {
+        mnemonic: "channel_handle",
+        fields: vec![("handle", handle), ("type", Attr::Integer { value: ty, ty: Type::Scalar(ElementType::S64) })],
+    }
+}
+
+fn precision_default(a: Option<&Attr>) -> bool {
+    match a {
+        Some(Attr::Array(v)) => v.iter().all(|p| matches!(p, Attr::Enum(e) if e.value == "DEFAULT")),
+        _ => false,
+    }
+}
+
+/// The StableHLO name and attributes of VHLO op `op` (`add_v1`), from its properties (in
+/// declaration order) and its discardable attributes. `parent` is the enclosing op's name
+/// (VHLO has one `return` for functions and regions).
+pub(crate) fn legalize(
+    op: &str,
+    mut a: Attrs,
+    discardable: Attrs,
+    parent: Option<&str>,
+    at: usize,
+) -> Result<(String, Attrs)> {
+    let base = base_name(op);
+    let name = match base {
+        "func" => "func.func".to_string(),
+        "call" => "func.call".to_string(),
+        "return" if parent == Some("func.func") => "func.return".to_string(),
+        _ => format!("stablehlo.{base}"),
+    };
+    match base {
+        "func" => {
+            erase_if(&mut a, "sym_visibility", is_empty);
+            erase_if(&mut a, "arg_attrs", is_empty);
+            erase_if(&mut a, "res_attrs", is_empty);
+        }
+        "call" => {
+            if let Some(c) = take(&mut a, "callee") {
+                a.insert(0, ("callee".to_string(), symbol(c, at)?));
+            }
+        }
+        "all_gather"
+        | "all_reduce"
+        | "reduce_scatter"
+        | "all_to_all"
+        | "collective_permute"
+        | "collective_broadcast"
+        | "collective_reduce" => {
+            if is_int(get(&a, "channel_id"), 0) {
+                take(&mut a, "channel_id");
+            } else if let Some(i) = a.iter().position(|(n, _)| n == "channel_id") {
+                let h = a[i].1.clone();
+                a[i] = ("channel_handle".to_string(), channel_handle(h, 0));
+            }
+            for flag in ["use_global_device_ids", "has_dynamic_root"] {
+                match get(&a, flag) {
+                    Some(Attr::Bool(false)) => {
+                        take(&mut a, flag);
+                    }
+                    Some(Attr::Bool(true)) => set(&mut a, flag, Attr::Unit),
+                    _ => {}
+                }
+            }
+        }
+        "send" | "recv" => {
+            erase_if(&mut a, "is_host_transfer", |v| is_bool(v, false));
+            erase_if(&mut a, "source_target_pairs", is_empty);
+            let id = take(&mut a, "channel_id").ok_or_else(|| Error::malformed(at, "missing channel_id"))?;
+            let ty = match take(&mut a, "channel_type") {
+                Some(Attr::Integer { value, .. }) => value,
+                _ => return Err(Error::malformed(at, "missing channel_type")),
+            };
+            a.push(("channel_handle".to_string(), channel_handle(id, ty)));
+        }
+        "cholesky" => erase_if(&mut a, "lower", |v| is_bool(v, false)),
+        "compare" => {
+            erase_if(&mut a, "compare_type", |v| matches!(v, Some(Attr::Enum(e)) if e.value == "NOTYPE"));
+        }
+        "composite" => {
+            if let Some(d) = take(&mut a, "decomposition") {
+                a.push(("decomposition".to_string(), symbol(d, at)?));
+            }
+            erase_if(&mut a, "version", |v| is_int(v, 0));
+            erase_if(&mut a, "composite_attributes", is_empty);
+        }
+        "convolution" | "dynamic_conv" => {
+            erase_if(&mut a, "window_strides", |v| all_eq(v, 1));
+            if base == "convolution" {
+                erase_if(&mut a, "padding", |v| all_eq(v, 0));
+            }
+            erase_if(&mut a, "lhs_dilation", |v| all_eq(v, 1));
+            erase_if(&mut a, "rhs_dilation", |v| all_eq(v, 1));
+            erase_if(&mut a, "window_reversal", |v| all_eq(v, 0));
+            erase_if(&mut a, "precision_config", precision_default);
+            let fields = implode(
+                &mut a,
+                &[
+                    ("input_batch_dimension", true),
+                    ("input_feature_dimension", true),
+                    ("input_spatial_dimensions", false),
+                    ("kernel_input_feature_dimension", true),
+                    ("kernel_output_feature_dimension", true),
+                    ("kernel_spatial_dimensions", false),
+                    ("output_batch_dimension", true),
+                    ("output_feature_dimension", true),
+                    ("output_spatial_dimensions", false),
+                ],
+                at,
+            )?;
+            a.insert(0, ("dimension_numbers".to_string(), Attr::Struct { mnemonic: "conv", fields }));
+            for n in ["lhs_dilation", "rhs_dilation", "window_strides"] {
+                to_i64_array(&mut a, n, at)?;
+            }
+            to_bool_array(&mut a, "window_reversal", at)?;
+        }
+        "custom_call" => {
+            erase_if(&mut a, "has_side_effect", |v| is_bool(v, false));
+            erase_if(&mut a, "backend_config", is_empty);
+            erase_if(&mut a, "api_version", |v| is_int(v, 1));
+            erase_if(&mut a, "called_computations", is_empty);
+            if is_empty(get(&a, "operand_layouts")) && is_empty(get(&a, "result_layouts")) {
+                take(&mut a, "operand_layouts");
+                take(&mut a, "result_layouts");
+            }
+            erase_if(&mut a, "output_operand_aliases", is_empty);
+            erase_if(&mut a, "result_tilings", is_empty);
+            if let Some(i) = a.iter().position(|(n, _)| n == "called_computations") {
+                let Attr::Array(v) = std::mem::replace(&mut a[i].1, Attr::Unit) else {
+                    return Err(Error::malformed(at, "called_computations is not an array"));
+                };
+                a[i].1 = Attr::Array(v.into_iter().map(|s| symbol(s, at)).collect::<Result<_>>()?);
+            }
+        }
+        "dot_general" => {
+            erase_if(&mut a, "precision_config", precision_default);
+            let fields = implode(
+                &mut a,
+                &[
+                    ("lhs_batching_dimensions", false),
+                    ("rhs_batching_dimensions", false),
+                    ("lhs_contracting_dimensions", false),
+                    ("rhs_contracting_dimensions", false),
+                ],
+                at,
+            )?;
+            a.insert(0, ("dot_dimension_numbers".to_string(), Attr::Struct { mnemonic: "dot", fields }));
+            let algo = [
+                "lhs_precision_type",
+                "rhs_precision_type",
+                "accumulation_type",
+                "lhs_component_count",
+                "rhs_component_count",
+                "num_primitive_operations",
+                "allow_imprecise_accumulation",
+            ];
+            if algo.iter().all(|n| get(&a, n).is_none()) {
+                // dot_general_v1 has no algorithm.
+            } else if is_none_type(get(&a, "lhs_precision_type")) || is_none_type(get(&a, "lhs_component_count")) {
+                for n in algo {
+                    take(&mut a, n);
+                }
+            } else {
+                let mut fields = Vec::new();
+                for n in algo {
+                    fields.push((n, take(&mut a, n).ok_or_else(|| Error::malformed(at, format!("missing {n}")))?));
+                }
+                let mut fields_out = Vec::with_capacity(fields.len());
+                for (n, v) in fields {
+                    fields_out.push((n, v));
+                }
+                a.push(("algorithm".to_string(), Attr::Struct { mnemonic: "dot_algorithm", fields: fields_out }));
+            }
+        }
+        "dot" => erase_if(&mut a, "precision_config", precision_default),
+        "dynamic_broadcast_in_dim" => {
+            erase_if(&mut a, "known_expanding_dimensions", is_empty);
+            erase_if(&mut a, "known_nonexpanding_dimensions", is_empty);
+            for n in ["broadcast_dimensions", "known_expanding_dimensions", "known_nonexpanding_dimensions"] {
+                to_i64_array(&mut a, n, at)?;
+            }
+        }
+        "gather" | "dynamic_gather" => {
+            erase_if(&mut a, "indices_are_sorted", |v| is_bool(v, false));
+            let mut names = vec![("offset_dims", false), ("collapsed_slice_dims", false)];
+            if get(&a, "operand_batching_dims").is_some() {
+                names.push(("operand_batching_dims", false));
+                names.push(("start_indices_batching_dims", false));
+            }
+            names.push(("start_index_map", false));
+            names.push(("index_vector_dim", true));
+            let fields = implode(&mut a, &names, at)?;
+            a.insert(0, ("dimension_numbers".to_string(), Attr::Struct { mnemonic: "gather", fields }));
+            to_i64_array(&mut a, "slice_sizes", at)?;
+        }
+        "scatter" => {
+            erase_if(&mut a, "indices_are_sorted", |v| is_bool(v, false));
+            erase_if(&mut a, "unique_indices", |v| is_bool(v, false));
+            let mut names = vec![("update_window_dims", false), ("inserted_window_dims", false)];
+            if get(&a, "input_batching_dims").is_some() {
+                names.push(("input_batching_dims", false));
+                names.push(("scatter_indices_batching_dims", false));
+            }
+            names.push(("scatter_dims_to_operand_dims", false));
+            names.push(("index_vector_dim", true));
+            let fields = implode(&mut a, &names, at)?;
+            a.insert(0, ("scatter_dimension_numbers".to_string(), Attr::Struct { mnemonic: "scatter", fields }));
+        }
+        "infeed" => {
+            erase_if(&mut a, "infeed_config", is_empty);
+            erase_if(&mut a, "layout", is_empty);
+        }
+        "outfeed" => erase_if(&mut a, "outfeed_config", is_empty),
+        "reduce_window" => {
+            erase_if(&mut a, "window_strides", |v| all_eq(v, 1));
+            erase_if(&mut a, "base_dilations", |v| all_eq(v, 1));
+            erase_if(&mut a, "window_dilations", |v| all_eq(v, 1));
+            erase_if(&mut a, "padding", |v| all_eq(v, 0));
+            for n in ["window_dimensions", "window_strides", "base_dilations", "window_dilations"] {
+                to_i64_array(&mut a, n, at)?;
+            }
+        }
+        "select_and_scatter" => {
+            erase_if(&mut a, "window_strides", |v| all_eq(v, 1));
+            erase_if(&mut a, "padding", |v| all_eq(v, 0));
+            for n in ["window_dimensions", "window_strides"] {
+                to_i64_array(&mut a, n, at)?;
+            }
+        }
+        "sort" => {
+            erase_if(&mut a, "dimension", |v| is_int(v, -1));
+            erase_if(&mut a, "is_stable", |v| is_bool(v, false));
+        }
+        "cbrt"
+        | "cosine"
+        | "exponential"
+        | "exponential_minus_one"
+        | "log"
+        | "log_plus_one"
+        | "logistic"
+        | "rsqrt"
+        | "sine"
+        | "sqrt"
+        | "tan"
+        | "tanh" => {
+            let default = match get(&a, "result_accuracy") {
+                Some(Attr::Struct { fields, .. }) => fields.iter().all(|(n, v)| match (*n, v) {
+                    ("atol" | "rtol", Attr::Float { bits, .. }) => *bits << 1 == 0,
+                    ("ulps", Attr::Integer { value, .. }) => *value == 0,
+                    ("mode", Attr::Enum(e)) => e.value == "DEFAULT",
+                    _ => false,
+                }),
+                _ => false,
+            };
+            erase_if(&mut a, "result_accuracy", |_| default);
+        }
+        "fft" => to_i64_array(&mut a, "fft_length", at)?,
+        "broadcast" => to_i64_array(&mut a, "broadcast_sizes", at)?,
+        "dynamic_slice" => to_i64_array(&mut a, "slice_sizes", at)?,
+        "reverse" | "map" | "reduce" => to_i64_array(&mut a, "dimensions", at)?,
+        "transpose" => to_i64_array(&mut a, "permutation", at)?,
+        "pad" => {
+            for n in ["edge_padding_low", "edge_padding_high", "interior_padding"] {
+                to_i64_array(&mut a, n, at)?;
+            }
+        }
+        "slice" => {
+            for n in ["start_indices", "limit_indices", "strides"] {
+                to_i64_array(&mut a, n, at)?;
+            }
+        }
+        "broadcast_in_dim" => to_i64_array(&mut a, "broadcast_dimensions", at)?,
+        _ => {}
+    }
+    a.extend(discardable);
+    Ok((name, a))
+}

@@ -1,0 +1,14 @@
+//! pjrt-stablehlo's integration tests: one binary, one module per concern.
+//!
+//! `round_trip`: every committed portable artifact is read, printed, compiled from the text and
+//! run on both CPU plugins; the results equal those of the bytecode given to the plugin
+//! directly. `hostile`: truncated and bit-flipped files give errors, never panics.
+//! `support` (the real CPU plugins) is pjrt-client's.
+
+#[path = "../../../pjrt-client/tests/support/mod.rs"]
+mod support;
+
+mod files;
+mod hostile;
+mod ops;
+mod round_trip;
