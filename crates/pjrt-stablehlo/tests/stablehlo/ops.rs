@@ -23,8 +23,8 @@ fn models() -> Vec<std::path::PathBuf> {
 }
 
 /// Deterministic values of `t`, small enough for indices and shifts, and mixed in sign.
-fn input(t: ElementType, shape: Vec<usize>, seed: usize) -> HostArray {
-    let count: usize = shape.iter().product();
+fn input(t: ElementType, dims: Vec<i64>, seed: usize) -> HostArray {
+    let count: usize = dims.iter().map(|d| *d as usize).product();
     let mut data = Vec::new();
     for k in 0..count {
         let i = (k * 7 + seed * 13 + 3) % 11;
@@ -43,7 +43,7 @@ fn input(t: ElementType, shape: Vec<usize>, seed: usize) -> HostArray {
             other => panic!("no test input for {other}"),
         }
     }
-    HostArray::new(t, shape, data).unwrap()
+    HostArray::new(t, dims, data).unwrap()
 }
 
 fn round_trip(client: &Client, path: &std::path::Path) -> Result<bool, String> {
@@ -54,7 +54,7 @@ fn round_trip(client: &Client, path: &std::path::Path) -> Result<bool, String> {
     for (seed, &i) in model.module_kept_var_idx().iter().enumerate() {
         let aval = &model.in_avals()[i];
         let dims = aval.fixed_dims().ok_or("symbolic input")?;
-        args.push(input(aval.element_type.ok_or("no element type")?, dims.iter().map(|&d| d as usize).collect(), seed));
+        args.push(input(aval.element_type.ok_or("no element type")?, dims, seed));
     }
     let program = Program::mlir_text(text.clone()).map_err(|e| e.to_string())?;
     let from_text = client.compile(&program, &model.compile_options(client.platform_name()));

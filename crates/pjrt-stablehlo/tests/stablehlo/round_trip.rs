@@ -1,10 +1,11 @@
 //! Read, print, compile from text, run: the same results as the bytecode compiled directly.
 
-use pjrt_client::{Client, HostArray, LoadedExecutable, Placement, Program};
+use pjrt_client::{Client, HostArray, LoadedExecutable, Program};
 use pjrt_formats::jax_export::JaxExport;
 use pjrt_formats::npy::NpyArray;
 
 use crate::{files, support};
+use pjrt_client::{ExecuteOptions, UploadOptions};
 
 /// Every portable artifact reads and prints; the text names StableHLO ops, not VHLO ones.
 #[test]
@@ -46,16 +47,18 @@ pub fn run(
 ) -> Result<Vec<Vec<u8>>, String> {
     if model.nr_devices() > 1 {
         let (ins, outs) = model.device_shardings().map_err(|e| e.to_string())?;
-        let outputs = exe.run_sharded(args, &ins, &outs).map_err(|e| e.to_string())?;
+        let buffers = exe.upload_sharded(args, &ins).map_err(|e| e.to_string())?;
+        let outputs = exe.execute_sharded(&buffers, &ExecuteOptions::new()).map_err(|e| e.to_string())?;
+        let outputs = pjrt_client::sharding::gather_outputs(&outputs, &outs).map_err(|e| e.to_string())?;
         return Ok(outputs.iter().map(|o| o.data().to_vec()).collect());
     }
     let device = exe.addressable_devices().into_iter().next().ok_or("no device")?;
     let mut buffers = Vec::new();
     for a in args {
-        buffers.push(client.buffer_from_host_array(a, Placement::Device(&device)).map_err(|e| e.to_string())?);
+        buffers.push(client.upload_with(a, &UploadOptions::new().device(&device)).map_err(|e| e.to_string())?);
     }
     let refs: Vec<&pjrt_client::Buffer> = buffers.iter().collect();
-    let outputs = exe.execute(&refs).map_err(|e| e.to_string())?;
+    let outputs = exe.execute(&refs, &ExecuteOptions::new()).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     for o in outputs.iter() {
         out.push(o.to_host_array().map_err(|e| e.to_string())?.data().to_vec());
@@ -141,9 +144,9 @@ fn portable_mlirbc_round_trips_on_both_plugins() {
         let mut results = Vec::new();
         for program in [Program::mlir_bytecode(bc.clone()).unwrap(), Program::mlir_text(text.clone()).unwrap()] {
             let exe = client.compile(&program, &Default::default()).unwrap();
-            let a = client.buffer_from_slice(&x, &[2, 3], Placement::Default).unwrap();
-            let b = client.buffer_from_slice(&y, &[2, 3], Placement::Default).unwrap();
-            let out = exe.execute(&[&a, &b]).unwrap();
+            let a = client.upload(&x, &[2, 3]).unwrap();
+            let b = client.upload(&y, &[2, 3]).unwrap();
+            let out = exe.execute(&[&a, &b], &ExecuteOptions::new()).unwrap();
             results.push(out[0].to_vec::<f32>().unwrap());
         }
         assert_eq!(results[0], results[1], "{plugin}");
