@@ -93,6 +93,8 @@
 //! [`RegistrationErrorKind::NotProven`] otherwise).
 
 mod decode;
+#[cfg(test)]
+mod tests;
 mod trampoline;
 
 pub use decode::{FrameError, MAX_COUNT, MAX_RANK, MAX_STRING};
