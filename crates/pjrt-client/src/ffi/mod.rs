@@ -93,11 +93,14 @@
 //! [`RegistrationErrorKind::NotProven`] otherwise).
 
 mod decode;
+#[doc(hidden)]
+pub mod library;
 #[cfg(test)]
 mod tests;
 mod trampoline;
 
 pub use decode::{FrameError, MAX_COUNT, MAX_RANK, MAX_STRING};
+pub use library::{FfiLibrary, FfiLibraryEntry, FfiLibraryTable};
 pub use trampoline::MAX_HANDLERS;
 
 use std::cell::Cell;
@@ -875,9 +878,35 @@ pub fn xla_platform(pjrt_platform: &str) -> String {
 /// (plugin table address, target, platform).
 type RegistryKey = (usize, String, String);
 
+/// What holds a registered name.
+#[derive(Clone)]
+pub(crate) enum Identity {
+    /// A handler of this process's copy of this crate.
+    Ours(Arc<HandlerInner>),
+    /// An entry point of a handler library (its address), and the library.
+    Library(usize, std::path::PathBuf),
+}
+
+impl Identity {
+    fn same(&self, other: &Identity) -> bool {
+        match (self, other) {
+            (Identity::Ours(a), Identity::Ours(b)) => Arc::ptr_eq(a, b),
+            (Identity::Library(a, _), Identity::Library(b, _)) => a == b,
+            _ => false,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Identity::Ours(h) => format!("the handler `{}`", h.name),
+            Identity::Library(_, path) => format!("a handler of the library {}", path.display()),
+        }
+    }
+}
+
 /// What this process registered: per plugin table, per (target, platform), the handler.
-fn registry() -> &'static Mutex<HashMap<RegistryKey, Arc<HandlerInner>>> {
-    static REGISTRY: OnceLock<Mutex<HashMap<RegistryKey, Arc<HandlerInner>>>> = OnceLock::new();
+fn registry() -> &'static Mutex<HashMap<RegistryKey, Identity>> {
+    static REGISTRY: OnceLock<Mutex<HashMap<RegistryKey, Identity>>> = OnceLock::new();
     REGISTRY.get_or_init(Default::default)
 }
 
@@ -904,6 +933,35 @@ pub fn register(client: &Client, target: &str, handler: &Handler) -> Result<()> 
 
 /// [`register`] for an explicit XLA platform name (`Host`, `CUDA`, ...).
 pub fn register_for_platform(client: &Client, target: &str, platform: &str, handler: &Handler) -> Result<()> {
+    register_entry(client, target, platform, Identity::Ours(handler.inner.clone()), || {
+        trampoline::claim(handler.inner.clone())
+    })
+}
+
+/// Where an entry point comes from: claimed only when it is about to be registered.
+pub(crate) trait EntrySource {
+    fn entry(self) -> Option<x::XLA_FFI_Handler>;
+}
+
+impl EntrySource for x::XLA_FFI_Handler {
+    fn entry(self) -> Option<x::XLA_FFI_Handler> {
+        Some(self)
+    }
+}
+
+impl<F: FnOnce() -> Option<x::XLA_FFI_Handler>> EntrySource for F {
+    fn entry(self) -> Option<x::XLA_FFI_Handler> {
+        self()
+    }
+}
+
+pub(crate) fn register_entry(
+    client: &Client,
+    target: &str,
+    platform: &str,
+    identity: Identity,
+    entry: impl EntrySource,
+) -> Result<()> {
     let probe = probe_program(target)?;
     let plugin = client.plugin();
     let key = (plugin.raw_api() as usize, target.to_owned(), platform.to_owned());
@@ -916,12 +974,12 @@ pub fn register_for_platform(client: &Client, target: &str, platform: &str, hand
     // Held across probing and registering: two threads never register the same target at once.
     let mut registered = registry().lock().unwrap_or_else(|p| p.into_inner());
     if let Some(existing) = registered.get(&key) {
-        if Arc::ptr_eq(existing, &handler.inner) {
+        if existing.same(&identity) {
             return Ok(());
         }
         return Err(fail(
             RegistrationErrorKind::Conflict,
-            format!("the handler `{}` is registered for it on this plugin already", existing.name),
+            format!("{} is registered for it on this plugin already", existing.describe()),
         ));
     }
     let ffi = plugin
@@ -936,11 +994,12 @@ pub fn register_for_platform(client: &Client, target: &str, platform: &str, hand
                 .into(),
         ));
     }
-    let entry = trampoline::claim(handler.inner.clone()).ok_or_else(|| {
+    let entry = entry.entry().ok_or_else(|| {
         fail(RegistrationErrorKind::NoFreeSlot, format!("{MAX_HANDLERS} handlers are registered already"))
     })?;
-    // SAFETY: `entry` is an `XLA_FFI_Handler` (a function of this crate, alive for the process)
-    // that reads frames as the XLA FFI ABI describes them, of any FFI 0.x version.
+    // SAFETY: `entry` is an `XLA_FFI_Handler` that stays callable for the process (a function of
+    // this crate, or of a handler library that is never unloaded) and reads frames as the XLA
+    // FFI ABI describes them, of any FFI 0.x version.
     unsafe { ffi.register_handler(target, platform, entry as *mut std::ffi::c_void, false) }.map_err(|e| match e {
         Error::Unsupported { .. } => fail(RegistrationErrorKind::NoFfiExtension, e.to_string()),
         other => other,
@@ -951,6 +1010,6 @@ pub fn register_for_platform(client: &Client, target: &str, platform: &str, hand
             format!("the plugin answered OK, but a program calling it does not compile: {e}"),
         ));
     }
-    registered.insert(key, handler.inner.clone());
+    registered.insert(key, identity);
     Ok(())
 }
