@@ -296,6 +296,12 @@ pub(crate) unsafe fn decode(frame: *const x::XLA_FFI_CallFrame, signature: &Sign
     if let Some(metadata) = unsafe { find_metadata(frame.extension_start) }? {
         return Ok(Request::Metadata(metadata));
     }
+    // SAFETY: the frame's api, per the caller's contract.
+    if let Some((major, minor)) = unsafe { api_version(frame.api) } {
+        if major != x::XLA_FFI_API_MAJOR {
+            return Err(FrameError::ApiVersion { major, minor });
+        }
+    }
     if frame.stage != x::XLA_FFI_ExecutionStage::EXECUTE {
         return Err(FrameError::Stage(frame.stage.0));
     }

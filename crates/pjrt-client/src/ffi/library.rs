@@ -28,6 +28,11 @@ pub const ABI_VERSION: u32 = 1;
 pub const MAX_ENTRIES: usize = trampoline::MAX_HANDLERS;
 
 /// One handler of a library (C ABI).
+///
+/// ```
+/// use pjrt_client::ffi::FfiLibraryEntry;
+/// assert_eq!(std::mem::size_of::<FfiLibraryEntry>(), 32);
+/// ```
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct FfiLibraryEntry {
@@ -42,6 +47,11 @@ pub struct FfiLibraryEntry {
 }
 
 /// What `pjrt_ffi_library` returns (C ABI).
+///
+/// ```
+/// use pjrt_client::ffi::FfiLibraryTable;
+/// assert_eq!(std::mem::size_of::<FfiLibraryTable>(), 32);
+/// ```
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct FfiLibraryTable {
@@ -134,6 +144,19 @@ macro_rules! export_ffi_handlers {
 
 /// A loaded handler library: its target names and entry points, checked. The library is never
 /// unloaded (its handlers may be registered with a plugin, whose registry is permanent).
+///
+/// ```no_run
+/// use pjrt_client::ffi::FfiLibrary;
+/// use pjrt_client::{Client, ClientOptions, Plugin};
+/// # let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// let client = Client::new(&plugin, &ClientOptions::new())?;
+/// // Built with `cargo build -p pjrt-ffi-example-handlers` (examples/ffi-handlers).
+/// // SAFETY: a library made with `export_ffi_handlers!`, trusted to run here.
+/// let library = unsafe { FfiLibrary::load("target/debug/libpjrt_ffi_example_handlers.so") }?;
+/// assert_eq!(library.targets().collect::<Vec<_>>(), ["pjrt_tutorial_scale_shift"]);
+/// library.register(&client)?;
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct FfiLibrary {
     path: PathBuf,

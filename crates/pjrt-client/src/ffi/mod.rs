@@ -117,6 +117,14 @@ use crate::{Client, CompileOptions, Program};
 use decode::{Decoded, RawAttr, RawBuffer};
 
 /// An XLA element type (`XLA_FFI_DataType`: XLA's `PrimitiveType` numbers, not PJRT's).
+///
+/// ```
+/// use pjrt_client::ffi::{DataType, FfiElement};
+/// use pjrt_client::sys::xla_ffi::XLA_FFI_DataType;
+/// assert_eq!(<f32 as FfiElement>::DATA_TYPE, DataType(XLA_FFI_DataType::F32));
+/// assert_eq!(DataType(XLA_FFI_DataType::S64).name(), "s64");
+/// assert_eq!(DataType(XLA_FFI_DataType(99)).name(), "unknown");
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DataType(pub x::XLA_FFI_DataType);
 
@@ -184,7 +192,16 @@ impl fmt::Debug for DataType {
 }
 
 /// A Rust type that buffer elements (and array attribute elements) of an XLA element type are
-/// read as: every bit pattern of its size is a valid value.
+/// read as: every bit pattern of its size is a valid value. Implemented for `i8`..`i64`,
+/// `u8`..`u64`, `f32`, `f64`, `half::f16`, `half::bf16`, `Complex<f32>`, `Complex<f64>` and
+/// [`Pred`] (never for `bool`: a plugin may store true as any nonzero byte).
+///
+/// ```
+/// use pjrt_client::ffi::{FfiElement, Pred};
+/// assert_eq!(<i64 as FfiElement>::DATA_TYPE.name(), "s64");
+/// assert_eq!(<Pred as FfiElement>::DATA_TYPE.name(), "pred");
+/// assert_eq!(<pjrt_client::num_complex::Complex<f32> as FfiElement>::DATA_TYPE.name(), "c64");
+/// ```
 ///
 /// # Safety
 /// `Self` has the size and at most the alignment of [`Self::DATA_TYPE`]'s elements, and every
@@ -242,6 +259,12 @@ unsafe impl FfiElement for Pred {
 
 /// A type a scalar attribute is read as: the numbers of [`FfiElement`] and `bool` (read from
 /// its byte, nonzero is true).
+///
+/// ```
+/// use pjrt_client::ffi::AttrScalar;
+/// assert_eq!(<bool as AttrScalar>::DATA_TYPE.name(), "pred");
+/// assert_eq!(<f64 as AttrScalar>::DATA_TYPE.name(), "f64"); // what a Python float arrives as
+/// ```
 pub trait AttrScalar: Copy + sealed::Sealed + 'static {
     /// The XLA element type of the scalar.
     const DATA_TYPE: DataType;
@@ -282,6 +305,12 @@ impl AttrScalar for bool {
 }
 
 /// The rank a buffer is declared with.
+///
+/// ```
+/// use pjrt_client::ffi::{Rank, Signature};
+/// let matrix_in_any_out = Signature::new().arg::<f32>(Rank::Exact(2)).ret::<f32>(Rank::Any);
+/// assert_eq!(matrix_in_any_out.arg_count(), 1);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rank {
     /// Exactly this many dimensions.
@@ -471,7 +500,19 @@ impl fmt::Display for FfiError {
 
 impl std::error::Error for FfiError {}
 
-/// An operand, read-only.
+/// An operand, read-only (from [`Call::arg`]).
+///
+/// ```
+/// use pjrt_client::ffi::{Call, FfiError, Handler, Rank, Signature};
+/// let sum_rows = Handler::new("sum_rows", Signature::new().arg::<f64>(Rank::Exact(2)).ret::<f64>(Rank::Exact(1)), |call: &Call| {
+///     let x = call.arg::<f64>(0)?;
+///     let [rows, cols] = [x.dims()[0] as usize, x.dims()[1] as usize];
+///     let mut y = call.ret::<f64>(0)?;
+///     y.copy_from_iter((0..rows).map(|r| x.as_slice()[r * cols..(r + 1) * cols].iter().sum()));
+///     Ok::<(), FfiError>(())
+/// });
+/// assert_eq!(sum_rows.name(), "sum_rows");
+/// ```
 #[derive(Debug)]
 pub struct BufferRef<'a, T> {
     dims: &'a [i64],
@@ -490,9 +531,21 @@ impl<'a, T> BufferRef<'a, T> {
     }
 }
 
-/// A result, to be written. XLA hands out result memory uninitialised: read it only after
-/// writing it, through [`BufferMut::as_mut_slice`] (which zero-fills it first) or
-/// [`BufferMut::as_uninit_mut`].
+/// A result, to be written (from [`Call::ret`]). XLA hands out result memory uninitialised:
+/// read it only after writing it, through [`BufferMut::as_mut_slice`] (which zero-fills it
+/// first) or [`BufferMut::as_uninit_mut`].
+///
+/// ```
+/// use pjrt_client::ffi::{Call, Handler, Rank, Signature};
+/// let iota = Handler::new("iota", Signature::new().ret::<i32>(Rank::Exact(1)), |call: &Call| {
+///     let mut out = call.ret::<i32>(0)?;
+///     for (i, v) in out.as_mut_slice().iter_mut().enumerate() {
+///         *v = i as i32;
+///     }
+///     Ok(())
+/// });
+/// assert_eq!(iota.signature().ret_count(), 1);
+/// ```
 #[derive(Debug)]
 pub struct BufferMut<'a, T> {
     dims: &'a [i64],
@@ -562,7 +615,25 @@ impl<T: FfiElement> BufferMut<'_, T> {
 }
 
 /// One call of a handler: its operands, results and attributes, already checked against the
-/// handler's [`Signature`].
+/// handler's [`Signature`]. Reading one with another type than declared, or one not declared,
+/// is an error (never a reinterpretation); each result can be taken once.
+///
+/// ```
+/// use pjrt_client::ffi::{Call, FfiError, Handler, Rank, Signature};
+/// let signature = Signature::new().arg::<f32>(Rank::Any).ret::<f32>(Rank::Any)
+///     .attr::<bool>("negate").attr_array::<f32>("bias").attr_str("note");
+/// let handler = Handler::new("biased", signature, |call: &Call| {
+///     let negate: bool = call.attr("negate")?;
+///     let bias = call.attr_array::<f32>("bias")?;
+///     let _note = call.attr_str("note")?;
+///     let x = call.arg::<f32>(0)?;
+///     let mut y = call.ret::<f32>(0)?;
+///     let b = bias.first().copied().unwrap_or(0.0);
+///     y.copy_from_iter(x.as_slice().iter().map(|v| if negate { -v + b } else { v + b }));
+///     Ok::<(), FfiError>(())
+/// });
+/// assert_eq!(handler.signature().attr_names().count(), 3);
+/// ```
 pub struct Call<'a> {
     name: &'a str,
     signature: &'a Signature,
@@ -702,7 +773,15 @@ pub(crate) struct HandlerInner {
 }
 
 /// A Rust function as an XLA FFI handler: a [`Signature`] and a closure. Cheap to clone (clones
-/// are the same handler for [`register`]).
+/// are the same handler for [`register`]). See the [module docs](self) for a complete example.
+///
+/// ```
+/// use pjrt_client::ffi::{Call, Handler, Signature};
+/// let noop = Handler::new("noop", Signature::new(), |_: &Call| Ok(()));
+/// let same = noop.clone();
+/// assert_eq!(same.name(), "noop");
+/// assert_eq!(same.signature(), &Signature::new());
+/// ```
 #[derive(Clone)]
 pub struct Handler {
     inner: Arc<HandlerInner>,
@@ -734,8 +813,33 @@ impl Handler {
         &self.inner.signature
     }
 
+    /// A C entry point (`XLA_FFI_Handler`) for this handler, for registering it by other means
+    /// than [`register`] (another runtime's registry, a test that builds frames). Each call
+    /// claims one of the process's [`MAX_HANDLERS`] entry points, for good; `None` when none is
+    /// left.
+    ///
+    /// ```
+    /// use pjrt_client::ffi::{Call, Handler, Signature};
+    /// let handler = Handler::new("t", Signature::new(), |_: &Call| Ok(()));
+    /// let entry = handler.entry_point().expect("a free entry point");
+    /// // SAFETY: NULL is a frame the entry point accepts (it refuses it; with no API to report
+    /// // through, it returns no error object).
+    /// assert!(unsafe { entry(std::ptr::null_mut()) }.is_null());
+    /// ```
+    pub fn entry_point(&self) -> Option<x::XLA_FFI_Handler> {
+        trampoline::claim(self.inner.clone())
+    }
+
     /// Runs the handler on a call frame, as XLA would, and returns what it would return to XLA
     /// (`Ok` or the error); for tests of frames built by hand.
+    ///
+    /// ```
+    /// use pjrt_client::ffi::{Call, Handler, Signature};
+    /// let handler = Handler::new("t", Signature::new(), |_: &Call| Ok(()));
+    /// // SAFETY: NULL is a frame this accepts (and refuses).
+    /// let err = unsafe { handler.call_frame(std::ptr::null_mut()) }.unwrap_err();
+    /// assert_eq!(err.message(), "handler `t`: the call frame is NULL");
+    /// ```
     ///
     /// # Safety
     /// `frame` is NULL or a call frame as the XLA FFI ABI describes it: every non-NULL pointer
@@ -842,7 +946,21 @@ unsafe fn answer_metadata(
     Ok(())
 }
 
-/// Why [`register`] refused or failed.
+/// Why [`register`] refused or failed (in [`Error::FfiRegistration`]).
+///
+/// ```
+/// use pjrt_client::ffi::{self, Call, Handler, RegistrationErrorKind, Signature};
+/// use pjrt_client::{Client, ClientOptions, Error, Plugin};
+/// # let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// let client = Client::new(&plugin, &ClientOptions::new())?;
+/// let first = Handler::new("first", Signature::new(), |_: &Call| Ok(()));
+/// let second = Handler::new("second", Signature::new(), |_: &Call| Ok(()));
+/// ffi::register(&client, "doc_kind_example", &first)?;
+/// ffi::register(&client, "doc_kind_example", &first)?; // the same handler: nothing to do
+/// let err = ffi::register(&client, "doc_kind_example", &second).unwrap_err();
+/// assert!(matches!(err, Error::FfiRegistration { kind: RegistrationErrorKind::Conflict, .. }));
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RegistrationErrorKind {
@@ -911,7 +1029,15 @@ fn registry() -> &'static Mutex<HashMap<RegistryKey, Identity>> {
 }
 
 /// The one-op program that proves a registration: it calls `target` with no operands (the
-/// handler never runs; compiling is what finds it).
+/// handler never runs; compiling is what finds it). Target names are limited to ASCII letters,
+/// digits, `_`, `.`, `-` and `$`.
+///
+/// ```
+/// let probe = pjrt_client::ffi::probe_program("my_op")?;
+/// assert!(probe.text().unwrap().contains("stablehlo.custom_call @\"my_op\"()"));
+/// assert!(pjrt_client::ffi::probe_program("my op").is_err());
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
 pub fn probe_program(target: &str) -> Result<Program> {
     if target.is_empty() || !target.chars().all(|c| c.is_ascii_alphanumeric() || "_.-$".contains(c)) {
         return Err(Error::InvalidArgument(format!(
@@ -927,11 +1053,33 @@ pub fn probe_program(target: &str) -> Result<Program> {
 /// Registers `handler` for the custom-call target `target` on the client's plugin, for the
 /// client's platform ([`xla_platform`]). See the module docs, "Registration": once per loaded
 /// plugin, refused for a different handler, proven by compiling a probe program.
+///
+/// ```
+/// use pjrt_client::ffi::{self, Call, Handler, Signature};
+/// use pjrt_client::{Client, ClientOptions, CompileOptions, Plugin};
+/// # let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// let client = Client::new(&plugin, &ClientOptions::new())?;
+/// let probe = ffi::probe_program("doc_register_example")?;
+/// assert!(client.compile(&probe, &CompileOptions::new()).is_err()); // no handler yet
+/// ffi::register(&client, "doc_register_example", &Handler::new("noop", Signature::new(), |_: &Call| Ok(())))?;
+/// client.compile(&probe, &CompileOptions::new())?; // found now, by every client of the plugin
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
 pub fn register(client: &Client, target: &str, handler: &Handler) -> Result<()> {
     register_for_platform(client, target, &xla_platform(client.platform_name()), handler)
 }
 
 /// [`register`] for an explicit XLA platform name (`Host`, `CUDA`, ...).
+///
+/// ```
+/// use pjrt_client::ffi::{self, Call, Handler, Signature};
+/// use pjrt_client::{Client, ClientOptions, Plugin};
+/// # let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// let client = Client::new(&plugin, &ClientOptions::new())?;
+/// let noop = Handler::new("noop", Signature::new(), |_: &Call| Ok(()));
+/// ffi::register_for_platform(&client, "doc_platform_example", "Host", &noop)?;
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
 pub fn register_for_platform(client: &Client, target: &str, platform: &str, handler: &Handler) -> Result<()> {
     register_entry(client, target, platform, Identity::Ours(handler.inner.clone()), || {
         trampoline::claim(handler.inner.clone())

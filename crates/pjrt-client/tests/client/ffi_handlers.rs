@@ -398,3 +398,58 @@ fn probe_programs_refuse_odd_names() {
         assert!(matches!(ffi::probe_program(bad), Err(Error::InvalidArgument(_))), "{bad:?}");
     }
 }
+
+/// Frames built by another library (the fake plugin's `fake_ffi_call`, with its own XLA FFI
+/// API) reach a handler's C entry point: each mismatch comes back as an XLA FFI error made with
+/// that API, naming it; the metadata query is answered with the API's older version.
+#[test]
+fn hostile_frames_from_the_fake_plugin_get_typed_errors() {
+    type FakeCall = unsafe extern "C" fn(Option<x::XLA_FFI_Handler>, i32, *mut std::ffi::c_char, usize) -> i32;
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let r2 = ran.clone();
+    let handler = Handler::new(
+        "hostile",
+        Signature::new().arg::<f32>(Rank::Exact(1)).ret::<f32>(Rank::Exact(1)).attr::<f64>("scale"),
+        move |call: &Call| {
+            r2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let scale = call.attr::<f64>("scale")? as f32;
+            let x = call.arg::<f32>(0)?;
+            call.ret::<f32>(0)?.copy_from_iter(x.as_slice().iter().map(|v| v * scale));
+            Ok(())
+        },
+    );
+    let entry = handler.entry_point().unwrap();
+    // SAFETY: the fake plugin's library, loaded as the other fake tests load it (never unloaded).
+    let library = unsafe { libloading::Library::new(crate::fake_support::fake_library()) }.unwrap();
+    // SAFETY: `fake_ffi_call` has this signature (crates/fake-plugin/src/ffi_frames.rs).
+    let fake_call: FakeCall = unsafe { *library.get::<FakeCall>(b"fake_ffi_call\0").unwrap() };
+    std::mem::forget(library);
+    let call = |case: i32| {
+        let mut out = vec![0 as std::ffi::c_char; 512];
+        // SAFETY: a handler entry point and a 512-byte buffer.
+        let rc = unsafe { fake_call(Some(entry), case, out.as_mut_ptr(), out.len()) };
+        // SAFETY: NUL-terminated by the fake.
+        (rc, unsafe { std::ffi::CStr::from_ptr(out.as_ptr()) }.to_string_lossy().into_owned())
+    };
+    assert_eq!(call(0), (0, String::new()), "a valid frame runs (and the fake checks the result)");
+    assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let cases = [
+        (1, "3: handler `hostile`: operand 0 has element type f64, but the handler declares f32"),
+        (2, "3: handler `hostile`: operand 0 has rank 2, but the handler declares 1"),
+        (3, "3: handler `hostile`: the handler declares the attribute `scale`, but the call does not pass it"),
+        (4, "3: handler `hostile`: the call passes the attribute `extra`, which the handler does not declare"),
+        (5, "3: handler `hostile`: attribute `scale` is a scalar of f32, but the handler declares a scalar of f64"),
+        (6, "3: handler `hostile`: the call frame is 160 bytes, shorter than the 168 this crate reads"),
+        // Its API is not used to report (another major); the API of the last good frame is.
+        (7, "3: handler `hostile`: the call frame's XLA FFI API is version 1.4; this crate reads major version 0"),
+        (9, "3: handler `hostile`: operand 0 has the type tag 7, not BUFFER (1)"),
+        (10, "3: handler `hostile`: attribute 0's name is not UTF-8"),
+    ];
+    for (case, expected) in cases {
+        let (rc, message) = call(case);
+        assert_eq!(rc, 1, "case {case}: {message}");
+        assert!(message.starts_with(expected), "case {case}: {message}");
+    }
+    assert_eq!(call(8), (2, "0.3".to_owned()), "the metadata query gets min(0.4, 0.3)");
+    assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 1, "the function ran only for the valid frame");
+}
