@@ -585,7 +585,9 @@ pub(crate) unsafe fn frame_api(frame: *const x::XLA_FFI_CallFrame) -> Option<*co
         return None;
     }
     // SAFETY: the frame holds its api field (checked).
-    let api = unsafe { std::ptr::addr_of!((*frame).api).read() };
+    let api = unsafe {
+        frame.cast::<u8>().add(std::mem::offset_of!(x::XLA_FFI_CallFrame, api)).cast::<*const x::XLA_FFI_Api>().read()
+    };
     // SAFETY: the contract.
     unsafe { api_version(api) }.filter(|&(major, _)| major == 0).and_then(|_| {
         // SAFETY: as above; api_version read the size.
@@ -608,7 +610,8 @@ pub(crate) unsafe fn api_version(api: *const x::XLA_FFI_Api) -> Option<(i32, i32
         return None;
     }
     // SAFETY: the table holds its version (checked).
-    let version = unsafe { std::ptr::addr_of!((*api).api_version).read() };
+    let version =
+        unsafe { api.cast::<u8>().add(x::XLA_FFI_Api::API_VERSION_OFFSET).cast::<x::XLA_FFI_Api_Version>().read() };
     (version.struct_size >= x::XLA_FFI_Api_Version::STRUCT_SIZE)
         .then_some((version.major_version, version.minor_version))
 }

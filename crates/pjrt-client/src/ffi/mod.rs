@@ -60,7 +60,10 @@
 //! as an XLA FFI error naming what went wrong; the execution then fails with that message.
 //!
 //! What cannot be checked is the size of the memory behind a pointer: a non-NULL buffer is
-//! taken to hold what its dimensions say, as the XLA FFI ABI promises.
+//! taken to hold what its dimensions say, as the XLA FFI ABI promises. Errors are made with the
+//! frame's own `XLA_FFI_Api`; a frame without a usable one (none, or of another major version;
+//! XLA always passes its own) cannot get its error back: the function does not run, no result is
+//! written, and the handler returns no error object.
 //!
 //! # Versions
 //! The handler answers XLA's metadata query (made when it is registered) with
@@ -938,10 +941,16 @@ unsafe fn answer_metadata(
     // SAFETY: the struct holds the fields written (its size, checked); only the version numbers
     // and the traits are written, never the version's size or extension pointer.
     unsafe {
-        let version = std::ptr::addr_of_mut!((*metadata).api_version);
-        std::ptr::addr_of_mut!((*version).major_version).write(major);
-        std::ptr::addr_of_mut!((*version).minor_version).write(minor);
-        std::ptr::addr_of_mut!((*metadata).traits).write(x::XLA_FFI_Handler_TraitsBits::NONE.0 as u32);
+        // Byte offsets inside the checked size: no place of the whole (padded) struct is formed.
+        use std::mem::offset_of;
+        let bytes = metadata.cast::<u8>();
+        let version = offset_of!(x::XLA_FFI_Metadata, api_version);
+        bytes.add(version + offset_of!(x::XLA_FFI_Api_Version, major_version)).cast::<i32>().write(major);
+        bytes.add(version + offset_of!(x::XLA_FFI_Api_Version, minor_version)).cast::<i32>().write(minor);
+        bytes
+            .add(offset_of!(x::XLA_FFI_Metadata, traits))
+            .cast::<u32>()
+            .write(x::XLA_FFI_Handler_TraitsBits::NONE.0 as u32);
     }
     Ok(())
 }

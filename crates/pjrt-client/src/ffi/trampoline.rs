@@ -4,7 +4,7 @@
 
 use std::ffi::CString;
 use std::ptr::null_mut;
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use crate::sys::xla_ffi as x;
@@ -17,9 +17,6 @@ pub const MAX_HANDLERS: usize = 128;
 
 struct Slot {
     handler: Arc<HandlerInner>,
-    /// The last XLA FFI API a frame of this slot carried (a slot belongs to one plugin): used
-    /// to report an error for a frame too broken to carry one.
-    api: AtomicPtr<x::XLA_FFI_Api>,
 }
 
 static SLOTS: [OnceLock<Slot>; MAX_HANDLERS] = [const { OnceLock::new() }; MAX_HANDLERS];
@@ -32,7 +29,7 @@ pub(crate) fn claim(handler: Arc<HandlerInner>) -> Option<x::XLA_FFI_Handler> {
         NEXT.store(MAX_HANDLERS, Ordering::SeqCst);
         return None;
     }
-    SLOTS[index].set(Slot { handler, api: AtomicPtr::new(null_mut()) }).ok()?;
+    SLOTS[index].set(Slot { handler }).ok()?;
     Some(ENTRIES[index])
 }
 
@@ -55,19 +52,16 @@ static ENTRIES: [x::XLA_FFI_Handler; MAX_HANDLERS] = entries!(0 1 2 3 4 5 6 7 8 
 /// `frame` as [`super::Handler::call_frame`] requires.
 unsafe fn dispatch(index: usize, frame: *mut x::XLA_FFI_CallFrame) -> *mut x::XLA_FFI_Error {
     let Some(slot) = SLOTS[index].get() else { return null_mut() };
+    // Only the frame's own API is used (an API pointer of an earlier frame is not kept: nothing
+    // says it outlives that call).
     // SAFETY: the frame as XLA builds it.
-    let api = match unsafe { decode::frame_api(frame) } {
-        Some(api) => {
-            slot.api.store(api.cast_mut(), Ordering::Relaxed);
-            Some(api)
-        }
-        None => Some(slot.api.load(Ordering::Relaxed).cast_const()).filter(|a| !a.is_null()),
-    };
+    let api = unsafe { decode::frame_api(frame) };
     // SAFETY: the frame as XLA builds it.
     match unsafe { slot.handler.run(frame) } {
         Outcome::Done => null_mut(),
-        // A frame without a usable API, from a plugin that never sent one: the error cannot be
-        // reported (the user's function did not run, and no result was written).
+        // A frame without a usable API (none, too short, or of another major version; XLA always
+        // passes its own): the error cannot be reported. The user's function did not run and no
+        // result was written; NULL is all that can be returned.
         Outcome::Failed(error) => match api {
             // SAFETY: `api` passed `frame_api`: a table of major version 0 holding
             // `XLA_FFI_Error_Create`.
@@ -83,7 +77,10 @@ unsafe fn dispatch(index: usize, frame: *mut x::XLA_FFI_CallFrame) -> *mut x::XL
 /// `api` is an `XLA_FFI_Api` of major version 0 whose `struct_size` covers `error_destroy`.
 pub(crate) unsafe fn create_error(api: *const x::XLA_FFI_Api, error: &FfiError) -> *mut x::XLA_FFI_Error {
     // SAFETY: the table covers the field (the caller's contract).
-    let Some(create) = (unsafe { std::ptr::addr_of!((*api).error_create).read() }) else { return null_mut() };
+    let slot =
+        unsafe { api.cast::<u8>().add(x::XLA_FFI_Api::ERROR_CREATE_OFFSET).cast::<Option<x::XLA_FFI_Error_Create>>() };
+    // SAFETY: inside the table (the caller's contract), aligned (the table is, and the offset is 48).
+    let Some(create) = (unsafe { slot.read() }) else { return null_mut() };
     let message = CString::new(error.message.replace('\0', "\\0")).unwrap_or_default();
     let mut args = x::XLA_FFI_Error_Create_Args::new();
     args.message = message.as_ptr();
