@@ -97,6 +97,8 @@
 
 mod decode;
 #[doc(hidden)]
+pub mod frames;
+#[doc(hidden)]
 pub mod library;
 #[cfg(test)]
 mod tests;
