@@ -12,6 +12,7 @@
 //! | `07_jax_exported_model` | run a model exported with `jax.export` |
 //! | `08_dlpack` | zero-copy exchange with `ndarray` through DLPack |
 //! | `09_build_a_program` | build a training step in Rust with [`pjrt_builder`] (no Python) and train on the device |
+//! | `10_custom_call_in_rust` | implement a custom call (`jax.ffi.ffi_call`) in Rust and run a `jax.export` model that calls it, on both CPU plugins |
 //!
 //! They use [`pjrt_client`], for files [`pjrt_formats`], and for programs built in Rust
 //! [`pjrt_builder`].

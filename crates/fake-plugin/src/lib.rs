@@ -87,7 +87,8 @@
 //! - `old_extensions.rs`: the older extension forms of the `old_extensions` scenario;
 //! - `custom_partitioner.rs`: the CustomPartitioner extension of the `custom_partitioner`
 //!   scenario;
-//! - `profiler.rs`: the Profiler extension of the `profiler` scenario.
+//! - `profiler.rs`: the Profiler extension of the `profiler` scenario;
+//! - `ffi_frames.rs`: hostile XLA FFI call frames for a handler ([`fake_ffi_call`]).
 //!
 //! # Safety rules kept here
 //! Every exported or table function catches panics, so no unwind ever crosses the C boundary; a
@@ -109,6 +110,7 @@ mod events;
 mod executables;
 mod execute;
 mod faults;
+mod ffi_frames;
 mod host_receives;
 mod memories;
 mod old_extensions;
@@ -121,6 +123,7 @@ mod transfer_manager;
 
 pub use counters::fake_counter;
 pub use faults::fake_set_faults;
+pub use ffi_frames::fake_ffi_call;
 
 use std::panic::catch_unwind;
 use std::ptr::null;

@@ -26,6 +26,8 @@ pub struct Cli {
 }
 
 /// The commands, each run by its module in [`crate::commands`].
+// One value per process, parsed once: the size of its largest variant (`run`'s) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 pub enum Command {
     /// Show a plugin's API version, attributes, devices and memories.
@@ -155,6 +157,11 @@ pub struct RunArgs {
     /// The plugin to run on.
     #[command(flatten)]
     pub plugin: PluginArg,
+    /// A shared library of XLA FFI handlers (custom calls written in Rust: a cdylib built with
+    /// `pjrt_client::export_ffi_handlers!`), registered on the plugin before compiling, each
+    /// proven by compiling a probe program. Repeatable. Loading it runs its code.
+    #[arg(long, value_name = "PATH")]
+    pub ffi_library: Vec<PathBuf>,
     /// Number of replicas (default: the module's mhlo.num_replicas, else 1). Each replica gets
     /// the same inputs; replica k's outputs go to DIR/device{k}/.
     #[arg(long)]

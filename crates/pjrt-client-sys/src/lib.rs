@@ -108,6 +108,8 @@ mod exec_types;
 mod extensions;
 mod types;
 
+pub mod xla_ffi;
+
 pub use api::*;
 #[allow(unused_imports)]
 pub use buffer_types::*;

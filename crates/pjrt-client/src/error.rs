@@ -282,6 +282,19 @@ pub enum Error {
         /// What to do instead.
         advice: &'static str,
     },
+    /// Registering an XLA FFI handler ([`crate::ffi::register`]) was refused or could not be
+    /// proven.
+    #[error("registering the XLA FFI handler for the custom call `{target}` on {platform}: {message} ({kind:?})")]
+    FfiRegistration {
+        /// The custom-call target name.
+        target: String,
+        /// The XLA platform name, e.g. `Host`.
+        platform: String,
+        /// Why.
+        kind: crate::ffi::RegistrationErrorKind,
+        /// What happened and what to do.
+        message: String,
+    },
     /// A user callback panicked; the panic was caught at the C boundary.
     #[error("a callback panicked: {0}")]
     CallbackPanicked(String),

@@ -173,6 +173,7 @@ mod executable;
 mod topology;
 pub mod sharding;
 pub mod extensions;
+pub mod ffi;
 
 pub use buffer::aligned::{AlignedHostBuffer, SharedBytes, SharedHostBytes, HOST_ALIGNMENT};
 pub use buffer::dma::DmaMapping;

@@ -16,6 +16,7 @@ mod cache_cli;
 mod cache_trust_cli;
 mod cli;
 mod etcd_cli;
+mod ffi_cli;
 mod gpu_target_cli;
 mod jax_export_cli;
 mod multi_device_cli;

@@ -209,6 +209,18 @@ impl<'p> FfiExtension<'p> {
     /// Registers an XLA FFI handler for the custom-call target `target_name` on `platform_name`
     /// (e.g. `"Host"`, `"CUDA"`). The args are the same in versions 2 and 3 (from 0.73).
     ///
+    /// This is the raw escape hatch: a handler written in Rust is registered safely, with its
+    /// frames decoded and checked, through [`crate::ffi::register`]. What this call does on the
+    /// CPU plugins (0.106: XLA FFI 0.3, 0.115: XLA FFI 0.4):
+    /// - the handler is found at compile time for `"Host"` (or `"cpu"`) and runs;
+    /// - the registry is global to the loaded plugin (every client of it) and permanent;
+    /// - the plugin answers **OK even when nothing was registered**: when the handler does not
+    ///   answer XLA's metadata query (a frame whose `extension_start` is an
+    ///   `XLA_FFI_Metadata_Extension`), when it claims a newer FFI minor version than the
+    ///   plugin's, and when a different handler already holds the name (the first one stays).
+    ///   Only compiling a program that calls the target proves a registration
+    ///   ([`crate::ffi::probe_program`]).
+    ///
     /// # Safety
     /// `handler` must be a valid `XLA_FFI_Handler*` of the XLA FFI ABI the plugin was built with,
     /// callable for as long as the plugin may run programs that use `target_name`.

@@ -30,6 +30,7 @@ mod execute_everywhere;
 mod extensions;
 mod fake_plugin;
 mod fallbacks;
+mod ffi_handlers;
 mod gpu_targets;
 mod fault_injection;
 mod gpu_options;

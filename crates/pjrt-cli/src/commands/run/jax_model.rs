@@ -113,6 +113,7 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     let (inputs, labels) = gather_inputs(None, args.params.as_deref(), &args.input)?.into_host_arrays()?;
     let plugin = resolve_plugin(&args.plugin)?;
     let client = cpu_aware_client(&plugin, devices)?; // devices > 1 here
+    super::register_ffi_libraries(&args.ffi_library, &client)?;
     let platform = client.platform_name().to_string();
     let (arguments, _) = module_arguments(model, &platform, inputs, &labels, args.shard_inputs)?;
     let options = args.xla.apply_xla_options(if args.xla.no_jax_defaults {

@@ -25,6 +25,17 @@ use crate::plugins::{cpu_aware_client, resolve_plugin};
 use crate::ui::{self, invalid};
 use pjrt_client::ExecuteOptions;
 
+/// Loads the `--ffi-library` handler libraries and registers their handlers on the client's plugin.
+pub(crate) fn register_ffi_libraries(paths: &[std::path::PathBuf], client: &pjrt_client::Client) -> Result<(), Error> {
+    for path in paths {
+        // SAFETY: the user named this library to be loaded into `pjrt run` (the option's help
+        // says loading it runs its code).
+        let library = unsafe { pjrt_client::ffi::FfiLibrary::load(path) }?;
+        library.register(client)?;
+    }
+    Ok(())
+}
+
 /// `pjrt run`: runs the program `args` names on its inputs and writes its outputs.
 pub fn exec(args: &RunArgs) -> Result<(), Error> {
     let started = Instant::now();
@@ -82,6 +93,7 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
         Some(job) => multi_process::client(&plugin, device_count as i64, job)?,
         None => cpu_aware_client(&plugin, device_count as i64)?,
     };
+    register_ffi_libraries(&args.ffi_library, &client)?;
     // A jax.export model's arguments, each of its parameter's type (--shard-inputs is refused);
     // other host inputs are split below, once the parameters' types are known.
     if let Some(model) = &jax_model {
