@@ -46,3 +46,17 @@ pub fn read_bytecode(bytes: &[u8]) -> Result<ir::Module> {
 pub fn read_bytecode_with(bytes: &[u8], limits: &Limits) -> Result<ir::Module> {
     read::read(bytes, limits)
 }
+
+/// What the fuzz targets check on any input (`fuzz/fuzz_targets/stablehlo.rs` with libFuzzer,
+/// `examples/fuzz_mutations.rs` on the stable toolchain in CI): the bytes either give an error
+/// whose offset is inside the input, or read to a module that prints. Panics otherwise.
+#[doc(hidden)]
+pub fn fuzz_check(data: &[u8]) {
+    match read_bytecode(data) {
+        Ok(module) => {
+            let text = print(&module);
+            assert!(module.ops.is_empty() || !text.is_empty(), "a module with ops printed as nothing");
+        }
+        Err(e) => assert!(e.offset() <= data.len(), "error offset {} past {} bytes", e.offset(), data.len()),
+    }
+}
