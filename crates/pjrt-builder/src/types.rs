@@ -173,46 +173,15 @@ pub(crate) fn kind(element: ElementType) -> Kind {
 
 /// The MLIR spelling of an element type; `Err` for those StableHLO cannot spell.
 pub fn mlir_element_name(element: ElementType) -> Result<&'static str, BuildError> {
-    Ok(match element {
-        ElementType::PRED => "i1",
-        ElementType::S2 => "i2",
-        ElementType::S4 => "i4",
-        ElementType::S8 => "i8",
-        ElementType::S16 => "i16",
-        ElementType::S32 => "i32",
-        ElementType::S64 => "i64",
-        ElementType::U2 => "ui2",
-        ElementType::U4 => "ui4",
-        ElementType::U8 => "ui8",
-        ElementType::U16 => "ui16",
-        ElementType::U32 => "ui32",
-        ElementType::U64 => "ui64",
-        ElementType::F16 => "f16",
-        ElementType::BF16 => "bf16",
-        ElementType::F32 => "f32",
-        ElementType::F64 => "f64",
-        ElementType::C64 => "complex<f32>",
-        ElementType::C128 => "complex<f64>",
-        ElementType::F8E5M2 => "f8E5M2",
-        ElementType::F8E4M3FN => "f8E4M3FN",
-        ElementType::F8E4M3B11FNUZ => "f8E4M3B11FNUZ",
-        ElementType::F8E5M2FNUZ => "f8E5M2FNUZ",
-        ElementType::F8E4M3FNUZ => "f8E4M3FNUZ",
-        ElementType::F8E4M3 => "f8E4M3",
-        ElementType::F8E3M4 => "f8E3M4",
-        ElementType::F8E8M0FNU => "f8E8M0FNU",
-        ElementType::F4E2M1FN => "f4E2M1FN",
-        ElementType::F6E2M3FN => "f6E2M3FN",
-        ElementType::F6E3M2FN => "f6E3M2FN",
-        other => {
-            return Err(BuildError::UnsupportedElementType {
-                element: other.name().to_string(),
-                message: "StableHLO has no tensor element type for it (TOKEN and INVALID are not \
-                          element types; S1/U1 have no StableHLO spelling): use another element type"
-                    .to_string(),
-            })
-        }
-    })
+    match element.mlir_name() {
+        Some(name) => Ok(name),
+        None => Err(BuildError::UnsupportedElementType {
+            element: element.name().to_string(),
+            message: "StableHLO has no tensor element type for it (TOKEN and INVALID are not \
+                      element types; S1/U1 have no StableHLO spelling): use another element type"
+                .to_string(),
+        }),
+    }
 }
 
 /// The StableHLO version that introduced an element type (1.0.0 for the original set).

@@ -85,6 +85,53 @@ element_types! {
 }
 
 impl ElementType {
+    /// The MLIR spelling of the type as a tensor element (`f32`, `ui8`, `complex<f64>`,
+    /// `f8E4M3FN`, ...), as StableHLO writes it; `None` for what StableHLO cannot spell (TOKEN,
+    /// INVALID, S1/U1, a type this crate does not know). The one table `pjrt-builder` emits and
+    /// `pjrt-stablehlo` prints with.
+    ///
+    /// ```
+    /// use pjrt_client::ElementType;
+    /// assert_eq!(ElementType::U8.mlir_name(), Some("ui8"));
+    /// assert_eq!(ElementType::C128.mlir_name(), Some("complex<f64>"));
+    /// assert_eq!(ElementType::TOKEN.mlir_name(), None);
+    /// ```
+    pub fn mlir_name(self) -> Option<&'static str> {
+        Some(match self {
+            ElementType::PRED => "i1",
+            ElementType::S2 => "i2",
+            ElementType::S4 => "i4",
+            ElementType::S8 => "i8",
+            ElementType::S16 => "i16",
+            ElementType::S32 => "i32",
+            ElementType::S64 => "i64",
+            ElementType::U2 => "ui2",
+            ElementType::U4 => "ui4",
+            ElementType::U8 => "ui8",
+            ElementType::U16 => "ui16",
+            ElementType::U32 => "ui32",
+            ElementType::U64 => "ui64",
+            ElementType::F16 => "f16",
+            ElementType::F32 => "f32",
+            ElementType::F64 => "f64",
+            ElementType::BF16 => "bf16",
+            ElementType::C64 => "complex<f32>",
+            ElementType::C128 => "complex<f64>",
+            ElementType::F8E5M2 => "f8E5M2",
+            ElementType::F8E4M3FN => "f8E4M3FN",
+            ElementType::F8E4M3B11FNUZ => "f8E4M3B11FNUZ",
+            ElementType::F8E5M2FNUZ => "f8E5M2FNUZ",
+            ElementType::F8E4M3FNUZ => "f8E4M3FNUZ",
+            ElementType::F8E4M3 => "f8E4M3",
+            ElementType::F8E3M4 => "f8E3M4",
+            ElementType::F8E8M0FNU => "f8E8M0FNU",
+            ElementType::F4E2M1FN => "f4E2M1FN",
+            ElementType::F6E2M3FN => "f6E2M3FN",
+            ElementType::F6E3M2FN => "f6E3M2FN",
+            _ => return None,
+        })
+    }
+
     /// The raw `PJRT_Buffer_Type` value.
     pub fn to_raw(self) -> PJRT_Buffer_Type {
         PJRT_Buffer_Type(self.0)
