@@ -291,7 +291,7 @@ pub enum Error {
         /// The XLA platform name, e.g. `Host`.
         platform: String,
         /// Why.
-        kind: crate::ffi::RegistrationErrorKind,
+        kind: RegistrationErrorKind,
         /// What happened and what to do.
         message: String,
     },
@@ -450,4 +450,35 @@ mod tests {
         assert!(plain.payloads().is_empty());
         assert!(Error::invalid("z").payloads().is_empty());
     }
+}
+
+/// Why [`crate::ffi::register`] refused or failed (in [`Error::FfiRegistration`]).
+///
+/// ```
+/// use pjrt_client::ffi::{self, Call, Handler, RegistrationErrorKind, Signature};
+/// use pjrt_client::{Client, ClientOptions, Error, Plugin};
+/// # let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// let client = Client::new(&plugin, &ClientOptions::new())?;
+/// let first = Handler::new("first", Signature::new(), |_: &Call| Ok(()));
+/// let second = Handler::new("second", Signature::new(), |_: &Call| Ok(()));
+/// ffi::register(&client, "doc_kind_example", &first)?;
+/// ffi::register(&client, "doc_kind_example", &first)?; // the same handler: nothing to do
+/// let err = ffi::register(&client, "doc_kind_example", &second).unwrap_err();
+/// assert!(matches!(err, Error::FfiRegistration { kind: RegistrationErrorKind::Conflict, .. }));
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RegistrationErrorKind {
+    /// This crate registered a different handler for the target on this plugin already.
+    Conflict,
+    /// A probe program calling the target compiled before registering: a handler this crate did
+    /// not register (a raw `register_handler`, jaxlib's) holds the name.
+    TakenElsewhere,
+    /// The probe program did not compile after registering: the plugin did not keep the handler.
+    NotProven,
+    /// [`crate::ffi::MAX_HANDLERS`] handlers are registered in this process already.
+    NoFreeSlot,
+    /// The plugin has no FFI extension (or no `register_handler`).
+    NoFfiExtension,
 }

@@ -12,9 +12,9 @@ use std::ffi::c_char;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::sys::xla_ffi as x;
-use crate::Client;
 
 use super::{register_entry, trampoline, xla_platform, Handler, Identity};
 

@@ -116,8 +116,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::error::{Error, ErrorCode, Result};
 
+use crate::client::Client;
+use crate::compile_options::CompileOptions;
+use crate::program::Program;
 use crate::sys::xla_ffi as x;
-use crate::{Client, CompileOptions, Program};
 
 use decode::{Decoded, RawAttr, RawBuffer};
 
@@ -957,36 +959,7 @@ unsafe fn answer_metadata(
     Ok(())
 }
 
-/// Why [`register`] refused or failed (in [`Error::FfiRegistration`]).
-///
-/// ```
-/// use pjrt_client::ffi::{self, Call, Handler, RegistrationErrorKind, Signature};
-/// use pjrt_client::{Client, ClientOptions, Error, Plugin};
-/// # let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-/// let client = Client::new(&plugin, &ClientOptions::new())?;
-/// let first = Handler::new("first", Signature::new(), |_: &Call| Ok(()));
-/// let second = Handler::new("second", Signature::new(), |_: &Call| Ok(()));
-/// ffi::register(&client, "doc_kind_example", &first)?;
-/// ffi::register(&client, "doc_kind_example", &first)?; // the same handler: nothing to do
-/// let err = ffi::register(&client, "doc_kind_example", &second).unwrap_err();
-/// assert!(matches!(err, Error::FfiRegistration { kind: RegistrationErrorKind::Conflict, .. }));
-/// # Ok::<(), pjrt_client::Error>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum RegistrationErrorKind {
-    /// This crate registered a different handler for the target on this plugin already.
-    Conflict,
-    /// A probe program calling the target compiled before registering: a handler this crate did
-    /// not register (a raw `register_handler`, jaxlib's) holds the name.
-    TakenElsewhere,
-    /// The probe program did not compile after registering: the plugin did not keep the handler.
-    NotProven,
-    /// [`MAX_HANDLERS`] handlers are registered in this process already.
-    NoFreeSlot,
-    /// The plugin has no FFI extension (or no `register_handler`).
-    NoFfiExtension,
-}
+pub use crate::error::RegistrationErrorKind;
 
 /// The XLA platform name handlers of a client's platform are registered for: `Host` for `cpu`,
 /// `CUDA` for `cuda`, `ROCM` for `rocm`, the platform name itself otherwise.

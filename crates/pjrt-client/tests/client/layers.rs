@@ -23,6 +23,7 @@ const LAYERS: &[&str] = &[
     "topology",        // topologies, device descriptions, compiling against them
     "sharding",        // host arrays split across devices
     "extensions",      // one file per PJRT extension
+    "ffi",             // custom calls written in Rust: typed XLA FFI handlers, registered through the FFI extension
 ];
 
 /// Files that may use their parent's file: a child object naming its parent type.
