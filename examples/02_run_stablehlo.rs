@@ -20,8 +20,7 @@
 
 use std::path::PathBuf;
 
-use pjrt_client::ExecuteOptions;
-use pjrt_client::{locate, Buffer, Client, ClientOptions, CompileOptions, Placement, Plugin, Program};
+use pjrt_client::{locate, Buffer, Client, ClientOptions, CompileOptions, ExecuteOptions, Placement, Plugin, Program};
 use pjrt_formats::npy::NpyArray;
 use pjrt_formats::{BufferExt as _, ClientExt as _};
 

@@ -18,8 +18,10 @@
 //!     cargo run -p pjrt-examples --example 03_multi_device
 
 use pjrt_client::sharding::{gather_outputs, shard_slice, Sharding};
-use pjrt_client::{locate, Buffer, Client, ClientOptions, CompileOptions, HostArray, Plugin, Program, Result};
-use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
+use pjrt_client::{
+    locate, Buffer, Client, ClientOptions, CompileOptions, ExecuteOptions, HostArray, HostSource, Plugin, Program,
+    Result, UploadOptions,
+};
 
 const DEVICES: usize = 4;
 

@@ -7,8 +7,7 @@
 //!
 //! Run with `cargo run -p pjrt-examples --example 04_aot_compile_and_load`.
 
-use pjrt_client::ExecuteOptions;
-use pjrt_client::{Client, ClientOptions, CompileOptions, Plugin, Program};
+use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
 use pjrt_formats::artifact::Artifact;
 use pjrt_formats::compile_cache::{CacheOutcome, CompileCache};
 

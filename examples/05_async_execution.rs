@@ -19,8 +19,9 @@ use std::time::Duration;
 
 use futures::executor::block_on;
 use futures::future::join_all;
-use pjrt_client::{locate, Buffer, Client, ClientOptions, CompileOptions, Plugin, Program, Result};
-use pjrt_client::{DownloadOptions, ExecuteOptions};
+use pjrt_client::{
+    locate, Buffer, Client, ClientOptions, CompileOptions, DownloadOptions, ExecuteOptions, Plugin, Program, Result,
+};
 
 const N: usize = 1 << 18;
 

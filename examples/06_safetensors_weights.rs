@@ -9,8 +9,7 @@
 //! cargo run -p pjrt-examples --example 06_safetensors_weights
 //! ```
 
-use pjrt_client::ExecuteOptions;
-use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, Placement, Plugin, Program};
+use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, ExecuteOptions, Placement, Plugin, Program};
 use pjrt_formats::safetensors::{self, SafeTensors, TensorView};
 use pjrt_formats::ClientExt as _;
 

@@ -19,8 +19,10 @@ use std::sync::Arc;
 
 use pjrt_client::dlpack::{ffi, ManagedTensor};
 use pjrt_client::ndarray::{array, s};
-use pjrt_client::{AlignedHostBuffer, Client, ClientOptions, CompileOptions, ElementType, Plugin, Program};
-use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
+use pjrt_client::{
+    AlignedHostBuffer, Client, ClientOptions, CompileOptions, ElementType, ExecuteOptions, HostSource, Plugin, Program,
+    UploadOptions,
+};
 
 const DOUBLE: &str = r#"
 func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {

@@ -18,8 +18,9 @@
 use std::path::PathBuf;
 
 use pjrt_builder::{BuildError, Function, ParameterOptions, Value};
-use pjrt_client::ExecuteOptions;
-use pjrt_client::{locate, Buffer, Client, ClientOptions, CompileOptions, ElementType, Placement, Plugin, Program};
+use pjrt_client::{
+    locate, Buffer, Client, ClientOptions, CompileOptions, ElementType, ExecuteOptions, Placement, Plugin, Program,
+};
 use pjrt_formats::npy::NpyArray;
 use pjrt_formats::ClientExt as _;
 

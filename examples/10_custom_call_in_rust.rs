@@ -24,9 +24,8 @@
 use std::path::{Path, PathBuf};
 
 use pjrt_client::ffi::{self, Call, FfiError, Handler, Rank, Signature};
-use pjrt_client::{locate, Client, ClientOptions, Plugin};
+use pjrt_client::{locate, Client, ClientOptions, ExecuteOptions, Plugin};
 
-use pjrt_client::ExecuteOptions;
 use pjrt_formats::jax_export::JaxExport;
 use pjrt_formats::npy::NpyArray;
 

@@ -6,8 +6,7 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use pjrt_cli::commands::bench::Dispatch;
-use pjrt_client::{locate, AlignedHostBuffer, Client, ClientOptions, ElementType, Plugin};
-use pjrt_client::{HostSource, UploadOptions};
+use pjrt_client::{locate, AlignedHostBuffer, Client, ClientOptions, ElementType, HostSource, Plugin, UploadOptions};
 
 fn client() -> Client {
     let known = locate::default_plugin();

@@ -3,8 +3,9 @@
 //!
 //!     cargo run -p pjrt-client --example add
 
-use pjrt_client::{locate, Client, ClientOptions, CompileOptions, Plugin, Program};
-use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
+use pjrt_client::{
+    locate, Client, ClientOptions, CompileOptions, ExecuteOptions, HostSource, Plugin, Program, UploadOptions,
+};
 
 const PROGRAM: &str = r#"
 func.func @main(%a: tensor<2x2xf32>, %b: tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<f32>) {

@@ -12,8 +12,7 @@ mod support;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use pjrt_client::ExecuteOptions;
-use pjrt_client::{CompileOptions, Program};
+use pjrt_client::{CompileOptions, ExecuteOptions, Program};
 
 struct Counting;
 

@@ -33,10 +33,9 @@ use std::time::{Duration, Instant};
 use fake_support::{compile, Fake};
 use futures::FutureExt;
 use pjrt_client::{
-    Buffer, Client, ClientOptions, CopyToDeviceStream, ElementType, Error, ErrorCode, ExecuteContext, ExecuteOptions,
-    HostBufferSemantics, Placement, ShapeSpec, UserEvent,
+    Buffer, Client, ClientOptions, CopyToDeviceStream, DownloadOptions, ElementType, Error, ErrorCode, ExecuteContext,
+    ExecuteOptions, HostBufferSemantics, HostSource, Placement, ShapeSpec, UploadOptions, UserEvent,
 };
-use pjrt_client::{DownloadOptions, HostSource, UploadOptions};
 
 // ---------------------------------------------------------------------------------------------
 // An allocation watcher: did the library free a destination, or leak it?

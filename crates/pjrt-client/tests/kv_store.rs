@@ -22,10 +22,9 @@ use std::time::{Duration, Instant};
 
 use pjrt_client::sys::{self, Args};
 use pjrt_client::{
-    Buffer, Client, ClientOptions, CompileOptions, ErrorCode, InMemoryStore, KeyValueStore, KvCallCounts, KvCallbacks,
-    KvError, Program,
+    Buffer, Client, ClientOptions, CompileOptions, ErrorCode, ExecuteOptions, HostSource, InMemoryStore, KeyValueStore,
+    KvCallCounts, KvCallbacks, KvError, Program, UploadOptions,
 };
-use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
 
 // ---- a per-thread allocation balance, to prove the value deleter frees what get allocated ----
 

@@ -17,8 +17,7 @@ mod support;
 use std::ffi::{c_int, c_long};
 use std::time::{Duration, Instant};
 
-use pjrt_client::{Buffer, Client, CompileOptions, LoadedExecutable, Program};
-use pjrt_client::{DownloadOptions, ExecuteOptions};
+use pjrt_client::{Buffer, Client, CompileOptions, DownloadOptions, ExecuteOptions, LoadedExecutable, Program};
 
 extern "C" {
     fn sysconf(name: c_int) -> c_long;

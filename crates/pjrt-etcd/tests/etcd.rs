@@ -10,7 +10,9 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pjrt_client::{Client, ClientOptions, CompileOptions, ErrorCode, KeyValueStore, Program};
+use pjrt_client::{
+    Client, ClientOptions, CompileOptions, ErrorCode, ExecuteOptions, HostSource, KeyValueStore, Program, UploadOptions,
+};
 use pjrt_etcd::{EtcdStore, TlsConfig};
 
 #[path = "etcd/cluster.rs"]
@@ -20,7 +22,6 @@ use cluster::{wait_bounded, Children, Cluster, JOB_PASSWORD, JOB_PREFIX, JOB_USE
 // The CPU plugins, installed into the cache on first use: pjrt-client's test support.
 #[path = "../../pjrt-client/tests/support/mod.rs"]
 mod support;
-use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
 use support::{plugin, PLUGINS};
 
 const WORKERS: usize = 4;

@@ -31,12 +31,13 @@ use std::path::Path;
 use flatbuffer::{FlatError, Table, Vector};
 
 use pjrt_client::sharding::Sharding;
-use pjrt_client::{Client, CompileOptions, ElementType, HostArray, LoadedExecutable, Program};
+use pjrt_client::{
+    Client, CompileOptions, ElementType, ExecuteOptions, HostArray, LoadedExecutable, Program, UploadOptions,
+};
 
 use crate::error::{Error, Result};
 use crate::npy::NpyArray;
 use crate::BufferExt as _;
-use pjrt_client::{ExecuteOptions, UploadOptions};
 
 /// The newest `jax.export` serialization version this reader knows (JAX 0.12's, which adds the
 /// `jax_version` of the writer). JAX 0.10 and 0.11 write 3 in the header whatever their schema

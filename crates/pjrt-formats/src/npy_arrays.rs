@@ -2,11 +2,10 @@
 //! and from [`HostArray`], and the uploads and downloads behind [`crate::ClientExt`] and
 //! [`crate::BufferExt`].
 
-use pjrt_client::{Buffer, Client, ElementType, HostArray, Placement};
+use pjrt_client::{Buffer, Client, ElementType, HostArray, HostSource, Placement, UploadOptions};
 
 use crate::error::{Error, Result};
 use crate::npy::{Dtype, Endian, MappedNpy, NpyArray};
-use pjrt_client::{HostSource, UploadOptions};
 
 /// The element type a `.npy` dtype uploads as. `V2` (ml_dtypes' bfloat16) is bf16; `u2` data may
 /// also be taken as bf16 when the program's parameter asks for it (see [`crate::ClientExt::upload_npy`]). `V1`

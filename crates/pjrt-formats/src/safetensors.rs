@@ -43,12 +43,11 @@ use std::sync::Arc;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use pjrt_client::{Buffer, Client, ElementType, NativeType, Placement, SharedBytes};
+use pjrt_client::{Buffer, Client, ElementType, HostSource, NativeType, Placement, SharedBytes, UploadOptions};
 
 use crate::error::Result;
 use crate::file_bytes::FileBytes;
 use crate::npy::{Dtype, NpyArray};
-use pjrt_client::{HostSource, UploadOptions};
 
 /// The largest header accepted (the limit the reference implementation uses too).
 pub const MAX_HEADER_BYTES: u64 = 100_000_000;

@@ -5,11 +5,10 @@
 //! plugins, against numpy (exact: small integers).
 
 use pjrt_builder::{AxisSharding, Collective, DotDimensions, Function, Mesh, ParameterOptions, Sharding};
-use pjrt_client::{Buffer, Client, CompileOptions, ElementType, HostArray, Program};
+use pjrt_client::{Buffer, Client, CompileOptions, ElementType, ExecuteOptions, HostArray, Program, UploadOptions};
 
 use crate::harness::{assert_exact, data};
 use crate::support;
-use pjrt_client::{ExecuteOptions, UploadOptions};
 
 /// Runs `program` on every device of `client` (compiled with `options`), device `k` getting
 /// `arguments[k]`; returns each device's outputs.

@@ -5,11 +5,12 @@
 use std::sync::OnceLock;
 
 use pjrt_builder::Function;
-use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, HostArray, Program};
+use pjrt_client::{
+    Client, ClientOptions, CompileOptions, ElementType, ExecuteOptions, HostArray, Program, UploadOptions,
+};
 use pjrt_formats::npz::Npz;
 
 use crate::support;
-use pjrt_client::{ExecuteOptions, UploadOptions};
 
 /// One client per plugin, shared by the tests (clients are `Send + Sync`).
 pub fn client(plugin: &'static str) -> &'static Client {

@@ -2,10 +2,9 @@
 //! the elementwise ops, compare/select, convert, reshape, transpose and reduce.
 
 use pjrt_builder::{ComparisonDirection, DotDimensions, Function};
-use pjrt_client::ElementType;
+use pjrt_client::{ElementType, ExecuteOptions};
 
 use crate::harness::{assert_close_f32, assert_exact, data, run_on_both};
-use pjrt_client::ExecuteOptions;
 
 #[test]
 fn a_small_network_matches_numpy_on_both_plugins() {

@@ -1,9 +1,8 @@
 //! Topologies, ahead-of-time compilation and serialized executables on both CPU plugins.
 
-use pjrt_client::{CompileOptions, Error, ErrorCode, Program, Topology};
+use pjrt_client::{CompileOptions, Error, ErrorCode, ExecuteOptions, Program, Topology};
 
 use crate::support;
-use pjrt_client::ExecuteOptions;
 
 #[test]
 fn client_topology_describes_its_devices() {

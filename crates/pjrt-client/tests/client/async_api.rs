@@ -1,9 +1,8 @@
 //! Events, executions and transfers as futures, under `futures::executor` and `tokio`.
 
-use pjrt_client::{CompileOptions, Program};
+use pjrt_client::{CompileOptions, DownloadOptions, ExecuteOptions, HostSource, Program, UploadOptions};
 
 use crate::support;
-use pjrt_client::{DownloadOptions, ExecuteOptions, HostSource, UploadOptions};
 
 const SCALE: &str = r#"
 func.func @main(%a: tensor<256xf32>, %b: tensor<f32>) -> tensor<256xf32> {

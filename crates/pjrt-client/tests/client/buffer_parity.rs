@@ -8,14 +8,13 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use pjrt_client::{
-    AlignedHostBuffer, Client, ClientOptions, CompileOptions, Error, ErrorCode, HostData, MemoryLayout, Placement,
-    Program, ShapeSpec, Value,
+    AlignedHostBuffer, Client, ClientOptions, CompileOptions, DownloadOptions, ElementType, Error, ErrorCode,
+    ExecuteOptions, HostData, HostSource, MemoryLayout, Placement, Program, ShapeSpec, UploadOptions, Value,
+    HOST_ALIGNMENT,
 };
-use pjrt_client::{ElementType, HOST_ALIGNMENT};
 
 use crate::fake_support;
 use crate::support;
-use pjrt_client::{DownloadOptions, ExecuteOptions, HostSource, UploadOptions};
 
 const WAIT: Duration = Duration::from_secs(30);
 

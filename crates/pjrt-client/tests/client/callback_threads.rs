@@ -18,11 +18,11 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use pjrt_client::{
-    Client, CompileOptions, ElementType, Error, ExecuteOptions, LoadedExecutable, Placement, Program, UserEvent,
+    Client, CompileOptions, DownloadOptions, ElementType, Error, ExecuteOptions, HostSource, LoadedExecutable,
+    Placement, Program, UploadOptions, UserEvent,
 };
 
 use crate::support;
-use pjrt_client::{DownloadOptions, HostSource, UploadOptions};
 
 /// How long a scenario may take before it counts as hung. Far above what any run takes (well
 /// under a second), so only a deadlock reaches it.

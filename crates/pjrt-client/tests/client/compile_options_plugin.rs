@@ -2,11 +2,11 @@
 //! what the plugin reports back (`PJRT_Executable_GetCompileOptions`) or does shows it was used.
 
 use pjrt_client::{
-    CompileOptions, DebugOption, ElementType, Error, MemoryLayout, Program, ShapeWithLayout, StableHloVersion,
+    CompileOptions, DebugOption, ElementType, Error, ExecuteOptions, MemoryLayout, Program, ShapeWithLayout,
+    StableHloVersion,
 };
 
 use crate::support::{client, PLUGINS};
-use pjrt_client::ExecuteOptions;
 
 const NEGATE_2X3: &str = r#"
 func.func @main(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {

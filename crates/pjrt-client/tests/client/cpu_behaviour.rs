@@ -1,9 +1,11 @@
 //! Client, device, memory, buffer and executable behaviour on both real CPU plugins.
 
-use pjrt_client::{CompileOptions, DeviceAssignment, ElementType, Error, ErrorCode, HostBufferSemantics, Program};
+use pjrt_client::{
+    CompileOptions, DeviceAssignment, DownloadOptions, ElementType, Error, ErrorCode, ExecuteOptions,
+    HostBufferSemantics, HostSource, Program, UploadOptions,
+};
 
 use crate::support;
-use pjrt_client::{DownloadOptions, ExecuteOptions, HostSource, UploadOptions};
 
 #[test]
 fn devices_and_memories() {

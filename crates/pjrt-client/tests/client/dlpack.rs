@@ -7,13 +7,12 @@ use std::sync::Arc;
 
 use pjrt_client::dlpack::{dtype_of, ffi, ManagedTensor};
 use pjrt_client::{
-    flush_released, AlignedHostBuffer, Client, ClientOptions, ElementType, Error, MemoryLayout, Placement, SharedBytes,
-    ViewOptions,
+    flush_released, AlignedHostBuffer, Client, ClientOptions, DownloadOptions, ElementType, Error, ExecuteOptions,
+    HostSource, MemoryLayout, Placement, SharedBytes, UploadOptions, ViewOptions,
 };
 
 use crate::fake_support::Fake;
 use crate::support::{client, wait_for, PLUGINS};
-use pjrt_client::{DownloadOptions, ExecuteOptions, HostSource, UploadOptions};
 
 /// A host tensor made by "another framework": owns its memory, counts its deleter's calls.
 #[repr(C)]

@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pjrt_client::{
-    Buffer, Client, CompileOptions, Device, Error, ExecuteContext, ExecuteOptions, LoadedExecutable, Program,
+    Buffer, Client, CompileOptions, Device, Error, ExecuteContext, ExecuteOptions, HostSource, LoadedExecutable,
+    Program, UploadOptions,
 };
 
 use crate::support;
-use pjrt_client::{HostSource, UploadOptions};
 
 fn compile(client: &Client, source: &str, options: &CompileOptions) -> LoadedExecutable {
     client.compile(&Program::mlir_text(source).unwrap(), options).unwrap()

@@ -1,10 +1,9 @@
 //! The extension chain and the extensions the CPU plugins expose, on both plugins.
 
 use pjrt_client::extensions::{ExtensionInfo, ExtensionKind};
-use pjrt_client::{sys, CompileOptions, ElementType, Error, ErrorCode, ExecuteContext, Program};
+use pjrt_client::{sys, CompileOptions, ElementType, Error, ErrorCode, ExecuteContext, ExecuteOptions, Program};
 
 use crate::support;
-use pjrt_client::ExecuteOptions;
 
 fn chain(infos: &[ExtensionInfo]) -> Vec<(ExtensionKind, usize)> {
     infos.iter().map(|i| (i.kind, i.struct_size)).collect()

@@ -10,10 +10,12 @@
 use std::path::PathBuf;
 use std::sync::{mpsc, Once};
 
-use pjrt_client::{ApiVersion, Client, ClientOptions, ElementType, Error, ErrorCode, LoadError, Plugin};
+use pjrt_client::{
+    ApiVersion, Client, ClientOptions, ElementType, Error, ErrorCode, ExecuteOptions, HostSource, LoadError, Plugin,
+    UploadOptions,
+};
 
 use crate::fake_support::{compile, fake_library, scenario_dir, Fake};
-use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
 
 /// Silences the expected panics of the callback tests (they happen on the fake's threads, where
 /// the test harness does not capture output); every other panic is reported as usual.

@@ -21,12 +21,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use pjrt_client::{
-    ArrayShape, Buffer, Client, ClientOptions, CompileOptions, ElementType, Error, ErrorCode, ExecuteOptions,
-    HostBufferSemantics, LoadError, Placement, Plugin, ProcessInfo, ProcessState, ShapeSpec, Topology, UserEvent,
+    ArrayShape, Buffer, Client, ClientOptions, CompileOptions, DownloadOptions, ElementType, Error, ErrorCode,
+    ExecuteOptions, HostBufferSemantics, HostSource, LoadError, Placement, Plugin, ProcessInfo, ProcessState,
+    ShapeSpec, Topology, UploadOptions, UserEvent,
 };
 
 use crate::fake_support::{compile, program, Fake, OBJECT_KINDS};
-use pjrt_client::{DownloadOptions, HostSource, UploadOptions};
 
 /// How long a wait for an event that never completes is given.
 const NEVER_TIMEOUT: u64 = 100;

@@ -4,7 +4,7 @@
 
 use pjrt_client::ffi::{self, Call, FfiError, Handler, Pred, Rank, RegistrationErrorKind, Signature};
 use pjrt_client::num_complex::Complex;
-use pjrt_client::{half, Buffer, Client, CompileOptions, Error, LoadedExecutable, NativeType, Program};
+use pjrt_client::{half, Buffer, Client, CompileOptions, Error, ExecuteOptions, LoadedExecutable, NativeType, Program};
 
 use crate::support;
 
@@ -318,7 +318,6 @@ fn registration_is_once_per_plugin_and_refuses_a_different_handler() {
 }
 
 use pjrt_client::sys::xla_ffi as x;
-use pjrt_client::ExecuteOptions;
 
 /// A raw XLA FFI handler that answers nothing, not even XLA's metadata query.
 unsafe extern "C" fn raw_silent(_frame: *mut x::XLA_FFI_CallFrame) -> *mut x::XLA_FFI_Error {

@@ -1,9 +1,8 @@
 //! Device-to-host copies into caller-owned memory, on both CPU plugins.
 
-use pjrt_client::{DownloadOptions, Error};
+use pjrt_client::{DownloadOptions, Error, ExecuteOptions};
 
 use crate::support;
-use pjrt_client::ExecuteOptions;
 
 #[test]
 fn copies_land_in_the_callers_slice() {

@@ -1,9 +1,8 @@
 //! Inputs a plugin could crash on are rejected, or come back as typed errors, on both plugins.
 
-use pjrt_client::{CompileOptions, ElementType, Error, ErrorCode, Program};
+use pjrt_client::{CompileOptions, ElementType, Error, ErrorCode, ExecuteOptions, HostSource, Program, UploadOptions};
 
 use crate::support;
-use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
 
 const HUGE_OUTPUT: &str = r#"
 func.func @main(%a: tensor<f32>) -> tensor<100000x100000x100xf32> {

@@ -5,13 +5,12 @@
 use std::sync::{mpsc, Arc};
 
 use pjrt_client::{
-    AlignedHostBuffer, Client, ElementType, Error, ErrorCode, HostBufferSemantics, HostData, MemoryLayout, Placement,
-    ShapeSpec, ViewOptions,
+    AlignedHostBuffer, Client, DownloadOptions, ElementType, Error, ErrorCode, HostBufferSemantics, HostData,
+    HostSource, MemoryLayout, Placement, ShapeSpec, UploadOptions, ViewOptions,
 };
 
 use crate::fake_support::Fake;
 use crate::support::{client, PLUGINS};
-use pjrt_client::{DownloadOptions, HostSource, UploadOptions};
 
 /// A [2,3] f32 array, row-major: 1 2 3 / 4 5 6.
 const ROW_MAJOR: [f32; 6] = [1., 2., 3., 4., 5., 6.];

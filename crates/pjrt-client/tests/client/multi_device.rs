@@ -3,11 +3,10 @@
 //! checked against values computed by hand or on one device.
 
 use pjrt_client::sharding::{gather_outputs, shard_slice, Sharding};
-use pjrt_client::{Buffer, Client, CompileOptions, HostArray, Program};
+use pjrt_client::{Buffer, Client, CompileOptions, ExecuteOptions, HostArray, HostSource, Program, UploadOptions};
 
 use crate::support;
 use crate::support::spmd::{matmul_rows, MATMUL_CONTRACTING_4};
-use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
 
 fn all_reduce(n: usize) -> String {
     let groups: Vec<String> = (0..n).map(|i| i.to_string()).collect();

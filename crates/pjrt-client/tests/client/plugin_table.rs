@@ -5,12 +5,11 @@
 use std::ffi::CStr;
 
 use pjrt_client::{
-    ApiVersion, Client, ClientOptions, CompileOptions, Error, LoadError, Plugin, PluginSource, Program, TableInit,
-    Value,
+    ApiVersion, Client, ClientOptions, CompileOptions, Error, ExecuteOptions, LoadError, Plugin, PluginSource, Program,
+    TableInit, Value,
 };
 
 use crate::{fake_support, support};
-use pjrt_client::ExecuteOptions;
 
 /// A counter of the fake linked into this binary (its own statics, not a loaded copy's).
 fn linked_fake_counter(name: &CStr) -> i64 {

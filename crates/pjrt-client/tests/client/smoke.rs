@@ -1,9 +1,8 @@
 //! The smallest end-to-end run: compile, upload, execute and download `add` on both CPU plugins.
 
-use pjrt_client::{CompileOptions, Program};
+use pjrt_client::{CompileOptions, ExecuteOptions, Program};
 
 use crate::support;
-use pjrt_client::ExecuteOptions;
 
 #[test]
 fn add_runs_on_both_plugins() {

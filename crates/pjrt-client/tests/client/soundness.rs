@@ -7,10 +7,12 @@
 
 use std::sync::Arc;
 
-use pjrt_client::{AlignedHostBuffer, CompileOptions, ElementType, Error, HostBufferSemantics, Placement, Program};
+use pjrt_client::{
+    AlignedHostBuffer, CompileOptions, DownloadOptions, ElementType, Error, ExecuteOptions, HostBufferSemantics,
+    HostSource, Placement, Program, UploadOptions,
+};
 
 use crate::support;
-use pjrt_client::{DownloadOptions, ExecuteOptions, HostSource, UploadOptions};
 
 fn upload(
     client: &pjrt_client::Client,

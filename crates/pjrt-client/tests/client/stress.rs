@@ -20,10 +20,12 @@ use std::sync::{mpsc, Arc, Barrier, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use pjrt_client::{Buffer, Client, CompileOptions, Event, HostTransfer, LoadedExecutable, Placement, Program};
+use pjrt_client::{
+    Buffer, Client, CompileOptions, DownloadOptions, Event, ExecuteOptions, HostSource, HostTransfer, LoadedExecutable,
+    Placement, Program, UploadOptions,
+};
 
 use crate::support;
-use pjrt_client::{DownloadOptions, ExecuteOptions, HostSource, UploadOptions};
 
 /// Worker threads per plugin.
 const THREADS: usize = 8;

@@ -4,10 +4,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pjrt_client::{AlignedHostBuffer, CompileOptions, ElementType, HostData, Program, SharedBytes, SharedHostBytes};
+use pjrt_client::{
+    AlignedHostBuffer, CompileOptions, DownloadOptions, ElementType, ExecuteOptions, HostData, HostSource, Program,
+    SharedBytes, SharedHostBytes, UploadOptions,
+};
 
 use crate::support;
-use pjrt_client::{DownloadOptions, ExecuteOptions, HostSource, UploadOptions};
 
 #[test]
 fn aligned_memory_is_held_until_the_plugin_lets_go() {

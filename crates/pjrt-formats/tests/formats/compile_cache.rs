@@ -6,13 +6,12 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use pjrt_client::{Client, CompileOptions, Program};
+use pjrt_client::{Client, CompileOptions, ExecuteOptions, Program};
 use pjrt_formats::artifact::{self, Artifact, Target};
 use pjrt_formats::compile_cache::{cache_key, CacheOutcome, CompileCache};
 
 use crate::fake_support;
 use crate::support;
-use pjrt_client::ExecuteOptions;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pjrt-cache-test-{}-{name}", std::process::id()));

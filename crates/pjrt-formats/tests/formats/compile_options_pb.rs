@@ -6,13 +6,12 @@
 use std::path::{Path, PathBuf};
 
 use pjrt_client::compile_options::{proto::OptionOverrideProto, OptionValue};
-use pjrt_client::{CompileOptions, Program};
+use pjrt_client::{CompileOptions, ExecuteOptions, Program};
 use pjrt_formats::npy::NpyArray;
 use prost::encoding::{decode_key, decode_varint, WireType};
 use prost::Message as _;
 
 use crate::support;
-use pjrt_client::ExecuteOptions;
 
 const FAST_MIN_MAX: &str = "xla_cpu_enable_fast_min_max";
 

@@ -4,13 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use pjrt_client::HostArray;
-use pjrt_client::{Client, CompileOptions, Program};
+use pjrt_client::{Client, CompileOptions, ExecuteOptions, HostArray, Program, UploadOptions};
 use pjrt_formats::npy::{Dtype, NpyArray};
 use serde_json::Value as Json;
 
 use crate::support;
-use pjrt_client::{ExecuteOptions, UploadOptions};
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/jax")

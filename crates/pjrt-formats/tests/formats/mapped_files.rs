@@ -10,14 +10,13 @@ use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use pjrt_client::{Buffer, Client, ElementType, Placement};
+use pjrt_client::{Buffer, Client, ElementType, HostSource, Placement, UploadOptions};
 use pjrt_formats::npy::{MappedNpy, NpyArray};
 use pjrt_formats::npz::{self, Npz, NpzArray};
 use pjrt_formats::safetensors::{self, SafeTensors, TensorView};
 use pjrt_formats::ClientExt as _;
 
 use crate::support;
-use pjrt_client::{HostSource, UploadOptions};
 
 /// 0, 1, ..., 1023 as f32: 4 KiB (every tensor aligned), sum 523776.
 fn values() -> Vec<f32> {

@@ -6,12 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use pjrt_client::half::{bf16, f16};
-use pjrt_client::{ElementType, Placement};
+use pjrt_client::{DownloadOptions, ElementType, Placement};
 use pjrt_formats::npy::{Dtype, Endian, MappedNpy, NpyArray, NpyError};
 use pjrt_formats::{BufferExt as _, ClientExt as _};
 
 use crate::support;
-use pjrt_client::DownloadOptions;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("pjrt-npy-mapped-{}-{name}", std::process::id()));

@@ -4,11 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use pjrt_client::{CompileOptions, Program, ProgramFormat};
+use pjrt_client::{CompileOptions, ExecuteOptions, Program, ProgramFormat};
 use pjrt_formats::npy::NpyArray;
 
 use crate::support;
-use pjrt_client::ExecuteOptions;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/formats").join(name)

@@ -5,13 +5,12 @@ use std::path::PathBuf;
 
 use pjrt_client::half::{bf16, f16};
 use pjrt_client::num_complex::Complex;
-use pjrt_client::{CompileOptions, ElementType, Placement, Program};
+use pjrt_client::{CompileOptions, DownloadOptions, ElementType, ExecuteOptions, Placement, Program};
 use pjrt_formats::npy::{Dtype, NpyArray};
 use pjrt_formats::safetensors::{self, SafeTensors, SafetensorsError, TensorView};
 use pjrt_formats::{ClientExt as _, Error};
 
 use crate::support;
-use pjrt_client::{DownloadOptions, ExecuteOptions};
 
 fn data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/safetensors")

@@ -1,11 +1,10 @@
 //! Read, print, compile from text, run: the same results as the bytecode compiled directly.
 
-use pjrt_client::{Client, HostArray, LoadedExecutable, Program};
+use pjrt_client::{Client, ExecuteOptions, HostArray, LoadedExecutable, Program, UploadOptions};
 use pjrt_formats::jax_export::JaxExport;
 use pjrt_formats::npy::NpyArray;
 
 use crate::{files, support};
-use pjrt_client::{ExecuteOptions, UploadOptions};
 
 /// Every portable artifact reads and prints; the text names StableHLO ops, not VHLO ones.
 #[test]

@@ -4,12 +4,11 @@
 //! spread.
 
 use pjrt_client::sys::{self, Args as _};
-use pjrt_client::{Buffer, Client, CompileOptions, Error, LoadedExecutable, Program};
+use pjrt_client::{Buffer, Client, CompileOptions, Error, ExecuteOptions, LoadedExecutable, Program};
 use serde_json::{json, Map, Value as Json};
 
 use super::samples::Samples;
 use super::{alternate_samples, require_slots, Stats};
-use pjrt_client::ExecuteOptions;
 
 const SCALAR_ADD: &str = r#"
 func.func @main(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {

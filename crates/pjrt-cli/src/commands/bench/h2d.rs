@@ -4,8 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use pjrt_client::{Buffer, Client, Error, HostData, Placement};
-use pjrt_client::{HostSource, UploadOptions};
+use pjrt_client::{Buffer, Client, Error, HostData, HostSource, Placement, UploadOptions};
 use pjrt_formats::safetensors::SafeTensors;
 use pjrt_formats::ClientExt;
 use serde_json::{json, Value as Json};

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pjrt_client::sys::{self, Args as _};
-use pjrt_client::{AlignedHostBuffer, Buffer, Client, ClientOptions, ElementType, Error, Plugin};
+use pjrt_client::{
+    AlignedHostBuffer, Buffer, Client, ClientOptions, ElementType, Error, HostSource, Plugin, UploadOptions,
+};
 use serde_json::{json, Value as Json};
 
 use crate::cli::{BenchArgs, BenchWhat, PluginArg};
@@ -18,7 +20,6 @@ mod h2d;
 pub mod plot;
 pub mod samples;
 
-use pjrt_client::{HostSource, UploadOptions};
 use samples::Samples;
 
 /// Timing statistics of one variant, in microseconds.

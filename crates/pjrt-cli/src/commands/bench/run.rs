@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use pjrt_client::sys::{self, Args as _};
-use pjrt_client::{Buffer, Client, ClientOptions, ExecuteOptions, LoadedExecutable, Placement};
+use pjrt_client::{Buffer, Client, ClientOptions, DownloadOptions, ExecuteOptions, LoadedExecutable, Placement};
 use pjrt_formats::Error;
 use serde_json::{json, Value as Json};
 
@@ -21,7 +21,6 @@ use crate::commands::run::jax_model;
 use crate::compiling;
 use crate::plugins::{cpu_aware_client, resolve_plugin};
 use crate::ui::invalid;
-use pjrt_client::DownloadOptions;
 
 /// Calls per alternation block of the safe and raw variants.
 const BLOCK: usize = 50;

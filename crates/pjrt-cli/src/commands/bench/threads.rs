@@ -5,8 +5,9 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
-use pjrt_client::{Buffer, Client, ClientOptions, CompileOptions, Error, Plugin, Program};
-use pjrt_client::{ExecuteOptions, HostSource, UploadOptions};
+use pjrt_client::{
+    Buffer, Client, ClientOptions, CompileOptions, Error, ExecuteOptions, HostSource, Plugin, Program, UploadOptions,
+};
 use serde_json::{json, Value as Json};
 
 const MATMUL: &str = r#"

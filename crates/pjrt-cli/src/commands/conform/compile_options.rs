@@ -1,11 +1,11 @@
 //! Compile options, the whole message: every setter round-trips through the plugin (issue 13, items 5 to 7).
 
 use pjrt_client::{
-    Client, CompileOptions, DebugOption, ElementType, Error, LoadedExecutable, MemoryLayout, Program, ShapeWithLayout,
+    Client, CompileOptions, DebugOption, ElementType, Error, ExecuteOptions, LoadedExecutable, MemoryLayout, Program,
+    ShapeWithLayout,
 };
 
 use super::{expect, f32s, Problem, Report, ADD, PORTABLE};
-use pjrt_client::ExecuteOptions;
 
 const NEGATE_2X3: &str = r#"func.func @main(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = stablehlo.negate %a : tensor<2x3xf32>

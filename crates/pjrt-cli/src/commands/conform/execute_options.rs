@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pjrt_client::{
-    Buffer, Client, CompileOptions, Device, Error, ExecuteContext, ExecuteOptions, LoadedExecutable, Program,
+    Buffer, Client, CompileOptions, Device, Error, ExecuteContext, ExecuteOptions, HostSource, LoadedExecutable,
+    Program, UploadOptions,
 };
 
 use super::{expect, f32s, Outcome, Problem, Report, ADD};
-use pjrt_client::{HostSource, UploadOptions};
 
 /// `a + a`, whose parameter the program lets the plugin reuse for the result (donation).
 const DONATING: &str = r#"module @donating {

@@ -3,12 +3,11 @@
 use std::sync::Arc;
 
 use pjrt_client::{
-    AlignedHostBuffer, Client, ElementType, Error, ErrorCode, MemoryLayout, Placement, ShapeSpec, ViewOptions,
+    AlignedHostBuffer, Client, DownloadOptions, ElementType, Error, ErrorCode, HostSource, MemoryLayout, Placement,
+    ShapeSpec, UploadOptions, ViewOptions,
 };
 
 use super::{expect, Outcome, Problem, Report};
-use pjrt_client::DownloadOptions;
-use pjrt_client::{HostSource, UploadOptions};
 
 /// A [2,3] f32 array, row-major.
 const ROW_MAJOR: [f32; 6] = [1., 2., 3., 4., 5., 6.];

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pjrt_client::{
-    AlignedHostBuffer, Buffer, Client, ClientOptions, CompileOptions, DeviceAssignment, ElementType, Error, ErrorCode,
-    ExecuteContext, ExecuteOptions, GpuTarget, GpuTopologyShape, InMemoryStore, Placement, Plugin, ProcessInfo,
-    ProcessState, Program, ShapeSpec, Topology, UserEvent, Value,
+    AlignedHostBuffer, Buffer, Client, ClientOptions, CompileOptions, DeviceAssignment, DownloadOptions, ElementType,
+    Error, ErrorCode, ExecuteContext, ExecuteOptions, GpuTarget, GpuTopologyShape, HostSource, InMemoryStore,
+    Placement, Plugin, ProcessInfo, ProcessState, Program, ShapeSpec, Topology, UploadOptions, UserEvent, Value,
 };
 use serde_json::{json, Value as Json};
 
@@ -21,7 +21,6 @@ mod plugin_table;
 
 use crate::cli::{ConformArgs, PluginArg};
 use crate::plugins::{plugin_is_cuda, resolve_plugin};
-use pjrt_client::{DownloadOptions, HostSource, UploadOptions};
 
 /// The outcome of one check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,11 +2,11 @@
 //! and version, and the CustomPartitioner extension (issue 13, items 3, 4, 8a, 8b, 8d).
 
 use pjrt_client::{
-    Client, ClientOptions, CompileOptions, Error, LoadError, Plugin, PluginSource, Program, TableInit, Topology,
+    Client, ClientOptions, CompileOptions, Error, ExecuteOptions, LoadError, Plugin, PluginSource, Program, TableInit,
+    Topology,
 };
 
 use super::{expect, f32s, Problem, Report, ADD};
-use pjrt_client::ExecuteOptions;
 
 /// XLA's platform ids of the platforms it names (`xla::CpuId()`, `CudaId()`, `RocmId()`,
 /// `TpuId()`): `tsl::Fingerprint64` of the name.

@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use pjrt_client::{Buffer, Client, ElementType, HostArray, Placement, Program};
+use pjrt_client::{Buffer, Client, ElementType, HostArray, Placement, Program, UploadOptions};
 use pjrt_formats::jax_export::JaxExport;
 use pjrt_formats::npy::{MappedNpy, NpyArray};
 use pjrt_formats::npz::{Npz, NpzArray};
@@ -20,7 +20,6 @@ use pjrt_formats::safetensors::{SafeTensors, TensorView};
 use pjrt_formats::{ClientExt, Error};
 
 use crate::ui::invalid;
-use pjrt_client::UploadOptions;
 
 /// The suffix that marks a safetensors file in `--input FILE.safetensors:NAME`.
 const SAFETENSORS_SUFFIX: &str = ".safetensors";

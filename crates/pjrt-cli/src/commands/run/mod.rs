@@ -11,7 +11,7 @@ pub mod outputs;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use pjrt_client::Placement;
+use pjrt_client::{ExecuteOptions, Placement};
 use pjrt_formats::{BufferExt as _, Error};
 use serde_json::json;
 
@@ -23,7 +23,6 @@ use crate::cli::RunArgs;
 use crate::compiling::{self, ProgramSource};
 use crate::plugins::{cpu_aware_client, resolve_plugin};
 use crate::ui::{self, invalid};
-use pjrt_client::ExecuteOptions;
 
 /// Loads the `--ffi-library` handler libraries and registers their handlers on the client's plugin.
 pub(crate) fn register_ffi_libraries(paths: &[std::path::PathBuf], client: &pjrt_client::Client) -> Result<(), Error> {
