@@ -20,7 +20,7 @@ use crate::types::{element_min_version, TensorType, Type, Version};
 ///
 /// ```
 /// use pjrt_builder::Function;
-/// use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, Placement, Plugin};
+/// use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, ExecuteOptions, Plugin};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let f = Function::new("affine");

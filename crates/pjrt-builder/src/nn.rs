@@ -21,7 +21,7 @@
 //!
 //! ```
 //! use pjrt_builder::Function;
-//! use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, Placement, Plugin};
+//! use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, ExecuteOptions, Plugin};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // A classifier's head: logits = x @ w, then the probabilities, the predicted class and the

@@ -6,7 +6,7 @@
 //!
 //! ```
 //! use pjrt_builder::{DotDimensions, Function, ParameterOptions, Sharding};
-//! use pjrt_client::{Buffer, Client, ClientOptions, CompileOptions, ElementType, Placement, Plugin};
+//! use pjrt_client::{Buffer, Client, ClientOptions, CompileOptions, ElementType, ExecuteOptions, HostSource, Plugin, UploadOptions};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // y = x @ w over 2 partitions: x split by rows, w replicated, y split by rows.
@@ -31,11 +31,9 @@
 //!     let w = client.upload_with(HostSource::slice(&w_values, &[3, 2]), &UploadOptions::new().device(device))?;
 //!     per_device.push(vec![x, w]);
 //! }
-//! let arguments: Vec<Vec<&Buffer>> = per_device.iter().map(|l| l.iter().collect()).collect();
-//! let run = exe.execute_sharded_async(&arguments, &ExecuteOptions::new())?;
-//! run.wait()?;
-//! assert_eq!(run.outputs[1][0].dimensions()?, [2, 2]);
-//! assert_eq!(run.outputs[1][0].to_vec::<f32>()?, [6., 9., 6., 9.]);
+//! let outputs = exe.execute_sharded(&per_device, &ExecuteOptions::new())?;
+//! assert_eq!(outputs[1][0].dimensions()?, [2, 2]);
+//! assert_eq!(outputs[1][0].to_vec::<f32>()?, [6., 9., 6., 9.]);
 //! # Ok(()) }
 //! ```
 

@@ -5,7 +5,7 @@
 //!
 //! ```
 //! use pjrt_builder::{Collective, Function};
-//! use pjrt_client::{Buffer, Client, ClientOptions, CompileOptions, ElementType, Placement, Plugin};
+//! use pjrt_client::{Buffer, Client, ClientOptions, CompileOptions, ElementType, ExecuteOptions, HostSource, Plugin, UploadOptions};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let f = Function::new("collectives");
@@ -26,12 +26,10 @@
 //!     .enumerate()
 //!     .map(|(k, d)| Ok(vec![client.upload_with(HostSource::slice(&[k as f32, 10.], &[2]), &UploadOptions::new().device(d))?]))
 //!     .collect::<Result<_, pjrt_client::Error>>()?;
-//! let arguments: Vec<Vec<&Buffer>> = per_device.iter().map(|l| l.iter().collect()).collect();
-//! let run = exe.execute_sharded_async(&arguments, &ExecuteOptions::new())?;
-//! run.wait()?;
-//! assert_eq!(run.outputs[0][0].to_vec::<f32>()?, [1., 20.]);
-//! assert_eq!(run.outputs[1][1].to_vec::<f32>()?, [0., 10., 1., 10.]);
-//! assert_eq!(run.outputs[1][2].to_vec::<f32>()?, [0., 10.]);
+//! let outputs = exe.execute_sharded(&per_device, &ExecuteOptions::new())?;
+//! assert_eq!(outputs[0][0].to_vec::<f32>()?, [1., 20.]);
+//! assert_eq!(outputs[1][1].to_vec::<f32>()?, [0., 10., 1., 10.]);
+//! assert_eq!(outputs[1][2].to_vec::<f32>()?, [0., 10.]);
 //! # Ok(()) }
 //! ```
 

@@ -10,7 +10,7 @@
 //! use pjrt_builder::Function;
 //! use pjrt_client::half::bf16;
 //! use pjrt_client::num_complex::Complex;
-//! use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, Plugin};
+//! use pjrt_client::{Client, ClientOptions, CompileOptions, DownloadOptions, ElementType, ExecuteOptions, Plugin};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let f = Function::new("constants");

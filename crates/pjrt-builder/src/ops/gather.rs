@@ -2,7 +2,7 @@
 //!
 //! ```
 //! use pjrt_builder::{Function, GatherDimensions, ScatterDimensions};
-//! use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, Placement, Plugin};
+//! use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, ExecuteOptions, Plugin};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let f = Function::new("indexing");

@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use pjrt_builder::Function;
-//! use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, Placement, Plugin};
+//! use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, ExecuteOptions, Plugin};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let f = Function::new("reductions");
@@ -94,7 +94,7 @@ impl Function {
 ///
 /// ```
 /// use pjrt_builder::{Function, Window};
-/// use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, Placement, Plugin};
+/// use pjrt_client::{Client, ClientOptions, CompileOptions, ElementType, ExecuteOptions, Plugin};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let f = Function::new("windows");

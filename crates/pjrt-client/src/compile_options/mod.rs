@@ -291,7 +291,7 @@ impl DeviceAssignment {
 ///
 /// ```
 /// use pjrt_client::{CompileOptions, ExecuteOptions, Program};
-/// ///
+///
 /// // Replicas, partitions (SPMD), XLA debug options; checked before any plugin sees them.
 /// let spmd = CompileOptions::new().num_partitions(4).use_spmd_partitioning(true);
 /// assert_eq!((spmd.num_replicas_requested(), spmd.num_partitions_requested()), (1, 4));
@@ -299,7 +299,7 @@ impl DeviceAssignment {
 /// // The serialized `CompileOptionsProto` (what JAX's compile_options.pb files hold) round-trips.
 /// let bytes = spmd.to_bytes()?;
 /// assert_eq!(CompileOptions::from_proto_bytes(&bytes)?.num_partitions_requested(), 4);
-/// ///
+///
 /// // To get JAX's numbers from a JAX-lowered program, compile with JAX's XLA settings:
 /// // on CPU, max/min propagate NaN as in JAX.
 /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;

@@ -15,11 +15,11 @@
 //!
 //! ```
 //! use pjrt_client::ffi::{self, Call, FfiError, Handler, Rank, Signature};
-//! use pjrt_client::{Client, ClientOptions, CompileOptions, Plugin, Program};
+//! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
 //! # fn main() -> pjrt_client::Result<()> {
 //! let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
-//! //!
+//!
 //! // y = x * scale + offset, on f32 vectors.
 //! let signature = Signature::new().arg::<f32>(Rank::Exact(1)).ret::<f32>(Rank::Exact(1))
 //!     .attr::<f32>("scale").attr::<f64>("offset");
@@ -35,7 +35,7 @@
 //!     Ok(())
 //! });
 //! ffi::register(&client, "doc_affine", &handler)?;
-//! //!
+//!
 //! let program = Program::mlir_text(r#"
 //! func.func public @main(%x: tensor<3xf32>) -> tensor<3xf32> {
 //!   %y = stablehlo.custom_call @doc_affine(%x) {api_version = 4 : i32,
