@@ -130,7 +130,7 @@ impl fmt::Debug for ExecuteContext {
 /// Options of every launch: [`LoadedExecutable::execute`], [`LoadedExecutable::execute_async`],
 /// [`LoadedExecutable::execute_sharded`] and [`LoadedExecutable::execute_sharded_async`].
 /// `ExecuteOptions::new()` is the fast path (it allocates nothing); a device for a portable
-/// executable keeps it. Cheap to clone (callbacks and context are shared); one value may serve
+/// executable keeps it. Clones share the callbacks and the context; one value may serve
 /// many executions.
 ///
 /// ```no_run
@@ -148,6 +148,16 @@ impl fmt::Debug for ExecuteContext {
 /// ```
 #[derive(Clone, Default)]
 pub struct ExecuteOptions {
+    /// Everything but the device, made by the first setter: `None` is every default, so that
+    /// `ExecuteOptions::new()` is two words to build, check and drop on the execute hot path.
+    settings: Option<Box<Settings>>,
+    /// The device of a single-device launch (see [`ExecuteOptions::device`]).
+    device: Option<ChosenDevice>,
+}
+
+/// What [`ExecuteOptions`] set besides the device.
+#[derive(Clone, Default)]
+pub(crate) struct Settings {
     launch_id: i32,
     non_donatable: Vec<i64>,
     context: Option<ExecuteContext>,
@@ -155,8 +165,6 @@ pub struct ExecuteOptions {
     /// (task id, incarnation id), sorted by task id, one entry per task.
     incarnations: Vec<(c_int, i64)>,
     pub(crate) callbacks: HostCallbacks,
-    /// The device of a single-device launch (see [`ExecuteOptions::device`]).
-    device: Option<ChosenDevice>,
 }
 
 /// A device named by [`ExecuteOptions::device`], with its client (held, so that the handle stays
@@ -233,35 +241,43 @@ impl ExecuteOptions {
     }
 
     /// Whether the options ask nothing of the plugin's `PJRT_ExecuteOptions` beyond the
-    /// defaults (a chosen device is not part of them): the launch's fast path.
+    /// defaults (a chosen device is not part of them): the launch's fast path. Options on which
+    /// a setter was called are not plain, even if it set a default value.
     #[inline]
     pub(crate) fn is_plain(&self) -> bool {
-        self.launch_id == 0
-            && self.non_donatable.is_empty()
-            && self.context.is_none()
-            && self.call_location.is_none()
-            && self.incarnations.is_empty()
-            && self.callbacks.is_empty()
+        self.settings.is_none()
+    }
+
+    /// The settings, made on first use.
+    fn settings_mut(&mut self) -> &mut Settings {
+        self.settings.get_or_insert_with(Box::default)
+    }
+
+    /// The host callbacks registered (for tests of the callback lists).
+    #[cfg(test)]
+    pub(crate) fn callbacks(&self) -> Option<&HostCallbacks> {
+        self.settings.as_ref().map(|s| &s.callbacks)
     }
 
     /// Identifies this launch among those of a multi-device (or multi-host) program; 0 = none.
     pub fn launch_id(mut self, launch_id: i32) -> Self {
-        self.launch_id = launch_id;
+        self.settings_mut().launch_id = launch_id;
         self
     }
 
     /// Inputs (by argument index) the plugin must not donate even if the program aliases them to
     /// an output, e.g. a buffer passed twice or still needed afterwards.
     pub fn non_donatable_inputs(mut self, indices: impl IntoIterator<Item = usize>) -> Self {
-        self.non_donatable.extend(indices.into_iter().map(|i| i64::try_from(i).unwrap_or(i64::MAX)));
-        self.non_donatable.sort_unstable();
-        self.non_donatable.dedup();
+        let non_donatable = &mut self.settings_mut().non_donatable;
+        non_donatable.extend(indices.into_iter().map(|i| i64::try_from(i).unwrap_or(i64::MAX)));
+        non_donatable.sort_unstable();
+        non_donatable.dedup();
         self
     }
 
     /// Passes `context` to the execution (kept alive until it completes).
     pub fn context(mut self, context: &ExecuteContext) -> Self {
-        self.context = Some(context.clone());
+        self.settings_mut().context = Some(context.clone());
         self
     }
 
@@ -281,7 +297,7 @@ impl ExecuteOptions {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn call_location(mut self, location: impl Into<String>) -> Self {
-        self.call_location = Some(location.into());
+        self.settings_mut().call_location = Some(location.into());
         self
     }
 
@@ -305,9 +321,10 @@ impl ExecuteOptions {
     /// ```
     pub fn task_incarnations(mut self, incarnations: impl IntoIterator<Item = (i32, i64)>) -> Self {
         for (task, incarnation) in incarnations {
-            match self.incarnations.binary_search_by_key(&task, |&(t, _)| t) {
-                Ok(i) => self.incarnations[i].1 = incarnation,
-                Err(i) => self.incarnations.insert(i, (task, incarnation)),
+            let incarnations = &mut self.settings_mut().incarnations;
+            match incarnations.binary_search_by_key(&task, |&(t, _)| t) {
+                Ok(i) => incarnations[i].1 = incarnation,
+                Err(i) => incarnations.insert(i, (task, incarnation)),
             }
         }
         self
@@ -320,25 +337,35 @@ impl ExecuteOptions {
         num_devices: usize,
         num_args: usize,
     ) -> Result<RawExecuteOptions<'_>> {
-        let api = exe.client.api();
         let mut raw = raw_execute_options();
-        raw.launch_id = self.launch_id;
-        if let Some(&bad) = self.non_donatable.iter().find(|&&i| i as u64 >= num_args as u64) {
+        let Some(settings) = self.settings.as_deref() else {
+            return Ok(RawExecuteOptions {
+                raw,
+                _lists: None,
+                _tasks: None,
+                _call_location: None,
+                keepalive: None,
+                _options: PhantomData,
+            });
+        };
+        let api = exe.client.api();
+        raw.launch_id = settings.launch_id;
+        if let Some(&bad) = settings.non_donatable.iter().find(|&&i| i as u64 >= num_args as u64) {
             return Err(Error::invalid(format!(
                 "non-donatable input {bad} does not exist: the execution has {num_args} arguments"
             )));
         }
-        if !self.non_donatable.is_empty() {
+        if !settings.non_donatable.is_empty() {
             // An older plugin would not read the field and donate the inputs anyway.
             if api.version().minor < NON_DONATABLE_MINOR {
                 return Err(
                     api.unsupported_feature("PJRT_ExecuteOptions.non_donatable_input_indices", NON_DONATABLE_MINOR)
                 );
             }
-            raw.non_donatable_input_indices = self.non_donatable.as_ptr();
-            raw.num_non_donatable_input_indices = self.non_donatable.len();
+            raw.non_donatable_input_indices = settings.non_donatable.as_ptr();
+            raw.num_non_donatable_input_indices = settings.non_donatable.len();
         }
-        let call_location = match &self.call_location {
+        let call_location = match &settings.call_location {
             Some(location) => {
                 let location = CString::new(location.as_str())
                     .map_err(|_| Error::invalid("the call location holds a NUL byte; pass text without NUL"))?;
@@ -351,9 +378,9 @@ impl ExecuteOptions {
             None => None,
         };
         // The plugin gets its own copies: the C API declares the arrays mutable.
-        let tasks = (!self.incarnations.is_empty()).then(|| {
-            let ids: Vec<c_int> = self.incarnations.iter().map(|&(t, _)| t).collect();
-            let incarnations: Vec<i64> = self.incarnations.iter().map(|&(_, i)| i).collect();
+        let tasks = (!settings.incarnations.is_empty()).then(|| {
+            let ids: Vec<c_int> = settings.incarnations.iter().map(|&(t, _)| t).collect();
+            let incarnations: Vec<i64> = settings.incarnations.iter().map(|&(_, i)| i).collect();
             (ids, incarnations)
         });
         if let Some((ids, incarnations)) = &tasks {
@@ -365,7 +392,7 @@ impl ExecuteOptions {
             raw.incarnation_ids = incarnations.as_ptr().cast_mut();
         }
         let mut keepalive = Keepalive { context: None, targets: None, closures: None };
-        if let Some(context) = &self.context {
+        if let Some(context) = &settings.context {
             exe.client.plugin().check_same(&context.inner.plugin, "the execute context")?;
             if api.version().minor < CONTEXT_FIELD_MINOR {
                 return Err(api.unsupported_feature("PJRT_ExecuteOptions.context", CONTEXT_FIELD_MINOR));
@@ -374,8 +401,8 @@ impl ExecuteOptions {
             keepalive.context = Some(context.clone());
         }
         let mut lists = None;
-        if !self.callbacks.is_empty() {
-            let (mut prepared, targets, closures) = self.callbacks.prepare(&exe.client, num_devices);
+        if !settings.callbacks.is_empty() {
+            let (mut prepared, targets, closures) = settings.callbacks.prepare(&exe.client, num_devices);
             prepared.apply(&mut raw);
             lists = Some(prepared);
             keepalive.targets = Some(targets);
@@ -395,13 +422,15 @@ impl ExecuteOptions {
 
 impl fmt::Debug for ExecuteOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (send, recv) = self.callbacks.channels();
+        let default = Settings::default();
+        let settings = self.settings.as_deref().unwrap_or(&default);
+        let (send, recv) = settings.callbacks.channels();
         f.debug_struct("ExecuteOptions")
-            .field("launch_id", &self.launch_id)
-            .field("non_donatable_inputs", &self.non_donatable)
-            .field("context", &self.context)
-            .field("call_location", &self.call_location)
-            .field("task_incarnations", &self.incarnations)
+            .field("launch_id", &settings.launch_id)
+            .field("non_donatable_inputs", &settings.non_donatable)
+            .field("context", &settings.context)
+            .field("call_location", &settings.call_location)
+            .field("task_incarnations", &settings.incarnations)
             .field("send_channels", &send)
             .field("recv_channels", &recv)
             .field("device", &self.device.as_ref().map(|d| d.raw))
@@ -487,7 +516,7 @@ impl ExecuteOptions {
     where
         F: FnMut(SendChunk<'_>) -> Result<()> + Send + 'static,
     {
-        self.callbacks.add_send(channel_id, Box::new(callback));
+        self.settings_mut().callbacks.add_send(channel_id, Box::new(callback));
         self
     }
 
@@ -505,18 +534,18 @@ impl ExecuteOptions {
     where
         F: FnMut(CopyToDeviceStream) -> Result<()> + Send + 'static,
     {
-        self.callbacks.add_recv(channel_id, Box::new(callback));
+        self.settings_mut().callbacks.add_recv(channel_id, Box::new(callback));
         self
     }
 
     /// Removes and returns the failures (errors returned and panics) of the callbacks registered
     /// on these options (and their clones), in the order they happened.
     pub fn take_callback_failures(&self) -> Vec<Error> {
-        self.callbacks.take_failures()
+        self.settings.as_ref().map(|s| s.callbacks.take_failures()).unwrap_or_default()
     }
 
     /// Channel ids with a send and with a receive callback.
     pub fn callback_channels(&self) -> (Vec<i64>, Vec<i64>) {
-        self.callbacks.channels()
+        self.settings.as_ref().map(|s| s.callbacks.channels()).unwrap_or_default()
     }
 }

@@ -1071,7 +1071,8 @@ mod tests {
             })
             .on_send(5, |_| Err(Error::invalid("replaced")));
         assert_eq!(options.callback_channels(), (vec![6, 5], vec![]));
-        let (mut lists, targets, closures) = options.callbacks.prepare_with(TargetSource::Static(fake_api()), 2);
+        let (mut lists, targets, closures) =
+            options.callbacks().unwrap().prepare_with(TargetSource::Static(fake_api()), 2);
         let mut raw = sys::PJRT_ExecuteOptions::new();
         lists.apply(&mut raw);
         assert_eq!((raw.num_send_ops, raw.num_recv_ops), (2, 1));

@@ -508,7 +508,6 @@ impl LoadedExecutable {
     /// assert!(exe.execute(&[&x], &ExecuteOptions::new()).is_err());
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
-    #[inline]
     pub fn execute(&self, arguments: &[&Buffer], options: &ExecuteOptions) -> Result<Outputs> {
         if tracing_on!(DEBUG) || !options.is_plain() {
             return self.execute_general(arguments, options);
