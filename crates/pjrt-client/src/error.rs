@@ -295,6 +295,27 @@ pub enum Error {
         /// What happened and what to do.
         message: String,
     },
+    /// A program calls JAX's LAPACK kernels ([`crate::lapack`]) and no LAPACK library could be
+    /// loaded for them.
+    #[error(
+        "the program calls JAX's LAPACK kernels (lapack_*_ffi), which run on scipy's OpenBLAS: {reason}. Install it \
+         with `pjrt plugin install openblas` (or pjrt_client::locate::install(&locate::OPENBLAS, ..)) where PyPI \
+         is reachable, or name a libscipy_openblas.so with PJRT_LAPACK_LIBRARY"
+    )]
+    LapackUnavailable {
+        /// What failed.
+        reason: String,
+    },
+    /// A program calls a custom call this crate refuses for the plugin: a GPU kernel of JAX on
+    /// a CPU plugin, a LAPACK kernel of jaxlib from before its FFI form, or one that JAX does not
+    /// guarantee stable.
+    #[error("the program calls the custom call `{target}`, which {advice}")]
+    UnsupportedCustomCall {
+        /// The custom-call target.
+        target: String,
+        /// Why it is refused and what to do.
+        advice: &'static str,
+    },
     /// A user callback panicked; the panic was caught at the C boundary.
     #[error("a callback panicked: {0}")]
     CallbackPanicked(String),

@@ -174,6 +174,8 @@ mod topology;
 pub mod sharding;
 pub mod extensions;
 pub mod ffi;
+#[cfg(feature = "lapack")]
+pub mod lapack;
 
 pub use buffer::aligned::{AlignedHostBuffer, SharedBytes, SharedHostBytes, HOST_ALIGNMENT};
 pub use buffer::dma::DmaMapping;

@@ -1,4 +1,5 @@
-//! `pjrt plugin install|list`: installs a known plugin from PyPI into the plugin cache, and lists
+//! `pjrt plugin install|list`: installs a known plugin (or `openblas`, the LAPACK of JAX's linear
+//! algebra kernels) from PyPI into the plugin cache, and lists
 //! every plugin found with its path, platform and API version.
 
 use pjrt_client::locate::{self, Source};
@@ -19,10 +20,12 @@ pub fn exec(command: &PluginCommand) -> Result<(), Error> {
 
 /// `pjrt plugin install NAME`: installs the known plugin NAME and prints where it went.
 fn install(name: &str, wheels: &[std::path::PathBuf], pip: bool, json: bool) -> Result<(), Error> {
-    let known = locate::known_plugin(name).ok_or_else(|| {
+    let known = locate::known_package(name).ok_or_else(|| {
         invalid(format!(
-            "unknown plugin `{name}`; known: {} (a plugin you already have needs no install: pass --plugin PATH)",
-            locate::KNOWN_PLUGINS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+            "unknown plugin `{name}`; known: {}, and `{}` (the OpenBLAS of JAX's LAPACK kernels) (a plugin you \
+             already have needs no install: pass --plugin PATH)",
+            locate::KNOWN_PLUGINS.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
+            locate::OPENBLAS.name
         ))
     })?;
     let path = if pip {

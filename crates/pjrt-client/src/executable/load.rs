@@ -51,6 +51,8 @@ impl Client {
         if serialized.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
         }
+        #[cfg(feature = "lapack")]
+        crate::lapack::prepare(self, serialized)?;
         let api = self.api();
         let overrides_bytes = match overrides {
             Some(_) if api.version().minor < OVERRIDES_MINOR => {

@@ -89,7 +89,18 @@ impl Client {
     /// assert_eq!(exe.output_shapes()[0].dims, [4]);
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
+    ///
+    /// On a CPU plugin, the handlers of JAX's LAPACK custom calls the program names are
+    /// registered first ([`crate::lapack`], with the default `lapack` feature).
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
+        #[cfg(feature = "lapack")]
+        crate::lapack::prepare(self, program.code())?;
+        self.compile_program(program, options)
+    }
+
+    /// [`Client::compile`] without registering built-in handlers (what their registration's
+    /// own probe programs compile with).
+    pub(crate) fn compile_program(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
         let _span = span!(INFO, "compile", format = program.format().as_pjrt_str(), bytes = program.code().len());
         let options_bytes = options.to_bytes()?;
         let needed = options.num_replicas_requested() * options.num_partitions_requested();

@@ -152,6 +152,8 @@ impl Client {
         if serialized.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
         }
+        #[cfg(feature = "lapack")]
+        crate::lapack::prepare(self, serialized)?;
         let mut args = sys::PJRT_Executable_DeserializeAndLoad_Args::new();
         args.client = self.raw();
         args.serialized_executable = serialized.as_ptr() as *const c_char;

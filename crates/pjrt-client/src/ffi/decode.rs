@@ -172,6 +172,8 @@ pub(crate) enum RawAttr {
 pub(crate) struct Decoded {
     pub(crate) args: Vec<RawBuffer>,
     pub(crate) rets: Vec<RawBuffer>,
+    /// Per result: whether it is the memory of the operand it is declared to alias.
+    pub(crate) aliased: Vec<bool>,
     pub(crate) attrs: Vec<RawAttr>,
 }
 
@@ -342,11 +344,11 @@ pub(crate) unsafe fn decode(frame: *const x::XLA_FFI_CallFrame, signature: &Sign
         // SAFETY: as for operands.
         rets.push(unsafe { decode_buffer(ret_ptrs[i].cast(), spec, what) }?);
     }
-    check_disjoint(&args, &rets, signature)?;
+    let aliased = check_disjoint(&args, &rets, signature)?;
 
     // SAFETY: the attributes, per the contract.
     let attrs = unsafe { decode_attrs(&frame.attrs, signature) }?;
-    Ok(Request::Execute(Decoded { args, rets, attrs }))
+    Ok(Request::Execute(Decoded { args, rets, aliased, attrs }))
 }
 
 fn span(buffer: &RawBuffer, elem_size: usize) -> Option<(usize, usize)> {
@@ -354,22 +356,34 @@ fn span(buffer: &RawBuffer, elem_size: usize) -> Option<(usize, usize)> {
     (bytes > 0).then(|| (buffer.data as usize, buffer.data as usize + bytes))
 }
 
-fn check_disjoint(args: &[RawBuffer], rets: &[RawBuffer], signature: &Signature) -> Result<(), FrameError> {
+/// Refuses overlapping memory, except a result that is exactly the memory (same address, same
+/// dims) of the operand it is declared to alias; says which results are.
+fn check_disjoint(args: &[RawBuffer], rets: &[RawBuffer], signature: &Signature) -> Result<Vec<bool>, FrameError> {
     let overlaps = |a: (usize, usize), b: (usize, usize)| a.0 < b.1 && b.0 < a.1;
+    let mut aliased = vec![false; rets.len()];
     for (i, ret) in rets.iter().enumerate() {
         let Some(r) = span(ret, signature.rets[i].dtype.size()) else { continue };
+        if let Some(j) = signature.rets[i].alias {
+            let arg = &args[j];
+            if span(arg, signature.args[j].dtype.size()) == Some(r) && arg.dims == ret.dims {
+                aliased[i] = true;
+            }
+        }
         for (j, other) in rets.iter().enumerate().skip(i + 1) {
             if span(other, signature.rets[j].dtype.size()).is_some_and(|o| overlaps(r, o)) {
                 return Err(FrameError::Overlap(format!("result {i} overlaps result {j}")));
             }
         }
         for (j, arg) in args.iter().enumerate() {
+            if aliased[i] && signature.rets[i].alias == Some(j) {
+                continue;
+            }
             if span(arg, signature.args[j].dtype.size()).is_some_and(|a| overlaps(r, a)) {
                 return Err(FrameError::Overlap(format!("result {i} overlaps operand {j}")));
             }
         }
     }
-    Ok(())
+    Ok(aliased)
 }
 
 /// # Safety

@@ -256,7 +256,7 @@ impl FfiLibrary {
             // SAFETY: the address came from the library's table as an `XLA_FFI_Handler`, and the
             // library is never unloaded.
             let entry: x::XLA_FFI_Handler = unsafe { std::mem::transmute::<usize, x::XLA_FFI_Handler>(*handler) };
-            register_entry(client, target, &platform, Identity::Library(*handler, self.path.clone()), entry)?;
+            register_entry(client, target, &platform, Identity::Library(*handler, self.path.clone()), false, entry)?;
         }
         Ok(())
     }

@@ -331,6 +331,8 @@ pub enum Rank {
 pub(crate) struct BufferSpec {
     pub(crate) dtype: DataType,
     pub(crate) rank: Option<usize>,
+    /// For a result: the operand whose memory it may be (`output_operand_aliases`).
+    pub(crate) alias: Option<usize>,
 }
 
 /// A declared attribute.
@@ -381,13 +383,34 @@ impl Signature {
 
     /// One more operand: a buffer of `T` of `rank`.
     pub fn arg<T: FfiElement>(mut self, rank: Rank) -> Signature {
-        self.args.push(BufferSpec { dtype: T::DATA_TYPE, rank: rank.into() });
+        self.args.push(BufferSpec { dtype: T::DATA_TYPE, rank: rank.into(), alias: None });
         self
     }
 
     /// One more result: a buffer of `T` of `rank`.
     pub fn ret<T: FfiElement>(mut self, rank: Rank) -> Signature {
-        self.rets.push(BufferSpec { dtype: T::DATA_TYPE, rank: rank.into() });
+        self.rets.push(BufferSpec { dtype: T::DATA_TYPE, rank: rank.into(), alias: None });
+        self
+    }
+
+    /// One more result that may be the memory of operand `operand` (a program that declares
+    /// `output_operand_aliases` for it hands both as the same buffer), of the operand's element
+    /// type and rank. Read and write it with [`Call::ret_in_place`]: it holds the operand's
+    /// values whether XLA aliased the two or not.
+    ///
+    /// ```
+    /// use pjrt_client::ffi::{Rank, Signature};
+    /// let in_place = Signature::new().arg::<f64>(Rank::Any).ret_aliasing(0);
+    /// assert_eq!(in_place.ret_count(), 1);
+    /// ```
+    ///
+    /// # Panics
+    /// If operand `operand` is not declared yet.
+    pub fn ret_aliasing(mut self, operand: usize) -> Signature {
+        let Some(arg) = self.args.get(operand) else {
+            panic!("Signature::ret_aliasing({operand}): only {} operands are declared", self.args.len())
+        };
+        self.rets.push(BufferSpec { alias: Some(operand), ..*arg });
         self
     }
 
@@ -646,6 +669,7 @@ pub struct Call<'a> {
     signature: &'a Signature,
     decoded: &'a Decoded,
     taken: Vec<Cell<bool>>,
+    args_taken: Vec<Cell<bool>>,
 }
 
 impl fmt::Debug for Call<'_> {
@@ -682,6 +706,14 @@ impl<'a> Call<'a> {
     /// Operand `i`, read as `T` (its declared element type).
     pub fn arg<T: FfiElement>(&self, i: usize) -> std::result::Result<BufferRef<'a, T>, FfiError> {
         let buffer = self.buffer_for::<T>("operand", i, &self.decoded.args)?;
+        if let Some(r) = self.aliased_result_of(i) {
+            if self.taken[r].get() {
+                return Err(FfiError::invalid_argument(format!(
+                    "operand {i} is the memory of result {r}, which was taken: read its values through that result"
+                )));
+            }
+        }
+        self.args_taken[i].set(true);
         let data = if buffer.elements == 0 {
             &[][..]
         } else {
@@ -697,18 +729,91 @@ impl<'a> Call<'a> {
     /// Result `i`, written as `T` (its declared element type). Each result can be taken once
     /// per call.
     pub fn ret<T: FfiElement>(&self, i: usize) -> std::result::Result<BufferMut<'a, T>, FfiError> {
-        let buffer = self.buffer_for::<T>("result", i, &self.decoded.rets)?;
-        if self.taken[i].replace(true) {
-            return Err(FfiError::invalid_argument(format!("result {i} was taken twice in one call")));
-        }
+        let buffer = self.take_ret::<T>(i)?;
         let data = if buffer.elements == 0 {
             &mut [][..]
         } else {
             // SAFETY: as for operands, and: the memory is writable (results), overlaps no other
-            // result or operand (checked), and is handed out once per call (`taken`).
+            // result or operand except its aliased operand, which is not read through `arg`
+            // while the result is out (`take_ret`), and is handed out once per call (`taken`).
             unsafe { std::slice::from_raw_parts_mut(buffer.data.cast::<MaybeUninit<T>>(), buffer.elements) }
         };
         Ok(BufferMut { dims: &buffer.dims, data, initialized: false })
+    }
+
+    /// Result `i`, declared with [`Signature::ret_aliasing`], holding its operand's values:
+    /// the operand's own memory when XLA aliased the two (nothing is copied), otherwise a copy
+    /// made into the result. The operand cannot be read through [`Call::arg`] while this is out
+    /// (nor this taken after it was read), when the two are one memory.
+    ///
+    /// ```
+    /// use pjrt_client::ffi::{Call, Handler, Rank, Signature};
+    /// let negate = Handler::new("negate", Signature::new().arg::<f32>(Rank::Any).ret_aliasing(0), |call: &Call| {
+    ///     for v in call.ret_in_place::<f32>(0)?.as_mut_slice() {
+    ///         *v = -*v;
+    ///     }
+    ///     Ok(())
+    /// });
+    /// assert_eq!(negate.signature().ret_count(), 1);
+    /// ```
+    pub fn ret_in_place<T: FfiElement>(&self, i: usize) -> std::result::Result<BufferMut<'a, T>, FfiError> {
+        let Some(operand) = self.signature.rets.get(i).and_then(|r| r.alias) else {
+            return Err(FfiError::invalid_argument(format!(
+                "result {i} is not declared with Signature::ret_aliasing: take it with Call::ret"
+            )));
+        };
+        let buffer = self.take_ret::<T>(i)?;
+        let source = &self.decoded.args[operand];
+        if buffer.dims != source.dims {
+            return Err(FfiError::invalid_argument(format!(
+                "result {i} ({:?}) and operand {operand} ({:?}) differ in shape: it cannot hold the operand's values",
+                buffer.dims, source.dims
+            )));
+        }
+        let mut out = BufferMut { dims: &buffer.dims, data: &mut [], initialized: true };
+        if buffer.elements == 0 {
+            return Ok(out);
+        }
+        // SAFETY: as in `ret`; the result is the operand's memory or disjoint from it (checked
+        // when decoding), and of the same element count (same dims, same type: declared so).
+        out.data = unsafe { std::slice::from_raw_parts_mut(buffer.data.cast::<MaybeUninit<T>>(), buffer.elements) };
+        if !self.decoded.aliased[i] {
+            // SAFETY: the operand holds `elements` values of T (as in `arg`) and does not
+            // overlap the result (checked when decoding).
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    source.data.cast::<T>().cast_const(),
+                    out.data.as_mut_ptr().cast::<T>(),
+                    buffer.elements,
+                )
+            };
+        }
+        Ok(out)
+    }
+
+    /// The result, once: refused when taken before, or when it is its operand's memory and that
+    /// operand was read through `arg`.
+    fn take_ret<T: FfiElement>(&self, i: usize) -> std::result::Result<&'a RawBuffer, FfiError> {
+        let buffer = self.buffer_for::<T>("result", i, &self.decoded.rets)?;
+        if self.decoded.aliased[i] {
+            if let Some(operand) = self.signature.rets[i].alias {
+                if self.args_taken[operand].get() {
+                    return Err(FfiError::invalid_argument(format!(
+                        "result {i} is the memory of operand {operand}, which was read through Call::arg: take \
+                         the result with Call::ret_in_place and read the values there"
+                    )));
+                }
+            }
+        }
+        if self.taken[i].replace(true) {
+            return Err(FfiError::invalid_argument(format!("result {i} was taken twice in one call")));
+        }
+        Ok(buffer)
+    }
+
+    /// The result that is operand `i`'s memory in this call, if any.
+    fn aliased_result_of(&self, i: usize) -> Option<usize> {
+        self.signature.rets.iter().enumerate().position(|(r, spec)| spec.alias == Some(i) && self.decoded.aliased[r])
     }
 
     fn attr_index(&self, name: &str) -> std::result::Result<usize, FfiError> {
@@ -901,6 +1006,7 @@ impl HandlerInner {
                     signature: &self.signature,
                     decoded: &decoded,
                     taken: decoded.rets.iter().map(|_| Cell::new(false)).collect(),
+                    args_taken: decoded.args.iter().map(|_| Cell::new(false)).collect(),
                 };
                 match crate::call::panic::catch(|| (self.function)(&call)) {
                     Ok(Ok(())) => Outcome::Done,
@@ -987,6 +1093,8 @@ pub(crate) enum Identity {
     Ours(Arc<HandlerInner>),
     /// An entry point of a handler library (its address), and the library.
     Library(usize, std::path::PathBuf),
+    /// A handler registered otherwise (found by the probe), left in place for a built-in one.
+    Elsewhere,
 }
 
 impl Identity {
@@ -1002,6 +1110,7 @@ impl Identity {
         match self {
             Identity::Ours(h) => format!("the handler `{}`", h.name),
             Identity::Library(_, path) => format!("a handler of the library {}", path.display()),
+            Identity::Elsewhere => "a handler not registered through pjrt_client::ffi".to_owned(),
         }
     }
 }
@@ -1065,7 +1174,17 @@ pub fn register(client: &Client, target: &str, handler: &Handler) -> Result<()> 
 /// # Ok::<(), pjrt_client::Error>(())
 /// ```
 pub fn register_for_platform(client: &Client, target: &str, platform: &str, handler: &Handler) -> Result<()> {
-    register_entry(client, target, platform, Identity::Ours(handler.inner.clone()), || {
+    register_entry(client, target, platform, Identity::Ours(handler.inner.clone()), false, || {
+        trampoline::claim(handler.inner.clone())
+    })
+}
+
+/// [`register`] for a handler this crate ships ([`crate::lapack`]): a name some other handler
+/// holds already (a plugin built with its own) is left to it.
+#[cfg(feature = "lapack")]
+pub(crate) fn register_builtin(client: &Client, target: &str, handler: &Handler) -> Result<()> {
+    let platform = xla_platform(client.platform_name());
+    register_entry(client, target, &platform, Identity::Ours(handler.inner.clone()), true, || {
         trampoline::claim(handler.inner.clone())
     })
 }
@@ -1092,6 +1211,7 @@ pub(crate) fn register_entry(
     target: &str,
     platform: &str,
     identity: Identity,
+    theirs_is_fine: bool,
     entry: impl EntrySource,
 ) -> Result<()> {
     let probe = probe_program(target)?;
@@ -1106,7 +1226,8 @@ pub(crate) fn register_entry(
     // Held across probing and registering: two threads never register the same target at once.
     let mut registered = registry().lock().unwrap_or_else(|p| p.into_inner());
     if let Some(existing) = registered.get(&key) {
-        if existing.same(&identity) {
+        // A built-in handler defers to whatever holds the name.
+        if theirs_is_fine || existing.same(&identity) {
             return Ok(());
         }
         return Err(fail(
@@ -1118,7 +1239,12 @@ pub(crate) fn register_entry(
         .ffi_extension()
         .ok_or_else(|| fail(RegistrationErrorKind::NoFfiExtension, "the plugin has no FFI extension".into()))?;
     let options = CompileOptions::new();
-    if client.compile(&probe, &options).is_ok() {
+    // Probes compile without `Client::compile`'s own registration of built-in handlers.
+    if client.compile_program(&probe, &options).is_ok() {
+        if theirs_is_fine {
+            registered.insert(key, Identity::Elsewhere);
+            return Ok(());
+        }
         return Err(fail(
             RegistrationErrorKind::TakenElsewhere,
             "a program calling it compiles before registering: a handler not registered through pjrt_client::ffi \
@@ -1136,7 +1262,7 @@ pub(crate) fn register_entry(
         Error::Unsupported { .. } => fail(RegistrationErrorKind::NoFfiExtension, e.to_string()),
         other => other,
     })?;
-    if let Err(e) = client.compile(&probe, &options) {
+    if let Err(e) = client.compile_program(&probe, &options) {
         return Err(fail(
             RegistrationErrorKind::NotProven,
             format!("the plugin answered OK, but a program calling it does not compile: {e}"),

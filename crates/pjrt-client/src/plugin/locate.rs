@@ -159,6 +159,51 @@ pub const KNOWN_PLUGINS: &[KnownPlugin] = &[
     },
 ];
 
+/// The OpenBLAS that JAX's LAPACK kernels run on ([`crate::lapack`]): scipy's build from PyPI
+/// (`scipy-openblas32`, 32-bit integers, symbols prefixed `scipy_`, about 9 MB), installed into
+/// the plugin cache like a plugin (`pjrt plugin install openblas`), with its two runtime
+/// libraries beside it. Not a PJRT plugin: [`find_all`] and [`resolve`] never return it.
+///
+/// ```
+/// let openblas = &pjrt_client::locate::OPENBLAS;
+/// assert_eq!(openblas.package, "scipy-openblas32");
+/// assert!(pjrt_client::locate::known_plugin("openblas").is_none()); // not a plugin
+/// assert_eq!(pjrt_client::locate::known_package("openblas"), Some(openblas));
+/// ```
+pub const OPENBLAS: KnownPlugin = KnownPlugin {
+    name: "openblas",
+    platform: "lapack",
+    package: "scipy-openblas32",
+    // The OpenBLAS release (0.3.30) of the scipy that JAX 0.10-0.12 install.
+    version: "0.3.30.443.1",
+    library: "scipy_openblas32/lib/libscipy_openblas.so",
+    sha256: "db8c2dfee82155d13902745e7abd5bb363b5fe0adb8a4dfd630d0fc2bd04256a",
+    tools: &[
+        // Found by the library's RPATH ($ORIGIN): gfortran's runtime and the one it needs.
+        KnownTool {
+            package: "scipy-openblas32",
+            version: "0.3.30.443.1",
+            path: "scipy_openblas32/lib/libgfortran-040039e1.so.5.0.0",
+            sha256: "0352e75f0719d9a299cb52919977eb5d7bd249d1fcad06d5e14030b272aae619",
+            executable: false,
+        },
+        KnownTool {
+            package: "scipy-openblas32",
+            version: "0.3.30.443.1",
+            path: "scipy_openblas32/lib/libquadmath-96973f99.so.0.0.0",
+            sha256: "934c22ded0e7d169c4d4678876c96051adf3d94545da962f60b41659b075da3b",
+            executable: false,
+        },
+    ],
+    cuda_data_dir: None,
+};
+
+/// A known plugin ([`known_plugin`]) or [`OPENBLAS`], by name: what `pjrt plugin install NAME`
+/// installs.
+pub fn known_package(name: &str) -> Option<&'static KnownPlugin> {
+    known_plugin(name).or((name == OPENBLAS.name).then_some(&OPENBLAS))
+}
+
 /// The default CPU plugin.
 pub fn default_plugin() -> &'static KnownPlugin {
     &KNOWN_PLUGINS[0]

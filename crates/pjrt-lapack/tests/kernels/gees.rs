@@ -1,0 +1,1 @@
+//! `gees` kernel tests.

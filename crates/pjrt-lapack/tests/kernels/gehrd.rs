@@ -1,0 +1,1 @@
+//! `gehrd` kernel tests.

@@ -1,0 +1,1 @@
+//! `geqrf` kernel tests.

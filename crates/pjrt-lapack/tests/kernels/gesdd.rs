@@ -1,0 +1,1 @@
+//! `gesdd` kernel tests.

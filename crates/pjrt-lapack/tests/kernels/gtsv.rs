@@ -1,0 +1,1 @@
+//! `gtsv` kernel tests.

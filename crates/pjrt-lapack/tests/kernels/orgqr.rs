@@ -1,0 +1,1 @@
+//! `orgqr` kernel tests.

@@ -1,0 +1,1 @@
+//! `potrf` kernel tests.

@@ -1,0 +1,1 @@
+//! `syevd` kernel tests.

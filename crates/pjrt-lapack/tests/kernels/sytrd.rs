@@ -1,0 +1,1 @@
+//! `sytrd` kernel tests.

@@ -1,0 +1,1 @@
+//! `trsm` kernel tests.
