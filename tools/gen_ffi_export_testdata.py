@@ -26,57 +26,19 @@ Rerun from the repository root with any python3:
 """
 
 import argparse
-import glob
 import os
-import shutil
-import subprocess
 import sys
 
-REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.dont_write_bytecode = True  # importing jax_venv leaves no tools/__pycache__
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jax_venv import REPO, reexec_in_venv  # noqa: E402
+
 TARGET = "pjrt_tutorial_scale_shift"
 
-JAX_RELEASES = {
-    "0.10.2": ("3.11", ["jax==0.10.2", "jaxlib==0.10.2", "numpy", "ml_dtypes", "flatbuffers"]),
-}
-
-
-def find_python(minor):
-    candidates = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{minor}.*/bin/python")), reverse=True)
-    on_path = shutil.which(f"python{minor}")
-    if on_path:
-        candidates.append(on_path)
-    if not candidates:
-        sys.exit(f"Python {minor} is needed: install it (pyenv install {minor}) or put python{minor} on PATH")
-    return candidates[0]
-
-
-def venv_python(version):
-    minor, requirements = JAX_RELEASES[version]
-    venv = os.path.join(REPO, "target", f"jax-venv-{version}")
-    python = os.path.join(venv, "bin", "python")
-    stamp = os.path.join(venv, ".installed")
-    if not os.path.exists(stamp) or open(stamp).read().split() != requirements:
-        subprocess.run([find_python(minor), "-m", "venv", venv], check=True)
-        subprocess.run([python, "-m", "pip", "install", "-q", "--only-binary=:all:", *requirements], check=True)
-        with open(stamp, "w") as f:
-            f.write(" ".join(requirements))
-    return python
-
-
-def running_jax_version():
-    try:
-        from importlib.metadata import version
-        return version("jax")
-    except Exception:  # noqa: BLE001 (no jax here)
-        return None
-
-
 ARGS = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-ARGS.add_argument("--jax", required=True, choices=sorted(JAX_RELEASES))
+ARGS.add_argument("--jax", required=True, choices=["0.10.2"])
 OPTIONS = ARGS.parse_args()
-if running_jax_version() != OPTIONS.jax:
-    python = venv_python(OPTIONS.jax)
-    os.execv(python, [python, os.path.abspath(__file__), *sys.argv[1:]])
+reexec_in_venv(OPTIONS.jax, pip_options=["--only-binary=:all:"])
 
 os.environ["JAX_PLATFORMS"] = "cpu"
 

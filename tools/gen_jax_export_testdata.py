@@ -19,7 +19,7 @@ symbolic batch dimension and has no inputs or outputs: it exists to be refused.
 Each JAX version gets its own virtual environment, made on first use in
 ``target/jax-venv-<version>`` with the Python that JAX release needs (found in
 pyenv, ``~/.pyenv/versions/3.X.*``, or as ``python3.X`` on PATH) and the pinned
-packages of ``JAX_RELEASES`` below; the script then runs itself again in it.
+packages of ``JAX_RELEASES`` (in tools/jax_venv.py); the script then runs itself again in it.
 Rerun (from the repository root, with any python3):
 
     python3 tools/gen_jax_export_testdata.py --jax 0.10.2     # Python 3.11
@@ -31,59 +31,15 @@ generator in order, so the data of the earlier cases stays byte-identical.
 
 import argparse
 import contextlib
-import glob
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 
-REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-
-# JAX version -> (Python minor version it needs, the pip requirements pinned for it).
-JAX_RELEASES = {
-    "0.10.2": ("3.11", ["jax==0.10.2", "jaxlib==0.10.2", "numpy", "ml_dtypes", "flatbuffers"]),
-    # jax 0.12.0 pins jaxlib<=0.12.0; 0.12.0.1 of both is the newest pair on PyPI.
-    "0.12.0.1": ("3.12", ["jax==0.12.0.1", "jaxlib==0.12.0.1", "numpy", "ml_dtypes", "flatbuffers"]),
-}
-
-
-def find_python(minor):
-    """The interpreter for Python `minor` ("3.12"): pyenv's, else python3.X on PATH."""
-    candidates = sorted(glob.glob(os.path.expanduser(f"~/.pyenv/versions/{minor}.*/bin/python")), reverse=True)
-    on_path = shutil.which(f"python{minor}")
-    if on_path:
-        candidates.append(on_path)
-    if not candidates:
-        sys.exit(f"Python {minor} is needed for this JAX release: install it (pyenv install {minor}) "
-                 f"or put python{minor} on PATH")
-    return candidates[0]
-
-
-def venv_python(version):
-    """The Python of target/jax-venv-<version>, created and installed on first use."""
-    if version not in JAX_RELEASES:
-        sys.exit(f"unknown JAX version {version}; known: {', '.join(JAX_RELEASES)} (add it to JAX_RELEASES)")
-    minor, requirements = JAX_RELEASES[version]
-    venv = os.path.join(REPO, "target", f"jax-venv-{version}")
-    python = os.path.join(venv, "bin", "python")
-    stamp = os.path.join(venv, ".installed")
-    if not os.path.exists(stamp) or open(stamp).read().split() != requirements:
-        subprocess.run([find_python(minor), "-m", "venv", venv], check=True)
-        subprocess.run([python, "-m", "pip", "install", "-q", *requirements], check=True)
-        with open(stamp, "w") as f:
-            f.write(" ".join(requirements))
-    return python
-
-
-def running_jax_version():
-    try:
-        from importlib.metadata import version
-        return version("jax")
-    except Exception:  # noqa: BLE001 (no jax here)
-        return None
-
+sys.dont_write_bytecode = True  # importing jax_venv leaves no tools/__pycache__
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from jax_venv import JAX_RELEASES, REPO, reexec_in_venv  # noqa: E402
 
 ARGS = argparse.ArgumentParser(description=__doc__.split("\n")[0])
 ARGS.add_argument("--jax", required=True, choices=sorted(JAX_RELEASES),
@@ -93,9 +49,7 @@ ARGS.add_argument("--only", metavar="NAME[,NAME...]",
                        "manifest entries as they are (the modules hold this script's line numbers, so "
                        "regenerating a case whose code did not change still changes a few bytes)")
 OPTIONS = ARGS.parse_args()
-if running_jax_version() != OPTIONS.jax:
-    python = venv_python(OPTIONS.jax)
-    os.execv(python, [python, os.path.abspath(__file__), *sys.argv[1:]])
+reexec_in_venv(OPTIONS.jax)
 
 os.environ["JAX_PLATFORMS"] = "cpu"
 os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
