@@ -20,6 +20,10 @@ pub struct Cli {
     /// compile, transfers, execute); -vv also the plugin's debug log (VLOG 1) and every step.
     #[arg(long, short = 'v', action = ArgAction::Count, global = true)]
     pub verbose: u8,
+    /// Do not register the built-in handlers of JAX's LAPACK kernels (`lapack_*_ffi`), which
+    /// are registered on CPU plugins for programs that call them (pjrt_client::lapack).
+    #[arg(long, global = true)]
+    pub no_builtin_lapack: bool,
     /// The command to run.
     #[command(subcommand)]
     pub command: Command,

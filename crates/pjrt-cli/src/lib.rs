@@ -84,6 +84,9 @@ where
 
 /// Runs a parsed command.
 pub fn run(cli: Cli) -> Result<(), Error> {
+    if cli.no_builtin_lapack {
+        pjrt_client::lapack::set_enabled(false);
+    }
     match cli.command {
         Command::Conform(args) => Ok(commands::conform::exec(&args)?),
         Command::Bench(args) => Ok(commands::bench::exec(&args)?),

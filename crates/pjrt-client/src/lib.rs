@@ -176,6 +176,7 @@ pub mod extensions;
 pub mod ffi;
 #[cfg(feature = "lapack")]
 pub mod lapack;
+mod entry_points;
 
 pub use buffer::aligned::{AlignedHostBuffer, SharedBytes, SharedHostBytes, HOST_ALIGNMENT};
 pub use buffer::dma::DmaMapping;

@@ -36,12 +36,8 @@ pub(crate) const LOAD_OPTIONS_MINOR: i32 = 111;
 pub(crate) const OVERRIDES_MINOR: i32 = 71;
 
 impl Client {
-    /// Like [`Client::deserialize_and_load`], optionally replacing the compile options stored in
-    /// the serialized executable with `overrides`, and with `load_options`.
-    ///
-    /// Each is refused with [`Error::Unsupported`] on a plugin too old to read it (overrides:
-    /// 0.71; load options: 0.111; an older plugin would silently ignore them).
-    pub fn deserialize_and_load_with(
+    /// [`Client::deserialize_and_load_with`] without registering built-in handlers first.
+    pub(crate) fn load_serialized_with(
         &self,
         serialized: &[u8],
         overrides: Option<&CompileOptions>,
@@ -51,8 +47,6 @@ impl Client {
         if serialized.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
         }
-        #[cfg(feature = "lapack")]
-        crate::lapack::prepare(self, serialized)?;
         let api = self.api();
         let overrides_bytes = match overrides {
             Some(_) if api.version().minor < OVERRIDES_MINOR => {

@@ -69,36 +69,7 @@ impl fmt::Display for ArrayShape {
 }
 
 impl Client {
-    /// Compiles `program` for this client's devices.
-    ///
-    /// The options are validated first: nothing that makes a plugin abort (no replicas, no
-    /// partitions, more devices than the client has, unknown device ids) reaches it.
-    ///
-    /// ```
-    /// use pjrt_client::{CompileOptions, ElementType, Program};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let program = Program::mlir_text(r#"
-    ///   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
-    ///     %0 = stablehlo.add %a, %b : tensor<4xf32>
-    ///     return %0 : tensor<4xf32>
-    ///   }"#)?;
-    /// let exe = client.compile(&program, &CompileOptions::new())?;
-    /// assert_eq!((exe.num_replicas(), exe.num_partitions(), exe.num_outputs()), (1, 1, 1));
-    /// assert_eq!(exe.output_shapes()[0].element_type, Some(ElementType::F32));
-    /// assert_eq!(exe.output_shapes()[0].dims, [4]);
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    ///
-    /// On a CPU plugin, the handlers of JAX's LAPACK custom calls the program names are
-    /// registered first ([`crate::lapack`], with the default `lapack` feature).
-    pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
-        #[cfg(feature = "lapack")]
-        crate::lapack::prepare(self, program.code())?;
-        self.compile_program(program, options)
-    }
-
-    /// [`Client::compile`] without registering built-in handlers (what their registration's
+    /// [`Client::compile`] without registering built-in handlers first (what their registration's
     /// own probe programs compile with).
     pub(crate) fn compile_program(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
         let _span = span!(INFO, "compile", format = program.format().as_pjrt_str(), bytes = program.code().len());

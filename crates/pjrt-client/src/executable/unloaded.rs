@@ -144,16 +144,12 @@ impl Client {
         LoadedExecutable::new(self, raw, options.is_portable())
     }
 
-    /// Loads an executable serialized by [`LoadedExecutable::serialize`] or
-    /// [`Executable::serialize`] (`PJRT_Executable_DeserializeAndLoad`). The bytes must come from
-    /// the same plugin build; a foreign or corrupt blob is the plugin's error.
-    pub fn deserialize_and_load(&self, serialized: &[u8]) -> Result<LoadedExecutable> {
+    /// [`Client::deserialize_and_load`] without registering built-in handlers first.
+    pub(crate) fn load_serialized(&self, serialized: &[u8]) -> Result<LoadedExecutable> {
         let _span = span!(INFO, "load_executable", bytes = serialized.len());
         if serialized.is_empty() {
             return Err(Error::invalid("the serialized executable is empty"));
         }
-        #[cfg(feature = "lapack")]
-        crate::lapack::prepare(self, serialized)?;
         let mut args = sys::PJRT_Executable_DeserializeAndLoad_Args::new();
         args.client = self.raw();
         args.serialized_executable = serialized.as_ptr() as *const c_char;

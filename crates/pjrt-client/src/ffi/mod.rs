@@ -55,7 +55,9 @@
 //! older struct is refused; of a longer, newer one only the known prefix is read), counts are
 //! bounded, pointers are checked for NULL and alignment, every type tag, element type, rank and
 //! attribute name and type is compared with the declaration (missing and extra attributes are
-//! refused), and results must not overlap each other or an operand. A mismatch, an error the
+//! refused), and results must not overlap each other or an operand, except a result declared
+//! with [`Signature::ret_aliasing`], which may be exactly its operand's memory (what
+//! `output_operand_aliases` makes XLA pass) and is then written in place ([`Call::ret_in_place`]). A mismatch, an error the
 //! closure returns, and a panic of the closure (caught at the C boundary) all come back to XLA
 //! as an XLA FFI error naming what went wrong; the execution then fails with that message.
 //!

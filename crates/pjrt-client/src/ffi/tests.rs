@@ -197,6 +197,74 @@ fn frames_of_other_versions_and_broken_frames() {
     assert_eq!(decode_err(&mut b, &sig), FrameError::Overlap("result 0 overlaps operand 0".into()));
 }
 
+/// A result declared with `ret_aliasing` may be exactly its operand's memory (XLA's
+/// `output_operand_aliases`), and nothing else: a partial overlap, another operand's memory or
+/// other dims stay refused; the values come through `ret_in_place` either way, and the operand
+/// cannot also be borrowed through `arg` when the two are one memory.
+#[test]
+fn aliased_results_are_their_operands_memory_or_disjoint() {
+    let sig = || Signature::new().arg::<f32>(Rank::Exact(1)).arg::<f32>(Rank::Exact(1)).ret_aliasing(0);
+    let doubled = |call: &Call| {
+        for v in call.ret_in_place::<f32>(0)?.as_mut_slice() {
+            *v *= 2.0;
+        }
+        Ok(())
+    };
+    let handler = Handler::new("double", sig(), doubled);
+    let operand = |b: &Built| b.data[0].iter().map(|&w| f32::from_bits(w as u32)).collect::<Vec<_>>();
+    // Disjoint: the operand's values are copied into the result first.
+    let mut b = Built::new(&[f32s(&[2]), f32s(&[2])], &[f32s(&[2])], &[]);
+    b.data[0][0] = 3.0f32.to_bits() as u64;
+    let before = operand(&b);
+    // SAFETY: a frame owned by `b`.
+    unsafe { handler.call_frame(b.frame()) }.unwrap();
+    assert_eq!(f32::from_bits(b.data[2][0] as u32), 6.0);
+    assert_eq!(operand(&b), before, "the operand is left as it was");
+    // Aliased: the same memory, written in place.
+    let mut b = Built::new(&[f32s(&[2]), f32s(&[2])], &[f32s(&[2])], &[]);
+    b.data[0][0] = 3.0f32.to_bits() as u64;
+    b.buffers[2].data = b.buffers[0].data;
+    // SAFETY: as above.
+    unsafe { handler.call_frame(b.frame()) }.unwrap();
+    assert_eq!(f32::from_bits(b.data[0][0] as u32), 6.0);
+    // The other operand's memory, or the same address with other dims: refused.
+    let mut b = Built::new(&[f32s(&[2]), f32s(&[2])], &[f32s(&[2])], &[]);
+    b.buffers[2].data = b.buffers[1].data;
+    assert_eq!(decode_err(&mut b, &sig()), FrameError::Overlap("result 0 overlaps operand 1".into()));
+    let mut b = Built::new(&[f32s(&[2]), f32s(&[2])], &[f32s(&[1])], &[]);
+    b.buffers[2].data = b.buffers[0].data;
+    assert_eq!(decode_err(&mut b, &sig()), FrameError::Overlap("result 0 overlaps operand 0".into()));
+    // Borrowing the aliased operand and its result at once: refused in either order.
+    let both = Handler::new("both", sig(), |call: &Call| {
+        let _x = call.arg::<f32>(0)?;
+        assert!(call.ret_in_place::<f32>(0).unwrap_err().message().contains("read through Call::arg"));
+        assert!(call.ret::<f32>(0).is_err());
+        Ok(())
+    });
+    let mut b = Built::new(&[f32s(&[2]), f32s(&[2])], &[f32s(&[2])], &[]);
+    b.buffers[2].data = b.buffers[0].data;
+    // SAFETY: as above.
+    unsafe { both.call_frame(b.frame()) }.unwrap();
+    let after = Handler::new("after", sig(), |call: &Call| {
+        let _y = call.ret_in_place::<f32>(0)?;
+        assert!(call.arg::<f32>(0).unwrap_err().message().contains("is the memory of result 0"));
+        assert!(call.arg::<f32>(1).is_ok(), "the other operand is readable");
+        Ok(())
+    });
+    let mut b = Built::new(&[f32s(&[2]), f32s(&[2])], &[f32s(&[2])], &[]);
+    b.buffers[2].data = b.buffers[0].data;
+    // SAFETY: as above.
+    unsafe { after.call_frame(b.frame()) }.unwrap();
+    // A result not declared aliasing has no in-place form.
+    let plain = Handler::new("plain", Signature::new().arg::<f32>(Rank::Any).ret::<f32>(Rank::Any), |call: &Call| {
+        assert!(call.ret_in_place::<f32>(0).is_err());
+        Ok(())
+    });
+    let mut b = Built::new(&[f32s(&[2])], &[f32s(&[2])], &[]);
+    // SAFETY: as above.
+    unsafe { plain.call_frame(b.frame()) }.unwrap();
+}
+
 /// A stand-in for XLA's API table: errors are boxed messages.
 unsafe extern "C" fn test_error_create(args: *mut x::XLA_FFI_Error_Create_Args) -> *mut x::XLA_FFI_Error {
     // SAFETY: called by the trampoline with a NUL-terminated message.

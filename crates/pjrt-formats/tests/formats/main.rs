@@ -17,6 +17,7 @@ mod compile_cache;
 mod compile_options_pb;
 mod jax_export;
 mod jax_programs;
+mod lapack;
 mod mapped_files;
 mod npy_mapped;
 mod npz;
