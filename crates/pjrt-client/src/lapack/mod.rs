@@ -244,8 +244,8 @@ pub fn library() -> Result<&'static Lapack> {
     let path = match chosen.or(from_env) {
         Some(path) => path,
         None => {
-            let mut log = Vec::new();
-            crate::locate::install(&crate::locate::OPENBLAS, |line| log.push(line.to_owned())).map_err(|e| {
+            // The installer's progress lines are not shown: a library prints nothing; its error says what failed.
+            crate::plugin::locate::install(&crate::plugin::locate::OPENBLAS, |_| ()).map_err(|e| {
                 Error::LapackUnavailable {
                     reason: format!("scipy's OpenBLAS is not installed and installing it failed: {e}"),
                 }
@@ -411,15 +411,6 @@ pub(crate) fn batch_of(what: &str, dims: &[i64]) -> std::result::Result<pjrt_lap
 /// An attribute that holds one of LAPACK's character codes (`uplo`, `mode`, ...): a `u8`.
 pub(crate) fn char_attr(call: &ffi::Call<'_>, name: &str) -> std::result::Result<u8, FfiError> {
     call.attr::<u8>(name)
-}
-
-/// A stand-in for a family not written yet: refuses every call.
-#[allow(dead_code)]
-pub(crate) fn not_yet(target: &str) -> Handler {
-    let target = target.to_owned();
-    Handler::new(&target.clone(), ffi::Signature::new(), move |_| {
-        Err(FfiError::new(crate::ErrorCode::Unimplemented, format!("{target} is not implemented yet")))
-    })
 }
 
 /// A kernel's refusal as the handler's error.

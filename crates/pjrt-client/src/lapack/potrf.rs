@@ -1,9 +1,55 @@
-//! `lapack_?potrf_ffi`.
+//! `lapack_{s,d,c,z}potrf_ffi`: Cholesky factorisation (`jnp.linalg.cholesky`,
+//! `lax.linalg.cholesky`, `jax.scipy.linalg.cho_factor`, `cho_solve`).
+//!
+//! JAX's contract: operand `x` (`[batch..., n, n]`, column-major), attribute `uplo` (`u8`,
+//! `'L'` = 76 or `'U'` = 85; JAX's own lowering always asks for `'L'`), results `x_out`
+//! (aliasing `x`: the factor in the triangle `uplo` names, the other triangle as it was) and
+//! `info` (`s32[batch...]`, `> 0`: not positive definite; JAX's lowering replaces such matrices
+//! with NaNs and zeroes the other triangle afterwards).
+//!
+//! ```
+//! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
+//! # let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+//! let client = Client::new(&plugin, &ClientOptions::new())?;
+//! // The custom call as JAX 0.10 prints it (`mhlo.backend_config` holds the attributes of an
+//! // FFI call; the `sdy.sharding_rule` left out).
+//! // lax.linalg.cholesky on a batch of two, before its NaN and tril steps.
+//! let program = Program::mlir_text(r#"
+//! func.func public @main(%a: tensor<2x2x2xf32>) -> (tensor<2x2x2xf32>, tensor<2xi32>) {
+//!   %l, %info = stablehlo.custom_call @lapack_spotrf_ffi(%a) {backend_config = "",
+//!       mhlo.backend_config = {uplo = 76 : ui8}, mhlo.frontend_attributes = {num_batch_dims = "1"},
+//!       operand_layouts = [dense<[1, 2, 0]> : tensor<3xindex>],
+//!       result_layouts = [dense<[1, 2, 0]> : tensor<3xindex>, dense<0> : tensor<1xindex>],
+//!       output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [0], operand_index = 0, operand_tuple_indices = []>]}
+//!       : (tensor<2x2x2xf32>) -> (tensor<2x2x2xf32>, tensor<2xi32>)
+//!   return %l, %info : tensor<2x2x2xf32>, tensor<2xi32>
+//! }"#)?;
+//! let exe = client.compile(&program, &CompileOptions::new())?;
+//! // [[4, 2], [2, 5]] (positive definite) and [[1, 2], [2, 1]] (not).
+//! let a = client.upload(&[4.0f32, 2.0, 2.0, 5.0, 1.0, 2.0, 2.0, 1.0], &[2, 2, 2])?;
+//! let out = exe.execute(&[&a], &ExecuteOptions::new())?;
+//! let l = out[0].to_vec::<f32>()?;
+//! assert_eq!(l[..4], [2.0, 2.0, 1.0, 2.0]); // L = [[2, 0], [1, 2]]; the upper 2 as it was
+//! assert_eq!(out[1].to_vec::<i32>()?, [0, 2]); // the second minor of member 1 is negative
+//! # Ok::<(), pjrt_client::Error>(())
+//! ```
 
-use pjrt_lapack::Lapack;
+use pjrt_lapack::{kernels, Lapack};
 
-use crate::ffi::Handler;
+use super::{batch_of, by_type, char_attr, kernel_error, Element};
+use crate::ffi::{Call, Handler, Rank, Signature};
 
-pub(super) fn handler(_prefix: char, target: &str, _lapack: &'static Lapack) -> Handler {
-    super::not_yet(target)
+pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
+    by_type!(prefix, typed(target, lapack))
+}
+
+fn typed<T: Element>(target: &str, lapack: &'static Lapack) -> Handler {
+    let signature = Signature::new().arg::<T>(Rank::Any).ret_aliasing(0).ret::<i32>(Rank::Any).attr::<u8>("uplo");
+    Handler::new(target, signature, move |call: &Call<'_>| {
+        let uplo = char_attr(call, "uplo")?;
+        let mut x = call.ret_in_place::<T>(0)?;
+        let batch = batch_of("x", x.dims())?;
+        let mut info = call.ret::<i32>(1)?;
+        kernels::potrf(lapack, batch, uplo, x.as_mut_slice(), info.as_mut_slice()).map_err(kernel_error)
+    })
 }

@@ -1,9 +1,77 @@
-//! `lapack_?trsm_ffi`.
+//! `lapack_{s,d,c,z}trsm_ffi`: triangular solve (`lax.linalg.triangular_solve`,
+//! `jax.scipy.linalg.solve_triangular`, `cho_solve`, and the solves behind `jnp.linalg.solve`
+//! and `inv`).
+//!
+//! JAX's contract: operands `x` (`[batch..., k, k]`, the triangular matrix) and `y`
+//! (`[batch..., m, n]`), both column-major, with the same batch dimensions; `k = m` for
+//! `side = 'L'` (solve `op(x) z = y`), `k = n` for `side = 'R'` (`z op(x) = y`), `m` and `n`
+//! taken from `y`; attributes `side` (`'L'`/`'R'`), `uplo` (`'L'`/`'U'`), `trans_x`
+//! (`'N'`/`'T'`/`'C'`, `'C'` also for real types) and `diag` (`'N'`/`'U'`), all `u8`; one
+//! result `y_out` (aliasing `y`, not in a tuple: `output_tuple_indices = []`). BLAS runs
+//! with `alpha = 1`; there is no `info` (a zero on the diagonal gives infinities).
+//!
+//! ```
+//! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
+//! # let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+//! let client = Client::new(&plugin, &ClientOptions::new())?;
+//! // The custom call as JAX 0.10 prints it (`mhlo.backend_config` holds the attributes of an
+//! // FFI call; the `sdy.sharding_rule` left out).
+//! // solve_triangular(x, y, lower=True, trans=1): x^T z = y.
+//! let program = Program::mlir_text(r#"
+//! func.func public @main(%x: tensor<2x2xf64>, %y: tensor<2x1xf64>) -> tensor<2x1xf64> {
+//!   %z = stablehlo.custom_call @lapack_dtrsm_ffi(%x, %y) {backend_config = "",
+//!       mhlo.frontend_attributes = {num_batch_dims = "0"},
+//!       mhlo.backend_config = {diag = 78 : ui8, side = 76 : ui8, trans_x = 84 : ui8, uplo = 76 : ui8},
+//!       operand_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<[0, 1]> : tensor<2xindex>],
+//!       result_layouts = [dense<[0, 1]> : tensor<2xindex>],
+//!       output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [], operand_index = 1, operand_tuple_indices = []>]}
+//!       : (tensor<2x2xf64>, tensor<2x1xf64>) -> tensor<2x1xf64>
+//!   return %z : tensor<2x1xf64>
+//! }"#)?;
+//! let exe = client.compile(&program, &CompileOptions::new())?;
+//! // x = [[2, 99], [1, 4]]: lower, so the 99 is never read; x^T = [[2, 1], [0, 4]].
+//! let x = client.upload(&[2.0f64, 99.0, 1.0, 4.0], &[2, 2])?;
+//! let y = client.upload(&[4.0f64, 8.0], &[2, 1])?;
+//! let z = exe.execute(&[&x, &y], &ExecuteOptions::new())?[0].to_vec::<f64>()?;
+//! assert_eq!(z, [1.0, 2.0]);
+//! # Ok::<(), pjrt_client::Error>(())
+//! ```
 
+use pjrt_lapack::kernels::{self, Triangular};
 use pjrt_lapack::Lapack;
 
-use crate::ffi::Handler;
+use super::{batch_of, by_type, char_attr, kernel_error, Element};
+use crate::ffi::{Call, FfiError, Handler, Rank, Signature};
 
-pub(super) fn handler(_prefix: char, target: &str, _lapack: &'static Lapack) -> Handler {
-    super::not_yet(target)
+pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
+    by_type!(prefix, typed(target, lapack))
+}
+
+fn typed<T: Element>(target: &str, lapack: &'static Lapack) -> Handler {
+    let signature = Signature::new()
+        .arg::<T>(Rank::Any)
+        .arg::<T>(Rank::Any)
+        .ret_aliasing(1)
+        .attr::<u8>("side")
+        .attr::<u8>("uplo")
+        .attr::<u8>("trans_x")
+        .attr::<u8>("diag");
+    Handler::new(target, signature, move |call: &Call<'_>| {
+        let attrs = Triangular::new(
+            char_attr(call, "side")?,
+            char_attr(call, "uplo")?,
+            char_attr(call, "trans_x")?,
+            char_attr(call, "diag")?,
+        );
+        let x = call.arg::<T>(0)?;
+        let mut y = call.ret_in_place::<T>(0)?;
+        let (x_batch, y_batch) = (batch_of("x", x.dims())?, batch_of("y", y.dims())?);
+        let (xd, yd) = (x.dims(), y.dims());
+        if xd[..xd.len() - 2] != yd[..yd.len() - 2] {
+            return Err(FfiError::invalid_argument(format!(
+                "x has dimensions {xd:?} and y {yd:?}: their batch dimensions (all but the last two) must be equal"
+            )));
+        }
+        kernels::trsm(lapack, attrs, x_batch, x.as_slice(), y_batch, y.as_mut_slice()).map_err(kernel_error)
+    })
 }

@@ -35,7 +35,7 @@ pub fn getrf<T: Scalar>(
     }
     let (m, n, lda) = (int("rows", batch.rows)?, int("cols", batch.cols)?, leading("rows", batch.rows)?);
     let getrf = lapack.routines::<T>().getrf;
-    for i in 0..batch.count {
+    for (i, info) in info.iter_mut().enumerate() {
         let matrix = member(a, i, batch.matrix());
         let pivots = member(ipiv, i, batch.min_dim());
         let mut status = 0;
@@ -43,7 +43,7 @@ pub fn getrf<T: Scalar>(
         // `pivots` min(rows, cols) (lengths checked above); the scalars are live locals.
         unsafe { getrf(&m, &n, matrix.as_mut_ptr(), &lda, pivots.as_mut_ptr(), &mut status) };
         check_info("getrf", status)?;
-        info[i] = status;
+        *info = status;
     }
     Ok(())
 }

@@ -6,9 +6,31 @@
 //! LAPACK leading dimensions of at least 1 (LAPACK refuses 0, even for empty matrices); an
 //! empty batch or empty matrices call nothing.
 
+mod gees;
+mod gehrd;
+mod geqrf;
+mod geev;
+mod gesdd;
 mod getrf;
+mod gtsv;
+mod orgqr;
+mod potrf;
+mod syevd;
+mod sytrd;
+mod trsm;
 
+pub use gees::{gees, gees_complex};
+pub use geev::{geev, geev_complex};
+pub use gehrd::gehrd;
+pub use geqrf::geqrf;
+pub use gesdd::{gesdd, gesdd_complex};
 pub use getrf::getrf;
+pub use gtsv::gtsv;
+pub use orgqr::orgqr;
+pub use potrf::potrf;
+pub use syevd::{heevd, syevd};
+pub use sytrd::sytrd;
+pub use trsm::{trsm, Triangular};
 
 use crate::KernelError;
 
