@@ -107,10 +107,6 @@ impl Mats {
     fn scale_cols(&self, d: &[C]) -> Mats {
         Mats::new(self.count, self.rows, self.cols, |b, i, j| self.at(b, i, j) * d[b * self.cols + j])
     }
-    fn batch(&self, b: usize) -> Mats {
-        let n = self.rows * self.cols;
-        Mats { count: 1, rows: self.rows, cols: self.cols, v: self.v[b * n..(b + 1) * n].to_vec() }
-    }
 }
 
 fn amax_diff(a: &Mats, b: &Mats) -> f64 {
