@@ -127,3 +127,15 @@ fn a_gpu_export_is_refused_by_name_on_a_cpu_plugin() {
     assert_fails(&out, "cusolver_getrf_ffi");
     assert!(stderr(&out).contains("GPU kernels"), "{}", stderr(&out));
 }
+
+#[test]
+fn without_a_loadable_lapack_the_error_says_what_to_install() {
+    let case = "cholesky_f64";
+    let missing = temp_dir("lapack-missing").join("libscipy_openblas.so");
+    let out = crate::common::pjrt_env(
+        &["run", &data(case, "model.jaxexport"), "--input", &data(case, "in0.npy")],
+        &[("PJRT_LAPACK_LIBRARY", missing.to_str().unwrap())],
+    );
+    assert_fails(&out, "which run on scipy's OpenBLAS");
+    assert!(stderr(&out).contains("pjrt plugin install openblas"), "{}", stderr(&out));
+}
