@@ -14,6 +14,18 @@ It prints p10 / median / p90 per side and alternation, and the ratios (pjrt / JA
 below 1 is faster than JAX). Where the raw C path is above JAX by the same margin as the safe
 path, the gap is the plugin's (its C API wrapper), not this library's.
 
+Linear algebra (`--models linalg`, or a family `solve,svd`, or single models `svd_1024_f64`):
+`jnp.linalg.solve(a, b)` (a random n x n matrix, b a vector), `jnp.linalg.cholesky` (an SPD
+matrix), `jnp.linalg.eigh` (a symmetric one) and `jnp.linalg.svd(a, full_matrices=False)`, at
+n = 256 and 1024, f32 and f64: on CPU they are the `lapack_*_ffi` custom calls (jaxlib's
+kernels under JAX, pjrt-client's built-in ones under pjrt), both over scipy's OpenBLAS. Each is
+timed per call with an iteration count calibrated from one JAX call (--linalg-seconds per side
+and alternation, at least 3 calls; --linalg-iters fixes it), 10 alternations unless
+--alternations says otherwise, without the raw C path (a call takes milliseconds, dispatch is
+noise) and with one call in flight. The OpenBLAS thread count is OPENBLAS_NUM_THREADS for both
+sides (--blas-threads sets it); the script prints what each side's OpenBLAS reports (its
+library, version, core kernel and threads) and the CPU count, and ends with a summary table.
+
 With --startup it also times the whole process to the first result, warm caches on both sides:
 `pjrt run MODEL` (compile cache) against a fresh Python that imports JAX, deserializes the
 model and runs it once with JAX's persistent compilation cache (wall time and peak RSS).
@@ -24,12 +36,17 @@ Usage (from the repository root, after `cargo build --release -p pjrt-cli`):
     /tmp/jaxenv/bin/python tools/bench_vs_jax.py --plugin cpu-0.106 --iters 5000 --startup
     /tmp/jaxenv/bin/python tools/bench_vs_jax.py --models mlp --json results.json
     /tmp/jaxenv/bin/python tools/bench_vs_jax.py --client-option asynchronous=false   # 0.115 plugin
+    target/jax-venv-0.10.2/bin/python tools/bench_vs_jax.py --models linalg --blas-threads 1
+    target/jax-venv-0.10.2/bin/python tools/bench_vs_jax.py --models svd_1024_f64,eigh --alternations 3
 
 Numbers are only meaningful on a quiet machine: run nothing else meanwhile.
 """
 
 import argparse
+import contextlib
+import glob
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -40,6 +57,14 @@ from pathlib import Path
 
 import numpy as np
 
+# OpenBLAS sizes its thread pool when it is loaded: --blas-threads must reach the environment
+# before JAX (and the scipy it loads its LAPACK from) is imported, and the pjrt processes
+# inherit it.
+_early = argparse.ArgumentParser(add_help=False)
+_early.add_argument("--blas-threads", type=int, default=None)
+_blas_threads = _early.parse_known_args()[0].blas_threads
+if _blas_threads is not None:
+    os.environ["OPENBLAS_NUM_THREADS"] = str(_blas_threads)
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
@@ -73,10 +98,56 @@ def cnn_model(rng):
 
 MODELS = {"mlp": mlp_model, "cnn": cnn_model}
 
+LINALG_FAMILIES = ("solve", "cholesky", "eigh", "svd")
+LINALG_SIZES = (256, 1024)
+LINALG_DTYPES = {"f32": np.float32, "f64": np.float64}
+LINALG = [f"{f}_{n}_{d}" for f in LINALG_FAMILIES for n in LINALG_SIZES for d in LINALG_DTYPES]
+
+
+def linalg_model(name, rng):
+    """Model `family_n_dtype`: (function, inputs) of one jnp.linalg call on an n x n matrix."""
+    family, n, dtype = name.split("_")
+    n, dtype = int(n), LINALG_DTYPES[dtype]
+    a = rng.standard_normal((n, n))
+    if family == "solve":
+        return jnp.linalg.solve, [a.astype(dtype), rng.standard_normal(n).astype(dtype)]
+    if family == "cholesky":
+        return jnp.linalg.cholesky, [(a @ a.T / n + np.eye(n)).astype(dtype)]
+    # eigh and svd return named tuples, which jax.export serializes only registered: plain ones.
+    if family == "eigh":
+        return (lambda x: tuple(jnp.linalg.eigh(x))), [((a + a.T) / 2).astype(dtype)]
+    return (lambda x: tuple(jnp.linalg.svd(x, full_matrices=False))), [a.astype(dtype)]
+
+
+def expand_models(spec):
+    """--models: names, `linalg` (all 16) or a family (its 4 sizes and types), in order, once each."""
+    names = []
+    for part in filter(None, spec.split(",")):
+        if part == "linalg":
+            more = LINALG
+        elif part in LINALG_FAMILIES:
+            more = [m for m in LINALG if m.startswith(part + "_")]
+        elif part in MODELS or part in LINALG:
+            more = [part]
+        else:
+            sys.exit(f"unknown model {part!r}: choose from {', '.join(MODELS)}, linalg, "
+                     f"{', '.join(LINALG_FAMILIES)} or {', '.join(LINALG)}")
+        names += [m for m in more if m not in names]
+    return names
+
+
+def is_linalg(name):
+    return name in LINALG
+
+
+def x64_for(name):
+    """A context in which model `name` is built and run: 64-bit types on for the f64 models only."""
+    return jax.enable_x64(name.endswith("_f64"))
+
 
 def export(name, out_dir, rng):
     """Exports model `name` to out_dir/name/model.jaxexport with in0.npy, ...; returns (call, args, paths)."""
-    fun, args = MODELS[name](rng)
+    fun, args = linalg_model(name, rng) if is_linalg(name) else MODELS[name](rng)
     exported = jax.export.export(jax.jit(fun))(*args)
     folder = out_dir / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -99,26 +170,46 @@ def percentiles(samples_ns):
 def time_jax(exported, args, iters):
     call = jax.jit(exported.call)
     on_device = [jax.device_put(a) for a in args]
+    # jax.block_until_ready: a linear-algebra model returns a tuple (eigh, svd).
     for _ in range(max(iters // 10, 1)):
-        call(*on_device).block_until_ready()
+        jax.block_until_ready(call(*on_device))
     samples = []
     for _ in range(iters):
         t = time.perf_counter_ns()
-        call(*on_device).block_until_ready()
+        jax.block_until_ready(call(*on_device))
         samples.append(time.perf_counter_ns() - t)
     return percentiles(samples)
 
 
-def time_pjrt(pjrt, plugin, model, inputs, iters, client_options=()):
-    cmd = [pjrt, "bench", "run", str(model), "--input", *map(str, inputs), "--iters", str(iters), "--raw", "--json"]
+def calibrate_iters(exported, args, seconds, most):
+    """Calls per side and alternation for a slow model: `seconds` worth of calls, 3 to `most`."""
+    call = jax.jit(exported.call)
+    on_device = [jax.device_put(a) for a in args]
+    jax.block_until_ready(call(*on_device))  # compiles
+    best = math.inf
+    for _ in range(2):
+        t = time.perf_counter()
+        jax.block_until_ready(call(*on_device))
+        best = min(best, time.perf_counter() - t)
+    return max(3, min(most, math.ceil(seconds / best))), best
+
+
+def time_pjrt(pjrt, plugin, model, inputs, iters, client_options=(), raw=True, in_flight=None):
+    cmd = [pjrt, "bench", "run", str(model), "--input", *map(str, inputs), "--iters", str(iters), "--json"]
+    if raw:
+        cmd.append("--raw")
+    if in_flight is not None:
+        cmd += ["--in-flight", str(in_flight)]
     if plugin:
         cmd += ["--plugin", plugin]
     for option in client_options:
         cmd += ["--client-option", option]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed (status {out.returncode}):\n{out.stderr.strip()}")
     report = json.loads(out.stdout)
     pick = lambda v: {k: report[v][k] for k in ("p10_us", "median_us", "p90_us", "p99_us")}  # noqa: E731
-    return pick("safe"), pick("raw"), report
+    return pick("safe"), (pick("raw") if raw else None), report
 
 
 # Forks and execs the command, then reports its wall time and peak RSS. A fork of this script
@@ -177,13 +268,103 @@ def startup(pjrt, plugin, model, inputs, work, runs=3):
     return med(ours), med(theirs)
 
 
+# What an OpenBLAS says about itself: run here on the library JAX loaded, and in a fresh Python
+# (same environment) on the one pjrt loads.
+OPENBLAS_PROBE = """
+def openblas_report(path):
+    import ctypes
+    lib = ctypes.CDLL(path)
+    info = {"library": path}
+    for prefix in ("scipy_openblas_", "openblas_"):
+        if hasattr(lib, prefix + "get_config"):
+            for what, kind in (("config", ctypes.c_char_p), ("corename", ctypes.c_char_p),
+                               ("num_threads", ctypes.c_int)):
+                f = getattr(lib, prefix + "get_" + what)
+                f.restype = kind
+                v = f()
+                info[what] = v.decode() if isinstance(v, bytes) else v
+            break
+    return info
+"""
+exec(OPENBLAS_PROBE)  # defines openblas_report
+
+
+def openblas_of_jax():
+    """The OpenBLAS jaxlib's LAPACK kernels call, as it reports itself: scipy's (jaxlib takes its routines
+    from scipy.linalg.cython_lapack), not numpy's 64-bit-integer one that is loaded beside it."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line}
+    scipys = sorted(p for p in paths if "/scipy.libs/" in p or "scipy_openblas32" in p)
+    return openblas_report(scipys[0]) if scipys else {"library": None, "note": f"(not loaded; loaded: {paths})"}
+
+
+def openblas_of_pjrt():
+    """The OpenBLAS pjrt-client loads (PJRT_LAPACK_LIBRARY, else scipy-openblas32 in the plugin cache), as it
+    reports itself under this environment (it sizes its threads the same way in the pjrt process)."""
+    path = os.environ.get("PJRT_LAPACK_LIBRARY")
+    if not path:
+        cache = os.environ.get("PJRT_PLUGIN_CACHE") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "pjrt-client", "plugins")
+        found = sorted(glob.glob(os.path.join(cache, "scipy-openblas32-*", "scipy_openblas32", "lib",
+                                              "libscipy_openblas.so")))
+        if not found:
+            return {"library": None, "note": "not installed yet (pjrt plugin install openblas)"}
+        path = found[-1]
+    probe = OPENBLAS_PROBE + "\nimport json, sys\nprint(json.dumps(openblas_report(sys.argv[1])))"
+    return json.loads(subprocess.run([sys.executable, "-S", "-c", probe, path], check=True,
+                                     capture_output=True, text=True).stdout)
+
+
+def describe_openblas(side, info):
+    if not info.get("library"):
+        return f"  {side}: no OpenBLAS found {info.get('note', '')}"
+    return (f"  {side}: {info['library']}\n      {info.get('config', '?')}, core {info.get('corename', '?')}, "
+            f"{info.get('num_threads', '?')} threads")
+
+
+def print_linalg_summary(rows):
+    print("\nlinear algebra: median per call of each side, pjrt/JAX = median over alternations of the "
+          "per-alternation ratio of medians")
+    print(f"  {'model':16} {'calls':>5} {'alt':>3} {'JAX ms':>9} {'pjrt ms':>9} {'pjrt/JAX':>8} "
+          f"{'min':>6} {'max':>6}  <=1.05  load")
+    for name, e in rows:
+        if "error" in e:
+            print(f"  {name:16} {e['iters']:>5}   pjrt failed: {e['error'].splitlines()[-1][:90]}")
+            continue
+        ratios = [r["pjrt"]["median_us"] / r["jax"]["median_us"] for r in e["alternations"]]
+        jax_ms = statistics.median(r["jax"]["median_us"] for r in e["alternations"]) / 1e3
+        pjrt_ms = statistics.median(r["pjrt"]["median_us"] for r in e["alternations"]) / 1e3
+        ratio = e["pjrt_over_jax_median_us"]
+        print(f"  {name:16} {e['iters']:>5} {len(ratios):>3} {jax_ms:>9.3f} {pjrt_ms:>9.3f} {ratio:>8.3f} "
+              f"{min(ratios):>6.3f} {max(ratios):>6.3f}  {'yes' if ratio <= 1.05 else 'NO ':6} "
+              f"{e['load_average_1min']:.1f}")
+    print("  (load: the 1-minute load average after the model; the benchmark itself adds about one per BLAS "
+          "thread, more is other work on the machine)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pjrt", default=str(ROOT / "target/release/pjrt"), help="the pjrt binary")
     parser.add_argument("--plugin", default=None, help="pjrt --plugin (default: the CPU plugin pjrt finds)")
-    parser.add_argument("--models", default="mlp,cnn", help="comma-separated: " + ",".join(MODELS))
-    parser.add_argument("--iters", type=int, default=5000, help="timed calls per side and alternation")
-    parser.add_argument("--alternations", type=int, default=3)
+    parser.add_argument("--models", default="mlp,cnn",
+                        help="comma-separated: " + ",".join(MODELS) + ", linalg (all of " + ",".join(LINALG_FAMILIES)
+                        + " at n = 256 and 1024, f32 and f64), a family, or one model such as svd_1024_f64")
+    parser.add_argument("--iters", type=int, default=5000, help="timed calls per side and alternation (mlp, cnn)")
+    parser.add_argument("--alternations", type=int, default=None,
+                        help="default 3 for mlp and cnn, 10 for the linear algebra")
+    parser.add_argument("--linalg-seconds", type=float, default=0.5,
+                        help="time per side and alternation a linear-algebra model's call count is sized for "
+                             "(from one JAX call; at least 3 calls)")
+    parser.add_argument("--linalg-iters", type=int, default=None,
+                        help="timed calls per side and alternation for every linear-algebra model (instead of "
+                             "--linalg-seconds)")
+    parser.add_argument("--linalg-max-iters", type=int, default=500, help="most calls --linalg-seconds may choose")
+    parser.add_argument("--blas-threads", type=int, default=None,
+                        help="OPENBLAS_NUM_THREADS for both sides (default: the environment's, else OpenBLAS's "
+                             "choice, one per core)")
+    parser.add_argument("--pjrt-lapack", default=None, metavar="PATH|jax",
+                        help="PJRT_LAPACK_LIBRARY for the pjrt side: a LAPACK library, or `jax` for the very OpenBLAS "
+                             "file JAX's kernels call (scipy's bundled one), to set the kernels apart from the build")
     parser.add_argument("--out", default=None, help="where to write the models (default: a temporary folder)")
     parser.add_argument("--startup", action="store_true", help="also time the whole process to a first result")
     parser.add_argument("--client-option", action="append", default=[], metavar="NAME=VALUE",
@@ -193,26 +374,68 @@ def main():
 
     out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="bench-vs-jax-"))
     rng = np.random.default_rng(20261201)
+    names = expand_models(args.models)
     results = {"jax": jax.__version__, "client_options": args.client_option, "date": time.strftime("%Y-%m-%d"), "machine": os.uname().nodename,
                "cores": os.cpu_count(), "models": {}}
-    for name in args.models.split(","):
-        exported, host_args, model, inputs = export(name, out_dir, rng)
-        rows = []
-        for k in range(args.alternations):
-            # Alternate which side goes first, so neither always runs on a warmer machine.
-            if k % 2 == 0:
-                j = time_jax(exported, host_args, args.iters)
-                safe, raw, _ = time_pjrt(args.pjrt, args.plugin, model, inputs, args.iters, args.client_option)
-            else:
-                safe, raw, _ = time_pjrt(args.pjrt, args.plugin, model, inputs, args.iters, args.client_option)
-                j = time_jax(exported, host_args, args.iters)
-            rows.append({"jax": j, "pjrt": safe, "raw": raw})
-        entry = {"alternations": rows}
-        print(f"\n{name} ({model}), {args.iters} calls per side, {args.alternations} alternations")
+    linalg_rows = []
+    if any(map(is_linalg, names)):
+        # Load jaxlib's LAPACK (scipy's OpenBLAS) before asking it what it runs on.
+        jax.block_until_ready(jnp.linalg.cholesky(jnp.eye(2)))
+        jax_openblas = openblas_of_jax()
+        if args.pjrt_lapack:
+            os.environ["PJRT_LAPACK_LIBRARY"] = jax_openblas["library"] if args.pjrt_lapack == "jax" else args.pjrt_lapack
+        threads = {"OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS"),
+                   "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"), "cpu_count": os.cpu_count(),
+                   "sched_getaffinity": len(os.sched_getaffinity(0)),
+                   "jax_openblas": jax_openblas, "pjrt_openblas": openblas_of_pjrt()}
+        results["threads"] = threads
+        print(f"threads: OPENBLAS_NUM_THREADS={threads['OPENBLAS_NUM_THREADS']}, "
+              f"OMP_NUM_THREADS={threads['OMP_NUM_THREADS']}, {threads['cpu_count']} CPUs "
+              f"({threads['sched_getaffinity']} usable); OpenBLAS as each side loads it:")
+        print(describe_openblas("JAX (scipy's)", threads["jax_openblas"]))
+        print(describe_openblas("pjrt (pjrt-client's)", threads["pjrt_openblas"]))
+    for name in names:
+        linalg = is_linalg(name)
+        alternations = args.alternations or (10 if linalg else 3)
+        with x64_for(name) if linalg else contextlib.nullcontext():
+            exported, host_args, model, inputs = export(name, out_dir, rng)
+            iters, one_call_s = args.iters, None
+            if linalg:
+                if args.linalg_iters:
+                    iters = args.linalg_iters
+                else:
+                    iters, one_call_s = calibrate_iters(exported, host_args, args.linalg_seconds, args.linalg_max_iters)
+            rows, report = [], {}
+            pjrt_side = lambda: time_pjrt(args.pjrt, args.plugin, model, inputs, iters,  # noqa: E731
+                                          args.client_option, raw=not linalg, in_flight=1 if linalg else None)
+            try:
+                for k in range(alternations):
+                    # Alternate which side goes first, so neither always runs on a warmer machine.
+                    if k % 2 == 0:
+                        j = time_jax(exported, host_args, iters)
+                        safe, raw, report = pjrt_side()
+                    else:
+                        safe, raw, report = pjrt_side()
+                        j = time_jax(exported, host_args, iters)
+                    rows.append({"jax": j, "pjrt": safe, "raw": raw})
+            except RuntimeError as error:
+                if not linalg:
+                    raise
+                # One kernel missing or failing should not cost the other models' figures.
+                print(f"\n{name}: pjrt failed, skipped: {error}")
+                results["models"][name] = {"error": str(error), "iters": iters}
+                linalg_rows.append((name, results["models"][name]))
+                continue
+        entry = {"alternations": rows, "iters": iters, "pjrt_plugin": report.get("plugin"),
+                 "pjrt_plugin_api": report.get("api_version"), "load_average_1min": os.getloadavg()[0]}
+        if one_call_s is not None:
+            entry["calibration_call_s"] = one_call_s
+        sides = ("jax", "pjrt") if linalg else ("jax", "pjrt", "raw")
+        print(f"\n{name} ({model}), {iters} calls per side, {alternations} alternations")
         print(f"  {'':4} {'side':5} {'p10 us':>8} {'median':>8} {'p90':>8}   {'pjrt/jax p10':>12} {'median':>7}"
-              f"   {'raw/jax p10':>11} {'median':>7}")
+              + ("" if linalg else f"   {'raw/jax p10':>11} {'median':>7}"))
         for k, r in enumerate(rows):
-            for side in ("jax", "pjrt", "raw"):
+            for side in sides:
                 s = r[side]
                 extra = ""
                 if side == "pjrt":
@@ -223,8 +446,11 @@ def main():
                 print(f"  #{k + 1:<3} {side:5} {s['p10_us']:>8.2f} {s['median_us']:>8.2f} {s['p90_us']:>8.2f}{extra}")
         for q in ("p10_us", "median_us", "p90_us"):
             ratio = statistics.median(r["pjrt"][q] / r["jax"][q] for r in rows)
-            raw_ratio = statistics.median(r["raw"][q] / r["jax"][q] for r in rows)
             entry[f"pjrt_over_jax_{q}"] = ratio
+            if linalg:
+                print(f"  median over alternations, {q[:-3]:>6}: pjrt/jax {ratio:.3f}")
+                continue
+            raw_ratio = statistics.median(r["raw"][q] / r["jax"][q] for r in rows)
             entry[f"raw_over_jax_{q}"] = raw_ratio
             print(f"  median over alternations, {q[:-3]:>6}: pjrt/jax {ratio:.3f}, raw/jax {raw_ratio:.3f}")
         if args.startup:
@@ -235,6 +461,18 @@ def main():
             print(f"  whole process to first result (warm caches): pjrt run {ours[0] * 1e3:.0f} ms, "
                   f"{ours[1]:.0f} MiB; JAX {theirs[0] * 1e3:.0f} ms, {theirs[1]:.0f} MiB")
         results["models"][name] = entry
+        if linalg:
+            linalg_rows.append((name, entry))
+        if args.json:  # after each model, so a long run that is stopped keeps what it measured
+            Path(args.json).write_text(json.dumps(results, indent=2))
+    if linalg_rows:
+        print_linalg_summary(linalg_rows)
+        t = results["threads"]
+        measured = [e for _, e in linalg_rows if "error" not in e] or [{}]
+        print(f"  threads: OPENBLAS_NUM_THREADS={t['OPENBLAS_NUM_THREADS']}, JAX's OpenBLAS "
+              f"{t['jax_openblas'].get('num_threads')}, pjrt's {t['pjrt_openblas'].get('num_threads')}, "
+              f"{t['cpu_count']} CPUs; pjrt plugin {measured[-1].get('pjrt_plugin')} "
+              f"(API {measured[-1].get('pjrt_plugin_api')})")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
 
