@@ -47,17 +47,11 @@
 use num_complex::Complex;
 use pjrt_lapack::{kernels, GeesComplex, GeesReal, Lapack, Scalar};
 
-use super::{batch_of, char_attr, kernel_error, Element};
+use super::{batch_of, by_kind, char_attr, kernel_error, Element};
 use crate::ffi::{Call, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
-    match prefix {
-        's' => real::<f32>(target, lapack),
-        'd' => real::<f64>(target, lapack),
-        'c' => complex::<f32>(target, lapack),
-        'z' => complex::<f64>(target, lapack),
-        other => unreachable!("no LAPACK type {other}"),
-    }
+    by_kind!(prefix, R => real::<R>(target, lapack), complex::<R>(target, lapack))
 }
 
 fn real<T>(target: &str, lapack: &'static Lapack) -> Handler

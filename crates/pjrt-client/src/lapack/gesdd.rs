@@ -43,19 +43,18 @@
 //! ```
 
 use num_complex::Complex;
-use pjrt_lapack::{kernels, GesddComplex, GesddReal, Lapack, Scalar};
+use pjrt_lapack::kernels::{self, Batch};
+use pjrt_lapack::{KernelError, Lapack};
 
-use super::{batch_of, char_attr, kernel_error, Element};
+use super::{batch_of, by_kind, char_attr, kernel_error, Element};
 use crate::ffi::{Call, FfiError, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
-    match prefix {
-        's' => real::<f32>(target, lapack),
-        'd' => real::<f64>(target, lapack),
-        'c' => complex::<f32>(target, lapack),
-        'z' => complex::<f64>(target, lapack),
-        other => unreachable!("no LAPACK type {other}"),
-    }
+    by_kind!(
+        prefix,
+        R => typed::<R, R>(target, lapack, kernels::gesdd),
+        typed::<Complex<R>, R>(target, lapack, kernels::gesdd_complex)
+    )
 }
 
 fn signature<T: Element, R: Element>() -> Signature {
@@ -78,47 +77,20 @@ fn vector_dims(u: &[i64], vt: &[i64]) -> Result<(usize, usize), FfiError> {
     Ok((u_cols, vt_rows))
 }
 
-fn real<T>(target: &str, lapack: &'static Lapack) -> Handler
-where
-    T: Element + Scalar<Real = T, Gesdd = GesddReal<T>>,
-{
-    Handler::new(target, signature::<T, T>(), move |call: &Call<'_>| {
+/// [`kernels::gesdd`] or [`kernels::gesdd_complex`]: `T` the matrices' type, `R` the singular
+/// values'.
+type Kernel<T, R> =
+    fn(&Lapack, Batch, u8, &mut [T], &mut [R], &mut [T], usize, &mut [T], usize, &mut [i32]) -> Result<(), KernelError>;
+
+fn typed<T: Element, R: Element>(target: &str, lapack: &'static Lapack, kernel: Kernel<T, R>) -> Handler {
+    Handler::new(target, signature::<T, R>(), move |call: &Call<'_>| {
         let mode = char_attr(call, "mode")?;
         let mut x = call.ret_in_place::<T>(0)?;
         let batch = batch_of("x", x.dims())?;
-        let mut s = call.ret::<T>(1)?;
+        let mut s = call.ret::<R>(1)?;
         let (mut u, mut vt, mut info) = (call.ret::<T>(2)?, call.ret::<T>(3)?, call.ret::<i32>(4)?);
         let (u_cols, vt_rows) = vector_dims(u.dims(), vt.dims())?;
-        kernels::gesdd(
-            lapack,
-            batch,
-            mode,
-            x.as_mut_slice(),
-            s.as_mut_slice(),
-            u.as_mut_slice(),
-            u_cols,
-            vt.as_mut_slice(),
-            vt_rows,
-            info.as_mut_slice(),
-        )
-        .map_err(kernel_error)
-    })
-}
-
-fn complex<R>(target: &str, lapack: &'static Lapack) -> Handler
-where
-    R: Element + Scalar<Real = R>,
-    Complex<R>: Element + Scalar<Real = R, Gesdd = GesddComplex<Complex<R>, R>>,
-{
-    Handler::new(target, signature::<Complex<R>, R>(), move |call: &Call<'_>| {
-        let mode = char_attr(call, "mode")?;
-        let mut x = call.ret_in_place::<Complex<R>>(0)?;
-        let batch = batch_of("x", x.dims())?;
-        let mut s = call.ret::<R>(1)?;
-        let (mut u, mut vt) = (call.ret::<Complex<R>>(2)?, call.ret::<Complex<R>>(3)?);
-        let mut info = call.ret::<i32>(4)?;
-        let (u_cols, vt_rows) = vector_dims(u.dims(), vt.dims())?;
-        kernels::gesdd_complex(
+        kernel(
             lapack,
             batch,
             mode,

@@ -402,6 +402,33 @@ macro_rules! by_type {
 }
 pub(crate) use by_type;
 
+/// For LAPACK's letter `$p`: `$real` for `s` and `d`, `$complex` for `c` and `z`, each with
+/// `$r` the real type (`f32` for `s` and `c`, `f64` for `d` and `z`).
+macro_rules! by_kind {
+    ($p:expr, $r:ident => $real:expr, $complex:expr) => {
+        match $p {
+            's' => {
+                type $r = f32;
+                $real
+            }
+            'd' => {
+                type $r = f64;
+                $real
+            }
+            'c' => {
+                type $r = f32;
+                $complex
+            }
+            'z' => {
+                type $r = f64;
+                $complex
+            }
+            other => unreachable!("no LAPACK type {other}"),
+        }
+    };
+}
+pub(crate) use by_kind;
+
 /// The matrix batch of an operand's dims (at least two).
 pub(crate) fn batch_of(what: &str, dims: &[i64]) -> std::result::Result<pjrt_lapack::kernels::Batch, FfiError> {
     pjrt_lapack::kernels::Batch::from_dims(dims)

@@ -36,19 +36,18 @@
 //! ```
 
 use num_complex::Complex;
-use pjrt_lapack::{kernels, Heevd, Lapack, Scalar, Syevd};
+use pjrt_lapack::kernels::{self, Batch};
+use pjrt_lapack::{KernelError, Lapack};
 
-use super::{batch_of, char_attr, kernel_error, Element};
+use super::{batch_of, by_kind, char_attr, kernel_error, Element};
 use crate::ffi::{Call, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
-    match prefix {
-        's' => real::<f32>(target, lapack),
-        'd' => real::<f64>(target, lapack),
-        'c' => complex::<f32>(target, lapack),
-        'z' => complex::<f64>(target, lapack),
-        other => unreachable!("no LAPACK type {other}"),
-    }
+    by_kind!(
+        prefix,
+        R => typed::<R, R>(target, lapack, kernels::syevd),
+        typed::<Complex<R>, R>(target, lapack, kernels::heevd)
+    )
 }
 
 fn signature<T: Element, R: Element>() -> Signature {
@@ -61,31 +60,15 @@ fn signature<T: Element, R: Element>() -> Signature {
         .attr::<u8>("mode")
 }
 
-fn real<T>(target: &str, lapack: &'static Lapack) -> Handler
-where
-    T: Element + Scalar<Real = T, Eigh = Syevd<T>>,
-{
-    Handler::new(target, signature::<T, T>(), move |call: &Call<'_>| {
+/// [`kernels::syevd`] or [`kernels::heevd`]: `T` the matrices' type, `R` the eigenvalues'.
+type Kernel<T, R> = fn(&Lapack, Batch, u8, u8, &mut [T], &mut [R], &mut [i32]) -> Result<(), KernelError>;
+
+fn typed<T: Element, R: Element>(target: &str, lapack: &'static Lapack, kernel: Kernel<T, R>) -> Handler {
+    Handler::new(target, signature::<T, R>(), move |call: &Call<'_>| {
         let (uplo, mode) = (char_attr(call, "uplo")?, char_attr(call, "mode")?);
         let mut x = call.ret_in_place::<T>(0)?;
         let batch = batch_of("x", x.dims())?;
-        let (mut w, mut info) = (call.ret::<T>(1)?, call.ret::<i32>(2)?);
-        kernels::syevd(lapack, batch, uplo, mode, x.as_mut_slice(), w.as_mut_slice(), info.as_mut_slice())
-            .map_err(kernel_error)
-    })
-}
-
-fn complex<R>(target: &str, lapack: &'static Lapack) -> Handler
-where
-    R: Element + Scalar<Real = R>,
-    Complex<R>: Element + Scalar<Real = R, Eigh = Heevd<Complex<R>, R>>,
-{
-    Handler::new(target, signature::<Complex<R>, R>(), move |call: &Call<'_>| {
-        let (uplo, mode) = (char_attr(call, "uplo")?, char_attr(call, "mode")?);
-        let mut x = call.ret_in_place::<Complex<R>>(0)?;
-        let batch = batch_of("x", x.dims())?;
         let (mut w, mut info) = (call.ret::<R>(1)?, call.ret::<i32>(2)?);
-        kernels::heevd(lapack, batch, uplo, mode, x.as_mut_slice(), w.as_mut_slice(), info.as_mut_slice())
-            .map_err(kernel_error)
+        kernel(lapack, batch, uplo, mode, x.as_mut_slice(), w.as_mut_slice(), info.as_mut_slice()).map_err(kernel_error)
     })
 }

@@ -3,7 +3,7 @@
 use num_complex::Complex;
 
 use super::syevd::{choice, square};
-use super::{check_info, check_len, int, leading, member, workspace, Batch};
+use super::{check_len, int, leading, member, query_then_each, Batch};
 use crate::{GeesComplex, GeesReal, KernelError, Lapack, Scalar};
 
 /// The attributes: `mode` `b'N'` / `b'V'`; `sort` only `b'N'` (jaxlib passes LAPACK no
@@ -72,43 +72,15 @@ where
     let gees = lapack.routines::<T>().gees;
     // Not referenced with SORT = 'N'; a real array all the same.
     let mut bwork = vec![0i32; n];
-    let (mut work_q, mut selected, mut status) = ([T::ZERO], 0, 0);
-    // SAFETY: a query: LAPACK writes the size to `work_q[0]` only; the arrays passed hold at
-    // least one matrix's worth of what the dimensions say (checked above); no select function
-    // is passed, and SORT = 'N' says none is called.
-    unsafe {
-        gees(
-            &jobvs,
-            &sort,
-            None,
-            &n_i,
-            a.as_mut_ptr(),
-            &ld,
-            &mut selected,
-            wr.as_mut_ptr(),
-            wi.as_mut_ptr(),
-            vs.as_mut_ptr(),
-            &ld,
-            work_q.as_mut_ptr(),
-            &-1,
-            bwork.as_mut_ptr(),
-            &mut status,
-            1,
-            1,
-        )
-    };
-    check_info("gees", status)?;
-    let lwork = workspace("gees work", work_q[0].workspace_size(), 3 * n)?;
-    let mut work = vec![T::ZERO; lwork];
-    let lwork = int("lwork", lwork)?;
     let size = n * n;
-    for i in 0..batch.count {
+    query_then_each("gees", "gees work", 3 * n, &[], info, |i, work, lwork| {
         let (matrix, vectors) = (member(a, i, size), member(vs, i, size));
         let (re, im) = (member(wr, i, n), member(wi, i, n));
-        let (mut selected, mut status) = (0, 0);
+        let mut status = 0;
         // SAFETY: `matrix` and `vectors` hold n x n elements (leading dimension n), `re` and
-        // `im` n, `work` lwork, `bwork` n; SORT = 'N', so the missing select function is not
-        // called.
+        // `im` n, `bwork` n; `work` lwork elements, or one for the query (lwork = -1: LAPACK
+        // writes `work[0]` only), as `query_then_each` passes it; SORT = 'N', so the missing
+        // select function is not called.
         unsafe {
             gees(
                 &jobvs,
@@ -117,7 +89,7 @@ where
                 &n_i,
                 matrix.as_mut_ptr(),
                 &ld,
-                &mut selected,
+                &mut sdim[i],
                 re.as_mut_ptr(),
                 im.as_mut_ptr(),
                 vectors.as_mut_ptr(),
@@ -130,11 +102,8 @@ where
                 1,
             )
         };
-        check_info("gees", status)?;
-        sdim[i] = selected;
-        info[i] = status;
-    }
-    Ok(())
+        status
+    })
 }
 
 /// [`gees`] for complex matrices (`CGEES` / `ZGEES`): `A = Z T Z^H` with `T` upper triangular
@@ -184,42 +153,14 @@ where
     }
     let (n_i, ld) = (int("n", n)?, leading("n", n)?);
     let gees = lapack.routines::<Complex<R>>().gees;
-    let zero = Complex::<R>::ZERO;
     let (mut bwork, mut rwork) = (vec![0i32; n], vec![R::ZERO; n]);
-    let (mut work_q, mut selected, mut status) = ([zero], 0, 0);
-    // SAFETY: a query: LAPACK writes the size to `work_q[0]` only; the arrays passed hold at
-    // least one matrix's worth of what the dimensions say (checked above), `rwork` n.
-    unsafe {
-        gees(
-            &jobvs,
-            &sort,
-            None,
-            &n_i,
-            a.as_mut_ptr(),
-            &ld,
-            &mut selected,
-            w.as_mut_ptr(),
-            vs.as_mut_ptr(),
-            &ld,
-            work_q.as_mut_ptr(),
-            &-1,
-            rwork.as_mut_ptr(),
-            bwork.as_mut_ptr(),
-            &mut status,
-            1,
-            1,
-        )
-    };
-    check_info("gees", status)?;
-    let lwork = workspace("gees work", work_q[0].workspace_size(), 2 * n)?;
-    let mut work = vec![zero; lwork];
-    let lwork = int("lwork", lwork)?;
     let size = n * n;
-    for i in 0..batch.count {
+    query_then_each("gees", "gees work", 2 * n, &[], info, |i, work, lwork| {
         let (matrix, vectors, values) = (member(a, i, size), member(vs, i, size), member(w, i, n));
-        let (mut selected, mut status) = (0, 0);
+        let mut status = 0;
         // SAFETY: `matrix` and `vectors` hold n x n elements (leading dimension n), `values`
-        // n, `work` lwork, `rwork` and `bwork` n; SORT = 'N': no select function is called.
+        // n, `rwork` and `bwork` n; `work` as in `gees`; SORT = 'N': no select function is
+        // called.
         unsafe {
             gees(
                 &jobvs,
@@ -228,7 +169,7 @@ where
                 &n_i,
                 matrix.as_mut_ptr(),
                 &ld,
-                &mut selected,
+                &mut sdim[i],
                 values.as_mut_ptr(),
                 vectors.as_mut_ptr(),
                 &ld,
@@ -241,9 +182,6 @@ where
                 1,
             )
         };
-        check_info("gees", status)?;
-        sdim[i] = selected;
-        info[i] = status;
-    }
-    Ok(())
+        status
+    })
 }

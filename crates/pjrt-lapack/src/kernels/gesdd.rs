@@ -3,7 +3,7 @@
 use num_complex::Complex;
 
 use super::syevd::choice;
-use super::{check_info, check_len, int, leading, member, workspace, Batch};
+use super::{check_len, int, leading, member, query_then_each, Batch};
 use crate::{GesddComplex, GesddReal, KernelError, Lapack, Scalar};
 
 /// LAPACK's `info` for a matrix with a NaN element: `xGESDD` checks its norm and returns
@@ -127,42 +127,16 @@ where
     let gesdd = lapack.routines::<T>().gesdd;
     let mut iwork = vec![0i32; 8 * d.k];
     int("iwork", iwork.len())?;
-    let (mut work_q, mut status) = ([T::ZERO], 0);
-    // SAFETY: a query: LAPACK writes the size to `work_q[0]` only; `a`, `s`, `u`, `vt` hold at
-    // least one matrix's worth each of what the dimensions say (checked above).
-    unsafe {
-        gesdd(
-            &mode,
-            &d.m,
-            &d.n,
-            a.as_mut_ptr(),
-            &d.lda,
-            s.as_mut_ptr(),
-            u.as_mut_ptr(),
-            &d.ldu,
-            vt.as_mut_ptr(),
-            &d.ldvt,
-            work_q.as_mut_ptr(),
-            &-1,
-            iwork.as_mut_ptr(),
-            &mut status,
-            1,
-        )
-    };
-    check_info("gesdd", status)?;
-    let lwork = workspace("gesdd work", work_q[0].workspace_size(), 1)?;
-    let mut work = vec![T::ZERO; lwork];
-    let lwork = int("lwork", lwork)?;
     let size = batch.matrix();
-    for (i, info_i) in info.iter_mut().enumerate() {
-        let matrix = member(a, i, size);
-        let values = member(s, i, d.k);
-        let left = member(u, i, d.u_size);
-        let right = member(vt, i, d.vt_size);
+    query_then_each("gesdd", "gesdd work", 1, &[NAN_INPUT], info, |i, work, lwork| {
+        let (matrix, values) = (member(a, i, size), member(s, i, d.k));
+        let (left, right) = (member(u, i, d.u_size), member(vt, i, d.vt_size));
         let mut status = 0;
         // SAFETY: `matrix` holds m x n elements (lda = m), `values` min(m, n), `left` m x
         // u_cols (ldu = m) and `right` vt_rows x n (ldvt = vt_rows), at least what `mode`
-        // writes (checked in `check`); `work` lwork, `iwork` 8 min(m, n) elements.
+        // writes (checked in `check`); `work` lwork elements, or one for the query (lwork =
+        // -1: LAPACK writes `work[0]` only), as `query_then_each` passes it; `iwork` 8
+        // min(m, n) elements.
         unsafe {
             gesdd(
                 &mode,
@@ -182,12 +156,8 @@ where
                 1,
             )
         };
-        if status != NAN_INPUT {
-            check_info("gesdd", status)?;
-        }
-        *info_i = status;
-    }
-    Ok(())
+        status
+    })
 }
 
 /// [`gesdd`] for complex matrices (`CGESDD` / `ZGESDD`): `s` of the real type, `U` and `VT`
@@ -232,39 +202,10 @@ where
     let mut iwork = vec![0i32; 8 * d.k];
     int("iwork", iwork.len())?;
     let mut rwork = vec![R::ZERO; complex_rwork(batch.rows, batch.cols, mode).max(1)];
-    let (mut work_q, mut status) = ([Complex::<R>::ZERO], 0);
-    // SAFETY: a query: LAPACK writes the size to `work_q[0]` only; the arrays hold at least
-    // one matrix's worth each of what the dimensions say (checked above).
-    unsafe {
-        gesdd(
-            &mode,
-            &d.m,
-            &d.n,
-            a.as_mut_ptr(),
-            &d.lda,
-            s.as_mut_ptr(),
-            u.as_mut_ptr(),
-            &d.ldu,
-            vt.as_mut_ptr(),
-            &d.ldvt,
-            work_q.as_mut_ptr(),
-            &-1,
-            rwork.as_mut_ptr(),
-            iwork.as_mut_ptr(),
-            &mut status,
-            1,
-        )
-    };
-    check_info("gesdd", status)?;
-    let lwork = workspace("gesdd work", work_q[0].workspace_size(), 1)?;
-    let mut work = vec![Complex::<R>::ZERO; lwork];
-    let lwork = int("lwork", lwork)?;
     let size = batch.matrix();
-    for (i, info_i) in info.iter_mut().enumerate() {
-        let matrix = member(a, i, size);
-        let values = member(s, i, d.k);
-        let left = member(u, i, d.u_size);
-        let right = member(vt, i, d.vt_size);
+    query_then_each("gesdd", "gesdd work", 1, &[NAN_INPUT], info, |i, work, lwork| {
+        let (matrix, values) = (member(a, i, size), member(s, i, d.k));
+        let (left, right) = (member(u, i, d.u_size), member(vt, i, d.vt_size));
         let mut status = 0;
         // SAFETY: as in `gesdd`; `rwork` has LAPACK's documented minimum for this mode
         // (jaxlib's size), `iwork` 8 min(m, n) elements.
@@ -288,10 +229,6 @@ where
                 1,
             )
         };
-        if status != NAN_INPUT {
-            check_info("gesdd", status)?;
-        }
-        *info_i = status;
-    }
-    Ok(())
+        status
+    })
 }

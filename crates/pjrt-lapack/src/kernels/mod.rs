@@ -32,7 +32,7 @@ pub use syevd::{heevd, syevd};
 pub use sytrd::sytrd;
 pub use trsm::{trsm, Triangular};
 
-use crate::KernelError;
+use crate::{KernelError, Scalar};
 
 /// A batch of `count` matrices of `rows` x `cols`, each column-major, one after the other (the
 /// layout JAX hands its LAPACK kernels: the batch dimensions first, row-major over them).
@@ -120,6 +120,35 @@ pub(crate) fn workspace(what: &'static str, answered: f64, minimum: usize) -> Re
 pub(crate) fn check_info(routine: &'static str, info: i32) -> Result<(), KernelError> {
     if info < 0 {
         return Err(KernelError::Argument { routine, argument: -info });
+    }
+    Ok(())
+}
+
+/// The batch loop of a routine sized by one workspace query. `call(i, work, lwork)` runs the
+/// routine on matrix `i` with `work` of `lwork` elements and returns LAPACK's `info`: first on
+/// matrix 0 with one element and `lwork = -1` (the query: LAPACK writes the size to `work[0]`
+/// only), then on each matrix with the size answered (at least `minimum`, named `what` in
+/// errors). Each matrix's `info` goes to `info[i]`; `info < 0` is refused unless it is in
+/// `kept` (a value LAPACK reports for the matrix, not for a wrong argument).
+pub(crate) fn query_then_each<T: Scalar>(
+    routine: &'static str,
+    what: &'static str,
+    minimum: usize,
+    kept: &[i32],
+    info: &mut [i32],
+    mut call: impl FnMut(usize, &mut [T], i32) -> i32,
+) -> Result<(), KernelError> {
+    let mut work_q = [T::ZERO];
+    check_info(routine, call(0, &mut work_q, -1))?;
+    let lwork = workspace(what, work_q[0].workspace_size(), minimum)?;
+    let mut work = vec![T::ZERO; lwork];
+    let lwork = int("lwork", lwork)?;
+    for (i, info_i) in info.iter_mut().enumerate() {
+        let status = call(i, &mut work, lwork);
+        if !kept.contains(&status) {
+            check_info(routine, status)?;
+        }
+        *info_i = status;
     }
     Ok(())
 }

@@ -37,6 +37,30 @@ fn minimums(n: usize, vectors: bool) -> (usize, usize, usize, usize) {
     }
 }
 
+/// Checks the attributes and every length: `(uplo, mode, n)`, or `None` (and `info` zeros)
+/// when there is nothing to compute (empty).
+fn check(
+    routine: &str,
+    batch: Batch,
+    uplo: u8,
+    mode: u8,
+    a: usize,
+    w: usize,
+    info: &mut [i32],
+) -> Result<Option<(u8, u8, usize)>, KernelError> {
+    let uplo = choice("uplo", uplo, b"LU", "'L' or 'U'")?;
+    let mode = choice("mode", mode, b"NV", "'N' or 'V'")?;
+    let n = square(batch, routine)?;
+    check_len("x", a, batch.elements())?;
+    check_len("eigenvalues", w, batch.count.checked_mul(n))?;
+    check_len("info", info.len(), Some(batch.count))?;
+    if n == 0 || batch.count == 0 {
+        info.fill(0);
+        return Ok(None);
+    }
+    Ok(Some((uplo, mode, n)))
+}
+
 /// Eigenvalues, and with `mode = b'V'` eigenvectors, of each real symmetric `n` x `n` matrix
 /// of `a`, of which only the triangle `uplo` (`b'L'` or `b'U'`) is read: the eigenvalues in
 /// ascending order to `w` (`n` per matrix), the orthonormal eigenvectors over `a` (column `j`
@@ -68,16 +92,9 @@ pub fn syevd<T>(
 where
     T: Scalar<Real = T, Eigh = Syevd<T>>,
 {
-    let uplo = choice("uplo", uplo, b"LU", "'L' or 'U'")?;
-    let mode = choice("mode", mode, b"NV", "'N' or 'V'")?;
-    let n = square(batch, "syevd")?;
-    check_len("x", a.len(), batch.elements())?;
-    check_len("eigenvalues", w.len(), batch.count.checked_mul(n))?;
-    check_len("info", info.len(), Some(batch.count))?;
-    if n == 0 || batch.count == 0 {
-        info.fill(0);
+    let Some((uplo, mode, n)) = check("syevd", batch, uplo, mode, a.len(), w.len(), info)? else {
         return Ok(());
-    }
+    };
     let (n_i, lda) = (int("n", n)?, leading("n", n)?);
     let syevd = lapack.routines::<T>().eigh;
     let (min_work, min_iwork, _, _) = minimums(n, mode == b'V');
@@ -167,16 +184,9 @@ where
     R: Scalar<Real = R>,
     Complex<R>: Scalar<Real = R, Eigh = Heevd<Complex<R>, R>>,
 {
-    let uplo = choice("uplo", uplo, b"LU", "'L' or 'U'")?;
-    let mode = choice("mode", mode, b"NV", "'N' or 'V'")?;
-    let n = square(batch, "heevd")?;
-    check_len("x", a.len(), batch.elements())?;
-    check_len("eigenvalues", w.len(), batch.count.checked_mul(n))?;
-    check_len("info", info.len(), Some(batch.count))?;
-    if n == 0 || batch.count == 0 {
-        info.fill(0);
+    let Some((uplo, mode, n)) = check("heevd", batch, uplo, mode, a.len(), w.len(), info)? else {
         return Ok(());
-    }
+    };
     let (n_i, lda) = (int("n", n)?, leading("n", n)?);
     let heevd = lapack.routines::<Complex<R>>().eigh;
     let (_, min_iwork, min_work, min_rwork) = minimums(n, mode == b'V');

@@ -4,8 +4,7 @@ use num_complex::Complex;
 use pjrt_lapack::kernels::{self, Batch};
 use pjrt_lapack::KernelError;
 
-use crate::support::{col_major, lapack};
-use crate::syevd::{adjoint, matmul, max_diff, random, to_c, Elem, C};
+use crate::support::{adjoint, all_types, col_major, identity, lapack, matmul, max_diff, random, to_c, Elem, C};
 
 /// What a call gives back, as `Complex<f64>`: T, Z, eigenvalues, sdim, info.
 type Schur = (Vec<C>, Vec<C>, Vec<C>, Vec<i32>, Vec<i32>);
@@ -63,8 +62,7 @@ fn decomposes<T: Gees>() {
         let (t, z, w) = (&t[b * n * n..(b + 1) * n * n], &z[b * n * n..(b + 1) * n * n], &w[b * n..(b + 1) * n]);
         let ztz = matmul(&matmul(z, t, n, n, n), &adjoint(z, n, n), n, n, n);
         assert!(max_diff(&ztz, &x) < tol, "A != Z T Z^H for {}", T::PREFIX);
-        let identity: Vec<C> = (0..n * n).map(|k| C::new(f64::from(u8::from(k % (n + 1) == 0)), 0.0)).collect();
-        assert!(max_diff(&matmul(&adjoint(z, n, n), z, n, n, n), &identity) < tol);
+        assert!(max_diff(&matmul(&adjoint(z, n, n), z, n, n, n), &identity(n)) < tol);
         for j in 0..n {
             // Below the subdiagonal: zero; on it only inside a 2 x 2 block (complex pair).
             for i in j + 2..n {
@@ -82,13 +80,7 @@ fn decomposes<T: Gees>() {
     assert!(max_diff(&t_only, &t) < tol && max_diff(&w_only, &w) < tol);
 }
 
-#[test]
-fn decomposes_all_types() {
-    decomposes::<f32>();
-    decomposes::<f64>();
-    decomposes::<Complex<f32>>();
-    decomposes::<Complex<f64>>();
-}
+all_types!(decomposes_all_types, decomposes);
 
 #[test]
 fn a_rotation_is_one_block() {
@@ -108,13 +100,7 @@ fn nan<T: Gees>() {
     assert!(info[0] != 0 || w.iter().chain(&t).any(|z| z.re.is_nan() || z.im.is_nan()), "{info:?}");
 }
 
-#[test]
-fn nan_input_is_reported_not_refused() {
-    nan::<f32>();
-    nan::<f64>();
-    nan::<Complex<f32>>();
-    nan::<Complex<f64>>();
-}
+all_types!(nan_input_is_reported_not_refused, nan);
 
 #[test]
 fn empty_and_refused() {

@@ -4,8 +4,7 @@ use num_complex::Complex;
 use pjrt_lapack::kernels::{self, Batch};
 use pjrt_lapack::KernelError;
 
-use crate::support::{col_major, lapack};
-use crate::syevd::{adjoint, matmul, max_diff, random, to_c, Elem, C};
+use crate::support::{adjoint, all_types, col_major, lapack, matmul, max_diff, random, to_c, Elem, C};
 
 /// What a call gives back, as `Complex<f64>`: eigenvalues, left and right vectors, info.
 type Eig = (Vec<C>, Vec<C>, Vec<C>, Vec<i32>);
@@ -82,13 +81,7 @@ fn decomposes<T: Geev>() {
     assert!(vl.iter().chain(&vr).all(|z| *z == C::new(0.0, 0.0)));
 }
 
-#[test]
-fn decomposes_all_types() {
-    decomposes::<f32>();
-    decomposes::<f64>();
-    decomposes::<Complex<f32>>();
-    decomposes::<Complex<f64>>();
-}
+all_types!(decomposes_all_types, decomposes);
 
 #[test]
 fn real_rotation_has_conjugate_complex_vectors() {
@@ -117,13 +110,7 @@ fn non_finite<T: Geev>() {
     assert_eq!(info, [0, -4]); // jaxlib's code; LAPACK is not called for the second
 }
 
-#[test]
-fn non_finite_matrices_get_info_minus_4() {
-    non_finite::<f32>();
-    non_finite::<f64>();
-    non_finite::<Complex<f32>>();
-    non_finite::<Complex<f64>>();
-}
+all_types!(non_finite_matrices_get_info_minus_4, non_finite);
 
 #[test]
 fn empty_and_refused() {

@@ -4,8 +4,7 @@ use num_complex::Complex;
 use pjrt_lapack::kernels::{self, Batch};
 use pjrt_lapack::KernelError;
 
-use crate::support::lapack;
-use crate::syevd::{adjoint, matmul, max_diff, random, to_c, Elem, C};
+use crate::support::{adjoint, all_types, identity, lapack, matmul, max_diff, random, to_c, Elem, C};
 
 /// What a call gives back: singular values (f64), u, vt (as `Complex<f64>`), info.
 type Svd = (Vec<f64>, Vec<C>, Vec<C>, Vec<i32>);
@@ -34,10 +33,6 @@ gesdd_impl!(f32, f32, gesdd);
 gesdd_impl!(f64, f64, gesdd);
 gesdd_impl!(Complex<f32>, f32, gesdd_complex);
 gesdd_impl!(Complex<f64>, f64, gesdd_complex);
-
-fn identity(n: usize) -> Vec<C> {
-    (0..n * n).map(|k| C::new(f64::from(u8::from(k % (n + 1) == 0)), 0.0)).collect()
-}
 
 /// For tall and wide matrices, a batch of two: A = U diag(s) VT with the full and the thin
 /// factors, U and V with orthonormal columns, s descending; mode 'N' gives the same s.
@@ -77,13 +72,7 @@ fn decomposes<T: Gesdd>() {
     }
 }
 
-#[test]
-fn decomposes_all_types() {
-    decomposes::<f32>();
-    decomposes::<f64>();
-    decomposes::<Complex<f32>>();
-    decomposes::<Complex<f64>>();
-}
+all_types!(decomposes_all_types, decomposes);
 
 fn nan<T: Gesdd>() {
     let (m, n) = (3, 2);
@@ -94,13 +83,7 @@ fn nan<T: Gesdd>() {
     assert_eq!(info, [0, -4]);
 }
 
-#[test]
-fn nan_input_gives_info_minus_4() {
-    nan::<f32>();
-    nan::<f64>();
-    nan::<Complex<f32>>();
-    nan::<Complex<f64>>();
-}
+all_types!(nan_input_gives_info_minus_4, nan);
 
 #[test]
 fn empty_matrices_call_nothing() {

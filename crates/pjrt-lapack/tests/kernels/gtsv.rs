@@ -5,7 +5,7 @@ use pjrt_lapack::kernels::{self, Batch};
 use pjrt_lapack::KernelError;
 
 use crate::potrf::{assert_close, Num};
-use crate::support::lapack;
+use crate::support::{all_types, lapack};
 
 #[test]
 fn solves_a_3x3_by_hand() {
@@ -70,13 +70,7 @@ fn solves_and_multiplies_back<T: Num>() {
     }
 }
 
-#[test]
-fn solves_batches_of_every_type() {
-    solves_and_multiplies_back::<f32>();
-    solves_and_multiplies_back::<f64>();
-    solves_and_multiplies_back::<Complex<f32>>();
-    solves_and_multiplies_back::<Complex<f64>>();
-}
+all_types!(solves_batches_of_every_type, solves_and_multiplies_back);
 
 #[test]
 fn singular_systems_report_the_zero_pivot_per_member() {

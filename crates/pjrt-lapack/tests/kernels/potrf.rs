@@ -5,7 +5,7 @@ use num_complex::Complex;
 use pjrt_lapack::kernels::{self, Batch};
 use pjrt_lapack::{KernelError, Scalar};
 
-use crate::support::{col_major, lapack};
+use crate::support::{all_types, col_major, lapack};
 
 /// The four element types, built from and compared as `Complex<f64>`.
 pub trait Num: Scalar {
@@ -154,13 +154,7 @@ fn reports_the_first_minor_not_positive_definite<T: Num>() {
     assert_eq!(info, [0, 2, 1], "{}", std::any::type_name::<T>());
 }
 
-#[test]
-fn not_positive_definite_gives_the_order_of_the_failing_minor() {
-    reports_the_first_minor_not_positive_definite::<f32>();
-    reports_the_first_minor_not_positive_definite::<f64>();
-    reports_the_first_minor_not_positive_definite::<Complex<f32>>();
-    reports_the_first_minor_not_positive_definite::<Complex<f64>>();
-}
+all_types!(not_positive_definite_gives_the_order_of_the_failing_minor, reports_the_first_minor_not_positive_definite);
 
 #[test]
 fn nan_input_gives_info_0_and_a_nan_factor() {

@@ -1,102 +1,10 @@
-//! `syevd` / `heevd`: symmetric / Hermitian eigendecomposition. Also the helpers the other
-//! eigen/SVD/Schur tests share (`Elem`, complex matrix arithmetic).
+//! `syevd` / `heevd`: symmetric / Hermitian eigendecomposition.
 
 use num_complex::Complex;
 use pjrt_lapack::kernels::{self, Batch};
-use pjrt_lapack::{KernelError, Scalar};
+use pjrt_lapack::KernelError;
 
-use crate::support::lapack;
-
-pub(crate) type C = Complex<f64>;
-
-/// The four element types, seen through `Complex<f64>` for checking.
-pub(crate) trait Elem: Scalar {
-    /// A tolerance for residuals of small well-conditioned matrices.
-    const TOL: f64;
-    fn c(self) -> C;
-    /// The value of `z` (its real part for a real type).
-    fn from_c(z: C) -> Self;
-}
-
-impl Elem for f32 {
-    const TOL: f64 = 1e-4;
-    fn c(self) -> C {
-        C::new(self.into(), 0.0)
-    }
-    fn from_c(z: C) -> Self {
-        z.re as f32
-    }
-}
-impl Elem for f64 {
-    const TOL: f64 = 1e-11;
-    fn c(self) -> C {
-        C::new(self, 0.0)
-    }
-    fn from_c(z: C) -> Self {
-        z.re
-    }
-}
-impl Elem for Complex<f32> {
-    const TOL: f64 = 1e-4;
-    fn c(self) -> C {
-        C::new(self.re.into(), self.im.into())
-    }
-    fn from_c(z: C) -> Self {
-        Complex::new(z.re as f32, z.im as f32)
-    }
-}
-impl Elem for Complex<f64> {
-    const TOL: f64 = 1e-11;
-    fn c(self) -> C {
-        self
-    }
-    fn from_c(z: C) -> Self {
-        z
-    }
-}
-
-/// Deterministic values in [-1, 1) (complex for complex types).
-pub(crate) fn random<T: Elem>(len: usize, seed: u64) -> Vec<T> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    let mut next = move || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((state >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-    };
-    (0..len).map(|_| T::from_c(C::new(next(), next()))).collect()
-}
-
-pub(crate) fn to_c<T: Elem>(v: &[T]) -> Vec<C> {
-    v.iter().map(|x| x.c()).collect()
-}
-
-/// `a` (m x k) times `b` (k x n), column-major.
-pub(crate) fn matmul(a: &[C], b: &[C], m: usize, k: usize, n: usize) -> Vec<C> {
-    let mut out = vec![C::new(0.0, 0.0); m * n];
-    for j in 0..n {
-        for p in 0..k {
-            for i in 0..m {
-                out[j * m + i] += a[p * m + i] * b[j * k + p];
-            }
-        }
-    }
-    out
-}
-
-/// The conjugate transpose of `a` (m x n).
-pub(crate) fn adjoint(a: &[C], m: usize, n: usize) -> Vec<C> {
-    let mut out = vec![C::new(0.0, 0.0); m * n];
-    for j in 0..n {
-        for i in 0..m {
-            out[i * n + j] = a[j * m + i].conj();
-        }
-    }
-    out
-}
-
-pub(crate) fn max_diff(a: &[C], b: &[C]) -> f64 {
-    assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).norm()).fold(0.0, f64::max)
-}
+use crate::support::{adjoint, all_types, identity, lapack, matmul, max_diff, random, to_c, Elem, C};
 
 /// `a + a^H` of a random n x n matrix: symmetric / Hermitian.
 fn hermitian<T: Elem>(n: usize, seed: u64) -> Vec<T> {
@@ -117,8 +25,8 @@ trait Eigh: Elem {
     ) -> Result<(), KernelError>;
 }
 
-macro_rules! eigh_real {
-    ($t:ty) => {
+macro_rules! eigh_impl {
+    ($t:ty, $r:ty, $f:ident) => {
         impl Eigh for $t {
             fn eigh(
                 batch: Batch,
@@ -128,37 +36,18 @@ macro_rules! eigh_real {
                 w: &mut [f64],
                 info: &mut [i32],
             ) -> Result<(), KernelError> {
-                let mut ws = vec![0.0 as $t; w.len()];
-                kernels::syevd(lapack(), batch, uplo, mode, a, &mut ws, info)?;
-                w.iter_mut().zip(ws).for_each(|(o, v)| *o = v.into());
-                Ok(())
-            }
-        }
-    };
-}
-macro_rules! eigh_complex {
-    ($r:ty) => {
-        impl Eigh for Complex<$r> {
-            fn eigh(
-                batch: Batch,
-                uplo: u8,
-                mode: u8,
-                a: &mut [Self],
-                w: &mut [f64],
-                info: &mut [i32],
-            ) -> Result<(), KernelError> {
                 let mut ws = vec![0.0 as $r; w.len()];
-                kernels::heevd(lapack(), batch, uplo, mode, a, &mut ws, info)?;
+                kernels::$f(lapack(), batch, uplo, mode, a, &mut ws, info)?;
                 w.iter_mut().zip(ws).for_each(|(o, v)| *o = v.into());
                 Ok(())
             }
         }
     };
 }
-eigh_real!(f32);
-eigh_real!(f64);
-eigh_complex!(f32);
-eigh_complex!(f64);
+eigh_impl!(f32, f32, syevd);
+eigh_impl!(f64, f64, syevd);
+eigh_impl!(Complex<f32>, f32, heevd);
+eigh_impl!(Complex<f64>, f64, heevd);
 
 /// A batch of two: A V = V diag(w), V^H V = I, w ascending, for both triangles; the
 /// eigenvalues alone (mode 'N') agree.
@@ -179,8 +68,7 @@ fn decomposes<T: Eigh>() {
             let av = matmul(&x, &v, n, n, n);
             let vw: Vec<C> = v.iter().enumerate().map(|(k, z)| z * values[k / n]).collect();
             assert!(max_diff(&av, &vw) < 10.0 * T::TOL, "A V != V diag(w) for {}", T::PREFIX);
-            let identity: Vec<C> = (0..n * n).map(|k| C::new(f64::from(u8::from(k % (n + 1) == 0)), 0.0)).collect();
-            assert!(max_diff(&matmul(&adjoint(&v, n, n), &v, n, n, n), &identity) < 10.0 * T::TOL);
+            assert!(max_diff(&matmul(&adjoint(&v, n, n), &v, n, n, n), &identity(n)) < 10.0 * T::TOL);
         }
         let mut b = original.clone();
         let (mut w_only, mut info) = (vec![0.0; 2 * n], vec![-9; 2]);
@@ -190,13 +78,7 @@ fn decomposes<T: Eigh>() {
     }
 }
 
-#[test]
-fn decomposes_all_types() {
-    decomposes::<f32>();
-    decomposes::<f64>();
-    decomposes::<Complex<f32>>();
-    decomposes::<Complex<f64>>();
-}
+all_types!(decomposes_all_types, decomposes);
 
 #[test]
 fn known_eigenvalues() {
@@ -220,13 +102,7 @@ fn nan_input<T: Eigh>() {
     assert!(info[0] != 0 || w.iter().any(|x| x.is_nan()), "{info:?} {w:?}");
 }
 
-#[test]
-fn nan_input_is_reported_not_refused() {
-    nan_input::<f32>();
-    nan_input::<f64>();
-    nan_input::<Complex<f32>>();
-    nan_input::<Complex<f64>>();
-}
+all_types!(nan_input_is_reported_not_refused, nan_input);
 
 #[test]
 fn empty_matrices_and_batches_call_nothing() {

@@ -5,7 +5,7 @@ use pjrt_lapack::kernels::{self, Batch, Triangular};
 use pjrt_lapack::KernelError;
 
 use crate::potrf::{assert_close, Num};
-use crate::support::{col_major, lapack};
+use crate::support::{all_types, col_major, lapack};
 
 #[test]
 fn solves_a_lower_system_by_hand() {
@@ -102,13 +102,7 @@ fn every_combination<T: Num>() {
     }
 }
 
-#[test]
-fn every_side_triangle_transpose_and_diagonal_of_every_type() {
-    every_combination::<f32>();
-    every_combination::<f64>();
-    every_combination::<Complex<f32>>();
-    every_combination::<Complex<f64>>();
-}
+all_types!(every_side_triangle_transpose_and_diagonal_of_every_type, every_combination);
 
 #[test]
 fn conjugate_transpose_of_a_real_matrix_is_its_transpose() {
