@@ -670,8 +670,8 @@ pub struct Call<'a> {
     name: &'a str,
     signature: &'a Signature,
     decoded: &'a Decoded,
+    /// Per result, then per operand: whether it was handed out (one allocation for both).
     taken: Vec<Cell<bool>>,
-    args_taken: Vec<Cell<bool>>,
 }
 
 impl fmt::Debug for Call<'_> {
@@ -715,7 +715,7 @@ impl<'a> Call<'a> {
                 )));
             }
         }
-        self.args_taken[i].set(true);
+        self.arg_taken(i).set(true);
         let data = if buffer.elements == 0 {
             &[][..]
         } else {
@@ -799,7 +799,7 @@ impl<'a> Call<'a> {
         let buffer = self.buffer_for::<T>("result", i, &self.decoded.rets)?;
         if self.decoded.aliased[i] {
             if let Some(operand) = self.signature.rets[i].alias {
-                if self.args_taken[operand].get() {
+                if self.arg_taken(operand).get() {
                     return Err(FfiError::invalid_argument(format!(
                         "result {i} is the memory of operand {operand}, which was read through Call::arg: take \
                          the result with Call::ret_in_place and read the values there"
@@ -811,6 +811,11 @@ impl<'a> Call<'a> {
             return Err(FfiError::invalid_argument(format!("result {i} was taken twice in one call")));
         }
         Ok(buffer)
+    }
+
+    /// Whether operand `i` was read through `arg` (its flag after the results').
+    fn arg_taken(&self, i: usize) -> &Cell<bool> {
+        &self.taken[self.decoded.rets.len() + i]
     }
 
     /// The result that is operand `i`'s memory in this call, if any.
@@ -1007,8 +1012,7 @@ impl HandlerInner {
                     name: &self.name,
                     signature: &self.signature,
                     decoded: &decoded,
-                    taken: decoded.rets.iter().map(|_| Cell::new(false)).collect(),
-                    args_taken: decoded.args.iter().map(|_| Cell::new(false)).collect(),
+                    taken: (0..decoded.rets.len() + decoded.args.len()).map(|_| Cell::new(false)).collect(),
                 };
                 match crate::call::panic::catch(|| (self.function)(&call)) {
                     Ok(Ok(())) => Outcome::Done,

@@ -47,7 +47,7 @@
 use num_complex::Complex;
 use pjrt_lapack::{kernels, GeesComplex, GeesReal, Lapack, Scalar};
 
-use super::{batch_of, by_kind, char_attr, kernel_error, Element};
+use super::{batch_of, by_kind, kernel_error, Element};
 use crate::ffi::{Call, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
@@ -69,7 +69,7 @@ where
         .attr::<u8>("mode")
         .attr::<u8>("sort");
     Handler::new(target, signature, move |call: &Call<'_>| {
-        let (mode, sort) = (char_attr(call, "mode")?, char_attr(call, "sort")?);
+        let (mode, sort) = (call.attr::<u8>("mode")?, call.attr::<u8>("sort")?);
         let mut x = call.ret_in_place::<T>(0)?;
         let batch = batch_of("x", x.dims())?;
         let (mut vs, mut wr, mut wi) = (call.ret::<T>(1)?, call.ret::<T>(2)?, call.ret::<T>(3)?);
@@ -105,7 +105,7 @@ where
         .attr::<u8>("mode")
         .attr::<u8>("sort");
     Handler::new(target, signature, move |call: &Call<'_>| {
-        let (mode, sort) = (char_attr(call, "mode")?, char_attr(call, "sort")?);
+        let (mode, sort) = (call.attr::<u8>("mode")?, call.attr::<u8>("sort")?);
         let mut x = call.ret_in_place::<Complex<R>>(0)?;
         let batch = batch_of("x", x.dims())?;
         let (mut vs, mut w) = (call.ret::<Complex<R>>(1)?, call.ret::<Complex<R>>(2)?);

@@ -42,7 +42,7 @@
 use num_complex::Complex;
 use pjrt_lapack::{kernels, GeevComplex, GeevReal, Lapack, Scalar};
 
-use super::{batch_of, by_kind, char_attr, kernel_error, Element};
+use super::{batch_of, by_kind, kernel_error, Element};
 use crate::ffi::{Call, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
@@ -64,7 +64,7 @@ where
         .attr::<u8>("compute_left")
         .attr::<u8>("compute_right");
     Handler::new(target, signature, move |call: &Call<'_>| {
-        let (left, right) = (char_attr(call, "compute_left")?, char_attr(call, "compute_right")?);
+        let (left, right) = (call.attr::<u8>("compute_left")?, call.attr::<u8>("compute_right")?);
         let x = call.arg::<T>(0)?;
         let batch = batch_of("x", x.dims())?;
         let (mut wr, mut wi) = (call.ret::<T>(0)?, call.ret::<T>(1)?);
@@ -100,7 +100,7 @@ where
         .attr::<u8>("compute_left")
         .attr::<u8>("compute_right");
     Handler::new(target, signature, move |call: &Call<'_>| {
-        let (left, right) = (char_attr(call, "compute_left")?, char_attr(call, "compute_right")?);
+        let (left, right) = (call.attr::<u8>("compute_left")?, call.attr::<u8>("compute_right")?);
         let x = call.arg::<Complex<R>>(0)?;
         let batch = batch_of("x", x.dims())?;
         let mut w = call.ret::<Complex<R>>(0)?;

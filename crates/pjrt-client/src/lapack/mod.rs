@@ -96,61 +96,56 @@ const FAMILIES: [(&str, &str); 12] = [
 /// assert_eq!(pjrt_client::lapack::TARGETS.len(), 48);
 /// assert!(pjrt_client::lapack::TARGETS.contains(&"lapack_zheevd_ffi"));
 /// ```
-pub const TARGETS: [&str; 48] = targets();
-
-const fn targets() -> [&'static str; 48] {
-    // Spelled out: const string building is not available, and the list is a contract.
-    [
-        "lapack_spotrf_ffi",
-        "lapack_dpotrf_ffi",
-        "lapack_cpotrf_ffi",
-        "lapack_zpotrf_ffi",
-        "lapack_sgeqrf_ffi",
-        "lapack_dgeqrf_ffi",
-        "lapack_cgeqrf_ffi",
-        "lapack_zgeqrf_ffi",
-        "lapack_sorgqr_ffi",
-        "lapack_dorgqr_ffi",
-        "lapack_cungqr_ffi",
-        "lapack_zungqr_ffi",
-        "lapack_ssyevd_ffi",
-        "lapack_dsyevd_ffi",
-        "lapack_cheevd_ffi",
-        "lapack_zheevd_ffi",
-        "lapack_sgeev_ffi",
-        "lapack_dgeev_ffi",
-        "lapack_cgeev_ffi",
-        "lapack_zgeev_ffi",
-        "lapack_sgesdd_ffi",
-        "lapack_dgesdd_ffi",
-        "lapack_cgesdd_ffi",
-        "lapack_zgesdd_ffi",
-        "lapack_sgetrf_ffi",
-        "lapack_dgetrf_ffi",
-        "lapack_cgetrf_ffi",
-        "lapack_zgetrf_ffi",
-        "lapack_ssytrd_ffi",
-        "lapack_dsytrd_ffi",
-        "lapack_chetrd_ffi",
-        "lapack_zhetrd_ffi",
-        "lapack_sgehrd_ffi",
-        "lapack_dgehrd_ffi",
-        "lapack_cgehrd_ffi",
-        "lapack_zgehrd_ffi",
-        "lapack_sgees_ffi",
-        "lapack_dgees_ffi",
-        "lapack_cgees_ffi",
-        "lapack_zgees_ffi",
-        "lapack_strsm_ffi",
-        "lapack_dtrsm_ffi",
-        "lapack_ctrsm_ffi",
-        "lapack_ztrsm_ffi",
-        "lapack_sgtsv_ffi",
-        "lapack_dgtsv_ffi",
-        "lapack_cgtsv_ffi",
-        "lapack_zgtsv_ffi",
-    ]
-}
+pub const TARGETS: [&str; 48] = [
+    "lapack_spotrf_ffi",
+    "lapack_dpotrf_ffi",
+    "lapack_cpotrf_ffi",
+    "lapack_zpotrf_ffi",
+    "lapack_sgeqrf_ffi",
+    "lapack_dgeqrf_ffi",
+    "lapack_cgeqrf_ffi",
+    "lapack_zgeqrf_ffi",
+    "lapack_sorgqr_ffi",
+    "lapack_dorgqr_ffi",
+    "lapack_cungqr_ffi",
+    "lapack_zungqr_ffi",
+    "lapack_ssyevd_ffi",
+    "lapack_dsyevd_ffi",
+    "lapack_cheevd_ffi",
+    "lapack_zheevd_ffi",
+    "lapack_sgeev_ffi",
+    "lapack_dgeev_ffi",
+    "lapack_cgeev_ffi",
+    "lapack_zgeev_ffi",
+    "lapack_sgesdd_ffi",
+    "lapack_dgesdd_ffi",
+    "lapack_cgesdd_ffi",
+    "lapack_zgesdd_ffi",
+    "lapack_sgetrf_ffi",
+    "lapack_dgetrf_ffi",
+    "lapack_cgetrf_ffi",
+    "lapack_zgetrf_ffi",
+    "lapack_ssytrd_ffi",
+    "lapack_dsytrd_ffi",
+    "lapack_chetrd_ffi",
+    "lapack_zhetrd_ffi",
+    "lapack_sgehrd_ffi",
+    "lapack_dgehrd_ffi",
+    "lapack_cgehrd_ffi",
+    "lapack_zgehrd_ffi",
+    "lapack_sgees_ffi",
+    "lapack_dgees_ffi",
+    "lapack_cgees_ffi",
+    "lapack_zgees_ffi",
+    "lapack_strsm_ffi",
+    "lapack_dtrsm_ffi",
+    "lapack_ctrsm_ffi",
+    "lapack_ztrsm_ffi",
+    "lapack_sgtsv_ffi",
+    "lapack_dgtsv_ffi",
+    "lapack_cgtsv_ffi",
+    "lapack_zgtsv_ffi",
+];
 
 /// JAX's GPU targets for the same functions (`_GPU_FFI_KERNELS`) and its GPU random-bits
 /// kernels: refused by name on a CPU plugin.
@@ -433,11 +428,6 @@ pub(crate) use by_kind;
 pub(crate) fn batch_of(what: &str, dims: &[i64]) -> std::result::Result<pjrt_lapack::kernels::Batch, FfiError> {
     pjrt_lapack::kernels::Batch::from_dims(dims)
         .ok_or_else(|| FfiError::invalid_argument(format!("{what} has dimensions {dims:?}: not a batch of matrices")))
-}
-
-/// An attribute that holds one of LAPACK's character codes (`uplo`, `mode`, ...): a `u8`.
-pub(crate) fn char_attr(call: &ffi::Call<'_>, name: &str) -> std::result::Result<u8, FfiError> {
-    call.attr::<u8>(name)
 }
 
 /// A kernel's refusal as the handler's error.

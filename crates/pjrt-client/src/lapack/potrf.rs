@@ -36,7 +36,7 @@
 
 use pjrt_lapack::{kernels, Lapack};
 
-use super::{batch_of, by_type, char_attr, kernel_error, Element};
+use super::{batch_of, by_type, kernel_error, Element};
 use crate::ffi::{Call, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
@@ -46,7 +46,7 @@ pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Ha
 fn typed<T: Element>(target: &str, lapack: &'static Lapack) -> Handler {
     let signature = Signature::new().arg::<T>(Rank::Any).ret_aliasing(0).ret::<i32>(Rank::Any).attr::<u8>("uplo");
     Handler::new(target, signature, move |call: &Call<'_>| {
-        let uplo = char_attr(call, "uplo")?;
+        let uplo = call.attr::<u8>("uplo")?;
         let mut x = call.ret_in_place::<T>(0)?;
         let batch = batch_of("x", x.dims())?;
         let mut info = call.ret::<i32>(1)?;

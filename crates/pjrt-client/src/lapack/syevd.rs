@@ -39,7 +39,7 @@ use num_complex::Complex;
 use pjrt_lapack::kernels::{self, Batch};
 use pjrt_lapack::{KernelError, Lapack};
 
-use super::{batch_of, by_kind, char_attr, kernel_error, Element};
+use super::{batch_of, by_kind, kernel_error, Element};
 use crate::ffi::{Call, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
@@ -65,7 +65,7 @@ type Kernel<T, R> = fn(&Lapack, Batch, u8, u8, &mut [T], &mut [R], &mut [i32]) -
 
 fn typed<T: Element, R: Element>(target: &str, lapack: &'static Lapack, kernel: Kernel<T, R>) -> Handler {
     Handler::new(target, signature::<T, R>(), move |call: &Call<'_>| {
-        let (uplo, mode) = (char_attr(call, "uplo")?, char_attr(call, "mode")?);
+        let (uplo, mode) = (call.attr::<u8>("uplo")?, call.attr::<u8>("mode")?);
         let mut x = call.ret_in_place::<T>(0)?;
         let batch = batch_of("x", x.dims())?;
         let (mut w, mut info) = (call.ret::<R>(1)?, call.ret::<i32>(2)?);

@@ -43,7 +43,7 @@
 use pjrt_lapack::{kernels, Lapack};
 
 use super::geqrf::expect_dims;
-use super::{batch_of, by_type, char_attr, kernel_error, Element};
+use super::{batch_of, by_type, kernel_error, Element};
 use crate::ffi::{Call, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
@@ -63,7 +63,7 @@ where
         .ret::<T>(Rank::Any)
         .ret::<i32>(Rank::Any);
     Handler::new(target, signature, move |call: &Call<'_>| {
-        let uplo = char_attr(call, "uplo")?;
+        let uplo = call.attr::<u8>("uplo")?;
         let mut x = call.ret_in_place::<T>(0)?;
         let batch = batch_of("x", x.dims())?;
         let (mut d, mut e) = (call.ret::<T::Real>(1)?, call.ret::<T::Real>(2)?);

@@ -40,7 +40,7 @@
 use pjrt_lapack::kernels::{self, Triangular};
 use pjrt_lapack::Lapack;
 
-use super::{batch_of, by_type, char_attr, kernel_error, Element};
+use super::{batch_of, by_type, kernel_error, Element};
 use crate::ffi::{Call, FfiError, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
@@ -58,10 +58,10 @@ fn typed<T: Element>(target: &str, lapack: &'static Lapack) -> Handler {
         .attr::<u8>("diag");
     Handler::new(target, signature, move |call: &Call<'_>| {
         let attrs = Triangular::new(
-            char_attr(call, "side")?,
-            char_attr(call, "uplo")?,
-            char_attr(call, "trans_x")?,
-            char_attr(call, "diag")?,
+            call.attr::<u8>("side")?,
+            call.attr::<u8>("uplo")?,
+            call.attr::<u8>("trans_x")?,
+            call.attr::<u8>("diag")?,
         );
         let x = call.arg::<T>(0)?;
         let mut y = call.ret_in_place::<T>(0)?;
