@@ -34,6 +34,18 @@ pub enum Error {
          database); set PJRT_CACHE_DIR to a folder only you can write"
     )]
     NoCacheFolder,
+    /// A shape-polymorphic model's shape assertion failed for the inputs' shapes: the message
+    /// is the one JAX gives for them (a constraint broken, a dimension shared by two inputs
+    /// with two sizes, a division with a remainder). Give inputs of shapes the model accepts.
+    #[error("{message}")]
+    ShapeAssertion {
+        /// JAX's message, its values filled in.
+        message: String,
+    },
+    /// A shape-polymorphic model could not be made static for the inputs' shapes (a shape
+    /// that depends on data, or an op the refiner has no shape rule for).
+    #[error(transparent)]
+    Refine(pjrt_stablehlo::RefineError),
 }
 
 /// `Result` with this crate's [`Error`].

@@ -31,13 +31,16 @@ use std::path::Path;
 use flatbuffer::{FlatError, Table, Vector};
 
 use pjrt_client::sharding::Sharding;
-use pjrt_client::{
-    Client, CompileOptions, ElementType, ExecuteOptions, HostArray, LoadedExecutable, Program, UploadOptions,
-};
+use pjrt_client::{Client, CompileOptions, ElementType, HostArray, LoadedExecutable, Program};
 
 use crate::error::{Error, Result};
 use crate::npy::NpyArray;
-use crate::BufferExt as _;
+
+mod polymorphic;
+mod runner;
+
+pub use polymorphic::InputShape;
+pub use runner::Runner;
 
 /// The newest `jax.export` serialization version this reader knows (JAX 0.12's, which adds the
 /// `jax_version` of the writer). JAX 0.10 and 0.11 write 3 in the header whatever their schema
@@ -326,6 +329,7 @@ pub struct JaxExport {
     uses_global_constants: bool,
     has_vjp: bool,
     mlir_module: Vec<u8>,
+    module_ir: polymorphic::ModuleCache,
 }
 
 /// Work allowed while reading one artifact, in bytes materialized: shared sub-objects in a
@@ -786,6 +790,7 @@ impl JaxExport {
             uses_global_constants,
             has_vjp,
             mlir_module: mlir_module.to_vec(),
+            module_ir: Default::default(),
         })
     }
 
@@ -963,21 +968,9 @@ impl JaxExport {
     }
 
     /// Checks that this crate can run the export on `platform`: shardings it can lay out
-    /// ([`JaxExport::device_shardings`]), concrete shapes, no ordered effects, a known calling
+    /// ([`JaxExport::device_shardings`]), no ordered effects, a known calling
     /// convention, dtypes PJRT has, device memory, and `platform` among the export's platforms.
     pub fn check_runnable(&self, platform: &str) -> Result<()> {
-        if let Some((i, aval)) = self.in_avals.iter().chain(&self.out_avals).enumerate().find(|(_, a)| a.is_symbolic())
-        {
-            let which = if i < self.in_avals.len() {
-                format!("input {i}")
-            } else {
-                format!("output {}", i - self.in_avals.len())
-            };
-            return Err(Error::invalid(format!(
-                "the model is shape-polymorphic ({which} is {aval}): running symbolic dimensions is not \
-                 supported; export it again with concrete shapes (jax.ShapeDtypeStruct with integer dims)"
-            )));
-        }
         if !self.ordered_effects.is_empty() {
             return Err(Error::invalid(format!(
                 "the model has ordered effects ({}), which need token arguments; this runner does not pass \
@@ -1089,6 +1082,9 @@ impl JaxExport {
         let aval = self.in_avals.get(index).ok_or_else(|| {
             Error::invalid(format!("input {index} does not exist: the model takes {} inputs", self.in_avals.len()))
         })?;
+        if self.is_polymorphic() {
+            return self.check_shape(index, element_type, dims);
+        }
         let wanted = aval.fixed_dims();
         if aval.element_type != Some(element_type) || wanted.as_deref() != Some(dims) {
             let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
@@ -1147,9 +1143,49 @@ impl JaxExport {
     /// settings that make results match JAX ([`CompileOptions::jax_defaults`]); a multi-device
     /// export is compiled with SPMD partitioning over `nr_devices` partitions (and Shardy when
     /// the module uses it), so the client needs that many devices.
+    /// A shape-polymorphic model has no one executable: compile it for input shapes with
+    /// [`JaxExport::compile_for`], or run it with a [`Runner`].
     pub fn compile(&self, client: &Client) -> Result<LoadedExecutable> {
         self.check_runnable(client.platform_name())?;
+        if self.is_polymorphic() {
+            return Err(Error::invalid(
+                "the model is shape-polymorphic: compile it for the shapes of its inputs (JaxExport::compile_for, \
+                 or pjrt compile --input-shape)",
+            ));
+        }
         Ok(client.compile(&self.program()?, &self.compile_options(client.platform_name()))?)
+    }
+
+    /// Compiles the model for inputs of these shapes (every input, in the order of
+    /// [`JaxExport::in_avals`]): [`JaxExport::program_for`] compiled as [`JaxExport::compile`]
+    /// does. For a model without symbolic dimensions the shapes must be its own.
+    pub fn compile_for(&self, client: &Client, shapes: &[InputShape]) -> Result<LoadedExecutable> {
+        self.check_runnable(client.platform_name())?;
+        Ok(client.compile(&self.program_for(shapes)?, &self.compile_options(client.platform_name()))?)
+    }
+
+    /// The shape of each input as it is uploaded (see [`JaxExport::check_npy_input`]).
+    pub fn input_shapes(&self, inputs: &[NpyArray]) -> Vec<InputShape> {
+        inputs
+            .iter()
+            .enumerate()
+            .map(|(i, array)| {
+                let wanted = self.in_avals.get(i).and_then(|a| a.element_type);
+                let element_type = crate::npy_arrays::upload_element_type(array.dtype, wanted)
+                    .unwrap_or_else(|_| crate::npy_arrays::element_type_of(array.dtype));
+                (element_type, array.dims.clone())
+            })
+            .collect()
+    }
+
+    pub(crate) fn check_output_count(&self, count: usize) -> Result<()> {
+        if count != self.out_avals.len() {
+            return Err(Error::invalid(format!(
+                "the module returned {count} outputs but the export lists {}",
+                self.out_avals.len()
+            )));
+        }
+        Ok(())
     }
 
     /// The options [`JaxExport::compile`] uses on `platform` (to add XLA options to).
@@ -1164,47 +1200,14 @@ impl JaxExport {
         options
     }
 
-    /// Compiles and runs the model (on the client's first device, or on as many devices as it
+    /// Compiles and runs the model once (keep a [`Runner`] to run it again without compiling
+    /// again); on the client's first device, or on as many devices as it
     /// was exported for, with inputs split and outputs gathered by [`JaxExport::device_shardings`]):
     /// `inputs` are every input in
     /// the order of [`JaxExport::in_avals`]; the outputs come back in the order of
     /// [`JaxExport::out_avals`] (bf16 as `<u2` bits, sub-byte types widened to `int8`/`uint8`).
     pub fn run(&self, client: &Client, inputs: &[NpyArray]) -> Result<Vec<NpyArray>> {
-        let arguments = self.arrange_inputs(client.platform_name(), inputs)?;
-        let exe = self.compile(client)?;
-        if self.nr_devices > 1 {
-            let (input_shardings, output_shardings) = self.device_shardings()?;
-            let buffers = exe.upload_sharded(&arguments, &input_shardings)?;
-            let outputs = exe.execute_sharded(&buffers, &ExecuteOptions::new())?;
-            let outputs = pjrt_client::sharding::gather_outputs(&outputs, &output_shardings)?;
-            if outputs.len() != self.out_avals.len() {
-                return Err(Error::invalid(format!(
-                    "the module returned {} outputs but the export lists {}",
-                    outputs.len(),
-                    self.out_avals.len()
-                )));
-            }
-            return outputs.iter().map(NpyArray::from_host_array).collect();
-        }
-        let device = exe
-            .addressable_devices()
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::invalid("the compiled model has no addressable device"))?;
-        let mut buffers = Vec::with_capacity(arguments.len());
-        for array in &arguments {
-            buffers.push(client.upload_with(array, &UploadOptions::new().device(&device))?);
-        }
-        let refs: Vec<&pjrt_client::Buffer> = buffers.iter().collect();
-        let outputs = exe.execute(&refs, &ExecuteOptions::new())?;
-        if outputs.len() != self.out_avals.len() {
-            return Err(Error::invalid(format!(
-                "the module returned {} outputs but the export lists {}",
-                outputs.len(),
-                self.out_avals.len()
-            )));
-        }
-        outputs.iter().map(|o| o.to_npy()).collect()
+        Runner::new(self.clone(), client).run(inputs)
     }
 }
 

@@ -21,11 +21,13 @@ mod error;
 pub mod ir;
 mod print;
 mod read;
+mod refine;
 mod vhlo;
 
 pub use bytecode::{Limits, MAX_VERSION};
 pub use error::{Error, Result};
 pub use print::{mlir_element_name, print};
+pub use refine::{is_polymorphic, refine, RefineError};
 
 /// Reads MLIR bytecode (a StableHLO portable artifact, or builtin/func/stablehlo bytecode)
 /// with the default [`Limits`].

@@ -313,7 +313,12 @@ fn what_cannot_run_is_refused_clearly() {
 
     let m = JaxExport::from_bytes(&with(&[(f::UNIQUE_AVALS, V::Tables(vec![aval(&["2*b + 1"], 10)]))])).unwrap();
     assert_eq!(m.in_avals()[0].dims, [Dim::Symbolic("2*b + 1".into())]);
-    assert!(m.check_runnable("cpu").unwrap_err().to_string().contains("shape-polymorphic"));
+    assert!(m.is_polymorphic());
+    m.check_runnable("cpu").unwrap();
+    let e = m.check_shapes(&[(ElementType::S32, vec![3])]).unwrap_err().to_string();
+    assert!(e.contains("Dtype mismatch for args[0]"), "{e}");
+    let e = m.check_shapes(&[]).unwrap_err().to_string();
+    assert!(e.contains("takes 1 inputs"), "{e}");
 
     // Dimensions are PJRT's i64: i64::MAX reads, a count above it (in u64 or beyond) is refused.
     let m = JaxExport::from_bytes(&with(&[(f::UNIQUE_AVALS, V::Tables(vec![aval(&["9223372036854775807"], 10)]))]))

@@ -23,3 +23,4 @@ mod npy_mapped;
 mod npz;
 mod program_formats;
 mod safetensors;
+mod symbolic;

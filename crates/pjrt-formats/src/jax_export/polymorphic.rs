@@ -1,0 +1,164 @@
+//! Shape-polymorphic exports (`jax.export.symbolic_shape("b, t")`): the module refined for the
+//! shapes of the inputs at hand ([`pjrt_stablehlo::refine`]), as JAX does before it compiles.
+
+use std::sync::{Arc, OnceLock};
+
+use pjrt_client::{ElementType, Program};
+use pjrt_stablehlo::ir::{Module, Type};
+use pjrt_stablehlo::RefineError;
+
+use super::{Dim, JaxExport};
+use crate::error::{Error, Result};
+
+/// The shape of one input: its element type and dimensions.
+pub type InputShape = (ElementType, Vec<i64>);
+
+impl From<RefineError> for Error {
+    fn from(e: RefineError) -> Error {
+        match e {
+            RefineError::ShapeAssertion { message } => Error::ShapeAssertion { message },
+            other => Error::Refine(other),
+        }
+    }
+}
+
+/// The module read once for refinement, shared by the export's clones (`Debug` does not
+/// print it: it can be large).
+#[derive(Clone, Default)]
+pub(crate) struct ModuleCache(Arc<OnceLock<Arc<Module>>>);
+
+impl std::fmt::Debug for ModuleCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.get().is_some() { "ModuleCache(read)" } else { "ModuleCache(not read)" })
+    }
+}
+
+/// JAX's `(b, 8)` for an aval's dimensions.
+fn spec(dims: &[Dim]) -> String {
+    let parts: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+    if parts.len() == 1 {
+        format!("({},)", parts[0])
+    } else {
+        format!("({})", parts.join(", "))
+    }
+}
+
+fn given(dims: &[i64]) -> String {
+    spec(&dims.iter().map(|&d| Dim::Fixed(d)).collect::<Vec<_>>())
+}
+
+impl JaxExport {
+    /// True if some input or output has a symbolic dimension: the model is refined for each new
+    /// set of input shapes ([`JaxExport::program_for`]).
+    ///
+    /// ```
+    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/symbolic_batch/model.jaxexport");
+    /// let model = pjrt_formats::jax_export::JaxExport::read(path).unwrap();
+    /// assert!(model.is_polymorphic());
+    /// ```
+    pub fn is_polymorphic(&self) -> bool {
+        self.in_avals.iter().chain(&self.out_avals).any(|a| a.is_symbolic())
+    }
+
+    /// Checks input shapes (one per input, in the order of [`JaxExport::in_avals`]) against the
+    /// avals as JAX does before it refines: the count, each dtype and rank, and every
+    /// dimension the aval fixes. Symbolic dimensions are checked by the module's own shape
+    /// assertions when it is refined.
+    pub fn check_shapes(&self, inputs: &[InputShape]) -> Result<()> {
+        if inputs.len() != self.in_avals.len() {
+            let avals: Vec<String> = self.in_avals.iter().map(|a| a.to_string()).collect();
+            return Err(Error::invalid(format!(
+                "the model takes {} inputs ({}) but {} were given; give all of them in order, unused ones too",
+                self.in_avals.len(),
+                avals.join(", "),
+                inputs.len()
+            )));
+        }
+        for (i, (element_type, dims)) in inputs.iter().enumerate() {
+            self.check_shape(i, *element_type, dims)?;
+        }
+        Ok(())
+    }
+
+    /// One input's shape against its aval, with JAX's messages.
+    pub(crate) fn check_shape(&self, i: usize, element_type: ElementType, dims: &[i64]) -> Result<()> {
+        let aval = self.in_avals.get(i).ok_or_else(|| {
+            Error::invalid(format!("input {i} does not exist: the model takes {} inputs", self.in_avals.len()))
+        })?;
+        if aval.element_type != Some(element_type) {
+            return Err(Error::invalid(format!(
+                "Dtype mismatch for args[{i}]: expected {} and called with {element_type}",
+                aval.dtype_name
+            )));
+        }
+        if dims.len() != aval.dims.len() {
+            return Err(Error::invalid(format!(
+                "Rank mismatch for args[{i}]: expected {} and called with {} (shapes {} and {})",
+                aval.dims.len(),
+                dims.len(),
+                spec(&aval.dims),
+                given(dims)
+            )));
+        }
+        for (k, (want, &got)) in aval.dims.iter().zip(dims).enumerate() {
+            if got < 0 || matches!(want, Dim::Fixed(n) if *n != got) {
+                return Err(Error::invalid(format!(
+                    "Shape mismatch for args[{i}].shape[{k}] (expected same constant): expected {} and called with {}",
+                    spec(&aval.dims),
+                    given(dims)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The module as read by [`pjrt_stablehlo`] (once; kept for later refinements).
+    pub(crate) fn module_ir(&self) -> Result<Arc<Module>> {
+        if let Some(m) = self.module_ir.0.get() {
+            return Ok(m.clone());
+        }
+        let module = pjrt_stablehlo::read_bytecode(&self.mlir_module).map_err(|e| {
+            Error::invalid(format!("the model's StableHLO module cannot be read for shape refinement: {e}"))
+        })?;
+        Ok(self.module_ir.0.get_or_init(|| Arc::new(module)).clone())
+    }
+
+    /// The program to compile for inputs of these shapes (one per input, in the order of
+    /// [`JaxExport::in_avals`]). For a model without symbolic dimensions that is
+    /// [`JaxExport::program`] (after the shapes are checked); for a shape-polymorphic one, the
+    /// module refined for them: static shapes everywhere, JAX's shape assertions checked
+    /// ([`Error::ShapeAssertion`] with JAX's message when one fails), printed as MLIR text.
+    ///
+    /// ```
+    /// use pjrt_client::ElementType;
+    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/symbolic_batch/model.jaxexport");
+    /// let model = pjrt_formats::jax_export::JaxExport::read(path).unwrap();
+    /// assert!(model.program_for(&[(ElementType::F32, vec![3, 4])]).is_ok());
+    /// let error = model.program_for(&[(ElementType::F32, vec![0, 4])]).unwrap_err();
+    /// assert!(matches!(error, pjrt_formats::Error::ShapeAssertion { .. }), "{error}");
+    /// ```
+    pub fn program_for(&self, inputs: &[InputShape]) -> Result<Program> {
+        self.check_shapes(inputs)?;
+        if !self.is_polymorphic() {
+            return self.program();
+        }
+        let mut args = Vec::with_capacity(self.module_kept_var_idx.len() + 1);
+        let mut parameters = Vec::with_capacity(args.capacity());
+        if self.platforms.len() > 1 {
+            args.push(Type::tensor(ElementType::S32, &[]));
+            parameters.push((ElementType::S32, Vec::new()));
+        }
+        for &i in &self.module_kept_var_idx {
+            let (element_type, dims) = inputs
+                .get(i)
+                .ok_or_else(|| Error::invalid(format!("the module keeps input {i}, which the export does not list")))?;
+            let sizes: Vec<u64> = dims.iter().map(|&d| d as u64).collect(); // checked >= 0 above
+            args.push(Type::tensor(*element_type, &sizes));
+            parameters.push((*element_type, dims.clone()));
+        }
+        let refined = pjrt_stablehlo::refine(&*self.module_ir()?, &args)?;
+        let program = Program::mlir_text(pjrt_stablehlo::print(&refined))?;
+        // One device sees the module's parameters as they are; several see their shards.
+        Ok(if self.nr_devices == 1 { program.with_parameters(parameters) } else { program })
+    }
+}

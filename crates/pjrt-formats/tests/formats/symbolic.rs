@@ -1,0 +1,114 @@
+//! Shape-polymorphic `jax.export` models (tests/data/jax_export/symbolic/jax-0.10.2, written by
+//! tools/gen_symbolic_testdata.py with JAX's answers): each runs through a [`Runner`] on both
+//! CPU plugins at every concrete shape set the manifest lists, equal to JAX's outputs; shapes
+//! that break the model's constraints give JAX's own error text.
+
+use std::path::{Path, PathBuf};
+
+use pjrt_formats::jax_export::{JaxExport, Runner};
+use pjrt_formats::npy::{Dtype, NpyArray};
+use serde_json::Value as Json;
+
+use crate::support;
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/jax_export/symbolic/jax-0.10.2")
+}
+
+fn manifest() -> Json {
+    serde_json::from_str(&std::fs::read_to_string(data_dir().join("manifest.json")).unwrap()).unwrap()
+}
+
+fn read_set(dir: &Path, prefix: &str) -> Vec<NpyArray> {
+    (0..)
+        .map(|i| dir.join(format!("{prefix}{i}.npy")))
+        .take_while(|p| p.exists())
+        .map(|p| NpyArray::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .collect()
+}
+
+/// Elements as f64 (integers exactly, bools as 0/1), for comparison.
+fn values(a: &NpyArray) -> Vec<f64> {
+    let d = &a.data;
+    match a.dtype {
+        Dtype::F32 => d.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
+        Dtype::F64 => d.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().unwrap())).collect(),
+        Dtype::I32 => d.chunks_exact(4).map(|c| i32::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
+        Dtype::I64 => d.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
+        Dtype::U32 => d.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()) as f64).collect(),
+        Dtype::Bool | Dtype::U8 => d.iter().map(|&b| b as f64).collect(),
+        other => panic!("no comparison for {other}"),
+    }
+}
+
+fn compare(ours: &NpyArray, jax: &NpyArray, rtol: f64, atol: f64) -> Result<(), String> {
+    if ours.dims != jax.dims || ours.dtype != jax.dtype {
+        return Err(format!("{}{:?}, JAX's {}{:?}", ours.dtype, ours.dims, jax.dtype, jax.dims));
+    }
+    for (i, (x, y)) in values(ours).into_iter().zip(values(jax)).enumerate() {
+        let same = (x.is_nan() && y.is_nan()) || x == y || (x - y).abs() <= atol + rtol * y.abs();
+        if !same {
+            return Err(format!("element {i}: {x}, JAX's {y}"));
+        }
+    }
+    Ok(())
+}
+
+fn run_all(plugin: &str) {
+    let client = support::client(plugin, 1);
+    let m = manifest();
+    let cases = m["cases"].as_array().unwrap();
+    let mut failures = Vec::new();
+    let (mut ran, mut refused) = (0, 0);
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let model = JaxExport::read(data_dir().join(case["model"].as_str().unwrap())).unwrap();
+        assert!(model.is_polymorphic(), "{name}");
+        let runner = Runner::new(model, &client);
+        let (rtol, atol) = (case["rtol"].as_f64().unwrap(), case["atol"].as_f64().unwrap());
+        for set in case["ok"].as_array().unwrap() {
+            let dir = data_dir().join(set["dir"].as_str().unwrap());
+            let (inputs, expected) = (read_set(&dir, "in"), read_set(&dir, "out"));
+            match runner.run(&inputs) {
+                Ok(outputs) if outputs.len() == expected.len() => {
+                    for (k, (o, e)) in outputs.iter().zip(&expected).enumerate() {
+                        if let Err(why) = compare(o, e, rtol, atol) {
+                            failures.push(format!("{}: output {k}: {why}", set["dir"]));
+                        }
+                    }
+                    ran += 1;
+                }
+                Ok(outputs) => {
+                    failures.push(format!("{}: {} outputs, JAX has {}", set["dir"], outputs.len(), expected.len()))
+                }
+                Err(e) => failures.push(format!("{}: {e}", set["dir"])),
+            }
+        }
+        // Each distinct signature compiled once: as many executables as shape sets.
+        let distinct = case["ok"].as_array().unwrap().len();
+        if runner.cached() != distinct && failures.is_empty() {
+            failures.push(format!("{name}: {} executables kept for {distinct} signatures", runner.cached()));
+        }
+        for set in case["bad"].as_array().unwrap() {
+            let dir = data_dir().join(set["dir"].as_str().unwrap());
+            let wanted = set["error"].as_str().unwrap();
+            match runner.run(&read_set(&dir, "in")) {
+                Ok(_) => failures.push(format!("{}: ran, JAX says: {wanted}", set["dir"])),
+                Err(e) if e.to_string().contains(wanted) => refused += 1,
+                Err(e) => failures.push(format!("{}: {e}\n  JAX says: {wanted}", set["dir"])),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{plugin}: {} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(ran >= 30 && refused >= 15, "{plugin}: ran {ran} shape sets, refused {refused}");
+}
+
+#[test]
+fn symbolic_models_on_cpu_0_115() {
+    run_all("cpu");
+}
+
+#[test]
+fn symbolic_models_on_cpu_0_106() {
+    run_all("cpu-0.106");
+}
