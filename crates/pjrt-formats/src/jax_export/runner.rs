@@ -8,6 +8,7 @@ use pjrt_client::{Client, ExecuteOptions, LoadedExecutable, UploadOptions};
 
 use super::polymorphic::InputShape;
 use super::JaxExport;
+use crate::compile_cache::CompileCache;
 use crate::error::{Error, Result};
 use crate::npy::NpyArray;
 
@@ -25,11 +26,11 @@ pub const DEFAULT_CAPACITY: usize = 64;
 /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/symbolic_batch/model.jaxexport");
-/// let runner = Runner::new(JaxExport::read(path)?, &client);
+/// let runner = Runner::new(JaxExport::read(path)?, &client); // sum(x * 2, axis=0), x: f32[b, 4]
 /// for batch in [1, 3, 3] {
 ///     let x = NpyArray::from_elements(vec![batch, 4], &vec![1f32; batch as usize * 4])?;
 ///     let out = runner.run(&[x])?;
-///     assert_eq!(out[0].dims[0], batch);
+///     assert_eq!(out[0].to_vec::<f32>()?, vec![2.0 * batch as f32; 4]);
 /// }
 /// assert_eq!(runner.cached(), 2); // batch 1 and batch 3
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -38,6 +39,7 @@ pub struct Runner {
     model: Arc<JaxExport>,
     client: Client,
     capacity: usize,
+    compile_cache: Option<CompileCache>,
     /// Most recently used last.
     cache: Mutex<Vec<(Vec<InputShape>, Arc<LoadedExecutable>)>>,
 }
@@ -49,6 +51,7 @@ impl Runner {
             model: model.into(),
             client: client.clone(),
             capacity: DEFAULT_CAPACITY,
+            compile_cache: None,
             cache: Mutex::new(Vec::new()),
         }
     }
@@ -69,6 +72,32 @@ impl Runner {
         self
     }
 
+    /// Compiles through `cache`: a signature seen by an earlier process (the same refined
+    /// program, options and plugin) is loaded instead of compiled.
+    ///
+    /// ```
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/symbolic_batch/model.jaxexport");
+    /// use pjrt_formats::compile_cache::CompileCache;
+    /// use pjrt_formats::jax_export::{JaxExport, Runner};
+    /// let dir = std::env::temp_dir().join(format!("runner-cache-doc-{}", std::process::id()));
+    /// let model = JaxExport::read(path)?;
+    /// let shapes = [(pjrt_client::ElementType::F32, vec![5, 4])];
+    /// for _ in 0..2 {
+    ///     // A new runner (as a new process would have) loads what the first one compiled.
+    ///     let runner = Runner::new(model.clone(), &client).with_compile_cache(CompileCache::open(&dir)?);
+    ///     runner.executable(&shapes)?;
+    /// }
+    /// assert_eq!(CompileCache::open(&dir)?.info()?.entries, 1);
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_compile_cache(mut self, cache: CompileCache) -> Runner {
+        self.compile_cache = Some(cache);
+        self
+    }
+
     /// The most executables kept.
     pub fn capacity(&self) -> usize {
         self.capacity
@@ -86,7 +115,8 @@ impl Runner {
 
     /// The executable for inputs of these shapes (every input, in the order of
     /// [`JaxExport::in_avals`]): the one kept for them, or the model refined
-    /// ([`JaxExport::program_for`]) and compiled with [`JaxExport::compile_options`] now.
+    /// ([`JaxExport::program_for`]) and compiled with [`JaxExport::compile_options`] now
+    /// (through the compile cache, when given one).
     pub fn executable(&self, shapes: &[InputShape]) -> Result<Arc<LoadedExecutable>> {
         {
             let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -99,7 +129,11 @@ impl Runner {
         }
         self.model.check_runnable(self.client.platform_name())?;
         let program = self.model.program_for(shapes)?;
-        let exe = Arc::new(self.client.compile(&program, &self.model.compile_options(self.client.platform_name()))?);
+        let options = self.model.compile_options(self.client.platform_name());
+        let exe = Arc::new(match &self.compile_cache {
+            Some(cache) => cache.compile(&self.client, &program, &options)?.executable,
+            None => self.client.compile(&program, &options)?,
+        });
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         // Another thread may have compiled the same signature meanwhile: keep one.
         cache.retain(|(s, _)| s != shapes);
@@ -139,5 +173,17 @@ impl Runner {
         model.check_output_count(outputs.len())?;
         use crate::BufferExt as _;
         outputs.iter().map(|o| o.to_npy()).collect()
+    }
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("model", &self.model.function_name())
+            .field("platform", &self.client.platform_name())
+            .field("capacity", &self.capacity)
+            .field("cached", &self.cached())
+            .field("compile_cache", &self.compile_cache.as_ref().map(|c| c.dir()))
+            .finish()
     }
 }
