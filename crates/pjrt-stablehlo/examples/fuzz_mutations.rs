@@ -5,12 +5,16 @@
 //! target does (`pjrt_stablehlo::fuzz_check`). A failing input is written to
 //! `target/fuzz-mutations-crash.bin` before the panic is re-raised.
 //!
+//! The seeds are the files of `CORPUS_DIR` and below, a `jax.export` file standing for the module
+//! it holds; by default the repository's `fuzz/corpus/stablehlo` and the shape-polymorphic
+//! models of `tests/data/jax_export/symbolic` (whose modules `fuzz_check` also refines).
+//!
 //! `cargo run --release -p pjrt-stablehlo --example fuzz_mutations -- [CORPUS_DIR [SECONDS [SEED]]]`
-//! (defaults: the repository's `fuzz/corpus/stablehlo`, 20 s). CI runs it with the defaults, as
-//! it runs every example.
+//! (defaults: the seeds above, also for an empty CORPUS_DIR; 20 s). CI runs it with the defaults,
+//! as it runs every example.
 
 use std::panic::{self, AssertUnwindSafe};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// xorshift64*: deterministic per seed, good enough to pick mutations.
@@ -73,23 +77,50 @@ fn mutate(rng: &mut Rng, corpus: &[Vec<u8>], input: &mut Vec<u8>) {
     }
 }
 
+/// The files under `dir` that `keep` accepts, read (a `jax.export` file as its module).
+fn seeds(dir: &Path, keep: &dyn Fn(&Path) -> bool, out: &mut Vec<Vec<u8>>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot read the corpus {}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            seeds(&path, keep, out);
+        } else if keep(&path) {
+            let bytes = std::fs::read(&path).unwrap();
+            if pjrt_formats::jax_export::JaxExport::looks_like(&bytes) {
+                let export = pjrt_formats::jax_export::JaxExport::from_bytes(&bytes)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                out.push(export.mlir_module().to_vec());
+            } else {
+                out.push(bytes);
+            }
+        }
+    }
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
-    let dir = args
-        .next()
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/stablehlo"));
+    let dir = args.next().filter(|d| !d.is_empty()).map(PathBuf::from);
     let seconds: u64 = match args.next() {
         Some(s) => s.parse().expect("SECONDS must be a number"),
         None => 20,
     };
     let seed: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(0x9e37_79b9_7f4a_7c15);
-    let mut corpus: Vec<Vec<u8>> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("cannot read the corpus {}: {e}", dir.display()))
-        .map(|entry| std::fs::read(entry.unwrap().path()).unwrap())
-        .collect();
+    let mut corpus = Vec::new();
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let corpus_name = match &dir {
+        Some(dir) => {
+            seeds(dir, &|_| true, &mut corpus);
+            dir.display().to_string()
+        }
+        None => {
+            seeds(&repo.join("fuzz/corpus/stablehlo"), &|_| true, &mut corpus);
+            let models = |p: &Path| p.file_name().is_some_and(|n| n == "model.jaxexport");
+            seeds(&repo.join("tests/data/jax_export/symbolic"), &models, &mut corpus);
+            "fuzz/corpus/stablehlo and tests/data/jax_export/symbolic".to_string()
+        }
+    };
     corpus.sort();
-    assert!(!corpus.is_empty(), "the corpus {} is empty", dir.display());
+    assert!(!corpus.is_empty(), "the corpus {corpus_name} is empty");
     let mut rng = Rng(seed | 1);
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut runs = 0u64;
@@ -104,5 +135,5 @@ fn main() {
         }
         runs += 1;
     }
-    println!("{runs} mutated inputs from {} corpus files in {seconds} s: every one read cleanly or gave an error inside the input", corpus.len());
+    println!("{runs} mutated inputs from {} corpus files in {seconds} s: every one read cleanly (and refined or gave an error) or gave an error inside the input", corpus.len());
 }

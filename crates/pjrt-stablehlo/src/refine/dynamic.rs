@@ -20,14 +20,14 @@ fn set_attr(op: &mut Op, name: &str, value: Attr) {
     }
 }
 
-fn list(consts: &[Option<Const>], i: usize) -> Vec<i64> {
+fn list(consts: &[Option<&Const>], i: usize) -> Vec<i64> {
     // The caller computed the result shape from the same constants, so they are there.
-    consts.get(i).cloned().flatten().map(|c| c.vals).unwrap_or_default()
+    consts.get(i).copied().flatten().map(|c| c.vals.clone()).unwrap_or_default()
 }
 
 /// Rewrites a dynamic op whose shape operands are known (`consts`, one per operand) into its
 /// static form, after its result types were refined. Other ops are left as they are.
-pub(crate) fn to_static(op: &mut Op, consts: &[Option<Const>]) {
+pub(crate) fn to_static(op: &mut Op, consts: &[Option<&Const>]) {
     let Some(base) = op.name.strip_prefix("stablehlo.") else { return };
     let (name, keep) = match base {
         "dynamic_broadcast_in_dim" => {
@@ -91,15 +91,15 @@ pub(crate) fn target(op: &Op) -> Option<&[u8]> {
 /// Returns the result dimensions when the call gives them.
 pub(crate) fn custom_call(
     op: &mut Op,
-    consts: &[Option<Const>],
-    types: &[Type],
+    consts: &[Option<&Const>],
+    types: &[&Type],
     body: &mut dyn FnMut(&str) -> Result<Region, String>,
 ) -> Result<(CustomCall, Option<ResultDims>), RefineError> {
     let name = target(op).map(|t| String::from_utf8_lossy(t).into_owned()).unwrap_or_default();
     let unrefinable = |what: String| RefineError::Unrefinable { op: format!("stablehlo.custom_call @{name}"), what };
     let dims_of = |i: usize, what: &str| -> Result<Vec<u64>, RefineError> {
         let c =
-            consts.get(i).cloned().flatten().ok_or_else(|| {
+            consts.get(i).copied().flatten().ok_or_else(|| {
                 unrefinable(format!("its {what} (operand {i}) is computed from data, not from shapes"))
             })?;
         c.vals
@@ -107,11 +107,16 @@ pub(crate) fn custom_call(
             .map(|&v| u64::try_from(v).map_err(|_| unrefinable(format!("its {what} has a negative size"))))
             .collect()
     };
+    // The operand whose shape a rewritten call keeps (a hostile module may give it none).
+    let first_dims = || -> Result<Vec<u64>, RefineError> {
+        let t = types.first().ok_or_else(|| unrefinable("it has no operands".to_string()))?;
+        super::shapes::static_dims(t).map_err(unrefinable)
+    };
     match name.as_str() {
         "shape_assertion" => {
             let holds = consts
                 .first()
-                .cloned()
+                .copied()
                 .flatten()
                 .ok_or_else(|| unrefinable("the assertion depends on the data, not only on shapes".to_string()))?;
             if holds.vals.iter().all(|&v| v != 0) {
@@ -122,7 +127,7 @@ pub(crate) fn custom_call(
                 _ => "a shape assertion failed".to_string(),
             };
             let values: Vec<Option<i64>> =
-                consts.iter().skip(1).map(|c| c.as_ref().and_then(|c| c.vals.first().copied())).collect();
+                consts.iter().skip(1).map(|c| c.and_then(|c| c.vals.first().copied())).collect();
             Err(RefineError::ShapeAssertion { message: format_message(&template, &values) })
         }
         "stablehlo.dynamic_reduce_window" => {
@@ -132,6 +137,9 @@ pub(crate) fn custom_call(
             let [w, s, bd, wd, pad] = [0, 1, 2, 3, 4].map(|k| list(consts, 2 * n + k));
             for k in 0..5 {
                 dims_of(2 * n + k, "window")?;
+            }
+            if pad.len() % 2 != 0 {
+                return Err(unrefinable(format!("its padding has {} values, not pairs", pad.len())));
             }
             let callee = match op.attr("called_computations") {
                 Some(Attr::Array(v)) => match v.first() {
@@ -158,7 +166,7 @@ pub(crate) fn custom_call(
                 .attr("rng_algorithm")
                 .cloned()
                 .unwrap_or(Attr::Enum(crate::ir::EnumAttr { kind: "rng_algorithm", value: "DEFAULT" }));
-            let state = super::shapes::static_dims(&types[0]).map_err(unrefinable)?;
+            let state = first_dims()?;
             op.name = "stablehlo.rng_bit_generator".to_string();
             op.operands.truncate(1);
             op.attributes = vec![("rng_algorithm".into(), algorithm)];
@@ -167,7 +175,7 @@ pub(crate) fn custom_call(
         "stablehlo.dynamic_top_k" => {
             let k = dims_of(1, "k")?;
             let k = *k.first().ok_or_else(|| unrefinable("k is not a scalar".to_string()))?;
-            let mut dims = super::shapes::static_dims(&types[0]).map_err(unrefinable)?;
+            let mut dims = first_dims()?;
             *dims.last_mut().ok_or_else(|| unrefinable("top_k of a scalar".to_string()))? = k;
             op.name = "chlo.top_k".to_string();
             op.operands.truncate(1);
@@ -191,7 +199,7 @@ pub(crate) fn custom_call(
                 return Ok((CustomCall::Keep, Some(out)));
             }
             if name == "Sharding" || name == "xla.sdy.FuncResultSharding" {
-                let d = super::shapes::static_dims(&types[0]).map_err(unrefinable)?;
+                let d = first_dims()?;
                 return Ok((CustomCall::Keep, Some(vec![d])));
             }
             Ok((CustomCall::Keep, None))

@@ -72,8 +72,18 @@ fn static_dims(ty: &Type) -> Option<Vec<u64>> {
     t.dims.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect()
 }
 
+/// The most dimensions a folded constant has (shape data is a scalar or a list).
+const MAX_RANK: usize = 16;
+
+/// The element count of a constant of dimensions `dims`, if it is one this folds. The zero
+/// dimensions count as ones in the bound, so that every partial product and stride of a
+/// folded constant's dimensions is small too (`tensor<0x9223372036854775807xi64>` is not).
 fn count(dims: &[u64]) -> Option<u64> {
-    dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d)).filter(|&n| n <= MAX_ELEMENTS)
+    if dims.len() > MAX_RANK {
+        return None;
+    }
+    dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d.max(1))).filter(|&n| n <= MAX_ELEMENTS)?;
+    Some(dims.iter().product())
 }
 
 /// A `dense<...>` attribute of an integer type as a constant.
@@ -141,9 +151,17 @@ pub(crate) fn fold(op: &Op, ins: &[(Option<&Const>, &Type)], out: &Type) -> Opti
     let kind = int_kind(out)?;
     let dims = static_dims(out)?;
     let n = count(&dims)? as usize;
+    // Every constant has the dimensions of its type, whatever a hostile module declares (a
+    // `constant` whose value is of another type): the folds index by them.
+    fold_as(op, ins, kind, dims.clone(), n).filter(|c| c.dims == dims && c.vals.len() == n)
+}
+
+fn fold_as(op: &Op, ins: &[(Option<&Const>, &Type)], kind: (u32, bool), dims: Vec<u64>, n: usize) -> Option<Const> {
     let base = op.name.strip_prefix("stablehlo.")?;
     if base == "constant" {
-        return op.attr("value").and_then(from_dense);
+        let value = op.attr("value")?;
+        let Attr::Dense { ty, .. } = value else { return None };
+        return if int_kind(ty) == Some(kind) { from_dense(value) } else { None };
     }
     if base == "get_dimension_size" {
         let dim = usize::try_from(int_attr(op, "dimension")?).ok()?;
@@ -214,12 +232,20 @@ pub(crate) fn fold(op: &Op, ins: &[(Option<&Const>, &Type)], out: &Type) -> Opti
             let sin = strides(&a.dims);
             let sout = strides(&dims);
             let mut vals = Vec::with_capacity(n);
+            if a.dims.len() != dims.len() {
+                return None;
+            }
             for i in 0..n {
                 let mut src = 0usize;
                 for k in 0..dims.len() {
                     let idx = (i / sout[k]) % dims[k] as usize;
-                    src +=
-                        (usize::try_from(*start.get(k)?).ok()? + idx * usize::try_from(*stride.get(k)?).ok()?) * sin[k];
+                    // Attribute values are the module's: checked, as they may be anything.
+                    let (first, step) = (usize::try_from(*start.get(k)?).ok()?, usize::try_from(*stride.get(k)?).ok()?);
+                    let at = idx.checked_mul(step)?.checked_add(first)?;
+                    if at >= a.dims[k] as usize {
+                        return None;
+                    }
+                    src += at * sin[k];
                 }
                 vals.push(*a.vals.get(src)?);
             }
@@ -240,7 +266,9 @@ pub(crate) fn fold(op: &Op, ins: &[(Option<&Const>, &Type)], out: &Type) -> Opti
         "sign" => map1(&|v| v.signum()),
         "not" => map1(&|v| if kind.0 == 1 { v ^ 1 } else { !v }),
         "compare" => {
-            let dir = enum_value(op, "comparison_direction")?;
+            // An unknown direction is not folded (its -1 would read as true once made an i1).
+            let dir =
+                enum_value(op, "comparison_direction").filter(|d| ["EQ", "NE", "LT", "LE", "GT", "GE"].contains(d))?;
             let unsigned = match enum_value(op, "compare_type") {
                 Some("UNSIGNED") => true,
                 Some("SIGNED") => false,
@@ -256,12 +284,10 @@ pub(crate) fn fold(op: &Op, ins: &[(Option<&Const>, &Type)], out: &Type) -> Opti
                     "LT" => o == Less,
                     "LE" => o != Greater,
                     "GT" => o == Greater,
-                    "GE" => o != Less,
-                    _ => return -1,
+                    _ => o != Less, // GE
                 })
             };
-            let r = map2(&f)?;
-            r.vals.iter().all(|&v| v >= 0).then_some(r)
+            map2(&f)
         }
         "select" => {
             let (p, t, f) = (c.first()?, c.get(1)?, c.get(2)?);

@@ -24,7 +24,8 @@ mod dynamic;
 mod fold;
 mod shapes;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use crate::ir::{Attr, Block, Dim, Module, Op, Region, TensorType, Type};
 use fold::Const;
@@ -113,11 +114,24 @@ pub fn refine(module: &Module, args: &[Type]) -> Result<Module, RefineError> {
         return Err(RefineError::NoMain);
     };
     let originals = std::mem::take(&mut body.ops);
-    let mut refiner = Refiner { functions: HashMap::new(), done: HashMap::new(), made: Vec::new(), depth: 0 };
+    let work = MIN_WORK.max(originals.iter().map(weight).fold(0usize, usize::saturating_add).saturating_mul(8));
+    let mut refiner = Refiner {
+        functions: HashMap::new(),
+        done: HashMap::new(),
+        count: HashMap::new(),
+        names: HashSet::new(),
+        made: Vec::new(),
+        firsts: HashMap::new(),
+        depth: 0,
+        nesting: 0,
+        work,
+        work_limit: work,
+    };
     for op in &originals {
         if op.name == "func.func" {
             if let Some(name) = symbol_name(op) {
                 refiner.functions.insert(name.to_string(), op);
+                refiner.names.insert(name.to_string());
             }
         }
     }
@@ -125,7 +139,7 @@ pub fn refine(module: &Module, args: &[Type]) -> Result<Module, RefineError> {
         body.ops = originals.clone();
         return Err(RefineError::NoMain);
     }
-    let infos: Vec<Info> = args.iter().map(|t| Info { ty: t.clone(), konst: None }).collect();
+    let infos: Vec<Rc<Info>> = args.iter().map(|t| Rc::new(Info { ty: t.clone(), konst: None })).collect();
     refiner.specialize("main", &infos, true)?;
     let mut made: HashMap<String, Vec<Op>> = HashMap::new();
     for (original, op) in std::mem::take(&mut refiner.made) {
@@ -147,6 +161,29 @@ pub fn refine(module: &Module, args: &[Type]) -> Result<Module, RefineError> {
     Ok(out)
 }
 
+/// `@main`'s parameter types with each `?` made `size`, for fuzzing: `None` when the module has
+/// no `@main`.
+pub(crate) fn main_parameters(module: &Module, size: u64) -> Option<Vec<Type>> {
+    let top = module.ops.iter().find(|op| op.name == "builtin.module")?;
+    let body = top.regions.first()?.blocks.first()?;
+    let main = body.ops.iter().find(|op| op.name == "func.func" && symbol_name(op) == Some("main"))?;
+    let params = &main.regions.first()?.blocks.first()?.args;
+    let fixed = |d: &Dim| if *d == Dim::Dynamic { Dim::Fixed(size) } else { *d };
+    Some(
+        params
+            .iter()
+            .map(|p| match &p.ty {
+                Type::Tensor(t) => Type::Tensor(TensorType {
+                    dims: t.dims.iter().map(fixed).collect(),
+                    element: t.element.clone(),
+                    encoding: t.encoding.clone().filter(|e| !matches!(**e, Attr::Bounds(_))),
+                }),
+                other => other.clone(),
+            })
+            .collect(),
+    )
+}
+
 fn symbol_name(op: &Op) -> Option<&str> {
     match op.attr("sym_name")? {
         Attr::String(s) => std::str::from_utf8(s).ok(),
@@ -159,34 +196,78 @@ fn is_private(op: &Op) -> bool {
 }
 
 /// What is known of a value: its (refined) type and, for small integer tensors computed from
-/// shapes, its elements.
+/// shapes, its elements (with the dimensions of `ty`). Shared: an op may use one value many
+/// times, and copies of a 4096-element constant per use would let a small module allocate
+/// what it likes.
 #[derive(Debug, Clone, PartialEq)]
 struct Info {
     ty: Type,
-    konst: Option<Const>,
+    konst: Option<Rc<Const>>,
 }
 
 /// A limit on nested calls, against hostile modules (StableHLO has no recursion).
 const MAX_CALL_DEPTH: usize = 64;
 
-/// A function refined for some arguments: the argument infos, its name, the result infos.
-type Specialization = (Vec<Info>, String, Vec<Info>);
+/// A limit on calls and regions nested in all: the refiner recurses once for each, and the
+/// reader's bound on region nesting holds in each function only (a custom call's body may
+/// also be a function whose body holds the same call).
+const MAX_NESTING: usize = 128;
+
+/// The ops and operands the refiner may copy (a function for each specialization, a custom
+/// call's body for each use), at least: 8 times the module's own, so that no small hostile
+/// module makes it copy exponentially many (a function calling the next one at two shapes,
+/// 64 deep).
+const MIN_WORK: usize = 1 << 22;
+
+/// A specialization's key: the function's name and, for each argument, its type's text and
+/// the constant known for it.
+type SpecKey = (String, Vec<(String, Option<Rc<Const>>)>);
 
 struct Refiner<'m> {
     /// The module's functions as read, by name.
     functions: HashMap<String, &'m Op>,
-    /// Specializations made: for each function, the argument infos, the new name and the
-    /// result infos.
-    done: HashMap<String, Vec<Specialization>>,
+    /// Specializations made: the new name and the result infos, by function and arguments.
+    done: HashMap<SpecKey, (String, Vec<Rc<Info>>)>,
+    /// How many specializations each function has.
+    count: HashMap<String, usize>,
+    /// Every function name in use (the module's and those of the specializations made).
+    names: HashSet<String>,
     /// The refined functions, with the name of the function each was made from, in order.
     made: Vec<(String, Op)>,
+    /// For each function, where its first specializations are in `made`.
+    firsts: HashMap<String, Vec<usize>>,
+    /// Calls nested.
     depth: usize,
+    /// Calls and regions nested.
+    nesting: usize,
+    /// What is left of the work allowed (see [`MIN_WORK`]), and what was allowed.
+    work: usize,
+    work_limit: usize,
 }
 
 /// One function being refined: what is known of each value in scope.
 struct FnCx {
     name: String,
-    env: HashMap<u32, Info>,
+    env: HashMap<u32, Rc<Info>>,
+}
+
+/// How many of a function's specializations a new one is compared with, to share their body.
+const SAME_BODY_CHECKS: usize = 8;
+
+/// A function's attributes but its name.
+fn other_attributes(f: &Op) -> Vec<&(String, Attr)> {
+    f.attributes.iter().filter(|(n, _)| n != "sym_name").collect()
+}
+
+/// The ops and operands of `op`, its regions' included: what copying it costs.
+fn weight(op: &Op) -> usize {
+    let mut n = 0usize;
+    let mut stack = vec![op];
+    while let Some(o) = stack.pop() {
+        n = n.saturating_add(1 + o.operands.len());
+        stack.extend(o.regions.iter().flat_map(|r| &r.blocks).flat_map(|b| &b.ops));
+    }
+    n
 }
 
 /// True if `region` numbers its values from 0: the reader gives an isolated-from-above
@@ -225,41 +306,86 @@ fn fits(declared: &Type, given: &Type) -> bool {
 }
 
 impl<'m> Refiner<'m> {
+    /// Takes `units` from the work left; an error naming `op` when it is spent.
+    fn charge(&mut self, units: usize, op: impl FnOnce() -> String) -> Result<(), RefineError> {
+        self.work = self.work.checked_sub(units).ok_or_else(|| RefineError::Unrefinable {
+            op: op(),
+            what: format!(
+                "refining the module would copy more than {} ops and operands (functions called at too many \
+                 distinct shapes)",
+                self.work_limit
+            ),
+        })?;
+        Ok(())
+    }
+
     /// The function `name` refined for `args`: its new name and what it returns.
-    fn specialize(&mut self, name: &str, args: &[Info], is_main: bool) -> Result<(String, Vec<Info>), RefineError> {
-        if let Some(found) = self.done.get(name).and_then(|v| v.iter().find(|(a, _, _)| a == args)) {
-            return Ok((found.1.clone(), found.2.clone()));
+    fn specialize(
+        &mut self,
+        name: &str,
+        args: &[Rc<Info>],
+        is_main: bool,
+    ) -> Result<(String, Vec<Rc<Info>>), RefineError> {
+        let key: SpecKey =
+            (name.to_string(), args.iter().map(|a| (crate::ir::type_text(&a.ty), a.konst.clone())).collect());
+        if let Some((new_name, results)) = self.done.get(&key) {
+            return Ok((new_name.clone(), results.clone()));
         }
         let original = *self.functions.get(name).ok_or_else(|| RefineError::Unrefinable {
             op: "func.call".to_string(),
             what: format!("it calls @{name}, which the module does not define"),
         })?;
-        if self.depth >= MAX_CALL_DEPTH {
+        if self.depth >= MAX_CALL_DEPTH || self.nesting >= MAX_NESTING {
             return Err(RefineError::Unrefinable {
                 op: format!("func.call @{name}"),
-                what: format!("calls nest deeper than {MAX_CALL_DEPTH}"),
+                what: format!(
+                    "calls nest deeper than {MAX_CALL_DEPTH}, or calls and regions deeper than {MAX_NESTING}"
+                ),
             });
         }
+        self.charge(weight(original), || format!("func.call @{name}"))?;
         self.depth += 1;
+        self.nesting += 1;
         let result = self.refine_function(original, name, args, is_main);
         self.depth -= 1;
+        self.nesting -= 1;
         let (mut func, results) = result?;
-        let count = self.done.get(name).map_or(0, |v| v.len());
-        let new_name = if count == 0 { name.to_string() } else { self.fresh_name(name, count) };
+        // Calls that differ only in constants the body does not depend on (a static module's
+        // calls, most of all) share one function: the first few of this function's
+        // specializations are compared (a few, so that a hostile module's many cost little).
+        let firsts = self.firsts.get(name).map(Vec::as_slice).unwrap_or_default();
+        let same = firsts.iter().map(|&i| &self.made[i].1).find_map(|f| {
+            (f.regions == func.regions && f.results == func.results && other_attributes(f) == other_attributes(&func))
+                .then(|| symbol_name(f).map(str::to_string))
+                .flatten()
+        });
+        if let Some(existing) = same {
+            self.done.insert(key, (existing.clone(), results.clone()));
+            return Ok((existing, results));
+        }
+        let count = self.count.entry(name.to_string()).or_default();
+        let k = *count;
+        *count += 1;
+        let new_name = if k == 0 { name.to_string() } else { self.fresh_name(name, k) };
         if new_name != name {
             if let Some(slot) = func.attributes.iter_mut().find(|(n, _)| n == "sym_name") {
                 slot.1 = Attr::String(new_name.clone().into_bytes());
             }
         }
-        self.done.entry(name.to_string()).or_default().push((args.to_vec(), new_name.clone(), results.clone()));
+        self.done.insert(key, (new_name.clone(), results.clone()));
+        let firsts = self.firsts.entry(name.to_string()).or_default();
+        if firsts.len() < SAME_BODY_CHECKS {
+            firsts.push(self.made.len());
+        }
         self.made.push((name.to_string(), func));
         Ok((new_name, results))
     }
 
-    fn fresh_name(&self, name: &str, mut k: usize) -> String {
+    /// `name_refined_k` for the first `k` from `k` up that no function has, taken.
+    fn fresh_name(&mut self, name: &str, mut k: usize) -> String {
         loop {
             let candidate = format!("{name}_refined_{k}");
-            if !self.functions.contains_key(&candidate) {
+            if self.names.insert(candidate.clone()) {
                 return candidate;
             }
             k += 1;
@@ -270,14 +396,21 @@ impl<'m> Refiner<'m> {
         &mut self,
         original: &Op,
         name: &str,
-        args: &[Info],
+        args: &[Rc<Info>],
         is_main: bool,
-    ) -> Result<(Op, Vec<Info>), RefineError> {
+    ) -> Result<(Op, Vec<Rc<Info>>), RefineError> {
         let mut func = original.clone();
         let unrefinable = |what: String| RefineError::Unrefinable { op: format!("@{name}"), what };
         let region = func.regions.first_mut().ok_or_else(|| unrefinable("the function has no body".to_string()))?;
         let block = region.blocks.first_mut().ok_or_else(|| unrefinable("the function has no body".to_string()))?;
         if block.args.len() != args.len() {
+            if !is_main {
+                return Err(unrefinable(format!(
+                    "it has {} parameters but the call passes {} operands",
+                    block.args.len(),
+                    args.len()
+                )));
+            }
             return Err(RefineError::Argument {
                 index: args.len(),
                 expected: format!("{} parameters", block.args.len()),
@@ -320,11 +453,19 @@ impl<'m> Refiner<'m> {
         &mut self,
         region: &mut Region,
         cx: &mut FnCx,
-        entry: Option<&[Info]>,
-    ) -> Result<Vec<Vec<Info>>, RefineError> {
+        entry: Option<&[Rc<Info>]>,
+    ) -> Result<Vec<Vec<Rc<Info>>>, RefineError> {
+        if self.nesting >= MAX_NESTING {
+            return Err(RefineError::Unrefinable {
+                op: format!("a region in @{}", cx.name),
+                what: format!("calls and regions nest deeper than {MAX_NESTING}"),
+            });
+        }
         // An isolated region sees nothing around it, and may reuse the ids of what is.
         let outer = if is_isolated(region) { Some(std::mem::take(&mut cx.env)) } else { None };
+        self.nesting += 1;
         let result = self.refine_blocks(region, cx, entry);
+        self.nesting -= 1;
         if let Some(outer) = outer {
             cx.env = outer;
         }
@@ -335,8 +476,8 @@ impl<'m> Refiner<'m> {
         &mut self,
         region: &mut Region,
         cx: &mut FnCx,
-        entry: Option<&[Info]>,
-    ) -> Result<Vec<Vec<Info>>, RefineError> {
+        entry: Option<&[Rc<Info>]>,
+    ) -> Result<Vec<Vec<Rc<Info>>>, RefineError> {
         let mut returned = Vec::with_capacity(region.blocks.len());
         for (k, block) in region.blocks.iter_mut().enumerate() {
             match entry.filter(|_| k == 0) {
@@ -348,7 +489,7 @@ impl<'m> Refiner<'m> {
                 }
                 None => {
                     for a in &block.args {
-                        cx.env.insert(a.id, Info { ty: a.ty.clone(), konst: None });
+                        cx.env.insert(a.id, Rc::new(Info { ty: a.ty.clone(), konst: None }));
                     }
                 }
             }
@@ -357,7 +498,7 @@ impl<'m> Refiner<'m> {
         Ok(returned)
     }
 
-    fn refine_block(&mut self, block: &mut Block, cx: &mut FnCx) -> Result<Vec<Info>, RefineError> {
+    fn refine_block(&mut self, block: &mut Block, cx: &mut FnCx) -> Result<Vec<Rc<Info>>, RefineError> {
         let ops = std::mem::take(&mut block.ops);
         let mut kept = Vec::with_capacity(ops.len());
         let mut returned = Vec::new();
@@ -375,7 +516,7 @@ impl<'m> Refiner<'m> {
         Ok(returned)
     }
 
-    fn operands(&self, op: &Op, cx: &FnCx) -> Result<Vec<Info>, RefineError> {
+    fn operands(&self, op: &Op, cx: &FnCx) -> Result<Vec<Rc<Info>>, RefineError> {
         op.operands
             .iter()
             .map(|v| {
@@ -387,161 +528,210 @@ impl<'m> Refiner<'m> {
             .collect()
     }
 
-    /// Refines one op in place; false if it is to be dropped.
+    /// Refines one op in place; false if it is to be dropped. (Each kind of op has a function
+    /// of its own, kept out of line: the refiner recurses through here once per region and
+    /// call, and one large frame for all of them would overflow small stacks in debug builds
+    /// well before [`MAX_NESTING`].)
     fn refine_op(&mut self, op: &mut Op, cx: &mut FnCx) -> Result<bool, RefineError> {
         let ins = self.operands(op, cx)?;
-        let fname = cx.name.clone();
-        let err = |op: &Op, what: String| RefineError::Unrefinable { op: describe(op, &fname), what };
-        let mut dims: Option<Vec<Vec<u64>>> = None;
-        let mut result_infos: Option<Vec<Info>> = None;
-        match op.name.as_str() {
-            "func.call" | "stablehlo.composite" => {
-                let attr = if op.name == "func.call" { "callee" } else { "decomposition" };
-                let Some(Attr::SymbolRef(callee)) = op.attr(attr).cloned() else {
-                    return Err(err(op, format!("it has no {attr}")));
-                };
-                let (new_name, results) = self.specialize(&callee, &ins, false)?;
-                if let Some(slot) = op.attributes.iter_mut().find(|(n, _)| n == attr) {
-                    slot.1 = Attr::SymbolRef(new_name);
-                }
-                result_infos = Some(results);
-            }
-            "stablehlo.while" => {
-                let loop_infos: Vec<Info> = ins.iter().map(|i| Info { ty: i.ty.clone(), konst: None }).collect();
-                if op.regions.iter().any(|r| r.blocks.first().is_none_or(|b| b.args.len() != loop_infos.len())) {
-                    return Err(err(op, "a region's arguments do not match the loop's operands".into()));
-                }
-                let mut regions = std::mem::take(&mut op.regions);
-                for (k, region) in regions.iter_mut().enumerate() {
-                    let returned = self.refine_region(region, cx, Some(&loop_infos))?;
-                    if k == 1 {
-                        let body: Vec<&Type> =
-                            returned.first().map(|r| r.iter().map(|i| &i.ty).collect()).unwrap_or_default();
-                        if body.len() != loop_infos.len() || body.iter().zip(&loop_infos).any(|(a, b)| **a != b.ty) {
-                            op.regions = regions;
-                            return Err(err(op, "the loop body changes the shape of what it carries".into()));
-                        }
-                    }
-                }
-                op.regions = regions;
-                result_infos = Some(loop_infos);
-            }
-            "stablehlo.case" | "stablehlo.if" => {
-                let mut regions = std::mem::take(&mut op.regions);
-                let mut first: Option<Vec<Info>> = None;
-                for region in &mut regions {
-                    let returned = self.refine_region(region, cx, None)?.into_iter().next().unwrap_or_default();
-                    let types: Vec<Info> = returned.into_iter().map(|i| Info { ty: i.ty, konst: None }).collect();
-                    match &first {
-                        None => first = Some(types),
-                        Some(f) if *f != types => {
-                            op.regions = regions;
-                            return Err(err(op, "its branches return different shapes".into()));
-                        }
-                        Some(_) => {}
-                    }
-                }
-                op.regions = regions;
-                result_infos = first;
-            }
-            "stablehlo.custom_call" => {
-                let consts: Vec<Option<Const>> = ins.iter().map(|i| i.konst.clone()).collect();
-                let types: Vec<Type> = ins.iter().map(|i| i.ty.clone()).collect();
-                let describe_op = describe(op, &fname);
-                let functions = &self.functions;
-                // The function's body numbers its values from 0, as an isolated region does.
-                let mut body = |name: &str| -> Result<Region, String> {
-                    let f = functions.get(name).ok_or_else(|| format!("its body @{name} is not in the module"))?;
-                    let mut region = f.regions.first().cloned().ok_or("its body has no region")?;
-                    for b in &mut region.blocks {
-                        for o in &mut b.ops {
-                            if o.name == "func.return" {
-                                o.name = "stablehlo.return".to_string();
-                            }
-                        }
-                    }
-                    Ok(region)
-                };
-                let (action, given) = dynamic::custom_call(op, &consts, &types, &mut body).map_err(|e| match e {
-                    RefineError::Unrefinable { what, .. } => RefineError::Unrefinable { op: describe_op.clone(), what },
-                    other => other,
-                })?;
-                if matches!(action, dynamic::CustomCall::Drop) {
-                    return Ok(false);
-                }
-                if op.name != "stablehlo.custom_call" {
-                    // Rewritten into another op: refine that.
-                    if given.is_none() {
-                        return self.refine_op(op, cx);
-                    }
-                }
-                dims = given;
-            }
-            _ => {}
-        }
+        let (dims, result_infos) = match op.name.as_str() {
+            "func.call" | "stablehlo.composite" => (None, Some(self.refine_call(op, cx, &ins)?)),
+            "stablehlo.while" => (None, Some(self.refine_while(op, cx, &ins)?)),
+            "stablehlo.case" | "stablehlo.if" => (None, self.refine_branches(op, cx)?),
+            "stablehlo.custom_call" => match self.refine_custom_call(op, cx, &ins)? {
+                Custom::Drop => return Ok(false),
+                Custom::Rewritten => return self.refine_op(op, cx),
+                Custom::Dims(dims) => (dims, None),
+            },
+            _ => (None, None),
+        };
         if result_infos.is_none() {
-            // Regions of other ops (reductions, sort comparators, ...) hold static scalars: refine
-            // them for what they use from outside.
-            let mut regions = std::mem::take(&mut op.regions);
-            for region in &mut regions {
-                self.refine_region(region, cx, None)?;
-            }
-            op.regions = regions;
-            if dims.is_none() && op.name != "stablehlo.custom_call" {
-                let types: Vec<&Type> = ins.iter().map(|i| &i.ty).collect();
-                let consts: Vec<Option<&Const>> = ins.iter().map(|i| i.konst.as_ref()).collect();
-                dims = shapes::infer(op, &types, &consts).map_err(|what| err(op, what))?;
-            }
+            self.refine_inner_regions(op, cx)?;
         }
-        let types: Vec<Type> = match (&result_infos, &dims) {
-            (Some(infos), _) => infos.iter().map(|i| i.ty.clone()).collect(),
-            (None, Some(dims)) => {
-                if dims.len() != op.results.len() {
-                    return Err(err(
-                        op,
-                        format!("{} results were expected, the op has {}", dims.len(), op.results.len()),
-                    ));
-                }
-                op.results.iter().zip(dims).map(|(r, d)| with_dims(&r.ty, d)).collect()
-            }
-            (None, None) => op.results.iter().map(|r| r.ty.clone()).collect(),
-        };
-        if types.len() != op.results.len() {
-            return Err(err(op, format!("it gives {} results but declares {}", types.len(), op.results.len())));
-        }
-        for (r, t) in op.results.iter().zip(&types) {
-            if !shapes::is_static(t) {
-                return Err(err(op, format!("its result {} stays dynamic", crate::ir::type_text(t))));
-            }
-            if shapes::is_static(&r.ty) && r.ty != *t && !matches!(r.ty, Type::Tuple(_)) {
-                return Err(err(
-                    op,
-                    format!(
-                        "it declares the result {} but its operands give {}",
-                        crate::ir::type_text(&r.ty),
-                        crate::ir::type_text(t)
-                    ),
-                ));
-            }
-        }
-        let consts: Vec<Option<Const>> = ins.iter().map(|i| i.konst.clone()).collect();
-        let folded = if op.results.len() == 1 && result_infos.is_none() {
-            let operands: Vec<(Option<&Const>, &Type)> = ins.iter().map(|i| (i.konst.as_ref(), &i.ty)).collect();
-            fold::fold(op, &operands, &types[0])
-        } else {
-            None
-        };
-        dynamic::to_static(op, &consts);
-        for (k, (r, t)) in op.results.iter_mut().zip(types).enumerate() {
-            r.ty = t;
-            let konst = match &result_infos {
-                Some(infos) => infos[k].konst.clone(),
-                None => folded.clone(),
-            };
-            cx.env.insert(r.id, Info { ty: r.ty.clone(), konst });
-        }
+        finish(op, cx, &ins, dims, result_infos)?;
         Ok(true)
     }
+
+    #[inline(never)]
+    fn refine_call(&mut self, op: &mut Op, cx: &FnCx, ins: &[Rc<Info>]) -> Result<Vec<Rc<Info>>, RefineError> {
+        let attr = if op.name == "func.call" { "callee" } else { "decomposition" };
+        let Some(Attr::SymbolRef(callee)) = op.attr(attr).cloned() else {
+            return Err(RefineError::Unrefinable { op: describe(op, &cx.name), what: format!("it has no {attr}") });
+        };
+        let (new_name, results) = self.specialize(&callee, ins, false)?;
+        if let Some(slot) = op.attributes.iter_mut().find(|(n, _)| n == attr) {
+            slot.1 = Attr::SymbolRef(new_name);
+        }
+        Ok(results)
+    }
+
+    #[inline(never)]
+    fn refine_while(&mut self, op: &mut Op, cx: &mut FnCx, ins: &[Rc<Info>]) -> Result<Vec<Rc<Info>>, RefineError> {
+        let err =
+            |op: &Op, cx: &FnCx, what: &str| RefineError::Unrefinable { op: describe(op, &cx.name), what: what.into() };
+        let loop_infos: Vec<Rc<Info>> = ins.iter().map(|i| Rc::new(Info { ty: i.ty.clone(), konst: None })).collect();
+        if op.regions.iter().any(|r| r.blocks.first().is_none_or(|b| b.args.len() != loop_infos.len())) {
+            return Err(err(op, cx, "a region's arguments do not match the loop's operands"));
+        }
+        let mut regions = std::mem::take(&mut op.regions);
+        for (k, region) in regions.iter_mut().enumerate() {
+            let returned = self.refine_region(region, cx, Some(&loop_infos))?;
+            if k == 1 {
+                let body: Vec<&Type> = returned.first().map(|r| r.iter().map(|i| &i.ty).collect()).unwrap_or_default();
+                if body.len() != loop_infos.len() || body.iter().zip(&loop_infos).any(|(a, b)| **a != b.ty) {
+                    op.regions = regions;
+                    return Err(err(op, cx, "the loop body changes the shape of what it carries"));
+                }
+            }
+        }
+        op.regions = regions;
+        Ok(loop_infos)
+    }
+
+    #[inline(never)]
+    fn refine_branches(&mut self, op: &mut Op, cx: &mut FnCx) -> Result<Option<Vec<Rc<Info>>>, RefineError> {
+        let mut regions = std::mem::take(&mut op.regions);
+        let mut first: Option<Vec<Rc<Info>>> = None;
+        for region in &mut regions {
+            let returned = self.refine_region(region, cx, None)?.into_iter().next().unwrap_or_default();
+            let types: Vec<Rc<Info>> =
+                returned.into_iter().map(|i| Rc::new(Info { ty: i.ty.clone(), konst: None })).collect();
+            match &first {
+                None => first = Some(types),
+                Some(f) if *f != types => {
+                    op.regions = regions;
+                    return Err(RefineError::Unrefinable {
+                        op: describe(op, &cx.name),
+                        what: "its branches return different shapes".into(),
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+        op.regions = regions;
+        Ok(first)
+    }
+
+    #[inline(never)]
+    fn refine_custom_call(&mut self, op: &mut Op, cx: &FnCx, ins: &[Rc<Info>]) -> Result<Custom, RefineError> {
+        let consts: Vec<Option<&Const>> = ins.iter().map(|i| i.konst.as_deref()).collect();
+        let types: Vec<&Type> = ins.iter().map(|i| &i.ty).collect();
+        let describe_op = describe(op, &cx.name);
+        let functions = &self.functions;
+        let (work, work_limit) = (&mut self.work, self.work_limit);
+        // The function's body numbers its values from 0, as an isolated region does.
+        let mut body = |name: &str| -> Result<Region, String> {
+            let f = functions.get(name).ok_or_else(|| format!("its body @{name} is not in the module"))?;
+            // A copy for each use: charged as a specialization is.
+            *work = work
+                .checked_sub(weight(f))
+                .ok_or_else(|| format!("refining the module would copy more than {work_limit} ops and operands"))?;
+            let mut region = f.regions.first().cloned().ok_or("its body has no region")?;
+            for b in &mut region.blocks {
+                for o in &mut b.ops {
+                    if o.name == "func.return" {
+                        o.name = "stablehlo.return".to_string();
+                    }
+                }
+            }
+            Ok(region)
+        };
+        let (action, given) = dynamic::custom_call(op, &consts, &types, &mut body).map_err(|e| match e {
+            RefineError::Unrefinable { what, .. } => RefineError::Unrefinable { op: describe_op.clone(), what },
+            other => other,
+        })?;
+        Ok(match action {
+            dynamic::CustomCall::Drop => Custom::Drop,
+            // Rewritten into another op: refine that.
+            _ if op.name != "stablehlo.custom_call" && given.is_none() => Custom::Rewritten,
+            _ => Custom::Dims(given),
+        })
+    }
+
+    /// Regions of other ops (reductions, sort comparators, ...) hold static scalars: refined for
+    /// what they use from outside.
+    #[inline(never)]
+    fn refine_inner_regions(&mut self, op: &mut Op, cx: &mut FnCx) -> Result<(), RefineError> {
+        let mut regions = std::mem::take(&mut op.regions);
+        let result = regions.iter_mut().try_for_each(|region| self.refine_region(region, cx, None).map(drop));
+        op.regions = regions;
+        result
+    }
+}
+
+/// What a custom call's refinement leaves to do.
+enum Custom {
+    /// Drop it (a `shape_assertion` that holds).
+    Drop,
+    /// It became another op: refine that.
+    Rewritten,
+    /// Its result dimensions, where it gives them.
+    Dims(Option<Vec<Vec<u64>>>),
+}
+
+/// The rest of an op's refinement: its result types (from its operands' shapes, or
+/// `result_infos`, what a call or loop gives) checked and set, constants folded, a dynamic op
+/// made static, its results recorded in `cx`.
+#[inline(never)]
+fn finish(
+    op: &mut Op,
+    cx: &mut FnCx,
+    ins: &[Rc<Info>],
+    mut dims: Option<Vec<Vec<u64>>>,
+    result_infos: Option<Vec<Rc<Info>>>,
+) -> Result<(), RefineError> {
+    let fname = cx.name.clone();
+    let err = |op: &Op, what: String| RefineError::Unrefinable { op: describe(op, &fname), what };
+    if result_infos.is_none() && dims.is_none() && op.name != "stablehlo.custom_call" {
+        let types: Vec<&Type> = ins.iter().map(|i| &i.ty).collect();
+        let consts: Vec<Option<&Const>> = ins.iter().map(|i| i.konst.as_deref()).collect();
+        dims = shapes::infer(op, &types, &consts).map_err(|what| err(op, what))?;
+    }
+    let types: Vec<Type> = match (&result_infos, &dims) {
+        (Some(infos), _) => infos.iter().map(|i| i.ty.clone()).collect(),
+        (None, Some(dims)) => {
+            if dims.len() != op.results.len() {
+                return Err(err(op, format!("{} results were expected, the op has {}", dims.len(), op.results.len())));
+            }
+            op.results.iter().zip(dims).map(|(r, d)| with_dims(&r.ty, d)).collect()
+        }
+        (None, None) => op.results.iter().map(|r| r.ty.clone()).collect(),
+    };
+    if types.len() != op.results.len() {
+        return Err(err(op, format!("it gives {} results but declares {}", types.len(), op.results.len())));
+    }
+    for (r, t) in op.results.iter().zip(&types) {
+        if !shapes::is_static(t) {
+            return Err(err(op, format!("its result {} stays dynamic", crate::ir::type_text(t))));
+        }
+        if shapes::is_static(&r.ty) && r.ty != *t && !matches!(r.ty, Type::Tuple(_)) {
+            return Err(err(
+                op,
+                format!(
+                    "it declares the result {} but its operands give {}",
+                    crate::ir::type_text(&r.ty),
+                    crate::ir::type_text(t)
+                ),
+            ));
+        }
+    }
+    let consts: Vec<Option<&Const>> = ins.iter().map(|i| i.konst.as_deref()).collect();
+    let folded = if op.results.len() == 1 && result_infos.is_none() {
+        let operands: Vec<(Option<&Const>, &Type)> = ins.iter().map(|i| (i.konst.as_deref(), &i.ty)).collect();
+        fold::fold(op, &operands, &types[0]).map(Rc::new)
+    } else {
+        None
+    };
+    dynamic::to_static(op, &consts);
+    for (k, (r, t)) in op.results.iter_mut().zip(types).enumerate() {
+        r.ty = t;
+        let konst = match &result_infos {
+            Some(infos) => infos[k].konst.clone(),
+            None => folded.clone(),
+        };
+        cx.env.insert(r.id, Rc::new(Info { ty: r.ty.clone(), konst }));
+    }
+    Ok(())
 }
 
 /// `stablehlo.dynamic_reshape in @f (from "jit(f)/reshape")`: the op for error messages.

@@ -166,6 +166,17 @@ fn nonneg(v: i64, what: &str) -> Result<u64, String> {
     u64::try_from(v).map_err(|_| format!("{what} is negative ({v})"))
 }
 
+/// Which of `rank` dimensions `list` names (entries out of range name none).
+fn mask(list: &[i64], rank: usize) -> Vec<bool> {
+    let mut m = vec![false; rank];
+    for &x in list {
+        if let Some(slot) = usize::try_from(x).ok().and_then(|i| m.get_mut(i)) {
+            *slot = true;
+        }
+    }
+    m
+}
+
 /// `(padded - window) / stride + 1`, StableHLO's window arithmetic (0 when the window does not fit).
 fn window_out(
     size: u64,
@@ -179,10 +190,14 @@ fn window_out(
     if window < 1 || stride < 1 || base_dil < 1 || win_dil < 1 {
         return Err("a window size, stride or dilation is not positive".to_string());
     }
-    let dilated = if size == 0 { 0 } else { (size as i64 - 1) * base_dil + 1 };
-    let padded = dilated + lo + hi;
+    // In i128, where no sizes and attributes of 64 bits overflow.
+    let (size, window, stride, base_dil, win_dil) =
+        (i128::from(size), i128::from(window), i128::from(stride), i128::from(base_dil), i128::from(win_dil));
+    let dilated = if size == 0 { 0 } else { (size - 1) * base_dil + 1 };
+    let padded = dilated + i128::from(lo) + i128::from(hi);
     let eff = (window - 1) * win_dil + 1;
-    Ok(if padded < eff { 0 } else { ((padded - eff) / stride + 1) as u64 })
+    let out = if padded < eff { 0 } else { (padded - eff) / stride + 1 };
+    u64::try_from(out).map_err(|_| format!("a window's output size ({out}) does not fit in 64 bits"))
 }
 
 /// Padding as pairs: an `Nx2` dense attribute or constant.
@@ -287,6 +302,13 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
             let v = d(0)?;
             let map = i64s(op, "broadcast_dimensions").unwrap_or_default();
             let Some(Type::Tensor(declared)) = op.results.first().map(|r| &r.ty) else { return Ok(None) };
+            if map.len() != v.len() {
+                return Err(format!(
+                    "broadcast_dimensions has {} entries for an operand of rank {}",
+                    map.len(),
+                    v.len()
+                ));
+            }
             let mut out: Vec<Option<u64>> =
                 declared.dims.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect();
             for (k, &j) in map.iter().enumerate() {
@@ -319,7 +341,11 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
                 .iter()
                 .map(|&x| idx(x, v.len(), "reduced dimension"))
                 .collect::<Result<_, _>>()?;
-            let kept: Vec<u64> = v.iter().enumerate().filter(|(i, _)| !dims.contains(i)).map(|(_, &n)| n).collect();
+            let mut gone = vec![false; v.len()];
+            for i in dims {
+                gone[i] = true;
+            }
+            let kept: Vec<u64> = v.iter().zip(gone).filter(|(_, g)| !g).map(|(&n, _)| n).collect();
             Ok(Some(vec![kept; op.results.len()]))
         }
         "dot_general" => {
@@ -332,16 +358,9 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
             for &b in &lb {
                 out.push(l[idx(b, l.len(), "batch dimension")?]);
             }
-            for (i, &n) in l.iter().enumerate() {
-                if !lb.contains(&(i as i64)) && !lc.contains(&(i as i64)) {
-                    out.push(n);
-                }
-            }
-            for (i, &n) in r.iter().enumerate() {
-                if !rb.contains(&(i as i64)) && !rc.contains(&(i as i64)) {
-                    out.push(n);
-                }
-            }
+            let (lskip, rskip) = (mask(&[lb, lc].concat(), l.len()), mask(&[rb, rc].concat(), r.len()));
+            out.extend(l.iter().zip(lskip).filter(|(_, s)| !s).map(|(&n, _)| n));
+            out.extend(r.iter().zip(rskip).filter(|(_, s)| !s).map(|(&n, _)| n));
             one(out)
         }
         "dot" => {
@@ -370,6 +389,9 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
             let get = |name: &str, default: i64| i64s(op, name).unwrap_or_else(|| vec![default; n]);
             let (strides, lhs_dil, rhs_dil) =
                 (get("window_strides", 1), get("lhs_dilation", 1), get("rhs_dilation", 1));
+            if strides.len() != n || lhs_dil.len() != n || rhs_dil.len() != n {
+                return Err(format!("window attributes do not match the {n} spatial dimensions"));
+            }
             let pad =
                 if base == "dynamic_conv" { konst(2, "padding")? } else { i64s(op, "padding").unwrap_or_default() };
             let pad = padding_pairs(&pad, n)?;
@@ -414,17 +436,19 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
             let operand_batching = field_list(op, dn, "operand_batching_dims");
             let ivd = field_int(op, dn, "index_vector_dim").unwrap_or(idxs.len() as i64);
             let batch: Vec<u64> = idxs.iter().enumerate().filter(|(i, _)| *i as i64 != ivd).map(|(_, &n)| n).collect();
+            let dropped = mask(&[collapsed, operand_batching].concat(), sizes.len());
             let offsets: Vec<u64> = sizes
                 .iter()
-                .enumerate()
-                .filter(|(i, _)| !collapsed.contains(&(*i as i64)) && !operand_batching.contains(&(*i as i64)))
-                .map(|(_, &s)| nonneg(s, "a slice size"))
+                .zip(dropped)
+                .filter(|(_, d)| !d)
+                .map(|(&s, _)| nonneg(s, "a slice size"))
                 .collect::<Result<_, _>>()?;
             let rank = batch.len() + offsets.len();
+            let is_offset = mask(&offset_dims, rank);
             let mut out = Vec::with_capacity(rank);
             let (mut b, mut o) = (batch.iter(), offsets.iter());
-            for i in 0..rank {
-                let next = if offset_dims.contains(&(i as i64)) { o.next() } else { b.next() };
+            for offset in is_offset {
+                let next = if offset { o.next() } else { b.next() };
                 out.push(*next.ok_or("gather dimension numbers do not match the operands")?);
             }
             one(out)
@@ -476,9 +500,14 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
             }
             let out = (0..v.len())
                 .map(|i| {
-                    let inner = if v[i] == 0 { 0 } else { (v[i] as i64 - 1) * interior[i] };
-                    let n = v[i] as i64 + inner + lo[i] + hi[i];
-                    nonneg(n, "a padded size")
+                    if interior[i] < 0 {
+                        return Err(format!("interior padding is negative ({})", interior[i]));
+                    }
+                    // In i128, where no sizes and attributes of 64 bits overflow.
+                    let size = i128::from(v[i]);
+                    let inner = if size == 0 { 0 } else { (size - 1) * i128::from(interior[i]) };
+                    let n = size + inner + i128::from(lo[i]) + i128::from(hi[i]);
+                    u64::try_from(n).map_err(|_| format!("a padded size ({n}) is negative or does not fit in 64 bits"))
                 })
                 .collect::<Result<_, _>>()?;
             one(out)
@@ -488,7 +517,11 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
             let mut out = d(0)?;
             let a = idx(axis, out.len(), "concatenate dimension")?;
             for i in 1..ins.len() {
-                out[a] += d(i)?[a];
+                let part = d(i)?;
+                if part.len() != out.len() {
+                    return Err(format!("operand {i} has rank {}, operand 0 rank {}", part.len(), out.len()));
+                }
+                out[a] = out[a].checked_add(part[a]).ok_or("the concatenated size overflows")?;
             }
             one(out)
         }

@@ -2,7 +2,8 @@
 //!
 //! `round_trip`: every committed portable artifact is read, printed, compiled from the text and
 //! run on both CPU plugins; the results equal those of the bytecode given to the plugin
-//! directly. `hostile`: truncated and bit-flipped files give errors, never panics.
+//! directly. `hostile`: truncated and bit-flipped files give errors, never panics. `refine`:
+//! shape refinement of the symbolic models and of hand-made (and hostile) modules.
 //! `support` (the real CPU plugins) is pjrt-client's.
 
 #[path = "../../../pjrt-client/tests/support/mod.rs"]
@@ -11,4 +12,5 @@ mod support;
 mod files;
 mod hostile;
 mod ops;
+mod refine;
 mod round_trip;
