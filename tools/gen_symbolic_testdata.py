@@ -28,10 +28,17 @@ made on first use).  Rerun from the repository root with any python3:
     python3 tools/gen_symbolic_testdata.py
 
 Cases are appended at the end of ``cases()`` only: inputs come from one seeded
-generator in order, so the data of the earlier cases stays the same.
+generator in order, so the data of the earlier cases stays the same.  ``--only
+NAME[,NAME...]`` writes only those cases (the others' inputs are still drawn, so
+the generator's order holds) and keeps the other entries of the manifest.
+
+``sharded_batch`` is exported for 2 devices: the script sets
+XLA_FLAGS=--xla_force_host_platform_device_count=2 before it imports JAX (the
+single-device cases do not depend on it).
 """
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -43,10 +50,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from jax_venv import REPO, reexec_in_venv  # noqa: E402
 
 JAX_VERSION = "0.10.2"
-argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()
+ARGS = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+ARGS.add_argument("--only", metavar="NAME[,NAME...]",
+                  help="write only these cases, keeping the other cases' files and manifest entries")
+OPTIONS = ARGS.parse_args()
 reexec_in_venv(JAX_VERSION)
 
 os.environ["JAX_PLATFORMS"] = "cpu"
+# Two CPU devices for the multi-device case (sharded_batch).
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
 
 import numpy as np  # noqa: E402
 import jax  # noqa: E402
@@ -184,6 +196,11 @@ def random_bits(x):
     return x + (bits >> 8).astype(jnp.float32) / np.float32(2 ** 24), bits
 
 
+def sharded_batch(x, w):
+    # Rows stay on their device; the column sums need every device's rows (an all-reduce).
+    return jnp.tanh(x @ w) * 2.0, jnp.sum(x, axis=0)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The cases: argument specs and shape sets.
 
@@ -271,6 +288,17 @@ def cases():
                            "[0, 1); the bits too (uint32)",
                shapes=["b, 4"], ok=[[[1, 4]], [[3, 4]], [[5, 4]]], bad=[[[0, 4]]], rtol=1e-6, atol=1e-6,
                out_dtypes=[F32, "uint32"])
+    from jax.sharding import NamedSharding, PartitionSpec as P
+    mesh = jax.make_mesh((2,), ("x",))
+    rows, whole = NamedSharding(mesh, P("x", None)), NamedSharding(mesh, P())
+    # The batch must be even, 2*k (JAX refuses to split a plain b in 2): each device takes k rows.
+    yield dict(name="sharded_batch", fun=sharded_batch,
+               description="2 devices (mesh x=2): x: (2*k, 8) split by rows, w: (8, 4) replicated; tanh(x @ w) * 2 "
+                           "split by rows, sum(x, axis=0) replicated",
+               shapes=["2*k, 8", "8, 4"], static=[[8, 4]], ok=[[[2, 8]], [[4, 8]], [[6, 8]]],
+               bad=[[[3, 8]], [[0, 8]]],
+               rtol=1e-5, atol=1e-5, mesh=mesh,
+               jit=dict(in_shardings=(rows, whole), out_shardings=(NamedSharding(mesh, P("x")), whole)))
 
 
 def make_transformer(rng, dims):
@@ -337,6 +365,23 @@ def dtype_name(a):
     return np.asarray(a).dtype.name
 
 
+def input_sets(case, rng):
+    """Every (kind, k, dims, inputs) of the case, its inputs drawn from `rng` in order."""
+    static = case.get("static", [])
+    make = case.get("make", lambda rng, dims: [randn(rng, d) for d in dims])
+    sets = []
+    for kind in ("ok", "bad"):
+        for k, dims in enumerate(case[kind]):
+            dims = [list(d) for d in dims] + [list(d) for d in static]
+            sets.append((kind, k, dims, make(rng, dims)))
+    return sets
+
+
+def in_mesh(case):
+    """A multi-device export is called inside its mesh."""
+    return jax.set_mesh(case["mesh"]) if "mesh" in case else contextlib.nullcontext()
+
+
 def write_case(case, rng):
     name = case["name"]
     out_dir = os.path.join(ROOT, name)
@@ -345,7 +390,7 @@ def write_case(case, rng):
     dtypes = case.get("dtypes", [F32] * len(shapes))
     scope = export.SymbolicScope(constraints)
     specs = [jax.ShapeDtypeStruct(export.symbolic_shape(s, scope=scope), np.dtype(dt)) for s, dt in zip(shapes, dtypes)]
-    exp = export.export(jax.jit(case["fun"]), platforms=("cpu",))(*specs)
+    exp = export.export(jax.jit(case["fun"], **case.get("jit", {})), platforms=("cpu",))(*specs)
     serialized = exp.serialize()
     with open(os.path.join(out_dir, "model.jaxexport"), "wb") as f:
         f.write(serialized)
@@ -355,44 +400,47 @@ def write_case(case, rng):
     # The answers are the artifact's (JAX's own deserializer, then call); the exported object
     # must agree with them.
     loaded = export.deserialize(serialized)
-    static = case.get("static", [])
-    make = case.get("make", lambda rng, dims: [randn(rng, d) for d in dims])
     entry = {"name": name, "description": case["description"], "model": f"{name}/model.jaxexport",
              "polymorphic_shapes": shapes, "constraints": constraints,
              "in_avals": [str(a) for a in exp.in_avals], "out_avals": [str(a) for a in exp.out_avals],
              "input_dtypes": dtypes, "output_dtypes": None, "exact": case["rtol"] == 0,
              "rtol": case["rtol"], "atol": case["atol"], "ok": [], "bad": []}
-    for kind in ("ok", "bad"):
-        for k, dims in enumerate(case[kind]):
-            dims = [list(d) for d in dims] + [list(d) for d in static]
-            inputs = make(rng, dims)
-            assert [list(a.shape) for a in inputs] == dims and [dtype_name(a) for a in inputs] == dtypes
-            sub = f"{kind}{k}"
-            os.makedirs(os.path.join(out_dir, sub))
-            for i, a in enumerate(inputs):
-                np.save(os.path.join(out_dir, sub, f"in{i}.npy"), a)
-            record = {"dir": f"{name}/{sub}", "inputs": dims}
-            if kind == "ok":
+    if exp.nr_devices > 1:  # only there, so the single-device entries stay as they were
+        entry["nr_devices"] = exp.nr_devices
+        entry["in_shardings"] = [str(s) for s in exp.in_shardings_jax(case["mesh"])]
+        entry["out_shardings"] = [str(s) for s in exp.out_shardings_jax(case["mesh"])]
+    for kind, k, dims, inputs in input_sets(case, rng):
+        assert [list(a.shape) for a in inputs] == dims and [dtype_name(a) for a in inputs] == dtypes
+        sub = f"{kind}{k}"
+        os.makedirs(os.path.join(out_dir, sub))
+        for i, a in enumerate(inputs):
+            np.save(os.path.join(out_dir, sub, f"in{i}.npy"), a)
+        record = {"dir": f"{name}/{sub}", "inputs": dims}
+        if kind == "ok":
+            with in_mesh(case):
                 outs = call(loaded, inputs)
-                for o, fresh in zip(outs, call(exp, inputs), strict=True):
-                    np.testing.assert_array_equal(o, fresh)
-                for j, o in enumerate(outs):
-                    np.save(os.path.join(out_dir, sub, f"out{j}.npy"), o)
-                record["outputs"] = [list(o.shape) for o in outs]
-                out_dtypes = [dtype_name(o) for o in outs]
-                assert out_dtypes == case.get("out_dtypes", [F32] * len(outs)), (name, out_dtypes)
-                entry["output_dtypes"] = out_dtypes
-            else:
+                fresh_outs = call(exp, inputs)
+            for o, fresh in zip(outs, fresh_outs, strict=True):
+                np.testing.assert_array_equal(o, fresh)
+            for j, o in enumerate(outs):
+                np.save(os.path.join(out_dir, sub, f"out{j}.npy"), o)
+            record["outputs"] = [list(o.shape) for o in outs]
+            out_dtypes = [dtype_name(o) for o in outs]
+            assert out_dtypes == case.get("out_dtypes", [F32] * len(outs)), (name, out_dtypes)
+            entry["output_dtypes"] = out_dtypes
+        else:
+            with in_mesh(case):
                 record["error"], record["error_type"], cause = refusal(exp, inputs)
-                assert cause is None, (name, sub, cause)
-                # JAX 0.10.2 does not serialize the constraints (serialization.py: "TODO(necula):
-                # serialize the constraints"), so the deserialized model leaves them to the
-                # module's shape assertions, checked during shape refinement, which may fail
-                # first on an operation whose shapes the broken constraint makes invalid.
+            assert cause is None, (name, sub, cause)
+            # JAX 0.10.2 does not serialize the constraints (serialization.py: "TODO(necula):
+            # serialize the constraints"), so the deserialized model leaves them to the
+            # module's shape assertions, checked during shape refinement, which may fail
+            # first on an operation whose shapes the broken constraint makes invalid.
+            with in_mesh(case):
                 error, error_type, cause = refusal(loaded, inputs)
-                record["deserialized_error"], record["deserialized_error_type"] = error, error_type
-                record["deserialized_error_cause"] = cause
-            entry[kind].append(record)
+            record["deserialized_error"], record["deserialized_error_type"] = error, error_type
+            record["deserialized_error_cause"] = cause
+        entry[kind].append(record)
     ops, targets, funcs = inventory(text)
     messages = sorted(set(ASSERT_MSG_RE.findall(text)))
     return entry, ops, targets, funcs, messages
@@ -400,9 +448,18 @@ def write_case(case, rng):
 
 def main():
     rng = np.random.default_rng(20261202)
-    if os.path.isdir(ROOT):
-        shutil.rmtree(ROOT)
-    os.makedirs(ROOT)
+    only = set(OPTIONS.only.split(",")) if OPTIONS.only else None
+    manifest_path = os.path.join(ROOT, "manifest.json")
+    if only is None:
+        if os.path.isdir(ROOT):
+            shutil.rmtree(ROOT)
+        os.makedirs(ROOT)
+        kept = {}
+    else:
+        with open(manifest_path) as f:
+            kept = {c["name"]: c for c in json.load(f)["cases"]}
+        unknown = only - {c["name"] for c in cases()}
+        assert not unknown, f"--only: no case {sorted(unknown)}"
     os.makedirs(MLIR_DIR, exist_ok=True)
     manifest = {"jax": jax.__version__, "jaxlib": jax.lib.__version__, "generator": GENERATOR,
                 "python": ".".join(map(str, sys.version_info[:3])),
@@ -416,6 +473,14 @@ def main():
                 "cases": []}
     all_messages = set()
     for case in cases():
+        if only is not None and case["name"] not in only:
+            # Its inputs are drawn all the same, so the later cases' stay as a full run makes them.
+            input_sets(case, rng)
+            if case["name"] in kept:
+                manifest["cases"].append(kept[case["name"]])
+            continue
+        if os.path.isdir(os.path.join(ROOT, case["name"])):
+            shutil.rmtree(os.path.join(ROOT, case["name"]))
         entry, ops, targets, funcs, messages = write_case(case, rng)
         manifest["cases"].append(entry)
         all_messages.update(messages)
@@ -426,7 +491,7 @@ def main():
             if bad["deserialized_error"] != bad["error"]:
                 cause = (bad["deserialized_error_cause"] or "").split("\n")[0]
                 print(f"    deserialized: {bad['deserialized_error_type']}: {bad['deserialized_error']} {cause[:300]}")
-    with open(os.path.join(ROOT, "manifest.json"), "w") as f:
+    with open(manifest_path, "w") as f:
         json.dump(manifest, f, indent=2)
         f.write("\n")
     print("shape_assertion error_message templates:")

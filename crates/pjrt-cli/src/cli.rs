@@ -241,6 +241,14 @@ pub struct CompileArgs {
     /// With --target: the number of GPUs (on one host). Default: replicas × partitions.
     #[arg(long, value_name = "N", requires = "target", conflicts_with = "topology")]
     pub devices: Option<u32>,
+    /// The shape of one input of a jax.export model; give it once per input, in order (unused
+    /// inputs too): `3,4` (the dimensions; the dtype is the model's), `f32[3,4]` (the dtype,
+    /// as XLA or JAX names it, is checked against the model's), or `[]` (or an empty value)
+    /// for a scalar. Required for a shape-polymorphic model: the artifact is its module refined
+    /// for these shapes (run it on inputs of exactly these shapes). For a model of static
+    /// shapes they are checked against its own.
+    #[arg(long = "input-shape", value_name = "SHAPE")]
+    pub input_shapes: Vec<String>,
     /// `--xla-option` and `--no-jax-defaults`.
     #[command(flatten)]
     pub xla: XlaSettings,

@@ -1,17 +1,19 @@
 //! `pjrt compile`: compiles a program ahead of time (for a client's devices, or against a
 //! topology without devices) and writes an artifact that `pjrt run` loads without compiling.
+//! A shape-polymorphic `jax.export` model is compiled for the shapes `--input-shape` gives.
 
 use std::time::Instant;
 
 use pjrt_client::{
-    Client, ClientOptions, ErrorCode, GpuTarget, GpuTopologyShape, ModuleCounts, Plugin, Program, Topology,
+    Client, ClientOptions, ElementType, ErrorCode, GpuTarget, GpuTopologyShape, ModuleCounts, Plugin, Program, Topology,
 };
 use pjrt_formats::artifact::{Artifact, PluginIdentity, Target};
+use pjrt_formats::jax_export::{InputShape, JaxExport};
 use pjrt_formats::Error;
 use serde_json::json;
 
 use crate::cli::CompileArgs;
-use crate::commands::run::jax_model::read_program;
+use crate::commands::run::jax_model::{read_program, shape_text};
 use crate::compiling::{build_options, ms, open_cache};
 use crate::plugins::{cpu_aware_client, plugin_is_cpu, plugin_is_cuda, resolve_plugin};
 use crate::ui::invalid;
@@ -22,7 +24,33 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
     let started = Instant::now();
     // A `jax.export` model compiles as its StableHLO module (its mhlo.num_partitions is its
     // device count); for a GPU target it must have been exported for `cuda`.
-    let (program, model) = read_program(&args.program)?;
+    let (mut program, model) = read_program(&args.program)?;
+    let mut refined_for = None;
+    match &model {
+        None if !args.input_shapes.is_empty() => {
+            return Err(invalid(format!(
+                "--input-shape applies to jax.export models only; {} is not one (its shapes are in the program)",
+                args.program.display()
+            )))
+        }
+        Some(model) if model.is_polymorphic() && args.input_shapes.is_empty() => {
+            return Err(invalid(format!(
+                "{} is shape-polymorphic (inputs {}): give the shapes to compile it for with --input-shape, once \
+                 per input in order (e.g. --input-shape 3,4 or --input-shape f32[3,4])",
+                args.program.display(),
+                avals(model)
+            )))
+        }
+        Some(model) if !args.input_shapes.is_empty() => {
+            let shapes = parse_input_shapes(model, &args.input_shapes)?;
+            // A static model's program after its shapes are checked; else the refined module.
+            program = model.program_for(&shapes)?;
+            if model.is_polymorphic() {
+                refined_for = Some(shapes);
+            }
+        }
+        _ => {}
+    }
     if let (Some(model), Some(target)) = (&model, &args.target) {
         if !model.platforms().iter().any(|p| p == "cuda") {
             return Err(invalid(format!(
@@ -82,6 +110,10 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
             "gpu_target": h.gpu_target.as_ref().map(|g| json!({ "name": g.name, "topology": g.topology })),
             "executable_bytes": artifact.executable_bytes().len(),
             "cache": cache,
+            "model": model.as_ref().map(|m| json!({
+                "format": "jax.export", "polymorphic": m.is_polymorphic(),
+                "refined_for": refined_for.as_ref().map(|s| s.iter().map(shape_text).collect::<Vec<_>>()),
+            })),
             "timings_ms": { "compile": compile_ms, "total": ms(started) },
         });
         println!("{report}");
@@ -96,8 +128,66 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
             if h.target == Target::Topology { "topology devices" } else { "devices" },
             h.gpu_target.as_ref().map(|g| format!(" of the {g}")).unwrap_or_default(),
         );
+        if let Some(shapes) = &refined_for {
+            let shapes: Vec<String> = shapes.iter().map(shape_text).collect();
+            println!("refined for inputs {}: run it on inputs of these shapes", shapes.join(", "));
+        }
     }
     Ok(())
+}
+
+/// The model's avals, for messages: `float32[b,4], float32[4]`.
+fn avals(model: &JaxExport) -> String {
+    model.in_avals().iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+/// The `--input-shape` values (one per input of `model`, in order) as input shapes: `3,4`
+/// takes the aval's dtype, `f32[3,4]` (or `float32[3,4]`) must name it, `[]` or an empty value
+/// is a scalar.
+fn parse_input_shapes(model: &JaxExport, texts: &[String]) -> Result<Vec<InputShape>, Error> {
+    if texts.len() != model.in_avals().len() {
+        return Err(invalid(format!(
+            "the model takes {} inputs ({}) but {} --input-shape were given; give one per input, in order, unused \
+             ones too",
+            model.in_avals().len(),
+            avals(model),
+            texts.len()
+        )));
+    }
+    let mut shapes = Vec::with_capacity(texts.len());
+    for (i, (text, aval)) in texts.iter().zip(model.in_avals()).enumerate() {
+        let bad = |why: String| invalid(format!("--input-shape {text:?} (input {i}, {aval}): {why}"));
+        let element_type =
+            aval.element_type.ok_or_else(|| bad(format!("{} has no PJRT element type", aval.dtype_name)))?;
+        let trimmed = text.trim();
+        let dims_text = match trimmed.split_once('[') {
+            Some((name, rest)) => {
+                let inner = rest.strip_suffix(']').ok_or_else(|| bad("a `[` without its `]`".into()))?;
+                let name = name.trim();
+                if !name.is_empty() {
+                    let named = ElementType::from_name(name).or((name == aval.dtype_name).then_some(element_type));
+                    match named {
+                        None => return Err(bad(format!("`{name}` is not a dtype (f32, s32, bf16, float32, ...)"))),
+                        Some(t) if t != element_type => {
+                            return Err(bad(format!("the input is {} ({element_type}), not {name}", aval.dtype_name)))
+                        }
+                        Some(_) => {}
+                    }
+                }
+                inner
+            }
+            None => trimmed,
+        };
+        let mut dims = Vec::new();
+        if !dims_text.trim().is_empty() {
+            for d in dims_text.split(',') {
+                let n = d.trim().parse::<i64>().ok().filter(|&n| n >= 0);
+                dims.push(n.ok_or_else(|| bad(format!("`{}` is not a dimension (a number >= 0)", d.trim())))?);
+            }
+        }
+        shapes.push((element_type, dims));
+    }
+    Ok(shapes)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -1,7 +1,8 @@
 //! Shape-polymorphic `jax.export` models (tests/data/jax_export/symbolic/jax-0.10.2, written by
 //! tools/gen_symbolic_testdata.py with JAX's answers): each runs through a [`Runner`] on both
 //! CPU plugins at every concrete shape set the manifest lists, equal to JAX's outputs; shapes
-//! that break the model's constraints give JAX's own error text.
+//! that break the model's constraints give JAX's own error text. A model exported for several
+//! devices (sharded_batch: 2) runs on a client with that many.
 
 use std::path::{Path, PathBuf};
 
@@ -55,7 +56,8 @@ fn compare(ours: &NpyArray, jax: &NpyArray, rtol: f64, atol: f64) -> Result<(), 
 }
 
 fn run_all(plugin: &str) {
-    let client = support::client(plugin, 1);
+    // One client per device count: a model exported for several devices runs on that many.
+    let mut clients: Vec<(u32, pjrt_client::Client)> = Vec::new();
     let m = manifest();
     let cases = m["cases"].as_array().unwrap();
     let mut failures = Vec::new();
@@ -64,7 +66,15 @@ fn run_all(plugin: &str) {
         let name = case["name"].as_str().unwrap();
         let model = JaxExport::read(data_dir().join(case["model"].as_str().unwrap())).unwrap();
         assert!(model.is_polymorphic(), "{name}");
-        let runner = Runner::new(model, &client);
+        let devices = model.nr_devices();
+        if case.get("nr_devices").is_some() {
+            assert_eq!(case["nr_devices"], devices, "{name}");
+        }
+        if !clients.iter().any(|(n, _)| *n == devices) {
+            clients.push((devices, support::client(plugin, devices as i64)));
+        }
+        let client = &clients.iter().find(|(n, _)| *n == devices).unwrap().1;
+        let runner = Runner::new(model, client);
         let (rtol, atol) = (case["rtol"].as_f64().unwrap(), case["atol"].as_f64().unwrap());
         for set in case["ok"].as_array().unwrap() {
             let dir = data_dir().join(set["dir"].as_str().unwrap());
@@ -101,6 +111,7 @@ fn run_all(plugin: &str) {
     }
     assert!(failures.is_empty(), "{plugin}: {} failures:\n{}", failures.len(), failures.join("\n"));
     assert!(ran >= 30 && refused >= 15, "{plugin}: ran {ran} shape sets, refused {refused}");
+    assert!(clients.iter().any(|(n, _)| *n == 2), "{plugin}: no multi-device case ran");
 }
 
 #[test]

@@ -34,7 +34,7 @@ pub(super) fn run_bench(args: &BenchRunArgs, plugin_name: Option<&str>) -> Resul
             args.iters, args.in_flight
         )));
     }
-    let (program, jax_model) = jax_model::open_program(&args.program)?;
+    let (mut program, jax_model) = jax_model::open_program(&args.program)?;
     if let Some(model) = jax_model.as_ref().filter(|m| m.nr_devices() > 1) {
         return Err(invalid(format!(
             "the model was exported for {} devices; `pjrt bench run` measures single-device programs (time it with \
@@ -66,10 +66,17 @@ pub(super) fn run_bench(args: &BenchRunArgs, plugin_name: Option<&str>) -> Resul
         }
         Client::new(&plugin, &options)?
     };
+    let mut refined_for = None;
     if let Some(model) = &jax_model {
         let (arrays, labels) = inputs.into_host_arrays()?;
+        let shapes = model.input_shapes(&arrays);
         let (arrays, labels) = jax_model::module_arguments(model, client.platform_name(), arrays, &labels, None)?;
         inputs = Inputs::arrays(arrays, labels);
+        // A shape-polymorphic model is timed as refined for these inputs.
+        if let Some(refined) = jax_model::refined_program(model, &shapes)? {
+            program = compiling::ProgramSource::Program(refined);
+            refined_for = Some(shapes);
+        }
     }
     let options = compiling::build_options(client.platform_name(), 1, 1, counts.uses_shardy, &args.xla)?;
     let compiled = compiling::compile_or_load(&client, &program, &options, !args.no_cache)
@@ -172,6 +179,8 @@ pub(super) fn run_bench(args: &BenchRunArgs, plugin_name: Option<&str>) -> Resul
         "api_version": plugin.api_version().to_string(), "platform": client.platform_name(),
         "iters": args.iters, "in_flight": args.in_flight, "inputs_donated_by_program": donates,
         "client_options": args.client_options,
+        "polymorphic": jax_model.as_ref().map(|m| m.is_polymorphic()),
+        "refined_for": refined_for.as_ref().map(|s| s.iter().map(jax_model::shape_text).collect::<Vec<_>>()),
         "cache": compiled.cache, "compile_ms": compiled.compile_ms, "load_ms": compiled.load_ms,
         "first_result_ms": first_result_ms,
         "first_result_from": "the start of the command (after argument parsing): plugin load, client, compile or cache \

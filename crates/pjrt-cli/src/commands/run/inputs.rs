@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use pjrt_client::{Buffer, Client, ElementType, HostArray, Placement, Program, UploadOptions};
-use pjrt_formats::jax_export::JaxExport;
+use pjrt_formats::jax_export::{InputShape, JaxExport};
 use pjrt_formats::npy::{MappedNpy, NpyArray};
 use pjrt_formats::npz::{Npz, NpzArray};
 use pjrt_formats::safetensors::{SafeTensors, TensorView};
@@ -401,8 +401,9 @@ impl Inputs {
     /// `in_avals`): each checked against its aval, the ones the module keeps in its order, the
     /// platform index first where the export has several platforms. Tensors stay in their
     /// files (uploaded from there); other inputs become host arrays (`.npy` inputs are
-    /// small: tokens, not weights).
-    pub fn into_module_arguments(self, model: &JaxExport, platform: &str) -> Result<Inputs, Error> {
+    /// small: tokens, not weights). Also returns the shape of every input as it uploads (for
+    /// [`JaxExport::program_for`]).
+    pub fn into_module_arguments(self, model: &JaxExport, platform: &str) -> Result<(Inputs, Vec<InputShape>), Error> {
         model.check_runnable(platform)?;
         if self.items.len() != model.in_avals().len() {
             let avals: Vec<String> = model.in_avals().iter().map(|a| a.to_string()).collect();
@@ -415,6 +416,7 @@ impl Inputs {
         }
         let Inputs { files, items, labels } = self;
         let mut checked = Vec::with_capacity(items.len());
+        let mut shapes = Vec::with_capacity(items.len());
         for (i, (input, label)) in items.into_iter().zip(&labels).enumerate() {
             let input = match input {
                 Input::Tensor { file, name } => {
@@ -426,6 +428,7 @@ impl Inputs {
                         _ => view.dtype(),
                     };
                     model.check_input(i, element_type, view.dims()).map_err(|e| in_input(e, label))?;
+                    shapes.push((element_type, view.dims().to_vec()));
                     Input::Tensor { file, name }
                 }
                 other => {
@@ -434,6 +437,10 @@ impl Inputs {
                             .into_host_arrays_with(&files)?;
                     let array = arrays.pop().ok_or_else(|| invalid("an input went missing"))?;
                     model.check_npy_input(i, &array).map_err(|e| in_input(e, label))?;
+                    // Checked: it uploads as the aval's element type.
+                    let element_type =
+                        model.in_avals()[i].element_type.ok_or_else(|| invalid("an input has no type"))?;
+                    shapes.push((element_type, array.dims.clone()));
                     Input::Host(array)
                 }
             };
@@ -452,7 +459,7 @@ impl Inputs {
             arguments.push(input);
             argument_labels.push(labels[i].clone());
         }
-        Ok(Inputs { files, items: arguments, labels: argument_labels })
+        Ok((Inputs { files, items: arguments, labels: argument_labels }, shapes))
     }
 }
 

@@ -2,11 +2,13 @@
 //! its content (or its extension), its StableHLO module is what gets compiled, and the user's
 //! inputs (every input of the exported function, in order) become the module's arguments.
 //! Models exported for several devices run on that many devices, laid out by their shardings.
+//! A shape-polymorphic model is refined for the shapes of the inputs at hand
+//! ([`JaxExport::program_for`]) once they are known, and that program is compiled.
 
 use std::path::{Path, PathBuf};
 
 use pjrt_client::{ExecuteOptions, HostArray, Program};
-use pjrt_formats::jax_export::JaxExport;
+use pjrt_formats::jax_export::{InputShape, JaxExport};
 use pjrt_formats::npy::NpyArray;
 use pjrt_formats::Error;
 use serde_json::{json, Value};
@@ -19,15 +21,37 @@ use crate::plugins::{cpu_aware_client, resolve_plugin};
 use crate::ui::{self, invalid};
 
 /// What `pjrt run --json` reports about a `jax.export` model: its versions (serialization, the
-/// JAX that wrote it when the file says, the module's StableHLO) and what it takes.
-pub fn model_summary(model: &JaxExport) -> Value {
+/// JAX that wrote it when the file says, the module's StableHLO), what it takes, whether it is
+/// shape-polymorphic and, if so, the input shapes it was refined for (`refined_for`, as
+/// `f32[3,4]`; null for a static model).
+pub fn model_summary(model: &JaxExport, refined_for: Option<&[InputShape]>) -> Value {
     json!({
         "format": "jax.export", "function": model.function_name(),
         "serialization_version": model.serialization_version(), "jax_version": model.jax_version(),
         "stablehlo_version": model.stablehlo_version().map(|(a, b, c)| format!("{a}.{b}.{c}")),
         "platforms": model.platforms(), "nr_devices": model.nr_devices(),
         "inputs": model.in_avals().len(), "outputs": model.out_avals().len(), "summary": model.to_string(),
+        "polymorphic": model.is_polymorphic(),
+        "in_avals": model.in_avals().iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+        "refined_for": refined_for.map(|shapes| shapes.iter().map(shape_text).collect::<Vec<_>>()),
     })
+}
+
+/// An input shape as `--input-shape` takes it: `f32[3,4]`.
+pub fn shape_text((element_type, dims): &InputShape) -> String {
+    let dims: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
+    format!("{element_type}[{}]", dims.join(","))
+}
+
+/// The program to compile for inputs of `shapes` (every input, in the order of the model's
+/// avals): for a shape-polymorphic model, the module refined for them (a failed shape
+/// assertion is JAX's message); `None` for a static model, whose program is the one already
+/// read (the inputs were checked against its avals).
+pub fn refined_program(model: &JaxExport, shapes: &[InputShape]) -> Result<Option<Program>, Error> {
+    if !model.is_polymorphic() {
+        return Ok(None);
+    }
+    model.program_for(shapes).map(Some)
 }
 
 /// Says on stderr which JAX wrote a model whose StableHLO the plugin does not read (the error
@@ -54,7 +78,8 @@ pub fn open_program(path: &Path) -> Result<(ProgramSource, Option<JaxExport>), E
 }
 
 /// Reads the program to run: a `jax.export` model (with the model, for [`module_arguments`]) or
-/// any format [`Program::from_file`] reads.
+/// any format [`Program::from_file`] reads. A shape-polymorphic model's program is its module
+/// as exported: compile [`refined_program`] instead once the input shapes are known.
 pub fn read_program(path: &Path) -> Result<(Program, Option<JaxExport>), Error> {
     let bytes = std::fs::read(path).map_err(|e| pjrt_client::Error::Io { path: path.to_path_buf(), source: e })?;
     let by_name = path.extension().is_some_and(|e| e == "jaxexport");
@@ -115,13 +140,20 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     let client = cpu_aware_client(&plugin, devices)?; // devices > 1 here
     super::register_ffi_libraries(&args.ffi_library, &client)?;
     let platform = client.platform_name().to_string();
+    let shapes = model.input_shapes(&inputs);
     let (arguments, _) = module_arguments(model, &platform, inputs, &labels, args.shard_inputs)?;
+    // Refined for the inputs when shape-polymorphic; the shardings are the export's either way.
+    let refined = refined_program(model, &shapes)?;
+    let program = match refined {
+        Some(program) => program,
+        None => model.program()?,
+    };
     let options = args.xla.apply_xla_options(if args.xla.no_jax_defaults {
         model.compile_options("") // no platform: no JAX defaults
     } else {
         model.compile_options(&platform)
     })?;
-    let exe = client.compile(&model.program()?, &options).map_err(|e| {
+    let exe = client.compile(&program, &options).map_err(|e| {
         let e = Error::from(e);
         explain_version_error(&e, Some(model));
         e
@@ -154,7 +186,8 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     commit_all(staged)?;
     if args.json {
         let report = json!({ "program": args.program, "plugin": plugin.path(), "platform": platform,
-                             "devices": devices, "model": model_summary(model), "outputs": report });
+                             "devices": devices, "outputs": report,
+                             "model": model_summary(model, model.is_polymorphic().then_some(&shapes[..])) });
         println!("{report}");
     }
     Ok(())

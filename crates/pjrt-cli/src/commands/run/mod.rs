@@ -1,7 +1,9 @@
 //! `pjrt run`: compiles a program (through the compile cache) or loads an artifact, uploads its
 //! inputs to every device (split along an axis with `--shard-inputs`), runs it, and writes and
 //! summarises its outputs. A `jax.export` model exported for several devices takes its own path
-//! ([`jax_model::run_multi_device_model`]).
+//! ([`jax_model::run_multi_device_model`]); a shape-polymorphic one is compiled as refined for
+//! its inputs' shapes ([`jax_model::refined_program`]), so the compile cache keeps one
+//! executable per set of shapes.
 
 pub mod inputs;
 pub mod jax_model;
@@ -38,7 +40,7 @@ pub(crate) fn register_ffi_libraries(paths: &[std::path::PathBuf], client: &pjrt
 /// `pjrt run`: runs the program `args` names on its inputs and writes its outputs.
 pub fn exec(args: &RunArgs) -> Result<(), Error> {
     let started = Instant::now();
-    let (program, jax_model) = jax_model::open_program(&args.program)?;
+    let (mut program, jax_model) = jax_model::open_program(&args.program)?;
     if let Some(model) = jax_model.as_ref().filter(|m| m.nr_devices() > 1) {
         if args.multi_process.kv_store.is_some() {
             return Err(invalid(
@@ -94,7 +96,9 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
     };
     register_ffi_libraries(&args.ffi_library, &client)?;
     // A jax.export model's arguments, each of its parameter's type (--shard-inputs is refused);
-    // other host inputs are split below, once the parameters' types are known.
+    // other host inputs are split below, once the parameters' types are known. A
+    // shape-polymorphic model's program is refined for the inputs' shapes here.
+    let mut refined_for = None;
     if let Some(model) = &jax_model {
         inputs = match host_inputs.take() {
             // --shard-inputs: refused there, with the reason.
@@ -108,7 +112,14 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
                 )?;
                 Inputs::arrays(arrays, labels)
             }
-            None => inputs.into_module_arguments(model, client.platform_name())?,
+            None => {
+                let (arguments, shapes) = inputs.into_module_arguments(model, client.platform_name())?;
+                if let Some(refined) = jax_model::refined_program(model, &shapes)? {
+                    program = ProgramSource::Program(refined);
+                    refined_for = Some(shapes);
+                }
+                arguments
+            }
         };
     }
     let input_count = host_inputs.as_ref().map_or(inputs.len(), Vec::len);
@@ -226,7 +237,7 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
         let report = json!({
             "program": args.program, "plugin": plugin.path(), "platform": client.platform_name(),
             "replicas": replicas, "partitions": partitions, "shard_inputs": args.shard_inputs,
-            "model": jax_model.as_ref().map(jax_model::model_summary), "outputs": outputs,
+            "model": jax_model.as_ref().map(|m| jax_model::model_summary(m, refined_for.as_deref())), "outputs": outputs,
             "cache": compiled.cache,
             "process": job.as_ref().map(|j| json!({
                 "job": j.id, "index": j.process, "count": j.count, "rendezvous_ms": j.rendezvous_ms,
