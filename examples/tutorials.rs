@@ -13,8 +13,9 @@
 //! | `08_dlpack` | zero-copy exchange with `ndarray` through DLPack |
 //! | `09_build_a_program` | build a training step in Rust with [`pjrt_builder`] (no Python) and train on the device |
 //! | `10_custom_call_in_rust` | implement a custom call (`jax.ffi.ffi_call`) in Rust and run a `jax.export` model that calls it, on both CPU plugins |
+//! | `11_shape_polymorphic` | run a shape-polymorphic `jax.export` model at many input shapes: one executable per signature, JAX's error when a constraint fails, refining a module by hand |
 //!
-//! They use [`pjrt_client`], for files [`pjrt_formats`], and for programs built in Rust
-//! [`pjrt_builder`].
+//! They use [`pjrt_client`], for files [`pjrt_formats`], for programs built in Rust
+//! [`pjrt_builder`], and for refining StableHLO [`pjrt_stablehlo`].
 
 #![deny(missing_docs)]

@@ -26,6 +26,27 @@ noise) and with one call in flight. The OpenBLAS thread count is OPENBLAS_NUM_TH
 sides (--blas-threads sets it); the script prints what each side's OpenBLAS reports (its
 library, version, core kernel and threads) and the CPU count, and ends with a summary table.
 
+Shape-polymorphic models (`--models symbolic`): the 6-layer, 29M-parameter transformer of
+tools/gen_transformer_export.py exported with tokens (b, t), t <= 256 (its `symbolic` export),
+weights as arguments. For each of --symbolic-shapes (every one new to both sides), the time to
+first result: from the tokens in host memory (the weights already on the device, the export
+already deserialized) to the logits in host memory, which at a new shape is refinement +
+compile + upload + run + download. JAX: `jax.jit(exported.call)(params, tokens)` and
+`exported.call(params, tokens)`, in turn, each after `jax.clear_caches()`, the logits brought
+to the host with np.asarray (on CPU a view of the device buffer: no copy, where pjrt's `to_npy`
+copies them); JAX's persistent compilation cache is not set. pjrt: the `first_result` example
+of pjrt-formats (`cargo build --release -p pjrt-formats --example first_result`), in its own
+process after JAX's side, a `jax_export::Runner` without a compile cache on the CPU plugin
+`pjrt run` would take (PJRT_PLUGIN chooses another): `Runner::executable` (refine, print,
+compile), the tokens' upload, execute, download; the table's `exe` column is the first call's
+`Runner::executable` alone. Both sides run one call at a shape outside the list first
+(untimed), so neither pays its one-time setup in the figures; process start, plugin load and
+the weights' upload are outside them too. Then --symbolic-repeats more calls at each shape (the
+executable a lookup on both sides): their median is the repeated-shape cost. --symbolic-rounds
+times over, the sides' order alternating (each round starts JAX's caches cleared and a new pjrt
+process, so every shape is new again); the table gives medians over the rounds and the
+per-round pjrt/JAX-jit ratios' median, min and max.
+
 With --startup it also times the whole process to the first result, warm caches on both sides:
 `pjrt run MODEL` (compile cache) against a fresh Python that imports JAX, deserializes the
 model and runs it once with JAX's persistent compilation cache (wall time and peak RSS).
@@ -38,6 +59,7 @@ Usage (from the repository root, after `cargo build --release -p pjrt-cli`):
     /tmp/jaxenv/bin/python tools/bench_vs_jax.py --client-option asynchronous=false   # 0.115 plugin
     target/jax-venv-0.10.2/bin/python tools/bench_vs_jax.py --models linalg --blas-threads 1
     target/jax-venv-0.10.2/bin/python tools/bench_vs_jax.py --models svd_1024_f64,eigh --alternations 3
+    target/jax-venv-0.10.2/bin/python tools/bench_vs_jax.py --models symbolic --json symbolic.json
 
 Numbers are only meaningful on a quiet machine: run nothing else meanwhile.
 """
@@ -119,19 +141,24 @@ def linalg_model(name, rng):
     return (lambda x: tuple(jnp.linalg.svd(x, full_matrices=False))), [a.astype(dtype)]
 
 
+SYMBOLIC = ["transformer_symbolic"]
+
+
 def expand_models(spec):
-    """--models: names, `linalg` (all 16) or a family (its 4 sizes and types), in order, once each."""
+    """--models: names, `linalg` (all 16) or a family (its 4 sizes and types), `symbolic`, in order, once each."""
     names = []
     for part in filter(None, spec.split(",")):
         if part == "linalg":
             more = LINALG
+        elif part in ("symbolic", *SYMBOLIC):
+            more = SYMBOLIC
         elif part in LINALG_FAMILIES:
             more = [m for m in LINALG if m.startswith(part + "_")]
         elif part in MODELS or part in LINALG:
             more = [part]
         else:
             sys.exit(f"unknown model {part!r}: choose from {', '.join(MODELS)}, linalg, "
-                     f"{', '.join(LINALG_FAMILIES)} or {', '.join(LINALG)}")
+                     f"{', '.join(LINALG_FAMILIES)}, {', '.join(LINALG)} or symbolic")
         names += [m for m in more if m not in names]
     return names
 
@@ -342,6 +369,100 @@ def print_linalg_summary(rows):
           "thread, more is other work on the machine)")
 
 
+def parse_shapes(spec):
+    """`1x16,4x64`: [(1, 16), (4, 64)]."""
+    return [tuple(int(d) for d in part.split("x")) for part in filter(None, spec.split(","))]
+
+
+def bench_symbolic(args, out_dir, rng):
+    """Time to first result at new shapes and the repeated-shape cost, JAX and pjrt (see the docstring)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import gen_transformer_export as tfm
+
+    folder = out_dir / "transformer_symbolic"
+    folder.mkdir(parents=True, exist_ok=True)
+    exported = tfm.export_symbolic()
+    model = folder / "model.jaxexport"
+    model.write_bytes(exported.serialize())
+    params = tfm.init_params(seq=tfm.MAX_SEQ)
+    # The flattened pytree's order (sorted names) is the export's input order.
+    for i, (_, a) in enumerate(sorted(params.items())):
+        np.save(folder / f"in{i}.npy", a)
+    warmup, shapes = parse_shapes(args.symbolic_warmup)[0], parse_shapes(args.symbolic_shapes)
+    if warmup in shapes or len(set(shapes)) != len(shapes):
+        sys.exit("--symbolic-shapes must be distinct and leave out --symbolic-warmup")
+    tokens = {s: rng.integers(0, tfm.VOCAB, size=s, dtype=np.int32) for s in [warmup, *shapes]}
+    paths = {}
+    for s, t in tokens.items():
+        paths[s] = folder / f"tokens_{s[0]}x{s[1]}.npy"
+        np.save(paths[s], t)
+
+    on_device = jax.device_put(params)
+    jitted = jax.jit(exported.call)
+
+    def jax_round():
+        rows = {}
+        for name, call in (("jax_jit", jitted), ("jax_call", exported.call)):
+            # Every shape new again (and the two ways share none of JAX's in-memory caches).
+            jax.clear_caches()
+            np.asarray(call(on_device, tokens[warmup]))
+            rows[name] = {}
+            for s in shapes:
+                t = time.perf_counter()
+                np.asarray(call(on_device, tokens[s]))
+                first = (time.perf_counter() - t) * 1e3
+                repeat = []
+                for _ in range(args.symbolic_repeats):
+                    t = time.perf_counter()
+                    np.asarray(call(on_device, tokens[s]))
+                    repeat.append((time.perf_counter() - t) * 1e3)
+                rows[name][s] = {"first_ms": first, "repeat_ms": repeat}
+        return rows
+
+    def pjrt_round():
+        cmd = [args.first_result, str(model), str(folder), str(args.symbolic_repeats), str(paths[warmup]),
+               *(str(paths[s]) for s in shapes)]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed (status {out.returncode}):\n{out.stderr.strip()}")
+        plugin = next((line for line in out.stderr.splitlines() if line.startswith("plugin ")), "plugin ?")
+        return {tuple(r["shape"]): r for r in map(json.loads, out.stdout.splitlines())}, plugin
+
+    rounds = []
+    for k in range(args.symbolic_rounds):
+        # Alternate which side goes first, so neither always runs on a warmer machine.
+        if k % 2 == 0:
+            theirs = jax_round()
+            ours, plugin = pjrt_round()
+        else:
+            ours, plugin = pjrt_round()
+            theirs = jax_round()
+        rounds.append({**theirs, "pjrt": ours})
+
+    med = statistics.median
+    print(f"\ntransformer_symbolic ({model}, {model.stat().st_size} bytes; {len(exported.in_avals)} inputs, "
+          f"tokens {exported.in_avals[-1]}), {args.symbolic_rounds} rounds; pjrt's {plugin}; JAX {jax.__version__}")
+    print("  first: time to first result at a new shape (median over rounds); exe: its Runner::executable; "
+          f"repeat: median of {args.symbolic_repeats} calls at it (median over rounds); ms")
+    print(f"  {'b x t':>9} {'first: call':>11} {'jit':>7} {'pjrt':>7} {'exe':>7} {'pjrt/jit':>8} {'min':>6} "
+          f"{'max':>6}   {'repeat: call':>12} {'jit':>7} {'pjrt':>7}")
+    entry = {"warmup": list(warmup), "repeats": args.symbolic_repeats, "pjrt_plugin": plugin, "shapes": []}
+    for s in shapes:
+        per = {side: [r[side][s] for r in rounds] for side in ("jax_call", "jax_jit", "pjrt")}
+        first = {side: med(x["first_ms"] for x in rows) for side, rows in per.items()}
+        repeat = {side: med(med(x["repeat_ms"]) if x["repeat_ms"] else math.nan for x in rows)
+                  for side, rows in per.items()}
+        ratios = [p["first_ms"] / j["first_ms"] for p, j in zip(per["pjrt"], per["jax_jit"])]
+        exe = med(x["executable_ms"] for x in per["pjrt"])
+        print(f"  {s[0]:>3} x {s[1]:<4} {first['jax_call']:>11.1f} {first['jax_jit']:>7.1f} {first['pjrt']:>7.1f} "
+              f"{exe:>7.1f} {med(ratios):>8.3f} {min(ratios):>6.3f} {max(ratios):>6.3f}   "
+              f"{repeat['jax_call']:>12.3f} {repeat['jax_jit']:>7.3f} {repeat['pjrt']:>7.3f}")
+        entry["shapes"].append({"shape": list(s), "first_ms": first, "repeat_ms": repeat, "pjrt_executable_ms": exe,
+                                "pjrt_over_jit_first": med(ratios), "rounds": per})
+    entry["load_average_1min"] = os.getloadavg()[0]
+    return entry
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pjrt", default=str(ROOT / "target/release/pjrt"), help="the pjrt binary")
@@ -365,6 +486,15 @@ def main():
     parser.add_argument("--pjrt-lapack", default=None, metavar="PATH|jax",
                         help="PJRT_LAPACK_LIBRARY for the pjrt side: a LAPACK library, or `jax` for the very OpenBLAS "
                              "file JAX's kernels call (scipy's bundled one), to set the kernels apart from the build")
+    parser.add_argument("--symbolic-shapes", default="1x16,2x32,1x64,4x64,2x100,8x128,1x256,4x256",
+                        help="symbolic: the (b x t) token shapes, each new to both sides")
+    parser.add_argument("--symbolic-warmup", default="1x8", help="symbolic: the untimed first call's shape")
+    parser.add_argument("--symbolic-repeats", type=int, default=20, help="symbolic: calls at each shape after the first")
+    parser.add_argument("--symbolic-rounds", type=int, default=3,
+                        help="symbolic: rounds of both sides (each shape new again in each: JAX's caches cleared, "
+                             "a new pjrt process)")
+    parser.add_argument("--first-result", default=str(ROOT / "target/release/examples/first_result"),
+                        help="symbolic: pjrt-formats' first_result example")
     parser.add_argument("--out", default=None, help="where to write the models (default: a temporary folder)")
     parser.add_argument("--startup", action="store_true", help="also time the whole process to a first result")
     parser.add_argument("--client-option", action="append", default=[], metavar="NAME=VALUE",
@@ -395,6 +525,11 @@ def main():
         print(describe_openblas("JAX (scipy's)", threads["jax_openblas"]))
         print(describe_openblas("pjrt (pjrt-client's)", threads["pjrt_openblas"]))
     for name in names:
+        if name in SYMBOLIC:
+            results["models"][name] = bench_symbolic(args, out_dir, rng)
+            if args.json:
+                Path(args.json).write_text(json.dumps(results, indent=2))
+            continue
         linalg = is_linalg(name)
         alternations = args.alternations or (10 if linalg else 3)
         with x64_for(name) if linalg else contextlib.nullcontext():

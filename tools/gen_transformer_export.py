@@ -1,12 +1,19 @@
 #!/usr/bin/env python3
-"""A 29M-parameter decoder transformer for the weights-upload benchmark (nothing is committed).
+"""A 29M-parameter decoder transformer for the weights-upload and shape-refinement benchmarks.
 
-``export DIR`` writes, into DIR:
+``export DIR`` writes, into DIR (nothing of it is committed):
 
     DIR/model.jaxexport     jax.export of ``forward(params, tokens)`` (f32, CPU)
     DIR/params.safetensors  the weights, in the order of the flattened params pytree
                             (sorted names), data section and every tensor 64-byte aligned
     DIR/tokens.npy          int32 [1, SEQ] tokens
+
+``symbolic FILE`` writes FILE, the same transformer exported shape-polymorphic (the one
+committed export, crates/pjrt-stablehlo/benches/data/transformer_symbolic.jaxexport): tokens
+int32 ``(b, t)`` with ``t <= MAX_SEQ`` (the positional table has MAX_SEQ rows; ``pos_embed[:t]``),
+the weights arguments of static shape (not constants, so the file stays small), logits
+``(b, t, VOCAB)``. The benches refine it for concrete ``(b, t)``; tools/bench_vs_jax.py
+``--models symbolic`` exports it the same way.
 
 ``jax DIR`` is the JAX side of the comparison, as a whole process: reads the safetensors file
 with numpy (memory-mapped), ``jax.device_put``s the weights, deserializes the export and runs
@@ -16,6 +23,8 @@ DIR/jax-cache (run it twice: the first run fills the cache).
 Commands (from the repository root; DIR is any scratch directory):
 
     /tmp/jaxenv/bin/python tools/gen_transformer_export.py export /tmp/tfm
+    target/jax-venv-0.10.2/bin/python tools/gen_transformer_export.py symbolic \\
+        crates/pjrt-stablehlo/benches/data/transformer_symbolic.jaxexport
     /tmp/jaxenv/bin/python tools/gen_transformer_export.py jax /tmp/tfm      # warms the cache
     /usr/bin/time -v /tmp/jaxenv/bin/python tools/gen_transformer_export.py jax /tmp/tfm
     pjrt run /tmp/tfm/model.jaxexport --params /tmp/tfm/params.safetensors \\
@@ -48,9 +57,11 @@ D_FF = 2048
 LAYERS = 6
 HEADS = 8
 SEQ = 64
+# The symbolic export's longest sequence (rows of its positional table).
+MAX_SEQ = 256
 
 
-def init_params(seed=0):
+def init_params(seed=0, seq=SEQ):
     rng = np.random.default_rng(seed)
 
     def dense(n_in, n_out):
@@ -58,7 +69,7 @@ def init_params(seed=0):
 
     params = {
         "embed": (rng.standard_normal((VOCAB, D_MODEL), dtype=np.float32) * 0.02).astype(np.float32),
-        "pos_embed": (rng.standard_normal((SEQ, D_MODEL), dtype=np.float32) * 0.02).astype(np.float32),
+        "pos_embed": (rng.standard_normal((seq, D_MODEL), dtype=np.float32) * 0.02).astype(np.float32),
         "final_ln_scale": np.ones(D_MODEL, np.float32),
         "unembed": dense(D_MODEL, VOCAB),
     }
@@ -75,15 +86,18 @@ def init_params(seed=0):
     return params
 
 
-def forward(params, tokens):
+def forward(params, tokens, slice_pos=False):
+    """Logits of `tokens` (batch, seq); `slice_pos`: the first seq rows of a longer positional
+    table (the symbolic export's), else the table has exactly seq rows."""
     import jax
     import jax.numpy as jnp
 
     def norm(x, scale):
         return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6) * scale
 
-    x = params["embed"][tokens] + params["pos_embed"][None]
-    batch, seq, _ = x.shape
+    batch, seq = tokens.shape
+    pos = params["pos_embed"][:seq] if slice_pos else params["pos_embed"]
+    x = params["embed"][tokens] + pos[None]
     mask = jnp.tril(jnp.ones((seq, seq), bool))
     head = D_MODEL // HEADS
     for layer in range(LAYERS):
@@ -133,6 +147,43 @@ def export_model(out_dir):
     print(f"{count / 1e6:.1f}M parameters, {count * 4 / 1e6:.0f} MB, written to {out_dir}")
 
 
+def param_shapes(seq=SEQ):
+    """init_params' shapes (the flattened pytree's names), without drawing 29M random numbers."""
+    shapes = {"embed": (VOCAB, D_MODEL), "pos_embed": (seq, D_MODEL), "final_ln_scale": (D_MODEL,),
+              "unembed": (D_MODEL, VOCAB)}
+    for layer in range(LAYERS):
+        p = f"layer{layer}_"
+        shapes.update({p + "ln1_scale": (D_MODEL,), p + "ln2_scale": (D_MODEL,), p + "wq": (D_MODEL, D_MODEL),
+                       p + "wk": (D_MODEL, D_MODEL), p + "wv": (D_MODEL, D_MODEL), p + "wo": (D_MODEL, D_MODEL),
+                       p + "w_up": (D_MODEL, D_FF), p + "w_down": (D_FF, D_MODEL)})
+    return shapes
+
+
+def export_symbolic(platforms=("cpu",)):
+    """The shape-polymorphic export, a jax.export.Exported: tokens (b, t) with t <= MAX_SEQ, the
+    weights (a dict, flattened in sorted-name order) of static shape."""
+    import jax
+    from jax import export
+
+    b, t = export.symbolic_shape("b, t", constraints=[f"t <= {MAX_SEQ}"])
+    params = {name: jax.ShapeDtypeStruct(s, np.float32) for name, s in param_shapes(MAX_SEQ).items()}
+    tokens = jax.ShapeDtypeStruct((b, t), np.int32)
+    fun = jax.jit(lambda params, tokens: forward(params, tokens, slice_pos=True))
+    return export.export(fun, platforms=list(platforms))(params, tokens)
+
+
+def write_symbolic(path):
+    import jax
+
+    exported = export_symbolic()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    data = exported.serialize()
+    with open(path, "wb") as f:
+        f.write(data)
+    print(f"{path}: {len(data)} bytes, JAX {jax.__version__}, in {exported.in_avals[-1]}, "
+          f"out {exported.out_avals[0]}, {len(exported.in_avals)} inputs")
+
+
 def read_safetensors(path):
     data = np.memmap(path, dtype=np.uint8, mode="r")
     header_len = struct.unpack("<Q", bytes(data[:8]))[0]
@@ -167,6 +218,7 @@ def run_jax(out_dir):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("export", "jax"):
+    commands = {"export": export_model, "symbolic": write_symbolic, "jax": run_jax}
+    if len(sys.argv) != 3 or sys.argv[1] not in commands:
         sys.exit(__doc__)
-    (export_model if sys.argv[1] == "export" else run_jax)(sys.argv[2])
+    commands[sys.argv[1]](sys.argv[2])
