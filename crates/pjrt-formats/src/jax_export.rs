@@ -1113,15 +1113,7 @@ impl JaxExport {
     /// argument comes back as the [`HostArray`] of the module's parameter type.
     pub fn arrange_inputs(&self, platform: &str, inputs: &[NpyArray]) -> Result<Vec<HostArray>> {
         self.check_runnable(platform)?;
-        if inputs.len() != self.in_avals.len() {
-            let avals: Vec<String> = self.in_avals.iter().map(|a| a.to_string()).collect();
-            return Err(Error::invalid(format!(
-                "the model takes {} inputs ({}) but {} were given; give all of them in order, unused ones too",
-                self.in_avals.len(),
-                avals.join(", "),
-                inputs.len()
-            )));
-        }
+        self.check_input_count(inputs.len())?;
         for (i, array) in inputs.iter().enumerate() {
             self.check_npy_input(i, array)?;
         }
@@ -1176,6 +1168,19 @@ impl JaxExport {
                 (element_type, array.dims.clone())
             })
             .collect()
+    }
+
+    /// The error for `count` inputs given to a model of another number of inputs.
+    pub(crate) fn check_input_count(&self, count: usize) -> Result<()> {
+        if count != self.in_avals.len() {
+            let avals: Vec<String> = self.in_avals.iter().map(|a| a.to_string()).collect();
+            return Err(Error::invalid(format!(
+                "the model takes {} inputs ({}) but {count} were given; give all of them in order, unused ones too",
+                self.in_avals.len(),
+                avals.join(", "),
+            )));
+        }
+        Ok(())
     }
 
     pub(crate) fn check_output_count(&self, count: usize) -> Result<()> {

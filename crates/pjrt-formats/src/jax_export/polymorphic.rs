@@ -65,15 +65,7 @@ impl JaxExport {
     /// dimension the aval fixes. Symbolic dimensions are checked by the module's own shape
     /// assertions when it is refined.
     pub fn check_shapes(&self, inputs: &[InputShape]) -> Result<()> {
-        if inputs.len() != self.in_avals.len() {
-            let avals: Vec<String> = self.in_avals.iter().map(|a| a.to_string()).collect();
-            return Err(Error::invalid(format!(
-                "the model takes {} inputs ({}) but {} were given; give all of them in order, unused ones too",
-                self.in_avals.len(),
-                avals.join(", "),
-                inputs.len()
-            )));
-        }
+        self.check_input_count(inputs.len())?;
         for (i, (element_type, dims)) in inputs.iter().enumerate() {
             self.check_shape(i, *element_type, dims)?;
         }
@@ -86,8 +78,12 @@ impl JaxExport {
             Error::invalid(format!("input {i} does not exist: the model takes {} inputs", self.in_avals.len()))
         })?;
         if aval.element_type != Some(element_type) {
+            // NumPy's names, as JAX's message has them (bf16 has none there: PJRT's then).
+            let given = crate::npy_arrays::dtype_of(element_type)
+                .filter(|_| element_type != ElementType::BF16)
+                .map_or_else(|| element_type.to_string(), |d| d.name().to_string());
             return Err(Error::invalid(format!(
-                "Dtype mismatch for args[{i}]: expected {} and called with {element_type}",
+                "Dtype mismatch for args[{i}]: expected {} and called with {given}",
                 aval.dtype_name
             )));
         }

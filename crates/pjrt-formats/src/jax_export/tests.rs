@@ -316,7 +316,7 @@ fn what_cannot_run_is_refused_clearly() {
     assert!(m.is_polymorphic());
     m.check_runnable("cpu").unwrap();
     let e = m.check_shapes(&[(ElementType::S32, vec![3])]).unwrap_err().to_string();
-    assert!(e.contains("Dtype mismatch for args[0]"), "{e}");
+    assert!(e.contains("Dtype mismatch for args[0]: expected float32 and called with int32"), "{e}");
     let e = m.check_shapes(&[]).unwrap_err().to_string();
     assert!(e.contains("takes 1 inputs"), "{e}");
 
