@@ -12,9 +12,6 @@ use crate::compile_cache::CompileCache;
 use crate::error::{Error, Result};
 use crate::npy::NpyArray;
 
-/// How many executables a [`Runner`] keeps unless told otherwise.
-pub const DEFAULT_CAPACITY: usize = 64;
-
 /// A model and a client, with the executables compiled so far for each input signature
 /// (bounded; the least recently used goes first).
 ///
@@ -45,12 +42,15 @@ pub struct Runner {
 }
 
 impl Runner {
-    /// A runner of `model` on `client`, keeping up to [`DEFAULT_CAPACITY`] executables.
+    /// How many executables a runner keeps unless told otherwise.
+    pub const DEFAULT_CAPACITY: usize = 64;
+
+    /// A runner of `model` on `client`, keeping up to [`Runner::DEFAULT_CAPACITY`] executables.
     pub fn new(model: impl Into<Arc<JaxExport>>, client: &Client) -> Runner {
         Runner {
             model: model.into(),
             client: client.clone(),
-            capacity: DEFAULT_CAPACITY,
+            capacity: Self::DEFAULT_CAPACITY,
             compile_cache: None,
             cache: Mutex::new(Vec::new()),
         }

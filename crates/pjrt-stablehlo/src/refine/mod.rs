@@ -1,24 +1,5 @@
-//! Shape refinement: a shape-polymorphic module (what `jax.export` writes for symbolic
-//! dimensions, `tensor<?x4xf32>`) made static for concrete argument types, as JAX does before
-//! it compiles (`RefinePolymorphicShapes`), since plugins do not.
-//!
-//! An exported `@main` computes its dimension variables itself (`get_dimension_size`, integer
-//! arithmetic, a private `@divmod`) and checks them (`custom_call @shape_assertion`), so no
-//! symbolic solver is needed: `@main` gets the argument types, every function is refined for
-//! each call site's operand types and known constants (a copy per distinct call), the
-//! dimension computations are constant-folded, each `shape_assertion` is evaluated (JAX's
-//! message filled in when it fails) and dropped, and the `dynamic_*` ops whose shape operands
-//! fold become their static forms. Whatever stays dynamic is an error naming the op.
-//!
-//! ```
-//! use pjrt_stablehlo::ir::{ElementType, Type};
-//! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/symbolic_batch/model.jaxexport");
-//! let export = pjrt_formats::jax_export::JaxExport::read(path).unwrap();
-//! let module = pjrt_stablehlo::read_bytecode(export.mlir_module()).unwrap();
-//! let refined = pjrt_stablehlo::refine(&module, &[Type::tensor(ElementType::F32, &[3, 4])]).unwrap();
-//! let text = pjrt_stablehlo::print(&refined);
-//! assert!(text.contains("tensor<3x4xf32>") && !text.contains('?'));
-//! ```
+//! Shape refinement: [`refine`] and what it needs (constant folding, shape rules, the
+//! dynamic ops' static forms).
 
 mod dynamic;
 mod fold;
@@ -104,7 +85,29 @@ pub fn is_polymorphic(module: &Module) -> bool {
 }
 
 /// Refines `module` for `@main` called with `args` (one type per parameter, in order): a new
-/// module with static shapes everywhere, or why not. See the [module documentation](self).
+/// module with static shapes everywhere, or why not.
+///
+/// A shape-polymorphic module (what `jax.export` writes for symbolic
+/// dimensions, `tensor<?x4xf32>`) made static for concrete argument types, as JAX does before
+/// it compiles (`RefinePolymorphicShapes`), since plugins do not.
+///
+/// An exported `@main` computes its dimension variables itself (`get_dimension_size`, integer
+/// arithmetic, a private `@divmod`) and checks them (`custom_call @shape_assertion`), so no
+/// symbolic solver is needed: `@main` gets the argument types, every function is refined for
+/// each call site's operand types and known constants (a copy per distinct call), the
+/// dimension computations are constant-folded, each `shape_assertion` is evaluated (JAX's
+/// message filled in when it fails) and dropped, and the `dynamic_*` ops whose shape operands
+/// fold become their static forms. Whatever stays dynamic is an error naming the op.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{ElementType, Type};
+/// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/symbolic_batch/model.jaxexport");
+/// let export = pjrt_formats::jax_export::JaxExport::read(path).unwrap();
+/// let module = pjrt_stablehlo::read_bytecode(export.mlir_module()).unwrap();
+/// let refined = pjrt_stablehlo::refine(&module, &[Type::tensor(ElementType::F32, &[3, 4])]).unwrap();
+/// let text = pjrt_stablehlo::print(&refined);
+/// assert!(text.contains("tensor<3x4xf32>") && !text.contains('?'));
+/// ```
 pub fn refine(module: &Module, args: &[Type]) -> Result<Module, RefineError> {
     let mut out = module.clone();
     let Some(top) = out.ops.iter_mut().find(|op| op.name == "builtin.module") else {
