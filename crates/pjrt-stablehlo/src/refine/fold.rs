@@ -124,14 +124,16 @@ pub(crate) fn i64_dense(dims: &[u64], vals: &[i64]) -> Attr {
     Attr::Dense { ty, data: Arc::from(data) }
 }
 
-fn int_attr(op: &Op, name: &str) -> Option<i64> {
+/// An integer attribute's value.
+pub(crate) fn int_attr(op: &Op, name: &str) -> Option<i64> {
     match op.attr(name)? {
         Attr::Integer { value, .. } => Some(*value),
         _ => None,
     }
 }
 
-fn i64s(op: &Op, name: &str) -> Option<Vec<i64>> {
+/// A list of integers: `array<i64: ...>`, or an integer `dense<...>` (older producers').
+pub(crate) fn i64s(op: &Op, name: &str) -> Option<Vec<i64>> {
     match op.attr(name)? {
         Attr::I64Array(v) => Some(v.clone()),
         a => from_dense(a).map(|c| c.vals),

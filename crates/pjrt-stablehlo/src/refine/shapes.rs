@@ -4,7 +4,7 @@
 
 use crate::ir::{Attr, Dim, Op, Type};
 
-use super::fold::{from_dense, Const};
+use super::fold::{i64s, int_attr, Const};
 
 /// The dimensions of a static tensor type; an error naming what is still dynamic.
 pub(crate) fn static_dims(t: &Type) -> Result<Vec<u64>, String> {
@@ -122,20 +122,6 @@ const CHLO_ELEMENTWISE: &[&str] = &[
     "broadcast_multiply",
 ];
 
-fn i64s(op: &Op, name: &str) -> Option<Vec<i64>> {
-    match op.attr(name)? {
-        Attr::I64Array(v) => Some(v.clone()),
-        a => from_dense(a).map(|c| c.vals),
-    }
-}
-
-fn int(op: &Op, name: &str) -> Option<i64> {
-    match op.attr(name)? {
-        Attr::Integer { value, .. } => Some(*value),
-        _ => None,
-    }
-}
-
 fn field<'a>(op: &'a Op, attr: &str, name: &str) -> Option<&'a Attr> {
     match op.attr(attr)? {
         Attr::Struct { fields, .. } => fields.iter().find(|(n, _)| *n == name).map(|(_, a)| a),
@@ -235,7 +221,7 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
         }
         if base == "top_k" {
             let mut v = d(0)?;
-            let k = nonneg(int(op, "k").ok_or("top_k has no k")?, "k")?;
+            let k = nonneg(int_attr(op, "k").ok_or("top_k has no k")?, "k")?;
             *v.last_mut().ok_or("top_k of a scalar")? = k;
             return Ok(Some(vec![v.clone(), v]));
         }
@@ -395,7 +381,7 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
             let pad =
                 if base == "dynamic_conv" { konst(2, "padding")? } else { i64s(op, "padding").unwrap_or_default() };
             let pad = padding_pairs(&pad, n)?;
-            let bgc = int(op, "batch_group_count").unwrap_or(1).max(1) as u64;
+            let bgc = int_attr(op, "batch_group_count").unwrap_or(1).max(1) as u64;
             let mut out = vec![0u64; n + 2];
             let rank = out.len();
             out[idx(ob, rank, "output batch")?] = l[ib] / bgc;
@@ -513,7 +499,7 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
             one(out)
         }
         "concatenate" => {
-            let axis = int(op, "dimension").ok_or("concatenate has no dimension")?;
+            let axis = int_attr(op, "dimension").ok_or("concatenate has no dimension")?;
             let mut out = d(0)?;
             let a = idx(axis, out.len(), "concatenate dimension")?;
             for i in 1..ins.len() {

@@ -726,10 +726,9 @@ fn hostile_call_graphs_are_bounded() {
         funcs.push(func(&format!("g{k}"), true, [x.clone()], [x.clone()], ops));
     }
     funcs.push(func("g60", true, [x.clone()], [x.clone()], vec![ret(&[0])]));
-    let start = std::time::Instant::now();
+    // Without the work cap this would not finish: the error is what stops it (no timing here).
     let (_, what) = unrefinable(refine(&module(funcs), &[vector(Some(1))]));
     assert!(what.contains("would copy more than"), "{what}");
-    assert!(start.elapsed().as_secs() < 120, "{:?}", start.elapsed());
 
     // A reduction body that holds the dynamic reduce_window that uses it: nested without end
     // unless refinement stops it.
