@@ -29,6 +29,27 @@
 //! - **Extensions** start with a [`PJRT_Extension_Base`]; [`Extension`] describes the members of
 //!   each declared extension struct and any known older form.
 //!
+//! ## Files
+//! Declarations are grouped by the object they act on; everything is re-exported at the crate
+//! root, so a path never names a file.
+//! - `macros.rs`: the macros every declaration goes through (handles, C enums, args structs);
+//! - `args.rs`: the [`Args`] trait (`struct_size`, zero-filled construction), the
+//!   `extension_start` type [`Ext`] and the [`PJRT_Extension_Base`] it points to;
+//! - `error.rs`: `PJRT_Error`, [`PJRT_Error_Code`], reading and destroying errors, payloads;
+//! - `named_value.rs`: [`PJRT_NamedValue`], for attributes, create options and payloads;
+//! - `api.rs`: the [`PJRT_Api`] table and its [`SLOTS`], its version, the plugin's own calls;
+//! - `client.rs`: `PJRT_Client`: creation (with the key-value store callbacks), platform and
+//!   device queries, DMA mapping, global process info;
+//! - `device.rs`: devices, memories and device descriptions;
+//! - `buffer.rs`: `PJRT_Buffer`, element types, memory layouts, every call that makes, queries or
+//!   copies a buffer, and the asynchronous host-to-device transfer manager;
+//! - `executable.rs`: programs, compilation, loading, executables and their metadata, execute
+//!   options and args, host send/receive callbacks;
+//! - `event.rs`: `PJRT_Event`;
+//! - `topology.rs`: `PJRT_TopologyDescription` and the shapes its memory spaces store;
+//! - `extensions/`: the extension machinery ([`Extension`]) and one file per extension;
+//! - `xla_ffi.rs`: the XLA FFI call frame a handler receives ([`xla_ffi`]).
+//!
 //! ```
 //! use pjrt_client_sys::{Args, PJRT_Error_Code, PJRT_Error_GetCode_Args};
 //!
@@ -50,72 +71,32 @@
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
-/// Declares opaque handle types.
-macro_rules! opaque {
-    ($($name:ident),+ $(,)?) => {$(
-        /// An opaque handle owned by the plugin.
-        #[repr(C)]
-        pub struct $name {
-            _data: [u8; 0],
-            _marker: ::core::marker::PhantomData<(*mut u8, ::core::marker::PhantomPinned)>,
-        }
-    )+};
-}
-
-/// Declares a C enum as an `i32` newtype with associated constants.
-macro_rules! c_enum {
-    ($(#[$m:meta])* $name:ident { $($variant:ident = $value:expr),+ $(,)? }) => {
-        $(#[$m])*
-        #[repr(transparent)]
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
-        pub struct $name(pub i32);
-        #[allow(non_upper_case_globals)]
-        impl $name {
-            $(pub const $variant: $name = $name($value);)+
-        }
-    };
-}
-
-/// Declares an args struct and its `STRUCT_SIZE` (offset of the last field plus its size).
-///
-/// The first field must be `struct_size: usize` (the pattern demands it, which is what makes the
-/// `Args` impl sound); nothing else is assumed: most structs go on with `extension_start`, some
-/// extension args structs do not have one and are declared as the API describes them.
-macro_rules! pjrt_struct {
-    ($(#[$m:meta])* $name:ident { struct_size: usize $(, $field:ident : $ty:ty)* $(,)? }) => {
-        $(#[$m])*
-        #[repr(C)]
-        #[derive(Clone, Copy, Debug)]
-        pub struct $name { pub struct_size: usize $(, pub $field: $ty)* }
-        // SAFETY: repr(C), first field `struct_size: usize` (required by the pattern), every field
-        // type is valid zeroed.
-        unsafe impl $crate::Args for $name {
-            const STRUCT_SIZE: usize = pjrt_struct!(@size $name; struct_size: usize $(, $field : $ty)*);
-        }
-    };
-    (@size $name:ident; $field:ident : $ty:ty) => {
-        ::core::mem::offset_of!($name, $field) + ::core::mem::size_of::<$ty>()
-    };
-    (@size $name:ident; $field:ident : $ty:ty, $($rest:ident : $rty:ty),+) => {
-        pjrt_struct!(@size $name; $($rest : $rty),+)
-    };
-}
+// First: the declaring macros, which every module below uses.
+#[macro_use]
+mod macros;
 
 mod api;
-mod buffer_types;
-mod client_types;
-mod exec_types;
+mod args;
+mod buffer;
+mod client;
+mod device;
+mod error;
+mod event;
+mod executable;
 mod extensions;
-mod types;
+mod named_value;
+mod topology;
 
 pub mod xla_ffi;
 
 pub use api::*;
-#[allow(unused_imports)]
-pub use buffer_types::*;
-#[allow(unused_imports)]
-pub use client_types::*;
-#[allow(unused_imports)]
-pub use exec_types::*;
+pub use args::*;
+pub use buffer::*;
+pub use client::*;
+pub use device::*;
+pub use error::*;
+pub use event::*;
+pub use executable::*;
 pub use extensions::*;
-pub use types::*;
+pub use named_value::*;
+pub use topology::*;

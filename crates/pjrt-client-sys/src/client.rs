@@ -1,14 +1,28 @@
-//! Args structs for client_types (declared by hand from the API description).
+//! The client: the `PJRT_Client` handle, its creation (options, and the key-value store callbacks
+//! through which the processes of a distributed job share data), its platform, process and device
+//! queries, DMA mapping of host memory (0.67) and global process info (0.73).
 //!
-//! The key-value store callbacks of `PJRT_Client_Create`: the plugin calls them with these args
-//! structs to share data between processes (for example each process's local topology).
+//! The calls of a client that make buffers, executables or topologies are declared with those
+//! objects (`buffer.rs`, `executable.rs`, `topology.rs`).
 
 #![allow(non_camel_case_types, non_snake_case, missing_docs)]
 
 use std::ffi::{c_char, c_int, c_void};
 
-#[allow(unused_imports)]
-use super::types::*;
+use super::args::*;
+use super::device::*;
+use super::error::*;
+use super::named_value::*;
+
+opaque!(PJRT_Client);
+
+// ---- key-value store callbacks ----
+pub type PJRT_KeyValueGetCallback =
+    Option<unsafe extern "C" fn(args: *mut PJRT_KeyValueGetCallback_Args) -> *mut PJRT_Error>;
+pub type PJRT_KeyValuePutCallback =
+    Option<unsafe extern "C" fn(args: *mut PJRT_KeyValuePutCallback_Args) -> *mut PJRT_Error>;
+pub type PJRT_KeyValueTryGetCallback =
+    Option<unsafe extern "C" fn(args: *mut PJRT_KeyValueTryGetCallback_Args) -> *mut PJRT_Error>;
 
 /// Frees a value returned by the get callback. The plugin copies the value first, then calls it.
 pub type PJRT_KeyValueGetCallback_ValueDeleter = Option<unsafe extern "C" fn(value: *mut c_char)>;
@@ -36,6 +50,50 @@ pjrt_struct!(PJRT_KeyValueTryGetCallback_Args {
 pjrt_struct!(PJRT_KeyValuePutCallback_Args {
     struct_size: usize, extension_start: Ext, key: *const c_char, key_size: usize,
     value: *const c_char, value_size: usize, callback_error: *mut PJRT_CallbackError, user_arg: *mut c_void,
+});
+
+// ---- the client ----
+pjrt_struct!(PJRT_Client_Create_Args {
+    struct_size: usize, extension_start: Ext, create_options: *const PJRT_NamedValue, num_options: usize,
+    kv_get_callback: PJRT_KeyValueGetCallback, kv_get_user_arg: *mut c_void,
+    kv_put_callback: PJRT_KeyValuePutCallback, kv_put_user_arg: *mut c_void,
+    client: *mut PJRT_Client,
+    kv_try_get_callback: PJRT_KeyValueTryGetCallback, kv_try_get_user_arg: *mut c_void,
+});
+pjrt_struct!(PJRT_Client_Destroy_Args { struct_size: usize, extension_start: Ext, client: *mut PJRT_Client });
+pjrt_struct!(PJRT_Client_PlatformName_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client,
+    platform_name: *const c_char, platform_name_size: usize,
+});
+pjrt_struct!(PJRT_Client_ProcessIndex_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client, process_index: c_int,
+});
+pjrt_struct!(PJRT_Client_PlatformVersion_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client,
+    platform_version: *const c_char, platform_version_size: usize,
+});
+pjrt_struct!(PJRT_Client_Devices_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client,
+    devices: *const *mut PJRT_Device, num_devices: usize,
+});
+pjrt_struct!(PJRT_Client_AddressableDevices_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client,
+    addressable_devices: *const *mut PJRT_Device, num_addressable_devices: usize,
+});
+pjrt_struct!(PJRT_Client_LookupDevice_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client, id: c_int, device: *mut PJRT_Device,
+});
+pjrt_struct!(PJRT_Client_LookupAddressableDevice_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client, local_hardware_id: c_int,
+    addressable_device: *mut PJRT_Device,
+});
+pjrt_struct!(PJRT_Client_AddressableMemories_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client,
+    addressable_memories: *const *mut PJRT_Memory, num_addressable_memories: usize,
+});
+pjrt_struct!(PJRT_Client_DefaultDeviceAssignment_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client, num_replicas: c_int,
+    num_partitions: c_int, default_assignment_size: usize, default_assignment: *mut c_int,
 });
 
 // ---- DMA mapping (0.67) ----
@@ -68,39 +126,39 @@ pjrt_struct!(PJRT_Client_UpdateGlobalProcessInfo_Args {
     num_process_infos: usize,
 });
 
-// ---- error payloads (0.99) ----
-
-/// Called once per payload of an error; the strings live only during the call.
-pub type PJRT_Error_PayloadVisitor = Option<
-    unsafe extern "C" fn(
-        key: *const c_char,
-        key_size: usize,
-        value: *const c_char,
-        value_size: usize,
-        user_arg: *mut c_void,
-    ),
->;
-pjrt_struct!(PJRT_Error_ForEachPayload_Args {
-    struct_size: usize, extension_start: Ext, error: *const PJRT_Error, visitor: PJRT_Error_PayloadVisitor,
-    user_arg: *mut c_void,
-});
-
-// ---- canonical shapes (0.109) ----
-
-/// Frees `serialized_shape`; call it once.
-pub type PJRT_SerializedShapeDeleter = Option<unsafe extern "C" fn(shape: *const c_char)>;
-// The shape a memory space would store `dims`/`element_type` (optional `layout`) as; the output is
-// a serialized `xla.ShapeProto`.
-pjrt_struct!(PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace_Args {
-    struct_size: usize, extension_start: Ext, topology: *const PJRT_TopologyDescription, memory_space_kind_id: c_int,
-    dims: *const i64, num_dims: usize, element_type: PJRT_Buffer_Type, layout: *const super::PJRT_Buffer_MemoryLayout,
-    serialized_shape: *const c_char, serialized_shape_size: usize, serialized_shape_deleter: PJRT_SerializedShapeDeleter,
-});
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::mem::offset_of;
+
+    /// Sizes from the API notes' slot table (the header's `*_STRUCT_SIZE` at 0.114/0.115).
+    #[test]
+    fn struct_sizes_match_the_published_layout() {
+        let expected: &[(usize, usize, &str)] = &[
+            (PJRT_Client_Create_Args::STRUCT_SIZE, 88, "PJRT_Client_Create_Args"),
+            (PJRT_Client_Destroy_Args::STRUCT_SIZE, 24, "PJRT_Client_Destroy_Args"),
+            (PJRT_Client_PlatformName_Args::STRUCT_SIZE, 40, "PJRT_Client_PlatformName_Args"),
+            (PJRT_Client_ProcessIndex_Args::STRUCT_SIZE, 28, "PJRT_Client_ProcessIndex_Args"),
+            (PJRT_Client_PlatformVersion_Args::STRUCT_SIZE, 40, "PJRT_Client_PlatformVersion_Args"),
+            (PJRT_Client_Devices_Args::STRUCT_SIZE, 40, "PJRT_Client_Devices_Args"),
+            (PJRT_Client_AddressableDevices_Args::STRUCT_SIZE, 40, "PJRT_Client_AddressableDevices_Args"),
+            (PJRT_Client_LookupDevice_Args::STRUCT_SIZE, 40, "PJRT_Client_LookupDevice_Args"),
+            (PJRT_Client_LookupAddressableDevice_Args::STRUCT_SIZE, 40, "PJRT_Client_LookupAddressableDevice_Args"),
+            (PJRT_Client_AddressableMemories_Args::STRUCT_SIZE, 40, "PJRT_Client_AddressableMemories_Args"),
+            (PJRT_Client_DefaultDeviceAssignment_Args::STRUCT_SIZE, 48, "PJRT_Client_DefaultDeviceAssignment_Args"),
+        ];
+        for (ours, theirs, name) in expected {
+            assert_eq!(ours, theirs, "{name}");
+        }
+        assert_eq!(offset_of!(PJRT_Client_Create_Args, kv_try_get_user_arg), 80);
+    }
+
+    #[test]
+    fn new_sets_struct_size_and_zeroes() {
+        let args = PJRT_Client_Create_Args::new();
+        assert_eq!(args.struct_size, 88);
+        assert!(args.create_options.is_null() && args.client.is_null() && args.kv_get_callback.is_none());
+    }
 
     #[test]
     fn kv_args_layout() {
@@ -130,7 +188,7 @@ mod tests {
     }
 
     #[test]
-    fn parity_args_layout() {
+    fn dma_and_process_info_layout() {
         assert_eq!(PJRT_Client_DmaMap_Args::STRUCT_SIZE, 40);
         assert_eq!(offset_of!(PJRT_Client_DmaMap_Args, data), 24);
         assert_eq!(PJRT_Client_DmaUnmap_Args::STRUCT_SIZE, 32);
@@ -141,14 +199,5 @@ mod tests {
         assert_eq!(offset_of!(PJRT_ProcessInfo, error_message), 32);
         assert_eq!(PJRT_ProcessInfo::STRUCT_SIZE, 48);
         assert_eq!(PJRT_Client_UpdateGlobalProcessInfo_Args::STRUCT_SIZE, 40);
-        assert_eq!(offset_of!(PJRT_Error_ForEachPayload_Args, visitor), 24);
-        assert_eq!(PJRT_Error_ForEachPayload_Args::STRUCT_SIZE, 40);
-        type Canonical = PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace_Args;
-        assert_eq!(offset_of!(Canonical, memory_space_kind_id), 24);
-        assert_eq!(offset_of!(Canonical, dims), 32);
-        assert_eq!(offset_of!(Canonical, element_type), 48);
-        assert_eq!(offset_of!(Canonical, layout), 56);
-        assert_eq!(offset_of!(Canonical, serialized_shape), 64);
-        assert_eq!(Canonical::STRUCT_SIZE, 88);
     }
 }

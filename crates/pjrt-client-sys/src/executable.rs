@@ -1,11 +1,117 @@
-//! Args structs for executable metadata, execute contexts, load options and host send/receive
-//! callbacks (declared by hand from the API description; layouts checked in the tests below).
+//! Programs, compilation and executables: [`PJRT_Program`], compiling (by a client, or ahead of
+//! time against a topology), loading and deserializing, the `PJRT_Executable` and
+//! `PJRT_LoadedExecutable` handles and their metadata, execute contexts and load options, and what
+//! an execution takes: [`PJRT_ExecuteOptions`], the execute args, and the host send/receive
+//! callbacks with their copy-to-device streams (layouts checked in the tests below).
 
 #![allow(non_camel_case_types, non_snake_case, missing_docs)]
 
 use std::ffi::{c_char, c_int, c_void};
 
-use super::types::*;
+use super::args::*;
+use super::buffer::*;
+use super::client::*;
+use super::device::*;
+use super::error::*;
+use super::event::*;
+use super::named_value::*;
+use super::topology::*;
+
+opaque!(
+    PJRT_Executable,
+    PJRT_LoadedExecutable,
+    PJRT_ExecuteContext,
+    PJRT_SerializedExecutable,
+    PJRT_SerializedCompileOptions,
+    PJRT_DeviceAssignmentSerialized,
+    PJRT_MultiSlice_Config,
+    PJRT_CopyToDeviceStream,
+);
+
+pub type PJRT_SerializedExecutableDeleter = Option<unsafe extern "C" fn(exec: *mut PJRT_SerializedExecutable)>;
+pub type PJRT_SerializedCompileOptionsDeleter =
+    Option<unsafe extern "C" fn(options: *mut PJRT_SerializedCompileOptions)>;
+pub type PJRT_DeviceAssignmentSerializedDeleter =
+    Option<unsafe extern "C" fn(da: *mut PJRT_DeviceAssignmentSerialized)>;
+
+// ---- programs and compilation ----
+pjrt_struct!(PJRT_Program {
+    struct_size: usize, extension_start: Ext, code: *mut c_char, code_size: usize,
+    format: *const c_char, format_size: usize,
+});
+pjrt_struct!(PJRT_Client_Compile_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client, program: *const PJRT_Program,
+    compile_options: *const c_char, compile_options_size: usize, executable: *mut PJRT_LoadedExecutable,
+});
+pjrt_struct!(PJRT_Compile_Args {
+    struct_size: usize, extension_start: Ext, topology: *const PJRT_TopologyDescription, program: *const PJRT_Program,
+    compile_options: *const c_char, compile_options_size: usize, client: *mut PJRT_Client,
+    executable: *mut PJRT_Executable,
+});
+pjrt_struct!(PJRT_Client_Load_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client, executable: *mut PJRT_Executable,
+    compile_options: *const c_char, compile_options_size: usize, loaded_executable: *mut PJRT_LoadedExecutable,
+});
+pjrt_struct!(PJRT_Executable_DeserializeAndLoad_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client, serialized_executable: *const c_char,
+    serialized_executable_size: usize, loaded_executable: *mut PJRT_LoadedExecutable,
+    overridden_serialized_compile_options: *const c_char, overridden_serialized_compile_options_size: usize,
+    load_options: *mut c_void,
+});
+
+// ---- executables ----
+pjrt_struct!(PJRT_Executable_Destroy_Args { struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable });
+pjrt_struct!(PJRT_LoadedExecutable_Destroy_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_LoadedExecutable,
+});
+pjrt_struct!(PJRT_LoadedExecutable_GetExecutable_Args {
+    struct_size: usize, extension_start: Ext, loaded_executable: *mut PJRT_LoadedExecutable,
+    executable: *mut PJRT_Executable,
+});
+pjrt_struct!(PJRT_Executable_Name_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable,
+    executable_name: *const c_char, executable_name_size: usize,
+});
+pjrt_struct!(PJRT_Executable_NumReplicas_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable, num_replicas: usize,
+});
+pjrt_struct!(PJRT_Executable_NumPartitions_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable, num_partitions: usize,
+});
+pjrt_struct!(PJRT_Executable_NumOutputs_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable, num_outputs: usize,
+});
+pjrt_struct!(PJRT_Executable_Fingerprint_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable,
+    executable_fingerprint: *const c_char, executable_fingerprint_size: usize,
+});
+pjrt_struct!(PJRT_Executable_OutputElementTypes_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable,
+    output_types: *mut PJRT_Buffer_Type, num_output_types: usize,
+});
+pjrt_struct!(PJRT_Executable_OutputDimensions_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable, num_outputs: usize,
+    dims: *const i64, dim_sizes: *const usize,
+});
+pjrt_struct!(PJRT_Executable_OptimizedProgram_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_Executable, program: *mut PJRT_Program,
+});
+pjrt_struct!(PJRT_Executable_Serialize_Args {
+    struct_size: usize, extension_start: Ext, executable: *const PJRT_Executable,
+    serialized_bytes: *const c_char, serialized_bytes_size: usize,
+    serialized_executable: *mut PJRT_SerializedExecutable,
+    serialized_executable_deleter: PJRT_SerializedExecutableDeleter,
+});
+pjrt_struct!(PJRT_LoadedExecutable_AddressableDevices_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_LoadedExecutable,
+    addressable_devices: *const *mut PJRT_Device, num_addressable_devices: usize,
+});
+pjrt_struct!(PJRT_LoadedExecutable_Delete_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_LoadedExecutable,
+});
+pjrt_struct!(PJRT_LoadedExecutable_IsDeleted_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_LoadedExecutable, is_deleted: bool,
+});
 
 // ---- executable metadata ----
 pjrt_struct!(PJRT_Executable_SizeOfGeneratedCodeInBytes_Args {
@@ -73,6 +179,23 @@ pjrt_struct!(PJRT_ExecuteContext_Destroy_Args {
 pjrt_struct!(PJRT_LoadOptions {
     struct_size: usize, computation_origin: *const i32, computation_origin_size: usize,
     multi_slice_config: *mut PJRT_MultiSlice_Config,
+});
+
+// ---- execution ----
+pjrt_struct!(PJRT_ExecuteOptions {
+    struct_size: usize, extension_start: Ext, send_callbacks: *mut *mut c_void, recv_callbacks: *mut *mut c_void,
+    num_send_ops: usize, num_recv_ops: usize, launch_id: c_int,
+    non_donatable_input_indices: *const i64, num_non_donatable_input_indices: usize,
+    context: *mut PJRT_ExecuteContext, call_location: *const c_char, num_tasks: usize,
+    task_ids: *mut c_int, incarnation_ids: *mut i64, multi_slice_config: *mut PJRT_MultiSlice_Config,
+    use_major_to_minor_data_layout_for_callbacks: bool,
+    hlo_output_callbacks: *mut c_void, num_hlo_output_callbacks: usize,
+});
+pjrt_struct!(PJRT_LoadedExecutable_Execute_Args {
+    struct_size: usize, extension_start: Ext, executable: *mut PJRT_LoadedExecutable,
+    options: *mut PJRT_ExecuteOptions, argument_lists: *const *const *mut PJRT_Buffer,
+    num_devices: usize, num_args: usize, output_lists: *const *mut *mut PJRT_Buffer,
+    device_complete_events: *mut *mut PJRT_Event, execute_device: *mut PJRT_Device,
 });
 
 // ---- host send/receive callbacks ----
@@ -153,6 +276,32 @@ mod tests {
     #[test]
     fn struct_sizes_match_the_published_layout() {
         let expected: &[(usize, usize, &str)] = &[
+            (PJRT_Program::STRUCT_SIZE, 48, "PJRT_Program"),
+            (PJRT_Client_Compile_Args::STRUCT_SIZE, 56, "PJRT_Client_Compile_Args"),
+            (PJRT_Compile_Args::STRUCT_SIZE, 64, "PJRT_Compile"),
+            (PJRT_Client_Load_Args::STRUCT_SIZE, 56, "Client_Load"),
+            (PJRT_Executable_DeserializeAndLoad_Args::STRUCT_SIZE, 72, "DeserializeAndLoad"),
+            (PJRT_Executable_Destroy_Args::STRUCT_SIZE, 24, "PJRT_Executable_Destroy_Args"),
+            (PJRT_LoadedExecutable_Destroy_Args::STRUCT_SIZE, 24, "PJRT_LoadedExecutable_Destroy_Args"),
+            (PJRT_LoadedExecutable_GetExecutable_Args::STRUCT_SIZE, 32, "PJRT_LoadedExecutable_GetExecutable_Args"),
+            (PJRT_Executable_Name_Args::STRUCT_SIZE, 40, "PJRT_Executable_Name_Args"),
+            (PJRT_Executable_NumReplicas_Args::STRUCT_SIZE, 32, "PJRT_Executable_NumReplicas_Args"),
+            (PJRT_Executable_NumPartitions_Args::STRUCT_SIZE, 32, "PJRT_Executable_NumPartitions_Args"),
+            (PJRT_Executable_NumOutputs_Args::STRUCT_SIZE, 32, "PJRT_Executable_NumOutputs_Args"),
+            (PJRT_Executable_Fingerprint_Args::STRUCT_SIZE, 40, "PJRT_Executable_Fingerprint_Args"),
+            (PJRT_Executable_OutputElementTypes_Args::STRUCT_SIZE, 40, "PJRT_Executable_OutputElementTypes_Args"),
+            (PJRT_Executable_OutputDimensions_Args::STRUCT_SIZE, 48, "PJRT_Executable_OutputDimensions_Args"),
+            (PJRT_Executable_OptimizedProgram_Args::STRUCT_SIZE, 32, "PJRT_Executable_OptimizedProgram_Args"),
+            (PJRT_Executable_Serialize_Args::STRUCT_SIZE, 56, "PJRT_Executable_Serialize_Args"),
+            (
+                PJRT_LoadedExecutable_AddressableDevices_Args::STRUCT_SIZE,
+                40,
+                "PJRT_LoadedExecutable_AddressableDevices_Args",
+            ),
+            (PJRT_LoadedExecutable_Delete_Args::STRUCT_SIZE, 24, "PJRT_LoadedExecutable_Delete_Args"),
+            (PJRT_LoadedExecutable_IsDeleted_Args::STRUCT_SIZE, 25, "PJRT_LoadedExecutable_IsDeleted_Args"),
+            (PJRT_ExecuteOptions::STRUCT_SIZE, 144, "PJRT_ExecuteOptions"),
+            (PJRT_LoadedExecutable_Execute_Args::STRUCT_SIZE, 80, "PJRT_LoadedExecutable_Execute_Args"),
             (PJRT_Executable_SizeOfGeneratedCodeInBytes_Args::STRUCT_SIZE, 32, "SizeOfGeneratedCodeInBytes"),
             (PJRT_Executable_GetCostAnalysis_Args::STRUCT_SIZE, 40, "GetCostAnalysis"),
             (PJRT_Executable_OutputMemoryKinds_Args::STRUCT_SIZE, 48, "OutputMemoryKinds"),
@@ -174,6 +323,15 @@ mod tests {
         for (ours, theirs, name) in expected {
             assert_eq!(ours, theirs, "{name}");
         }
+    }
+
+    #[test]
+    fn execute_options_layout() {
+        assert_eq!(offset_of!(PJRT_ExecuteOptions, launch_id), 48);
+        assert_eq!(offset_of!(PJRT_ExecuteOptions, context), 72);
+        assert_eq!(offset_of!(PJRT_ExecuteOptions, use_major_to_minor_data_layout_for_callbacks), 120);
+        assert_eq!(offset_of!(PJRT_ExecuteOptions, hlo_output_callbacks), 128);
+        assert_eq!(offset_of!(PJRT_LoadedExecutable_Execute_Args, execute_device), 72);
     }
 
     #[test]

@@ -1,16 +1,46 @@
-//! Args structs for buffers beyond the basics: layouts, views, raw copies, uninitialized, error
-//! and alias buffers, bitcasts, donation with a control dependency, and the asynchronous
-//! host-to-device transfer manager (declared by hand from the API description; sizes in the
-//! tests below are the published `*_STRUCT_SIZE` values).
+//! Buffers: the `PJRT_Buffer` handle, its element types ([`PJRT_Buffer_Type`]) and memory
+//! layouts, every call that makes one (from host data, views of device memory, uninitialized,
+//! error and alias buffers, bitcasts, donation with a control dependency), queries it, copies it
+//! (to a device, a memory, the host, raw bytes) and destroys it, and the asynchronous
+//! host-to-device transfer manager (sizes in the tests below are the published `*_STRUCT_SIZE`
+//! values).
 
 #![allow(non_camel_case_types, non_snake_case, missing_docs)]
 
 use std::ffi::{c_char, c_int, c_void};
 
-#[allow(unused_imports)]
-use super::types::*;
+use super::args::*;
+use super::client::*;
+use super::device::*;
+use super::error::*;
+use super::event::*;
+use super::named_value::*;
 
-opaque!(PJRT_FulfillAliasBufferCallback);
+opaque!(PJRT_Buffer, PJRT_AsyncHostToDeviceTransferManager, PJRT_FulfillAliasBufferCallback);
+
+c_enum!(
+    /// `PJRT_Buffer_Type`.
+    PJRT_Buffer_Type {
+        INVALID = 0, PRED = 1, S8 = 2, S16 = 3, S32 = 4, S64 = 5, U8 = 6, U16 = 7, U32 = 8,
+        U64 = 9, F16 = 10, F32 = 11, F64 = 12, BF16 = 13, C64 = 14, C128 = 15, F8E5M2 = 16,
+        F8E4M3FN = 17, F8E4M3B11FNUZ = 18, F8E5M2FNUZ = 19, F8E4M3FNUZ = 20, S4 = 21, U4 = 22,
+        TOKEN = 23, S2 = 24, U2 = 25, F8E4M3 = 26, F8E3M4 = 27, F8E8M0FNU = 28, F4E2M1FN = 29,
+        S1 = 30, U1 = 31, F6E2M3FN = 32, F6E3M2FN = 33,
+    }
+);
+
+c_enum!(
+    /// `PJRT_HostBufferSemantics`.
+    PJRT_HostBufferSemantics {
+        ImmutableOnlyDuringCall = 0, ImmutableUntilTransferCompletes = 1,
+        ImmutableZeroCopy = 2, MutableZeroCopy = 3,
+    }
+);
+
+c_enum!(
+    /// `PJRT_Buffer_MemoryLayout_Type`.
+    PJRT_Buffer_MemoryLayout_Type { Tiled = 0, Strides = 1 }
+);
 
 // ---- memory layouts ----
 pjrt_struct!(PJRT_Buffer_MemoryLayout_Tiled {
@@ -40,6 +70,52 @@ pjrt_struct!(PJRT_Buffer_MemoryLayout {
     extension_start: Ext,
     layout: PJRT_Buffer_MemoryLayout_Union,
     type_: PJRT_Buffer_MemoryLayout_Type,
+});
+
+// ---- from host data ----
+pjrt_struct!(PJRT_Client_BufferFromHostBuffer_Args {
+    struct_size: usize, extension_start: Ext, client: *mut PJRT_Client, data: *const c_void,
+    type_: PJRT_Buffer_Type, dims: *const i64, num_dims: usize, byte_strides: *const i64,
+    num_byte_strides: usize, host_buffer_semantics: PJRT_HostBufferSemantics,
+    device: *mut PJRT_Device, memory: *mut PJRT_Memory, device_layout: *mut PJRT_Buffer_MemoryLayout,
+    done_with_host_buffer: *mut PJRT_Event, buffer: *mut PJRT_Buffer,
+});
+
+// ---- the basics ----
+pjrt_struct!(PJRT_Buffer_Destroy_Args { struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer });
+pjrt_struct!(PJRT_Buffer_ElementType_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, type_: PJRT_Buffer_Type,
+});
+pjrt_struct!(PJRT_Buffer_Dimensions_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, dims: *const i64, num_dims: usize,
+});
+pjrt_struct!(PJRT_Buffer_ToHostBuffer_Args {
+    struct_size: usize, extension_start: Ext, src: *mut PJRT_Buffer, host_layout: *mut PJRT_Buffer_MemoryLayout,
+    dst: *mut c_void, dst_size: usize, event: *mut PJRT_Event,
+});
+pjrt_struct!(PJRT_Buffer_OnDeviceSizeInBytes_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, on_device_size_in_bytes: usize,
+});
+pjrt_struct!(PJRT_Buffer_Delete_Args { struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer });
+pjrt_struct!(PJRT_Buffer_IsDeleted_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, is_deleted: bool,
+});
+pjrt_struct!(PJRT_Buffer_Device_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, device: *mut PJRT_Device,
+});
+pjrt_struct!(PJRT_Buffer_Memory_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, memory: *mut PJRT_Memory,
+});
+pjrt_struct!(PJRT_Buffer_ReadyEvent_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, event: *mut PJRT_Event,
+});
+pjrt_struct!(PJRT_Buffer_CopyToDevice_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, dst_device: *mut PJRT_Device,
+    dst_buffer: *mut PJRT_Buffer,
+});
+pjrt_struct!(PJRT_Buffer_CopyToMemory_Args {
+    struct_size: usize, extension_start: Ext, buffer: *mut PJRT_Buffer, dst_memory: *mut PJRT_Memory,
+    dst_buffer: *mut PJRT_Buffer,
 });
 
 // ---- buffer queries ----
@@ -184,6 +260,38 @@ pjrt_struct!(PJRT_AsyncHostToDeviceTransferManager_AddMetadata_Args {
 mod tests {
     use super::*;
     use std::mem::offset_of;
+
+    /// Sizes from the API notes' slot table (the header's `*_STRUCT_SIZE` at 0.114/0.115).
+    #[test]
+    fn struct_sizes_match_the_published_layout() {
+        let expected: &[(usize, usize, &str)] = &[
+            (PJRT_Client_BufferFromHostBuffer_Args::STRUCT_SIZE, 120, "PJRT_Client_BufferFromHostBuffer_Args"),
+            (PJRT_Buffer_Destroy_Args::STRUCT_SIZE, 24, "PJRT_Buffer_Destroy_Args"),
+            (PJRT_Buffer_ElementType_Args::STRUCT_SIZE, 28, "PJRT_Buffer_ElementType_Args"),
+            (PJRT_Buffer_Dimensions_Args::STRUCT_SIZE, 40, "PJRT_Buffer_Dimensions_Args"),
+            (PJRT_Buffer_ToHostBuffer_Args::STRUCT_SIZE, 56, "PJRT_Buffer_ToHostBuffer_Args"),
+            (PJRT_Buffer_OnDeviceSizeInBytes_Args::STRUCT_SIZE, 32, "PJRT_Buffer_OnDeviceSizeInBytes_Args"),
+            (PJRT_Buffer_Delete_Args::STRUCT_SIZE, 24, "PJRT_Buffer_Delete_Args"),
+            (PJRT_Buffer_IsDeleted_Args::STRUCT_SIZE, 25, "PJRT_Buffer_IsDeleted_Args"),
+            (PJRT_Buffer_Device_Args::STRUCT_SIZE, 32, "PJRT_Buffer_Device_Args"),
+            (PJRT_Buffer_Memory_Args::STRUCT_SIZE, 32, "PJRT_Buffer_Memory_Args"),
+            (PJRT_Buffer_ReadyEvent_Args::STRUCT_SIZE, 32, "PJRT_Buffer_ReadyEvent_Args"),
+            (PJRT_Buffer_CopyToDevice_Args::STRUCT_SIZE, 40, "PJRT_Buffer_CopyToDevice_Args"),
+            (PJRT_Buffer_CopyToMemory_Args::STRUCT_SIZE, 40, "PJRT_Buffer_CopyToMemory_Args"),
+        ];
+        for (ours, theirs, name) in expected {
+            assert_eq!(ours, theirs, "{name}");
+        }
+    }
+
+    #[test]
+    fn host_buffer_layouts() {
+        // The layouts an upload and a download take (typed, not `void*`).
+        assert_eq!(offset_of!(PJRT_Client_BufferFromHostBuffer_Args, byte_strides), 56);
+        assert_eq!(offset_of!(PJRT_Client_BufferFromHostBuffer_Args, device_layout), 96);
+        assert_eq!(offset_of!(PJRT_Buffer_ToHostBuffer_Args, host_layout), 24);
+        assert_eq!(offset_of!(PJRT_Buffer_ToHostBuffer_Args, dst_size), 40);
+    }
 
     /// The published `*_STRUCT_SIZE` values (0.114 header; the plugins' minimums in the API notes).
     #[test]
