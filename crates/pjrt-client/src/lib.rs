@@ -117,43 +117,6 @@
 /// Nothing there is checked: use the safe types of this crate unless you need an escape hatch.
 pub use pjrt_client_sys as sys;
 
-/// A `tracing` span entered until the end of the scope (`let _span = span!(DEBUG, "name", field
-/// = value);`), or nothing at all without the `tracing` feature.
-#[cfg(feature = "tracing")]
-macro_rules! span {
-    ($level:ident, $($args:tt)*) => {
-        // `None` unless the level is on: a disabled span is then one load and one branch,
-        // with nothing to drop (a `Span::none()` would still be entered and dropped).
-        if ::tracing::level_enabled!(::tracing::Level::$level) {
-            Some(::tracing::span!(::tracing::Level::$level, $($args)*).entered())
-        } else {
-            None
-        }
-    };
-}
-#[cfg(not(feature = "tracing"))]
-macro_rules! span {
-    ($level:ident, $($args:tt)*) => {
-        ()
-    };
-}
-
-/// Whether spans of this level may be recorded (`false` without the `tracing` feature): hot
-/// paths test it first and build their span in a cold function, so that their own code stays
-/// small (a few cache lines fewer per call).
-#[cfg(feature = "tracing")]
-macro_rules! tracing_on {
-    ($level:ident) => {
-        ::tracing::level_enabled!(::tracing::Level::$level)
-    };
-}
-#[cfg(not(feature = "tracing"))]
-macro_rules! tracing_on {
-    ($level:ident) => {
-        false
-    };
-}
-
 // The layers, lowest first: a module uses only the modules before it in this list (a child object
 // may name its parent type, e.g. `Device` its `Client`). `tests/client/layers.rs` checks it; the
 // README's "Layers" section draws it.
@@ -184,13 +147,15 @@ pub use buffer::donation::ControlDependency;
 pub use buffer::download::{self, DownloadOptions};
 pub use buffer::host_data::HostData;
 pub use buffer::layout::MemoryLayout;
-pub use buffer::queries::ExternalReference;
+pub use buffer::external_reference::ExternalReference;
 pub use buffer::raw_copy::RawCopyRequest;
 pub use buffer::transfer_manager::{PendingTransfer, ShapeSpec, TransferManager};
 pub use buffer::upload::{self, HostSource, UploadOptions};
 pub use buffer::views::ViewOptions;
 pub use buffer::without_host_data::AliasFulfiller;
-pub use buffer::{Buffer, HostBufferSemantics, HostTransfer, Placement};
+pub use buffer::host_layout::HostBufferSemantics;
+pub use buffer::host_transfer::HostTransfer;
+pub use buffer::{Buffer, Placement};
 pub use call::named_value::Value;
 pub use call::release::flush_released;
 pub use call::ApiVersion;

@@ -7,9 +7,11 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 use crate::buffer::checks::check_element_type;
-use crate::buffer::queries::increase_external_reference;
-use crate::buffer::{Buffer, HostLayout, Placement, ReadOnlyMemory};
+use crate::buffer::external_reference::increase_external_reference;
+use crate::buffer::host_layout::HostLayout;
+use crate::buffer::{Buffer, Placement, ReadOnlyMemory};
 use crate::call::pjrt_call;
+use crate::call::trace::span;
 use crate::client::Client;
 use crate::element_type::{native_bytes, ElementType, NativeType};
 use crate::error::{Error, Result};

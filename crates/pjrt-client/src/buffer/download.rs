@@ -16,9 +16,11 @@
 //!
 //! With the `ndarray` feature, `HostArray::to_ndarray` turns a download into an `ArrayD`.
 
+use crate::buffer::host_transfer::HostTransfer;
 use crate::buffer::layout::MemoryLayout;
-use crate::buffer::{Buffer, HostTransfer, DOWNLOAD_INSTEAD};
+use crate::buffer::{Buffer, DOWNLOAD_INSTEAD};
 use crate::call::release::refuse_in_callback;
+use crate::call::trace::span;
 use crate::element_type::{native_values, NativeType};
 use crate::error::{Error, Result};
 use crate::host_array::HostArray;

@@ -2,11 +2,12 @@
 
 use std::ffi::c_void;
 
-use crate::buffer::layout::RawLayout;
+use crate::buffer::raw_layout::RawLayout;
 use crate::buffer::Buffer;
 use crate::buffer::DOWNLOAD_INSTEAD;
 use crate::call::pjrt_call;
 use crate::call::release::refuse_in_callback;
+use crate::call::trace::span;
 use crate::element_type::normalize_pred;
 use crate::element_type::{ElementType, NativeType};
 use crate::error::{Error, Result};

@@ -1,34 +1,22 @@
-//! Copies between clients, and uploads with a done callback ([`HostData`]).
+//! Uploads of host data the plugin may hold past the call ([`HostData`]): owned data handed back
+//! when the plugin is done, and shared bytes read in place or copied asynchronously.
 
 use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 
 use crate::buffer::aligned::{AlignedHostBuffer, SharedBytes};
-use crate::buffer::checks::{check_array, check_element_type, resolve_target, Target};
-use crate::buffer::DOWNLOAD_INSTEAD;
-use crate::buffer::{Buffer, HostLayout, Placement};
+use crate::buffer::checks::{check_array, resolve_target, Target};
+use crate::buffer::host_layout::HostLayout;
+use crate::buffer::{Buffer, Placement};
 use crate::call::pjrt_call;
-use crate::call::release::{in_plugin_callback, refuse_in_callback};
+use crate::call::release::in_plugin_callback;
+use crate::call::trace::span;
 use crate::client::Client;
 use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::event::{Event, OnReady};
 use crate::sys::{self, Args};
-
-impl Buffer {
-    /// Copies the buffer to another client (possibly of another plugin) through the host: a
-    /// dense host copy, then an upload to `placement` of `client`. The element type must be
-    /// known to the target plugin.
-    pub fn copy_to_client(&self, client: &Client, placement: Placement<'_>) -> Result<Buffer> {
-        refuse_in_callback("Buffer::copy_to_client", DOWNLOAD_INSTEAD)?;
-        let element_type = self.element_type()?;
-        let dims = self.dimensions()?.to_vec();
-        check_element_type(client.api(), element_type)?;
-        let bytes = self.to_bytes(crate::buffer::download::DownloadOptions::new())?;
-        client.upload_bytes(&bytes, element_type, &dims, &HostLayout::default(), placement)
-    }
-}
 
 /// Host data an upload can own until the plugin is done with it.
 #[derive(Debug)]

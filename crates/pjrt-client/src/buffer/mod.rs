@@ -1,28 +1,60 @@
-//! Buffers: arrays on a device, and the transfers between host and device.
+//! Buffers: arrays on a device, and the transfers between host and device. This file holds the
+//! [`Buffer`] type and its core (where it lives, its type and dimensions, copies to other devices
+//! and memories, deletion), and [`Placement`]; each other file has one job:
+//!
+//! - `aligned.rs`: host memory the plugin may use in place (`AlignedHostBuffer`, `SharedBytes`);
+//! - `bitcast.rs`: the same bytes seen as another element type or shape;
+//! - `borrowed.rs`: uploads of borrowed host memory, done once the plugin no longer reads it;
+//! - `checks.rs`: the argument checks shared by the buffer calls;
+//! - `client_copy.rs`: copies of a buffer to another client, through the host;
+//! - `dma.rs`: DMA mapping of host memory (`DmaMapping`);
+//! - `donation.rs`: donation with a control dependency (`ControlDependency`);
+//! - `download.rs`: downloads, every way a buffer's contents come back to the host;
+//! - `external_reference.rs`: external references that pin a buffer's memory (`ExternalReference`);
+//! - `host_copy.rs`: device-to-host copies into memory the caller owns;
+//! - `host_data.rs`: uploads of owned or shared host data the plugin may hold past the call;
+//! - `host_layout.rs`: how an upload reads its host data and lays it out (`HostLayout`);
+//! - `host_transfer.rs`: a device-to-host copy in flight (`HostTransfer`);
+//! - `layout.rs`: memory layouts (`MemoryLayout`) and their checks;
+//! - `ndarray.rs`: `ndarray` conveniences (feature `ndarray`);
+//! - `queries.rs`: queries beyond the core: CPU residence, pointers, dynamic dimensions, layouts;
+//! - `raw_copy.rs`: raw copies of a buffer's bytes to the host (`RawCopyRequest`);
+//! - `raw_layout.rs`: a memory layout in the plugin's form (`RawLayout`);
+//! - `transfer_manager.rs`: the asynchronous host-to-device transfer manager;
+//! - `upload.rs`: uploads, every way host data becomes a buffer (`HostSource`, `UploadOptions`);
+//! - `views.rs`: buffers that are views of existing host or device memory;
+//! - `without_host_data.rs`: uninitialized, error and alias buffers (`AliasFulfiller`).
 
 pub(crate) mod aligned;
+pub(crate) mod bitcast;
+pub(crate) mod borrowed;
+pub(crate) mod checks;
+pub(crate) mod client_copy;
 pub(crate) mod dma;
+pub(crate) mod donation;
+pub mod download;
+pub(crate) mod external_reference;
 pub(crate) mod host_copy;
+pub(crate) mod host_data;
+pub(crate) mod host_layout;
+pub(crate) mod host_transfer;
+pub(crate) mod layout;
 #[cfg(feature = "ndarray")]
 mod ndarray;
-pub(crate) mod transfer_manager;
-pub(crate) mod checks;
-pub(crate) mod layout;
 pub(crate) mod queries;
 pub(crate) mod raw_copy;
+pub(crate) mod raw_layout;
+pub(crate) mod transfer_manager;
+pub mod upload;
 pub(crate) mod views;
 pub(crate) mod without_host_data;
-pub(crate) mod donation;
-pub(crate) mod host_data;
-pub mod upload;
-pub mod download;
 
 use std::ffi::c_void;
 use std::fmt;
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
 
-use crate::call::release::{refuse_in_callback, release_if_in_callback};
+use crate::call::release::release_if_in_callback;
 use crate::call::{checked_slice, pjrt_call};
 use crate::client::device::{Device, Memory};
 use crate::client::Client;
@@ -30,8 +62,12 @@ use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::sys::{self, Args};
+// DLPack names HostLayout here; to go once `dlpack/mod.rs` imports it from `buffer::host_layout`.
+pub(crate) use host_layout::HostLayout;
+use host_transfer::HostTransfer;
 pub(crate) use layout::dense_byte_size;
-use layout::{MemoryLayout, RawLayout};
+use layout::MemoryLayout;
+use raw_layout::RawLayout;
 
 /// Where an upload goes.
 #[derive(Clone, Copy, Debug, Default)]
@@ -57,85 +93,6 @@ impl Placement<'_> {
             Placement::Memory(_) => None,
         };
         id.and_then(|id| id.ok()).map_or(-1, i64::from)
-    }
-}
-
-/// How long the plugin may read the host data of an upload. Both variants are safe with a
-/// borrowed slice: the upload returns only once the plugin no longer reads it. (Zero-copy
-/// semantics need host memory the buffer can own; they are not offered on borrowed slices.)
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum HostBufferSemantics {
-    /// The plugin copies the data during the call (`kImmutableOnlyDuringCall`).
-    #[default]
-    CopyDuringCall,
-    /// The plugin may copy asynchronously; the upload waits for its done event before returning
-    /// (`kImmutableUntilTransferCompletes`).
-    CopyUntilTransferCompletes,
-}
-
-/// How to read a host array for an upload, and how to lay it out on the device: the layout part
-/// of [`UploadOptions`].
-#[derive(Clone, Debug, Default)]
-pub(crate) struct HostLayout {
-    /// Byte strides per dimension; `None` means dense row-major.
-    pub(crate) byte_strides: Option<Vec<i64>>,
-    /// How long the plugin may read the data (borrowed uploads only).
-    pub(crate) semantics: HostBufferSemantics,
-    /// The layout the buffer gets on the device; `None`: the plugin's default.
-    pub(crate) device_layout: Option<MemoryLayout>,
-}
-
-impl HostLayout {
-    pub(crate) fn check(
-        &self,
-        client: &Client,
-        element_type: ElementType,
-        dims: &[i64],
-        len: usize,
-    ) -> Result<Option<RawLayout>> {
-        let size = dense_byte_size(element_type, dims)?;
-        match &self.byte_strides {
-            None if len != size => {
-                return Err(Error::invalid(format!(
-                    "the host data has {len} bytes but shape {dims:?} of {element_type} needs {size} \
-                     (one byte per element for sub-byte types)"
-                )))
-            }
-            None => {}
-            Some(strides) => check_strided(element_type, dims, strides, len)?,
-        }
-        let Some(layout) = &self.device_layout else { return Ok(None) };
-        let raw = RawLayout::new(layout, element_type, dims)?;
-        check_device_layout_honoured(client, layout, element_type, dims)?;
-        Ok(Some(raw))
-    }
-
-    /// Puts the strides and the device layout into upload args. `device_layout` must outlive the
-    /// call, as must `self` (the strides are borrowed).
-    pub(crate) fn fill(
-        &self,
-        args: &mut sys::PJRT_Client_BufferFromHostBuffer_Args,
-        device_layout: Option<&mut RawLayout>,
-    ) {
-        if let Some(strides) = &self.byte_strides {
-            args.byte_strides = strides.as_ptr();
-            args.num_byte_strides = strides.len();
-        }
-        if let Some(layout) = device_layout {
-            args.device_layout = layout.as_mut_ptr();
-        }
-    }
-
-    /// Refuses a semantics setting an upload with fixed semantics would otherwise ignore.
-    pub(crate) fn require_default_semantics(&self, upload: &str) -> Result<()> {
-        if self.semantics != HostBufferSemantics::default() {
-            return Err(Error::invalid(format!(
-                "{upload} fixes its own host-buffer semantics; leave UploadOptions::semantics at its default \
-                 (or upload borrowed data: HostSource::slice, HostSource::bytes)"
-            )));
-        }
-        Ok(())
     }
 }
 
@@ -235,193 +192,6 @@ impl<T: Send + Sync> Attachment for ReadOnlyMemory<T> {
 unsafe impl Send for Buffer {}
 // SAFETY: as above; `&self` methods only call thread-safe PJRT functions.
 unsafe impl Sync for Buffer {}
-
-/// The first CPU plugin minor whose uploads were measured to store the data in the device layout
-/// they were given. The 0.106 CPU plugin takes a column-major `device_layout`, reports it, and
-/// stores the data row-major all the same, so every read of the buffer transposes it wrongly.
-const CPU_DEVICE_LAYOUT_MINOR: i32 = 115;
-
-/// Refuses a device layout other than the client's default where the plugin is known to store
-/// the data in another order than it reports (CPU plugins before [`CPU_DEVICE_LAYOUT_MINOR`]).
-/// Strided device layouts are left to the plugin, which refuses them without reading the data.
-fn check_device_layout_honoured(
-    client: &Client,
-    layout: &MemoryLayout,
-    element_type: ElementType,
-    dims: &[i64],
-) -> Result<()> {
-    let api = client.api();
-    if client.platform_name() != "cpu"
-        || api.version().minor >= CPU_DEVICE_LAYOUT_MINOR
-        || matches!(layout, MemoryLayout::Strides { .. })
-    {
-        return Ok(());
-    }
-    // Without the Layouts extension, XLA's CPU default: dense row-major.
-    let default = client.default_memory_layout(element_type, dims).unwrap_or_else(|_| MemoryLayout::dense(dims.len()));
-    if *layout == default {
-        return Ok(());
-    }
-    Err(api.unsupported_feature(
-        "a device layout other than the default on a CPU plugin upload (older CPU plugins store the data \
-         row-major whatever layout they report; upload row-major and let computations pick layouts)",
-        CPU_DEVICE_LAYOUT_MINOR,
-    ))
-}
-
-/// Checks that a host slice of `len` bytes can be read with the given strides.
-fn check_strided(element_type: ElementType, dims: &[i64], strides: &[i64], len: usize) -> Result<()> {
-    if strides.len() != dims.len() {
-        return Err(Error::invalid(format!(
-            "{} byte strides given for {} dimensions; give one stride per dimension",
-            strides.len(),
-            dims.len()
-        )));
-    }
-    let bits = element_type.bits().unwrap_or(0);
-    if bits < 8 {
-        return Err(Error::invalid(format!("byte strides are not supported for sub-byte type {element_type}")));
-    }
-    let elem = bits / 8;
-    if dims.contains(&0) {
-        return Ok(());
-    }
-    // The furthest byte touched: sum of (d-1)*stride over dims, for non-negative strides.
-    let mut last: i128 = 0;
-    for (&d, &s) in dims.iter().zip(strides) {
-        if s < 0 {
-            return Err(Error::invalid("negative byte strides are not supported"));
-        }
-        if s % elem as i64 != 0 && d > 1 {
-            return Err(Error::invalid(format!("byte stride {s} is not a multiple of the element size {elem}")));
-        }
-        last += (d as i128 - 1) * s as i128;
-    }
-    if last + elem as i128 > len as i128 {
-        return Err(Error::invalid(format!(
-            "the host data has {len} bytes but shape {dims:?} with byte strides {strides:?} reads up to byte {}",
-            last + elem as i128
-        )));
-    }
-    Ok(())
-}
-
-impl Client {
-    /// Uploads borrowed host bytes (checked: their size, their values where dense); returns
-    /// once the plugin no longer reads them.
-    pub(crate) fn upload_bytes(
-        &self,
-        data: &[u8],
-        element_type: ElementType,
-        dims: &[i64],
-        layout: &HostLayout,
-        placement: Placement<'_>,
-    ) -> Result<Buffer> {
-        if layout.byte_strides.is_none() {
-            element_type.check_host_values(data)?;
-        }
-        // SAFETY: `data` is a live borrow of `data.len()` bytes for the whole call, which waits
-        // until the plugin no longer reads it.
-        unsafe { self.upload_borrowed(data.as_ptr(), data.len(), element_type, dims, layout, placement) }
-    }
-
-    /// [`Client::upload_bytes`] for host data given by pointer, so callers with strided
-    /// views (whose gaps may belong to someone else) never form a slice over memory they do not
-    /// own. Returns only once the plugin no longer reads the data.
-    ///
-    /// # Safety
-    /// `data` must be readable, for the whole call, at every byte the shape and layout address
-    /// (`len` bytes from `data` cover them all; checked here against the layout).
-    pub(crate) unsafe fn upload_borrowed(
-        &self,
-        data: *const u8,
-        len: usize,
-        element_type: ElementType,
-        dims: &[i64],
-        layout: &HostLayout,
-        placement: Placement<'_>,
-    ) -> Result<Buffer> {
-        if layout.semantics == HostBufferSemantics::CopyUntilTransferCompletes {
-            // This upload waits for the plugin's done event before returning.
-            refuse_in_callback(
-                "Client::upload_with with HostBufferSemantics::CopyUntilTransferCompletes",
-                "upload with HostBufferSemantics::CopyDuringCall (the default) or owned data (HostSource::owned)",
-            )?;
-        }
-        let _span = span!(DEBUG, "upload", bytes = len, device = placement.trace_device(self));
-        let api = self.api();
-        checks::check_element_type(api, element_type)?;
-        let mut device_layout = layout.check(self, element_type, dims, len)?;
-        let mut args = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
-        args.client = self.raw();
-        args.data = if len == 0 {
-            std::ptr::NonNull::<u64>::dangling().as_ptr() as *const c_void
-        } else {
-            data as *const c_void
-        };
-        args.type_ = element_type.to_raw();
-        args.dims = dims.as_ptr();
-        args.num_dims = dims.len();
-        layout.fill(&mut args, device_layout.as_mut());
-        args.host_buffer_semantics = match layout.semantics {
-            HostBufferSemantics::CopyDuringCall => sys::PJRT_HostBufferSemantics::ImmutableOnlyDuringCall,
-            HostBufferSemantics::CopyUntilTransferCompletes => {
-                sys::PJRT_HostBufferSemantics::ImmutableUntilTransferCompletes
-            }
-        };
-        match placement {
-            Placement::Default => {
-                args.device = self
-                    .first_addressable_device()
-                    .ok_or_else(|| Error::invalid("the client has no addressable device"))?;
-            }
-            Placement::Device(device) => {
-                if !device.client().same_client(self) {
-                    return Err(Error::invalid("the device belongs to another client"));
-                }
-                args.device = device.as_raw();
-            }
-            Placement::Memory(memory) => {
-                if !memory.client().same_client(self) {
-                    return Err(Error::invalid("the memory belongs to another client"));
-                }
-                args.memory = memory.as_raw();
-            }
-        }
-        pjrt_call!(api, PJRT_Client_BufferFromHostBuffer, &mut args)?;
-        // Own both outputs before anything can fail, so that neither leaks.
-        let done = Event::from_raw(self.plugin(), Some(self), args.done_with_host_buffer);
-        let buffer = NonNull::new(args.buffer).map(|raw| Buffer::from_raw(self, raw));
-        match (layout.semantics, done) {
-            // `data` is borrowed only for this call: wait until the plugin is done with it.
-            (HostBufferSemantics::CopyUntilTransferCompletes, Some(done)) => done.wait_until_complete()?,
-            // No done event where the plugin may read later: the buffer's own readiness is the
-            // only signal left (its contents are defined once the host data has been read). A
-            // plugin that gives neither is refused.
-            (HostBufferSemantics::CopyUntilTransferCompletes, None) => {
-                if let Some(Ok(ready)) = buffer.as_ref().map(|b| b.ready_event()) {
-                    let _ = ready.wait_until_complete();
-                }
-                return Err(Error::invalid(
-                    "PJRT_Client_BufferFromHostBuffer returned no done_with_host_buffer event for \
-                     kImmutableUntilTransferCompletes; upload with HostBufferSemantics::CopyDuringCall",
-                ));
-            }
-            // The plugin copied the data during the call (the contract of these semantics,
-            // checked on the CPU plugins by the test `copy_during_call_copies_during_the_call`):
-            // nothing to wait for, but a failure it already knows of is reported.
-            (HostBufferSemantics::CopyDuringCall, Some(done)) => {
-                if done.is_ready()? {
-                    done.error()?;
-                }
-            }
-            (HostBufferSemantics::CopyDuringCall, None) => {}
-        }
-        let mut buffer = buffer.ok_or_else(|| Error::invalid("PJRT_Client_BufferFromHostBuffer returned no buffer"))?;
-        buffer.set_known_shape(element_type, dims);
-        Ok(buffer)
-    }
-}
 
 impl Buffer {
     pub(crate) fn from_raw(client: &Client, raw: NonNull<sys::PJRT_Buffer>) -> Buffer {
@@ -653,7 +423,7 @@ impl Buffer {
         args.dst_size = size;
         pjrt_call!(self.client.api(), PJRT_Buffer_ToHostBuffer, &mut args)?;
         match Event::from_raw(self.client.plugin(), Some(&self.client), args.event) {
-            Some(event) => Ok(HostTransfer { event: Some(event), data: Some(destination) }),
+            Some(event) => Ok(HostTransfer::new(Some(event), destination)),
             None => {
                 // Nothing says when the plugin stops writing: the destination can never be freed
                 // or handed out.
@@ -738,110 +508,6 @@ impl fmt::Debug for Buffer {
 pub(crate) const DOWNLOAD_INSTEAD: &str =
     "start the copy with Buffer::to_bytes_async and await the transfer, or take its bytes in an on_ready \
      callback of its event";
-/// What to do instead of waiting for a transfer inside a plugin callback.
-const TRANSFER_INSTEAD: &str =
-    "await the transfer (it is a future), or take its bytes in an on_ready callback of its event";
-
-/// A device-to-host copy in flight. It owns the destination until the copy completed; dropping
-/// it waits for the copy, so the plugin never writes into freed memory.
-pub struct HostTransfer {
-    event: Option<Event>,
-    data: Option<Vec<u8>>,
-}
-
-impl HostTransfer {
-    /// A transfer that writes into `data` until `event` completes (`None`: already complete).
-    pub(crate) fn new(event: Option<Event>, data: Vec<u8>) -> HostTransfer {
-        HostTransfer { event, data: Some(data) }
-    }
-
-    /// How many bytes the transfer copies.
-    pub fn len(&self) -> usize {
-        self.data.as_ref().map_or(0, Vec::len)
-    }
-
-    /// Whether the transfer copies no bytes.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Waits for the copy and returns the bytes. When the wait fails and the copy cannot be seen
-    /// to be over, the destination is leaked rather than freed (the plugin may still write it).
-    ///
-    /// Inside a plugin callback it is refused ([`Error::BlockingInCallback`]; the transfer is
-    /// dropped, which waits elsewhere) unless the copy has completed: take the bytes in an
-    /// [`Event::on_ready`] callback of [`HostTransfer::event`], or await the transfer.
-    pub fn wait(mut self) -> Result<Vec<u8>> {
-        let _span = span!(TRACE, "device_to_host_wait");
-        if let Some(event) = &self.event {
-            event.refuse_wait_in_callback("HostTransfer::wait", TRANSFER_INSTEAD)?;
-        }
-        if let Some(event) = self.event.take() {
-            event.leak_if_in_use(event.wait_until_complete(), &mut self.data)?;
-        }
-        Ok(self.data.take().unwrap_or_default())
-    }
-
-    /// Like [`HostTransfer::wait`], but gives up after `timeout` with [`Error::Timeout`]. The
-    /// plugin may then still write into the destination, so it is leaked rather than freed (this
-    /// also happens when the wait fails and the copy cannot be seen to be over).
-    /// Refused inside a plugin callback unless the copy has completed, like
-    /// [`HostTransfer::wait`].
-    pub fn wait_timeout(mut self, timeout: std::time::Duration) -> Result<Vec<u8>> {
-        if let Some(event) = &self.event {
-            event.refuse_wait_in_callback("HostTransfer::wait_timeout", TRANSFER_INSTEAD)?;
-        }
-        if let Some(event) = self.event.take() {
-            event.leak_if_in_use(event.wait_timeout(timeout), &mut self.data)?;
-        }
-        Ok(self.data.take().unwrap_or_default())
-    }
-
-    /// The completion event, if the plugin returned one.
-    pub fn event(&self) -> Option<&Event> {
-        self.event.as_ref()
-    }
-}
-
-/// Awaiting a transfer resolves to the copied bytes (see [`Event`]'s `Future`).
-impl std::future::Future for HostTransfer {
-    type Output = Result<Vec<u8>>;
-
-    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
-        let this = self.get_mut();
-        if let Some(event) = this.event.as_mut() {
-            match std::pin::Pin::new(event).poll(cx) {
-                std::task::Poll::Pending => return std::task::Poll::Pending,
-                std::task::Poll::Ready(Err(e)) => {
-                    // Keep the destination with the transfer: Drop waits before freeing it.
-                    return std::task::Poll::Ready(Err(e));
-                }
-                std::task::Poll::Ready(Ok(())) => {
-                    this.event = None;
-                }
-            }
-        }
-        std::task::Poll::Ready(Ok(this.data.take().unwrap_or_default()))
-    }
-}
-
-impl fmt::Debug for HostTransfer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HostTransfer").field("bytes", &self.data.as_ref().map(Vec::len)).finish()
-    }
-}
-
-impl Drop for HostTransfer {
-    fn drop(&mut self) {
-        // Waiting for the copy inside a plugin callback could wait for this very thread.
-        release_if_in_callback!(HostTransfer { event: self.event.take(), data: self.data.take() });
-        if let Some(event) = self.event.take() {
-            // A failed copy no longer touches `data`, but one that cannot be seen to be over may.
-            let _ = event.leak_if_in_use(event.wait_until_complete(), &mut self.data);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::KnownShape;

@@ -5,7 +5,8 @@ use std::fmt;
 use std::ptr::NonNull;
 
 use crate::buffer::checks::{check_error_code, not_deleted};
-use crate::buffer::{Buffer, HostTransfer};
+use crate::buffer::host_transfer::HostTransfer;
+use crate::buffer::Buffer;
 use crate::call::pjrt_call;
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::Event;

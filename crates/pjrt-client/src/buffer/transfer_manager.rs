@@ -9,7 +9,8 @@ use std::sync::Mutex;
 
 use crate::buffer::checks::{check_array, resolve_memory};
 use crate::buffer::host_data::HostData;
-use crate::buffer::layout::{MemoryLayout, RawLayout};
+use crate::buffer::layout::MemoryLayout;
+use crate::buffer::raw_layout::RawLayout;
 use crate::buffer::{Buffer, Placement};
 use crate::call::named_value::{RawNamedValues, Value};
 use crate::call::pjrt_call;

@@ -21,8 +21,9 @@ use std::sync::Arc;
 
 use crate::buffer::aligned::{AlignedHostBuffer, SharedBytes};
 use crate::buffer::host_data::HostData;
+use crate::buffer::host_layout::{HostBufferSemantics, HostLayout};
 use crate::buffer::layout::MemoryLayout;
-use crate::buffer::{Buffer, HostBufferSemantics, HostLayout, Placement};
+use crate::buffer::{Buffer, Placement};
 use crate::client::device::{Device, Memory};
 use crate::client::Client;
 use crate::element_type::{native_bytes, ElementType, NativeType};

@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::buffer::aligned::AlignedHostBuffer;
 use crate::buffer::checks::{check_array, resolve_target, Target};
-use crate::buffer::layout::{MemoryLayout, RawLayout};
-use crate::buffer::queries::increase_external_reference;
+use crate::buffer::external_reference::increase_external_reference;
+use crate::buffer::layout::MemoryLayout;
+use crate::buffer::raw_layout::RawLayout;
 use crate::buffer::{Buffer, Placement, ReadOnlyMemory};
 use crate::call::panic::no_unwind;
 use crate::call::pjrt_call;

@@ -5,7 +5,7 @@ use std::fmt;
 use std::ptr::NonNull;
 
 use crate::buffer::checks::{check_array, check_error_code, not_deleted, resolve_memory, resolve_target, Target};
-use crate::buffer::layout::RawLayout;
+use crate::buffer::raw_layout::RawLayout;
 use crate::buffer::{Buffer, Placement};
 use crate::call::pjrt_call;
 use crate::call::release::release_if_in_callback;

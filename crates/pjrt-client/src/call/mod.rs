@@ -8,6 +8,7 @@ pub(crate) mod handoff;
 pub(crate) mod named_value;
 pub(crate) mod panic;
 pub(crate) mod release;
+pub(crate) mod trace;
 
 use std::ffi::c_char;
 use std::ptr::NonNull;

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::call::named_value::{RawNamedValues, Value};
 use crate::call::release::release_if_in_callback;
+use crate::call::trace::span;
 use crate::call::{checked_slice, checked_string, pjrt_call};
 use crate::client::device::{Device, Memory};
 use crate::client::kv_store::{KeyValueStore, KvCallbacks};

@@ -549,3 +549,16 @@ impl ExecuteOptions {
         self.settings.as_ref().map(|s| s.callbacks.channels()).unwrap_or_default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_launch_asks_for_major_to_minor_callback_chunks() {
+        let raw = raw_execute_options();
+        assert!(raw.use_major_to_minor_data_layout_for_callbacks);
+        assert_eq!(raw.struct_size, 144, "the full 0.112+ size, so 0.108+ plugins read the field");
+        assert_eq!(std::mem::offset_of!(sys::PJRT_ExecuteOptions, use_major_to_minor_data_layout_for_callbacks), 120);
+    }
+}

@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::buffer::Buffer;
+use crate::call::trace::span;
 use crate::error::{Error, Result};
 use crate::event::Event;
 

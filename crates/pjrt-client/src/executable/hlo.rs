@@ -67,3 +67,21 @@ pub(crate) fn element_type(primitive: i32) -> Option<ElementType> {
         _ => return None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hlo_primitive_types_map_to_element_types() {
+        // Sub-byte parameters must be known so that `pjrt run` uploads widened arrays as them.
+        let cases = [(21, ElementType::S4), (22, ElementType::U4), (26, ElementType::S2), (27, ElementType::U2)];
+        let more = [(30, ElementType::S1), (31, ElementType::U1), (32, ElementType::F4E2M1FN)];
+        let f6 = [(35, ElementType::F6E3M2FN), (36, ElementType::F6E2M3FN), (16, ElementType::BF16)];
+        for (primitive, t) in cases.into_iter().chain(more).chain(f6) {
+            assert_eq!(element_type(primitive), Some(t), "{primitive}");
+        }
+        assert_eq!(element_type(TUPLE), None);
+        assert_eq!(element_type(34), None); // BUFFER
+    }
+}

@@ -4,6 +4,7 @@ use std::ffi::c_char;
 use std::ptr::NonNull;
 
 use crate::call::pjrt_call;
+use crate::call::trace::span;
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
 use crate::error::{Error, Result};

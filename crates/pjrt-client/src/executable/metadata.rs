@@ -1,5 +1,6 @@
 //! Metadata of a compiled program, shared by loaded and unloaded executables: output shapes,
-//! memory statistics, the optimized program, device assignment, cost analysis.
+//! memory statistics, the optimized program, device assignment, cost analysis; and, for a loaded
+//! one, its parameter shapes (what the argument checks compare against) and fingerprint.
 
 use std::ffi::c_char;
 
@@ -9,7 +10,9 @@ use crate::call::named_value::{read_named_values, Value};
 use crate::call::{checked_slice, checked_string, pjrt_call, Api};
 use crate::compile_options::{proto::DeviceAssignmentProto, CompileOptions, DeviceAssignment};
 use crate::error::{Error, Result};
-use crate::executable::LoadedExecutable;
+use crate::executable::hlo;
+use crate::executable::{ArrayShape, LoadedExecutable};
+use crate::program::mlir_main_parameters;
 use crate::sys::{self, Args};
 
 /// Memory the compiled program needs, as the plugin estimates it
@@ -298,6 +301,140 @@ impl LoadedExecutable {
         }?;
         Ok(ids.iter().map(|id| LogicalDeviceId { replica: id.replica, partition: id.partition }).collect())
     }
+
+    /// The per-device parameter shapes, read once: from the optimized program the plugin reports
+    /// (an HLO module, or MLIR text), else from the signature of the MLIR text compiled. `None`
+    /// when neither can be read; execution then relies on the plugin's own checks, and
+    /// [`LoadedExecutable::argument_checks_off_because`] says why.
+    pub fn parameter_shapes(&self) -> Option<&[ArrayShape]> {
+        self.parameter_result().as_ref().ok().map(Vec::as_slice)
+    }
+
+    /// Why the arguments of an execution are not checked against the parameters before the
+    /// plugin sees them (`None`: they are). E.g. the plugin reports its optimized program as MLIR
+    /// bytecode and the program compiled was bytecode too.
+    ///
+    /// ```
+    /// use pjrt_client::{CompileOptions, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let program = Program::mlir_text("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> { return %a : tensor<2xf32> }")?;
+    /// let exe = client.compile(&program, &CompileOptions::new())?;
+    /// assert_eq!(exe.argument_checks_off_because(), None);
+    /// assert_eq!(exe.parameter_shapes().unwrap()[0].dims, [2]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn argument_checks_off_because(&self) -> Option<&str> {
+        self.parameter_result().as_ref().err().map(String::as_str)
+    }
+
+    fn parameter_result(&self) -> &std::result::Result<Vec<ArrayShape>, String> {
+        self.parameters.get_or_init(|| {
+            let optimized = self.read_parameter_shapes();
+            let result = match optimized {
+                Ok(shapes) => Ok(shapes),
+                Err(why) => self
+                    .source_parameters
+                    .clone()
+                    .map_err(|source| format!("argument checks are off: {why}, and {source}")),
+            };
+            // Recorded (argument_checks_off_because) and logged: never off silently.
+            #[cfg(feature = "tracing")]
+            if let Err(why) = &result {
+                tracing::warn!(executable = %self.name, "{why}");
+            }
+            result
+        })
+    }
+
+    /// The parameters from the optimized program, or why they cannot be read from it.
+    fn read_parameter_shapes(&self) -> std::result::Result<Vec<ArrayShape>, String> {
+        let OptimizedProgram { code, format } =
+            self.optimized_program().map_err(|e| format!("the optimized program is not available ({e})"))?;
+        let module = match format.as_str() {
+            "hlo_with_config" => {
+                hlo::HloModuleProtoWithConfig::decode(code.as_slice())
+                    .map_err(|e| format!("the optimized HloModuleProtoWithConfig does not decode ({e})"))?
+                    .hlo_module
+            }
+            "hlo" => Some(
+                hlo::HloModuleProto::decode(code.as_slice())
+                    .map_err(|e| format!("the optimized HloModuleProto does not decode ({e})"))?,
+            ),
+            "mlir" if code.starts_with(b"ML\xefR") => {
+                return Err("the plugin reports its optimized program as MLIR bytecode, whose signature this \
+                            crate cannot read without MLIR"
+                    .to_owned())
+            }
+            "mlir" => {
+                let text = std::str::from_utf8(&code)
+                    .map_err(|_| "the plugin's optimized MLIR program is neither text nor bytecode".to_owned())?;
+                let params =
+                    mlir_main_parameters(text).map_err(|why| format!("in the optimized MLIR program, {why}"))?;
+                return Ok(params.into_iter().map(|(element_type, dims)| ArrayShape { element_type, dims }).collect());
+            }
+            other => return Err(format!("the plugin reports its optimized program in format `{other}`, unknown here")),
+        };
+        let shape = module
+            .and_then(|m| m.host_program_shape)
+            .ok_or("the optimized HLO module carries no host_program_shape")?;
+        if shape.parameters.iter().any(|p| !p.tuple_shapes.is_empty() || p.element_type == hlo::TUPLE) {
+            return Err("the program takes tupled parameters".to_owned());
+        }
+        Ok(shape
+            .parameters
+            .iter()
+            .map(|p| ArrayShape { element_type: hlo::element_type(p.element_type), dims: p.dimensions.clone() })
+            .collect())
+    }
+
+    /// A fingerprint of the compiled program as text (see [`LoadedExecutable::fingerprint_bytes`];
+    /// bytes that are not UTF-8 are replaced, so prefer the bytes where a plugin returns binary
+    /// fingerprints, as the TPU plugin does).
+    pub fn fingerprint(&self) -> Result<String> {
+        Ok(String::from_utf8_lossy(&self.fingerprint_bytes()?).into_owned())
+    }
+
+    /// A fingerprint of the compiled program (`PJRT_Executable_Fingerprint`; where that is
+    /// missing or fails, the deprecated `PJRT_LoadedExecutable_Fingerprint`). When both fail, the
+    /// first one's error is returned, unless the plugin lacks that function altogether. The CPU
+    /// plugins return a decimal number as text, the TPU plugin binary bytes.
+    pub fn fingerprint_bytes(&self) -> Result<Vec<u8>> {
+        let api = self.client.api();
+        let mut args = sys::PJRT_Executable_Fingerprint_Args::new();
+        args.executable = self.executable.as_ptr();
+        let first = match pjrt_call!(api, PJRT_Executable_Fingerprint, &mut args) {
+            // SAFETY: owned by the executable; copied at once.
+            Ok(()) => {
+                return unsafe {
+                    checked_slice(
+                        args.executable_fingerprint as *const u8,
+                        args.executable_fingerprint_size,
+                        "PJRT_Executable_Fingerprint",
+                        "the fingerprint",
+                    )
+                }
+                .map(<[u8]>::to_vec)
+            }
+            Err(e) => e,
+        };
+        let mut old = sys::PJRT_LoadedExecutable_Fingerprint_Args::new();
+        old.executable = self.raw.as_ptr();
+        match pjrt_call!(api, PJRT_LoadedExecutable_Fingerprint, &mut old) {
+            // SAFETY: owned by the executable; copied at once.
+            Ok(()) => unsafe {
+                checked_slice(
+                    old.executable_fingerprint as *const u8,
+                    old.executable_fingerprint_size,
+                    "PJRT_LoadedExecutable_Fingerprint",
+                    "the fingerprint",
+                )
+            }
+            .map(<[u8]>::to_vec),
+            Err(fallback) if matches!(first, Error::Unsupported { .. }) => Err(fallback),
+            Err(_) => Err(first),
+        }
+    }
 }
 
 /// Reads a (strings, sizes) pair of arrays returned by the plugin.
@@ -343,4 +480,83 @@ pub(crate) fn device_assignment_from_proto(proto: &DeviceAssignmentProto) -> Res
     DeviceAssignment::new(
         (0..replicas).map(|r| proto.computation_devices.iter().map(|c| c.replica_device_ids[r]).collect()).collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile_options::proto::ComputationDevice;
+
+    fn stats_args(fill: i64, unwritten_from_total: bool) -> sys::PJRT_Executable_GetCompiledMemoryStats_Args {
+        let mut args = sys::PJRT_Executable_GetCompiledMemoryStats_Args::new();
+        args.generated_code_size_in_bytes = 1;
+        args.argument_size_in_bytes = 2;
+        args.output_size_in_bytes = 3;
+        args.alias_size_in_bytes = 4;
+        args.temp_size_in_bytes = 5;
+        args.host_generated_code_size_in_bytes = fill;
+        args.host_argument_size_in_bytes = fill;
+        args.host_output_size_in_bytes = fill;
+        args.host_alias_size_in_bytes = fill;
+        args.host_temp_size_in_bytes = fill;
+        args.peak_memory_in_bytes = fill;
+        let rest = if unwritten_from_total { UNWRITTEN } else { fill };
+        args.total_size_in_bytes = rest;
+        args.total_allocation_bytes = rest;
+        args.indefinite_allocations = rest;
+        args.peak_unpadded_heap_bytes = rest;
+        args
+    }
+
+    #[test]
+    fn memory_stats_fields_newer_than_the_plugin_or_unwritten_are_absent() {
+        // A 0.115 plugin that wrote everything.
+        let all = CompiledMemoryStats::from_raw(&stats_args(9, false), 115);
+        assert_eq!(
+            (all.temp_size_in_bytes, all.peak_memory_in_bytes, all.peak_unpadded_heap_bytes),
+            (5, Some(9), Some(9))
+        );
+        // A plugin that stopped writing at its own (0.72) size although it claims 0.115.
+        let short = CompiledMemoryStats::from_raw(&stats_args(9, true), 115);
+        assert_eq!(
+            (short.peak_memory_in_bytes, short.total_size_in_bytes, short.indefinite_allocations),
+            (Some(9), None, None)
+        );
+        // A 0.90 plugin: its fields are there, the 0.104 ones are not, whatever the bytes say.
+        let old = CompiledMemoryStats::from_raw(&stats_args(9, false), 90);
+        assert_eq!((old.total_size_in_bytes, old.total_allocation_bytes), (Some(9), None));
+        // A 0.60 plugin: no peak either; the base fields are always there.
+        let older = CompiledMemoryStats::from_raw(&stats_args(9, false), 60);
+        assert_eq!(
+            (older.host_temp_size_in_bytes, older.peak_memory_in_bytes, older.argument_size_in_bytes),
+            (Some(9), None, 2)
+        );
+    }
+
+    #[test]
+    fn device_assignment_protos_are_checked_before_use() {
+        let proto = |replicas: i32, partitions: i32, ids: Vec<Vec<i64>>| DeviceAssignmentProto {
+            replica_count: replicas,
+            computation_count: partitions,
+            computation_devices: ids
+                .into_iter()
+                .map(|replica_device_ids| ComputationDevice { replica_device_ids })
+                .collect(),
+        };
+        // Two replicas of one partition: [[0], [1]] per replica.
+        let two = device_assignment_from_proto(&proto(2, 1, vec![vec![0, 1]])).unwrap();
+        assert_eq!((two.num_replicas(), two.num_partitions(), two.device(1, 0)), (2, 1, Some(1)));
+        // One replica, two partitions.
+        let spmd = device_assignment_from_proto(&proto(1, 2, vec![vec![3], vec![5]])).unwrap();
+        assert_eq!(spmd.device_ids().collect::<Vec<_>>(), [3, 5]);
+        // Counts that the ids do not back are refused without allocating their size.
+        for bad in [
+            proto(i32::MAX, 1, vec![vec![0]]),
+            proto(1, 0, vec![]),
+            proto(-1, 1, vec![vec![0]]),
+            proto(2, 1, vec![vec![0]]),
+        ] {
+            assert!(matches!(device_assignment_from_proto(&bad), Err(Error::InvalidArgument(_))), "{bad:?}");
+        }
+    }
 }

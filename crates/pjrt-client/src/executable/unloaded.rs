@@ -6,6 +6,7 @@ use std::fmt;
 use std::ptr::NonNull;
 
 use crate::call::release::release_if_in_callback;
+use crate::call::trace::span;
 use crate::call::{checked_slice, pjrt_call, string_from_raw};
 use crate::client::Client;
 use crate::compile_options::CompileOptions;

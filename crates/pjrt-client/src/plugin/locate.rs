@@ -30,6 +30,7 @@ use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
+use crate::call::trace::span;
 use crate::error::{Error, Result};
 
 pub use super::trust::{check_trusted_dir, check_trusted_file, create_trusted_dir, user_cache_dir};

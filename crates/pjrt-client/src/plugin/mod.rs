@@ -20,6 +20,7 @@ use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::call::named_value::{read_named_values, Value};
+use crate::call::trace::span;
 use crate::call::{pjrt_call, Api, ApiVersion};
 use crate::error::{Error, LoadError, Result};
 use crate::sys::{self, Args};
