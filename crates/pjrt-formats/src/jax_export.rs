@@ -1101,7 +1101,7 @@ impl JaxExport {
     pub fn check_npy_input(&self, index: usize, array: &NpyArray) -> Result<()> {
         let wanted = self.in_avals.get(index).and_then(|a| a.element_type);
         let element_type = crate::npy_arrays::upload_element_type(array.dtype, wanted)
-            .unwrap_or_else(|_| crate::npy_arrays::element_type_of(array.dtype));
+            .unwrap_or_else(|_| crate::npy::element_type_of(array.dtype));
         self.check_input(index, element_type, &array.dims)
     }
 
@@ -1164,7 +1164,7 @@ impl JaxExport {
             .map(|(i, array)| {
                 let wanted = self.in_avals.get(i).and_then(|a| a.element_type);
                 let element_type = crate::npy_arrays::upload_element_type(array.dtype, wanted)
-                    .unwrap_or_else(|_| crate::npy_arrays::element_type_of(array.dtype));
+                    .unwrap_or_else(|_| crate::npy::element_type_of(array.dtype));
                 (element_type, array.dims.clone())
             })
             .collect()

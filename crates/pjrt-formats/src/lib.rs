@@ -46,7 +46,8 @@ pub mod safetensors;
 mod uploads;
 
 pub use error::{Error, Result};
-pub use npy_arrays::{dtype_of, element_type_of, upload_element_type};
+pub use npy::{dtype_of, element_type_of};
+pub use npy_arrays::upload_element_type;
 pub use uploads::{BufferExt, ClientExt};
 
 /// The Rust snippets of `docs/jax-guide.md`, run as doc tests so the guide stays true to the API

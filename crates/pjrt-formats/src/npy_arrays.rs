@@ -5,72 +5,7 @@
 use pjrt_client::{Buffer, Client, ElementType, HostArray, HostSource, Placement, UploadOptions};
 
 use crate::error::{Error, Result};
-use crate::npy::{Dtype, Endian, MappedNpy, NpyArray};
-
-/// The element type a `.npy` dtype uploads as. `V2` (ml_dtypes' bfloat16) is bf16; `u2` data may
-/// also be taken as bf16 when the program's parameter asks for it (see [`crate::ClientExt::upload_npy`]). `V1`
-/// (how ml_dtypes saves int4, uint4, float4, ...) is raw bytes: `u8`, unless a sub-byte
-/// parameter asks for it.
-pub fn element_type_of(dtype: Dtype) -> ElementType {
-    match dtype {
-        Dtype::Bool => ElementType::PRED,
-        Dtype::I8 => ElementType::S8,
-        Dtype::I16 => ElementType::S16,
-        Dtype::I32 => ElementType::S32,
-        Dtype::I64 => ElementType::S64,
-        Dtype::U8 | Dtype::V1 => ElementType::U8,
-        Dtype::U16 => ElementType::U16,
-        Dtype::U32 => ElementType::U32,
-        Dtype::U64 => ElementType::U64,
-        Dtype::F16 => ElementType::F16,
-        Dtype::F32 => ElementType::F32,
-        Dtype::F64 => ElementType::F64,
-        Dtype::C64 => ElementType::C64,
-        Dtype::C128 => ElementType::C128,
-        Dtype::V2 => ElementType::BF16,
-    }
-}
-
-/// The `.npy` dtype an element type is written as; bf16 is written as its raw bits (`<u2`).
-///
-/// Sub-byte types are widened, since numpy has no dtype for them (ml_dtypes saves its int4 as
-/// the opaque `|V1`, which loses the type): S4, S2 and S1 as `int8` (sign-extended by
-/// [`crate::BufferExt::to_npy`]), U4, U2 and U1 as `uint8`, and F4E2M1FN, F6E2M3FN, F6E3M2FN as `uint8`
-/// holding the raw bit code (`float4_e2m1fn` 1.0 is 2). [`crate::ClientExt::upload_npy`] takes them back.
-///
-/// ```
-/// use pjrt_formats::dtype_of;
-/// use pjrt_formats::npy::Dtype;
-/// use pjrt_client::ElementType;
-/// assert_eq!(dtype_of(ElementType::S4), Some(Dtype::I8));
-/// assert_eq!(dtype_of(ElementType::F4E2M1FN), Some(Dtype::U8));
-/// assert_eq!(dtype_of(ElementType::F8E4M3FN), None);
-/// ```
-pub fn dtype_of(element_type: ElementType) -> Option<Dtype> {
-    Some(match element_type {
-        ElementType::PRED => Dtype::Bool,
-        ElementType::S8 | ElementType::S4 | ElementType::S2 | ElementType::S1 => Dtype::I8,
-        ElementType::S16 => Dtype::I16,
-        ElementType::S32 => Dtype::I32,
-        ElementType::S64 => Dtype::I64,
-        ElementType::U8
-        | ElementType::U4
-        | ElementType::U2
-        | ElementType::U1
-        | ElementType::F4E2M1FN
-        | ElementType::F6E2M3FN
-        | ElementType::F6E3M2FN => Dtype::U8,
-        ElementType::U16 | ElementType::BF16 => Dtype::U16,
-        ElementType::U32 => Dtype::U32,
-        ElementType::U64 => Dtype::U64,
-        ElementType::F16 => Dtype::F16,
-        ElementType::F32 => Dtype::F32,
-        ElementType::F64 => Dtype::F64,
-        ElementType::C64 => Dtype::C64,
-        ElementType::C128 => Dtype::C128,
-        _ => return None,
-    })
-}
+use crate::npy::{dtype_of, element_type_of, Dtype, Endian, MappedNpy, NpyArray};
 
 /// The element type an array of `dtype` uploads as for a parameter of type `wanted` (the rules
 /// of [`crate::ClientExt::upload_npy`]; the values of a widened sub-byte array are checked at upload).

@@ -478,7 +478,7 @@ impl<'a> TensorView<'a> {
 
     /// A view of a `.npy` array; ml_dtypes' bfloat16 (`V2`) becomes [`ElementType::BF16`].
     pub fn from_npy(array: &'a NpyArray) -> Result<Self, SafetensorsError> {
-        TensorView::new(crate::npy_arrays::element_type_of(array.dtype), &array.dims, &array.data)
+        TensorView::new(crate::npy::element_type_of(array.dtype), &array.dims, &array.data)
     }
 
     /// The element type.
@@ -548,12 +548,12 @@ impl<'a> TensorView<'a> {
     }
 
     /// A `.npy` array holding a copy of the data; bf16 becomes ml_dtypes' `V2`, `F4` a `uint8`
-    /// array of its bit codes, one per element (as [`crate::npy_arrays::dtype_of`] widens it).
+    /// array of its bit codes, one per element (as [`crate::npy::dtype_of`] widens it).
     /// The 8-bit float types have no `.npy` dtype here.
     pub fn to_npy(&self) -> Result<NpyArray, SafetensorsError> {
         let dtype = match self.dtype {
             ElementType::BF16 => Dtype::V2,
-            other => crate::npy_arrays::dtype_of(other).ok_or_else(|| {
+            other => crate::npy::dtype_of(other).ok_or_else(|| {
                 SafetensorsError::Conversion(format!("{other} tensors cannot be converted to .npy arrays"))
             })?,
         };

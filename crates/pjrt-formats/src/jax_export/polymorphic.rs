@@ -79,7 +79,7 @@ impl JaxExport {
         })?;
         if aval.element_type != Some(element_type) {
             // NumPy's names, as JAX's message has them (bf16 has none there: PJRT's then).
-            let given = crate::npy_arrays::dtype_of(element_type)
+            let given = crate::npy::dtype_of(element_type)
                 .filter(|_| element_type != ElementType::BF16)
                 .map_or_else(|| element_type.to_string(), |d| d.name().to_string());
             return Err(Error::invalid(format!(
