@@ -119,7 +119,7 @@ pub use pjrt_client_sys as sys;
 
 // The layers, lowest first: a module uses only the modules before it in this list (a child object
 // may name its parent type, e.g. `Device` its `Client`). `tests/client/layers.rs` checks it; the
-// README's "Layers" section draws it.
+// "Layers" section of `docs/architecture.md` draws it.
 mod error;
 mod element_type;
 mod fingerprint;
@@ -145,16 +145,16 @@ pub use buffer::aligned::{AlignedHostBuffer, SharedBytes, SharedHostBytes, HOST_
 pub use buffer::dma::DmaMapping;
 pub use buffer::donation::ControlDependency;
 pub use buffer::download::{self, DownloadOptions};
-pub use buffer::host_data::HostData;
-pub use buffer::layout::MemoryLayout;
 pub use buffer::external_reference::ExternalReference;
+pub use buffer::host_data::HostData;
+pub use buffer::host_layout::HostBufferSemantics;
+pub use buffer::host_transfer::HostTransfer;
+pub use buffer::layout::MemoryLayout;
 pub use buffer::raw_copy::RawCopyRequest;
 pub use buffer::transfer_manager::{PendingTransfer, ShapeSpec, TransferManager};
 pub use buffer::upload::{self, HostSource, UploadOptions};
 pub use buffer::views::ViewOptions;
 pub use buffer::without_host_data::AliasFulfiller;
-pub use buffer::host_layout::HostBufferSemantics;
-pub use buffer::host_transfer::HostTransfer;
 pub use buffer::{Buffer, Placement};
 pub use call::named_value::Value;
 pub use call::release::flush_released;

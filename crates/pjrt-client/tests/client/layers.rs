@@ -1,5 +1,5 @@
 //! Keeps the floor plan true: every `crate::` path in `src/` points down the layers written
-//! here (the same order as `src/lib.rs` and the README's "Layers" section), and no two files
+//! here (the same order as `src/lib.rs` and the "Layers" section of `docs/architecture.md`), and no two files
 //! import each other in a circle, other than the child objects below naming their parent type.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -51,14 +51,18 @@ const CHILD_NAMES_PARENT: &[(&str, &str, &str)] = &[
     ("executable::load", "executable", "loading with options makes a LoadedExecutable"),
     ("executable::unloaded", "executable", "an unloaded Executable shares LoadedExecutable's metadata"),
     ("buffer::aligned", "buffer", "aligned host memory becomes a Buffer"),
+    ("buffer::bitcast", "buffer", "a bitcast is the same Buffer seen as another type or shape"),
+    ("buffer::borrowed", "buffer", "borrowed host memory is uploaded into a Buffer"),
     ("buffer::checks", "buffer", "the checks take a Buffer and its Placement"),
     ("buffer::dma", "buffer", "DMA-mapped memory is uploaded into Buffers"),
-    ("buffer::donation", "buffer", "donation and bitcasts act on a Buffer"),
+    ("buffer::client_copy", "buffer", "a Buffer is copied to another client through the host"),
+    ("buffer::donation", "buffer", "donation acts on a Buffer"),
     ("buffer::download", "buffer", "downloads read a Buffer into a HostTransfer"),
+    ("buffer::external_reference", "buffer", "an external reference pins a Buffer's memory"),
     ("buffer::host_copy", "buffer", "host copies read a Buffer"),
     ("buffer::host_data", "buffer", "host data uploads make a Buffer"),
     ("buffer::ndarray", "buffer", "ndarray arrays become Buffers"),
-    ("buffer::queries", "buffer", "queries and external references act on a Buffer"),
+    ("buffer::queries", "buffer", "queries act on a Buffer"),
     ("buffer::raw_copy", "buffer", "raw copies read a Buffer"),
     ("buffer::transfer_manager", "buffer", "a transfer manager fills Buffers"),
     ("buffer::upload", "buffer", "uploads make a Buffer where its UploadOptions place it"),
@@ -277,9 +281,10 @@ fn no_file_imports_in_a_circle() {
 }
 
 #[test]
-fn the_readme_draws_the_same_layers() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md")).unwrap();
-    let section = readme.split("\n## Layers\n").nth(1).expect("README.md has a \"## Layers\" section");
+fn the_architecture_page_draws_the_same_layers() {
+    let page = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/architecture.md");
+    let page = std::fs::read_to_string(page).unwrap();
+    let section = page.split("\n## Layers\n").nth(1).expect("docs/architecture.md has a \"## Layers\" section");
     let section = section.split("\n## ").next().unwrap();
     // The module drawing: one line per layer, the name first.
     let drawn: Vec<&str> = section
@@ -288,5 +293,8 @@ fn the_readme_draws_the_same_layers() {
         .map(|w| w.trim_end_matches('/'))
         .filter(|w| LAYERS.contains(w))
         .collect();
-    assert_eq!(drawn, LAYERS, "README's Layers section draws the modules in the order of tests/client/layers.rs");
+    assert_eq!(
+        drawn, LAYERS,
+        "docs/architecture.md's Layers section draws the modules in the order of tests/client/layers.rs"
+    );
 }

@@ -5,7 +5,6 @@ use super::dtype::{checked_byte_len, Dtype, Endian};
 use super::literal::{describe, Parser, Value};
 use super::NpyError;
 
-
 /// The 6 bytes every `.npy` file starts with.
 pub(super) const MAGIC: &[u8; 6] = b"\x93NUMPY";
 /// Data starts at a multiple of this many bytes in files NumPy writes.

@@ -127,10 +127,7 @@ fn file_round_trip_and_path_in_errors() {
     assert!(matches!(err.without_path(), NpyError::BadMagic));
 
     let inconsistent = NpyArray { dtype: Dtype::F32, dims: vec![3], data: vec![0; 11] };
-    assert!(matches!(
-        inconsistent.write(&dir.join("c.npy")),
-        Err(NpyError::SizeMismatch { expected: 12, actual: 11 })
-    ));
+    assert!(matches!(inconsistent.write(&dir.join("c.npy")), Err(NpyError::SizeMismatch { expected: 12, actual: 11 })));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -256,11 +253,9 @@ fn lenient_header_syntax() {
         assert_eq!(a.to_vec::<i32>().unwrap(), vec![7, 9]);
     }
     // A rank 0 scalar.
-    let a = NpyArray::from_bytes(&file_v1(
-        "{'descr': '<f8', 'fortran_order': False, 'shape': ()}",
-        &7.5f64.to_le_bytes(),
-    ))
-    .unwrap();
+    let a =
+        NpyArray::from_bytes(&file_v1("{'descr': '<f8', 'fortran_order': False, 'shape': ()}", &7.5f64.to_le_bytes()))
+            .unwrap();
     assert_eq!(a.dims, Vec::<i64>::new());
     assert_eq!(a.to_vec::<f64>().unwrap(), vec![7.5]);
 }
@@ -388,11 +383,8 @@ fn malformed_inputs() {
         assert!(msg.contains(needle), "{h}: {msg}");
     }
     // Deep nesting does not overflow the stack.
-    let deep = format!(
-        "{{'descr': {}1{}, 'fortran_order': False, 'shape': (2,)}}",
-        "(".repeat(10_000),
-        ")".repeat(10_000)
-    );
+    let deep =
+        format!("{{'descr': {}1{}, 'fortran_order': False, 'shape': (2,)}}", "(".repeat(10_000), ")".repeat(10_000));
     assert!(header_err(&f(&deep)).contains("nested"));
 }
 
