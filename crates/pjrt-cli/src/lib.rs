@@ -24,6 +24,8 @@
 //! - `src/plugins.rs`: the plugin `--plugin` names, and a client with enough devices on it.
 //! - `src/compiling.rs`: the compile step of `run` and `compile` (options from the flags,
 //!   the compile cache, artifacts); `cache` opens the same cache.
+//! - `src/error.rs`: the CLI's own [`error::Error`] (the libraries' errors wrapped, and its own
+//!   usage errors); `ui` reports it.
 //! - `src/ui.rs`: the terminal: log levels, `-v` span lines, progress, invalid-argument errors,
 //!   and how errors are reported, with hints.
 //! - `src/stderr_watch.rs`: fd 2 watched during a plugin call (forwarded unchanged), to learn
@@ -40,6 +42,7 @@
 pub mod cli;
 pub mod commands;
 pub mod compiling;
+pub mod error;
 pub mod plugins;
 mod stderr_watch;
 pub mod trace;
@@ -47,8 +50,6 @@ pub mod ui;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
-
-use pjrt_formats::Error;
 
 pub use cli::{parse_args, parse_xla_option, Cli, Command};
 
@@ -83,17 +84,17 @@ where
 }
 
 /// Runs a parsed command.
-pub fn run(cli: Cli) -> Result<(), Error> {
+pub fn run(cli: Cli) -> error::Result<()> {
     if cli.no_builtin_lapack {
         pjrt_client::lapack::set_enabled(false);
     }
     match cli.command {
         Command::Conform(args) => Ok(commands::conform::exec(&args)?),
         Command::Bench(args) => Ok(commands::bench::exec(&args)?),
-        Command::Info { plugin, json } => commands::info::exec(&plugin, json),
-        Command::Run(args) => commands::run::exec(&args),
-        Command::Compile(args) => commands::compile::exec(&args),
-        Command::Cache(command) => commands::cache::exec(&command),
-        Command::Plugin(command) => commands::plugin::exec(&command),
+        Command::Info { plugin, json } => Ok(commands::info::exec(&plugin, json)?),
+        Command::Run(args) => Ok(commands::run::exec(&args)?),
+        Command::Compile(args) => Ok(commands::compile::exec(&args)?),
+        Command::Cache(command) => Ok(commands::cache::exec(&command)?),
+        Command::Plugin(command) => Ok(commands::plugin::exec(&command)?),
     }
 }

@@ -37,6 +37,7 @@ use tracing_subscriber::layer::{Context, SubscriberExt as _};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
+use crate::error::Error as CliError;
 use crate::trace::Trace;
 
 /// At `-v`, how many lines each span name gets before it is only tallied.
@@ -121,7 +122,7 @@ pub(crate) fn invalid(message: impl Into<String>) -> Error {
 
 /// Prints `error` on stderr the way `pjrt` reports failures: the message, its causes, then a
 /// hint line with the next step when one is known.
-pub fn report_error(error: &Error) {
+pub fn report_error(error: &CliError) {
     let mut text = format!("error: {error}\n");
     let shown = error.to_string();
     let mut source = std::error::Error::source(error);
@@ -139,40 +140,47 @@ pub fn report_error(error: &Error) {
 }
 
 /// The next step for errors whose message does not already say it.
-pub fn hint(error: &Error) -> Option<String> {
+pub fn hint(error: &CliError) -> Option<String> {
     let message = error.to_string();
     let io_hint = |source: &std::io::Error| match source.kind() {
         std::io::ErrorKind::NotFound => Some("check the path (relative paths start in the current directory)".into()),
         std::io::ErrorKind::PermissionDenied => Some("check the file's permissions".into()),
         _ => None,
     };
-    match error {
-        Error::Client(ClientError::Io { source, .. }) | Error::Npy(NpyError::Io { source, .. }) => io_hint(source),
-        Error::Npy(_) => {
-            Some("inputs must be NumPy .npy files (numpy.save); check that the file is one and is complete".into())
+    let client = match error {
+        CliError::Client(c) | CliError::Formats(Error::Client(c)) => c,
+        CliError::Formats(Error::Npy(NpyError::Io { source, .. })) | CliError::Io { source, .. } => {
+            return io_hint(source)
         }
-        Error::Client(ClientError::Load { .. } | ClientError::PluginNotFound { .. })
-            if !message.contains("pjrt plugin install") =>
-        {
+        CliError::Formats(Error::Npy(_)) => {
+            return Some(
+                "inputs must be NumPy .npy files (numpy.save); check that the file is one and is complete".into(),
+            )
+        }
+        _ => return None,
+    };
+    match client {
+        ClientError::Io { source, .. } => io_hint(source),
+        ClientError::Load { .. } | ClientError::PluginNotFound { .. } if !message.contains("pjrt plugin install") => {
             Some(
                 "`pjrt plugin list` shows the plugins found; `pjrt plugin install cpu` installs the CPU plugin; \
                  --plugin PATH (or PJRT_PLUGIN) loads another"
                     .into(),
             )
         }
-        Error::Client(ClientError::Install { .. }) => {
+        ClientError::Install { .. } => {
             Some("or download the plugin yourself and pass its library with --plugin PATH".into())
         }
-        Error::Client(ClientError::Unsupported { .. }) => Some(
+        ClientError::Unsupported { .. } => Some(
             "`pjrt conform PLUGIN` lists what a plugin supports; `pjrt plugin install cpu` gets the newest known CPU \
              plugin (API 0.115)"
                 .into(),
         ),
-        Error::Client(ClientError::InvalidArgument(m)) if m.contains("but the parameter is") => Some(
+        ClientError::InvalidArgument(m) if m.contains("but the parameter is") => Some(
             "save the input with the parameter's dtype, e.g. numpy.save(path, array.astype(numpy.float32)) for f32"
                 .into(),
         ),
-        Error::Client(ClientError::InvalidArgument(m)) if m.contains("but the program's parameter") => {
+        ClientError::InvalidArgument(m) if m.contains("but the program's parameter") => {
             Some("--input takes the arrays in parameter order; check the order and each array's shape".into())
         }
         _ => None,
@@ -460,17 +468,17 @@ mod tests {
     #[test]
     fn hints_name_the_next_step() {
         let missing =
-            Error::from(ClientError::Io { path: "x.npy".into(), source: std::io::ErrorKind::NotFound.into() });
+            CliError::from(ClientError::Io { path: "x.npy".into(), source: std::io::ErrorKind::NotFound.into() });
         assert!(hint(&missing).unwrap().contains("path"));
-        let unsupported = Error::from(ClientError::Unsupported {
+        let unsupported = CliError::from(ClientError::Unsupported {
             function: "f",
             since_minor: 115,
             plugin_major: 0,
             plugin_minor: 106,
         });
         assert!(hint(&unsupported).unwrap().contains("pjrt plugin install cpu"));
-        assert!(hint(&invalid("x")).is_none());
+        assert!(hint(&invalid("x").into()).is_none());
         let dtype = invalid("input 0 (i.npy): the array is int32 (s32), but the parameter is f32");
-        assert!(hint(&dtype).unwrap().contains("astype"));
+        assert!(hint(&dtype.into()).unwrap().contains("astype"));
     }
 }

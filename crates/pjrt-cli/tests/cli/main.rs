@@ -17,6 +17,7 @@ mod cache_trust_cli;
 mod cli;
 mod etcd_cli;
 mod ffi_cli;
+mod fixtures_cli;
 mod gpu_target_cli;
 mod jax_export_cli;
 mod lapack_cli;

@@ -104,9 +104,9 @@ const ADD: &str = r#"module @add_module {
     return %0 : tensor<4xf32>
   }
 }"#;
-const BYTECODE: &[u8] = include_bytes!("../../../../../tests/data/formats/tanh_mul.mlirbc");
-const PORTABLE: &[u8] = include_bytes!("../../../../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
-const HLO: &[u8] = include_bytes!("../../../../../tests/data/formats/tanh_mul.hlo.pb");
+const BYTECODE: &[u8] = include_bytes!("fixtures/tanh_mul.mlirbc");
+const PORTABLE: &[u8] = include_bytes!("fixtures/tanh_mul.portable-1.0.0.mlirbc");
+const HLO: &[u8] = include_bytes!("fixtures/tanh_mul.hlo.pb");
 
 fn f32s(buffer: &Buffer) -> Result<Vec<f32>, Problem> {
     Ok(buffer.to_vec::<f32>()?)
