@@ -6,7 +6,7 @@ use std::fmt;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use crate::buffer::checks::check_element_type;
+use crate::buffer::checks::{check_element_type, resolve_target, Target};
 use crate::buffer::external_reference::increase_external_reference;
 use crate::buffer::host_layout::HostLayout;
 use crate::buffer::{Buffer, Placement, ReadOnlyMemory};
@@ -244,24 +244,9 @@ impl Client {
         args.num_dims = dims.len();
         layout.fill(&mut args, device_layout.as_mut());
         args.host_buffer_semantics = sys::PJRT_HostBufferSemantics::ImmutableZeroCopy;
-        match placement {
-            Placement::Default => {
-                args.device = self
-                    .first_addressable_device()
-                    .ok_or_else(|| Error::invalid("the client has no addressable device"))?
-            }
-            Placement::Device(device) => {
-                if !device.client().same_client(self) {
-                    return Err(Error::invalid("the device belongs to another client"));
-                }
-                args.device = device.as_raw();
-            }
-            Placement::Memory(memory) => {
-                if !memory.client().same_client(self) {
-                    return Err(Error::invalid("the memory belongs to another client"));
-                }
-                args.memory = memory.as_raw();
-            }
+        match resolve_target(self, placement)? {
+            Target::Device(device) => args.device = device,
+            Target::Memory(memory) => args.memory = memory,
         }
         pjrt_call!(api, PJRT_Client_BufferFromHostBuffer, &mut args)?;
         let buffer = NonNull::new(args.buffer).map(|raw| Buffer::from_raw(self, raw));

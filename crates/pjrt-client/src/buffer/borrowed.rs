@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::ptr::NonNull;
 
-use crate::buffer::checks;
+use crate::buffer::checks::{self, resolve_target, Target};
 use crate::buffer::host_layout::{HostBufferSemantics, HostLayout};
 use crate::buffer::{Buffer, Placement};
 use crate::call::pjrt_call;
@@ -79,24 +79,9 @@ impl Client {
                 sys::PJRT_HostBufferSemantics::ImmutableUntilTransferCompletes
             }
         };
-        match placement {
-            Placement::Default => {
-                args.device = self
-                    .first_addressable_device()
-                    .ok_or_else(|| Error::invalid("the client has no addressable device"))?;
-            }
-            Placement::Device(device) => {
-                if !device.client().same_client(self) {
-                    return Err(Error::invalid("the device belongs to another client"));
-                }
-                args.device = device.as_raw();
-            }
-            Placement::Memory(memory) => {
-                if !memory.client().same_client(self) {
-                    return Err(Error::invalid("the memory belongs to another client"));
-                }
-                args.memory = memory.as_raw();
-            }
+        match resolve_target(self, placement)? {
+            Target::Device(device) => args.device = device,
+            Target::Memory(memory) => args.memory = memory,
         }
         pjrt_call!(api, PJRT_Client_BufferFromHostBuffer, &mut args)?;
         // Own both outputs before anything can fail, so that neither leaks.
