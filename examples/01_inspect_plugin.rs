@@ -1,6 +1,6 @@
 //! Tutorial 01: find a PJRT plugin, load it, and look at what it offers.
 //!
-//! Teaches: `locate::resolve_or_install` (which plugin, from where; installs the default CPU
+//! Teaches: `pjrt_plugins::resolve_or_install` (which plugin, from where; installs the default CPU
 //! plugin from PyPI when there is none), `Plugin::load`, the plugin's API version and attributes
 //! (XLA version, the StableHLO versions it accepts), creating a `Client`, and the client's devices
 //! and memories. This is what `pjrt info` prints.
@@ -12,12 +12,12 @@
 //! Set `PJRT_PLUGIN=/path/to/plugin.so` to inspect another plugin (the CPU-only parts, such as
 //! asking for two devices, are then skipped).
 
-use pjrt_client::{locate, Client, ClientOptions, Plugin, Result};
+use pjrt_client::{Client, ClientOptions, Plugin, Result};
 
 fn main() -> Result<()> {
     // 1. Find a plugin. The order: PJRT_PLUGIN, Python packages (jax_plugins/*, libtpu, ...),
     //    then this crate's plugin cache; with nothing found, the default CPU plugin is installed.
-    let found = locate::resolve_or_install(None, |line| eprintln!("{line}"))?;
+    let found = pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?;
     println!("plugin file: {} (found in {:?})", found.path.display(), found.source);
 
     // 2. Load it. This checks the API version before calling anything else.

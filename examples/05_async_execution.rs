@@ -20,7 +20,7 @@ use std::time::Duration;
 use futures::executor::block_on;
 use futures::future::join_all;
 use pjrt_client::{
-    locate, Buffer, Client, ClientOptions, CompileOptions, DownloadOptions, ExecuteOptions, Plugin, Program, Result,
+    Buffer, Client, ClientOptions, CompileOptions, DownloadOptions, ExecuteOptions, Plugin, Program, Result,
 };
 
 const N: usize = 1 << 18;
@@ -40,7 +40,7 @@ func.func @main(%x: tensor<{N}xf32>, %scale: tensor<f32>) -> tensor<{N}xf32> {{
 }
 
 fn main() -> Result<()> {
-    let plugin = Plugin::load(locate::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
+    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let exe = client.compile(&Program::mlir_text(scale_add_program())?, &CompileOptions::new())?;
     let x_host: Vec<f32> = (0..N).map(|i| (i % 1000) as f32).collect();

@@ -16,11 +16,11 @@
 //! the same MLP exported by JAX 0.10.2, whose StableHLO (1.15.0) every plugin here reads.
 //!
 //! Run it with `cargo run -p pjrt-examples --example 07_jax_exported_model` (the CPU plugin is
-//! found by `locate::resolve`; `cargo run -p pjrt-cli -- plugin install cpu` installs one).
+//! found by `pjrt_plugins::resolve`; `cargo run -p pjrt-cli -- plugin install cpu` installs one).
 
 use std::path::{Path, PathBuf};
 
-use pjrt_client::{locate, Client, ClientOptions, Plugin};
+use pjrt_client::{Client, ClientOptions, Plugin};
 use pjrt_formats::jax_export::JaxExport;
 use pjrt_formats::npy::NpyArray;
 
@@ -41,7 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     // 2. A client on whatever plugin is installed (an accelerator plugin wins over the CPU one).
-    let found = locate::resolve(None)?;
+    let found = pjrt_plugins::resolve(None)?;
     let plugin = Plugin::load(&found.path)?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     println!("running on {} ({})", client.platform_name(), found.path.display());

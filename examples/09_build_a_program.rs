@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use pjrt_builder::{BuildError, Function, ParameterOptions, Value};
 use pjrt_client::{
-    locate, Buffer, Client, ClientOptions, CompileOptions, ElementType, ExecuteOptions, Placement, Plugin, Program,
+    Buffer, Client, ClientOptions, CompileOptions, ElementType, ExecuteOptions, Placement, Plugin, Program,
 };
 use pjrt_formats::npy::NpyArray;
 use pjrt_formats::ClientExt as _;
@@ -93,7 +93,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("a mismatched matmul: {wrong}");
 
     // 2. Compile, after checking the plugin reads the StableHLO version the program needs.
-    let plugin = Plugin::load(locate::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
+    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
     f.check_plugin(&plugin)?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let exe = client.compile(&program, &CompileOptions::new())?;

@@ -24,7 +24,7 @@
 use std::path::{Path, PathBuf};
 
 use pjrt_client::ffi::{self, Call, FfiError, Handler, Rank, Signature};
-use pjrt_client::{locate, Client, ClientOptions, ExecuteOptions, Plugin};
+use pjrt_client::{Client, ClientOptions, ExecuteOptions, Plugin};
 
 use pjrt_formats::jax_export::JaxExport;
 use pjrt_formats::npy::NpyArray;
@@ -57,10 +57,10 @@ fn signature(shift_is_f64: bool) -> Signature {
 }
 
 fn plugin(name: &str) -> Result<Plugin, pjrt_client::Error> {
-    let known = locate::known_plugin(name).expect("a known plugin");
-    let path = match locate::verified_cached(known) {
+    let known = pjrt_plugins::known_plugin(name).expect("a known plugin");
+    let path = match pjrt_plugins::verified_cached(known) {
         Ok(path) => path,
-        Err(_) => locate::install(known, |line| eprintln!("{line}"))?,
+        Err(_) => pjrt_plugins::install(known, |line| eprintln!("{line}"))?,
     };
     Plugin::load(path)
 }

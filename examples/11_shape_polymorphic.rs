@@ -22,7 +22,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pjrt_client::{locate, Client, ClientOptions, Plugin};
+use pjrt_client::{Client, ClientOptions, Plugin};
 use pjrt_formats::jax_export::{JaxExport, Runner};
 use pjrt_formats::npy::NpyArray;
 use pjrt_stablehlo::ir::Type;
@@ -70,7 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("  output  {}", model.out_avals()[0]);
     let count = model.in_avals().len();
 
-    let plugin = Plugin::load(locate::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
+    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     println!("running on {}", client.platform_name());
 

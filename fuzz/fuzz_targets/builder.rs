@@ -48,7 +48,7 @@ const DIRECTIONS: &[ComparisonDirection] = &[
 fn client() -> &'static Client {
     static CLIENT: OnceLock<Client> = OnceLock::new();
     CLIENT.get_or_init(|| {
-        let path = pjrt_client::locate::resolve_or_install(None, |_| ()).expect("the CPU plugin").path;
+        let path = pjrt_plugins::resolve_or_install(None, |_| ()).expect("the CPU plugin").path;
         let plugin = pjrt_client::Plugin::load(path).expect("loading the CPU plugin");
         Client::new(&plugin, &ClientOptions::new()).expect("a CPU client")
     })

@@ -30,7 +30,7 @@ use crate::types::{element_min_version, TensorType, Type, Version};
 /// let program = f.finish(&[&y])?;
 /// println!("{}", program.text().unwrap());
 ///
-/// let found = pjrt_client::locate::resolve_or_install(None, |_| ())?;
+/// let found = pjrt_plugins::resolve_or_install(None, |_| ())?;
 /// let plugin = Plugin::load(&found.path)?;
 /// f.check_plugin(&plugin)?;
 /// let client = Client::new(&plugin, &ClientOptions::new())?;

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use pjrt_cli::commands::bench::Dispatch;
-use pjrt_client::{locate, AlignedHostBuffer, Client, ClientOptions, ElementType, HostSource, Plugin, UploadOptions};
+use pjrt_client::{AlignedHostBuffer, Client, ClientOptions, ElementType, HostSource, Plugin, UploadOptions};
 
 fn client() -> Client {
-    let known = locate::default_plugin();
-    let path = locate::verified_cached(known)
-        .or_else(|_| locate::install(known, |line| eprintln!("{line}")))
+    let known = pjrt_plugins::default_plugin();
+    let path = pjrt_plugins::verified_cached(known)
+        .or_else(|_| pjrt_plugins::install(known, |line| eprintln!("{line}")))
         .expect("the default CPU plugin (install with `pjrt plugin install cpu`)");
     let plugin = Plugin::load(path).expect("loading the plugin");
     Client::new(&plugin, &ClientOptions::new().cpu_device_count(1)).expect("a client")

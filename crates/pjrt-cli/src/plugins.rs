@@ -1,7 +1,6 @@
 //! The plugin a command runs on: found from `--plugin` (installing the default CPU plugin when
 //! nothing is found at all), and a client on it with as many devices as the program needs.
 
-use pjrt_client::locate;
 use pjrt_client::{Client, ClientOptions, Plugin};
 use pjrt_formats::Error;
 
@@ -10,7 +9,7 @@ use crate::ui;
 
 /// Resolves the plugin to use; installs the default CPU plugin when nothing is found at all.
 pub(crate) fn resolve_plugin(arg: &PluginArg) -> pjrt_client::Result<Plugin> {
-    let found = locate::resolve_or_install(arg.plugin.as_deref(), ui::log_line)?;
+    let found = pjrt_plugins::resolve_or_install(arg.plugin.as_deref(), ui::log_line)?;
     let plugin = Plugin::load(&found.path)?;
     // With --trace, the plugin's own profiler (if it has one) records from here on.
     crate::trace::profile_plugin(&plugin);
@@ -19,7 +18,7 @@ pub(crate) fn resolve_plugin(arg: &PluginArg) -> pjrt_client::Result<Plugin> {
 
 /// Whether `plugin` is a CPU plugin (one that makes as many devices as it is asked for).
 pub(crate) fn plugin_is_cpu(plugin: &Plugin) -> bool {
-    locate::KNOWN_PLUGINS.iter().any(|k| k.platform == "cpu" && plugin.path().ends_with(k.library))
+    pjrt_plugins::KNOWN_PLUGINS.iter().any(|k| k.platform == "cpu" && plugin.path().ends_with(k.library))
         || plugin.path().to_string_lossy().contains("cpu")
 }
 
@@ -34,6 +33,6 @@ pub(crate) fn cpu_aware_client(plugin: &Plugin, devices: i64) -> Result<Client, 
 
 /// Whether `plugin` is a CUDA plugin: a known one, or a library in JAX's `xla_cuda*` layout.
 pub(crate) fn plugin_is_cuda(plugin: &Plugin) -> bool {
-    locate::KNOWN_PLUGINS.iter().any(|k| k.platform == "cuda" && plugin.path().ends_with(k.library))
+    pjrt_plugins::KNOWN_PLUGINS.iter().any(|k| k.platform == "cuda" && plugin.path().ends_with(k.library))
         || plugin.path().to_string_lossy().contains("cuda")
 }

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use pjrt_client::Error as ClientError;
 use pjrt_formats::npy::NpyError;
 use pjrt_formats::Error;
+use pjrt_plugins::Error as PluginsError;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Level, Metadata, Subscriber};
@@ -160,15 +161,17 @@ pub fn hint(error: &CliError) -> Option<String> {
         _ => return None,
     };
     match client {
-        ClientError::Io { source, .. } => io_hint(source),
-        ClientError::Load { .. } | ClientError::PluginNotFound { .. } if !message.contains("pjrt plugin install") => {
+        ClientError::Io { source, .. } | ClientError::Plugins(PluginsError::Io { source, .. }) => io_hint(source),
+        ClientError::Load { .. } | ClientError::Plugins(PluginsError::NotFound { .. })
+            if !message.contains("pjrt plugin install") =>
+        {
             Some(
                 "`pjrt plugin list` shows the plugins found; `pjrt plugin install cpu` installs the CPU plugin; \
                  --plugin PATH (or PJRT_PLUGIN) loads another"
                     .into(),
             )
         }
-        ClientError::Install { .. } => {
+        ClientError::Plugins(PluginsError::Install { .. }) => {
             Some("or download the plugin yourself and pass its library with --plugin PATH".into())
         }
         ClientError::Unsupported { .. } => Some(

@@ -1,11 +1,9 @@
 //! Compile a StableHLO program and run it on the first device of the plugin that
-//! `pjrt_client::locate::resolve` finds (install one with `cargo run -p pjrt-cli -- plugin install cpu`).
+//! `pjrt_plugins::resolve` finds (install one with `cargo run -p pjrt-cli -- plugin install cpu`).
 //!
 //!     cargo run -p pjrt-client --example add
 
-use pjrt_client::{
-    locate, Client, ClientOptions, CompileOptions, ExecuteOptions, HostSource, Plugin, Program, UploadOptions,
-};
+use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, HostSource, Plugin, Program, UploadOptions};
 
 const PROGRAM: &str = r#"
 func.func @main(%a: tensor<2x2xf32>, %b: tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<f32>) {
@@ -18,7 +16,7 @@ func.func @main(%a: tensor<2x2xf32>, %b: tensor<2x2xf32>) -> (tensor<2x2xf32>, t
 "#;
 
 fn main() -> pjrt_client::Result<()> {
-    let found = locate::resolve(std::env::args().nth(1).as_deref())?;
+    let found = pjrt_plugins::resolve(std::env::args().nth(1).as_deref())?;
     let plugin = Plugin::load(&found.path)?;
     println!("plugin {} (PJRT API {})", plugin.path().display(), plugin.api_version());
     let client = Client::new(&plugin, &ClientOptions::new())?;

@@ -206,20 +206,11 @@ pub enum Error {
         #[source]
         source: LoadError,
     },
-    /// No plugin was found where one was looked for.
-    #[error("no PJRT plugin found. Looked in:\n{tried}\nSet PJRT_PLUGIN to a plugin's path, or install the default CPU plugin (locate::install)")]
-    PluginNotFound {
-        /// Every place that was searched, one per line.
-        tried: String,
-    },
-    /// Installing a plugin failed.
-    #[error("installing plugin {name} failed: {message}")]
-    Install {
-        /// What was being installed.
-        name: String,
-        /// What went wrong and what to do.
-        message: String,
-    },
+    /// Finding or installing a plugin (or scipy's OpenBLAS for [`crate::lapack`]) failed: the
+    /// [`pjrt_plugins`] crate's error, with what to do.
+    #[cfg(feature = "plugins")]
+    #[error(transparent)]
+    Plugins(#[from] pjrt_plugins::Error),
     /// The program was serialized for a StableHLO version outside the range the plugin reads
     /// (its `stablehlo_minimum_version` to `stablehlo_current_version`); refused before
     /// compiling, since the plugin would fail to parse it, or misread it.
@@ -299,7 +290,7 @@ pub enum Error {
     /// loaded for them.
     #[error(
         "the program calls JAX's LAPACK kernels (lapack_*_ffi), which run on scipy's OpenBLAS: {reason}. Install it \
-         with `pjrt plugin install openblas` (or pjrt_client::locate::install(&locate::OPENBLAS, ..)) where PyPI \
+         with `pjrt plugin install openblas` (or pjrt_plugins::install(&pjrt_plugins::OPENBLAS, ..)) where PyPI \
          is reachable, or name a libscipy_openblas.so with PJRT_LAPACK_LIBRARY"
     )]
     LapackUnavailable {
@@ -353,21 +344,6 @@ pub enum Error {
         /// The I/O error.
         #[source]
         source: std::io::Error,
-    },
-    /// A cache folder (or a file in it) that another user could change: what it holds is not
-    /// trusted (see `locate`'s "Trust"). The plugin cache then hashes every time, python's
-    /// answer is not remembered, and the compile cache refuses to open.
-    #[error(
-        "{folder} is not a folder only you can change: {component} {reason}; make it yours and not writable by \
-         group or others (chown, chmod go-w), or choose another folder (PJRT_PLUGIN_CACHE, PJRT_CACHE_DIR)"
-    )]
-    UntrustedFolder {
-        /// The folder (or file) that was checked, as given.
-        folder: PathBuf,
-        /// The resolved path component that failed the check.
-        component: PathBuf,
-        /// Why: who owns it, or who may write it.
-        reason: String,
     },
     /// A protobuf message from the plugin or the user could not be decoded.
     #[error("cannot decode {what}: {source}")]
@@ -478,7 +454,7 @@ mod tests {
 /// ```
 /// use pjrt_client::ffi::{self, Call, Handler, RegistrationErrorKind, Signature};
 /// use pjrt_client::{Client, ClientOptions, Error, Plugin};
-/// # let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
 /// let client = Client::new(&plugin, &ClientOptions::new())?;
 /// let first = Handler::new("first", Signature::new(), |_: &Call| Ok(()));
 /// let second = Handler::new("second", Signature::new(), |_: &Call| Ok(()));

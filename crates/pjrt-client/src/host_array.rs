@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 ///
 /// ```
 /// use pjrt_client::{ElementType, HostArray, UploadOptions};
-/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let x = HostArray::from_elements(vec![2, 2], &[1f32, 2., 3., 4.])?;
 /// let rows = x.split(0, 2)?;

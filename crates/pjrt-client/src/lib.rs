@@ -9,7 +9,7 @@
 //!
 //! # fn main() -> pjrt_client::Result<()> {
 //! // Find a plugin; with none on the machine, install the default CPU plugin from PyPI.
-//! let found = pjrt_client::locate::resolve_or_install(None, |line| eprintln!("{line}"))?;
+//! let found = pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?;
 //! let plugin = Plugin::load(&found.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let program = Program::mlir_text(r#"
@@ -46,7 +46,7 @@
 //! |---|---|---|
 //! | raw | [`sys`] (the `pjrt-client-sys` crate) | our own `#[repr(C)]` declarations of the C API; no logic |
 //! | checked | `call/` (internal) | one checked call path: the slot exists in the plugin's table and its version, args carry their `struct_size`, returned errors become [`Error::Pjrt`] and are freed; the panic and release boundaries |
-//! | safe | a folder per object | `plugin/` [`Plugin`], [`locate`]; `client/` [`Client`], [`Device`], [`Memory`], [`KeyValueStore`]; `event/` [`Event`], [`UserEvent`]; `buffer/` [`Buffer`], uploads and downloads, [`TransferManager`]; `executable/` [`LoadedExecutable`], [`Executable`]; `topology/` [`Topology`]; [`extensions`] one file per extension |
+//! | safe | a folder per object | `plugin/` [`Plugin`] (finding and installing plugins: the `pjrt-plugins` crate); `client/` [`Client`], [`Device`], [`Memory`], [`KeyValueStore`]; `event/` [`Event`], [`UserEvent`]; `buffer/` [`Buffer`], uploads and downloads, [`TransferManager`]; `executable/` [`LoadedExecutable`], [`Executable`]; `topology/` [`Topology`]; [`extensions`] one file per extension |
 //!
 //! Each module uses only the ones below it (`tests/client/layers.rs` checks the order). File formats
 //! (`.npy`, safetensors, `jax.export`, AOT artifacts, the compile cache) are the `pjrt-formats`
@@ -180,7 +180,6 @@ pub use executable::outputs::{Outputs, OutputsIntoIter};
 pub use executable::unloaded::Executable;
 pub use executable::{ArrayShape, LoadedExecutable};
 pub use host_array::HostArray;
-pub use plugin::locate;
 pub use plugin::{Plugin, PluginSource, StableHloVersion, TableInit};
 pub use program::{ModuleCounts, Program, ProgramFormat};
 pub use topology::device_description::DeviceDescription;

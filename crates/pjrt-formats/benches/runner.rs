@@ -50,7 +50,7 @@ fn first_time(c: &mut Criterion, name: &str, runner: &Runner, next: impl Fn(u64)
 }
 
 fn bench(c: &mut Criterion) {
-    let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ()).unwrap().path).unwrap();
+    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ()).unwrap().path).unwrap();
     let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
 

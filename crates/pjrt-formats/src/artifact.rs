@@ -262,10 +262,10 @@ impl Artifact {
     /// plugin when they are there), and records the target in the header.
     ///
     /// ```no_run
-    /// use pjrt_client::{locate, CompileOptions, GpuTarget, GpuTopologyShape, Plugin, Program};
+    /// use pjrt_client::{CompileOptions, GpuTarget, GpuTopologyShape, Plugin, Program};
     /// use pjrt_formats::artifact::Artifact;
     ///
-    /// let plugin = Plugin::load(locate::install(locate::known_plugin("cuda12").unwrap(), |_| ())?)?;
+    /// let plugin = Plugin::load(pjrt_plugins::install(pjrt_plugins::known_plugin("cuda12").unwrap(), |_| ())?)?;
     /// let program = Program::from_file("examples/mlp/train_step.mlir")?;
     /// let h100 = GpuTarget::builtin("h100").unwrap();
     /// let artifact =
@@ -600,9 +600,9 @@ fn compile_environment(field: &mut impl FnMut(&[u8])) {
 }
 
 /// The plugin library's SHA-256, hashed once per change of the file
-/// ([`pjrt_client::locate::remembered_sha256`]).
+/// ([`pjrt_plugins::remembered_sha256`]).
 fn plugin_file_digest(path: &Path) -> Result<String> {
-    Ok(pjrt_client::locate::remembered_sha256(path)?)
+    Ok(pjrt_plugins::remembered_sha256(path)?)
 }
 
 /// This host's CPU as a CPU plugin compiles for it: the model and feature flags the kernel

@@ -8,7 +8,7 @@
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, Plugin, Program};
 //!
 //! # fn main() -> pjrt_formats::Result<()> {
-//! let plugin = Plugin::load(pjrt_client::locate::resolve(None)?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve(None)?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let program = Program::from_file("model.mlir")?;
 //! let cache = CompileCache::open_default()?;
@@ -21,7 +21,7 @@
 //! Entries are keyed by a SHA-256 of everything that changes the compiled result: the plugin
 //! build ([`crate::artifact::PluginIdentity`]: platform name and version, `xla_version`, PJRT API and StableHLO
 //! versions), the plugin library's SHA-256 (hashed once per change of the file and remembered
-//! beside it: [`pjrt_client::locate::remembered_sha256`]), the environment the plugin compiles
+//! beside it: [`pjrt_plugins::remembered_sha256`]), the environment the plugin compiles
 //! under ([`crate::artifact::COMPILE_ENVIRONMENT`]: `XLA_FLAGS`, ...), for a CPU plugin this
 //! host's CPU model and features ([`crate::artifact::host_cpu`]: code compiled for one CPU never
 //! loads on another), the program's format and bytes, the serialized compile options, and the
@@ -33,11 +33,11 @@
 //! size cap by evicting the least recently used entries (a hit refreshes an entry's mtime).
 //!
 //! An entry is native code that a hit loads into the process, so the cache opens only in a
-//! folder no other user can change ([`pjrt_client::locate::check_trusted_dir`]: every resolved
+//! folder no other user can change ([`pjrt_plugins::check_trusted_dir`]: every resolved
 //! folder from `/` down owned by you or root and writable by neither group nor others, root's
 //! sticky `/tmp` allowed above it), and reads only entries that are regular files of yours that
 //! others cannot write. Elsewhere [`CompileCache::open`] fails with
-//! [`pjrt_client::Error::UntrustedFolder`]; `pjrt run` then compiles without the cache and says
+//! [`pjrt_plugins::Error::UntrustedFolder`]; `pjrt run` then compiles without the cache and says
 //! why. Without a home folder there is no default folder ([`CompileCache::default_dir`]), never
 //! a shared temporary one.
 
@@ -127,7 +127,7 @@ impl CompileCache {
     pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
 
     /// Opens (creating it if needed, owner-only) a cache in `dir`, refused with
-    /// [`pjrt_client::Error::UntrustedFolder`] when another user could change what it holds
+    /// [`pjrt_plugins::Error::UntrustedFolder`] when another user could change what it holds
     /// (see the module docs). [`CompileCache::dir`] is then its resolved path.
     ///
     /// ```
@@ -141,13 +141,13 @@ impl CompileCache {
     /// use std::os::unix::fs::PermissionsExt;
     /// std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))?;
     /// let e = CompileCache::open(&dir).unwrap_err();
-    /// assert!(matches!(e.client(), Some(pjrt_client::Error::UntrustedFolder { .. })), "{e}");
+    /// assert!(matches!(e.client(), Some(pjrt_client::Error::Plugins(pjrt_plugins::Error::UntrustedFolder { .. }))), "{e}");
     /// # }
     /// std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn open(dir: impl Into<PathBuf>) -> Result<CompileCache> {
-        let dir = pjrt_client::locate::create_trusted_dir(&dir.into())?;
+        let dir = pjrt_plugins::create_trusted_dir(&dir.into())?;
         Ok(CompileCache { dir, max_bytes: CompileCache::DEFAULT_MAX_BYTES })
     }
 
@@ -164,7 +164,7 @@ impl CompileCache {
     }
 
     /// `$PJRT_CACHE_DIR` when set, else `$XDG_CACHE_HOME/pjrt-client/compile`, else
-    /// `~/.cache/pjrt-client/compile` ([`pjrt_client::locate::user_cache_dir`]); `None` when
+    /// `~/.cache/pjrt-client/compile` ([`pjrt_plugins::user_cache_dir`]); `None` when
     /// there is no home folder (no `HOME`, and none in the password database).
     ///
     /// ```
@@ -177,7 +177,7 @@ impl CompileCache {
         if let Some(dir) = std::env::var_os("PJRT_CACHE_DIR").filter(|d| !d.is_empty()) {
             return Some(PathBuf::from(dir));
         }
-        pjrt_client::locate::user_cache_dir().map(|base| base.join("pjrt-client").join("compile"))
+        pjrt_plugins::user_cache_dir().map(|base| base.join("pjrt-client").join("compile"))
     }
 
     /// Sets the size cap: after each store, the least recently used entries are removed until
@@ -240,11 +240,11 @@ impl CompileCache {
     /// [`CompileCache::compile`].
     ///
     /// ```no_run
-    /// use pjrt_client::{locate, CompileOptions, GpuTarget, GpuTopologyShape, Plugin, Program};
+    /// use pjrt_client::{CompileOptions, GpuTarget, GpuTopologyShape, Plugin, Program};
     /// use pjrt_formats::compile_cache::{CacheOutcome, CompileCache};
     ///
     /// # fn main() -> pjrt_formats::Result<()> {
-    /// let plugin = Plugin::load(locate::install(locate::known_plugin("cuda12").unwrap(), |_| ())?)?;
+    /// let plugin = Plugin::load(pjrt_plugins::install(pjrt_plugins::known_plugin("cuda12").unwrap(), |_| ())?)?;
     /// let cache = CompileCache::open_default()?;
     /// let program = Program::from_file("examples/mlp/train_step.mlir")?;
     /// let (h100, shape) = (GpuTarget::builtin("h100").unwrap(), GpuTopologyShape::devices(1)?);
@@ -316,7 +316,7 @@ impl CompileCache {
             )));
         }
         // Made again (and checked again) if it was removed since it was opened.
-        pjrt_client::locate::create_trusted_dir(&self.dir)?;
+        pjrt_plugins::create_trusted_dir(&self.dir)?;
         let path = self.entry_path(key);
         artifact::write_atomically(&path, &bytes)?;
         self.evict(&path);
@@ -425,7 +425,7 @@ impl CompileCache {
 /// `None` on a miss (a missing file fails the check too). An untrusted entry is a miss and is
 /// left alone: the compile that follows stores its own entry over it (an atomic rename).
 fn read_entry(path: &Path) -> Option<Vec<u8>> {
-    pjrt_client::locate::check_trusted_file(path).ok()?;
+    pjrt_plugins::check_trusted_file(path).ok()?;
     std::fs::read(path).ok()
 }
 

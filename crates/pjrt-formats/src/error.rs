@@ -51,6 +51,14 @@ pub enum Error {
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Finding or verifying a plugin (or a trusted cache folder) failed: kept as the client's
+/// [`pjrt_client::Error::Plugins`], where every plugin error of a program is.
+impl From<pjrt_plugins::Error> for Error {
+    fn from(e: pjrt_plugins::Error) -> Self {
+        Error::Client(e.into())
+    }
+}
+
 impl Error {
     /// The client's error, when this is one.
     pub fn client(&self) -> Option<&pjrt_client::Error> {

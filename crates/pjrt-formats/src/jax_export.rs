@@ -13,10 +13,10 @@
 //! # fn main() -> pjrt_formats::Result<()> {
 //! use pjrt_formats::jax_export::JaxExport;
 //! use pjrt_formats::npy::NpyArray;
-//! use pjrt_client::{locate, Client, ClientOptions, Plugin};
+//! use pjrt_client::{Client, ClientOptions, Plugin};
 //!
 //! let model = JaxExport::read("model.jaxexport")?;
-//! let plugin = Plugin::load(&locate::resolve(None)?.path)?;
+//! let plugin = Plugin::load(&pjrt_plugins::resolve(None)?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let x = NpyArray::read("x.npy".as_ref())?;
 //! let outputs: Vec<NpyArray> = model.run(&client, &[x])?;

@@ -2,9 +2,9 @@
 //! algebra kernels) from PyPI into the plugin cache, and lists
 //! every plugin found with its path, platform and API version.
 
-use pjrt_client::locate::{self, Source};
 use pjrt_client::Plugin;
 use pjrt_formats::Error;
+use pjrt_plugins::Source;
 use serde_json::{json, Value as Json};
 
 use crate::cli::PluginCommand;
@@ -20,23 +20,23 @@ pub fn exec(command: &PluginCommand) -> Result<(), Error> {
 
 /// `pjrt plugin install NAME`: installs the known plugin NAME and prints where it went.
 fn install(name: &str, wheels: &[std::path::PathBuf], pip: bool, json: bool) -> Result<(), Error> {
-    let known = locate::known_package(name).ok_or_else(|| {
+    let known = pjrt_plugins::known_package(name).ok_or_else(|| {
         invalid(format!(
             "unknown plugin `{name}`; known: {}, and `{}` (the OpenBLAS of JAX's LAPACK kernels) (a plugin you \
              already have needs no install: pass --plugin PATH)",
-            locate::KNOWN_PLUGINS.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
-            locate::OPENBLAS.name
+            pjrt_plugins::KNOWN_PLUGINS.iter().map(|p| p.name).collect::<Vec<_>>().join(", "),
+            pjrt_plugins::OPENBLAS.name
         ))
     })?;
     let path = if pip {
-        locate::install_with_pip(known, ui::log_line)?
+        pjrt_plugins::install_with_pip(known, ui::log_line)?
     } else if !wheels.is_empty() {
         install_from_wheels(known, wheels)?
     } else {
-        locate::install(known, ui::log_line)?
+        pjrt_plugins::install(known, ui::log_line)?
     };
     // A CUDA plugin's compiler pieces (ptxas, libdevice), which `pjrt compile` hands to XLA.
-    let cuda_data_dir = locate::cuda_data_dir(&path);
+    let cuda_data_dir = pjrt_plugins::cuda_data_dir(&path);
     if json {
         println!(
             "{}",
@@ -57,7 +57,7 @@ fn install(name: &str, wheels: &[std::path::PathBuf], pip: bool, json: bool) -> 
 /// `--wheel FILE...`: an offline install from the user's wheels.
 #[cfg(feature = "install")]
 fn install_from_wheels(
-    known: &locate::KnownPlugin,
+    known: &pjrt_plugins::KnownPlugin,
     wheels: &[std::path::PathBuf],
 ) -> Result<std::path::PathBuf, Error> {
     for wheel in wheels {
@@ -65,22 +65,22 @@ fn install_from_wheels(
             return Err(invalid(format!("--wheel {}: no such file", wheel.display())));
         }
     }
-    let sources = [locate::WheelSource::Files(wheels.to_vec())];
-    let cache = locate::cache_dir().ok_or_else(|| {
+    let sources = [pjrt_plugins::WheelSource::Files(wheels.to_vec())];
+    let cache = pjrt_plugins::cache_dir().ok_or_else(|| {
         invalid("there is no plugin cache folder (no HOME); set PJRT_PLUGIN_CACHE to a folder only you can write")
     })?;
-    Ok(locate::install_from(known, &sources, &cache, ui::log_line)?)
+    Ok(pjrt_plugins::install_from(known, &sources, &cache, ui::log_line)?)
 }
 
 #[cfg(not(feature = "install"))]
-fn install_from_wheels(_: &locate::KnownPlugin, _: &[std::path::PathBuf]) -> Result<std::path::PathBuf, Error> {
+fn install_from_wheels(_: &pjrt_plugins::KnownPlugin, _: &[std::path::PathBuf]) -> Result<std::path::PathBuf, Error> {
     Err(invalid("--wheel needs pjrt built with its `install` feature (on by default)".to_owned()))
 }
 
 /// `pjrt plugin list`: every plugin found, whether it loads, and where it was found.
 fn list(as_json: bool) -> Result<(), Error> {
     let mut rows = Vec::new();
-    for found in locate::find_all() {
+    for found in pjrt_plugins::find_all() {
         let (version, error) = match Plugin::load(&found.path) {
             Ok(p) => (Some(p.api_version().to_string()), None),
             Err(e) => (None, Some(e.to_string())),

@@ -115,7 +115,7 @@ fn cache_trust_without_home_nothing_goes_to_the_temporary_folder() {
     let tmp = folder(&dir.join("tmp"), 0o777);
     // What another user could plant in the old fallback, $TMPDIR/pjrt-client/plugins: the
     // default CPU plugin's place, with a marker that claims its pin.
-    let known = pjrt_client::locate::default_plugin();
+    let known = pjrt_plugins::default_plugin();
     let planted =
         tmp.join("pjrt-client/plugins").join(format!("{}-{}", known.package, known.version)).join(known.library);
     std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
@@ -125,7 +125,7 @@ fn cache_trust_without_home_nothing_goes_to_the_temporary_folder() {
     let marker = planted.with_file_name(format!("{}.pjrt-verified", planted.file_name().unwrap().to_string_lossy()));
     std::fs::write(marker, format!("{} {} {modified} {}", known.sha256, meta.len(), meta.ino())).unwrap();
     // The plugin to run, by path: where this test's HOME keeps it.
-    let plugin = pjrt_client::locate::verified_cached(known).unwrap();
+    let plugin = pjrt_plugins::verified_cached(known).unwrap();
     let program = dir.join("double.mlir");
     std::fs::write(&program, PROGRAM).unwrap();
     let x = dir.join("x.npy");

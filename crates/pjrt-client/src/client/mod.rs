@@ -205,7 +205,7 @@ impl Client {
     ///
     /// ```
     /// use pjrt_client::{Client, ClientOptions, Plugin};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
     /// // The CPU plugins make one device unless asked for more.
     /// let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
     /// assert_eq!(client.platform_name(), "cpu");
@@ -223,7 +223,7 @@ impl Client {
     /// use pjrt_client::{Client, ClientOptions, InMemoryStore, Plugin};
     ///
     /// # fn main() -> pjrt_client::Result<()> {
-    /// let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
     /// // Process 0 of a 2-process job; the processes share the store (here an in-process one; on
     /// // several hosts `pjrt_etcd::EtcdStore` or your own `KeyValueStore`).
     /// let store = InMemoryStore::new();
@@ -330,7 +330,7 @@ impl Client {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
     /// let version = client.xla_platform_version();
     /// assert!(version.starts_with("PJRT C API\n"));
@@ -347,7 +347,7 @@ impl Client {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
     /// assert_eq!(client.platform_name(), "cpu");
     /// assert_eq!(client.platform_id(), 0xf88d_a91c_978c_8500); // xla::CpuId()
@@ -366,7 +366,7 @@ impl Client {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
     /// let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
     /// for device in client.devices() {
     ///     let memories = device.memories()?;
@@ -414,7 +414,7 @@ impl Client {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
     /// let kinds: Vec<String> = client.addressable_memories()?.iter().map(|m| m.kind()).collect::<Result<_, _>>()?;
     /// assert!(kinds.iter().any(|k| k == "device"));

@@ -104,7 +104,7 @@ impl DeviceAssignment {
 ///
 /// // To get JAX's numbers from a JAX-lowered program, compile with JAX's XLA settings:
 /// // on CPU, max/min propagate NaN as in JAX.
-/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let program = Program::mlir_text(r#"
 ///   func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<2xf32> {
@@ -231,7 +231,7 @@ pub enum DebugOption {
     DisableHloPasses(Vec<String>),
     /// `xla_gpu_cuda_data_dir` (61): the folder XLA:GPU takes `bin/ptxas` and
     /// `nvvm/libdevice/libdevice.10.bc` from when it compiles for an NVIDIA GPU
-    /// ([`crate::locate::cuda_data_dir`] finds the one installed beside a CUDA plugin). Per
+    /// ([`pjrt_plugins::cuda_data_dir`] finds the one installed beside a CUDA plugin). Per
     /// compilation, instead of `XLA_FLAGS` or `PATH` for the whole process.
     ///
     /// ```

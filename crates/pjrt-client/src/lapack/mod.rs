@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
-//! # let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+//! # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! // What jnp.linalg.det lowers to (simplified): LU with pivots, then the diagonal's product.
 //! let program = Program::mlir_text(r#"
@@ -37,7 +37,7 @@
 //!   plugin. Programs that call none of them cost one scan of their bytes.
 //! - The handlers need a LAPACK: [`library`] loads the one [`set_library`] or
 //!   `PJRT_LAPACK_LIBRARY` names, else scipy's OpenBLAS from the plugin cache
-//!   ([`crate::locate::OPENBLAS`]), installing it there first when it is missing (from PyPI,
+//!   (`pjrt_plugins::OPENBLAS`), installing it there first when it is missing (from PyPI,
 //!   as plugins are; `pjrt plugin install openblas` does it ahead of time). Offline without it,
 //!   compiling fails with [`Error::LapackUnavailable`], saying what to install.
 //! - Only plugins of the `cpu` platform get them. The GPU targets of JAX (`cusolver_*`,
@@ -217,7 +217,7 @@ pub fn set_library(path: impl AsRef<Path>) -> bool {
 
 /// The LAPACK the handlers use, loaded on first use: [`set_library`]'s, else the file
 /// `PJRT_LAPACK_LIBRARY` names, else scipy's OpenBLAS from the plugin cache, installed there
-/// first when missing ([`crate::locate::install`] of [`crate::locate::OPENBLAS`]).
+/// first when missing (`pjrt_plugins::install` of `pjrt_plugins::OPENBLAS`, with the `plugins` feature).
 ///
 /// ```
 /// let lapack = pjrt_client::lapack::library()?;
@@ -238,17 +238,29 @@ pub fn library() -> Result<&'static Lapack> {
     let from_env = std::env::var_os("PJRT_LAPACK_LIBRARY").filter(|v| !v.is_empty()).map(PathBuf::from);
     let path = match chosen.or(from_env) {
         Some(path) => path,
-        None => {
-            // The installer's progress lines are not shown: a library prints nothing; its error says what failed.
-            crate::plugin::locate::install(&crate::plugin::locate::OPENBLAS, |_| ()).map_err(|e| {
-                Error::LapackUnavailable {
-                    reason: format!("scipy's OpenBLAS is not installed and installing it failed: {e}"),
-                }
-            })?
-        }
+        None => openblas_from_the_plugin_cache()?,
     };
     let lapack = Lapack::load(&path).map_err(|e| Error::LapackUnavailable { reason: e.to_string() })?;
     Ok(LOADED.get_or_init(|| lapack))
+}
+
+/// scipy's OpenBLAS from the plugin cache, installed there first when it is missing.
+#[cfg(feature = "plugins")]
+fn openblas_from_the_plugin_cache() -> Result<PathBuf> {
+    // The installer's progress lines are not shown: a library prints nothing; its error says what failed.
+    pjrt_plugins::install(&pjrt_plugins::OPENBLAS, |_| ()).map_err(|e| Error::LapackUnavailable {
+        reason: format!("scipy's OpenBLAS is not installed and installing it failed: {e}"),
+    })
+}
+
+/// Without the `plugins` feature there is no installer: the user names the library.
+#[cfg(not(feature = "plugins"))]
+fn openblas_from_the_plugin_cache() -> Result<PathBuf> {
+    Err(Error::LapackUnavailable {
+        reason: "no LAPACK library was named (lapack::set_library or PJRT_LAPACK_LIBRARY) and this build of \
+                 pjrt-client has no installer (its `plugins` feature is off)"
+            .into(),
+    })
 }
 
 /// The targets of [`TARGETS`] that `bytes` (MLIR text or bytecode, or a serialized executable)
@@ -332,7 +344,7 @@ pub(crate) fn prepare(client: &Client, bytes: &[u8]) -> Result<()> {
 /// as compiling a program that calls it does; a no-op when registered already.
 ///
 /// ```
-/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// pjrt_client::lapack::register(&client, "lapack_spotrf_ffi")?;
 /// assert!(pjrt_client::lapack::register(&client, "lapack_sgesvd_ffi").is_err()); // not one of the 48

@@ -5,14 +5,6 @@
 //! Loading a plugin runs its code (library initialisers, then `GetPjrtApi`), with the full
 //! rights of this process. Load only plugins you trust, as you would link any native library.
 
-pub mod locate;
-mod python_sites;
-mod trust;
-#[cfg(feature = "install")]
-mod pypi;
-#[cfg(feature = "install")]
-mod wheel;
-
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -105,10 +97,10 @@ impl Plugin {
     /// See the module docs: this runs the plugin's code.
     ///
     /// ```
-    /// use pjrt_client::{locate, Plugin};
+    /// use pjrt_client::Plugin;
     ///
     /// // Finds a plugin (installing the default CPU plugin from PyPI if there is none).
-    /// let found = locate::resolve_or_install(None, |line| eprintln!("{line}"))?;
+    /// let found = pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?;
     /// let plugin = Plugin::load(&found.path)?;
     /// println!("{} speaks PJRT API {}", plugin.path().display(), plugin.api_version());
     /// assert_eq!(plugin.api_version().major, 0);
@@ -172,7 +164,7 @@ impl Plugin {
     ///
     /// # fn main() -> pjrt_client::Result<()> {
     /// // Any table will do; here, the one of a plugin loaded from its file.
-    /// let loaded = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// let loaded = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
     /// // SAFETY: the table belongs to a library that is never unloaded, and `Plugin::load`
     /// // initialised it.
     /// let plugin = unsafe { Plugin::from_table(loaded.raw_api(), TableInit::AlreadyInitialized) }?;
@@ -222,7 +214,7 @@ impl Plugin {
     ///
     /// ```
     /// use pjrt_client::{Plugin, PluginSource};
-    /// let plugin = Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
     /// assert_eq!(plugin.source(), PluginSource::Library(plugin.path()));
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```

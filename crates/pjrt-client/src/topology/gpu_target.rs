@@ -207,20 +207,20 @@ impl Topology {
     /// A topology of `shape` GPUs of the kind `target` describes, made by a CUDA plugin without
     /// any GPU present (the create options `target_config` and `topology`), for
     /// [`Topology::compile`]. The plugin must be a CUDA PJRT plugin (e.g. `cuda12` or `cuda13`
-    /// from [`crate::locate::install`]); others refuse with [`Error::Pjrt`] (UNIMPLEMENTED for
+    /// from [`pjrt_plugins::install`]); others refuse with [`Error::Pjrt`] (UNIMPLEMENTED for
     /// the CPU plugins).
     ///
     /// To compile, XLA also needs `ptxas` and `libdevice`. When they are installed beside the
-    /// plugin ([`crate::locate::cuda_data_dir`]: the known CUDA plugins install them), each
+    /// plugin ([`pjrt_plugins::cuda_data_dir`]: the known CUDA plugins install them), each
     /// [`Topology::compile`] on this topology passes their folder as the compile option
     /// `xla_gpu_cuda_data_dir` ([`crate::DebugOption::GpuCudaDataDir`]), unless the options
     /// set it already; nothing of the process (`PATH`, `XLA_FLAGS`) is changed.
     ///
     /// ```no_run
-    /// use pjrt_client::{locate, CompileOptions, GpuTarget, GpuTopologyShape, Plugin, Program, Topology};
+    /// use pjrt_client::{CompileOptions, GpuTarget, GpuTopologyShape, Plugin, Program, Topology};
     ///
     /// // The CUDA 12 plugin and its compiler pieces (about 230 MB from PyPI, 530 MB installed).
-    /// let library = locate::install(locate::known_plugin("cuda12").unwrap(), |line| eprintln!("{line}"))?;
+    /// let library = pjrt_plugins::install(pjrt_plugins::known_plugin("cuda12").unwrap(), |line| eprintln!("{line}"))?;
     /// let plugin = Plugin::load(&library)?;
     /// let h100 = GpuTarget::builtin("h100").unwrap();
     /// let topology = Topology::for_gpu_target(&plugin, &h100, GpuTopologyShape::devices(1)?)?;
@@ -243,6 +243,7 @@ impl Topology {
             ("target_config".to_owned(), Value::String(target.text.clone())),
             ("topology".to_owned(), Value::String(shape.to_string())),
         ];
+        #[cfg_attr(not(feature = "plugins"), allow(unused_mut))]
         let mut topology = Topology::create(plugin, "cuda", &options).map_err(|e| match e {
             Error::Pjrt { code: ErrorCode::Unimplemented, .. } => Error::invalid(format!(
                 "the plugin {} cannot make GPU topologies ({e}); use a CUDA plugin (e.g. `cuda12`)",
@@ -250,18 +251,21 @@ impl Topology {
             )),
             other => other,
         })?;
-        topology.cuda_data_dir = crate::plugin::locate::cuda_data_dir(plugin.path());
+        #[cfg(feature = "plugins")]
+        {
+            topology.cuda_data_dir = pjrt_plugins::cuda_data_dir(plugin.path());
+        }
         Ok(topology)
     }
 
     /// The folder of `ptxas` and `libdevice` this topology hands to each compilation whose
     /// options do not set `xla_gpu_cuda_data_dir` themselves: the one installed beside the
-    /// plugin ([`crate::locate::cuda_data_dir`]), for a topology made by
+    /// plugin ([`pjrt_plugins::cuda_data_dir`]), for a topology made by
     /// [`Topology::for_gpu_target`]; `None` otherwise.
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
     /// assert_eq!(client.topology()?.cuda_data_dir(), None); // a CPU client's topology
     /// # Ok::<(), pjrt_client::Error>(())

@@ -111,7 +111,7 @@ impl Topology {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
     /// let topology = client.topology()?;
     /// assert_eq!(topology.platform_id()?, client.platform_id());
@@ -290,10 +290,10 @@ impl Topology {
     /// 0.115 implements it; 0.106 does not):
     ///
     /// ```
-    /// use pjrt_client::{locate, Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
+    /// use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
     ///     ///
     /// // The default CPU plugin (API 0.115), installed into the cache if needed.
-    /// let plugin = Plugin::load(locate::install(locate::default_plugin(), |line| eprintln!("{line}"))?)?;
+    /// let plugin = Plugin::load(pjrt_plugins::install(pjrt_plugins::default_plugin(), |line| eprintln!("{line}"))?)?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
     /// let program = Program::mlir_text(r#"
     ///   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {

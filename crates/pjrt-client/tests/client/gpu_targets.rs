@@ -2,9 +2,7 @@
 //! first use, like the CPU plugins) makes topologies for GPU targets and compiles against them
 //! on this CPU-only machine.
 
-use pjrt_client::{
-    locate, CompileOptions, DebugOption, Error, ErrorCode, GpuTarget, GpuTopologyShape, Program, Topology,
-};
+use pjrt_client::{CompileOptions, DebugOption, Error, ErrorCode, GpuTarget, GpuTopologyShape, Program, Topology};
 
 use crate::support::{plugin, ADD_F32};
 
@@ -115,7 +113,7 @@ fn a_cpu_plugin_refuses_gpu_targets_with_a_clear_message() {
     let e = Topology::for_gpu_target(&cpu, &GpuTarget::builtin("h100").unwrap(), GpuTopologyShape::devices(1).unwrap())
         .unwrap_err();
     assert!(e.to_string().contains("use a CUDA plugin"), "{e}");
-    assert_eq!(locate::cuda_data_dir(cpu.path()), None);
+    assert_eq!(pjrt_plugins::cuda_data_dir(cpu.path()), None);
 }
 
 #[test]

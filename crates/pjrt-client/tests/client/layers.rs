@@ -14,7 +14,7 @@ const LAYERS: &[&str] = &[
     "host_array",      // HostArray
     "program",         // Program
     "compile_options", // CompileOptions and their wire format
-    "plugin",          // loading, version negotiation, locating and installing plugins
+    "plugin",          // loading and version negotiation (finding and installing: pjrt-plugins)
     "client",          // Client, devices, memories, stats, processes, the key-value store
     "event",           // Event, UserEvent
     "buffer",          // buffers, transfers, zero-copy, DMA, views, transfer manager, ndarray

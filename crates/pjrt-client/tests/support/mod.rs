@@ -9,7 +9,7 @@ pub mod spmd;
 
 use std::sync::{Mutex, OnceLock};
 
-use pjrt_client::{locate, Client, ClientOptions, Plugin};
+use pjrt_client::{Client, ClientOptions, Plugin};
 
 /// The two plugin versions every behaviour test runs on (the CUDA ones, `cuda12` and `cuda13`,
 /// are installed by the tests that use them, through [`plugin`]).
@@ -22,13 +22,13 @@ fn install_lock() -> &'static Mutex<()> {
 
 /// Loads a known plugin, installing it into the cache first if needed.
 pub fn plugin(name: &str) -> Plugin {
-    let known = locate::known_plugin(name).expect("a known plugin name");
+    let known = pjrt_plugins::known_plugin(name).expect("a known plugin name");
     let path = {
         let _guard = install_lock().lock().unwrap_or_else(|p| p.into_inner());
-        if let Ok(verified) = locate::verified_cached(known) {
+        if let Ok(verified) = pjrt_plugins::verified_cached(known) {
             verified
         } else {
-            locate::install(known, |line| eprintln!("{line}")).unwrap_or_else(|e| {
+            pjrt_plugins::install(known, |line| eprintln!("{line}")).unwrap_or_else(|e| {
                 panic!(
                     "the {name} plugin is not installed and installing it failed: {e}\n\
                      Install it by hand with `cargo run -p pjrt-cli -- plugin install {name}` \

@@ -20,7 +20,7 @@ use crate::npy::NpyArray;
 /// ```
 /// use pjrt_formats::jax_export::{JaxExport, Runner};
 /// use pjrt_formats::npy::NpyArray;
-/// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/symbolic_batch/model.jaxexport");
 /// let runner = Runner::new(JaxExport::read(path)?, &client); // sum(x * 2, axis=0), x: f32[b, 4]
@@ -59,7 +59,7 @@ impl Runner {
     /// Keeps up to `capacity` executables (at least one).
     ///
     /// ```
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/symbolic_batch/model.jaxexport");
     /// let runner = pjrt_formats::jax_export::Runner::new(pjrt_formats::jax_export::JaxExport::read(path).unwrap(), &client)
@@ -76,7 +76,7 @@ impl Runner {
     /// program, options and plugin) is loaded instead of compiled.
     ///
     /// ```
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_client::locate::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/symbolic_batch/model.jaxexport");
     /// use pjrt_formats::compile_cache::CompileCache;

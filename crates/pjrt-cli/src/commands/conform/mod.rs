@@ -985,7 +985,7 @@ pub fn exec(args: &ConformArgs) -> Result<(), Error> {
     let file = args.json.as_deref().filter(|_| !to_stdout);
     if let Some(file) = file {
         let name = file.to_string_lossy();
-        if args.plugin.is_none() && pjrt_client::locate::known_plugin(&name).is_some() && !file.exists() {
+        if args.plugin.is_none() && pjrt_plugins::known_plugin(&name).is_some() && !file.exists() {
             return Err(Error::InvalidArgument(format!(
                 "`--json {name}` would write the report to a file named `{name}` and check the default plugin; \
                  write `pjrt conform {name} --json` to print the JSON, or `pjrt conform {name} --json FILE`"

@@ -200,7 +200,7 @@ fn key(pythons: &[PathBuf], script: &str) -> String {
             line("pyenv python3", &stamp(&pyenv_interpreter(root, version)));
         }
     }
-    super::locate::hex(&hasher.finalize())
+    crate::trust::hex(&hasher.finalize())
 }
 
 /// The interpreter a pyenv shim runs for `version`, found without running pyenv.
@@ -228,7 +228,7 @@ fn pyenv_root() -> Option<PathBuf> {
     std::env::var_os("PYENV_ROOT")
         .filter(|r| !r.is_empty())
         .map(PathBuf::from)
-        .or_else(|| super::trust::home_dir().map(|h| h.join(".pyenv")))
+        .or_else(|| crate::trust::home_dir().map(|h| h.join(".pyenv")))
 }
 
 /// pyenv's version files: the nearest `.python-version` walking up from `$PYENV_DIR` (default:
@@ -252,14 +252,14 @@ fn pyenv_version_files(root: Option<&Path>) -> Vec<(&'static str, PathBuf)> {
 
 /// Where the entry for `key` lives; `None` without a plugin cache (no home).
 fn entry_path(key: &str) -> Option<PathBuf> {
-    Some(super::locate::cache_dir()?.join("python-site-packages").join(format!("{key}.txt")))
+    Some(crate::trust::cache_dir()?.join("python-site-packages").join(format!("{key}.txt")))
 }
 
 /// The answer stored in an entry, or `None` when it is missing, too old, unreadable, not an
 /// entry this code wrote, or in a folder (or a file) another user could change.
 fn read_entry(path: &Path) -> Option<String> {
-    super::trust::check_trusted_dir(path.parent()?).ok()?;
-    super::trust::check_trusted_file(path).ok()?;
+    crate::trust::check_trusted_dir(path.parent()?).ok()?;
+    crate::trust::check_trusted_file(path).ok()?;
     let meta = std::fs::metadata(path).ok()?;
     let age = SystemTime::now().duration_since(meta.modified().ok()?).unwrap_or_default();
     if age > MAX_AGE {
@@ -283,8 +283,8 @@ fn write_entry(path: &Path, answer: &str) -> std::io::Result<()> {
     let dir = path.parent().ok_or_else(|| std::io::Error::other("entry without a folder"))?;
     // Owner-only, like the plugin cache it lives in (created here when nothing was installed yet),
     // and never where another user could plant an answer.
-    super::locate::create_private_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
-    let dir = &super::trust::check_trusted_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    crate::trust::create_private_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
+    let dir = &crate::trust::check_trusted_dir(dir).map_err(|e| std::io::Error::other(e.to_string()))?;
     let path = &dir.join(path.file_name().ok_or_else(|| std::io::Error::other("entry without a name"))?);
     let key = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
     let answer = answer.strip_suffix('\n').unwrap_or(answer);
@@ -313,7 +313,7 @@ mod tests {
     #[test]
     #[cfg(unix)]
     fn answers_are_neither_read_nor_written_where_another_user_could_plant_them() {
-        use super::super::trust::planted;
+        use crate::trust::planted;
         let base = planted::scratch("python-sites");
         for (what, dir) in planted::untrusted_folders(&base) {
             let path = dir.join("python-site-packages").join("abc.txt");
@@ -334,7 +334,7 @@ mod tests {
     #[cfg(unix)]
     fn the_shims_of_asdf_and_mise_are_recognised_and_pyenvs_and_real_pythons_are_not() {
         use std::os::unix::fs::PermissionsExt;
-        let base = super::super::trust::planted::scratch("shims");
+        let base = crate::trust::planted::scratch("shims");
         let script = |path: &Path, text: &str| {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();

@@ -14,10 +14,22 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::locate::hex;
-use super::locate::WheelSource;
+use crate::trust::hex;
 
 /// The largest wheel we download (the CUDA plugins' are about 300 MB).
+/// Where [`install_from`](crate::install_from) looks for a plugin's wheels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WheelSource {
+    /// A PEP 503 "simple" package index, such as `https://pypi.org/simple` or what
+    /// `PIP_INDEX_URL` names. Each wheel is checked against the SHA-256 in the index's link.
+    Index(String),
+    /// A folder of wheel files, like pip's `PIP_FIND_LINKS`.
+    Folder(PathBuf),
+    /// Wheel files the user has (`pjrt plugin install cpu --wheel FILE`).
+    Files(Vec<PathBuf>),
+}
+
 const MAX_WHEEL_BYTES: u64 = 4 << 30;
 /// The largest index page we read.
 const MAX_PAGE_BYTES: u64 = 16 << 20;

@@ -1,5 +1,5 @@
 //! Extracting the pinned files of a plugin wheel (a zip archive), checking each file's SHA-256
-//! as it is written. Only the named members are read, to paths fixed by [`super::locate`]'s
+//! as it is written. Only the named members are read, to paths fixed by [`crate::install`]'s
 //! pins, so an archive cannot place files anywhere else.
 
 use std::io::{Read, Write};
@@ -7,7 +7,7 @@ use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use super::locate::hex;
+use crate::trust::hex;
 
 /// One file to take out of a wheel.
 pub(crate) struct Member<'a> {

@@ -75,21 +75,21 @@ pub(crate) fn judge(owner: Owner, place: Place, me: Me) -> std::result::Result<(
     Ok(())
 }
 
-/// Checks that no other user can change what `dir` holds (see the module docs of
-/// `pjrt_client::locate`, "Trust"), and returns its resolved path, which callers then use.
+/// Checks that no other user can change what `dir` holds (see the crate's
+/// "Trust"), and returns its resolved path, which callers then use.
 ///
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use pjrt_client::{locate, Error};
+/// use pjrt_plugins::Error;
 ///
 /// let dir = std::env::temp_dir().join(format!("pjrt-doc-trusted-{}", std::process::id()));
-/// let resolved = locate::create_trusted_dir(&dir)?;
-/// assert_eq!(locate::check_trusted_dir(&dir)?, resolved);
+/// let resolved = pjrt_plugins::create_trusted_dir(&dir)?;
+/// assert_eq!(pjrt_plugins::check_trusted_dir(&dir)?, resolved);
 /// # #[cfg(unix)] {
 /// // A folder that other users may write is refused.
 /// use std::os::unix::fs::PermissionsExt;
 /// std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))?;
-/// let e = locate::check_trusted_dir(&dir).unwrap_err();
+/// let e = pjrt_plugins::check_trusted_dir(&dir).unwrap_err();
 /// assert!(matches!(e, Error::UntrustedFolder { .. }), "{e}");
 /// # }
 /// std::fs::remove_dir(&dir)?;
@@ -116,7 +116,7 @@ pub fn check_trusted_dir(dir: &Path) -> Result<PathBuf> {
 ///
 /// ```
 /// let dir = std::env::temp_dir().join(format!("pjrt-doc-create-trusted-{}", std::process::id()));
-/// let resolved = pjrt_client::locate::create_trusted_dir(&dir.join("a/b"))?;
+/// let resolved = pjrt_plugins::create_trusted_dir(&dir.join("a/b"))?;
 /// assert!(resolved.is_dir());
 /// std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -139,16 +139,16 @@ pub fn create_trusted_dir(dir: &Path) -> Result<PathBuf> {
 ///
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use pjrt_client::locate;
+/// use pjrt_plugins;
 ///
-/// let dir = locate::create_trusted_dir(&std::env::temp_dir().join(format!("pjrt-doc-file-{}", std::process::id())))?;
+/// let dir = pjrt_plugins::create_trusted_dir(&std::env::temp_dir().join(format!("pjrt-doc-file-{}", std::process::id())))?;
 /// std::fs::write(dir.join("entry"), b"remembered")?;
 /// # #[cfg(unix)] {
 /// use std::os::unix::fs::PermissionsExt;
 /// std::fs::set_permissions(dir.join("entry"), std::fs::Permissions::from_mode(0o600))?;
-/// locate::check_trusted_file(&dir.join("entry"))?;
+/// pjrt_plugins::check_trusted_file(&dir.join("entry"))?;
 /// std::fs::set_permissions(dir.join("entry"), std::fs::Permissions::from_mode(0o666))?;
-/// assert!(locate::check_trusted_file(&dir.join("entry")).is_err(), "anyone may rewrite it");
+/// assert!(pjrt_plugins::check_trusted_file(&dir.join("entry")).is_err(), "anyone may rewrite it");
 /// # }
 /// std::fs::remove_dir_all(&dir)?;
 /// # Ok(()) }
@@ -296,7 +296,7 @@ pub(crate) fn home_dir() -> Option<PathBuf> {
 /// crate's caches are then off, never in a shared temporary folder.
 ///
 /// ```
-/// if let Some(dir) = pjrt_client::locate::user_cache_dir() {
+/// if let Some(dir) = pjrt_plugins::user_cache_dir() {
 ///     println!("caches live under {}", dir.display());
 /// }
 /// ```
@@ -305,6 +305,46 @@ pub fn user_cache_dir() -> Option<PathBuf> {
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
         .or_else(|| home_dir().map(|h| h.join(".cache")))
+}
+
+/// Lowercase hex of a digest.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Creates `dir` (and what is missing above it, owner-only too) and makes it owner-only.
+pub(crate) fn create_private_dir(dir: &Path) -> Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(|e| Error::io(dir, e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| Error::io(dir, e))?;
+    }
+    Ok(())
+}
+
+/// The plugin cache: `$PJRT_PLUGIN_CACHE`, else [`user_cache_dir`]`/pjrt-client/plugins`
+/// (`$XDG_CACHE_HOME/pjrt-client/plugins`, else `~/.cache/pjrt-client/plugins`). `None` when
+/// none of these is known (no `HOME` and no home in the password database): nothing is then
+/// installed or remembered, never in a shared temporary folder.
+///
+/// ```
+/// if let Some(dir) = pjrt_plugins::cache_dir() {
+///     assert!(dir.ends_with("pjrt-client/plugins") || std::env::var_os("PJRT_PLUGIN_CACHE").is_some());
+/// }
+/// ```
+pub fn cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("PJRT_PLUGIN_CACHE").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    user_cache_dir().map(|base| base.join("pjrt-client").join("plugins"))
 }
 
 #[cfg(test)]

@@ -1,28 +1,5 @@
-//! Finding plugins on this machine, and installing the known ones from PyPI.
-//!
-//! Resolution order for [`resolve`]: an explicit path or known name; the `PJRT_PLUGIN`
-//! environment variable; plugins installed as Python packages in the site-packages of the
-//! `python3` on `PATH` (its answer remembered, see [`python_site_packages`]; `PJRT_NO_PYTHON_CACHE=1`
-//! asks it every time); this crate's plugin cache ([`cache_dir`]).
-//!
-//! # Trust
-//! A plugin is native code that runs with this process's rights. Plugins installed by
-//! [`install`] come from PyPI at a pinned version, are checked against a pinned SHA-256 before
-//! first use, and are refused if the file changes afterwards ([`verified_cached`]). The cache
-//! folder is created owner-only (0700), and pip is run directly (no shell) with fixed arguments.
-//! Paths given explicitly, through `PJRT_PLUGIN` or found in Python packages are trusted as
-//! the user's choice and loaded as they are.
-//!
-//! What is remembered to save work, a `.pjrt-verified` marker (a file's hash recorded with its
-//! size, time and inode, so it is not hashed again), python's answer about its site-packages,
-//! and the compile cache of `pjrt-formats` (serialized executables are native code), is trusted
-//! only in a folder no other user can change ([`check_trusted_dir`]): after resolving symlinks,
-//! every folder from `/` down is owned by you or root and writable by neither group nor others
-//! (root's sticky `/tmp` may be above it; your own private group may write it). Elsewhere a
-//! plugin is hashed on every use, python is asked every time and installs and the compile cache
-//! are refused. The caches live under [`user_cache_dir`] (`$XDG_CACHE_HOME`, else `~/.cache`,
-//! with `$HOME` or else the home of the password database); without a home they are off, never
-//! in a shared temporary folder: set `PJRT_PLUGIN_CACHE` to a folder of yours.
+//! Where plugins are found ([`resolve`]), which ones this crate knows ([`KNOWN_PLUGINS`]), and
+//! how they are installed and verified ([`install`], [`verified_cached`]).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -30,10 +7,9 @@ use std::process::{Command, Stdio};
 
 use sha2::{Digest, Sha256};
 
-use crate::call::trace::span;
 use crate::error::{Error, Result};
-
-pub use super::trust::{check_trusted_dir, check_trusted_file, create_trusted_dir, user_cache_dir};
+use crate::trace::span;
+use crate::trust::{cache_dir, check_trusted_dir, check_trusted_file, create_private_dir, hex};
 
 /// A plugin this crate knows how to install from PyPI.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,7 +55,7 @@ pub struct KnownTool {
 /// The plugins `pjrt plugin install` knows. The first is the default.
 ///
 /// The CUDA ones (`cuda12`, `cuda13`, 410-500 MB each) load and compile on machines without a
-/// GPU: they are what [`crate::GpuTarget`] compiles with. Each comes with NVIDIA's `ptxas` and
+/// GPU: they are what pjrt-client's `GpuTarget` compiles with. Each comes with NVIDIA's `ptxas` and
 /// `libdevice` from PyPI, which XLA needs to compile for a GPU.
 pub const KNOWN_PLUGINS: &[KnownPlugin] = &[
     KnownPlugin {
@@ -160,16 +136,16 @@ pub const KNOWN_PLUGINS: &[KnownPlugin] = &[
     },
 ];
 
-/// The OpenBLAS that JAX's LAPACK kernels run on ([`crate::lapack`]): scipy's build from PyPI
+/// The OpenBLAS that JAX's LAPACK kernels run on (pjrt-client's `lapack`): scipy's build from PyPI
 /// (`scipy-openblas32`, 32-bit integers, symbols prefixed `scipy_`, about 9 MB), installed into
 /// the plugin cache like a plugin (`pjrt plugin install openblas`), with its two runtime
 /// libraries beside it. Not a PJRT plugin: [`find_all`] and [`resolve`] never return it.
 ///
 /// ```
-/// let openblas = &pjrt_client::locate::OPENBLAS;
+/// let openblas = &pjrt_plugins::OPENBLAS;
 /// assert_eq!(openblas.package, "scipy-openblas32");
-/// assert!(pjrt_client::locate::known_plugin("openblas").is_none()); // not a plugin
-/// assert_eq!(pjrt_client::locate::known_package("openblas"), Some(openblas));
+/// assert!(pjrt_plugins::known_plugin("openblas").is_none()); // not a plugin
+/// assert_eq!(pjrt_plugins::known_package("openblas"), Some(openblas));
 /// ```
 pub const OPENBLAS: KnownPlugin = KnownPlugin {
     name: "openblas",
@@ -242,23 +218,6 @@ pub struct FoundPlugin {
     pub source: Source,
 }
 
-/// The plugin cache: `$PJRT_PLUGIN_CACHE`, else [`user_cache_dir`]`/pjrt-client/plugins`
-/// (`$XDG_CACHE_HOME/pjrt-client/plugins`, else `~/.cache/pjrt-client/plugins`). `None` when
-/// none of these is known (no `HOME` and no home in the password database): nothing is then
-/// installed or remembered, never in a shared temporary folder.
-///
-/// ```
-/// if let Some(dir) = pjrt_client::locate::cache_dir() {
-///     assert!(dir.ends_with("pjrt-client/plugins") || std::env::var_os("PJRT_PLUGIN_CACHE").is_some());
-/// }
-/// ```
-pub fn cache_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("PJRT_PLUGIN_CACHE").filter(|d| !d.is_empty()) {
-        return Some(PathBuf::from(dir));
-    }
-    user_cache_dir().map(|base| base.join("pjrt-client").join("plugins"))
-}
-
 /// [`cache_dir`], or an error saying how to name one.
 fn require_cache_dir(plugin: &KnownPlugin) -> Result<PathBuf> {
     cache_dir().ok_or_else(|| Error::Install { name: plugin.name.into(), message: NO_CACHE_DIR.into() })
@@ -284,7 +243,7 @@ pub fn cached_path(plugin: &KnownPlugin) -> Option<PathBuf> {
 /// `PJRT_NO_PYTHON_CACHE=1` to ask `python3` every time.
 ///
 /// ```
-/// for site in pjrt_client::locate::python_site_packages() {
+/// for site in pjrt_plugins::python_site_packages() {
 ///     assert!(site.is_dir());
 /// }
 /// ```
@@ -295,7 +254,7 @@ pub fn python_site_packages() -> Vec<PathBuf> {
                   paths += [user] if user else []\n\
                   paths += [p for p in sys.path if p.endswith('-packages')]\n\
                   print('\\n'.join(paths))";
-    let Some(answer) = super::python_sites::site_packages_answer(script) else { return Vec::new() };
+    let Some(answer) = crate::python_sites::site_packages_answer(script) else { return Vec::new() };
     let mut dirs: Vec<PathBuf> = Vec::new();
     for line in answer.lines() {
         let dir = PathBuf::from(line.trim());
@@ -413,13 +372,13 @@ pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
             return verify_if_cached(found);
         }
         let hint = match known_plugin(spec) {
-            Some(_) => format!("install it with locate::install (known plugin `{spec}`)"),
+            Some(_) => format!("install it with pjrt_plugins::install (known plugin `{spec}`)"),
             None => format!(
                 "known names: {}; or give a path to a .so file",
                 KNOWN_PLUGINS.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
             ),
         };
-        return Err(Error::PluginNotFound { tried: format!("  plugin named `{spec}` ({hint})") });
+        return Err(Error::NotFound { tried: format!("  plugin named `{spec}` ({hint})") });
     }
     if let Some(env) = find_all_in(&[]).into_iter().find(|f| f.source == Source::Environment) {
         // Before asking python3 for its site-packages, which takes a process start.
@@ -440,7 +399,7 @@ pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
         Some(dir) => format!("  the plugin cache {}", dir.display()),
         None => "  no plugin cache (no HOME; set PJRT_PLUGIN_CACHE)".to_owned(),
     });
-    let best = default_choice(all).ok_or(Error::PluginNotFound { tried: tried.join("\n") })?;
+    let best = default_choice(all).ok_or(Error::NotFound { tried: tried.join("\n") })?;
     verify_if_cached(best)
 }
 
@@ -467,14 +426,13 @@ fn default_choice(all: Vec<FoundPlugin>) -> Option<FoundPlugin> {
 /// default CPU plugin ([`default_plugin`], about 60 MB from PyPI, needs `python3` with `pip`)
 /// into the cache and returns it. `log` receives what is being done, for the user.
 ///
-/// This is what `pjrt run` and `pjrt info` do, and what the examples in these docs use:
+/// This is what `pjrt run` and `pjrt info` do, and what the examples of pjrt-client's docs use:
 ///
 /// ```
-/// let found = pjrt_client::locate::resolve_or_install(None, |line| eprintln!("{line}"))?;
+/// let found = pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?;
 /// assert!(found.path.is_file());
-/// let plugin = pjrt_client::Plugin::load(&found.path)?;
-/// assert_eq!(plugin.api_version().major, 0);
-/// # Ok::<(), pjrt_client::Error>(())
+/// // Load it with pjrt_client::Plugin::load(&found.path).
+/// # Ok::<(), pjrt_plugins::Error>(())
 /// ```
 pub fn resolve_or_install(name: Option<&str>, log: impl FnMut(&str)) -> Result<FoundPlugin> {
     resolve_or_install_with(name, resolve, |plugin, log| install(plugin, log), log)
@@ -489,7 +447,7 @@ fn resolve_or_install_with<L: FnMut(&str)>(
     mut log: L,
 ) -> Result<FoundPlugin> {
     match resolve(name) {
-        Err(Error::PluginNotFound { .. }) if name.is_none() => {
+        Err(Error::NotFound { .. }) if name.is_none() => {
             let default = default_plugin();
             let cache = cache_dir().map_or_else(|| "(no plugin cache)".to_owned(), |d| d.display().to_string());
             log(&format!(
@@ -552,7 +510,7 @@ fn marker_path(library: &Path) -> PathBuf {
 /// elsewhere the file is hashed on every call, and nothing is recorded.
 pub fn verified_cached(plugin: &KnownPlugin) -> Result<PathBuf> {
     let Some(cache) = cache_dir() else {
-        return Err(Error::PluginNotFound { tried: format!("  {NO_CACHE_DIR} (known plugin `{}`)", plugin.name) });
+        return Err(Error::NotFound { tried: format!("  {NO_CACHE_DIR} (known plugin `{}`)", plugin.name) });
     };
     verified_cached_in(&cache, plugin)
 }
@@ -562,8 +520,12 @@ fn verified_cached_in(cache: &Path, plugin: &KnownPlugin) -> Result<PathBuf> {
     let root = install_root_in(cache, plugin);
     let path = root.join(plugin.library);
     if !path.is_file() {
-        return Err(Error::PluginNotFound {
-            tried: format!("  {} (install it with locate::install, known plugin `{}`)", path.display(), plugin.name),
+        return Err(Error::NotFound {
+            tried: format!(
+                "  {} (install it with pjrt_plugins::install, known plugin `{}`)",
+                path.display(),
+                plugin.name
+            ),
         });
     }
     for tool in plugin.tools {
@@ -572,7 +534,7 @@ fn verified_cached_in(cache: &Path, plugin: &KnownPlugin) -> Result<PathBuf> {
             return Err(Error::Install {
                 name: plugin.name.into(),
                 message: format!(
-                    "{} is missing from the install (from {}=={}); install the plugin again (locate::install, known \
+                    "{} is missing from the install (from {}=={}); install the plugin again (pjrt_plugins::install, known \
                      plugin `{}`)",
                     tool_path.display(),
                     tool.package,
@@ -641,7 +603,7 @@ fn verify_hash(name: &str, sha256: &str, path: PathBuf) -> Result<PathBuf> {
         return Err(Error::Install {
             name: name.into(),
             message: format!(
-                "{} {what} (SHA-256 {digest}, expected {sha256}); refusing to load it. Install it again (locate::install, known plugin `{name}`)",
+                "{} {what} (SHA-256 {digest}, expected {sha256}); refusing to load it. Install it again (pjrt_plugins::install, known plugin `{name}`)",
                 path.display(),
             ),
         });
@@ -661,11 +623,11 @@ fn verify_hash(name: &str, sha256: &str, path: PathBuf) -> Result<PathBuf> {
 /// another user could change ([`check_trusted_dir`]) is never trusted with a marker.
 ///
 /// ```
-/// # fn main() -> pjrt_client::Result<()> {
-/// let plugin = pjrt_client::locate::resolve_or_install(None, |_| ())?;
-/// let digest = pjrt_client::locate::remembered_sha256(&plugin.path)?;
-/// assert_eq!(digest, pjrt_client::locate::sha256_file(&plugin.path)?);
-/// assert_eq!(digest, pjrt_client::locate::remembered_sha256(&plugin.path)?, "the second call reads the marker");
+/// # fn main() -> pjrt_plugins::Result<()> {
+/// let plugin = pjrt_plugins::resolve_or_install(None, |_| ())?;
+/// let digest = pjrt_plugins::remembered_sha256(&plugin.path)?;
+/// assert_eq!(digest, pjrt_plugins::sha256_file(&plugin.path)?);
+/// assert_eq!(digest, pjrt_plugins::remembered_sha256(&plugin.path)?, "the second call reads the marker");
 /// # Ok(()) }
 /// ```
 pub fn remembered_sha256(path: &Path) -> Result<String> {
@@ -700,29 +662,6 @@ pub fn sha256_file(path: &Path) -> Result<String> {
         hasher.update(&chunk[..n]);
     }
     Ok(hex(&hasher.finalize()))
-}
-
-/// Lowercase hex of a digest.
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Creates `dir` (and what is missing above it, owner-only too) and makes it owner-only.
-pub(super) fn create_private_dir(dir: &Path) -> Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir).map_err(|e| Error::io(dir, e))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(|e| Error::io(dir, e))?;
-    }
-    Ok(())
 }
 
 /// A lock file held while one process installs a plugin; removed on drop. A lock whose process
@@ -790,12 +729,12 @@ impl Drop for InstallLock {
 /// ([`install_with_pip`]).
 ///
 /// ```
-/// use pjrt_client::locate;
+/// use pjrt_plugins;
 ///
 /// // Installed already (the doc examples share the default CPU plugin): a check, no download.
-/// let path = locate::install(locate::default_plugin(), |line| eprintln!("{line}"))?;
-/// assert_eq!(path, locate::verified_cached(locate::default_plugin())?);
-/// # Ok::<(), pjrt_client::Error>(())
+/// let path = pjrt_plugins::install(pjrt_plugins::default_plugin(), |line| eprintln!("{line}"))?;
+/// assert_eq!(path, pjrt_plugins::verified_cached(pjrt_plugins::default_plugin())?);
+/// # Ok::<(), pjrt_plugins::Error>(())
 /// ```
 pub fn install(plugin: &KnownPlugin, log: impl FnMut(&str)) -> Result<PathBuf> {
     #[cfg(feature = "install")]
@@ -805,19 +744,8 @@ pub fn install(plugin: &KnownPlugin, log: impl FnMut(&str)) -> Result<PathBuf> {
     install_with_pip(plugin, log)
 }
 
-/// Where [`install_from`] looks for a plugin's wheels.
 #[cfg(feature = "install")]
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum WheelSource {
-    /// A PEP 503 "simple" package index, such as `https://pypi.org/simple` or what
-    /// `PIP_INDEX_URL` names. Each wheel is checked against the SHA-256 in the index's link.
-    Index(String),
-    /// A folder of wheel files, like pip's `PIP_FIND_LINKS`.
-    Folder(PathBuf),
-    /// Wheel files the user has (`pjrt plugin install cpu --wheel FILE`).
-    Files(Vec<PathBuf>),
-}
+pub use crate::pypi::WheelSource;
 
 /// PyPI's simple index, the default [`WheelSource::Index`].
 #[cfg(feature = "install")]
@@ -827,9 +755,9 @@ pub const PYPI_SIMPLE_INDEX: &str = "https://pypi.org/simple";
 /// spaces; URLs there are not supported and skipped), then `PIP_INDEX_URL` or PyPI.
 ///
 /// ```
-/// use pjrt_client::locate::{self, WheelSource};
+/// use pjrt_plugins::WheelSource;
 ///
-/// let sources = locate::wheel_sources_from_env();
+/// let sources = pjrt_plugins::wheel_sources_from_env();
 /// assert!(matches!(sources.last(), Some(WheelSource::Index(_))), "an index comes last");
 /// ```
 #[cfg(feature = "install")]
@@ -856,13 +784,13 @@ pub fn wheel_sources_from_env() -> Vec<WheelSource> {
 /// so a failed or interrupted install leaves nothing installed.
 ///
 /// ```
-/// use pjrt_client::locate::{self, WheelSource};
+/// use pjrt_plugins::WheelSource;
 ///
 /// // An empty folder has no wheel: a clear error, and nothing is installed.
 /// let dir = std::env::temp_dir().join(format!("pjrt-doc-install-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;
 /// let sources = [WheelSource::Folder(dir.clone())];
-/// let e = locate::install_from(locate::default_plugin(), &sources, &dir.join("cache"), |_| ()).unwrap_err();
+/// let e = pjrt_plugins::install_from(pjrt_plugins::default_plugin(), &sources, &dir.join("cache"), |_| ()).unwrap_err();
 /// assert!(e.to_string().contains("no wheel"), "{e}");
 /// assert!(!dir.join("cache/lammps-jax-pjrt-cpu-0.11.2").exists());
 /// std::fs::remove_dir_all(&dir)?;
@@ -875,7 +803,7 @@ pub fn install_from(
     cache: &Path,
     mut log: impl FnMut(&str),
 ) -> Result<PathBuf> {
-    use super::{pypi, wheel};
+    use crate::{pypi, wheel};
     staged_install(plugin, cache, &mut log, |staging, log| {
         let downloads = staging.join(".downloads");
         std::fs::create_dir_all(&downloads).map_err(|e| Error::io(&downloads, e))?;
@@ -1021,9 +949,9 @@ fn check_staged(name: &str, path: &str, sha256: &str, staging: &Path) -> Result<
 /// with pip on `PATH`; pip reads its own settings (`PIP_INDEX_URL`, `PIP_CERT`, proxies).
 ///
 /// ```no_run
-/// let path = pjrt_client::locate::install_with_pip(pjrt_client::locate::default_plugin(), |l| eprintln!("{l}"))?;
+/// let path = pjrt_plugins::install_with_pip(pjrt_plugins::default_plugin(), |l| eprintln!("{l}"))?;
 /// assert!(path.is_file());
-/// # Ok::<(), pjrt_client::Error>(())
+/// # Ok::<(), pjrt_plugins::Error>(())
 /// ```
 ///
 /// pip takes wheels only (`--only-binary=:all:`): a source package would run its build code
@@ -1115,20 +1043,20 @@ fn check_staged_tool(plugin: &KnownPlugin, tool: &KnownTool, staging: &Path) -> 
 /// looks on its own (`PATH`, `/usr/local/cuda`) and fails with "libdevice not found" when they
 /// are nowhere.
 ///
-/// [`crate::DebugOption::GpuCudaDataDir`] passes the folder to one compilation.
+/// pjrt-client's `DebugOption::GpuCudaDataDir` passes the folder to one compilation.
 ///
 /// ```
-/// use pjrt_client::locate;
+/// use pjrt_plugins;
 ///
 /// // A CPU plugin has no CUDA data folder.
-/// let found = locate::resolve_or_install(None, |_| ())?;
-/// assert_eq!(locate::cuda_data_dir(&found.path), None);
+/// let found = pjrt_plugins::resolve_or_install(None, |_| ())?;
+/// assert_eq!(pjrt_plugins::cuda_data_dir(&found.path), None);
 /// // cuda12 keeps its compiler pieces beside the plugin, in the cache.
-/// let cuda12 = locate::known_plugin("cuda12").unwrap();
-/// if let Some(dir) = locate::cached_path(cuda12).and_then(|path| locate::cuda_data_dir(&path)) {
+/// let cuda12 = pjrt_plugins::known_plugin("cuda12").unwrap();
+/// if let Some(dir) = pjrt_plugins::cached_path(cuda12).and_then(|path| pjrt_plugins::cuda_data_dir(&path)) {
 ///     assert!(dir.join("bin/ptxas").is_file() && dir.ends_with("nvidia/cuda_nvcc"));
 /// }
-/// # Ok::<(), pjrt_client::Error>(())
+/// # Ok::<(), pjrt_plugins::Error>(())
 /// ```
 pub fn cuda_data_dir(library: &Path) -> Option<PathBuf> {
     KNOWN_PLUGINS.iter().find_map(|known| {
@@ -1172,7 +1100,7 @@ mod tests {
     #[test]
     #[cfg(unix)]
     fn a_planted_library_with_a_marker_is_refused_unless_the_folder_is_trusted() {
-        use super::super::trust::planted;
+        use crate::trust::planted;
         let base = planted::scratch("planted-plugin");
         let pin: &'static str = Box::leak(hex(&Sha256::digest(b"the published plugin")).into_boxed_str());
         let known = KnownPlugin {
@@ -1232,7 +1160,7 @@ mod tests {
     }
 
     fn not_found(_: Option<&str>) -> Result<FoundPlugin> {
-        Err(Error::PluginNotFound { tried: "  nowhere".into() })
+        Err(Error::NotFound { tried: "  nowhere".into() })
     }
 
     #[test]
@@ -1255,7 +1183,7 @@ mod tests {
 
         // A named plugin that is missing is an error, not an install of something else.
         let e = resolve_or_install_with(Some("cuda12"), not_found, |_, _| panic!("no install"), |_| ()).unwrap_err();
-        assert!(matches!(e, Error::PluginNotFound { .. }), "{e}");
+        assert!(matches!(e, Error::NotFound { .. }), "{e}");
         // A plugin that is found is returned as it is.
         let got = resolve_or_install_with(None, |_| Ok(found("tpu")), |_, _| panic!("no install"), |_| ()).unwrap();
         assert_eq!(got.name, "tpu");
@@ -1513,7 +1441,7 @@ mod install_tests {
     #[test]
     #[cfg(unix)]
     fn a_cache_another_user_could_change_gets_no_install_unless_it_is_ours_and_made_owner_only() {
-        use super::super::trust::planted;
+        use crate::trust::planted;
         let dir = scratch("untrusted-cache");
         let file = dir.join("pjrt_test_plugin-1.0-py3-none-any.whl");
         std::fs::write(&file, wheel(CONTENT)).unwrap();
