@@ -7,7 +7,7 @@ use pjrt_client::{
     ShapeSpec, UploadOptions, ViewOptions,
 };
 
-use super::{expect, Outcome, Problem, Report};
+use crate::commands::conform::report::{expect, Outcome, Problem, Report};
 
 /// A [2,3] f32 array, row-major.
 const ROW_MAJOR: [f32; 6] = [1., 2., 3., 4., 5., 6.];
@@ -43,7 +43,7 @@ fn cpu_only(client: &Client) -> Result<(), Problem> {
 }
 
 /// Adds this group's checks to `r`.
-pub(super) fn checks(r: &mut Report, client: &Client) {
+pub(crate) fn checks(r: &mut Report, client: &Client) {
     r.check("layouts.client_default_layout", || {
         let layout = client.default_memory_layout(ElementType::F32, &[2, 3])?;
         Ok(layout.to_string())

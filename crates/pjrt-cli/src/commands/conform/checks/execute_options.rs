@@ -10,7 +10,8 @@ use pjrt_client::{
     Program, UploadOptions,
 };
 
-use super::{expect, f32s, Outcome, Problem, Report, ADD};
+use super::{f32s, ADD};
+use crate::commands::conform::report::{expect, Outcome, Problem, Report};
 
 /// `a + a`, whose parameter the program lets the plugin reuse for the result (donation).
 const DONATING: &str = r#"module @donating {
@@ -53,7 +54,7 @@ fn two_replicas(client: &Client, source: &str) -> Result<(LoadedExecutable, Vec<
 }
 
 /// Adds this group's checks to `r`.
-pub(super) fn checks(r: &mut Report, client: &Client) {
+pub(crate) fn checks(r: &mut Report, client: &Client) {
     r.check("execute_options.chosen_device_with_launch_id", || {
         let exe = portable(client, ADD)?;
         let device = chosen_device(client)?;

@@ -6,7 +6,8 @@ use pjrt_client::{
     Topology,
 };
 
-use super::{expect, f32s, Problem, Report, ADD};
+use super::{f32s, ADD};
+use crate::commands::conform::report::{expect, Problem, Report};
 
 /// XLA's platform ids of the platforms it names (`xla::CpuId()`, `CudaId()`, `RocmId()`,
 /// `TpuId()`): `tsl::Fingerprint64` of the name.
@@ -23,7 +24,7 @@ const KNOWN_KIND_IDS: &[(&str, i32)] =
     &[("device", 42097224), ("pinned_host", 1756073601), ("unpinned_host", -272058569)];
 
 /// Adds this group's checks to `r`.
-pub(super) fn checks(r: &mut Report, client: &Client) {
+pub(crate) fn checks(r: &mut Report, client: &Client) {
     let plugin = client.plugin();
     table_checks(r, plugin, client);
     platform_checks(r, client);

@@ -5,7 +5,8 @@ use pjrt_client::{
     ShapeWithLayout,
 };
 
-use super::{expect, f32s, Problem, Report, ADD, PORTABLE};
+use super::{f32s, ADD, PORTABLE};
+use crate::commands::conform::report::{expect, Problem, Report};
 
 const NEGATE_2X3: &str = r#"func.func @main(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %0 = stablehlo.negate %a : tensor<2x3xf32>
@@ -37,7 +38,7 @@ fn artifact_for(version: &str) -> Result<Program, Problem> {
 }
 
 /// Adds this group's checks to `r`.
-pub(super) fn checks(r: &mut Report, client: &Client) {
+pub(crate) fn checks(r: &mut Report, client: &Client) {
     r.check("compile_options.argument_layouts", || {
         let (_, back) = compiled(client, &CompileOptions::new().argument_layouts(&[shape_2x3(&[0, 1])]))?;
         let layouts = back.argument_layout_shapes()?;
