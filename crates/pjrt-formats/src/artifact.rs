@@ -27,11 +27,12 @@
 //! ```
 //!
 //! The reader checks every length against the bytes that are there, so a truncated, corrupt or
-//! hostile file is an [`pjrt_client::Error::InvalidArgument`] (as [`Error::Client`]), never a panic or a large allocation.
+//! hostile file is an [`ArtifactError`] (as [`Error::Artifact`]), never a panic or a large
+//! allocation.
 
 use std::fmt;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
@@ -351,24 +352,23 @@ impl Artifact {
     }
 
     /// Parses an artifact. Anything malformed (wrong magic, another format version, truncation,
-    /// a payload whose checksum does not match) is an [`pjrt_client::Error::InvalidArgument`] (as [`Error::Client`]).
+    /// a payload whose checksum does not match) is an [`ArtifactError`] (as [`Error::Artifact`]).
     pub fn from_bytes(bytes: &[u8]) -> Result<Artifact> {
+        Ok(Artifact::parse(bytes)?)
+    }
+
+    fn parse(bytes: &[u8]) -> Parsed<Artifact> {
         let mut r = Reader { bytes, at: 0 };
         if r.take(8)? != MAGIC {
-            return Err(Error::invalid("not a pjrt artifact: it does not start with `PJRT-AOT`"));
+            return Err(ArtifactError::NotAnArtifact);
         }
         let version = r.u32()?;
         if version != FORMAT_VERSION {
-            return Err(Error::invalid(format!(
-                "artifact format version {version} is not supported (this build reads version {FORMAT_VERSION}); \
-                 recompile it with `pjrt compile`"
-            )));
+            return Err(ArtifactError::Version { version });
         }
         let header_len = r.u32()? as usize;
         if header_len > MAX_HEADER_LEN {
-            return Err(Error::invalid(format!(
-                "artifact header is {header_len} bytes, more than the {MAX_HEADER_LEN} allowed"
-            )));
+            return Err(ArtifactError::HeaderTooLong { len: header_len });
         }
         let mut h = Reader { bytes: r.take(header_len)?, at: 0 };
         let platform_name = h.string()?;
@@ -379,7 +379,7 @@ impl Artifact {
         let shlo = StableHloVersion(h.i64()?, h.i64()?, h.i64()?);
         let (replicas, partitions, device_count) = (h.i64()?, h.i64()?, h.i64()?);
         let count = |value: i64, what: &str| {
-            usize::try_from(value).map_err(|_| Error::invalid(format!("artifact header: {value} {what}")))
+            usize::try_from(value).map_err(|_| ArtifactError::Header(format!("{value} {what}")))
         };
         let (num_replicas, num_partitions) = (count(replicas, "replicas")?, count(partitions, "partitions")?);
         let program_fingerprint = h.array32()?;
@@ -387,7 +387,7 @@ impl Artifact {
         let target = match h.u8()? {
             0 => Target::Devices,
             1 => Target::Topology,
-            other => return Err(Error::invalid(format!("artifact header: unknown target {other}"))),
+            other => return Err(ArtifactError::Header(format!("unknown target {other}"))),
         };
         // Written since GPU targets were added; older artifacts end here.
         let gpu_target = if h.at < h.bytes.len() && h.flag()? {
@@ -399,10 +399,10 @@ impl Artifact {
         let checksum = r.array32()?;
         let executable = &bytes[r.at..];
         if executable.is_empty() {
-            return Err(Error::invalid("artifact is truncated: it holds no executable"));
+            return Err(ArtifactError::NoExecutable);
         }
         if <[u8; 32]>::from(Sha256::digest(executable)) != checksum {
-            return Err(Error::invalid("artifact is corrupt: the executable's SHA-256 does not match its header"));
+            return Err(ArtifactError::Checksum);
         }
         let header = ArtifactHeader {
             plugin: PluginIdentity {
@@ -427,7 +427,8 @@ impl Artifact {
     pub fn read(path: impl AsRef<Path>) -> Result<Artifact> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        Artifact::from_bytes(&bytes).map_err(|e| e.context(path.display()))
+        Ok(Artifact::parse(&bytes)
+            .map_err(|e| ArtifactError::InFile { path: path.to_path_buf(), source: Box::new(e) })?)
     }
 
     /// Writes the artifact atomically: to a temporary file in the same folder, then renamed, so a
@@ -496,69 +497,129 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&s.as_bytes()[..end]);
 }
 
+/// What is wrong with the bytes of an artifact file ([`Artifact::from_bytes`], [`Artifact::read`]).
+///
+/// ```
+/// use pjrt_formats::artifact::{Artifact, ArtifactError};
+///
+/// let e = Artifact::from_bytes(b"PJRT-AOT\x01\x00").unwrap_err();
+/// assert!(matches!(e, pjrt_formats::Error::Artifact(ArtifactError::Truncated { expected: 4, at: 8 })), "{e}");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArtifactError {
+    /// The file at `path` is not a readable artifact; `source` says why.
+    #[error("{}: {source}", path.display())]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: Box<ArtifactError>,
+    },
+    /// The bytes do not start with the artifact magic.
+    #[error("not a pjrt artifact: it does not start with `PJRT-AOT`")]
+    NotAnArtifact,
+    /// Another format version than the one this build reads.
+    #[error(
+        "artifact format version {version} is not supported (this build reads version {FORMAT_VERSION}); recompile \
+         it with `pjrt compile`"
+    )]
+    Version {
+        /// The version the file says.
+        version: u32,
+    },
+    /// The header is longer than the 64 KiB a reader takes.
+    #[error("artifact header is {len} bytes, more than the {MAX_HEADER_LEN} allowed")]
+    HeaderTooLong {
+        /// What the header length field says.
+        len: usize,
+    },
+    /// A header field is out of its range (a flag byte, a count, a target, a string).
+    #[error("artifact header: {0}")]
+    Header(String),
+    /// The file ends before a field that must be there.
+    #[error("artifact is truncated: {expected} more bytes expected at offset {at}")]
+    Truncated {
+        /// The bytes the field needs.
+        expected: usize,
+        /// Where it starts (in the file, or in the header for header fields).
+        at: usize,
+    },
+    /// The header is complete but no executable follows it.
+    #[error("artifact is truncated: it holds no executable")]
+    NoExecutable,
+    /// The executable's bytes do not match the SHA-256 of the header.
+    #[error("artifact is corrupt: the executable's SHA-256 does not match its header")]
+    Checksum,
+}
+
 /// A bounds-checked cursor: every read fails cleanly past the end.
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
 }
 
+type Parsed<T> = std::result::Result<T, ArtifactError>;
+
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self.at.checked_add(n).filter(|&end| end <= self.bytes.len()).ok_or_else(|| {
-            Error::invalid(format!("artifact is truncated: {n} more bytes expected at offset {}", self.at))
-        })?;
+    fn take(&mut self, n: usize) -> Parsed<&'a [u8]> {
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&end| end <= self.bytes.len())
+            .ok_or(ArtifactError::Truncated { expected: n, at: self.at })?;
         let out = &self.bytes[self.at..end];
         self.at = end;
         Ok(out)
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N]> {
+    fn array<const N: usize>(&mut self) -> Parsed<[u8; N]> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.take(N)?);
         Ok(out)
     }
 
-    fn array32(&mut self) -> Result<[u8; 32]> {
+    fn array32(&mut self) -> Parsed<[u8; 32]> {
         self.array()
     }
 
-    fn u8(&mut self) -> Result<u8> {
+    fn u8(&mut self) -> Parsed<u8> {
         Ok(self.array::<1>()?[0])
     }
 
-    fn flag(&mut self) -> Result<bool> {
+    fn flag(&mut self) -> Parsed<bool> {
         match self.u8()? {
             0 => Ok(false),
             1 => Ok(true),
-            other => Err(Error::invalid(format!("artifact header: flag byte {other} is neither 0 nor 1"))),
+            other => Err(ArtifactError::Header(format!("flag byte {other} is neither 0 nor 1"))),
         }
     }
 
-    fn u32(&mut self) -> Result<u32> {
+    fn u32(&mut self) -> Parsed<u32> {
         Ok(u32::from_le_bytes(self.array()?))
     }
 
-    fn i32(&mut self) -> Result<i32> {
+    fn i32(&mut self) -> Parsed<i32> {
         Ok(i32::from_le_bytes(self.array()?))
     }
 
-    fn i64(&mut self) -> Result<i64> {
+    fn i64(&mut self) -> Parsed<i64> {
         Ok(i64::from_le_bytes(self.array()?))
     }
 
-    fn flagged_i64(&mut self) -> Result<Option<i64>> {
+    fn flagged_i64(&mut self) -> Parsed<Option<i64>> {
         let present = self.flag()?;
         let value = self.i64()?;
         Ok(present.then_some(value))
     }
 
-    fn string(&mut self) -> Result<String> {
+    fn string(&mut self) -> Parsed<String> {
         let len = u16::from_le_bytes(self.array()?) as usize;
         if len > MAX_STRING_LEN {
-            return Err(Error::invalid(format!("artifact header: a {len}-byte string is too long")));
+            return Err(ArtifactError::Header(format!("a {len}-byte string is too long")));
         }
         String::from_utf8(self.take(len)?.to_vec())
-            .map_err(|_| Error::invalid("artifact header: a platform string is not UTF-8"))
+            .map_err(|_| ArtifactError::Header("a platform string is not UTF-8".into()))
     }
 }
 

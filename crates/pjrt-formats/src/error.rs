@@ -27,6 +27,12 @@ pub enum Error {
     /// A `.safetensors` file could not be read or written.
     #[error(transparent)]
     Safetensors(#[from] SafetensorsError),
+    /// An AOT artifact (`pjrt compile`'s file) is malformed.
+    #[error(transparent)]
+    Artifact(#[from] crate::artifact::ArtifactError),
+    /// A `jax.export` artifact is malformed, or of a serialization version this reader does not know.
+    #[error(transparent)]
+    JaxExport(#[from] crate::jax_export::JaxExportError),
     /// There is no default compile cache folder: no `PJRT_CACHE_DIR`, `XDG_CACHE_HOME` or
     /// home folder ([`crate::compile_cache::CompileCache::default_dir`]).
     #[error(

@@ -26,7 +26,7 @@
 mod flatbuffer;
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use flatbuffer::{FlatError, Table, Vector};
 
@@ -332,6 +332,65 @@ pub struct JaxExport {
     module_ir: polymorphic::ModuleCache,
 }
 
+/// What is wrong with a `jax.export` artifact (the bytes of `Exported.serialize()`):
+/// [`JaxExport::from_bytes`] and [`JaxExport::read`] return it as [`Error::JaxExport`].
+///
+/// ```
+/// use pjrt_formats::jax_export::{JaxExport, JaxExportError};
+///
+/// let e = JaxExport::from_bytes(&[0xff; 64]).unwrap_err();
+/// assert!(matches!(e, pjrt_formats::Error::JaxExport(JaxExportError::Corrupt { .. })), "{e}");
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JaxExportError {
+    /// The file at `path` is not a readable artifact; `source` says why.
+    #[error("{}: {source}", path.display())]
+    InFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: Box<JaxExportError>,
+    },
+    /// A field cannot be read: its bytes run past the end, an offset or index points outside,
+    /// a value is out of range, or the artifact expands beyond a bound.
+    #[error("not a readable jax.export artifact: {field}: {what} (at byte {at})")]
+    Corrupt {
+        /// The field of the `Exported` table, e.g. `in_avals`.
+        field: String,
+        /// What is wrong.
+        what: String,
+        /// The byte position involved.
+        at: usize,
+    },
+    /// A serialization version this reader does not know (0, or newer than JAX 0.12's).
+    #[error(
+        "jax.export serialization version {version}{} is not one this reader knows \
+         (1..={MAX_SERIALIZATION_VERSION}); {}",
+        written_by.as_deref().map(|v| format!(", written by JAX {},", shown(v))).unwrap_or_default(),
+        version_advice(*version)
+    )]
+    Version {
+        /// The version the artifact says.
+        version: u16,
+        /// The JAX that wrote it, when the artifact says (JAX 0.12 on).
+        written_by: Option<String>,
+    },
+    /// The fields are readable but disagree, or one the artifact needs is missing.
+    #[error("not a readable jax.export artifact: {0}")]
+    Malformed(String),
+}
+
+/// What to do about an unknown serialization version.
+fn version_advice(version: u16) -> &'static str {
+    if version == 0 {
+        "no JAX release writes 0: the file is not a jax.export artifact, or is damaged"
+    } else {
+        "it is newer than this crate: export the model with JAX 0.12 or older (jax.export of JAX 0.10 to 0.12 is \
+         read), or use a newer pjrt-formats"
+    }
+}
+
 /// Work allowed while reading one artifact, in bytes materialized: shared sub-objects in a
 /// hostile buffer could otherwise make a small file expand without bound.
 struct Budget {
@@ -353,7 +412,7 @@ impl Budget {
 }
 
 fn corrupt(field: &str, e: FlatError) -> Error {
-    Error::invalid(format!("not a readable jax.export artifact: {field}: {e}"))
+    JaxExportError::Corrupt { field: field.to_owned(), what: e.what, at: e.at }.into()
 }
 
 /// Adds the field name to a reader error.
@@ -642,7 +701,10 @@ impl JaxExport {
     pub fn read(path: impl AsRef<Path>) -> Result<JaxExport> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-        JaxExport::from_bytes(&bytes).map_err(|e| e.context(path.display()))
+        JaxExport::from_bytes(&bytes).map_err(|e| match e {
+            Error::JaxExport(e) => JaxExportError::InFile { path: path.to_path_buf(), source: Box::new(e) }.into(),
+            other => other.context(path.display()),
+        })
     }
 
     /// Parses the bytes of `Exported.serialize()`. Malformed input is an error, never a panic.
@@ -655,31 +717,20 @@ impl JaxExport {
         // Read before the version check, so that a refusal can name the JAX that wrote the file.
         let jax_version = read_jax_version(root);
         if serialization_version == 0 || serialization_version > MAX_SERIALIZATION_VERSION {
-            let written_by = match &jax_version {
-                Some(v) => format!(", written by JAX {},", shown(v)),
-                None => String::new(),
-            };
-            let advice = if serialization_version == 0 {
-                "no JAX release writes 0: the file is not a jax.export artifact, or is damaged"
-            } else {
-                "it is newer than this crate: export the model with JAX 0.12 or older (jax.export of JAX 0.10 \
-                 to 0.12 is read), or use a newer pjrt-formats"
-            };
-            return Err(Error::invalid(format!(
-                "jax.export serialization version {serialization_version}{written_by} is not one this reader \
-                 knows (1..={MAX_SERIALIZATION_VERSION}); {advice}"
-            )));
+            return Err(JaxExportError::Version {
+                version: serialization_version,
+                written_by: jax_version.map(|v| v.to_string()),
+            }
+            .into());
         }
         let jax_version = jax_version.map(|v| v.to_string());
         let function_name = root.string(f::FUNCTION_NAME).field("function_name")?.unwrap_or("").to_string();
         let mlir_module = root
             .bytes(f::MLIR_MODULE)
             .field("mlir_module_serialized")?
-            .ok_or_else(|| Error::invalid("not a readable jax.export artifact: it holds no StableHLO module"))?;
+            .ok_or_else(|| Error::from(JaxExportError::Malformed("it holds no StableHLO module".into())))?;
         if !mlir_module.starts_with(MLIR_BYTECODE_MAGIC) {
-            return Err(Error::invalid(
-                "not a readable jax.export artifact: mlir_module_serialized is not MLIR bytecode",
-            ));
+            return Err(JaxExportError::Malformed("mlir_module_serialized is not MLIR bytecode".into()).into());
         }
         let platforms = read_strings(root.vector(f::PLATFORMS, 4).field("platforms")?, budget).field("platforms")?;
 
@@ -711,11 +762,11 @@ impl JaxExport {
                 .field("out_shardings")?;
         for (what, shardings, avals) in [("in", &in_shardings, &in_avals), ("out", &out_shardings, &out_avals)] {
             if !shardings.is_empty() && shardings.len() != avals.len() {
-                return Err(Error::invalid(format!(
-                    "not a readable jax.export artifact: {} {what}_shardings for {} {what}_avals",
+                return Err(Error::from(JaxExportError::Malformed(format!(
+                    "{} {what}_shardings for {} {what}_avals",
                     shardings.len(),
                     avals.len()
-                )));
+                ))));
             }
         }
 
@@ -729,11 +780,11 @@ impl JaxExport {
         };
         for (what, tree, avals) in [("in", &in_tree, &in_avals), ("out", &out_tree, &out_avals)] {
             if tree.leaf_count() != avals.len() {
-                return Err(Error::invalid(format!(
-                    "not a readable jax.export artifact: {what}_tree has {} leaves but there are {} {what}_avals",
+                return Err(Error::from(JaxExportError::Malformed(format!(
+                    "{what}_tree has {} leaves but there are {} {what}_avals",
                     tree.leaf_count(),
                     avals.len()
-                )));
+                ))));
             }
         }
 
@@ -742,7 +793,7 @@ impl JaxExport {
             n => n as i64,
         };
         if nr_devices < 1 {
-            return Err(Error::invalid(format!("not a readable jax.export artifact: nr_devices is {nr_devices}")));
+            return Err(Error::from(JaxExportError::Malformed(format!("nr_devices is {nr_devices}"))));
         }
         let ordered_effects = read_effects(root.vector(f::ORDERED_EFFECTS, 4).field("ordered_effects")?, budget)
             .field("ordered_effects")?;
@@ -759,11 +810,11 @@ impl JaxExport {
         if module_kept_var_idx.windows(2).any(|w| w[0] >= w[1])
             || module_kept_var_idx.last().is_some_and(|&i| i >= in_avals.len())
         {
-            return Err(Error::invalid(format!(
-                "not a readable jax.export artifact: module_kept_var_idx {module_kept_var_idx:?} is not an \
+            return Err(Error::from(JaxExportError::Malformed(format!(
+                "module_kept_var_idx {module_kept_var_idx:?} is not an \
                  increasing list of indices below the {} inputs",
                 in_avals.len()
-            )));
+            ))));
         }
         let calling_convention_version =
             root.u16(f::CALLING_CONVENTION_VERSION, 0).field("calling_convention_version")?;

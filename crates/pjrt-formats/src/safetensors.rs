@@ -108,10 +108,11 @@ fn supported_dtypes() -> String {
 }
 
 /// Everything that can be wrong with a safetensors file, or with tensors given to the writer.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SafetensorsError {
     /// Reading or writing the file failed.
+    #[error("I/O error on safetensors file '{}': {source}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -119,6 +120,7 @@ pub enum SafetensorsError {
         source: std::io::Error,
     },
     /// The contents of the file at `path` are invalid; `source` says how.
+    #[error("invalid safetensors file '{}': {source}", path.display())]
     InFile {
         /// The file.
         path: PathBuf,
@@ -126,11 +128,13 @@ pub enum SafetensorsError {
         source: Box<SafetensorsError>,
     },
     /// The file is shorter than the 8-byte header length it must start with.
+    #[error("the file is {len} bytes long, too short for the 8-byte header length a safetensors file starts with")]
     TooShort {
         /// The file's length in bytes.
         len: u64,
     },
     /// The header length field points past the end of the file, or beyond [`MAX_HEADER_BYTES`].
+    #[error("{}", header_length_message(*header_len, *available))]
     HeaderLength {
         /// What the length field says.
         header_len: u64,
@@ -138,10 +142,13 @@ pub enum SafetensorsError {
         available: u64,
     },
     /// The header is not the JSON object the format describes.
+    #[error("malformed safetensors header: {0}")]
     BadHeader(String),
     /// Two tensors have the same name.
+    #[error("the tensor name '{0}' appears twice")]
     DuplicateName(String),
     /// A tensor's dtype is not one this crate knows.
+    #[error("tensor '{tensor}' has dtype {dtype:?}, which is not supported (supported: {})", supported_dtypes())]
     UnknownDtype {
         /// The tensor.
         tensor: String,
@@ -149,6 +156,7 @@ pub enum SafetensorsError {
         dtype: String,
     },
     /// The byte size of a tensor's shape does not fit in memory.
+    #[error("tensor '{tensor}' has shape {dims:?}, too large to fit in memory")]
     ShapeOverflow {
         /// The tensor.
         tensor: String,
@@ -156,6 +164,10 @@ pub enum SafetensorsError {
         dims: Vec<i64>,
     },
     /// A dimension in a file's header is above `i64::MAX`, the largest dimension PJRT takes.
+    #[error(
+        "tensor '{tensor}' has shape dimension {value} at axis {axis}, above {}, the largest dimension PJRT takes",
+        i64::MAX
+    )]
     DimensionTooLarge {
         /// The tensor.
         tensor: String,
@@ -165,6 +177,10 @@ pub enum SafetensorsError {
         value: u64,
     },
     /// A dimension given to [`TensorView::new`] is negative.
+    #[error(
+        "tensor '{tensor}' has shape {dims:?}, whose dimension at axis {axis} is negative: dimensions are \
+         element counts, 0 or more"
+    )]
     NegativeDimension {
         /// The tensor.
         tensor: String,
@@ -174,6 +190,7 @@ pub enum SafetensorsError {
         dims: Vec<i64>,
     },
     /// A tensor's data offsets span another number of bytes than its dtype and shape need.
+    #[error("tensor '{tensor}' has {actual} data bytes but its dtype and shape need {expected}")]
     SizeMismatch {
         /// The tensor.
         tensor: String,
@@ -183,6 +200,7 @@ pub enum SafetensorsError {
         actual: u64,
     },
     /// A tensor's data offsets are reversed or reach past the end of the file.
+    #[error("tensor '{tensor}' has data offsets [{begin}, {end}], outside the {data_len}-byte data section")]
     OutOfRange {
         /// The tensor.
         tensor: String,
@@ -194,6 +212,7 @@ pub enum SafetensorsError {
         data_len: u64,
     },
     /// Two tensors share bytes.
+    #[error("the data of tensors '{other}' and '{tensor}' overlap")]
     Overlap {
         /// One tensor.
         tensor: String,
@@ -201,6 +220,7 @@ pub enum SafetensorsError {
         other: String,
     },
     /// Part of the data section belongs to no tensor (a gap, or bytes after the last one).
+    #[error("data bytes [{begin}, {end}) belong to no tensor (the data must be covered exactly)")]
     Gap {
         /// First uncovered byte (relative to the data start).
         begin: u64,
@@ -208,6 +228,7 @@ pub enum SafetensorsError {
         end: u64,
     },
     /// No tensor has this name.
+    #[error("no tensor named '{name}'{}", what_the_file_holds(available))]
     NotFound {
         /// The name asked for.
         name: String,
@@ -215,6 +236,7 @@ pub enum SafetensorsError {
         available: Vec<String>,
     },
     /// The writer was given a tensor whose element type the format cannot store.
+    #[error("tensor '{tensor}' is {element_type}, which safetensors cannot store (supported: {})", supported_dtypes())]
     UnsupportedElementType {
         /// The tensor.
         tensor: String,
@@ -222,9 +244,15 @@ pub enum SafetensorsError {
         element_type: ElementType,
     },
     /// A tensor's dtype has no `.npy` or Rust equivalent for the conversion asked for.
+    #[error("{0}")]
     Conversion(String),
     /// A tensor of a packed sub-byte dtype (`F4`) whose elements do not fill whole bytes: the
     /// format refuses such tensors (the reference implementation's `MisalignedSlice`).
+    #[error(
+        "tensor '{tensor}' holds {elements} {element_type} elements, which do not fill whole bytes: safetensors \
+         packs {element_type} {} per byte and stores only whole bytes",
+        8 / element_type.bits().unwrap_or(8).max(1)
+    )]
     Misaligned {
         /// The tensor.
         tensor: String,
@@ -260,84 +288,23 @@ fn list_names(names: &[String]) -> String {
     text
 }
 
-impl fmt::Display for SafetensorsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Io { path, source } => write!(f, "I/O error on safetensors file '{}': {source}", path.display()),
-            Self::InFile { path, source } => write!(f, "invalid safetensors file '{}': {source}", path.display()),
-            Self::TooShort { len } => write!(
-                f,
-                "the file is {len} bytes long, too short for the 8-byte header length a safetensors file starts with"
-            ),
-            Self::HeaderLength { header_len, available } => {
-                if *header_len > MAX_HEADER_BYTES {
-                    write!(f, "the header length field says {header_len} bytes, over the limit of {MAX_HEADER_BYTES}")
-                } else {
-                    write!(f, "the header length field says {header_len} bytes but only {available} bytes follow it (truncated file?)")
-                }
-            }
-            Self::BadHeader(message) => write!(f, "malformed safetensors header: {message}"),
-            Self::DuplicateName(name) => write!(f, "the tensor name '{name}' appears twice"),
-            Self::UnknownDtype { tensor, dtype } => {
-                write!(
-                    f,
-                    "tensor '{tensor}' has dtype {dtype:?}, which is not supported (supported: {})",
-                    supported_dtypes()
-                )
-            }
-            Self::ShapeOverflow { tensor, dims } => {
-                write!(f, "tensor '{tensor}' has shape {dims:?}, too large to fit in memory")
-            }
-            Self::DimensionTooLarge { tensor, axis, value } => write!(
-                f,
-                "tensor '{tensor}' has shape dimension {value} at axis {axis}, above {}, the largest dimension PJRT takes",
-                i64::MAX
-            ),
-            Self::NegativeDimension { tensor, axis, dims } => write!(
-                f,
-                "tensor '{tensor}' has shape {dims:?}, whose dimension at axis {axis} is negative: dimensions are \
-                 element counts, 0 or more"
-            ),
-            Self::SizeMismatch { tensor, expected, actual } => {
-                write!(f, "tensor '{tensor}' has {actual} data bytes but its dtype and shape need {expected}")
-            }
-            Self::OutOfRange { tensor, begin, end, data_len } => write!(
-                f,
-                "tensor '{tensor}' has data offsets [{begin}, {end}], outside the {data_len}-byte data section"
-            ),
-            Self::Overlap { tensor, other } => write!(f, "the data of tensors '{other}' and '{tensor}' overlap"),
-            Self::Gap { begin, end } => {
-                write!(f, "data bytes [{begin}, {end}) belong to no tensor (the data must be covered exactly)")
-            }
-            Self::NotFound { name, available } if available.is_empty() => {
-                write!(f, "no tensor named '{name}': the file holds no tensors")
-            }
-            Self::NotFound { name, available } => {
-                write!(f, "no tensor named '{name}'; the file holds {}", list_names(available))
-            }
-            Self::UnsupportedElementType { tensor, element_type } => write!(
-                f,
-                "tensor '{tensor}' is {element_type}, which safetensors cannot store (supported: {})",
-                supported_dtypes()
-            ),
-            Self::Conversion(message) => f.write_str(message),
-            Self::Misaligned { tensor, element_type, elements } => write!(
-                f,
-                "tensor '{tensor}' holds {elements} {element_type} elements, which do not fill whole bytes: \
-                 safetensors packs {element_type} {} per byte and stores only whole bytes",
-                8 / element_type.bits().unwrap_or(8).max(1)
-            ),
-        }
+/// [`SafetensorsError::HeaderLength`]'s message: over the limit, or past the end of the file.
+fn header_length_message(header_len: u64, available: u64) -> String {
+    if header_len > MAX_HEADER_BYTES {
+        format!("the header length field says {header_len} bytes, over the limit of {MAX_HEADER_BYTES}")
+    } else {
+        format!(
+            "the header length field says {header_len} bytes but only {available} bytes follow it (truncated file?)"
+        )
     }
 }
 
-impl std::error::Error for SafetensorsError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io { source, .. } => Some(source),
-            Self::InFile { source, .. } => Some(&**source),
-            _ => None,
-        }
+/// The end of [`SafetensorsError::NotFound`]'s message: the names there are.
+fn what_the_file_holds(available: &[String]) -> String {
+    if available.is_empty() {
+        ": the file holds no tensors".to_owned()
+    } else {
+        format!("; the file holds {}", list_names(available))
     }
 }
 

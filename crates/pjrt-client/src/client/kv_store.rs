@@ -105,7 +105,8 @@ impl<T: KeyValueStore + ?Sized> KeyValueStore for Arc<T> {
 }
 
 /// A store's failure, with the PJRT status code the plugin will see.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
 pub struct KvError {
     code: ErrorCode,
     message: String,
@@ -153,14 +154,6 @@ impl KvError {
         &self.message
     }
 }
-
-impl fmt::Display for KvError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
-    }
-}
-
-impl std::error::Error for KvError {}
 
 /// An in-process store: a map behind a mutex, with a condition variable that wakes blocked `get`s
 /// when a key is put (no polling).

@@ -473,7 +473,8 @@ impl From<Rank> for Option<usize> {
 /// assert_eq!(e.message(), "n must be positive");
 /// assert_eq!(FfiError::from("boom".to_string()).code(), ErrorCode::Internal);
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
 pub struct FfiError {
     code: ErrorCode,
     message: String,
@@ -523,14 +524,6 @@ impl From<FrameError> for FfiError {
         FfiError::invalid_argument(e.to_string())
     }
 }
-
-impl fmt::Display for FfiError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
-    }
-}
-
-impl std::error::Error for FfiError {}
 
 /// An operand, read-only (from [`Call::arg`]).
 ///

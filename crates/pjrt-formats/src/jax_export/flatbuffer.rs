@@ -7,19 +7,12 @@
 //! that holds them, so following them always moves forward: there are no cycles. Shared
 //! sub-objects are possible (a DAG), so recursive readers above this one still bound their work.
 
-use std::fmt;
-
 /// Why a buffer could not be read; `at` is the byte position involved.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what} (at byte {at})")]
 pub(crate) struct FlatError {
     pub(crate) at: usize,
     pub(crate) what: String,
-}
-
-impl fmt::Display for FlatError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (at byte {})", self.what, self.at)
-    }
 }
 
 pub(crate) type FlatResult<T> = Result<T, FlatError>;
