@@ -105,6 +105,7 @@ mod compile;
 mod counters;
 mod custom_partitioner;
 mod devices;
+mod error_slots;
 mod errors;
 mod events;
 mod executables;

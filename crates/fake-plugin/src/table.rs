@@ -33,7 +33,8 @@ use crate::devices::{
     device_create_async_tracking_event, device_default_memory, device_get_attributes, device_get_description,
     device_is_addressable, device_local_hardware_id, device_memory_stats, device_poison_execution,
 };
-use crate::errors::{error_destroy, error_for_each_payload, error_get_code, error_message, new_error};
+use crate::error_slots::{error_destroy, error_for_each_payload, error_get_code, error_message};
+use crate::errors::new_error;
 use crate::events::{event_await, event_create, event_destroy, event_error, event_is_ready, event_on_ready, event_set};
 use crate::executables::{
     executable_code_size, executable_compiled_memory_stats, executable_cost_analysis, executable_destroy,

@@ -1,7 +1,5 @@
 //! What building a program can refuse.
 
-use crate::types::Version;
-
 /// Why an op, a constant or a whole program was refused. Every message names what was given and
 /// what is expected, so it says what to change.
 #[derive(Debug, thiserror::Error)]
@@ -74,12 +72,12 @@ pub enum BuildError {
         needed.0, needed.1, needed.2, plugin.0, plugin.1, plugin.2
     )]
     VersionTooNew {
-        /// The version the program needs.
-        needed: Version,
+        /// The version the program needs (major, minor, patch; a [`crate::Version`]).
+        needed: (i64, i64, i64),
         /// The first op or type that needs it.
         needed_by: String,
         /// The newest version the plugin reads.
-        plugin: Version,
+        plugin: (i64, i64, i64),
     },
     /// `finish` was called with a region still open, or with outputs that are not valid.
     #[error("finish: {message}")]

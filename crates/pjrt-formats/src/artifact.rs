@@ -32,7 +32,7 @@
 
 use std::fmt;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
@@ -364,11 +364,11 @@ impl Artifact {
         }
         let version = r.u32()?;
         if version != FORMAT_VERSION {
-            return Err(ArtifactError::Version { version });
+            return Err(ArtifactError::Version { version, supported: FORMAT_VERSION });
         }
         let header_len = r.u32()? as usize;
         if header_len > MAX_HEADER_LEN {
-            return Err(ArtifactError::HeaderTooLong { len: header_len });
+            return Err(ArtifactError::HeaderTooLong { len: header_len, limit: MAX_HEADER_LEN });
         }
         let mut h = Reader { bytes: r.take(header_len)?, at: 0 };
         let platform_name = h.string()?;
@@ -497,67 +497,13 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&s.as_bytes()[..end]);
 }
 
-/// What is wrong with the bytes of an artifact file ([`Artifact::from_bytes`], [`Artifact::read`]).
-///
-/// ```
-/// use pjrt_formats::artifact::{Artifact, ArtifactError};
-///
-/// let e = Artifact::from_bytes(b"PJRT-AOT\x01\x00").unwrap_err();
-/// assert!(matches!(e, pjrt_formats::Error::Artifact(ArtifactError::Truncated { expected: 4, at: 8 })), "{e}");
-/// ```
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ArtifactError {
-    /// The file at `path` is not a readable artifact; `source` says why.
-    #[error("{}: {source}", path.display())]
-    InFile {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with it.
-        source: Box<ArtifactError>,
-    },
-    /// The bytes do not start with the artifact magic.
-    #[error("not a pjrt artifact: it does not start with `PJRT-AOT`")]
-    NotAnArtifact,
-    /// Another format version than the one this build reads.
-    #[error(
-        "artifact format version {version} is not supported (this build reads version {FORMAT_VERSION}); recompile \
-         it with `pjrt compile`"
-    )]
-    Version {
-        /// The version the file says.
-        version: u32,
-    },
-    /// The header is longer than the 64 KiB a reader takes.
-    #[error("artifact header is {len} bytes, more than the {MAX_HEADER_LEN} allowed")]
-    HeaderTooLong {
-        /// What the header length field says.
-        len: usize,
-    },
-    /// A header field is out of its range (a flag byte, a count, a target, a string).
-    #[error("artifact header: {0}")]
-    Header(String),
-    /// The file ends before a field that must be there.
-    #[error("artifact is truncated: {expected} more bytes expected at offset {at}")]
-    Truncated {
-        /// The bytes the field needs.
-        expected: usize,
-        /// Where it starts (in the file, or in the header for header fields).
-        at: usize,
-    },
-    /// The header is complete but no executable follows it.
-    #[error("artifact is truncated: it holds no executable")]
-    NoExecutable,
-    /// The executable's bytes do not match the SHA-256 of the header.
-    #[error("artifact is corrupt: the executable's SHA-256 does not match its header")]
-    Checksum,
-}
-
 /// A bounds-checked cursor: every read fails cleanly past the end.
 struct Reader<'a> {
     bytes: &'a [u8],
     at: usize,
 }
+
+pub use crate::error::ArtifactError;
 
 type Parsed<T> = std::result::Result<T, ArtifactError>;
 

@@ -43,6 +43,7 @@ pub mod npy;
 pub mod npz;
 mod npy_arrays;
 pub mod safetensors;
+mod safetensors_uploads;
 mod uploads;
 
 pub use error::{Error, Result};

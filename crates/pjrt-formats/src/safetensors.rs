@@ -43,9 +43,8 @@ use std::sync::Arc;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use pjrt_client::{Buffer, Client, ElementType, HostSource, NativeType, Placement, SharedBytes, UploadOptions};
+use pjrt_client::{ElementType, NativeType, SharedBytes};
 
-use crate::error::Result;
 use crate::file_bytes::FileBytes;
 use crate::npy::{Dtype, NpyArray};
 
@@ -566,13 +565,14 @@ unsafe impl pjrt_client::SharedHostBytes for Storage {
     }
 }
 
-/// A checked tensor entry: byte range is absolute within the storage.
-struct Entry {
-    name: String,
-    dtype: ElementType,
-    dims: Vec<i64>,
-    start: usize,
-    end: usize,
+/// A checked tensor entry: byte range is absolute within the storage (read by the uploads of
+/// `safetensors_uploads.rs` too).
+pub(crate) struct Entry {
+    pub(crate) name: String,
+    pub(crate) dtype: ElementType,
+    pub(crate) dims: Vec<i64>,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
 }
 
 /// An open safetensors file, checked: its bytes read into memory of its own
@@ -585,7 +585,7 @@ pub struct SafeTensors {
     storage: Arc<Storage>,
     path: Option<PathBuf>,
     /// In data-offset order.
-    entries: Vec<Entry>,
+    pub(crate) entries: Vec<Entry>,
     metadata: BTreeMap<String, String>,
     data_len: u64,
 }
@@ -753,13 +753,13 @@ impl SafeTensors {
         self.shared_entry(entry)
     }
 
-    fn shared_entry(&self, e: &Entry) -> Result<SharedBytes, SafetensorsError> {
+    pub(crate) fn shared_entry(&self, e: &Entry) -> Result<SharedBytes, SafetensorsError> {
         // The range was checked against the storage when the file was opened: no error here.
         SharedBytes::slice(self.storage.clone(), e.start..e.end)
             .map_err(|err| SafetensorsError::bad(format!("tensor '{}': {err}", e.name)))
     }
 
-    fn view<'a>(&'a self, e: &'a Entry) -> TensorView<'a> {
+    pub(crate) fn view<'a>(&'a self, e: &'a Entry) -> TensorView<'a> {
         // The range was checked against the storage when the file was opened.
         TensorView { dtype: e.dtype, dims: &e.dims, bytes: &self.storage.bytes()[e.start..e.end] }
     }
@@ -1228,92 +1228,6 @@ pub struct Progress<'a> {
     pub bytes_done: u64,
     /// Data bytes in all.
     pub bytes_total: u64,
-}
-
-/// Uploads one tensor: [`crate::ClientExt::upload_tensor_view`].
-pub(crate) fn upload_tensor_view(client: &Client, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer> {
-    let bytes = tensor.host_bytes()?;
-    Ok(client.upload_with(
-        HostSource::bytes(&bytes, tensor.dtype, tensor.dims()),
-        &UploadOptions::new().placement(placement),
-    )?)
-}
-
-/// Uploads one tensor of a file: [`crate::ClientExt::upload_tensor`].
-pub(crate) fn upload_tensor(
-    client: &Client,
-    file: &SafeTensors,
-    name: &str,
-    element_type: Option<ElementType>,
-    placement: Placement<'_>,
-) -> Result<Buffer> {
-    let entry = file.entries.iter().find(|e| e.name == name).ok_or_else(|| SafetensorsError::NotFound {
-        name: name.to_string(),
-        available: file.names().map(String::from).collect(),
-    })?;
-    upload_entry(client, file, entry, element_type, placement)
-}
-
-fn upload_entry(
-    client: &Client,
-    file: &SafeTensors,
-    entry: &Entry,
-    element_type: Option<ElementType>,
-    placement: Placement<'_>,
-) -> Result<Buffer> {
-    let dtype = entry.dtype;
-    let element_type = match element_type {
-        None => dtype,
-        Some(wanted) if wanted == dtype => dtype,
-        // Another type of the same width reads the same bytes (bf16 stored as u16 bits, say).
-        Some(wanted) if !wanted.is_sub_byte() && !dtype.is_sub_byte() && wanted.bits() == dtype.bits() => wanted,
-        Some(wanted) => {
-            return Err(crate::Error::invalid(format!(
-                "tensor '{}' is {dtype}, which cannot be read as {wanted}: convert the file",
-                entry.name
-            )))
-        }
-    };
-    if dtype.is_sub_byte() {
-        // Packed two to a byte in the file; PJRT takes one element per byte: unpacked copy.
-        return upload_tensor_view(client, &file.view(entry), placement);
-    }
-    Ok(client.upload_with(
-        HostSource::shared(file.shared_entry(entry)?, element_type, &entry.dims),
-        &UploadOptions::new().placement(placement),
-    )?)
-}
-
-/// Uploads every tensor of a file: [`crate::ClientExt::upload_safetensors`].
-pub(crate) fn upload_safetensors(
-    client: &Client,
-    file: &SafeTensors,
-    placement: Placement<'_>,
-    mut progress: impl FnMut(Progress<'_>),
-) -> Result<Vec<(String, Buffer)>> {
-    let mut out = Vec::with_capacity(file.len());
-    let mut bytes_done = 0u64;
-    // Every upload is started before any is awaited: in place, or copied by the plugin's
-    // threads while the next ones start.
-    for entry in &file.entries {
-        let name = entry.name.as_str();
-        let buffer = upload_entry(client, file, entry, None, placement)
-            .map_err(|e| e.context(format_args!("tensor '{name}'")))?;
-        bytes_done += (entry.end - entry.start) as u64;
-        out.push((name.to_string(), buffer));
-        progress(Progress {
-            tensor: name,
-            tensors_done: out.len(),
-            tensors_total: file.len(),
-            bytes_done,
-            bytes_total: file.data_bytes(),
-        });
-    }
-    for (name, buffer) in &out {
-        let ready = buffer.ready_event().and_then(|event| event.wait());
-        ready.map_err(|e| crate::Error::from(e).context(format_args!("tensor '{name}'")))?;
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -102,7 +102,7 @@ impl ClientExt for Client {
     }
 
     fn upload_tensor_view(&self, tensor: &TensorView<'_>, placement: Placement<'_>) -> Result<Buffer> {
-        crate::safetensors::upload_tensor_view(self, tensor, placement)
+        crate::safetensors_uploads::upload_tensor_view(self, tensor, placement)
     }
 
     fn upload_tensor(
@@ -112,7 +112,7 @@ impl ClientExt for Client {
         element_type: Option<ElementType>,
         placement: Placement<'_>,
     ) -> Result<Buffer> {
-        crate::safetensors::upload_tensor(self, file, name, element_type, placement)
+        crate::safetensors_uploads::upload_tensor(self, file, name, element_type, placement)
     }
 
     fn upload_safetensors(
@@ -121,7 +121,7 @@ impl ClientExt for Client {
         placement: Placement<'_>,
         progress: impl FnMut(Progress<'_>),
     ) -> Result<Vec<(String, Buffer)>> {
-        crate::safetensors::upload_safetensors(self, file, placement, progress)
+        crate::safetensors_uploads::upload_safetensors(self, file, placement, progress)
     }
 }
 

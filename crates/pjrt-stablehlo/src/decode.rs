@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::bytecode::{Container, Cursor, Entry, Limits};
 use crate::error::{Error, Result};
-use crate::ir::{Attr, Dim, ElementType, EnumAttr, Location, QuantizedType, TensorType, Type};
+use crate::ir::{float_width, int_width, Attr, Dim, ElementType, EnumAttr, Location, QuantizedType, TensorType, Type};
 
 /// A decoded attribute entry: an attribute or a location (both live in MLIR's attribute table).
 #[derive(Debug, Clone, PartialEq)]
@@ -315,10 +315,10 @@ impl<'a> Decoder<'a> {
             5 => {
                 let root = String::from_utf8_lossy(&self.string_attr_ref(c)?).into_owned();
                 let nested = self.attr_list(c)?;
-                let mut text = format!("@{}", crate::print::quote_symbol(&root));
+                let mut text = format!("@{}", crate::mlir_text::quote_symbol(&root));
                 for n in nested {
                     match n {
-                        Attr::SymbolRef(s) => text.push_str(&format!("::@{}", crate::print::quote_symbol(&s))),
+                        Attr::SymbolRef(s) => text.push_str(&format!("::@{}", crate::mlir_text::quote_symbol(&s))),
                         _ => return Err(Error::malformed(at, "a nested symbol reference that is not flat")),
                     }
                 }
@@ -614,7 +614,7 @@ impl<'a> Decoder<'a> {
     fn quoted(&mut self, c: &mut Cursor<'a>) -> Result<String> {
         let s = self.c.string(c)?;
         let mut out = String::new();
-        crate::print::string_into(&mut out, s);
+        crate::mlir_text::string_into(&mut out, s);
         Ok(out)
     }
 
@@ -628,7 +628,7 @@ impl<'a> Decoder<'a> {
                 let mut names = Vec::with_capacity(n);
                 for _ in 0..n {
                     let mut q = String::new();
-                    crate::print::string_into(&mut q, &self.string_attr_ref(c)?);
+                    crate::mlir_text::string_into(&mut q, &self.string_attr_ref(c)?);
                     names.push(q);
                 }
                 ("manual_axes", format!("{{{}}}", names.join(", ")))
@@ -686,7 +686,7 @@ impl<'a> Decoder<'a> {
             6 | 15 | 17 => {
                 let mat = c.offset();
                 let mesh = match self.attr_ref(c)? {
-                    Attr::SymbolRef(s) => format!("@{}", crate::print::quote_symbol(&s)),
+                    Attr::SymbolRef(s) => format!("@{}", crate::mlir_text::quote_symbol(&s)),
                     Attr::Sdy { mnemonic: "mesh", body } => format!("mesh{body}"),
                     _ => return Err(Error::malformed(mat, "a sharding's mesh is neither a mesh nor a symbol")),
                 };
@@ -915,54 +915,6 @@ fn int_type(width: u64, unsigned: bool) -> Option<Type> {
         _ => return None,
     };
     Some(Type::Scalar(e))
-}
-
-/// Bits and signedness of an integer type (`index` is 64 signed bits).
-pub(crate) fn int_width(ty: &Type) -> Option<(u32, bool)> {
-    Some(match ty {
-        Type::Index => (64, true),
-        Type::Scalar(e) => match *e {
-            ElementType::PRED => (1, false),
-            ElementType::S2 => (2, true),
-            ElementType::S4 => (4, true),
-            ElementType::S8 => (8, true),
-            ElementType::S16 => (16, true),
-            ElementType::S32 => (32, true),
-            ElementType::S64 => (64, true),
-            ElementType::U2 => (2, false),
-            ElementType::U4 => (4, false),
-            ElementType::U8 => (8, false),
-            ElementType::U16 => (16, false),
-            ElementType::U32 => (32, false),
-            ElementType::U64 => (64, false),
-            _ => return None,
-        },
-        _ => return None,
-    })
-}
-
-/// Bits of a float type's encoding.
-pub(crate) fn float_width(ty: &Type) -> Option<u32> {
-    Some(match ty {
-        Type::Tf32 => 19,
-        Type::Scalar(e) => match *e {
-            ElementType::F64 => 64,
-            ElementType::F32 => 32,
-            ElementType::F16 | ElementType::BF16 => 16,
-            ElementType::F8E5M2
-            | ElementType::F8E4M3FN
-            | ElementType::F8E4M3B11FNUZ
-            | ElementType::F8E5M2FNUZ
-            | ElementType::F8E4M3FNUZ
-            | ElementType::F8E4M3
-            | ElementType::F8E3M4
-            | ElementType::F8E8M0FNU => 8,
-            ElementType::F6E2M3FN | ElementType::F6E3M2FN => 6,
-            ElementType::F4E2M1FN => 4,
-            _ => return None,
-        },
-        _ => return None,
-    })
 }
 
 /// Bytes per element in a dense buffer (sub-byte types take a byte each, complex two floats).

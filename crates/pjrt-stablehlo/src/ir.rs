@@ -72,7 +72,7 @@ impl TensorType {
 /// let q = QuantizedType { flags: 1, storage: Box::new(Type::Scalar(ElementType::S8)),
 ///     expressed: Box::new(Type::Scalar(ElementType::F32)), axis: None,
 ///     scales: vec![0.5f64.to_bits()], zero_points: vec![-3], storage_min: -128, storage_max: 127 };
-/// assert_eq!(pjrt_stablehlo::ir::type_text(&Type::Quantized(Box::new(q))), "!quant.uniform<i8:f32, 5.0e-1:-3>");
+/// assert_eq!(pjrt_stablehlo::type_text(&Type::Quantized(Box::new(q))), "!quant.uniform<i8:f32, 5.0e-1:-3>");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct QuantizedType {
@@ -100,8 +100,8 @@ pub struct QuantizedType {
 /// use pjrt_stablehlo::ir::{Dim, ElementType, TensorType, Type};
 /// let t = Type::Tensor(TensorType { dims: vec![Dim::Dynamic, Dim::Fixed(3)],
 ///     element: Box::new(Type::Scalar(ElementType::BF16)), encoding: None });
-/// assert_eq!(pjrt_stablehlo::ir::type_text(&t), "tensor<?x3xbf16>");
-/// assert_eq!(pjrt_stablehlo::ir::type_text(&Type::Token), "!stablehlo.token");
+/// assert_eq!(pjrt_stablehlo::type_text(&t), "tensor<?x3xbf16>");
+/// assert_eq!(pjrt_stablehlo::type_text(&Type::Token), "!stablehlo.token");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -150,7 +150,7 @@ pub enum Type {
 /// ```
 /// use pjrt_stablehlo::ir::{Attr, EnumAttr};
 /// let a = Attr::Enum(EnumAttr { kind: "comparison_direction", value: "LT" });
-/// assert_eq!(pjrt_stablehlo::ir::attr_text(&a), "#stablehlo<comparison_direction LT>");
+/// assert_eq!(pjrt_stablehlo::attr_text(&a), "#stablehlo<comparison_direction LT>");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EnumAttr {
@@ -163,7 +163,8 @@ pub struct EnumAttr {
 /// An attribute.
 ///
 /// ```
-/// use pjrt_stablehlo::ir::{attr_text, Attr, ElementType, Type};
+/// use pjrt_stablehlo::attr_text;
+/// use pjrt_stablehlo::ir::{Attr, ElementType, Type};
 /// assert_eq!(attr_text(&Attr::I64Array(vec![1, 0])), "array<i64: 1, 0>");
 /// assert_eq!(attr_text(&Attr::Integer { value: -1, ty: Type::Scalar(ElementType::S32) }), "-1 : i32");
 /// assert_eq!(attr_text(&Attr::Float { bits: 0x3F80_0000, ty: Type::Scalar(ElementType::F32) }), "0x3F800000 : f32");
@@ -393,27 +394,50 @@ impl Module {
     }
 }
 
-/// A type's MLIR text (`tensor<2x?xf32>`), as [`crate::print`] writes it.
-///
-/// ```
-/// use pjrt_stablehlo::ir::{type_text, ElementType, Type};
-/// assert_eq!(type_text(&Type::Tuple(vec![Type::Scalar(ElementType::PRED), Type::Index])), "tuple<i1, index>");
-/// ```
-pub fn type_text(t: &Type) -> String {
-    let mut s = String::new();
-    crate::print::type_into(&mut s, t);
-    s
+/// Bits and signedness of an integer type (`index` is 64 signed bits).
+pub(crate) fn int_width(ty: &Type) -> Option<(u32, bool)> {
+    Some(match ty {
+        Type::Index => (64, true),
+        Type::Scalar(e) => match *e {
+            ElementType::PRED => (1, false),
+            ElementType::S2 => (2, true),
+            ElementType::S4 => (4, true),
+            ElementType::S8 => (8, true),
+            ElementType::S16 => (16, true),
+            ElementType::S32 => (32, true),
+            ElementType::S64 => (64, true),
+            ElementType::U2 => (2, false),
+            ElementType::U4 => (4, false),
+            ElementType::U8 => (8, false),
+            ElementType::U16 => (16, false),
+            ElementType::U32 => (32, false),
+            ElementType::U64 => (64, false),
+            _ => return None,
+        },
+        _ => return None,
+    })
 }
 
-/// An attribute's MLIR text (`array<i64: 1, 2>`, `#stablehlo<precision HIGH>`), as
-/// [`crate::print`] writes it.
-///
-/// ```
-/// use pjrt_stablehlo::ir::{attr_text, Attr};
-/// assert_eq!(attr_text(&Attr::String(b"a\"b".to_vec())), "\"a\\22b\"");
-/// ```
-pub fn attr_text(a: &Attr) -> String {
-    let mut s = String::new();
-    crate::print::attr_into(&mut s, a);
-    s
+/// Bits of a float type's encoding.
+pub(crate) fn float_width(ty: &Type) -> Option<u32> {
+    Some(match ty {
+        Type::Tf32 => 19,
+        Type::Scalar(e) => match *e {
+            ElementType::F64 => 64,
+            ElementType::F32 => 32,
+            ElementType::F16 | ElementType::BF16 => 16,
+            ElementType::F8E5M2
+            | ElementType::F8E4M3FN
+            | ElementType::F8E4M3B11FNUZ
+            | ElementType::F8E5M2FNUZ
+            | ElementType::F8E4M3FNUZ
+            | ElementType::F8E4M3
+            | ElementType::F8E3M4
+            | ElementType::F8E8M0FNU => 8,
+            ElementType::F6E2M3FN | ElementType::F6E3M2FN => 6,
+            ElementType::F4E2M1FN => 4,
+            _ => return None,
+        },
+        _ => return None,
+    })
 }

@@ -19,6 +19,7 @@
 mod bytecode;
 mod decode;
 mod error;
+mod mlir_text;
 pub mod ir;
 mod print;
 mod read;
@@ -27,7 +28,7 @@ mod vhlo;
 
 pub use bytecode::{Limits, MAX_VERSION};
 pub use error::{Error, Result};
-pub use print::{mlir_element_name, print};
+pub use print::{attr_text, mlir_element_name, print, type_text};
 pub use refine::{is_polymorphic, refine, RefineError};
 
 /// Reads MLIR bytecode (a StableHLO portable artifact, or builtin/func/stablehlo bytecode)

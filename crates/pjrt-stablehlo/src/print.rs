@@ -3,8 +3,9 @@
 
 use std::fmt::Write;
 
-use crate::decode::int_width;
+use crate::ir::int_width;
 use crate::ir::{Attr, Block, Dim, ElementType, Module, Op, Region, TensorType, Type};
+use crate::mlir_text::{is_bare, quote_symbol, string_into};
 
 /// The MLIR spelling of a scalar type PJRT has (`f32`, `i1`, `ui8`, `complex<f32>`).
 ///
@@ -41,38 +42,6 @@ struct Printer<'m> {
     /// a name, and values in isolated regions are numbered from 0 again in bytecode.
     types: Vec<Option<(&'m Type, u32)>>,
     next_name: u32,
-}
-
-/// `name`, or `"name"` when it is not a bare identifier.
-pub(crate) fn quote_symbol(name: &str) -> String {
-    if is_bare(name) {
-        name.to_string()
-    } else {
-        let mut s = String::new();
-        string_into(&mut s, name.as_bytes());
-        s
-    }
-}
-
-fn is_bare(name: &str) -> bool {
-    let mut b = name.bytes();
-    matches!(b.next(), Some(c) if c.is_ascii_alphabetic() || c == b'_')
-        && b.all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'$' | b'.'))
-}
-
-pub(crate) fn string_into(out: &mut String, s: &[u8]) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    out.push('"');
-    for &c in s {
-        if c == b'"' || c == b'\\' || !(0x20..0x7f).contains(&c) {
-            out.push('\\');
-            out.push(HEX[(c >> 4) as usize] as char);
-            out.push(HEX[(c & 15) as usize] as char);
-        } else {
-            out.push(c as char);
-        }
-    }
-    out.push('"');
 }
 
 /// An f64 as an MLIR float literal (digits, a `.`, an exponent).
@@ -377,7 +346,7 @@ pub(crate) fn attr_into(out: &mut String, a: &Attr) {
             type_into(out, ty);
         }
         Attr::Float { bits, ty } => {
-            let digits = crate::decode::float_width(ty).map_or(16, |w| (w as usize).div_ceil(4));
+            let digits = crate::ir::float_width(ty).map_or(16, |w| (w as usize).div_ceil(4));
             let _ = write!(out, "0x{:0digits$X} : ", bits);
             type_into(out, ty);
         }
@@ -597,4 +566,31 @@ impl<'m> Printer<'m> {
             self.op(op, depth);
         }
     }
+}
+
+/// A type's MLIR text (`tensor<2x?xf32>`), as [`crate::print()`] writes it.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{ElementType, Type};
+/// use pjrt_stablehlo::type_text;
+/// assert_eq!(type_text(&Type::Tuple(vec![Type::Scalar(ElementType::PRED), Type::Index])), "tuple<i1, index>");
+/// ```
+pub fn type_text(t: &Type) -> String {
+    let mut s = String::new();
+    type_into(&mut s, t);
+    s
+}
+
+/// An attribute's MLIR text (`array<i64: 1, 2>`, `#stablehlo<precision HIGH>`), as
+/// [`crate::print()`] writes it.
+///
+/// ```
+/// use pjrt_stablehlo::attr_text;
+/// use pjrt_stablehlo::ir::Attr;
+/// assert_eq!(attr_text(&Attr::String(b"a\"b".to_vec())), "\"a\\22b\"");
+/// ```
+pub fn attr_text(a: &Attr) -> String {
+    let mut s = String::new();
+    attr_into(&mut s, a);
+    s
 }

@@ -45,7 +45,7 @@ fn set(attrs: &mut Attrs, name: &str, value: Attr) {
 /// The elements of an integer dense attribute, as i64 (a splat repeated).
 fn dense_ints(a: &Attr) -> Option<Vec<i64>> {
     let Attr::Dense { ty: Type::Tensor(t), data } = a else { return None };
-    let (width, signed) = crate::decode::int_width(&t.element)?;
+    let (width, signed) = crate::ir::int_width(&t.element)?;
     let per = if width == 64 { 8 } else { (width as usize).div_ceil(8) };
     let mut count = 1usize;
     for d in &t.dims {

@@ -242,6 +242,7 @@ fn a_newer_serialization_version_is_refused_naming_it_and_its_writer() {
             &e,
             pjrt_formats::Error::JaxExport(pjrt_formats::jax_export::JaxExportError::Version {
                 version: 13,
+                newest: 12,
                 written_by: Some(w),
             }) if w == "0.12.0.1"
         ),

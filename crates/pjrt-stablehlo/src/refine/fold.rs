@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use crate::decode::int_width;
+use crate::ir::int_width;
 use crate::ir::{Attr, Dim, ElementType, Op, TensorType, Type};
 
 /// The most elements a folded constant has.

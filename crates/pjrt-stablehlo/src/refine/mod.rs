@@ -57,7 +57,8 @@ impl Type {
     /// A static ranked tensor type.
     ///
     /// ```
-    /// use pjrt_stablehlo::ir::{type_text, ElementType, Type};
+    /// use pjrt_stablehlo::ir::{ElementType, Type};
+    /// use pjrt_stablehlo::type_text;
     /// assert_eq!(type_text(&Type::tensor(ElementType::F32, &[2, 3])), "tensor<2x3xf32>");
     /// ```
     pub fn tensor(element: crate::ir::ElementType, dims: &[u64]) -> Type {
@@ -330,7 +331,7 @@ impl<'m> Refiner<'m> {
         is_main: bool,
     ) -> Result<(String, Vec<Rc<Info>>), RefineError> {
         let key: SpecKey =
-            (name.to_string(), args.iter().map(|a| (crate::ir::type_text(&a.ty), a.konst.clone())).collect());
+            (name.to_string(), args.iter().map(|a| (crate::print::type_text(&a.ty), a.konst.clone())).collect());
         if let Some((new_name, results)) = self.done.get(&key) {
             return Ok((new_name.clone(), results.clone()));
         }
@@ -423,7 +424,7 @@ impl<'m> Refiner<'m> {
         let mut cx = FnCx { name: name.to_string(), env: HashMap::new() };
         for (i, (param, given)) in block.args.iter().zip(args).enumerate() {
             if !fits(&param.ty, &given.ty) {
-                let (expected, given) = (crate::ir::type_text(&param.ty), crate::ir::type_text(&given.ty));
+                let (expected, given) = (crate::print::type_text(&param.ty), crate::print::type_text(&given.ty));
                 if is_main {
                     return Err(RefineError::Argument { index: i, expected, given });
                 }
@@ -705,15 +706,15 @@ fn finish(
     }
     for (r, t) in op.results.iter().zip(&types) {
         if !shapes::is_static(t) {
-            return Err(err(op, format!("its result {} stays dynamic", crate::ir::type_text(t))));
+            return Err(err(op, format!("its result {} stays dynamic", crate::print::type_text(t))));
         }
         if shapes::is_static(&r.ty) && r.ty != *t && !matches!(r.ty, Type::Tuple(_)) {
             return Err(err(
                 op,
                 format!(
                     "it declares the result {} but its operands give {}",
-                    crate::ir::type_text(&r.ty),
-                    crate::ir::type_text(t)
+                    crate::print::type_text(&r.ty),
+                    crate::print::type_text(t)
                 ),
             ));
         }

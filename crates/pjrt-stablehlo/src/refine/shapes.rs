@@ -18,7 +18,7 @@ pub(crate) fn static_dims(t: &Type) -> Result<Vec<u64>, String> {
             })
             .collect(),
         Type::Token | Type::Tuple(_) => Ok(Vec::new()),
-        other => Err(format!("an operand of type {} is not a ranked tensor", crate::ir::type_text(other))),
+        other => Err(format!("an operand of type {} is not a ranked tensor", crate::print::type_text(other))),
     }
 }
 

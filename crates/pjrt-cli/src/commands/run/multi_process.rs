@@ -7,51 +7,13 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use clap::Args;
 use pjrt_client::{Client, ClientOptions, KeyValueStore, KvError, Plugin};
 use pjrt_etcd::{EtcdStore, TlsConfig};
 use pjrt_formats::Error;
 
+use crate::cli::MultiProcessArgs;
 use crate::plugins::plugin_is_cpu;
 use crate::ui::invalid;
-
-/// The multi-process options of `pjrt run`.
-#[derive(Args, Debug, Clone, Default)]
-pub struct MultiProcessArgs {
-    /// Run as one process of a multi-process job that meets through etcd:
-    /// etcd+https://HOST:PORT[,HOST:PORT...] (the members' client URLs; etcd+http:// for plain
-    /// HTTP on a trusted network). Needs --job-id and --process.
-    #[arg(long, value_name = "etcd+https://HOST:PORT[,...]", requires_all = ["job_id", "process"])]
-    pub kv_store: Option<String>,
-    /// The job's id: its keys live under jobs/ID/ (every process of the job gives the same id).
-    #[arg(long, value_name = "ID", requires = "kv_store")]
-    pub job_id: Option<String>,
-    /// This process's index and the job's process count, as I/N (0 <= I < N).
-    #[arg(long, value_name = "I/N", requires = "kv_store")]
-    pub process: Option<String>,
-    /// The CA bundle (PEM) that signs the etcd members' certificates [env: PJRT_ETCD_CA].
-    #[arg(long, value_name = "FILE")]
-    pub etcd_ca: Option<PathBuf>,
-    /// This process's client certificate (PEM), for mutual TLS [env: PJRT_ETCD_CERT].
-    #[arg(long, value_name = "FILE")]
-    pub etcd_cert: Option<PathBuf>,
-    /// The client certificate's private key (PEM) [env: PJRT_ETCD_KEY].
-    #[arg(long, value_name = "FILE")]
-    pub etcd_key: Option<PathBuf>,
-    /// The etcd user [env: PJRT_ETCD_USER]; its password comes from PJRT_ETCD_PASSWORD or the
-    /// file of --etcd-password-file / PJRT_ETCD_PASSWORD_FILE.
-    #[arg(long, value_name = "NAME")]
-    pub etcd_user: Option<String>,
-    /// A file holding the etcd user's password (one line) [env: PJRT_ETCD_PASSWORD_FILE].
-    #[arg(long, value_name = "FILE")]
-    pub etcd_password_file: Option<PathBuf>,
-    /// How long this process's keys outlive it, in seconds (a lease renewed while it runs).
-    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
-    pub kv_lease_ttl: u64,
-    /// How long to wait for the other processes (the rendezvous), in seconds.
-    #[arg(long, value_name = "SECONDS", default_value_t = 300)]
-    pub kv_timeout: u64,
-}
 
 /// One process of a job: its store and place.
 pub struct Job {

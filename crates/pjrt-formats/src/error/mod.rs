@@ -2,6 +2,12 @@
 
 use std::path::PathBuf;
 
+mod artifact;
+mod jax_export;
+
+pub use artifact::ArtifactError;
+pub use jax_export::JaxExportError;
+
 use crate::npy::NpyError;
 use crate::safetensors::SafetensorsError;
 
@@ -29,10 +35,10 @@ pub enum Error {
     Safetensors(#[from] SafetensorsError),
     /// An AOT artifact (`pjrt compile`'s file) is malformed.
     #[error(transparent)]
-    Artifact(#[from] crate::artifact::ArtifactError),
+    Artifact(#[from] ArtifactError),
     /// A `jax.export` artifact is malformed, or of a serialization version this reader does not know.
     #[error(transparent)]
-    JaxExport(#[from] crate::jax_export::JaxExportError),
+    JaxExport(#[from] JaxExportError),
     /// There is no default compile cache folder: no `PJRT_CACHE_DIR`, `XDG_CACHE_HOME` or
     /// home folder ([`crate::compile_cache::CompileCache::default_dir`]).
     #[error(
