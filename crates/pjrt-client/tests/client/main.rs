@@ -34,6 +34,7 @@ mod ffi_handlers;
 mod gpu_targets;
 mod fault_injection;
 mod gpu_options;
+mod house;
 mod host_callbacks;
 mod host_copy;
 mod hostile_input;
