@@ -1,8 +1,6 @@
 //! The CLI's own error: what a `pjrt` command can fail with. The libraries' errors are wrapped
 //! unchanged (their messages already say what to do); `ui::report_error` adds the hints.
 
-use std::path::PathBuf;
-
 /// An error of a `pjrt` command.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -13,19 +11,6 @@ pub enum Error {
     /// Reading or writing a file format (`.npy`, `.mlir`, artifacts, ...) failed.
     #[error(transparent)]
     Formats(#[from] pjrt_formats::Error),
-    /// A file or directory the command needed could not be read or written.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file or directory.
-        path: PathBuf,
-        /// What the operating system said.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The arguments do not make sense together (clap checks each one alone); the message says
-    /// which to change.
-    #[error("{0}")]
-    Usage(String),
 }
 
 /// The result of a `pjrt` command.

@@ -150,9 +150,7 @@ pub fn hint(error: &CliError) -> Option<String> {
     };
     let client = match error {
         CliError::Client(c) | CliError::Formats(Error::Client(c)) => c,
-        CliError::Formats(Error::Npy(NpyError::Io { source, .. })) | CliError::Io { source, .. } => {
-            return io_hint(source)
-        }
+        CliError::Formats(Error::Npy(NpyError::Io { source, .. })) => return io_hint(source),
         CliError::Formats(Error::Npy(_)) => {
             return Some(
                 "inputs must be NumPy .npy files (numpy.save); check that the file is one and is complete".into(),
