@@ -6,9 +6,9 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use crate::error::Error;
 use clap::{ArgAction, Args, Parser, Subcommand};
 use pjrt_client::CompileOptions;
-use pjrt_formats::Error;
 
 use crate::ui::invalid;
 

@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::time::Instant;
 
+use crate::error::Error;
 use pjrt_client::{Client, CompileOptions, LoadedExecutable, ModuleCounts, Program};
 use pjrt_formats::artifact::{self, Artifact};
 use pjrt_formats::compile_cache::{CacheOutcome, CompileCache};
-use pjrt_formats::Error;
 
 use crate::cli::XlaSettings;
 use crate::ui::invalid;
@@ -196,11 +196,15 @@ const CACHED_CPU_EXECUTABLE_NOTE: &str =
 /// `error` with the program's file named where the plugin's compiler wrote `-` (it parses the
 /// program from memory, so its diagnostics read `-:3:10: error: ...`).
 pub fn name_program_file(error: Error, file: &Path) -> Error {
-    match error {
-        Error::Client(pjrt_client::Error::Pjrt { function, code, message, payloads }) => {
+    let named = |e: pjrt_client::Error| match e {
+        pjrt_client::Error::Pjrt { function, code, message, payloads } => {
             let message = replace_stdin_locations(&message, &file.display().to_string());
-            Error::Client(pjrt_client::Error::Pjrt { function, code, message, payloads })
+            pjrt_client::Error::Pjrt { function, code, message, payloads }
         }
+        other => other,
+    };
+    match error {
+        Error::Client(e) | Error::Formats(pjrt_formats::Error::Client(e)) => Error::Client(named(e)),
         other => other,
     }
 }

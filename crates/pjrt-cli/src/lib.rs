@@ -24,8 +24,8 @@
 //! - `src/plugins.rs`: the plugin `--plugin` names, and a client with enough devices on it.
 //! - `src/compiling.rs`: the compile step of `run` and `compile` (options from the flags,
 //!   the compile cache, artifacts); `cache` opens the same cache.
-//! - `src/error.rs`: the CLI's own [`error::Error`] (the libraries' errors, wrapped as they
-//!   are); `ui` reports it.
+//! - `src/error.rs`: the CLI's own [`error::Error`], which every command returns (the libraries'
+//!   errors wrapped as they are, and its usage errors); `ui` reports it.
 //! - `src/ui.rs`: the terminal: log levels, `-v` span lines, progress, invalid-argument errors,
 //!   and how errors are reported, with hints.
 //! - `src/stderr_watch.rs`: fd 2 watched during a plugin call (forwarded unchanged), to learn

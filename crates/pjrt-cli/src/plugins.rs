@@ -1,8 +1,8 @@
 //! The plugin a command runs on: found from `--plugin` (installing the default CPU plugin when
 //! nothing is found at all), and a client on it with as many devices as the program needs.
 
+use crate::error::Error;
 use pjrt_client::{Client, ClientOptions, Plugin};
-use pjrt_formats::Error;
 
 use crate::cli::PluginArg;
 use crate::ui;

@@ -116,9 +116,10 @@ pub fn log_line(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
-/// An invalid-argument error (what most mistakes on the command line are).
-pub(crate) fn invalid(message: impl Into<String>) -> Error {
-    pjrt_client::Error::InvalidArgument(message.into()).into()
+/// A usage error: what most mistakes on the command line are (arguments that do not fit
+/// together, or do not fit the program or the files they name).
+pub(crate) fn invalid(message: impl Into<String>) -> CliError {
+    CliError::Usage(message.into())
 }
 
 /// Prints `error` on stderr the way `pjrt` reports failures: the message, its causes, then a
@@ -148,6 +149,9 @@ pub fn hint(error: &CliError) -> Option<String> {
         std::io::ErrorKind::PermissionDenied => Some("check the file's permissions".into()),
         _ => None,
     };
+    if let Some(hint) = error.invalid_argument().and_then(input_hint) {
+        return Some(hint);
+    }
     let client = match error {
         CliError::Client(c) | CliError::Formats(Error::Client(c)) => c,
         CliError::Formats(Error::Npy(NpyError::Io { source, .. })) => return io_hint(source),
@@ -177,14 +181,22 @@ pub fn hint(error: &CliError) -> Option<String> {
              plugin (API 0.115)"
                 .into(),
         ),
-        ClientError::InvalidArgument(m) if m.contains("but the parameter is") => Some(
+        _ => None,
+    }
+}
+
+/// The next step for an input that does not fit its parameter (a library's invalid argument,
+/// or ours naming the `--input`).
+fn input_hint(message: &str) -> Option<String> {
+    if message.contains("but the parameter is") {
+        Some(
             "save the input with the parameter's dtype, e.g. numpy.save(path, array.astype(numpy.float32)) for f32"
                 .into(),
-        ),
-        ClientError::InvalidArgument(m) if m.contains("but the program's parameter") => {
-            Some("--input takes the arrays in parameter order; check the order and each array's shape".into())
-        }
-        _ => None,
+        )
+    } else if message.contains("but the program's parameter") {
+        Some("--input takes the arrays in parameter order; check the order and each array's shape".into())
+    } else {
+        None
     }
 }
 
@@ -478,8 +490,8 @@ mod tests {
             plugin_minor: 106,
         });
         assert!(hint(&unsupported).unwrap().contains("pjrt plugin install cpu"));
-        assert!(hint(&invalid("x").into()).is_none());
+        assert!(hint(&invalid("x")).is_none());
         let dtype = invalid("input 0 (i.npy): the array is int32 (s32), but the parameter is f32");
-        assert!(hint(&dtype.into()).unwrap().contains("astype"));
+        assert!(hint(&dtype).unwrap().contains("astype"));
     }
 }

@@ -1,7 +1,7 @@
 //! `pjrt cache info|clear`: the compile cache `pjrt run` uses (`$PJRT_CACHE_DIR`, else
 //! `$XDG_CACHE_HOME/pjrt-client/compile` or `~/.cache/pjrt-client/compile`).
 
-use pjrt_formats::Error;
+use crate::error::Error;
 use serde_json::json;
 
 use crate::cli::CacheCommand;

@@ -4,12 +4,12 @@
 
 use std::time::Instant;
 
+use crate::error::Error;
 use pjrt_client::{
     Client, ClientOptions, ElementType, ErrorCode, GpuTarget, GpuTopologyShape, ModuleCounts, Plugin, Program, Topology,
 };
 use pjrt_formats::artifact::{Artifact, PluginIdentity, Target};
 use pjrt_formats::jax_export::{InputShape, JaxExport};
-use pjrt_formats::Error;
 use serde_json::json;
 
 use crate::cli::CompileArgs;
@@ -92,7 +92,8 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
             let executable = client
                 .compile(&program, &options)
                 .map_err(|e| crate::compiling::name_program_file(e.into(), &args.program))?;
-            Artifact::from_loaded(&client, &executable, &program, &options).map_err(|e| cannot_serialize(plugin, e))?
+            Artifact::from_loaded(&client, &executable, &program, &options)
+                .map_err(|e| cannot_serialize(plugin, e.into()))?
         }
         Some(name) => compile_for_topology(plugin, name, &program, replicas, partitions, devices, counts, args)?,
     };
@@ -240,7 +241,7 @@ fn compile_for_topology(
                 "the {id} cannot compile against a topology without devices ({e}); compile without --topology, on a \
              machine that has the devices, or use a newer plugin"
             )),
-            _ => e,
+            _ => e.into(),
         }
     })
 }
@@ -297,11 +298,11 @@ fn compile_for_gpu(
 }
 
 fn cannot_serialize(plugin: &Plugin, e: Error) -> Error {
-    match e {
-        Error::Client(pjrt_client::Error::Pjrt { .. } | pjrt_client::Error::Unsupported { .. }) => invalid(format!(
+    match e.client() {
+        Some(pjrt_client::Error::Pjrt { .. } | pjrt_client::Error::Unsupported { .. }) => invalid(format!(
             "the plugin {} cannot serialize executables, so it cannot write artifacts: {e}",
             plugin.path().display()
         )),
-        other => other,
+        _ => e,
     }
 }

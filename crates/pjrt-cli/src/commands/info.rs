@@ -1,7 +1,7 @@
 //! `pjrt info`: a plugin's API version, attributes, devices and memories, as text or JSON.
 
+use crate::error::Error;
 use pjrt_client::{Client, ClientOptions, ErrorCode, GpuTarget, Value};
-use pjrt_formats::Error;
 use serde_json::{json, Value as Json};
 
 use crate::cli::PluginArg;

@@ -2,8 +2,8 @@
 //! algebra kernels) from PyPI into the plugin cache, and lists
 //! every plugin found with its path, platform and API version.
 
+use crate::error::Error;
 use pjrt_client::Plugin;
-use pjrt_formats::Error;
 use pjrt_plugins::Source;
 use serde_json::{json, Value as Json};
 

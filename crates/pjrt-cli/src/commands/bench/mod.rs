@@ -178,7 +178,7 @@ fn check_bytes(bytes: usize) -> Result<i64, Error> {
 
 /// `pjrt bench`: runs the benchmark `args` names on the plugin `--plugin` names and prints its
 /// report (text, or JSON with `--json`).
-pub fn exec(args: &BenchArgs) -> Result<(), pjrt_formats::Error> {
+pub fn exec(args: &BenchArgs) -> Result<(), crate::error::Error> {
     if args.plot.is_some()
         && !matches!(args.what, BenchWhat::Dispatch { .. } | BenchWhat::D2h { .. } | BenchWhat::Run(_))
     {

@@ -8,9 +8,9 @@
 use std::collections::VecDeque;
 use std::time::Instant;
 
+use crate::error::Error;
 use pjrt_client::sys::{self, Args as _};
 use pjrt_client::{Buffer, Client, ClientOptions, DownloadOptions, ExecuteOptions, LoadedExecutable, Placement};
-use pjrt_formats::Error;
 use serde_json::{json, Value as Json};
 
 use super::samples::Samples;

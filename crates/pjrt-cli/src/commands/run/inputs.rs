@@ -17,7 +17,9 @@ use pjrt_formats::jax_export::{InputShape, JaxExport};
 use pjrt_formats::npy::{MappedNpy, NpyArray};
 use pjrt_formats::npz::{Npz, NpzArray};
 use pjrt_formats::safetensors::{SafeTensors, TensorView};
-use pjrt_formats::{ClientExt, Error};
+use pjrt_formats::ClientExt;
+
+use crate::error::Error;
 
 use crate::ui::invalid;
 
@@ -340,12 +342,14 @@ impl Inputs {
         let arrays = self
             .items
             .into_iter()
-            .map(|input| match input {
-                Input::Host(array) => Ok(array),
-                Input::Array(array) => NpyArray::from_host_array(&array),
-                Input::Npy(file) => Ok(file.to_array()),
-                Input::Tensor { file, name } => tensor_array(&file, &name, files.tensor(&file, &name)?),
-                Input::NpzMember { file, name } => Ok(files.npz_array(&file, &name)?.to_array()),
+            .map(|input| -> Result<NpyArray, Error> {
+                Ok(match input {
+                    Input::Host(array) => array,
+                    Input::Array(array) => NpyArray::from_host_array(&array)?,
+                    Input::Npy(file) => file.to_array(),
+                    Input::Tensor { file, name } => tensor_array(&file, &name, files.tensor(&file, &name)?)?,
+                    Input::NpzMember { file, name } => files.npz_array(&file, &name)?.to_array(),
+                })
             })
             .collect::<Result<_, Error>>()?;
         Ok((arrays, self.labels))
@@ -363,17 +367,19 @@ impl Inputs {
         wanted: Option<ElementType>,
         placement: Placement<'_>,
     ) -> Result<Buffer, Error> {
-        match &self.items[index] {
-            Input::Host(array) => client.upload_npy(array, wanted, placement),
-            Input::Array(array) => Ok(client.upload_with(array, &UploadOptions::new().placement(placement))?),
-            Input::Npy(file) => client.upload_mapped_npy(file, wanted, placement),
+        Ok(match &self.items[index] {
+            Input::Host(array) => client.upload_npy(array, wanted, placement)?,
+            Input::Array(array) => client.upload_with(array, &UploadOptions::new().placement(placement))?,
+            Input::Npy(file) => client.upload_mapped_npy(file, wanted, placement)?,
             Input::NpzMember { file, name } => match self.files.npz_array(file, name)? {
-                NpzArray::Mapped(mapped) => client.upload_mapped_npy(mapped, wanted, placement),
-                NpzArray::Loaded(array) => client.upload_npy(array, wanted, placement),
-                _ => Err(invalid(format!(
-                    "{}:{name}: an .npz array of a kind this command does not know",
-                    file.display()
-                ))),
+                NpzArray::Mapped(mapped) => client.upload_mapped_npy(mapped, wanted, placement)?,
+                NpzArray::Loaded(array) => client.upload_npy(array, wanted, placement)?,
+                _ => {
+                    return Err(invalid(format!(
+                        "{}:{name}: an .npz array of a kind this command does not know",
+                        file.display()
+                    )))
+                }
             },
             Input::Tensor { file, name } => {
                 let view = self.files.tensor(file, name)?;
@@ -381,7 +387,7 @@ impl Inputs {
                     Some(ElementType::BF16) if view.dtype() == ElementType::U16 => ElementType::BF16,
                     // Widened sub-byte values: the .npy rules check them (a copy, but a small one).
                     Some(w) if w.is_sub_byte() && matches!(view.dtype(), ElementType::S8 | ElementType::U8) => {
-                        return client.upload_npy(&tensor_array(file, name, view)?, wanted, placement);
+                        return Ok(client.upload_npy(&tensor_array(file, name, view)?, wanted, placement)?);
                     }
                     Some(w) if w != view.dtype() => {
                         return Err(invalid(format!("the tensor is {}, but the parameter is {w}", view.dtype())))
@@ -390,9 +396,9 @@ impl Inputs {
                 };
                 // Straight from the file's bytes, in place where aligned; the upload does not wait
                 // for a copy, so the next input's starts meanwhile (executions wait for all).
-                client.upload_tensor(self.files.file(file)?, name, Some(element_type), placement)
+                client.upload_tensor(self.files.file(file)?, name, Some(element_type), placement)?
             }
-        }
+        })
     }
 }
 
@@ -464,10 +470,10 @@ impl Inputs {
 }
 
 /// Names the input an aval check failed for.
-fn in_input(e: Error, label: &str) -> Error {
+fn in_input(e: pjrt_formats::Error, label: &str) -> Error {
     match e.invalid_argument() {
         Some(m) => invalid(format!("{m} (--input {label})")),
-        None => e,
+        None => e.into(),
     }
 }
 

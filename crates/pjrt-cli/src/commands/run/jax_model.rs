@@ -7,10 +7,10 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::Error;
 use pjrt_client::{ExecuteOptions, HostArray, Program};
 use pjrt_formats::jax_export::{InputShape, JaxExport};
 use pjrt_formats::npy::NpyArray;
-use pjrt_formats::Error;
 use serde_json::{json, Value};
 
 use super::inputs::gather_inputs;
@@ -51,7 +51,7 @@ pub fn refined_program(model: &JaxExport, shapes: &[InputShape]) -> Result<Optio
     if !model.is_polymorphic() {
         return Ok(None);
     }
-    model.program_for(shapes).map(Some)
+    Ok(model.program_for(shapes).map(Some)?)
 }
 
 /// Says on stderr which JAX wrote a model whose StableHLO the plugin does not read (the error
@@ -112,7 +112,7 @@ pub fn module_arguments(
     for (i, (array, label)) in inputs.iter().zip(labels).enumerate().take(checked) {
         model.check_npy_input(i, array).map_err(|e| match e.invalid_argument() {
             Some(m) => invalid(format!("{m} (--input {label})")),
-            None => e,
+            None => e.into(),
         })?;
     }
     let arguments = model.arrange_inputs(platform, &inputs)?;

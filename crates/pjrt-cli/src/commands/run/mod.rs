@@ -14,7 +14,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use pjrt_client::{ExecuteOptions, Placement};
-use pjrt_formats::{BufferExt as _, Error};
+use pjrt_formats::BufferExt as _;
+
+use crate::error::Error;
 use serde_json::json;
 
 use self::inputs::{gather_inputs, Inputs};
@@ -169,7 +171,7 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
                         .to_host_array(wanted(i))
                         .map_err(|e| e.context(format_args!("input {i} ({})", inputs.labels[i])))
                 })
-                .collect::<Result<Vec<_>, Error>>()?;
+                .collect::<Result<Vec<_>, pjrt_formats::Error>>()?;
             // Replicated where the input already has the (per-device) parameter shape.
             let shardings: Vec<pjrt_client::sharding::Sharding> = host
                 .iter()

@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::error::Error;
 use pjrt_client::{Client, ClientOptions, KeyValueStore, KvError, Plugin};
 use pjrt_etcd::{EtcdStore, TlsConfig};
-use pjrt_formats::Error;
 
 use crate::cli::MultiProcessArgs;
 use crate::plugins::plugin_is_cpu;

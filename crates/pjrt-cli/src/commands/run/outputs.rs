@@ -8,7 +8,9 @@ use pjrt_client::{ArrayShape, ElementType};
 use pjrt_formats::atomic_file::StagedFile;
 use pjrt_formats::npy::{Dtype, NpyArray};
 use pjrt_formats::safetensors::{self, TensorView};
-use pjrt_formats::{dtype_of, element_type_of, Error};
+use pjrt_formats::{dtype_of, element_type_of};
+
+use crate::error::Error;
 use serde_json::Value as Json;
 
 use crate::cli::OutputFormat;
