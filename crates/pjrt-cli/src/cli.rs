@@ -60,6 +60,9 @@ pub enum Command {
     /// Check what a plugin supports: one check per capability (pass, fail or unsupported).
     /// Exits non-zero only when a check fails.
     Conform(ConformArgs),
+    /// Show what a program file holds, without a plugin: a StableHLO portable artifact as MLIR
+    /// text, a jax.export model with its signature and platforms, an artifact of `pjrt compile`.
+    Inspect(InspectArgs),
 }
 
 /// Parses command-line arguments (`args[0]` is the program name) without running anything.
@@ -427,6 +430,16 @@ pub struct BenchRunArgs {
 }
 
 // `pjrt conform`
+
+/// `pjrt inspect` arguments.
+#[derive(Args)]
+pub struct InspectArgs {
+    /// The file: a `.mlirbc` portable artifact, a `.jaxexport` model or a `pjrt compile` artifact.
+    pub file: PathBuf,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
 
 /// `pjrt conform` arguments.
 #[derive(Args)]

@@ -96,5 +96,6 @@ pub fn run(cli: Cli) -> error::Result<()> {
         Command::Compile(args) => Ok(commands::compile::exec(&args)?),
         Command::Cache(command) => Ok(commands::cache::exec(&command)?),
         Command::Plugin(command) => Ok(commands::plugin::exec(&command)?),
+        Command::Inspect(args) => commands::inspect::exec(&args),
     }
 }

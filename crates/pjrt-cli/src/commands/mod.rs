@@ -8,5 +8,6 @@ pub mod cache;
 pub mod compile;
 pub mod conform;
 pub mod info;
+pub mod inspect;
 pub mod plugin;
 pub mod run;

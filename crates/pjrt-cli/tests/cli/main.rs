@@ -19,6 +19,7 @@ mod etcd_cli;
 mod ffi_cli;
 mod fixtures_cli;
 mod gpu_target_cli;
+mod inspect_cli;
 mod jax_export_cli;
 mod lapack_cli;
 mod multi_device_cli;

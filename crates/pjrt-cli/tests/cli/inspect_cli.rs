@@ -1,0 +1,74 @@
+//! `pjrt inspect`: portable artifacts, jax.export models and AOT artifacts described without a
+//! plugin; MLIR text and unknown files refused by name.
+
+use std::path::Path;
+
+use crate::common::{assert_fails, pjrt, temp_dir};
+
+fn s(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn text(args: &[&str]) -> String {
+    let out = pjrt(args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    serde_json::from_str(&text(args)).unwrap()
+}
+
+#[test]
+fn a_portable_artifact_prints_as_text_with_its_signature_and_producer() {
+    let out = text(&["inspect", "tests/data/formats/tanh_mul.portable-1.0.0.mlirbc"]);
+    assert!(out.starts_with("producer: StableHLO_v1.0.0\n"), "{out}");
+    assert!(out.contains("function @main: (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>"), "{out}");
+    assert!(out.contains("custom calls: none"), "{out}");
+    assert!(out.contains("\"stablehlo.tanh\"(%0)"), "{out}");
+    let j = json(&["inspect", "tests/data/formats/tanh_mul.portable-1.0.0.mlirbc", "--json"]);
+    assert_eq!(j["kind"], "stablehlo");
+    assert_eq!(j["module"]["functions"][0]["name"], "main");
+}
+
+#[test]
+fn a_jax_export_shows_platforms_symbolic_dims_and_custom_calls() {
+    let lapack = json(&["inspect", "tests/data/lapack/jax-0.10.2/svd_full_wide_f32/model.jaxexport", "--json"]);
+    assert_eq!(lapack["kind"], "jax.export");
+    assert_eq!(lapack["platforms"], serde_json::json!(["cpu"]));
+    assert_eq!(lapack["inputs"], serde_json::json!(["float32[2,3,4]"]));
+    assert_eq!(lapack["module"]["custom_call_targets"], serde_json::json!(["lapack_sgesdd_ffi"]));
+    assert_eq!(lapack["module"]["producer"], "StableHLO_v1.15.0");
+    let symbolic = std::fs::read_dir(crate::common::root().join("tests/data/jax_export/symbolic/jax-0.10.2"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("model.jaxexport"))
+        .find(|p| p.is_file())
+        .expect("a symbolic export");
+    let j = json(&["inspect", s(&symbolic), "--json"]);
+    let inputs = j["inputs"].to_string();
+    assert!(inputs.chars().any(|c| c.is_ascii_lowercase() && inputs.contains(&format!("[{c}"))), "{inputs}");
+}
+
+#[test]
+fn an_aot_artifact_shows_what_it_was_compiled_for() {
+    let dir = temp_dir("inspect-artifact");
+    let artifact = dir.join("mlp.pjrt");
+    let out = pjrt(&["compile", "examples/mlp/train_step.mlir", "-o", s(&artifact)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown = text(&["inspect", s(&artifact)]);
+    assert!(shown.starts_with("pjrt artifact, compiled for the cpu plugin"), "{shown}");
+    let j = json(&["inspect", s(&artifact), "--json"]);
+    assert_eq!(j["kind"], "artifact");
+    assert_eq!(j["num_replicas"], 1);
+    assert!(j["executable_bytes"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn text_and_unknown_files_are_refused_by_name() {
+    assert_fails(&pjrt(&["inspect", "examples/mlp/train_step.mlir"]), "MLIR text is not read by `pjrt inspect` yet");
+    let dir = temp_dir("inspect-unknown");
+    let junk = dir.join("junk.bin");
+    std::fs::write(&junk, [0xff, 0x00, 0x13]).unwrap();
+    assert_fails(&pjrt(&["inspect", s(&junk)]), "not a file `pjrt inspect` knows");
+    assert_fails(&pjrt(&["inspect", "tests/data/formats/tanh_mul.mlirbc"]), "portable artifacts");
+}
