@@ -51,8 +51,10 @@ pub fn inspect(path: &Path) -> Result<Inspection, Error> {
         let (text, json) = describe_module(&module);
         return Ok(Inspection { text, json: json!({ "kind": "stablehlo", "module": json }) });
     }
-    if path.extension().is_some_and(|e| e == "jaxexport") {
-        let model = JaxExport::from_bytes(&bytes).map_err(|e| e.context(path.display()))?;
+    // By name, or by content as `pjrt run` recognises it (a jax.export artifact has no magic).
+    let parsed = JaxExport::from_bytes(&bytes);
+    if parsed.is_ok() || path.extension().is_some_and(|e| e == "jaxexport") {
+        let model = parsed.map_err(|e| e.context(path.display()))?;
         return inspect_jax_export(&model, path);
     }
     if std::str::from_utf8(&bytes).is_ok() {

@@ -39,6 +39,12 @@ fn a_jax_export_shows_platforms_symbolic_dims_and_custom_calls() {
     assert_eq!(lapack["inputs"], serde_json::json!(["float32[2,3,4]"]));
     assert_eq!(lapack["module"]["custom_call_targets"], serde_json::json!(["lapack_sgesdd_ffi"]));
     assert_eq!(lapack["module"]["producer"], "StableHLO_v1.15.0");
+    // Recognised by content too, as `pjrt run` does.
+    let dir = temp_dir("inspect-no-extension");
+    let copy = dir.join("model");
+    std::fs::copy(crate::common::root().join("tests/data/lapack/jax-0.10.2/svd_full_wide_f32/model.jaxexport"), &copy)
+        .unwrap();
+    assert_eq!(json(&["inspect", s(&copy), "--json"])["kind"], "jax.export");
     let symbolic = std::fs::read_dir(crate::common::root().join("tests/data/jax_export/symbolic/jax-0.10.2"))
         .unwrap()
         .map(|e| e.unwrap().path().join("model.jaxexport"))
