@@ -18,8 +18,8 @@ use crate::cli::InspectArgs;
 use crate::error::Error;
 use crate::ui::invalid;
 
+/// What MLIR bytecode starts with.
 const MLIR_BYTECODE_MAGIC: &[u8] = b"ML\xefR";
-const ARTIFACT_MAGIC: &[u8] = b"PJRT-AOT";
 
 /// Runs `pjrt inspect`.
 pub fn exec(args: &InspectArgs) -> Result<(), Error> {
@@ -43,7 +43,7 @@ pub struct Inspection {
 /// Reads `path` and describes it (see the module docs).
 pub fn inspect(path: &Path) -> Result<Inspection, Error> {
     let bytes = std::fs::read(path).map_err(|e| pjrt_client::Error::Io { path: path.to_path_buf(), source: e })?;
-    if bytes.starts_with(ARTIFACT_MAGIC) {
+    if pjrt_formats::artifact::is_artifact(&bytes) {
         return Ok(inspect_artifact(&Artifact::from_bytes(&bytes).map_err(|e| e.context(path.display()))?));
     }
     if bytes.starts_with(MLIR_BYTECODE_MAGIC) {
@@ -52,9 +52,8 @@ pub fn inspect(path: &Path) -> Result<Inspection, Error> {
         return Ok(Inspection { text, json: json!({ "kind": "stablehlo", "module": json }) });
     }
     // By name, or by content as `pjrt run` recognises it (a jax.export artifact has no magic).
-    let parsed = JaxExport::from_bytes(&bytes);
-    if parsed.is_ok() || path.extension().is_some_and(|e| e == "jaxexport") {
-        let model = parsed.map_err(|e| e.context(path.display()))?;
+    if path.extension().is_some_and(|e| e == "jaxexport") || JaxExport::looks_like(&bytes) {
+        let model = JaxExport::from_bytes(&bytes).map_err(|e| e.context(path.display()))?;
         return inspect_jax_export(&model, path);
     }
     if std::str::from_utf8(&bytes).is_ok() {

@@ -243,7 +243,6 @@ impl Topology {
             ("target_config".to_owned(), Value::String(target.text.clone())),
             ("topology".to_owned(), Value::String(shape.to_string())),
         ];
-        #[cfg_attr(not(feature = "plugins"), allow(unused_mut))]
         let mut topology = Topology::create(plugin, "cuda", &options).map_err(|e| match e {
             Error::Pjrt { code: ErrorCode::Unimplemented, .. } => Error::invalid(format!(
                 "the plugin {} cannot make GPU topologies ({e}); use a CUDA plugin (e.g. `cuda12`)",
@@ -251,10 +250,7 @@ impl Topology {
             )),
             other => other,
         })?;
-        #[cfg(feature = "plugins")]
-        {
-            topology.cuda_data_dir = pjrt_plugins::cuda_data_dir(plugin.path());
-        }
+        topology.cuda_data_dir = cuda_data_dir_beside(plugin.path());
         Ok(topology)
     }
 
@@ -273,4 +269,16 @@ impl Topology {
     pub fn cuda_data_dir(&self) -> Option<&Path> {
         self.cuda_data_dir.as_deref()
     }
+}
+
+/// The `ptxas` and `libdevice` folder installed beside a CUDA plugin (`pjrt_plugins` knows where
+/// the known plugins put it); without the `plugins` feature, none.
+#[cfg(feature = "plugins")]
+fn cuda_data_dir_beside(plugin: &Path) -> Option<std::path::PathBuf> {
+    pjrt_plugins::cuda_data_dir(plugin)
+}
+
+#[cfg(not(feature = "plugins"))]
+fn cuda_data_dir_beside(_plugin: &Path) -> Option<std::path::PathBuf> {
+    None
 }
