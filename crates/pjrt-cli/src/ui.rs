@@ -152,16 +152,16 @@ pub fn hint(error: &CliError) -> Option<String> {
     if let Some(hint) = error.invalid_argument().and_then(input_hint) {
         return Some(hint);
     }
-    let client = match error {
-        CliError::Client(c) | CliError::Formats(Error::Client(c)) => c,
+    match error {
         CliError::Formats(Error::Npy(NpyError::Io { source, .. })) => return io_hint(source),
         CliError::Formats(Error::Npy(_)) => {
             return Some(
                 "inputs must be NumPy .npy files (numpy.save); check that the file is one and is complete".into(),
             )
         }
-        _ => return None,
-    };
+        _ => {}
+    }
+    let client = error.client()?;
     match client {
         ClientError::Io { source, .. } | ClientError::Plugins(PluginsError::Io { source, .. }) => io_hint(source),
         ClientError::Load { .. } | ClientError::Plugins(PluginsError::NotFound { .. })
