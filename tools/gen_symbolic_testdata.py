@@ -9,6 +9,7 @@ deserialize round trip) at a few concrete shapes, and at shapes that break a
 constraint or a shared dimension, where JAX refuses.  For JAX 0.10.2 it writes
 
     tests/data/jax_export/symbolic/jax-0.10.2/<case>/model.jaxexport   (exp.serialize())
+    tests/data/jax_export/symbolic/jax-0.10.2/<case>/program.mlir      (exp.mlir_module(), JAX's text)
     tests/data/jax_export/symbolic/jax-0.10.2/<case>/ok<k>/in<i>.npy   (inputs in the order of in_avals)
     tests/data/jax_export/symbolic/jax-0.10.2/<case>/ok<k>/out<j>.npy  (JAX's results, order of out_avals)
     tests/data/jax_export/symbolic/jax-0.10.2/<case>/bad<k>/in<i>.npy  (inputs JAX refuses)
@@ -18,9 +19,8 @@ The manifest gives, per case, the symbolic shape of every argument (the strings
 given to ``symbolic_shape``), the constraints, the concrete dims of each "ok"
 and "bad" set, the dtypes of inputs and outputs (float32 unless said), the
 tolerances, and for each bad set the exception JAX raised (``str(e)`` and the
-type's name).  For debugging, each module's MLIR text goes to
-``target/symbolic-mlir/<case>.mlir`` (not committed) and the script prints, per
-case, the operations and custom-call targets the module uses.
+type's name).  The script prints, per case, the operations and custom-call
+targets the module uses.
 
 The script runs itself again in ``target/jax-venv-0.10.2`` (tools/jax_venv.py;
 made on first use).  Rerun from the repository root with any python3:
@@ -69,7 +69,6 @@ from jax import export, lax  # noqa: E402
 jax.config.update("jax_hlo_source_file_canonicalization_regex", r".*/")
 
 ROOT = os.path.join(REPO, "tests", "data", "jax_export", "symbolic", f"jax-{JAX_VERSION}")
-MLIR_DIR = os.path.join(REPO, "target", "symbolic-mlir")
 GENERATOR = "tools/gen_symbolic_testdata.py"
 
 F32 = "float32"
@@ -394,8 +393,9 @@ def write_case(case, rng):
     serialized = exp.serialize()
     with open(os.path.join(out_dir, "model.jaxexport"), "wb") as f:
         f.write(serialized)
+    # JAX's own MLIR text of the module (what `pjrt run program.mlir` refines, issue 33).
     text = exp.mlir_module()
-    with open(os.path.join(MLIR_DIR, f"{name}.mlir"), "w") as f:
+    with open(os.path.join(out_dir, "program.mlir"), "w") as f:
         f.write(text)
     # The answers are the artifact's (JAX's own deserializer, then call); the exported object
     # must agree with them.
@@ -460,7 +460,6 @@ def main():
             kept = {c["name"]: c for c in json.load(f)["cases"]}
         unknown = only - {c["name"] for c in cases()}
         assert not unknown, f"--only: no case {sorted(unknown)}"
-    os.makedirs(MLIR_DIR, exist_ok=True)
     manifest = {"jax": jax.__version__, "jaxlib": jax.lib.__version__, "generator": GENERATOR,
                 "python": ".".join(map(str, sys.version_info[:3])),
                 "notes": "error/error_type: what exp.call raises on the bad inputs, exp being the Exported that "
