@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """One small jax.export per family of ops JAX emits, for pjrt-stablehlo's round-trip test.
 
-Writes tests/data/stablehlo_ops/jax-<version>/<name>.jaxexport (no inputs: the test makes
+Writes tests/data/stablehlo_ops/jax-<version>/<name>.jaxexport, and JAX's MLIR text of the same
+module beside it as <name>.mlir (for the text parser's tests). No inputs: the test makes
 deterministic inputs from the avals, runs the bytecode and the printed text on both CPU plugins
 and compares the results bit for bit). Sharded cases (Shardy: sdy.mesh, sdy.sharding,
 sharding constraints, shard_map's manual computation and collectives) are exported for 4 CPU
@@ -164,17 +165,21 @@ def sharded_cases():
     return c
 
 
+def write(out, name, exp):
+    open(os.path.join(out, f"{name}.jaxexport"), "wb").write(exp.serialize())
+    open(os.path.join(out, f"{name}.mlir"), "w").write(exp.mlir_module())
+    print(name, len(exp.mlir_module_serialized))
+
+
 def main():
     out = os.path.join(REPO, "tests", "data", "stablehlo_ops", f"jax-{jax.__version__}")
     os.makedirs(out, exist_ok=True)
     for name, (fun, args) in cases().items():
         exp = export.export(jax.jit(fun))(*args)
-        open(os.path.join(out, f"{name}.jaxexport"), "wb").write(exp.serialize())
-        print(name, len(exp.mlir_module_serialized))
+        write(out, name, exp)
     for name, (fun, args, in_sh, out_sh) in sharded_cases().items():
         exp = export.export(jax.jit(fun, in_shardings=in_sh, out_shardings=out_sh))(*args)
-        open(os.path.join(out, f"{name}.jaxexport"), "wb").write(exp.serialize())
-        print(name, len(exp.mlir_module_serialized))
+        write(out, name, exp)
 
 
 if __name__ == "__main__":
