@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::bytecode::{Container, Cursor, Entry, Limits};
 use crate::error::{Error, Result};
 use crate::ir::{float_width, int_width, Attr, Dim, ElementType, EnumAttr, Location, QuantizedType, TensorType, Type};
+use crate::names;
 
 /// A decoded attribute entry: an attribute or a location (both live in MLIR's attribute table).
 #[derive(Debug, Clone, PartialEq)]
@@ -456,8 +457,8 @@ impl<'a> Decoder<'a> {
                 1 => Attr::Bool(true),
                 v => return Err(Error::malformed(at, format!("boolean value {v}"))),
             },
-            3 => Self::vhlo_enum(c, "comparison_direction", &["EQ", "NE", "GE", "GT", "LE", "LT"], 0)?,
-            4 => Self::vhlo_enum(c, "comparison_type", &["NOTYPE", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"], 0)?,
+            3 => Self::vhlo_enum(c, "comparison_direction", names::COMPARISON_DIRECTION, 0)?,
+            4 => Self::vhlo_enum(c, "comparison_type", names::COMPARISON_TYPE, 0)?,
             5 => {
                 // StableHLO spells custom_call's api_version as an i32.
                 let v = c.varint()?;
@@ -479,7 +480,7 @@ impl<'a> Decoder<'a> {
                 }
                 Attr::Dict(v)
             }
-            7 => Self::vhlo_enum(c, "fft_type", &["FFT", "IFFT", "RFFT", "IRFFT"], 0)?,
+            7 => Self::vhlo_enum(c, "fft_type", names::FFT_TYPE, 0)?,
             8 => {
                 let ty = self.type_ref(c)?;
                 Self::float_value(c, &ty)?
@@ -501,22 +502,22 @@ impl<'a> Decoder<'a> {
                     ],
                 }
             }
-            11 => Self::vhlo_enum(c, "precision", &["DEFAULT", "HIGH", "HIGHEST"], 0)?,
-            12 => Self::vhlo_enum(c, "rng_algorithm", &["DEFAULT", "THREE_FRY", "PHILOX"], 0)?,
-            13 => Self::vhlo_enum(c, "rng_distribution", &["UNIFORM", "NORMAL"], 1)?,
+            11 => Self::vhlo_enum(c, "precision", names::PRECISION, 0)?,
+            12 => Self::vhlo_enum(c, "rng_algorithm", names::RNG_ALGORITHM, 0)?,
+            13 => Self::vhlo_enum(c, "rng_distribution", names::RNG_DISTRIBUTION, 1)?,
             14 => Attr::String(self.c.string(c)?.to_vec()),
             15 => {
                 let ty = self.type_ref(c)?;
                 let data = Self::blob(c)?;
                 dense(at, ty, data)?
             }
-            16 => Self::vhlo_enum(c, "transpose", &["TRANSPOSE_INVALID", "NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"], 0)?,
+            16 => Self::vhlo_enum(c, "transpose", names::TRANSPOSE, 0)?,
             17 => Attr::Type(self.type_ref(c)?),
             18 => {
                 let b = Self::svarints(c)?;
                 Attr::Bounds(b.into_iter().map(|x| if x == i64::MIN { None } else { Some(x) }).collect())
             }
-            19 => Self::vhlo_enum(c, "result_accuracy_mode", &["DEFAULT", "HIGHEST", "TOLERANCE"], 0)?,
+            19 => Self::vhlo_enum(c, "result_accuracy_mode", names::RESULT_ACCURACY_MODE, 0)?,
             20 => {
                 let f64t = Type::Scalar(ElementType::F64);
                 let atol = Self::float_value(c, &f64t)?;
@@ -934,7 +935,7 @@ pub(crate) fn storage_bytes(ty: &Type) -> Option<usize> {
 /// A dense elements attribute: checks the buffer holds every element, or one (a splat);
 /// `i1` buffers are normalised to one byte per element (VHLO packs them 8 to a byte, and
 /// writes an all-true splat as a single 0xFF).
-fn dense(at: usize, ty: Type, data: &[u8]) -> Result<Attr> {
+pub(crate) fn dense(at: usize, ty: Type, data: &[u8]) -> Result<Attr> {
     let Type::Tensor(t) = &ty else {
         return Err(Error::malformed(at, "a dense elements attribute whose type is not a ranked tensor"));
     };

@@ -1,4 +1,5 @@
-//! The reader's one error type: what was wrong and the byte offset in the file where it was.
+//! The readers' one error type: what was wrong and where in the file (a byte offset; a line and
+//! column too for text).
 
 /// Why a portable artifact could not be read. Every variant carries the byte offset (from the
 /// start of the bytecode) where reading stopped.
@@ -29,6 +30,19 @@ pub enum Error {
         /// What is not supported.
         what: String,
     },
+    /// MLIR text that does not parse: where (line and column from 1, in characters, and the
+    /// byte offset) and what was expected there.
+    #[error("MLIR text does not parse at line {line}, column {column}: {what}")]
+    Syntax {
+        /// The line, from 1.
+        line: usize,
+        /// The column, from 1, in characters.
+        column: usize,
+        /// The byte offset in the text.
+        offset: usize,
+        /// What was expected, and what was found.
+        what: String,
+    },
     /// A size or nesting limit of [`crate::Limits`] was exceeded.
     #[error("MLIR bytecode exceeds a reader limit at byte {offset}: {what}; raise the limit in pjrt_stablehlo::Limits if the file is trusted")]
     Limit {
@@ -48,9 +62,10 @@ impl Error {
     /// ```
     pub fn offset(&self) -> usize {
         match self {
-            Error::Malformed { offset, .. } | Error::Unsupported { offset, .. } | Error::Limit { offset, .. } => {
-                *offset
-            }
+            Error::Malformed { offset, .. }
+            | Error::Unsupported { offset, .. }
+            | Error::Limit { offset, .. }
+            | Error::Syntax { offset, .. } => *offset,
         }
     }
 

@@ -20,10 +20,12 @@ mod bytecode;
 mod decode;
 mod error;
 mod mlir_text;
+mod names;
 pub mod ir;
 mod print;
 mod read;
 mod refine;
+mod text;
 mod vhlo;
 
 pub use bytecode::{Limits, MAX_VERSION};
@@ -49,6 +51,39 @@ pub fn read_bytecode(bytes: &[u8]) -> Result<ir::Module> {
 /// ```
 pub fn read_bytecode_with(bytes: &[u8], limits: &Limits) -> Result<ir::Module> {
     read::read(bytes, limits)
+}
+
+/// Parses MLIR text (what `jax.jit(f).lower(...).as_text()`, `exported.mlir_module()`,
+/// `stablehlo-opt` or [`print()`] write: the generic op form and the custom forms of the
+/// `builtin`, `func`, `stablehlo`, `chlo` and `sdy` ops JAX prints) with the default
+/// [`Limits`]. Locations and `#loc` aliases are kept on the ops; an error gives the line and
+/// column in the text and what was expected there.
+///
+/// ```
+/// let text = r#"
+/// func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+///   %0 = stablehlo.add %x, %x : tensor<2xf32>
+///   return %0 : tensor<2xf32>
+/// }"#;
+/// let module = pjrt_stablehlo::parse_text(text).unwrap();
+/// assert!(pjrt_stablehlo::print(&module).contains("\"stablehlo.add\"(%1, %1)"));
+///
+/// let err = pjrt_stablehlo::parse_text("func.func @f() {\n  %0 = stablehlo.add %y, %y : tensor<f32>\n}").unwrap_err();
+/// assert!(err.to_string().contains("line 2, column 22"), "{err}");
+/// ```
+pub fn parse_text(text: &str) -> Result<ir::Module> {
+    parse_text_with(text, &Limits::default())
+}
+
+/// [`parse_text`] with explicit limits (nesting is bounded by `max_region_depth`).
+///
+/// ```
+/// let limits = pjrt_stablehlo::Limits { max_region_depth: 4, ..Default::default() };
+/// let deep = format!("func.func @f() attributes {{a = {}{}}}", "[".repeat(10), "]".repeat(10));
+/// assert!(pjrt_stablehlo::parse_text_with(&deep, &limits).is_err());
+/// ```
+pub fn parse_text_with(text: &str, limits: &Limits) -> Result<ir::Module> {
+    text::parse(text, limits)
 }
 
 /// What the fuzz targets check on any input (`fuzz/fuzz_targets/stablehlo.rs` with libFuzzer,

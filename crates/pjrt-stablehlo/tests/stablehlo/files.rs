@@ -43,3 +43,24 @@ pub fn bytecode(path: &Path) -> Vec<u8> {
 pub fn is_portable(bytecode: &[u8]) -> bool {
     bytecode.windows(4).any(|w| w == b"vhlo")
 }
+
+/// Every `.mlir` file under tests/data and examples.
+pub fn all_text() -> Vec<PathBuf> {
+    fn walk_text(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk_text(&p, out);
+            } else if p.extension().is_some_and(|e| e == "mlir") {
+                out.push(p);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk_text(&repo().join("tests/data"), &mut out);
+    walk_text(&repo().join("examples"), &mut out);
+    assert!(out.len() >= 76, "found only {} .mlir files under tests/data", out.len());
+    out
+}

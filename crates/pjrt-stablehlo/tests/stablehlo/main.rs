@@ -14,3 +14,4 @@ mod hostile;
 mod ops;
 mod refine;
 mod round_trip;
+mod text;

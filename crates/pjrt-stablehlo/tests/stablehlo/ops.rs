@@ -14,7 +14,10 @@ fn models() -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for dir in std::fs::read_dir(files::repo().join("tests/data/stablehlo_ops")).unwrap() {
         for f in std::fs::read_dir(dir.unwrap().path()).unwrap() {
-            out.push(f.unwrap().path());
+            let path = f.unwrap().path();
+            if path.extension().is_some_and(|e| e == "jaxexport") {
+                out.push(path);
+            }
         }
     }
     out.sort();
