@@ -1,7 +1,8 @@
 //! One small jax.export per op family JAX emits (tests/data/stablehlo_ops, made by
 //! tools/gen_stablehlo_ops_testdata.py), sharded ones with Shardy included: read, printed,
 //! compiled from the text and run with deterministic inputs made from the avals; the outputs
-//! equal the bytecode's bit for bit, on both CPU plugins.
+//! equal the bytecode's bit for bit, on both CPU plugins. JAX's MLIR text of the same module
+//! (`<name>.mlir`), parsed and printed by this crate, gives the same outputs too.
 
 use pjrt_client::{Client, ElementType, HostArray, Program};
 use pjrt_formats::jax_export::JaxExport;
@@ -81,6 +82,17 @@ fn round_trip(client: &Client, path: &std::path::Path) -> Result<bool, String> {
     let actual = run(client, &model, &from_text, &args)?;
     if expected != actual {
         return Err(format!("outputs differ between the bytecode and the printed text\n{text}"));
+    }
+    // JAX's own text of the module, parsed and printed by this crate, runs the same.
+    let jax_text = std::fs::read_to_string(path.with_extension("mlir")).map_err(|e| e.to_string())?;
+    let parsed = pjrt_stablehlo::parse_text(&jax_text).map_err(|e| format!("JAX's text does not parse: {e}"))?;
+    let reprinted = pjrt_stablehlo::print(&parsed);
+    let program = Program::mlir_text(reprinted.clone()).map_err(|e| e.to_string())?;
+    let from_jax_text = client
+        .compile(&program, &model.compile_options(client.platform_name()))
+        .map_err(|e| format!("JAX's text, parsed and printed, does not compile: {e}\n{reprinted}"))?;
+    if run(client, &model, &from_jax_text, &args)? != expected {
+        return Err(format!("outputs differ between the bytecode and JAX's text parsed and printed\n{reprinted}"));
     }
     Ok(true)
 }
