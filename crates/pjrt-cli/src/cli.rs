@@ -180,6 +180,12 @@ pub struct RunArgs {
     /// the module uses sdy).
     #[arg(long, value_name = "AXIS")]
     pub shard_inputs: Option<usize>,
+    /// The value of a dimension variable an MLIR text program takes as an argument (a
+    /// `tensor<i32> {jax.global_constant = "b"}` parameter of @main), e.g. `--dim b=8`; one
+    /// not given is inferred when exactly one assignment of the inputs' sizes fits. A text
+    /// program with `?` dimensions is refined for the inputs' shapes either way.
+    #[arg(long = "dim", value_name = "NAME=VALUE", value_parser = parse_dim)]
+    pub dim: Vec<(String, i64)>,
     /// `--xla-option` and `--no-jax-defaults`.
     #[command(flatten)]
     pub xla: XlaSettings,
@@ -582,4 +588,14 @@ pub struct MultiProcessArgs {
     /// How long to wait for the other processes (the rendezvous), in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 300)]
     pub kv_timeout: u64,
+}
+
+/// `NAME=VALUE` of `--dim`.
+fn parse_dim(s: &str) -> Result<(String, i64), String> {
+    let (name, value) = s.split_once('=').ok_or_else(|| format!("`{s}` is not NAME=VALUE"))?;
+    let value: i64 = value.trim().parse().map_err(|_| format!("`{value}` is not an integer"))?;
+    if name.trim().is_empty() || value < 0 {
+        return Err(format!("`{s}`: give a name and a size of 0 or more"));
+    }
+    Ok((name.trim().to_string(), value))
 }

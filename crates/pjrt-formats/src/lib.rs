@@ -39,6 +39,7 @@ pub mod compile_cache;
 mod error;
 mod file_bytes;
 pub mod jax_export;
+pub mod mlir_text;
 pub mod npy;
 pub mod npz;
 mod npy_arrays;

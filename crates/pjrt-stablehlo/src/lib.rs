@@ -31,7 +31,7 @@ mod vhlo;
 pub use bytecode::{Limits, MAX_VERSION};
 pub use error::{Error, Result};
 pub use print::{attr_text, mlir_element_name, print, type_text};
-pub use refine::{is_polymorphic, refine, RefineError};
+pub use refine::{bind_dimensions, dimension_parameters, is_polymorphic, refine, RefineError};
 
 /// Reads MLIR bytecode (a StableHLO portable artifact, or builtin/func/stablehlo bytecode)
 /// with the default [`Limits`].
@@ -66,7 +66,7 @@ pub fn read_bytecode_with(bytes: &[u8], limits: &Limits) -> Result<ir::Module> {
 ///   return %0 : tensor<2xf32>
 /// }"#;
 /// let module = pjrt_stablehlo::parse_text(text).unwrap();
-/// assert!(pjrt_stablehlo::print(&module).contains("\"stablehlo.add\"(%1, %1)"));
+/// assert!(pjrt_stablehlo::print(&module).contains("\"stablehlo.add\"(%0, %0)"));
 ///
 /// let err = pjrt_stablehlo::parse_text("func.func @f() {\n  %0 = stablehlo.add %y, %y : tensor<f32>\n}").unwrap_err();
 /// assert!(err.to_string().contains("line 2, column 22"), "{err}");
@@ -75,10 +75,10 @@ pub fn parse_text(text: &str) -> Result<ir::Module> {
     parse_text_with(text, &Limits::default())
 }
 
-/// [`parse_text`] with explicit limits (nesting is bounded by `max_region_depth`).
+/// [`parse_text`] with explicit limits (regions nest at most `max_region_depth` deep, attributes and types `max_attr_depth`).
 ///
 /// ```
-/// let limits = pjrt_stablehlo::Limits { max_region_depth: 4, ..Default::default() };
+/// let limits = pjrt_stablehlo::Limits { max_attr_depth: 4, ..Default::default() };
 /// let deep = format!("func.func @f() attributes {{a = {}{}}}", "[".repeat(10), "]".repeat(10));
 /// assert!(pjrt_stablehlo::parse_text_with(&deep, &limits).is_err());
 /// ```

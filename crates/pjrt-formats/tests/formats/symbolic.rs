@@ -114,6 +114,94 @@ fn run_all(plugin: &str) {
     assert!(clients.iter().any(|(n, _)| *n == 2), "{plugin}: no multi-device case ran");
 }
 
+/// JAX's MLIR text of each single-device model (`program.mlir`, `exported.mlir_module()`),
+/// refined by [`TextProgram`] for each shape set: JAX's outputs; the shapes JAX refuses give an
+/// error (JAX's own text where the module's shape assertion is what refuses them).
+fn run_all_text(plugin: &str) {
+    use pjrt_formats::mlir_text::TextProgram;
+    use pjrt_formats::{BufferExt as _, ClientExt as _};
+    let client = support::client(plugin, 1);
+    let m = manifest();
+    let mut failures = Vec::new();
+    let (mut ran, mut refused) = (0, 0);
+    for case in m["cases"].as_array().unwrap() {
+        let name = case["name"].as_str().unwrap();
+        let model = JaxExport::read(data_dir().join(case["model"].as_str().unwrap())).unwrap();
+        if model.nr_devices() > 1 {
+            continue;
+        }
+        let text = TextProgram::read(data_dir().join(name).join("program.mlir")).unwrap();
+        assert!(text.is_dynamic(), "{name}");
+        let options = model.compile_options(client.platform_name());
+        let (rtol, atol) = (case["rtol"].as_f64().unwrap(), case["atol"].as_f64().unwrap());
+        let run = |inputs: &[NpyArray]| -> Result<Vec<NpyArray>, String> {
+            let kept: Vec<&NpyArray> = model.module_kept_var_idx().iter().map(|&i| &inputs[i]).collect();
+            let types = text.parameter_element_types();
+            let shapes: Vec<_> = kept
+                .iter()
+                .zip(&types)
+                .map(|(a, t)| (t.unwrap_or(pjrt_formats::element_type_of(a.dtype)), a.dims.clone()))
+                .collect();
+            let program = text.program_for(&shapes, &[]).map_err(|e| e.to_string())?;
+            let exe = client.compile(&program, &options).map_err(|e| e.to_string())?;
+            let device = client.addressable_devices()[0];
+            let buffers = kept
+                .iter()
+                .zip(&types)
+                .map(|(a, t)| client.upload_npy(a, *t, pjrt_client::Placement::Device(&device)))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            let refs: Vec<&pjrt_client::Buffer> = buffers.iter().collect();
+            let outputs = exe.execute(&refs, &pjrt_client::ExecuteOptions::new()).map_err(|e| e.to_string())?;
+            outputs.iter().map(|o| o.to_npy().map_err(|e| e.to_string())).collect()
+        };
+        for set in case["ok"].as_array().unwrap() {
+            let dir = data_dir().join(set["dir"].as_str().unwrap());
+            let (inputs, expected) = (read_set(&dir, "in"), read_set(&dir, "out"));
+            match run(&inputs) {
+                Ok(outputs) if outputs.len() == expected.len() => {
+                    for (k, (o, e)) in outputs.iter().zip(&expected).enumerate() {
+                        if let Err(why) = compare(o, e, rtol, atol) {
+                            failures.push(format!("{} (text): output {k}: {why}", set["dir"]));
+                        }
+                    }
+                    ran += 1;
+                }
+                Ok(outputs) => failures.push(format!(
+                    "{} (text): {} outputs, JAX has {}",
+                    set["dir"],
+                    outputs.len(),
+                    expected.len()
+                )),
+                Err(e) => failures.push(format!("{} (text): {e}", set["dir"])),
+            }
+        }
+        for set in case["bad"].as_array().unwrap() {
+            let dir = data_dir().join(set["dir"].as_str().unwrap());
+            let wanted = set["error"].as_str().unwrap();
+            match run(&read_set(&dir, "in")) {
+                Ok(_) => failures.push(format!("{} (text): ran, JAX says: {wanted}", set["dir"])),
+                Err(e) if wanted.starts_with("Input shapes do not match") && !e.contains(wanted) => {
+                    failures.push(format!("{} (text): {e}\n  JAX says: {wanted}", set["dir"]))
+                }
+                Err(_) => refused += 1,
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{plugin}: {} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(ran >= 25 && refused >= 12, "{plugin}: ran {ran} shape sets from text, refused {refused}");
+}
+
+#[test]
+fn symbolic_programs_as_text_on_cpu_0_115() {
+    run_all_text("cpu");
+}
+
+#[test]
+fn symbolic_programs_as_text_on_cpu_0_106() {
+    run_all_text("cpu-0.106");
+}
+
 #[test]
 fn symbolic_models_on_cpu_0_115() {
     run_all("cpu");

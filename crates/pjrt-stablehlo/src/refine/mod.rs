@@ -1,6 +1,7 @@
 //! Shape refinement: [`refine`] and what it needs (constant folding, shape rules, the
 //! dynamic ops' static forms).
 
+mod dims;
 mod dynamic;
 mod fold;
 mod shapes;
@@ -9,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use crate::ir::{Attr, Block, Dim, Module, Op, Region, TensorType, Type};
+pub use dims::{bind_dimensions, dimension_parameters};
 use fold::Const;
 
 /// Why a module could not be refined for the given argument types.

@@ -524,7 +524,7 @@ impl<'t> Parser<'t> {
             ops.push(self.op()?);
         }
         // Bare top-level ops (not in a `module`) are the body of an implicit one.
-        if !(ops.len() == 1 && ops[0].name == "builtin.module") && !ops.is_empty() {
+        if !(ops.is_empty() || ops.len() == 1 && ops[0].name == "builtin.module") {
             let body = crate::ir::Block { args: vec![], ops };
             ops = vec![crate::ir::Op {
                 name: "builtin.module".into(),

@@ -269,22 +269,20 @@ impl Parser<'_> {
                 return Err(self.error_at(at, format!("block ^{label} is defined twice")));
             }
             let mut decls = Vec::new();
-            if self.eat("(") {
-                if !self.eat(")") {
-                    loop {
-                        self.ws();
-                        let at = self.pos;
-                        let name = self.value_name()?.ok_or_else(|| self.expected("a block argument"))?.to_string();
-                        self.expect(":")?;
-                        let ty = self.ty()?;
-                        self.opt_location()?;
-                        decls.push(ArgDecl { name, at, ty });
-                        if !self.eat(",") {
-                            break;
-                        }
+            if self.eat("(") && !self.eat(")") {
+                loop {
+                    self.ws();
+                    let at = self.pos;
+                    let name = self.value_name()?.ok_or_else(|| self.expected("a block argument"))?.to_string();
+                    self.expect(":")?;
+                    let ty = self.ty()?;
+                    self.opt_location()?;
+                    decls.push(ArgDecl { name, at, ty });
+                    if !self.eat(",") {
+                        break;
                     }
-                    self.expect(")")?;
                 }
+                self.expect(")")?;
             }
             self.expect(":")?;
             let args = self.declare_args(decls)?;

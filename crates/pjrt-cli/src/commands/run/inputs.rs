@@ -403,6 +403,39 @@ impl Inputs {
 }
 
 impl Inputs {
+    /// Each input's shape, for refining a program with dynamic dimensions: its dims, and the
+    /// element type `wanted(i)` gives (the parameter's: the upload converts to it or refuses),
+    /// else the file's.
+    pub fn shapes(&self, wanted: impl Fn(usize) -> Option<ElementType>) -> Result<Vec<InputShape>, Error> {
+        let of = pjrt_formats::element_type_of;
+        self.items
+            .iter()
+            .enumerate()
+            .map(|(i, input)| {
+                let (stored, dims) = match input {
+                    Input::Host(a) => (of(a.dtype), a.dims.clone()),
+                    Input::Array(a) => (a.element_type(), a.dims().to_vec()),
+                    Input::Npy(f) => (of(f.dtype()), f.dims().to_vec()),
+                    Input::Tensor { file, name } => {
+                        let view = self.files.tensor(file, name)?;
+                        (view.dtype(), view.dims().to_vec())
+                    }
+                    Input::NpzMember { file, name } => match self.files.npz_array(file, name)? {
+                        NpzArray::Mapped(m) => (of(m.dtype()), m.dims().to_vec()),
+                        NpzArray::Loaded(a) => (of(a.dtype), a.dims.clone()),
+                        _ => {
+                            return Err(invalid(format!(
+                                "{}:{name}: an .npz array of a kind this command does not know",
+                                file.display()
+                            )))
+                        }
+                    },
+                };
+                Ok((wanted(i).unwrap_or(stored), dims))
+            })
+            .collect()
+    }
+
     /// A `jax.export` model's module arguments from its inputs (every input, in the order of its
     /// `in_avals`): each checked against its aval, the ones the module keeps in its order, the
     /// platform index first where the export has several platforms. Tensors stay in their

@@ -124,6 +124,34 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
             }
         };
     }
+    // An MLIR text program with `?` dimensions (or dimension parameters) is refined for the
+    // inputs' shapes, as a shape-polymorphic jax.export model is.
+    let text = program.program().and_then(|p| p.text()).filter(|t| pjrt_formats::mlir_text::may_be_dynamic(t));
+    let parsed = match text {
+        Some(text) if jax_model.is_none() => {
+            Some(pjrt_formats::mlir_text::TextProgram::parse(text, &args.program.display().to_string())?)
+        }
+        _ => None,
+    };
+    match parsed.filter(|p| p.is_dynamic()) {
+        Some(parsed) => {
+            if host_inputs.is_some() {
+                return Err(invalid(
+                    "--shard-inputs with a program of dynamic shapes: refine it first (run it unsharded)",
+                ));
+            }
+            let declared = parsed.parameter_element_types();
+            let shapes = inputs.shapes(|i| declared.get(i).copied().flatten())?;
+            program = ProgramSource::Program(parsed.program_for(&shapes, &args.dim)?);
+        }
+        None if !args.dim.is_empty() => {
+            return Err(invalid(
+                "--dim is for MLIR text programs that take dimension variables as arguments or have `?` dimensions; \
+                 this program has neither",
+            ))
+        }
+        None => {}
+    }
     let input_count = host_inputs.as_ref().map_or(inputs.len(), Vec::len);
     let options =
         compiling::build_options(client.platform_name(), replicas, partitions, counts.uses_shardy, &args.xla)?;
