@@ -22,6 +22,7 @@ mod gpu_target_cli;
 mod inspect_cli;
 mod jax_export_cli;
 mod lapack_cli;
+mod mlir_text_cli;
 mod multi_device_cli;
 mod npz_cli;
 mod python_sites_cli;

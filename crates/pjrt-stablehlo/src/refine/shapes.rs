@@ -237,7 +237,7 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
         return Ok(None);
     }
     if ELEMENTWISE.contains(&base) {
-        let v = if base == "dynamic_update_slice" || base == "select_and_scatter" { d(0)? } else { widest(ins)? };
+        let v = if base == "dynamic_update_slice" || base == "select_and_scatter" { d(0)? } else { same_shape(ins)? };
         return Ok(Some(vec![v; op.results.len().max(1)]));
     }
     match base {
@@ -547,6 +547,21 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
         }
         _ => Ok(None),
     }
+}
+
+/// [`widest`], where every operand must have that shape or be a scalar (`select`'s and
+/// `clamp`'s may): StableHLO's elementwise ops do not broadcast.
+fn same_shape(ins: &[&Type]) -> Result<Vec<u64>, String> {
+    let v = widest(ins)?;
+    for t in ins {
+        if matches!(t, Type::Tensor(_)) {
+            let w = static_dims(t)?;
+            if !w.is_empty() && w != v {
+                return Err(format!("its operands have the shapes {v:?} and {w:?}, which differ"));
+            }
+        }
+    }
+    Ok(v)
 }
 
 /// The dimensions of the operand of highest rank.
