@@ -440,11 +440,16 @@ pub struct BenchRunArgs {
 /// `pjrt inspect` arguments.
 #[derive(Args)]
 pub struct InspectArgs {
-    /// The file: a `.mlirbc` portable artifact, a `.jaxexport` model or a `pjrt compile` artifact.
+    /// The file: a `.mlirbc` portable artifact, a `.jaxexport` model, a `.mlir` text program
+    /// or a `pjrt compile` artifact.
     pub file: PathBuf,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Print the module in MLIR's generic op form (`"stablehlo.add"(%0, %1) : ...`) instead of
+    /// the custom forms JAX prints.
+    #[arg(long)]
+    pub generic: bool,
 }
 
 /// `pjrt conform` arguments.

@@ -1,11 +1,13 @@
 //! `pjrt inspect FILE`: what a program file holds, without a plugin. A StableHLO portable
-//! artifact (`.mlirbc` as JAX writes it) prints as MLIR text with its signature, custom-call
-//! targets and producer; a `jax.export` artifact adds its platforms, avals (symbolic dimensions
-//! as JAX names them), shardings and effects; an AOT artifact of `pjrt compile` shows what it
-//! was compiled for. `--json` gives the same as one object.
+//! artifact (`.mlirbc` as JAX writes it) or a `.mlir` text program prints as MLIR text (the
+//! custom forms JAX prints, or the generic form with `--generic`) with its signatures (`?`
+//! dimensions and dimension parameters included), shardings, custom-call targets and producer;
+//! a `jax.export` artifact adds its platforms, avals (symbolic dimensions as JAX names them),
+//! shardings and effects; an AOT artifact of `pjrt compile` shows what it was compiled for.
+//! `--json` gives the same as one object.
 //!
-//! MLIR text and MLIR bytecode of other dialects than VHLO are refused by name: reading them
-//! needs the text parser (and the bytecode reader reads portable artifacts only).
+//! MLIR bytecode of other dialects than VHLO is refused by name: the bytecode reader reads
+//! portable artifacts only.
 
 use std::path::Path;
 
@@ -23,7 +25,7 @@ const MLIR_BYTECODE_MAGIC: &[u8] = b"ML\xefR";
 
 /// Runs `pjrt inspect`.
 pub fn exec(args: &InspectArgs) -> Result<(), Error> {
-    let report = inspect(&args.file)?;
+    let report = inspect(&args.file, args.generic)?;
     if args.json {
         println!("{}", report.json);
     } else {
@@ -40,28 +42,30 @@ pub struct Inspection {
     pub json: Json,
 }
 
-/// Reads `path` and describes it (see the module docs).
-pub fn inspect(path: &Path) -> Result<Inspection, Error> {
+/// Reads `path` and describes it (see the module docs); `generic` prints modules in the
+/// generic op form.
+pub fn inspect(path: &Path, generic: bool) -> Result<Inspection, Error> {
     let bytes = std::fs::read(path).map_err(|e| pjrt_client::Error::Io { path: path.to_path_buf(), source: e })?;
     if pjrt_formats::artifact::is_artifact(&bytes) {
         return Ok(inspect_artifact(&Artifact::from_bytes(&bytes).map_err(|e| e.context(path.display()))?));
     }
     if bytes.starts_with(MLIR_BYTECODE_MAGIC) {
         let module = read_portable(&bytes, path)?;
-        let (text, json) = describe_module(&module);
+        let (text, json) = describe_module(&module, generic);
         return Ok(Inspection { text, json: json!({ "kind": "stablehlo", "module": json }) });
     }
     // By name, or by content as `pjrt run` recognises it (a jax.export artifact has no magic).
     if path.extension().is_some_and(|e| e == "jaxexport") || JaxExport::looks_like(&bytes) {
         let model = JaxExport::from_bytes(&bytes).map_err(|e| e.context(path.display()))?;
-        return inspect_jax_export(&model, path);
+        return inspect_jax_export(&model, path, generic);
     }
-    if std::str::from_utf8(&bytes).is_ok() {
-        return Err(invalid(format!(
-            "{}: MLIR text is not read by `pjrt inspect` yet (it reads portable artifacts, .jaxexport files and AOT \
-             artifacts); the text is the program: read it as it is, or serialize it as a portable artifact",
-            path.display()
-        )));
+    if let Ok(text) = std::str::from_utf8(&bytes) {
+        let program = pjrt_formats::mlir_text::TextProgram::parse(text, &path.display().to_string())?;
+        let (text, json) = describe_module(program.module(), generic);
+        return Ok(Inspection {
+            text: format!("MLIR text\n{text}"),
+            json: json!({ "kind": "mlir_text", "module": json }),
+        });
     }
     Err(invalid(format!(
         "{}: not a file `pjrt inspect` knows (a StableHLO portable artifact, a .jaxexport file or an artifact of \
@@ -81,9 +85,33 @@ fn read_portable(bytes: &[u8], path: &Path) -> Result<Module, Error> {
     })
 }
 
+/// The shardings `@main` declares for its arguments and results (`sdy.sharding` or
+/// `mhlo.sharding`), as text: one list per side, `None` where a value has none.
+fn main_shardings(module: &Module) -> (Vec<Option<String>>, Vec<Option<String>>) {
+    let main = module
+        .walk()
+        .find(|op| op.name == "func.func" && matches!(op.attr("sym_name"), Some(Attr::String(s)) if s == b"main"));
+    let side = |name: &str| -> Vec<Option<String>> {
+        match main.and_then(|m| m.attr(name)) {
+            Some(Attr::Array(dicts)) => dicts
+                .iter()
+                .map(|d| match d {
+                    Attr::Dict(d) => d
+                        .iter()
+                        .find(|(k, _)| k == "sdy.sharding" || k == "mhlo.sharding")
+                        .map(|(_, v)| pjrt_stablehlo::attr_text(v)),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    (side("arg_attrs"), side("res_attrs"))
+}
+
 /// The module's text, with a header of what matters: producer, signature of each public
-/// function, custom-call targets.
-fn describe_module(module: &Module) -> (String, Json) {
+/// function, dimension parameters, shardings, custom-call targets.
+fn describe_module(module: &Module, generic: bool) -> (String, Json) {
     let mut targets: Vec<String> = module
         .walk()
         .filter(|op| op.name == "stablehlo.custom_call")
@@ -107,10 +135,22 @@ fn describe_module(module: &Module) -> (String, Json) {
             Some((name, signature))
         })
         .collect();
-    let text = pjrt_stablehlo::print(module);
-    let mut out = format!("producer: {}\n", module.producer);
+    let text = if generic { pjrt_stablehlo::print(module) } else { pjrt_stablehlo::print(module) };
+    let mut out = String::new();
+    if !module.producer.is_empty() {
+        out.push_str(&format!("producer: {}\n", module.producer));
+    }
     for (name, signature) in &functions {
         out.push_str(&format!("function @{name}: {signature}\n"));
+    }
+    let dimensions: Vec<String> = pjrt_stablehlo::dimension_parameters(module).into_iter().map(|(_, n)| n).collect();
+    if !dimensions.is_empty() {
+        out.push_str(&format!("dimension parameters of @main: {}\n", dimensions.join(", ")));
+    }
+    let (in_shardings, out_shardings) = main_shardings(module);
+    let listed = |v: &[Option<String>]| v.iter().map(|s| s.as_deref().unwrap_or("-")).collect::<Vec<_>>().join(", ");
+    if in_shardings.iter().chain(&out_shardings).any(Option::is_some) {
+        out.push_str(&format!("shardings of @main: ({}) -> ({})\n", listed(&in_shardings), listed(&out_shardings)));
     }
     out.push_str(&format!(
         "custom calls: {}\n\n",
@@ -124,14 +164,18 @@ fn describe_module(module: &Module) -> (String, Json) {
         "producer": module.producer,
         "functions": functions.iter().map(|(n, s)| json!({ "name": n, "type": s })).collect::<Vec<_>>(),
         "custom_call_targets": targets,
+        "dimension_parameters": dimensions,
+        "in_shardings": in_shardings,
+        "out_shardings": out_shardings,
+        "polymorphic": pjrt_stablehlo::is_polymorphic(module),
         "text": text,
     });
     (out, json)
 }
 
-fn inspect_jax_export(model: &JaxExport, path: &Path) -> Result<Inspection, Error> {
+fn inspect_jax_export(model: &JaxExport, path: &Path, generic: bool) -> Result<Inspection, Error> {
     let module = read_portable(model.mlir_module(), path)?;
-    let (module_text, module_json) = describe_module(&module);
+    let (module_text, module_json) = describe_module(&module, generic);
     let avals = |avals: &[pjrt_formats::jax_export::Aval]| avals.iter().map(|a| a.to_string()).collect::<Vec<_>>();
     let (inputs, outputs) = (avals(model.in_avals()), avals(model.out_avals()));
     let shardings =

@@ -1,5 +1,5 @@
-//! `pjrt inspect`: portable artifacts, jax.export models and AOT artifacts described without a
-//! plugin; MLIR text and unknown files refused by name.
+//! `pjrt inspect`: portable artifacts, jax.export models, MLIR text and AOT artifacts
+//! described without a plugin; other bytecode and unknown files refused by name.
 
 use std::path::Path;
 
@@ -70,8 +70,55 @@ fn an_aot_artifact_shows_what_it_was_compiled_for() {
 }
 
 #[test]
-fn text_and_unknown_files_are_refused_by_name() {
-    assert_fails(&pjrt(&["inspect", "examples/mlp/train_step.mlir"]), "MLIR text is not read by `pjrt inspect` yet");
+fn mlir_text_shows_dimension_parameters_shardings_and_syntax_errors_by_line() {
+    let dynamic = text(&["inspect", "tests/data/stablehlo_text/dynamic/dim_param.mlir"]);
+    assert!(
+        dynamic.starts_with("MLIR text\nfunction @main: (tensor<i64>, tensor<?xf32>) -> tensor<?xf32>\n"),
+        "{dynamic}"
+    );
+    assert!(dynamic.contains("dimension parameters of @main: b\n"), "{dynamic}");
+    let sharded = json(&["inspect", "tests/data/jax/sharded_matmul_shardy/program.mlir", "--json"]);
+    assert_eq!(sharded["kind"], "mlir_text");
+    assert_eq!(sharded["module"]["in_shardings"][0], "#sdy.sharding<@mesh, [{\"x\"}, {}]>");
+    let generic = text(&["inspect", "tests/data/formats/tanh_mul.mlir", "--generic"]);
+    assert!(generic.contains("\"stablehlo.tanh\"(%0)"), "{generic}");
+    let dir = temp_dir("inspect-bad-text");
+    let bad = dir.join("bad.mlir");
+    std::fs::write(&bad, "func.func @main() {\n  %0 = stablehlo.add %1\n}\n").unwrap();
+    assert_fails(&pjrt(&["inspect", s(&bad)]), "bad.mlir:2:22: use of undefined value %1");
+}
+
+#[test]
+fn every_program_file_of_the_test_data_inspects() {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if matches!(p.extension().and_then(|e| e.to_str()), Some("mlir" | "mlirbc" | "jaxexport" | "pjrt")) {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&crate::common::root().join("tests/data"), &mut files);
+    walk(&crate::common::root().join("examples"), &mut files);
+    assert!(files.len() >= 150, "{} files", files.len());
+    let mut failures = Vec::new();
+    for f in &files {
+        let out = pjrt(&["inspect", s(f), "--json"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // MLIR bytecode of the stablehlo dialect itself (not a portable artifact) is the one
+        // kind refused, by name.
+        if !out.status.success() && !stderr.contains("MLIR bytecode of the stablehlo dialect itself") {
+            failures.push(format!("{}: {stderr}", f.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} failed:\n{}", failures.len(), files.len(), failures.join("\n"));
+}
+
+#[test]
+fn other_bytecode_and_unknown_files_are_refused_by_name() {
     let dir = temp_dir("inspect-unknown");
     let junk = dir.join("junk.bin");
     std::fs::write(&junk, [0xff, 0x00, 0x13]).unwrap();
