@@ -1,13 +1,15 @@
-//! A mutation fuzzer for the portable-artifact reader that runs on the stable toolchain (CI has
-//! no nightly for cargo-fuzz): for a given number of seconds it takes the corpus files, damages
-//! them at random (bit flips, byte overwrites with edge values, truncations, insertions,
-//! duplicated and swapped ranges, splices of two files) and checks each result as the libFuzzer
-//! target does (`pjrt_stablehlo::fuzz_check`). A failing input is written to
+//! A mutation fuzzer for the portable-artifact reader and the text parser that runs on the
+//! stable toolchain (CI has no nightly for cargo-fuzz): for a given number of seconds it takes
+//! the corpus files, damages them at random (bit flips, byte overwrites with edge values,
+//! truncations, insertions, duplicated and swapped ranges, splices of two files) and checks
+//! each result as the libFuzzer targets do (`pjrt_stablehlo::fuzz_check` and
+//! `pjrt_stablehlo::fuzz_check_text`). A failing input is written to
 //! `target/fuzz-mutations-crash.bin` before the panic is re-raised.
 //!
 //! The seeds are the files of `CORPUS_DIR` and below, a `jax.export` file standing for the module
 //! it holds; by default the repository's `fuzz/corpus/stablehlo` and the shape-polymorphic
-//! models of `tests/data/jax_export/symbolic` (whose modules `fuzz_check` also refines).
+//! models of `tests/data/jax_export/symbolic` (whose modules `fuzz_check` also refines), and
+//! for the parser `fuzz/corpus/stablehlo_text` and the `.mlir` programs of those models.
 //!
 //! `cargo run --release -p pjrt-stablehlo --example fuzz_mutations -- [CORPUS_DIR [SECONDS [SEED]]]`
 //! (defaults: the seeds above, also for an empty CORPUS_DIR; 20 s). CI runs it with the defaults,
@@ -116,7 +118,10 @@ fn main() {
             seeds(&repo.join("fuzz/corpus/stablehlo"), &|_| true, &mut corpus);
             let models = |p: &Path| p.file_name().is_some_and(|n| n == "model.jaxexport");
             seeds(&repo.join("tests/data/jax_export/symbolic"), &models, &mut corpus);
-            "fuzz/corpus/stablehlo and tests/data/jax_export/symbolic".to_string()
+            seeds(&repo.join("fuzz/corpus/stablehlo_text"), &|_| true, &mut corpus);
+            let programs = |p: &Path| p.file_name().is_some_and(|n| n == "program.mlir");
+            seeds(&repo.join("tests/data/jax_export/symbolic"), &programs, &mut corpus);
+            "fuzz/corpus/stablehlo, fuzz/corpus/stablehlo_text and tests/data/jax_export/symbolic".to_string()
         }
     };
     corpus.sort();
@@ -127,7 +132,11 @@ fn main() {
     while Instant::now() < deadline {
         let mut input = corpus[rng.below(corpus.len())].clone();
         mutate(&mut rng, &corpus, &mut input);
-        if let Err(panic) = panic::catch_unwind(AssertUnwindSafe(|| pjrt_stablehlo::fuzz_check(&input))) {
+        let check = || {
+            pjrt_stablehlo::fuzz_check(&input);
+            pjrt_stablehlo::fuzz_check_text(&input);
+        };
+        if let Err(panic) = panic::catch_unwind(AssertUnwindSafe(check)) {
             let crash = PathBuf::from("target/fuzz-mutations-crash.bin");
             let _ = std::fs::write(&crash, &input);
             eprintln!("input {runs} (seed {seed}) failed; written to {}", crash.display());

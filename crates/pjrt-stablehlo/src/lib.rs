@@ -108,3 +108,28 @@ pub fn fuzz_check(data: &[u8]) {
         Err(e) => assert!(e.offset() <= data.len(), "error offset {} past {} bytes", e.offset(), data.len()),
     }
 }
+
+/// What the text fuzz target (`fuzz/fuzz_targets/stablehlo_text.rs`, and `examples/fuzz_mutations.rs`
+/// on the stable toolchain) checks on any input: bytes that are not UTF-8 are not text (the
+/// caller's error); text either gives an error whose offset is inside it, or parses to a
+/// module whose print parses again to the same module (locations aside) and is refined as
+/// [`fuzz_check`] refines. Panics otherwise.
+#[doc(hidden)]
+pub fn fuzz_check_text(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    match parse_text(text) {
+        Ok(module) => {
+            let printed = print(&module);
+            let again = parse_text(&printed)
+                .unwrap_or_else(|e| panic!("the print of a parsed module does not parse: {e}\n{printed}"));
+            assert_eq!(print(&again), printed, "the print of a parsed module prints differently once parsed");
+            let _ = is_polymorphic(&module);
+            if let Some(args) = refine::main_parameters(&module, 2) {
+                if let Ok(refined) = refine(&module, &args) {
+                    let _ = print(&refined);
+                }
+            }
+        }
+        Err(e) => assert!(e.offset() <= data.len(), "error offset {} past {} bytes", e.offset(), data.len()),
+    }
+}
