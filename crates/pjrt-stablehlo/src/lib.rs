@@ -1,6 +1,7 @@
-//! A pure-Rust reader of StableHLO portable artifacts (what `jax.export` serializes as
-//! `mlir_module_serialized`, what `stablehlo.serialize_portable_artifact` writes): MLIR
-//! bytecode of the VHLO dialect, read into an [`ir::Module`] of StableHLO ops and printed as
+//! A pure-Rust reader of StableHLO programs: portable artifacts (what `jax.export` serializes
+//! as `mlir_module_serialized`, what `stablehlo.serialize_portable_artifact` writes: MLIR
+//! bytecode of the VHLO dialect, [`read_bytecode`]) and MLIR text (what JAX prints, generic or
+//! custom forms, [`parse_text`]), read into an [`ir::Module`] of StableHLO ops and printed as
 //! MLIR text both CPU plugins compile; a shape-polymorphic module is made static for concrete
 //! argument types by [`refine`] (as JAX does before it compiles).
 //!
@@ -13,8 +14,8 @@
 //! assert!(text.contains("stablehlo.tanh"));
 //! ```
 //!
-//! Hostile bytes give an [`Error`] with the byte offset, never a panic; sizes and nesting are
-//! bounded by [`Limits`].
+//! Hostile bytes or text give an [`Error`] with the byte offset (and the line and column in
+//! text), never a panic; sizes and nesting are bounded by [`Limits`].
 
 mod bytecode;
 mod decode;
