@@ -37,6 +37,30 @@ pub struct TextProgram {
     label: String,
 }
 
+/// A program's MLIR text: a text program's own, or the text of a StableHLO portable artifact
+/// (the input program as its producer wrote it, in the generic op form; a compiled
+/// executable's optimized module is [`pjrt_client::LoadedExecutable`]'s to give). HLO and
+/// bytecode that is not a portable artifact are refused.
+///
+/// ```
+/// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
+/// let program = pjrt_client::Program::from_file(path)?;
+/// let text = pjrt_formats::mlir_text::program_text(&program)?;
+/// assert!(text.contains("\"stablehlo.tanh\""));
+/// # Ok::<(), pjrt_formats::Error>(())
+/// ```
+pub fn program_text(program: &Program) -> Result<String> {
+    if let Some(text) = program.text() {
+        return Ok(text.to_string());
+    }
+    if program.format() != pjrt_client::ProgramFormat::Mlir {
+        return Err(Error::invalid("an HLO program has no MLIR text: give a StableHLO program"));
+    }
+    let module = pjrt_stablehlo::read_bytecode(program.code())
+        .map_err(|e| Error::invalid(format!("the program's bytecode cannot be read as text: {e}")))?;
+    Ok(pjrt_stablehlo::print(&module))
+}
+
 /// Whether MLIR text may have dynamic shapes or dimension parameters: the cheap test a
 /// caller makes before it parses a program it would otherwise hand to the plugin as it is.
 ///
