@@ -30,3 +30,15 @@ pub(crate) fn enum_value(kind: &str, value: &str) -> Option<crate::ir::EnumAttr>
     let value = values.iter().find(|v| **v == value)?;
     Some(crate::ir::EnumAttr { kind, value })
 }
+
+/// The fields of `#stablehlo.dot_algorithm`, in order (VHLO has them as dot_general's
+/// properties).
+pub(crate) const DOT_ALGORITHM_FIELDS: &[&str] = &[
+    "lhs_precision_type",
+    "rhs_precision_type",
+    "accumulation_type",
+    "lhs_component_count",
+    "rhs_component_count",
+    "num_primitive_operations",
+    "allow_imprecise_accumulation",
+];

@@ -300,15 +300,7 @@ pub(crate) fn legalize(
                 at,
             )?;
             a.insert(0, ("dot_dimension_numbers".to_string(), Attr::Struct { mnemonic: "dot", fields }));
-            let algo = [
-                "lhs_precision_type",
-                "rhs_precision_type",
-                "accumulation_type",
-                "lhs_component_count",
-                "rhs_component_count",
-                "num_primitive_operations",
-                "allow_imprecise_accumulation",
-            ];
+            let algo = crate::names::DOT_ALGORITHM_FIELDS;
             if algo.iter().all(|n| get(&a, n).is_none()) {
                 // dot_general_v1 has no algorithm.
             } else if is_none_type(get(&a, "lhs_precision_type")) || is_none_type(get(&a, "lhs_component_count")) {
@@ -316,15 +308,11 @@ pub(crate) fn legalize(
                     take(&mut a, n);
                 }
             } else {
-                let mut fields = Vec::new();
-                for n in algo {
+                let mut fields = Vec::with_capacity(algo.len());
+                for &n in algo {
                     fields.push((n, take(&mut a, n).ok_or_else(|| Error::malformed(at, format!("missing {n}")))?));
                 }
-                let mut fields_out = Vec::with_capacity(fields.len());
-                for (n, v) in fields {
-                    fields_out.push((n, v));
-                }
-                a.push(("algorithm".to_string(), Attr::Struct { mnemonic: "dot_algorithm", fields: fields_out }));
+                a.push(("algorithm".to_string(), Attr::Struct { mnemonic: "dot_algorithm", fields }));
             }
         }
         "dot" => erase_if(&mut a, "precision_config", precision_default),

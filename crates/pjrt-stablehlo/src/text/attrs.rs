@@ -74,18 +74,7 @@ fn struct_fields(mnemonic: &str) -> Option<(&'static str, &'static [&'static str
         "output_operand_alias" => {
             ("output_operand_alias", &["output_tuple_indices", "operand_index", "operand_tuple_indices"])
         }
-        "dot_algorithm" => (
-            "dot_algorithm",
-            &[
-                "lhs_precision_type",
-                "rhs_precision_type",
-                "accumulation_type",
-                "lhs_component_count",
-                "rhs_component_count",
-                "num_primitive_operations",
-                "allow_imprecise_accumulation",
-            ],
-        ),
+        "dot_algorithm" => ("dot_algorithm", crate::names::DOT_ALGORITHM_FIELDS),
         "result_accuracy" => ("result_accuracy", &["atol", "rtol", "ulps", "mode"]),
         _ => return None,
     })
@@ -484,17 +473,11 @@ impl Parser<'_> {
     /// `#stablehlo<...>`, `#stablehlo.X<...>`, `#sdy.X<...>`, `#alias`, another dialect's.
     fn hash_attr(&mut self) -> Result<Attr> {
         let start = self.pos;
-        self.pos += 1;
-        let b = self.src.as_bytes();
-        let mut end = self.pos;
-        while end < b.len() && super::is_suffix_char(b[end]) {
-            end += 1;
-        }
-        let name = &self.src[self.pos..end];
-        self.pos = end;
+        let name = self.sigil_name();
         if name.is_empty() {
             return Err(self.error_at(start, "expected an attribute name after `#`"));
         }
+        let b = self.src.as_bytes();
         let has_body = b.get(self.pos) == Some(&b'<');
         let (dialect, mnemonic) = name.split_once('.').unwrap_or((name, ""));
         if !has_body {
@@ -790,11 +773,8 @@ impl Parser<'_> {
     fn loc_body_inner(&mut self) -> Result<Arc<Location>> {
         match self.peek() {
             Some(b'#') => {
-                let start = self.pos;
-                self.pos += 1;
-                let name = self.src[self.pos..].bytes().take_while(|&c| super::is_suffix_char(c)).count();
-                self.pos += name;
-                Ok(Arc::new(Location::Opaque(self.src[start..self.pos].to_string())))
+                let name = self.sigil_name();
+                Ok(Arc::new(Location::Opaque(format!("#{name}"))))
             }
             Some(b'"') => {
                 let s = String::from_utf8_lossy(&self.string()?).into_owned();

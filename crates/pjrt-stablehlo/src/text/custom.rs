@@ -232,17 +232,10 @@ impl Parser<'_> {
 
     /// Values up to `:` (or an attribute dictionary, or the end of the op).
     fn use_list_until_colon(&mut self) -> Result<Vec<(u32, Type)>> {
-        let mut v = Vec::new();
         if self.peek() != Some(b'%') {
-            return Ok(v);
+            return Ok(Vec::new());
         }
-        loop {
-            v.push(self.use_value()?);
-            if !self.eat(",") {
-                break;
-            }
-        }
-        Ok(v)
+        self.use_list(":")
     }
 
     /// `T1, T2, ...`.

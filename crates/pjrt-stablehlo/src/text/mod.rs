@@ -269,6 +269,12 @@ impl<'t> Parser<'t> {
         Some(&self.src[start..end])
     }
 
+    /// After a sigil (`#`, `!`) at the cursor: the name that follows it, possibly empty.
+    pub(crate) fn sigil_name(&mut self) -> &'t str {
+        self.pos += 1;
+        self.suffix_id().unwrap_or("")
+    }
+
     /// `%name` (without `#N`), if next.
     pub(crate) fn value_name(&mut self) -> Result<Option<&'t str>> {
         self.ws();
@@ -552,11 +558,11 @@ impl<'t> Parser<'t> {
         if !matches!(sigil, Some(b'#') | Some(b'!')) {
             return Ok(false);
         }
-        self.pos += 1;
-        let Some(name) = self.suffix_id() else {
+        let name = self.sigil_name();
+        if name.is_empty() {
             self.pos = start;
             return Ok(false);
-        };
+        }
         if !self.eat("=") {
             self.pos = start;
             return Ok(false);

@@ -184,17 +184,11 @@ impl Parser<'_> {
     /// `!stablehlo.token`, `!quant.uniform<...>`, `!alias`, or another dialect's type (text).
     fn dialect_type(&mut self) -> Result<Type> {
         let start = self.pos;
-        self.pos += 1;
-        let b = self.src.as_bytes();
-        let mut end = self.pos;
-        while end < b.len() && super::is_suffix_char(b[end]) {
-            end += 1;
-        }
-        let name = &self.src[self.pos..end];
-        self.pos = end;
+        let name = self.sigil_name();
         if name.is_empty() {
             return Err(self.error_at(start, "expected a type name after `!`"));
         }
+        let b = self.src.as_bytes();
         match name {
             "stablehlo.token" => return Ok(Type::Token),
             "stablehlo.future" => {
