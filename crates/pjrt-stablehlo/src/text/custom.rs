@@ -6,29 +6,9 @@
 use std::sync::Arc;
 
 use super::attrs::i64_attr;
-use super::ops::{is_isolated, ArgDecl};
-use super::Parser;
+use super::{is_isolated, ArgDecl, Parser, Parts};
 use crate::error::Result;
 use crate::ir::{Attr, Block, Dim, ElementType, Location, Op, Region, TensorType, Type};
-
-/// An op's parts as its form gives them (the caller names the results).
-pub(crate) struct Parts {
-    pub(crate) name: String,
-    pub(crate) operands: Vec<(u32, Type)>,
-    pub(crate) results: Vec<Type>,
-    pub(crate) attributes: Vec<(String, Attr)>,
-    pub(crate) regions: Vec<Region>,
-}
-
-impl Parts {
-    fn new(name: impl Into<String>) -> Parts {
-        Parts { name: name.into(), operands: vec![], results: vec![], attributes: vec![], regions: vec![] }
-    }
-
-    fn attr(&mut self, name: &str, a: Attr) {
-        self.attributes.push((name.to_string(), a));
-    }
-}
 
 fn i32_attr(v: i64) -> Attr {
     Attr::Integer { value: v, ty: Type::Scalar(ElementType::S32) }

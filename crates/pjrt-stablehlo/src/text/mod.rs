@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::ir::{Attr, Location, Module, Type};
+use crate::ir::{Attr, Location, Module, Region, Type};
 use crate::Limits;
 
 /// Parses MLIR text (a `module`, or ops that become the body of one).
@@ -25,6 +25,39 @@ pub(crate) fn parse(text: &str, limits: &Limits) -> Result<Module> {
     let mut p = Parser::new(text, limits);
     let ops = p.top_level()?;
     Ok(Module { bytecode_version: 0, producer: String::new(), ops })
+}
+
+/// What the op forms share (the ops and custom-form parsers sit above this module).
+/// The ops whose regions cannot see the values around them (values are numbered from 0
+/// again inside, as bytecode numbers them).
+pub(crate) fn is_isolated(name: &str) -> bool {
+    matches!(name, "builtin.module" | "func.func")
+}
+
+/// A block argument as the text declares it.
+pub(crate) struct ArgDecl {
+    pub(crate) name: String,
+    pub(crate) at: usize,
+    pub(crate) ty: Type,
+}
+
+/// An op's parts as its form gives them (the caller names the results).
+pub(crate) struct Parts {
+    pub(crate) name: String,
+    pub(crate) operands: Vec<(u32, Type)>,
+    pub(crate) results: Vec<Type>,
+    pub(crate) attributes: Vec<(String, Attr)>,
+    pub(crate) regions: Vec<Region>,
+}
+
+impl Parts {
+    pub(crate) fn new(name: impl Into<String>) -> Parts {
+        Parts { name: name.into(), operands: vec![], results: vec![], attributes: vec![], regions: vec![] }
+    }
+
+    pub(crate) fn attr(&mut self, name: &str, a: Attr) {
+        self.attributes.push((name.to_string(), a));
+    }
 }
 
 /// A named group of values (`%0:2` defines two under the name `0`).

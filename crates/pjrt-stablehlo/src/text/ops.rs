@@ -3,16 +3,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::custom::Parts;
-use super::{Frame, Parser};
+use super::{is_isolated, ArgDecl, Frame, Parser, Parts};
 use crate::error::Result;
 use crate::ir::{Block, Location, Op, Region, Type, Value};
-
-/// The ops whose regions cannot see the values around them (values are numbered from 0
-/// again inside, as bytecode numbers them).
-pub(crate) fn is_isolated(name: &str) -> bool {
-    matches!(name, "builtin.module" | "func.func")
-}
 
 /// What the text says an op defines before its `=`: each name and how many values it holds.
 pub(crate) struct ResultNames {
@@ -23,13 +16,6 @@ impl ResultNames {
     pub(crate) fn count(&self) -> usize {
         self.names.iter().map(|(_, n, _)| n).sum()
     }
-}
-
-/// A block argument as the text declares it.
-pub(crate) struct ArgDecl {
-    pub(crate) name: String,
-    pub(crate) at: usize,
-    pub(crate) ty: Type,
 }
 
 impl Parser<'_> {
