@@ -23,6 +23,7 @@ mod error;
 mod mlir_text;
 mod names;
 pub mod ir;
+mod pretty;
 mod print;
 mod read;
 mod refine;
@@ -31,6 +32,7 @@ mod vhlo;
 
 pub use bytecode::{Limits, MAX_VERSION};
 pub use error::{Error, Result};
+pub use pretty::print_pretty;
 pub use print::{attr_text, mlir_element_name, print, type_text};
 pub use refine::{bind_dimensions, dimension_parameters, is_polymorphic, refine, RefineError};
 
@@ -89,7 +91,7 @@ pub fn parse_text_with(text: &str, limits: &Limits) -> Result<ir::Module> {
 
 /// What the fuzz targets check on any input (`fuzz/fuzz_targets/stablehlo.rs` with libFuzzer,
 /// `examples/fuzz_mutations.rs` on the stable toolchain in CI): the bytes either give an error
-/// whose offset is inside the input, or read to a module that prints; a module with a `@main`
+/// whose offset is inside the input, or read to a module that prints (generic and pretty); a module with a `@main`
 /// is also refined for `@main`'s parameter types with each `?` made 2, which gives a module
 /// that prints or an error. Panics otherwise.
 #[doc(hidden)]
@@ -98,6 +100,8 @@ pub fn fuzz_check(data: &[u8]) {
         Ok(module) => {
             let text = print(&module);
             assert!(module.ops.is_empty() || !text.is_empty(), "a module with ops printed as nothing");
+            let pretty = print_pretty(&module);
+            assert!(module.ops.is_empty() || !pretty.is_empty(), "a module with ops printed pretty as nothing");
             let _ = is_polymorphic(&module);
             if let Some(args) = refine::main_parameters(&module, 2) {
                 if let Ok(refined) = refine(&module, &args) {
@@ -113,8 +117,9 @@ pub fn fuzz_check(data: &[u8]) {
 /// What the text fuzz target (`fuzz/fuzz_targets/stablehlo_text.rs`, and `examples/fuzz_mutations.rs`
 /// on the stable toolchain) checks on any input: bytes that are not UTF-8 are not text (the
 /// caller's error); text either gives an error whose offset is inside it, or parses to a
-/// module whose print parses again to the same module (locations aside) and is refined as
-/// [`fuzz_check`] refines. Panics otherwise.
+/// module whose print parses again to the same module (locations aside), whose pretty print
+/// parses to that module too (the order of each op's attributes aside: a custom form puts
+/// those it states first), and which is refined as [`fuzz_check`] refines. Panics otherwise.
 #[doc(hidden)]
 pub fn fuzz_check_text(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
@@ -124,6 +129,13 @@ pub fn fuzz_check_text(data: &[u8]) {
             let again = parse_text(&printed)
                 .unwrap_or_else(|e| panic!("the print of a parsed module does not parse: {e}\n{printed}"));
             assert_eq!(print(&again), printed, "the print of a parsed module prints differently once parsed");
+            let pretty = print_pretty(&module);
+            let pretty_again = parse_text(&pretty)
+                .unwrap_or_else(|e| panic!("the pretty print of a parsed module does not parse: {e}\n{pretty}"));
+            assert!(
+                sorted_attributes(pretty_again) == sorted_attributes(again),
+                "the pretty print of a parsed module parses to another module than its print\n{pretty}"
+            );
             let _ = is_polymorphic(&module);
             if let Some(args) = refine::main_parameters(&module, 2) {
                 if let Ok(refined) = refine(&module, &args) {
@@ -133,4 +145,22 @@ pub fn fuzz_check_text(data: &[u8]) {
         }
         Err(e) => assert!(e.offset() <= data.len(), "error offset {} past {} bytes", e.offset(), data.len()),
     }
+}
+
+/// The module with each op's attributes sorted by name (MLIR's attribute dictionaries have no
+/// order) and its locations made unknown.
+fn sorted_attributes(mut m: ir::Module) -> ir::Module {
+    fn sort(ops: &mut [ir::Op]) {
+        for op in ops {
+            op.attributes.sort_by(|a, b| a.0.cmp(&b.0));
+            op.location = std::sync::Arc::new(ir::Location::Unknown);
+            for r in &mut op.regions {
+                for b in &mut r.blocks {
+                    sort(&mut b.ops);
+                }
+            }
+        }
+    }
+    sort(&mut m.ops);
+    m
 }

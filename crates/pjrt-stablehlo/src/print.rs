@@ -406,7 +406,7 @@ pub(crate) fn attr_into(out: &mut String, a: &Attr) {
     }
 }
 
-fn dict_into(out: &mut String, d: &[(String, Attr)]) {
+pub(crate) fn dict_into(out: &mut String, d: &[(String, Attr)]) {
     out.push('{');
     list_into(out, d, |o, (k, v)| {
         if is_bare(k) {
