@@ -135,7 +135,7 @@ fn describe_module(module: &Module, generic: bool) -> (String, Json) {
             Some((name, signature))
         })
         .collect();
-    let text = if generic { pjrt_stablehlo::print(module) } else { pjrt_stablehlo::print(module) };
+    let text = if generic { pjrt_stablehlo::print(module) } else { pjrt_stablehlo::print_pretty(module) };
     let mut out = String::new();
     if !module.producer.is_empty() {
         out.push_str(&format!("producer: {}\n", module.producer));

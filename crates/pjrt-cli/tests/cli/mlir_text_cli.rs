@@ -55,11 +55,11 @@ fn programs_with_every_dynamic_op_run_for_their_inputs_shapes() {
         let x34 = iota(&dir, "x34", &[3, 4]);
         let y = iota(&dir, "y", &[1, 5, 1]);
 
-        let out = run(plugin, "iota_reshape", &[x43.clone()], &[]);
+        let out = run(plugin, "iota_reshape", std::slice::from_ref(&x43), &[]);
         let want: Vec<f32> = (0..12).map(|k| (k + k / 3) as f32).collect();
         assert_eq!(out, vec![(vec![4, 3], want.clone()), (vec![12], want)], "iota_reshape");
 
-        let out = run(plugin, "broadcast_pad", &[x5.clone()], &[]);
+        let out = run(plugin, "broadcast_pad", std::slice::from_ref(&x5), &[]);
         let row: Vec<f32> = (0..5).map(|k| k as f32).collect();
         let padded = vec![0.0, 0.0, 1.0, 2.0, 3.0, 4.0, 0.0, 0.0];
         assert_eq!(out, vec![(vec![2, 5], [row.clone(), row].concat()), (vec![8], padded)], "broadcast_pad");
@@ -81,7 +81,7 @@ fn programs_with_every_dynamic_op_run_for_their_inputs_shapes() {
 
         // b inferred from x, or given.
         let doubled = vec![0.0, 2.0, 4.0, 6.0, 8.0];
-        assert_eq!(run(plugin, "dim_param", &[x5.clone()], &[]), vec![(vec![5], doubled.clone())]);
+        assert_eq!(run(plugin, "dim_param", std::slice::from_ref(&x5), &[]), vec![(vec![5], doubled.clone())]);
         assert_eq!(run(plugin, "dim_param", &[x5], &["--dim", "b=5"]), vec![(vec![5], doubled)]);
     }
 }
