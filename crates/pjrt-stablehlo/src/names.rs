@@ -42,3 +42,12 @@ pub(crate) const DOT_ALGORITHM_FIELDS: &[&str] = &[
     "num_primitive_operations",
     "allow_imprecise_accumulation",
 ];
+
+/// A `#stablehlo.conv`'s fields in the order of its `[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]`
+/// layout: per part (input, kernel, output) the batch-like and feature-like dimension fields,
+/// the spatial dimensions field, and the letters the two are written as.
+pub(crate) const CONV_PARTS: [(&str, &str, &str, char, char); 3] = [
+    ("input_batch_dimension", "input_feature_dimension", "input_spatial_dimensions", 'b', 'f'),
+    ("kernel_input_feature_dimension", "kernel_output_feature_dimension", "kernel_spatial_dimensions", 'i', 'o'),
+    ("output_batch_dimension", "output_feature_dimension", "output_spatial_dimensions", 'b', 'f'),
+];

@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 use crate::ir::{Attr, Dim, ElementType, EnumAttr, Module, Op, Region, TensorType, Type, Value};
 use crate::mlir_text::{quote_symbol, string_into};
-use crate::print::{attr_into, dict_into, type_into};
+use crate::print::{attr_into, dict_into, successors_into, type_into};
 
 /// Prints a module as MLIR text in the custom op forms MLIR and JAX print (`%0 =
 /// stablehlo.add %arg0, %arg0 : tensor<2xf32>`), the generic form for ops without one;
@@ -274,19 +274,9 @@ fn scalar_of(t: &Type) -> Type {
 /// Whether a `#stablehlo.conv` is the nine fields the `[b, 0, 1, f]x[...]->[...]` layout reads
 /// back: each part's batch, feature and spatial dimensions a permutation of its rank.
 fn is_conv_layout(a: Option<&Attr>) -> bool {
-    const NAMES: [&str; 9] = [
-        "input_batch_dimension",
-        "input_feature_dimension",
-        "input_spatial_dimensions",
-        "kernel_input_feature_dimension",
-        "kernel_output_feature_dimension",
-        "kernel_spatial_dimensions",
-        "output_batch_dimension",
-        "output_feature_dimension",
-        "output_spatial_dimensions",
-    ];
     let Some(Attr::Struct { mnemonic: "conv", fields }) = a else { return false };
-    if fields.len() != 9 || fields.iter().zip(NAMES).any(|((n, _), want)| *n != want) {
+    let names = crate::names::CONV_PARTS.iter().flat_map(|&(a, b, c, _, _)| [a, b, c]);
+    if fields.len() != 9 || fields.iter().zip(names).any(|((n, _), want)| *n != want) {
         return false;
     }
     fields.chunks(3).all(|part| {
@@ -523,16 +513,7 @@ impl<'m> Pretty<'m> {
         self.out.push('(');
         self.values(&op.operands);
         self.out.push(')');
-        if !op.successors.is_empty() {
-            self.out.push('[');
-            for (i, s) in op.successors.iter().enumerate() {
-                if i > 0 {
-                    self.out.push_str(", ");
-                }
-                let _ = write!(self.out, "^bb{s}");
-            }
-            self.out.push(']');
-        }
+        successors_into(&mut self.out, &op.successors);
         let inputs = op
             .operands
             .iter()

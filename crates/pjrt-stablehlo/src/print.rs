@@ -199,11 +199,12 @@ fn int_list(a: &Attr) -> &[i64] {
 /// `#stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>`.
 fn conv_into(out: &mut String, fields: &[(&'static str, Attr)]) {
     let f = |n: &str| fields.iter().find(|(k, _)| *k == n).map(|(_, v)| v);
-    let layout = |out: &mut String, a: &str, an: &str, b: &str, bn: &str, sp: &str| {
-        let (Some(a), Some(b)) = (f(a).and_then(int_field), f(b).and_then(int_field)) else { return };
+    out.push_str("#stablehlo.conv<");
+    for (part, &(a, b, sp, an, bn)) in crate::names::CONV_PARTS.iter().enumerate() {
+        out.push_str(["", "x", "->"][part]);
+        let (Some(a), Some(b)) = (f(a).and_then(int_field), f(b).and_then(int_field)) else { continue };
         let spatial = f(sp).map(int_list).unwrap_or(&[]);
-        let rank = spatial.len() + 2;
-        let mut names = vec![String::new(); rank];
+        let mut names = vec![String::new(); spatial.len() + 2];
         let mut put = |i: i64, s: String| {
             if let Some(slot) = usize::try_from(i).ok().and_then(|i| names.get_mut(i)) {
                 *slot = s;
@@ -217,20 +218,7 @@ fn conv_into(out: &mut String, fields: &[(&'static str, Attr)]) {
         out.push('[');
         out.push_str(&names.join(", "));
         out.push(']');
-    };
-    out.push_str("#stablehlo.conv<");
-    layout(out, "input_batch_dimension", "b", "input_feature_dimension", "f", "input_spatial_dimensions");
-    out.push('x');
-    layout(
-        out,
-        "kernel_input_feature_dimension",
-        "i",
-        "kernel_output_feature_dimension",
-        "o",
-        "kernel_spatial_dimensions",
-    );
-    out.push_str("->");
-    layout(out, "output_batch_dimension", "b", "output_feature_dimension", "f", "output_spatial_dimensions");
+    }
     out.push('>');
 }
 
@@ -406,6 +394,21 @@ pub(crate) fn attr_into(out: &mut String, a: &Attr) {
     }
 }
 
+/// `[^bb1, ^bb2]` of an op's successor blocks; nothing when it has none.
+pub(crate) fn successors_into(out: &mut String, successors: &[u32]) {
+    if successors.is_empty() {
+        return;
+    }
+    out.push('[');
+    for (i, s) in successors.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let _ = write!(out, "^bb{s}");
+    }
+    out.push(']');
+}
+
 pub(crate) fn dict_into(out: &mut String, d: &[(String, Attr)]) {
     out.push('{');
     list_into(out, d, |o, (k, v)| {
@@ -469,16 +472,7 @@ impl<'m> Printer<'m> {
             self.value(v);
         }
         self.out.push(')');
-        if !op.successors.is_empty() {
-            self.out.push('[');
-            for (i, s) in op.successors.iter().enumerate() {
-                if i > 0 {
-                    self.out.push_str(", ");
-                }
-                let _ = write!(self.out, "^bb{s}");
-            }
-            self.out.push(']');
-        }
+        successors_into(&mut self.out, &op.successors);
         if !op.regions.is_empty() {
             self.out.push_str(" (");
             // Values the regions define go out of scope after them (and an isolated region

@@ -85,13 +85,6 @@ fn is_list_field(n: &str) -> bool {
     n.ends_with("_dims") || n.ends_with("_dimensions") || n.ends_with("_indices") || n == "start_index_map"
 }
 
-/// The conv layout letters' fields: (batch-like, feature-like, spatial) per part.
-const CONV_PARTS: [(&str, &str, &str, char, char); 3] = [
-    ("input_batch_dimension", "input_feature_dimension", "input_spatial_dimensions", 'b', 'f'),
-    ("kernel_input_feature_dimension", "kernel_output_feature_dimension", "kernel_spatial_dimensions", 'i', 'o'),
-    ("output_batch_dimension", "output_feature_dimension", "output_spatial_dimensions", 'b', 'f'),
-];
-
 pub(crate) fn i64_attr(v: i64) -> Attr {
     Attr::Integer { value: v, ty: Type::Scalar(ElementType::S64) }
 }
@@ -664,7 +657,8 @@ impl Parser<'_> {
         self.expect("<")?;
         if self.eat_keyword("raw") {
             let mut fields = Vec::new();
-            let names: Vec<&'static str> = CONV_PARTS.iter().flat_map(|(a, b, c, _, _)| [*a, *b, *c]).collect();
+            let names: Vec<&'static str> =
+                crate::names::CONV_PARTS.iter().flat_map(|(a, b, c, _, _)| [*a, *b, *c]).collect();
             loop {
                 let at = self.pos;
                 let field = self.expect_bare_id("a field name")?;
@@ -699,7 +693,7 @@ impl Parser<'_> {
     /// The three bracketed layouts of a convolution, as the nine fields.
     pub(crate) fn conv_layout(&mut self) -> Result<Vec<(&'static str, Attr)>> {
         let mut fields = Vec::new();
-        for (i, (a, bname, spatial, la, lb)) in CONV_PARTS.iter().enumerate() {
+        for (i, (a, bname, spatial, la, lb)) in crate::names::CONV_PARTS.iter().enumerate() {
             if i == 1 {
                 self.expect("x")?;
             } else if i == 2 {
