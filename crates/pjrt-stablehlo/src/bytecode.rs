@@ -24,16 +24,26 @@ pub(crate) const V_USE_LIST_ORDERING: u64 = 3;
 pub(crate) const V_ELIDE_UNKNOWN_BLOCK_ARG_LOC: u64 = 4;
 pub(crate) const V_NATIVE_PROPERTIES: u64 = 5;
 
-const SECTION_STRING: u8 = 0;
-const SECTION_DIALECT: u8 = 1;
-const SECTION_ATTR_TYPE: u8 = 2;
-const SECTION_ATTR_TYPE_OFFSET: u8 = 3;
+// The section ids, for this reader and the writer (`crate::write`).
+pub(crate) const SECTION_STRING: u8 = 0;
+pub(crate) const SECTION_DIALECT: u8 = 1;
+pub(crate) const SECTION_ATTR_TYPE: u8 = 2;
+pub(crate) const SECTION_ATTR_TYPE_OFFSET: u8 = 3;
 pub(crate) const SECTION_IR: u8 = 4;
 const SECTION_RESOURCE: u8 = 5;
 const SECTION_RESOURCE_OFFSET: u8 = 6;
 const SECTION_DIALECT_VERSIONS: u8 = 7;
-const SECTION_PROPERTIES: u8 = 8;
+pub(crate) const SECTION_PROPERTIES: u8 = 8;
 const NUM_SECTIONS: usize = 9;
+
+// An operation's encoding mask: which parts follow its name (for `crate::read` and the writer).
+pub(crate) const HAS_ATTRS: u8 = 0x01;
+pub(crate) const HAS_RESULTS: u8 = 0x02;
+pub(crate) const HAS_OPERANDS: u8 = 0x04;
+pub(crate) const HAS_SUCCESSORS: u8 = 0x08;
+pub(crate) const HAS_INLINE_REGIONS: u8 = 0x10;
+pub(crate) const HAS_USE_LIST_ORDERS: u8 = 0x20;
+pub(crate) const HAS_PROPERTIES: u8 = 0x40;
 
 /// Limits on what the reader accepts, against hostile or damaged files.
 ///

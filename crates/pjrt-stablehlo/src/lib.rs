@@ -29,12 +29,17 @@ mod read;
 mod refine;
 mod text;
 mod vhlo;
+mod version;
+mod vhlo_versions;
+mod write;
 
 pub use bytecode::{Limits, MAX_VERSION};
 pub use error::{Error, Result};
 pub use pretty::print_pretty;
 pub use print::{attr_text, mlir_element_name, print, type_text};
 pub use refine::{bind_dimensions, dimension_parameters, is_polymorphic, refine, RefineError};
+pub use version::Version;
+pub use write::{write_bytecode, WriteError};
 
 /// Reads MLIR bytecode (a StableHLO portable artifact, or builtin/func/stablehlo bytecode)
 /// with the default [`Limits`].
@@ -93,7 +98,8 @@ pub fn parse_text_with(text: &str, limits: &Limits) -> Result<ir::Module> {
 /// `examples/fuzz_mutations.rs` on the stable toolchain in CI): the bytes either give an error
 /// whose offset is inside the input, or read to a module that prints (generic and pretty); a module with a `@main`
 /// is also refined for `@main`'s parameter types with each `?` made 2, which gives a module
-/// that prints or an error. Panics otherwise.
+/// that prints or an error; a module the writer takes is written, read back and written again
+/// to the same bytes. Panics otherwise.
 #[doc(hidden)]
 pub fn fuzz_check(data: &[u8]) {
     match read_bytecode(data) {
@@ -103,6 +109,7 @@ pub fn fuzz_check(data: &[u8]) {
             let pretty = print_pretty(&module);
             assert!(module.ops.is_empty() || !pretty.is_empty(), "a module with ops printed pretty as nothing");
             let _ = is_polymorphic(&module);
+            check_written(&module);
             if let Some(args) = refine::main_parameters(&module, 2) {
                 if let Ok(refined) = refine(&module, &args) {
                     let text = print(&refined);
@@ -112,6 +119,18 @@ pub fn fuzz_check(data: &[u8]) {
         }
         Err(e) => assert!(e.offset() <= data.len(), "error offset {} past {} bytes", e.offset(), data.len()),
     }
+}
+
+/// A module that read cleanly, written for its producer's version (when the writer takes
+/// it), reads back, and writing that gives the same bytes. (Not equality with the module
+/// read: a damaged file can number a region's values in a way no writer would, which
+/// writing normalizes.)
+fn check_written(module: &ir::Module) {
+    let Some(target) = Version::of_producer(&module.producer) else { return };
+    let Ok(bytes) = write_bytecode(module, target) else { return };
+    let again = read_bytecode(&bytes).unwrap_or_else(|e| panic!("what the writer wrote does not read: {e}"));
+    let rewritten = write_bytecode(&again, target).unwrap_or_else(|e| panic!("a written module does not write: {e}"));
+    assert!(rewritten == bytes, "a written module, read and written again, gives other bytes");
 }
 
 /// What the text fuzz target (`fuzz/fuzz_targets/stablehlo_text.rs`, and `examples/fuzz_mutations.rs`

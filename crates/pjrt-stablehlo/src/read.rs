@@ -9,13 +9,9 @@ use crate::error::{Error, Result};
 use crate::ir::{Attr, Block, Module, Op, Region, Value};
 use crate::vhlo;
 
-const HAS_ATTRS: u8 = 0x01;
-const HAS_RESULTS: u8 = 0x02;
-const HAS_OPERANDS: u8 = 0x04;
-const HAS_SUCCESSORS: u8 = 0x08;
-const HAS_INLINE_REGIONS: u8 = 0x10;
-const HAS_USE_LIST_ORDERS: u8 = 0x20;
-const HAS_PROPERTIES: u8 = 0x40;
+use crate::bytecode::{
+    HAS_ATTRS, HAS_INLINE_REGIONS, HAS_OPERANDS, HAS_PROPERTIES, HAS_RESULTS, HAS_SUCCESSORS, HAS_USE_LIST_ORDERS,
+};
 
 /// Value numbering within one isolated-from-above scope: how many values are reserved by the
 /// regions being read.

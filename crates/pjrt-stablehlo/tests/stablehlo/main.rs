@@ -15,3 +15,4 @@ mod ops;
 mod refine;
 mod round_trip;
 mod text;
+mod write;

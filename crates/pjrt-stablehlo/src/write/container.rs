@@ -1,0 +1,237 @@
+//! MLIR's bytecode container, written: varints, the string table, dialect and op-name tables,
+//! the attribute/type table with its offsets, properties, and the sections around them (the
+//! layout `crate::bytecode` reads).
+
+use std::collections::HashMap;
+
+/// PrefixVarInt: the count of trailing zeros of the first byte says how many bytes follow.
+pub(crate) fn varint(out: &mut Vec<u8>, value: u64) {
+    let bytes_needed = (1..=8u32).find(|n| value < 1u64 << (7 * n));
+    match bytes_needed {
+        Some(n) => {
+            let encoded = (value << n) | (1u64 << (n - 1));
+            out.extend_from_slice(&encoded.to_le_bytes()[..n as usize]);
+        }
+        None => {
+            out.push(0);
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+    }
+}
+
+/// Zigzag-encoded signed varint.
+pub(crate) fn svarint(out: &mut Vec<u8>, value: i64) {
+    varint(out, ((value << 1) ^ (value >> 63)) as u64);
+}
+
+/// A varint with a flag in its low bit.
+pub(crate) fn varint_flag(out: &mut Vec<u8>, value: u64, flag: bool) {
+    varint(out, (value << 1) | u64::from(flag));
+}
+
+use crate::bytecode::{
+    SECTION_ATTR_TYPE, SECTION_ATTR_TYPE_OFFSET, SECTION_DIALECT, SECTION_IR, SECTION_PROPERTIES, SECTION_STRING,
+};
+
+/// A section: its id, its length, its bytes (unaligned: nothing written needs alignment).
+pub(crate) fn section(out: &mut Vec<u8>, id: u8, data: &[u8]) {
+    out.push(id);
+    varint(out, data.len() as u64);
+    out.extend_from_slice(data);
+}
+
+/// The dialects an artifact names, by index in the dialect table.
+pub(crate) const BUILTIN: usize = 0;
+pub(crate) const VHLO: usize = 1;
+/// Shardy's, named only when one of its attributes is written.
+pub(crate) const SDY: usize = 2;
+const DIALECTS: [&str; 3] = ["builtin", "vhlo", "sdy"];
+
+/// One attribute or type entry: its dialect, whether in the dialect's encoding (else MLIR
+/// text), and its bytes.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct Entry {
+    pub dialect: usize,
+    pub custom: bool,
+    pub bytes: Vec<u8>,
+}
+
+/// A deduplicated table of entries, numbered in the order they were first added (an entry
+/// refers only to entries added before it).
+#[derive(Default)]
+pub(crate) struct Table {
+    entries: Vec<Entry>,
+    index: HashMap<Entry, u64>,
+}
+
+impl Table {
+    pub(crate) fn add(&mut self, entry: Entry) -> u64 {
+        if let Some(&i) = self.index.get(&entry) {
+            return i;
+        }
+        let i = self.entries.len() as u64;
+        self.entries.push(entry.clone());
+        self.index.insert(entry, i);
+        i
+    }
+}
+
+/// Everything the sections are made of, filled while the IR is encoded.
+#[derive(Default)]
+pub(crate) struct Tables {
+    strings: Vec<Vec<u8>>,
+    string_index: HashMap<Vec<u8>, u64>,
+    /// Op names, grouped by dialect, in index order.
+    op_names: Vec<(usize, String)>,
+    pub attrs: Table,
+    pub types: Table,
+    properties: Vec<Vec<u8>>,
+    /// Whether a Shardy attribute was written (the sdy dialect is named only then).
+    pub uses_sdy: bool,
+    property_index: HashMap<Vec<u8>, u64>,
+}
+
+impl Tables {
+    pub(crate) fn string(&mut self, s: &[u8]) -> u64 {
+        if let Some(&i) = self.string_index.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as u64;
+        self.strings.push(s.to_vec());
+        self.string_index.insert(s.to_vec(), i);
+        i
+    }
+
+    /// Sets the op-name table (sorted by dialect so that each dialect is one group); returns
+    /// each name's index.
+    pub(crate) fn set_op_names(&mut self, mut names: Vec<(usize, String)>) -> HashMap<(usize, String), u64> {
+        names.sort();
+        names.dedup();
+        self.uses_sdy |= names.iter().any(|(d, _)| *d == SDY);
+        for (_, n) in &names {
+            self.string(n.as_bytes());
+        }
+        let index = names.iter().enumerate().map(|(i, n)| (n.clone(), i as u64)).collect();
+        self.op_names = names;
+        index
+    }
+
+    pub(crate) fn properties(&mut self, bytes: Vec<u8>) -> u64 {
+        if let Some(&i) = self.property_index.get(&bytes) {
+            return i;
+        }
+        let i = self.properties.len() as u64;
+        self.properties.push(bytes.clone());
+        self.property_index.insert(bytes, i);
+        i
+    }
+
+    /// The whole file: header, then the sections, with `ir` as the IR section.
+    pub(crate) fn finish(mut self, version: u64, producer: &str, ir: &[u8]) -> Vec<u8> {
+        let dialects_used = if self.uses_sdy { &DIALECTS[..] } else { &DIALECTS[..2] };
+        for d in dialects_used {
+            self.string(d.as_bytes());
+        }
+        let mut out = b"ML\xefR".to_vec();
+        varint(&mut out, version);
+        out.extend_from_slice(producer.as_bytes());
+        out.push(0);
+
+        let mut dialects = Vec::new();
+        varint(&mut dialects, dialects_used.len() as u64);
+        for d in dialects_used {
+            let name = self.string(d.as_bytes());
+            if version >= crate::bytecode::V_DIALECT_VERSIONING {
+                // VHLO carries its version in the producer string, not as a dialect version.
+                varint_flag(&mut dialects, name, false);
+            } else {
+                varint(&mut dialects, name);
+            }
+        }
+        if version >= crate::bytecode::V_ELIDE_UNKNOWN_BLOCK_ARG_LOC {
+            varint(&mut dialects, self.op_names.len() as u64);
+        }
+        let mut k = 0;
+        while k < self.op_names.len() {
+            let dialect = self.op_names[k].0;
+            let group = self.op_names[k..].iter().take_while(|(d, _)| *d == dialect).count();
+            varint(&mut dialects, dialect as u64);
+            varint(&mut dialects, group as u64);
+            for (_, name) in &self.op_names[k..k + group] {
+                let i = self.string_index.get(name.as_bytes()).copied().unwrap_or(0);
+                if version >= crate::bytecode::V_NATIVE_PROPERTIES {
+                    varint_flag(&mut dialects, i, true);
+                } else {
+                    varint(&mut dialects, i);
+                }
+            }
+            k += group;
+        }
+
+        let mut data = Vec::new();
+        let mut offsets = Vec::new();
+        varint(&mut offsets, self.attrs.entries.len() as u64);
+        varint(&mut offsets, self.types.entries.len() as u64);
+        for table in [&self.attrs, &self.types] {
+            let mut k = 0;
+            let entries = &table.entries;
+            while k < entries.len() {
+                let dialect = entries[k].dialect;
+                let group = entries[k..].iter().take_while(|e| e.dialect == dialect).count();
+                varint(&mut offsets, dialect as u64);
+                varint(&mut offsets, group as u64);
+                for e in &entries[k..k + group] {
+                    varint_flag(&mut offsets, e.bytes.len() as u64, e.custom);
+                    data.extend_from_slice(&e.bytes);
+                }
+                k += group;
+            }
+        }
+
+        let mut strings = Vec::new();
+        varint(&mut strings, self.strings.len() as u64);
+        for s in self.strings.iter().rev() {
+            varint(&mut strings, s.len() as u64 + 1);
+        }
+        for s in &self.strings {
+            strings.extend_from_slice(s);
+            strings.push(0);
+        }
+
+        section(&mut out, SECTION_STRING, &strings);
+        section(&mut out, SECTION_DIALECT, &dialects);
+        section(&mut out, SECTION_ATTR_TYPE, &data);
+        section(&mut out, SECTION_ATTR_TYPE_OFFSET, &offsets);
+        section(&mut out, SECTION_IR, ir);
+        if version >= crate::bytecode::V_NATIVE_PROPERTIES && !self.properties.is_empty() {
+            let mut props = Vec::new();
+            varint(&mut props, self.properties.len() as u64);
+            for p in &self.properties {
+                varint(&mut props, p.len() as u64);
+                props.extend_from_slice(p);
+            }
+            section(&mut out, SECTION_PROPERTIES, &props);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bytecode::Cursor;
+
+    #[test]
+    fn varints_read_back() {
+        for v in [0u64, 1, 127, 128, 1 << 20, (1 << 56) - 1, 1 << 56, u64::MAX] {
+            let mut out = Vec::new();
+            varint(&mut out, v);
+            assert_eq!(Cursor::new(&out, 0).varint().unwrap(), v);
+        }
+        for v in [0i64, -1, 1, i64::MIN, i64::MAX] {
+            let mut out = Vec::new();
+            svarint(&mut out, v);
+            assert_eq!(Cursor::new(&out, 0).svarint().unwrap(), v);
+        }
+    }
+}

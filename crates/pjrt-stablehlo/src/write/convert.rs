@@ -1,0 +1,247 @@
+//! StableHLO ops → VHLO ops (what StableHLO's `stablehlo-legalize-to-vhlo` does, the inverse
+//! of `crate::vhlo::legalize`): the op version for the target, struct attributes exploded
+//! into the op's fields, the defaults StableHLO leaves out filled in, lists as tensors and
+//! symbols as strings.
+
+use std::sync::Arc;
+
+use super::error::WriteError;
+use crate::ir::{Attr, Dim, ElementType, EnumAttr, Op, TensorType, Type};
+use crate::version::Version;
+
+type R<T> = Result<T, WriteError>;
+
+/// A VHLO op ready to encode: its name (`add_v1`), its properties in property order, and its
+/// discardable attributes.
+pub(crate) struct VhloOp {
+    pub name: &'static str,
+    pub properties: Vec<(&'static str, Attr)>,
+    pub discardable: Vec<(String, Attr)>,
+}
+
+/// The VHLO base name (`add`) of a StableHLO-level op name.
+fn base_name(op: &str) -> Option<&str> {
+    match op {
+        "func.func" => Some("func"),
+        "func.call" => Some("call"),
+        "func.return" | "stablehlo.return" => Some("return"),
+        _ => op.strip_prefix("stablehlo."),
+    }
+}
+
+/// Struct attributes whose fields VHLO holds as the op's own attributes.
+const EXPLODED: &[&str] = &["conv", "gather", "scatter", "dot", "dot_algorithm"];
+/// The StableHLO attributes that are VHLO structs exploded (or a channel handle split).
+const STRUCT_NAMES: &[&str] =
+    &["dimension_numbers", "dot_dimension_numbers", "scatter_dimension_numbers", "algorithm", "channel_handle"];
+
+fn i64_type() -> Type {
+    Type::Scalar(ElementType::S64)
+}
+
+fn tensor(dims: Vec<u64>, element: ElementType) -> Type {
+    Type::Tensor(TensorType {
+        dims: dims.into_iter().map(Dim::Fixed).collect(),
+        element: Box::new(Type::Scalar(element)),
+        encoding: None,
+    })
+}
+
+fn dense_i64(values: &[i64], dims: Vec<u64>) -> Attr {
+    let data: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    Attr::Dense { ty: tensor(dims, ElementType::S64), data: Arc::from(data) }
+}
+
+/// An attribute as a VHLO op's property holds it: integer and boolean lists as 1-D tensors,
+/// symbols as strings, a unit flag as `true`.
+fn as_property(a: Attr) -> Attr {
+    match a {
+        Attr::I64Array(v) => {
+            let n = v.len() as u64;
+            dense_i64(&v, vec![n])
+        }
+        Attr::BoolArray(v) => {
+            let n = v.len() as u64;
+            let data: Vec<u8> = v.iter().map(|&b| u8::from(b)).collect();
+            Attr::Dense { ty: tensor(vec![n], ElementType::PRED), data: Arc::from(data) }
+        }
+        Attr::SymbolRef(s) => Attr::String(s.into_bytes()),
+        Attr::Unit => Attr::Bool(true),
+        Attr::Array(items) => Attr::Array(
+            items
+                .into_iter()
+                .map(|x| if let Attr::SymbolRef(s) = x { Attr::String(s.into_bytes()) } else { x })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+fn precision_default() -> Attr {
+    let p = Attr::Enum(EnumAttr { kind: "precision", value: "DEFAULT" });
+    Attr::Array(vec![p.clone(), p])
+}
+
+fn list_len(flat: &[(String, String, Attr)], name: &str) -> Option<u64> {
+    flat.iter().find(|(n, _, _)| n == name).and_then(|(_, _, a)| match a {
+        Attr::I64Array(v) => Some(v.len() as u64),
+        // (Bounded by the data, which holds at least a byte per element: a hand-built type
+        // cannot size a huge default.)
+        Attr::Dense { ty: Type::Tensor(t), data } => match t.dims.first() {
+            Some(Dim::Fixed(n)) => Some((*n).min(data.len() as u64)),
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// The value VHLO holds for property `name` of `base` when StableHLO leaves it out.
+fn default(base: &str, name: &str, flat: &[(String, String, Attr)]) -> Option<Attr> {
+    let spatial = || match base {
+        "convolution" | "dynamic_conv" => list_len(flat, "input_spatial_dimensions"),
+        _ => list_len(flat, "window_dimensions"),
+    };
+    Some(match name {
+        "sym_visibility" | "infeed_config" | "outfeed_config" => Attr::String(Vec::new()),
+        "backend_config" => {
+            let typed_ffi =
+                flat.iter().any(|(n, _, a)| n == "api_version" && matches!(a, Attr::Integer { value: 4, .. }));
+            if typed_ffi {
+                Attr::Dict(Vec::new())
+            } else {
+                Attr::String(Vec::new())
+            }
+        }
+        "arg_attrs"
+        | "res_attrs"
+        | "called_computations"
+        | "operand_layouts"
+        | "result_layouts"
+        | "output_operand_aliases"
+        | "result_tilings"
+        | "layout" => Attr::Array(Vec::new()),
+        "channel_id" => Attr::Integer { value: 0, ty: i64_type() },
+        "use_global_device_ids"
+        | "has_dynamic_root"
+        | "lower"
+        | "is_host_transfer"
+        | "indices_are_sorted"
+        | "unique_indices"
+        | "has_side_effect"
+        | "is_stable" => Attr::Bool(false),
+        "compare_type" => Attr::Enum(EnumAttr { kind: "comparison_type", value: "NOTYPE" }),
+        "version" => Attr::Integer { value: 0, ty: Type::Scalar(ElementType::S32) },
+        "composite_attributes" => Attr::Dict(Vec::new()),
+        "api_version" => Attr::Integer { value: 1, ty: Type::Scalar(ElementType::S32) },
+        "precision_config" => precision_default(),
+        "window_strides" | "lhs_dilation" | "rhs_dilation" | "base_dilations" | "window_dilations" => {
+            let n = spatial()?;
+            dense_i64(&vec![1; n as usize], vec![n])
+        }
+        "padding" => {
+            let n = spatial()?;
+            dense_i64(&vec![0; 2 * n as usize], vec![n, 2])
+        }
+        "window_reversal" => {
+            let n = spatial()?;
+            Attr::Dense { ty: tensor(vec![n], ElementType::PRED), data: Arc::from(vec![0u8; n as usize]) }
+        }
+        "known_expanding_dimensions"
+        | "known_nonexpanding_dimensions"
+        | "source_target_pairs"
+        | "operand_batching_dims"
+        | "start_indices_batching_dims"
+        | "input_batching_dims"
+        | "scatter_indices_batching_dims" => dense_i64(&[], vec![0]),
+        "dimension" if base == "sort" => Attr::Integer { value: -1, ty: i64_type() },
+        "result_accuracy" => {
+            let zero = Attr::Float { bits: 0, ty: Type::Scalar(ElementType::F64) };
+            Attr::Struct {
+                mnemonic: "result_accuracy",
+                fields: vec![
+                    ("atol", zero.clone()),
+                    ("rtol", zero),
+                    ("ulps", Attr::Integer { value: 0, ty: i64_type() }),
+                    ("mode", Attr::Enum(EnumAttr { kind: "result_accuracy_mode", value: "DEFAULT" })),
+                ],
+            }
+        }
+        n if crate::names::DOT_ALGORITHM_FIELDS.contains(&n) => Attr::Type(Type::None),
+        _ => return None,
+    })
+}
+
+/// The VHLO form of `op` at `target`: the newest version of the op `target` has, with its
+/// properties; NotInVersion when the op (or one of its attributes) is newer than `target`.
+pub(crate) fn to_vhlo(op: &Op, target: Version) -> R<VhloOp> {
+    let base = base_name(&op.name).ok_or_else(|| WriteError::Unrepresentable {
+        what: format!("the op {} (only builtin.module, func and stablehlo ops have VHLO forms)", op.name),
+    })?;
+    let versions = crate::vhlo_versions::op_versions(base);
+    let Some(oldest) = versions.first() else {
+        return Err(WriteError::Unrepresentable { what: format!("the op {} (no VHLO op {base}_vN)", op.name) });
+    };
+    let Some(&(name, _)) = versions.iter().rev().find(|(_, r)| r.contains(target)) else {
+        return Err(WriteError::NotInVersion { what: format!("the op {}", op.name), needs: oldest.1.min, target });
+    };
+    let props = crate::vhlo::property_names(name).ok_or_else(|| WriteError::Unrepresentable {
+        what: format!("the VHLO op {name} (its properties are unknown)"),
+    })?;
+    let inherent = |n: &str| {
+        STRUCT_NAMES.contains(&n)
+            || versions.iter().any(|(v, _)| crate::vhlo::property_names(v).is_some_and(|p| p.contains(&n)))
+    };
+    // (field name, the StableHLO attribute it came from, value).
+    let mut flat: Vec<(String, String, Attr)> = Vec::new();
+    let mut discardable = Vec::new();
+    for (n, a) in &op.attributes {
+        if !inherent(n) {
+            discardable.push((n.clone(), a.clone()));
+            continue;
+        }
+        match a {
+            Attr::Struct { mnemonic, fields } if EXPLODED.contains(mnemonic) => {
+                for (f, v) in fields {
+                    flat.push((f.to_string(), n.clone(), v.clone()));
+                }
+            }
+            Attr::Struct { mnemonic: "channel_handle", fields } => {
+                for (f, v) in fields {
+                    let field = match *f {
+                        "handle" => "channel_id",
+                        "type" if matches!(base, "send" | "recv") => "channel_type",
+                        // A collective's channel type is implied by the op.
+                        _ => continue,
+                    };
+                    flat.push((field.to_string(), n.clone(), v.clone()));
+                }
+            }
+            _ => flat.push((n.clone(), n.clone(), a.clone())),
+        }
+    }
+    // Defaults are sized by other fields (spatial dimensions), looked up before any is taken.
+    let given = flat.clone();
+    let mut properties = Vec::with_capacity(props.len());
+    for &p in props {
+        let value = match flat.iter().position(|(n, _, _)| n == p) {
+            Some(i) => as_property(flat.remove(i).2),
+            None => as_property(default(base, p, &given).ok_or_else(|| WriteError::Unrepresentable {
+                what: format!("{} without its {p} attribute", op.name),
+            })?),
+        };
+        properties.push((p, value));
+    }
+    if let Some((field, origin, _)) = flat.first() {
+        let needs = versions
+            .iter()
+            .find(|(v, _)| crate::vhlo::property_names(v).is_some_and(|p| p.contains(&field.as_str())))
+            .map(|(_, r)| r.min);
+        return Err(match needs {
+            Some(needs) if target < needs => {
+                WriteError::NotInVersion { what: format!("{} with the attribute {origin}", op.name), needs, target }
+            }
+            _ => WriteError::Unrepresentable { what: format!("the attribute {origin} of {}", op.name) },
+        });
+    }
+    Ok(VhloOp { name, properties, discardable })
+}
