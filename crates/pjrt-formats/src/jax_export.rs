@@ -1140,7 +1140,9 @@ impl JaxExport {
                  or pjrt compile --input-shape)",
             ));
         }
-        Ok(client.compile(&self.program()?, &self.compile_options(client.platform_name()))?)
+        let program = self.program()?;
+        let program = crate::portable::for_plugin(&program, client.plugin())?;
+        Ok(client.compile(&program, &self.compile_options(client.platform_name()))?)
     }
 
     /// Compiles the model for inputs of these shapes (every input, in the order of
@@ -1148,7 +1150,9 @@ impl JaxExport {
     /// does. For a model without symbolic dimensions the shapes must be its own.
     pub fn compile_for(&self, client: &Client, shapes: &[InputShape]) -> Result<LoadedExecutable> {
         self.check_runnable(client.platform_name())?;
-        Ok(client.compile(&self.program_for(shapes)?, &self.compile_options(client.platform_name()))?)
+        let program = self.program_for(shapes)?;
+        let program = crate::portable::for_plugin(&program, client.plugin())?;
+        Ok(client.compile(&program, &self.compile_options(client.platform_name()))?)
     }
 
     /// The shape of each input as it is uploaded (see [`JaxExport::check_npy_input`]).

@@ -114,8 +114,9 @@ pub(crate) fn check_stablehlo_version(plugin: &Plugin, program: &Program) -> Res
         return Ok(());
     };
     let advice = if target > current {
-        "serialize it for an older target (jax.export / stablehlo.serialize_portable_artifact with target_version at \
-         most the plugin's current version), or use a newer plugin"
+        "write it for the plugin's version first (pjrt_formats::portable::for_plugin does; pjrt run and pjrt compile \
+         do it themselves), serialize it for an older target (stablehlo.serialize_portable_artifact with \
+         target_version at most the plugin's current version), or use a newer plugin"
     } else if target < minimum {
         "serialize it again for a newer target (at least the plugin's minimum version), or use an older plugin"
     } else {

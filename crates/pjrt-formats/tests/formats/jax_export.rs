@@ -1,9 +1,11 @@
 //! Models serialized by `jax.export` (tests/data/jax_export/jax-<version>, made by
 //! tools/gen_jax_export_testdata.py with JAX 0.10.2 and with JAX 0.12.0.1) are read, checked
 //! against what JAX recorded in the manifest, and run on both CPU plugins: outputs equal JAX's
-//! (integers and bools bit-exact, floats within the recorded tolerance), except where the
-//! plugin reads an older StableHLO than JAX wrote (JAX 0.12's 1.18.0 on the 0.106 plugin, which
-//! reads up to 1.16.1): there the typed [`pjrt_client::Error::ProgramVersion`] names both.
+//! (integers and bools bit-exact, floats within the recorded tolerance), also where the plugin
+//! reads an older StableHLO than JAX wrote (JAX 0.12's 1.18.0 on the 0.106 plugin, which reads
+//! up to 1.16.1): the client refuses such a program with the typed
+//! [`pjrt_client::Error::ProgramVersion`] naming both, and the model's compile writes it for
+//! the plugin's version first.
 
 use std::path::{Path, PathBuf};
 
@@ -58,8 +60,9 @@ fn read_npy(jax: &str, file: &Json) -> NpyArray {
 }
 
 /// Where JAX's StableHLO is newer than the plugin reads, the (plugin, JAX) pair and the versions
-/// the refusal names: the 0.106 plugin reads StableHLO up to 1.16.1, JAX 0.12 writes 1.18.0.
-fn refused_versions(plugin: &str, jax: &str) -> Option<(&'static str, &'static str)> {
+/// the client's refusal names: the 0.106 plugin reads StableHLO up to 1.16.1, JAX 0.12 writes
+/// 1.18.0. The model then runs written for 1.16.1 ([`pjrt_formats::portable::for_plugin`]).
+fn newer_than_plugin(plugin: &str, jax: &str) -> Option<(&'static str, &'static str)> {
     (plugin == "cpu-0.106" && jax == "0.12.0.1").then_some(("1.18.0", "1.16.1"))
 }
 
@@ -101,18 +104,22 @@ fn compare(case: &Json, o: usize, expected: &NpyArray, actual: &NpyArray) -> Res
 fn run_case(client: &Client, plugin: &str, jax: &str, case: &Json) -> Result<(), String> {
     let model = JaxExport::read(data_dir(jax).join(case["model"].as_str().unwrap())).map_err(|e| e.to_string())?;
     let inputs: Vec<NpyArray> = case["inputs"].as_array().unwrap().iter().map(|f| read_npy(jax, f)).collect();
-    let result = model.run(client, &inputs);
-    if let Some((program, current)) = refused_versions(plugin, jax) {
-        return match result {
-            Err(pjrt_formats::Error::Client(pjrt_client::Error::ProgramVersion { program: p, current: c, .. }))
-                if p == program && c == current =>
-            {
-                Ok(())
-            }
-            other => Err(format!("expected ProgramVersion {{ {program} vs {current} }}, got {other:?}")),
-        };
+    if let (Some((program, current)), false) = (newer_than_plugin(plugin, jax), model.is_polymorphic()) {
+        // The client itself sends a program as it is: refused, naming both versions.
+        let options = model.compile_options(client.platform_name());
+        match client.compile(&model.program().map_err(|e| e.to_string())?, &options) {
+            Err(pjrt_client::Error::ProgramVersion { program: p, current: c, .. }) if p == program && c == current => {}
+            other => return Err(format!("expected ProgramVersion {{ {program} vs {current} }}, got {other:?}")),
+        }
+        // Written for the plugin's version it reads.
+        let original = model.program().map_err(|e| e.to_string())?;
+        let sent = pjrt_formats::portable::for_plugin(&original, client.plugin()).map_err(|e| e.to_string())?;
+        let want = format!("StableHLO_v{current}");
+        if sent.bytecode_producer() != Some(want.as_str()) {
+            return Err(format!("sent as {:?}, not {want}", sent.bytecode_producer()));
+        }
     }
-    let outputs = result.map_err(|e| e.to_string())?;
+    let outputs = model.run(client, &inputs).map_err(|e| e.to_string())?;
     let expected: Vec<NpyArray> = case["outputs"].as_array().unwrap().iter().map(|f| read_npy(jax, f)).collect();
     if outputs.len() != expected.len() {
         return Err(format!("{} outputs, JAX gave {}", outputs.len(), expected.len()));

@@ -21,6 +21,7 @@ mod lapack;
 mod mapped_files;
 mod npy_mapped;
 mod npz;
+mod portable;
 mod program_formats;
 mod safetensors;
 mod symbolic;
