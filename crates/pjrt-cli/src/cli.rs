@@ -258,6 +258,16 @@ pub struct CompileArgs {
     /// shapes they are checked against its own.
     #[arg(long = "input-shape", value_name = "SHAPE")]
     pub input_shapes: Vec<String>,
+    /// The StableHLO version to send the plugin the program in (a portable artifact written
+    /// for it, e.g. 1.16.1). Default: the program as it is, unless it is a portable artifact
+    /// newer than the plugin reads, which is written for the plugin's own version.
+    #[arg(long, value_name = "X.Y.Z")]
+    pub stablehlo_version: Option<pjrt_stablehlo::Version>,
+    /// Write the program as a StableHLO portable artifact (MLIR bytecode, `.mlirbc`) to
+    /// --output instead of compiling it: for --stablehlo-version, else for the plugin's
+    /// stablehlo_current_version. An op the version lacks is refused by name.
+    #[arg(long, conflicts_with_all = ["topology", "target", "replicas", "partitions"])]
+    pub emit_portable: bool,
     /// `--xla-option` and `--no-jax-defaults`.
     #[command(flatten)]
     pub xla: XlaSettings,

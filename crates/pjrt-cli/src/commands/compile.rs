@@ -20,7 +20,6 @@ use crate::ui::invalid;
 
 /// `pjrt compile`: compiles PROGRAM with the plugin `--plugin` names and writes an artifact.
 pub fn exec(args: &CompileArgs) -> Result<(), Error> {
-    let plugin = &resolve_plugin(&args.plugin)?;
     let started = Instant::now();
     // A `jax.export` model compiles as its StableHLO module (its mhlo.num_partitions is its
     // device count); for a GPU target it must have been exported for `cuda`.
@@ -51,6 +50,16 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
         }
         _ => {}
     }
+    if args.emit_portable {
+        return emit_portable(args, &program, started);
+    }
+    let plugin = &resolve_plugin(&args.plugin)?;
+    // What the plugin is sent: written for the version asked, or for the plugin's own when the
+    // program is a newer portable artifact (the compiles below then send it unchanged).
+    let program = match args.stablehlo_version {
+        Some(version) => pjrt_formats::portable::portable_artifact(&program, version)?,
+        None => pjrt_formats::portable::for_plugin(&program, plugin)?.into_owned(),
+    };
     if let (Some(model), Some(target)) = (&model, &args.target) {
         if !model.platforms().iter().any(|p| p == "cuda") {
             return Err(invalid(format!(
@@ -305,4 +314,44 @@ fn cannot_serialize(plugin: &Plugin, e: Error) -> Error {
         )),
         _ => e,
     }
+}
+
+/// `pjrt compile --emit-portable`: the program written as a portable artifact for
+/// `--stablehlo-version`, else for the plugin's `stablehlo_current_version`.
+fn emit_portable(args: &CompileArgs, program: &Program, started: Instant) -> Result<(), Error> {
+    let version = match args.stablehlo_version {
+        Some(version) => version,
+        None => {
+            let plugin = resolve_plugin(&args.plugin)?;
+            let current = plugin.stablehlo_current_version().ok_or_else(|| {
+                invalid(format!(
+                    "the plugin {} does not say which StableHLO version it reads: give --stablehlo-version",
+                    plugin.path().display()
+                ))
+            })?;
+            let part = |x: i64| u32::try_from(x).unwrap_or(u32::MAX);
+            pjrt_stablehlo::Version::new(part(current.0), part(current.1), part(current.2))
+                .min(pjrt_stablehlo::Version::CURRENT)
+        }
+    };
+    let artifact = pjrt_formats::portable::portable_artifact(program, version)?;
+    pjrt_formats::atomic_file::write_with(&args.output, |w| std::io::Write::write_all(w, artifact.code()))
+        .map_err(|e| pjrt_client::Error::Io { path: args.output.clone(), source: e })?;
+    let bytes = artifact.code().len();
+    if args.json {
+        let report = json!({
+            "portable_artifact": args.output, "program": args.program, "bytes": bytes,
+            "stablehlo_version": version.to_string(), "producer": artifact.bytecode_producer(),
+            "timings_ms": { "total": ms(started) },
+        });
+        println!("{report}");
+    } else {
+        println!(
+            "wrote {} ({bytes} bytes): a StableHLO {version} portable artifact of {} in {:.1} ms",
+            args.output.display(),
+            args.program.display(),
+            ms(started)
+        );
+    }
+    Ok(())
 }
