@@ -1,0 +1,292 @@
+//! The HTTP/REST routes of the Open Inference Protocol (and Triton's extensions) over the
+//! shared state.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{json, Value};
+
+use crate::error::ServeError;
+use crate::model::{ServedModel, TensorSpec};
+use crate::protocol::{decode_infer_request, encode_infer_response, error_body};
+use crate::Shared;
+
+type AppState = State<Arc<Shared>>;
+
+/// The header that gives the JSON part's length in a binary tensor data body.
+const HEADER_LENGTH: &str = "inference-header-content-length";
+
+fn respond(status: u16, content_type: &'static str, body: Vec<u8>) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+fn json_response(value: Value) -> Response {
+    respond(200, "application/json", value.to_string().into_bytes())
+}
+
+fn error_response(e: &ServeError) -> Response {
+    let mut response = respond(e.status(), "application/json", error_body(&e.to_string()));
+    if matches!(e, ServeError::Unauthorized) {
+        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
+}
+
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    let model_routes = |prefix: &str| {
+        Router::new()
+            .route(prefix, get(model_metadata))
+            .route(&format!("{prefix}/ready"), get(model_ready))
+            .route(&format!("{prefix}/infer"), post(infer))
+    };
+    Router::new()
+        .route("/v2/health/live", get(|| async { respond(200, "text/plain", Vec::new()) }))
+        .route("/v2/health/ready", get(|| async { respond(200, "text/plain", Vec::new()) }))
+        .route("/v2", get(server_metadata))
+        .merge(model_routes("/v2/models/{name}"))
+        .merge(model_routes("/v2/models/{name}/versions/{version}"))
+        .route("/v2/repository/index", post(repository_index))
+        .route("/v2/repository/models/{name}/load", post(repository_load))
+        .route("/v2/repository/models/{name}/unload", post(repository_unload))
+        .route("/metrics", get(metrics))
+        .fallback(|request: Request| async move {
+            error_response(&ServeError::NotFound(format!(
+                "{} {} is not a route of this server (the Open Inference Protocol's, Triton's binary data and repository \
+                 extensions, /metrics)",
+                request.method(),
+                request.uri().path()
+            )))
+        })
+        .layer(middleware::from_fn_with_state(shared.clone(), authorize))
+        .layer(DefaultBodyLimit::max(shared.options.max_body_bytes))
+        .with_state(shared)
+}
+
+/// Refuses requests without the bearer token, when the server has one.
+async fn authorize(State(shared): AppState, request: Request, next: Next) -> Response {
+    if let Some(token) = &shared.options.token {
+        let given = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let ok = given
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes()));
+        if !ok {
+            return error_response(&ServeError::Unauthorized);
+        }
+    }
+    next.run(request).await
+}
+
+/// Compares without returning early on the first differing byte (the time says nothing of
+/// how much of a guessed token was right).
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn server_metadata() -> Response {
+    json_response(json!({
+        "name": "pjrt-serve",
+        "version": env!("CARGO_PKG_VERSION"),
+        "extensions": ["binary_tensor_data", "model_repository"],
+    }))
+}
+
+/// The model a route names (and its queue), or 404.
+fn find(
+    shared: &Shared,
+    params: &HashMap<String, String>,
+) -> Result<(Arc<ServedModel>, Arc<tokio::sync::Semaphore>), ServeError> {
+    let name = params.get("name").map(String::as_str).unwrap_or_default();
+    let models = shared.models.read().unwrap_or_else(|e| e.into_inner());
+    let Some(entry) = models.get(name) else {
+        let names: Vec<&str> = models.keys().map(String::as_str).collect();
+        return Err(ServeError::NotFound(format!("no model {name:?} is served (models: {})", names.join(", "))));
+    };
+    if let Some(version) = params.get("version") {
+        if version != entry.model.version() {
+            return Err(ServeError::NotFound(format!(
+                "model {name:?} has no version {version:?} (it serves version {})",
+                entry.model.version()
+            )));
+        }
+    }
+    Ok((entry.model.clone(), entry.queue.clone()))
+}
+
+fn specs(list: &[TensorSpec]) -> Value {
+    list.iter().map(|s| json!({ "name": s.name, "datatype": s.datatype.name(), "shape": s.shape })).collect()
+}
+
+async fn model_metadata(State(shared): AppState, Path(params): Path<HashMap<String, String>>) -> Response {
+    match find(&shared, &params) {
+        Ok((model, _)) => json_response(json!({
+            "name": model.name(),
+            "versions": [model.version()],
+            "platform": format!("pjrt_{}", shared.client.platform_name()),
+            "inputs": specs(model.inputs()),
+            "outputs": specs(model.outputs()),
+        })),
+        Err(e) => error_response(&e),
+    }
+}
+
+async fn model_ready(State(shared): AppState, Path(params): Path<HashMap<String, String>>) -> Response {
+    match find(&shared, &params) {
+        Ok(_) => respond(200, "text/plain", Vec::new()),
+        Err(e) => error_response(&e),
+    }
+}
+
+async fn infer(
+    State(shared): AppState,
+    Path(params): Path<HashMap<String, String>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let arrived = Instant::now();
+    let (model, queue) = match find(&shared, &params) {
+        Ok(found) => found,
+        Err(e) => return error_response(&e),
+    };
+    let name = model.name().to_string();
+    let result = run_infer(&shared, model, queue, &headers, &body, arrived).await;
+    match result {
+        Ok(response) => response,
+        Err(e) => {
+            if matches!(e, ServeError::Unavailable(_)) {
+                shared.metrics.rejected(&name);
+            } else {
+                shared.metrics.request(&name, false, 0.0, arrived.elapsed().as_secs_f64());
+            }
+            error_response(&e)
+        }
+    }
+}
+
+async fn run_infer(
+    shared: &Arc<Shared>,
+    model: Arc<ServedModel>,
+    queue: Arc<tokio::sync::Semaphore>,
+    headers: &HeaderMap,
+    body: &[u8],
+    arrived: Instant,
+) -> Result<Response, ServeError> {
+    if let Some(encoding) = headers.get(header::CONTENT_ENCODING) {
+        if encoding.as_bytes() != b"identity" {
+            return Err(ServeError::BadRequest(format!(
+                "Content-Encoding {encoding:?} is not supported: send the body uncompressed"
+            )));
+        }
+    }
+    let json_length = match headers.get(HEADER_LENGTH) {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|s| s.trim().parse::<usize>().ok())
+                .ok_or_else(|| ServeError::BadRequest(format!("{HEADER_LENGTH} must be a byte count, not {v:?}")))?,
+        ),
+    };
+    // The queue first: a full one answers at once, before any work on the body.
+    let permit = queue.try_acquire_owned().map_err(|_| {
+        ServeError::Unavailable(format!(
+            "model {:?} has {} requests waiting or running, its most: try again later",
+            model.name(),
+            shared.options.max_queue
+        ))
+    })?;
+    let request = decode_infer_request(body, json_length).map_err(|e| ServeError::BadRequest(e.0))?;
+    let inputs = model.arrange(request.inputs)?;
+    let queued = Instant::now();
+    let device = tokio::time::timeout(shared.options.queue_timeout, shared.device.clone().acquire_owned())
+        .await
+        .map_err(|_| {
+            ServeError::Unavailable(format!(
+                "the request waited {:?} for the device without getting it: try again later",
+                shared.options.queue_timeout
+            ))
+        })?
+        .map_err(|_| ServeError::Unavailable("the server is shutting down".into()))?;
+    let queue_seconds = queued.elapsed().as_secs_f64();
+    let (wanted, binary_default) = (request.outputs, request.binary_data_output);
+    let runner = model.clone();
+    // The device and queue permits go with the work: a client that disconnects now does not
+    // free the device before the plugin is done with it.
+    let outputs = tokio::task::spawn_blocking(move || {
+        let _held = (device, permit);
+        runner.infer(inputs, &wanted, binary_default)
+    })
+    .await
+    .map_err(|e| ServeError::Internal(format!("the inference task failed: {e}")))??;
+    shared.metrics.batch(model.name(), 1);
+    shared.metrics.request(model.name(), true, queue_seconds, arrived.elapsed().as_secs_f64());
+    let (body, header_length) = encode_infer_response(model.name(), model.version(), request.id.as_deref(), &outputs);
+    Ok(match header_length {
+        None => respond(200, "application/json", body),
+        Some(n) => {
+            let mut response = respond(200, "application/octet-stream", body);
+            response.headers_mut().insert(HEADER_LENGTH, HeaderValue::from(n));
+            response
+        }
+    })
+}
+
+async fn repository_index(State(shared): AppState) -> Response {
+    let mut index = Vec::new();
+    for entry in shared.models.read().unwrap_or_else(|e| e.into_inner()).values() {
+        index.push(json!({ "name": entry.model.name(), "version": entry.model.version(), "state": "READY" }));
+    }
+    for (name, reason) in shared.failed.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        index.push(json!({ "name": name, "state": "UNAVAILABLE", "reason": reason }));
+    }
+    json_response(Value::Array(index))
+}
+
+async fn repository_load(State(shared): AppState, Path(name): Path<String>) -> Response {
+    let Some(root) = shared.options.repository.clone() else {
+        return error_response(&ServeError::BadRequest(
+            "the server has no model repository to load from (start it with one)".into(),
+        ));
+    };
+    if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
+        return error_response(&ServeError::BadRequest(format!("{name:?} is not a model folder's name")));
+    }
+    let server = crate::Server { shared: shared.clone() };
+    let loaded = tokio::task::spawn_blocking(move || {
+        let config = crate::ModelConfig::from_folder(&root.join(&name))?;
+        server.load(config)
+    })
+    .await;
+    match loaded {
+        Ok(Ok(())) => respond(200, "application/json", b"{}".to_vec()),
+        Ok(Err(e)) => error_response(&ServeError::BadRequest(e.to_string())),
+        Err(e) => error_response(&ServeError::Internal(format!("the load task failed: {e}"))),
+    }
+}
+
+async fn repository_unload(State(shared): AppState, Path(name): Path<String>) -> Response {
+    let server = crate::Server { shared };
+    if server.unload(&name) {
+        respond(200, "application/json", b"{}".to_vec())
+    } else {
+        error_response(&ServeError::NotFound(format!("no model {name:?} is loaded")))
+    }
+}
+
+async fn metrics(State(shared): AppState) -> Response {
+    let executables: Vec<(String, usize)> = {
+        let models = shared.models.read().unwrap_or_else(|e| e.into_inner());
+        models.values().map(|e| (e.model.name().to_string(), e.model.executables())).collect()
+    };
+    respond(200, "text/plain; version=0.0.4", shared.metrics.render(&executables).into_bytes())
+}

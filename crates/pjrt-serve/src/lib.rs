@@ -1,0 +1,254 @@
+//! `pjrt-serve`: a model server for `jax.export` models on any PJRT plugin, without Python,
+//! speaking the Open Inference Protocol (KServe v2, as NVIDIA Triton does) over HTTP/REST,
+//! with Triton's binary tensor data and model repository extensions.
+//!
+//! A [`Server`] holds a client and the models loaded onto it ([`Server::load`], from
+//! [`ModelConfig`]s: a model repository folder or `NAME=PATH` specs); [`Server::router`] is its
+//! HTTP service (axum), [`Server::serve`] runs it on a listener until a shutdown signal, then
+//! drains the requests in flight.
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /v2/health/live`, `/v2/health/ready` | 200 while the server runs |
+//! | `GET /v2` | the server's name, version and extensions |
+//! | `GET /v2/models/NAME[/versions/V]` | a model's inputs and outputs (datatype, shape, `-1` for symbolic dimensions) |
+//! | `GET /v2/models/NAME[/versions/V]/ready` | 200 when the model is loaded |
+//! | `POST /v2/models/NAME[/versions/V]/infer` | run it: JSON tensors, or binary ones after `Inference-Header-Content-Length` bytes of JSON |
+//! | `POST /v2/repository/index`, `/v2/repository/models/NAME/load`, `.../unload` | the repository extension |
+//! | `GET /metrics` | Prometheus metrics |
+//!
+//! Every request is bounded: its body ([`ServerOptions::max_body_bytes`], 413 beyond), its
+//! model's queue ([`ServerOptions::max_queue`], 503 at once when full) and its wait for the
+//! device ([`ServerOptions::queue_timeout`], 503). A wrong name, datatype, shape or byte count
+//! is a 400 whose message names it. A request whose client disconnects while it waits leaves
+//! the queue.
+//!
+//! ```
+//! use pjrt_serve::{ModelConfig, Server, ServerOptions};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+//! let server = Server::new(client, ServerOptions::default());
+//! let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/cnn/model.jaxexport");
+//! server.load(ModelConfig::new("cnn", model))?;
+//! assert_eq!(server.models()[0].inputs()[3].shape, [2, 8, 8, 3]);
+//!
+//! let runtime = tokio::runtime::Runtime::new()?;
+//! let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
+//! let url = format!("http://{}/v2/models/cnn/ready", listener.local_addr()?);
+//! let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+//! let serving = runtime.spawn({
+//!     let server = server.clone();
+//!     async move { server.serve(listener, async { let _ = stopped.await; }).await }
+//! });
+//! assert_eq!(ureq::get(&url).call()?.status(), 200);
+//! stop.send(()).unwrap(); // (a real server waits for Ctrl-C: tokio::signal::ctrl_c())
+//! runtime.block_on(serving)??;
+//! # Ok(()) }
+//! ```
+
+pub mod config;
+mod datatype;
+mod error;
+mod http;
+pub mod metrics;
+mod model;
+pub mod protocol;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use pjrt_client::Client;
+use pjrt_formats::compile_cache::CompileCache;
+use tokio::sync::Semaphore;
+
+pub use config::ModelConfig;
+pub use datatype::Datatype;
+pub use error::ServeError;
+pub use model::{ServedModel, TensorSpec};
+
+/// The server's limits and settings.
+///
+/// ```
+/// let options = pjrt_serve::ServerOptions::default();
+/// assert_eq!(options.max_body_bytes, 64 << 20);
+/// assert_eq!(options.max_queue, 64);
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct ServerOptions {
+    /// The largest request body taken (413 beyond).
+    pub max_body_bytes: usize,
+    /// How many requests of one model may wait or run at once; one more is answered 503 at once.
+    pub max_queue: usize,
+    /// How long a request may wait for the device before it is answered 503.
+    pub queue_timeout: Duration,
+    /// A bearer token every request must carry (`Authorization: Bearer TOKEN`), if set.
+    pub token: Option<String>,
+    /// The repository folder `/v2/repository/models/NAME/load` reads models from, if any.
+    pub repository: Option<PathBuf>,
+    /// The compile cache executables are loaded from and kept in, if any.
+    pub compile_cache: Option<PathBuf>,
+}
+
+impl Default for ServerOptions {
+    fn default() -> ServerOptions {
+        ServerOptions {
+            max_body_bytes: 64 << 20,
+            max_queue: 64,
+            queue_timeout: Duration::from_secs(30),
+            token: None,
+            repository: None,
+            compile_cache: None,
+        }
+    }
+}
+
+impl ServerOptions {
+    /// With a bearer token.
+    pub fn with_token(mut self, token: impl Into<String>) -> ServerOptions {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// With a queue bound per model.
+    pub fn with_max_queue(mut self, max_queue: usize) -> ServerOptions {
+        self.max_queue = max_queue;
+        self
+    }
+
+    /// With a body size bound.
+    pub fn with_max_body_bytes(mut self, max_body_bytes: usize) -> ServerOptions {
+        self.max_body_bytes = max_body_bytes;
+        self
+    }
+
+    /// With a repository folder for the load and unload calls.
+    pub fn with_repository(mut self, repository: impl Into<PathBuf>) -> ServerOptions {
+        self.repository = Some(repository.into());
+        self
+    }
+}
+
+/// A loaded model and its queue.
+pub(crate) struct Entry {
+    pub model: Arc<ServedModel>,
+    /// Permits for the requests waiting or running: `max_queue` of them.
+    pub queue: Arc<Semaphore>,
+}
+
+pub(crate) struct Shared {
+    pub client: Client,
+    pub options: ServerOptions,
+    pub models: RwLock<BTreeMap<String, Entry>>,
+    /// Models that did not load, with why (the repository index reports them).
+    pub failed: Mutex<BTreeMap<String, String>>,
+    /// One permit: the device runs one request at a time.
+    pub device: Arc<Semaphore>,
+    pub metrics: metrics::Metrics,
+}
+
+/// A model server: a client, its models, its limits. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct Server {
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// A server of no models yet on `client`.
+    pub fn new(client: Client, options: ServerOptions) -> Server {
+        Server {
+            shared: Arc::new(Shared {
+                client,
+                options,
+                models: RwLock::new(BTreeMap::new()),
+                failed: Mutex::new(BTreeMap::new()),
+                device: Arc::new(Semaphore::new(1)),
+                metrics: metrics::Metrics::default(),
+            }),
+        }
+    }
+
+    /// Loads (or reloads) a model: reads it, uploads its weights, compiles a static one. A
+    /// reload replaces the model for new requests; those in flight finish on the old one.
+    /// Blocks while it compiles.
+    pub fn load(&self, config: ModelConfig) -> Result<(), ServeError> {
+        let name = config.name.clone();
+        let cache = match &self.shared.options.compile_cache {
+            Some(dir) => Some(
+                CompileCache::open(dir)
+                    .map_err(|e| ServeError::Load { model: name.clone(), message: e.to_string() })?,
+            ),
+            None => None,
+        };
+        match ServedModel::load(&self.shared.client, config, cache) {
+            Ok(model) => {
+                let entry =
+                    Entry { model: Arc::new(model), queue: Arc::new(Semaphore::new(self.shared.options.max_queue)) };
+                self.shared.models.write().unwrap_or_else(|e| e.into_inner()).insert(name.clone(), entry);
+                self.shared.failed.lock().unwrap_or_else(|e| e.into_inner()).remove(&name);
+                Ok(())
+            }
+            Err(e) => {
+                self.shared.failed.lock().unwrap_or_else(|e| e.into_inner()).insert(name, e.to_string());
+                Err(e)
+            }
+        }
+    }
+
+    /// Loads every model of a repository folder: the errors of those that did not load (the
+    /// others are served).
+    pub fn load_repository(&self, root: &std::path::Path) -> Result<Vec<ServeError>, ServeError> {
+        let mut errors = Vec::new();
+        for config in config::read_repository(root)? {
+            match config.and_then(|c| self.load(c)) {
+                Ok(()) => {}
+                Err(e) => {
+                    if let ServeError::Load { model, .. } = &e {
+                        self.shared
+                            .failed
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(model.clone(), e.to_string());
+                    }
+                    errors.push(e)
+                }
+            }
+        }
+        Ok(errors)
+    }
+
+    /// Stops serving a model (requests in flight finish); false if there was none.
+    pub fn unload(&self, name: &str) -> bool {
+        self.shared.models.write().unwrap_or_else(|e| e.into_inner()).remove(name).is_some()
+    }
+
+    /// The models served now.
+    pub fn models(&self) -> Vec<Arc<ServedModel>> {
+        let models = self.shared.models.read().unwrap_or_else(|e| e.into_inner());
+        models.values().map(|e| e.model.clone()).collect()
+    }
+
+    /// The HTTP service.
+    pub fn router(&self) -> axum::Router {
+        http::router(self.shared.clone())
+    }
+
+    /// Serves on `listener` until `shutdown` completes, then finishes the requests in flight.
+    pub async fn serve(
+        &self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await
+    }
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("models", &self.models()).finish_non_exhaustive()
+    }
+}

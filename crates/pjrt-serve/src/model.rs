@@ -1,0 +1,345 @@
+//! A model being served: a `jax.export` model on one device of a client, its weights uploaded
+//! once, its executables kept per input signature (a shape-polymorphic model is refined and
+//! compiled once for each new one, through the compile cache when there is one).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use pjrt_client::{Buffer, Client, ExecuteOptions, HostArray, UploadOptions};
+use pjrt_formats::compile_cache::CompileCache;
+use pjrt_formats::jax_export::{Dim, JaxExport, Runner};
+use pjrt_formats::safetensors::SafeTensors;
+
+use crate::config::ModelConfig;
+use crate::datatype::Datatype;
+use crate::error::ServeError;
+use crate::protocol::{InputTensor, OutputTensor, RequestedOutput};
+
+/// One tensor of a model's signature, as the protocol's metadata gives it: `-1` for a
+/// symbolic dimension.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorSpec {
+    /// Its name (`input0`, ... unless the model's config names it).
+    pub name: String,
+    /// Its datatype.
+    pub datatype: Datatype,
+    /// Its shape, `-1` where the dimension is symbolic.
+    pub shape: Vec<i64>,
+}
+
+/// A loaded model.
+pub struct ServedModel {
+    config: ModelConfig,
+    runner: Runner,
+    client: Client,
+    /// How many leading inputs of the model the weights file gives.
+    weights: usize,
+    /// The weights, uploaded to the device once (by model input index).
+    weight_buffers: Vec<Buffer>,
+    /// The weights' shapes, for the executable lookup.
+    weight_shapes: Vec<(pjrt_client::ElementType, Vec<i64>)>,
+    inputs: Vec<TensorSpec>,
+    outputs: Vec<TensorSpec>,
+    /// How long loading took (read, weights upload, first compile of a static model).
+    load_ms: f64,
+}
+
+fn dims_of(dims: &[Dim]) -> Vec<i64> {
+    dims.iter().map(|d| if let Dim::Fixed(n) = d { *n } else { -1 }).collect()
+}
+
+fn load_error(config: &ModelConfig, message: impl std::fmt::Display) -> ServeError {
+    ServeError::Load { model: config.name.clone(), message: message.to_string() }
+}
+
+impl ServedModel {
+    /// Loads the model `config` names onto `client`'s first addressable device: reads it, checks
+    /// that it can run there, uploads its weights and, for a model of static shapes, compiles it.
+    pub fn load(client: &Client, config: ModelConfig, cache: Option<CompileCache>) -> Result<ServedModel, ServeError> {
+        let started = Instant::now();
+        let model = JaxExport::read(&config.program).map_err(|e| load_error(&config, e))?;
+        model.check_runnable(client.platform_name()).map_err(|e| load_error(&config, e))?;
+        if model.nr_devices() > 1 {
+            return Err(load_error(
+                &config,
+                format!("the model was exported for {} devices: pjrt serve runs one-device models", model.nr_devices()),
+            ));
+        }
+        let device = client
+            .addressable_devices()
+            .into_iter()
+            .next()
+            .ok_or_else(|| load_error(&config, "the client has no addressable device"))?;
+        let (mut weight_buffers, mut weight_shapes) = (Vec::new(), Vec::new());
+        if let Some(path) = &config.params {
+            let file = SafeTensors::open(path).map_err(|e| load_error(&config, e))?;
+            if file.names().len() > model.in_avals().len() {
+                return Err(load_error(
+                    &config,
+                    format!(
+                        "{} has {} tensors, but the model takes {} inputs",
+                        path.display(),
+                        file.names().len(),
+                        model.in_avals().len()
+                    ),
+                ));
+            }
+            for (i, (name, view)) in file.tensors().enumerate() {
+                let array = view.to_npy().map_err(|e| load_error(&config, e))?;
+                model
+                    .check_npy_input(i, &array)
+                    .map_err(|e| load_error(&config, format_args!("weight {name:?}: {e}")))?;
+                let host = array.to_host_array(model.in_avals()[i].element_type).map_err(|e| load_error(&config, e))?;
+                weight_shapes.push((host.element_type(), host.dims().to_vec()));
+                let buffer = client
+                    .upload_with(&host, &UploadOptions::new().device(&device))
+                    .map_err(|e| load_error(&config, e))?;
+                weight_buffers.push(buffer);
+            }
+        }
+        let weights = weight_buffers.len();
+        let spec = |i: usize, aval: &pjrt_formats::jax_export::Aval, names: &[String], prefix: &str| {
+            let datatype = aval.element_type.and_then(Datatype::of).ok_or_else(|| {
+                load_error(
+                    &config,
+                    format!("{prefix} {i} is {aval}, a type the inference protocol has no datatype for"),
+                )
+            })?;
+            let name = names.get(i).cloned().unwrap_or_else(|| format!("{prefix}{i}"));
+            Ok::<_, ServeError>(TensorSpec { name, datatype, shape: dims_of(&aval.dims) })
+        };
+        let inputs = model.in_avals()[weights..]
+            .iter()
+            .enumerate()
+            .map(|(i, aval)| spec(i, aval, &config.input_names, "input"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let outputs = model
+            .out_avals()
+            .iter()
+            .enumerate()
+            .map(|(i, aval)| spec(i, aval, &config.output_names, "output"))
+            .collect::<Result<Vec<_>, _>>()?;
+        let polymorphic = model.is_polymorphic();
+        let mut runner = Runner::new(model, client);
+        if let Some(cache) = cache {
+            runner = runner.with_compile_cache(cache);
+        }
+        let served = ServedModel {
+            config,
+            runner,
+            client: client.clone(),
+            weights,
+            weight_buffers,
+            weight_shapes,
+            inputs,
+            outputs,
+            load_ms: 0.0,
+        };
+        if !polymorphic {
+            let shapes = served.shapes(&[]);
+            served.runner.executable(&shapes).map_err(|e| load_error(&served.config, e))?;
+        }
+        Ok(ServedModel { load_ms: started.elapsed().as_secs_f64() * 1e3, ..served })
+    }
+
+    /// The model's name.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// The model's version.
+    pub fn version(&self) -> &str {
+        &self.config.version
+    }
+
+    /// The inputs a request gives (the weights file's are not among them).
+    pub fn inputs(&self) -> &[TensorSpec] {
+        &self.inputs
+    }
+
+    /// The outputs.
+    pub fn outputs(&self) -> &[TensorSpec] {
+        &self.outputs
+    }
+
+    /// How many executables are compiled (one per input signature seen).
+    pub fn executables(&self) -> usize {
+        self.runner.cached()
+    }
+
+    /// How long loading took, in milliseconds: reading, the weights' upload and, for a model
+    /// of static shapes, its compile (or its load from the compile cache).
+    pub fn load_ms(&self) -> f64 {
+        self.load_ms
+    }
+
+    /// Where the program was read from.
+    pub fn program_path(&self) -> &PathBuf {
+        &self.config.program
+    }
+
+    /// Every input's shape: the weights', then `inputs`' (the model's own for a static one).
+    fn shapes(&self, inputs: &[HostArray]) -> Vec<(pjrt_client::ElementType, Vec<i64>)> {
+        let mut shapes = self.weight_shapes.clone();
+        if inputs.is_empty() {
+            for spec in &self.inputs {
+                shapes.push((spec.datatype.element_type(), spec.shape.clone()));
+            }
+        } else {
+            shapes.extend(inputs.iter().map(|a| (a.element_type(), a.dims().to_vec())));
+        }
+        shapes
+    }
+
+    /// Matches a request's inputs to the model's, by name, checking each one's datatype and
+    /// shape: the arrays in the model's order.
+    pub fn arrange(&self, mut given: Vec<InputTensor>) -> Result<Vec<HostArray>, ServeError> {
+        let bad = |m: String| ServeError::BadRequest(format!("model {:?}: {m}", self.config.name));
+        if let Some(extra) = given.iter().find(|t| !self.inputs.iter().any(|s| s.name == t.name)) {
+            let names: Vec<&str> = self.inputs.iter().map(|s| s.name.as_str()).collect();
+            return Err(bad(format!("it has no input {:?} (its inputs: {})", extra.name, names.join(", "))));
+        }
+        let mut arrays = Vec::with_capacity(self.inputs.len());
+        for (i, spec) in self.inputs.iter().enumerate() {
+            let matching = given.iter().filter(|t| t.name == spec.name).count();
+            if matching != 1 {
+                return Err(bad(format!(
+                    "input {:?} ({} {:?}) is given {matching} times, not once",
+                    spec.name, spec.datatype, spec.shape
+                )));
+            }
+            let at = given.iter().position(|t| t.name == spec.name).expect("counted above");
+            let tensor = given.swap_remove(at);
+            if tensor.datatype != spec.datatype {
+                return Err(bad(format!(
+                    "input {:?} is {}, but the model takes {}",
+                    spec.name, tensor.datatype, spec.datatype
+                )));
+            }
+            let fits = tensor.shape.len() == spec.shape.len()
+                && tensor.shape.iter().zip(&spec.shape).all(|(&d, &want)| want < 0 || d == want);
+            if !fits {
+                return Err(bad(format!(
+                    "input {:?} has shape {:?}, but the model takes {:?} (-1: any size)",
+                    spec.name, tensor.shape, spec.shape
+                )));
+            }
+            let model = self.runner.model();
+            model
+                .check_input(self.weights + i, spec.datatype.element_type(), &tensor.shape)
+                .map_err(|e| bad(format!("input {:?}: {e}", spec.name)))?;
+            let array = HostArray::new(spec.datatype.element_type(), tensor.shape, tensor.data)
+                .map_err(|e| bad(format!("input {:?}: {e}", spec.name)))?;
+            arrays.push(array);
+        }
+        Ok(arrays)
+    }
+
+    /// Runs the model on `inputs` (in the model's order, from [`ServedModel::arrange`]) and
+    /// returns the outputs `wanted` (every one when empty; `binary` as each asks, else
+    /// `binary_default`). Blocks: call it off the async runtime.
+    pub fn infer(
+        &self,
+        inputs: Vec<HostArray>,
+        wanted: &[RequestedOutput],
+        binary_default: bool,
+    ) -> Result<Vec<OutputTensor>, ServeError> {
+        for w in wanted {
+            if !self.outputs.iter().any(|o| o.name == w.name) {
+                let names: Vec<&str> = self.outputs.iter().map(|o| o.name.as_str()).collect();
+                return Err(ServeError::BadRequest(format!(
+                    "model {:?} has no output {:?} (its outputs: {})",
+                    self.config.name,
+                    w.name,
+                    names.join(", ")
+                )));
+            }
+        }
+        let model = self.runner.model();
+        let exe = self.runner.executable(&self.shapes(&inputs)).map_err(|e| {
+            if model.is_polymorphic() {
+                ServeError::BadRequest(format!("the input shapes do not fit model {:?}: {e}", self.config.name))
+            } else {
+                ServeError::Internal(e.to_string())
+            }
+        })?;
+        let device = exe
+            .addressable_devices()
+            .into_iter()
+            .next()
+            .ok_or_else(|| ServeError::Internal("the compiled model has no addressable device".into()))?;
+        let upload = |array: &HostArray| {
+            self.client
+                .upload_with(array, &UploadOptions::new().device(&device))
+                .map_err(|e| ServeError::Internal(e.to_string()))
+        };
+        // The module's arguments: the platform index (multi-platform exports), then the kept
+        // inputs: weights as uploaded at load, the request's uploaded now.
+        let mut uploaded = Vec::with_capacity(inputs.len() + 1);
+        let platform_index =
+            model.platform_index(self.client.platform_name()).map_err(|e| ServeError::Internal(e.to_string()))?;
+        if let Some(index) = platform_index {
+            let scalar =
+                HostArray::from_elements(Vec::new(), &[index]).map_err(|e| ServeError::Internal(e.to_string()))?;
+            uploaded.push((usize::MAX, upload(&scalar)?));
+        }
+        for &i in model.module_kept_var_idx() {
+            if i >= self.weights {
+                uploaded.push((i, upload(&inputs[i - self.weights])?));
+            }
+        }
+        let mut arguments: Vec<&Buffer> = Vec::with_capacity(uploaded.len() + self.weights);
+        if platform_index.is_some() {
+            arguments.push(&uploaded[0].1);
+        }
+        for &i in model.module_kept_var_idx() {
+            if i < self.weights {
+                arguments.push(&self.weight_buffers[i]);
+            } else {
+                let (_, buffer) = uploaded.iter().find(|(j, _)| *j == i).expect("uploaded above");
+                arguments.push(buffer);
+            }
+        }
+        let results =
+            exe.execute(&arguments, &ExecuteOptions::new()).map_err(|e| ServeError::Internal(e.to_string()))?;
+        if results.len() != self.outputs.len() {
+            return Err(ServeError::Internal(format!(
+                "the module returned {} outputs but the export lists {}",
+                results.len(),
+                self.outputs.len()
+            )));
+        }
+        let mut outputs = Vec::new();
+        for (spec, buffer) in self.outputs.iter().zip(results.iter()) {
+            let binary = if wanted.is_empty() {
+                binary_default
+            } else {
+                match wanted.iter().find(|w| w.name == spec.name) {
+                    Some(w) => w.binary,
+                    None => continue,
+                }
+            };
+            let host = buffer.to_host_array().map_err(|e| ServeError::Internal(e.to_string()))?;
+            let (element_type, shape, data) = host.into_parts();
+            if element_type != spec.datatype.element_type() {
+                return Err(ServeError::Internal(format!(
+                    "output {:?} came back as {element_type}, but the export says {}",
+                    spec.name, spec.datatype
+                )));
+            }
+            outputs.push(OutputTensor { name: spec.name.clone(), datatype: spec.datatype, shape, data, binary });
+        }
+        Ok(outputs)
+    }
+}
+
+impl std::fmt::Debug for ServedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServedModel")
+            .field("name", &self.config.name)
+            .field("version", &self.config.version)
+            .field("inputs", &self.inputs)
+            .field("outputs", &self.outputs)
+            .finish_non_exhaustive()
+    }
+}
