@@ -63,6 +63,49 @@ pub enum Command {
     /// Show what a program file holds, without a plugin: a StableHLO portable artifact as MLIR
     /// text, a jax.export model with its signature and platforms, an artifact of `pjrt compile`.
     Inspect(InspectArgs),
+    /// Serve jax.export models over HTTP with the Open Inference Protocol (KServe v2, Triton's
+    /// HTTP client works unchanged): a model repository folder and/or --model specs.
+    #[cfg(feature = "serve")]
+    Serve(ServeArgs),
+}
+
+/// `pjrt serve`'s arguments.
+#[cfg(feature = "serve")]
+#[derive(Args)]
+pub struct ServeArgs {
+    /// A model repository: one folder per model (its .jaxexport, an optional params.safetensors
+    /// of weights and an optional config.json: name, version, program, params, inputs, outputs).
+    #[arg(value_name = "REPOSITORY")]
+    pub repository: Option<PathBuf>,
+    /// A model to serve, NAME=PATH[:params=WEIGHTS.safetensors] (the weights file's tensors
+    /// are the model's first inputs, in file order); repeatable.
+    #[arg(long = "model", value_name = "NAME=PATH")]
+    pub models: Vec<pjrt_serve::ModelConfig>,
+    /// The plugin to serve on.
+    #[command(flatten)]
+    pub plugin: PluginArg,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The port to listen on (0: any free one; the address is printed).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// The largest request body taken, in MiB (413 beyond).
+    #[arg(long, value_name = "MIB", default_value_t = 64)]
+    pub max_body_mib: usize,
+    /// Requests of one model waiting or running at once; one more is answered 503 at once.
+    #[arg(long, default_value_t = 64)]
+    pub max_queue: usize,
+    /// How long a request may wait for the device, in milliseconds (503 after).
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    pub queue_timeout_ms: u64,
+    /// A file holding a bearer token every request must carry (`Authorization: Bearer ...`);
+    /// else $PJRT_SERVE_TOKEN when set.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<PathBuf>,
+    /// Compile without the compile cache ($PJRT_CACHE_DIR, else ~/.cache/pjrt-client/compile).
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 /// Parses command-line arguments (`args[0]` is the program name) without running anything.

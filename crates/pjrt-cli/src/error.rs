@@ -15,6 +15,10 @@ pub enum Error {
     /// (clap checks each one alone); the message says what to change.
     #[error("invalid argument: {0}")]
     Usage(String),
+    /// `pjrt serve`: a model did not load, or the server failed.
+    #[cfg(feature = "serve")]
+    #[error(transparent)]
+    Serve(#[from] pjrt_serve::ServeError),
 }
 
 impl Error {

@@ -18,6 +18,7 @@
 //! | `pjrt plugin install\|list` | [`cli::PluginCommand`] | `src/commands/plugin.rs` |
 //! | `pjrt bench` | [`cli::BenchArgs`] | `src/commands/bench/` |
 //! | `pjrt conform` | [`cli::ConformArgs`] | `src/commands/conform/` |
+//! | `pjrt serve` (feature `serve`) | `cli::ServeArgs` | `src/commands/serve.rs` (the server is the `pjrt_serve` crate) |
 //!
 //! What several commands share lives outside [`commands`]:
 //! - `src/cli.rs`: the clap definitions, [`parse_args`] and [`parse_xla_option`].
@@ -97,5 +98,7 @@ pub fn run(cli: Cli) -> error::Result<()> {
         Command::Cache(command) => Ok(commands::cache::exec(&command)?),
         Command::Plugin(command) => Ok(commands::plugin::exec(&command)?),
         Command::Inspect(args) => commands::inspect::exec(&args),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => commands::serve::exec(&args),
     }
 }

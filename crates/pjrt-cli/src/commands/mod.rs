@@ -11,3 +11,5 @@ pub mod info;
 pub mod inspect;
 pub mod plugin;
 pub mod run;
+#[cfg(feature = "serve")]
+pub mod serve;

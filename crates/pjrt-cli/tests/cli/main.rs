@@ -28,6 +28,7 @@ mod npz_cli;
 mod portable_cli;
 mod python_sites_cli;
 mod safetensors_cli;
+mod serve_cli;
 mod sub_byte_cli;
 mod trace_cli;
 mod trust_cli;

@@ -1,0 +1,112 @@
+//! `pjrt serve`: the models of a repository folder and of `--model` specs, served over HTTP
+//! with the Open Inference Protocol (`pjrt_serve`) until SIGINT or SIGTERM, then drained.
+
+use std::io::Write as _;
+use std::time::{Duration, Instant};
+
+use pjrt_client::{Client, ClientOptions};
+use pjrt_serve::{Server, ServerOptions};
+
+use crate::cli::ServeArgs;
+use crate::error::Error;
+use crate::plugins::resolve_plugin;
+use crate::ui::invalid;
+
+/// `pjrt serve`: loads the models (those that fail are reported, the others served), prints
+/// the address once ready, serves until a shutdown signal.
+pub fn exec(args: &ServeArgs) -> Result<(), Error> {
+    let started = Instant::now();
+    if args.repository.is_none() && args.models.is_empty() {
+        return Err(invalid("give a model repository folder or --model NAME=PATH (or both)"));
+    }
+    let token = match &args.token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| pjrt_client::Error::Io { path: path.clone(), source: e })?
+                .trim()
+                .to_string(),
+        ),
+        None => std::env::var("PJRT_SERVE_TOKEN").ok().filter(|t| !t.is_empty()),
+    };
+    if token.as_deref() == Some("") {
+        return Err(invalid("the token file is empty"));
+    }
+    let plugin = resolve_plugin(&args.plugin)?;
+    let client = Client::new(&plugin, &ClientOptions::new())?;
+    let mut options =
+        ServerOptions::default().with_max_queue(args.max_queue).with_max_body_bytes(args.max_body_mib << 20);
+    options.queue_timeout = Duration::from_millis(args.queue_timeout_ms);
+    options.token = token;
+    if let Some(repository) = &args.repository {
+        options = options.with_repository(repository);
+    }
+    if !args.no_cache {
+        options.compile_cache = pjrt_formats::compile_cache::CompileCache::default_dir();
+    }
+    let server = Server::new(client, options);
+    let mut failed = Vec::new();
+    if let Some(repository) = &args.repository {
+        failed.extend(server.load_repository(repository)?);
+    }
+    for config in &args.models {
+        if let Err(e) = server.load(config.clone()) {
+            failed.push(e);
+        }
+    }
+    for e in &failed {
+        eprintln!("error: {e}");
+    }
+    for model in server.models() {
+        let inputs: Vec<String> =
+            model.inputs().iter().map(|i| format!("{} {}{:?}", i.name, i.datatype, i.shape)).collect();
+        eprintln!(
+            "loaded {} (version {}) from {} in {:.1} ms: {}",
+            model.name(),
+            model.version(),
+            model.program_path().display(),
+            model.load_ms(),
+            inputs.join(", ")
+        );
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| invalid(format!("the server's runtime did not start: {e}")))?;
+    runtime.block_on(async {
+        let address = format!("{}:{}", args.host, args.port);
+        let listener = tokio::net::TcpListener::bind(&address)
+            .await
+            .map_err(|e| invalid(format!("cannot listen on {address}: {e}")))?;
+        let bound = listener.local_addr().map_err(|e| invalid(format!("{address}: {e}")))?;
+        println!(
+            "serving {} model(s) on http://{bound} (ready in {:.1} ms; {} failed to load)",
+            server.models().len(),
+            started.elapsed().as_secs_f64() * 1e3,
+            failed.len()
+        );
+        let _ = std::io::stdout().flush();
+        server.serve(listener, shutdown_signal()).await.map_err(|e| invalid(format!("the server failed: {e}")))?;
+        eprintln!("shut down: requests in flight were answered");
+        Ok(())
+    })
+}
+
+/// SIGINT (Ctrl-C) or SIGTERM, whichever comes first.
+async fn shutdown_signal() {
+    let (tx, rx) = tokio::sync::mpsc::channel::<()>(2);
+    let on_interrupt = tx.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            let _ = on_interrupt.send(()).await;
+        }
+    });
+    #[cfg(unix)]
+    if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        tokio::spawn(async move {
+            term.recv().await;
+            let _ = tx.send(()).await;
+        });
+    }
+    let mut rx = rx;
+    rx.recv().await;
+}

@@ -1,0 +1,121 @@
+//! `pjrt serve`: the CNN and the shape-polymorphic transformer answer over HTTP (JSON and
+//! binary tensors) what `pjrt run` writes, and SIGTERM shuts the server down cleanly.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+use pjrt_formats::npy::NpyArray;
+use serde_json::{json, Value};
+
+use crate::common::{pjrt, root, temp_dir};
+
+/// What `pjrt run MODEL --input ...` writes as out0.npy.
+fn pjrt_run_output(model: &str, inputs: &[String], name: &str) -> NpyArray {
+    let out = temp_dir(&format!("serve-run-{name}"));
+    let mut args = vec!["run", model];
+    for input in inputs {
+        args.extend(["--input", input.as_str()]);
+    }
+    args.extend(["--output-dir", out.to_str().unwrap()]);
+    let run = pjrt(&args);
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    NpyArray::read(&out.join("out0.npy")).unwrap()
+}
+
+fn tensor(name: &str, a: &NpyArray, binary: bool) -> Value {
+    if binary {
+        json!({ "name": name, "datatype": "FP32", "shape": a.dims, "parameters": { "binary_data_size": a.data.len() } })
+    } else {
+        json!({ "name": name, "datatype": "FP32", "shape": a.dims, "data": a.to_vec::<f32>().unwrap() })
+    }
+}
+
+#[test]
+fn served_models_answer_what_pjrt_run_writes_and_sigterm_drains() {
+    let cnn_dir = "tests/data/jax_export/jax-0.10.2/cnn";
+    let tfm_dir = "tests/data/jax_export/symbolic/jax-0.10.2/transformer/ok1";
+    let cnn_inputs: Vec<String> = (0..4).map(|i| format!("{cnn_dir}/in{i}.npy")).collect();
+    let tfm_inputs: Vec<String> = (0..13).map(|i| format!("{tfm_dir}/in{i}.npy")).collect();
+    // (pjrt run first: it installs the plugins the server then finds.)
+    let cnn_expected = pjrt_run_output(&format!("{cnn_dir}/model.jaxexport"), &cnn_inputs, "cnn");
+    let tfm_model = "tests/data/jax_export/symbolic/jax-0.10.2/transformer/model.jaxexport";
+    let tfm_expected = pjrt_run_output(tfm_model, &tfm_inputs, "tfm");
+
+    let cache = temp_dir("serve-cache");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pjrt"))
+        .args(["serve", "--port", "0", "--model", &format!("cnn={cnn_dir}/model.jaxexport"), "--model"])
+        .arg(format!("tfm={tfm_model}"))
+        .current_dir(root())
+        .env("PJRT_CACHE_DIR", &cache)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.starts_with("serving 2 model(s) on http://"), "{line:?}");
+    let base = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap().to_string();
+    let agent = ureq::Agent::new_with_config(ureq::Agent::config_builder().http_status_as_error(false).build());
+
+    // The CNN in JSON.
+    let read = |p: &String| NpyArray::read(&root().join(p)).unwrap();
+    let inputs: Vec<Value> =
+        cnn_inputs.iter().enumerate().map(|(i, p)| tensor(&format!("input{i}"), &read(p), false)).collect();
+    let mut response =
+        agent.post(format!("{base}/v2/models/cnn/infer")).send(json!({ "inputs": inputs }).to_string()).unwrap();
+    let answer: Value = serde_json::from_slice(&response.body_mut().read_to_vec().unwrap()).unwrap();
+    let data: Vec<f32> =
+        answer["outputs"][0]["data"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+    assert_eq!(answer["outputs"][0]["shape"], json!(cnn_expected.dims));
+    assert_eq!(data, cnn_expected.to_vec::<f32>().unwrap());
+
+    // The transformer (symbolic batch and length) with binary tensors both ways.
+    let arrays: Vec<NpyArray> = tfm_inputs.iter().map(read).collect();
+    let header = json!({
+        "inputs": arrays.iter().enumerate().map(|(i, a)| tensor(&format!("input{i}"), a, true)).collect::<Vec<_>>(),
+        "parameters": { "binary_data_output": true },
+    })
+    .to_string();
+    let mut body = header.clone().into_bytes();
+    for a in &arrays {
+        body.extend_from_slice(&a.data);
+    }
+    let mut response = agent
+        .post(format!("{base}/v2/models/tfm/infer"))
+        .header("Inference-Header-Content-Length", header.len().to_string())
+        .send(&body[..])
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let json_length: usize = response.headers()["inference-header-content-length"].to_str().unwrap().parse().unwrap();
+    let bytes = response.body_mut().with_config().limit(1 << 30).read_to_vec().unwrap();
+    let answer: Value = serde_json::from_slice(&bytes[..json_length]).unwrap();
+    assert_eq!(answer["outputs"][0]["shape"], json!(tfm_expected.dims));
+    assert_eq!(&bytes[json_length..], &tfm_expected.data[..]);
+
+    let (status, _) = {
+        let mut r = agent.get(format!("{base}/v2/models/tfm")).call().unwrap();
+        (r.status().as_u16(), r.body_mut().read_to_string().unwrap())
+    };
+    assert_eq!(status, 200);
+
+    // SIGTERM: a clean exit.
+    // SAFETY: kill(2) on the pid of a child this test spawned and has not yet waited for.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("loaded cnn (version 1)"), "{stderr}");
+    assert!(stderr.contains("shut down"), "{stderr}");
+}
+
+#[test]
+fn serve_without_models_is_a_usage_error() {
+    let out = pjrt(&["serve"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("give a model repository"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
