@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use crate::error::ServeError;
 use crate::model::{ServedModel, TensorSpec};
 use crate::protocol::{decode_infer_request, encode_infer_response, error_body};
-use crate::Shared;
+use crate::{dispatch, Shared};
 
 type AppState = State<Arc<Shared>>;
 
@@ -89,7 +89,7 @@ async fn authorize(State(shared): AppState, request: Request, next: Next) -> Res
 
 /// Compares without returning early on the first differing byte (the time says nothing of
 /// how much of a guessed token was right).
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -101,34 +101,12 @@ async fn server_metadata() -> Response {
     }))
 }
 
-/// The model a route names (and its queue), or 404.
-fn find(
-    shared: &Shared,
-    params: &HashMap<String, String>,
-) -> Result<(Arc<ServedModel>, Arc<tokio::sync::Semaphore>), ServeError> {
-    let name = params.get("name").map(String::as_str).unwrap_or_default();
-    let models = shared.models.read().unwrap_or_else(|e| e.into_inner());
-    let Some(entry) = models.get(name) else {
-        let names: Vec<&str> = models.keys().map(String::as_str).collect();
-        return Err(ServeError::NotFound(format!("no model {name:?} is served (models: {})", names.join(", "))));
-    };
-    if let Some(version) = params.get("version") {
-        if version != entry.model.version() {
-            return Err(ServeError::NotFound(format!(
-                "model {name:?} has no version {version:?} (it serves version {})",
-                entry.model.version()
-            )));
-        }
-    }
-    Ok((entry.model.clone(), entry.queue.clone()))
-}
-
 fn specs(list: &[TensorSpec]) -> Value {
     list.iter().map(|s| json!({ "name": s.name, "datatype": s.datatype.name(), "shape": s.shape })).collect()
 }
 
 async fn model_metadata(State(shared): AppState, Path(params): Path<HashMap<String, String>>) -> Response {
-    match find(&shared, &params) {
+    match dispatch::find(&shared, &params) {
         Ok((model, _)) => json_response(json!({
             "name": model.name(),
             "versions": [model.version()],
@@ -141,7 +119,7 @@ async fn model_metadata(State(shared): AppState, Path(params): Path<HashMap<Stri
 }
 
 async fn model_ready(State(shared): AppState, Path(params): Path<HashMap<String, String>>) -> Response {
-    match find(&shared, &params) {
+    match dispatch::find(&shared, &params) {
         Ok(_) => respond(200, "text/plain", Vec::new()),
         Err(e) => error_response(&e),
     }
@@ -154,20 +132,15 @@ async fn infer(
     body: Bytes,
 ) -> Response {
     let arrived = Instant::now();
-    let (model, queue) = match find(&shared, &params) {
+    let (model, queue) = match dispatch::find(&shared, &params) {
         Ok(found) => found,
         Err(e) => return error_response(&e),
     };
     let name = model.name().to_string();
-    let result = run_infer(&shared, model, queue, &headers, &body, arrived).await;
-    match result {
+    match run_infer(&shared, model, queue, &headers, &body, arrived).await {
         Ok(response) => response,
         Err(e) => {
-            if matches!(e, ServeError::Unavailable(_)) {
-                shared.metrics.rejected(&name);
-            } else {
-                shared.metrics.request(&name, false, 0.0, arrived.elapsed().as_secs_f64());
-            }
+            dispatch::record_failure(&shared, &name, &e, arrived);
             error_response(&e)
         }
     }
@@ -198,39 +171,11 @@ async fn run_infer(
         ),
     };
     // The queue first: a full one answers at once, before any work on the body.
-    let permit = queue.try_acquire_owned().map_err(|_| {
-        ServeError::Unavailable(format!(
-            "model {:?} has {} requests waiting or running, its most: try again later",
-            model.name(),
-            shared.options.max_queue
-        ))
-    })?;
+    let permit = dispatch::admit(shared, &model, queue)?;
     let request = decode_infer_request(body, json_length).map_err(|e| ServeError::BadRequest(e.0))?;
-    let inputs = model.arrange(request.inputs)?;
-    let queued = Instant::now();
-    let device = tokio::time::timeout(shared.options.queue_timeout, shared.device.clone().acquire_owned())
-        .await
-        .map_err(|_| {
-            ServeError::Unavailable(format!(
-                "the request waited {:?} for the device without getting it: try again later",
-                shared.options.queue_timeout
-            ))
-        })?
-        .map_err(|_| ServeError::Unavailable("the server is shutting down".into()))?;
-    let queue_seconds = queued.elapsed().as_secs_f64();
-    let (wanted, binary_default) = (request.outputs, request.binary_data_output);
-    let runner = model.clone();
-    // The device and queue permits go with the work: a client that disconnects now does not
-    // free the device before the plugin is done with it.
-    let outputs = tokio::task::spawn_blocking(move || {
-        let _held = (device, permit);
-        runner.infer(inputs, &wanted, binary_default)
-    })
-    .await
-    .map_err(|e| ServeError::Internal(format!("the inference task failed: {e}")))??;
-    shared.metrics.batch(model.name(), 1);
-    shared.metrics.request(model.name(), true, queue_seconds, arrived.elapsed().as_secs_f64());
-    let (body, header_length) = encode_infer_response(model.name(), model.version(), request.id.as_deref(), &outputs);
+    let id = request.id.clone();
+    let outputs = dispatch::run(shared, model.clone(), permit, request, arrived).await?;
+    let (body, header_length) = encode_infer_response(model.name(), model.version(), id.as_deref(), &outputs);
     Ok(match header_length {
         None => respond(200, "application/json", body),
         Some(n) => {
@@ -253,24 +198,32 @@ async fn repository_index(State(shared): AppState) -> Response {
 }
 
 async fn repository_load(State(shared): AppState, Path(name): Path<String>) -> Response {
+    match load_from_repository(shared, name).await {
+        Ok(()) => respond(200, "application/json", b"{}".to_vec()),
+        Err(e) => error_response(&e),
+    }
+}
+
+/// Loads (or reloads) model folder `name` of the server's repository, off the async runtime.
+pub(crate) async fn load_from_repository(shared: Arc<Shared>, name: String) -> Result<(), ServeError> {
     let Some(root) = shared.options.repository.clone() else {
-        return error_response(&ServeError::BadRequest(
+        return Err(ServeError::BadRequest(
             "the server has no model repository to load from (start it with one)".into(),
         ));
     };
     if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
-        return error_response(&ServeError::BadRequest(format!("{name:?} is not a model folder's name")));
+        return Err(ServeError::BadRequest(format!("{name:?} is not a model folder's name")));
     }
-    let server = crate::Server { shared: shared.clone() };
+    let server = crate::Server { shared };
     let loaded = tokio::task::spawn_blocking(move || {
         let config = crate::ModelConfig::from_folder(&root.join(&name))?;
         server.load(config)
     })
     .await;
     match loaded {
-        Ok(Ok(())) => respond(200, "application/json", b"{}".to_vec()),
-        Ok(Err(e)) => error_response(&ServeError::BadRequest(e.to_string())),
-        Err(e) => error_response(&ServeError::Internal(format!("the load task failed: {e}"))),
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(ServeError::BadRequest(e.to_string())),
+        Err(e) => Err(ServeError::Internal(format!("the load task failed: {e}"))),
     }
 }
 

@@ -1,6 +1,7 @@
 //! `pjrt-serve`: a model server for `jax.export` models on any PJRT plugin, without Python,
 //! speaking the Open Inference Protocol (KServe v2, as NVIDIA Triton does) over HTTP/REST,
-//! with Triton's binary tensor data and model repository extensions.
+//! with Triton's binary tensor data and model repository extensions, and over gRPC as Triton's
+//! `inference.GRPCInferenceService` ([`Server::serve_grpc`], [`grpc`]).
 //!
 //! A [`Server`] holds a client and the models loaded onto it ([`Server::load`], from
 //! [`ModelConfig`]s: a model repository folder or `NAME=PATH` specs); [`Server::router`] is its
@@ -49,7 +50,9 @@
 
 pub mod config;
 mod datatype;
+mod dispatch;
 mod error;
+pub mod grpc;
 mod http;
 pub mod metrics;
 mod model;
@@ -244,6 +247,22 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await
+    }
+}
+
+impl Server {
+    /// Serves the gRPC service (`inference.GRPCInferenceService`, what `tritonclient.grpc`
+    /// speaks) on `listener` until `shutdown` completes, then finishes the calls in flight.
+    pub async fn serve_grpc(
+        &self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        let service = grpc::GrpcService { shared: self.shared.clone() };
+        tonic::transport::Server::builder()
+            .serve_with_incoming_shutdown(service, tonic::transport::server::TcpIncoming::from(listener), shutdown)
+            .await
+            .map_err(|e| ServeError::Internal(format!("the gRPC server failed: {e}")))
     }
 }
 

@@ -56,7 +56,7 @@ pub struct InferRequest {
 }
 
 /// Element count of `shape`, checked: no negative dimension, no overflow.
-fn element_count(name: &str, shape: &[i64]) -> Result<usize, ProtocolError> {
+pub(crate) fn element_count(name: &str, shape: &[i64]) -> Result<usize, ProtocolError> {
     let mut count: usize = 1;
     for &d in shape {
         let Ok(d) = usize::try_from(d) else {
