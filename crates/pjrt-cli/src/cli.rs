@@ -87,9 +87,15 @@ pub struct ServeArgs {
     /// The address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
-    /// The port to listen on (0: any free one; the address is printed).
+    /// The HTTP port (0: any free one; the address is printed).
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
+    /// The gRPC port (`inference.GRPCInferenceService`; 0: any free one).
+    #[arg(long, default_value_t = 8001)]
+    pub grpc_port: u16,
+    /// Serve HTTP only.
+    #[arg(long)]
+    pub no_grpc: bool,
     /// The largest request body taken, in MiB (413 beyond).
     #[arg(long, value_name = "MIB", default_value_t = 64)]
     pub max_body_mib: usize,

@@ -73,19 +73,47 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
         .build()
         .map_err(|e| invalid(format!("the server's runtime did not start: {e}")))?;
     runtime.block_on(async {
-        let address = format!("{}:{}", args.host, args.port);
-        let listener = tokio::net::TcpListener::bind(&address)
-            .await
-            .map_err(|e| invalid(format!("cannot listen on {address}: {e}")))?;
-        let bound = listener.local_addr().map_err(|e| invalid(format!("{address}: {e}")))?;
+        let bind = |port: u16| {
+            let address = format!("{}:{port}", args.host);
+            async move {
+                let listener = tokio::net::TcpListener::bind(&address)
+                    .await
+                    .map_err(|e| invalid(format!("cannot listen on {address}: {e}")))?;
+                let bound = listener.local_addr().map_err(|e| invalid(format!("{address}: {e}")))?;
+                Ok::<_, Error>((listener, bound))
+            }
+        };
+        let (http, http_address) = bind(args.port).await?;
+        let grpc = if args.no_grpc { None } else { Some(bind(args.grpc_port).await?) };
+        // One signal stops both servers.
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = stop.send(true);
+        });
+        let until_stopped = move || {
+            let mut stopped = stopped.clone();
+            async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            }
+        };
+        let grpc_task = grpc.as_ref().map(|(_, address)| format!(" and grpc://{address}")).unwrap_or_default();
         println!(
-            "serving {} model(s) on http://{bound} (ready in {:.1} ms; {} failed to load)",
+            "serving {} model(s) on http://{http_address}{grpc_task} (ready in {:.1} ms; {} failed to load)",
             server.models().len(),
             started.elapsed().as_secs_f64() * 1e3,
             failed.len()
         );
         let _ = std::io::stdout().flush();
-        server.serve(listener, shutdown_signal()).await.map_err(|e| invalid(format!("the server failed: {e}")))?;
+        let grpc_server = grpc.map(|(listener, _)| {
+            let server = server.clone();
+            let until = until_stopped();
+            tokio::spawn(async move { server.serve_grpc(listener, until).await })
+        });
+        server.serve(http, until_stopped()).await.map_err(|e| invalid(format!("the server failed: {e}")))?;
+        if let Some(task) = grpc_server {
+            task.await.map_err(|e| invalid(format!("the gRPC server failed: {e}")))??;
+        }
         eprintln!("shut down: requests in flight were answered");
         Ok(())
     })

@@ -43,7 +43,16 @@ fn served_models_answer_what_pjrt_run_writes_and_sigterm_drains() {
 
     let cache = temp_dir("serve-cache");
     let mut child = Command::new(env!("CARGO_BIN_EXE_pjrt"))
-        .args(["serve", "--port", "0", "--model", &format!("cnn={cnn_dir}/model.jaxexport"), "--model"])
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--grpc-port",
+            "0",
+            "--model",
+            &format!("cnn={cnn_dir}/model.jaxexport"),
+            "--model",
+        ])
         .arg(format!("tfm={tfm_model}"))
         .current_dir(root())
         .env("PJRT_CACHE_DIR", &cache)
