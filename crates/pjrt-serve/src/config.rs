@@ -32,6 +32,94 @@ pub struct ModelConfig {
     pub input_names: Vec<String>,
     /// Names of the outputs (default `output0`, ...).
     pub output_names: Vec<String>,
+    /// Dynamic batching, for a model whose first dimension is symbolic.
+    pub batching: Option<BatchingConfig>,
+}
+
+/// How requests to a model are batched: queued, concatenated along their first (symbolic)
+/// dimension up to `max_batch_size` rows, padded with zero rows to the next of the `buckets`
+/// (so that at most one executable per bucket is compiled), run, and split back.
+///
+/// Only for models whose rows are independent: padding and batching change the outputs of a
+/// model that reduces over its first dimension, so the config must say
+/// `"batch_independent": true`.
+///
+/// ```
+/// let b = pjrt_serve::config::BatchingConfig::new(8);
+/// assert_eq!(b.buckets(), [1, 2, 4, 8]);
+/// assert_eq!(b.bucket_for(3), Some(4));
+/// assert_eq!(b.bucket_for(9), None);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BatchingConfig {
+    /// The most rows in one execution (a request of more is refused).
+    pub max_batch_size: usize,
+    /// How long the first request of a batch waits for others.
+    pub max_queue_delay: std::time::Duration,
+    /// The batch sizes executions are padded to (default: powers of two up to
+    /// `max_batch_size`, and it).
+    pub preferred_batch_sizes: Vec<usize>,
+}
+
+impl BatchingConfig {
+    /// Batches of up to `max_batch_size` rows, waiting up to 2 ms.
+    pub fn new(max_batch_size: usize) -> BatchingConfig {
+        BatchingConfig {
+            max_batch_size: max_batch_size.max(1),
+            max_queue_delay: std::time::Duration::from_millis(2),
+            preferred_batch_sizes: Vec::new(),
+        }
+    }
+
+    /// The sizes executions are padded to, ascending, the last `max_batch_size`.
+    pub fn buckets(&self) -> Vec<usize> {
+        let mut sizes: Vec<usize> = if self.preferred_batch_sizes.is_empty() {
+            std::iter::successors(Some(1usize), |n| n.checked_mul(2)).take_while(|&n| n < self.max_batch_size).collect()
+        } else {
+            self.preferred_batch_sizes.iter().copied().filter(|&n| n >= 1 && n < self.max_batch_size).collect()
+        };
+        sizes.push(self.max_batch_size);
+        sizes.sort_unstable();
+        sizes.dedup();
+        sizes
+    }
+
+    /// The bucket `rows` rows are padded to; `None` above `max_batch_size`.
+    pub fn bucket_for(&self, rows: usize) -> Option<usize> {
+        self.buckets().into_iter().find(|&b| b >= rows)
+    }
+
+    fn from_json(value: &Value, what: &str) -> Result<BatchingConfig, String> {
+        let Value::Object(b) = value else { return Err(format!("{what}: \"batching\" must be an object")) };
+        const KNOWN: [&str; 4] = ["batch_independent", "max_batch_size", "max_queue_delay_ms", "preferred_batch_sizes"];
+        if let Some(key) = b.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+            return Err(format!("{what}: unknown batching field {key:?} (known: {})", KNOWN.join(", ")));
+        }
+        if b.get("batch_independent") != Some(&Value::Bool(true)) {
+            return Err(format!(
+                "{what}: batching pads and concatenates requests, which changes the outputs of a model that reduces over \
+                 its first dimension: say \"batch_independent\": true if each row's outputs depend on that row alone"
+            ));
+        }
+        let size = |v: &Value| v.as_u64().and_then(|n| usize::try_from(n).ok()).filter(|&n| n >= 1);
+        let max_batch_size = b
+            .get("max_batch_size")
+            .and_then(size)
+            .ok_or_else(|| format!("{what}: batching needs \"max_batch_size\", a count of rows (1 or more)"))?;
+        let mut config = BatchingConfig::new(max_batch_size);
+        if let Some(v) = b.get("max_queue_delay_ms") {
+            let ms = v.as_u64().ok_or_else(|| format!("{what}: \"max_queue_delay_ms\" must be milliseconds"))?;
+            config.max_queue_delay = std::time::Duration::from_millis(ms);
+        }
+        if let Some(v) = b.get("preferred_batch_sizes") {
+            let list = v.as_array().map(|l| l.iter().map(size).collect::<Option<Vec<usize>>>());
+            config.preferred_batch_sizes = list
+                .flatten()
+                .ok_or_else(|| format!("{what}: \"preferred_batch_sizes\" must be a list of row counts (1 or more)"))?;
+        }
+        Ok(config)
+    }
 }
 
 impl ModelConfig {
@@ -44,7 +132,14 @@ impl ModelConfig {
             params: None,
             input_names: Vec::new(),
             output_names: Vec::new(),
+            batching: None,
         }
+    }
+
+    /// With dynamic batching.
+    pub fn with_batching(mut self, batching: BatchingConfig) -> ModelConfig {
+        self.batching = Some(batching);
+        self
     }
 
     /// With a weights file.
@@ -82,7 +177,7 @@ impl ModelConfig {
         let Value::Object(json) = json else {
             return Err(bad(format!("{} must hold a JSON object", config_path.display())));
         };
-        const KNOWN: [&str; 6] = ["name", "version", "program", "params", "inputs", "outputs"];
+        const KNOWN: [&str; 7] = ["name", "version", "program", "params", "inputs", "outputs", "batching"];
         if let Some(key) = json.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(bad(format!("{}: unknown field {key:?} (known: {})", config_path.display(), KNOWN.join(", "))));
         }
@@ -135,6 +230,10 @@ impl ModelConfig {
             params,
             input_names: names("inputs")?,
             output_names: names("outputs")?,
+            batching: match json.get("batching") {
+                None => None,
+                Some(b) => Some(BatchingConfig::from_json(b, &config_path.display().to_string()).map_err(bad)?),
+            },
         })
     }
 }

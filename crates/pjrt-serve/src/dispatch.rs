@@ -5,29 +5,31 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+
+use crate::batching::Pending;
 
 use crate::error::ServeError;
 use crate::model::ServedModel;
 use crate::protocol::{InferRequest, OutputTensor};
 use crate::Shared;
 
-/// The model `params` names (`name`, optional `version`: empty is any) and its queue, or 404.
-pub(crate) fn find(
-    shared: &Shared,
-    params: &HashMap<String, String>,
-) -> Result<(Arc<ServedModel>, Arc<Semaphore>), ServeError> {
+/// A model found, its queue and its batcher (for a batched model).
+pub(crate) struct Found {
+    pub model: Arc<ServedModel>,
+    pub queue: Arc<Semaphore>,
+    pub batcher: Option<mpsc::Sender<Pending>>,
+}
+
+/// The model `params` names (`name`, optional `version`: empty is any), or 404.
+pub(crate) fn find(shared: &Shared, params: &HashMap<String, String>) -> Result<Found, ServeError> {
     let name = params.get("name").map(String::as_str).unwrap_or_default();
     let version = params.get("version").map(String::as_str).filter(|v| !v.is_empty());
     find_model(shared, name, version)
 }
 
 /// The model `name` (at `version`, if given) and its queue, or 404.
-pub(crate) fn find_model(
-    shared: &Shared,
-    name: &str,
-    version: Option<&str>,
-) -> Result<(Arc<ServedModel>, Arc<Semaphore>), ServeError> {
+pub(crate) fn find_model(shared: &Shared, name: &str, version: Option<&str>) -> Result<Found, ServeError> {
     let models = shared.models.read().unwrap_or_else(|e| e.into_inner());
     let Some(entry) = models.get(name) else {
         let names: Vec<&str> = models.keys().map(String::as_str).collect();
@@ -41,7 +43,7 @@ pub(crate) fn find_model(
             )));
         }
     }
-    Ok((entry.model.clone(), entry.queue.clone()))
+    Ok(Found { model: entry.model.clone(), queue: entry.queue.clone(), batcher: entry.batcher.clone() })
 }
 
 /// A place in the model's queue, or 503 at once when it is full.
@@ -63,12 +65,47 @@ pub(crate) fn admit(
 /// (bounded), the run on a blocking thread; records its success.
 pub(crate) async fn run(
     shared: &Arc<Shared>,
-    model: Arc<ServedModel>,
+    found: &Found,
     permit: OwnedSemaphorePermit,
     request: InferRequest,
     arrived: Instant,
 ) -> Result<Vec<OutputTensor>, ServeError> {
+    let model = found.model.clone();
     let inputs = model.arrange(request.inputs)?;
+    model.check_wanted(&request.outputs)?;
+    if let Some(batcher) = &found.batcher {
+        let (rows, key) = model.batch_rows(&inputs)?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let pending = Pending {
+            inputs,
+            rows,
+            key,
+            wanted: request.outputs,
+            binary_default: request.binary_data_output,
+            reply,
+            arrived,
+            enqueued: Instant::now(),
+        };
+        batcher.try_send(pending).map_err(|e| {
+            ServeError::Unavailable(match e {
+                mpsc::error::TrySendError::Full(_) => {
+                    format!("model {:?}'s batch queue is full: try again later", model.name())
+                }
+                mpsc::error::TrySendError::Closed(_) => format!("model {:?} is being unloaded", model.name()),
+            })
+        })?;
+        // Held until the answer: the queue bound counts requests in the batcher too. If this
+        // future is dropped (the client went away), the batcher sees the reply closed.
+        let _permit = permit;
+        return match tokio::time::timeout(shared.options.queue_timeout, answer).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(ServeError::Internal("the batcher stopped before answering".into())),
+            Err(_) => Err(ServeError::Unavailable(format!(
+                "the request was not answered within {:?}: try again later",
+                shared.options.queue_timeout
+            ))),
+        };
+    }
     let queued = Instant::now();
     let device = tokio::time::timeout(shared.options.queue_timeout, shared.device.clone().acquire_owned())
         .await
@@ -95,7 +132,8 @@ pub(crate) async fn run(
     Ok(outputs)
 }
 
-/// Counts a request that failed (or was refused for a full queue).
+/// Counts a request that failed before it ran (or was refused for a full queue); a batched
+/// request that ran is counted by the batcher.
 pub(crate) fn record_failure(shared: &Shared, model: &str, error: &ServeError, arrived: Instant) {
     if matches!(error, ServeError::Unavailable(_)) {
         shared.metrics.rejected(model);

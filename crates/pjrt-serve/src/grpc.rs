@@ -486,7 +486,7 @@ async fn model_metadata(
     request: Request<ModelRequest>,
 ) -> Result<Response<ModelMetadataResponse>, Status> {
     let r = request.into_inner();
-    let (model, _) = dispatch::find_model(&shared, &r.name, version_of(&r.version)).map_err(|e| status(&e))?;
+    let model = dispatch::find_model(&shared, &r.name, version_of(&r.version)).map_err(|e| status(&e))?.model;
     let specs = |list: &[crate::TensorSpec]| {
         list.iter()
             .map(|s| TensorMetadata {
@@ -600,13 +600,13 @@ async fn model_infer(
 ) -> Result<Response<ModelInferResponse>, Status> {
     let arrived = Instant::now();
     let m = request.into_inner();
-    let (model, queue) =
-        dispatch::find_model(&shared, &m.model_name, version_of(&m.model_version)).map_err(|e| status(&e))?;
+    let found = dispatch::find_model(&shared, &m.model_name, version_of(&m.model_version)).map_err(|e| status(&e))?;
+    let model = found.model.clone();
     let result = async {
-        let permit = dispatch::admit(&shared, &model, queue)?;
+        let permit = dispatch::admit(&shared, &model, found.queue.clone())?;
         let request = infer_request(m)?;
         let id = request.id.clone().unwrap_or_default();
-        let outputs = dispatch::run(&shared, model.clone(), permit, request, arrived).await?;
+        let outputs = dispatch::run(&shared, &found, permit, request, arrived).await?;
         Ok::<_, ServeError>((id, outputs))
     }
     .await;

@@ -15,7 +15,7 @@ use axum::Router;
 use serde_json::{json, Value};
 
 use crate::error::ServeError;
-use crate::model::{ServedModel, TensorSpec};
+use crate::model::TensorSpec;
 use crate::protocol::{decode_infer_request, encode_infer_response, error_body};
 use crate::{dispatch, Shared};
 
@@ -107,7 +107,7 @@ fn specs(list: &[TensorSpec]) -> Value {
 
 async fn model_metadata(State(shared): AppState, Path(params): Path<HashMap<String, String>>) -> Response {
     match dispatch::find(&shared, &params) {
-        Ok((model, _)) => json_response(json!({
+        Ok(dispatch::Found { model, .. }) => json_response(json!({
             "name": model.name(),
             "versions": [model.version()],
             "platform": format!("pjrt_{}", shared.client.platform_name()),
@@ -132,12 +132,12 @@ async fn infer(
     body: Bytes,
 ) -> Response {
     let arrived = Instant::now();
-    let (model, queue) = match dispatch::find(&shared, &params) {
+    let found = match dispatch::find(&shared, &params) {
         Ok(found) => found,
         Err(e) => return error_response(&e),
     };
-    let name = model.name().to_string();
-    match run_infer(&shared, model, queue, &headers, &body, arrived).await {
+    let name = found.model.name().to_string();
+    match run_infer(&shared, &found, &headers, &body, arrived).await {
         Ok(response) => response,
         Err(e) => {
             dispatch::record_failure(&shared, &name, &e, arrived);
@@ -148,8 +148,7 @@ async fn infer(
 
 async fn run_infer(
     shared: &Arc<Shared>,
-    model: Arc<ServedModel>,
-    queue: Arc<tokio::sync::Semaphore>,
+    found: &dispatch::Found,
     headers: &HeaderMap,
     body: &[u8],
     arrived: Instant,
@@ -171,10 +170,11 @@ async fn run_infer(
         ),
     };
     // The queue first: a full one answers at once, before any work on the body.
-    let permit = dispatch::admit(shared, &model, queue)?;
+    let model = &found.model;
+    let permit = dispatch::admit(shared, model, found.queue.clone())?;
     let request = decode_infer_request(body, json_length).map_err(|e| ServeError::BadRequest(e.0))?;
     let id = request.id.clone();
-    let outputs = dispatch::run(shared, model.clone(), permit, request, arrived).await?;
+    let outputs = dispatch::run(shared, found, permit, request, arrived).await?;
     let (body, header_length) = encode_infer_response(model.name(), model.version(), id.as_deref(), &outputs);
     Ok(match header_length {
         None => respond(200, "application/json", body),

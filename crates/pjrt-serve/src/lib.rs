@@ -48,6 +48,7 @@
 //! # Ok(()) }
 //! ```
 
+mod batching;
 pub mod config;
 mod datatype;
 mod dispatch;
@@ -141,6 +142,8 @@ pub(crate) struct Entry {
     pub model: Arc<ServedModel>,
     /// Permits for the requests waiting or running: `max_queue` of them.
     pub queue: Arc<Semaphore>,
+    /// The batcher requests go to, for a batched model.
+    pub batcher: Option<tokio::sync::mpsc::Sender<batching::Pending>>,
 }
 
 pub(crate) struct Shared {
@@ -189,8 +192,11 @@ impl Server {
         };
         match ServedModel::load(&self.shared.client, config, cache) {
             Ok(model) => {
-                let entry =
-                    Entry { model: Arc::new(model), queue: Arc::new(Semaphore::new(self.shared.options.max_queue)) };
+                let model = Arc::new(model);
+                let max_queue = self.shared.options.max_queue;
+                let batcher =
+                    model.batching().map(|_| batching::start(model.clone(), Arc::downgrade(&self.shared), max_queue));
+                let entry = Entry { model, queue: Arc::new(Semaphore::new(max_queue)), batcher };
                 self.shared.models.write().unwrap_or_else(|e| e.into_inner()).insert(name.clone(), entry);
                 self.shared.failed.lock().unwrap_or_else(|e| e.into_inner()).remove(&name);
                 Ok(())

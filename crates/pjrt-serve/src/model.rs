@@ -10,7 +10,7 @@ use pjrt_formats::compile_cache::CompileCache;
 use pjrt_formats::jax_export::{Dim, JaxExport, Runner};
 use pjrt_formats::safetensors::SafeTensors;
 
-use crate::config::ModelConfig;
+use crate::config::{BatchingConfig, ModelConfig};
 use crate::datatype::Datatype;
 use crate::error::ServeError;
 use crate::protocol::{InputTensor, OutputTensor, RequestedOutput};
@@ -40,6 +40,8 @@ pub struct ServedModel {
     weight_shapes: Vec<(pjrt_client::ElementType, Vec<i64>)>,
     inputs: Vec<TensorSpec>,
     outputs: Vec<TensorSpec>,
+    /// For a batched model: which request inputs lead with the batch dimension.
+    batched: Vec<bool>,
     /// How long loading took (read, weights upload, first compile of a static model).
     load_ms: f64,
 }
@@ -120,6 +122,10 @@ impl ServedModel {
             .map(|(i, aval)| spec(i, aval, &config.output_names, "output"))
             .collect::<Result<Vec<_>, _>>()?;
         let polymorphic = model.is_polymorphic();
+        let batched = match &config.batching {
+            Some(batching) => check_batchable(&model, weights, batching).map_err(|m| load_error(&config, m))?,
+            None => Vec::new(),
+        };
         let mut runner = Runner::new(model, client);
         if let Some(cache) = cache {
             runner = runner.with_compile_cache(cache);
@@ -133,11 +139,36 @@ impl ServedModel {
             weight_shapes,
             inputs,
             outputs,
+            batched,
             load_ms: 0.0,
         };
         if !polymorphic {
             let shapes = served.shapes(&[]);
             served.runner.executable(&shapes).map_err(|e| load_error(&served.config, e))?;
+        }
+        // A batched model whose other dimensions are fixed has one executable per bucket:
+        // compiled now (or loaded from the compile cache), not on the first request of each size.
+        if let Some(batching) = &served.config.batching {
+            let fixed = |(spec, &batched): (&TensorSpec, &bool)| {
+                let rest = if batched { &spec.shape[1..] } else { &spec.shape[..] };
+                rest.iter().all(|&d| d >= 0)
+            };
+            if served.inputs.iter().zip(&served.batched).all(fixed) {
+                for bucket in batching.buckets() {
+                    let mut shapes = served.weight_shapes.clone();
+                    for (spec, &batched) in served.inputs.iter().zip(&served.batched) {
+                        let mut dims = spec.shape.clone();
+                        if batched {
+                            dims[0] = bucket as i64;
+                        }
+                        shapes.push((spec.datatype.element_type(), dims));
+                    }
+                    served
+                        .runner
+                        .executable(&shapes)
+                        .map_err(|e| load_error(&served.config, format_args!("batch of {bucket}: {e}")))?;
+                }
+            }
         }
         Ok(ServedModel { load_ms: started.elapsed().as_secs_f64() * 1e3, ..served })
     }
@@ -160,6 +191,44 @@ impl ServedModel {
     /// The outputs.
     pub fn outputs(&self) -> &[TensorSpec] {
         &self.outputs
+    }
+
+    /// How its requests are batched, if they are.
+    pub fn batching(&self) -> Option<&BatchingConfig> {
+        self.config.batching.as_ref()
+    }
+
+    /// For a batched model: a request's rows (its batched inputs' common first dimension) and
+    /// its batch key (the rest of each batched input's shape, the whole of each other input:
+    /// requests batch together only where their keys agree).
+    pub(crate) fn batch_rows(&self, inputs: &[HostArray]) -> Result<(usize, Vec<BatchKeyPart>), ServeError> {
+        let max = self.config.batching.as_ref().map_or(0, |b| b.max_batch_size);
+        let bad = |m: String| ServeError::BadRequest(format!("model {:?}: {m}", self.config.name));
+        let rows: Vec<i64> = inputs
+            .iter()
+            .zip(&self.batched)
+            .filter(|(_, &b)| b)
+            .map(|(a, _)| a.dims().first().copied().unwrap_or(0))
+            .collect();
+        if rows.windows(2).any(|w| w[0] != w[1]) {
+            return Err(bad(format!("its batched inputs share their first dimension, but the request gives {rows:?}")));
+        }
+        let rows = rows.first().copied().unwrap_or(0) as usize;
+        if rows == 0 || rows > max {
+            return Err(bad(format!("a request gives 1 to {max} rows (max_batch_size), not {rows}")));
+        }
+        let key = inputs
+            .iter()
+            .zip(&self.batched)
+            .map(|(a, &batched)| {
+                if batched {
+                    BatchKeyPart::Rows(a.dims()[1..].to_vec())
+                } else {
+                    BatchKeyPart::Whole(a.dims().to_vec(), a.data().to_vec())
+                }
+            })
+            .collect();
+        Ok((rows, key))
     }
 
     /// How many executables are compiled (one per input signature seen).
@@ -244,6 +313,12 @@ impl ServedModel {
         wanted: &[RequestedOutput],
         binary_default: bool,
     ) -> Result<Vec<OutputTensor>, ServeError> {
+        self.check_wanted(wanted)?;
+        Ok(select_outputs(self.run(inputs)?, wanted, binary_default))
+    }
+
+    /// Checks that every output asked for exists.
+    pub fn check_wanted(&self, wanted: &[RequestedOutput]) -> Result<(), ServeError> {
         for w in wanted {
             if !self.outputs.iter().any(|o| o.name == w.name) {
                 let names: Vec<&str> = self.outputs.iter().map(|o| o.name.as_str()).collect();
@@ -255,6 +330,11 @@ impl ServedModel {
                 )));
             }
         }
+        Ok(())
+    }
+
+    /// Runs the model on `inputs` (in the model's order): every output, in order.
+    pub(crate) fn run(&self, inputs: Vec<HostArray>) -> Result<Vec<OutputTensor>, ServeError> {
         let model = self.runner.model();
         let exe = self.runner.executable(&self.shapes(&inputs)).map_err(|e| {
             if model.is_polymorphic() {
@@ -309,16 +389,8 @@ impl ServedModel {
                 self.outputs.len()
             )));
         }
-        let mut outputs = Vec::new();
+        let mut outputs = Vec::with_capacity(self.outputs.len());
         for (spec, buffer) in self.outputs.iter().zip(results.iter()) {
-            let binary = if wanted.is_empty() {
-                binary_default
-            } else {
-                match wanted.iter().find(|w| w.name == spec.name) {
-                    Some(w) => w.binary,
-                    None => continue,
-                }
-            };
             let host = buffer.to_host_array().map_err(|e| ServeError::Internal(e.to_string()))?;
             let (element_type, shape, data) = host.into_parts();
             if element_type != spec.datatype.element_type() {
@@ -327,10 +399,66 @@ impl ServedModel {
                     spec.name, spec.datatype
                 )));
             }
-            outputs.push(OutputTensor { name: spec.name.clone(), datatype: spec.datatype, shape, data, binary });
+            outputs.push(OutputTensor { name: spec.name.clone(), datatype: spec.datatype, shape, data, binary: false });
         }
         Ok(outputs)
     }
+}
+
+/// One input's part of a batch key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum BatchKeyPart {
+    /// A batched input: its shape after the rows.
+    Rows(Vec<i64>),
+    /// An input every request of a batch gives alike: its shape and bytes.
+    Whole(Vec<i64>, Vec<u8>),
+}
+
+/// Whether requests to `model` (whose first `weights` inputs come from the weights file) can be
+/// batched: every output leads with the symbolic first dimension of an input. Which request
+/// inputs lead with it (they are concatenated; the others must agree across a batch).
+fn check_batchable(model: &JaxExport, weights: usize, batching: &BatchingConfig) -> Result<Vec<bool>, String> {
+    let first = |dims: &[Dim]| match dims.first() {
+        Some(Dim::Symbolic(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let inputs = &model.in_avals()[weights..];
+    let Some(symbol) = inputs.iter().find_map(|a| first(&a.dims)) else {
+        return Err(
+            "batching needs an input whose first dimension is symbolic (exported with polymorphic_shapes \"b, ...\")"
+                .into(),
+        );
+    };
+    for (i, aval) in model.out_avals().iter().enumerate() {
+        if first(&aval.dims).as_ref() != Some(&symbol) {
+            return Err(format!("batching needs every output to lead with dimension {symbol:?}; output {i} is {aval}"));
+        }
+    }
+    if batching.buckets().len() > Runner::DEFAULT_CAPACITY / 2 {
+        return Err(format!(
+            "{} batch sizes are too many to keep compiled: give fewer preferred_batch_sizes",
+            batching.buckets().len()
+        ));
+    }
+    // Inputs that lead with the batch dimension are concatenated; the others must be the same
+    // in every request of a batch.
+    Ok(inputs.iter().map(|a| first(&a.dims).as_ref() == Some(&symbol)).collect())
+}
+
+/// The outputs `wanted` of `all` (every one when `wanted` is empty), each binary as it asks,
+/// else as `binary_default`.
+pub(crate) fn select_outputs(
+    all: Vec<OutputTensor>,
+    wanted: &[RequestedOutput],
+    binary_default: bool,
+) -> Vec<OutputTensor> {
+    all.into_iter()
+        .filter_map(|mut o| {
+            o.binary =
+                if wanted.is_empty() { binary_default } else { wanted.iter().find(|w| w.name == o.name)?.binary };
+            Some(o)
+        })
+        .collect()
 }
 
 impl std::fmt::Debug for ServedModel {
