@@ -120,7 +120,11 @@ async fn run_batch(model: &Arc<ServedModel>, shared: &Arc<Shared>, batch: Vec<Pe
         return;
     };
     let started = Instant::now();
-    let result = execute(model, &batch);
+    let rows: usize = batch.iter().map(|p| p.rows).sum();
+    let result = {
+        let _span = tracing::info_span!("serve_batch", model = model.name(), requests = batch.len(), rows).entered();
+        execute(model, &batch)
+    };
     drop(device);
     shared.metrics.batch(model.name(), batch.len());
     match result {
@@ -131,9 +135,9 @@ async fn run_batch(model: &Arc<ServedModel>, shared: &Arc<Shared>, batch: Vec<Pe
                 let _ = p.reply.send(Ok(select_outputs(outputs, &p.wanted, p.binary_default)));
             }
         }
+        // (Failures are counted where each request is answered, as unbatched ones are.)
         Err(e) => {
             for p in batch {
-                shared.metrics.request(model.name(), false, 0.0, p.arrived.elapsed().as_secs_f64());
                 let _ = p.reply.send(Err(e.clone()));
             }
         }

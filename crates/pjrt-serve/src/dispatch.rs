@@ -123,6 +123,8 @@ pub(crate) async fn run(
     // free the device before the plugin is done with it.
     let outputs = tokio::task::spawn_blocking(move || {
         let _held = (device, permit);
+        let _span =
+            tracing::info_span!("serve_request", model = runner.name(), queue_ms = queue_seconds * 1e3).entered();
         runner.infer(inputs, &wanted, binary_default)
     })
     .await
@@ -132,8 +134,7 @@ pub(crate) async fn run(
     Ok(outputs)
 }
 
-/// Counts a request that failed before it ran (or was refused for a full queue); a batched
-/// request that ran is counted by the batcher.
+/// Counts a request that failed (or was refused for a full queue, or waited too long).
 pub(crate) fn record_failure(shared: &Shared, model: &str, error: &ServeError, arrived: Instant) {
     if matches!(error, ServeError::Unavailable(_)) {
         shared.metrics.rejected(model);

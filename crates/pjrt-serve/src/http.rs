@@ -68,13 +68,23 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
                 request.uri().path()
             )))
         })
-        .layer(middleware::from_fn_with_state(shared.clone(), authorize))
+        .layer(middleware::from_fn_with_state(shared.clone(), guard))
         .layer(DefaultBodyLimit::max(shared.options.max_body_bytes))
         .with_state(shared)
 }
 
-/// Refuses requests without the bearer token, when the server has one.
-async fn authorize(State(shared): AppState, request: Request, next: Next) -> Response {
+/// Refuses, before anything is read of their bodies, requests without the bearer token (when
+/// the server has one) and requests that declare a body over the limit.
+async fn guard(State(shared): AppState, request: Request, next: Next) -> Response {
+    let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > shared.options.max_body_bytes as u64) {
+        let message = format!(
+            "the body is {} bytes, over this server's limit of {} (--max-body-mib)",
+            declared.unwrap_or(0),
+            shared.options.max_body_bytes
+        );
+        return respond(413, "application/json", error_body(&message));
+    }
     if let Some(token) = &shared.options.token {
         let given = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
         let ok = given

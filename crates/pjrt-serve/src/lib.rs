@@ -96,6 +96,9 @@ pub struct ServerOptions {
     pub repository: Option<PathBuf>,
     /// The compile cache executables are loaded from and kept in, if any.
     pub compile_cache: Option<PathBuf>,
+    /// How many executions may run on the device at once (default: the host's cores; PJRT
+    /// clients are thread-safe, and a CPU plugin runs concurrent executions side by side).
+    pub concurrent_executions: usize,
 }
 
 impl Default for ServerOptions {
@@ -107,6 +110,7 @@ impl Default for ServerOptions {
             token: None,
             repository: None,
             compile_cache: None,
+            concurrent_executions: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 }
@@ -152,7 +156,7 @@ pub(crate) struct Shared {
     pub models: RwLock<BTreeMap<String, Entry>>,
     /// Models that did not load, with why (the repository index reports them).
     pub failed: Mutex<BTreeMap<String, String>>,
-    /// One permit: the device runs one request at a time.
+    /// Permits for executions running at once ([`ServerOptions::concurrent_executions`]).
     pub device: Arc<Semaphore>,
     pub metrics: metrics::Metrics,
 }
@@ -166,13 +170,14 @@ pub struct Server {
 impl Server {
     /// A server of no models yet on `client`.
     pub fn new(client: Client, options: ServerOptions) -> Server {
+        let executions = options.concurrent_executions.max(1);
         Server {
             shared: Arc::new(Shared {
                 client,
                 options,
                 models: RwLock::new(BTreeMap::new()),
                 failed: Mutex::new(BTreeMap::new()),
-                device: Arc::new(Semaphore::new(1)),
+                device: Arc::new(Semaphore::new(executions)),
                 metrics: metrics::Metrics::default(),
             }),
         }

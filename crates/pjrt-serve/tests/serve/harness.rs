@@ -102,6 +102,11 @@ impl Running {
         (status, value)
     }
 
+    /// The server's address (`127.0.0.1:PORT`).
+    pub fn address(&self) -> &str {
+        self.base.trim_start_matches("http://")
+    }
+
     pub fn get_json_with(&self, path: &str, headers: &[(&str, &str)]) -> (u16, Value) {
         let mut request = self.agent.get(format!("{}{path}", self.base));
         for (k, v) in headers {

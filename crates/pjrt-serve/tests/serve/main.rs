@@ -4,6 +4,7 @@
 
 mod batching;
 mod harness;
+mod hostile;
 
 use harness::{client, data, npy, Running};
 use pjrt_formats::jax_export::JaxExport;

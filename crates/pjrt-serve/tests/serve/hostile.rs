@@ -1,0 +1,71 @@
+//! Hostile clients at the socket: garbage instead of HTTP, a cut-off request, a body that
+//! never comes, a declared body far over the limit, a client that leaves mid-request. Each is
+//! answered or dropped without harm, and the server goes on answering others.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use pjrt_serve::{Server, ServerOptions};
+
+use crate::harness::{client, data, Running};
+
+fn connect(server: &Running) -> TcpStream {
+    let stream = TcpStream::connect(server.address()).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream
+}
+
+/// The start of what the server answers (empty if it closes without a word).
+fn answer(mut stream: TcpStream) -> String {
+    let mut out = vec![0u8; 4096];
+    let n = stream.read(&mut out).unwrap_or(0);
+    String::from_utf8_lossy(&out[..n]).into_owned()
+}
+
+#[test]
+fn hostile_connections_leave_the_server_serving() {
+    let server = Server::new(client(), ServerOptions::default().with_max_body_bytes(1 << 20));
+    let model = pjrt_serve::ModelConfig::new("cnn", data("jax_export/jax-0.10.2/cnn/model.jaxexport"));
+    server.load(model).unwrap();
+    let server = Running::start(server);
+
+    // Not HTTP at all.
+    let mut s = connect(&server);
+    s.write_all(&[0x16, 0x03, 0x01, 0x00, 0xff, 0, 0, 0, 0, 0]).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let a = answer(s);
+    assert!(a.is_empty() || a.starts_with("HTTP/1.1 400"), "{a:?}");
+
+    // A body declared far over the limit: refused at once, without waiting for it.
+    let mut s = connect(&server);
+    s.write_all(b"POST /v2/models/cnn/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n\r\n{").unwrap();
+    let a = answer(s);
+    assert!(a.starts_with("HTTP/1.1 413"), "{a:?}");
+
+    // A request cut off in its headers, and one that leaves halfway through its body.
+    let mut s = connect(&server);
+    s.write_all(b"POST /v2/models/cnn/infer HTTP/1.1\r\nHost: x\r\nContent-Le").unwrap();
+    drop(s);
+    let mut s = connect(&server);
+    s.write_all(b"POST /v2/models/cnn/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n{\"inputs\": [")
+        .unwrap();
+    drop(s);
+
+    // Many connections opened and dropped at once.
+    let idle: Vec<TcpStream> = (0..64).map(|_| connect(&server)).collect();
+    drop(idle);
+
+    // Headers far too long.
+    let mut s = connect(&server);
+    let long = format!("GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Long: {}\r\n\r\n", "a".repeat(1 << 20));
+    let _ = s.write_all(long.as_bytes());
+    let a = answer(s);
+    assert!(a.is_empty() || a.starts_with("HTTP/1.1 4"), "{}", &a[..a.len().min(200)]);
+
+    // Still serving.
+    let (status, _) = server.get_json("/v2/health/live");
+    assert_eq!(status, 200);
+    let (status, meta) = server.get_json("/v2/models/cnn");
+    assert_eq!(status, 200, "{meta}");
+}
