@@ -102,6 +102,13 @@ pub struct ServeArgs {
     /// Requests of one model waiting or running at once; one more is answered 503 at once.
     #[arg(long, default_value_t = 64)]
     pub max_queue: usize,
+    /// A client create option, NAME=VALUE (true/false, an integer, else a string), e.g.
+    /// `asynchronous=false` on the XLA CPU plugin (lower latency for small models); repeatable.
+    #[arg(long = "client-option", value_name = "NAME=VALUE")]
+    pub client_options: Vec<String>,
+    /// Executions running on the device at once (default: the host's cores).
+    #[arg(long, value_name = "N")]
+    pub concurrent_executions: Option<usize>,
     /// How long a request may wait for the device, in milliseconds (503 after).
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub queue_timeout_ms: u64,
@@ -112,6 +119,11 @@ pub struct ServeArgs {
     /// Compile without the compile cache ($PJRT_CACHE_DIR, else ~/.cache/pjrt-client/compile).
     #[arg(long)]
     pub no_cache: bool,
+    /// Write a Chrome trace to FILE.json when the server stops: model loads, compiles, and a
+    /// span per request (`serve_request`) or batch (`serve_batch`) with its executions and
+    /// transfers inside.
+    #[arg(long, value_name = "FILE.json")]
+    pub trace: Option<PathBuf>,
 }
 
 /// Parses command-line arguments (`args[0]` is the program name) without running anything.
@@ -399,6 +411,31 @@ pub struct BenchArgs {
     pub plot: Option<PathBuf>,
 }
 
+/// `pjrt bench serve`'s arguments.
+#[cfg(feature = "serve")]
+#[derive(Args)]
+pub struct BenchServeArgs {
+    /// The server, `http://HOST:PORT`.
+    #[arg(long)]
+    pub url: String,
+    /// The model to call.
+    #[arg(long)]
+    pub model: String,
+    /// The request's inputs, in the order of the model's metadata (its names and datatypes are
+    /// read from the server).
+    #[arg(long = "input", value_name = "F.npy", required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Concurrency levels (clients sending at once), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16")]
+    pub concurrency: Vec<usize>,
+    /// Requests per level (after a warm-up of one per client).
+    #[arg(long, default_value_t = 400)]
+    pub requests: usize,
+    /// The name this server goes by in the report ("pjrt serve", "JAX", ...).
+    #[arg(long, default_value = "server")]
+    pub label: String,
+}
+
 /// The benchmarks.
 #[derive(Subcommand)]
 pub enum BenchWhat {
@@ -449,6 +486,11 @@ pub enum BenchWhat {
     /// the time to its first result; with --raw, the same executable and buffers through the raw
     /// C API alternated with the safe calls.
     Run(BenchRunArgs),
+    /// A load generator for an Open Inference Protocol server (`pjrt serve`, Triton, a Python
+    /// one): CONCURRENCY clients each sending binary-tensor inference requests back to back,
+    /// REQUESTS in all per level; throughput and p50/p99 latency per level.
+    #[cfg(feature = "serve")]
+    Serve(BenchServeArgs),
     /// Device-to-host copies of BYTES bytes into a reused host buffer; safe and raw alternating.
     D2h {
         /// Bytes per transfer.

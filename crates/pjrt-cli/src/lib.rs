@@ -72,6 +72,8 @@ where
     let trace = match &cli.command {
         Command::Run(args) => args.trace.clone(),
         Command::Bench(args) => args.trace.clone(),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => args.trace.clone(),
         _ => None,
     };
     let _ui = ui::init(cli.verbose, trace.as_deref());

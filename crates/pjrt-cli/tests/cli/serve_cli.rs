@@ -108,6 +108,33 @@ fn served_models_answer_what_pjrt_run_writes_and_sigterm_drains() {
     };
     assert_eq!(status, 200);
 
+    // The load generator against it: two levels, every request answered.
+    let mut args = vec![
+        "bench",
+        "--json",
+        "serve",
+        "--url",
+        base.as_str(),
+        "--model",
+        "cnn",
+        "--concurrency",
+        "1,2",
+        "--requests",
+        "20",
+    ];
+    for input in &cnn_inputs {
+        args.extend(["--input", input.as_str()]);
+    }
+    let bench = pjrt(&args);
+    assert!(bench.status.success(), "{}", String::from_utf8_lossy(&bench.stderr));
+    let report: Value = serde_json::from_slice(&bench.stdout).unwrap();
+    let levels = report["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 2, "{report}");
+    assert!(
+        levels.iter().all(|l| l["throughput_rps"].as_f64().unwrap() > 0.0 && l["p99_ms"].as_f64().unwrap() > 0.0),
+        "{report}"
+    );
+
     // SIGTERM: a clean exit.
     // SAFETY: kill(2) on the pid of a child this test spawned and has not yet waited for.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) }, 0);

@@ -18,6 +18,8 @@ use crate::plugins::resolve_plugin;
 
 mod h2d;
 pub mod plot;
+#[cfg(feature = "serve")]
+mod serve;
 pub mod samples;
 
 use samples::Samples;
@@ -176,14 +178,22 @@ fn check_bytes(bytes: usize) -> Result<i64, Error> {
     Ok((bytes / 4) as i64)
 }
 
+/// Whether the benchmark keeps per-call latencies (for `--plot`).
+fn keeps_latencies(what: &BenchWhat) -> bool {
+    match what {
+        BenchWhat::Dispatch { .. } | BenchWhat::D2h { .. } | BenchWhat::Run(_) => true,
+        #[cfg(feature = "serve")]
+        BenchWhat::Serve(_) => true,
+        _ => false,
+    }
+}
+
 /// `pjrt bench`: runs the benchmark `args` names on the plugin `--plugin` names and prints its
 /// report (text, or JSON with `--json`).
 pub fn exec(args: &BenchArgs) -> Result<(), crate::error::Error> {
-    if args.plot.is_some()
-        && !matches!(args.what, BenchWhat::Dispatch { .. } | BenchWhat::D2h { .. } | BenchWhat::Run(_))
-    {
+    if args.plot.is_some() && !keeps_latencies(&args.what) {
         return Err(Error::InvalidArgument(
-            "--plot draws per-call latencies, which `bench dispatch`, `bench d2h` and `bench run` keep; this benchmark does not"
+            "--plot draws per-call latencies, which `bench dispatch`, `bench d2h`, `bench run` and `bench serve` keep; this benchmark does not"
                 .into(),
         )
         .into());
@@ -191,6 +201,8 @@ pub fn exec(args: &BenchArgs) -> Result<(), crate::error::Error> {
     let (report, series) = match &args.what {
         // Times the whole way to a first result, plugin loading included.
         BenchWhat::Run(run_args) => run::run_bench(run_args, args.plugin.as_deref())?,
+        #[cfg(feature = "serve")]
+        BenchWhat::Serve(serve_args) => serve::run(serve_args)?,
         _ => measure(args, &resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?)?,
     };
     if let Some(path) = &args.plot {
@@ -302,6 +314,8 @@ pub fn measure(args: &BenchArgs, plugin: &Plugin) -> Result<(Json, Vec<Samples>)
             }
         }
         BenchWhat::Threads { .. } | BenchWhat::Run(_) => unreachable!("handled above"),
+        #[cfg(feature = "serve")]
+        BenchWhat::Serve(_) => unreachable!("handled above"),
         BenchWhat::D2h { bytes, iters } => {
             let count = check_bytes(bytes)?;
             let data = vec![1u8; bytes];
@@ -332,6 +346,25 @@ pub fn measure(args: &BenchArgs, plugin: &Plugin) -> Result<(Json, Vec<Samples>)
 pub fn print_report(report: &Json) {
     if report["benchmark"] == "h2d-params" {
         return h2d::print_params_report(report);
+    }
+    if report["benchmark"] == "serve" {
+        println!(
+            "{} at {}, model {} ({} bytes per request)",
+            report["label"].as_str().unwrap_or("?"),
+            report["url"].as_str().unwrap_or("?"),
+            report["model"].as_str().unwrap_or("?"),
+            report["request_bytes"]
+        );
+        for level in report["levels"].as_array().into_iter().flatten() {
+            println!(
+                "  concurrency {:>3}: {:>9.1} requests/s  p50 {:>8.3} ms  p99 {:>8.3} ms",
+                level["concurrency"],
+                level["throughput_rps"].as_f64().unwrap_or(0.0),
+                level["p50_ms"].as_f64().unwrap_or(0.0),
+                level["p99_ms"].as_f64().unwrap_or(0.0)
+            );
+        }
+        return;
     }
     let name = report["benchmark"].as_str().unwrap_or("?");
     println!(

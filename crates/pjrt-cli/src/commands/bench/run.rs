@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use crate::error::Error;
 use pjrt_client::sys::{self, Args as _};
-use pjrt_client::{Buffer, Client, ClientOptions, DownloadOptions, ExecuteOptions, LoadedExecutable, Placement};
+use pjrt_client::{Buffer, Client, DownloadOptions, ExecuteOptions, LoadedExecutable, Placement};
 use serde_json::{json, Value as Json};
 
 use super::samples::Samples;
@@ -53,18 +53,7 @@ pub(super) fn run_bench(args: &BenchRunArgs, plugin_name: Option<&str>) -> Resul
     let client = if args.client_options.is_empty() {
         cpu_aware_client(&plugin, 1)?
     } else {
-        let mut options = ClientOptions::new();
-        for spec in &args.client_options {
-            let (name, value) = spec
-                .split_once('=')
-                .ok_or_else(|| invalid(format!("--client-option needs NAME=VALUE, got `{spec}`")))?;
-            options = match (value, value.parse::<i64>()) {
-                ("true" | "false", _) => options.set(name, value == "true"),
-                (_, Ok(number)) => options.set(name, number),
-                _ => options.set(name, value),
-            };
-        }
-        Client::new(&plugin, &options)?
+        Client::new(&plugin, &crate::plugins::client_options(&args.client_options)?)?
     };
     let mut refined_for = None;
     if let Some(model) = &jax_model {
