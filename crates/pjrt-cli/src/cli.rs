@@ -106,7 +106,11 @@ pub struct ServeArgs {
     /// `asynchronous=false` on the XLA CPU plugin (lower latency for small models); repeatable.
     #[arg(long = "client-option", value_name = "NAME=VALUE")]
     pub client_options: Vec<String>,
-    /// Executions running on the device at once (default: the host's cores).
+    /// Devices each model is served on, fed from one queue (on a CPU plugin the client is made
+    /// with that many devices).
+    #[arg(long, default_value_t = 1)]
+    pub replicas: usize,
+    /// Executions running at once over all devices (default: the host's cores).
     #[arg(long, value_name = "N")]
     pub concurrent_executions: Option<usize>,
     /// How long a request may wait for the device, in milliseconds (503 after).

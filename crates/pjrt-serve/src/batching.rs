@@ -113,7 +113,7 @@ async fn batch_loop(model: Arc<ServedModel>, shared: Weak<Shared>, mut rx: mpsc:
 
 /// Runs one batch on the device and answers each of its requests.
 async fn run_batch(model: &Arc<ServedModel>, shared: &Arc<Shared>, batch: Vec<Pending>) {
-    let Ok(device) = shared.device.clone().acquire_owned().await else {
+    let Ok(device) = shared.devices.acquire().await else {
         for p in batch {
             let _ = p.reply.send(Err(ServeError::Unavailable("the server is shutting down".into())));
         }
@@ -123,10 +123,11 @@ async fn run_batch(model: &Arc<ServedModel>, shared: &Arc<Shared>, batch: Vec<Pe
     let rows: usize = batch.iter().map(|p| p.rows).sum();
     let result = {
         let _span = tracing::info_span!("serve_batch", model = model.name(), requests = batch.len(), rows).entered();
-        execute(model, &batch)
+        execute(model, &batch, device.replica)
     };
-    drop(device);
     shared.metrics.batch(model.name(), batch.len());
+    shared.metrics.execution(model.name(), device.replica);
+    drop(device);
     match result {
         Ok(per_request) => {
             for (p, outputs) in batch.into_iter().zip(per_request) {
@@ -145,7 +146,7 @@ async fn run_batch(model: &Arc<ServedModel>, shared: &Arc<Shared>, batch: Vec<Pe
 }
 
 /// The batch's inputs concatenated and padded to its bucket, run, and the outputs split back.
-fn execute(model: &ServedModel, batch: &[Pending]) -> Result<Vec<Vec<OutputTensor>>, ServeError> {
+fn execute(model: &ServedModel, batch: &[Pending], replica: usize) -> Result<Vec<Vec<OutputTensor>>, ServeError> {
     let config = model.batching().ok_or_else(|| ServeError::Internal("the model is not batched".into()))?;
     let rows: usize = batch.iter().map(|p| p.rows).sum();
     let bucket = config
@@ -171,7 +172,7 @@ fn execute(model: &ServedModel, batch: &[Pending]) -> Result<Vec<Vec<OutputTenso
         dims.extend_from_slice(rest);
         inputs.push(HostArray::new(element_type, dims, data).map_err(|e| ServeError::Internal(e.to_string()))?);
     }
-    let outputs = model.run(inputs)?;
+    let outputs = model.run(inputs, replica)?;
     let mut per_request: Vec<Vec<OutputTensor>> = batch.iter().map(|_| Vec::with_capacity(outputs.len())).collect();
     for output in outputs {
         if output.shape.first() != Some(&(bucket as i64)) {

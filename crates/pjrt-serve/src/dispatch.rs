@@ -107,7 +107,7 @@ pub(crate) async fn run(
         };
     }
     let queued = Instant::now();
-    let device = tokio::time::timeout(shared.options.queue_timeout, shared.device.clone().acquire_owned())
+    let device = tokio::time::timeout(shared.options.queue_timeout, shared.devices.acquire())
         .await
         .map_err(|_| {
             ServeError::Unavailable(format!(
@@ -119,17 +119,19 @@ pub(crate) async fn run(
     let queue_seconds = queued.elapsed().as_secs_f64();
     let (wanted, binary_default) = (request.outputs, request.binary_data_output);
     let runner = model.clone();
+    let replica = device.replica;
     // The device and queue permits go with the work: a client that disconnects now does not
     // free the device before the plugin is done with it.
     let outputs = tokio::task::spawn_blocking(move || {
         let _held = (device, permit);
         let _span =
             tracing::info_span!("serve_request", model = runner.name(), queue_ms = queue_seconds * 1e3).entered();
-        runner.infer(inputs, &wanted, binary_default)
+        runner.infer(inputs, &wanted, binary_default, replica)
     })
     .await
     .map_err(|e| ServeError::Internal(format!("the inference task failed: {e}")))??;
     shared.metrics.batch(model.name(), 1);
+    shared.metrics.execution(model.name(), replica);
     shared.metrics.request(model.name(), true, queue_seconds, arrived.elapsed().as_secs_f64());
     Ok(outputs)
 }

@@ -51,6 +51,7 @@
 mod batching;
 pub mod config;
 mod datatype;
+mod devices;
 mod dispatch;
 mod error;
 pub mod grpc;
@@ -96,9 +97,12 @@ pub struct ServerOptions {
     pub repository: Option<PathBuf>,
     /// The compile cache executables are loaded from and kept in, if any.
     pub compile_cache: Option<PathBuf>,
-    /// How many executions may run on the device at once (default: the host's cores; PJRT
+    /// How many executions may run at once, over all devices (default: the host's cores; PJRT
     /// clients are thread-safe, and a CPU plugin runs concurrent executions side by side).
     pub concurrent_executions: usize,
+    /// How many devices serve each model (the client's first ones), fed from one queue per
+    /// model; the client needs that many (`cpu_device_count` on a CPU plugin).
+    pub replicas: usize,
 }
 
 impl Default for ServerOptions {
@@ -111,6 +115,7 @@ impl Default for ServerOptions {
             repository: None,
             compile_cache: None,
             concurrent_executions: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            replicas: 1,
         }
     }
 }
@@ -131,6 +136,12 @@ impl ServerOptions {
     /// With a body size bound.
     pub fn with_max_body_bytes(mut self, max_body_bytes: usize) -> ServerOptions {
         self.max_body_bytes = max_body_bytes;
+        self
+    }
+
+    /// Serving each model on the client's first `replicas` devices.
+    pub fn with_replicas(mut self, replicas: usize) -> ServerOptions {
+        self.replicas = replicas.max(1);
         self
     }
 
@@ -156,8 +167,9 @@ pub(crate) struct Shared {
     pub models: RwLock<BTreeMap<String, Entry>>,
     /// Models that did not load, with why (the repository index reports them).
     pub failed: Mutex<BTreeMap<String, String>>,
-    /// Permits for executions running at once ([`ServerOptions::concurrent_executions`]).
-    pub device: Arc<Semaphore>,
+    /// The execution slots of the devices ([`ServerOptions::concurrent_executions`] over
+    /// [`ServerOptions::replicas`]).
+    pub devices: Arc<devices::DevicePool>,
     pub metrics: metrics::Metrics,
 }
 
@@ -170,14 +182,14 @@ pub struct Server {
 impl Server {
     /// A server of no models yet on `client`.
     pub fn new(client: Client, options: ServerOptions) -> Server {
-        let executions = options.concurrent_executions.max(1);
+        let devices = devices::DevicePool::new(options.replicas, options.concurrent_executions);
         Server {
             shared: Arc::new(Shared {
                 client,
                 options,
                 models: RwLock::new(BTreeMap::new()),
                 failed: Mutex::new(BTreeMap::new()),
-                device: Arc::new(Semaphore::new(executions)),
+                devices,
                 metrics: metrics::Metrics::default(),
             }),
         }
@@ -195,7 +207,7 @@ impl Server {
             ),
             None => None,
         };
-        match ServedModel::load(&self.shared.client, config, cache) {
+        match ServedModel::load(&self.shared.client, config, cache, self.shared.options.replicas) {
             Ok(model) => {
                 let model = Arc::new(model);
                 let max_queue = self.shared.options.max_queue;

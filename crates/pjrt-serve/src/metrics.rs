@@ -49,6 +49,8 @@ struct ModelMetrics {
     success: u64,
     failure: u64,
     rejected: u64,
+    /// Executions per replica (device index).
+    executions: BTreeMap<usize, u64>,
     request_seconds: Histogram,
     queue_seconds: Histogram,
     batch_size: Histogram,
@@ -97,6 +99,11 @@ impl Metrics {
         self.with(model, |m| m.batch_size.observe(&BATCH_BUCKETS, size as f64));
     }
 
+    /// One execution on replica (device) `replica`.
+    pub fn execution(&self, model: &str, replica: usize) {
+        self.with(model, |m| *m.executions.entry(replica).or_default() += 1);
+    }
+
     /// The text exposition format, with each model's compiled executables as given.
     ///
     /// ```
@@ -137,6 +144,17 @@ impl Metrics {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
             for (model, m) in &models {
                 get(m).write(&mut out, name, &label(model), bounds);
+            }
+        }
+        out.push_str("# HELP pjrt_serve_executions_total Executions per device (replica) the model is served on.\n");
+        out.push_str("# TYPE pjrt_serve_executions_total counter\n");
+        for (model, m) in &models {
+            for (replica, count) in &m.executions {
+                let _ = writeln!(
+                    out,
+                    "pjrt_serve_executions_total{{model=\"{}\",device=\"{replica}\"}} {count}",
+                    label(model)
+                );
             }
         }
         out.push_str("# HELP pjrt_serve_executables Executables compiled for a model (one per input signature).\n");

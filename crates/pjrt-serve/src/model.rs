@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use pjrt_client::{Buffer, Client, ExecuteOptions, HostArray, UploadOptions};
+use pjrt_client::{Buffer, Client, DeviceAssignment, ExecuteOptions, HostArray, UploadOptions};
 use pjrt_formats::compile_cache::CompileCache;
 use pjrt_formats::jax_export::{Dim, JaxExport, Runner};
 use pjrt_formats::safetensors::SafeTensors;
@@ -27,15 +27,21 @@ pub struct TensorSpec {
     pub shape: Vec<i64>,
 }
 
+/// The model on one device: its executables and its weights there.
+struct Replica {
+    runner: Runner,
+    /// The weights, uploaded to the device once (by model input index).
+    weight_buffers: Vec<Buffer>,
+}
+
 /// A loaded model.
 pub struct ServedModel {
     config: ModelConfig,
-    runner: Runner,
+    /// One per device it serves on (the client's first `replicas` addressable devices).
+    replicas: Vec<Replica>,
     client: Client,
     /// How many leading inputs of the model the weights file gives.
     weights: usize,
-    /// The weights, uploaded to the device once (by model input index).
-    weight_buffers: Vec<Buffer>,
     /// The weights' shapes, for the executable lookup.
     weight_shapes: Vec<(pjrt_client::ElementType, Vec<i64>)>,
     inputs: Vec<TensorSpec>,
@@ -55,9 +61,15 @@ fn load_error(config: &ModelConfig, message: impl std::fmt::Display) -> ServeErr
 }
 
 impl ServedModel {
-    /// Loads the model `config` names onto `client`'s first addressable device: reads it, checks
-    /// that it can run there, uploads its weights and, for a model of static shapes, compiles it.
-    pub fn load(client: &Client, config: ModelConfig, cache: Option<CompileCache>) -> Result<ServedModel, ServeError> {
+    /// Loads the model `config` names onto `client`'s first `replicas` addressable devices:
+    /// reads it, checks that it can run there, uploads its weights to each and, for a model of
+    /// static shapes (or the buckets of a batched one), compiles it for each.
+    pub fn load(
+        client: &Client,
+        config: ModelConfig,
+        cache: Option<CompileCache>,
+        replicas: usize,
+    ) -> Result<ServedModel, ServeError> {
         let started = Instant::now();
         let model = JaxExport::read(&config.program).map_err(|e| load_error(&config, e))?;
         model.check_runnable(client.platform_name()).map_err(|e| load_error(&config, e))?;
@@ -67,12 +79,15 @@ impl ServedModel {
                 format!("the model was exported for {} devices: pjrt serve runs one-device models", model.nr_devices()),
             ));
         }
-        let device = client
-            .addressable_devices()
-            .into_iter()
-            .next()
-            .ok_or_else(|| load_error(&config, "the client has no addressable device"))?;
-        let (mut weight_buffers, mut weight_shapes) = (Vec::new(), Vec::new());
+        let devices = client.addressable_devices();
+        let replicas = replicas.max(1);
+        if devices.len() < replicas {
+            return Err(load_error(
+                &config,
+                format!("{replicas} replicas need {replicas} devices, the client has {}", devices.len()),
+            ));
+        }
+        let (mut weight_hosts, mut weight_shapes) = (Vec::new(), Vec::new());
         if let Some(path) = &config.params {
             let file = SafeTensors::open(path).map_err(|e| load_error(&config, e))?;
             if file.names().len() > model.in_avals().len() {
@@ -93,13 +108,10 @@ impl ServedModel {
                     .map_err(|e| load_error(&config, format_args!("weight {name:?}: {e}")))?;
                 let host = array.to_host_array(model.in_avals()[i].element_type).map_err(|e| load_error(&config, e))?;
                 weight_shapes.push((host.element_type(), host.dims().to_vec()));
-                let buffer = client
-                    .upload_with(&host, &UploadOptions::new().device(&device))
-                    .map_err(|e| load_error(&config, e))?;
-                weight_buffers.push(buffer);
+                weight_hosts.push(host);
             }
         }
-        let weights = weight_buffers.len();
+        let weights = weight_hosts.len();
         let spec = |i: usize, aval: &pjrt_formats::jax_export::Aval, names: &[String], prefix: &str| {
             let datatype = aval.element_type.and_then(Datatype::of).ok_or_else(|| {
                 load_error(
@@ -126,16 +138,36 @@ impl ServedModel {
             Some(batching) => check_batchable(&model, weights, batching).map_err(|m| load_error(&config, m))?,
             None => Vec::new(),
         };
-        let mut runner = Runner::new(model, client);
-        if let Some(cache) = cache {
-            runner = runner.with_compile_cache(cache);
+        let model = std::sync::Arc::new(model);
+        let mut built = Vec::with_capacity(replicas);
+        for device in &devices[..replicas] {
+            let mut runner = Runner::new(model.clone(), client);
+            if replicas > 1 {
+                // Each replica's executables are compiled for its own device.
+                let id = device.id().map_err(|e| load_error(&config, e))?;
+                let assignment =
+                    DeviceAssignment::new(vec![vec![i64::from(id)]]).map_err(|e| load_error(&config, e))?;
+                runner = runner
+                    .with_compile_options(model.compile_options(client.platform_name()).device_assignment(&assignment));
+            }
+            if let Some(cache) = &cache {
+                runner = runner.with_compile_cache(cache.clone());
+            }
+            let mut weight_buffers = Vec::with_capacity(weight_hosts.len());
+            for host in &weight_hosts {
+                let buffer = client
+                    .upload_with(host, &UploadOptions::new().device(device))
+                    .map_err(|e| load_error(&config, e))?;
+                weight_buffers.push(buffer);
+            }
+            built.push(Replica { runner, weight_buffers });
         }
+        drop(weight_hosts);
         let served = ServedModel {
             config,
-            runner,
+            replicas: built,
             client: client.clone(),
             weights,
-            weight_buffers,
             weight_shapes,
             inputs,
             outputs,
@@ -144,7 +176,9 @@ impl ServedModel {
         };
         if !polymorphic {
             let shapes = served.shapes(&[]);
-            served.runner.executable(&shapes).map_err(|e| load_error(&served.config, e))?;
+            for replica in &served.replicas {
+                replica.runner.executable(&shapes).map_err(|e| load_error(&served.config, e))?;
+            }
         }
         // A batched model whose other dimensions are fixed has one executable per bucket:
         // compiled now (or loaded from the compile cache), not on the first request of each size.
@@ -163,10 +197,12 @@ impl ServedModel {
                         }
                         shapes.push((spec.datatype.element_type(), dims));
                     }
-                    served
-                        .runner
-                        .executable(&shapes)
-                        .map_err(|e| load_error(&served.config, format_args!("batch of {bucket}: {e}")))?;
+                    for replica in &served.replicas {
+                        replica
+                            .runner
+                            .executable(&shapes)
+                            .map_err(|e| load_error(&served.config, format_args!("batch of {bucket}: {e}")))?;
+                    }
                 }
             }
         }
@@ -233,7 +269,7 @@ impl ServedModel {
 
     /// How many executables are compiled (one per input signature seen).
     pub fn executables(&self) -> usize {
-        self.runner.cached()
+        self.replicas.iter().map(|r| r.runner.cached()).sum()
     }
 
     /// How long loading took, in milliseconds: reading, the weights' upload and, for a model
@@ -293,7 +329,7 @@ impl ServedModel {
                     spec.name, tensor.shape, spec.shape
                 )));
             }
-            let model = self.runner.model();
+            let model = self.replicas[0].runner.model();
             model
                 .check_input(self.weights + i, spec.datatype.element_type(), &tensor.shape)
                 .map_err(|e| bad(format!("input {:?}: {e}", spec.name)))?;
@@ -312,9 +348,10 @@ impl ServedModel {
         inputs: Vec<HostArray>,
         wanted: &[RequestedOutput],
         binary_default: bool,
+        replica: usize,
     ) -> Result<Vec<OutputTensor>, ServeError> {
         self.check_wanted(wanted)?;
-        Ok(select_outputs(self.run(inputs)?, wanted, binary_default))
+        Ok(select_outputs(self.run(inputs, replica)?, wanted, binary_default))
     }
 
     /// Checks that every output asked for exists.
@@ -333,10 +370,17 @@ impl ServedModel {
         Ok(())
     }
 
-    /// Runs the model on `inputs` (in the model's order): every output, in order.
-    pub(crate) fn run(&self, inputs: Vec<HostArray>) -> Result<Vec<OutputTensor>, ServeError> {
-        let model = self.runner.model();
-        let exe = self.runner.executable(&self.shapes(&inputs)).map_err(|e| {
+    /// How many devices it is served on.
+    pub fn replicas(&self) -> usize {
+        self.replicas.len()
+    }
+
+    /// Runs the model on `inputs` (in the model's order) on replica `replica` (taken modulo the
+    /// replicas): every output, in order.
+    pub(crate) fn run(&self, inputs: Vec<HostArray>, replica: usize) -> Result<Vec<OutputTensor>, ServeError> {
+        let replica = &self.replicas[replica % self.replicas.len()];
+        let model = replica.runner.model();
+        let exe = replica.runner.executable(&self.shapes(&inputs)).map_err(|e| {
             if model.is_polymorphic() {
                 ServeError::BadRequest(format!("the input shapes do not fit model {:?}: {e}", self.config.name))
             } else {
@@ -374,7 +418,7 @@ impl ServedModel {
         }
         for &i in model.module_kept_var_idx() {
             if i < self.weights {
-                arguments.push(&self.weight_buffers[i]);
+                arguments.push(&replica.weight_buffers[i]);
             } else {
                 let (_, buffer) = uploaded.iter().find(|(j, _)| *j == i).expect("uploaded above");
                 arguments.push(buffer);

@@ -32,12 +32,13 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
         return Err(invalid("the token file is empty"));
     }
     let plugin = resolve_plugin(&args.plugin)?;
-    // On a CPU plugin the server uses one device, and executions run on its own threads
+    // On a CPU plugin the client has as many devices as replicas, and executions run on its own threads
     // (asynchronous=false), as many at once as --concurrent-executions: measured faster than
     // the plugin's defaults for small and large models alike (docs/serving.md).
     let mut client_options = args.client_options.clone();
     if crate::plugins::plugin_is_cpu(&plugin) {
-        for (name, default) in [("cpu_device_count", "1"), ("asynchronous", "false")] {
+        let devices = args.replicas.max(1).to_string();
+        for (name, default) in [("cpu_device_count", devices.as_str()), ("asynchronous", "false")] {
             if !client_options.iter().any(|o| o.split('=').next() == Some(name)) {
                 client_options.push(format!("{name}={default}"));
             }
@@ -50,6 +51,7 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
     if let Some(n) = args.concurrent_executions {
         options.concurrent_executions = n.max(1);
     }
+    options = options.with_replicas(args.replicas);
     options.token = token;
     if let Some(repository) = &args.repository {
         options = options.with_repository(repository);

@@ -1,5 +1,6 @@
 //! `pjrt serve`: the CNN and the shape-polymorphic transformer answer over HTTP (JSON and
-//! binary tensors) what `pjrt run` writes, and SIGTERM shuts the server down cleanly.
+//! binary tensors) what `pjrt run` writes, with two replicas; `pjrt bench serve` measures it;
+//! SIGTERM shuts the server down cleanly.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -49,6 +50,9 @@ fn served_models_answer_what_pjrt_run_writes_and_sigterm_drains() {
             "0",
             "--grpc-port",
             "0",
+            // Two devices from one queue: the answers do not depend on which one runs them.
+            "--replicas",
+            "2",
             "--model",
             &format!("cnn={cnn_dir}/model.jaxexport"),
             "--model",

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use pjrt_client::{Client, ExecuteOptions, LoadedExecutable, UploadOptions};
+use pjrt_client::{Client, CompileOptions, ExecuteOptions, LoadedExecutable, UploadOptions};
 
 use super::polymorphic::InputShape;
 use super::JaxExport;
@@ -37,6 +37,8 @@ pub struct Runner {
     client: Client,
     capacity: usize,
     compile_cache: Option<CompileCache>,
+    /// Options compiled with instead of the model's own.
+    compile_options: Option<CompileOptions>,
     /// Most recently used last.
     cache: Mutex<Vec<(Vec<InputShape>, Arc<LoadedExecutable>)>>,
 }
@@ -52,8 +54,31 @@ impl Runner {
             client: client.clone(),
             capacity: Self::DEFAULT_CAPACITY,
             compile_cache: None,
+            compile_options: None,
             cache: Mutex::new(Vec::new()),
         }
+    }
+
+    /// Compiles with `options` instead of [`JaxExport::compile_options`] (start from those):
+    /// a device assignment that puts a one-device model on another device than the first, say.
+    ///
+    /// ```
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new().cpu_device_count(2))?;
+    /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/symbolic_batch/model.jaxexport");
+    /// use pjrt_client::DeviceAssignment;
+    /// use pjrt_formats::jax_export::{JaxExport, Runner};
+    /// let model = JaxExport::read(path)?;
+    /// let second = client.addressable_devices()[1].id()? as i64;
+    /// let options = model.compile_options(client.platform_name()).device_assignment(&DeviceAssignment::new(vec![vec![second]])?);
+    /// let runner = Runner::new(model, &client).with_compile_options(options);
+    /// let exe = runner.executable(&[(pjrt_client::ElementType::F32, vec![3, 4])])?;
+    /// assert_eq!(exe.addressable_devices()[0].id()?, second as i32);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_compile_options(mut self, options: CompileOptions) -> Runner {
+        self.compile_options = Some(options);
+        self
     }
 
     /// Keeps up to `capacity` executables (at least one).
@@ -129,7 +154,10 @@ impl Runner {
         }
         self.model.check_runnable(self.client.platform_name())?;
         let program = self.model.program_for(shapes)?;
-        let options = self.model.compile_options(self.client.platform_name());
+        let options = match &self.compile_options {
+            Some(options) => options.clone(),
+            None => self.model.compile_options(self.client.platform_name()),
+        };
         let exe = Arc::new(match &self.compile_cache {
             Some(cache) => cache.compile(&self.client, &program, &options)?.executable,
             None => self.client.compile(&*crate::portable::for_plugin(&program, self.client.plugin())?, &options)?,

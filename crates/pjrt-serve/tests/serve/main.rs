@@ -5,6 +5,7 @@
 mod batching;
 mod harness;
 mod hostile;
+mod replicas;
 
 use harness::{client, data, npy, Running};
 use pjrt_formats::jax_export::JaxExport;
