@@ -116,6 +116,13 @@ pub struct ServeArgs {
     /// How long a request may wait for the device, in milliseconds (503 after).
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub queue_timeout_ms: u64,
+    /// Serve HTTPS (and gRPC over TLS) with this PEM certificate chain (leaf first); needs
+    /// --tls-key.
+    #[arg(long, value_name = "CERT.pem", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, value_name = "KEY.pem", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// A file holding a bearer token every request must carry (`Authorization: Bearer ...`);
     /// else $PJRT_SERVE_TOKEN when set.
     #[arg(long, value_name = "PATH")]

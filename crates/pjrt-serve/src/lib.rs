@@ -59,6 +59,8 @@ mod http;
 pub mod metrics;
 mod model;
 pub mod protocol;
+#[cfg(feature = "tls")]
+mod tls;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -74,6 +76,8 @@ pub use config::ModelConfig;
 pub use datatype::Datatype;
 pub use error::ServeError;
 pub use model::{ServedModel, TensorSpec};
+#[cfg(feature = "tls")]
+pub use tls::TlsConfig;
 
 /// The server's limits and settings.
 ///
@@ -103,6 +107,9 @@ pub struct ServerOptions {
     /// How many devices serve each model (the client's first ones), fed from one queue per
     /// model; the client needs that many (`cpu_device_count` on a CPU plugin).
     pub replicas: usize,
+    /// Serve HTTPS and gRPC over TLS with this certificate (feature `tls`).
+    #[cfg(feature = "tls")]
+    pub tls: Option<TlsConfig>,
 }
 
 impl Default for ServerOptions {
@@ -116,6 +123,8 @@ impl Default for ServerOptions {
             compile_cache: None,
             concurrent_executions: std::thread::available_parallelism().map_or(1, |n| n.get()),
             replicas: 1,
+            #[cfg(feature = "tls")]
+            tls: None,
         }
     }
 }
@@ -263,12 +272,17 @@ impl Server {
         http::router(self.shared.clone())
     }
 
-    /// Serves on `listener` until `shutdown` completes, then finishes the requests in flight.
+    /// Serves on `listener` until `shutdown` completes, then finishes the requests in flight;
+    /// over TLS when the options have a certificate.
     pub async fn serve(
         &self,
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.shared.options.tls {
+            return tls::serve_https(self.router(), listener, tls, shutdown).await;
+        }
         axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await
     }
 }
@@ -282,7 +296,13 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         let service = grpc::GrpcService { shared: self.shared.clone() };
-        tonic::transport::Server::builder()
+        #[allow(unused_mut)]
+        let mut builder = tonic::transport::Server::builder();
+        #[cfg(feature = "tls")]
+        if let Some(tls) = &self.shared.options.tls {
+            builder = builder.tls_config(tls.grpc()).map_err(|e| ServeError::Internal(format!("gRPC TLS: {e}")))?;
+        }
+        builder
             .serve_with_incoming_shutdown(service, tonic::transport::server::TcpIncoming::from(listener), shutdown)
             .await
             .map_err(|e| ServeError::Internal(format!("the gRPC server failed: {e}")))

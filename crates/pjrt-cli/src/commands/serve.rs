@@ -52,6 +52,10 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
         options.concurrent_executions = n.max(1);
     }
     options = options.with_replicas(args.replicas);
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        options.tls = Some(pjrt_serve::TlsConfig::from_pem_files(cert, key)?);
+    }
+    let scheme = if options.tls.is_some() { ("https", "grpcs") } else { ("http", "grpc") };
     options.token = token;
     if let Some(repository) = &args.repository {
         options = options.with_repository(repository);
@@ -113,10 +117,11 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
                 let _ = stopped.wait_for(|s| *s).await;
             }
         };
-        let grpc_task = grpc.as_ref().map(|(_, address)| format!(" and grpc://{address}")).unwrap_or_default();
+        let grpc_task = grpc.as_ref().map(|(_, address)| format!(" and {}://{address}", scheme.1)).unwrap_or_default();
         println!(
-            "serving {} model(s) on http://{http_address}{grpc_task} (ready in {:.1} ms; {} failed to load)",
+            "serving {} model(s) on {}://{http_address}{grpc_task} (ready in {:.1} ms; {} failed to load)",
             server.models().len(),
+            scheme.0,
             started.elapsed().as_secs_f64() * 1e3,
             failed.len()
         );

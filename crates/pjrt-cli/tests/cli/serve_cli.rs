@@ -159,3 +159,53 @@ fn serve_without_models_is_a_usage_error() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn serve_over_tls_with_a_certificate_file() {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let dir = temp_dir("serve-tls");
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let issuer = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let leaf = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap().signed_by(&key, &issuer).unwrap();
+    std::fs::write(dir.join("cert.pem"), leaf.pem()).unwrap();
+    std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
+    pjrt(&["plugin", "list"]); // (installs the plugins first)
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pjrt"))
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--no-grpc",
+            "--model",
+            "cnn=tests/data/jax_export/jax-0.10.2/cnn/model.jaxexport",
+        ])
+        .arg("--tls-cert")
+        .arg(dir.join("cert.pem"))
+        .arg("--tls-key")
+        .arg(dir.join("key.pem"))
+        .current_dir(root())
+        .env("PJRT_CACHE_DIR", dir.join("cache"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.starts_with("serving 1 model(s) on https://"), "{line:?}");
+    let base = line.split_whitespace().find(|w| w.starts_with("https://")).unwrap().to_string();
+    use ureq::tls::{Certificate, RootCerts, TlsConfig, TlsProvider};
+    let tls = TlsConfig::builder()
+        .provider(TlsProvider::Rustls)
+        .root_certs(RootCerts::new_with_certs(&[Certificate::from_pem(issuer.pem().as_bytes()).unwrap()]))
+        .unversioned_rustls_crypto_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+        .build();
+    let agent = ureq::Agent::new_with_config(ureq::Agent::config_builder().tls_config(tls).proxy(None).build());
+    let status = agent.get(format!("{base}/v2/models/cnn/ready")).call().unwrap().status().as_u16();
+    // SAFETY: kill(2) on the pid of a child this test spawned and has not yet waited for.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(status, 200);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

@@ -6,6 +6,8 @@ mod batching;
 mod harness;
 mod hostile;
 mod replicas;
+#[cfg(feature = "tls")]
+mod tls;
 
 use harness::{client, data, npy, Running};
 use pjrt_formats::jax_export::JaxExport;
