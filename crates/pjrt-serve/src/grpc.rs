@@ -173,10 +173,11 @@ pub mod messages {
         pub bytes_contents: Vec<Vec<u8>>,
     }
 
-    /// `ModelInferRequest.InferInputTensor`.
+    /// `ModelInferRequest.InferInputTensor` and `ModelInferResponse.InferOutputTensor`, which
+    /// have the same fields and numbers.
     #[derive(Clone, PartialEq, prost::Message)]
-    pub struct InferInputTensor {
-        /// The input's name.
+    pub struct InferTensor {
+        /// The tensor's name.
         #[prost(string, tag = "1")]
         pub name: String,
         /// Its datatype.
@@ -185,13 +186,19 @@ pub mod messages {
         /// Its shape.
         #[prost(int64, repeated, tag = "3")]
         pub shape: Vec<i64>,
-        /// Its parameters (refused when given: none is implemented).
+        /// Its parameters (an input's are refused when given: none is implemented).
         #[prost(map = "string, message", tag = "4")]
         pub parameters: HashMap<String, InferParameter>,
-        /// Its elements, unless they are in `raw_input_contents`.
+        /// Its elements, unless they are in the message's raw contents (this server sends raw
+        /// ones).
         #[prost(message, optional, tag = "5")]
         pub contents: Option<InferTensorContents>,
     }
+
+    /// An input tensor of a request.
+    pub type InferInputTensor = InferTensor;
+    /// An output tensor of a response.
+    pub type InferOutputTensor = InferTensor;
 
     /// `ModelInferRequest.InferRequestedOutputTensor`.
     #[derive(Clone, PartialEq, prost::Message)]
@@ -228,26 +235,6 @@ pub mod messages {
         /// Each input's bytes, in the order of `inputs` (or none: typed `contents`).
         #[prost(bytes = "vec", repeated, tag = "7")]
         pub raw_input_contents: Vec<Vec<u8>>,
-    }
-
-    /// `ModelInferResponse.InferOutputTensor`.
-    #[derive(Clone, PartialEq, prost::Message)]
-    pub struct InferOutputTensor {
-        /// The output's name.
-        #[prost(string, tag = "1")]
-        pub name: String,
-        /// Its datatype.
-        #[prost(string, tag = "2")]
-        pub datatype: String,
-        /// Its shape.
-        #[prost(int64, repeated, tag = "3")]
-        pub shape: Vec<i64>,
-        /// Its parameters.
-        #[prost(map = "string, message", tag = "4")]
-        pub parameters: HashMap<String, InferParameter>,
-        /// Typed contents (this server sends raw ones).
-        #[prost(message, optional, tag = "5")]
-        pub contents: Option<InferTensorContents>,
     }
 
     /// `ModelInferResponse`.
