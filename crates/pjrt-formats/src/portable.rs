@@ -44,15 +44,29 @@ pub fn for_plugin<'p>(program: &'p Program, plugin: &Plugin) -> Result<Cow<'p, P
     if StableHloVersion(major, minor, patch) <= current {
         return Ok(Cow::Borrowed(program));
     }
-    let target = version_of(current).ok_or_else(|| {
+    let target = plugin_version(plugin).ok_or_else(|| {
         Error::invalid(format!(
             "the plugin reads StableHLO up to {current}, older than any version a portable artifact can be written \
              for ({} and later): use a newer plugin",
             Version::MINIMUM
         ))
     })?;
+    Ok(Cow::Owned(portable_artifact(program, target)?))
+}
+
+/// The StableHLO version to write for `plugin`: its `stablehlo_current_version`, or the
+/// writer's newest ([`Version::CURRENT`]) for a plugin newer than that; `None` for a plugin that
+/// does not say, or says one the writer cannot write (older than [`Version::MINIMUM`]).
+///
+/// ```
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// let version = pjrt_formats::portable::plugin_version(&plugin).unwrap();
+/// assert!(version >= pjrt_stablehlo::Version::MINIMUM && version <= pjrt_stablehlo::Version::CURRENT);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn plugin_version(plugin: &Plugin) -> Option<Version> {
     // A plugin newer than the writer knows reads what the writer writes newest.
-    Ok(Cow::Owned(portable_artifact(program, target.min(Version::CURRENT))?))
+    plugin.stablehlo_current_version().and_then(version_of).map(|v| v.min(Version::CURRENT))
 }
 
 /// `program` written as a StableHLO portable artifact for `target`: a portable artifact of

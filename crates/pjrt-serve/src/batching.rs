@@ -125,8 +125,7 @@ async fn run_batch(model: &Arc<ServedModel>, shared: &Arc<Shared>, batch: Vec<Pe
         let _span = tracing::info_span!("serve_batch", model = model.name(), requests = batch.len(), rows).entered();
         execute(model, &batch, device.replica)
     };
-    shared.metrics.batch(model.name(), batch.len());
-    shared.metrics.execution(model.name(), device.replica);
+    shared.metrics.execution(model.name(), batch.len(), device.replica);
     drop(device);
     match result {
         Ok(per_request) => {

@@ -72,8 +72,9 @@ pub(crate) async fn run(
 ) -> Result<Vec<OutputTensor>, ServeError> {
     let model = found.model.clone();
     let inputs = model.arrange(request.inputs)?;
-    model.check_wanted(&request.outputs)?;
     if let Some(batcher) = &found.batcher {
+        // (An unbatched request's outputs are checked by ServedModel::infer.)
+        model.check_wanted(&request.outputs)?;
         let (rows, key) = model.batch_rows(&inputs)?;
         let (reply, answer) = tokio::sync::oneshot::channel();
         let pending = Pending {
@@ -130,8 +131,7 @@ pub(crate) async fn run(
     })
     .await
     .map_err(|e| ServeError::Internal(format!("the inference task failed: {e}")))??;
-    shared.metrics.batch(model.name(), 1);
-    shared.metrics.execution(model.name(), replica);
+    shared.metrics.execution(model.name(), 1, replica);
     shared.metrics.request(model.name(), true, queue_seconds, arrived.elapsed().as_secs_f64());
     Ok(outputs)
 }

@@ -399,15 +399,9 @@ impl tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> f
 
     fn call(&mut self, request: tonic::codegen::http::Request<tonic::body::Body>) -> BoxFuture {
         let shared = self.shared.clone();
-        if let Some(token) = &shared.options.token {
-            let given = request.headers().get("authorization").and_then(|v| v.to_str().ok());
-            if !given
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .is_some_and(|t| crate::http::constant_time_eq(t.as_bytes(), token.as_bytes()))
-            {
-                let status = status(&ServeError::Unauthorized);
-                return Box::pin(async move { Ok(status.into_http()) });
-            }
+        if !crate::http::authorized(&shared, request.headers().get("authorization")) {
+            let status = status(&ServeError::Unauthorized);
+            return Box::pin(async move { Ok(status.into_http()) });
         }
         let limit = shared.options.max_body_bytes;
         macro_rules! unary {
@@ -551,8 +545,7 @@ fn infer_request(m: ModelInferRequest) -> Result<InferRequest, ServeError> {
         let what = format!("input {:?}", input.name);
         refuse_parameters(&input.parameters, &what)?;
         let datatype: Datatype = input.datatype.parse().map_err(|e| bad(format!("{what}: {e}")))?;
-        let count = crate::protocol::element_count(&input.name, &input.shape).map_err(|e| bad(e.0))?;
-        let bytes = count.checked_mul(datatype.size()).ok_or_else(|| bad(format!("{what}: too large")))?;
+        let (count, bytes) = crate::protocol::byte_len(&input.name, datatype, &input.shape).map_err(|e| bad(e.0))?;
         let data = match (raw_contents.next(), &input.contents) {
             (Some(_), Some(_)) => return Err(bad(format!("{what}: has contents and raw_input_contents"))),
             (Some(data), None) => data,
@@ -566,11 +559,7 @@ fn infer_request(m: ModelInferRequest) -> Result<InferRequest, ServeError> {
                 input.shape
             )));
         }
-        if datatype == Datatype::Bool {
-            if let Some(b) = data.iter().find(|&&b| b > 1) {
-                return Err(bad(format!("{what}: a BOOL element is byte {b}, not 0 or 1")));
-            }
-        }
+        crate::protocol::check_bools(&input.name, datatype, &data).map_err(|e| bad(e.0))?;
         inputs.push(InputTensor { name: input.name, datatype, shape: input.shape, data });
     }
     let mut outputs = Vec::with_capacity(m.outputs.len());

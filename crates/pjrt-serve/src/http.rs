@@ -85,21 +85,25 @@ async fn guard(State(shared): AppState, request: Request, next: Next) -> Respons
         );
         return respond(413, "application/json", error_body(&message));
     }
-    if let Some(token) = &shared.options.token {
-        let given = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        let ok = given
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes()));
-        if !ok {
-            return error_response(&ServeError::Unauthorized);
-        }
+    if !authorized(&shared, request.headers().get(header::AUTHORIZATION)) {
+        return error_response(&ServeError::Unauthorized);
     }
     next.run(request).await
 }
 
+/// Whether a request with this `Authorization` header may pass: any, when the server has no
+/// token; else `Bearer TOKEN` with the server's token (HTTP and gRPC alike).
+pub(crate) fn authorized(shared: &Shared, authorization: Option<&HeaderValue>) -> bool {
+    let Some(token) = &shared.options.token else { return true };
+    authorization
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes()))
+}
+
 /// Compares without returning early on the first differing byte (the time says nothing of
 /// how much of a guessed token was right).
-pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

@@ -239,19 +239,19 @@ impl Server {
     pub fn load_repository(&self, root: &std::path::Path) -> Result<Vec<ServeError>, ServeError> {
         let mut errors = Vec::new();
         for config in config::read_repository(root)? {
-            match config.and_then(|c| self.load(c)) {
-                Ok(()) => {}
+            let loaded = match config {
+                Ok(config) => self.load(config),
+                // (Server::load records the models that fail to load; here, the folders that
+                // are not models at all.)
                 Err(e) => {
                     if let ServeError::Load { model, .. } = &e {
-                        self.shared
-                            .failed
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .insert(model.clone(), e.to_string());
+                        let mut failed = self.shared.failed.lock().unwrap_or_else(|p| p.into_inner());
+                        failed.insert(model.clone(), e.to_string());
                     }
-                    errors.push(e)
+                    Err(e)
                 }
-            }
+            };
+            errors.extend(loaded.err());
         }
         Ok(errors)
     }

@@ -94,14 +94,12 @@ impl Metrics {
         self.with(model, |m| m.rejected += 1);
     }
 
-    /// One execution of `size` requests.
-    pub fn batch(&self, model: &str, size: usize) {
-        self.with(model, |m| m.batch_size.observe(&BATCH_BUCKETS, size as f64));
-    }
-
-    /// One execution on replica (device) `replica`.
-    pub fn execution(&self, model: &str, replica: usize) {
-        self.with(model, |m| *m.executions.entry(replica).or_default() += 1);
+    /// One execution of `requests` requests on replica (device) `replica`.
+    pub fn execution(&self, model: &str, requests: usize, replica: usize) {
+        self.with(model, |m| {
+            m.batch_size.observe(&BATCH_BUCKETS, requests as f64);
+            *m.executions.entry(replica).or_default() += 1;
+        });
     }
 
     /// The text exposition format, with each model's compiled executables as given.
@@ -109,7 +107,7 @@ impl Metrics {
     /// ```
     /// let metrics = pjrt_serve::metrics::Metrics::default();
     /// metrics.request("mlp", true, 0.001, 0.004);
-    /// metrics.batch("mlp", 1);
+    /// metrics.execution("mlp", 1, 0);
     /// let text = metrics.render(&[("mlp".to_string(), 1)]);
     /// assert!(text.contains("pjrt_serve_requests_total{model=\"mlp\",outcome=\"success\"} 1"), "{text}");
     /// assert!(text.contains("pjrt_serve_executables{model=\"mlp\"} 1"), "{text}");

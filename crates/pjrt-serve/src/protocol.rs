@@ -55,6 +55,22 @@ pub struct InferRequest {
     pub binary_data_output: bool,
 }
 
+/// An input's element count and byte length, checked (no negative dimension, no overflow).
+pub(crate) fn byte_len(name: &str, datatype: Datatype, shape: &[i64]) -> Result<(usize, usize), ProtocolError> {
+    let count = element_count(name, shape)?;
+    let bytes =
+        count.checked_mul(datatype.size()).ok_or_else(|| ProtocolError(format!("input {name:?}: too large")))?;
+    Ok((count, bytes))
+}
+
+/// A BOOL input's bytes are 0 or 1: a plugin is never handed another PRED byte.
+pub(crate) fn check_bools(name: &str, datatype: Datatype, data: &[u8]) -> Result<(), ProtocolError> {
+    match data.iter().find(|&&b| b > 1) {
+        Some(b) if datatype == Datatype::Bool => err(format!("input {name:?}: a BOOL element is byte {b}, not 0 or 1")),
+        _ => Ok(()),
+    }
+}
+
 /// Element count of `shape`, checked: no negative dimension, no overflow.
 pub(crate) fn element_count(name: &str, shape: &[i64]) -> Result<usize, ProtocolError> {
     let mut count: usize = 1;
@@ -242,8 +258,7 @@ pub fn decode_infer_request(body: &[u8], json_length: Option<usize>) -> Result<I
             }
             _ => return err(format!("{what}: \"shape\" must be a list of integers")),
         };
-        let count = element_count(&name, &shape)?;
-        let bytes = count.checked_mul(datatype.size()).ok_or_else(|| ProtocolError(format!("{what}: too large")))?;
+        let (count, bytes) = byte_len(&name, datatype, &shape)?;
         let data = match (size_parameter(input, "binary_data_size", &what)?, input.get("data")) {
             (Some(_), Some(_)) => return err(format!("{what}: has both \"data\" and binary_data_size")),
             (Some(size), None) => {
@@ -276,11 +291,7 @@ pub fn decode_infer_request(body: &[u8], json_length: Option<usize>) -> Result<I
             }
             (None, None) => return err(format!("{what}: has neither \"data\" nor binary_data_size")),
         };
-        if datatype == Datatype::Bool {
-            if let Some(b) = data.iter().find(|&&b| b > 1) {
-                return err(format!("{what}: a BOOL element is byte {b}, not 0 or 1"));
-            }
-        }
+        check_bools(&name, datatype, &data)?;
         inputs.push(InputTensor { name, datatype, shape, data });
     }
     if !binary.is_empty() {

@@ -323,15 +323,14 @@ fn emit_portable(args: &CompileArgs, program: &Program, started: Instant) -> Res
         Some(version) => version,
         None => {
             let plugin = resolve_plugin(&args.plugin)?;
-            let current = plugin.stablehlo_current_version().ok_or_else(|| {
+            pjrt_formats::portable::plugin_version(&plugin).ok_or_else(|| {
                 invalid(format!(
-                    "the plugin {} does not say which StableHLO version it reads: give --stablehlo-version",
-                    plugin.path().display()
+                    "the plugin {} does not say which StableHLO version it reads (or says one older than {}): give \
+                     --stablehlo-version",
+                    plugin.path().display(),
+                    pjrt_stablehlo::Version::MINIMUM
                 ))
-            })?;
-            let part = |x: i64| u32::try_from(x).unwrap_or(u32::MAX);
-            pjrt_stablehlo::Version::new(part(current.0), part(current.1), part(current.2))
-                .min(pjrt_stablehlo::Version::CURRENT)
+            })?
         }
     };
     let artifact = pjrt_formats::portable::portable_artifact(program, version)?;
