@@ -23,6 +23,7 @@
 //! # Ok(()) }
 //! ```
 
+mod arguments;
 mod flatbuffer;
 
 use std::fmt;
