@@ -2,6 +2,8 @@
 //! tensors from the file's bytes (not through host arrays) and still matches JAX, and
 //! `pjrt bench h2d --params FILE` reports every upload variant against memcpy.
 
+use std::path::PathBuf;
+
 use pjrt_formats::npy::{Dtype, NpyArray};
 use pjrt_formats::safetensors::{self, TensorView};
 use serde_json::Value as Json;
@@ -23,26 +25,31 @@ fn floats(a: &NpyArray, bf16: bool) -> Vec<f64> {
     }
 }
 
-/// Every input of a jax.export case in one safetensors file (in0, in1, ...; one element width
-/// per case, so our writer keeps their order, which is the model's).
+/// Every input of a jax.export case that the model names, in one safetensors file under its
+/// name (in reverse order: the names decide), the others (`unused_arg`'s unused input, which
+/// the module drops and so does not name) as --input arrays.
 #[test]
 fn jax_export_models_take_every_input_from_params() {
     let manifest = manifest();
     for name in ["mlp_f32", "unused_arg", "multi_platform", "bf16"] {
         let case = manifest["cases"].as_array().unwrap().iter().find(|c| c["name"] == name).unwrap();
         let dir = temp_dir(&format!("weights-{name}"));
-        let arrays: Vec<NpyArray> = case["inputs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| {
-                NpyArray::read(&root().join("tests/data/jax_export/jax-0.10.2").join(i["file"].as_str().unwrap()))
-                    .unwrap()
-            })
-            .collect();
-        let names: Vec<String> = (0..arrays.len()).map(|i| format!("in{i}")).collect();
-        let views: Vec<(&str, TensorView<'_>)> =
-            names.iter().zip(&arrays).map(|(n, a)| (n.as_str(), TensorView::from_npy(a).unwrap())).collect();
+        let data = root().join("tests/data/jax_export/jax-0.10.2");
+        let files: Vec<PathBuf> =
+            case["inputs"].as_array().unwrap().iter().map(|i| data.join(i["file"].as_str().unwrap())).collect();
+        let arrays: Vec<NpyArray> = files.iter().map(|f| NpyArray::read(f).unwrap()).collect();
+        let model = data.join(case["model"].as_str().unwrap());
+        let arguments = pjrt_formats::jax_export::JaxExport::read(&model).unwrap().arguments();
+        let mut views: Vec<(&str, TensorView<'_>)> = Vec::new();
+        let mut unnamed: Vec<&str> = Vec::new();
+        for ((argument, array), file) in arguments.iter().zip(&arrays).zip(&files) {
+            match &argument.name {
+                Some(n) => views.push((n.as_str(), TensorView::from_npy(array).unwrap())),
+                None => unnamed.push(file.to_str().unwrap()),
+            }
+        }
+        views.reverse();
+        assert_eq!(unnamed.len(), usize::from(name == "unused_arg"), "{name}");
         let params = dir.join("params.safetensors");
         safetensors::write(&params, &views, &[]).unwrap();
         let want =
@@ -51,8 +58,7 @@ fn jax_export_models_take_every_input_from_params() {
         let (rtol, atol) = (case["rtol"].as_f64().unwrap(), case["atol"].as_f64().unwrap());
         for plugin in PLUGINS {
             let out_dir = dir.join(format!("out-{plugin}"));
-            let model = root().join("tests/data/jax_export/jax-0.10.2").join(case["model"].as_str().unwrap());
-            let out = pjrt(&[
+            let mut args = vec![
                 "run",
                 model.to_str().unwrap(),
                 "--plugin",
@@ -61,7 +67,12 @@ fn jax_export_models_take_every_input_from_params() {
                 params.to_str().unwrap(),
                 "--output-dir",
                 out_dir.to_str().unwrap(),
-            ]);
+            ];
+            if !unnamed.is_empty() {
+                args.push("--input");
+                args.extend(&unnamed);
+            }
+            let out = pjrt(&args);
             assert!(out.status.success(), "{name} {plugin}: {}", stderr(&out));
             let got = NpyArray::read(&out_dir.join("out0.npy")).unwrap();
             assert_eq!(got.dims, want.dims, "{name} {plugin}");
