@@ -613,7 +613,7 @@ fn text_arguments(text: &str) -> Option<Vec<Argument>> {
             .or_else(|| location_name(text, arg));
         let (ssa, ty) = arg.strip_prefix('%').and_then(|rest| rest.split_once(':')).unwrap_or(("", arg));
         let ssa = Some(ssa.trim()).filter(|n| !is_generic_ssa_name(n)).map(String::from);
-        let mut argument = Argument { name: info.or(ssa), ..Argument::default() };
+        let mut argument = with_root_group(info.or(ssa));
         if let Some((element_type, dims)) = tensor_type(ty.trim()) {
             argument.element_type = Some(element_type);
             argument.dims = Some(dims);
@@ -621,6 +621,13 @@ fn text_arguments(text: &str) -> Option<Vec<Argument>> {
         arguments.push(argument);
     }
     Some(arguments)
+}
+
+/// An argument named `name`, in the group of its root (`params` for `params['w']`): the
+/// Python argument it is a leaf of.
+fn with_root_group(name: Option<String>) -> Argument {
+    let group = name.as_deref().and_then(parse_path).and_then(|(root, _)| root.map(str::to_owned));
+    Argument { name, group, ..Argument::default() }
 }
 
 /// `tensor<2x?xf32>` at the start of `ty`: its element type and dimensions.
@@ -689,7 +696,7 @@ fn bytecode_arguments(bytes: &[u8]) -> Option<Vec<Argument>> {
         .filter(|(i, _)| !skip.contains(i))
         .map(|(i, ty)| {
             let name = infos.get(i).cloned().flatten().or_else(|| locations.get(i).and_then(|l| name_of_location(l)));
-            let mut argument = Argument { name, ..Argument::default() };
+            let mut argument = with_root_group(name);
             if let Type::Tensor(t) = ty {
                 if let Some(element_type) = t.element_type() {
                     argument.element_type = Some(element_type);
@@ -839,6 +846,8 @@ mod tests {
         .unwrap();
         let names: Vec<Option<String>> = program_arguments(&located).unwrap().into_iter().map(|a| a.name).collect();
         assert_eq!(names, [Some("params['b']".into()), Some("x".into()), None, None]);
+        let groups: Vec<Option<String>> = program_arguments(&located).unwrap().into_iter().map(|a| a.group).collect();
+        assert_eq!(groups, [Some("params".into()), Some("x".into()), None, None]);
         let plain = Program::mlir_text("func.func @main() -> () {\n  return\n}").unwrap();
         assert_eq!(program_arguments(&plain).unwrap(), Vec::<Argument>::new());
     }
