@@ -85,6 +85,16 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
     let device_count = replicas
         .checked_mul(partitions)
         .ok_or_else(|| invalid(format!("{replicas} replicas × {partitions} partitions is too many")))?;
+    // What --params binds to: the model's or program's arguments. An artifact's (or HLO's)
+    // parameters are known once it is loaded, so its inputs are read after the load; others'
+    // before the plugin is loaded or a job joined, so that a bad input fails first.
+    let arguments = inputs::program_arguments(&program, jax_model.as_ref());
+    let is_text = program.program().is_some_and(|p| p.text().is_some());
+    let after_load = arguments.is_none() && args.params.is_some() && !is_text;
+    let early = match after_load {
+        false => Some(gather_inputs(arguments.as_deref(), args.params.as_deref(), &args.input)?),
+        true => None,
+    };
     let plugin = resolve_plugin(&args.plugin)?;
     let job = multi_process::connect(&args.multi_process)?;
     let client = match &job {
@@ -94,17 +104,14 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
     register_ffi_libraries(&args.ffi_library, &client)?;
     let options =
         compiling::build_options(client.platform_name(), replicas, partitions, counts.uses_shardy, &args.xla)?;
-    // What --params binds to: the model's or program's arguments; an artifact's (or HLO's)
-    // parameters are known once it is loaded, which it is first then.
-    let mut arguments = inputs::program_arguments(&program, jax_model.as_ref());
-    let mut loaded = None;
-    let is_text = program.program().is_some_and(|p| p.text().is_some());
-    if arguments.is_none() && args.params.is_some() && !is_text {
-        let compiled = compile(&client, &program, &options, args, jax_model.as_ref())?;
-        arguments = inputs::executable_arguments(&compiled.executable, partitions > 1);
-        loaded = Some(compiled);
-    }
-    let mut inputs = gather_inputs(arguments.as_deref(), args.params.as_deref(), &args.input)?;
+    let (mut inputs, loaded) = match early {
+        Some(inputs) => (inputs, None),
+        None => {
+            let compiled = compile(&client, &program, &options, args, jax_model.as_ref())?;
+            let arguments = inputs::executable_arguments(&compiled.executable, partitions > 1);
+            (gather_inputs(arguments.as_deref(), args.params.as_deref(), &args.input)?, Some(compiled))
+        }
+    };
     // Sharding works on host arrays. Otherwise every device takes each whole input, and
     // safetensors tensors upload straight from the files' bytes (jax.export models' too).
     let mut host_inputs = None;
