@@ -78,7 +78,8 @@ pub struct ServeArgs {
     #[arg(value_name = "REPOSITORY")]
     pub repository: Option<PathBuf>,
     /// A model to serve, NAME=PATH[:params=WEIGHTS.safetensors] (the weights file's tensors
-    /// are the model's first inputs, in file order); repeatable.
+    /// feed the model's inputs by name, as for `pjrt run --params`; requests give the others);
+    /// repeatable.
     #[arg(long = "model", value_name = "NAME=PATH")]
     pub models: Vec<pjrt_serve::ModelConfig>,
     /// The plugin to serve on.
@@ -212,14 +213,18 @@ pub struct RunArgs {
     #[arg(long, short = 'i', num_args = 1..)]
     pub input: Vec<PathBuf>,
     /// A safetensors file (or an .npz archive, as np.savez writes it) whose tensors feed the
-    /// program's parameters: by name where the
-    /// program names its parameters (JAX's `jax.arg_info` attribute or its argument location
-    /// `loc("params['w1']")`, as `jax.export` writes it; "params['w1']" matches a tensor w1 or
-    /// params.w1), else in file order before the --input arrays. Each file is read once into
-    /// memory (never memory-mapped, so another process rewriting or truncating it meanwhile
-    /// changes nothing); without --shard-inputs, tensors (and .npy inputs, and stored .npz
-    /// members) upload from there with no further copy, f8 tensors included; deflated .npz
-    /// members are inflated first.
+    /// program's parameters by name: a jax.export model's argument names (`params['block_0']['kernel']`,
+    /// from its argument locations and input tree), or an MLIR program's (`jax.arg_info`, the
+    /// location `loc("params['w1']")`, an SSA name), match a tensor under the same name, its keys
+    /// joined by dots or slashes with or without the root (`block_0.kernel`, `params/block_0/kernel`)
+    /// or JAX's bracketed keys; every tensor must match, and an argument whose pytree the file gives
+    /// the rest of must have one. Only when no name matches do the tensors feed the first
+    /// parameters by dtype and shape, if that leaves exactly one assignment (a note says so; two
+    /// tensors that could trade places are refused, named). The --input arrays fill the other
+    /// parameters in order. Each file is read once into memory (never memory-mapped, so another
+    /// process rewriting or truncating it meanwhile changes nothing); without --shard-inputs,
+    /// tensors (and .npy inputs, and stored .npz members) upload from there with no further copy,
+    /// f8 tensors included; deflated .npz members are inflated first.
     #[arg(long, value_name = "FILE.safetensors|FILE.npz")]
     pub params: Option<PathBuf>,
     /// Where to write out0.npy, out1.npy, ... (default: the current directory). Sub-byte outputs

@@ -23,6 +23,7 @@
 //! # Ok(()) }
 //! ```
 
+mod arguments;
 mod flatbuffer;
 
 use std::fmt;
@@ -1107,6 +1108,11 @@ impl JaxExport {
     /// `int8`/`uint8` values or ml_dtypes' `|V1` (see [`NpyArray::to_host_array`]); each
     /// argument comes back as the [`HostArray`] of the module's parameter type.
     pub fn arrange_inputs(&self, platform: &str, inputs: &[NpyArray]) -> Result<Vec<HostArray>> {
+        self.arrange_input_refs(platform, &inputs.iter().collect::<Vec<_>>())
+    }
+
+    /// [`JaxExport::arrange_inputs`] of borrowed arrays.
+    pub(crate) fn arrange_input_refs(&self, platform: &str, inputs: &[&NpyArray]) -> Result<Vec<HostArray>> {
         self.check_runnable(platform)?;
         self.check_input_count(inputs.len())?;
         for (i, array) in inputs.iter().enumerate() {
@@ -1157,8 +1163,12 @@ impl JaxExport {
 
     /// The shape of each input as it is uploaded (see [`JaxExport::check_npy_input`]).
     pub fn input_shapes(&self, inputs: &[NpyArray]) -> Vec<InputShape> {
+        self.input_shapes_of(inputs.iter())
+    }
+
+    /// [`JaxExport::input_shapes`] of borrowed arrays.
+    pub(crate) fn input_shapes_of<'a>(&self, inputs: impl Iterator<Item = &'a NpyArray>) -> Vec<InputShape> {
         inputs
-            .iter()
             .enumerate()
             .map(|(i, array)| {
                 let wanted = self.in_avals.get(i).and_then(|a| a.element_type);

@@ -7,6 +7,7 @@
 //! | [`npy`] | NumPy `.npy` arrays, to and from [`pjrt_client::HostArray`] and buffers |
 //! | [`safetensors`] | `.safetensors` weight files, read once and uploaded without further copies |
 //! | [`jax_export`] | models serialized by `jax.export` |
+//! | [`binding`] | which tensors of a weights file feed which arguments of a model (by name) |
 //! | [`artifact`] | ahead-of-time compiled executables, with the plugin that made them |
 //! | [`compile_cache`] | a persistent compile cache of such artifacts |
 //! | [`portable`] | StableHLO portable artifacts written for a chosen version (an older plugin's) |
@@ -36,6 +37,7 @@
 
 pub mod artifact;
 pub mod atomic_file;
+pub mod binding;
 pub mod compile_cache;
 mod error;
 mod file_bytes;

@@ -25,8 +25,8 @@ pub struct ModelConfig {
     pub version: String,
     /// The `.jaxexport` file.
     pub program: PathBuf,
-    /// A safetensors file whose tensors, in file order, are the model's first inputs (its
-    /// weights), uploaded once at load; requests give the rest.
+    /// A safetensors file whose tensors (the model's weights) feed the model's inputs by name
+    /// ([`pjrt_formats::binding`]), uploaded once at load; requests give the other inputs.
     pub params: Option<PathBuf>,
     /// Names of the inputs requests give (default `input0`, `input1`, ...).
     pub input_names: Vec<String>,

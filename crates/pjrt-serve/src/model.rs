@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use pjrt_client::{Buffer, Client, DeviceAssignment, ExecuteOptions, HostArray, UploadOptions};
+use pjrt_formats::binding;
 use pjrt_formats::compile_cache::CompileCache;
 use pjrt_formats::jax_export::{Dim, JaxExport, Runner};
 use pjrt_formats::safetensors::SafeTensors;
@@ -30,7 +31,8 @@ pub struct TensorSpec {
 /// The model on one device: its executables and its weights there.
 struct Replica {
     runner: Runner,
-    /// The weights, uploaded to the device once (by model input index).
+    /// The weights, uploaded to the device once (in the order of `ServedModel::weight_of`'s
+    /// indices).
     weight_buffers: Vec<Buffer>,
 }
 
@@ -40,8 +42,11 @@ pub struct ServedModel {
     /// One per device it serves on (the client's first `replicas` addressable devices).
     replicas: Vec<Replica>,
     client: Client,
-    /// How many leading inputs of the model the weights file gives.
-    weights: usize,
+    /// For each input of the model, the weight that feeds it (an index into the weights), or
+    /// `None` where a request gives it: bound by name ([`pjrt_formats::binding`]).
+    weight_of: Vec<Option<usize>>,
+    /// The model inputs a request gives, in order (those no weight feeds).
+    request_inputs: Vec<usize>,
     /// The weights' shapes, for the executable lookup.
     weight_shapes: Vec<(pjrt_client::ElementType, Vec<i64>)>,
     inputs: Vec<TensorSpec>,
@@ -88,30 +93,35 @@ impl ServedModel {
             ));
         }
         let (mut weight_hosts, mut weight_shapes) = (Vec::new(), Vec::new());
+        let mut weight_of = vec![None; model.in_avals().len()];
         if let Some(path) = &config.params {
             let file = SafeTensors::open(path).map_err(|e| load_error(&config, e))?;
-            if file.names().len() > model.in_avals().len() {
-                return Err(load_error(
-                    &config,
-                    format!(
-                        "{} has {} tensors, but the model takes {} inputs",
-                        path.display(),
-                        file.names().len(),
-                        model.in_avals().len()
-                    ),
-                ));
+            // Bound by name (Python's safetensors writer sorts by dtype, then name: the file's
+            // order is not the model's); by dtype and shape only when that is unambiguous.
+            let tensors = binding::safetensors_tensors(&file);
+            let bound = model
+                .bind_params(&tensors)
+                .map_err(|e| load_error(&config, format_args!("params {}: {e}", path.display())))?;
+            if let Some(note) = bound.note() {
+                tracing::warn!("model {:?}: params {}: {note}", config.name, path.display());
             }
-            for (i, (name, view)) in file.tensors().enumerate() {
-                let array = view.to_npy().map_err(|e| load_error(&config, e))?;
+            for (i, tensor) in bound.tensors().iter().enumerate() {
+                let Some(t) = *tensor else { continue };
+                let name = tensors[t].name;
+                let array = file
+                    .tensor(name)
+                    .and_then(|view| view.to_npy())
+                    .map_err(|e| load_error(&config, format_args!("weight {name:?}: {e}")))?;
                 model
                     .check_npy_input(i, &array)
                     .map_err(|e| load_error(&config, format_args!("weight {name:?}: {e}")))?;
                 let host = array.to_host_array(model.in_avals()[i].element_type).map_err(|e| load_error(&config, e))?;
+                weight_of[i] = Some(weight_hosts.len());
                 weight_shapes.push((host.element_type(), host.dims().to_vec()));
                 weight_hosts.push(host);
             }
         }
-        let weights = weight_hosts.len();
+        let request_inputs: Vec<usize> = (0..weight_of.len()).filter(|&i| weight_of[i].is_none()).collect();
         let spec = |i: usize, aval: &pjrt_formats::jax_export::Aval, names: &[String], prefix: &str| {
             let datatype = aval.element_type.and_then(Datatype::of).ok_or_else(|| {
                 load_error(
@@ -122,10 +132,10 @@ impl ServedModel {
             let name = names.get(i).cloned().unwrap_or_else(|| format!("{prefix}{i}"));
             Ok::<_, ServeError>(TensorSpec { name, datatype, shape: dims_of(&aval.dims) })
         };
-        let inputs = model.in_avals()[weights..]
+        let inputs = request_inputs
             .iter()
             .enumerate()
-            .map(|(i, aval)| spec(i, aval, &config.input_names, "input"))
+            .map(|(i, &input)| spec(i, &model.in_avals()[input], &config.input_names, "input"))
             .collect::<Result<Vec<_>, _>>()?;
         let outputs = model
             .out_avals()
@@ -135,7 +145,7 @@ impl ServedModel {
             .collect::<Result<Vec<_>, _>>()?;
         let polymorphic = model.is_polymorphic();
         let batched = match &config.batching {
-            Some(batching) => check_batchable(&model, weights, batching).map_err(|m| load_error(&config, m))?,
+            Some(batching) => check_batchable(&model, &request_inputs, batching).map_err(|m| load_error(&config, m))?,
             None => Vec::new(),
         };
         let model = std::sync::Arc::new(model);
@@ -167,7 +177,8 @@ impl ServedModel {
             config,
             replicas: built,
             client: client.clone(),
-            weights,
+            weight_of,
+            request_inputs,
             weight_shapes,
             inputs,
             outputs,
@@ -189,14 +200,15 @@ impl ServedModel {
             };
             if served.inputs.iter().zip(&served.batched).all(fixed) {
                 for bucket in batching.buckets() {
-                    let mut shapes = served.weight_shapes.clone();
+                    let mut request = Vec::with_capacity(served.inputs.len());
                     for (spec, &batched) in served.inputs.iter().zip(&served.batched) {
                         let mut dims = spec.shape.clone();
                         if batched {
                             dims[0] = bucket as i64;
                         }
-                        shapes.push((spec.datatype.element_type(), dims));
+                        request.push((spec.datatype.element_type(), dims));
                     }
+                    let shapes = served.merged_shapes(request);
                     for replica in &served.replicas {
                         replica
                             .runner
@@ -283,17 +295,31 @@ impl ServedModel {
         &self.config.program
     }
 
-    /// Every input's shape: the weights', then `inputs`' (the model's own for a static one).
+    /// Every input's shape, in the model's order: the weights' and `inputs`' (the model's own
+    /// for a static one when `inputs` is empty).
     fn shapes(&self, inputs: &[HostArray]) -> Vec<(pjrt_client::ElementType, Vec<i64>)> {
-        let mut shapes = self.weight_shapes.clone();
-        if inputs.is_empty() {
-            for spec in &self.inputs {
-                shapes.push((spec.datatype.element_type(), spec.shape.clone()));
-            }
+        let request = if inputs.is_empty() {
+            self.inputs.iter().map(|spec| (spec.datatype.element_type(), spec.shape.clone())).collect()
         } else {
-            shapes.extend(inputs.iter().map(|a| (a.element_type(), a.dims().to_vec())));
-        }
-        shapes
+            inputs.iter().map(|a| (a.element_type(), a.dims().to_vec())).collect()
+        };
+        self.merged_shapes(request)
+    }
+
+    /// The weights' shapes and a request's (`request`, in the order of [`ServedModel::inputs`])
+    /// in the model's order.
+    fn merged_shapes(
+        &self,
+        request: Vec<(pjrt_client::ElementType, Vec<i64>)>,
+    ) -> Vec<(pjrt_client::ElementType, Vec<i64>)> {
+        let mut request = request.into_iter();
+        self.weight_of
+            .iter()
+            .filter_map(|weight| match weight {
+                Some(w) => self.weight_shapes.get(*w).cloned(),
+                None => request.next(),
+            })
+            .collect()
     }
 
     /// Matches a request's inputs to the model's, by name, checking each one's datatype and
@@ -331,7 +357,7 @@ impl ServedModel {
             }
             let model = self.replicas[0].runner.model();
             model
-                .check_input(self.weights + i, spec.datatype.element_type(), &tensor.shape)
+                .check_input(self.request_inputs[i], spec.datatype.element_type(), &tensor.shape)
                 .map_err(|e| bad(format!("input {:?}: {e}", spec.name)))?;
             let array = HostArray::new(spec.datatype.element_type(), tensor.shape, tensor.data)
                 .map_err(|e| bad(format!("input {:?}: {e}", spec.name)))?;
@@ -407,21 +433,27 @@ impl ServedModel {
                 HostArray::from_elements(Vec::new(), &[index]).map_err(|e| ServeError::Internal(e.to_string()))?;
             uploaded.push((usize::MAX, upload(&scalar)?));
         }
+        // The request's inputs, by model input index.
+        let position = |i: usize| self.request_inputs.iter().position(|&r| r == i);
         for &i in model.module_kept_var_idx() {
-            if i >= self.weights {
-                uploaded.push((i, upload(&inputs[i - self.weights])?));
+            if let Some(k) = position(i) {
+                uploaded.push((i, upload(&inputs[k])?));
             }
         }
-        let mut arguments: Vec<&Buffer> = Vec::with_capacity(uploaded.len() + self.weights);
+        let mut arguments: Vec<&Buffer> = Vec::with_capacity(uploaded.len() + replica.weight_buffers.len());
         if platform_index.is_some() {
             arguments.push(&uploaded[0].1);
         }
         for &i in model.module_kept_var_idx() {
-            if i < self.weights {
-                arguments.push(&replica.weight_buffers[i]);
-            } else {
-                let (_, buffer) = uploaded.iter().find(|(j, _)| *j == i).expect("uploaded above");
-                arguments.push(buffer);
+            match self.weight_of.get(i).copied().flatten() {
+                Some(w) => arguments.push(&replica.weight_buffers[w]),
+                None => {
+                    let (_, buffer) = uploaded
+                        .iter()
+                        .find(|(j, _)| *j == i)
+                        .ok_or_else(|| ServeError::Internal(format!("model input {i} has no value")))?;
+                    arguments.push(buffer);
+                }
             }
         }
         let results =
@@ -458,15 +490,20 @@ pub(crate) enum BatchKeyPart {
     Whole(Vec<i64>, Vec<u8>),
 }
 
-/// Whether requests to `model` (whose first `weights` inputs come from the weights file) can be
-/// batched: every output leads with the symbolic first dimension of an input. Which request
-/// inputs lead with it (they are concatenated; the others must agree across a batch).
-fn check_batchable(model: &JaxExport, weights: usize, batching: &BatchingConfig) -> Result<Vec<bool>, String> {
+/// Whether requests to `model` (which give its inputs `request_inputs`; the weights file gives
+/// the others) can be batched: every output leads with the symbolic first dimension of an
+/// input. Which request inputs lead with it (they are concatenated; the others must agree
+/// across a batch).
+fn check_batchable(
+    model: &JaxExport,
+    request_inputs: &[usize],
+    batching: &BatchingConfig,
+) -> Result<Vec<bool>, String> {
     let first = |dims: &[Dim]| match dims.first() {
         Some(Dim::Symbolic(s)) => Some(s.clone()),
         _ => None,
     };
-    let inputs = &model.in_avals()[weights..];
+    let inputs: Vec<&pjrt_formats::jax_export::Aval> = request_inputs.iter().map(|&i| &model.in_avals()[i]).collect();
     let Some(symbol) = inputs.iter().find_map(|a| first(&a.dims)) else {
         return Err(
             "batching needs an input whose first dimension is symbolic (exported with polymorphic_shapes \"b, ...\")"

@@ -61,6 +61,22 @@ pub fn read_bytecode_with(bytes: &[u8], limits: &Limits) -> Result<ir::Module> {
     read::read(bytes, limits)
 }
 
+/// The locations of function `function`'s arguments (its entry block's) in MLIR bytecode read
+/// as [`read_bytecode`] reads it: where JAX writes its argument names (`jax.export` lowers
+/// with `loc("params['w']")` on each argument), which [`ir::Module`] does not keep. `None`
+/// when the module has no function of that name with a body.
+///
+/// ```
+/// use pjrt_stablehlo::ir::Location;
+/// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
+/// let locations = pjrt_stablehlo::argument_locations(&std::fs::read(path).unwrap(), "main").unwrap().unwrap();
+/// assert_eq!(locations.len(), 2);
+/// assert!(pjrt_stablehlo::argument_locations(&std::fs::read(path).unwrap(), "absent").unwrap().is_none());
+/// ```
+pub fn argument_locations(bytes: &[u8], function: &str) -> Result<Option<Vec<std::sync::Arc<ir::Location>>>> {
+    read::argument_locations(bytes, &Limits::default(), function)
+}
+
 /// Parses MLIR text (what `jax.jit(f).lower(...).as_text()`, `exported.mlir_module()`,
 /// `stablehlo-opt` or [`print()`] write: the generic op form and the custom forms of the
 /// `builtin`, `func`, `stablehlo`, `chlo` and `sdy` ops JAX prints) with the default

@@ -6,7 +6,9 @@ use crate::bytecode::{
 };
 use crate::decode::Decoder;
 use crate::error::{Error, Result};
-use crate::ir::{Attr, Block, Module, Op, Region, Value};
+use std::sync::Arc;
+
+use crate::ir::{Attr, Block, Location, Module, Op, Region, Value};
 use crate::vhlo;
 
 use crate::bytecode::{
@@ -29,10 +31,31 @@ struct RegionValues {
 pub(crate) struct Reader<'a> {
     d: Decoder<'a>,
     max_depth: usize,
+    /// The function whose entry block's argument locations are kept (the IR has no place for
+    /// block arguments' locations: [`argument_locations`] asks for them).
+    args_of: Option<&'a str>,
+    /// Set while the regions of that function are about to be read.
+    recording: bool,
+    /// Its entry block's argument locations, once read.
+    arg_locations: Option<Vec<Arc<Location>>>,
 }
 
 /// Reads a whole artifact.
 pub(crate) fn read(file: &[u8], limits: &Limits) -> Result<Module> {
+    read_keeping_arguments(file, limits, None).map(|(module, _)| module)
+}
+
+/// Reads a whole artifact, and the locations of the arguments of function `function`'s entry
+/// block (`None` when the module has no such function with a body).
+pub(crate) fn argument_locations(file: &[u8], limits: &Limits, function: &str) -> Result<Option<Vec<Arc<Location>>>> {
+    read_keeping_arguments(file, limits, Some(function)).map(|(_, locations)| locations)
+}
+
+fn read_keeping_arguments<'a>(
+    file: &'a [u8],
+    limits: &Limits,
+    args_of: Option<&'a str>,
+) -> Result<(Module, Option<Vec<Arc<Location>>>)> {
     let c = Container::parse(file, limits)?;
     let has = |d: &str| c.dialects.contains(&d);
     if !has("vhlo") && (has("stablehlo") || has("chlo")) {
@@ -46,7 +69,13 @@ pub(crate) fn read(file: &[u8], limits: &Limits) -> Result<Module> {
     let version = c.version;
     let producer = c.producer.clone();
     let mut ir = c.ir;
-    let mut r = Reader { d: Decoder::new(c, limits), max_depth: limits.max_region_depth };
+    let mut r = Reader {
+        d: Decoder::new(c, limits),
+        max_depth: limits.max_region_depth,
+        args_of,
+        recording: false,
+        arg_locations: None,
+    };
     // The IR section is one block without arguments; its ops define no values.
     let (num_ops, has_args) = ir.varint_flag()?;
     if has_args {
@@ -64,7 +93,7 @@ pub(crate) fn read(file: &[u8], limits: &Limits) -> Result<Module> {
     if !ir.is_empty() {
         return Err(ir.err("trailing bytes after the top-level ops"));
     }
-    Ok(Module { bytecode_version: version, producer, ops })
+    Ok((Module { bytecode_version: version, producer, ops }, r.arg_locations))
 }
 
 impl<'a> Reader<'a> {
@@ -213,6 +242,10 @@ impl<'a> Reader<'a> {
             }
         };
         let mut regions = Vec::with_capacity(num_regions);
+        if num_regions > 0 && self.arg_locations.is_none() && name == "func.func" {
+            let sym_name = attributes.iter().find(|(n, _)| n == "sym_name").map(|(_, a)| a);
+            self.recording = matches!((sym_name, self.args_of), (Some(Attr::String(s)), Some(f)) if s == f.as_bytes());
+        }
         if num_regions > 0 {
             if depth + 1 > self.max_depth {
                 return Err(Error::limit(
@@ -245,6 +278,7 @@ impl<'a> Reader<'a> {
                 }
             }
         }
+        self.recording = false;
         Ok(Op { name, operands, results, attributes, regions, successors, location })
     }
 
@@ -320,6 +354,8 @@ impl<'a> Reader<'a> {
         }
         let mut vals = RegionValues { next: start, end: scope.len, defines: num_values > 0 };
         let mut blocks = Vec::with_capacity(num_blocks);
+        // The entry block of the function asked for: its arguments' locations are kept.
+        let mut record = std::mem::take(&mut self.recording).then(Vec::new);
         for _ in 0..num_blocks {
             let (num_ops, has_args) = c.varint_flag()?;
             if num_ops > c.remaining() as u64 {
@@ -329,19 +365,19 @@ impl<'a> Reader<'a> {
             if has_args {
                 let n = c.count(1)?;
                 for _ in 0..n {
-                    let ty = if self.version() >= V_ELIDE_UNKNOWN_BLOCK_ARG_LOC {
+                    let (ty, location) = if self.version() >= V_ELIDE_UNKNOWN_BLOCK_ARG_LOC {
                         let at = c.offset();
                         let (t, has_loc) = c.varint_flag()?;
                         let ty = self.d.ty(at, t)?;
-                        if has_loc {
-                            self.d.loc_ref(c)?;
-                        }
-                        ty
+                        let location = if has_loc { self.d.loc_ref(c)? } else { Arc::new(Location::Unknown) };
+                        (ty, location)
                     } else {
                         let ty = self.d.type_ref(c)?;
-                        let _loc = self.d.loc_ref(c)?;
-                        ty
+                        (ty, self.d.loc_ref(c)?)
                     };
+                    if let Some(record) = record.as_mut() {
+                        record.push(location);
+                    }
                     if vals.next >= vals.end {
                         return Err(c.err("more block arguments than the region's values"));
                     }
@@ -351,6 +387,9 @@ impl<'a> Reader<'a> {
                 if self.version() >= V_USE_LIST_ORDERING && c.byte()? != 0 {
                     Self::use_list(c, n as u64)?;
                 }
+            }
+            if let Some(record) = record.take() {
+                self.arg_locations = Some(record);
             }
             block.ops.reserve(num_ops as usize);
             for _ in 0..num_ops {

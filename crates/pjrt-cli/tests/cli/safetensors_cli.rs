@@ -153,8 +153,8 @@ fn params_bind_by_jax_argument_names() {
         "--input",
         x_path.to_str().unwrap(),
     ]);
-    assert_fails(&out, "'layer.c' match no parameter name");
-    assert!(stderr(&out).contains("params['layer']['w']"), "{}", stderr(&out));
+    assert_fails(&out, "tensors 'layer.c' match no argument name");
+    assert!(stderr(&out).contains("argument 0 (x, f32[2])"), "{}", stderr(&out));
     // Too many --input arrays for the parameters left.
     let out = pjrt(&[
         "run",
@@ -184,7 +184,7 @@ fn bad_tensor_names_and_files_fail_clearly() {
     // Weights only, no --input: the count check names what is missing.
     let weights = mlp_file(&dir, "weights.safetensors", &["b1", "b2", "w1", "w2"]);
     let out = pjrt(&["run", "examples/mlp/train_step.mlir", "--params", weights.to_str().unwrap()]);
-    assert_fails(&out, "takes 6 inputs");
+    assert_fails(&out, "takes 6 parameters; 4 are bound by dtype and shape");
 }
 
 #[test]

@@ -3,9 +3,11 @@
 use std::path::PathBuf;
 
 mod artifact;
+mod binding;
 mod jax_export;
 
 pub use artifact::ArtifactError;
+pub use binding::BindingError;
 pub use jax_export::JaxExportError;
 
 use crate::npy::NpyError;
@@ -39,6 +41,10 @@ pub enum Error {
     /// A `jax.export` artifact is malformed, or of a serialization version this reader does not know.
     #[error(transparent)]
     JaxExport(#[from] JaxExportError),
+    /// A weights file's tensors could not be bound to a model's arguments
+    /// ([`crate::binding::bind`]).
+    #[error(transparent)]
+    Binding(#[from] BindingError),
     /// There is no default compile cache folder: no `PJRT_CACHE_DIR`, `XDG_CACHE_HOME` or
     /// home folder ([`crate::compile_cache::CompileCache::default_dir`]).
     #[error(

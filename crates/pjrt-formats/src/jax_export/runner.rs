@@ -8,9 +8,18 @@ use pjrt_client::{Client, CompileOptions, ExecuteOptions, LoadedExecutable, Uplo
 
 use super::polymorphic::InputShape;
 use super::JaxExport;
+use crate::binding::{self, Binding};
 use crate::compile_cache::CompileCache;
 use crate::error::{Error, Result};
 use crate::npy::NpyArray;
+use crate::safetensors::SafeTensors;
+
+/// Weights bound to some of a model's inputs.
+struct Params {
+    binding: Binding,
+    /// For each input of the model, its weight (read from the file), if a tensor feeds it.
+    arrays: Vec<Option<NpyArray>>,
+}
 
 /// A model and a client, with the executables compiled so far for each input signature
 /// (bounded; the least recently used goes first).
@@ -41,6 +50,8 @@ pub struct Runner {
     compile_options: Option<CompileOptions>,
     /// Most recently used last.
     cache: Mutex<Vec<(Vec<InputShape>, Arc<LoadedExecutable>)>>,
+    /// Weights that feed some inputs ([`Runner::with_params`]).
+    params: Option<Params>,
 }
 
 impl Runner {
@@ -56,7 +67,53 @@ impl Runner {
             compile_cache: None,
             compile_options: None,
             cache: Mutex::new(Vec::new()),
+            params: None,
         }
+    }
+
+    /// Feeds the model's inputs that `file`'s tensors are for, bound by name
+    /// ([`JaxExport::bind_params`]; by dtype and shape only when no tensor name matches and
+    /// that leaves one assignment, which [`Binding::note`] of [`Runner::params`] then says):
+    /// [`Runner::run`] takes only the other inputs, in order. The tensors are read into memory
+    /// here, checked against their inputs, and uploaded with each run.
+    ///
+    /// ```
+    /// use pjrt_formats::jax_export::{JaxExport, Runner};
+    /// use pjrt_formats::npy::NpyArray;
+    /// use pjrt_formats::safetensors::SafeTensors;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/weights/mixed");
+    /// // f(params, x), params a nested dict of f32, i32 and bf16 weights, saved by Python's
+    /// // safetensors (sorted by dtype, then name) under dotted keys: `block_0.kernel`, ...
+    /// let weights = SafeTensors::open(format!("{dir}/params_dotted.safetensors"))?;
+    /// let runner = Runner::new(JaxExport::read(format!("{dir}/model.jaxexport"))?, &client).with_params(&weights)?;
+    /// assert_eq!(runner.params().unwrap().caller_arguments(), [8]); // x
+    /// let out = runner.run(&[NpyArray::read(format!("{dir}/x.npy").as_ref())?])?;
+    /// let want = NpyArray::read(format!("{dir}/out0.npy").as_ref())?.to_vec::<f32>()?;
+    /// for (got, want) in out[0].to_vec::<f32>()?.iter().zip(&want) {
+    ///     assert!((got - want).abs() <= 1e-5 + 1e-5 * want.abs());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn with_params(mut self, file: &SafeTensors) -> Result<Runner> {
+        let tensors = binding::safetensors_tensors(file);
+        let binding = self.model.bind_params(&tensors)?;
+        let mut arrays = vec![None; self.model.in_avals().len()];
+        for (i, tensor) in binding.tensors().iter().enumerate() {
+            let Some(t) = *tensor else { continue };
+            let name = tensors[t].name;
+            let array = file.tensor(name)?.to_npy()?;
+            self.model.check_npy_input(i, &array).map_err(|e| e.context(format_args!("tensor '{name}'")))?;
+            arrays[i] = Some(array);
+        }
+        self.params = Some(Params { binding, arrays });
+        Ok(self)
+    }
+
+    /// How [`Runner::with_params`] bound its weights (`None` without weights).
+    pub fn params(&self) -> Option<&Binding> {
+        self.params.as_ref().map(|p| &p.binding)
     }
 
     /// Compiles with `options` instead of [`JaxExport::compile_options`] (start from those):
@@ -172,13 +229,36 @@ impl Runner {
         Ok(exe)
     }
 
-    /// Runs the model on `inputs` (every input, in the order of [`JaxExport::in_avals`]), on
+    /// Runs the model on `inputs` (every input, in the order of [`JaxExport::in_avals`]; with
+    /// [`Runner::with_params`], the inputs the weights do not feed), on
     /// the client's first device or on as many devices as the model was exported for; the
     /// outputs come back in the order of [`JaxExport::out_avals`]. See [`JaxExport::run`].
     pub fn run(&self, inputs: &[NpyArray]) -> Result<Vec<NpyArray>> {
         let model = &*self.model;
-        let arguments = model.arrange_inputs(self.client.platform_name(), inputs)?;
-        let exe = self.executable(&model.input_shapes(inputs))?;
+        let all: Vec<&NpyArray> = match &self.params {
+            None => inputs.iter().collect(),
+            Some(params) => {
+                let free = params.binding.caller_arguments();
+                if inputs.len() != free.len() {
+                    let avals: Vec<String> = free.iter().map(|&i| format!("{i}: {}", model.in_avals()[i])).collect();
+                    return Err(Error::invalid(format!(
+                        "the model takes {} inputs besides its weights ({}) but {} were given",
+                        free.len(),
+                        avals.join(", "),
+                        inputs.len()
+                    )));
+                }
+                let mut given = inputs.iter();
+                params
+                    .arrays
+                    .iter()
+                    .map(|weight| weight.as_ref().or_else(|| given.next()))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| Error::invalid("an input went missing"))?
+            }
+        };
+        let arguments = model.arrange_input_refs(self.client.platform_name(), &all)?;
+        let exe = self.executable(&model.input_shapes_of(all.iter().copied()))?;
         if model.nr_devices > 1 {
             let (input_shardings, output_shardings) = model.device_shardings()?;
             let buffers = exe.upload_sharded(&arguments, &input_shardings)?;
@@ -212,6 +292,7 @@ impl std::fmt::Debug for Runner {
             .field("capacity", &self.capacity)
             .field("cached", &self.cached())
             .field("compile_cache", &self.compile_cache.as_ref().map(|c| c.dir()))
+            .field("params", &self.params.as_ref().map(|p| p.binding.tensors().iter().flatten().count()))
             .finish()
     }
 }

@@ -13,6 +13,7 @@ mod fake_support;
 #[path = "../../../pjrt-client/tests/support/mod.rs"]
 mod support;
 
+mod binding;
 mod compile_cache;
 mod compile_options_pb;
 mod jax_export;

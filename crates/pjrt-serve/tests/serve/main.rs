@@ -6,6 +6,7 @@ mod batching;
 mod harness;
 mod hostile;
 mod replicas;
+mod weights;
 #[cfg(feature = "tls")]
 mod tls;
 

@@ -16,7 +16,7 @@ use serde_json::{json, Value as Json};
 use super::samples::Samples;
 use super::{require_slots, Stats};
 use crate::cli::{BenchRunArgs, PluginArg};
-use crate::commands::run::inputs::{gather_inputs, Inputs};
+use crate::commands::run::inputs::{self, gather_inputs, Inputs};
 use crate::commands::run::jax_model;
 use crate::compiling;
 use crate::plugins::{cpu_aware_client, resolve_plugin};
@@ -48,13 +48,27 @@ pub(super) fn run_bench(args: &BenchRunArgs, plugin_name: Option<&str>) -> Resul
             "the program has several replicas or partitions; `pjrt bench run` measures single-device programs",
         ));
     }
-    let mut inputs = gather_inputs(program.program(), args.params.as_deref(), &args.input)?;
     let plugin = resolve_plugin(&PluginArg { plugin: plugin_name.map(str::to_owned) })?;
     let client = if args.client_options.is_empty() {
         cpu_aware_client(&plugin, 1)?
     } else {
         Client::new(&plugin, &crate::plugins::client_options(&args.client_options)?)?
     };
+    let options = compiling::build_options(client.platform_name(), 1, 1, counts.uses_shardy, &args.xla)?;
+    let compile = |program: &compiling::ProgramSource| {
+        compiling::compile_or_load(&client, program, &options, !args.no_cache)
+            .map_err(|e| compiling::name_program_file(e, &args.program))
+    };
+    // What --params binds to (as `pjrt run` does): an artifact's parameters once it is loaded.
+    let mut arguments = inputs::program_arguments(&program, jax_model.as_ref());
+    let mut loaded = None;
+    let is_text = program.program().is_some_and(|p| p.text().is_some());
+    if arguments.is_none() && args.params.is_some() && !is_text {
+        let compiled = compile(&program)?;
+        arguments = inputs::executable_arguments(&compiled.executable, false);
+        loaded = Some(compiled);
+    }
+    let mut inputs = gather_inputs(arguments.as_deref(), args.params.as_deref(), &args.input)?;
     let mut refined_for = None;
     if let Some(model) = &jax_model {
         let (arrays, labels) = inputs.into_host_arrays()?;
@@ -67,9 +81,10 @@ pub(super) fn run_bench(args: &BenchRunArgs, plugin_name: Option<&str>) -> Resul
             refined_for = Some(shapes);
         }
     }
-    let options = compiling::build_options(client.platform_name(), 1, 1, counts.uses_shardy, &args.xla)?;
-    let compiled = compiling::compile_or_load(&client, &program, &options, !args.no_cache)
-        .map_err(|e| compiling::name_program_file(e, &args.program))?;
+    let compiled = match loaded {
+        Some(compiled) => compiled,
+        None => compile(&program)?,
+    };
     let exe = compiled.executable;
     let params = exe.parameter_shapes().map(|p| p.to_vec());
     if let Some(params) = &params {

@@ -1,6 +1,7 @@
 //! The inputs of `pjrt run`: `--input` (`.npy` files, `FILE.safetensors:NAME` or
-//! `FILE.npz:NAME`) and `--params FILE.safetensors` or `FILE.npz` (bound to the program's parameters by name where the program
-//! names them, else in file order), read and uploaded.
+//! `FILE.npz:NAME`) and `--params FILE.safetensors` or `FILE.npz` (bound to the program's
+//! arguments by [`pjrt_formats::binding::bind`]: by name, or by dtype and shape when no name
+//! matches and they leave one assignment), read and uploaded.
 //!
 //! Every file is read once into memory of its own (`SafeTensors::open`, `MappedNpy::open`,
 //! `Npz::open`), never memory-mapped (`open_mapped`): a command cannot promise that no other
@@ -12,16 +13,17 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use pjrt_client::{Buffer, Client, ElementType, HostArray, Placement, Program, UploadOptions};
+use pjrt_client::{Buffer, Client, ElementType, HostArray, LoadedExecutable, Placement, UploadOptions};
+use pjrt_formats::binding::{self, Argument, BoundBy, NamedTensor};
 use pjrt_formats::jax_export::{InputShape, JaxExport};
 use pjrt_formats::npy::{MappedNpy, NpyArray};
 use pjrt_formats::npz::{Npz, NpzArray};
 use pjrt_formats::safetensors::{SafeTensors, TensorView};
 use pjrt_formats::ClientExt;
 
+use crate::compiling::ProgramSource;
 use crate::error::Error;
-
-use crate::ui::invalid;
+use crate::ui::{self, invalid};
 
 /// The suffix that marks a safetensors file in `--input FILE.safetensors:NAME`.
 const SAFETENSORS_SUFFIX: &str = ".safetensors";
@@ -124,151 +126,6 @@ impl OpenFiles {
 /// A tensor as a `.npy` array (bf16 as ml_dtypes' `V2`, which uploads as bf16).
 fn tensor_array(file: &Path, name: &str, view: TensorView<'_>) -> Result<NpyArray, Error> {
     view.to_npy().map_err(|e| invalid(format!("tensor '{name}' of {}: {e}", file.display())))
-}
-
-/// The program's parameter names, one per parameter (`None` where it has none), read from the
-/// `@main` signature of MLIR text: `jax.arg_info = "..."` where JAX wrote it, else the SSA name
-/// unless it is the generic `%argN`. `None` for bytecode or when no signature is found.
-pub fn parameter_names(program: &Program) -> Option<Vec<Option<String>>> {
-    let text = program.text()?;
-    let start = text.find("@main(")? + "@main(".len();
-    let mut names = Vec::new();
-    for arg in split_arguments(&text[start..])? {
-        let arg = arg.trim();
-        if arg.is_empty() {
-            continue;
-        }
-        let info = arg
-            .find("jax.arg_info = \"")
-            .and_then(|at| read_mlir_string(&arg[at + "jax.arg_info = ".len()..]))
-            .or_else(|| location_name(text, arg));
-        let ssa = arg
-            .strip_prefix('%')
-            .and_then(|rest| rest.split(':').next())
-            .map(str::trim)
-            .filter(|n| !is_generic_ssa_name(n))
-            .map(String::from);
-        names.push(info.or(ssa));
-    }
-    Some(names)
-}
-
-/// The name JAX gives an argument as its location when it lowers with debug info (as
-/// `jax.export` does): `%arg0: tensor<4xf32> loc("params['w']")`, or `loc(#loc3)` with
-/// `#loc3 = loc("params['w']")` at the end of the module. File locations (`loc("f.py":3:1)`)
-/// are not names.
-fn location_name(module: &str, arg: &str) -> Option<String> {
-    let at = arg.rfind("loc(")?;
-    let inner = &arg[at + "loc(".len()..];
-    // The literal must be the whole location: `"name")`.
-    let name_of =
-        |text: &str| read_mlir_string_and_rest(text).and_then(|(name, rest)| rest.starts_with(')').then_some(name));
-    if inner.starts_with('"') {
-        return name_of(inner);
-    }
-    let alias = inner.strip_prefix('#')?.split(')').next()?;
-    let definition = format!("#{alias} = loc(");
-    let line = module.lines().find(|l| l.trim_start().starts_with(&definition))?;
-    let start = line.find(&definition)? + definition.len();
-    name_of(&line[start..])
-}
-
-/// Empty, or `argN` as MLIR prints unnamed arguments: names nothing.
-fn is_generic_ssa_name(name: &str) -> bool {
-    name.is_empty() || name.strip_prefix("arg").is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()))
-}
-
-/// The top-level comma-separated pieces of an argument list, up to its closing `)`.
-fn split_arguments(text: &str) -> Option<Vec<&str>> {
-    let bytes = text.as_bytes();
-    let (mut depth, mut in_string, mut escaped, mut piece_start) = (0i32, false, false, 0);
-    let mut pieces = Vec::new();
-    for (i, &c) in bytes.iter().enumerate() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            b'"' => in_string = true,
-            b'(' | b'[' | b'{' | b'<' => depth += 1,
-            // `->` inside a type is an arrow, not a closing bracket.
-            b'>' if i > 0 && bytes[i - 1] == b'-' => {}
-            b')' if depth == 0 => {
-                pieces.push(&text[piece_start..i]);
-                return Some(pieces);
-            }
-            b')' | b']' | b'}' | b'>' => depth -= 1,
-            b',' if depth == 0 => {
-                pieces.push(&text[piece_start..i]);
-                piece_start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The contents of an MLIR string literal that starts `text` (`"..."`, with `\"` and `\\`).
-fn read_mlir_string(text: &str) -> Option<String> {
-    read_mlir_string_and_rest(text).map(|(s, _)| s)
-}
-
-/// As [`read_mlir_string`], plus the text after the closing quote.
-fn read_mlir_string_and_rest(text: &str) -> Option<(String, &str)> {
-    let body = text.strip_prefix('"')?;
-    let mut chars = body.char_indices();
-    let mut out = String::new();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '"' => return Some((out, &body[i + 1..])),
-            '\\' => out.push(chars.next()?.1),
-            c => out.push(c),
-        }
-    }
-    None
-}
-
-/// The tensor names a parameter name may be written as: itself, and for a JAX path such as
-/// `params['layer1']['w']` the keys joined by `.` or `/`, with and without the root
-/// (`layer1.w`, `params.layer1.w`, `layer1/w`, ...).
-pub fn name_candidates(name: &str) -> Vec<String> {
-    let mut keys: Vec<String> = Vec::new();
-    let mut rest = name;
-    let root_end = rest.find(['[', '.']).unwrap_or(rest.len());
-    if root_end > 0 {
-        keys.push(rest[..root_end].to_string());
-    }
-    rest = &rest[root_end..];
-    while !rest.is_empty() {
-        if let Some(r) = rest.strip_prefix('.') {
-            let end = r.find(['[', '.']).unwrap_or(r.len());
-            keys.push(r[..end].to_string());
-            rest = &r[end..];
-        } else if let Some(r) = rest.strip_prefix('[') {
-            let end = match r.find(']') {
-                Some(end) => end,
-                None => break,
-            };
-            keys.push(r[..end].trim_matches(|c| c == '\'' || c == '"').to_string());
-            rest = &r[end + 1..];
-        } else {
-            break;
-        }
-    }
-    let mut out = vec![name.to_string()];
-    if keys.len() > 1 {
-        for sep in [".", "/"] {
-            out.push(keys.join(sep));
-            out.push(keys[1..].join(sep));
-        }
-    }
-    out.dedup();
-    out
 }
 
 /// One input of `pjrt run`: a host array, a `.npy` file held as stored, or a tensor left in its
@@ -510,12 +367,44 @@ fn in_input(e: pjrt_formats::Error, label: &str) -> Error {
     }
 }
 
-/// The inputs for the program's parameters: the tensors of `--params` and the `--input`
-/// arrays. Where the program names its parameters and those names match the file's tensors,
-/// names decide which parameter each tensor feeds and the `--input` arrays fill the other
-/// parameters in order; otherwise the file's tensors come first, in file order, then the
-/// `--input` arrays. Tensors stay in their files' bytes (read once, never mapped).
-pub fn gather_inputs(program: Option<&Program>, params: Option<&Path>, inputs: &[PathBuf]) -> Result<Inputs, Error> {
+/// The arguments `--params` binds to: a `jax.export` model's inputs, else the program's
+/// parameters as its text or bytecode names them ([`binding::program_arguments`]); `None` for
+/// an artifact or HLO, whose parameters are known once loaded ([`executable_arguments`]).
+pub fn program_arguments(program: &ProgramSource, model: Option<&JaxExport>) -> Option<Vec<Argument>> {
+    match model {
+        Some(model) => Some(model.arguments()),
+        None => program.program().and_then(binding::program_arguments),
+    }
+}
+
+/// An executable's parameters as arguments for `--params` (no names: bound by dtype and shape).
+/// The dimensions are left unknown when the executable is partitioned (its parameters are
+/// per-device shards; the files hold whole arrays).
+pub fn executable_arguments(exe: &LoadedExecutable, partitioned: bool) -> Option<Vec<Argument>> {
+    let shapes = exe.parameter_shapes()?;
+    Some(
+        shapes
+            .iter()
+            .map(|p| {
+                let mut argument = Argument::unnamed();
+                argument.element_type = p.element_type;
+                argument.dims = (!partitioned).then(|| p.dims.iter().map(|&d| Some(d)).collect());
+                argument
+            })
+            .collect(),
+    )
+}
+
+/// The inputs for the program's arguments (`arguments`, where known): the tensors of
+/// `--params` and the `--input` arrays. [`binding::bind`] decides which argument each tensor
+/// feeds (by name; by dtype and shape only when no name matches and they leave one
+/// assignment, which is then noted on stderr); the `--input` arrays fill the other arguments
+/// in order. Tensors stay in their files' bytes (read once, never mapped).
+pub fn gather_inputs(
+    arguments: Option<&[Argument]>,
+    params: Option<&Path>,
+    inputs: &[PathBuf],
+) -> Result<Inputs, Error> {
     let mut files = OpenFiles::default();
     let mut explicit: Vec<(Input, String)> = Vec::new();
     for arg in inputs {
@@ -542,90 +431,92 @@ pub fn gather_inputs(program: Option<&Program>, params: Option<&Path>, inputs: &
     } else {
         files.get(params_path)?.names().map(String::from).collect()
     };
-    let label = |name: &str| format!("{}:{name}", params_path.display());
-    let tensor = |name: &str| match is_npz {
-        true => Input::NpzMember { file: params_path.to_path_buf(), name: name.to_string() },
-        false => Input::Tensor { file: params_path.to_path_buf(), name: name.to_string() },
-    };
-    if let Some(bound) = bind_by_name(program, &names, params_path)? {
-        let mut explicit = explicit.into_iter();
-        let given = explicit.len();
-        let free = bound.iter().filter(|b| b.is_none()).count();
-        if given != free {
-            return Err(invalid(format!(
-                "the program takes {} parameters; {} are bound by name to tensors of {}, so {free} must come \
-                 from --input, but {given} were given",
-                bound.len(),
-                bound.len() - free,
-                params_path.display()
-            )));
-        }
-        let mut items = Vec::with_capacity(bound.len());
-        let mut labels = Vec::with_capacity(bound.len());
-        for slot in bound {
-            let (input, text) = match slot {
-                Some(name) => (tensor(&name), label(&name)),
-                None => explicit.next().ok_or_else(|| invalid("too few --input arrays"))?,
-            };
-            items.push(input);
-            labels.push(text);
-        }
-        return Ok(Inputs { files, items, labels });
-    }
-    let mut items = Vec::with_capacity(names.len() + explicit.len());
-    let mut labels = Vec::with_capacity(names.len() + explicit.len());
+    let mut shapes: Vec<(ElementType, Vec<i64>)> = Vec::with_capacity(names.len());
     for name in &names {
-        items.push(tensor(name));
-        labels.push(label(name));
+        shapes.push(if is_npz {
+            match files.npz_array(params_path, name)? {
+                NpzArray::Mapped(m) => (pjrt_formats::element_type_of(m.dtype()), m.dims().to_vec()),
+                NpzArray::Loaded(a) => (pjrt_formats::element_type_of(a.dtype), a.dims.clone()),
+                _ => {
+                    return Err(invalid(format!(
+                        "{}:{name}: an .npz array of a kind this command does not know",
+                        params_path.display()
+                    )))
+                }
+            }
+        } else {
+            let view = files.tensor(params_path, name)?;
+            (view.dtype(), view.dims().to_vec())
+        });
     }
-    for (input, text) in explicit {
+    let tensors: Vec<NamedTensor<'_>> = names
+        .iter()
+        .zip(&shapes)
+        .map(|(name, (element_type, dims))| NamedTensor { name, element_type: *element_type, dims })
+        .collect();
+    // Parameters not known (a program whose signature cannot be read): as many as are given,
+    // of any type (one tensor binds; several are refused as ambiguous).
+    let unknown;
+    let arguments = match arguments {
+        Some(arguments) => arguments,
+        None => {
+            unknown = vec![Argument::unnamed(); tensors.len() + explicit.len()];
+            &unknown[..]
+        }
+    };
+    let binding =
+        binding::bind(arguments, &tensors).map_err(|e| invalid(format!("--params {}: {e}", params_path.display())))?;
+    if let Some(note) = binding.note() {
+        ui::log_line(&format!("note: --params {}: {note}", params_path.display()));
+    }
+    let free = binding.caller_arguments();
+    if explicit.len() != free.len() {
+        let mut left: Vec<String> = free
+            .iter()
+            .take(8)
+            .map(|&i| match &arguments[i].name {
+                Some(name) => format!("{i}: {name}"),
+                None => i.to_string(),
+            })
+            .collect();
+        if free.len() > 8 {
+            left.push("...".to_owned());
+        }
+        let how = match binding.by() {
+            BoundBy::Name => "by name",
+            _ => "by dtype and shape",
+        };
+        let which = if left.is_empty() { String::new() } else { format!(" (arguments {})", left.join(", ")) };
+        return Err(invalid(format!(
+            "the program takes {} parameters; {} are bound {how} to tensors of {}, so {} must come from \
+             --input{which}, but {} were given",
+            arguments.len(),
+            arguments.len() - free.len(),
+            params_path.display(),
+            free.len(),
+            explicit.len()
+        )));
+    }
+    let mut explicit = explicit.into_iter();
+    let mut items = Vec::with_capacity(arguments.len());
+    let mut labels = Vec::with_capacity(arguments.len());
+    for tensor in binding.tensors() {
+        let (input, text) = match tensor {
+            Some(t) => {
+                let name = names[*t].clone();
+                let label = format!("{}:{name}", params_path.display());
+                let input = match is_npz {
+                    true => Input::NpzMember { file: params_path.to_path_buf(), name },
+                    false => Input::Tensor { file: params_path.to_path_buf(), name },
+                };
+                (input, label)
+            }
+            None => explicit.next().ok_or_else(|| invalid("too few --input arrays"))?,
+        };
         items.push(input);
         labels.push(text);
     }
     Ok(Inputs { files, items, labels })
-}
-
-/// Which tensor feeds each parameter, when the program's parameter names match tensor names
-/// (`None` when they decide nothing: no names, or no name matches). Every tensor of the file
-/// must then feed exactly one parameter.
-fn bind_by_name(
-    program: Option<&Program>,
-    tensors: &[String],
-    path: &Path,
-) -> Result<Option<Vec<Option<String>>>, Error> {
-    let Some(names) = program.and_then(parameter_names) else { return Ok(None) };
-    let tensors: Vec<&str> = tensors.iter().map(String::as_str).collect();
-    let bound: Vec<Option<String>> = names
-        .iter()
-        .map(|name| {
-            let name = name.as_deref()?;
-            name_candidates(name).into_iter().find(|c| tensors.contains(&c.as_str()))
-        })
-        .collect();
-    if bound.iter().all(Option::is_none) {
-        return Ok(None);
-    }
-    for (i, tensor) in bound.iter().enumerate().filter_map(|(i, t)| Some((i, t.as_deref()?))) {
-        if let Some(j) = bound.iter().skip(i + 1).position(|t| t.as_deref() == Some(tensor)) {
-            return Err(invalid(format!(
-                "tensor '{tensor}' matches the names of parameters {i} and {} of the program",
-                i + 1 + j
-            )));
-        }
-    }
-    let unused: Vec<&str> =
-        tensors.iter().copied().filter(|t| !bound.iter().any(|b| b.as_deref() == Some(*t))).collect();
-    if !unused.is_empty() {
-        let described: Vec<String> =
-            names.iter().enumerate().map(|(i, n)| format!("{i}: {}", n.as_deref().unwrap_or("(unnamed)"))).collect();
-        return Err(invalid(format!(
-            "--params {}: tensors {} match no parameter name of the program (parameters: {})",
-            path.display(),
-            unused.iter().map(|t| format!("'{t}'")).collect::<Vec<_>>().join(", "),
-            described.join(", ")
-        )));
-    }
-    Ok(Some(bound))
 }
 
 #[cfg(test)]
@@ -645,50 +536,5 @@ mod tests {
             InputSource::NpzMember { file: "dir/w.npz".into(), name: "layer:w".into() }
         );
         assert!(InputSource::parse(Path::new("w.npz")).is_err());
-    }
-
-    #[test]
-    fn parameter_names_from_mlir() {
-        let program = Program::mlir_text(
-            r#"module @m {
-  func.func public @main(%arg0: tensor<2xf32> {jax.arg_info = "params['w1']", mhlo.sharding = "{replicated}"},
-      %arg1: tensor<f32> {jax.arg_info = "x\"q"}, %arg2: tensor<2x!stablehlo.token>, %bias: tensor<3xf32>,
-      %arg4: tensor<i32> {mhlo.layout_mode = "default"}) -> (tensor<2xf32> {jax.result_info = "r"}) {
-    return %arg0 : tensor<2xf32>
-  }
-}"#,
-        )
-        .unwrap();
-        assert_eq!(
-            parameter_names(&program).unwrap(),
-            [Some("params['w1']".into()), Some("x\"q".into()), None, Some("bias".into()), None]
-        );
-        // JAX with debug info (jax.export): names as argument locations, inline or aliased.
-        let located = Program::mlir_text(
-            r#"module @jit_f {
-  func.func public @main(%arg0: tensor<4xf32> loc("params['b']"), %arg1: tensor<3xf32> loc(#loc2), %arg2: tensor<f32> loc(#loc3), %arg3: tensor<f32> loc("f.py":3:1)) -> (tensor<4xf32>) {
-    return %arg0 : tensor<4xf32> loc(#loc4)
-  } loc(#loc)
-} loc(#loc)
-#loc = loc(unknown)
-#loc2 = loc("x")
-#loc3 = loc("f.py":1:2)
-"#,
-        )
-        .unwrap();
-        assert_eq!(parameter_names(&located).unwrap(), [Some("params['b']".into()), Some("x".into()), None, None]);
-        let plain = Program::mlir_text("func.func @main() -> () {\n  return\n}").unwrap();
-        assert_eq!(parameter_names(&plain).unwrap(), Vec::<Option<String>>::new());
-    }
-
-    #[test]
-    fn jax_paths_become_tensor_names() {
-        let c = name_candidates("params['layer1']['w']");
-        for want in ["params['layer1']['w']", "layer1.w", "params.layer1.w", "layer1/w", "params/layer1/w"] {
-            assert!(c.contains(&want.to_string()), "{want}: {c:?}");
-        }
-        assert!(name_candidates("params['w1']").contains(&"w1".to_string()));
-        assert!(name_candidates("layers[0].w").contains(&"0.w".to_string()));
-        assert_eq!(name_candidates("x"), ["x"]);
     }
 }

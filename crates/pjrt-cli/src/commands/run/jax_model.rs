@@ -135,7 +135,8 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
             "--replicas does not apply to a jax.export model: it runs on the {devices} devices it was exported for"
         )));
     }
-    let (inputs, labels) = gather_inputs(None, args.params.as_deref(), &args.input)?.into_host_arrays()?;
+    let (inputs, labels) =
+        gather_inputs(Some(&model.arguments()), args.params.as_deref(), &args.input)?.into_host_arrays()?;
     let plugin = resolve_plugin(&args.plugin)?;
     let client = cpu_aware_client(&plugin, devices)?; // devices > 1 here
     super::register_ffi_libraries(&args.ffi_library, &client)?;

@@ -39,6 +39,21 @@ pub(crate) fn register_ffi_libraries(paths: &[std::path::PathBuf], client: &pjrt
     Ok(())
 }
 
+/// Compiles `program` (or loads it from the cache, or an artifact), naming the file and the
+/// JAX that wrote a model on failure.
+fn compile(
+    client: &pjrt_client::Client,
+    program: &ProgramSource,
+    options: &pjrt_client::CompileOptions,
+    args: &RunArgs,
+    model: Option<&pjrt_formats::jax_export::JaxExport>,
+) -> Result<compiling::Compiled, Error> {
+    compiling::compile_or_load(client, program, options, !args.no_cache).map_err(|e| {
+        jax_model::explain_version_error(&e, model);
+        compiling::name_program_file(e, &args.program)
+    })
+}
+
 /// `pjrt run`: runs the program `args` names on its inputs and writes its outputs.
 pub fn exec(args: &RunArgs) -> Result<(), Error> {
     let started = Instant::now();
@@ -70,7 +85,33 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
     let device_count = replicas
         .checked_mul(partitions)
         .ok_or_else(|| invalid(format!("{replicas} replicas × {partitions} partitions is too many")))?;
-    let mut inputs = gather_inputs(program.program(), args.params.as_deref(), &args.input)?;
+    // What --params binds to: the model's or program's arguments. An artifact's (or HLO's)
+    // parameters are known once it is loaded, so its inputs are read after the load; others'
+    // before the plugin is loaded or a job joined, so that a bad input fails first.
+    let arguments = inputs::program_arguments(&program, jax_model.as_ref());
+    let is_text = program.program().is_some_and(|p| p.text().is_some());
+    let after_load = arguments.is_none() && args.params.is_some() && !is_text;
+    let early = match after_load {
+        false => Some(gather_inputs(arguments.as_deref(), args.params.as_deref(), &args.input)?),
+        true => None,
+    };
+    let plugin = resolve_plugin(&args.plugin)?;
+    let job = multi_process::connect(&args.multi_process)?;
+    let client = match &job {
+        Some(job) => multi_process::client(&plugin, device_count as i64, job)?,
+        None => cpu_aware_client(&plugin, device_count as i64)?,
+    };
+    register_ffi_libraries(&args.ffi_library, &client)?;
+    let options =
+        compiling::build_options(client.platform_name(), replicas, partitions, counts.uses_shardy, &args.xla)?;
+    let (mut inputs, loaded) = match early {
+        Some(inputs) => (inputs, None),
+        None => {
+            let compiled = compile(&client, &program, &options, args, jax_model.as_ref())?;
+            let arguments = inputs::executable_arguments(&compiled.executable, partitions > 1);
+            (gather_inputs(arguments.as_deref(), args.params.as_deref(), &args.input)?, Some(compiled))
+        }
+    };
     // Sharding works on host arrays. Otherwise every device takes each whole input, and
     // safetensors tensors upload straight from the files' bytes (jax.export models' too).
     let mut host_inputs = None;
@@ -90,13 +131,6 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
         host_inputs = Some(arrays);
         inputs = Inputs::host(Vec::new(), labels);
     }
-    let plugin = resolve_plugin(&args.plugin)?;
-    let job = multi_process::connect(&args.multi_process)?;
-    let client = match &job {
-        Some(job) => multi_process::client(&plugin, device_count as i64, job)?,
-        None => cpu_aware_client(&plugin, device_count as i64)?,
-    };
-    register_ffi_libraries(&args.ffi_library, &client)?;
     // A jax.export model's arguments, each of its parameter's type (--shard-inputs is refused);
     // other host inputs are split below, once the parameters' types are known. A
     // shape-polymorphic model's program is refined for the inputs' shapes here.
@@ -153,15 +187,13 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
         None => {}
     }
     let input_count = host_inputs.as_ref().map_or(inputs.len(), Vec::len);
-    let options =
-        compiling::build_options(client.platform_name(), replicas, partitions, counts.uses_shardy, &args.xla)?;
     if matches!(program, ProgramSource::Artifact(_)) && !args.xla.xla_options.is_empty() {
         ui::log_line("note: --xla-option has no effect on an artifact: it was compiled by `pjrt compile`");
     }
-    let compiled = compiling::compile_or_load(&client, &program, &options, !args.no_cache).map_err(|e| {
-        jax_model::explain_version_error(&e, jax_model.as_ref());
-        compiling::name_program_file(e, &args.program)
-    })?;
+    let compiled = match loaded {
+        Some(compiled) => compiled,
+        None => compile(&client, &program, &options, args, jax_model.as_ref())?,
+    };
     let (exe, compile_ms, load_ms) = (compiled.executable, compiled.compile_ms, compiled.load_ms);
     // Every output must be writable before anything is uploaded or run: a failure after the
     // work would leave some outputs written and the others lost.
