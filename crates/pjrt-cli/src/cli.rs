@@ -127,6 +127,14 @@ pub struct ServeArgs {
     /// else $PJRT_SERVE_TOKEN when set.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
+    /// With a token: leave the health routes (HTTP /v2/health/live and /ready, gRPC ServerLive
+    /// and ServerReady) and /metrics open, for Kubernetes probes and Prometheus scrapers.
+    #[arg(long)]
+    pub open_health_and_metrics: bool,
+    /// Whether clients may load and unload the repository's models: `none` (the default, as
+    /// Triton's) or `explicit` (the repository extension's load and unload calls).
+    #[arg(long, value_name = "MODE", default_value = "none", value_parser = ["none", "explicit"])]
+    pub model_control: String,
     /// Compile without the compile cache ($PJRT_CACHE_DIR, else ~/.cache/pjrt-client/compile).
     #[arg(long)]
     pub no_cache: bool,

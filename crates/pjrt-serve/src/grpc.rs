@@ -346,6 +346,7 @@ fn status(e: &ServeError) -> Status {
         ServeError::NotFound(_) => Status::not_found(message),
         ServeError::Unavailable(_) => Status::unavailable(message),
         ServeError::Unauthorized => Status::unauthenticated(message),
+        ServeError::Forbidden(_) => Status::permission_denied(message),
         ServeError::Load { .. } | ServeError::Internal(_) => Status::internal(message),
     }
 }
@@ -399,7 +400,12 @@ impl tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> f
 
     fn call(&mut self, request: tonic::codegen::http::Request<tonic::body::Body>) -> BoxFuture {
         let shared = self.shared.clone();
-        if !crate::http::authorized(&shared, request.headers().get("authorization")) {
+        let open = shared.options.open_health_and_metrics
+            && matches!(
+                request.uri().path(),
+                "/inference.GRPCInferenceService/ServerLive" | "/inference.GRPCInferenceService/ServerReady"
+            );
+        if !open && !crate::http::authorized(&shared, request.headers().get("authorization")) {
             let status = status(&ServeError::Unauthorized);
             return Box::pin(async move { Ok(status.into_http()) });
         }
@@ -640,6 +646,7 @@ async fn repository_load(
     request: Request<RepositoryModelRequest>,
 ) -> Result<Response<RepositoryModelLoadResponse>, Status> {
     let r = request.into_inner();
+    crate::http::check_model_control(&shared).map_err(|e| status(&e))?;
     refuse_parameters(&r.parameters, "the load request").map_err(|e| status(&e))?;
     crate::http::load_from_repository(shared, r.model_name).await.map_err(|e| status(&e))?;
     Ok(Response::new(RepositoryModelLoadResponse {}))
@@ -650,12 +657,10 @@ async fn repository_unload(
     request: Request<RepositoryModelRequest>,
 ) -> Result<Response<RepositoryModelUnloadResponse>, Status> {
     let r = request.into_inner();
+    crate::http::check_model_control(&shared).map_err(|e| status(&e))?;
     refuse_parameters(&r.parameters, "the unload request").map_err(|e| status(&e))?;
-    if (crate::Server { shared }).unload(&r.model_name) {
-        Ok(Response::new(RepositoryModelUnloadResponse {}))
-    } else {
-        Err(status(&ServeError::NotFound(format!("no model {:?} is loaded", r.model_name))))
-    }
+    crate::http::unload(shared, &r.model_name).map_err(|e| status(&e))?;
+    Ok(Response::new(RepositoryModelUnloadResponse {}))
 }
 
 #[cfg(test)]

@@ -74,8 +74,15 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
 }
 
 /// Refuses, before anything is read of their bodies, requests without the bearer token (when
-/// the server has one) and requests that declare a body over the limit.
+/// the server has one; the health routes and `/metrics` may be left open) and requests that
+/// declare a body over the limit.
 async fn guard(State(shared): AppState, request: Request, next: Next) -> Response {
+    let open = shared.options.open_health_and_metrics
+        && request.method() == axum::http::Method::GET
+        && matches!(request.uri().path(), "/v2/health/live" | "/v2/health/ready" | "/metrics");
+    if !open && !authorized(&shared, request.headers().get(header::AUTHORIZATION)) {
+        return error_response(&ServeError::Unauthorized);
+    }
     let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > shared.options.max_body_bytes as u64) {
         let message = format!(
@@ -85,20 +92,19 @@ async fn guard(State(shared): AppState, request: Request, next: Next) -> Respons
         );
         return respond(413, "application/json", error_body(&message));
     }
-    if !authorized(&shared, request.headers().get(header::AUTHORIZATION)) {
-        return error_response(&ServeError::Unauthorized);
-    }
     next.run(request).await
 }
 
 /// Whether a request with this `Authorization` header may pass: any, when the server has no
-/// token; else `Bearer TOKEN` with the server's token (HTTP and gRPC alike).
+/// token; else `Bearer TOKEN` with the server's token, the scheme in any case (RFC 9110's
+/// auth-scheme is case-insensitive), HTTP and gRPC alike.
 pub(crate) fn authorized(shared: &Shared, authorization: Option<&HeaderValue>) -> bool {
     let Some(token) = &shared.options.token else { return true };
     authorization
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes()))
+        .and_then(|v| v.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .is_some_and(|(_, t)| constant_time_eq(t.trim_start_matches(' ').as_bytes(), token.as_bytes()))
 }
 
 /// Compares without returning early on the first differing byte (the time says nothing of
@@ -218,35 +224,76 @@ async fn repository_load(State(shared): AppState, Path(name): Path<String>) -> R
     }
 }
 
+/// The load and unload calls need model control.
+pub(crate) fn check_model_control(shared: &Shared) -> Result<(), ServeError> {
+    if shared.options.model_control {
+        return Ok(());
+    }
+    Err(ServeError::Forbidden(
+        "model control is off: start the server with --model-control explicit to load and unload models".into(),
+    ))
+}
+
+/// Whether `folder` looks like a model's: a folder with a `config.json` or a `.jaxexport` file.
+fn is_model_folder(folder: &std::path::Path) -> bool {
+    folder.join("config.json").is_file()
+        || std::fs::read_dir(folder).is_ok_and(|entries| {
+            entries.flatten().any(|e| e.path().extension().is_some_and(|x| x == "jaxexport"))
+        })
+}
+
 /// Loads (or reloads) model folder `name` of the server's repository, off the async runtime.
+/// What the client is told has no server paths, and a name that is not a model folder (none
+/// there, a file, a folder of something else) is answered alike: the log has the whole error.
 pub(crate) async fn load_from_repository(shared: Arc<Shared>, name: String) -> Result<(), ServeError> {
+    check_model_control(&shared)?;
     let Some(root) = shared.options.repository.clone() else {
         return Err(ServeError::BadRequest(
             "the server has no model repository to load from (start it with one)".into(),
         ));
     };
-    if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
+    if name.is_empty() || name.contains(['/', '\\', '\0']) || name.starts_with('.') {
         return Err(ServeError::BadRequest(format!("{name:?} is not a model folder's name")));
     }
-    let server = crate::Server { shared };
+    let server = crate::Server { shared: shared.clone() };
+    let loading = name.clone();
     let loaded = tokio::task::spawn_blocking(move || {
-        let config = crate::ModelConfig::from_folder(&root.join(&name))?;
-        server.load(config)
+        let folder = root.join(&loading);
+        if !is_model_folder(&folder) {
+            return Ok(Err(format!("{} is not a model folder (no config.json or .jaxexport file)", folder.display())));
+        }
+        let config = crate::ModelConfig::from_folder(&folder)?;
+        server.load(config).map(Ok)
     })
     .await;
     match loaded {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(ServeError::BadRequest(e.to_string())),
+        Ok(Ok(Ok(()))) => Ok(()),
+        Ok(Ok(Err(why))) => {
+            shared.options.log(&format!("load {name:?}: {why}"));
+            Err(ServeError::NotFound(format!("no model {name:?} in the repository")))
+        }
+        Ok(Err(e)) => {
+            shared.options.log(&format!("load {name:?}: {e}"));
+            Err(ServeError::BadRequest(crate::error::without_paths(&e.to_string())))
+        }
         Err(e) => Err(ServeError::Internal(format!("the load task failed: {e}"))),
     }
 }
 
 async fn repository_unload(State(shared): AppState, Path(name): Path<String>) -> Response {
-    let server = crate::Server { shared };
-    if server.unload(&name) {
-        respond(200, "application/json", b"{}".to_vec())
+    match unload(shared, &name) {
+        Ok(()) => respond(200, "application/json", b"{}".to_vec()),
+        Err(e) => error_response(&e),
+    }
+}
+
+/// Stops serving model `name`, with model control.
+pub(crate) fn unload(shared: Arc<Shared>, name: &str) -> Result<(), ServeError> {
+    check_model_control(&shared)?;
+    if (crate::Server { shared }).unload(name) {
+        Ok(())
     } else {
-        error_response(&ServeError::NotFound(format!("no model {name:?} is loaded")))
+        Err(ServeError::NotFound(format!("no model {name:?} is loaded")))
     }
 }
 

@@ -95,10 +95,23 @@ pub struct ServerOptions {
     pub max_queue: usize,
     /// How long a request may wait for the device before it is answered 503.
     pub queue_timeout: Duration,
-    /// A bearer token every request must carry (`Authorization: Bearer TOKEN`), if set.
+    /// A bearer token every request must carry (`Authorization: Bearer TOKEN`, the scheme in
+    /// any case), if set.
     pub token: Option<String>,
+    /// With a token: the health routes (`/v2/health/live`, `/v2/health/ready`, gRPC
+    /// `ServerLive` and `ServerReady`) and `/metrics` answer without it, for Kubernetes probes
+    /// and Prometheus scrapers. Off by default.
+    pub open_health_and_metrics: bool,
     /// The repository folder `/v2/repository/models/NAME/load` reads models from, if any.
     pub repository: Option<PathBuf>,
+    /// Whether clients may load and unload models (Triton's `--model-control-mode explicit`).
+    /// Off by default, as in Triton: the load and unload calls answer 403 (gRPC
+    /// `PERMISSION_DENIED`); the repository index is always served.
+    pub model_control: bool,
+    /// Where the server writes what it does not tell clients: the whole error of a model that
+    /// did not load (with its paths), which clients get without paths. `None`: nowhere but
+    /// `tracing` (a `WARN` event).
+    pub log: Option<fn(&str)>,
     /// The compile cache executables are loaded from and kept in, if any.
     pub compile_cache: Option<PathBuf>,
     /// How many executions may run at once, over all devices (default: the host's cores; PJRT
@@ -119,7 +132,10 @@ impl Default for ServerOptions {
             max_queue: 64,
             queue_timeout: Duration::from_secs(30),
             token: None,
+            open_health_and_metrics: false,
             repository: None,
+            model_control: false,
+            log: None,
             compile_cache: None,
             concurrent_executions: std::thread::available_parallelism().map_or(1, |n| n.get()),
             replicas: 1,
@@ -158,6 +174,25 @@ impl ServerOptions {
     pub fn with_repository(mut self, repository: impl Into<PathBuf>) -> ServerOptions {
         self.repository = Some(repository.into());
         self
+    }
+
+    /// With model control on: clients may load and unload the repository's models.
+    ///
+    /// ```
+    /// assert!(!pjrt_serve::ServerOptions::default().model_control);
+    /// assert!(pjrt_serve::ServerOptions::default().with_model_control(true).model_control);
+    /// ```
+    pub fn with_model_control(mut self, on: bool) -> ServerOptions {
+        self.model_control = on;
+        self
+    }
+
+    /// Writes `line` to the server's log ([`ServerOptions::log`], and a `tracing` event).
+    pub(crate) fn log(&self, line: &str) {
+        tracing::warn!("{line}");
+        if let Some(log) = self.log {
+            log(line);
+        }
     }
 }
 
@@ -228,7 +263,7 @@ impl Server {
                 Ok(())
             }
             Err(e) => {
-                self.shared.failed.lock().unwrap_or_else(|e| e.into_inner()).insert(name, e.to_string());
+                self.record_failure(name, &e);
                 Err(e)
             }
         }
@@ -245,8 +280,7 @@ impl Server {
                 // are not models at all.)
                 Err(e) => {
                     if let ServeError::Load { model, .. } = &e {
-                        let mut failed = self.shared.failed.lock().unwrap_or_else(|p| p.into_inner());
-                        failed.insert(model.clone(), e.to_string());
+                        self.record_failure(model.clone(), &e);
                     }
                     Err(e)
                 }
@@ -254,6 +288,13 @@ impl Server {
             errors.extend(loaded.err());
         }
         Ok(errors)
+    }
+
+    /// Keeps why model `name` did not load, for the repository index: without the server's
+    /// paths (the caller has the whole error).
+    fn record_failure(&self, name: String, e: &ServeError) {
+        let reason = error::without_paths(&e.to_string());
+        self.shared.failed.lock().unwrap_or_else(|e| e.into_inner()).insert(name, reason);
     }
 
     /// Stops serving a model (requests in flight finish); false if there was none.

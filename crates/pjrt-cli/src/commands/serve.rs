@@ -57,6 +57,9 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
     }
     let scheme = if options.tls.is_some() { ("https", "grpcs") } else { ("http", "grpc") };
     options.token = token;
+    options.open_health_and_metrics = args.open_health_and_metrics;
+    options.model_control = args.model_control == "explicit";
+    options.log = Some(|line| crate::ui::log_line(line));
     if let Some(repository) = &args.repository {
         options = options.with_repository(repository);
     }
