@@ -116,6 +116,17 @@ pub struct ServeArgs {
     /// How long a request may wait for the device, in milliseconds (503 after).
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub queue_timeout_ms: u64,
+    /// Connections held at once over the HTTP and gRPC ports (more wait until one closes).
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's head (or its HTTP/2 preface), in
+    /// milliseconds; an idle HTTP/1 connection is closed after as long.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+    /// How long a request body may take to arrive whole, and an answer may wait for the client
+    /// to read it, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    pub body_timeout_ms: u64,
     /// Serve HTTPS (and gRPC over TLS) with this PEM certificate chain (leaf first); needs
     /// --tls-key.
     #[arg(long, value_name = "CERT.pem", requires = "tls_key")]

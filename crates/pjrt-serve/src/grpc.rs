@@ -389,7 +389,11 @@ impl tonic::server::NamedService for GrpcService {
 type HttpResponse = tonic::codegen::http::Response<tonic::body::Body>;
 type BoxFuture = Pin<Box<dyn Future<Output = Result<HttpResponse, Infallible>> + Send>>;
 
-impl tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> for GrpcService {
+impl<B> tonic::codegen::Service<http::Request<B>> for GrpcService
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     type Response = HttpResponse;
     type Error = Infallible;
     type Future = BoxFuture;
@@ -398,7 +402,8 @@ impl tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> f
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: tonic::codegen::http::Request<tonic::body::Body>) -> BoxFuture {
+    fn call(&mut self, request: http::Request<B>) -> BoxFuture {
+        let request = request.map(tonic::body::Body::new);
         let shared = self.shared.clone();
         let open = shared.options.open_health_and_metrics
             && matches!(

@@ -81,7 +81,7 @@ async fn guard(State(shared): AppState, request: Request, next: Next) -> Respons
         && request.method() == axum::http::Method::GET
         && matches!(request.uri().path(), "/v2/health/live" | "/v2/health/ready" | "/metrics");
     if !open && !authorized(&shared, request.headers().get(header::AUTHORIZATION)) {
-        return error_response(&ServeError::Unauthorized);
+        return unread(request.headers(), error_response(&ServeError::Unauthorized));
     }
     let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > shared.options.max_body_bytes as u64) {
@@ -90,9 +90,21 @@ async fn guard(State(shared): AppState, request: Request, next: Next) -> Respons
             declared.unwrap_or(0),
             shared.options.max_body_bytes
         );
-        return respond(413, "application/json", error_body(&message));
+        return unread(request.headers(), respond(413, "application/json", error_body(&message)));
     }
     next.run(request).await
+}
+
+/// An answer given without reading the request's body: the connection closes after it (the
+/// rest of the body is not read), and says so, so that an HTTP/1.1 client does not send its
+/// next request on it. (HTTP/2 has no such header: its stream is reset.)
+pub(crate) fn unread(request: &HeaderMap, mut response: Response) -> Response {
+    let empty = request.get(header::CONTENT_LENGTH).is_some_and(|v| v.as_bytes() == b"0")
+        || (request.get(header::CONTENT_LENGTH).is_none() && request.get(header::TRANSFER_ENCODING).is_none());
+    if !empty {
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 /// Whether a request with this `Authorization` header may pass: any, when the server has no

@@ -56,6 +56,7 @@ mod dispatch;
 mod error;
 pub mod grpc;
 mod http;
+mod listen;
 pub mod metrics;
 mod model;
 pub mod protocol;
@@ -120,6 +121,17 @@ pub struct ServerOptions {
     /// How many devices serve each model (the client's first ones), fed from one queue per
     /// model; the client needs that many (`cpu_device_count` on a CPU plugin).
     pub replicas: usize,
+    /// How many connections the HTTP and gRPC ports hold at once, together; more wait in the
+    /// listen backlog until one closes.
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's head (HTTP/1) or its preface
+    /// (HTTP/2) before it is closed; an idle HTTP/1 keep-alive connection is closed after as
+    /// long.
+    pub header_timeout: Duration,
+    /// How long a request's body may take to arrive whole (408, gRPC `DEADLINE_EXCEEDED`
+    /// after), and how long an answer may wait for the client to read it before the connection
+    /// is closed.
+    pub body_timeout: Duration,
     /// Serve HTTPS and gRPC over TLS with this certificate (feature `tls`).
     #[cfg(feature = "tls")]
     pub tls: Option<TlsConfig>,
@@ -139,6 +151,9 @@ impl Default for ServerOptions {
             compile_cache: None,
             concurrent_executions: std::thread::available_parallelism().map_or(1, |n| n.get()),
             replicas: 1,
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(60),
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -215,6 +230,8 @@ pub(crate) struct Shared {
     /// [`ServerOptions::replicas`]).
     pub devices: Arc<devices::DevicePool>,
     pub metrics: metrics::Metrics,
+    /// Places for connections ([`ServerOptions::max_connections`]), shared by both ports.
+    pub connections: Arc<Semaphore>,
 }
 
 /// A model server: a client, its models, its limits. Cheap to clone (shared state).
@@ -227,9 +244,11 @@ impl Server {
     /// A server of no models yet on `client`.
     pub fn new(client: Client, options: ServerOptions) -> Server {
         let devices = devices::DevicePool::new(options.replicas, options.concurrent_executions);
+        let connections = Arc::new(Semaphore::new(options.max_connections.clamp(1, Semaphore::MAX_PERMITS)));
         Server {
             shared: Arc::new(Shared {
                 client,
+                connections,
                 options,
                 models: RwLock::new(BTreeMap::new()),
                 failed: Mutex::new(BTreeMap::new()),
@@ -320,11 +339,20 @@ impl Server {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &self.shared.options.tls {
-            return tls::serve_https(self.router(), listener, tls, shutdown).await;
+        listen::serve(listener, self.router(), self.port(false), shutdown).await
+    }
+
+    /// How a port of this server serves.
+    fn port(&self, http2_only: bool) -> listen::Port {
+        let options = &self.shared.options;
+        listen::Port {
+            connections: self.shared.connections.clone(),
+            header_timeout: options.header_timeout,
+            body_timeout: options.body_timeout,
+            http2_only,
+            #[cfg(feature = "tls")]
+            tls: options.tls.as_ref().map(TlsConfig::server_config),
         }
-        axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await
     }
 }
 
@@ -337,14 +365,7 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         let service = grpc::GrpcService { shared: self.shared.clone() };
-        #[allow(unused_mut)]
-        let mut builder = tonic::transport::Server::builder();
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &self.shared.options.tls {
-            builder = builder.tls_config(tls.grpc()).map_err(|e| ServeError::Internal(format!("gRPC TLS: {e}")))?;
-        }
-        builder
-            .serve_with_incoming_shutdown(service, tonic::transport::server::TcpIncoming::from(listener), shutdown)
+        listen::serve(listener, service, self.port(true), shutdown)
             .await
             .map_err(|e| ServeError::Internal(format!("the gRPC server failed: {e}")))
     }

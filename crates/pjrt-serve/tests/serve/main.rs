@@ -3,6 +3,7 @@
 //! the queue bound, the token, the repository extension and the metrics.
 
 mod batching;
+mod grpc_client;
 mod harness;
 mod hostile;
 mod replicas;
@@ -384,4 +385,26 @@ fn model_specs_parse() {
     assert_eq!((config.name.as_str(), config.params), ("tfm", None));
     assert!("=x".parse::<ModelConfig>().is_err());
     assert!("name".parse::<ModelConfig>().is_err());
+}
+
+/// Over gRPC alike: the bearer scheme in any case, health open with the flag, model control
+/// off by default.
+#[test]
+fn grpc_checks_the_token_probes_and_model_control_as_http_does() {
+    use pjrt_serve::grpc::messages::{RepositoryModelRequest, ServerLiveRequest, ServerMetadataRequest};
+    let mut options = ServerOptions::default().with_token("s3cret");
+    options.open_health_and_metrics = true;
+    let server = serve(options);
+    assert_eq!(server.grpc("ServerLive", &ServerLiveRequest {}, &[]).code, 0);
+    // UNAUTHENTICATED without the token, OK with it in any case.
+    assert_eq!(server.grpc("ServerMetadata", &ServerMetadataRequest {}, &[]).code, 16);
+    let lower = [("authorization", "bearer s3cret")];
+    assert_eq!(server.grpc("ServerMetadata", &ServerMetadataRequest {}, &lower).code, 0);
+    let load = RepositoryModelRequest { model_name: "mlp".into(), ..Default::default() };
+    for call in ["RepositoryModelLoad", "RepositoryModelUnload"] {
+        let answer = server.grpc(call, &load, &lower);
+        // PERMISSION_DENIED.
+        assert_eq!(answer.code, 7, "{call}: {answer:?}");
+        assert!(answer.message.contains("--model-control explicit"), "{answer:?}");
+    }
 }
