@@ -99,6 +99,11 @@ pub struct ServeArgs {
     /// The largest request body taken, in MiB (413 beyond).
     #[arg(long, value_name = "MIB", default_value_t = 64)]
     pub max_body_mib: usize,
+    /// The server's budget of request bytes in flight, in MiB: bodies as they arrive and the
+    /// tensors decoded from them, until answered; a request that does not fit is answered 503
+    /// at once (413 if it never could).
+    #[arg(long, value_name = "MIB", default_value_t = 512)]
+    pub max_inflight_mib: usize,
     /// Requests of one model waiting or running at once; one more is answered 503 at once.
     #[arg(long, default_value_t = 64)]
     pub max_queue: usize,

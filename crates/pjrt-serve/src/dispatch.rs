@@ -11,7 +11,7 @@ use crate::batching::Pending;
 
 use crate::error::ServeError;
 use crate::model::ServedModel;
-use crate::protocol::{InferRequest, OutputTensor};
+use crate::protocol::{InferRequest, InputHeader, OutputTensor};
 use crate::Shared;
 
 /// A model found, its queue and its batcher (for a batched model).
@@ -44,6 +44,28 @@ pub(crate) fn find_model(shared: &Shared, name: &str, version: Option<&str>) -> 
         }
     }
     Ok(Found { model: entry.model.clone(), queue: entry.queue.clone(), batcher: entry.batcher.clone() })
+}
+
+/// Checks an input a request declares against the model's, before its data is decoded: the
+/// name, datatype and shape (as [`ServedModel::arrange`] does again with the data).
+pub(crate) fn check_declared(model: &ServedModel, input: &InputHeader<'_>) -> Result<(), ServeError> {
+    let bad = |m: String| ServeError::BadRequest(format!("model {:?}: {m}", model.name()));
+    let Some(spec) = model.inputs().iter().find(|s| s.name == input.name) else {
+        let names: Vec<&str> = model.inputs().iter().map(|s| s.name.as_str()).collect();
+        return Err(bad(format!("it has no input {:?} (its inputs: {})", input.name, names.join(", "))));
+    };
+    if input.datatype != spec.datatype {
+        return Err(bad(format!("input {:?} is {}, but the model takes {}", spec.name, input.datatype, spec.datatype)));
+    }
+    let fits = input.shape.len() == spec.shape.len()
+        && input.shape.iter().zip(&spec.shape).all(|(&d, &want)| want < 0 || d == want);
+    if !fits {
+        return Err(bad(format!(
+            "input {:?} has shape {:?}, but the model takes {:?} (-1: any size)",
+            spec.name, input.shape, spec.shape
+        )));
+    }
+    Ok(())
 }
 
 /// A place in the model's queue, or 503 at once when it is full.

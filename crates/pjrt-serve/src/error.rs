@@ -17,6 +17,12 @@ pub enum ServeError {
     /// A missing or wrong bearer token (HTTP 401).
     #[error("a bearer token is required: send `Authorization: Bearer TOKEN`")]
     Unauthorized,
+    /// A body or tensor larger than the server takes (HTTP 413, gRPC `RESOURCE_EXHAUSTED`).
+    #[error("{0}")]
+    TooLarge(String),
+    /// A request's body did not arrive in time (HTTP 408, gRPC `DEADLINE_EXCEEDED`).
+    #[error("{0}")]
+    TimedOut(String),
     /// A call this server does not allow as it runs, such as loading a model without model
     /// control (HTTP 403, gRPC `PERMISSION_DENIED`).
     #[error("{0}")]
@@ -46,6 +52,8 @@ impl ServeError {
             ServeError::BadRequest(_) => 400,
             ServeError::Unauthorized => 401,
             ServeError::Forbidden(_) => 403,
+            ServeError::TimedOut(_) => 408,
+            ServeError::TooLarge(_) => 413,
             ServeError::NotFound(_) => 404,
             ServeError::Unavailable(_) => 503,
             ServeError::Load { .. } | ServeError::Internal(_) => 500,

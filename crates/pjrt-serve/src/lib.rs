@@ -15,14 +15,18 @@
 //! | `GET /v2/models/NAME[/versions/V]` | a model's inputs and outputs (datatype, shape, `-1` for symbolic dimensions) |
 //! | `GET /v2/models/NAME[/versions/V]/ready` | 200 when the model is loaded |
 //! | `POST /v2/models/NAME[/versions/V]/infer` | run it: JSON tensors, or binary ones after `Inference-Header-Content-Length` bytes of JSON |
-//! | `POST /v2/repository/index`, `/v2/repository/models/NAME/load`, `.../unload` | the repository extension |
+//! | `POST /v2/repository/index`, `/v2/repository/models/NAME/load`, `.../unload` | the repository extension (load and unload with [`ServerOptions::model_control`]) |
 //! | `GET /metrics` | Prometheus metrics |
 //!
 //! Every request is bounded: its body ([`ServerOptions::max_body_bytes`], 413 beyond), its
-//! model's queue ([`ServerOptions::max_queue`], 503 at once when full) and its wait for the
-//! device ([`ServerOptions::queue_timeout`], 503). A wrong name, datatype, shape or byte count
-//! is a 400 whose message names it. A request whose client disconnects while it waits leaves
-//! the queue.
+//! model's queue ([`ServerOptions::max_queue`], 503 at once when full), the server's budget of
+//! request bytes in flight ([`ServerOptions::max_inflight_bytes`]: bodies as they arrive and
+//! input tensors before they are decoded, 503 at once when full), its body's arrival
+//! ([`ServerOptions::body_timeout`]) and its wait for the device
+//! ([`ServerOptions::queue_timeout`], 503); the model, the queue and the budget are checked
+//! before the body is read. Connections are bounded too ([`ServerOptions::max_connections`],
+//! [`ServerOptions::header_timeout`]). A wrong name, datatype, shape or byte count is a 400
+//! whose message names it. A request whose client disconnects while it waits leaves the queue.
 //!
 //! ```
 //! use pjrt_serve::{ModelConfig, Server, ServerOptions};
@@ -49,6 +53,7 @@
 //! ```
 
 mod batching;
+mod budget;
 pub mod config;
 mod datatype;
 mod devices;
@@ -121,6 +126,10 @@ pub struct ServerOptions {
     /// How many devices serve each model (the client's first ones), fed from one queue per
     /// model; the client needs that many (`cpu_device_count` on a CPU plugin).
     pub replicas: usize,
+    /// The server's budget of request bytes in flight: bodies as they arrive and the input
+    /// tensors decoded from them, until their answers are sent. A request that does not fit
+    /// while others hold the budget is answered 503 at once (413 if it could never fit).
+    pub max_inflight_bytes: usize,
     /// How many connections the HTTP and gRPC ports hold at once, together; more wait in the
     /// listen backlog until one closes.
     pub max_connections: usize,
@@ -151,6 +160,7 @@ impl Default for ServerOptions {
             compile_cache: None,
             concurrent_executions: std::thread::available_parallelism().map_or(1, |n| n.get()),
             replicas: 1,
+            max_inflight_bytes: 512 << 20,
             max_connections: 512,
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(60),
@@ -176,6 +186,17 @@ impl ServerOptions {
     /// With a body size bound.
     pub fn with_max_body_bytes(mut self, max_body_bytes: usize) -> ServerOptions {
         self.max_body_bytes = max_body_bytes;
+        self
+    }
+
+    /// With a budget of request bytes in flight.
+    ///
+    /// ```
+    /// let options = pjrt_serve::ServerOptions::default().with_max_inflight_bytes(64 << 20);
+    /// assert_eq!(options.max_inflight_bytes, 64 << 20);
+    /// ```
+    pub fn with_max_inflight_bytes(mut self, bytes: usize) -> ServerOptions {
+        self.max_inflight_bytes = bytes;
         self
     }
 
@@ -232,6 +253,8 @@ pub(crate) struct Shared {
     pub metrics: metrics::Metrics,
     /// Places for connections ([`ServerOptions::max_connections`]), shared by both ports.
     pub connections: Arc<Semaphore>,
+    /// The bytes of requests in flight ([`ServerOptions::max_inflight_bytes`]).
+    pub budget: budget::Budget,
 }
 
 /// A model server: a client, its models, its limits. Cheap to clone (shared state).
@@ -249,6 +272,7 @@ impl Server {
             shared: Arc::new(Shared {
                 client,
                 connections,
+                budget: budget::Budget::new(options.max_inflight_bytes),
                 options,
                 models: RwLock::new(BTreeMap::new()),
                 failed: Mutex::new(BTreeMap::new()),

@@ -64,11 +64,7 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(port.header_timeout)
-        .max_buf_size(HTTP1_BUFFER);
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(port.header_timeout).max_buf_size(HTTP1_BUFFER);
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -103,7 +99,8 @@ where
         };
         let _ = tcp.set_nodelay(true);
         let seen = Arc::new(AtomicBool::new(false));
-        let service = hyper_util::service::TowerToHyperService::new(FirstRequest { inner: service.clone(), seen: seen.clone() });
+        let service =
+            hyper_util::service::TowerToHyperService::new(FirstRequest { inner: service.clone(), seen: seen.clone() });
         let builder = builder.clone();
         let watcher = graceful.watcher();
         let (header_timeout, body_timeout) = (port.header_timeout, port.body_timeout);

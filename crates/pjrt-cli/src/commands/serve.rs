@@ -47,9 +47,11 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
     let client = Client::new(&plugin, &crate::plugins::client_options(&client_options)?)?;
     let mut options =
         ServerOptions::default().with_max_queue(args.max_queue).with_max_body_bytes(args.max_body_mib << 20);
+    options = options.with_max_inflight_bytes(args.max_inflight_mib.saturating_mul(1 << 20));
     options.queue_timeout = Duration::from_millis(args.queue_timeout_ms);
     options.header_timeout = Duration::from_millis(args.header_timeout_ms.max(1));
     options.body_timeout = Duration::from_millis(args.body_timeout_ms.max(1));
+    return_large_buffers_to_the_os();
     // Every connection is a file descriptor: the soft limit goes up to the hard one, and the
     // connection bound stays under it (with room for the plugin's and the cache's files).
     let open_files = raise_open_files_limit();
@@ -75,7 +77,7 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
     options.token = token;
     options.open_health_and_metrics = args.open_health_and_metrics;
     options.model_control = args.model_control == "explicit";
-    options.log = Some(|line| crate::ui::log_line(line));
+    options.log = Some(crate::ui::log_line);
     if let Some(repository) = &args.repository {
         options = options.with_repository(repository);
     }
@@ -165,6 +167,7 @@ const FILES_BESIDE_CONNECTIONS: u64 = 128;
 
 /// Raises the soft limit of open files (`RLIMIT_NOFILE`) to the hard one: the new soft limit,
 /// or `None` where it cannot be read.
+#[allow(clippy::unnecessary_cast)] // (rlim_t is u64 on Linux, not everywhere)
 fn raise_open_files_limit() -> Option<u64> {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes the rlimit we pass, which lives through the call.
@@ -184,6 +187,20 @@ fn raise_open_files_limit() -> Option<u64> {
         }
     }
     Some(limit.rlim_cur as u64)
+}
+
+/// Request bodies and tensors are large buffers that come and go: glibc's allocator would keep
+/// what they freed (its mmap threshold rises with each large free, up to 32 MiB), so the
+/// server's resident memory would follow the sum of past requests, not the budget of those in
+/// flight. A fixed threshold of 256 KiB maps each large buffer on its own and unmaps it when it
+/// is freed.
+fn return_large_buffers_to_the_os() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a tuning parameter of the allocator; called before the server's
+    // threads start.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
+    }
 }
 
 /// SIGINT (Ctrl-C) or SIGTERM, whichever comes first.

@@ -75,6 +75,42 @@ impl Serving {
     }
 }
 
+impl Serving {
+    /// The server's peak resident memory (`VmHWM`), in bytes.
+    fn peak(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+    }
+
+    /// Resets the peak to the memory resident now (`clear_refs` 5), so that a step's peak is
+    /// its own.
+    fn reset_peak(&self) {
+        std::fs::write(format!("/proc/{}/clear_refs", self.child.id()), "5").unwrap();
+    }
+
+    /// Runs `step` and returns how far it raised the server's peak memory above what was
+    /// resident before it.
+    fn growth(&self, step: impl FnOnce()) -> u64 {
+        self.reset_peak();
+        let before = self.peak();
+        step();
+        self.peak().saturating_sub(before)
+    }
+
+    /// A gRPC ModelInfer call with `message` as the encoded request.
+    fn grpc_infer(&self, message: &[u8]) -> grpc_client::GrpcAnswer {
+        grpc_client::call(
+            &self.grpc,
+            "/inference.GRPCInferenceService/ModelInfer",
+            message,
+            &[],
+            Duration::from_secs(120),
+        )
+        .unwrap()
+    }
+}
+
 impl Drop for Serving {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -104,8 +140,10 @@ fn a_good_request_is_answered_while_idle_connections_are_held() {
         let _ = grpc.write_all(if i % 2 == 0 { b"PRI * HTTP/2.0\r\n" } else { b"" });
         held.extend([http, grpc]);
     }
-    let (status, body) =
-        server.request("GET /v2/models/cnn/ready HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t0ken\r\nConnection: close\r\n\r\n", b"");
+    let (status, body) = server.request(
+        "GET /v2/models/cnn/ready HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t0ken\r\nConnection: close\r\n\r\n",
+        b"",
+    );
     assert!(status.starts_with("HTTP/1.1 200"), "{status} {body}");
     let live = grpc_client::call(
         &server.grpc,
@@ -116,5 +154,150 @@ fn a_good_request_is_answered_while_idle_connections_are_held() {
     )
     .unwrap();
     assert_eq!(live.code, 0, "{live:?}");
+    assert!(pjrt_serve::grpc::messages::ServerLiveResponse::decode(&live.body[..]).unwrap().live);
     drop(held);
+}
+
+const MIB: u64 = 1 << 20;
+
+/// A JSON infer request whose input `name` (`datatype`, shape `[count]` or `[count/8, 8]`)
+/// has `count` zeros as its data: two bytes of body per element.
+fn zeros_json(name: &str, datatype: &str, count: usize, rows_of_8: bool) -> Vec<u8> {
+    let shape = if rows_of_8 { format!("[{}, 8]", count / 8) } else { format!("[{count}]") };
+    let mut body = format!(r#"{{"inputs": [{{"name": "{name}", "datatype": "{datatype}", "shape": {shape}, "data": ["#)
+        .into_bytes();
+    body.reserve(count * 2 + 8);
+    for i in 0..count {
+        body.extend_from_slice(if i == 0 { b"0" } else { b",0" });
+    }
+    body.extend_from_slice(b"]}]}");
+    body
+}
+
+/// A ModelInfer request of `model` whose input0 (INT64, shape `[count]`) has `count` zeros as
+/// packed `int64_contents`: one byte each.
+fn zeros_int64_grpc(model: &str, count: usize) -> Vec<u8> {
+    use pjrt_serve::grpc::messages::{InferInputTensor, InferTensorContents, ModelInferRequest};
+    use prost::Message as _;
+    ModelInferRequest {
+        model_name: model.into(),
+        inputs: vec![InferInputTensor {
+            name: "input0".into(),
+            datatype: "INT64".into(),
+            shape: vec![count as i64],
+            parameters: Default::default(),
+            contents: Some(InferTensorContents { int64_contents: vec![0; count], ..Default::default() }),
+        }],
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+/// Posts `body` to `path` from `clients` threads at once; the status lines.
+fn post_concurrently(server: &Serving, path: &str, body: &[u8], clients: usize) -> Vec<String> {
+    std::thread::scope(|scope| {
+        let posts: Vec<_> = (0..clients)
+            .map(|_| {
+                scope.spawn(|| {
+                    let head = format!(
+                        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    server.request(&head, body).0
+                })
+            })
+            .collect();
+        posts.into_iter().map(|p| p.join().unwrap()).collect()
+    })
+}
+
+/// The server's peak memory under hostile bodies grows by no more than its budget of bytes in
+/// flight (16 MiB here) and 16 MiB for what is not request data (buffers, threads, the
+/// allocator), where it grew by 7 to 24 times the body before: a 12 MiB JSON body of zeros (to
+/// a model whose shape it does not fit, and to one it fits but whose decoded tensor is over the
+/// budget), a 12 MiB ModelInfer of packed INT64 zeros (to a model with no INT64 input, and to
+/// none), 12 bodies of 8 MiB at once to a model that does not exist and to one that does. Each
+/// step runs on a server of its own, so that no step's peak hides in what an earlier one left.
+#[test]
+fn peak_memory_under_hostile_bodies_stays_within_the_budget() {
+    let budget = 16 * MIB;
+    let bound = budget + 16 * MIB;
+    let args = [
+        "--model",
+        "cnn=tests/data/jax_export/jax-0.10.2/cnn/model.jaxexport",
+        "--model",
+        "mlp=tests/data/jax_export/symbolic/jax-0.10.2/mlp_batch/model.jaxexport",
+        "--max-body-mib",
+        "16",
+        "--max-inflight-mib",
+        "16",
+    ];
+    let json_cnn = zeros_json("input0", "FP32", 6 << 20, false);
+    let json_mlp = zeros_json("input0", "FP32", 6 << 20, true);
+    let grpc_cnn = zeros_int64_grpc("cnn", 12 << 20);
+    let grpc_nope = zeros_int64_grpc("nope", 12 << 20);
+    let spaces = vec![b' '; 8 << 20];
+    let post = |server: &Serving, path: &str, body: &[u8]| {
+        let head =
+            format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+        server.request(&head, body)
+    };
+    type Step<'a> = (&'a str, Box<dyn Fn(&Serving) + 'a>);
+    let steps: Vec<Step<'_>> = vec![
+        (
+            "JSON, shape does not fit",
+            Box::new(|server| {
+                let (status, body) = post(server, "/v2/models/cnn/infer", &json_cnn);
+                assert!(status.contains("400") && body.contains("has shape [6291456]"), "{status} {body}");
+            }),
+        ),
+        (
+            "JSON, decoded over the budget",
+            Box::new(|server| {
+                let (status, body) = post(server, "/v2/models/mlp/infer", &json_mlp);
+                assert!(status.contains("413") && body.contains("--max-inflight-mib"), "{status} {body}");
+            }),
+        ),
+        (
+            "gRPC INT64 contents to a model without an INT64 input",
+            Box::new(|server| {
+                let answer = server.grpc_infer(&grpc_cnn);
+                // INVALID_ARGUMENT.
+                assert!(
+                    answer.code == 3 && answer.message.contains("is INT64, but the model takes FP32"),
+                    "{answer:?}"
+                );
+            }),
+        ),
+        (
+            "gRPC INT64 contents to no model",
+            Box::new(|server| {
+                let answer = server.grpc_infer(&grpc_nope);
+                // NOT_FOUND.
+                assert!(answer.code == 5 && answer.message.contains("no model"), "{answer:?}");
+            }),
+        ),
+        (
+            "12 bodies at once to no model",
+            Box::new(|server| {
+                let statuses = post_concurrently(server, "/v2/models/nope/infer", &spaces, 12);
+                assert!(statuses.iter().all(|s| s.contains("404")), "{statuses:?}");
+            }),
+        ),
+        (
+            "12 bodies at once to a model",
+            Box::new(|server| {
+                let statuses = post_concurrently(server, "/v2/models/cnn/infer", &spaces, 12);
+                assert!(statuses.iter().all(|s| s.contains("400") || s.contains("503")), "{statuses:?}");
+            }),
+        ),
+    ];
+    let mut report = Vec::new();
+    for (what, step) in &steps {
+        let server = Serving::start(&args, None);
+        let grown = server.growth(|| step(&server));
+        report.push(format!("{what}: +{} MiB", grown / MIB));
+        assert!(grown <= bound, "{what}: the peak grew by {} MiB, over {} MiB", grown / MIB, bound / MIB);
+    }
+    eprintln!("peak memory growth per step (budget {} MiB): {}", budget / MIB, report.join("; "));
 }

@@ -121,3 +121,34 @@ fn idle_and_half_sent_connections_cannot_starve_the_server() {
     assert!(ServerLiveResponse::decode(&answer.body[..]).unwrap().live);
     drop(held);
 }
+
+/// A body that does not arrive whole within the body timeout is answered 408 and its bytes
+/// are given back; a body over the budget of bytes in flight is refused before it is read.
+#[test]
+fn slow_and_oversized_bodies_are_refused() {
+    let mut options = ServerOptions::default().with_max_inflight_bytes(1 << 20);
+    options.body_timeout = Duration::from_millis(300);
+    let server = Server::new(client(), options);
+    server.load(pjrt_serve::ModelConfig::new("cnn", data("jax_export/jax-0.10.2/cnn/model.jaxexport"))).unwrap();
+    let mlp = data("jax_export/symbolic/jax-0.10.2/mlp_batch/model.jaxexport");
+    server.load(pjrt_serve::ModelConfig::new("mlp", mlp)).unwrap();
+    let server = Running::start(server);
+    let mut s = connect(&server);
+    s.write_all(b"POST /v2/models/cnn/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"inputs\"").unwrap();
+    let a = answer(s);
+    assert!(a.starts_with("HTTP/1.1 408"), "{a:?}");
+    assert!(a.contains("--body-timeout-ms"), "{a:?}");
+    // Over the whole budget (1 MiB): 413 at once, nothing read.
+    let mut s = connect(&server);
+    s.write_all(b"POST /v2/models/cnn/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n{").unwrap();
+    let a = answer(s);
+    assert!(a.starts_with("HTTP/1.1 413") && a.contains("--max-inflight-mib"), "{a:?}");
+    // A tensor whose declared bytes (40000 rows of 8 FP32) are over the budget: 413 before
+    // its data is decoded.
+    let body = br#"{"inputs": [{"name": "input0", "datatype": "FP32", "shape": [40000, 8], "data": [0]}]}"#;
+    let (status, answer) = server.post_raw("/v2/models/mlp/infer", &[], body);
+    assert_eq!(status, 413, "{answer}");
+    assert!(answer.contains("input \\\"input0\\\" needs 1280000 bytes"), "{answer}");
+    let (status, _) = server.get_json("/v2/health/live");
+    assert_eq!(status, 200);
+}

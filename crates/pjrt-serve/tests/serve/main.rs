@@ -408,3 +408,57 @@ fn grpc_checks_the_token_probes_and_model_control_as_http_does() {
         assert!(answer.message.contains("--model-control explicit"), "{answer:?}");
     }
 }
+
+/// ModelInfer over gRPC, with raw and with typed contents, answers what HTTP does; errors are
+/// the same statuses as Triton's.
+#[test]
+fn grpc_infer_answers_with_raw_and_typed_contents() {
+    use pjrt_serve::grpc::messages::{InferInputTensor, InferTensorContents, ModelInferRequest, ModelInferResponse};
+    use prost::Message as _;
+    let server = serve(ServerOptions::default());
+    let x = npy("jax_export/jax-0.10.2/mlp_f32/in4.npy");
+    let (_, answer) = server.post_json("/v2/models/mlp/infer", &json!({ "inputs": [tensor_json("x", &x)] }));
+    let expected = json_data(&answer["outputs"][0]["data"]);
+    let tensor = |contents| InferInputTensor {
+        name: "x".into(),
+        datatype: "FP32".into(),
+        shape: vec![4, 8],
+        parameters: Default::default(),
+        contents,
+    };
+    let raw = ModelInferRequest {
+        model_name: "mlp".into(),
+        id: "g1".into(),
+        inputs: vec![tensor(None)],
+        raw_input_contents: vec![x.data.clone()],
+        ..Default::default()
+    };
+    let typed = ModelInferRequest {
+        model_name: "mlp".into(),
+        inputs: vec![tensor(Some(InferTensorContents {
+            fp32_contents: x.to_vec::<f32>().unwrap(),
+            ..Default::default()
+        }))],
+        ..Default::default()
+    };
+    for request in [raw, typed] {
+        let answer = server.grpc("ModelInfer", &request, &[]);
+        assert_eq!(answer.code, 0, "{answer:?}");
+        let response = ModelInferResponse::decode(&answer.body[..]).unwrap();
+        assert_eq!(response.id, request.id);
+        assert_eq!(response.outputs[0].shape, [4, 3]);
+        assert_eq!(f32s(&response.raw_output_contents[0]), expected);
+    }
+    // An unknown model is NOT_FOUND, a wrong datatype INVALID_ARGUMENT naming it.
+    let unknown = ModelInferRequest { model_name: "nope".into(), ..Default::default() };
+    assert_eq!(server.grpc("ModelInfer", &unknown, &[]).code, 5);
+    let wrong = ModelInferRequest {
+        model_name: "mlp".into(),
+        inputs: vec![InferInputTensor { datatype: "INT64".into(), ..tensor(None) }],
+        raw_input_contents: vec![vec![0; 256]],
+        ..Default::default()
+    };
+    let answer = server.grpc("ModelInfer", &wrong, &[]);
+    assert_eq!(answer.code, 3, "{answer:?}");
+    assert!(answer.message.contains("is INT64, but the model takes FP32"), "{answer:?}");
+}
