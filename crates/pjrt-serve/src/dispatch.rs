@@ -12,6 +12,7 @@ use crate::batching::Pending;
 use crate::error::ServeError;
 use crate::model::ServedModel;
 use crate::protocol::{InferRequest, InputHeader, OutputTensor};
+use crate::shapes::Signature;
 use crate::Shared;
 
 /// A model found, its queue and its batcher (for a batched model).
@@ -50,7 +51,7 @@ pub(crate) fn find_model(shared: &Shared, name: &str, version: Option<&str>) -> 
 /// name, datatype and shape (as [`ServedModel::arrange`] does again with the data).
 pub(crate) fn check_declared(model: &ServedModel, input: &InputHeader<'_>) -> Result<(), ServeError> {
     let bad = |m: String| ServeError::BadRequest(format!("model {:?}: {m}", model.name()));
-    let Some(spec) = model.inputs().iter().find(|s| s.name == input.name) else {
+    let Some((index, spec)) = model.inputs().iter().enumerate().find(|(_, s)| s.name == input.name) else {
         let names: Vec<&str> = model.inputs().iter().map(|s| s.name.as_str()).collect();
         return Err(bad(format!("it has no input {:?} (its inputs: {})", input.name, names.join(", "))));
     };
@@ -65,6 +66,36 @@ pub(crate) fn check_declared(model: &ServedModel, input: &InputHeader<'_>) -> Re
             spec.name, input.shape, spec.shape
         )));
     }
+    model.signatures().check_dims(index, &spec.name, input.shape).map_err(bad)
+}
+
+/// Makes sure an executable is compiled for `signature` before the request takes a device
+/// slot: one compiled at load or for an earlier request, else compiled now (off the async
+/// runtime, one compile at a time over the server, the wait bounded by the queue timeout), if
+/// the model may compile one more for requests (400 if not).
+pub(crate) async fn prepare(shared: &Shared, model: &Arc<ServedModel>, signature: Signature) -> Result<(), ServeError> {
+    if model.signatures().is_compiled(&signature) {
+        return Ok(());
+    }
+    let _slot = tokio::time::timeout(shared.options.queue_timeout, shared.compiling.acquire())
+        .await
+        .map_err(|_| {
+            ServeError::Unavailable(format!(
+                "the request waited {:?} to compile its shapes without getting to: try again later",
+                shared.options.queue_timeout
+            ))
+        })?
+        .map_err(|_| ServeError::Unavailable("the server is shutting down".into()))?;
+    // Another request may have compiled it meanwhile.
+    if model.signatures().is_compiled(&signature) {
+        return Ok(());
+    }
+    model.signatures().check_room(model.name()).map_err(ServeError::BadRequest)?;
+    let compiling = model.clone();
+    tokio::task::spawn_blocking(move || compiling.compile_for_requests(&signature))
+        .await
+        .map_err(|e| ServeError::Internal(format!("the compile task failed: {e}")))??;
+    shared.metrics.compiled(model.name());
     Ok(())
 }
 
@@ -130,6 +161,8 @@ pub(crate) async fn run(
         };
     }
     let queued = Instant::now();
+    // A new shape compiles before the request takes a device slot, not holding one.
+    prepare(shared, &model, model.signature(&inputs)).await?;
     let device = tokio::time::timeout(shared.options.queue_timeout, shared.devices.acquire())
         .await
         .map_err(|_| {

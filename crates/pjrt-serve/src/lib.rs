@@ -65,6 +65,7 @@ mod listen;
 pub mod metrics;
 mod model;
 pub mod protocol;
+mod shapes;
 #[cfg(feature = "tls")]
 mod tls;
 
@@ -255,6 +256,8 @@ pub(crate) struct Shared {
     pub connections: Arc<Semaphore>,
     /// The bytes of requests in flight ([`ServerOptions::max_inflight_bytes`]).
     pub budget: budget::Budget,
+    /// Compiles for requests' shapes run one at a time.
+    pub compiling: Semaphore,
 }
 
 /// A model server: a client, its models, its limits. Cheap to clone (shared state).
@@ -273,6 +276,7 @@ impl Server {
                 client,
                 connections,
                 budget: budget::Budget::new(options.max_inflight_bytes),
+                compiling: Semaphore::new(1),
                 options,
                 models: RwLock::new(BTreeMap::new()),
                 failed: Mutex::new(BTreeMap::new()),

@@ -7,6 +7,7 @@ mod grpc_client;
 mod harness;
 mod hostile;
 mod replicas;
+mod shapes;
 #[cfg(feature = "tls")]
 mod tls;
 
