@@ -74,7 +74,8 @@ pub enum Command {
 #[derive(Args)]
 pub struct ServeArgs {
     /// A model repository: one folder per model (its .jaxexport, an optional params.safetensors
-    /// of weights and an optional config.json: name, version, program, params, inputs, outputs).
+    /// of weights and an optional config.json: name, version, program, params, inputs, outputs,
+    /// batching, symbolic_dims, max_request_shapes).
     #[arg(value_name = "REPOSITORY")]
     pub repository: Option<PathBuf>,
     /// A model to serve, NAME=PATH[:params=WEIGHTS.safetensors] (the weights file's tensors
