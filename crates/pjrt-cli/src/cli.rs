@@ -74,7 +74,8 @@ pub enum Command {
 #[derive(Args)]
 pub struct ServeArgs {
     /// A model repository: one folder per model (its .jaxexport, an optional params.safetensors
-    /// of weights and an optional config.json: name, version, program, params, inputs, outputs).
+    /// of weights and an optional config.json: name, version, program, params, inputs, outputs,
+    /// batching, symbolic_dims, max_request_shapes).
     #[arg(value_name = "REPOSITORY")]
     pub repository: Option<PathBuf>,
     /// A model to serve, NAME=PATH[:params=WEIGHTS.safetensors] (the weights file's tensors
@@ -100,6 +101,11 @@ pub struct ServeArgs {
     /// The largest request body taken, in MiB (413 beyond).
     #[arg(long, value_name = "MIB", default_value_t = 64)]
     pub max_body_mib: usize,
+    /// The server's budget of request bytes in flight, in MiB: bodies as they arrive and the
+    /// tensors decoded from them, until answered; a request that does not fit is answered 503
+    /// at once (413 if it never could).
+    #[arg(long, value_name = "MIB", default_value_t = 512)]
+    pub max_inflight_mib: usize,
     /// Requests of one model waiting or running at once; one more is answered 503 at once.
     #[arg(long, default_value_t = 64)]
     pub max_queue: usize,
@@ -117,6 +123,17 @@ pub struct ServeArgs {
     /// How long a request may wait for the device, in milliseconds (503 after).
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub queue_timeout_ms: u64,
+    /// Connections held at once over the HTTP and gRPC ports (more wait until one closes).
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's head (or its HTTP/2 preface), in
+    /// milliseconds; an idle HTTP/1 connection is closed after as long.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+    /// How long a request body may take to arrive whole, and an answer may wait for the client
+    /// to read it, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    pub body_timeout_ms: u64,
     /// Serve HTTPS (and gRPC over TLS) with this PEM certificate chain (leaf first); needs
     /// --tls-key.
     #[arg(long, value_name = "CERT.pem", requires = "tls_key")]
@@ -128,6 +145,14 @@ pub struct ServeArgs {
     /// else $PJRT_SERVE_TOKEN when set.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
+    /// With a token: leave the health routes (HTTP /v2/health/live and /ready, gRPC ServerLive
+    /// and ServerReady) and /metrics open, for Kubernetes probes and Prometheus scrapers.
+    #[arg(long)]
+    pub open_health_and_metrics: bool,
+    /// Whether clients may load and unload the repository's models: `none` (the default, as
+    /// Triton's) or `explicit` (the repository extension's load and unload calls).
+    #[arg(long, value_name = "MODE", default_value = "none", value_parser = ["none", "explicit"])]
+    pub model_control: String,
     /// Compile without the compile cache ($PJRT_CACHE_DIR, else ~/.cache/pjrt-client/compile).
     #[arg(long)]
     pub no_cache: bool,

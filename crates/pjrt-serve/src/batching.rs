@@ -113,6 +113,22 @@ async fn batch_loop(model: Arc<ServedModel>, shared: Weak<Shared>, mut rx: mpsc:
 
 /// Runs one batch on the device and answers each of its requests.
 async fn run_batch(model: &Arc<ServedModel>, shared: &Arc<Shared>, batch: Vec<Pending>) {
+    // The batch's inputs, and its shapes compiled (a new one outside the device's slots).
+    let assembled = match assemble(model, &batch) {
+        Ok(assembled) => {
+            crate::dispatch::prepare(shared, model, model.signature(&assembled.0)).await.map(|()| assembled)
+        }
+        Err(e) => Err(e),
+    };
+    let (inputs, bucket) = match assembled {
+        Ok(assembled) => assembled,
+        Err(e) => {
+            for p in batch {
+                let _ = p.reply.send(Err(e.clone()));
+            }
+            return;
+        }
+    };
     let Ok(device) = shared.devices.acquire().await else {
         for p in batch {
             let _ = p.reply.send(Err(ServeError::Unavailable("the server is shutting down".into())));
@@ -123,7 +139,7 @@ async fn run_batch(model: &Arc<ServedModel>, shared: &Arc<Shared>, batch: Vec<Pe
     let rows: usize = batch.iter().map(|p| p.rows).sum();
     let result = {
         let _span = tracing::info_span!("serve_batch", model = model.name(), requests = batch.len(), rows).entered();
-        execute(model, &batch, device.replica)
+        model.run(inputs, device.replica).and_then(|outputs| split(outputs, &batch, bucket))
     };
     shared.metrics.execution(model.name(), batch.len(), device.replica);
     drop(device);
@@ -144,8 +160,8 @@ async fn run_batch(model: &Arc<ServedModel>, shared: &Arc<Shared>, batch: Vec<Pe
     }
 }
 
-/// The batch's inputs concatenated and padded to its bucket, run, and the outputs split back.
-fn execute(model: &ServedModel, batch: &[Pending], replica: usize) -> Result<Vec<Vec<OutputTensor>>, ServeError> {
+/// The batch's inputs concatenated and padded to its bucket, and the bucket.
+fn assemble(model: &ServedModel, batch: &[Pending]) -> Result<(Vec<HostArray>, usize), ServeError> {
     let config = model.batching().ok_or_else(|| ServeError::Internal("the model is not batched".into()))?;
     let rows: usize = batch.iter().map(|p| p.rows).sum();
     let bucket = config
@@ -171,7 +187,11 @@ fn execute(model: &ServedModel, batch: &[Pending], replica: usize) -> Result<Vec
         dims.extend_from_slice(rest);
         inputs.push(HostArray::new(element_type, dims, data).map_err(|e| ServeError::Internal(e.to_string()))?);
     }
-    let outputs = model.run(inputs, replica)?;
+    Ok((inputs, bucket))
+}
+
+/// A batch's outputs split back per request.
+fn split(outputs: Vec<OutputTensor>, batch: &[Pending], bucket: usize) -> Result<Vec<Vec<OutputTensor>>, ServeError> {
     let mut per_request: Vec<Vec<OutputTensor>> = batch.iter().map(|_| Vec::with_capacity(outputs.len())).collect();
     for output in outputs {
         if output.shape.first() != Some(&(bucket as i64)) {

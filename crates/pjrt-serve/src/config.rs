@@ -34,6 +34,143 @@ pub struct ModelConfig {
     pub output_names: Vec<String>,
     /// Dynamic batching, for a model whose first dimension is symbolic.
     pub batching: Option<BatchingConfig>,
+    /// Bounds on the sizes requests may give the model's symbolic dimensions, and how many
+    /// input signatures requests may have compiled (`config.json`'s `symbolic_dims` and
+    /// `max_request_shapes`).
+    pub shapes: ShapeLimits,
+}
+
+/// What requests may make a shape-polymorphic model compile: each new input signature is
+/// refined and compiled once (outside the device's execution slots, one compile at a time) and
+/// kept, at most `max_request_shapes` of them for the model's life (more are refused, 400;
+/// those compiled at load, a static model's or a batched one's buckets, are apart and always
+/// kept). `symbolic_dims` bounds a symbolic dimension by name (`b`, `t`, as the model was
+/// exported): a range, or a list of the sizes allowed; a request outside is refused before its
+/// data is decoded.
+///
+/// ```
+/// use pjrt_serve::config::{DimBound, ShapeLimits};
+/// let limits = ShapeLimits::default().with_dim("b", DimBound::range(1, 64)).with_dim("t", DimBound::sizes([128, 256]));
+/// assert_eq!(limits.max_request_shapes, 32);
+/// assert!(limits.dims[0].1.allows(64) && !limits.dims[0].1.allows(65));
+/// assert!(limits.dims[1].1.allows(256) && !limits.dims[1].1.allows(200));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ShapeLimits {
+    /// Bounds by symbolic dimension name.
+    pub dims: Vec<(String, DimBound)>,
+    /// Most input signatures requests may have compiled, over the model's life.
+    pub max_request_shapes: usize,
+}
+
+impl Default for ShapeLimits {
+    fn default() -> ShapeLimits {
+        ShapeLimits { dims: Vec::new(), max_request_shapes: 32 }
+    }
+}
+
+impl ShapeLimits {
+    /// With a bound on symbolic dimension `name`.
+    pub fn with_dim(mut self, name: impl Into<String>, bound: DimBound) -> ShapeLimits {
+        self.dims.push((name.into(), bound));
+        self
+    }
+
+    fn from_json(json: &serde_json::Map<String, Value>, what: &str) -> Result<ShapeLimits, String> {
+        let mut limits = ShapeLimits::default();
+        if let Some(v) = json.get("max_request_shapes") {
+            limits.max_request_shapes = v
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| format!("{what}: \"max_request_shapes\" must be a count (0 or more)"))?;
+        }
+        let Some(dims) = json.get("symbolic_dims") else { return Ok(limits) };
+        let Value::Object(dims) = dims else { return Err(format!("{what}: \"symbolic_dims\" must be an object")) };
+        for (name, bound) in dims {
+            let bad = || {
+                format!(
+                    "{what}: symbolic_dims {name:?} must be {{\"min\": N, \"max\": N}} (either may be left out) or \
+                     {{\"sizes\": [N, ...]}}"
+                )
+            };
+            let Value::Object(bound) = bound else { return Err(bad()) };
+            let size = |v: &Value| v.as_u64().and_then(|n| i64::try_from(n).ok());
+            if bound.keys().any(|k| !["min", "max", "sizes"].contains(&k.as_str())) {
+                return Err(bad());
+            }
+            let bound = match (bound.get("sizes"), bound.get("min"), bound.get("max")) {
+                (Some(sizes), None, None) => {
+                    let sizes = sizes.as_array().map(|l| l.iter().map(size).collect::<Option<Vec<i64>>>());
+                    match sizes.flatten() {
+                        Some(sizes) if !sizes.is_empty() => DimBound::sizes(sizes),
+                        _ => return Err(bad()),
+                    }
+                }
+                (None, min, max) => {
+                    let min = min.map(|v| size(v).ok_or_else(bad)).transpose()?.unwrap_or(0);
+                    let max = max.map(|v| size(v).ok_or_else(bad)).transpose()?.unwrap_or(i64::MAX);
+                    if min > max {
+                        return Err(format!("{what}: symbolic_dims {name:?} has min {min} over max {max}"));
+                    }
+                    DimBound::range(min, max)
+                }
+                _ => return Err(bad()),
+            };
+            limits.dims.push((name.clone(), bound));
+        }
+        Ok(limits)
+    }
+}
+
+/// The sizes a symbolic dimension may take.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DimBound {
+    /// From `min` to `max`, both included.
+    Range {
+        /// The least size.
+        min: i64,
+        /// The largest size.
+        max: i64,
+    },
+    /// Only these.
+    Sizes(Vec<i64>),
+}
+
+impl DimBound {
+    /// From `min` to `max`, both included.
+    pub fn range(min: i64, max: i64) -> DimBound {
+        DimBound::Range { min, max }
+    }
+
+    /// Only these sizes.
+    pub fn sizes(sizes: impl IntoIterator<Item = i64>) -> DimBound {
+        let mut sizes: Vec<i64> = sizes.into_iter().collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        DimBound::Sizes(sizes)
+    }
+
+    /// Whether `size` is allowed.
+    pub fn allows(&self, size: i64) -> bool {
+        match self {
+            DimBound::Range { min, max } => (*min..=*max).contains(&size),
+            DimBound::Sizes(sizes) => sizes.binary_search(&size).is_ok(),
+        }
+    }
+}
+
+impl std::fmt::Display for DimBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DimBound::Range { min, max } if *max == i64::MAX => write!(f, "{min} or more"),
+            DimBound::Range { min, max } => write!(f, "{min} to {max}"),
+            DimBound::Sizes(sizes) => {
+                let sizes: Vec<String> = sizes.iter().map(i64::to_string).collect();
+                write!(f, "one of {}", sizes.join(", "))
+            }
+        }
+    }
 }
 
 /// How requests to a model are batched: queued, concatenated along their first (symbolic)
@@ -133,7 +270,14 @@ impl ModelConfig {
             input_names: Vec::new(),
             output_names: Vec::new(),
             batching: None,
+            shapes: ShapeLimits::default(),
         }
+    }
+
+    /// With bounds on what requests may make it compile.
+    pub fn with_shape_limits(mut self, shapes: ShapeLimits) -> ModelConfig {
+        self.shapes = shapes;
+        self
     }
 
     /// With dynamic batching.
@@ -149,7 +293,8 @@ impl ModelConfig {
     }
 
     /// A model folder of a repository: `config.json` (optional: `name`, `version`, `program`,
-    /// `params`, `inputs` and `outputs` as lists of names; relative paths are the folder's),
+    /// `params`, `inputs` and `outputs` as lists of names, `batching`, `symbolic_dims`,
+    /// `max_request_shapes`; relative paths are the folder's),
     /// else the folder's one `.jaxexport` file and its `params.safetensors` if there is one.
     /// The name defaults to the folder's.
     ///
@@ -177,7 +322,17 @@ impl ModelConfig {
         let Value::Object(json) = json else {
             return Err(bad(format!("{} must hold a JSON object", config_path.display())));
         };
-        const KNOWN: [&str; 7] = ["name", "version", "program", "params", "inputs", "outputs", "batching"];
+        const KNOWN: [&str; 9] = [
+            "name",
+            "version",
+            "program",
+            "params",
+            "inputs",
+            "outputs",
+            "batching",
+            "symbolic_dims",
+            "max_request_shapes",
+        ];
         if let Some(key) = json.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(bad(format!("{}: unknown field {key:?} (known: {})", config_path.display(), KNOWN.join(", "))));
         }
@@ -234,6 +389,7 @@ impl ModelConfig {
                 None => None,
                 Some(b) => Some(BatchingConfig::from_json(b, &config_path.display().to_string()).map_err(bad)?),
             },
+            shapes: ShapeLimits::from_json(&json, &config_path.display().to_string()).map_err(bad)?,
         })
     }
 }

@@ -17,10 +17,13 @@ use std::time::Instant;
 
 use tonic::{Request, Response, Status};
 
-use crate::datatype::Datatype;
+use http_body_util::BodyExt as _;
+
+use crate::budget::{Budgeted, Reservation};
 use crate::error::ServeError;
-use crate::protocol::{InferRequest, InputTensor, RequestedOutput};
 use crate::{dispatch, Shared};
+
+mod wire;
 
 /// The messages of `inference.GRPCInferenceService` that this server answers.
 pub mod messages {
@@ -346,6 +349,9 @@ fn status(e: &ServeError) -> Status {
         ServeError::NotFound(_) => Status::not_found(message),
         ServeError::Unavailable(_) => Status::unavailable(message),
         ServeError::Unauthorized => Status::unauthenticated(message),
+        ServeError::Forbidden(_) => Status::permission_denied(message),
+        ServeError::TooLarge(_) => Status::resource_exhausted(message),
+        ServeError::TimedOut(_) => Status::deadline_exceeded(message),
         ServeError::Load { .. } | ServeError::Internal(_) => Status::internal(message),
     }
 }
@@ -388,7 +394,11 @@ impl tonic::server::NamedService for GrpcService {
 type HttpResponse = tonic::codegen::http::Response<tonic::body::Body>;
 type BoxFuture = Pin<Box<dyn Future<Output = Result<HttpResponse, Infallible>> + Send>>;
 
-impl tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> for GrpcService {
+impl<B> tonic::codegen::Service<http::Request<B>> for GrpcService
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     type Response = HttpResponse;
     type Error = Infallible;
     type Future = BoxFuture;
@@ -397,13 +407,27 @@ impl tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> f
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: tonic::codegen::http::Request<tonic::body::Body>) -> BoxFuture {
+    fn call(&mut self, request: http::Request<B>) -> BoxFuture {
         let shared = self.shared.clone();
-        if !crate::http::authorized(&shared, request.headers().get("authorization")) {
+        let open = shared.options.open_health_and_metrics
+            && matches!(
+                request.uri().path(),
+                "/inference.GRPCInferenceService/ServerLive" | "/inference.GRPCInferenceService/ServerReady"
+            );
+        if !open && !crate::http::authorized(&shared, request.headers().get("authorization")) {
             let status = status(&ServeError::Unauthorized);
             return Box::pin(async move { Ok(status.into_http()) });
         }
-        let limit = shared.options.max_body_bytes;
+        let infer = request.uri().path() == "/inference.GRPCInferenceService/ModelInfer";
+        // The message's bytes are taken of the budget as they arrive, before tonic buffers
+        // them; only ModelInfer takes a large one.
+        let limit = if infer { shared.options.max_body_bytes } else { SMALL_MESSAGE };
+        let reservation = shared.budget.reservation();
+        let (mut parts, body) = request.into_parts();
+        parts.extensions.insert(reservation.clone());
+        let body = Budgeted::new(body, reservation, limit.saturating_add(5), shared.options.body_timeout)
+            .map_err(|e| status(&e.into_serve_error()));
+        let request = http::Request::from_parts(parts, tonic::body::Body::new(body));
         macro_rules! unary {
             ($handler:ident) => {
                 Box::pin(async move {
@@ -421,7 +445,13 @@ impl tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> f
             "/inference.GRPCInferenceService/ServerMetadata" => unary!(server_metadata),
             "/inference.GRPCInferenceService/ModelReady" => unary!(model_ready),
             "/inference.GRPCInferenceService/ModelMetadata" => unary!(model_metadata),
-            "/inference.GRPCInferenceService/ModelInfer" => unary!(model_infer),
+            "/inference.GRPCInferenceService/ModelInfer" => Box::pin(async move {
+                // The message as bytes: read by hand, bounded, after the model is found.
+                let mut grpc =
+                    tonic::server::Grpc::new(MessageBytes).apply_max_message_size_config(Some(limit), Some(usize::MAX));
+                let service = Unary(move |r| model_infer(shared.clone(), r));
+                Ok(grpc.unary(service, request).await)
+            }),
             "/inference.GRPCInferenceService/RepositoryIndex" => unary!(repository_index),
             "/inference.GRPCInferenceService/RepositoryModelLoad" => unary!(repository_load),
             "/inference.GRPCInferenceService/RepositoryModelUnload" => unary!(repository_unload),
@@ -430,6 +460,47 @@ impl tonic::codegen::Service<tonic::codegen::http::Request<tonic::body::Body>> f
                 Box::pin(async move { Ok(status.into_http()) })
             }
         }
+    }
+}
+
+/// The most a call other than ModelInfer may send.
+const SMALL_MESSAGE: usize = 64 << 10;
+
+/// A codec whose requests are their encoded bytes (the message tonic buffered, not copied) and
+/// whose answers are `ModelInferResponse`s.
+struct MessageBytes;
+
+impl tonic::codec::Codec for MessageBytes {
+    type Encode = ModelInferResponse;
+    type Decode = bytes::Bytes;
+    type Encoder = MessageBytes;
+    type Decoder = MessageBytes;
+
+    fn encoder(&mut self) -> MessageBytes {
+        MessageBytes
+    }
+
+    fn decoder(&mut self) -> MessageBytes {
+        MessageBytes
+    }
+}
+
+impl tonic::codec::Encoder for MessageBytes {
+    type Item = ModelInferResponse;
+    type Error = Status;
+
+    fn encode(&mut self, item: ModelInferResponse, dst: &mut tonic::codec::EncodeBuf<'_>) -> Result<(), Status> {
+        prost::Message::encode(&item, dst).map_err(|e| Status::internal(format!("encoding the answer: {e}")))
+    }
+}
+
+impl tonic::codec::Decoder for MessageBytes {
+    type Item = bytes::Bytes;
+    type Error = Status;
+
+    fn decode(&mut self, src: &mut tonic::codec::DecodeBuf<'_>) -> Result<Option<bytes::Bytes>, Status> {
+        use bytes::Buf as _;
+        Ok(Some(src.copy_to_bytes(src.remaining())))
     }
 }
 
@@ -486,41 +557,6 @@ async fn model_metadata(
     }))
 }
 
-/// One input's elements as little-endian bytes, from its typed contents.
-fn typed_contents(name: &str, datatype: Datatype, c: &InferTensorContents) -> Result<Vec<u8>, ServeError> {
-    fn narrow<T: TryFrom<i64>, const N: usize>(
-        name: &str,
-        datatype: Datatype,
-        values: impl Iterator<Item = i64>,
-        le: impl Fn(T) -> [u8; N],
-    ) -> Result<Vec<u8>, ServeError> {
-        let mut out = Vec::new();
-        for v in values {
-            let x = T::try_from(v).map_err(|_| bad(format!("input {name:?} ({datatype}): {v} is out of range")))?;
-            out.extend_from_slice(&le(x));
-        }
-        Ok(out)
-    }
-    let ints = || c.int_contents.iter().map(|&v| i64::from(v));
-    let uints = || c.uint_contents.iter().map(|&v| i64::from(v));
-    Ok(match datatype {
-        Datatype::Bool => c.bool_contents.iter().map(|&b| u8::from(b)).collect(),
-        Datatype::I8 => narrow::<i8, 1>(name, datatype, ints(), i8::to_le_bytes)?,
-        Datatype::I16 => narrow::<i16, 2>(name, datatype, ints(), i16::to_le_bytes)?,
-        Datatype::I32 => c.int_contents.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        Datatype::I64 => c.int64_contents.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        Datatype::U8 => narrow::<u8, 1>(name, datatype, uints(), u8::to_le_bytes)?,
-        Datatype::U16 => narrow::<u16, 2>(name, datatype, uints(), u16::to_le_bytes)?,
-        Datatype::U32 => c.uint_contents.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        Datatype::U64 => c.uint64_contents.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        Datatype::F32 => c.fp32_contents.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        Datatype::F64 => c.fp64_contents.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        Datatype::F16 | Datatype::Bf16 => {
-            return Err(bad(format!("input {name:?}: {datatype} has no typed contents: send raw_input_contents")))
-        }
-    })
-}
-
 fn refuse_parameters<V>(parameters: &HashMap<String, V>, what: &str) -> Result<(), ServeError> {
     match parameters.keys().next() {
         Some(key) => Err(bad(format!("{what}: parameter {key:?} is not supported here"))),
@@ -528,59 +564,33 @@ fn refuse_parameters<V>(parameters: &HashMap<String, V>, what: &str) -> Result<(
     }
 }
 
-/// A gRPC inference request as the protocol's (the same checks as the HTTP one's).
-fn infer_request(m: ModelInferRequest) -> Result<InferRequest, ServeError> {
-    refuse_parameters(&m.parameters, "the request")?;
-    let raw = !m.raw_input_contents.is_empty();
-    if raw && m.raw_input_contents.len() != m.inputs.len() {
-        return Err(bad(format!(
-            "raw_input_contents has {} entries for {} inputs: give one per input, in order",
-            m.raw_input_contents.len(),
-            m.inputs.len()
-        )));
-    }
-    let mut raw_contents = m.raw_input_contents.into_iter();
-    let mut inputs = Vec::with_capacity(m.inputs.len());
-    for input in m.inputs {
-        let what = format!("input {:?}", input.name);
-        refuse_parameters(&input.parameters, &what)?;
-        let datatype: Datatype = input.datatype.parse().map_err(|e| bad(format!("{what}: {e}")))?;
-        let (count, bytes) = crate::protocol::byte_len(&input.name, datatype, &input.shape).map_err(|e| bad(e.0))?;
-        let data = match (raw_contents.next(), &input.contents) {
-            (Some(_), Some(_)) => return Err(bad(format!("{what}: has contents and raw_input_contents"))),
-            (Some(data), None) => data,
-            (None, Some(contents)) => typed_contents(&input.name, datatype, contents)?,
-            (None, None) => return Err(bad(format!("{what}: has no contents"))),
-        };
-        if data.len() != bytes {
-            return Err(bad(format!(
-                "{what}: {} bytes of data, but {count} {datatype} elements of shape {:?} are {bytes}",
-                data.len(),
-                input.shape
-            )));
-        }
-        crate::protocol::check_bools(&input.name, datatype, &data).map_err(|e| bad(e.0))?;
-        inputs.push(InputTensor { name: input.name, datatype, shape: input.shape, data });
-    }
-    let mut outputs = Vec::with_capacity(m.outputs.len());
-    for output in m.outputs {
-        refuse_parameters(&output.parameters, &format!("output {:?}", output.name))?;
-        outputs.push(RequestedOutput { name: output.name, binary: true });
-    }
-    Ok(InferRequest { id: Some(m.id).filter(|id| !id.is_empty()), inputs, outputs, binary_data_output: true })
-}
-
 async fn model_infer(
     shared: Arc<Shared>,
-    request: Request<ModelInferRequest>,
+    request: Request<bytes::Bytes>,
 ) -> Result<Response<ModelInferResponse>, Status> {
     let arrived = Instant::now();
-    let m = request.into_inner();
-    let found = dispatch::find_model(&shared, &m.model_name, version_of(&m.model_version)).map_err(|e| status(&e))?;
+    let reservation =
+        request.extensions().get::<Arc<Reservation>>().cloned().unwrap_or_else(|| shared.budget.reservation());
+    let message = request.into_inner();
+    // The envelope only (names, shapes: bounded), then the model, then the queue.
+    let call = wire::read_infer_call(&message).map_err(|e| status(&e))?;
+    let found =
+        dispatch::find_model(&shared, &call.model_name, version_of(&call.model_version)).map_err(|e| status(&e))?;
     let model = found.model.clone();
     let result = async {
         let permit = dispatch::admit(&shared, &model, found.queue.clone())?;
-        let request = infer_request(m)?;
+        let (decoding, taking) = (model.clone(), reservation.clone());
+        let request = tokio::task::spawn_blocking(move || {
+            let decoded = wire::infer_request(call, &mut |input| {
+                dispatch::check_declared(&decoding, input)?;
+                taking.take(input.bytes, &format!("input {:?}", input.name))
+            });
+            drop(message);
+            taking.release_body();
+            decoded
+        })
+        .await
+        .map_err(|e| ServeError::Internal(format!("the decoding task failed: {e}")))??;
         let id = request.id.clone().unwrap_or_default();
         let outputs = dispatch::run(&shared, &found, permit, request, arrived).await?;
         Ok::<_, ServeError>((id, outputs))
@@ -640,6 +650,7 @@ async fn repository_load(
     request: Request<RepositoryModelRequest>,
 ) -> Result<Response<RepositoryModelLoadResponse>, Status> {
     let r = request.into_inner();
+    crate::http::check_model_control(&shared).map_err(|e| status(&e))?;
     refuse_parameters(&r.parameters, "the load request").map_err(|e| status(&e))?;
     crate::http::load_from_repository(shared, r.model_name).await.map_err(|e| status(&e))?;
     Ok(Response::new(RepositoryModelLoadResponse {}))
@@ -650,18 +661,23 @@ async fn repository_unload(
     request: Request<RepositoryModelRequest>,
 ) -> Result<Response<RepositoryModelUnloadResponse>, Status> {
     let r = request.into_inner();
+    crate::http::check_model_control(&shared).map_err(|e| status(&e))?;
     refuse_parameters(&r.parameters, "the unload request").map_err(|e| status(&e))?;
-    if (crate::Server { shared }).unload(&r.model_name) {
-        Ok(Response::new(RepositoryModelUnloadResponse {}))
-    } else {
-        Err(status(&ServeError::NotFound(format!("no model {:?} is loaded", r.model_name))))
-    }
+    crate::http::unload(shared, &r.model_name).map_err(|e| status(&e))?;
+    Ok(Response::new(RepositoryModelUnloadResponse {}))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::InferRequest;
     use prost::Message as _;
+
+    /// A request through the wire reader, as the server reads it.
+    fn infer_request(m: ModelInferRequest) -> Result<InferRequest, ServeError> {
+        let bytes = bytes::Bytes::from(m.encode_to_vec());
+        wire::infer_request(wire::read_infer_call(&bytes)?, &mut |_| Ok(()))
+    }
 
     fn input(name: &str, datatype: &str, shape: Vec<i64>, contents: Option<InferTensorContents>) -> InferInputTensor {
         InferInputTensor { name: name.into(), datatype: datatype.into(), shape, parameters: HashMap::new(), contents }
@@ -810,8 +826,9 @@ mod tests {
                 let at = next() as usize % bytes.len();
                 bytes[at] = next() as u8;
             }
-            if let Ok(m) = ModelInferRequest::decode(&bytes[..]) {
-                let _ = infer_request(m);
+            let bytes = bytes::Bytes::from(bytes);
+            if let Ok(call) = wire::read_infer_call(&bytes) {
+                let _ = wire::infer_request(call, &mut |_| Ok(()));
             }
         }
         let huge = ModelInferRequest {
@@ -820,5 +837,46 @@ mod tests {
             ..Default::default()
         };
         assert!(infer_request(huge).unwrap_err().to_string().contains("too many elements"));
+    }
+
+    /// Typed contents, packed (as prost writes them) or one element per field, are decoded
+    /// into the declared shape's bytes and never past them; contents in another type's field
+    /// are refused by name.
+    #[test]
+    fn typed_contents_are_decoded_no_further_than_the_shape() {
+        let int64 = |n: usize| InferTensorContents { int64_contents: vec![0; n], ..Default::default() };
+        let request = |shape: i64, contents| ModelInferRequest {
+            inputs: vec![input("x", "INT64", vec![shape], Some(contents))],
+            ..Default::default()
+        };
+        assert_eq!(infer_request(request(3, int64(3))).unwrap().inputs[0].data, [0; 24]);
+        let e = infer_request(request(3, int64(1 << 20))).unwrap_err().to_string();
+        assert!(e.contains("more than the 3 elements"), "{e}");
+        let e = infer_request(request(3, int64(2))).unwrap_err().to_string();
+        assert!(e.contains("2 elements of contents, but its shape has 3"), "{e}");
+        let mut checked = Vec::new();
+        let fp32 =
+            ModelInferRequest { inputs: vec![input("x", "FP32", vec![2], Some(int64(2)))], ..Default::default() };
+        let bytes = bytes::Bytes::from(fp32.encode_to_vec());
+        let call = wire::read_infer_call(&bytes).unwrap();
+        let e = wire::infer_request(call, &mut |h| {
+            checked.push((h.name.to_string(), h.bytes));
+            Ok(())
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("int64_contents, but FP32's are in fp32_contents"), "{e}");
+        assert_eq!(checked, [("x".to_string(), 8)]);
+        // Unpacked: field 3 (varint) twice, inside contents (field 5) of input field 5.
+        let contents = [0x18, 0x07, 0x18, 0x7f];
+        let mut tensor = vec![0x0a, 1, b'x', 0x12, 5];
+        tensor.extend(b"INT64");
+        tensor.extend([0x1a, 1, 2, 0x2a, contents.len() as u8]);
+        tensor.extend(contents);
+        let mut message = vec![0x2a, tensor.len() as u8];
+        message.extend(tensor);
+        let bytes = bytes::Bytes::from(message);
+        let request = wire::infer_request(wire::read_infer_call(&bytes).unwrap(), &mut |_| Ok(())).unwrap();
+        assert_eq!(request.inputs[0].data, [7i64.to_le_bytes(), 127i64.to_le_bytes()].concat());
     }
 }

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::Response;
@@ -14,9 +14,10 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 
+use crate::budget::{self, Budgeted, Held, Once};
 use crate::error::ServeError;
 use crate::model::TensorSpec;
-use crate::protocol::{decode_infer_request, encode_infer_response, error_body};
+use crate::protocol::{decode_checked, encode_infer_response, error_body};
 use crate::{dispatch, Shared};
 
 type AppState = State<Arc<Shared>>;
@@ -61,21 +62,28 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/v2/repository/models/{name}/unload", post(repository_unload))
         .route("/metrics", get(metrics))
         .fallback(|request: Request| async move {
-            error_response(&ServeError::NotFound(format!(
+            let e = ServeError::NotFound(format!(
                 "{} {} is not a route of this server (the Open Inference Protocol's, Triton's binary data and repository \
                  extensions, /metrics)",
                 request.method(),
                 request.uri().path()
-            )))
+            ));
+            unread(request.headers(), error_response(&e))
         })
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
-        .layer(DefaultBodyLimit::max(shared.options.max_body_bytes))
         .with_state(shared)
 }
 
 /// Refuses, before anything is read of their bodies, requests without the bearer token (when
-/// the server has one) and requests that declare a body over the limit.
+/// the server has one; the health routes and `/metrics` may be left open) and requests that
+/// declare a body over the limit.
 async fn guard(State(shared): AppState, request: Request, next: Next) -> Response {
+    let open = shared.options.open_health_and_metrics
+        && request.method() == axum::http::Method::GET
+        && matches!(request.uri().path(), "/v2/health/live" | "/v2/health/ready" | "/metrics");
+    if !open && !authorized(&shared, request.headers().get(header::AUTHORIZATION)) {
+        return unread(request.headers(), error_response(&ServeError::Unauthorized));
+    }
     let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > shared.options.max_body_bytes as u64) {
         let message = format!(
@@ -83,22 +91,49 @@ async fn guard(State(shared): AppState, request: Request, next: Next) -> Respons
             declared.unwrap_or(0),
             shared.options.max_body_bytes
         );
-        return respond(413, "application/json", error_body(&message));
+        return unread(request.headers(), respond(413, "application/json", error_body(&message)));
     }
-    if !authorized(&shared, request.headers().get(header::AUTHORIZATION)) {
-        return error_response(&ServeError::Unauthorized);
+    if request.uri().path().ends_with("/infer") {
+        // (The infer route reads its body itself, after it has found the model and a place in
+        // its queue.)
+        return next.run(request).await;
     }
-    next.run(request).await
+    // The other routes take small bodies (`{}`), read here so that the connection stays usable
+    // after an answer that ignores them.
+    let (parts, body) = request.into_parts();
+    let declared = declared.and_then(|n| usize::try_from(n).ok());
+    let mut body = Budgeted::new(body, shared.budget.reservation(), SMALL_BODY, shared.options.body_timeout);
+    match budget::read_all(&mut body, declared).await {
+        Ok(bytes) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
+        Err(e) => unread(&parts.headers, error_response(&e)),
+    }
+}
+
+/// The most a request to a route other than infer may send.
+const SMALL_BODY: usize = 64 << 10;
+
+/// An answer given without reading the request's body: the connection closes after it (the
+/// rest of the body is not read), and says so, so that an HTTP/1.1 client does not send its
+/// next request on it. (HTTP/2 has no such header: its stream is reset.)
+pub(crate) fn unread(request: &HeaderMap, mut response: Response) -> Response {
+    let empty = request.get(header::CONTENT_LENGTH).is_some_and(|v| v.as_bytes() == b"0")
+        || (request.get(header::CONTENT_LENGTH).is_none() && request.get(header::TRANSFER_ENCODING).is_none());
+    if !empty {
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
 }
 
 /// Whether a request with this `Authorization` header may pass: any, when the server has no
-/// token; else `Bearer TOKEN` with the server's token (HTTP and gRPC alike).
+/// token; else `Bearer TOKEN` with the server's token, the scheme in any case (RFC 9110's
+/// auth-scheme is case-insensitive), HTTP and gRPC alike.
 pub(crate) fn authorized(shared: &Shared, authorization: Option<&HeaderValue>) -> bool {
     let Some(token) = &shared.options.token else { return true };
     authorization
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|t| constant_time_eq(t.as_bytes(), token.as_bytes()))
+        .and_then(|v| v.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .is_some_and(|(_, t)| constant_time_eq(t.trim_start_matches(' ').as_bytes(), token.as_bytes()))
 }
 
 /// Compares without returning early on the first differing byte (the time says nothing of
@@ -139,33 +174,40 @@ async fn model_ready(State(shared): AppState, Path(params): Path<HashMap<String,
     }
 }
 
-async fn infer(
-    State(shared): AppState,
-    Path(params): Path<HashMap<String, String>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn infer(State(shared): AppState, Path(params): Path<HashMap<String, String>>, request: Request) -> Response {
     let arrived = Instant::now();
+    let (parts, body) = request.into_parts();
     let found = match dispatch::find(&shared, &params) {
         Ok(found) => found,
-        Err(e) => return error_response(&e),
+        Err(e) => return unread(&parts.headers, error_response(&e)),
     };
     let name = found.model.name().to_string();
-    match run_infer(&shared, &found, &headers, &body, arrived).await {
+    let mut read = false;
+    match run_infer(&shared, &found, &parts.headers, body, arrived, &mut read).await {
         Ok(response) => response,
         Err(e) => {
             dispatch::record_failure(&shared, &name, &e, arrived);
-            error_response(&e)
+            let response = error_response(&e);
+            if read {
+                response
+            } else {
+                unread(&parts.headers, response)
+            }
         }
     }
 }
 
+/// Runs an inference request: its model found, the headers, the queue and the budget checked
+/// before its body is read (within the budget, as it arrives), then decoded off the async
+/// runtime straight into its tensors (each one's bytes taken of the budget from its declared
+/// shape before it is decoded). `read` says whether the body was read.
 async fn run_infer(
     shared: &Arc<Shared>,
     found: &dispatch::Found,
     headers: &HeaderMap,
-    body: &[u8],
+    body: Body,
     arrived: Instant,
+    read: &mut bool,
 ) -> Result<Response, ServeError> {
     if let Some(encoding) = headers.get(header::CONTENT_ENCODING) {
         if encoding.as_bytes() != b"identity" {
@@ -186,18 +228,39 @@ async fn run_infer(
     // The queue first: a full one answers at once, before any work on the body.
     let model = &found.model;
     let permit = dispatch::admit(shared, model, found.queue.clone())?;
-    let request = decode_infer_request(body, json_length).map_err(|e| ServeError::BadRequest(e.0))?;
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    let reservation = shared.budget.reservation();
+    if let Some(n) = declared {
+        shared.budget.check_room(n, "the request's body")?;
+    }
+    let mut body = Budgeted::new(body, reservation.clone(), shared.options.max_body_bytes, shared.options.body_timeout);
+    let bytes = budget::read_all(&mut body, declared).await?;
+    *read = true;
+    drop(body);
+    let (decoding, taking) = (model.clone(), reservation.clone());
+    let request = tokio::task::spawn_blocking(move || {
+        let decoded = decode_checked(&bytes, json_length, &mut |input| {
+            dispatch::check_declared(&decoding, input)?;
+            taking.take(input.bytes, &format!("input {:?}", input.name))
+        });
+        drop(bytes);
+        taking.release_body();
+        decoded
+    })
+    .await
+    .map_err(|e| ServeError::Internal(format!("the decoding task failed: {e}")))??;
     let id = request.id.clone();
     let outputs = dispatch::run(shared, found, permit, request, arrived).await?;
     let (body, header_length) = encode_infer_response(model.name(), model.version(), id.as_deref(), &outputs);
-    Ok(match header_length {
-        None => respond(200, "application/json", body),
-        Some(n) => {
-            let mut response = respond(200, "application/octet-stream", body);
-            response.headers_mut().insert(HEADER_LENGTH, HeaderValue::from(n));
-            response
-        }
-    })
+    drop(outputs);
+    let content_type = if header_length.is_some() { "application/octet-stream" } else { "application/json" };
+    // The request's bytes stay taken of the budget until its answer is sent.
+    let mut response = Response::new(Body::new(Held::new(Once::new(body), reservation)));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Some(n) = header_length {
+        response.headers_mut().insert(HEADER_LENGTH, HeaderValue::from(n));
+    }
+    Ok(response)
 }
 
 async fn repository_index(State(shared): AppState) -> Response {
@@ -218,35 +281,75 @@ async fn repository_load(State(shared): AppState, Path(name): Path<String>) -> R
     }
 }
 
+/// The load and unload calls need model control.
+pub(crate) fn check_model_control(shared: &Shared) -> Result<(), ServeError> {
+    if shared.options.model_control {
+        return Ok(());
+    }
+    Err(ServeError::Forbidden(
+        "model control is off: start the server with --model-control explicit to load and unload models".into(),
+    ))
+}
+
+/// Whether `folder` looks like a model's: a folder with a `config.json` or a `.jaxexport` file.
+fn is_model_folder(folder: &std::path::Path) -> bool {
+    folder.join("config.json").is_file()
+        || std::fs::read_dir(folder)
+            .is_ok_and(|entries| entries.flatten().any(|e| e.path().extension().is_some_and(|x| x == "jaxexport")))
+}
+
 /// Loads (or reloads) model folder `name` of the server's repository, off the async runtime.
+/// What the client is told has no server paths, and a name that is not a model folder (none
+/// there, a file, a folder of something else) is answered alike: the log has the whole error.
 pub(crate) async fn load_from_repository(shared: Arc<Shared>, name: String) -> Result<(), ServeError> {
+    check_model_control(&shared)?;
     let Some(root) = shared.options.repository.clone() else {
         return Err(ServeError::BadRequest(
             "the server has no model repository to load from (start it with one)".into(),
         ));
     };
-    if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
+    if name.is_empty() || name.contains(['/', '\\', '\0']) || name.starts_with('.') {
         return Err(ServeError::BadRequest(format!("{name:?} is not a model folder's name")));
     }
-    let server = crate::Server { shared };
+    let server = crate::Server { shared: shared.clone() };
+    let loading = name.clone();
     let loaded = tokio::task::spawn_blocking(move || {
-        let config = crate::ModelConfig::from_folder(&root.join(&name))?;
-        server.load(config)
+        let folder = root.join(&loading);
+        if !is_model_folder(&folder) {
+            return Ok(Err(format!("{} is not a model folder (no config.json or .jaxexport file)", folder.display())));
+        }
+        let config = crate::ModelConfig::from_folder(&folder)?;
+        server.load(config).map(Ok)
     })
     .await;
     match loaded {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(e)) => Err(ServeError::BadRequest(e.to_string())),
+        Ok(Ok(Ok(()))) => Ok(()),
+        Ok(Ok(Err(why))) => {
+            shared.options.log(&format!("load {name:?}: {why}"));
+            Err(ServeError::NotFound(format!("no model {name:?} in the repository")))
+        }
+        Ok(Err(e)) => {
+            shared.options.log(&format!("load {name:?}: {e}"));
+            Err(ServeError::BadRequest(crate::error::without_paths(&e.to_string())))
+        }
         Err(e) => Err(ServeError::Internal(format!("the load task failed: {e}"))),
     }
 }
 
 async fn repository_unload(State(shared): AppState, Path(name): Path<String>) -> Response {
-    let server = crate::Server { shared };
-    if server.unload(&name) {
-        respond(200, "application/json", b"{}".to_vec())
+    match unload(shared, &name) {
+        Ok(()) => respond(200, "application/json", b"{}".to_vec()),
+        Err(e) => error_response(&e),
+    }
+}
+
+/// Stops serving model `name`, with model control.
+pub(crate) fn unload(shared: Arc<Shared>, name: &str) -> Result<(), ServeError> {
+    check_model_control(&shared)?;
+    if (crate::Server { shared }).unload(name) {
+        Ok(())
     } else {
-        error_response(&ServeError::NotFound(format!("no model {name:?} is loaded")))
+        Err(ServeError::NotFound(format!("no model {name:?} is loaded")))
     }
 }
 

@@ -15,14 +15,18 @@
 //! | `GET /v2/models/NAME[/versions/V]` | a model's inputs and outputs (datatype, shape, `-1` for symbolic dimensions) |
 //! | `GET /v2/models/NAME[/versions/V]/ready` | 200 when the model is loaded |
 //! | `POST /v2/models/NAME[/versions/V]/infer` | run it: JSON tensors, or binary ones after `Inference-Header-Content-Length` bytes of JSON |
-//! | `POST /v2/repository/index`, `/v2/repository/models/NAME/load`, `.../unload` | the repository extension |
+//! | `POST /v2/repository/index`, `/v2/repository/models/NAME/load`, `.../unload` | the repository extension (load and unload with [`ServerOptions::model_control`]) |
 //! | `GET /metrics` | Prometheus metrics |
 //!
 //! Every request is bounded: its body ([`ServerOptions::max_body_bytes`], 413 beyond), its
-//! model's queue ([`ServerOptions::max_queue`], 503 at once when full) and its wait for the
-//! device ([`ServerOptions::queue_timeout`], 503). A wrong name, datatype, shape or byte count
-//! is a 400 whose message names it. A request whose client disconnects while it waits leaves
-//! the queue.
+//! model's queue ([`ServerOptions::max_queue`], 503 at once when full), the server's budget of
+//! request bytes in flight ([`ServerOptions::max_inflight_bytes`]: bodies as they arrive and
+//! input tensors before they are decoded, 503 at once when full), its body's arrival
+//! ([`ServerOptions::body_timeout`]) and its wait for the device
+//! ([`ServerOptions::queue_timeout`], 503); the model, the queue and the budget are checked
+//! before the body is read. Connections are bounded too ([`ServerOptions::max_connections`],
+//! [`ServerOptions::header_timeout`]). A wrong name, datatype, shape or byte count is a 400
+//! whose message names it. A request whose client disconnects while it waits leaves the queue.
 //!
 //! ```
 //! use pjrt_serve::{ModelConfig, Server, ServerOptions};
@@ -49,6 +53,7 @@
 //! ```
 
 mod batching;
+mod budget;
 pub mod config;
 mod datatype;
 mod devices;
@@ -56,9 +61,11 @@ mod dispatch;
 mod error;
 pub mod grpc;
 mod http;
+mod listen;
 pub mod metrics;
 mod model;
 pub mod protocol;
+mod shapes;
 #[cfg(feature = "tls")]
 mod tls;
 
@@ -95,10 +102,23 @@ pub struct ServerOptions {
     pub max_queue: usize,
     /// How long a request may wait for the device before it is answered 503.
     pub queue_timeout: Duration,
-    /// A bearer token every request must carry (`Authorization: Bearer TOKEN`), if set.
+    /// A bearer token every request must carry (`Authorization: Bearer TOKEN`, the scheme in
+    /// any case), if set.
     pub token: Option<String>,
+    /// With a token: the health routes (`/v2/health/live`, `/v2/health/ready`, gRPC
+    /// `ServerLive` and `ServerReady`) and `/metrics` answer without it, for Kubernetes probes
+    /// and Prometheus scrapers. Off by default.
+    pub open_health_and_metrics: bool,
     /// The repository folder `/v2/repository/models/NAME/load` reads models from, if any.
     pub repository: Option<PathBuf>,
+    /// Whether clients may load and unload models (Triton's `--model-control-mode explicit`).
+    /// Off by default, as in Triton: the load and unload calls answer 403 (gRPC
+    /// `PERMISSION_DENIED`); the repository index is always served.
+    pub model_control: bool,
+    /// Where the server writes what it does not tell clients: the whole error of a model that
+    /// did not load (with its paths), which clients get without paths. `None`: nowhere but
+    /// `tracing` (a `WARN` event).
+    pub log: Option<fn(&str)>,
     /// The compile cache executables are loaded from and kept in, if any.
     pub compile_cache: Option<PathBuf>,
     /// How many executions may run at once, over all devices (default: the host's cores; PJRT
@@ -107,6 +127,21 @@ pub struct ServerOptions {
     /// How many devices serve each model (the client's first ones), fed from one queue per
     /// model; the client needs that many (`cpu_device_count` on a CPU plugin).
     pub replicas: usize,
+    /// The server's budget of request bytes in flight: bodies as they arrive and the input
+    /// tensors decoded from them, until their answers are sent. A request that does not fit
+    /// while others hold the budget is answered 503 at once (413 if it could never fit).
+    pub max_inflight_bytes: usize,
+    /// How many connections the HTTP and gRPC ports hold at once, together; more wait in the
+    /// listen backlog until one closes.
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's head (HTTP/1) or its preface
+    /// (HTTP/2) before it is closed; an idle HTTP/1 keep-alive connection is closed after as
+    /// long.
+    pub header_timeout: Duration,
+    /// How long a request's body may take to arrive whole (408, gRPC `DEADLINE_EXCEEDED`
+    /// after), and how long an answer may wait for the client to read it before the connection
+    /// is closed.
+    pub body_timeout: Duration,
     /// Serve HTTPS and gRPC over TLS with this certificate (feature `tls`).
     #[cfg(feature = "tls")]
     pub tls: Option<TlsConfig>,
@@ -119,10 +154,17 @@ impl Default for ServerOptions {
             max_queue: 64,
             queue_timeout: Duration::from_secs(30),
             token: None,
+            open_health_and_metrics: false,
             repository: None,
+            model_control: false,
+            log: None,
             compile_cache: None,
             concurrent_executions: std::thread::available_parallelism().map_or(1, |n| n.get()),
             replicas: 1,
+            max_inflight_bytes: 512 << 20,
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(60),
             #[cfg(feature = "tls")]
             tls: None,
         }
@@ -148,6 +190,17 @@ impl ServerOptions {
         self
     }
 
+    /// With a budget of request bytes in flight.
+    ///
+    /// ```
+    /// let options = pjrt_serve::ServerOptions::default().with_max_inflight_bytes(64 << 20);
+    /// assert_eq!(options.max_inflight_bytes, 64 << 20);
+    /// ```
+    pub fn with_max_inflight_bytes(mut self, bytes: usize) -> ServerOptions {
+        self.max_inflight_bytes = bytes;
+        self
+    }
+
     /// Serving each model on the client's first `replicas` devices.
     pub fn with_replicas(mut self, replicas: usize) -> ServerOptions {
         self.replicas = replicas.max(1);
@@ -158,6 +211,25 @@ impl ServerOptions {
     pub fn with_repository(mut self, repository: impl Into<PathBuf>) -> ServerOptions {
         self.repository = Some(repository.into());
         self
+    }
+
+    /// With model control on: clients may load and unload the repository's models.
+    ///
+    /// ```
+    /// assert!(!pjrt_serve::ServerOptions::default().model_control);
+    /// assert!(pjrt_serve::ServerOptions::default().with_model_control(true).model_control);
+    /// ```
+    pub fn with_model_control(mut self, on: bool) -> ServerOptions {
+        self.model_control = on;
+        self
+    }
+
+    /// Writes `line` to the server's log ([`ServerOptions::log`], and a `tracing` event).
+    pub(crate) fn log(&self, line: &str) {
+        tracing::warn!("{line}");
+        if let Some(log) = self.log {
+            log(line);
+        }
     }
 }
 
@@ -180,6 +252,12 @@ pub(crate) struct Shared {
     /// [`ServerOptions::replicas`]).
     pub devices: Arc<devices::DevicePool>,
     pub metrics: metrics::Metrics,
+    /// Places for connections ([`ServerOptions::max_connections`]), shared by both ports.
+    pub connections: Arc<Semaphore>,
+    /// The bytes of requests in flight ([`ServerOptions::max_inflight_bytes`]).
+    pub budget: budget::Budget,
+    /// Compiles for requests' shapes run one at a time.
+    pub compiling: Semaphore,
 }
 
 /// A model server: a client, its models, its limits. Cheap to clone (shared state).
@@ -192,9 +270,13 @@ impl Server {
     /// A server of no models yet on `client`.
     pub fn new(client: Client, options: ServerOptions) -> Server {
         let devices = devices::DevicePool::new(options.replicas, options.concurrent_executions);
+        let connections = Arc::new(Semaphore::new(options.max_connections.clamp(1, Semaphore::MAX_PERMITS)));
         Server {
             shared: Arc::new(Shared {
                 client,
+                connections,
+                budget: budget::Budget::new(options.max_inflight_bytes),
+                compiling: Semaphore::new(1),
                 options,
                 models: RwLock::new(BTreeMap::new()),
                 failed: Mutex::new(BTreeMap::new()),
@@ -228,7 +310,7 @@ impl Server {
                 Ok(())
             }
             Err(e) => {
-                self.shared.failed.lock().unwrap_or_else(|e| e.into_inner()).insert(name, e.to_string());
+                self.record_failure(name, &e);
                 Err(e)
             }
         }
@@ -245,8 +327,7 @@ impl Server {
                 // are not models at all.)
                 Err(e) => {
                     if let ServeError::Load { model, .. } = &e {
-                        let mut failed = self.shared.failed.lock().unwrap_or_else(|p| p.into_inner());
-                        failed.insert(model.clone(), e.to_string());
+                        self.record_failure(model.clone(), &e);
                     }
                     Err(e)
                 }
@@ -254,6 +335,13 @@ impl Server {
             errors.extend(loaded.err());
         }
         Ok(errors)
+    }
+
+    /// Keeps why model `name` did not load, for the repository index: without the server's
+    /// paths (the caller has the whole error).
+    fn record_failure(&self, name: String, e: &ServeError) {
+        let reason = error::without_paths(&e.to_string());
+        self.shared.failed.lock().unwrap_or_else(|e| e.into_inner()).insert(name, reason);
     }
 
     /// Stops serving a model (requests in flight finish); false if there was none.
@@ -279,11 +367,20 @@ impl Server {
         listener: tokio::net::TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &self.shared.options.tls {
-            return tls::serve_https(self.router(), listener, tls, shutdown).await;
+        listen::serve(listener, self.router(), self.port(false), shutdown).await
+    }
+
+    /// How a port of this server serves.
+    fn port(&self, http2_only: bool) -> listen::Port {
+        let options = &self.shared.options;
+        listen::Port {
+            connections: self.shared.connections.clone(),
+            header_timeout: options.header_timeout,
+            body_timeout: options.body_timeout,
+            http2_only,
+            #[cfg(feature = "tls")]
+            tls: options.tls.as_ref().map(TlsConfig::server_config),
         }
-        axum::serve(listener, self.router()).with_graceful_shutdown(shutdown).await
     }
 }
 
@@ -296,14 +393,7 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         let service = grpc::GrpcService { shared: self.shared.clone() };
-        #[allow(unused_mut)]
-        let mut builder = tonic::transport::Server::builder();
-        #[cfg(feature = "tls")]
-        if let Some(tls) = &self.shared.options.tls {
-            builder = builder.tls_config(tls.grpc()).map_err(|e| ServeError::Internal(format!("gRPC TLS: {e}")))?;
-        }
-        builder
-            .serve_with_incoming_shutdown(service, tonic::transport::server::TcpIncoming::from(listener), shutdown)
+        listen::serve(listener, service, self.port(true), shutdown)
             .await
             .map_err(|e| ServeError::Internal(format!("the gRPC server failed: {e}")))
     }

@@ -51,6 +51,8 @@ struct ModelMetrics {
     rejected: u64,
     /// Executions per replica (device index).
     executions: BTreeMap<usize, u64>,
+    /// Input signatures compiled for requests.
+    compiles: u64,
     request_seconds: Histogram,
     queue_seconds: Histogram,
     batch_size: Histogram,
@@ -92,6 +94,11 @@ impl Metrics {
     /// A request refused at once (queue full, waited too long).
     pub fn rejected(&self, model: &str) {
         self.with(model, |m| m.rejected += 1);
+    }
+
+    /// An input signature compiled for a request (on every replica).
+    pub fn compiled(&self, model: &str) {
+        self.with(model, |m| m.compiles += 1);
     }
 
     /// One execution of `requests` requests on replica (device) `replica`.
@@ -154,6 +161,13 @@ impl Metrics {
                     label(model)
                 );
             }
+        }
+        out.push_str(
+            "# HELP pjrt_serve_compiles_total Input signatures compiled for requests (new shapes of a symbolic model).\n",
+        );
+        out.push_str("# TYPE pjrt_serve_compiles_total counter\n");
+        for (model, m) in &models {
+            let _ = writeln!(out, "pjrt_serve_compiles_total{{model=\"{}\"}} {}", label(model), m.compiles);
         }
         out.push_str("# HELP pjrt_serve_executables Executables compiled for a model (one per input signature).\n");
         out.push_str("# TYPE pjrt_serve_executables gauge\n");

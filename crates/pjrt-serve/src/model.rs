@@ -1,6 +1,7 @@
 //! A model being served: a `jax.export` model on one device of a client, its weights uploaded
-//! once, its executables kept per input signature (a shape-polymorphic model is refined and
-//! compiled once for each new one, through the compile cache when there is one).
+//! once, its executables kept per input signature: those compiled at load through the compile
+//! cache when there is one, those a shape-polymorphic model compiles for requests' new shapes
+//! apart and in memory only (bounded: [`crate::config::ShapeLimits`]).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -30,7 +31,10 @@ pub struct TensorSpec {
 
 /// The model on one device: its executables and its weights there.
 struct Replica {
+    /// The executables compiled at load (through the compile cache).
     runner: Runner,
+    /// Those compiled for requests' shapes (kept in memory only).
+    requested: Runner,
     /// The weights, uploaded to the device once (in the order of `ServedModel::weight_of`'s
     /// indices).
     weight_buffers: Vec<Buffer>,
@@ -53,6 +57,8 @@ pub struct ServedModel {
     outputs: Vec<TensorSpec>,
     /// For a batched model: which request inputs lead with the batch dimension.
     batched: Vec<bool>,
+    /// The signatures compiled, and what requests may have compiled.
+    signatures: crate::shapes::Signatures,
     /// How long loading took (read, weights upload, first compile of a static model).
     load_ms: f64,
 }
@@ -148,17 +154,22 @@ impl ServedModel {
             Some(batching) => check_batchable(&model, &request_inputs, batching).map_err(|m| load_error(&config, m))?,
             None => Vec::new(),
         };
+        let request_dims: Vec<&[Dim]> = request_inputs.iter().map(|&i| &model.in_avals()[i].dims[..]).collect();
+        let signatures =
+            crate::shapes::Signatures::new(&config.shapes, &request_dims).map_err(|m| load_error(&config, m))?;
         let model = std::sync::Arc::new(model);
         let mut built = Vec::with_capacity(replicas);
         for device in &devices[..replicas] {
             let mut runner = Runner::new(model.clone(), client);
+            let mut requested = Runner::new(model.clone(), client).with_capacity(config.shapes.max_request_shapes);
             if replicas > 1 {
                 // Each replica's executables are compiled for its own device.
                 let id = device.id().map_err(|e| load_error(&config, e))?;
                 let assignment =
                     DeviceAssignment::new(vec![vec![i64::from(id)]]).map_err(|e| load_error(&config, e))?;
-                runner = runner
-                    .with_compile_options(model.compile_options(client.platform_name()).device_assignment(&assignment));
+                let options = model.compile_options(client.platform_name()).device_assignment(&assignment);
+                runner = runner.with_compile_options(options.clone());
+                requested = requested.with_compile_options(options);
             }
             if let Some(cache) = &cache {
                 runner = runner.with_compile_cache(cache.clone());
@@ -170,10 +181,10 @@ impl ServedModel {
                     .map_err(|e| load_error(&config, e))?;
                 weight_buffers.push(buffer);
             }
-            built.push(Replica { runner, weight_buffers });
+            built.push(Replica { runner, requested, weight_buffers });
         }
         drop(weight_hosts);
-        let served = ServedModel {
+        let mut served = ServedModel {
             config,
             replicas: built,
             client: client.clone(),
@@ -183,6 +194,7 @@ impl ServedModel {
             inputs,
             outputs,
             batched,
+            signatures,
             load_ms: 0.0,
         };
         if !polymorphic {
@@ -190,6 +202,7 @@ impl ServedModel {
             for replica in &served.replicas {
                 replica.runner.executable(&shapes).map_err(|e| load_error(&served.config, e))?;
             }
+            served.signatures.pin(shapes);
         }
         // A batched model whose other dimensions are fixed has one executable per bucket:
         // compiled now (or loaded from the compile cache), not on the first request of each size.
@@ -215,6 +228,7 @@ impl ServedModel {
                             .executable(&shapes)
                             .map_err(|e| load_error(&served.config, format_args!("batch of {bucket}: {e}")))?;
                     }
+                    served.signatures.pin(shapes);
                 }
             }
         }
@@ -281,7 +295,30 @@ impl ServedModel {
 
     /// How many executables are compiled (one per input signature seen).
     pub fn executables(&self) -> usize {
-        self.replicas.iter().map(|r| r.runner.cached()).sum()
+        self.replicas.iter().map(|r| r.runner.cached() + r.requested.cached()).sum()
+    }
+
+    /// Every input's shape for these request inputs (in the model's order): the signature an
+    /// executable is compiled for.
+    pub(crate) fn signature(&self, inputs: &[HostArray]) -> crate::shapes::Signature {
+        self.shapes(inputs)
+    }
+
+    /// What it has compiled, and may compile for requests.
+    pub(crate) fn signatures(&self) -> &crate::shapes::Signatures {
+        &self.signatures
+    }
+
+    /// Compiles `signature` on every replica for requests (kept in memory, not in the compile
+    /// cache). Blocks: call it off the async runtime, outside the device's execution slots.
+    pub(crate) fn compile_for_requests(&self, signature: &crate::shapes::Signature) -> Result<(), ServeError> {
+        for replica in &self.replicas {
+            replica.requested.executable(signature).map_err(|e| {
+                ServeError::BadRequest(format!("the input shapes do not fit model {:?}: {e}", self.config.name))
+            })?;
+        }
+        self.signatures.add(signature.clone());
+        Ok(())
     }
 
     /// How long loading took, in milliseconds: reading, the weights' upload and, for a model
@@ -406,7 +443,9 @@ impl ServedModel {
     pub(crate) fn run(&self, inputs: Vec<HostArray>, replica: usize) -> Result<Vec<OutputTensor>, ServeError> {
         let replica = &self.replicas[replica % self.replicas.len()];
         let model = replica.runner.model();
-        let exe = replica.runner.executable(&self.shapes(&inputs)).map_err(|e| {
+        let shapes = self.shapes(&inputs);
+        let runner = if self.signatures.is_pinned(&shapes) { &replica.runner } else { &replica.requested };
+        let exe = runner.executable(&shapes).map_err(|e| {
             if model.is_polymorphic() {
                 ServeError::BadRequest(format!("the input shapes do not fit model {:?}: {e}", self.config.name))
             } else {

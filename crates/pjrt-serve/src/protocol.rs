@@ -2,13 +2,21 @@
 //! Triton's binary tensor data extension (a JSON header of `Inference-Header-Content-Length`
 //! bytes, then each tensor's raw little-endian bytes in order).
 //!
-//! Decoding trusts nothing: every count is checked against the bytes there are before
-//! anything is allocated for it, so a hostile body is a [`ProtocolError`] naming what is wrong,
-//! never a panic or an allocation larger than the body.
+//! Decoding trusts nothing: the JSON is read by a typed streaming deserializer (never a tree
+//! of values), its lists bounded as they are read, and each input's `data` decoded straight
+//! into the tensor's bytes, no more than its shape and datatype declare; so a hostile body is a
+//! [`ProtocolError`] naming what is wrong, never a panic, and allocates no more than its
+//! tensors' declared bytes (the server takes those of its budget before decoding).
 
-use serde_json::{Map, Value};
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 use crate::datatype::Datatype;
+use crate::error::ServeError;
 
 /// What is wrong with a request body; the message names the field or tensor.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -86,114 +94,411 @@ pub(crate) fn element_count(name: &str, shape: &[i64]) -> Result<usize, Protocol
     Ok(count)
 }
 
-fn string_field<'a>(object: &'a Map<String, Value>, field: &str, what: &str) -> Result<&'a str, ProtocolError> {
-    match object.get(field) {
-        Some(Value::String(s)) => Ok(s),
-        Some(_) => err(format!("{what}: \"{field}\" must be a string")),
-        None => err(format!("{what}: \"{field}\" is missing")),
+/// Most inputs, outputs and parameters a request may list, and dimensions a shape may have:
+/// what a request lists is bounded before it is kept.
+pub(crate) const MAX_TENSORS: usize = 1024;
+pub(crate) const MAX_RANK: usize = 64;
+const MAX_PARAMETERS: usize = 64;
+
+/// A parameter's value: a boolean, number or string (as the protocol's parameters are).
+#[derive(Debug, Clone, PartialEq)]
+enum Parameter {
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Str(String),
+}
+
+impl<'de> Deserialize<'de> for Parameter {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Parameter, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Parameter;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a parameter: a boolean, number or string")
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Parameter, E> {
+                Ok(Parameter::Bool(v))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Parameter, E> {
+                Ok(Parameter::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Parameter, E> {
+                Ok(Parameter::UInt(v))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Parameter, E> {
+                Ok(Parameter::Float(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Parameter, E> {
+                Ok(Parameter::Str(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
     }
 }
 
-fn bool_parameter(object: &Map<String, Value>, name: &str, what: &str) -> Result<Option<bool>, ProtocolError> {
-    match object.get("parameters") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(p)) => match p.get(name) {
+/// What a bounded list holds: its most items, and its name for messages.
+trait Limit {
+    const MAX: usize;
+    const WHAT: &'static str;
+}
+
+struct InputList;
+impl Limit for InputList {
+    const MAX: usize = MAX_TENSORS;
+    const WHAT: &'static str = "\"inputs\": a list of at most 1024 tensors";
+}
+struct OutputList;
+impl Limit for OutputList {
+    const MAX: usize = MAX_TENSORS;
+    const WHAT: &'static str = "\"outputs\": a list of at most 1024 outputs";
+}
+struct ShapeList;
+impl Limit for ShapeList {
+    const MAX: usize = MAX_RANK;
+    const WHAT: &'static str = "\"shape\": a list of at most 64 integers";
+}
+
+/// A list of at most `L::MAX` items: more is an error as soon as the one too many is read.
+struct Bounded<T, L>(Vec<T>, std::marker::PhantomData<L>);
+
+impl<'de, T: Deserialize<'de>, L: Limit> Deserialize<'de> for Bounded<T, L> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T, L>(std::marker::PhantomData<(T, L)>);
+        impl<'de, T: Deserialize<'de>, L: Limit> Visitor<'de> for V<T, L> {
+            type Value = Bounded<T, L>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(L::WHAT)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    if items.len() == L::MAX {
+                        return Err(de::Error::custom(format!("more than {} items: {}", L::MAX, L::WHAT)));
+                    }
+                    items.push(item);
+                }
+                Ok(Bounded(items, std::marker::PhantomData))
+            }
+        }
+        d.deserialize_seq(V(std::marker::PhantomData))
+    }
+}
+
+/// A `parameters` object: at most [`MAX_PARAMETERS`] of them, each a boolean, number or string.
+#[derive(Debug, Default)]
+struct Parameters(Vec<(String, Parameter)>);
+
+impl<'de> Deserialize<'de> for Parameters {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Parameters, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Parameters;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("\"parameters\": an object")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Parameters, E> {
+                Ok(Parameters::default())
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parameters, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = map.next_entry::<String, Parameter>()? {
+                    if items.len() == MAX_PARAMETERS {
+                        return Err(de::Error::custom(format!("more than {MAX_PARAMETERS} parameters")));
+                    }
+                    items.push(item);
+                }
+                Ok(Parameters(items))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Parameters {
+    fn get(&self, name: &str) -> Option<&Parameter> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+
+    /// Parameters this server does not implement are refused, not ignored: a client that asks
+    /// for `classification` or shared memory would otherwise get something other than it asked
+    /// for.
+    fn refuse_unknown(&self, known: &[&str], what: &str) -> Result<(), ProtocolError> {
+        match self.0.iter().find(|(k, _)| !known.contains(&k.as_str())) {
+            Some((name, _)) => {
+                err(format!("{what}: parameter \"{name}\" is not supported here (known: {})", known.join(", ")))
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn bool(&self, name: &str, what: &str) -> Result<Option<bool>, ProtocolError> {
+        match self.get(name) {
             None => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(Parameter::Bool(b)) => Ok(Some(*b)),
             Some(_) => err(format!("{what}: parameter \"{name}\" must be true or false")),
-        },
-        Some(_) => err(format!("{what}: \"parameters\" must be an object")),
-    }
-}
-
-fn size_parameter(object: &Map<String, Value>, name: &str, what: &str) -> Result<Option<usize>, ProtocolError> {
-    match object.get("parameters") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Object(p)) => match p.get(name) {
-            None => Ok(None),
-            Some(v) => match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
-                Some(n) => Ok(Some(n)),
-                None => err(format!("{what}: parameter \"{name}\" must be a byte count (0 or more)")),
-            },
-        },
-        Some(_) => err(format!("{what}: \"parameters\" must be an object")),
-    }
-}
-
-/// Parameters this server does not implement are refused, not ignored: a client that asks for
-/// `classification` or shared memory would otherwise get something other than it asked for.
-fn refuse_unknown_parameters(object: &Map<String, Value>, known: &[&str], what: &str) -> Result<(), ProtocolError> {
-    if let Some(Value::Object(p)) = object.get("parameters") {
-        if let Some(name) = p.keys().find(|k| !known.contains(&k.as_str())) {
-            return err(format!("{what}: parameter \"{name}\" is not supported here (known: {})", known.join(", ")));
         }
     }
-    Ok(())
+
+    fn size(&self, name: &str, what: &str) -> Result<Option<usize>, ProtocolError> {
+        let n = match self.get(name) {
+            None => return Ok(None),
+            Some(Parameter::Int(n)) => u64::try_from(*n).ok(),
+            Some(Parameter::UInt(n)) => Some(*n),
+            Some(_) => None,
+        };
+        match n.and_then(|n| usize::try_from(n).ok()) {
+            Some(n) => Ok(Some(n)),
+            None => err(format!("{what}: parameter \"{name}\" must be a byte count (0 or more)")),
+        }
+    }
 }
 
-/// Appends the JSON `data` of an input (flat, or nested in row-major order) as bytes.
-fn json_elements(
-    name: &str,
+/// The JSON of an inference request, as read: each input's `data` is left as its text in the
+/// body (borrowed), decoded only once the input's shape and datatype are checked.
+#[derive(Deserialize)]
+struct RequestJson<'a> {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    parameters: Option<Parameters>,
+    #[serde(default, borrow)]
+    inputs: Option<Bounded<InputJson<'a>, InputList>>,
+    #[serde(default)]
+    outputs: Option<Bounded<OutputJson, OutputList>>,
+}
+
+#[derive(Deserialize)]
+struct InputJson<'a> {
+    name: String,
+    datatype: String,
+    shape: Bounded<i64, ShapeList>,
+    #[serde(default)]
+    parameters: Option<Parameters>,
+    #[serde(default, borrow)]
+    data: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct OutputJson {
+    name: String,
+    #[serde(default)]
+    parameters: Option<Parameters>,
+}
+
+/// An input as a request declares it, before its data is decoded: what the server checks (and
+/// takes of its budget) first.
+pub(crate) struct InputHeader<'a> {
+    pub name: &'a str,
+    pub datatype: Datatype,
+    pub shape: &'a [i64],
+    /// Its data's bytes, from its shape and datatype.
+    pub bytes: usize,
+}
+
+/// Decodes the JSON `data` of an input (flat, or nested in row-major order) straight into
+/// its little-endian bytes: no more than `limit` of them, whatever the text holds.
+struct Elements<'o> {
     datatype: Datatype,
-    data: &Value,
-    out: &mut Vec<u8>,
+    out: &'o mut Vec<u8>,
     limit: usize,
-) -> Result<(), ProtocolError> {
-    // An explicit stack: nesting as deep as the body allows cannot overflow ours.
-    let mut stack = vec![data];
-    while let Some(v) = stack.pop() {
-        if out.len() > limit {
-            return err(format!("input {name:?}: \"data\" has more elements than its shape"));
-        }
-        match v {
-            Value::Array(items) => stack.extend(items.iter().rev()),
-            scalar => push_element(name, datatype, scalar, out)?,
-        }
-    }
-    Ok(())
 }
 
-fn push_element(name: &str, datatype: Datatype, v: &Value, out: &mut Vec<u8>) -> Result<(), ProtocolError> {
-    let bad = |what: &str| err(format!("input {name:?} ({datatype}): element {v} is not {what}"));
-    macro_rules! int {
-        ($t:ty) => {{
-            let x = match v {
-                Value::Number(n) => n
-                    .as_i64()
-                    .and_then(|x| <$t>::try_from(x).ok())
-                    .or_else(|| n.as_u64().and_then(|x| <$t>::try_from(x).ok())),
-                _ => None,
-            };
-            match x {
-                Some(x) => out.extend_from_slice(&x.to_le_bytes()),
-                None => return bad(concat!("an integer in the range of ", stringify!($t))),
-            }
-        }};
-    }
-    match datatype {
-        Datatype::Bool => match v {
-            Value::Bool(b) => out.push(u8::from(*b)),
-            _ => return bad("true or false"),
-        },
-        Datatype::U8 => int!(u8),
-        Datatype::U16 => int!(u16),
-        Datatype::U32 => int!(u32),
-        Datatype::U64 => int!(u64),
-        Datatype::I8 => int!(i8),
-        Datatype::I16 => int!(i16),
-        Datatype::I32 => int!(i32),
-        Datatype::I64 => int!(i64),
-        Datatype::F16 | Datatype::F32 | Datatype::F64 | Datatype::Bf16 => {
-            let Some(x) = v.as_f64() else { return bad("a number") };
-            match datatype {
-                Datatype::F16 => out.extend_from_slice(&half::f16::from_f64(x).to_le_bytes()),
-                Datatype::Bf16 => out.extend_from_slice(&half::bf16::from_f64(x).to_le_bytes()),
-                Datatype::F32 => out.extend_from_slice(&(x as f32).to_le_bytes()),
-                _ => out.extend_from_slice(&x.to_le_bytes()),
+impl Elements<'_> {
+    fn push<E: de::Error>(self, v: Scalar<'_>) -> Result<(), E> {
+        let datatype = self.datatype;
+        if self.out.len() + datatype.size() > self.limit {
+            return Err(E::custom("\"data\" has more elements than its shape"));
+        }
+        let bad = |what: &str| Err(E::custom(format!("element {v} is not {what}")));
+        macro_rules! int {
+            ($t:ty) => {{
+                let x = match v {
+                    Scalar::Int(x) => <$t>::try_from(x).ok(),
+                    Scalar::UInt(x) => <$t>::try_from(x).ok(),
+                    _ => None,
+                };
+                match x {
+                    Some(x) => self.out.extend_from_slice(&x.to_le_bytes()),
+                    None => return bad(concat!("an integer in the range of ", stringify!($t))),
+                }
+            }};
+        }
+        match datatype {
+            Datatype::Bool => match v {
+                Scalar::Bool(b) => self.out.push(u8::from(b)),
+                _ => return bad("true or false"),
+            },
+            Datatype::U8 => int!(u8),
+            Datatype::U16 => int!(u16),
+            Datatype::U32 => int!(u32),
+            Datatype::U64 => int!(u64),
+            Datatype::I8 => int!(i8),
+            Datatype::I16 => int!(i16),
+            Datatype::I32 => int!(i32),
+            Datatype::I64 => int!(i64),
+            Datatype::F16 | Datatype::F32 | Datatype::F64 | Datatype::Bf16 => {
+                let x = match v {
+                    Scalar::Int(x) => x as f64,
+                    Scalar::UInt(x) => x as f64,
+                    Scalar::Float(x) => x,
+                    _ => return bad("a number"),
+                };
+                match datatype {
+                    Datatype::F16 => self.out.extend_from_slice(&half::f16::from_f64(x).to_le_bytes()),
+                    Datatype::Bf16 => self.out.extend_from_slice(&half::bf16::from_f64(x).to_le_bytes()),
+                    Datatype::F32 => self.out.extend_from_slice(&(x as f32).to_le_bytes()),
+                    _ => self.out.extend_from_slice(&x.to_le_bytes()),
+                }
             }
         }
+        Ok(())
     }
-    Ok(())
+}
+
+/// A JSON scalar of `data`.
+#[derive(Clone, Copy)]
+enum Scalar<'s> {
+    Bool(bool),
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+    Other(&'s str),
+}
+
+impl fmt::Display for Scalar<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scalar::Bool(b) => write!(f, "{b}"),
+            Scalar::Int(x) => write!(f, "{x}"),
+            Scalar::UInt(x) => write!(f, "{x}"),
+            Scalar::Float(x) => write!(f, "{x}"),
+            Scalar::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Elements<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Elements<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} elements", self.datatype)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let Elements { datatype, out, limit } = self;
+        while seq.next_element_seed(Elements { datatype, out: &mut *out, limit })?.is_some() {}
+        Ok(())
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<(), E> {
+        self.push(Scalar::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<(), E> {
+        self.push(Scalar::Int(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<(), E> {
+        self.push(Scalar::UInt(v))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<(), E> {
+        self.push(Scalar::Float(v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.push(Scalar::Other(&format!("{v:?}")))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.push(Scalar::Other("null"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<(), A::Error> {
+        self.push(Scalar::Other("{...}"))
+    }
+}
+
+/// Counts the scalars of a JSON `data` (for the message of one that has too few), allocating
+/// nothing.
+struct Count<'c>(&'c mut usize);
+
+impl<'de> DeserializeSeed<'de> for Count<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Count<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("elements")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Count(&mut *self.0))?.is_some() {}
+        Ok(())
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        *self.0 += 1;
+        Ok(())
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        *self.0 += 1;
+        Ok(())
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        *self.0 += 1;
+        Ok(())
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        *self.0 += 1;
+        Ok(())
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        *self.0 += 1;
+        Ok(())
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        *self.0 += 1;
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_entry::<de::IgnoredAny, de::IgnoredAny>()?.is_some() {}
+        *self.0 += 1;
+        Ok(())
+    }
+}
+
+/// `data`'s elements as bytes: `bytes` of them, decoded from the text as it is read.
+fn json_data(
+    raw: &RawValue,
+    what: &str,
+    datatype: Datatype,
+    shape: &[i64],
+    count: usize,
+    bytes: usize,
+) -> Result<Vec<u8>, ProtocolError> {
+    let text = raw.get();
+    let fewer = |n: usize| err(format!("{what}: \"data\" has {n} elements, but shape {shape:?} has {count}"));
+    // Each element takes a byte and a comma at least: a shape the text cannot fill is
+    // refused (counting, allocating nothing) before anything is allocated for it.
+    if count > text.len() / 2 + 1 {
+        let mut n = 0;
+        let mut reader = serde_json::Deserializer::from_str(text);
+        Count(&mut n).deserialize(&mut reader).map_err(|e| ProtocolError(format!("{what}: {e}")))?;
+        return fewer(n);
+    }
+    let mut out = Vec::with_capacity(bytes);
+    let mut reader = serde_json::Deserializer::from_str(text);
+    Elements { datatype, out: &mut out, limit: bytes }
+        .deserialize(&mut reader)
+        .and_then(|()| reader.end())
+        .map_err(|e| ProtocolError(format!("{what} ({datatype}): {e}")))?;
+    if out.len() != bytes {
+        return fewer(out.len() / datatype.size());
+    }
+    Ok(out)
 }
 
 /// Decodes an inference request: `body` whole, of which the first `json_length` bytes are the
@@ -217,103 +522,91 @@ fn push_element(name: &str, datatype: Datatype, v: &Value, out: &mut Vec<u8>) ->
 /// assert!(e.to_string().contains("\"x\""), "{e}");
 /// ```
 pub fn decode_infer_request(body: &[u8], json_length: Option<usize>) -> Result<InferRequest, ProtocolError> {
+    decode_checked(body, json_length, &mut |_| Ok(())).map_err(|e| ProtocolError(e.to_string()))
+}
+
+/// [`decode_infer_request`], with each input's declared name, datatype, shape and byte count
+/// given to `check` before its data is decoded (the model's checks, the budget's bytes).
+pub(crate) fn decode_checked(
+    body: &[u8],
+    json_length: Option<usize>,
+    check: &mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>,
+) -> Result<InferRequest, ServeError> {
+    let bad = |e: ProtocolError| ServeError::BadRequest(e.0);
     let (header, mut binary) = match json_length {
         Some(n) if n > body.len() => {
-            return err(format!("Inference-Header-Content-Length is {n}, but the body has only {} bytes", body.len()))
+            return Err(bad(ProtocolError(format!(
+                "Inference-Header-Content-Length is {n}, but the body has only {} bytes",
+                body.len()
+            ))))
         }
         Some(n) => body.split_at(n),
         None => (body, &[][..]),
     };
-    let json: Value =
-        serde_json::from_slice(header).map_err(|e| ProtocolError(format!("the request is not JSON: {e}")))?;
-    let Value::Object(request) = json else { return err("the request must be a JSON object") };
-    refuse_unknown_parameters(&request, &["binary_data_output"], "the request")?;
-    let id = match request.get("id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return err("\"id\" must be a string"),
+    let request: RequestJson<'_> = serde_json::from_slice(header).map_err(|e| {
+        ServeError::BadRequest(match e.classify() {
+            serde_json::error::Category::Data => format!("the request: {e}"),
+            _ => format!("the request is not JSON: {e}"),
+        })
+    })?;
+    let parameters = request.parameters.unwrap_or_default();
+    parameters.refuse_unknown(&["binary_data_output"], "the request").map_err(bad)?;
+    let binary_data_output = parameters.bool("binary_data_output", "the request").map_err(bad)?.unwrap_or(false);
+    let Some(Bounded(inputs_json, _)) = request.inputs else {
+        return Err(bad(ProtocolError("\"inputs\" must be a list of tensors".into())));
     };
-    let binary_data_output = bool_parameter(&request, "binary_data_output", "the request")?.unwrap_or(false);
-    let Some(Value::Array(inputs_json)) = request.get("inputs") else {
-        return err("\"inputs\" must be a list of tensors");
-    };
-    let mut inputs = Vec::with_capacity(inputs_json.len().min(64));
-    for (i, input) in inputs_json.iter().enumerate() {
-        let Value::Object(input) = input else { return err(format!("input {i} must be an object")) };
-        let name = string_field(input, "name", &format!("input {i}"))?.to_string();
+    let mut inputs = Vec::with_capacity(inputs_json.len());
+    for input in inputs_json {
+        let InputJson { name, datatype, shape: Bounded(shape, _), parameters, data } = input;
         let what = format!("input {name:?}");
-        refuse_unknown_parameters(input, &["binary_data_size"], &what)?;
-        let datatype: Datatype =
-            string_field(input, "datatype", &what)?.parse().map_err(|e| ProtocolError(format!("{what}: {e}")))?;
-        let shape = match input.get("shape") {
-            Some(Value::Array(dims)) => {
-                let mut shape = Vec::with_capacity(dims.len().min(64));
-                for d in dims {
-                    match d.as_i64() {
-                        Some(d) => shape.push(d),
-                        None => return err(format!("{what}: \"shape\" must be a list of integers")),
-                    }
-                }
-                shape
+        let parameters = parameters.unwrap_or_default();
+        parameters.refuse_unknown(&["binary_data_size"], &what).map_err(bad)?;
+        let datatype: Datatype = datatype.parse().map_err(|e| bad(ProtocolError(format!("{what}: {e}"))))?;
+        let (count, bytes) = byte_len(&name, datatype, &shape).map_err(bad)?;
+        let binary_size = parameters.size("binary_data_size", &what).map_err(bad)?;
+        match (binary_size, data) {
+            (Some(_), Some(_)) => return Err(bad(ProtocolError(format!("{what}: has both \"data\" and binary_data_size")))),
+            (None, None) => return Err(bad(ProtocolError(format!("{what}: has neither \"data\" nor binary_data_size")))),
+            (Some(size), None) if size != bytes => {
+                return Err(bad(ProtocolError(format!(
+                    "{what}: binary_data_size is {size} bytes, but {count} {datatype} elements of shape {shape:?} are {bytes}"
+                ))))
             }
-            _ => return err(format!("{what}: \"shape\" must be a list of integers")),
-        };
-        let (count, bytes) = byte_len(&name, datatype, &shape)?;
-        let data = match (size_parameter(input, "binary_data_size", &what)?, input.get("data")) {
-            (Some(_), Some(_)) => return err(format!("{what}: has both \"data\" and binary_data_size")),
-            (Some(size), None) => {
-                if size != bytes {
-                    return err(format!(
-                        "{what}: binary_data_size is {size} bytes, but {count} {datatype} elements of shape {shape:?} are {bytes}"
-                    ));
-                }
-                if size > binary.len() {
-                    return err(format!(
-                        "{what}: binary_data_size is {size} bytes, but only {} are left",
-                        binary.len()
-                    ));
-                }
-                let (mine, rest) = binary.split_at(size);
+            (Some(size), None) if size > binary.len() => {
+                return Err(bad(ProtocolError(format!(
+                    "{what}: binary_data_size is {size} bytes, but only {} are left",
+                    binary.len()
+                ))))
+            }
+            _ => {}
+        }
+        check(&InputHeader { name: &name, datatype, shape: &shape, bytes })?;
+        let data = match data {
+            Some(raw) => json_data(raw, &what, datatype, &shape, count, bytes).map_err(bad)?,
+            None => {
+                let (mine, rest) = binary.split_at(bytes);
                 binary = rest;
                 mine.to_vec()
             }
-            (None, Some(data)) => {
-                // Never more than the shape's bytes, however the JSON is nested.
-                let mut out = Vec::with_capacity(bytes.min(header.len().saturating_mul(8)));
-                json_elements(&name, datatype, data, &mut out, bytes)?;
-                if out.len() != bytes {
-                    return err(format!(
-                        "{what}: \"data\" has {} elements, but shape {shape:?} has {count}",
-                        out.len() / datatype.size()
-                    ));
-                }
-                out
-            }
-            (None, None) => return err(format!("{what}: has neither \"data\" nor binary_data_size")),
         };
-        check_bools(&name, datatype, &data)?;
+        check_bools(&name, datatype, &data).map_err(bad)?;
         inputs.push(InputTensor { name, datatype, shape, data });
     }
     if !binary.is_empty() {
-        return err(format!("{} bytes of binary data follow the inputs that no input claims", binary.len()));
+        return Err(bad(ProtocolError(format!(
+            "{} bytes of binary data follow the inputs that no input claims",
+            binary.len()
+        ))));
     }
-    let outputs = match request.get("outputs") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(list)) => {
-            let mut outputs = Vec::with_capacity(list.len().min(64));
-            for (i, output) in list.iter().enumerate() {
-                let Value::Object(output) = output else { return err(format!("output {i} must be an object")) };
-                let name = string_field(output, "name", &format!("output {i}"))?.to_string();
-                let what = format!("output {name:?}");
-                refuse_unknown_parameters(output, &["binary_data"], &what)?;
-                let binary = bool_parameter(output, "binary_data", &what)?.unwrap_or(binary_data_output);
-                outputs.push(RequestedOutput { name, binary });
-            }
-            outputs
-        }
-        Some(_) => return err("\"outputs\" must be a list"),
-    };
-    Ok(InferRequest { id, inputs, outputs, binary_data_output })
+    let mut outputs = Vec::new();
+    for OutputJson { name, parameters } in request.outputs.map(|b| b.0).unwrap_or_default() {
+        let what = format!("output {name:?}");
+        let parameters = parameters.unwrap_or_default();
+        parameters.refuse_unknown(&["binary_data"], &what).map_err(bad)?;
+        let binary = parameters.bool("binary_data", &what).map_err(bad)?.unwrap_or(binary_data_output);
+        outputs.push(RequestedOutput { name, binary });
+    }
+    Ok(InferRequest { id: request.id, inputs, outputs, binary_data_output })
 }
 
 /// One output tensor of a response.

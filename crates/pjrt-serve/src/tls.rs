@@ -1,10 +1,8 @@
 //! HTTPS and gRPC over TLS (feature `tls`): a certificate chain and its key in PEM, served with
 //! rustls (the ring provider; TLS 1.2 and 1.3, ALPN `h2` and `http/1.1`).
 
-use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -23,7 +21,6 @@ use crate::error::ServeError;
 #[derive(Clone)]
 pub struct TlsConfig {
     cert_pem: Vec<u8>,
-    key_pem: Vec<u8>,
     server: Arc<rustls::ServerConfig>,
 }
 
@@ -52,7 +49,7 @@ impl TlsConfig {
                 .with_single_cert(certs, key)
                 .map_err(|e| bad(format!("the TLS certificate and key do not go together: {e}")))?;
         server.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        Ok(TlsConfig { cert_pem, key_pem, server: Arc::new(server) })
+        Ok(TlsConfig { cert_pem, server: Arc::new(server) })
     }
 
     /// From PEM files.
@@ -61,10 +58,9 @@ impl TlsConfig {
         TlsConfig::from_pem(read(cert_chain)?, read(key)?)
     }
 
-    /// tonic's form of the same identity, for gRPC.
-    pub(crate) fn grpc(&self) -> tonic::transport::ServerTlsConfig {
-        tonic::transport::ServerTlsConfig::new()
-            .identity(tonic::transport::Identity::from_pem(&self.cert_pem, &self.key_pem))
+    /// The rustls configuration both ports serve with.
+    pub(crate) fn server_config(&self) -> Arc<rustls::ServerConfig> {
+        self.server.clone()
     }
 }
 
@@ -73,42 +69,4 @@ impl std::fmt::Debug for TlsConfig {
         // Never the key.
         f.debug_struct("TlsConfig").field("cert_pem_bytes", &self.cert_pem.len()).finish_non_exhaustive()
     }
-}
-
-/// Serves `router` over TLS on `listener` until `shutdown`, then finishes the connections'
-/// requests in flight. A handshake that takes over 10 s is dropped.
-pub(crate) async fn serve_https(
-    router: axum::Router,
-    listener: tokio::net::TcpListener,
-    tls: &TlsConfig,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls.server.clone());
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
-            _ = &mut shutdown => break,
-        };
-        let Ok((tcp, _)) = accepted else {
-            // Out of file descriptors, say: wait a little rather than spin.
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            continue;
-        };
-        let acceptor = acceptor.clone();
-        let service = hyper_util::service::TowerToHyperService::new(router.clone());
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let Ok(Ok(stream)) = tokio::time::timeout(Duration::from_secs(10), acceptor.accept(tcp)).await else {
-                return;
-            };
-            let connection = builder.serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), service);
-            let _ = watcher.watch(connection.into_owned()).await;
-        });
-    }
-    graceful.shutdown().await;
-    Ok(())
 }

@@ -47,7 +47,25 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
     let client = Client::new(&plugin, &crate::plugins::client_options(&client_options)?)?;
     let mut options =
         ServerOptions::default().with_max_queue(args.max_queue).with_max_body_bytes(args.max_body_mib << 20);
+    options = options.with_max_inflight_bytes(args.max_inflight_mib.saturating_mul(1 << 20));
     options.queue_timeout = Duration::from_millis(args.queue_timeout_ms);
+    options.header_timeout = Duration::from_millis(args.header_timeout_ms.max(1));
+    options.body_timeout = Duration::from_millis(args.body_timeout_ms.max(1));
+    return_large_buffers_to_the_os();
+    // Every connection is a file descriptor: the soft limit goes up to the hard one, and the
+    // connection bound stays under it (with room for the plugin's and the cache's files).
+    let open_files = raise_open_files_limit();
+    options.max_connections = args.max_connections.max(1);
+    if let Some(limit) = open_files {
+        let room = usize::try_from(limit.saturating_sub(FILES_BESIDE_CONNECTIONS)).unwrap_or(usize::MAX).max(1);
+        if options.max_connections > room {
+            eprintln!(
+                "note: --max-connections {} lowered to {room}: the open-file limit is {limit} (ulimit -n)",
+                options.max_connections
+            );
+            options.max_connections = room;
+        }
+    }
     if let Some(n) = args.concurrent_executions {
         options.concurrent_executions = n.max(1);
     }
@@ -57,6 +75,9 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
     }
     let scheme = if options.tls.is_some() { ("https", "grpcs") } else { ("http", "grpc") };
     options.token = token;
+    options.open_health_and_metrics = args.open_health_and_metrics;
+    options.model_control = args.model_control == "explicit";
+    options.log = Some(crate::ui::log_line);
     if let Some(repository) = &args.repository {
         options = options.with_repository(repository);
     }
@@ -138,6 +159,48 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
         eprintln!("shut down: requests in flight were answered");
         Ok(())
     })
+}
+
+/// File descriptors kept for what is not a connection: the plugin's, the compile cache's, the
+/// listeners, the runtime's.
+const FILES_BESIDE_CONNECTIONS: u64 = 128;
+
+/// Raises the soft limit of open files (`RLIMIT_NOFILE`) to the hard one: the new soft limit,
+/// or `None` where it cannot be read.
+#[allow(clippy::unnecessary_cast)] // (rlim_t is u64 on Linux, not everywhere)
+fn raise_open_files_limit() -> Option<u64> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes the rlimit we pass, which lives through the call.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    // An unlimited hard limit is still bounded by the kernel's (fs.nr_open, 2^20 by default).
+    for wanted in [limit.rlim_max, limit.rlim_max.min(1 << 20)] {
+        if wanted <= limit.rlim_cur {
+            break;
+        }
+        let raised = libc::rlimit { rlim_cur: wanted, rlim_max: limit.rlim_max };
+        // SAFETY: setrlimit reads the rlimit we pass; raising a soft limit up to the hard one
+        // needs no privilege.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Some(wanted as u64);
+        }
+    }
+    Some(limit.rlim_cur as u64)
+}
+
+/// Request bodies and tensors are large buffers that come and go: glibc's allocator would keep
+/// what they freed (its mmap threshold rises with each large free, up to 32 MiB), so the
+/// server's resident memory would follow the sum of past requests, not the budget of those in
+/// flight. A fixed threshold of 256 KiB maps each large buffer on its own and unmaps it when it
+/// is freed.
+fn return_large_buffers_to_the_os() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a tuning parameter of the allocator; called before the server's
+    // threads start.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
+    }
 }
 
 /// SIGINT (Ctrl-C) or SIGTERM, whichever comes first.

@@ -29,6 +29,7 @@ mod portable_cli;
 mod python_sites_cli;
 mod safetensors_cli;
 mod serve_cli;
+mod serve_limits_cli;
 mod sub_byte_cli;
 mod trace_cli;
 mod trust_cli;

@@ -8,6 +8,8 @@ use pjrt_formats::npy::NpyArray;
 use pjrt_serve::Server;
 use serde_json::Value;
 
+use crate::grpc_client::{self, GrpcAnswer};
+
 /// One client of the default CPU plugin for every test (installed when missing).
 pub fn client() -> Client {
     static CLIENT: OnceLock<Client> = OnceLock::new();
@@ -44,42 +46,59 @@ pub fn temp_dir(what: &str) -> PathBuf {
     dir
 }
 
-/// A server serving on 127.0.0.1 until dropped (then it shuts down gracefully).
+/// A server serving HTTP and gRPC on 127.0.0.1 until dropped (then it shuts down gracefully).
 pub struct Running {
     pub server: Server,
     base: String,
+    grpc: String,
     agent: ureq::Agent,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    shutdown: Option<tokio::sync::watch::Sender<bool>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Running {
     pub fn start(server: Server) -> Running {
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let (stop, stopped) = tokio::sync::watch::channel(false);
         let (address_tx, address_rx) = std::sync::mpsc::channel();
         let serving = server.clone();
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
             runtime.block_on(async move {
                 let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                address_tx.send(listener.local_addr().unwrap()).unwrap();
-                serving
-                    .serve(listener, async {
-                        let _ = stopped.await;
-                    })
-                    .await
-                    .unwrap();
+                let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                address_tx.send((listener.local_addr().unwrap(), grpc.local_addr().unwrap())).unwrap();
+                let until = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+                    let _ = stopped.wait_for(|s| *s).await;
+                };
+                let grpc_server = serving.clone();
+                let grpc_until = until(stopped.clone());
+                let grpc_task = tokio::spawn(async move { grpc_server.serve_grpc(grpc, grpc_until).await });
+                serving.serve(listener, until(stopped)).await.unwrap();
+                grpc_task.await.unwrap().unwrap();
             });
         });
-        let address = address_rx.recv().unwrap();
+        let (address, grpc) = address_rx.recv().unwrap();
         let config = ureq::Agent::config_builder().http_status_as_error(false).build();
         Running {
             server,
             base: format!("http://{address}"),
+            grpc: grpc.to_string(),
             agent: ureq::Agent::new_with_config(config),
             shutdown: Some(stop),
             thread: Some(thread),
         }
+    }
+
+    /// The gRPC port's address (`127.0.0.1:PORT`).
+    pub fn grpc_address(&self) -> &str {
+        &self.grpc
+    }
+
+    /// A unary gRPC call: `method` is the call's name (`ServerLive`), `message` its request.
+    pub fn grpc(&self, method: &str, message: &impl prost::Message, headers: &[(&str, &str)]) -> GrpcAnswer {
+        let method = format!("/inference.GRPCInferenceService/{method}");
+        grpc_client::call(&self.grpc, &method, &message.encode_to_vec(), headers, std::time::Duration::from_secs(60))
+            .unwrap()
     }
 
     fn read(mut response: ureq::http::Response<ureq::Body>) -> (u16, Option<usize>, Vec<u8>) {
@@ -164,7 +183,7 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         if let Some(stop) = self.shutdown.take() {
-            let _ = stop.send(());
+            let _ = stop.send(true);
         }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();

@@ -3,9 +3,11 @@
 //! the queue bound, the token, the repository extension and the metrics.
 
 mod batching;
+mod grpc_client;
 mod harness;
 mod hostile;
 mod replicas;
+mod shapes;
 mod weights;
 #[cfg(feature = "tls")]
 mod tls;
@@ -252,10 +254,36 @@ fn the_bearer_token_is_required_when_set() {
     let server = serve(ServerOptions::default().with_token("s3cret"));
     let (status, answer) = server.get_json("/v2/health/ready");
     assert_eq!(status, 401, "{answer}");
-    let (status, _) = server.get_json_with("/v2/health/ready", &[("Authorization", "Bearer wrong")]);
+    for wrong in ["Bearer wrong", "Bearer s3cret2", "Basic s3cret", "Bearers3cret", "s3cret"] {
+        let (status, _) = server.get_json_with("/v2/health/ready", &[("Authorization", wrong)]);
+        assert_eq!(status, 401, "{wrong}");
+    }
+    // The scheme is case-insensitive (RFC 9110, 11.1).
+    for right in ["Bearer s3cret", "bearer s3cret", "BEARER s3cret", "bEaReR  s3cret"] {
+        let (status, _) = server.get_json_with("/v2/health/ready", &[("Authorization", right)]);
+        assert_eq!(status, 200, "{right}");
+    }
+    // Without the flag, health and metrics need the token too.
+    assert_eq!(server.get_json("/v2/health/live").0, 401);
+    let (status, _) = server.post_raw("/metrics", &[], b"");
     assert_eq!(status, 401);
-    let (status, _) = server.get_json_with("/v2/health/ready", &[("Authorization", "Bearer s3cret")]);
-    assert_eq!(status, 200);
+}
+
+#[test]
+fn health_and_metrics_may_be_left_open_for_probes_and_scrapers() {
+    let mut options = ServerOptions::default().with_token("s3cret");
+    options.open_health_and_metrics = true;
+    let server = serve(options);
+    for path in ["/v2/health/live", "/v2/health/ready"] {
+        assert_eq!(server.get_json(path).0, 200, "{path}");
+    }
+    assert!(server.get_text("/metrics").contains("pjrt_serve_executables"));
+    // Everything else still needs the token.
+    for path in ["/v2", "/v2/models/mlp", "/v2/models/mlp/ready"] {
+        assert_eq!(server.get_json(path).0, 401, "{path}");
+    }
+    assert_eq!(server.post_json("/v2/repository/index", &json!({})).0, 401);
+    assert_eq!(server.post_json("/v2/models/mlp/infer", &json!({})).0, 401);
 }
 
 #[test]
@@ -263,7 +291,8 @@ fn the_repository_extension_indexes_loads_and_unloads() {
     let repo = repository();
     std::fs::create_dir_all(repo.join("broken")).unwrap();
     std::fs::write(repo.join("broken/model.jaxexport"), b"not a model").unwrap();
-    let server = Server::new(client(), ServerOptions::default().with_repository(&repo));
+    let options = ServerOptions::default().with_repository(&repo).with_model_control(true);
+    let server = Server::new(client(), options);
     let errors = server.load_repository(&repo).unwrap();
     // The broken model is reported; the others are served.
     assert_eq!(errors.len(), 1, "{errors:?}");
@@ -282,6 +311,9 @@ fn the_repository_extension_indexes_loads_and_unloads() {
         [("mlp", "READY"), ("mlp_batch", "READY"), ("broken", "UNAVAILABLE")]
             .map(|(a, b)| (a.to_string(), b.to_string()))
     );
+    // The reason says what is wrong, without the server's paths.
+    let reason = index[2]["reason"].as_str().unwrap();
+    assert!(reason.contains("model.jaxexport") && !reason.contains(repo.to_str().unwrap()), "{reason}");
     let (status, _) = server.post_json("/v2/repository/models/mlp/unload", &json!({}));
     assert_eq!(status, 200);
     let (status, _) = server.get_json("/v2/models/mlp/ready");
@@ -292,6 +324,46 @@ fn the_repository_extension_indexes_loads_and_unloads() {
     assert_eq!(status, 200);
     let (status, answer) = server.post_json("/v2/repository/models/..%2Fetc/load", &json!({}));
     assert_eq!(status, 400, "{answer}");
+    // A model that does not load: why, without paths.
+    let (status, answer) = server.post_json("/v2/repository/models/broken/load", &json!({}));
+    let message = answer["error"].as_str().unwrap();
+    assert_eq!(status, 400, "{answer}");
+    assert!(message.contains("model.jaxexport") && !message.contains(repo.to_str().unwrap()), "{message}");
+}
+
+/// A name probes nothing: no folder, a file and a folder that is not a model's get the same
+/// answer, which has no path.
+#[test]
+fn load_errors_name_no_paths_and_tell_no_folders_apart() {
+    let repo = repository();
+    std::fs::create_dir_all(repo.join("notes")).unwrap();
+    std::fs::write(repo.join("notes/readme.txt"), b"hi").unwrap();
+    std::fs::write(repo.join("file"), b"x").unwrap();
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    let options = ServerOptions::default().with_repository(&repo).with_model_control(true);
+    let server = Running::start(Server::new(client(), options));
+    for name in ["missing", "notes", "file"] {
+        let (status, answer) = server.post_json(&format!("/v2/repository/models/{name}/load"), &json!({}));
+        assert_eq!(status, 404, "{name}: {answer}");
+        assert_eq!(answer["error"], format!("no model \"{name}\" in the repository"), "{name}");
+    }
+    let (status, answer) = server.post_json("/v2/repository/models/.git/load", &json!({}));
+    assert_eq!(status, 400, "{answer}");
+    assert!(!answer.to_string().contains(repo.to_str().unwrap()), "{answer}");
+}
+
+/// As in Triton, clients load and unload models only when the server says so.
+#[test]
+fn model_control_is_off_by_default() {
+    let server = serve(ServerOptions::default());
+    for call in ["load", "unload"] {
+        let (status, answer) = server.post_json(&format!("/v2/repository/models/mlp/{call}"), &json!({}));
+        assert_eq!(status, 403, "{call}: {answer}");
+        assert!(answer["error"].as_str().unwrap().contains("--model-control explicit"), "{answer}");
+    }
+    // The model is still served; the index is still there.
+    assert_eq!(server.get_json("/v2/models/mlp/ready").0, 200);
+    assert_eq!(server.post_json("/v2/repository/index", &json!({})).0, 200);
 }
 
 #[test]
@@ -315,4 +387,80 @@ fn model_specs_parse() {
     assert_eq!((config.name.as_str(), config.params), ("tfm", None));
     assert!("=x".parse::<ModelConfig>().is_err());
     assert!("name".parse::<ModelConfig>().is_err());
+}
+
+/// Over gRPC alike: the bearer scheme in any case, health open with the flag, model control
+/// off by default.
+#[test]
+fn grpc_checks_the_token_probes_and_model_control_as_http_does() {
+    use pjrt_serve::grpc::messages::{RepositoryModelRequest, ServerLiveRequest, ServerMetadataRequest};
+    let mut options = ServerOptions::default().with_token("s3cret");
+    options.open_health_and_metrics = true;
+    let server = serve(options);
+    assert_eq!(server.grpc("ServerLive", &ServerLiveRequest {}, &[]).code, 0);
+    // UNAUTHENTICATED without the token, OK with it in any case.
+    assert_eq!(server.grpc("ServerMetadata", &ServerMetadataRequest {}, &[]).code, 16);
+    let lower = [("authorization", "bearer s3cret")];
+    assert_eq!(server.grpc("ServerMetadata", &ServerMetadataRequest {}, &lower).code, 0);
+    let load = RepositoryModelRequest { model_name: "mlp".into(), ..Default::default() };
+    for call in ["RepositoryModelLoad", "RepositoryModelUnload"] {
+        let answer = server.grpc(call, &load, &lower);
+        // PERMISSION_DENIED.
+        assert_eq!(answer.code, 7, "{call}: {answer:?}");
+        assert!(answer.message.contains("--model-control explicit"), "{answer:?}");
+    }
+}
+
+/// ModelInfer over gRPC, with raw and with typed contents, answers what HTTP does; errors are
+/// the same statuses as Triton's.
+#[test]
+fn grpc_infer_answers_with_raw_and_typed_contents() {
+    use pjrt_serve::grpc::messages::{InferInputTensor, InferTensorContents, ModelInferRequest, ModelInferResponse};
+    use prost::Message as _;
+    let server = serve(ServerOptions::default());
+    let x = npy("jax_export/jax-0.10.2/mlp_f32/in4.npy");
+    let (_, answer) = server.post_json("/v2/models/mlp/infer", &json!({ "inputs": [tensor_json("x", &x)] }));
+    let expected = json_data(&answer["outputs"][0]["data"]);
+    let tensor = |contents| InferInputTensor {
+        name: "x".into(),
+        datatype: "FP32".into(),
+        shape: vec![4, 8],
+        parameters: Default::default(),
+        contents,
+    };
+    let raw = ModelInferRequest {
+        model_name: "mlp".into(),
+        id: "g1".into(),
+        inputs: vec![tensor(None)],
+        raw_input_contents: vec![x.data.clone()],
+        ..Default::default()
+    };
+    let typed = ModelInferRequest {
+        model_name: "mlp".into(),
+        inputs: vec![tensor(Some(InferTensorContents {
+            fp32_contents: x.to_vec::<f32>().unwrap(),
+            ..Default::default()
+        }))],
+        ..Default::default()
+    };
+    for request in [raw, typed] {
+        let answer = server.grpc("ModelInfer", &request, &[]);
+        assert_eq!(answer.code, 0, "{answer:?}");
+        let response = ModelInferResponse::decode(&answer.body[..]).unwrap();
+        assert_eq!(response.id, request.id);
+        assert_eq!(response.outputs[0].shape, [4, 3]);
+        assert_eq!(f32s(&response.raw_output_contents[0]), expected);
+    }
+    // An unknown model is NOT_FOUND, a wrong datatype INVALID_ARGUMENT naming it.
+    let unknown = ModelInferRequest { model_name: "nope".into(), ..Default::default() };
+    assert_eq!(server.grpc("ModelInfer", &unknown, &[]).code, 5);
+    let wrong = ModelInferRequest {
+        model_name: "mlp".into(),
+        inputs: vec![InferInputTensor { datatype: "INT64".into(), ..tensor(None) }],
+        raw_input_contents: vec![vec![0; 256]],
+        ..Default::default()
+    };
+    let answer = server.grpc("ModelInfer", &wrong, &[]);
+    assert_eq!(answer.code, 3, "{answer:?}");
+    assert!(answer.message.contains("is INT64, but the model takes FP32"), "{answer:?}");
 }

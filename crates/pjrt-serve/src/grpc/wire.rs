@@ -1,0 +1,443 @@
+//! `ModelInferRequest` read from its encoded bytes by hand, bounded before anything is decoded:
+//! the envelope (names, shapes, parameters' names) is read into small bounded fields and each
+//! input's contents stay slices of the message until the input has been checked against the
+//! model and its bytes taken of the budget; typed contents are then decoded straight into the
+//! tensor's little-endian bytes, no more than its shape's. (prost would decode the whole
+//! message first: `int64_contents` of zeros, one byte each encoded, become eight in a
+//! `Vec<i64>`, then eight more as bytes.)
+
+use bytes::Bytes;
+
+use crate::datatype::Datatype;
+use crate::error::ServeError;
+use crate::protocol::{InferRequest, InputHeader, InputTensor, RequestedOutput, MAX_RANK, MAX_TENSORS};
+
+fn bad(message: impl Into<String>) -> ServeError {
+    ServeError::BadRequest(message.into())
+}
+
+/// A field's value as encoded.
+enum Value {
+    Varint(u64),
+    Fixed64([u8; 8]),
+    Fixed32([u8; 4]),
+    /// Length-delimited: where it is in the buffer.
+    Bytes(std::ops::Range<usize>),
+}
+
+/// The fields of an encoded message, in order.
+struct Fields<'a> {
+    buf: &'a [u8],
+    at: usize,
+    what: &'static str,
+}
+
+impl<'a> Fields<'a> {
+    fn new(buf: &'a [u8], what: &'static str) -> Fields<'a> {
+        Fields { buf, at: 0, what }
+    }
+
+    fn varint(&mut self) -> Result<u64, ServeError> {
+        let mut value = 0u64;
+        for i in 0..10 {
+            let Some(&byte) = self.buf.get(self.at) else {
+                return Err(bad(format!("{} is cut short (a varint)", self.what)));
+            };
+            self.at += 1;
+            value |= u64::from(byte & 0x7f) << (7 * i);
+            if byte < 0x80 {
+                return Ok(value);
+            }
+        }
+        Err(bad(format!("{} has a varint longer than 10 bytes", self.what)))
+    }
+
+    fn take(&mut self, n: usize) -> Result<std::ops::Range<usize>, ServeError> {
+        let end = self.at.checked_add(n).filter(|&end| end <= self.buf.len());
+        let Some(end) = end else { return Err(bad(format!("{} is cut short", self.what))) };
+        let range = self.at..end;
+        self.at = end;
+        Ok(range)
+    }
+}
+
+impl Iterator for Fields<'_> {
+    type Item = Result<(u64, Value), ServeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.buf.len() {
+            return None;
+        }
+        let field = (|| {
+            let key = self.varint()?;
+            let number = key >> 3;
+            if number == 0 {
+                return Err(bad(format!("{} has a field numbered 0", self.what)));
+            }
+            let value = match key & 7 {
+                0 => Value::Varint(self.varint()?),
+                1 => {
+                    let range = self.take(8)?;
+                    Value::Fixed64(self.buf[range].try_into().expect("8 bytes"))
+                }
+                2 => {
+                    let len = usize::try_from(self.varint()?).unwrap_or(usize::MAX);
+                    Value::Bytes(self.take(len)?)
+                }
+                5 => {
+                    let range = self.take(4)?;
+                    Value::Fixed32(self.buf[range].try_into().expect("4 bytes"))
+                }
+                wire => {
+                    return Err(bad(format!("{} has wire type {wire}, which proto3 messages do not use", self.what)))
+                }
+            };
+            Ok((number, value))
+        })();
+        if field.is_err() {
+            // (No more fields after an error.)
+            self.at = self.buf.len();
+        }
+        Some(field)
+    }
+}
+
+fn text(buf: &[u8], value: Value, field: &str) -> Result<String, ServeError> {
+    match value {
+        Value::Bytes(range) => String::from_utf8(buf[range].to_vec()).map_err(|_| bad(format!("{field} is not UTF-8"))),
+        _ => Err(bad(format!("{field} must be a string"))),
+    }
+}
+
+/// The first key of an encoded parameter map entry.
+fn parameter_key(buf: &[u8], value: Value, what: &str) -> Result<String, ServeError> {
+    let Value::Bytes(range) = value else { return Err(bad(format!("{what}: parameters must be a map"))) };
+    let entry = &buf[range];
+    for field in Fields::new(entry, "a parameter") {
+        let (number, value) = field?;
+        if number == 1 {
+            return text(entry, value, "a parameter's name");
+        }
+    }
+    Ok(String::new())
+}
+
+/// One input of a request as read: its contents not decoded yet.
+pub(crate) struct InputCall {
+    name: String,
+    datatype: String,
+    shape: Vec<i64>,
+    parameter: Option<String>,
+    contents: Option<Bytes>,
+}
+
+/// A `ModelInferRequest` as read.
+pub(crate) struct InferCall {
+    pub model_name: String,
+    pub model_version: String,
+    id: String,
+    parameter: Option<String>,
+    inputs: Vec<InputCall>,
+    outputs: Vec<(String, Option<String>)>,
+    raw: Vec<Bytes>,
+}
+
+/// Reads the envelope of an encoded `ModelInferRequest`: every list bounded as it is read,
+/// contents left as slices of `message`.
+pub(crate) fn read_infer_call(message: &Bytes) -> Result<InferCall, ServeError> {
+    let buf = &message[..];
+    let mut call = InferCall {
+        model_name: String::new(),
+        model_version: String::new(),
+        id: String::new(),
+        parameter: None,
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+        raw: Vec::new(),
+    };
+    let too_many = |what: &str| bad(format!("the request has more than {MAX_TENSORS} {what}"));
+    for field in Fields::new(buf, "the request") {
+        let (number, value) = field?;
+        match number {
+            1 => call.model_name = text(buf, value, "model_name")?,
+            2 => call.model_version = text(buf, value, "model_version")?,
+            3 => call.id = text(buf, value, "id")?,
+            4 => {
+                let key = parameter_key(buf, value, "the request")?;
+                call.parameter.get_or_insert(key);
+            }
+            5 => {
+                if call.inputs.len() == MAX_TENSORS {
+                    return Err(too_many("inputs"));
+                }
+                let Value::Bytes(range) = value else { return Err(bad("inputs must be messages")) };
+                call.inputs.push(read_input(&message.slice(range))?);
+            }
+            6 => {
+                if call.outputs.len() == MAX_TENSORS {
+                    return Err(too_many("outputs"));
+                }
+                let Value::Bytes(range) = value else { return Err(bad("outputs must be messages")) };
+                let output = &buf[range];
+                let (mut name, mut parameter) = (String::new(), None);
+                for field in Fields::new(output, "an output") {
+                    match field? {
+                        (1, value) => name = text(output, value, "an output's name")?,
+                        (2, value) => {
+                            let key = parameter_key(output, value, "an output")?;
+                            parameter.get_or_insert(key);
+                        }
+                        _ => {}
+                    }
+                }
+                call.outputs.push((name, parameter));
+            }
+            7 => {
+                if call.raw.len() == MAX_TENSORS {
+                    return Err(too_many("raw_input_contents"));
+                }
+                let Value::Bytes(range) = value else { return Err(bad("raw_input_contents must be bytes")) };
+                call.raw.push(message.slice(range));
+            }
+            _ => {}
+        }
+    }
+    Ok(call)
+}
+
+fn read_input(message: &Bytes) -> Result<InputCall, ServeError> {
+    let buf = &message[..];
+    let mut input =
+        InputCall { name: String::new(), datatype: String::new(), shape: Vec::new(), parameter: None, contents: None };
+    let push_dim = |shape: &mut Vec<i64>, d: u64| {
+        if shape.len() == MAX_RANK {
+            return Err(bad(format!("an input's shape has more than {MAX_RANK} dimensions")));
+        }
+        shape.push(d as i64);
+        Ok(())
+    };
+    for field in Fields::new(buf, "an input") {
+        let (number, value) = field?;
+        match (number, value) {
+            (1, value) => input.name = text(buf, value, "an input's name")?,
+            (2, value) => input.datatype = text(buf, value, "an input's datatype")?,
+            (3, Value::Varint(d)) => push_dim(&mut input.shape, d)?,
+            (3, Value::Bytes(range)) => {
+                let mut dims = Fields::new(&buf[range], "an input's shape");
+                while dims.at < dims.buf.len() {
+                    let d = dims.varint()?;
+                    push_dim(&mut input.shape, d)?;
+                }
+            }
+            (3, _) => return Err(bad("an input's shape must be integers")),
+            (4, value) => {
+                let key = parameter_key(buf, value, "an input")?;
+                input.parameter.get_or_insert(key);
+            }
+            (5, Value::Bytes(range)) => input.contents = Some(message.slice(range)),
+            (5, _) => return Err(bad("an input's contents must be a message")),
+            _ => {}
+        }
+    }
+    Ok(input)
+}
+
+/// The typed field of `InferTensorContents` each datatype's elements are in.
+fn contents_field(datatype: Datatype) -> Option<u64> {
+    Some(match datatype {
+        Datatype::Bool => 1,
+        Datatype::I8 | Datatype::I16 | Datatype::I32 => 2,
+        Datatype::I64 => 3,
+        Datatype::U8 | Datatype::U16 | Datatype::U32 => 4,
+        Datatype::U64 => 5,
+        Datatype::F32 => 6,
+        Datatype::F64 => 7,
+        Datatype::F16 | Datatype::Bf16 => return None,
+    })
+}
+
+const CONTENTS_FIELDS: [&str; 8] = [
+    "bool_contents",
+    "int_contents",
+    "int64_contents",
+    "uint_contents",
+    "uint64_contents",
+    "fp32_contents",
+    "fp64_contents",
+    "bytes_contents",
+];
+
+/// Typed contents decoded into `count` elements' little-endian bytes (`bytes` of them), packed
+/// or not; refused as soon as there is one element too many.
+fn typed_contents(
+    what: &str,
+    datatype: Datatype,
+    contents: &[u8],
+    count: usize,
+    bytes: usize,
+) -> Result<Vec<u8>, ServeError> {
+    let Some(wanted) = contents_field(datatype) else {
+        return Err(bad(format!("{what}: {datatype} has no typed contents: send raw_input_contents")));
+    };
+    let mut out = Vec::with_capacity(bytes);
+    let mut n = 0usize;
+    let mut push = |element: Element| -> Result<(), ServeError> {
+        n += 1;
+        if n > count {
+            return Err(bad(format!("{what}: its contents have more than the {count} elements of its shape")));
+        }
+        let range = |v: i64| bad(format!("{what} ({datatype}): {v} is out of range"));
+        match (datatype, element) {
+            (Datatype::Bool, Element::Varint(v)) => out.push(u8::from(v != 0)),
+            // int32 and uint32 take the low 32 bits of the varint, as protobuf does.
+            (Datatype::I8, Element::Varint(v)) => {
+                let v = i64::from(v as i32);
+                out.extend(i8::try_from(v).map_err(|_| range(v))?.to_le_bytes())
+            }
+            (Datatype::I16, Element::Varint(v)) => {
+                let v = i64::from(v as i32);
+                out.extend(i16::try_from(v).map_err(|_| range(v))?.to_le_bytes())
+            }
+            (Datatype::I32, Element::Varint(v)) => out.extend((v as i32).to_le_bytes()),
+            (Datatype::I64, Element::Varint(v)) => out.extend((v as i64).to_le_bytes()),
+            (Datatype::U8, Element::Varint(v)) => {
+                let v = i64::from(v as u32);
+                out.extend(u8::try_from(v).map_err(|_| range(v))?.to_le_bytes())
+            }
+            (Datatype::U16, Element::Varint(v)) => {
+                let v = i64::from(v as u32);
+                out.extend(u16::try_from(v).map_err(|_| range(v))?.to_le_bytes())
+            }
+            (Datatype::U32, Element::Varint(v)) => out.extend((v as u32).to_le_bytes()),
+            (Datatype::U64, Element::Varint(v)) => out.extend(v.to_le_bytes()),
+            (Datatype::F32, Element::Fixed32(b)) => out.extend(b),
+            (Datatype::F64, Element::Fixed64(b)) => out.extend(b),
+            _ => return Err(bad(format!("{what}: {} has the wrong wire type", CONTENTS_FIELDS[wanted as usize - 1]))),
+        }
+        Ok(())
+    };
+    for field in Fields::new(contents, "an input's contents") {
+        let (number, value) = field?;
+        if number != wanted {
+            let empty = matches!(&value, Value::Bytes(r) if r.is_empty());
+            match CONTENTS_FIELDS.get(number as usize - 1) {
+                Some(name) if !empty => {
+                    return Err(bad(format!(
+                        "{what}: its contents are in {name}, but {datatype}'s are in {}",
+                        CONTENTS_FIELDS[wanted as usize - 1]
+                    )))
+                }
+                _ => continue,
+            }
+        }
+        match value {
+            Value::Varint(v) => push(Element::Varint(v))?,
+            Value::Fixed32(b) => push(Element::Fixed32(b))?,
+            Value::Fixed64(b) => push(Element::Fixed64(b))?,
+            // Packed: the elements one after another.
+            Value::Bytes(range) => {
+                let packed = &contents[range];
+                match datatype {
+                    Datatype::F32 | Datatype::F64 => {
+                        let size = datatype.size();
+                        if packed.len() % size != 0 {
+                            return Err(bad(format!(
+                                "{what}: packed contents of {} bytes are not whole elements",
+                                packed.len()
+                            )));
+                        }
+                        for chunk in packed.chunks_exact(size) {
+                            push(if size == 4 {
+                                Element::Fixed32(chunk.try_into().expect("4 bytes"))
+                            } else {
+                                Element::Fixed64(chunk.try_into().expect("8 bytes"))
+                            })?;
+                        }
+                    }
+                    _ => {
+                        let mut varints = Fields::new(packed, "an input's packed contents");
+                        while varints.at < varints.buf.len() {
+                            let v = varints.varint()?;
+                            push(Element::Varint(v))?;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if out.len() != bytes {
+        return Err(bad(format!(
+            "{what}: {} elements of contents, but its shape has {count}",
+            out.len() / datatype.size()
+        )));
+    }
+    Ok(out)
+}
+
+#[derive(Clone, Copy)]
+enum Element {
+    Varint(u64),
+    Fixed32([u8; 4]),
+    Fixed64([u8; 8]),
+}
+
+/// A read request as the protocol's (the same checks as the HTTP one's), each input given to
+/// `check` (declared name, datatype, shape, bytes) before its contents are decoded or copied.
+pub(crate) fn infer_request(
+    call: InferCall,
+    check: &mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>,
+) -> Result<InferRequest, ServeError> {
+    if let Some(key) = &call.parameter {
+        return Err(bad(format!("the request: parameter {key:?} is not supported here")));
+    }
+    let raw = !call.raw.is_empty();
+    if raw && call.raw.len() != call.inputs.len() {
+        return Err(bad(format!(
+            "raw_input_contents has {} entries for {} inputs: give one per input, in order",
+            call.raw.len(),
+            call.inputs.len()
+        )));
+    }
+    let mut raw_contents = call.raw.into_iter();
+    let mut inputs = Vec::with_capacity(call.inputs.len());
+    for input in call.inputs {
+        let what = format!("input {:?}", input.name);
+        if let Some(key) = &input.parameter {
+            return Err(bad(format!("{what}: parameter {key:?} is not supported here")));
+        }
+        let datatype: Datatype = input.datatype.parse().map_err(|e| bad(format!("{what}: {e}")))?;
+        let (count, bytes) = crate::protocol::byte_len(&input.name, datatype, &input.shape).map_err(|e| bad(e.0))?;
+        let raw = raw_contents.next();
+        match (&raw, &input.contents) {
+            (Some(_), Some(_)) => return Err(bad(format!("{what}: has contents and raw_input_contents"))),
+            (None, None) => return Err(bad(format!("{what}: has no contents"))),
+            (Some(data), None) if data.len() != bytes => {
+                return Err(bad(format!(
+                    "{what}: {} bytes of data, but {count} {datatype} elements of shape {:?} are {bytes}",
+                    data.len(),
+                    input.shape
+                )))
+            }
+            (None, Some(_)) if contents_field(datatype).is_none() => {
+                return Err(bad(format!("{what}: {datatype} has no typed contents: send raw_input_contents")))
+            }
+            _ => {}
+        }
+        check(&InputHeader { name: &input.name, datatype, shape: &input.shape, bytes })?;
+        let data = match (raw, input.contents) {
+            (Some(data), _) => data.to_vec(),
+            (None, Some(contents)) => typed_contents(&what, datatype, &contents, count, bytes)?,
+            (None, None) => unreachable!("refused above"),
+        };
+        crate::protocol::check_bools(&input.name, datatype, &data).map_err(|e| bad(e.0))?;
+        inputs.push(InputTensor { name: input.name, datatype, shape: input.shape, data });
+    }
+    let mut outputs = Vec::with_capacity(call.outputs.len());
+    for (name, parameter) in call.outputs {
+        if let Some(key) = parameter {
+            return Err(bad(format!("output {name:?}: parameter {key:?} is not supported here")));
+        }
+        outputs.push(RequestedOutput { name, binary: true });
+    }
+    Ok(InferRequest { id: Some(call.id).filter(|id| !id.is_empty()), inputs, outputs, binary_data_output: true })
+}
