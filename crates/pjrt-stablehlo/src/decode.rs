@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use crate::bytecode::{Container, Cursor, Entry, Limits};
 use crate::error::{Error, Result};
-use crate::ir::{float_width, int_width, Attr, Dim, ElementType, EnumAttr, Location, QuantizedType, TensorType, Type};
+use crate::ir::{
+    float_width, int_width, Attr, DenseData, DenseError, Dim, ElementType, EnumAttr, Location, QuantizedType,
+    TensorType, Type,
+};
 use crate::names;
 
 /// A decoded attribute entry: an attribute or a location (both live in MLIR's attribute table).
@@ -918,56 +921,73 @@ fn int_type(width: u64, unsigned: bool) -> Option<Type> {
     Some(Type::Scalar(e))
 }
 
-/// Bytes per element in a dense buffer (sub-byte types take a byte each, complex two floats).
-pub(crate) fn storage_bytes(ty: &Type) -> Option<usize> {
-    if let Some((w, _)) = int_width(ty) {
-        return Some(if w == 64 { 8 } else { (w as usize).div_ceil(8) });
-    }
-    if let Type::Scalar(ElementType::C64) = ty {
-        return Some(8);
-    }
-    if let Type::Scalar(ElementType::C128) = ty {
-        return Some(16);
-    }
-    float_width(ty).map(|w| if w == 19 { 4 } else { (w as usize).div_ceil(8) })
-}
-
-/// A dense elements attribute: checks the buffer holds every element, or one (a splat);
-/// `i1` buffers are normalised to one byte per element (VHLO packs them 8 to a byte, and
-/// writes an all-true splat as a single 0xFF).
+/// A dense elements attribute of MLIR bytecode (the builtin dialect's, or VHLO's tensor):
+/// the buffer holds every element, or one (a splat). `i1` follows MLIR's bytecode: bits packed
+/// 8 to a byte, a splat one byte 0x00 or 0xFF ([`i1_from_bytecode`]).
 pub(crate) fn dense(at: usize, ty: Type, data: &[u8]) -> Result<Attr> {
-    let Type::Tensor(t) = &ty else {
-        return Err(Error::malformed(at, "a dense elements attribute whose type is not a ranked tensor"));
+    let err = |e: DenseError| match e {
+        DenseError::Element(_) => Error::unsupported(at, e.to_string()),
+        e => Error::malformed(at, e.to_string()),
     };
-    let mut count: u64 = 1;
-    for d in &t.dims {
-        match d {
-            Dim::Fixed(n) => {
-                count = count.checked_mul(*n).ok_or_else(|| Error::malformed(at, "element count overflows"))?
+    if let Type::Tensor(t) = &ty {
+        if t.dims.len() > 64 {
+            return Err(Error::unsupported(at, format!("a dense elements attribute of rank {}", t.dims.len())));
+        }
+        if *t.element == Type::Scalar(ElementType::PRED) {
+            let (count, _, _) = crate::ir::dense_shape(&ty).map_err(err)?;
+            return match i1_from_bytecode(count, data).map_err(|what| Error::malformed(at, what))? {
+                I1::Splat(b) => Attr::dense_splat(ty, &[b]),
+                I1::Elements(v) => Attr::dense_elements(ty, v),
             }
-            Dim::Dynamic => return Err(Error::malformed(at, "a dense elements attribute of a dynamic shape")),
+            .map_err(err);
         }
     }
-    if t.dims.len() > 64 {
-        return Err(Error::unsupported(at, format!("a dense elements attribute of rank {}", t.dims.len())));
+    let d = DenseData::new(&ty, data).map_err(err)?;
+    if d.is_splat() {
+        Attr::dense_splat(ty, data).map_err(err)
+    } else {
+        Attr::dense_elements(ty, data.to_vec()).map_err(err)
     }
-    let elem = &*t.element;
-    let per = storage_bytes(elem).ok_or_else(|| Error::unsupported(at, "dense elements of this element type"))? as u64;
-    if matches!(elem, Type::Scalar(ElementType::PRED)) {
-        let bytes: Vec<u8> = if data.len() == 1 && data[0] == 0xFF {
-            vec![1]
-        } else if data.len() as u64 == count.div_ceil(8) && data.len() as u64 != count {
-            (0..count as usize).map(|i| (data[i / 8] >> (i % 8)) & 1).collect()
-        } else if data.len() as u64 == count || data.len() == 1 {
-            data.iter().map(|&b| u8::from(b != 0)).collect()
-        } else {
-            return Err(Error::malformed(at, format!("{} bytes of i1 data for {count} elements", data.len())));
-        };
-        return Ok(Attr::Dense { ty, data: Arc::from(bytes) });
+}
+
+/// `i1` data, one byte (0 or 1) per element.
+#[derive(Debug, PartialEq)]
+enum I1 {
+    /// One value for every element.
+    Splat(u8),
+    /// Every element's.
+    Elements(Vec<u8>),
+}
+
+/// `count` `i1` elements as MLIR bytecode holds them (the builtin dialect's dense elements and
+/// VHLO's tensor alike): MLIR writes a splat as one byte, 0x00 or 0xFF, and other data packed 8
+/// to a byte, first element in the lowest bit (`DenseElementsAttr::isValidRawBuffer`). MLIR's
+/// reader also takes a byte per element (some writers of 2026 wrote that), and a splat 0x01.
+/// A byte that these forms read differently is refused: one element stored as a byte other
+/// than 0x00, 0x01 or 0xFF (bit 0 for the packed form, any bit for a byte per element).
+fn i1_from_bytecode(count: u64, data: &[u8]) -> std::result::Result<I1, String> {
+    let packed_len = count.div_ceil(8);
+    match data {
+        [] if count == 0 => Ok(I1::Elements(Vec::new())),
+        [b @ (0x00 | 0xFF)] => Ok(I1::Splat(b & 1)),
+        [0x01] if count == 1 || count > 8 => Ok(I1::Splat(1)),
+        [b] if count == 1 => Err(format!(
+            "the byte {b:#04x} for one i1: read as packed bits it is {}, as a byte {}; MLIR writes 0x00, 0x01 or 0xFF",
+            b & 1 == 1,
+            *b != 0
+        )),
+        _ if data.len() as u64 == packed_len && packed_len != count => {
+            Ok(I1::Elements((0..count as usize).map(|i| (data[i / 8] >> (i % 8)) & 1).collect()))
+        }
+        _ if data.len() as u64 == count => {
+            if let Some(b) = data.iter().find(|&&b| b > 1) {
+                return Err(format!("i1 data of a byte per element holds the byte {b:#04x}, not 0 or 1"));
+            }
+            Ok(I1::Elements(data.to_vec()))
+        }
+        _ => Err(format!(
+            "{} bytes of i1 data for {count} elements: expected {packed_len} (8 to a byte) or one (a splat)",
+            data.len()
+        )),
     }
-    let len = data.len() as u64;
-    if len != count.saturating_mul(per) && !(len == per && count > 0) && !(count == 0 && len == 0) {
-        return Err(Error::malformed(at, format!("{len} bytes of data for {count} elements of {per} bytes")));
-    }
-    Ok(Attr::Dense { ty, data: Arc::from(data) })
 }

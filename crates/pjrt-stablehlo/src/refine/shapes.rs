@@ -273,7 +273,7 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
         "bitcast_convert" => {
             let v = d(0)?;
             let width = |t: &Type| match t {
-                Type::Tensor(t) => crate::decode::storage_bytes(&t.element),
+                Type::Tensor(t) => crate::ir::dense_element_bytes(&t.element),
                 _ => None,
             };
             let (a, b) = (width(ins[0]), op.results.first().and_then(|r| width(&r.ty)));

@@ -704,30 +704,20 @@ fn scalar_code(e: ElementType) -> Option<(u64, &'static str)> {
     })
 }
 
-/// A dense buffer as VHLO writes it: `i1` packed 8 to a byte (a splat as one byte, all-true
-/// as 0xFF); other element types as they are.
+/// A dense buffer as MLIR's bytecode holds it (VHLO's tensor as the builtin dialect's dense
+/// elements): `i1` packed 8 to a byte, first element in the lowest bit, and a splat (a tensor of
+/// one element too) as one byte, 0x00 or 0xFF, as MLIR writes them; other element types as
+/// they are (one element's bytes for a splat).
 fn dense_bytes(ty: &Type, data: &Arc<[u8]>) -> R<Vec<u8>> {
+    let d = crate::ir::DenseData::new(ty, data).map_err(|e| unrepresentable(e.to_string()))?;
     let Type::Tensor(t) = ty else {
         return Err(unrepresentable("a dense elements attribute whose type is not a ranked tensor"));
     };
     if !matches!(*t.element, Type::Scalar(ElementType::PRED)) {
         return Ok(data.to_vec());
     }
-    let mut count: u64 = 1;
-    for d in &t.dims {
-        match d {
-            Dim::Fixed(n) => count = count.saturating_mul(*n),
-            Dim::Dynamic => return Err(unrepresentable("a dense elements attribute of a dynamic shape")),
-        }
-    }
-    if data.len() == 1 && count != 1 {
+    if d.is_splat() {
         return Ok(vec![if data[0] != 0 { 0xFF } else { 0 }]);
-    }
-    if data.len() as u64 != count {
-        return Err(unrepresentable(format!("{} bytes of i1 data for {count} elements", data.len())));
-    }
-    if count == 1 {
-        return Ok(vec![u8::from(data[0] != 0)]);
     }
     let mut packed = vec![0u8; data.len().div_ceil(8)];
     for (i, &x) in data.iter().enumerate() {
