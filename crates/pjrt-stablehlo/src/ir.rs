@@ -356,13 +356,15 @@ impl Attr {
     }
 
     /// `dense<[...]> : ty`: every element's bytes, in row-major order (as [`Attr::Dense`] holds
-    /// an element).
+    /// an element). Elements whose bytes are all the same are held as a splat, as MLIR holds
+    /// them: the same values read from text and from bytecode are the same attribute.
     ///
     /// ```
     /// use pjrt_stablehlo::ir::{Attr, Dim, ElementType, TensorType, Type};
     /// let ty = Type::Tensor(TensorType { dims: vec![Dim::Fixed(2)], element: Box::new(Type::Scalar(ElementType::PRED)), encoding: None });
-    /// let a = Attr::dense_elements(ty, vec![1, 0]).unwrap();
+    /// let a = Attr::dense_elements(ty.clone(), vec![1, 0]).unwrap();
     /// assert_eq!(pjrt_stablehlo::attr_text(&a), "dense<[true, false]> : tensor<2xi1>");
+    /// assert_eq!(Attr::dense_elements(ty.clone(), vec![1, 1]), Attr::dense_splat(ty, &[1]));
     /// ```
     pub fn dense_elements(ty: Type, data: Vec<u8>) -> Result<Attr, DenseError> {
         let (count, elem, per) = dense_shape(&ty)?;
@@ -370,6 +372,9 @@ impl Attr {
             return Err(DenseError::Length { len: data.len(), count, per, expected: "expected every element" });
         }
         check_bools(elem, &data)?;
+        if count > 1 && data.chunks_exact(per).all(|e| e == &data[..per]) {
+            return Ok(Attr::Dense { ty, data: Arc::from(&data[..per]) });
+        }
         Ok(Attr::Dense { ty, data: Arc::from(data) })
     }
 }
