@@ -942,12 +942,14 @@ pub(crate) fn dense(at: usize, ty: Type, data: &[u8]) -> Result<Attr> {
             .map_err(err);
         }
     }
-    let d = DenseData::new(&ty, data).map_err(err)?;
-    if d.is_splat() {
-        Attr::dense_splat(ty, data).map_err(err)
-    } else {
-        Attr::dense_elements(ty, data.to_vec()).map_err(err)
+    // One element's bytes are a splat (of a tensor without elements too: none), as MLIR
+    // reads them; otherwise every element's.
+    let (_, _, per) = crate::ir::dense_shape(&ty).map_err(err)?;
+    if data.len() == per {
+        return Attr::dense_splat(ty, data).map_err(err);
     }
+    DenseData::new(&ty, data).map_err(err)?;
+    Attr::dense_elements(ty, data.to_vec()).map_err(err)
 }
 
 /// `i1` data, one byte (0 or 1) per element.
@@ -989,5 +991,109 @@ fn i1_from_bytecode(count: u64, data: &[u8]) -> std::result::Result<I1, String> 
             "{} bytes of i1 data for {count} elements: expected {packed_len} (8 to a byte) or one (a splat)",
             data.len()
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tensor(dims: &[u64], e: ElementType) -> Type {
+        Type::Tensor(TensorType {
+            dims: dims.iter().map(|&d| Dim::Fixed(d)).collect(),
+            element: Box::new(Type::Scalar(e)),
+            encoding: None,
+        })
+    }
+
+    /// The elements of `i1` data read from bytecode, 0 or 1 each.
+    fn bools(count: u64, blob: &[u8]) -> std::result::Result<Vec<u8>, String> {
+        let attr = dense(0, tensor(&[count], ElementType::PRED), blob).map_err(|e| e.to_string())?;
+        let Attr::Dense { ty, data } = &attr else { unreachable!() };
+        let d = DenseData::new(ty, data).unwrap();
+        Ok((0..count).map(|i| d.element(i).unwrap()[0]).collect())
+    }
+
+    #[test]
+    fn i1_splats_are_0x00_and_0xff_for_every_count() {
+        for n in 0..=17 {
+            assert_eq!(bools(n, &[0xFF]), Ok(vec![1; n as usize]), "{n}");
+            assert_eq!(bools(n, &[0x00]), Ok(vec![0; n as usize]), "{n}");
+        }
+    }
+
+    #[test]
+    fn i1_data_of_2_to_8_elements_in_one_byte_is_packed_bits() {
+        for n in 2..=8u64 {
+            for b in [0x01u8, 0x02, 0x05, 0x80, 0x7F] {
+                let want: Vec<u8> = (0..n).map(|i| (b >> i) & 1).collect();
+                assert_eq!(bools(n, &[b]), Ok(want), "{n} {b:#04x}");
+            }
+        }
+    }
+
+    #[test]
+    fn i1_data_of_9_and_more_elements_is_packed_or_a_byte_each() {
+        for n in 9..=17u64 {
+            let packed: Vec<u8> = (0..n.div_ceil(8)).map(|i| 0xA5 ^ i as u8).collect();
+            let want: Vec<u8> = (0..n as usize).map(|i| (packed[i / 8] >> (i % 8)) & 1).collect();
+            assert_eq!(bools(n, &packed), Ok(want.clone()), "{n}");
+            assert_eq!(bools(n, &want), Ok(want.clone()), "{n}: a byte per element");
+            // A splat as some writers of 2026 wrote it.
+            assert_eq!(bools(n, &[0x01]), Ok(vec![1; n as usize]), "{n}");
+            let mut bad = want.clone();
+            bad[3] = 2;
+            assert!(bools(n, &bad).unwrap_err().contains("not 0 or 1"), "{n}");
+            assert!(bools(n, &[0x05]).is_err(), "{n}");
+            assert!(bools(n, &packed[..1]).is_err() || n.div_ceil(8) == 1, "{n}");
+        }
+    }
+
+    #[test]
+    fn one_i1_is_a_byte_both_readings_agree_on() {
+        assert_eq!(bools(1, &[0x01]), Ok(vec![1]));
+        assert_eq!(bools(1, &[0x00]), Ok(vec![0]));
+        assert_eq!(bools(1, &[0xFF]), Ok(vec![1]));
+        for b in [0x02u8, 0x03, 0x80, 0xFE] {
+            let e = bools(1, &[b]).unwrap_err();
+            assert!(e.contains("MLIR writes 0x00, 0x01 or 0xFF"), "{b:#04x}: {e}");
+        }
+    }
+
+    #[test]
+    fn no_i1_elements_take_no_bytes_or_a_splat() {
+        assert_eq!(bools(0, &[]), Ok(vec![]));
+        assert_eq!(bools(0, &[0xFF]), Ok(vec![]));
+        assert!(bools(0, &[0x01]).is_err());
+        assert!(bools(0, &[0, 0]).is_err());
+        assert!(bools(4, &[]).is_err());
+        assert!(bools(4, &[0, 0]).is_err(), "neither packed (1 byte) nor a byte each (4)");
+    }
+
+    #[test]
+    fn other_types_hold_every_element_or_one() {
+        let ty = |n| tensor(&[n], ElementType::S16);
+        for n in 0..=17u64 {
+            let every: Vec<u8> = (0..2 * n).map(|i| i as u8).collect();
+            let a = dense(0, ty(n), &every).unwrap();
+            let Attr::Dense { data, .. } = &a else { unreachable!() };
+            assert_eq!(&data[..], &every[..], "{n}");
+            let splat = dense(0, ty(n), &[7, 1]).unwrap();
+            let Attr::Dense { data, .. } = &splat else { unreachable!() };
+            assert_eq!(&data[..], if n == 0 { &[][..] } else { &[7, 1][..] }, "{n}");
+            assert!(dense(0, ty(n), &[7]).is_err(), "{n}: half an element");
+            if n > 2 {
+                assert!(dense(0, ty(n), &every[..every.len() - 2]).is_err(), "{n}: one element short");
+            }
+        }
+        // Sub-byte types take a byte each (not two to a byte); complex numbers both parts.
+        assert!(dense(0, tensor(&[4], ElementType::S4), &[1, 2]).is_err());
+        assert!(dense(0, tensor(&[4], ElementType::S4), &[1, 2, 3, 4]).is_ok());
+        assert!(dense(0, tensor(&[2], ElementType::F4E2M1FN), &[1]).is_ok(), "a splat");
+        assert!(dense(0, tensor(&[3], ElementType::C64), &[0; 8]).is_ok(), "a splat");
+        assert!(dense(0, tensor(&[3], ElementType::C64), &[0; 12]).is_err(), "one and a half elements");
+        assert!(dense(0, tensor(&[3], ElementType::C64), &[0; 4]).is_err(), "half an element");
+        assert!(dense(0, tensor(&[2], ElementType::BF16), &[0; 4]).is_ok());
+        assert!(dense(0, tensor(&[2], ElementType::BF16), &[0; 8]).is_err(), "f32-wide data");
     }
 }

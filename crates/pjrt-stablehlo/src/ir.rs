@@ -627,6 +627,16 @@ pub(crate) fn int_width(ty: &Type) -> Option<(u32, bool)> {
     })
 }
 
+/// Bits of a scalar type as StableHLO counts them (`num_bits`: `i1` is 1, `i4` 4, a complex
+/// number both parts), whatever a buffer stores them in.
+pub(crate) fn element_bits(ty: &Type) -> Option<u32> {
+    match ty {
+        Type::Scalar(ElementType::C64) => Some(64),
+        Type::Scalar(ElementType::C128) => Some(128),
+        t => int_width(t).map(|(w, _)| w).or_else(|| float_width(t)),
+    }
+}
+
 /// Bits of a float type's encoding.
 pub(crate) fn float_width(ty: &Type) -> Option<u32> {
     Some(match ty {
