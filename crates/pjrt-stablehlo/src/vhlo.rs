@@ -410,3 +410,34 @@ pub(crate) fn legalize(
     a.extend(discardable);
     Ok((name, a))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Dim, ElementType, TensorType};
+
+    fn dense(dims: &[u64], e: ElementType, data: &[u8]) -> Attr {
+        let ty = Type::Tensor(TensorType {
+            dims: dims.iter().map(|&d| Dim::Fixed(d)).collect(),
+            element: Box::new(Type::Scalar(e)),
+            encoding: None,
+        });
+        Attr::Dense { ty, data: data.into() }
+    }
+
+    /// Each element is sign-extended from its own width (a sub-byte integer's low bits), a
+    /// splat repeated, an `i1` 0 or 1; data that is neither a splat nor every element is none.
+    #[test]
+    fn integer_lists_read_each_element_at_its_width() {
+        assert_eq!(dense_ints(&dense(&[3], ElementType::S4, &[0x0F, 0x07, 0x08])), Some(vec![-1, 7, -8]));
+        assert_eq!(dense_ints(&dense(&[2], ElementType::U4, &[0x0F, 0x01])), Some(vec![15, 1]));
+        assert_eq!(dense_ints(&dense(&[2], ElementType::S2, &[0x03, 0x01])), Some(vec![-1, 1]));
+        assert_eq!(dense_ints(&dense(&[3], ElementType::S8, &[0xFF])), Some(vec![-1; 3]));
+        assert_eq!(dense_ints(&dense(&[4], ElementType::PRED, &[1])), Some(vec![1; 4]));
+        assert_eq!(dense_ints(&dense(&[4], ElementType::PRED, &[1, 0, 1, 1])), Some(vec![1, 0, 1, 1]));
+        assert_eq!(dense_ints(&dense(&[2], ElementType::S64, &(-5i64).to_le_bytes())), Some(vec![-5, -5]));
+        assert_eq!(dense_ints(&dense(&[0], ElementType::S64, &[])), Some(vec![]));
+        assert_eq!(dense_ints(&dense(&[4], ElementType::PRED, &[1, 0])), None);
+        assert_eq!(dense_ints(&dense(&[3], ElementType::S16, &[1, 0, 2, 0])), None);
+    }
+}

@@ -116,7 +116,8 @@ pub(crate) fn i64_dense(dims: &[u64], vals: &[i64]) -> Attr {
         encoding: None,
     });
     let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
-    Attr::Dense { ty, data: Arc::from(data) }
+    // (As the readers hold it: equal elements as a splat.)
+    Attr::dense_elements(ty.clone(), data.clone()).unwrap_or(Attr::Dense { ty, data: Arc::from(data) })
 }
 
 /// An integer attribute's value.
