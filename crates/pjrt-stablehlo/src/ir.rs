@@ -402,7 +402,8 @@ impl<'a> DenseData<'a> {
     pub fn new(ty: &Type, data: &'a [u8]) -> Result<DenseData<'a>, DenseError> {
         let (count, elem, per) = dense_shape(ty)?;
         let every = count.checked_mul(per as u64) == Some(data.len() as u64);
-        if !every && !(count > 0 && data.len() == per) {
+        let splat = count > 0 && data.len() == per;
+        if !(every || splat) {
             return Err(DenseError::Length {
                 len: data.len(),
                 count,
