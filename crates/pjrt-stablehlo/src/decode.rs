@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use crate::bytecode::{Container, Cursor, Entry, Limits};
 use crate::error::{Error, Result};
-use crate::ir::{float_width, int_width, Attr, Dim, ElementType, EnumAttr, Location, QuantizedType, TensorType, Type};
+use crate::ir::{
+    float_width, int_width, Attr, DenseData, DenseError, Dim, ElementType, EnumAttr, Location, QuantizedType,
+    TensorType, Type,
+};
 use crate::names;
 
 /// A decoded attribute entry: an attribute or a location (both live in MLIR's attribute table).
@@ -918,56 +921,179 @@ fn int_type(width: u64, unsigned: bool) -> Option<Type> {
     Some(Type::Scalar(e))
 }
 
-/// Bytes per element in a dense buffer (sub-byte types take a byte each, complex two floats).
-pub(crate) fn storage_bytes(ty: &Type) -> Option<usize> {
-    if let Some((w, _)) = int_width(ty) {
-        return Some(if w == 64 { 8 } else { (w as usize).div_ceil(8) });
-    }
-    if let Type::Scalar(ElementType::C64) = ty {
-        return Some(8);
-    }
-    if let Type::Scalar(ElementType::C128) = ty {
-        return Some(16);
-    }
-    float_width(ty).map(|w| if w == 19 { 4 } else { (w as usize).div_ceil(8) })
-}
-
-/// A dense elements attribute: checks the buffer holds every element, or one (a splat);
-/// `i1` buffers are normalised to one byte per element (VHLO packs them 8 to a byte, and
-/// writes an all-true splat as a single 0xFF).
+/// A dense elements attribute of MLIR bytecode (the builtin dialect's, or VHLO's tensor):
+/// the buffer holds every element, or one (a splat). `i1` follows MLIR's bytecode: bits packed
+/// 8 to a byte, a splat one byte 0x00 or 0xFF ([`i1_from_bytecode`]).
 pub(crate) fn dense(at: usize, ty: Type, data: &[u8]) -> Result<Attr> {
-    let Type::Tensor(t) = &ty else {
-        return Err(Error::malformed(at, "a dense elements attribute whose type is not a ranked tensor"));
+    let err = |e: DenseError| match e {
+        DenseError::Element(_) => Error::unsupported(at, e.to_string()),
+        e => Error::malformed(at, e.to_string()),
     };
-    let mut count: u64 = 1;
-    for d in &t.dims {
-        match d {
-            Dim::Fixed(n) => {
-                count = count.checked_mul(*n).ok_or_else(|| Error::malformed(at, "element count overflows"))?
+    if let Type::Tensor(t) = &ty {
+        if t.dims.len() > 64 {
+            return Err(Error::unsupported(at, format!("a dense elements attribute of rank {}", t.dims.len())));
+        }
+        if *t.element == Type::Scalar(ElementType::PRED) {
+            let (count, _, _) = crate::ir::dense_shape(&ty).map_err(err)?;
+            return match i1_from_bytecode(count, data).map_err(|what| Error::malformed(at, what))? {
+                I1::Splat(b) => Attr::dense_splat(ty, &[b]),
+                I1::Elements(v) => Attr::dense_elements(ty, v),
             }
-            Dim::Dynamic => return Err(Error::malformed(at, "a dense elements attribute of a dynamic shape")),
+            .map_err(err);
         }
     }
-    if t.dims.len() > 64 {
-        return Err(Error::unsupported(at, format!("a dense elements attribute of rank {}", t.dims.len())));
+    // One element's bytes are a splat (of a tensor without elements too: none), as MLIR
+    // reads them; otherwise every element's.
+    let (_, _, per) = crate::ir::dense_shape(&ty).map_err(err)?;
+    if data.len() == per {
+        return Attr::dense_splat(ty, data).map_err(err);
     }
-    let elem = &*t.element;
-    let per = storage_bytes(elem).ok_or_else(|| Error::unsupported(at, "dense elements of this element type"))? as u64;
-    if matches!(elem, Type::Scalar(ElementType::PRED)) {
-        let bytes: Vec<u8> = if data.len() == 1 && data[0] == 0xFF {
-            vec![1]
-        } else if data.len() as u64 == count.div_ceil(8) && data.len() as u64 != count {
-            (0..count as usize).map(|i| (data[i / 8] >> (i % 8)) & 1).collect()
-        } else if data.len() as u64 == count || data.len() == 1 {
-            data.iter().map(|&b| u8::from(b != 0)).collect()
-        } else {
-            return Err(Error::malformed(at, format!("{} bytes of i1 data for {count} elements", data.len())));
-        };
-        return Ok(Attr::Dense { ty, data: Arc::from(bytes) });
+    DenseData::new(&ty, data).map_err(err)?;
+    Attr::dense_elements(ty, data.to_vec()).map_err(err)
+}
+
+/// `i1` data, one byte (0 or 1) per element.
+#[derive(Debug, PartialEq)]
+enum I1 {
+    /// One value for every element.
+    Splat(u8),
+    /// Every element's.
+    Elements(Vec<u8>),
+}
+
+/// `count` `i1` elements as MLIR bytecode holds them (the builtin dialect's dense elements and
+/// VHLO's tensor alike): MLIR writes a splat as one byte, 0x00 or 0xFF, and other data packed 8
+/// to a byte, first element in the lowest bit (`DenseElementsAttr::isValidRawBuffer`). MLIR's
+/// reader also takes a byte per element (some writers of 2026 wrote that), and a splat 0x01.
+/// A byte that these forms read differently is refused: one element stored as a byte other
+/// than 0x00, 0x01 or 0xFF (bit 0 for the packed form, any bit for a byte per element).
+fn i1_from_bytecode(count: u64, data: &[u8]) -> std::result::Result<I1, String> {
+    let packed_len = count.div_ceil(8);
+    match data {
+        [] if count == 0 => Ok(I1::Elements(Vec::new())),
+        [b @ (0x00 | 0xFF)] => Ok(I1::Splat(b & 1)),
+        [0x01] if count == 1 || count > 8 => Ok(I1::Splat(1)),
+        [b] if count == 1 => Err(format!(
+            "the byte {b:#04x} for one i1: read as packed bits it is {}, as a byte {}; MLIR writes 0x00, 0x01 or 0xFF",
+            b & 1 == 1,
+            *b != 0
+        )),
+        _ if data.len() as u64 == packed_len && packed_len != count => {
+            Ok(I1::Elements((0..count as usize).map(|i| (data[i / 8] >> (i % 8)) & 1).collect()))
+        }
+        _ if data.len() as u64 == count => {
+            if let Some(b) = data.iter().find(|&&b| b > 1) {
+                return Err(format!("i1 data of a byte per element holds the byte {b:#04x}, not 0 or 1"));
+            }
+            Ok(I1::Elements(data.to_vec()))
+        }
+        _ => Err(format!(
+            "{} bytes of i1 data for {count} elements: expected {packed_len} (8 to a byte) or one (a splat)",
+            data.len()
+        )),
     }
-    let len = data.len() as u64;
-    if len != count.saturating_mul(per) && !(len == per && count > 0) && !(count == 0 && len == 0) {
-        return Err(Error::malformed(at, format!("{len} bytes of data for {count} elements of {per} bytes")));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tensor(dims: &[u64], e: ElementType) -> Type {
+        Type::Tensor(TensorType {
+            dims: dims.iter().map(|&d| Dim::Fixed(d)).collect(),
+            element: Box::new(Type::Scalar(e)),
+            encoding: None,
+        })
     }
-    Ok(Attr::Dense { ty, data: Arc::from(data) })
+
+    /// The elements of `i1` data read from bytecode, 0 or 1 each.
+    fn bools(count: u64, blob: &[u8]) -> std::result::Result<Vec<u8>, String> {
+        let attr = dense(0, tensor(&[count], ElementType::PRED), blob).map_err(|e| e.to_string())?;
+        let Attr::Dense { ty, data } = &attr else { unreachable!() };
+        let d = DenseData::new(ty, data).unwrap();
+        Ok((0..count).map(|i| d.element(i).unwrap()[0]).collect())
+    }
+
+    #[test]
+    fn i1_splats_are_0x00_and_0xff_for_every_count() {
+        for n in 0..=17 {
+            assert_eq!(bools(n, &[0xFF]), Ok(vec![1; n as usize]), "{n}");
+            assert_eq!(bools(n, &[0x00]), Ok(vec![0; n as usize]), "{n}");
+        }
+    }
+
+    #[test]
+    fn i1_data_of_2_to_8_elements_in_one_byte_is_packed_bits() {
+        for n in 2..=8u64 {
+            for b in [0x01u8, 0x02, 0x05, 0x80, 0x7F] {
+                let want: Vec<u8> = (0..n).map(|i| (b >> i) & 1).collect();
+                assert_eq!(bools(n, &[b]), Ok(want), "{n} {b:#04x}");
+            }
+        }
+    }
+
+    #[test]
+    fn i1_data_of_9_and_more_elements_is_packed_or_a_byte_each() {
+        for n in 9..=17u64 {
+            let packed: Vec<u8> = (0..n.div_ceil(8)).map(|i| 0xA5 ^ i as u8).collect();
+            let want: Vec<u8> = (0..n as usize).map(|i| (packed[i / 8] >> (i % 8)) & 1).collect();
+            assert_eq!(bools(n, &packed), Ok(want.clone()), "{n}");
+            assert_eq!(bools(n, &want), Ok(want.clone()), "{n}: a byte per element");
+            // A splat as some writers of 2026 wrote it.
+            assert_eq!(bools(n, &[0x01]), Ok(vec![1; n as usize]), "{n}");
+            let mut bad = want.clone();
+            bad[3] = 2;
+            assert!(bools(n, &bad).unwrap_err().contains("not 0 or 1"), "{n}");
+            assert!(bools(n, &[0x05]).is_err(), "{n}");
+            assert!(bools(n, &packed[..1]).is_err() || n.div_ceil(8) == 1, "{n}");
+        }
+    }
+
+    #[test]
+    fn one_i1_is_a_byte_both_readings_agree_on() {
+        assert_eq!(bools(1, &[0x01]), Ok(vec![1]));
+        assert_eq!(bools(1, &[0x00]), Ok(vec![0]));
+        assert_eq!(bools(1, &[0xFF]), Ok(vec![1]));
+        for b in [0x02u8, 0x03, 0x80, 0xFE] {
+            let e = bools(1, &[b]).unwrap_err();
+            assert!(e.contains("MLIR writes 0x00, 0x01 or 0xFF"), "{b:#04x}: {e}");
+        }
+    }
+
+    #[test]
+    fn no_i1_elements_take_no_bytes_or_a_splat() {
+        assert_eq!(bools(0, &[]), Ok(vec![]));
+        assert_eq!(bools(0, &[0xFF]), Ok(vec![]));
+        assert!(bools(0, &[0x01]).is_err());
+        assert!(bools(0, &[0, 0]).is_err());
+        assert!(bools(4, &[]).is_err());
+        assert!(bools(4, &[0, 0]).is_err(), "neither packed (1 byte) nor a byte each (4)");
+    }
+
+    #[test]
+    fn other_types_hold_every_element_or_one() {
+        let ty = |n| tensor(&[n], ElementType::S16);
+        for n in 0..=17u64 {
+            let every: Vec<u8> = (0..2 * n).map(|i| i as u8).collect();
+            let a = dense(0, ty(n), &every).unwrap();
+            let Attr::Dense { data, .. } = &a else { unreachable!() };
+            assert_eq!(&data[..], &every[..], "{n}");
+            let splat = dense(0, ty(n), &[7, 1]).unwrap();
+            let Attr::Dense { data, .. } = &splat else { unreachable!() };
+            assert_eq!(&data[..], if n == 0 { &[][..] } else { &[7, 1][..] }, "{n}");
+            assert!(dense(0, ty(n), &[7]).is_err(), "{n}: half an element");
+            if n > 2 {
+                assert!(dense(0, ty(n), &every[..every.len() - 2]).is_err(), "{n}: one element short");
+            }
+        }
+        // Sub-byte types take a byte each (not two to a byte); complex numbers both parts.
+        assert!(dense(0, tensor(&[4], ElementType::S4), &[1, 2]).is_err());
+        assert!(dense(0, tensor(&[4], ElementType::S4), &[1, 2, 3, 4]).is_ok());
+        assert!(dense(0, tensor(&[2], ElementType::F4E2M1FN), &[1]).is_ok(), "a splat");
+        assert!(dense(0, tensor(&[3], ElementType::C64), &[0; 8]).is_ok(), "a splat");
+        assert!(dense(0, tensor(&[3], ElementType::C64), &[0; 12]).is_err(), "one and a half elements");
+        assert!(dense(0, tensor(&[3], ElementType::C64), &[0; 4]).is_err(), "half an element");
+        assert!(dense(0, tensor(&[2], ElementType::BF16), &[0; 4]).is_ok());
+        assert!(dense(0, tensor(&[2], ElementType::BF16), &[0; 8]).is_err(), "f32-wide data");
+    }
 }

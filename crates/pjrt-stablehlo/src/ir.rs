@@ -200,12 +200,17 @@ pub enum Attr {
     Type(Type),
     /// `@name`.
     SymbolRef(String),
-    /// `dense<...> : tensor<...>`: the raw little-endian buffer (one byte per `i1`; one
-    /// element's bytes for a splat).
+    /// `dense<...> : tensor<...>`: every element's little-endian bytes in row-major order, or
+    /// one element's bytes standing for all of them (a splat). An element takes
+    /// [`dense_element_bytes`] bytes: an `i1` one byte, 0 or 1 (never MLIR bytecode's bits
+    /// packed 8 to a byte); a sub-byte integer or float one byte, of which only its low bits
+    /// count; a complex number its two parts. A tensor without elements has no bytes.
+    /// [`Attr::dense_splat`] and [`Attr::dense_elements`] make one whose data is checked;
+    /// [`DenseData`] reads one.
     Dense {
         /// The tensor type.
         ty: Type,
-        /// The raw data.
+        /// The data.
         data: Arc<[u8]>,
     },
     /// `array<i64: ...>`.
@@ -237,6 +242,211 @@ pub enum Attr {
     /// An attribute of another dialect kept as its MLIR text (what the producer wrote when the
     /// dialect has no bytecode encoding of its own).
     Opaque(String),
+}
+
+/// Why bytes are not the data of a dense attribute of a type ([`Attr::dense_splat`],
+/// [`Attr::dense_elements`], [`DenseData::new`]).
+///
+/// ```
+/// use pjrt_stablehlo::ir::{Attr, DenseError, Dim, ElementType, TensorType, Type};
+/// let ty = Type::Tensor(TensorType { dims: vec![Dim::Fixed(4)], element: Box::new(Type::Scalar(ElementType::PRED)), encoding: None });
+/// // One byte is a splat, never four `i1` packed into a byte.
+/// assert!(matches!(Attr::dense_elements(ty.clone(), vec![1]), Err(DenseError::Length { .. })));
+/// assert!(matches!(Attr::dense_splat(ty, &[2]), Err(DenseError::Bool { .. })));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DenseError {
+    /// The type is not a ranked tensor of static shape (its text).
+    #[error("a dense attribute's type must be a ranked tensor of static shape, not {0}")]
+    Type(String),
+    /// The type has more elements than 2^64.
+    #[error("{0} has more elements than 2^64")]
+    TooMany(String),
+    /// The element type has no dense encoding here (its text).
+    #[error("dense elements of {0} are not supported")]
+    Element(String),
+    /// The data holds neither every element nor one.
+    #[error("{len} bytes of data for {count} elements of {per} bytes each: {expected}")]
+    Length {
+        /// Bytes given.
+        len: usize,
+        /// Elements of the type.
+        count: u64,
+        /// Bytes per element.
+        per: usize,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// An `i1` byte that is neither 0 nor 1.
+    #[error("i1 element {index} is the byte {byte:#04x}: an i1 is stored as 0 or 1")]
+    Bool {
+        /// The element (0 for a splat).
+        index: u64,
+        /// The byte.
+        byte: u8,
+    },
+}
+
+/// The bytes one element of `element` takes in [`Attr::Dense`] data: a byte for `i1` and the
+/// sub-byte types, two parts for a complex number; `None` for a type without a dense encoding.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{dense_element_bytes, ElementType, Type};
+/// assert_eq!(dense_element_bytes(&Type::Scalar(ElementType::PRED)), Some(1));
+/// assert_eq!(dense_element_bytes(&Type::Scalar(ElementType::S4)), Some(1));
+/// assert_eq!(dense_element_bytes(&Type::Scalar(ElementType::BF16)), Some(2));
+/// assert_eq!(dense_element_bytes(&Type::Scalar(ElementType::C64)), Some(8));
+/// ```
+pub fn dense_element_bytes(element: &Type) -> Option<usize> {
+    if let Some((w, _)) = int_width(element) {
+        return Some((w as usize).div_ceil(8));
+    }
+    match element {
+        Type::Scalar(ElementType::C64) => Some(8),
+        Type::Scalar(ElementType::C128) => Some(16),
+        Type::Tf32 => Some(4),
+        t => float_width(t).map(|w| (w as usize).div_ceil(8)),
+    }
+}
+
+/// The element count and element type of a dense attribute's type.
+pub(crate) fn dense_shape(ty: &Type) -> Result<(u64, &Type, usize), DenseError> {
+    let not_static = || DenseError::Type(crate::type_text(ty));
+    let Type::Tensor(t) = ty else { return Err(not_static()) };
+    let mut count: u64 = 1;
+    for d in &t.dims {
+        match d {
+            Dim::Fixed(n) => count = count.checked_mul(*n).ok_or_else(|| DenseError::TooMany(crate::type_text(ty)))?,
+            Dim::Dynamic => return Err(not_static()),
+        }
+    }
+    let per = dense_element_bytes(&t.element).ok_or_else(|| DenseError::Element(crate::type_text(&t.element)))?;
+    Ok((count, &t.element, per))
+}
+
+fn check_bools(element: &Type, data: &[u8]) -> Result<(), DenseError> {
+    if *element == Type::Scalar(ElementType::PRED) {
+        if let Some(i) = data.iter().position(|&b| b > 1) {
+            return Err(DenseError::Bool { index: i as u64, byte: data[i] });
+        }
+    }
+    Ok(())
+}
+
+impl Attr {
+    /// `dense<VALUE> : ty`: one element's bytes standing for every element of `ty` (as
+    /// [`Attr::Dense`] holds an element). A splat of a tensor without elements has none: it
+    /// is the empty tensor.
+    ///
+    /// ```
+    /// use pjrt_stablehlo::ir::{Attr, Dim, ElementType, TensorType, Type};
+    /// let ty = Type::Tensor(TensorType { dims: vec![Dim::Fixed(4)], element: Box::new(Type::Scalar(ElementType::PRED)), encoding: None });
+    /// let all_true = Attr::dense_splat(ty, &[1]).unwrap();
+    /// assert_eq!(pjrt_stablehlo::attr_text(&all_true), "dense<true> : tensor<4xi1>");
+    /// ```
+    pub fn dense_splat(ty: Type, element: &[u8]) -> Result<Attr, DenseError> {
+        let (count, elem, per) = dense_shape(&ty)?;
+        if element.len() != per {
+            return Err(DenseError::Length { len: element.len(), count, per, expected: "a splat is one element" });
+        }
+        check_bools(elem, element)?;
+        let data: Arc<[u8]> = if count == 0 { Arc::from(Vec::new()) } else { Arc::from(element) };
+        Ok(Attr::Dense { ty, data })
+    }
+
+    /// `dense<[...]> : ty`: every element's bytes, in row-major order (as [`Attr::Dense`] holds
+    /// an element). Elements whose bytes are all the same are held as a splat, as MLIR holds
+    /// them: the same values read from text and from bytecode are the same attribute.
+    ///
+    /// ```
+    /// use pjrt_stablehlo::ir::{Attr, Dim, ElementType, TensorType, Type};
+    /// let ty = Type::Tensor(TensorType { dims: vec![Dim::Fixed(2)], element: Box::new(Type::Scalar(ElementType::PRED)), encoding: None });
+    /// let a = Attr::dense_elements(ty.clone(), vec![1, 0]).unwrap();
+    /// assert_eq!(pjrt_stablehlo::attr_text(&a), "dense<[true, false]> : tensor<2xi1>");
+    /// assert_eq!(Attr::dense_elements(ty.clone(), vec![1, 1]), Attr::dense_splat(ty, &[1]));
+    /// ```
+    pub fn dense_elements(ty: Type, data: Vec<u8>) -> Result<Attr, DenseError> {
+        let (count, elem, per) = dense_shape(&ty)?;
+        if count.checked_mul(per as u64) != Some(data.len() as u64) {
+            return Err(DenseError::Length { len: data.len(), count, per, expected: "expected every element" });
+        }
+        check_bools(elem, &data)?;
+        if count > 1 && data.chunks_exact(per).all(|e| e == &data[..per]) {
+            return Ok(Attr::Dense { ty, data: Arc::from(&data[..per]) });
+        }
+        Ok(Attr::Dense { ty, data: Arc::from(data) })
+    }
+}
+
+/// The data of an [`Attr::Dense`], checked against its type: a splat, or every element.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{Attr, DenseData, Dim, ElementType, TensorType, Type};
+/// let ty = Type::Tensor(TensorType { dims: vec![Dim::Fixed(3)], element: Box::new(Type::Scalar(ElementType::S16)), encoding: None });
+/// let d = DenseData::new(&ty, &[7, 0]).unwrap();
+/// assert!(d.is_splat());
+/// assert_eq!(d.element(2), Some(&[7u8, 0][..]));
+/// assert!(DenseData::new(&ty, &[7, 0, 1, 0]).is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DenseData<'a> {
+    data: &'a [u8],
+    count: u64,
+    per: usize,
+}
+
+impl<'a> DenseData<'a> {
+    /// `data` read as the data of a dense attribute of type `ty`: one element's bytes (a
+    /// splat), or every element's; an error otherwise, or where an `i1` byte is not 0 or 1.
+    pub fn new(ty: &Type, data: &'a [u8]) -> Result<DenseData<'a>, DenseError> {
+        let (count, elem, per) = dense_shape(ty)?;
+        let every = count.checked_mul(per as u64) == Some(data.len() as u64);
+        let splat = count > 0 && data.len() == per;
+        if !(every || splat) {
+            return Err(DenseError::Length {
+                len: data.len(),
+                count,
+                per,
+                expected: "expected every element, or one (a splat)",
+            });
+        }
+        check_bools(elem, data)?;
+        Ok(DenseData { data, count, per })
+    }
+
+    /// The number of elements of the type.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The bytes an element takes ([`dense_element_bytes`]).
+    pub fn element_bytes(&self) -> usize {
+        self.per
+    }
+
+    /// Whether one element's bytes stand for every element (a tensor of one element is a
+    /// splat too, as in MLIR).
+    pub fn is_splat(&self) -> bool {
+        self.count > 0 && self.data.len() == self.per
+    }
+
+    /// Element `i`'s bytes (row-major), `None` past the last.
+    pub fn element(&self, i: u64) -> Option<&'a [u8]> {
+        if i >= self.count {
+            return None;
+        }
+        if self.is_splat() {
+            return Some(self.data);
+        }
+        let start = usize::try_from(i).ok()?.checked_mul(self.per)?;
+        self.data.get(start..start + self.per)
+    }
+
+    /// The data as given: every element's bytes, or one element's for a splat.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.data
+    }
 }
 
 /// A source location, as the producer recorded it (the printer leaves locations out).
@@ -416,6 +626,16 @@ pub(crate) fn int_width(ty: &Type) -> Option<(u32, bool)> {
         },
         _ => return None,
     })
+}
+
+/// Bits of a scalar type as StableHLO counts them (`num_bits`: `i1` is 1, `i4` 4, a complex
+/// number both parts), whatever a buffer stores them in.
+pub(crate) fn element_bits(ty: &Type) -> Option<u32> {
+    match ty {
+        Type::Scalar(ElementType::C64) => Some(64),
+        Type::Scalar(ElementType::C128) => Some(128),
+        t => int_width(t).map(|(w, _)| w).or_else(|| float_width(t)),
+    }
 }
 
 /// Bits of a float type's encoding.

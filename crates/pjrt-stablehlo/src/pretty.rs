@@ -307,11 +307,13 @@ fn padding_rows(a: Option<&Attr>) -> Option<Vec<[i64; 2]>> {
     else {
         return None;
     };
-    if n == 0 || data.len() as u64 != n.checked_mul(16)? {
+    if n == 0 || n > 1 << 16 {
         return None;
     }
-    let v: Vec<i64> = data.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
-    Some(v.chunks_exact(2).map(|c| [c[0], c[1]]).collect())
+    // Every element, or a splat (zero padding is one).
+    let d = crate::ir::DenseData::new(&Type::Tensor(t.clone()), data).ok()?;
+    let at = |i: u64| d.element(i).and_then(|c| c.try_into().ok()).map(i64::from_le_bytes);
+    (0..n).map(|r| Some([at(2 * r)?, at(2 * r + 1)?])).collect()
 }
 
 /// Whether a `#stablehlo.dot_algorithm` reads back from its `<...>` as the same fields.

@@ -294,24 +294,26 @@ fn dense_into(out: &mut String, ty: &Type, data: &[u8]) {
         }
         _ => (Vec::new(), None),
     };
-    let count = dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d)).unwrap_or(0);
-    if count == 0 {
-        // Nothing to print.
-    } else if matches!(elem, Some(Type::Scalar(ElementType::PRED))) && dims.len() <= 64 {
-        if data.len() == 1 {
-            out.push_str(if data[0] != 0 { "true" } else { "false" });
-        } else {
+    let is_i1 = matches!(elem, Some(Type::Scalar(ElementType::PRED)));
+    // `i1` as `true`/`false` (MLIR's hex form of `i1` data has changed meaning across
+    // versions); other types as MLIR's hex form of the data, which reads back as a splat
+    // exactly when it holds one element.
+    match crate::ir::DenseData::new(ty, data) {
+        Ok(d) if d.count() == 0 => {}
+        Ok(d) if is_i1 && d.is_splat() => out.push_str(if data[0] != 0 { "true" } else { "false" }),
+        Ok(_) if is_i1 && dims.len() <= 64 => {
             let mut offset = 0;
             bool_literal_into(out, &dims, data, &mut offset);
         }
-    } else {
-        out.push_str("\"0x");
-        out.reserve(data.len() * 2 + 2);
-        for &b in data {
-            out.push(HEX[(b >> 4) as usize] as char);
-            out.push(HEX[(b & 15) as usize] as char);
+        _ => {
+            out.push_str("\"0x");
+            out.reserve(data.len() * 2 + 2);
+            for &b in data {
+                out.push(HEX[(b >> 4) as usize] as char);
+                out.push(HEX[(b & 15) as usize] as char);
+            }
+            out.push('"');
         }
-        out.push('"');
     }
     out.push_str("> : ");
     type_into(out, ty);

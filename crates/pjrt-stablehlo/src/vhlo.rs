@@ -42,40 +42,32 @@ fn set(attrs: &mut Attrs, name: &str, value: Attr) {
     }
 }
 
-/// The elements of an integer dense attribute, as i64 (a splat repeated).
+/// The elements of an integer dense attribute, as i64 (a splat repeated, up to 2^16 elements:
+/// these are the short lists VHLO holds as tensors), each sign-extended from its own width.
 fn dense_ints(a: &Attr) -> Option<Vec<i64>> {
-    let Attr::Dense { ty: Type::Tensor(t), data } = a else { return None };
+    let Attr::Dense { ty, data } = a else { return None };
+    let Type::Tensor(t) = ty else { return None };
     let (width, signed) = crate::ir::int_width(&t.element)?;
-    let per = if width == 64 { 8 } else { (width as usize).div_ceil(8) };
-    let mut count = 1usize;
-    for d in &t.dims {
-        match d {
-            crate::ir::Dim::Fixed(n) => count = count.checked_mul(usize::try_from(*n).ok()?)?,
-            crate::ir::Dim::Dynamic => return None,
-        }
+    let d = crate::ir::DenseData::new(ty, data).ok()?;
+    if d.is_splat() && d.count() > 1 << 16 {
+        return None;
     }
-    let read = |i: usize| -> i64 {
-        let b = &data[i * per..(i + 1) * per];
-        let mut a = [0u8; 8];
-        a[..per].copy_from_slice(b);
-        let raw = u64::from_le_bytes(a);
-        if width == 1 {
-            (raw & 1) as i64
-        } else if signed && per < 8 {
-            let shift = 64 - 8 * per as u32;
-            ((raw << shift) as i64) >> shift
-        } else {
-            raw as i64
-        }
-    };
-    if data.len() == per * count {
-        Some((0..count).map(read).collect())
-    } else if data.len() == per && count <= 1 << 16 {
-        // A splat (of an integer list attribute: a few elements).
-        Some(vec![read(0); count])
-    } else {
-        None
-    }
+    (0..d.count())
+        .map(|i| {
+            let mut raw = [0u8; 8];
+            let bytes = d.element(i)?;
+            raw[..bytes.len()].copy_from_slice(bytes);
+            let raw = u64::from_le_bytes(raw);
+            Some(if width >= 64 {
+                raw as i64
+            } else if signed {
+                let shift = 64 - width;
+                ((raw << shift) as i64) >> shift
+            } else {
+                (raw & ((1u64 << width) - 1)) as i64
+            })
+        })
+        .collect()
 }
 
 fn all_eq(a: Option<&Attr>, v: i64) -> bool {
@@ -417,4 +409,35 @@ pub(crate) fn legalize(
     }
     a.extend(discardable);
     Ok((name, a))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Dim, ElementType, TensorType};
+
+    fn dense(dims: &[u64], e: ElementType, data: &[u8]) -> Attr {
+        let ty = Type::Tensor(TensorType {
+            dims: dims.iter().map(|&d| Dim::Fixed(d)).collect(),
+            element: Box::new(Type::Scalar(e)),
+            encoding: None,
+        });
+        Attr::Dense { ty, data: data.into() }
+    }
+
+    /// Each element is sign-extended from its own width (a sub-byte integer's low bits), a
+    /// splat repeated, an `i1` 0 or 1; data that is neither a splat nor every element is none.
+    #[test]
+    fn integer_lists_read_each_element_at_its_width() {
+        assert_eq!(dense_ints(&dense(&[3], ElementType::S4, &[0x0F, 0x07, 0x08])), Some(vec![-1, 7, -8]));
+        assert_eq!(dense_ints(&dense(&[2], ElementType::U4, &[0x0F, 0x01])), Some(vec![15, 1]));
+        assert_eq!(dense_ints(&dense(&[2], ElementType::S2, &[0x03, 0x01])), Some(vec![-1, 1]));
+        assert_eq!(dense_ints(&dense(&[3], ElementType::S8, &[0xFF])), Some(vec![-1; 3]));
+        assert_eq!(dense_ints(&dense(&[4], ElementType::PRED, &[1])), Some(vec![1; 4]));
+        assert_eq!(dense_ints(&dense(&[4], ElementType::PRED, &[1, 0, 1, 1])), Some(vec![1, 0, 1, 1]));
+        assert_eq!(dense_ints(&dense(&[2], ElementType::S64, &(-5i64).to_le_bytes())), Some(vec![-5, -5]));
+        assert_eq!(dense_ints(&dense(&[0], ElementType::S64, &[])), Some(vec![]));
+        assert_eq!(dense_ints(&dense(&[4], ElementType::PRED, &[1, 0])), None);
+        assert_eq!(dense_ints(&dense(&[3], ElementType::S16, &[1, 0, 2, 0])), None);
+    }
 }

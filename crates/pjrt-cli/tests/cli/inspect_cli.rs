@@ -129,3 +129,19 @@ fn other_bytecode_and_unknown_files_are_refused_by_name() {
     assert_fails(&pjrt(&["inspect", s(&junk)]), "not a file `pjrt inspect` knows");
     assert_fails(&pjrt(&["inspect", "tests/data/formats/tanh_mul.mlirbc"]), "portable artifacts");
 }
+
+/// `pjrt inspect` of MLIR text prints a boolean splat as a splat, pretty and generic (it
+/// printed `dense<true> : tensor<4xi1>` as `dense<[true, false, false, false]>`).
+#[test]
+fn mlir_text_prints_boolean_splats_as_splats() {
+    let program = "tests/data/stablehlo_text/dense/bool_constants.mlir";
+    for args in [vec!["inspect", program], vec!["inspect", program, "--generic"]] {
+        let out = text(&args);
+        for n in ["2", "4", "8", "2x3", "1", "9"] {
+            assert!(out.contains(&format!("dense<true> : tensor<{n}xi1>")), "{args:?}: {n}\n{out}");
+        }
+        assert!(out.contains("dense<[true, false, false, true]> : tensor<4xi1>"), "{out}");
+        assert!(out.contains("dense<false> : tensor<5xi1>"), "{out}");
+        assert!(!out.contains("dense<[true, false, false, false]>"), "{out}");
+    }
+}

@@ -143,3 +143,45 @@ fn jax_text_of_a_symbolic_export_gives_jaxs_answers() {
         }
     }
 }
+
+/// Each output of `pjrt run` in `out_dir`, as its npy dims and raw bytes (a bool one byte each).
+fn outputs(out_dir: &std::path::Path) -> Vec<(Vec<i64>, Vec<u8>)> {
+    (0..)
+        .map(|k| out_dir.join(format!("out{k}.npy")))
+        .take_while(|p| p.exists())
+        .map(|p| {
+            let a = NpyArray::read(&p).unwrap();
+            (a.dims.clone(), a.data.clone())
+        })
+        .collect()
+}
+
+/// `dense<true> : tensor<4xi1>` beside a `?` dimension: refined by this crate (parsed, refined,
+/// printed or written), every element stays true on both plugins (it read as
+/// `[true, false, false, false]`, a one-byte splat taken for packed bits).
+#[test]
+fn a_boolean_splat_in_a_refined_program_is_every_element() {
+    for plugin in PLUGINS {
+        let dir = temp_dir(&format!("mlir-text-bool-{plugin}"));
+        let x = dir.join("x.npy");
+        NpyArray::from_elements(vec![5], &[1.0f32, -2.0, 3.0, 4.0, 5.0]).unwrap().write(&x).unwrap();
+        let out_dir = dir.join("out");
+        let prog = root().join("tests/data/stablehlo_text/dense/bool_dynamic.mlir");
+        let out = pjrt(&[
+            "run",
+            prog.to_str().unwrap(),
+            "--plugin",
+            plugin,
+            "--input",
+            x.to_str().unwrap(),
+            "--output-dir",
+            out_dir.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "{plugin}: {}", stderr(&out));
+        let outs = outputs(&out_dir);
+        assert_eq!(outs.len(), 3, "{plugin}");
+        assert_eq!(outs[0].0, vec![5], "{plugin}: refined for x of 5");
+        assert_eq!(outs[1], (vec![4], vec![1, 1, 1, 1]), "{plugin}: dense<true> : tensor<4xi1>");
+        assert_eq!(outs[2], (vec![3], vec![1, 0, 1]), "{plugin}: (x > 0) and [true, false, true]");
+    }
+}

@@ -75,3 +75,49 @@ fn an_op_the_version_lacks_is_refused_by_name_and_versions_are_checked() {
     let compiled = pjrt(&["compile", s(&program), "--stablehlo-version", "1.16.1", "-o", s(&aot)]);
     assert!(compiled.status.success(), "{}", stderr(&compiled));
 }
+
+/// Every output of `pjrt run PROGRAM` on `plugin` (no inputs), as npy file bytes.
+fn outputs_of(program: &str, plugin: &str, out: &std::path::Path) -> Vec<Vec<u8>> {
+    let result = pjrt(&["run", program, "--plugin", plugin, "--output-dir", s(out)]);
+    assert!(result.status.success(), "{program} on {plugin}: {}", stderr(&result));
+    (0..)
+        .map(|k| out.join(format!("out{k}.npy")))
+        .take_while(|p| p.exists())
+        .map(|p| std::fs::read(p).unwrap())
+        .collect()
+}
+
+/// Boolean constants, splat and not, of 1 to 9 elements, and slices and selects of them (as
+/// StableHLO's own boolean tests use them): the artifact `--emit-portable` writes from the text,
+/// for each plugin's StableHLO version, runs on that plugin as the plugin runs the text itself
+/// (it ran `dense<true>` of 2 to 8 elements as `[true, false, ...]`); `pjrt inspect` of the
+/// artifact prints the splats as splats.
+#[test]
+fn boolean_constants_written_from_text_run_as_the_text_on_both_plugins() {
+    let program = "tests/data/stablehlo_text/dense/bool_constants.mlir";
+    for plugin in crate::common::PLUGINS {
+        let dir = temp_dir(&format!("emit-portable-bool-{plugin}"));
+        let artifact = dir.join("bool.mlirbc");
+        let out = pjrt(&["compile", program, "--emit-portable", "--plugin", plugin, "-o", s(&artifact), "--json"]);
+        assert!(out.status.success(), "{plugin}: {}", stderr(&out));
+        let from_text = outputs_of(program, plugin, &dir.join("text"));
+        let from_artifact = outputs_of(s(&artifact), plugin, &dir.join("artifact"));
+        assert_eq!(from_text.len(), 12, "{plugin}");
+        assert_eq!(from_artifact, from_text, "{plugin}");
+        // The outputs the program's comment states: all true but out6, out8, out9, out10.
+        let values: Vec<Vec<u8>> =
+            from_text.iter().map(|npy| pjrt_formats::npy::NpyArray::from_bytes(npy).unwrap().data.clone()).collect();
+        for (k, v) in values.iter().enumerate() {
+            let want = match k {
+                6 | 8 | 9 => vec![1, 0, 0, 1],
+                10 => vec![0; 5],
+                _ => vec![1; v.len()],
+            };
+            assert_eq!(*v, want, "{plugin}: out{k}");
+        }
+        let inspected = pjrt(&["inspect", s(&artifact)]);
+        let text = String::from_utf8_lossy(&inspected.stdout);
+        assert!(text.contains("stablehlo.constant dense<true> : tensor<4xi1>"), "{plugin}: {text}");
+        assert!(text.contains("stablehlo.constant dense<[true, false, false, true]> : tensor<4xi1>"), "{text}");
+    }
+}

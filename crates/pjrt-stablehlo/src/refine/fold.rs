@@ -91,24 +91,19 @@ pub(crate) fn from_dense(a: &Attr) -> Option<Const> {
     let Attr::Dense { ty, data } = a else { return None };
     let kind = int_kind(ty)?;
     let dims = static_dims(ty)?;
-    let n = count(&dims)? as usize;
-    let per = if kind.0 == 1 { 1 } else { (kind.0 as usize).div_ceil(8) };
+    let n = count(&dims)?;
     if kind.0 != 1 && kind.0 % 8 != 0 {
-        return None; // sub-byte integers: packed, never shape data
+        return None; // sub-byte integers: never shape data
     }
-    let read = |i: usize| -> Option<i64> {
-        let bytes = data.get(i * per..(i + 1) * per)?;
-        let mut raw = [0u8; 8];
-        raw[..per].copy_from_slice(bytes);
-        Some(normalise(i64::from_le_bytes(raw), kind))
-    };
-    let vals = if data.len() == per && n != 1 {
-        vec![read(0)?; n]
-    } else if data.len() == n * per {
-        (0..n).map(read).collect::<Option<Vec<_>>>()?
-    } else {
-        return None;
-    };
+    let d = crate::ir::DenseData::new(ty, data).ok()?;
+    let vals = (0..n)
+        .map(|i| {
+            let mut raw = [0u8; 8];
+            let bytes = d.element(i)?;
+            raw[..bytes.len()].copy_from_slice(bytes);
+            Some(normalise(i64::from_le_bytes(raw), kind))
+        })
+        .collect::<Option<Vec<_>>>()?;
     Some(Const { dims, vals })
 }
 
@@ -121,7 +116,8 @@ pub(crate) fn i64_dense(dims: &[u64], vals: &[i64]) -> Attr {
         encoding: None,
     });
     let data: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
-    Attr::Dense { ty, data: Arc::from(data) }
+    // (As the readers hold it: equal elements as a splat.)
+    Attr::dense_elements(ty.clone(), data.clone()).unwrap_or(Attr::Dense { ty, data: Arc::from(data) })
 }
 
 /// An integer attribute's value.

@@ -272,15 +272,16 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
         "sort" => Ok(Some((0..ins.len()).map(d).collect::<Result<_, _>>()?)),
         "bitcast_convert" => {
             let v = d(0)?;
+            // StableHLO's num_bits (i8 → i4 adds a dimension of 2), not storage bytes.
             let width = |t: &Type| match t {
-                Type::Tensor(t) => crate::decode::storage_bytes(&t.element),
+                Type::Tensor(t) => crate::ir::element_bits(&t.element),
                 _ => None,
             };
             let (a, b) = (width(ins[0]), op.results.first().and_then(|r| width(&r.ty)));
             match (a, b) {
                 (Some(a), Some(b)) if a == b => one(v),
-                (Some(a), Some(b)) if a > b => one([v, vec![(a / b) as u64]].concat()),
-                (Some(_), Some(_)) => one(v[..v.len().saturating_sub(1)].to_vec()),
+                (Some(a), Some(b)) if a > b && a % b == 0 => one([v, vec![u64::from(a / b)]].concat()),
+                (Some(a), Some(b)) if a < b && b % a == 0 => one(v[..v.len().saturating_sub(1)].to_vec()),
                 _ => Ok(None),
             }
         }

@@ -362,7 +362,8 @@ impl Parser<'_> {
             }
         }
         let elem = (*t.element).clone();
-        let data = match (hex, lit) {
+        let count = dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d));
+        let made = match (hex, lit) {
             (Some(s), _) => {
                 let s = String::from_utf8_lossy(&s).into_owned();
                 let digits = s.strip_prefix("0x").ok_or_else(|| {
@@ -376,25 +377,65 @@ impl Parser<'_> {
                     let h = std::str::from_utf8(pair).ok().and_then(|p| u8::from_str_radix(p, 16).ok());
                     out.push(h.ok_or_else(|| self.error_at(lit_at, "hex data with a digit that is not hex"))?);
                 }
-                out
+                self.hex_dense(lit_at, ty.clone(), &elem, count, out)?
             }
             (None, Some(lit)) => {
                 let mut out = Vec::new();
                 match &lit {
-                    Lit::List(v) if v.is_empty() && dims.contains(&0) => {}
-                    Lit::List(_) => self.flatten(lit_at, &lit, &dims, &elem, &mut out)?,
-                    scalar => self.element_bytes(lit_at, scalar, &elem, &mut out)?,
+                    Lit::List(v) if v.is_empty() && dims.contains(&0) => Attr::dense_elements(ty.clone(), out),
+                    Lit::List(_) => {
+                        self.flatten(lit_at, &lit, &dims, &elem, &mut out)?;
+                        Attr::dense_elements(ty.clone(), out)
+                    }
+                    scalar => {
+                        self.element_bytes(lit_at, scalar, &elem, &mut out)?;
+                        Attr::dense_splat(ty.clone(), &out)
+                    }
                 }
-                out
             }
-            (None, None) => Vec::new(),
+            (None, None) => Attr::dense_elements(ty.clone(), Vec::new()),
         };
-        crate::decode::dense(start, ty.clone(), &data).map_err(|e| {
-            let what = match e {
-                crate::Error::Malformed { what, .. } | crate::Error::Unsupported { what, .. } => what,
-                other => other.to_string(),
-            };
-            self.error_at(start, what)
+        made.map_err(|e| self.error_at(start, e.to_string()))
+    }
+
+    /// `dense<"0x...">`: MLIR's raw buffer, one element's bytes (a splat) or every element's.
+    /// MLIR (as both CPU plugins have it) stores an `i1` as a byte and reads any byte but 0 as
+    /// true; older MLIR packed `i1` hex data 8 to a byte, which is refused rather than guessed
+    /// (a byte for 2 to 8 elements would read as a splat here and as bits there).
+    fn hex_dense(
+        &self,
+        at: usize,
+        ty: Type,
+        elem: &Type,
+        count: Option<u64>,
+        bytes: Vec<u8>,
+    ) -> Result<std::result::Result<Attr, crate::ir::DenseError>> {
+        let Some(per) = crate::ir::dense_element_bytes(elem) else {
+            return Ok(Attr::dense_elements(ty, bytes));
+        };
+        let splat = bytes.len() == per;
+        if *elem == Type::Scalar(ElementType::PRED) {
+            let bools: Vec<u8> = bytes.iter().map(|&b| u8::from(b != 0)).collect();
+            if !splat && count != Some(bools.len() as u64) {
+                return Err(self.error_at(
+                    at,
+                    format!(
+                        "{} bytes of hex data for {} i1 elements: MLIR reads i1 hex data as a byte per element, \
+                         or one byte for all (older MLIR's bits packed 8 to a byte are not read: write the values as \
+                         `[true, false, ...]`)",
+                        bytes.len(),
+                        count.map_or_else(|| "too many".to_string(), |c| c.to_string())
+                    ),
+                ));
+            }
+            return Ok(if splat { Attr::dense_splat(ty, &bools) } else { Attr::dense_elements(ty, bools) });
+        }
+        if splat {
+            return Ok(Attr::dense_splat(ty, &bytes));
+        }
+        Ok(match crate::ir::DenseData::new(&ty, &bytes) {
+            Ok(_) => Attr::dense_elements(ty, bytes),
+            Err(e) => Err(e),
         })
     }
 
@@ -422,7 +463,7 @@ impl Parser<'_> {
     fn element_bytes(&self, at: usize, lit: &Lit, elem: &Type, out: &mut Vec<u8>) -> Result<()> {
         let float = |text: &str, ty: &Type, out: &mut Vec<u8>| -> Result<()> {
             let bits = float_bits(text, ty).map_err(|e| self.error_at(at, e))?;
-            let n = crate::decode::storage_bytes(ty).unwrap_or(8);
+            let n = crate::ir::dense_element_bytes(ty).unwrap_or(8);
             out.extend_from_slice(&bits.to_le_bytes()[..n]);
             Ok(())
         };
@@ -437,11 +478,11 @@ impl Parser<'_> {
             }
             (Lit::Int(neg, v), t) if int_width(t).is_some() => {
                 let bits = self.int_bits(at, *neg, *v, t)?;
-                let n = crate::decode::storage_bytes(t).unwrap_or(8);
+                let n = crate::ir::dense_element_bytes(t).unwrap_or(8);
                 out.extend_from_slice(&bits.to_le_bytes()[..n]);
             }
             (Lit::Hex(v), t) if crate::ir::float_width(t).is_some() => {
-                let n = crate::decode::storage_bytes(t).unwrap_or(8);
+                let n = crate::ir::dense_element_bytes(t).unwrap_or(8);
                 if n < 16 && *v >> (8 * n) != 0 {
                     return Err(self.error_at(at, format!("a bit pattern wider than {}", crate::type_text(t))));
                 }
@@ -449,7 +490,7 @@ impl Parser<'_> {
             }
             (Lit::Hex(v), t) if int_width(t).is_some() => {
                 let bits = self.int_bits(at, false, *v, t)?;
-                let n = crate::decode::storage_bytes(t).unwrap_or(8);
+                let n = crate::ir::dense_element_bytes(t).unwrap_or(8);
                 out.extend_from_slice(&bits.to_le_bytes()[..n]);
             }
             (Lit::Int(neg, v), t) if crate::ir::float_width(t).is_some() => {

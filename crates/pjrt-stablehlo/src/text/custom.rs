@@ -533,7 +533,9 @@ impl Parser<'_> {
                                 element: Box::new(Type::Scalar(ElementType::S64)),
                                 encoding: None,
                             });
-                            p.attr("padding", Attr::Dense { ty, data: Arc::from(data) });
+                            let padding =
+                                Attr::dense_elements(ty, data).map_err(|e| self.error_at(at, e.to_string()))?;
+                            p.attr("padding", padding);
                         }
                         "reverse" => {
                             self.expect("[")?;

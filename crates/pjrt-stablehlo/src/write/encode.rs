@@ -704,30 +704,20 @@ fn scalar_code(e: ElementType) -> Option<(u64, &'static str)> {
     })
 }
 
-/// A dense buffer as VHLO writes it: `i1` packed 8 to a byte (a splat as one byte, all-true
-/// as 0xFF); other element types as they are.
+/// A dense buffer as MLIR's bytecode holds it (VHLO's tensor as the builtin dialect's dense
+/// elements): `i1` packed 8 to a byte, first element in the lowest bit, and a splat (a tensor of
+/// one element too) as one byte, 0x00 or 0xFF, as MLIR writes them; other element types as
+/// they are (one element's bytes for a splat).
 fn dense_bytes(ty: &Type, data: &Arc<[u8]>) -> R<Vec<u8>> {
+    let d = crate::ir::DenseData::new(ty, data).map_err(|e| unrepresentable(e.to_string()))?;
     let Type::Tensor(t) = ty else {
         return Err(unrepresentable("a dense elements attribute whose type is not a ranked tensor"));
     };
     if !matches!(*t.element, Type::Scalar(ElementType::PRED)) {
         return Ok(data.to_vec());
     }
-    let mut count: u64 = 1;
-    for d in &t.dims {
-        match d {
-            Dim::Fixed(n) => count = count.saturating_mul(*n),
-            Dim::Dynamic => return Err(unrepresentable("a dense elements attribute of a dynamic shape")),
-        }
-    }
-    if data.len() == 1 && count != 1 {
+    if d.is_splat() {
         return Ok(vec![if data[0] != 0 { 0xFF } else { 0 }]);
-    }
-    if data.len() as u64 != count {
-        return Err(unrepresentable(format!("{} bytes of i1 data for {count} elements", data.len())));
-    }
-    if count == 1 {
-        return Ok(vec![u8::from(data[0] != 0)]);
     }
     let mut packed = vec![0u8; data.len().div_ceil(8)];
     for (i, &x) in data.iter().enumerate() {
@@ -878,5 +868,53 @@ impl Encoder {
         }
         b.push(u8::from(custom));
         Ok(self.attr_entry(SDY, b))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn i1(n: u64) -> Type {
+        Type::Tensor(TensorType {
+            dims: vec![Dim::Fixed(n)],
+            element: Box::new(Type::Scalar(ElementType::PRED)),
+            encoding: None,
+        })
+    }
+
+    fn bytes(ty: &Type, data: &[u8]) -> R<Vec<u8>> {
+        dense_bytes(ty, &Arc::from(data))
+    }
+
+    /// What MLIR's bytecode holds: a splat (of one element too) as one byte 0x00 or 0xFF, other
+    /// data 8 to a byte from the lowest bit; never a byte 0x01 that a reader could take for bits.
+    #[test]
+    fn i1_is_written_as_mlir_writes_it() {
+        for n in 1..=17u64 {
+            assert_eq!(bytes(&i1(n), &[1]), Ok(vec![0xFF]), "{n}");
+            assert_eq!(bytes(&i1(n), &[0]), Ok(vec![0x00]), "{n}");
+        }
+        assert_eq!(bytes(&i1(0), &[]), Ok(vec![]));
+        assert_eq!(bytes(&i1(4), &[1, 0, 0, 0]), Ok(vec![0b0001]));
+        assert_eq!(bytes(&i1(8), &[0, 1, 1, 1, 1, 1, 1, 1]), Ok(vec![0xFE]));
+        let nine = [1, 0, 0, 0, 0, 0, 0, 0, 1];
+        assert_eq!(bytes(&i1(9), &nine), Ok(vec![0x01, 0x01]));
+        // Data that is neither a splat nor every element is refused, not packed as it comes.
+        assert!(bytes(&i1(4), &[1, 0]).is_err());
+        assert!(bytes(&i1(2), &[2, 0]).is_err());
+    }
+
+    #[test]
+    fn other_types_are_written_as_held() {
+        let ty = Type::Tensor(TensorType {
+            dims: vec![Dim::Fixed(3)],
+            element: Box::new(Type::Scalar(ElementType::S4)),
+            encoding: None,
+        });
+        assert_eq!(bytes(&ty, &[0x0F]), Ok(vec![0x0F]));
+        assert_eq!(bytes(&ty, &[1, 2, 3]), Ok(vec![1, 2, 3]));
+        assert!(bytes(&ty, &[0x21]).is_ok(), "a splat of one byte");
+        assert!(bytes(&ty, &[1, 2]).is_err());
     }
 }

@@ -9,6 +9,7 @@
 #[path = "../../../pjrt-client/tests/support/mod.rs"]
 mod support;
 
+mod dense;
 mod files;
 mod hostile;
 mod ops;

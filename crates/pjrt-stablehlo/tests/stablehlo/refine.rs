@@ -797,3 +797,28 @@ fn an_enum_attr_of_the_wrong_kind_is_harmless() {
     let (_, what) = unrefinable(refine(&m, &[vector(Some(2))]));
     assert!(what.contains("depends on the data"), "{what}");
 }
+
+/// `bitcast_convert` changes the rank by the ratio of its element types' bits (StableHLO's
+/// `num_bits`), not of the bytes a dense buffer stores them in: i8 → i4 adds a dimension of
+/// 2, and i4 → i8 takes it away; f32 → 2 × bf16 as before.
+#[test]
+fn bitcast_convert_refines_by_bits_not_storage_bytes() {
+    for (from, to, arg, want) in [
+        ("tensor<?xi8>", "tensor<?x2xi4>", Type::tensor(ElementType::S8, &[3]), "tensor<3x2xi4>"),
+        ("tensor<?x2xi4>", "tensor<?xi8>", Type::tensor(ElementType::S4, &[5, 2]), "tensor<5xi8>"),
+        ("tensor<?xui8>", "tensor<?x4xui2>", Type::tensor(ElementType::U8, &[2]), "tensor<2x4xui2>"),
+        ("tensor<?xf32>", "tensor<?x2xbf16>", Type::tensor(ElementType::F32, &[7]), "tensor<7x2xbf16>"),
+        ("tensor<?xi4>", "tensor<?xui4>", Type::tensor(ElementType::S4, &[6]), "tensor<6xui4>"),
+    ] {
+        let text = format!(
+            "func.func @main(%x: {from}) -> {to} {{\n  %0 = stablehlo.bitcast_convert %x : ({from}) -> {to}\n  return %0 : {to}\n}}"
+        );
+        let module = pjrt_stablehlo::parse_text(&text).unwrap();
+        let refined = refine(&module, &[arg]).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let printed = print(&refined);
+        assert!(
+            printed.contains(&format!("-> {want}")) || printed.contains(&format!("-> ({want})")),
+            "{text}\n{printed}"
+        );
+    }
+}
