@@ -3,6 +3,7 @@
 //! every plugin found with its path, platform and API version.
 
 use crate::error::Error;
+use crate::out::outln;
 use pjrt_client::Plugin;
 use pjrt_plugins::Source;
 use serde_json::{json, Value as Json};
@@ -38,17 +39,17 @@ fn install(name: &str, wheels: &[std::path::PathBuf], pip: bool, json: bool) -> 
     // A CUDA plugin's compiler pieces (ptxas, libdevice), which `pjrt compile` hands to XLA.
     let cuda_data_dir = pjrt_plugins::cuda_data_dir(&path);
     if json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "name": known.name, "package": known.package, "version": known.version, "path": path,
                 "cuda_data_dir": cuda_data_dir,
             })
-        );
+        )?;
     } else {
-        println!("{}", path.display());
+        outln!("{}", path.display())?;
         if let Some(dir) = cuda_data_dir {
-            println!("{} (ptxas and libdevice for XLA)", dir.display());
+            outln!("{} (ptxas and libdevice for XLA)", dir.display())?;
         }
     }
     Ok(())
@@ -98,14 +99,14 @@ fn list(as_json: bool) -> Result<(), Error> {
         }));
     }
     if as_json {
-        println!("{}", Json::Array(rows));
+        outln!("{}", Json::Array(rows))?;
         return Ok(());
     }
     if rows.is_empty() {
-        println!("no plugins found; install one with `pjrt plugin install cpu`");
+        outln!("no plugins found; install one with `pjrt plugin install cpu`")?;
     }
     for row in rows {
-        println!(
+        outln!(
             "{:<12} {:<6} API {:<7} {}  [{}]{}",
             row["name"].as_str().unwrap_or(""),
             row["platform"].as_str().unwrap_or("?"),
@@ -113,7 +114,7 @@ fn list(as_json: bool) -> Result<(), Error> {
             row["path"].as_str().unwrap_or(""),
             row["source"].as_str().unwrap_or(""),
             row["error"].as_str().map(|e| format!("\n    cannot load: {e}")).unwrap_or_default()
-        );
+        )?;
     }
     Ok(())
 }
