@@ -31,7 +31,7 @@ use crate::types::{element_min_version, TensorType, Type, Version};
 /// println!("{}", program.text().unwrap());
 ///
 /// let found = pjrt_plugins::resolve_or_install(None, |_| ())?;
-/// let plugin = Plugin::load(&found.path)?;
+/// let plugin = Plugin::load(found.load_path())?;
 /// f.check_plugin(&plugin)?;
 /// let client = Client::new(&plugin, &ClientOptions::new())?;
 /// let exe = client.compile(&program, &CompileOptions::new())?;

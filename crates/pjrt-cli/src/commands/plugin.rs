@@ -82,7 +82,9 @@ fn install_from_wheels(_: &pjrt_plugins::KnownPlugin, _: &[std::path::PathBuf]) 
 fn list(as_json: bool) -> Result<(), Error> {
     let mut rows = Vec::new();
     for found in pjrt_plugins::find_all() {
-        let (version, error) = match Plugin::load(&found.path) {
+        // A plugin of the cache is checked against its pin before it is loaded, like any other use.
+        let checked = pjrt_plugins::verify_if_cached(found.clone()).map_err(pjrt_client::Error::from);
+        let (version, error) = match checked.and_then(|checked| Plugin::load(checked.load_path())) {
             Ok(p) => (Some(p.api_version().to_string()), None),
             Err(e) => (None, Some(e.to_string())),
         };
