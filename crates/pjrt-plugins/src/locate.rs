@@ -263,7 +263,10 @@ pub fn cached_path(plugin: &KnownPlugin) -> Option<PathBuf> {
 /// keyed on what decides which `python3` runs and what it answers: `PATH`, `PYTHONPATH`,
 /// `PYTHONHOME`, `PYTHONUSERBASE`, `PYTHONNOUSERSITE`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `HOME`,
 /// pyenv's variables and version files, and the size, time and inode of every `python3` on
-/// `PATH`. Any change asks again, as does an entry older than a day. Set
+/// `PATH`. Any change asks again, as does an entry older than a day. An answer is remembered
+/// only when the interpreter that gave it (python reports its binary) is the `python3` on `PATH`
+/// after symlinks, or the one pyenv's shim would run: behind any other wrapper (asdf, mise, a
+/// script or launcher that picks an interpreter per folder) python is asked every time. Set
 /// `PJRT_NO_PYTHON_CACHE=1` to ask `python3` every time.
 ///
 /// ```
