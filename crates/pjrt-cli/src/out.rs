@@ -1,4 +1,4 @@
-//! Standard output: where every command writes its results, through [`outln!`] and [`out!`].
+//! Standard output: where every command writes its results, through `outln!` and `out!` (crate-private macros).
 //!
 //! `println!` panics when stdout cannot be written ("failed printing to stdout: Broken pipe" for
 //! `pjrt inspect FILE | head`). These macros return a [`StdoutError`] instead, which the command
