@@ -382,3 +382,25 @@ fn read_attributes(api: &Api) -> Result<Vec<(String, Value)>> {
     // plugin (observed: process lifetime); we copy it at once.
     Ok(unsafe { read_named_values(args.attributes, args.num_attributes) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_proc_self_fd_and_a_number_names_an_open_file() {
+        assert!(is_open_file_path(Path::new("/proc/self/fd/7")));
+        assert!(is_open_file_path(Path::new("/proc/self/fd/123")));
+        for other in [
+            "/proc/self/fd",
+            "/proc/self/fd/",
+            "/proc/self/fd/x",
+            "/proc/self/fd/7/lib.so",
+            "/proc/1/fd/7",
+            "proc/self/fd/7",
+            "/tmp/lib.so",
+        ] {
+            assert!(!is_open_file_path(Path::new(other)), "{other}");
+        }
+    }
+}
