@@ -21,7 +21,7 @@ fn main() -> Result<()> {
     println!("plugin file: {} (found in {:?})", found.path.display(), found.source);
 
     // 2. Load it. This checks the API version before calling anything else.
-    let plugin = Plugin::load(&found.path)?;
+    let plugin = Plugin::load(found.load_path())?;
     let version = plugin.api_version();
     println!("PJRT C API version: {version} ({} function slots)", plugin.slot_count());
     assert_eq!(version.major, 0, "every PJRT plugin so far has major version 0");

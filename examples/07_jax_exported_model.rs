@@ -42,7 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // 2. A client on whatever plugin is installed (an accelerator plugin wins over the CPU one).
     let found = pjrt_plugins::resolve(None)?;
-    let plugin = Plugin::load(&found.path)?;
+    let plugin = Plugin::load(found.load_path())?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     println!("running on {} ({})", client.platform_name(), found.path.display());
 

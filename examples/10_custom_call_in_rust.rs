@@ -58,11 +58,11 @@ fn signature(shift_is_f64: bool) -> Signature {
 
 fn plugin(name: &str) -> Result<Plugin, pjrt_client::Error> {
     let known = pjrt_plugins::known_plugin(name).expect("a known plugin");
-    let path = match pjrt_plugins::verified_cached(known) {
-        Ok(path) => path,
-        Err(_) => pjrt_plugins::install(known, |line| eprintln!("{line}"))?,
-    };
-    Plugin::load(path)
+    if pjrt_plugins::verified_cached(known).is_err() {
+        pjrt_plugins::install(known, |line| eprintln!("{line}"))?;
+    }
+    // Exactly the bytes that were checked against the plugin's pin.
+    Plugin::load(pjrt_plugins::verified_cached(known)?.load_path())
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

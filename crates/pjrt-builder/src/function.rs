@@ -31,14 +31,16 @@ use crate::types::{element_min_version, TensorType, Type, Version};
 /// println!("{}", program.text().unwrap());
 ///
 /// let found = pjrt_plugins::resolve_or_install(None, |_| ())?;
-/// let plugin = Plugin::load(&found.path)?;
+/// let plugin = Plugin::load(found.load_path())?;
 /// f.check_plugin(&plugin)?;
 /// let client = Client::new(&plugin, &ClientOptions::new())?;
 /// let exe = client.compile(&program, &CompileOptions::new())?;
 /// let x = client.upload(&[1f32, 0., 0., 0., 1., 0.], &[2, 3])?;
 /// let w = client.upload(&[0f32, 0., 0., 0., 0., 0.], &[3, 2])?;
 /// let out = exe.execute(&[&x, &w], &ExecuteOptions::new())?[0].to_vec::<f32>()?;
-/// assert_eq!(out, [1f32.tanh(); 4]);
+/// // tanh is the plugin's own approximation (its code depends on the CPU's vector
+/// // instructions): within a few ulp of Rust's, not bit for bit.
+/// assert!(out.iter().all(|y| (y - 1f32.tanh()).abs() <= 1e-6), "{out:?}");
 /// # Ok(()) }
 /// ```
 pub struct Function {

@@ -10,10 +10,12 @@ use pjrt_client::{AlignedHostBuffer, Client, ClientOptions, ElementType, HostSou
 
 fn client() -> Client {
     let known = pjrt_plugins::default_plugin();
-    let path = pjrt_plugins::verified_cached(known)
-        .or_else(|_| pjrt_plugins::install(known, |line| eprintln!("{line}")))
+    let verified = pjrt_plugins::verified_cached(known)
+        .or_else(|_| {
+            pjrt_plugins::install(known, |line| eprintln!("{line}")).and_then(|_| pjrt_plugins::verified_cached(known))
+        })
         .expect("the default CPU plugin (install with `pjrt plugin install cpu`)");
-    let plugin = Plugin::load(path).expect("loading the plugin");
+    let plugin = Plugin::load(verified.load_path()).expect("loading the plugin");
     Client::new(&plugin, &ClientOptions::new().cpu_device_count(1)).expect("a client")
 }
 

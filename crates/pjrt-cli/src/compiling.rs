@@ -112,7 +112,7 @@ pub fn compile_or_load(
         match open_cache() {
             Ok(cache) => Some(cache),
             Err(e) => {
-                eprintln!("note: compiling without the compile cache: {e}");
+                crate::ui::log_line(&format!("note: compiling without the compile cache: {e}"));
                 None
             }
         }
@@ -138,7 +138,7 @@ pub fn compile_or_load(
     span.record("outcome", cached.outcome.as_str());
     drop(span);
     if let Some(note) = &cached.note {
-        eprintln!("note: {note}");
+        crate::ui::log_line(&format!("note: {note}"));
     }
     if cached.outcome == CacheOutcome::Hit && tuning_lines_printed {
         crate::ui::log_line(CACHED_CPU_EXECUTABLE_NOTE);

@@ -15,6 +15,10 @@ pub enum Error {
     /// (clap checks each one alone); the message says what to change.
     #[error("invalid argument: {0}")]
     Usage(String),
+    /// A command's results could not be written to stdout (its reader has gone away, or the
+    /// write failed); [`crate::main_with_args`] ends quietly in the first case.
+    #[error(transparent)]
+    Stdout(#[from] crate::out::StdoutError),
     /// `pjrt serve`: a model did not load, or the server failed.
     #[cfg(feature = "serve")]
     #[error(transparent)]

@@ -27,6 +27,8 @@
 //!   the compile cache, artifacts); `cache` opens the same cache.
 //! - `src/error.rs`: the CLI's own [`error::Error`], which every command returns (the libraries'
 //!   errors wrapped as they are, and its usage errors); `ui` reports it.
+//! - `src/out.rs`: stdout, where results go: `outln!`/`out!` return an error where `println!`
+//!   would panic, and a reader that went away (`pjrt inspect FILE | head`) ends the run quietly.
 //! - `src/ui.rs`: the terminal: log levels, `-v` span lines, progress, invalid-argument errors,
 //!   and how errors are reported, with hints.
 //! - `src/stderr_watch.rs`: fd 2 watched during a plugin call (forwarded unchanged), to learn
@@ -39,11 +41,15 @@
 //! command never imports another command, and no shared module imports a command.
 
 #![deny(missing_docs)]
+// Results go through `out::outln!` and messages through `ui::log_line`: `println!` and
+// `eprintln!` panic when their stream is closed (`pjrt inspect FILE | head`).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod cli;
 pub mod commands;
 pub mod compiling;
 pub mod error;
+pub mod out;
 pub mod plugins;
 mod stderr_watch;
 pub mod trace;
@@ -55,7 +61,9 @@ use std::process::ExitCode;
 pub use cli::{parse_args, parse_xla_option, Cli, Command};
 
 /// The whole `pjrt` command: parses `args` (`args[0]` is the program name), runs the command and
-/// reports errors on stderr. Exit code 0 on success and for `--help` / `--version`, 1 on any error.
+/// reports errors on stderr. Exit code 0 on success and for `--help` / `--version`, 1 on any error;
+/// 0, quietly, when stdout's reader went away before the results were written (`pjrt inspect
+/// FILE | head`), as ripgrep and other Rust tools do (they ignore SIGPIPE, as `pjrt` does).
 pub fn main_with_args<I, T>(args: I) -> ExitCode
 where
     I: IntoIterator<Item = T>,
@@ -77,8 +85,9 @@ where
         _ => None,
     };
     let _ui = ui::init(cli.verbose, trace.as_deref());
-    match run(cli) {
+    match run(cli).and_then(|()| Ok(out::flush()?)) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error::Error::Stdout(e)) if e.reader_gone() => ExitCode::SUCCESS,
         Err(e) => {
             ui::report_error(&e);
             ExitCode::from(1)

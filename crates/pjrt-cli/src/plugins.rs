@@ -10,7 +10,8 @@ use crate::ui;
 /// Resolves the plugin to use; installs the default CPU plugin when nothing is found at all.
 pub(crate) fn resolve_plugin(arg: &PluginArg) -> pjrt_client::Result<Plugin> {
     let found = pjrt_plugins::resolve_or_install(arg.plugin.as_deref(), ui::log_line)?;
-    let plugin = Plugin::load(&found.path)?;
+    // For a plugin of the cache: exactly the bytes that were checked against its pin.
+    let plugin = Plugin::load(found.load_path())?;
     // With --trace, the plugin's own profiler (if it has one) records from here on.
     crate::trace::profile_plugin(&plugin);
     Ok(plugin)

@@ -184,7 +184,8 @@ fn clock_pair() -> (Instant, i128) {
 
 /// A note on stderr (this module sits below `ui`, which imports it).
 fn note_line(note: &str) {
-    eprintln!("note: --trace: {note}");
+    // Not `eprintln!`, which panics when stderr cannot be written.
+    let _ = writeln!(std::io::stderr().lock(), "note: --trace: {note}");
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -17,7 +17,7 @@ func.func @main(%a: tensor<2x2xf32>, %b: tensor<2x2xf32>) -> (tensor<2x2xf32>, t
 
 fn main() -> pjrt_client::Result<()> {
     let found = pjrt_plugins::resolve(std::env::args().nth(1).as_deref())?;
-    let plugin = Plugin::load(&found.path)?;
+    let plugin = Plugin::load(found.load_path())?;
     println!("plugin {} (PJRT API {})", plugin.path().display(), plugin.api_version());
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let device = client.addressable_devices()[0];

@@ -10,7 +10,7 @@
 //! # fn main() -> pjrt_client::Result<()> {
 //! // Find a plugin; with none on the machine, install the default CPU plugin from PyPI.
 //! let found = pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?;
-//! let plugin = Plugin::load(&found.path)?;
+//! let plugin = Plugin::load(found.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let program = Program::mlir_text(r#"
 //!   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {

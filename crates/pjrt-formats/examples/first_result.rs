@@ -42,7 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let model_path = args.first().map_or(default_model, String::as_str);
     // The CPU plugin `pjrt run` would take (PJRT_PLUGIN names another).
     let found = pjrt_plugins::resolve_or_install(None, |_| ())?;
-    let plugin = Plugin::load(&found.path)?;
+    let plugin = Plugin::load(found.load_path())?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     eprintln!("plugin {} ({} {})", found.path.display(), client.platform_name(), client.platform_version());
     let model = JaxExport::read(model_path)?;

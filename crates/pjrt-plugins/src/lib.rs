@@ -1,7 +1,7 @@
 //! Finding PJRT plugins on this machine, and installing the known ones from PyPI: pinned
 //! versions, checked against pinned SHA-256 hashes, without Python (with the `install` feature)
 //! or through `python3 -m pip`. This crate only finds the file; loading it is
-//! `pjrt_client::Plugin::load(&found.path)`.
+//! `pjrt_client::Plugin::load(found.load_path())`.
 //!
 //! ```
 //! // Find a plugin; with none on the machine, install the default CPU plugin from PyPI.
@@ -20,6 +20,12 @@
 //! [`install`] come from PyPI at a pinned version, are checked against a pinned SHA-256 before
 //! first use, and are refused if the file changes afterwards ([`verified_cached`]). The cache
 //! folder is created owner-only (0700), and pip is run directly (no shell) with fixed arguments.
+//! What loads is exactly what was checked ([`VerifiedLibrary::load_path`],
+//! [`FoundPlugin::load_path`]): in a folder only you can change, the file by its path (nobody else
+//! can swap it); elsewhere (Linux) the descriptor it was hashed from, as `/proc/self/fd/N`. A
+//! library another user can rewrite in place is refused, as is a plugin whose pinned files
+//! beside it (`ptxas`, OpenBLAS's runtime libraries) are opened by name from a folder others can
+//! change, and on systems without `/proc` any library in such a folder.
 //! Paths given explicitly, through `PJRT_PLUGIN` or found in Python packages are trusted as
 //! the user's choice and loaded as they are.
 //!
@@ -54,6 +60,7 @@ mod pypi;
 mod python_sites;
 mod trace;
 mod trust;
+mod verified;
 #[cfg(feature = "install")]
 mod wheel;
 
@@ -66,3 +73,4 @@ pub use locate::{
 #[cfg(feature = "install")]
 pub use locate::{install_from, wheel_sources_from_env, WheelSource, PYPI_SIMPLE_INDEX};
 pub use trust::{cache_dir, check_trusted_dir, check_trusted_file, create_trusted_dir, user_cache_dir};
+pub use verified::VerifiedLibrary;

@@ -1,15 +1,13 @@
 //! Where plugins are found ([`resolve`]), which ones this crate knows ([`KNOWN_PLUGINS`]), and
 //! how they are installed and verified ([`install`], [`verified_cached`]).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use sha2::{Digest, Sha256};
-
 use crate::error::{Error, Result};
 use crate::trace::span;
-use crate::trust::{cache_dir, check_trusted_dir, check_trusted_file, create_private_dir, hex};
+use crate::trust::{cache_dir, check_trusted_dir, check_trusted_file, check_trusted_metadata, create_private_dir};
+use crate::verified::{sha256_of, VerifiedLibrary};
 
 /// A plugin this crate knows how to install from PyPI.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,7 +203,8 @@ pub enum Source {
     Cache,
 }
 
-/// A plugin file found on this machine (not loaded).
+/// A plugin file found on this machine (not loaded). Load it with
+/// `pjrt_client::Plugin::load(found.load_path())`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FoundPlugin {
     /// A short name (`cpu`, `cuda12`, `tpu`, or the package name).
@@ -216,6 +215,31 @@ pub struct FoundPlugin {
     pub path: PathBuf,
     /// Where it was found.
     pub source: Source,
+    /// For a plugin of the cache, checked against its pin: the path that loads exactly the bytes
+    /// that were checked ([`VerifiedLibrary::load_path`]).
+    load_path: Option<PathBuf>,
+}
+
+impl FoundPlugin {
+    /// A plugin found at `path`, to be loaded by that path.
+    pub(crate) fn new(name: String, platform: Option<String>, path: PathBuf, source: Source) -> FoundPlugin {
+        FoundPlugin { name, platform, path, source, load_path: None }
+    }
+
+    /// What to load: [`FoundPlugin::path`], except for a plugin of the cache, where it is the
+    /// path that loads exactly the bytes checked against the plugin's pin
+    /// ([`VerifiedLibrary::load_path`]: `/proc/self/fd/N` when the cache folder is one other
+    /// users can change).
+    ///
+    /// ```
+    /// let found = pjrt_plugins::resolve_or_install(None, |_| ())?;
+    /// // pjrt_client::Plugin::load(found.load_path())
+    /// assert!(found.load_path().is_file());
+    /// # Ok::<(), pjrt_plugins::Error>(())
+    /// ```
+    pub fn load_path(&self) -> &Path {
+        self.load_path.as_deref().unwrap_or(&self.path)
+    }
 }
 
 /// [`cache_dir`], or an error saying how to name one.
@@ -239,7 +263,10 @@ pub fn cached_path(plugin: &KnownPlugin) -> Option<PathBuf> {
 /// keyed on what decides which `python3` runs and what it answers: `PATH`, `PYTHONPATH`,
 /// `PYTHONHOME`, `PYTHONUSERBASE`, `PYTHONNOUSERSITE`, `VIRTUAL_ENV`, `CONDA_PREFIX`, `HOME`,
 /// pyenv's variables and version files, and the size, time and inode of every `python3` on
-/// `PATH`. Any change asks again, as does an entry older than a day. Set
+/// `PATH`. Any change asks again, as does an entry older than a day. An answer is remembered
+/// only when the interpreter that gave it (python reports its binary) is the `python3` on `PATH`
+/// after symlinks, or the one pyenv's shim would run: behind any other wrapper (asdf, mise, a
+/// script or launcher that picks an interpreter per folder) python is asked every time. Set
 /// `PJRT_NO_PYTHON_CACHE=1` to ask `python3` every time.
 ///
 /// ```
@@ -288,7 +315,7 @@ pub fn plugins_in_site_packages(site: &Path) -> Vec<FoundPlugin> {
                     } else {
                         None
                     };
-                    found.push(FoundPlugin { name, platform, path: file, source: source.clone() });
+                    found.push(FoundPlugin::new(name, platform, file, source.clone()));
                 }
             }
         }
@@ -297,17 +324,12 @@ pub fn plugins_in_site_packages(site: &Path) -> Vec<FoundPlugin> {
         let path = site.join(known.library);
         // The CUDA plugins live in jax_plugins/ and were found above, under the same name.
         if path.is_file() && !found.iter().any(|f| f.path == path) {
-            found.push(FoundPlugin {
-                name: known.name.to_owned(),
-                platform: Some(known.platform.to_owned()),
-                path,
-                source: source.clone(),
-            });
+            found.push(FoundPlugin::new(known.name.to_owned(), Some(known.platform.to_owned()), path, source.clone()));
         }
     }
     let tpu = site.join("libtpu").join("libtpu.so");
     if tpu.is_file() {
-        found.push(FoundPlugin { name: "tpu".into(), platform: Some("tpu".into()), path: tpu, source });
+        found.push(FoundPlugin::new("tpu".into(), Some("tpu".into()), tpu, source));
     }
     found
 }
@@ -322,12 +344,7 @@ pub fn find_all() -> Vec<FoundPlugin> {
 fn find_all_in(sites: &[PathBuf]) -> Vec<FoundPlugin> {
     let mut found = Vec::new();
     if let Some(path) = std::env::var_os("PJRT_PLUGIN").filter(|p| !p.is_empty()) {
-        found.push(FoundPlugin {
-            name: "PJRT_PLUGIN".into(),
-            platform: None,
-            path: PathBuf::from(path),
-            source: Source::Environment,
-        });
+        found.push(FoundPlugin::new("PJRT_PLUGIN".into(), None, PathBuf::from(path), Source::Environment));
     }
     for site in sites {
         found.extend(plugins_in_site_packages(site));
@@ -335,12 +352,7 @@ fn find_all_in(sites: &[PathBuf]) -> Vec<FoundPlugin> {
     for known in KNOWN_PLUGINS {
         let Some(path) = cached_path(known) else { break };
         if path.is_file() {
-            found.push(FoundPlugin {
-                name: known.name.into(),
-                platform: Some(known.platform.into()),
-                path,
-                source: Source::Cache,
-            });
+            found.push(FoundPlugin::new(known.name.into(), Some(known.platform.into()), path, Source::Cache));
         }
     }
     found
@@ -360,12 +372,7 @@ pub fn resolve(explicit: Option<&str>) -> Result<FoundPlugin> {
     if let Some(spec) = explicit {
         let path = Path::new(spec);
         if spec.contains('/') || spec.ends_with(".so") || path.is_file() {
-            return Ok(FoundPlugin {
-                name: spec.into(),
-                platform: None,
-                path: path.to_path_buf(),
-                source: Source::Explicit,
-            });
+            return Ok(FoundPlugin::new(spec.into(), None, path.to_path_buf(), Source::Explicit));
         }
         let all = find_all();
         if let Some(found) = all.into_iter().find(|f| f.name == spec && f.source != Source::Environment) {
@@ -431,11 +438,19 @@ fn default_choice(all: Vec<FoundPlugin>) -> Option<FoundPlugin> {
 /// ```
 /// let found = pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?;
 /// assert!(found.path.is_file());
-/// // Load it with pjrt_client::Plugin::load(&found.path).
+/// // Load it with pjrt_client::Plugin::load(found.load_path()).
 /// # Ok::<(), pjrt_plugins::Error>(())
 /// ```
 pub fn resolve_or_install(name: Option<&str>, log: impl FnMut(&str)) -> Result<FoundPlugin> {
-    resolve_or_install_with(name, resolve, |plugin, log| install(plugin, log), log)
+    resolve_or_install_with(
+        name,
+        resolve,
+        |plugin, log| {
+            install(plugin, log)?;
+            verified_cached(plugin)
+        },
+        log,
+    )
 }
 
 /// [`resolve_or_install`] with the resolving and installing steps given, so the decision can
@@ -443,7 +458,7 @@ pub fn resolve_or_install(name: Option<&str>, log: impl FnMut(&str)) -> Result<F
 fn resolve_or_install_with<L: FnMut(&str)>(
     name: Option<&str>,
     resolve: impl FnOnce(Option<&str>) -> Result<FoundPlugin>,
-    install: impl FnOnce(&KnownPlugin, &mut L) -> Result<PathBuf>,
+    install: impl FnOnce(&KnownPlugin, &mut L) -> Result<VerifiedLibrary>,
     mut log: L,
 ) -> Result<FoundPlugin> {
     match resolve(name) {
@@ -454,32 +469,47 @@ fn resolve_or_install_with<L: FnMut(&str)>(
                 "no PJRT plugin found; installing the default CPU plugin ({}=={}, about 60 MB from PyPI) into {cache}",
                 default.package, default.version,
             ));
-            let path = install(default, &mut log)?;
+            let verified = install(default, &mut log)?;
             Ok(FoundPlugin {
-                name: default.name.into(),
-                platform: Some(default.platform.into()),
-                path,
-                source: Source::Cache,
+                load_path: Some(verified.load_path().to_path_buf()),
+                ..FoundPlugin::new(
+                    default.name.into(),
+                    Some(default.platform.into()),
+                    verified.path().to_path_buf(),
+                    Source::Cache,
+                )
             })
         }
         other => other,
     }
 }
 
-/// Plugins from the cache are checked against their published SHA-256 before use.
+/// Plugins from the cache are checked against their published SHA-256 before use; the result's
+/// [`FoundPlugin::load_path`] then loads exactly the bytes that were checked.
 pub fn verify_if_cached(found: FoundPlugin) -> Result<FoundPlugin> {
     if found.source != Source::Cache {
         return Ok(found);
     }
     match known_plugin(&found.name) {
-        Some(known) => Ok(FoundPlugin { path: verified_cached(known)?, ..found }),
+        Some(known) => {
+            let verified = verified_cached(known)?;
+            Ok(FoundPlugin {
+                path: verified.path().to_path_buf(),
+                load_path: Some(verified.load_path().to_path_buf()),
+                ..found
+            })
+        }
         None => Ok(found),
     }
 }
 
 /// Identity of a file on disk, cheap to read: size, modification time and inode.
 fn file_stamp(path: &Path) -> Result<String> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
+    Ok(stamp_of(&std::fs::metadata(path).map_err(|e| Error::io(path, e))?))
+}
+
+/// [`file_stamp`] of what `stat` or `fstat` said.
+fn stamp_of(meta: &std::fs::Metadata) -> String {
     let modified = meta
         .modified()
         .ok()
@@ -493,7 +523,7 @@ fn file_stamp(path: &Path) -> Result<String> {
     };
     #[cfg(not(unix))]
     let inode = 0u64;
-    Ok(format!("{} {} {}", meta.len(), modified, inode))
+    format!("{} {} {}", meta.len(), modified, inode)
 }
 
 fn marker_path(library: &Path) -> PathBuf {
@@ -504,11 +534,16 @@ fn marker_path(library: &Path) -> PathBuf {
 
 /// Returns the cached library of a known plugin after checking it is the file that was
 /// verified: its SHA-256 is checked on first use and recorded with the file's size, time and
-/// inode; a file that changed since is hashed again and refused if its content differs.
+/// inode; a file that changed since is hashed again and refused if its content differs. Load
+/// [`VerifiedLibrary::load_path`]: it loads exactly the bytes that were checked.
 ///
 /// The marker is trusted only in a folder no other user can change ([`check_trusted_dir`]);
-/// elsewhere the file is hashed on every call, and nothing is recorded.
-pub fn verified_cached(plugin: &KnownPlugin) -> Result<PathBuf> {
+/// elsewhere the file is hashed on every call, from the descriptor it is then loaded through
+/// (Linux; elsewhere such a folder is refused), and nothing is recorded. A library another user
+/// could rewrite in place is refused, and so is a plugin with files beside it (`ptxas`,
+/// OpenBLAS's runtime libraries) in a folder others can change: XLA and the loader open those by
+/// name.
+pub fn verified_cached(plugin: &KnownPlugin) -> Result<VerifiedLibrary> {
     let Some(cache) = cache_dir() else {
         return Err(Error::NotFound { tried: format!("  {NO_CACHE_DIR} (known plugin `{}`)", plugin.name) });
     };
@@ -516,7 +551,7 @@ pub fn verified_cached(plugin: &KnownPlugin) -> Result<PathBuf> {
 }
 
 /// [`verified_cached`] in the cache folder `cache`.
-fn verified_cached_in(cache: &Path, plugin: &KnownPlugin) -> Result<PathBuf> {
+fn verified_cached_in(cache: &Path, plugin: &KnownPlugin) -> Result<VerifiedLibrary> {
     let root = install_root_in(cache, plugin);
     let path = root.join(plugin.library);
     if !path.is_file() {
@@ -543,6 +578,20 @@ fn verified_cached_in(cache: &Path, plugin: &KnownPlugin) -> Result<PathBuf> {
                 ),
             });
         }
+        // Opened by name later (XLA runs `ptxas`, the loader finds OpenBLAS's runtime through
+        // `$ORIGIN`): only a folder no one else can change keeps that name on what was checked.
+        let folder = tool_path.parent().unwrap_or(&root);
+        check_trusted_dir(folder).map_err(|e| match e {
+            Error::UntrustedFolder { folder, component, reason } => Error::UntrustedFolder {
+                folder,
+                component,
+                reason: format!(
+                    "{reason}, and {} is opened by its name after it is checked (by XLA or the loader)",
+                    tool.path
+                ),
+            },
+            other => other,
+        })?;
         verify_hash(plugin.name, tool.sha256, tool_path)?;
     }
     verify_file(plugin, path)
@@ -553,7 +602,7 @@ fn install_root_in(cache: &Path, plugin: &KnownPlugin) -> PathBuf {
     cache.join(format!("{}-{}", plugin.package, plugin.version))
 }
 
-fn verify_file(plugin: &KnownPlugin, path: PathBuf) -> Result<PathBuf> {
+fn verify_file(plugin: &KnownPlugin, path: PathBuf) -> Result<VerifiedLibrary> {
     verify_hash(plugin.name, plugin.sha256, path)
 }
 
@@ -587,17 +636,23 @@ fn write_marker(path: &Path, text: &str) -> std::io::Result<()> {
     options.open(&marker)?.write_all(text.as_bytes())
 }
 
-/// Checks `path` against `sha256` (once per change of the file, recorded in a marker file when
-/// the folder is trusted; hashed every time when not).
-fn verify_hash(name: &str, sha256: &str, path: PathBuf) -> Result<PathBuf> {
+/// Checks `path` against `sha256`, and says how to load exactly the bytes that were checked
+/// (`verified.rs`). In a trusted folder the check is recorded in a marker beside the file and
+/// not repeated while the file is unchanged, and the file is loaded by its path; elsewhere it is
+/// hashed on every call from the descriptor it is then loaded through.
+fn verify_hash(name: &str, sha256: &str, path: PathBuf) -> Result<VerifiedLibrary> {
     let trusted = in_trusted_folder(&path);
     let path = trusted.clone().unwrap_or(path);
-    let stamp = file_stamp(&path)?;
+    let mut file = open_for_check(&path)?;
+    let meta = file.metadata().map_err(|e| Error::io(&path, e))?;
+    // Neither a trusted folder nor a held descriptor stops a writer of the file itself.
+    check_trusted_metadata(&path, &meta)?;
+    let stamp = stamp_of(&meta);
     let recorded = read_marker(trusted.as_deref());
-    if recorded.as_deref() == Some(format!("{sha256} {stamp}").as_str()) {
-        return Ok(path);
+    if trusted.is_some() && recorded.as_deref() == Some(format!("{sha256} {stamp}").as_str()) {
+        return Ok(VerifiedLibrary::by_path(path));
     }
-    let digest = sha256_file(&path)?;
+    let digest = sha256_of(&mut file, &path)?;
     if digest != sha256 {
         let what = if recorded.is_some() { "changed since it was verified" } else { "is not the published file" };
         return Err(Error::Install {
@@ -608,12 +663,31 @@ fn verify_hash(name: &str, sha256: &str, path: PathBuf) -> Result<PathBuf> {
             ),
         });
     }
+    if stamp_of(&file.metadata().map_err(|e| Error::io(&path, e))?) != stamp {
+        return Err(Error::Install {
+            name: name.into(),
+            message: format!("{} changed while it was being checked; refusing to load it", path.display()),
+        });
+    }
+    if trusted.is_none() {
+        return VerifiedLibrary::through(path, file);
+    }
     // Best effort: a folder we cannot write (an administrator's read-only cache) costs hashing
     // again next time.
-    if trusted.is_some() {
-        let _ = write_marker(&path, &format!("{sha256} {stamp}"));
+    let _ = write_marker(&path, &format!("{sha256} {stamp}"));
+    Ok(VerifiedLibrary::by_path(path))
+}
+
+/// Opens a file to check it; without blocking on a FIFO planted in its place.
+fn open_for_check(path: &Path) -> Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
     }
-    Ok(path)
+    options.open(path).map_err(|e| Error::io(path, e))
 }
 
 /// SHA-256 of a file (lowercase hex), hashed once per change of the file: the digest is
@@ -652,16 +726,7 @@ pub fn remembered_sha256(path: &Path) -> Result<String> {
 /// SHA-256 of a file, as lowercase hex.
 pub fn sha256_file(path: &Path) -> Result<String> {
     let mut file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let mut hasher = Sha256::new();
-    let mut chunk = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut chunk).map_err(|e| Error::io(path, e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&chunk[..n]);
-    }
-    Ok(hex(&hasher.finalize()))
+    sha256_of(&mut file, path)
 }
 
 /// A lock file held while one process installs a plugin; removed on drop. A lock whose process
@@ -721,7 +786,8 @@ impl Drop for InstallLock {
 
 /// Installs a known plugin into the cache and checks the SHA-256 of every file it installs.
 /// Returns the library's path; does nothing if it is already installed and intact. `log`
-/// receives progress lines for the user.
+/// receives progress lines for the user. To load it, take [`verified_cached`]'s
+/// [`VerifiedLibrary::load_path`], which loads exactly the bytes that were checked.
 ///
 /// With the `install` feature (on in the `pjrt` command), the wheels come straight from the
 /// package index without Python (`install_from` with `wheel_sources_from_env`), unless
@@ -733,7 +799,7 @@ impl Drop for InstallLock {
 ///
 /// // Installed already (the doc examples share the default CPU plugin): a check, no download.
 /// let path = pjrt_plugins::install(pjrt_plugins::default_plugin(), |line| eprintln!("{line}"))?;
-/// assert_eq!(path, pjrt_plugins::verified_cached(pjrt_plugins::default_plugin())?);
+/// assert_eq!(path, pjrt_plugins::verified_cached(pjrt_plugins::default_plugin())?.path());
 /// # Ok::<(), pjrt_plugins::Error>(())
 /// ```
 pub fn install(plugin: &KnownPlugin, log: impl FnMut(&str)) -> Result<PathBuf> {
@@ -868,8 +934,8 @@ fn staged_install<L: FnMut(&str)>(
     log: &mut L,
     fill: impl FnOnce(&Path, &mut dyn FnMut(&str)) -> Result<()>,
 ) -> Result<PathBuf> {
-    if let Ok(path) = verified_cached_in(cache, plugin) {
-        return Ok(path);
+    if let Ok(verified) = verified_cached_in(cache, plugin) {
+        return Ok(verified.path().to_path_buf());
     }
     create_private_dir(cache)?;
     // A plugin installed where another user could swap it would be loaded as it is then.
@@ -877,8 +943,8 @@ fn staged_install<L: FnMut(&str)>(
     // Several processes may install at once (parallel doc tests on a fresh machine): one
     // downloads, the others wait for it and then find the plugin installed.
     let _lock = InstallLock::acquire(&cache.join(format!(".{}-{}.lock", plugin.package, plugin.version)), log)?;
-    if let Ok(path) = verified_cached_in(cache, plugin) {
-        return Ok(path);
+    if let Ok(verified) = verified_cached_in(cache, plugin) {
+        return Ok(verified.path().to_path_buf());
     }
     let final_dir = install_root_in(cache, plugin);
     let staging = cache.join(format!(".{}-{}.partial-{}", plugin.package, plugin.version, std::process::id()));
@@ -901,7 +967,7 @@ fn staged_install<L: FnMut(&str)>(
     }
     let _ = std::fs::remove_dir_all(&final_dir);
     std::fs::rename(&staging, &final_dir).map_err(|e| Error::io(&final_dir, e))?;
-    let target = verified_cached_in(cache, plugin)?;
+    let target = verified_cached_in(cache, plugin)?.path().to_path_buf();
     log(&format!("installed {} (SHA-256 verified)", target.display()));
     Ok(target)
 }
@@ -1077,6 +1143,8 @@ pub fn cuda_data_dir(library: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trust::hex;
+    use sha2::{Digest, Sha256};
 
     #[test]
     fn a_changed_plugin_file_is_refused() {
@@ -1086,9 +1154,11 @@ mod tests {
         std::fs::write(&path, b"pretend plugin").unwrap();
         let digest: &'static str = Box::leak(sha256_file(&path).unwrap().into_boxed_str());
         let known = KnownPlugin { sha256: digest, ..*default_plugin() };
-        assert_eq!(verify_file(&known, path.clone()).unwrap(), path);
+        // A folder of ours: loaded by its path.
+        let by_path = VerifiedLibrary::by_path(path.clone());
+        assert_eq!(verify_file(&known, path.clone()).unwrap(), by_path);
         assert!(marker_path(&path).is_file(), "the verification is recorded");
-        assert_eq!(verify_file(&known, path.clone()).unwrap(), path, "the recorded stamp is accepted");
+        assert_eq!(verify_file(&known, path.clone()).unwrap(), by_path, "the recorded stamp is accepted");
         std::fs::write(&path, b"tampered plugin").unwrap();
         let e = verify_file(&known, path.clone()).unwrap_err().to_string();
         assert!(e.contains("changed since it was verified"), "{e}");
@@ -1135,6 +1205,88 @@ mod tests {
         let _ = std::fs::remove_dir_all(&base);
     }
 
+    /// The published library in a folder others can change: hashed from the descriptor it is
+    /// then loaded through, so a swap after the check does not change what is loaded.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn in_a_folder_others_can_change_the_checked_descriptor_is_what_loads() {
+        use crate::trust::planted;
+        let base = planted::scratch("swapped-plugin");
+        let published = b"the published plugin";
+        let pin: &'static str = Box::leak(hex(&Sha256::digest(published)).into_boxed_str());
+        let known = KnownPlugin {
+            package: "pjrt-test",
+            version: "1",
+            library: "lib/plugin.so",
+            sha256: pin,
+            ..*default_plugin()
+        };
+        for (what, cache) in planted::untrusted_folders(&base) {
+            let library = install_root_in(&cache, &known).join(known.library);
+            std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+            std::fs::write(&library, published).unwrap();
+            let verified = verified_cached_in(&cache, &known).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert!(verified.load_path().starts_with("/proc/self/fd/"), "{what}: {}", verified.load_path().display());
+            assert!(!marker_path(verified.path()).exists(), "{what}: no marker where others can write");
+            // Another user swaps the file after the check: the load path still reads what was checked.
+            let swap = library.with_file_name("swap");
+            std::fs::write(&swap, b"another user's library").unwrap();
+            std::fs::rename(&swap, &library).unwrap();
+            assert_eq!(std::fs::read(verified.load_path()).unwrap(), published, "{what}");
+            // And a new check sees the swapped file for what it is.
+            let e = verified_cached_in(&cache, &known).unwrap_err().to_string();
+            assert!(e.contains("is not the published file"), "{what}: {e}");
+        }
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    /// A library that other users can rewrite in place (neither a trusted folder nor a held
+    /// descriptor stops that), and a plugin whose pinned tools are opened by name from a folder
+    /// others can change: both refused, however their bytes look now.
+    #[test]
+    #[cfg(unix)]
+    fn what_others_could_rewrite_after_the_check_is_refused() {
+        use crate::trust::planted;
+        use std::os::unix::fs::PermissionsExt;
+        let base = planted::scratch("rewritable-plugin");
+        let published = b"the published plugin";
+        let pin: &'static str = Box::leak(hex(&Sha256::digest(published)).into_boxed_str());
+        let known = KnownPlugin {
+            package: "pjrt-test",
+            version: "1",
+            library: "lib/plugin.so",
+            sha256: pin,
+            ..*default_plugin()
+        };
+        let (_, ours) = planted::trusted_folders(&base).remove(0);
+        let library = install_root_in(&ours, &known).join(known.library);
+        std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+        std::fs::write(&library, published).unwrap();
+        assert_eq!(verified_cached_in(&ours, &known).unwrap().load_path(), library.canonicalize().unwrap());
+        std::fs::set_permissions(&library, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = verified_cached_in(&ours, &known).unwrap_err().to_string();
+        assert!(e.contains("writable by other users"), "{e}");
+
+        let tool_pin: &'static str = Box::leak(hex(&Sha256::digest(b"ptxas")).into_boxed_str());
+        let tools: &'static [KnownTool] = Box::leak(Box::new([KnownTool {
+            package: "pjrt-test-tool",
+            version: "1",
+            path: "bin/ptxas",
+            sha256: tool_pin,
+            executable: true,
+        }]));
+        let with_tools = KnownPlugin { tools, ..known };
+        let (what, open) = planted::untrusted_folders(&base).remove(0);
+        let root = install_root_in(&open, &with_tools);
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::write(root.join(with_tools.library), published).unwrap();
+        std::fs::write(root.join("bin/ptxas"), b"ptxas").unwrap();
+        let e = verified_cached_in(&open, &with_tools).unwrap_err().to_string();
+        assert!(e.contains("bin/ptxas is opened by its name"), "{what}: {e}");
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
     #[test]
     fn a_remembered_hash_is_read_back_until_the_file_changes() {
         let dir = std::env::temp_dir().join(format!("pjrt-remember-test-{}", std::process::id()));
@@ -1156,7 +1308,7 @@ mod tests {
     }
 
     fn found(name: &str) -> FoundPlugin {
-        FoundPlugin { name: name.into(), platform: None, path: PathBuf::from("/x.so"), source: Source::Explicit }
+        FoundPlugin::new(name.into(), None, PathBuf::from("/x.so"), Source::Explicit)
     }
 
     fn not_found(_: Option<&str>) -> Result<FoundPlugin> {
@@ -1171,7 +1323,7 @@ mod tests {
             not_found,
             |plugin, _| {
                 assert_eq!(plugin, default_plugin());
-                Ok(PathBuf::from("/cache/plugin.so"))
+                Ok(VerifiedLibrary::by_path(PathBuf::from("/cache/plugin.so")))
             },
             |line| lines.push(line.to_owned()),
         )
@@ -1245,11 +1397,8 @@ mod tests {
 
     #[test]
     fn a_cuda_plugin_in_the_cache_is_never_the_default() {
-        let found = |name: &str, platform: &str, source: Source| FoundPlugin {
-            name: name.into(),
-            platform: Some(platform.into()),
-            path: PathBuf::from(format!("/x/{name}.so")),
-            source,
+        let found = |name: &str, platform: &str, source: Source| {
+            FoundPlugin::new(name.into(), Some(platform.into()), PathBuf::from(format!("/x/{name}.so")), source)
         };
         let site = || Source::PythonPackage(PathBuf::from("/site"));
         let names = |all: Vec<FoundPlugin>| default_choice(all).map(|f| f.name);
@@ -1330,6 +1479,8 @@ mod tests {
 #[cfg(all(test, feature = "install"))]
 mod install_tests {
     use super::*;
+    use crate::trust::hex;
+    use sha2::{Digest, Sha256};
     use std::io::{BufRead, BufReader, Write};
     use std::net::TcpListener;
 

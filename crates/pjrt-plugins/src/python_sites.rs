@@ -10,11 +10,16 @@
 //! see (a `.pth` file that adds a `*-packages` folder, say). `PJRT_NO_PYTHON_CACHE=1` turns the
 //! cache off.
 //!
-//! Not remembered at all: behind a version manager's shim that picks the interpreter from the
-//! current folder without pyenv's files (asdf, mise: `.tool-versions`, `mise.toml`, their
-//! `ASDF_*`/`MISE_*` variables and config folders, too many inputs to key on faithfully); and
-//! where the plugin cache's folder is not one only this user can change (`trust`): python is
-//! then asked every time.
+//! An answer is remembered only when the interpreter that gave it is the one we can see running
+//! without running it: the `python3` on `PATH` after symlinks (or, behind pyenv's own shim, the
+//! interpreter pyenv's version files choose). Python reports which binary it is
+//! (`/proc/self/exe`, else `sys.executable`, resolved) and the answer is stored only when that is
+//! the one we predicted; the prediction, with its size, time and inode, is part of the key. A
+//! wrapper of any other kind (asdf's and mise's shims, a script that picks an interpreter from
+//! `.tool-versions` or from the folder, a compiled launcher) is never the interpreter it runs, so
+//! its answers are not remembered: recognising version managers by name could not be complete.
+//! Nor is anything remembered where the plugin cache's folder is not one only this user can
+//! change (`trust`): python is then asked every time.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -30,7 +35,16 @@ pub(crate) const OPT_OUT_ENV: &str = "PJRT_NO_PYTHON_CACHE";
 const MAX_AGE: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// First line of every entry; an entry without it (or with another version) is a miss.
-const MAGIC: &str = "pjrt-client python-site-packages 1";
+const MAGIC: &str = "pjrt-client python-site-packages 2";
+
+/// The line python adds to its answer: the interpreter binary that ran, resolved.
+const INTERPRETER_LINE: &str = "pjrt-interpreter: ";
+
+/// Appended to the caller's script: which binary runs (`/proc/self/exe` cannot be fooled by an
+/// `argv[0]` a wrapper chose, as `sys.executable` can).
+const REPORT_INTERPRETER: &str = "import os as _pjrt_os, sys as _pjrt_sys\n\
+    _pjrt_exe = '/proc/self/exe' if _pjrt_os.path.exists('/proc/self/exe') else _pjrt_sys.executable\n\
+    print('pjrt-interpreter: ' + _pjrt_os.path.realpath(_pjrt_exe))\n";
 
 /// Last line of every entry: a file cut short by a crash lacks it and is a miss.
 const END: &str = "end";
@@ -59,21 +73,92 @@ pub(crate) fn site_packages_answer(script: &str) -> Option<String> {
     // Without a python3 that PATH resolves to, there is nothing to key on: ask as before (the
     // spawn fails at once when there is none, and the process's own lookup decides otherwise).
     let pythons = pythons_on_path();
-    if opted_out || pythons.is_empty() || pythons.iter().any(|p| is_folder_dependent_shim(p)) {
+    if opted_out || pythons.is_empty() {
         return ask_python(script);
     }
-    let Some(entry) = entry_path(&key(&pythons, script)) else { return ask_python(script) };
+    let Some(interpreter) = interpreter_that_runs(&pythons) else { return ask_python(script) };
+    let Some(entry) = entry_path(&key(&pythons, &interpreter, script)) else { return ask_python(script) };
     if let Some(answer) = read_entry(&entry) {
         return Some(answer);
     }
-    let (answer, succeeded) = run_python(script)?;
-    // A python that failed (a pyenv version not installed, say) is asked again next time. Best
-    // effort: a cache that cannot be written costs the process start next time, nothing more.
-    if succeeded {
+    let (answer, ran, succeeded) = run_python(script)?;
+    // Remembered only when the interpreter that answered is the one predicted: behind any other
+    // wrapper the next run may get another interpreter. A python that failed (a pyenv version
+    // not installed, say) is asked again next time. Best effort: a cache that cannot be written
+    // costs the process start next time, nothing more.
+    if succeeded && ran.as_deref() == Some(interpreter.as_path()) {
         let _ = write_entry(&entry, &answer);
         remove_expired(entry.parent());
     }
     Some(answer)
+}
+
+/// The interpreter binary that `python3` runs, as far as it can be known without running it:
+/// the first `python3` on `PATH` after symlinks, or behind pyenv's shim the interpreter pyenv
+/// would choose (`pyenv_choice`). `None` when no file can be named.
+fn interpreter_that_runs(pythons: &[PathBuf]) -> Option<PathBuf> {
+    let first = std::fs::canonicalize(pythons.first()?).ok()?;
+    match pyenv_shim_root(&first) {
+        Some(root) => std::fs::canonicalize(pyenv_choice(&root, pythons)?).ok(),
+        None => Some(first),
+    }
+}
+
+/// The `PYENV_ROOT` a file exports when it is pyenv's shim, as `pyenv rehash` writes it:
+/// `program="${0##*/}"`, `export PYENV_ROOT="..."`, `exec ".../pyenv" exec "$program" "$@"`.
+fn pyenv_shim_root(file: &Path) -> Option<PathBuf> {
+    let mut head = [0u8; 4096];
+    let read = std::fs::File::open(file).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).ok()?;
+    let text = std::str::from_utf8(&head[..read]).ok()?;
+    if !text.starts_with("#!") {
+        return None;
+    }
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let has = |line: &str| lines.contains(&line);
+    let execs_pyenv = lines.iter().any(|l| {
+        l.strip_prefix("exec \"")
+            .and_then(|rest| rest.strip_suffix("\" exec \"$program\" \"$@\""))
+            .is_some_and(|pyenv| pyenv.ends_with("/pyenv"))
+    });
+    if !(has("program=\"${0##*/}\"") && execs_pyenv) {
+        return None;
+    }
+    let root = lines.iter().find_map(|l| l.strip_prefix("export PYENV_ROOT=\"")?.strip_suffix('"'))?;
+    Some(PathBuf::from(root))
+}
+
+/// The interpreter `pyenv exec python3` runs, by pyenv's rules: the versions of `PYENV_VERSION`,
+/// else of the nearest `.python-version` (from `PYENV_DIR`, else the current folder, upward),
+/// else of `$PYENV_ROOT/version`, else `system`; the first of them that has a `python3`
+/// (`system`: the first `python3` on `PATH` outside pyenv's shims). `None` when none has one
+/// (pyenv fails then), or where these rules may not be pyenv's (a version it would resolve by
+/// prefix, say): then the answer is only not remembered, as the interpreter that answers is
+/// checked against this one.
+fn pyenv_choice(root: &Path, pythons: &[PathBuf]) -> Option<PathBuf> {
+    let versions: Vec<String> = match std::env::var("PYENV_VERSION").ok().filter(|v| !v.is_empty()) {
+        Some(list) => list.split(':').map(str::to_owned).collect(),
+        None => {
+            let file = pyenv_version_files(Some(root)).into_iter().map(|(_, f)| f).find(|f| f.is_file());
+            let text = file.and_then(|f| std::fs::read_to_string(f).ok()).unwrap_or_default();
+            let words: Vec<String> =
+                text.split_whitespace().filter(|w| !w.starts_with('#')).map(str::to_owned).collect();
+            if words.is_empty() {
+                vec!["system".to_owned()]
+            } else {
+                words
+            }
+        }
+    };
+    let shims = root.join("shims");
+    versions.iter().find_map(|version| {
+        if version == "system" {
+            pythons.iter().find(|p| p.parent() != Some(shims.as_path())).cloned()
+        } else if version.contains('/') || version == ".." {
+            None
+        } else {
+            Some(pyenv_interpreter(root, version)).filter(|p| is_executable(p))
+        }
+    })
 }
 
 /// Removes the entries of keys no longer used (older than [`MAX_AGE`]), so that the folder does
@@ -94,15 +179,28 @@ fn remove_expired(dir: Option<&Path>) {
 }
 
 fn ask_python(script: &str) -> Option<String> {
-    run_python(script).map(|(answer, _)| answer)
+    run_python(script).map(|(answer, _, _)| answer)
 }
 
-/// What `python3 -c script` printed, and whether it exited successfully; `None` when it could
-/// not be started.
-fn run_python(script: &str) -> Option<(String, bool)> {
+/// What `python3 -c script` printed, the interpreter binary that ran (as it reported it), and
+/// whether it exited successfully; `None` when it could not be started.
+fn run_python(script: &str) -> Option<(String, Option<PathBuf>, bool)> {
+    let script = format!("{script}\n{REPORT_INTERPRETER}");
     let output =
         Command::new("python3").arg("-c").arg(script).stdin(Stdio::null()).stderr(Stdio::null()).output().ok()?;
-    Some((String::from_utf8_lossy(&output.stdout).into_owned(), output.status.success()))
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let mut interpreter = None;
+    let mut answer = String::new();
+    for line in printed.lines() {
+        match line.strip_prefix(INTERPRETER_LINE) {
+            Some(path) => interpreter = Some(PathBuf::from(path)),
+            None => {
+                answer.push_str(line);
+                answer.push('\n');
+            }
+        }
+    }
+    Some((answer, interpreter, output.status.success()))
 }
 
 /// Every executable `python3` on `PATH`, in order: the first runs, and the later ones are what a
@@ -127,41 +225,8 @@ fn is_executable(path: &Path) -> bool {
     meta.is_file()
 }
 
-/// Whether `python` is the shim of a version manager that chooses the interpreter from the
-/// current folder through files pyenv does not read (asdf's `.tool-versions`, mise's
-/// `mise.toml`, ...): a symlink to the `mise` (or `rtx`) program, a file in asdf's or mise's
-/// `shims` folder, or a script that names asdf or mise. pyenv's shims are not: the key holds
-/// pyenv's version files.
-pub(crate) fn is_folder_dependent_shim(python: &Path) -> bool {
-    const MANAGERS: &[&str] = &["asdf", "mise", "rtx"];
-    let target = std::fs::canonicalize(python).unwrap_or_else(|_| python.to_path_buf());
-    let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    if MANAGERS.contains(&name.as_str()) {
-        return true;
-    }
-    // ~/.asdf/shims/python3, ~/.local/share/mise/shims/python3, and the same after symlinks.
-    for path in [python, target.as_path()] {
-        let mut folders = path.ancestors().skip(1);
-        if folders.next().is_some_and(|bin| bin.ends_with("shims")) {
-            if let Some(manager) = folders.next().and_then(|d| d.file_name()).map(|n| n.to_string_lossy()) {
-                if MANAGERS.iter().any(|m| manager.trim_start_matches('.') == *m) {
-                    return true;
-                }
-            }
-        }
-    }
-    // A script (asdf's shims are shell scripts that `exec asdf exec python3`).
-    let mut head = [0u8; 4096];
-    let read = std::fs::File::open(&target).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).unwrap_or(0);
-    let head = &head[..read];
-    head.starts_with(b"#!") && {
-        let text = String::from_utf8_lossy(head);
-        text.split(|c: char| !c.is_ascii_alphanumeric()).any(|word| MANAGERS.contains(&word))
-    }
-}
-
 /// SHA-256 (hex) of everything python's answer depends on, as length-prefixed name/value pairs.
-fn key(pythons: &[PathBuf], script: &str) -> String {
+fn key(pythons: &[PathBuf], interpreter: &Path, script: &str) -> String {
     let mut hasher = Sha256::new();
     let mut line = |name: &str, value: &[u8]| {
         // Lengths first, so that no two different keys write the same bytes.
@@ -170,6 +235,7 @@ fn key(pythons: &[PathBuf], script: &str) -> String {
         hasher.update(value);
     };
     line("script", script.as_bytes());
+    line("interpreter", &stamp(interpreter));
     for name in KEY_ENV {
         match std::env::var_os(name) {
             Some(value) => line(name, value.as_encoded_bytes()),
@@ -332,7 +398,7 @@ mod tests {
 
     #[test]
     #[cfg(unix)]
-    fn the_shims_of_asdf_and_mise_are_recognised_and_pyenvs_and_real_pythons_are_not() {
+    fn only_pyenvs_own_shim_is_seen_through_and_any_other_wrapper_is_itself() {
         use std::os::unix::fs::PermissionsExt;
         let base = crate::trust::planted::scratch("shims");
         let script = |path: &Path, text: &str| {
@@ -341,27 +407,33 @@ mod tests {
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
             path.to_path_buf()
         };
-        // asdf's shim, as asdf writes it.
+        // pyenv's shim, as `pyenv rehash` writes it.
+        let pyenv = script(
+            &base.join(".pyenv/shims/python3"),
+            "#!/usr/bin/env bash\nset -e\n[ -n \"$PYENV_DEBUG\" ] && set -x\n\nprogram=\"${0##*/}\"\n\n\
+             export PYENV_ROOT=\"/home/u/.pyenv\"\nexec \"/usr/lib/pyenv/libexec/pyenv\" exec \"$program\" \"$@\"\n",
+        );
+        assert_eq!(pyenv_shim_root(&pyenv), Some(PathBuf::from("/home/u/.pyenv")));
+        // Anything else is taken for what it is: asdf's shim, a script that names no manager and
+        // picks an interpreter from the folder, a binary.
         let asdf = script(
             &base.join("anywhere/python3"),
             "#!/usr/bin/env bash\n# asdf-plugin: python 3.12.4\nexec /home/u/.asdf/bin/asdf exec \"python3\" \"$@\"\n",
         );
-        assert!(is_folder_dependent_shim(&asdf));
-        // mise's shims are symlinks to the mise program; its shims folder counts too.
-        let mise = script(&base.join("bin/mise"), "#!/bin/sh\n");
-        let link = base.join("mise-link/python3");
-        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
-        std::os::unix::fs::symlink(&mise, &link).unwrap();
-        assert!(is_folder_dependent_shim(&link));
-        assert!(is_folder_dependent_shim(&script(&base.join(".local/share/mise/shims/python3"), "\x7fELF")));
-        assert!(is_folder_dependent_shim(&script(&base.join(".asdf/shims/python3"), "\x7fELF")));
-        // pyenv's shim reads the files the key holds; a plain interpreter is no shim.
-        let pyenv = script(
-            &base.join(".pyenv/shims/python3"),
-            "#!/usr/bin/env bash\nset -e\nprogram=\"${0##*/}\"\nexport PYENV_ROOT=\"/home/u/.pyenv\"\nexec \"/usr/lib/pyenv/libexec/pyenv\" exec \"$program\" \"$@\"\n",
+        let generic = script(
+            &base.join("bin/python3"),
+            "#!/bin/sh\nv=$(cat .tool-versions)\nexec \"/opt/python-$v/bin/python3\" \"$@\"\n",
         );
-        assert!(!is_folder_dependent_shim(&pyenv));
-        assert!(!is_folder_dependent_shim(&script(&base.join("usr/bin/python3"), "\x7fELF mise asdf")));
+        let binary = script(&base.join("usr/bin/python3.12"), "\x7fELF pyenv exec \"$program\"");
+        for other in [&asdf, &generic, &binary] {
+            assert_eq!(pyenv_shim_root(other), None, "{}", other.display());
+            assert_eq!(interpreter_that_runs(std::slice::from_ref(other)), Some(other.canonicalize().unwrap()));
+        }
+        // A symlink (a venv's python3) is followed to its file.
+        let link = base.join("venv/bin/python3");
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&binary, &link).unwrap();
+        assert_eq!(interpreter_that_runs(&[link]), Some(binary.canonicalize().unwrap()));
         let _ = std::fs::remove_dir_all(&base);
     }
 

@@ -155,6 +155,11 @@ pub fn create_trusted_dir(dir: &Path) -> Result<PathBuf> {
 /// ```
 pub fn check_trusted_file(path: &Path) -> Result<()> {
     let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+    check_trusted_metadata(path, &meta)
+}
+
+/// [`check_trusted_file`] on what `stat` (or `fstat`, of a file already open) said of `path`.
+pub(crate) fn check_trusted_metadata(path: &Path, meta: &std::fs::Metadata) -> Result<()> {
     if !meta.is_file() {
         return Err(untrusted(path, path, "is not a regular file".into()));
     }

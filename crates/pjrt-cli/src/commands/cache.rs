@@ -2,6 +2,7 @@
 //! `$XDG_CACHE_HOME/pjrt-client/compile` or `~/.cache/pjrt-client/compile`).
 
 use crate::error::Error;
+use crate::out::outln;
 use serde_json::json;
 
 use crate::cli::CacheCommand;
@@ -14,22 +15,22 @@ pub fn exec(command: &CacheCommand) -> Result<(), Error> {
         CacheCommand::Info { json } => {
             let info = cache.info()?;
             if *json {
-                println!(
+                outln!(
                     "{}",
                     json!({ "dir": info.dir, "entries": info.entries, "bytes": info.bytes, "max_bytes": info.max_bytes })
-                );
+                )?;
             } else {
-                println!("compile cache: {}", info.dir.display());
-                println!("entries:       {}", info.entries);
-                println!("size:          {} of at most {}", human(info.bytes), human(info.max_bytes));
+                outln!("compile cache: {}", info.dir.display())?;
+                outln!("entries:       {}", info.entries)?;
+                outln!("size:          {} of at most {}", human(info.bytes), human(info.max_bytes))?;
             }
         }
         CacheCommand::Clear { json } => {
             let removed = cache.clear()?;
             if *json {
-                println!("{}", json!({ "dir": cache.dir(), "removed": removed }));
+                outln!("{}", json!({ "dir": cache.dir(), "removed": removed }))?;
             } else {
-                println!("removed {removed} entries from {}", cache.dir().display());
+                outln!("removed {removed} entries from {}", cache.dir().display())?;
             }
         }
     }

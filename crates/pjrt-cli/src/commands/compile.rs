@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use crate::error::Error;
+use crate::out::outln;
 use pjrt_client::{
     Client, ClientOptions, ElementType, ErrorCode, GpuTarget, GpuTopologyShape, ModuleCounts, Plugin, Program, Topology,
 };
@@ -126,9 +127,9 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
             })),
             "timings_ms": { "compile": compile_ms, "total": ms(started) },
         });
-        println!("{report}");
+        outln!("{report}")?;
     } else {
-        println!(
+        outln!(
             "wrote {} ({size} bytes): {} replicas × {} partitions, compiled for the {} on {} {}{} in {compile_ms:.1} ms",
             args.output.display(),
             h.num_replicas,
@@ -137,10 +138,10 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
             h.device_count,
             if h.target == Target::Topology { "topology devices" } else { "devices" },
             h.gpu_target.as_ref().map(|g| format!(" of the {g}")).unwrap_or_default(),
-        );
+        )?;
         if let Some(shapes) = &refined_for {
             let shapes: Vec<String> = shapes.iter().map(shape_text).collect();
-            println!("refined for inputs {}: run it on inputs of these shapes", shapes.join(", "));
+            outln!("refined for inputs {}: run it on inputs of these shapes", shapes.join(", "))?;
         }
     }
     Ok(())
@@ -295,12 +296,12 @@ fn compile_for_gpu(
         Ok(cache) => {
             let cached = cache.compile_for_gpu_target(plugin, &target, shape, program, &options)?;
             if let Some(note) = &cached.note {
-                eprintln!("note: {note}");
+                crate::ui::log_line(&format!("note: {note}"));
             }
             Ok((cached.artifact, cached.outcome.as_str()))
         }
         Err(e) => {
-            eprintln!("note: compiling without the compile cache: {e}");
+            crate::ui::log_line(&format!("note: compiling without the compile cache: {e}"));
             Ok((Artifact::compile_for_gpu_target(plugin, &target, shape, program, &options)?, "off"))
         }
     }
@@ -343,14 +344,14 @@ fn emit_portable(args: &CompileArgs, program: &Program, started: Instant) -> Res
             "stablehlo_version": version.to_string(), "producer": artifact.bytecode_producer(),
             "timings_ms": { "total": ms(started) },
         });
-        println!("{report}");
+        outln!("{report}")?;
     } else {
-        println!(
+        outln!(
             "wrote {} ({bytes} bytes): a StableHLO {version} portable artifact of {} in {:.1} ms",
             args.output.display(),
             args.program.display(),
             ms(started)
-        );
+        )?;
     }
     Ok(())
 }

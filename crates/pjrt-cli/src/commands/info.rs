@@ -1,6 +1,7 @@
 //! `pjrt info`: a plugin's API version, attributes, devices and memories, as text or JSON.
 
 use crate::error::Error;
+use crate::out::outln;
 use pjrt_client::{Client, ClientOptions, ErrorCode, GpuTarget, Value};
 use serde_json::{json, Value as Json};
 
@@ -64,27 +65,27 @@ pub fn exec(arg: &PluginArg, as_json: bool) -> Result<(), Error> {
         "gpu_targets": if plugin_is_cuda(&plugin) { GpuTarget::builtin_names() } else { Vec::new() },
     });
     if as_json {
-        println!("{report}");
+        outln!("{report}")?;
         return Ok(());
     }
-    println!("plugin:       {}", plugin.path().display());
-    println!("API version:  {} ({} functions)", plugin.api_version(), plugin.slot_count());
+    outln!("plugin:       {}", plugin.path().display())?;
+    outln!("API version:  {} ({} functions)", plugin.api_version(), plugin.slot_count())?;
     match (&client, &no_device) {
-        (Some(client), _) => println!("platform:     {} ({})", client.platform_name(), client.platform_version()),
-        (None, message) => println!("platform:     no device here ({})", message.as_deref().unwrap_or_default()),
+        (Some(client), _) => outln!("platform:     {} ({})", client.platform_name(), client.platform_version())?,
+        (None, message) => outln!("platform:     no device here ({})", message.as_deref().unwrap_or_default())?,
     }
-    println!("extensions:   {}", report["extensions"].as_array().map(|e| e.len()).unwrap_or(0));
+    outln!("extensions:   {}", report["extensions"].as_array().map(|e| e.len()).unwrap_or(0))?;
     if plugin_is_cuda(&plugin) {
-        println!("GPU targets:  {} (pjrt compile --target NAME)", GpuTarget::builtin_names().join(", "));
+        outln!("GPU targets:  {} (pjrt compile --target NAME)", GpuTarget::builtin_names().join(", "))?;
     }
     if let (Some(min), Some(cur)) = (plugin.stablehlo_minimum_version(), plugin.stablehlo_current_version()) {
-        println!("StableHLO:    {min} .. {cur}");
+        outln!("StableHLO:    {min} .. {cur}")?;
     }
     for (name, value) in plugin.attributes() {
-        println!("attribute:    {name} = {}", value_json(value));
+        outln!("attribute:    {name} = {}", value_json(value))?;
     }
     for device in devices {
-        println!(
+        outln!(
             "device {}:     {} kind={} process={} memories=[{}]",
             device["id"],
             device["name"].as_str().unwrap_or(""),
@@ -102,7 +103,7 @@ pub fn exec(arg: &PluginArg, as_json: bool) -> Result<(), Error> {
                     .collect::<Vec<_>>()
                     .join(", "))
                 .unwrap_or_default()
-        );
+        )?;
     }
     Ok(())
 }

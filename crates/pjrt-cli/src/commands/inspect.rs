@@ -18,6 +18,7 @@ use serde_json::{json, Value as Json};
 
 use crate::cli::InspectArgs;
 use crate::error::Error;
+use crate::out::{out, outln};
 use crate::ui::invalid;
 
 /// What MLIR bytecode starts with.
@@ -27,9 +28,9 @@ const MLIR_BYTECODE_MAGIC: &[u8] = b"ML\xefR";
 pub fn exec(args: &InspectArgs) -> Result<(), Error> {
     let report = inspect(&args.file, args.generic)?;
     if args.json {
-        println!("{}", report.json);
+        outln!("{}", report.json)?;
     } else {
-        print!("{}", report.text);
+        out!("{}", report.text)?;
     }
     Ok(())
 }

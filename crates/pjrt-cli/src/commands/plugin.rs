@@ -3,6 +3,7 @@
 //! every plugin found with its path, platform and API version.
 
 use crate::error::Error;
+use crate::out::outln;
 use pjrt_client::Plugin;
 use pjrt_plugins::Source;
 use serde_json::{json, Value as Json};
@@ -38,17 +39,17 @@ fn install(name: &str, wheels: &[std::path::PathBuf], pip: bool, json: bool) -> 
     // A CUDA plugin's compiler pieces (ptxas, libdevice), which `pjrt compile` hands to XLA.
     let cuda_data_dir = pjrt_plugins::cuda_data_dir(&path);
     if json {
-        println!(
+        outln!(
             "{}",
             json!({
                 "name": known.name, "package": known.package, "version": known.version, "path": path,
                 "cuda_data_dir": cuda_data_dir,
             })
-        );
+        )?;
     } else {
-        println!("{}", path.display());
+        outln!("{}", path.display())?;
         if let Some(dir) = cuda_data_dir {
-            println!("{} (ptxas and libdevice for XLA)", dir.display());
+            outln!("{} (ptxas and libdevice for XLA)", dir.display())?;
         }
     }
     Ok(())
@@ -81,7 +82,9 @@ fn install_from_wheels(_: &pjrt_plugins::KnownPlugin, _: &[std::path::PathBuf]) 
 fn list(as_json: bool) -> Result<(), Error> {
     let mut rows = Vec::new();
     for found in pjrt_plugins::find_all() {
-        let (version, error) = match Plugin::load(&found.path) {
+        // A plugin of the cache is checked against its pin before it is loaded, like any other use.
+        let checked = pjrt_plugins::verify_if_cached(found.clone()).map_err(pjrt_client::Error::from);
+        let (version, error) = match checked.and_then(|checked| Plugin::load(checked.load_path())) {
             Ok(p) => (Some(p.api_version().to_string()), None),
             Err(e) => (None, Some(e.to_string())),
         };
@@ -98,14 +101,14 @@ fn list(as_json: bool) -> Result<(), Error> {
         }));
     }
     if as_json {
-        println!("{}", Json::Array(rows));
+        outln!("{}", Json::Array(rows))?;
         return Ok(());
     }
     if rows.is_empty() {
-        println!("no plugins found; install one with `pjrt plugin install cpu`");
+        outln!("no plugins found; install one with `pjrt plugin install cpu`")?;
     }
     for row in rows {
-        println!(
+        outln!(
             "{:<12} {:<6} API {:<7} {}  [{}]{}",
             row["name"].as_str().unwrap_or(""),
             row["platform"].as_str().unwrap_or("?"),
@@ -113,7 +116,7 @@ fn list(as_json: bool) -> Result<(), Error> {
             row["path"].as_str().unwrap_or(""),
             row["source"].as_str().unwrap_or(""),
             row["error"].as_str().map(|e| format!("\n    cannot load: {e}")).unwrap_or_default()
-        );
+        )?;
     }
     Ok(())
 }

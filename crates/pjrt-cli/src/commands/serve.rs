@@ -9,6 +9,7 @@ use pjrt_serve::{Server, ServerOptions};
 
 use crate::cli::ServeArgs;
 use crate::error::Error;
+use crate::out::outln;
 use crate::plugins::resolve_plugin;
 use crate::ui::invalid;
 
@@ -95,19 +96,19 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
         }
     }
     for e in &failed {
-        eprintln!("error: {e}");
+        crate::ui::log_line(&format!("error: {e}"));
     }
     for model in server.models() {
         let inputs: Vec<String> =
             model.inputs().iter().map(|i| format!("{} {}{:?}", i.name, i.datatype, i.shape)).collect();
-        eprintln!(
+        crate::ui::log_line(&format!(
             "loaded {} (version {}) from {} in {:.1} ms: {}",
             model.name(),
             model.version(),
             model.program_path().display(),
             model.load_ms(),
             inputs.join(", ")
-        );
+        ));
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -139,13 +140,13 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
             }
         };
         let grpc_task = grpc.as_ref().map(|(_, address)| format!(" and {}://{address}", scheme.1)).unwrap_or_default();
-        println!(
+        outln!(
             "serving {} model(s) on {}://{http_address}{grpc_task} (ready in {:.1} ms; {} failed to load)",
             server.models().len(),
             scheme.0,
             started.elapsed().as_secs_f64() * 1e3,
             failed.len()
-        );
+        )?;
         let _ = std::io::stdout().flush();
         let grpc_server = grpc.map(|(listener, _)| {
             let server = server.clone();
@@ -156,7 +157,7 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
         if let Some(task) = grpc_server {
             task.await.map_err(|e| invalid(format!("the gRPC server failed: {e}")))??;
         }
-        eprintln!("shut down: requests in flight were answered");
+        crate::ui::log_line("shut down: requests in flight were answered");
         Ok(())
     })
 }

@@ -125,7 +125,7 @@ fn cache_trust_without_home_nothing_goes_to_the_temporary_folder() {
     let marker = planted.with_file_name(format!("{}.pjrt-verified", planted.file_name().unwrap().to_string_lossy()));
     std::fs::write(marker, format!("{} {} {modified} {}", known.sha256, meta.len(), meta.ino())).unwrap();
     // The plugin to run, by path: where this test's HOME keeps it.
-    let plugin = pjrt_plugins::verified_cached(known).unwrap();
+    let plugin = pjrt_plugins::verified_cached(known).unwrap().path().to_path_buf();
     let program = dir.join("double.mlir");
     std::fs::write(&program, PROGRAM).unwrap();
     let x = dir.join("x.npy");
@@ -185,4 +185,45 @@ fn cache_trust_pip_installs_wheels_only() {
     assert_eq!(recorded[..3], ["-m", "pip", "install"], "{recorded:?}");
     assert!(recorded.contains(&"--only-binary=:all:"), "a source package would run its build code: {recorded:?}");
     assert!(recorded.contains(&"lammps-jax-pjrt-cpu==0.11.2"), "{recorded:?}");
+}
+
+/// A plugin cache in a folder others can change (`PJRT_PLUGIN_CACHE`): the plugin is hashed on
+/// every use and loaded through the descriptor it was hashed from (`/proc/self/fd/N`), so a
+/// file swapped in after the check is not what runs; the plugin is still named by its path.
+#[test]
+fn a_plugin_in_a_cache_others_can_change_loads_through_the_checked_descriptor() {
+    let dir = temp_dir("cache-trust-descriptor");
+    let cache = folder(&dir.join("plugins"), 0o777);
+    let program = dir.join("double.mlir");
+    std::fs::write(&program, PROGRAM).unwrap();
+    let x = dir.join("x.npy");
+    pjrt_formats::npy::NpyArray::from_elements(vec![4], &[1f32, 2.0, 3.0, 4.0]).unwrap().write(&x).unwrap();
+    let out_dir = dir.join("out");
+    // Installed (by `pjrt` in the test's setup) into the user's cache first.
+    assert!(pjrt(&["plugin", "list"]).status.success());
+    for name in PLUGINS {
+        let known = pjrt_plugins::known_plugin(name).unwrap();
+        let installed = pjrt_plugins::verified_cached(known).unwrap();
+        let library = cache.join(format!("{}-{}", known.package, known.version)).join(known.library);
+        std::fs::create_dir_all(library.parent().unwrap()).unwrap();
+        // The same file, not a copy (hundreds of MB): a hard link.
+        std::fs::hard_link(installed.path(), &library).unwrap();
+        let out = pjrt_configured(
+            &["-v", "run", s(&program), "--plugin", name, "--input", s(&x), "-o", s(&out_dir), "--json"],
+            |command| {
+                command.env("PJRT_PLUGIN_CACHE", &cache);
+            },
+        );
+        let text = stderr(&out);
+        assert!(out.status.success(), "{name}: {text}");
+        assert!(text.contains("load_plugin path=/proc/self/fd/"), "{name}: not loaded through its descriptor: {text}");
+        let report: Json = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["plugin"].as_str().map(Path::new), Some(library.as_path()), "{name}: {report}");
+        let doubled = pjrt_formats::npy::NpyArray::read(&out_dir.join("out0.npy")).unwrap();
+        assert_eq!(doubled.to_vec::<f32>().unwrap(), [2.0, 4.0, 6.0, 8.0], "{name}");
+        // In a folder of ours (the user's cache) the plugin loads by its path, as before.
+        let out = pjrt(&["-v", "info", "--plugin", name]);
+        assert!(stderr(&out).contains(&format!("load_plugin path={}", installed.path().display())), "{}", stderr(&out));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

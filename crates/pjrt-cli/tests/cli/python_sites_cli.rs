@@ -1,5 +1,7 @@
-//! The remembered answer of `python3` about its site-packages folders: `pjrt plugin list` runs with a
-//! fake `python3` first on `PATH` that counts its runs, and a plugin cache of the test's own.
+//! The remembered answer of `python3` about its site-packages folders: `pjrt plugin list` runs with
+//! a venv's `python3` (a copy of the interpreter, no pip) first on `PATH`, whose `sitecustomize`
+//! counts its runs, and a plugin cache of the test's own. An answer is remembered only where the
+//! interpreter that gave it is the one `pjrt` can name without running it.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -33,21 +35,11 @@ struct Fixture {
 impl Fixture {
     fn new(name: &str) -> Fixture {
         let root = temp_dir(&format!("python-sites-{name}"));
-        let (bin, site, cache) = (root.join("bin"), root.join("lib/site-packages"), root.join("plugin-cache"));
-        for dir in [&bin, &site, &cache, &root.join("home"), &root.join("work")] {
+        let cache = root.join("plugin-cache");
+        for dir in [&cache, &root.join("home"), &root.join("work")] {
             std::fs::create_dir_all(dir).unwrap();
         }
-        // Shell builtins only, so it needs nothing else on PATH.
-        let script = format!(
-            "#!/bin/sh\necho run >> '{}'\necho '{}'\necho '{}'\n",
-            root.join("runs").display(),
-            site.display(),
-            root.join("not-a-folder").display()
-        );
-        let python = bin.join("python3");
-        std::fs::write(&python, script).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (bin, site) = venv(&root.join("venv"), &root.join("runs"), &root.join("user-packages"));
         Fixture { root, bin, site, cache }
     }
 
@@ -107,6 +99,47 @@ fn s(path: &Path) -> String {
     path.display().to_string()
 }
 
+/// A venv at `dir` (the interpreter copied, no pip: no system site-packages, no user site, so
+/// its answer is the same on every host) whose python appends a line to `runs` each time it
+/// starts and names `extra` (a `*-packages` folder that need not exist) on `sys.path`. Returns
+/// its `bin` and `site-packages` folders.
+fn venv(dir: &Path, runs: &Path, extra: &Path) -> (PathBuf, PathBuf) {
+    let out = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip", "--copies"])
+        .arg(dir)
+        .output()
+        .expect("python3 (the plugin installs need it too)");
+    assert!(out.status.success(), "python3 -m venv: {}", String::from_utf8_lossy(&out.stderr));
+    let lib = std::fs::read_dir(dir.join("lib")).unwrap().flatten().map(|e| e.path()).next().unwrap();
+    let site = lib.join("site-packages");
+    std::fs::write(
+        site.join("sitecustomize.py"),
+        format!(
+            "import sys\nopen({runs:?}, 'a').write('run\\n')\nsys.path.append({extra:?})\n",
+            runs = s(runs),
+            extra = s(extra)
+        ),
+    )
+    .unwrap();
+    (dir.join("bin"), site)
+}
+
+/// An executable script at `path`.
+fn write_script(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A fake plugin `fake<suffix>` in `site`.
+fn plant_plugin(site: &Path, suffix: &str) -> Vec<(String, String)> {
+    let plugin_dir = site.join("jax_plugins").join(format!("xla_fake{suffix}"));
+    std::fs::create_dir_all(&plugin_dir).unwrap();
+    std::fs::write(plugin_dir.join("plugin.so"), b"not a library").unwrap();
+    vec![(format!("fake{suffix}"), s(site))]
+}
+
 #[test]
 fn python_sites_are_asked_once_until_what_decides_the_answer_changes() {
     let fx = Fixture::new("asked-once");
@@ -119,7 +152,7 @@ fn python_sites_are_asked_once_until_what_decides_the_answer_changes() {
     std::fs::write(plugin_dir.join("xla_fake_plugin.so"), b"not a library").unwrap();
     assert_eq!(fx.assert_runs(&[], 0), vec![("fake".to_owned(), s(&fx.site))]);
     // So is a folder python named that did not exist then (a user site made by `pip install --user`).
-    let user_site = fx.root.join("not-a-folder");
+    let user_site = fx.root.join("user-packages");
     std::fs::create_dir_all(user_site.join("libtpu")).unwrap();
     std::fs::write(user_site.join("libtpu").join("libtpu.so"), b"not a library").unwrap();
     let both = vec![("fake".to_owned(), s(&fx.site)), ("tpu".to_owned(), s(&user_site))];
@@ -241,5 +274,107 @@ fn python_sites_are_not_remembered_in_a_plugin_cache_another_user_could_change()
     std::fs::set_permissions(&fx.cache, std::fs::Permissions::from_mode(0o700)).unwrap();
     fx.assert_runs(&[], 1);
     fx.assert_runs(&[], 0);
+    std::fs::remove_dir_all(&fx.root).unwrap();
+}
+
+/// Two projects, `a` and `b`, each with its own interpreter (a venv with a plugin of its own) named
+/// in its `.tool-versions`; `launcher` is a `python3` that runs the project's interpreter from
+/// the current folder. Runs `pjrt plugin list` in a, b, a, b and returns how many times python
+/// ran in each, with each project's answer checked.
+fn projects_behind(fx: &Fixture, launcher: impl FnOnce(&Path, &Path)) -> Vec<usize> {
+    let mut projects = Vec::new();
+    for name in ["a", "b"] {
+        let (bin, site) = venv(&fx.root.join(format!("venv-{name}")), &fx.root.join("runs"), &fx.root.join("none"));
+        let work = fx.root.join(name);
+        std::fs::create_dir_all(&work).unwrap();
+        std::fs::write(work.join(".tool-versions"), format!("python {name}\n")).unwrap();
+        projects.push((work, plant_plugin(&site, name), bin));
+    }
+    launcher(&fx.bin.join("python3"), &fx.root);
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        for (work, expected, _) in &projects {
+            let before = fx.runs();
+            // The same folders, whichever path (pyenv's versions/NAME is a symlink) python named them by.
+            let canonical = |found: &[(String, String)]| -> Vec<(String, PathBuf)> {
+                found.iter().map(|(name, dir)| (name.clone(), Path::new(dir).canonicalize().unwrap())).collect()
+            };
+            assert_eq!(canonical(&fx.list_in(work, &[])), canonical(expected), "in {}", work.display());
+            runs.push(fx.runs() - before);
+        }
+    }
+    runs
+}
+
+#[test]
+fn python_sites_behind_a_wrapper_of_no_known_name_are_those_of_the_current_project() {
+    // A script that names no version manager: it reads `.tool-versions` and runs that venv.
+    let fx = Fixture::new("generic-shim");
+    let runs = projects_behind(&fx, |python, root| {
+        std::fs::remove_file(python).unwrap();
+        let script = format!(
+            "#!/bin/sh\nversion=$(sed -n 's/^python //p' .tool-versions)\nexec '{}'/venv-\"$version\"/bin/python3 \"$@\"\n",
+            s(root)
+        );
+        write_script(python, &script);
+    });
+    assert_eq!(runs, [1, 1, 1, 1], "python3 is asked every time behind the wrapper");
+    assert!(fx.entries().is_empty(), "nothing remembered: {:?}", fx.entries());
+    std::fs::remove_dir_all(&fx.root).unwrap();
+
+    // The same launcher compiled: a binary, not a script, and still not the interpreter it runs.
+    let fx = Fixture::new("compiled-shim");
+    let runs = projects_behind(&fx, |python, root| {
+        let source = root.join("launcher.rs");
+        let program = format!(
+            "use std::os::unix::process::CommandExt;\n\
+             fn main() {{\n\
+                 let versions = std::fs::read_to_string(\".tool-versions\").unwrap();\n\
+                 let version = versions.trim().trim_start_matches(\"python \");\n\
+                 let python = format!(\"{}/venv-{{version}}/bin/python3\");\n\
+                 panic!(\"{{}}\", std::process::Command::new(python).args(std::env::args_os().skip(1)).exec());\n\
+             }}\n",
+            s(root)
+        );
+        std::fs::write(&source, program).unwrap();
+        std::fs::remove_file(python).unwrap();
+        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+        let out = std::process::Command::new(rustc).arg(&source).arg("-o").arg(python).output().unwrap();
+        assert!(out.status.success(), "rustc: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    assert_eq!(runs, [1, 1, 1, 1], "python3 is asked every time behind the compiled launcher");
+    assert!(fx.entries().is_empty(), "nothing remembered: {:?}", fx.entries());
+    std::fs::remove_dir_all(&fx.root).unwrap();
+}
+
+#[test]
+fn python_sites_behind_pyenvs_shim_are_remembered_per_project() {
+    let fx = Fixture::new("pyenv");
+    let runs = projects_behind(&fx, |python, root| {
+        // pyenv's root: each project's venv as a pyenv version, and `pyenv exec` run by pyenv's
+        // own shim (as `pyenv rehash` writes it) picking the version from `.python-version`.
+        let pyenv_root = root.join("pyenv");
+        std::fs::create_dir_all(pyenv_root.join("versions")).unwrap();
+        for name in ["a", "b"] {
+            std::os::unix::fs::symlink(root.join(format!("venv-{name}")), pyenv_root.join("versions").join(name))
+                .unwrap();
+            std::fs::write(root.join(name).join(".python-version"), format!("{name}\n")).unwrap();
+        }
+        write_script(
+            &pyenv_root.join("libexec/pyenv"),
+            "#!/bin/sh\n# pyenv exec PROGRAM ARGS: the version of ./.python-version\nshift\nprogram=$1\nshift\n\
+             exec \"$PYENV_ROOT/versions/$(cat .python-version)/bin/$program\" \"$@\"\n",
+        );
+        std::fs::remove_file(python).unwrap();
+        let shim = format!(
+            "#!/usr/bin/env bash\nset -e\n[ -n \"$PYENV_DEBUG\" ] && set -x\n\nprogram=\"${{0##*/}}\"\n\n\
+             export PYENV_ROOT=\"{root}\"\nexec \"{root}/libexec/pyenv\" exec \"$program\" \"$@\"\n",
+            root = s(&pyenv_root)
+        );
+        write_script(python, &shim);
+    });
+    // Asked once per project, then each project's own answer is remembered.
+    assert_eq!(runs, [1, 1, 0, 0]);
+    assert_eq!(fx.entries().len(), 2, "{:?}", fx.entries());
     std::fs::remove_dir_all(&fx.root).unwrap();
 }

@@ -168,3 +168,50 @@ fn errors_name_the_next_step() {
         assert_fails(&shape, "hint: --input takes the arrays in parameter order");
     }
 }
+
+/// A pipe whose reader is already closed, as stdout for a command: `pjrt ... | head` where `head`
+/// has gone away before the first write, so every write fails with EPIPE (no race with a reader).
+fn closed_pipe() -> std::process::Stdio {
+    use std::os::fd::FromRawFd as _;
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors `pipe` writes; each is owned once below.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened by `pipe` and are owned by nothing else.
+    let (reader, writer) =
+        unsafe { (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1])) };
+    drop(reader);
+    writer.into()
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_command_quietly() {
+    let (program, input, out_dir) = two_replica_run("closed-stdout");
+    let plugin_runs = PLUGINS.iter().flat_map(|plugin| {
+        [
+            vec!["run", &program, "-i", &input, "-o", &out_dir, "--plugin", plugin],
+            vec!["info", "--plugin", plugin, "--json"],
+        ]
+    });
+    let inspect = "tests/data/formats/tanh_mul.portable-1.0.0.mlirbc";
+    for args in [vec!["inspect", inspect], vec!["inspect", inspect, "--json"], vec!["plugin", "list"]]
+        .into_iter()
+        .chain(plugin_runs)
+    {
+        let out = pjrt_configured(&args, |command| {
+            command.stdout(closed_pipe());
+        });
+        // Quiet, as ripgrep and other Rust tools end on a broken pipe: status 0, no message.
+        let text = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {:?}; stderr: {text}", out.status);
+        for noise in ["panicked", "Broken pipe", "error"] {
+            assert!(!text.contains(noise), "{args:?}: {noise:?} on stderr: {text}");
+        }
+    }
+    // Writing fails for another reason (a full disk): an error, not a panic and not silence.
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = pjrt_configured(&["inspect", inspect], |command| {
+        command.stdout(full);
+    });
+    assert_fails(&out, "writing to standard output failed");
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}

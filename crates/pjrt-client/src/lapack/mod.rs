@@ -250,7 +250,12 @@ fn openblas_from_the_plugin_cache() -> Result<PathBuf> {
     // The installer's progress lines are not shown: a library prints nothing; its error says what failed.
     pjrt_plugins::install(&pjrt_plugins::OPENBLAS, |_| ()).map_err(|e| Error::LapackUnavailable {
         reason: format!("scipy's OpenBLAS is not installed and installing it failed: {e}"),
-    })
+    })?;
+    // What loads exactly the bytes checked against the pin (its runtime libraries beside it are
+    // opened by name, which pjrt_plugins allows only in a folder no one else can change).
+    let verified = pjrt_plugins::verified_cached(&pjrt_plugins::OPENBLAS)
+        .map_err(|e| Error::LapackUnavailable { reason: format!("scipy's OpenBLAS: {e}") })?;
+    Ok(verified.load_path().to_path_buf())
 }
 
 /// Without the `plugins` feature there is no installer: the user names the library.

@@ -90,18 +90,33 @@ fn registry() -> &'static Mutex<Registry> {
 
 type GetPjrtApi = unsafe extern "C" fn() -> *const sys::PJRT_Api;
 
+/// Whether `path` is `/proc/self/fd/N`: a file this process holds open (Linux).
+fn is_open_file_path(path: &Path) -> bool {
+    let Ok(rest) = path.strip_prefix("/proc/self/fd") else { return false };
+    let mut components = rest.components();
+    matches!(
+        (components.next(), components.next()),
+        (Some(std::path::Component::Normal(n)), None) if n.to_str().is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    )
+}
+
 impl Plugin {
     /// Loads the plugin at `path` (a shared library exporting `GetPjrtApi`), checks its API
     /// version, and calls `PJRT_Plugin_Initialize` once.
     ///
     /// See the module docs: this runs the plugin's code.
     ///
+    /// A path `/proc/self/fd/N` (Linux) names a file this process holds open: it is loaded as
+    /// named, so the open file is what loads, whatever its name points to by then; [`Plugin::path`]
+    /// reports the file's name. That is what `pjrt_plugins` hands out for a plugin it checked
+    /// against its pin in a folder other users can change (`FoundPlugin::load_path`).
+    ///
     /// ```
     /// use pjrt_client::Plugin;
     ///
     /// // Finds a plugin (installing the default CPU plugin from PyPI if there is none).
     /// let found = pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?;
-    /// let plugin = Plugin::load(&found.path)?;
+    /// let plugin = Plugin::load(found.load_path())?;
     /// println!("{} speaks PJRT API {}", plugin.path().display(), plugin.api_version());
     /// assert_eq!(plugin.api_version().major, 0);
     /// assert!(plugin.has_function("PJRT_Client_Create"));
@@ -117,7 +132,12 @@ impl Plugin {
         if !path.exists() {
             return Err(load_err(LoadError::NotFound));
         }
-        let canonical = path.canonicalize().map_err(|e| Error::io(path, e))?;
+        // An open file (/proc/self/fd/N) is loaded through its descriptor, never by the name it
+        // resolves to: that name may have been given to another file since it was opened.
+        let through_descriptor = is_open_file_path(path);
+        let canonical = if through_descriptor { std::fs::read_link(path) } else { path.canonicalize() }
+            .map_err(|e| Error::io(path, e))?;
+        let open_as = if through_descriptor { path } else { canonical.as_path() };
         // Hold the lock across loading so two threads never initialise the same plugin twice.
         let mut plugins = registry().lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(plugin) = plugins.by_path.get(&canonical) {
@@ -125,7 +145,7 @@ impl Plugin {
         }
         // SAFETY: loading a library runs its initialisers; that is the documented contract of
         // this function (module docs, "Trust").
-        let library = unsafe { libloading::Library::new(&canonical) }.map_err(|e| load_err(LoadError::Open(e)))?;
+        let library = unsafe { libloading::Library::new(open_as) }.map_err(|e| load_err(LoadError::Open(e)))?;
         // SAFETY: `GetPjrtApi` is declared by the PJRT ABI as `const PJRT_Api* GetPjrtApi(void)`.
         let get_api: GetPjrtApi = unsafe {
             match library.get::<GetPjrtApi>(b"GetPjrtApi\0") {
@@ -361,4 +381,26 @@ fn read_attributes(api: &Api) -> Result<Vec<(String, Value)>> {
     // SAFETY: the plugin returned an array of `num_attributes` values that lives as long as the
     // plugin (observed: process lifetime); we copy it at once.
     Ok(unsafe { read_named_values(args.attributes, args.num_attributes) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_proc_self_fd_and_a_number_names_an_open_file() {
+        assert!(is_open_file_path(Path::new("/proc/self/fd/7")));
+        assert!(is_open_file_path(Path::new("/proc/self/fd/123")));
+        for other in [
+            "/proc/self/fd",
+            "/proc/self/fd/",
+            "/proc/self/fd/x",
+            "/proc/self/fd/7/lib.so",
+            "/proc/1/fd/7",
+            "proc/self/fd/7",
+            "/tmp/lib.so",
+        ] {
+            assert!(!is_open_file_path(Path::new(other)), "{other}");
+        }
+    }
 }

@@ -470,3 +470,28 @@ fn an_optimized_mlir_bytecode_program_falls_back_to_the_source_or_says_why_check
         .to_string()
         .contains("parameter 0 is f32[4]"));
 }
+
+/// `/proc/self/fd/N` (what pjrt_plugins hands out for a plugin it checked through that
+/// descriptor) loads the open file, not whatever its name points to by then; the plugin is
+/// named by the file's path.
+#[test]
+fn a_descriptor_path_loads_the_open_file_even_after_a_swap() {
+    use std::os::fd::AsRawFd;
+    let dir = scenario_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("descriptor.so");
+    std::fs::copy(fake_library(), &path).unwrap();
+    let checked = std::fs::File::open(&path).unwrap();
+    let load_path = PathBuf::from(format!("/proc/self/fd/{}", checked.as_raw_fd()));
+    // Swapped after the check: the name now holds something else.
+    let swap = dir.join("descriptor.so.swap");
+    std::fs::write(&swap, b"not a library").unwrap();
+    std::fs::rename(&swap, &path).unwrap();
+    assert!(matches!(Plugin::load(&path), Err(Error::Load { .. })), "the name now holds no library");
+    let plugin = Plugin::load(&load_path).unwrap();
+    assert!(plugin.path().starts_with(&dir), "named by its file: {}", plugin.path().display());
+    assert!(plugin.path().to_string_lossy().contains("descriptor.so"), "{}", plugin.path().display());
+    // The fake's default scenario (its sidecar is looked up beside the name it was loaded as).
+    assert_eq!(plugin.attribute("fake_scenario"), Some(&pjrt_client::Value::String("working".into())));
+    drop(checked);
+}

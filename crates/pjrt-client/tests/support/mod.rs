@@ -26,7 +26,7 @@ pub fn plugin(name: &str) -> Plugin {
     let path = {
         let _guard = install_lock().lock().unwrap_or_else(|p| p.into_inner());
         if let Ok(verified) = pjrt_plugins::verified_cached(known) {
-            verified
+            verified.load_path().to_path_buf()
         } else {
             pjrt_plugins::install(known, |line| eprintln!("{line}")).unwrap_or_else(|e| {
                 panic!(
@@ -34,7 +34,8 @@ pub fn plugin(name: &str) -> Plugin {
                      Install it by hand with `cargo run -p pjrt-cli -- plugin install {name}` \
                      (needs python3 with pip and access to PyPI)"
                 )
-            })
+            });
+            pjrt_plugins::verified_cached(known).unwrap().load_path().to_path_buf()
         }
     };
     Plugin::load(&path).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))

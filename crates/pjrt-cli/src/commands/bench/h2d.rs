@@ -1,6 +1,7 @@
 //! `pjrt bench h2d --params FILE`: uploading a safetensors file's tensors, the ways the library
 //! can, against a plain memcpy of the same bytes on the host.
 
+use crate::out::outln;
 use std::path::Path;
 use std::time::Instant;
 
@@ -160,8 +161,8 @@ pub fn params_bench(client: &Client, path: &Path, iters: usize) -> Result<Json, 
 }
 
 /// Prints a [`params_bench`] report as text.
-pub fn print_params_report(report: &Json) {
-    println!(
+pub fn print_params_report(report: &Json) -> Result<(), crate::out::StdoutError> {
+    outln!(
         "h2d --params {} on {} (PJRT {}): {} tensors, {:.1} MB ({} tensors, {:.1} MB 64-byte aligned)",
         report["file"].as_str().unwrap_or("?"),
         report["plugin"].as_str().unwrap_or("?"),
@@ -170,25 +171,26 @@ pub fn print_params_report(report: &Json) {
         report["bytes"].as_f64().unwrap_or(0.0) / 1e6,
         report["aligned_tensors"],
         report["aligned_bytes"].as_f64().unwrap_or(0.0) / 1e6,
-    );
+    )?;
     for variant in ["memcpy", "copy", "overlapped_copy", "upload_safetensors", "open_and_upload"] {
         let v = &report[variant];
         if v.is_null() {
             continue;
         }
         let ratio = v["over_memcpy"].as_f64().map(|r| format!("  {r:.2}x memcpy")).unwrap_or_default();
-        println!(
+        outln!(
             "  {variant:<19} median {:>9.2} ms  min {:>9.2} ms  {:>8.2} GB/s{ratio}",
             v["median_ms"].as_f64().unwrap_or(0.0),
             v["min_ms"].as_f64().unwrap_or(0.0),
             v["gbps"].as_f64().unwrap_or(0.0),
-        );
+        )?;
     }
     if report["aligned_tensors"].as_u64().unwrap_or(0) > 0 {
-        println!(
+        outln!(
             "  (upload_safetensors reads the {} aligned tensors in place from the bytes read at open: its \
              time is that of the calls, no bytes move; open_and_upload adds reading the file)",
             report["aligned_tensors"]
-        );
+        )?;
     }
+    Ok(())
 }

@@ -14,6 +14,7 @@ use pjrt_client::{
 use serde_json::{json, Value as Json};
 
 use crate::cli::{BenchArgs, BenchWhat, PluginArg};
+use crate::out::outln;
 use crate::plugins::resolve_plugin;
 
 mod h2d;
@@ -209,9 +210,9 @@ pub fn exec(args: &BenchArgs) -> Result<(), crate::error::Error> {
         plot_report(path, &report, &series)?;
     }
     if args.json {
-        println!("{report}");
+        outln!("{report}")?;
     } else {
-        print_report(&report);
+        print_report(&report)?;
     }
     Ok(())
 }
@@ -343,64 +344,65 @@ pub fn measure(args: &BenchArgs, plugin: &Plugin) -> Result<(Json, Vec<Samples>)
 }
 
 /// Prints a report as text.
-pub fn print_report(report: &Json) {
+pub fn print_report(report: &Json) -> Result<(), crate::out::StdoutError> {
     if report["benchmark"] == "h2d-params" {
         return h2d::print_params_report(report);
     }
     if report["benchmark"] == "serve" {
-        println!(
+        outln!(
             "{} at {}, model {} ({} bytes per request)",
             report["label"].as_str().unwrap_or("?"),
             report["url"].as_str().unwrap_or("?"),
             report["model"].as_str().unwrap_or("?"),
             report["request_bytes"]
-        );
+        )?;
         for level in report["levels"].as_array().into_iter().flatten() {
-            println!(
+            outln!(
                 "  concurrency {:>3}: {:>9.1} requests/s  p50 {:>8.3} ms  p99 {:>8.3} ms",
                 level["concurrency"],
                 level["throughput_rps"].as_f64().unwrap_or(0.0),
                 level["p50_ms"].as_f64().unwrap_or(0.0),
                 level["p99_ms"].as_f64().unwrap_or(0.0)
-            );
+            )?;
         }
-        return;
+        return Ok(());
     }
     let name = report["benchmark"].as_str().unwrap_or("?");
-    println!(
+    outln!(
         "{name} on {} (PJRT {})",
         report["plugin"].as_str().unwrap_or("?"),
         report["api_version"].as_str().unwrap_or("?")
-    );
+    )?;
     for variant in ["safe", "raw"] {
         let v = &report[variant];
         if v.is_null() {
             continue;
         }
         let gbps = v["gbps"].as_f64().map(|g| format!("  {g:.2} GB/s")).unwrap_or_default();
-        println!(
+        outln!(
             "  {variant:<5} median {:>10.2} us  p10 {:>10.2}  p90 {:>10.2}  p99 {:>10.2}  min {:>10.2}{gbps}",
             v["median_us"].as_f64().unwrap_or(0.0),
             v["p10_us"].as_f64().unwrap_or(0.0),
             v["p90_us"].as_f64().unwrap_or(0.0),
             v["p99_us"].as_f64().unwrap_or(0.0),
             v["min_us"].as_f64().unwrap_or(0.0)
-        );
+        )?;
     }
     for row in report["rows"].as_array().into_iter().flatten() {
         let in_flight = row["in_flight"].as_u64().map(|n| format!(", {n:>2} in flight")).unwrap_or_default();
-        println!(
+        outln!(
             "  {:>3} threads{in_flight}: {:>10.0} executions/s",
             row["threads"],
             row["executions_per_s"].as_f64().unwrap_or(0.0)
-        );
+        )?;
     }
-    run::print_extra(report);
+    run::print_extra(report)?;
     if let Some(ratio) = report["safe_over_raw"].as_f64() {
         let spread = match (report["safe_over_raw_min"].as_f64(), report["safe_over_raw_max"].as_f64()) {
             (Some(lo), Some(hi)) => format!(" (median of {} rounds; min {lo:.3}, max {hi:.3})", report["rounds_run"]),
             _ => String::new(),
         };
-        println!("  safe / raw (medians): {ratio:.3}{spread}");
+        outln!("  safe / raw (medians): {ratio:.3}{spread}")?;
     }
+    Ok(())
 }

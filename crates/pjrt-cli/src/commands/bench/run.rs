@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use std::time::Instant;
 
 use crate::error::Error;
+use crate::out::outln;
 use pjrt_client::sys::{self, Args as _};
 use pjrt_client::{Buffer, Client, DownloadOptions, ExecuteOptions, LoadedExecutable, Placement};
 use serde_json::{json, Value as Json};
@@ -205,18 +206,19 @@ pub(super) fn run_bench(args: &BenchRunArgs, plugin_name: Option<&str>) -> Resul
 }
 
 /// The text lines only `pjrt bench run` reports.
-pub(super) fn print_extra(report: &Json) {
+pub(super) fn print_extra(report: &Json) -> Result<(), crate::out::StdoutError> {
     if let Some(ms) = report["first_result_ms"].as_f64() {
-        println!("  first result after {ms:.1} ms ({} compile)", report["cache"].as_str().unwrap_or("?"));
+        outln!("  first result after {ms:.1} ms ({} compile)", report["cache"].as_str().unwrap_or("?"))?;
     }
     if let (Some(sequential), Some(overlapped)) =
         (report["sequential_calls_per_s"].as_f64(), report["in_flight_calls_per_s"].as_f64())
     {
-        println!(
+        outln!(
             "  throughput: {sequential:.0} calls/s one at a time, {overlapped:.0} calls/s with {} in flight",
             report["in_flight"]
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// One execution through the raw C API on the safe side's executable and device buffers:

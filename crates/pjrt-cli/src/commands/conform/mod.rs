@@ -17,6 +17,7 @@ mod checks;
 mod report;
 
 use crate::cli::{ConformArgs, PluginArg};
+use crate::out::outln;
 use crate::plugins::{plugin_is_cuda, resolve_plugin};
 use checks::{
     buffer_checks, buffer_ext_checks, client_checks, client_ext_checks, compile_checks, compile_options_checks,
@@ -117,19 +118,19 @@ fn plugin_json(plugin: &Plugin, client: Option<&Client>) -> Json {
 }
 /// `pjrt conform`: checks the plugin named (or diffs two reports) and prints the result as
 /// `args.json` asks. Fails when a check failed.
-pub fn exec(args: &ConformArgs) -> Result<(), Error> {
+pub fn exec(args: &ConformArgs) -> Result<(), crate::error::Error> {
     let to_stdout = args.json.as_deref().is_some_and(|p| p == Path::new("-"));
     if let Some(files) = &args.diff {
         let (a, b) = (read_report(&files[0])?, read_report(&files[1])?);
         match args.json.as_deref() {
-            Some(_) if to_stdout => println!("{}", diff_json(&a, &b)),
+            Some(_) if to_stdout => outln!("{}", diff_json(&a, &b))?,
             Some(file) => {
                 let text = format!("{:#}\n", diff_json(&a, &b));
                 std::fs::write(file, text).map_err(|e| Error::Io { path: file.to_path_buf(), source: e })?;
-                diff(&a, &b);
+                diff(&a, &b)?;
             }
             None => {
-                diff(&a, &b);
+                diff(&a, &b)?;
             }
         }
         return Ok(());
@@ -141,7 +142,8 @@ pub fn exec(args: &ConformArgs) -> Result<(), Error> {
             return Err(Error::InvalidArgument(format!(
                 "`--json {name}` would write the report to a file named `{name}` and check the default plugin; \
                  write `pjrt conform {name} --json` to print the JSON, or `pjrt conform {name} --json FILE`"
-            )));
+            ))
+            .into());
         }
     }
     let plugin = resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?;
@@ -151,15 +153,16 @@ pub fn exec(args: &ConformArgs) -> Result<(), Error> {
         std::fs::write(file, format!("{json:#}\n")).map_err(|e| Error::Io { path: file.to_path_buf(), source: e })?;
     }
     if to_stdout {
-        println!("{json}");
+        outln!("{json}")?;
     } else {
-        print_text(&json);
+        print_text(&json)?;
     }
     if report.failures() > 0 {
         return Err(Error::InvalidArgument(format!(
             "{} conformance checks failed; the report lists them (status \"fail\")",
             report.failures()
-        )));
+        ))
+        .into());
     }
     Ok(())
 }

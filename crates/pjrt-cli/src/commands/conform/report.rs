@@ -1,6 +1,7 @@
 //! The report of `pjrt conform`: each check's status (pass, fail, unsupported) and detail, as JSON
 //! and as text, and the difference between two reports.
 
+use crate::out::outln;
 use std::path::Path;
 
 use pjrt_client::{Error, ErrorCode};
@@ -81,14 +82,14 @@ pub fn report_json(plugin: Json, report: &Report) -> Json {
     json!({ "plugin": plugin, "checks": checks })
 }
 /// Prints a report for people.
-pub fn print_text(json: &Json) {
+pub fn print_text(json: &Json) -> Result<(), crate::out::StdoutError> {
     let plugin = &json["plugin"];
-    println!(
+    outln!(
         "conformance of {} (PJRT {}, platform {})",
         plugin["path"].as_str().unwrap_or("?"),
         plugin["api_version"].as_str().unwrap_or("?"),
         plugin["platform"].as_str().unwrap_or("?")
-    );
+    )?;
     let mut counts = [0usize; 3];
     for c in json["checks"].as_array().into_iter().flatten() {
         let status = c["status"].as_str().unwrap_or("?");
@@ -108,18 +109,19 @@ pub fn print_text(json: &Json) {
         };
         let detail = c["detail"].as_str().unwrap_or("");
         let detail: String = detail.chars().take(100).collect();
-        println!("  {mark}  {:<45} {detail}", c["name"].as_str().unwrap_or(""));
+        outln!("  {mark}  {:<45} {detail}", c["name"].as_str().unwrap_or(""))?;
     }
-    println!(
+    outln!(
         "{} checks: {} passed, {} failed, {} unsupported",
         counts.iter().sum::<usize>(),
         counts[0],
         counts[1],
         counts[2]
-    );
+    )?;
+    Ok(())
 }
 /// Compares two reports: prints the checks whose status differs. Returns the number of them.
-pub fn diff(a: &Json, b: &Json) -> usize {
+pub fn diff(a: &Json, b: &Json) -> Result<usize, crate::out::StdoutError> {
     let status = |r: &Json| -> std::collections::BTreeMap<String, String> {
         r["checks"]
             .as_array()
@@ -129,13 +131,13 @@ pub fn diff(a: &Json, b: &Json) -> usize {
             .collect()
     };
     let (sa, sb) = (status(a), status(b));
-    println!(
+    outln!(
         "A: {} (PJRT {})\nB: {} (PJRT {})",
         a["plugin"]["path"].as_str().unwrap_or("?"),
         a["plugin"]["api_version"].as_str().unwrap_or("?"),
         b["plugin"]["path"].as_str().unwrap_or("?"),
         b["plugin"]["api_version"].as_str().unwrap_or("?")
-    );
+    )?;
     let mut names: Vec<&String> = sa.keys().chain(sb.keys()).collect();
     names.sort();
     names.dedup();
@@ -144,11 +146,11 @@ pub fn diff(a: &Json, b: &Json) -> usize {
         let (x, y) = (sa.get(name).map(String::as_str).unwrap_or("-"), sb.get(name).map(String::as_str).unwrap_or("-"));
         if x != y {
             differences += 1;
-            println!("  {name:<45} {x:<12} -> {y}");
+            outln!("  {name:<45} {x:<12} -> {y}")?;
         }
     }
-    println!("{differences} checks differ");
-    differences
+    outln!("{differences} checks differ")?;
+    Ok(differences)
 }
 /// The checks whose status differs between two reports, as JSON: `{"a": plugin, "b": plugin,
 /// "differences": [{"name", "a", "b"}]}`, where `a` and `b` are the reports' `plugin` objects and

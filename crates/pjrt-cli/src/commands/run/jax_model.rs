@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
+use crate::out::outln;
 use pjrt_client::{ExecuteOptions, HostArray, Program};
 use pjrt_formats::jax_export::{InputShape, JaxExport};
 use pjrt_formats::npy::NpyArray;
@@ -179,7 +180,7 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
         let preview = preview(array, dtype == "bf16");
         if !args.json {
             let shape: Vec<String> = array.dims.iter().map(|d| d.to_string()).collect();
-            println!("out{i}: {dtype}[{}] = {preview}  -> {}", shape.join(","), file.display());
+            outln!("out{i}: {dtype}[{}] = {preview}  -> {}", shape.join(","), file.display())?;
         }
         report.push(json!({ "index": i, "file": file, "dtype": dtype, "element_type": dtype,
                             "npy_dtype": array.dtype.descr(), "stored_as": stored.get(i).copied().unwrap_or(array.dtype.name()),
@@ -190,7 +191,7 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
         let report = json!({ "program": args.program, "plugin": plugin.path(), "platform": platform,
                              "devices": devices, "outputs": report,
                              "model": model_summary(model, model.is_polymorphic().then_some(&shapes[..])) });
-        println!("{report}");
+        outln!("{report}")?;
     }
     Ok(())
 }

@@ -17,6 +17,7 @@ use pjrt_client::{ExecuteOptions, Placement};
 use pjrt_formats::BufferExt as _;
 
 use crate::error::Error;
+use crate::out::outln;
 use serde_json::json;
 
 use self::inputs::{gather_inputs, Inputs};
@@ -308,13 +309,13 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
             "timings_ms": { "compile": compile_ms, "load": load_ms, "transfer": transfer_ms, "execute": execute_ms,
                             "total": started.elapsed().as_secs_f64() * 1e3 },
         });
-        println!("{report}");
+        outln!("{report}")?;
     } else {
         if let Some(j) = &job {
-            println!("process {}/{} of job {} (all joined in {:.0} ms)", j.process, j.count, j.id, j.rendezvous_ms);
+            outln!("process {}/{} of job {} (all joined in {:.0} ms)", j.process, j.count, j.id, j.rendezvous_ms)?;
         }
-        print_summary(&outputs, device_outputs.len() > 1);
-        println!("{}", cache_line(compiled.cache, compile_ms, load_ms, matches!(program, ProgramSource::Artifact(_))));
+        print_summary(&outputs, device_outputs.len() > 1)?;
+        outln!("{}", cache_line(compiled.cache, compile_ms, load_ms, matches!(program, ProgramSource::Artifact(_))))?;
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ use pjrt_formats::safetensors::{self, TensorView};
 use pjrt_formats::{dtype_of, element_type_of};
 
 use crate::error::Error;
+use crate::out::outln;
 use serde_json::Value as Json;
 
 use crate::cli::OutputFormat;
@@ -168,7 +169,7 @@ pub fn commit_all(staged: Vec<StagedFile>) -> Result<(), Error> {
 
 /// The text summary of `pjrt run`: one line per output (`rows` as in its `--json` report), each
 /// prefixed with its device when there are several (`per_device`).
-pub(crate) fn print_summary(rows: &[Json], per_device: bool) {
+pub(crate) fn print_summary(rows: &[Json], per_device: bool) -> Result<(), crate::out::StdoutError> {
     for o in rows {
         let shape: Vec<String> = o["shape"].as_array().into_iter().flatten().map(|d| d.to_string()).collect();
         let element_type = o["element_type"].as_str().unwrap_or("");
@@ -181,7 +182,7 @@ pub(crate) fn print_summary(rows: &[Json], per_device: bool) {
                 format!(" (as {stored}{codes})")
             })
             .unwrap_or_default();
-        println!(
+        outln!(
             "{}{}: {}[{}] = {}  -> {}{}{widened}",
             if per_device { format!("device{} ", o["device"]) } else { String::new() },
             format_args!("out{}", o["index"]),
@@ -190,8 +191,9 @@ pub(crate) fn print_summary(rows: &[Json], per_device: bool) {
             o["preview"].as_str().unwrap_or(""),
             Path::new(o["file"].as_str().unwrap_or("")).display(),
             o["tensor"].as_str().map(|t| format!(":{t}")).unwrap_or_default()
-        );
+        )?;
     }
+    Ok(())
 }
 
 /// What the compile cache did, in one line: `compile cache: hit (loaded in 21.1 ms)`.
