@@ -270,15 +270,7 @@ impl<'a> Decoder<'a> {
         if width == 1 {
             return Ok(Attr::Bool(raw & 1 == 1));
         }
-        let value = if width >= 64 {
-            raw as i64
-        } else if signed {
-            let shift = 64 - width;
-            ((raw << shift) as i64) >> shift
-        } else {
-            (raw & ((1u64 << width) - 1)) as i64
-        };
-        Ok(Attr::Integer { value, ty: ty.clone() })
+        Ok(Attr::Integer { value: crate::ir::int_of_width(raw, width, signed), ty: ty.clone() })
     }
 
     fn float_value(c: &mut Cursor<'a>, ty: &Type) -> Result<Attr> {

@@ -604,6 +604,19 @@ impl Module {
     }
 }
 
+/// The value of an integer of `width` bits held in the low bits of `raw`: sign-extended from
+/// its own width when `signed`, else masked to it.
+pub(crate) fn int_of_width(raw: u64, width: u32, signed: bool) -> i64 {
+    if width >= 64 {
+        raw as i64
+    } else if signed {
+        let shift = 64 - width;
+        ((raw << shift) as i64) >> shift
+    } else {
+        (raw & ((1u64 << width) - 1)) as i64
+    }
+}
+
 /// Bits and signedness of an integer type (`index` is 64 signed bits).
 pub(crate) fn int_width(ty: &Type) -> Option<(u32, bool)> {
     Some(match ty {

@@ -57,15 +57,7 @@ fn dense_ints(a: &Attr) -> Option<Vec<i64>> {
             let mut raw = [0u8; 8];
             let bytes = d.element(i)?;
             raw[..bytes.len()].copy_from_slice(bytes);
-            let raw = u64::from_le_bytes(raw);
-            Some(if width >= 64 {
-                raw as i64
-            } else if signed {
-                let shift = 64 - width;
-                ((raw << shift) as i64) >> shift
-            } else {
-                (raw & ((1u64 << width) - 1)) as i64
-            })
+            Some(crate::ir::int_of_width(u64::from_le_bytes(raw), width, signed))
         })
         .collect()
 }
