@@ -8,6 +8,7 @@ use std::time::Instant;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
 use crate::batching::Pending;
+use crate::budget::Reservation;
 
 use crate::error::ServeError;
 use crate::model::ServedModel;
@@ -45,6 +46,30 @@ pub(crate) fn find_model(shared: &Shared, name: &str, version: Option<&str>) -> 
         }
     }
     Ok(Found { model: entry.model.clone(), queue: entry.queue.clone(), batcher: entry.batcher.clone() })
+}
+
+/// Decodes a request off the async threads: `decode` is handed the check each declared input
+/// passes before its data is decoded (its name, datatype and shape against the model's, then
+/// its bytes taken from the server's budget). Whatever `decode` owns (the body) is dropped when
+/// it returns, and the body's share of the budget is released then.
+pub(crate) async fn decode_off_runtime<T: Send + 'static>(
+    model: &Arc<ServedModel>,
+    reservation: &Arc<Reservation>,
+    decode: impl FnOnce(&mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>) -> Result<T, ServeError>
+        + Send
+        + 'static,
+) -> Result<T, ServeError> {
+    let (model, reservation) = (model.clone(), reservation.clone());
+    tokio::task::spawn_blocking(move || {
+        let decoded = decode(&mut |input| {
+            check_declared(&model, input)?;
+            reservation.take(input.bytes, &format!("input {:?}", input.name))
+        });
+        reservation.release_body();
+        decoded
+    })
+    .await
+    .map_err(|e| ServeError::Internal(format!("the decoding task failed: {e}")))?
 }
 
 /// Checks an input a request declares against the model's, before its data is decoded: the

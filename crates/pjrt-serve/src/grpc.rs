@@ -579,18 +579,12 @@ async fn model_infer(
     let model = found.model.clone();
     let result = async {
         let permit = dispatch::admit(&shared, &model, found.queue.clone())?;
-        let (decoding, taking) = (model.clone(), reservation.clone());
-        let request = tokio::task::spawn_blocking(move || {
-            let decoded = wire::infer_request(call, &mut |input| {
-                dispatch::check_declared(&decoding, input)?;
-                taking.take(input.bytes, &format!("input {:?}", input.name))
-            });
+        let request = dispatch::decode_off_runtime(&model, &reservation, move |check| {
+            let decoded = wire::infer_request(call, check);
             drop(message);
-            taking.release_body();
             decoded
         })
-        .await
-        .map_err(|e| ServeError::Internal(format!("the decoding task failed: {e}")))??;
+        .await?;
         let id = request.id.clone().unwrap_or_default();
         let outputs = dispatch::run(&shared, &found, permit, request, arrived).await?;
         Ok::<_, ServeError>((id, outputs))

@@ -237,18 +237,9 @@ async fn run_infer(
     let bytes = budget::read_all(&mut body, declared).await?;
     *read = true;
     drop(body);
-    let (decoding, taking) = (model.clone(), reservation.clone());
-    let request = tokio::task::spawn_blocking(move || {
-        let decoded = decode_checked(&bytes, json_length, &mut |input| {
-            dispatch::check_declared(&decoding, input)?;
-            taking.take(input.bytes, &format!("input {:?}", input.name))
-        });
-        drop(bytes);
-        taking.release_body();
-        decoded
-    })
-    .await
-    .map_err(|e| ServeError::Internal(format!("the decoding task failed: {e}")))??;
+    let request =
+        dispatch::decode_off_runtime(model, &reservation, move |check| decode_checked(&bytes, json_length, check))
+            .await?;
     let id = request.id.clone();
     let outputs = dispatch::run(shared, found, permit, request, arrived).await?;
     let (body, header_length) = encode_infer_response(model.name(), model.version(), id.as_deref(), &outputs);
