@@ -32,8 +32,10 @@ use num_complex::Complex;
 
 pub mod kernels;
 mod routines;
+mod targets;
 
 pub use routines::*;
+pub use targets::{family_of, FAMILIES, TARGETS};
 
 /// What went wrong loading a LAPACK library.
 #[derive(Debug, thiserror::Error)]

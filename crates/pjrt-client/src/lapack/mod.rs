@@ -73,79 +73,8 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::ffi::{self, FfiError, Handler};
 
-/// The routine families, in `_CPU_FFI_KERNELS` order, as (real name, complex name).
-const FAMILIES: [(&str, &str); 12] = [
-    ("potrf", "potrf"),
-    ("geqrf", "geqrf"),
-    ("orgqr", "ungqr"),
-    ("syevd", "heevd"),
-    ("geev", "geev"),
-    ("gesdd", "gesdd"),
-    ("getrf", "getrf"),
-    ("sytrd", "hetrd"),
-    ("gehrd", "gehrd"),
-    ("gees", "gees"),
-    ("trsm", "trsm"),
-    ("gtsv", "gtsv"),
-];
-
-/// The 48 custom-call targets JAX guarantees stable on CPU (`_CPU_FFI_KERNELS` of
-/// `jax/_src/export/_export.py`), each handled here.
-///
-/// ```
-/// assert_eq!(pjrt_client::lapack::TARGETS.len(), 48);
-/// assert!(pjrt_client::lapack::TARGETS.contains(&"lapack_zheevd_ffi"));
-/// ```
-pub const TARGETS: [&str; 48] = [
-    "lapack_spotrf_ffi",
-    "lapack_dpotrf_ffi",
-    "lapack_cpotrf_ffi",
-    "lapack_zpotrf_ffi",
-    "lapack_sgeqrf_ffi",
-    "lapack_dgeqrf_ffi",
-    "lapack_cgeqrf_ffi",
-    "lapack_zgeqrf_ffi",
-    "lapack_sorgqr_ffi",
-    "lapack_dorgqr_ffi",
-    "lapack_cungqr_ffi",
-    "lapack_zungqr_ffi",
-    "lapack_ssyevd_ffi",
-    "lapack_dsyevd_ffi",
-    "lapack_cheevd_ffi",
-    "lapack_zheevd_ffi",
-    "lapack_sgeev_ffi",
-    "lapack_dgeev_ffi",
-    "lapack_cgeev_ffi",
-    "lapack_zgeev_ffi",
-    "lapack_sgesdd_ffi",
-    "lapack_dgesdd_ffi",
-    "lapack_cgesdd_ffi",
-    "lapack_zgesdd_ffi",
-    "lapack_sgetrf_ffi",
-    "lapack_dgetrf_ffi",
-    "lapack_cgetrf_ffi",
-    "lapack_zgetrf_ffi",
-    "lapack_ssytrd_ffi",
-    "lapack_dsytrd_ffi",
-    "lapack_chetrd_ffi",
-    "lapack_zhetrd_ffi",
-    "lapack_sgehrd_ffi",
-    "lapack_dgehrd_ffi",
-    "lapack_cgehrd_ffi",
-    "lapack_zgehrd_ffi",
-    "lapack_sgees_ffi",
-    "lapack_dgees_ffi",
-    "lapack_cgees_ffi",
-    "lapack_zgees_ffi",
-    "lapack_strsm_ffi",
-    "lapack_dtrsm_ffi",
-    "lapack_ctrsm_ffi",
-    "lapack_ztrsm_ffi",
-    "lapack_sgtsv_ffi",
-    "lapack_dgtsv_ffi",
-    "lapack_cgtsv_ffi",
-    "lapack_zgtsv_ffi",
-];
+use pjrt_lapack::FAMILIES;
+pub use pjrt_lapack::TARGETS;
 
 /// JAX's GPU targets for the same functions (`_GPU_FFI_KERNELS`) and its GPU random-bits
 /// kernels: refused by name on a CPU plugin.
@@ -266,7 +195,7 @@ fn openblas_from_the_plugin_cache() -> Result<PathBuf> {
 /// The targets of [`TARGETS`] that `bytes` (MLIR text or bytecode, or a serialized executable)
 /// names, each once, in [`TARGETS`] order; and the first refused name, if any.
 fn scan(bytes: &[u8]) -> (Vec<&'static str>, Option<(String, &'static str)>) {
-    let mut found = [false; 48];
+    let mut found = [false; TARGETS.len()];
     let mut refused = None;
     let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let mut i = 0;
@@ -363,13 +292,13 @@ pub fn register(client: &Client, target: &str) -> Result<()> {
 
 /// The handler of `TARGETS[index]`, made once for the process.
 fn handler(index: usize) -> Result<&'static Handler> {
-    static HANDLERS: [OnceLock<Handler>; 48] = [const { OnceLock::new() }; 48];
+    static HANDLERS: [OnceLock<Handler>; TARGETS.len()] = [const { OnceLock::new() }; TARGETS.len()];
     if let Some(h) = HANDLERS[index].get() {
         return Ok(h);
     }
     let lapack = library()?;
     let target = TARGETS[index];
-    let (prefix, family) = (target.as_bytes()[7] as char, FAMILIES[index / 4].0);
+    let (family, prefix) = pjrt_lapack::family_of(index).expect("an index of TARGETS");
     Ok(HANDLERS[index].get_or_init(|| make_handler(family, prefix, target, lapack)))
 }
 
@@ -450,16 +379,6 @@ pub(crate) fn kernel_error(e: pjrt_lapack::KernelError) -> FfiError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn targets_follow_families() {
-        for (i, target) in TARGETS.iter().enumerate() {
-            let (real, complex) = FAMILIES[i / 4];
-            let p = ['s', 'd', 'c', 'z'][i % 4];
-            let routine = if i % 4 < 2 { real } else { complex };
-            assert_eq!(*target, format!("lapack_{p}{routine}_ffi"));
-        }
-    }
 
     #[test]
     fn scan_finds_names_at_boundaries() {
