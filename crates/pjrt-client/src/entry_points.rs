@@ -5,6 +5,7 @@
 //! compiles probe programs itself (through the executable layer's unhooked calls), so the
 //! executable layer never names the layers above it.
 
+use crate::client::builtins;
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
 use crate::error::Result;
@@ -37,7 +38,7 @@ impl Client {
     /// ```
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
         register_builtin_handlers(self, program.code())?;
-        self.compile_program(program, options)
+        self.compile_program(program, options).map_err(|e| builtins::explain_failure(self, program.code(), e))
     }
 
     /// Loads an executable serialized by [`LoadedExecutable::serialize`] or
@@ -57,7 +58,7 @@ impl Client {
     /// ```
     pub fn deserialize_and_load(&self, serialized: &[u8]) -> Result<LoadedExecutable> {
         register_builtin_handlers(self, serialized)?;
-        self.load_serialized(serialized)
+        self.load_serialized(serialized).map_err(|e| builtins::explain_failure(self, serialized, e))
     }
 
     /// Like [`Client::deserialize_and_load`], optionally replacing the compile options stored in
@@ -84,14 +85,15 @@ impl Client {
     ) -> Result<LoadedExecutable> {
         register_builtin_handlers(self, serialized)?;
         self.load_serialized_with(serialized, overrides, load_options)
+            .map_err(|e| builtins::explain_failure(self, serialized, e))
     }
 }
 
-/// Registers the built-in handlers `bytes` calls (none without the `lapack` feature).
+/// Registers the built-in handlers `bytes` calls: the providers of the client and the process
+/// prepare it ([`crate::ffi::BuiltinProvider`]); with the `lapack` feature, this crate's own
+/// provider of JAX's LAPACK handlers is installed for the process first.
 fn register_builtin_handlers(client: &Client, bytes: &[u8]) -> Result<()> {
     #[cfg(feature = "lapack")]
-    crate::lapack::prepare(client, bytes)?;
-    #[cfg(not(feature = "lapack"))]
-    let _ = (client, bytes);
-    Ok(())
+    crate::lapack::install_provider();
+    builtins::prepare(client, bytes)
 }

@@ -297,6 +297,24 @@ pub enum Error {
         /// What failed.
         reason: String,
     },
+    /// A program calls a custom call whose handler comes from a provider of built-in handlers
+    /// ([`crate::ffi::BuiltinProvider`]) that is not installed, and the plugin refused it: JAX's
+    /// LAPACK kernels (`lapack_*_ffi` on a CPU plugin), whose provider is the crate pjrt-lapack
+    /// (its `client` feature). `line` installs it.
+    #[error(
+        "the program calls `{target}`, {what}, whose handler comes from a provider of built-in handlers that is not \
+         installed: add `{line}` before compiling (the plugin said: {plugin_error})"
+    )]
+    MissingBuiltinProvider {
+        /// The custom-call target.
+        target: String,
+        /// What it is.
+        what: &'static str,
+        /// The line of Rust that installs the provider for the process.
+        line: &'static str,
+        /// The plugin's refusal.
+        plugin_error: Box<Error>,
+    },
     /// A program calls a custom call this crate refuses for the plugin: a GPU kernel of JAX on
     /// a CPU plugin, a LAPACK kernel of jaxlib from before its FFI form, or one that JAX does not
     /// guarantee stable.

@@ -252,10 +252,35 @@ fn refusal(name: &[u8]) -> Option<&'static str> {
     None
 }
 
+/// The provider of these handlers ([`ffi::BuiltinProvider`]), named `pjrt-lapack`.
+struct Provider;
+
+impl ffi::BuiltinProvider for Provider {
+    fn name(&self) -> &str {
+        "pjrt-lapack"
+    }
+
+    fn provides(&self, target: &str) -> bool {
+        TARGETS.contains(&target)
+    }
+
+    fn prepare(&self, client: &Client, code: &[u8]) -> Result<()> {
+        prepare(client, code)
+    }
+}
+
+/// Installs the [`Provider`] for the process, once.
+pub(crate) fn install_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        ffi::add_provider(std::sync::Arc::new(Provider));
+    });
+}
+
 /// Registers the built-in handler of every target `bytes` names on the client's plugin (CPU
 /// plugins only; nothing when [`set_enabled`]`(false)`), and refuses the names of
 /// [`Error::UnsupportedCustomCall`].
-pub(crate) fn prepare(client: &Client, bytes: &[u8]) -> Result<()> {
+fn prepare(client: &Client, bytes: &[u8]) -> Result<()> {
     if !is_enabled() || client.platform_name() != "cpu" {
         return Ok(());
     }

@@ -31,6 +31,7 @@ const LAYERS: &[&str] = &[
 /// Files that may use their parent's file: a child object naming its parent type.
 const CHILD_NAMES_PARENT: &[(&str, &str, &str)] = &[
     ("call::named_value", "call", "named values are read and written through the checked call"),
+    ("client::builtins", "client", "a provider of built-in handlers prepares programs for a Client"),
     ("client::device", "client", "a Device and a Memory belong to a Client"),
     ("client::device_stats", "client", "memory stats are read through the Client's devices"),
     ("client::process", "client", "process state is told to a Client"),
