@@ -1,9 +1,7 @@
 //! The public ways a program reaches a plugin — [`Client::compile`],
 //! [`Client::deserialize_and_load`] and [`Client::deserialize_and_load_with`] — which first
-//! register the built-in handlers the program calls ([`crate::lapack`], on CPU plugins, with the
-//! default `lapack` feature). They live above `ffi` and `lapack` because registering a handler
-//! compiles probe programs itself (through the executable layer's unhooked calls), so the
-//! executable layer never names the layers above it.
+//! let the providers of built-in handlers register what the program calls
+//! ([`crate::ffi::BuiltinProvider`]).
 
 use crate::client::builtins;
 use crate::client::Client;
@@ -17,9 +15,9 @@ impl Client {
     /// Compiles `program` for this client's devices.
     ///
     /// The options are validated first: nothing that makes a plugin abort (no replicas, no
-    /// partitions, more devices than the client has, unknown device ids) reaches it. On a CPU
-    /// plugin, the handlers of JAX's LAPACK custom calls the program names are registered first
-    /// ([`crate::lapack`]).
+    /// partitions, more devices than the client has, unknown device ids) reaches it. The
+    /// providers of built-in handlers of the client and the process register the handlers the
+    /// program calls first ([`crate::ffi::BuiltinProvider`]).
     ///
     /// ```
     /// use pjrt_client::{CompileOptions, ElementType, Program};
@@ -90,10 +88,7 @@ impl Client {
 }
 
 /// Registers the built-in handlers `bytes` calls: the providers of the client and the process
-/// prepare it ([`crate::ffi::BuiltinProvider`]); with the `lapack` feature, this crate's own
-/// provider of JAX's LAPACK handlers is installed for the process first.
+/// prepare it ([`crate::ffi::BuiltinProvider`]).
 fn register_builtin_handlers(client: &Client, bytes: &[u8]) -> Result<()> {
-    #[cfg(feature = "lapack")]
-    crate::lapack::install_provider();
     builtins::prepare(client, bytes)
 }

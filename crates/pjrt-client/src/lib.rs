@@ -137,8 +137,6 @@ mod topology;
 pub mod sharding;
 pub mod extensions;
 pub mod ffi;
-#[cfg(feature = "lapack")]
-pub mod lapack;
 mod entry_points;
 
 pub use buffer::aligned::{AlignedHostBuffer, SharedBytes, SharedHostBytes, HOST_ALIGNMENT};

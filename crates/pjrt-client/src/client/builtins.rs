@@ -113,7 +113,7 @@ pub fn add_provider(provider: Arc<dyn BuiltinProvider>) -> bool {
 /// The names of the providers installed for the process ([`add_provider`]), in order.
 ///
 /// ```
-/// // None before the first compile (with the `lapack` feature, that installs this crate's own).
+/// // Nothing installs a provider by itself: this crate has none of its own.
 /// assert!(pjrt_client::ffi::providers().is_empty());
 /// ```
 pub fn providers() -> Vec<String> {

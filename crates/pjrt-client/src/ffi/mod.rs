@@ -102,8 +102,10 @@
 //! its own process) come from a [`BuiltinProvider`]: [`crate::Client::compile`] and
 //! [`crate::Client::deserialize_and_load`] let every provider of the client's options
 //! ([`crate::ClientOptions::builtin_provider`]) and of the process ([`add_provider`]) register what
-//! the program calls ([`register_builtin`]) before the plugin sees it. With the `lapack` feature,
-//! this crate's `lapack` module is one, installed for the process by the first compile.
+//! the program calls ([`register_builtin`]) before the plugin sees it. This crate has no provider
+//! of its own: the crate pjrt-lapack's `client` feature has the one for JAX's LAPACK kernels, and
+//! a program that calls one with no provider installed is refused with the line that installs it
+//! ([`crate::Error::MissingBuiltinProvider`]).
 
 mod decode;
 #[doc(hidden)]

@@ -12,12 +12,14 @@ use pjrt_client::{Client, ClientOptions, CompileOptions, Error, ExecuteOptions, 
 
 use crate::support;
 
-/// A provider of one target, `y = x + 1` on f32 vectors, that counts the programs it prepares.
+/// A provider of one target, `y = x + 1` on f32 vectors, that counts the programs it prepares,
+/// and of those the ones that call its target.
 struct PlusOne {
     name: String,
     target: String,
     handler: Handler,
     prepared: AtomicUsize,
+    calling: AtomicUsize,
 }
 
 impl PlusOne {
@@ -28,7 +30,8 @@ impl PlusOne {
             call.ret::<f32>(0)?.copy_from_iter(x.as_slice().iter().map(|v| v + 1.0));
             Ok(())
         });
-        Arc::new(PlusOne { name: name.into(), target: target.into(), handler, prepared: AtomicUsize::new(0) })
+        let (prepared, calling) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        Arc::new(PlusOne { name: name.into(), target: target.into(), handler, prepared, calling })
     }
 }
 
@@ -44,6 +47,7 @@ impl BuiltinProvider for PlusOne {
     fn prepare(&self, client: &Client, code: &[u8]) -> pjrt_client::Result<()> {
         self.prepared.fetch_add(1, Ordering::SeqCst);
         if code.windows(self.target.len()).any(|w| w == self.target.as_bytes()) {
+            self.calling.fetch_add(1, Ordering::SeqCst);
             ffi::register_builtin(client, &self.target, &self.handler)?;
         }
         Ok(())
@@ -121,9 +125,11 @@ fn a_process_provider_serves_every_client_once_per_name() {
     // A client's own provider of the same name is consulted instead of the process's.
     let own = PlusOne::new("test-plus-one-process", target);
     let client = Client::new(&support::plugin("cpu"), &ClientOptions::new().builtin_provider(own.clone())).unwrap();
-    let before = provider.prepared.load(Ordering::SeqCst);
+    // (Other tests' compiles consult the process's provider too: count the programs calling it.)
+    let before = provider.calling.load(Ordering::SeqCst);
+    assert_eq!(before, support::PLUGINS.len());
     client.compile(&calling(target), &CompileOptions::new()).unwrap();
-    assert_eq!((own.prepared.load(Ordering::SeqCst), provider.prepared.load(Ordering::SeqCst)), (1, before));
+    assert_eq!((own.calling.load(Ordering::SeqCst), provider.calling.load(Ordering::SeqCst)), (1, before));
 }
 
 /// Refuses every program that names `forbidden`.
@@ -154,5 +160,42 @@ fn a_provider_s_refusal_stops_the_compile() {
         let e = client.compile(&calling("forbidden"), &CompileOptions::new()).unwrap_err();
         assert!(matches!(&e, Error::UnsupportedCustomCall { target, .. } if target == "forbidden"), "{plugin}: {e}");
         client.compile(&Program::mlir_text(support::ADD_F32).unwrap(), &CompileOptions::new()).unwrap();
+    }
+}
+
+/// What `jnp.linalg.cholesky` lowers to on CPU (its custom call).
+const CHOLESKY: &str = r#"
+func.func public @main(%a: tensor<2x2xf64>) -> (tensor<2x2xf64>, tensor<i32>) {
+  %l, %info = stablehlo.custom_call @lapack_dpotrf_ffi(%a) {api_version = 4 : i32,
+      mhlo.backend_config = {uplo = 76 : ui8},
+      operand_layouts = [dense<[0, 1]> : tensor<2xindex>],
+      result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<> : tensor<0xindex>]}
+      : (tensor<2x2xf64>) -> (tensor<2x2xf64>, tensor<i32>)
+  return %l, %info : tensor<2x2xf64>, tensor<i32>
+}"#;
+
+#[test]
+fn a_lapack_target_without_a_provider_is_refused_with_the_line_that_installs_one() {
+    // This test binary has no LAPACK provider: pjrt-client has none of its own.
+    assert!(!ffi::providers().contains(&"pjrt-lapack".to_owned()));
+    for plugin in support::PLUGINS {
+        let client = support::client(plugin, 1);
+        let e = client.compile(&Program::mlir_text(CHOLESKY).unwrap(), &CompileOptions::new()).unwrap_err();
+        let Error::MissingBuiltinProvider { target, line, plugin_error, .. } = &e else { panic!("{plugin}: {e}") };
+        assert_eq!(target, "lapack_dpotrf_ffi", "{plugin}");
+        assert_eq!(*line, "pjrt_lapack::register(|| pjrt_plugins::install(&pjrt_plugins::OPENBLAS, |_| ()))");
+        assert!(matches!(**plugin_error, Error::Pjrt { .. }), "{plugin}: the plugin's refusal is kept: {e}");
+        assert!(e.to_string().contains(line) && e.to_string().contains("lapack_dpotrf_ffi"), "{plugin}: {e}");
+    }
+}
+
+#[test]
+fn another_failure_of_a_program_calling_lapack_is_left_as_it_is() {
+    // A syntax error the plugin names without the target: not about a missing provider.
+    let broken = CHOLESKY.replace("return %l, %info", "return %l, %nope");
+    for plugin in support::PLUGINS {
+        let client = support::client(plugin, 1);
+        let e = client.compile(&Program::mlir_text(&broken).unwrap(), &CompileOptions::new()).unwrap_err();
+        assert!(matches!(e, Error::Pjrt { .. }), "{plugin}: {e}");
     }
 }

@@ -24,7 +24,6 @@ const LAYERS: &[&str] = &[
     "sharding",        // host arrays split across devices
     "extensions",      // one file per PJRT extension
     "ffi",             // custom calls written in Rust: typed XLA FFI handlers, registered through the FFI extension
-    "lapack",          // JAX's 48 CPU LAPACK custom calls as built-in handlers (feature `lapack`)
     "entry_points",    // Client::compile and deserialize_and_load: register the built-in handlers a program calls
 ];
 
