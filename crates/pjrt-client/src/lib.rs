@@ -137,7 +137,6 @@ mod topology;
 pub mod sharding;
 pub mod extensions;
 pub mod ffi;
-mod entry_points;
 
 pub use buffer::aligned::{AlignedHostBuffer, SharedBytes, SharedHostBytes, HOST_ALIGNMENT};
 pub use buffer::dma::DmaMapping;

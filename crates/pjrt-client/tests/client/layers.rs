@@ -24,7 +24,6 @@ const LAYERS: &[&str] = &[
     "sharding",        // host arrays split across devices
     "extensions",      // one file per PJRT extension
     "ffi",             // custom calls written in Rust: typed XLA FFI handlers, registered through the FFI extension
-    "entry_points",    // Client::compile and deserialize_and_load: register the built-in handlers a program calls
 ];
 
 /// Files that may use their parent's file: a child object naming its parent type.
