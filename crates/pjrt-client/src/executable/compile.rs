@@ -1,7 +1,7 @@
-//! Compiling a program on a client (what `Client::compile` runs once its built-in handlers are
-//! registered), the StableHLO version check made before any compile, and [`RawProgram`]: the one
-//! `PJRT_Program` both compiles hand the plugin (on a client here, against a topology in
-//! `topology`).
+//! Compiling a program on a client ([`Client::compile`]: the providers of built-in handlers
+//! prepare it first, `client/builtins.rs`), the StableHLO version check made before any compile,
+//! and [`RawProgram`]: the one `PJRT_Program` both compiles hand the plugin (on a client here,
+//! against a topology in `topology`).
 
 use std::ffi::c_char;
 use std::marker::PhantomData;
@@ -14,7 +14,6 @@ use crate::client::builtins;
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
 use crate::error::{Error, Result};
-use crate::executable::load::LoadOptions;
 use crate::plugin::{Plugin, StableHloVersion};
 use crate::program::{mlir_main_parameters, Program, ProgramFormat};
 use crate::sys::{self, Args};
@@ -70,67 +69,15 @@ impl Client {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
-        register_builtin_handlers(self, program.code())?;
+        builtins::prepare(self, program.code())?;
         self.compile_program(program, options).map_err(|e| builtins::explain_failure(self, program.code(), e))
     }
-
-    /// Loads an executable serialized by [`LoadedExecutable::serialize`] or
-    /// [`crate::Executable::serialize`] (`PJRT_Executable_DeserializeAndLoad`). The bytes must
-    /// come from the same plugin build; a foreign or corrupt blob is the plugin's error. The
-    /// built-in handlers it calls are registered first, as for [`Client::compile`].
-    ///
-    /// ```
-    /// use pjrt_client::{CompileOptions, Program};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let program = Program::mlir_text("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> { return %a : tensor<2xf32> }")?;
-    /// let bytes = client.compile(&program, &CompileOptions::new())?.serialize()?;
-    /// let again = client.deserialize_and_load(&bytes)?;
-    /// assert_eq!(again.num_outputs(), 1);
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn deserialize_and_load(&self, serialized: &[u8]) -> Result<LoadedExecutable> {
-        register_builtin_handlers(self, serialized)?;
-        self.load_serialized(serialized).map_err(|e| builtins::explain_failure(self, serialized, e))
-    }
-
-    /// Like [`Client::deserialize_and_load`], optionally replacing the compile options stored in
-    /// the serialized executable with `overrides`, and with `load_options`.
-    ///
-    /// Each is refused with [`crate::Error::Unsupported`] on a plugin too old to read it
-    /// (overrides: 0.71; load options: 0.111; an older plugin would silently ignore them).
-    ///
-    /// ```
-    /// use pjrt_client::{CompileOptions, Program};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
-    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-    /// let program = Program::mlir_text("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> { return %a : tensor<2xf32> }")?;
-    /// let bytes = client.compile(&program, &CompileOptions::new())?.serialize()?;
-    /// let again = client.deserialize_and_load_with(&bytes, Some(&CompileOptions::new()), None)?;
-    /// assert_eq!(again.num_outputs(), 1);
-    /// # Ok::<(), pjrt_client::Error>(())
-    /// ```
-    pub fn deserialize_and_load_with(
-        &self,
-        serialized: &[u8],
-        overrides: Option<&CompileOptions>,
-        load_options: Option<&LoadOptions>,
-    ) -> Result<LoadedExecutable> {
-        register_builtin_handlers(self, serialized)?;
-        self.load_serialized_with(serialized, overrides, load_options)
-            .map_err(|e| builtins::explain_failure(self, serialized, e))
-    }
-}
-
-/// Registers the built-in handlers `bytes` calls: the providers of the client and the process
-/// prepare it ([`crate::ffi::BuiltinProvider`]).
-fn register_builtin_handlers(client: &Client, bytes: &[u8]) -> Result<()> {
-    builtins::prepare(client, bytes)
 }
 
 impl Client {
-    /// [`Client::compile`] without registering built-in handlers first (what their registration's
-    /// own probe programs compile with).
+    /// [`Client::compile`] without its providers of built-in handlers (what a handler's
+    /// registration compiles its probe programs with: a provider is never consulted from inside
+    /// itself).
     pub(crate) fn compile_program(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
         let _span = span!(INFO, "compile", format = program.format().as_pjrt_str(), bytes = program.code().len());
         let options_bytes = options.to_bytes()?;
