@@ -274,6 +274,12 @@ fn refusal(name: &[u8]) -> Option<&'static str> {
 }
 
 /// The name of the provider ([`BuiltinProvider::name`]).
+///
+/// ```
+/// let provider = pjrt_lapack::provider(|| Ok::<_, String>("libscipy_openblas.so".into()));
+/// assert_eq!(provider.name(), pjrt_lapack::PROVIDER_NAME);
+/// assert!(provider.provides("lapack_sgetrf_ffi") && !provider.provides("lapack_sgesvd_ffi"));
+/// ```
 pub const PROVIDER_NAME: &str = "pjrt-lapack";
 
 /// The provider of these handlers: [`TARGETS`] on CPU plugins, over the LAPACK its `find` gives
