@@ -72,9 +72,7 @@ impl Client {
         builtins::prepare(self, program.code())?;
         self.compile_program(program, options).map_err(|e| builtins::explain_failure(self, program.code(), e))
     }
-}
 
-impl Client {
     /// [`Client::compile`] without its providers of built-in handlers (what a handler's
     /// registration compiles its probe programs with: a provider is never consulted from inside
     /// itself).
