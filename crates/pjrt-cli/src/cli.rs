@@ -21,7 +21,7 @@ pub struct Cli {
     #[arg(long, short = 'v', action = ArgAction::Count, global = true)]
     pub verbose: u8,
     /// Do not register the built-in handlers of JAX's LAPACK kernels (`lapack_*_ffi`), which
-    /// are registered on CPU plugins for programs that call them (pjrt_client::lapack).
+    /// are registered on CPU plugins for programs that call them (pjrt-lapack).
     #[arg(long, global = true)]
     pub no_builtin_lapack: bool,
     /// The command to run.

@@ -97,9 +97,11 @@ where
 
 /// Runs a parsed command.
 pub fn run(cli: Cli) -> error::Result<()> {
-    if cli.no_builtin_lapack {
-        pjrt_client::lapack::set_enabled(false);
-    }
+    // JAX's LAPACK kernels: their provider for every command, with scipy's OpenBLAS installed
+    // into the plugin cache the first time a program needs it (quietly: a failure is the
+    // compile's error, saying what to install).
+    pjrt_lapack::set_enabled(!cli.no_builtin_lapack);
+    pjrt_lapack::register(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
     match cli.command {
         Command::Conform(args) => Ok(commands::conform::exec(&args)?),
         Command::Bench(args) => Ok(commands::bench::exec(&args)?),

@@ -206,8 +206,8 @@ pub enum Error {
         #[source]
         source: LoadError,
     },
-    /// Finding or installing a plugin (or scipy's OpenBLAS for [`crate::lapack`]) failed: the
-    /// [`pjrt_plugins`] crate's error, with what to do.
+    /// Finding or installing a plugin failed: the [`pjrt_plugins`] crate's error, with what to
+    /// do.
     #[cfg(feature = "plugins")]
     #[error(transparent)]
     Plugins(#[from] pjrt_plugins::Error),
@@ -286,19 +286,36 @@ pub enum Error {
         /// What happened and what to do.
         message: String,
     },
-    /// A program calls JAX's LAPACK kernels ([`crate::lapack`]) and no LAPACK library could be
-    /// loaded for them.
-    #[error(
-        "the program calls JAX's LAPACK kernels (lapack_*_ffi), which run on scipy's OpenBLAS: {reason}. Install it \
-         with `pjrt plugin install openblas` (or pjrt_plugins::install(&pjrt_plugins::OPENBLAS, ..)) where PyPI \
-         is reachable, or name a libscipy_openblas.so with PJRT_LAPACK_LIBRARY"
-    )]
-    LapackUnavailable {
-        /// What failed.
-        reason: String,
+    /// A provider of built-in handlers ([`crate::ffi::BuiltinProvider`]) cannot supply the
+    /// handlers a program calls: pjrt-lapack's, for one, when no LAPACK library loads.
+    #[error("{provider}: {message}")]
+    BuiltinUnavailable {
+        /// The provider's name.
+        provider: String,
+        /// What failed, and what to do.
+        message: String,
     },
-    /// A program calls a custom call this crate refuses for the plugin: a GPU kernel of JAX on
-    /// a CPU plugin, a LAPACK kernel of jaxlib from before its FFI form, or one that JAX does not
+    /// A program calls a custom call whose handler comes from a provider of built-in handlers
+    /// ([`crate::ffi::BuiltinProvider`]) that is not installed, and the plugin refused it: JAX's
+    /// LAPACK kernels (`lapack_*_ffi` on a CPU plugin), whose provider is the crate pjrt-lapack
+    /// (its `client` feature). `line` installs it.
+    #[error(
+        "the program calls `{target}`, {what}, whose handler comes from a provider of built-in handlers that is not \
+         installed: add `{line}` before compiling (the plugin said: {plugin_error})"
+    )]
+    MissingBuiltinProvider {
+        /// The custom-call target.
+        target: String,
+        /// What it is.
+        what: &'static str,
+        /// The line of Rust that installs the provider for the process.
+        line: &'static str,
+        /// The plugin's refusal.
+        plugin_error: Box<Error>,
+    },
+    /// A program calls a custom call that a provider of built-in handlers refuses for the plugin
+    /// ([`crate::ffi::BuiltinProvider::prepare`]): pjrt-lapack's refuses a GPU kernel of JAX on a
+    /// CPU plugin, a LAPACK kernel of jaxlib from before its FFI form, or one that JAX does not
     /// guarantee stable.
     #[error("the program calls the custom call `{target}`, which {advice}")]
     UnsupportedCustomCall {

@@ -46,7 +46,7 @@
 //! |---|---|---|
 //! | raw | [`sys`] (the `pjrt-client-sys` crate) | our own `#[repr(C)]` declarations of the C API; no logic |
 //! | checked | `call/` (internal) | one checked call path: the slot exists in the plugin's table and its version, args carry their `struct_size`, returned errors become [`Error::Pjrt`] and are freed; the panic and release boundaries |
-//! | safe | a folder per object | `plugin/` [`Plugin`] (finding and installing plugins: the `pjrt-plugins` crate); `client/` [`Client`], [`Device`], [`Memory`], [`KeyValueStore`]; `event/` [`Event`], [`UserEvent`]; `buffer/` [`Buffer`], uploads and downloads, [`TransferManager`]; `executable/` [`LoadedExecutable`], [`Executable`]; `topology/` [`Topology`]; [`extensions`] one file per extension |
+//! | safe | a folder per object | `plugin/` [`Plugin`] (finding and installing plugins: the `pjrt-plugins` crate); `client/` [`Client`], [`Device`], [`Memory`], [`KeyValueStore`], the providers of built-in handlers; `event/` [`Event`], [`UserEvent`]; `buffer/` [`Buffer`], uploads and downloads, [`TransferManager`]; `executable/` [`LoadedExecutable`], [`Executable`]; `topology/` [`Topology`]; [`extensions`] one file per extension |
 //!
 //! Each module uses only the ones below it (`tests/client/layers.rs` checks the order). File formats
 //! (`.npy`, safetensors, `jax.export`, AOT artifacts, the compile cache) are the `pjrt-formats`
@@ -58,6 +58,14 @@
 //!   dependency.
 //! - `ndarray`: buffers from and to [`ndarray`](https://docs.rs/ndarray) arrays
 //!   (uploads from arrays and views through [`HostSource`], `HostArray::to_ndarray`).
+//! - `plugins`: the `pjrt-plugins` crate (never its installer) finds `ptxas` and `libdevice`
+//!   beside a CUDA plugin for [`Topology::for_gpu_target`], and its errors convert into
+//!   `Error::Plugins`. Off by default; pjrt-formats and the `pjrt` command turn it on.
+//!
+//! The defaults hold neither an installer nor LAPACK: custom calls a program needs without
+//! knowing it (JAX's LAPACK kernels) come from providers of built-in handlers installed from
+//! above ([`ffi::BuiltinProvider`]; for LAPACK, `pjrt_lapack::register` of the crate
+//! pjrt-lapack's `client` feature).
 //!
 //! ## Threads
 //! Every public handle is `Send + Sync`: PJRT objects are thread-safe by contract, so one client
@@ -137,9 +145,6 @@ mod topology;
 pub mod sharding;
 pub mod extensions;
 pub mod ffi;
-#[cfg(feature = "lapack")]
-pub mod lapack;
-mod entry_points;
 
 pub use buffer::aligned::{AlignedHostBuffer, SharedBytes, SharedHostBytes, HOST_ALIGNMENT};
 pub use buffer::dma::DmaMapping;

@@ -42,6 +42,7 @@ pub mod compile_cache;
 mod error;
 mod file_bytes;
 pub mod jax_export;
+mod lapack;
 pub mod mlir_text;
 pub mod npy;
 pub mod npz;

@@ -7,9 +7,10 @@
 //! The numerics are LAPACK's, from an OpenBLAS loaded at run time ([`Lapack::load`]): the one
 //! scipy ships (PyPI's `scipy-openblas32`, symbols prefixed `scipy_`, 32-bit integers), the
 //! same library the LAPACK kernels of jaxlib call through scipy. Nothing is compiled or linked
-//! at build time; `pjrt-client` fetches the library and registers the kernels as XLA FFI
-//! handlers (its `lapack` module); this crate is the numerics layer under it and knows nothing
-//! of PJRT or XLA.
+//! at build time. The kernels ([`kernels`]) know nothing of PJRT or XLA; the `client` feature
+//! adds, above them, their XLA FFI handlers for pjrt-client (the `handlers` module): one line,
+//! `pjrt_lapack::register(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()))`, makes
+//! every CPU client of the process run the programs that call them.
 //!
 //! Every kernel checks the lengths of the slices it is given against the dimensions before
 //! LAPACK sees a pointer, and refuses dimensions that do not fit LAPACK's 32-bit integers.
@@ -30,10 +31,16 @@ use std::path::{Path, PathBuf};
 
 use num_complex::Complex;
 
+#[cfg(feature = "client")]
+pub mod handlers;
 pub mod kernels;
 mod routines;
+mod targets;
 
+#[cfg(feature = "client")]
+pub use handlers::{is_enabled, library, provider, register, set_enabled, set_library, PROVIDER_NAME};
 pub use routines::*;
+pub use targets::{family_of, FAMILIES, TARGETS};
 
 /// What went wrong loading a LAPACK library.
 #[derive(Debug, thiserror::Error)]

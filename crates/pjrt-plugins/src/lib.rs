@@ -66,9 +66,10 @@ mod wheel;
 
 pub use error::{Error, Result};
 pub use locate::{
-    cached_path, cuda_data_dir, default_plugin, find_all, install, install_with_pip, known_package, known_plugin,
-    plugins_in_site_packages, python_site_packages, remembered_sha256, resolve, resolve_or_install, sha256_file,
-    verified_cached, verify_if_cached, FoundPlugin, KnownPlugin, KnownTool, Source, KNOWN_PLUGINS, OPENBLAS,
+    cached_path, cuda_data_dir, default_plugin, find_all, install, install_verified, install_with_pip, known_package,
+    known_plugin, plugins_in_site_packages, python_site_packages, remembered_sha256, resolve, resolve_or_install,
+    sha256_file, verified_cached, verify_if_cached, FoundPlugin, KnownPlugin, KnownTool, Source, KNOWN_PLUGINS,
+    OPENBLAS,
 };
 #[cfg(feature = "install")]
 pub use locate::{install_from, wheel_sources_from_env, WheelSource, PYPI_SIMPLE_INDEX};

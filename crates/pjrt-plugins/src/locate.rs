@@ -810,6 +810,21 @@ pub fn install(plugin: &KnownPlugin, log: impl FnMut(&str)) -> Result<PathBuf> {
     install_with_pip(plugin, log)
 }
 
+/// Installs `plugin` when it is missing ([`install`]) and returns what to load: exactly the
+/// bytes checked against its pin ([`verified_cached`], [`VerifiedLibrary::load_path`]). What a
+/// library's `find` of a known plugin returns, e.g. OpenBLAS for `pjrt_lapack::register`.
+///
+/// ```no_run
+/// # fn main() -> Result<(), pjrt_plugins::Error> {
+/// let openblas = pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ())?;
+/// assert!(openblas.is_file());
+/// # Ok(()) }
+/// ```
+pub fn install_verified(plugin: &KnownPlugin, log: impl FnMut(&str)) -> Result<PathBuf> {
+    install(plugin, log)?;
+    Ok(verified_cached(plugin)?.load_path().to_path_buf())
+}
+
 #[cfg(feature = "install")]
 pub use crate::pypi::WheelSource;
 

@@ -1,5 +1,6 @@
 //! Clients: one per plugin and set of devices; the root of every other object.
 
+pub(crate) mod builtins;
 pub(crate) mod device;
 pub(crate) mod device_stats;
 pub(crate) mod gpu_options;
@@ -15,6 +16,7 @@ use crate::call::named_value::{RawNamedValues, Value};
 use crate::call::release::release_if_in_callback;
 use crate::call::trace::span;
 use crate::call::{checked_slice, checked_string, pjrt_call};
+use crate::client::builtins::{BuiltinProvider, Providers};
 use crate::client::device::{Device, Memory};
 use crate::client::kv_store::{KeyValueStore, KvCallbacks};
 use crate::error::{Error, ErrorCode, Result};
@@ -53,6 +55,8 @@ use crate::sys::{self, Args};
 #[derive(Clone, Debug, Default)]
 pub struct ClientOptions {
     options: Vec<(String, Value)>,
+    /// Not create options: what the client's compiles consult ([`ClientOptions::builtin_provider`]).
+    providers: Providers,
 }
 
 /// Create options XLA's plugins define, with the type each expects.
@@ -94,6 +98,37 @@ impl ClientOptions {
     /// Shorthand for the CPU plugins' `cpu_device_count`.
     pub fn cpu_device_count(self, count: i64) -> Self {
         self.set("cpu_device_count", count)
+    }
+
+    /// Adds a provider of built-in custom-call handlers for this client (see
+    /// [`crate::ffi::BuiltinProvider`]; not a create option, the plugin never sees it): its
+    /// [`Client::compile`] and [`Client::deserialize_and_load`] consult it before the process's
+    /// providers ([`crate::ffi::add_provider`]). A provider of the same name replaces the one
+    /// added before.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use pjrt_client::ffi::BuiltinProvider;
+    /// use pjrt_client::ClientOptions;
+    /// struct Nothing;
+    /// impl BuiltinProvider for Nothing {
+    ///     fn name(&self) -> &str { "nothing" }
+    ///     fn provides(&self, _: &str) -> bool { false }
+    ///     fn prepare(&self, _: &pjrt_client::Client, _: &[u8]) -> pjrt_client::Result<()> { Ok(()) }
+    /// }
+    /// let options = ClientOptions::new().builtin_provider(Arc::new(Nothing));
+    /// assert_eq!(options.builtin_provider_names(), ["nothing"]);
+    /// assert!(options.options().is_empty()); // no create option
+    /// ```
+    pub fn builtin_provider(mut self, provider: Arc<dyn BuiltinProvider>) -> Self {
+        self.providers.0.retain(|p| p.name() != provider.name());
+        self.providers.0.push(provider);
+        self
+    }
+
+    /// The names of the providers added with [`ClientOptions::builtin_provider`], in order.
+    pub fn builtin_provider_names(&self) -> Vec<&str> {
+        self.providers.0.iter().map(|p| p.name()).collect()
     }
 
     /// The options set so far.
@@ -157,11 +192,14 @@ pub(crate) struct ClientInner {
     /// failed after some devices may have started; never the user's closures, which may own
     /// the client). Dropped after `PJRT_Client_Destroy`, like `kv`.
     kept_until_destroyed: Mutex<Vec<Box<dyn Any + Send>>>,
+    /// The providers of built-in handlers of the client's options.
+    providers: Vec<Arc<dyn BuiltinProvider>>,
 }
 
 // SAFETY: PJRT clients are thread-safe objects (XLA's PjRtClient contract: every method may be
 // called concurrently); the cached fields are immutable after construction; the key-value store is
-// `Send + Sync` and its callbacks' state holds only atomics besides it.
+// `Send + Sync` and its callbacks' state holds only atomics besides it; the providers are
+// `Send + Sync` (the trait's bounds).
 unsafe impl Send for ClientInner {}
 // SAFETY: as above.
 unsafe impl Sync for ClientInner {}
@@ -180,6 +218,7 @@ impl Drop for ClientInner {
             addressable_devices: std::mem::take(&mut self.addressable_devices),
             kv: self.kv.take(),
             kept_until_destroyed: std::mem::take(&mut self.kept_until_destroyed),
+            providers: std::mem::take(&mut self.providers),
         });
         let mut args = sys::PJRT_Client_Destroy_Args::new();
         args.client = self.raw.as_ptr();
@@ -266,6 +305,7 @@ impl Client {
             addressable_devices: Vec::new(),
             kv,
             kept_until_destroyed: Mutex::new(Vec::new()),
+            providers: options.providers.0.clone(),
         };
         let mut name = sys::PJRT_Client_PlatformName_Args::new();
         name.client = raw.as_ptr();
@@ -313,6 +353,11 @@ impl Client {
     /// The platform name, e.g. `"cpu"`, `"cuda"`, `"tpu"`.
     pub fn platform_name(&self) -> &str {
         &self.inner.platform_name
+    }
+
+    /// The providers of built-in handlers of the options this client was made with.
+    pub(crate) fn builtin_providers(&self) -> &[Arc<dyn BuiltinProvider>] {
+        &self.inner.providers
     }
 
     /// The platform version string, as the plugin reports it (`PJRT_Client_PlatformVersion`).

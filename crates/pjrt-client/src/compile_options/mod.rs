@@ -231,7 +231,7 @@ pub enum DebugOption {
     DisableHloPasses(Vec<String>),
     /// `xla_gpu_cuda_data_dir` (61): the folder XLA:GPU takes `bin/ptxas` and
     /// `nvvm/libdevice/libdevice.10.bc` from when it compiles for an NVIDIA GPU
-    /// ([`pjrt_plugins::cuda_data_dir`] finds the one installed beside a CUDA plugin). Per
+    /// (`pjrt_plugins::cuda_data_dir` finds the one installed beside a CUDA plugin). Per
     /// compilation, instead of `XLA_FLAGS` or `PATH` for the whole process.
     ///
     /// ```

@@ -1,7 +1,7 @@
-//! Compiling a program on a client (what `Client::compile` runs once its built-in handlers are
-//! registered), the StableHLO version check made before any compile, and [`RawProgram`]: the one
-//! `PJRT_Program` both compiles hand the plugin (on a client here, against a topology in
-//! `topology`).
+//! Compiling a program on a client ([`Client::compile`]: the providers of built-in handlers
+//! prepare it first, `client/builtins.rs`), the StableHLO version check made before any compile,
+//! and [`RawProgram`]: the one `PJRT_Program` both compiles hand the plugin (on a client here,
+//! against a topology in `topology`).
 
 use std::ffi::c_char;
 use std::marker::PhantomData;
@@ -10,6 +10,7 @@ use std::ptr::NonNull;
 use super::{ArrayShape, LoadedExecutable};
 use crate::call::pjrt_call;
 use crate::call::trace::span;
+use crate::client::builtins;
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
 use crate::error::{Error, Result};
@@ -45,8 +46,36 @@ impl<'p> RawProgram<'p> {
 }
 
 impl Client {
-    /// [`Client::compile`] without registering built-in handlers first (what their registration's
-    /// own probe programs compile with).
+    /// Compiles `program` for this client's devices.
+    ///
+    /// The options are validated first: nothing that makes a plugin abort (no replicas, no
+    /// partitions, more devices than the client has, unknown device ids) reaches it. The
+    /// providers of built-in handlers of the client and the process register the handlers the
+    /// program calls first ([`crate::ffi::BuiltinProvider`]).
+    ///
+    /// ```
+    /// use pjrt_client::{CompileOptions, ElementType, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let program = Program::mlir_text(r#"
+    ///   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
+    ///     %0 = stablehlo.add %a, %b : tensor<4xf32>
+    ///     return %0 : tensor<4xf32>
+    ///   }"#)?;
+    /// let exe = client.compile(&program, &CompileOptions::new())?;
+    /// assert_eq!((exe.num_replicas(), exe.num_partitions(), exe.num_outputs()), (1, 1, 1));
+    /// assert_eq!(exe.output_shapes()[0].element_type, Some(ElementType::F32));
+    /// assert_eq!(exe.output_shapes()[0].dims, [4]);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn compile(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
+        builtins::prepare(self, program.code())?;
+        self.compile_program(program, options).map_err(|e| builtins::explain_failure(self, program.code(), e))
+    }
+
+    /// [`Client::compile`] without its providers of built-in handlers (what a handler's
+    /// registration compiles its probe programs with: a provider is never consulted from inside
+    /// itself).
     pub(crate) fn compile_program(&self, program: &Program, options: &CompileOptions) -> Result<LoadedExecutable> {
         let _span = span!(INFO, "compile", format = program.format().as_pjrt_str(), bytes = program.code().len());
         let options_bytes = options.to_bytes()?;

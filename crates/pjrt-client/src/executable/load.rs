@@ -1,10 +1,12 @@
-//! Loading serialized executables with options ([`LoadOptions`], API 0.111).
+//! Loading serialized executables ([`Client::deserialize_and_load`]: the providers of built-in
+//! handlers prepare them first, `client/builtins.rs`), with options ([`LoadOptions`], API 0.111).
 
 use std::ffi::c_char;
 use std::ptr::NonNull;
 
 use crate::call::pjrt_call;
 use crate::call::trace::span;
+use crate::client::builtins;
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
 use crate::error::{Error, Result};
@@ -37,7 +39,54 @@ pub(crate) const LOAD_OPTIONS_MINOR: i32 = 111;
 pub(crate) const OVERRIDES_MINOR: i32 = 71;
 
 impl Client {
-    /// [`Client::deserialize_and_load_with`] without registering built-in handlers first.
+    /// Loads an executable serialized by [`LoadedExecutable::serialize`] or
+    /// [`crate::Executable::serialize`] (`PJRT_Executable_DeserializeAndLoad`). The bytes must
+    /// come from the same plugin build; a foreign or corrupt blob is the plugin's error. The
+    /// built-in handlers it calls are registered first, as for [`Client::compile`].
+    ///
+    /// ```
+    /// use pjrt_client::{CompileOptions, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let program = Program::mlir_text("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> { return %a : tensor<2xf32> }")?;
+    /// let bytes = client.compile(&program, &CompileOptions::new())?.serialize()?;
+    /// let again = client.deserialize_and_load(&bytes)?;
+    /// assert_eq!(again.num_outputs(), 1);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn deserialize_and_load(&self, serialized: &[u8]) -> Result<LoadedExecutable> {
+        builtins::prepare(self, serialized)?;
+        self.load_serialized(serialized).map_err(|e| builtins::explain_failure(self, serialized, e))
+    }
+
+    /// Like [`Client::deserialize_and_load`], optionally replacing the compile options stored in
+    /// the serialized executable with `overrides`, and with `load_options`.
+    ///
+    /// Each is refused with [`crate::Error::Unsupported`] on a plugin too old to read it
+    /// (overrides: 0.71; load options: 0.111; an older plugin would silently ignore them).
+    ///
+    /// ```
+    /// use pjrt_client::{CompileOptions, Program};
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let program = Program::mlir_text("func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> { return %a : tensor<2xf32> }")?;
+    /// let bytes = client.compile(&program, &CompileOptions::new())?.serialize()?;
+    /// let again = client.deserialize_and_load_with(&bytes, Some(&CompileOptions::new()), None)?;
+    /// assert_eq!(again.num_outputs(), 1);
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn deserialize_and_load_with(
+        &self,
+        serialized: &[u8],
+        overrides: Option<&CompileOptions>,
+        load_options: Option<&LoadOptions>,
+    ) -> Result<LoadedExecutable> {
+        builtins::prepare(self, serialized)?;
+        self.load_serialized_with(serialized, overrides, load_options)
+            .map_err(|e| builtins::explain_failure(self, serialized, e))
+    }
+
+    /// [`Client::deserialize_and_load_with`] without its providers of built-in handlers.
     pub(crate) fn load_serialized_with(
         &self,
         serialized: &[u8],

@@ -145,7 +145,7 @@ impl Client {
         LoadedExecutable::new(self, raw, options.is_portable())
     }
 
-    /// [`Client::deserialize_and_load`] without registering built-in handlers first.
+    /// [`Client::deserialize_and_load`] without its providers of built-in handlers.
     pub(crate) fn load_serialized(&self, serialized: &[u8]) -> Result<LoadedExecutable> {
         let _span = span!(INFO, "load_executable", bytes = serialized.len());
         if serialized.is_empty() {

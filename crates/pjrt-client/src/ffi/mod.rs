@@ -96,6 +96,16 @@
 //! [`crate::extensions::FfiExtension::register_handler`], holds the name:
 //! [`RegistrationErrorKind::TakenElsewhere`]) and after (it must compile:
 //! [`RegistrationErrorKind::NotProven`] otherwise).
+//!
+//! # Built-in handlers
+//! Handlers a program needs without knowing it (JAX's LAPACK kernels, which jaxlib registers in
+//! its own process) come from a [`BuiltinProvider`]: [`crate::Client::compile`] and
+//! [`crate::Client::deserialize_and_load`] let every provider of the client's options
+//! ([`crate::ClientOptions::builtin_provider`]) and of the process ([`add_provider`]) register what
+//! the program calls ([`register_builtin`]) before the plugin sees it. This crate has no provider
+//! of its own: the crate pjrt-lapack's `client` feature has the one for JAX's LAPACK kernels, and
+//! a program that calls one with no provider installed is refused with the line that installs it
+//! ([`crate::Error::MissingBuiltinProvider`]).
 
 mod decode;
 #[doc(hidden)]
@@ -106,6 +116,7 @@ pub mod library;
 mod tests;
 mod trampoline;
 
+pub use crate::client::builtins::{add_provider, providers, BuiltinProvider};
 pub use decode::{FrameError, MAX_COUNT, MAX_RANK, MAX_STRING};
 pub use library::{FfiLibrary, FfiLibraryEntry, FfiLibraryTable};
 pub use trampoline::MAX_HANDLERS;
@@ -1178,10 +1189,24 @@ pub fn register_for_platform(client: &Client, target: &str, platform: &str, hand
     })
 }
 
-/// [`register`] for a handler this crate ships ([`crate::lapack`]): a name some other handler
-/// holds already (a plugin built with its own) is left to it.
-#[cfg(feature = "lapack")]
-pub(crate) fn register_builtin(client: &Client, target: &str, handler: &Handler) -> Result<()> {
+/// [`register`] for a built-in handler (what a [`BuiltinProvider`] registers): a name some other
+/// handler holds already (a plugin built with its own, a handler library) is left to it, and
+/// this returns `Ok` without registering.
+///
+/// ```
+/// use pjrt_client::ffi::{self, Call, Handler, Signature};
+/// use pjrt_client::{Client, ClientOptions, CompileOptions, Plugin};
+/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// let client = Client::new(&plugin, &ClientOptions::new())?;
+/// let noop = Handler::new("noop", Signature::new(), |_: &Call| Ok(()));
+/// ffi::register(&client, "doc_builtin_example", &noop)?;
+/// // Another handler for the same name: an error for `register`, left alone here.
+/// let other = Handler::new("other", Signature::new(), |_: &Call| Ok(()));
+/// assert!(ffi::register(&client, "doc_builtin_example", &other).is_err());
+/// ffi::register_builtin(&client, "doc_builtin_example", &other)?;
+/// # Ok::<(), pjrt_client::Error>(())
+/// ```
+pub fn register_builtin(client: &Client, target: &str, handler: &Handler) -> Result<()> {
     let platform = xla_platform(client.platform_name());
     register_entry(client, target, &platform, Identity::Ours(handler.inner.clone()), true, || {
         trampoline::claim(handler.inner.clone())

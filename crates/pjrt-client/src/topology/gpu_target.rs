@@ -207,14 +207,16 @@ impl Topology {
     /// A topology of `shape` GPUs of the kind `target` describes, made by a CUDA plugin without
     /// any GPU present (the create options `target_config` and `topology`), for
     /// [`Topology::compile`]. The plugin must be a CUDA PJRT plugin (e.g. `cuda12` or `cuda13`
-    /// from [`pjrt_plugins::install`]); others refuse with [`Error::Pjrt`] (UNIMPLEMENTED for
+    /// from `pjrt_plugins::install`); others refuse with [`Error::Pjrt`] (UNIMPLEMENTED for
     /// the CPU plugins).
     ///
-    /// To compile, XLA also needs `ptxas` and `libdevice`. When they are installed beside the
-    /// plugin ([`pjrt_plugins::cuda_data_dir`]: the known CUDA plugins install them), each
+    /// To compile, XLA also needs `ptxas` and `libdevice`. With the `plugins` feature (off by
+    /// default; pjrt-formats and the `pjrt` command turn it on), when they are installed beside
+    /// the plugin (`pjrt_plugins::cuda_data_dir`: the known CUDA plugins install them), each
     /// [`Topology::compile`] on this topology passes their folder as the compile option
     /// `xla_gpu_cuda_data_dir` ([`crate::DebugOption::GpuCudaDataDir`]), unless the options
-    /// set it already; nothing of the process (`PATH`, `XLA_FLAGS`) is changed.
+    /// set it already; nothing of the process (`PATH`, `XLA_FLAGS`) is changed. Without the
+    /// feature, set that option yourself.
     ///
     /// ```no_run
     /// use pjrt_client::{CompileOptions, GpuTarget, GpuTopologyShape, Plugin, Program, Topology};
@@ -256,7 +258,7 @@ impl Topology {
 
     /// The folder of `ptxas` and `libdevice` this topology hands to each compilation whose
     /// options do not set `xla_gpu_cuda_data_dir` themselves: the one installed beside the
-    /// plugin ([`pjrt_plugins::cuda_data_dir`]), for a topology made by
+    /// plugin (`pjrt_plugins::cuda_data_dir`), for a topology made by
     /// [`Topology::for_gpu_target`]; `None` otherwise.
     ///
     /// ```

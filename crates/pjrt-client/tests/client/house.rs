@@ -1,4 +1,8 @@
 //! Keeps the whole workspace's floor plan true, beyond pjrt-client's own layers (`layers.rs`):
+//! - the crates stand on floors ([`FLOORS`], drawn in `docs/architecture.md`): a crate's
+//!   dependencies (optional ones too, dev-dependencies aside) are on floors below its own, so no
+//!   crate import runs back up; the core (pjrt-client) reaches neither LAPACK nor, by default, the
+//!   installer, and pjrt-lapack's kernels know nothing of PJRT;
 //! - no crate has an import circle: two sibling modules (`a` and `b` under one parent) never
 //!   name each other, directly or around a loop, through `crate::` or `super::` paths;
 //! - the docs name only what exists: every repository path a Markdown file or a module doc
@@ -26,6 +30,192 @@ fn crate_sources() -> Vec<(String, PathBuf)> {
         .collect();
     out.sort();
     out
+}
+
+/// The workspace's packages by floor, lowest first: each depends only on packages of floors
+/// below its own (`docs/architecture.md` draws them in this order).
+const FLOORS: &[&[&str]] = &[
+    // No package of ours below: the raw ABI; finding and installing plugins.
+    &["pjrt-client-sys", "pjrt-plugins"],
+    // The core.
+    &["pjrt-client"],
+    // On the core alone: LAPACK's handlers (its kernels need nothing), the IR, the builder, etcd,
+    // the test plugin and the example handler library.
+    &["pjrt-lapack", "pjrt-stablehlo", "pjrt-builder", "pjrt-etcd", "fake-plugin", "pjrt-ffi-example-handlers"],
+    &["pjrt-formats"],
+    &["pjrt-serve"],
+    &["pjrt-cli", "pjrt-examples"],
+];
+
+/// One package's manifest, as far as the floors need it.
+struct Manifest {
+    name: String,
+    /// Dependencies (not dev-dependencies) on packages of the workspace: (name, optional).
+    ours: Vec<(String, bool)>,
+    /// Every dependency name, dev-dependencies too.
+    all: Vec<String>,
+    /// `[features]`: name -> what it turns on.
+    features: BTreeMap<String, Vec<String>>,
+}
+
+/// Reads the few things [`Manifest`] holds from a `Cargo.toml` (one dependency per line, as the
+/// workspace writes them).
+fn manifest(path: &Path) -> Manifest {
+    let text = std::fs::read_to_string(path).unwrap();
+    let (mut name, mut section) = (String::new(), String::new());
+    let (mut ours, mut all, mut features) = (Vec::new(), Vec::new(), BTreeMap::new());
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line.trim_matches(['[', ']']).to_owned();
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else { continue };
+        let key = key.trim();
+        if line.starts_with('#') {
+            continue;
+        }
+        if section == "package" && key == "name" {
+            name = value.trim().trim_matches('"').to_owned();
+        } else if section == "features" {
+            let items = value.trim().trim_matches(['[', ']']).split(',');
+            let items = items.map(|i| i.trim().trim_matches('"').to_owned()).filter(|i| !i.is_empty()).collect();
+            features.insert(key.to_owned(), items);
+        } else if section.ends_with("dependencies") {
+            let dependency = key.split('.').next().unwrap().to_owned();
+            if !section.ends_with("dev-dependencies")
+                && (dependency.starts_with("pjrt-") || dependency == "fake-plugin")
+            {
+                ours.push((dependency.clone(), value.contains("optional = true")));
+            }
+            all.push(dependency);
+        }
+    }
+    Manifest { name, ours, all, features }
+}
+
+/// Every package's manifest: `crates/*` and the examples.
+fn manifests() -> Vec<Manifest> {
+    let root = workspace();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("Cargo.toml"))
+        .filter(|p| p.is_file())
+        .collect();
+    paths.extend([root.join("examples/Cargo.toml"), root.join("examples/ffi-handlers/Cargo.toml")]);
+    paths.iter().map(|p| manifest(p)).collect()
+}
+
+fn floor_of(package: &str) -> Option<usize> {
+    FLOORS.iter().position(|floor| floor.contains(&package))
+}
+
+#[test]
+fn every_crate_depends_only_on_floors_below_it() {
+    let mut wrong = Vec::new();
+    for m in manifests() {
+        let Some(floor) = floor_of(&m.name) else {
+            wrong.push(format!("{} is on no floor of FLOORS (tests/client/house.rs)", m.name));
+            continue;
+        };
+        for (dependency, _) in &m.ours {
+            match floor_of(dependency) {
+                Some(f) if f < floor => {}
+                Some(f) => wrong.push(format!(
+                    "{} (floor {floor}) depends on {dependency} (floor {f}): an import running back up",
+                    m.name
+                )),
+                None => wrong.push(format!("{dependency}, a dependency of {}, is on no floor", m.name)),
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_architecture_page_draws_the_floors_in_order() {
+    let page = std::fs::read_to_string(workspace().join("docs/architecture.md")).unwrap();
+    let section = page.split("\n## Layers\n").nth(1).expect("docs/architecture.md has a \"## Layers\" section");
+    let drawing = section.split("```text\n").nth(1).unwrap().split("```").next().unwrap();
+    // The crate drawing: one entry per package, its name first (the examples as `examples`).
+    let drawn: Vec<&str> = drawing
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().filter(|_| !l.starts_with(' ')))
+        .map(|w| if w == "examples" { "pjrt-examples" } else { w })
+        .collect();
+    let floors: Vec<usize> =
+        drawn.iter().map(|c| floor_of(c).unwrap_or_else(|| panic!("{c} is on no floor"))).collect();
+    assert!(floors.windows(2).all(|w| w[0] <= w[1]), "docs/architecture.md draws {drawn:?}: not in FLOORS order");
+    let packages = FLOORS.iter().flat_map(|f| f.iter()).filter(|p| **p != "pjrt-ffi-example-handlers").count();
+    assert_eq!(drawn.len(), packages, "docs/architecture.md draws every package: {drawn:?}");
+}
+
+/// The features `start` turns on, itself included, followed through the manifest's `[features]`.
+fn enabled(m: &Manifest, start: &[&str]) -> BTreeSet<String> {
+    let mut on: BTreeSet<String> = BTreeSet::new();
+    let mut todo: Vec<String> = start.iter().map(|s| s.to_string()).collect();
+    while let Some(feature) = todo.pop() {
+        if on.insert(feature.clone()) {
+            todo.extend(m.features.get(&feature).into_iter().flatten().cloned());
+        }
+    }
+    on
+}
+
+#[test]
+fn the_core_holds_neither_lapack_nor_by_default_the_installer() {
+    let all = manifests();
+    let core = all.iter().find(|m| m.name == "pjrt-client").unwrap();
+    // pjrt-lapack sits above the core: the core never names it, not even for its tests.
+    assert!(!core.all.iter().any(|d| d == "pjrt-lapack"), "pjrt-client depends on pjrt-lapack");
+    // The installer (pjrt-plugins) only behind a feature, which its defaults leave off.
+    assert_eq!(core.ours.iter().find(|(d, _)| d == "pjrt-plugins"), Some(&("pjrt-plugins".to_owned(), true)));
+    let defaults = enabled(core, &["default"]);
+    // `dep:x`, `x` and `x/feature` turn a dependency on; `x?/feature` only when it is on already.
+    let reaches = |item: &String| {
+        ["pjrt-plugins", "pjrt-lapack"]
+            .iter()
+            .any(|d| item == d || *item == format!("dep:{d}") || item.starts_with(&format!("{d}/")))
+    };
+    assert!(!defaults.iter().any(reaches), "pjrt-client's default features reach {defaults:?}");
+    assert!(!defaults.contains("plugins"));
+    // pjrt-lapack's kernels are numerics only: pjrt-client is its `client` feature's, optional,
+    // and named only in its handlers.
+    let lapack = all.iter().find(|m| m.name == "pjrt-lapack").unwrap();
+    assert_eq!(lapack.ours, [("pjrt-client".to_owned(), true)]);
+    assert!(enabled(lapack, &["client"]).contains("dep:pjrt-client"));
+    assert!(!enabled(lapack, &["default"]).contains("dep:pjrt-client"));
+    let src = workspace().join("crates/pjrt-lapack/src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    for file in files.iter().filter(|f| !f.starts_with(src.join("handlers"))) {
+        let text = std::fs::read_to_string(file).unwrap();
+        let code: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
+        assert!(
+            !code.iter().any(|l| l.contains("pjrt_client")),
+            "{} names pjrt_client outside the handlers",
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn the_floor_reader_reads_a_manifest() {
+    let dir = std::env::temp_dir().join(format!("pjrt-house-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("Cargo.toml");
+    std::fs::write(
+        &path,
+        "[package]\nname = \"pjrt-x\"\n\n[features]\ndefault = [\"a\"]\na = [\"dep:pjrt-y\"]\n\n[dependencies]\n\
+         pjrt-y = { workspace = true, optional = true }\nserde.workspace = true\n# pjrt-z = 1\n\n\
+         [dev-dependencies]\npjrt-w.workspace = true\n",
+    )
+    .unwrap();
+    let m = manifest(&path);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(m.name, "pjrt-x");
+    assert_eq!(m.ours, [("pjrt-y".to_owned(), true)]);
+    assert_eq!(m.all, ["pjrt-y", "serde", "pjrt-w"]);
+    assert_eq!(enabled(&m, &["default"]), BTreeSet::from(["default".into(), "a".into(), "dep:pjrt-y".into()]));
 }
 
 /// `a/b.rs` is `[a, b]`; `a/mod.rs`, `lib.rs` and `main.rs` are their folder's module.

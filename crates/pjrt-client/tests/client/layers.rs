@@ -24,13 +24,12 @@ const LAYERS: &[&str] = &[
     "sharding",        // host arrays split across devices
     "extensions",      // one file per PJRT extension
     "ffi",             // custom calls written in Rust: typed XLA FFI handlers, registered through the FFI extension
-    "lapack",          // JAX's 48 CPU LAPACK custom calls as built-in handlers (feature `lapack`)
-    "entry_points",    // Client::compile and deserialize_and_load: register the built-in handlers a program calls
 ];
 
 /// Files that may use their parent's file: a child object naming its parent type.
 const CHILD_NAMES_PARENT: &[(&str, &str, &str)] = &[
     ("call::named_value", "call", "named values are read and written through the checked call"),
+    ("client::builtins", "client", "a provider of built-in handlers prepares programs for a Client"),
     ("client::device", "client", "a Device and a Memory belong to a Client"),
     ("client::device_stats", "client", "memory stats are read through the Client's devices"),
     ("client::process", "client", "process state is told to a Client"),

@@ -20,6 +20,7 @@ mod support;
 mod aot;
 mod async_api;
 mod buffer_parity;
+mod builtin_providers;
 mod callback_threads;
 mod compile_options_plugin;
 mod cpu_behaviour;

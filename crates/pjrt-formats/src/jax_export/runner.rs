@@ -59,7 +59,12 @@ impl Runner {
     pub const DEFAULT_CAPACITY: usize = 64;
 
     /// A runner of `model` on `client`, keeping up to [`Runner::DEFAULT_CAPACITY`] executables.
+    ///
+    /// With the default `lapack` feature, the first runner of the process installs the provider
+    /// of JAX's LAPACK kernels (`pjrt_lapack::register`, with scipy's OpenBLAS installed on first
+    /// need), unless one is installed already.
     pub fn new(model: impl Into<Arc<JaxExport>>, client: &Client) -> Runner {
+        crate::lapack::install_provider();
         Runner {
             model: model.into(),
             client: client.clone(),

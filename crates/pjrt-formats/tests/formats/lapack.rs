@@ -1,8 +1,9 @@
 //! JAX's linear algebra without JAX: the `jax.export` models of tests/data/lapack/jax-0.10.2
 //! (tools/gen_lapack_testdata.py: every function of jnp.linalg and jax.scipy.linalg that lowers
 //! to one of the 48 stable `lapack_*_ffi` targets, in f32, f64, complex64 and complex128, mostly
-//! batched, with the edge cases) run on both CPU plugins with no option set — the built-in
-//! handlers of `pjrt_client::lapack` are registered by compiling — and give JAX's answers:
+//! batched, with the edge cases) run on both CPU plugins with no option set — the provider of
+//! pjrt-lapack that the first `Runner` installs registers their handlers as they are compiled —
+//! and give JAX's answers:
 //! within the case's tolerance where LAPACK's output is determined, by the invariant the
 //! manifest names where it leaves a sign, phase or order free (the manifest's "invariants"
 //! spell out each formula; this file implements them the same way).
@@ -385,8 +386,9 @@ fn run_all(plugin: &str) {
             failures.push(format!("{}: {e}", case["name"].as_str().unwrap()));
         }
     }
-    let all: BTreeSet<String> = pjrt_client::lapack::TARGETS.iter().map(|t| t.to_string()).collect();
+    let all: BTreeSet<String> = pjrt_lapack::TARGETS.iter().map(|t| t.to_string()).collect();
     assert_eq!(targets, all, "the models call each of the 48 targets");
+    assert!(pjrt_client::ffi::providers().contains(&pjrt_lapack::PROVIDER_NAME.to_owned()), "installed by Runner");
     assert!(
         failures.is_empty(),
         "{plugin}: {} of {} LAPACK models differ from JAX:\n{}",

@@ -25,7 +25,7 @@ use pjrt_lapack::{Lapack, Scalar};
 pub fn lapack() -> &'static Lapack {
     static LAPACK: OnceLock<Lapack> = OnceLock::new();
     LAPACK.get_or_init(|| {
-        let path = pjrt_plugins::install(&pjrt_plugins::OPENBLAS, |line| eprintln!("{line}"))
+        let path = pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |line| eprintln!("{line}"))
             .unwrap_or_else(|e| panic!("installing scipy's OpenBLAS for the kernel tests: {e}"));
         Lapack::load(&path).unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))
     })

@@ -15,6 +15,7 @@
 //! use num_complex::Complex;
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
 //! # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! # pjrt_lapack::register(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let program = Program::mlir_text(r#"
 //! func.func public @main(%a: tensor<3x3xcomplex<f64>>)
@@ -37,14 +38,14 @@
 //! assert!(close(&d, &[1.0, 1.0, 1.0]) && close(&e, &[-1.0, 0.0]), "{d:?} {e:?}");
 //! assert!((tau[0] - 1.0).norm() < 1e-12 && tau[1].norm() < 1e-12, "{tau:?}");
 //! assert_eq!(out[3].to_vec::<i32>()?, [0]);
-//! # Ok::<(), pjrt_client::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use pjrt_lapack::{kernels, Lapack};
+use crate::{kernels, Lapack};
 
 use super::geqrf::expect_dims;
 use super::{batch_of, by_type, kernel_error, Element};
-use crate::ffi::{Call, Handler, Rank, Signature};
+use pjrt_client::ffi::{Call, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
     by_type!(prefix, typed(target, lapack))

@@ -12,6 +12,7 @@
 //! ```
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
 //! # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! # pjrt_lapack::register(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! // What jnp.linalg.svd(a, full_matrices=False) lowers to for one 3x2 matrix (its custom call).
 //! let program = Program::mlir_text(r#"
@@ -39,15 +40,15 @@
 //!     }
 //! }
 //! assert_eq!(out[3].to_vec::<i32>()?, [0]);
-//! # Ok::<(), pjrt_client::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use crate::kernels::{self, Batch};
+use crate::{KernelError, Lapack};
 use num_complex::Complex;
-use pjrt_lapack::kernels::{self, Batch};
-use pjrt_lapack::{KernelError, Lapack};
 
 use super::{batch_of, by_kind, kernel_error, Element};
-use crate::ffi::{Call, FfiError, Handler, Rank, Signature};
+use pjrt_client::ffi::{Call, FfiError, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
     by_kind!(

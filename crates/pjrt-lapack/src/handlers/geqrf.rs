@@ -8,6 +8,7 @@
 //! ```
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
 //! # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! # pjrt_lapack::register(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let program = Program::mlir_text(r#"
 //! func.func public @main(%a: tensor<2x2xf64>) -> (tensor<2x2xf64>, tensor<2xf64>) {
@@ -25,13 +26,13 @@
 //! let (qr, tau) = (out[0].to_vec::<f64>()?, out[1].to_vec::<f64>()?);
 //! let close = |x: &[f64], y: &[f64]| x.iter().zip(y).all(|(a, b)| (a - b).abs() < 1e-12);
 //! assert!(close(&qr, &[-5.0, -4.0, 0.5, 3.0]) && close(&tau, &[1.6, 0.0]), "{qr:?} {tau:?}");
-//! # Ok::<(), pjrt_client::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use pjrt_lapack::{kernels, Lapack};
+use crate::{kernels, Lapack};
 
 use super::{batch_of, by_type, kernel_error, Element};
-use crate::ffi::{Call, FfiError, Handler, Rank, Signature};
+use pjrt_client::ffi::{Call, FfiError, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
     by_type!(prefix, typed(target, lapack))

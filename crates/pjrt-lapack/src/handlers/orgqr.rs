@@ -9,6 +9,7 @@
 //! ```
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
 //! # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! # pjrt_lapack::register(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! // jnp.linalg.qr's lowering for a batch of two 3x2 matrices: geqrf, then orgqr on its
 //! // packed result (R left out here); layouts as JAX writes them (batch dimension major).
@@ -34,13 +35,13 @@
 //! // the second matrix's own columns (its reflectors are the identity: tau = 0).
 //! let expected = [-0.6f32, -0.8, -0.8, 0.6, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0];
 //! assert!(q.iter().zip(&expected).all(|(a, b)| (a - b).abs() < 1e-6), "{q:?}");
-//! # Ok::<(), pjrt_client::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use pjrt_lapack::{kernels, Lapack};
+use crate::{kernels, Lapack};
 
 use super::{batch_of, by_type, kernel_error, Element};
-use crate::ffi::{Call, FfiError, Handler, Rank, Signature};
+use pjrt_client::ffi::{Call, FfiError, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
     by_type!(prefix, typed(target, lapack))

@@ -12,6 +12,7 @@
 //! ```
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
 //! # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! # pjrt_lapack::register(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! // What jax.scipy.linalg.schur lowers to for one real 2x2 matrix (its custom call).
 //! let program = Program::mlir_text(r#"
@@ -41,14 +42,14 @@
 //!     }
 //! }
 //! assert_eq!(out[3].to_vec::<i32>()?, [0]);
-//! # Ok::<(), pjrt_client::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use crate::{kernels, GeesComplex, GeesReal, Lapack, Scalar};
 use num_complex::Complex;
-use pjrt_lapack::{kernels, GeesComplex, GeesReal, Lapack, Scalar};
 
 use super::{batch_of, by_kind, kernel_error, Element};
-use crate::ffi::{Call, Handler, Rank, Signature};
+use pjrt_client::ffi::{Call, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
     by_kind!(prefix, R => real::<R>(target, lapack), complex::<R>(target, lapack))

@@ -11,6 +11,7 @@
 //! ```
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
 //! # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! # pjrt_lapack::register(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! // The custom call as JAX 0.10 prints it (`mhlo.backend_config` holds the attributes of an
 //! // FFI call; the `sdy.sharding_rule` left out).
@@ -40,13 +41,13 @@
 //! let z = out[0].to_vec::<f64>()?;
 //! assert!(z.iter().zip([1.0, 2.0, 3.0]).all(|(z, e)| (z - e).abs() < 1e-14), "{z:?}");
 //! assert_eq!(out[1].to_vec::<i32>()?, [0]);
-//! # Ok::<(), pjrt_client::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use pjrt_lapack::{kernels, Lapack};
+use crate::{kernels, Lapack};
 
 use super::{batch_of, by_type, kernel_error, Element};
-use crate::ffi::{Call, FfiError, Handler, Rank, Signature};
+use pjrt_client::ffi::{Call, FfiError, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
     by_type!(prefix, typed(target, lapack))

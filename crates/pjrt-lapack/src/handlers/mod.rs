@@ -1,16 +1,19 @@
-//! JAX's linear algebra on CPU plugins: the 48 LAPACK custom calls `jax.export` guarantees
-//! stable, as built-in XLA FFI handlers.
+//! JAX's linear algebra on CPU plugins (feature `client`): the LAPACK custom calls `jax.export`
+//! guarantees stable ([`TARGETS`]), as built-in XLA FFI handlers of pjrt-client over the kernels
+//! of this crate.
 //!
 //! A JAX program that calls `jnp.linalg.solve`, `inv`, `det`, `cholesky`, `qr`, `eigh`, `svd`,
 //! `eig`, `jax.scipy.linalg.schur`, `hessenberg`, `lu`, `solve_triangular`, ... on CPU lowers
 //! them to custom calls such as `lapack_sgetrf_ffi`, whose handlers jaxlib registers when it is
-//! imported: the PJRT plugins do not have them. This crate registers its own (on the numerics
-//! of [`pjrt_lapack`], i.e. LAPACK from scipy's OpenBLAS) on a CPU plugin when a program that
-//! calls them is compiled or loaded, so exported models just work:
+//! imported: the PJRT plugins do not have them. [`register`] installs, for the process, a
+//! provider of built-in handlers (`pjrt_client::ffi::BuiltinProvider`) that registers ours on a
+//! CPU plugin when a program that calls them is compiled or loaded, so exported models just work:
 //!
 //! ```
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
 //! # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! // The one line: scipy's OpenBLAS, installed into the plugin cache on first need.
+//! pjrt_lapack::register(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! // What jnp.linalg.det lowers to (simplified): LU with pivots, then the diagonal's product.
 //! let program = Program::mlir_text(r#"
@@ -27,25 +30,31 @@
 //! let out = exe.execute(&[&a], &ExecuteOptions::new())?;
 //! assert_eq!(out[1].to_vec::<i32>()?, [2, 2]); // 1-based pivot rows, as LAPACK writes them
 //! assert_eq!(out[2].to_vec::<i32>()?, [0]);
-//! # Ok::<(), pjrt_client::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! Without a provider, such a program is refused (`pjrt_client::Error::MissingBuiltinProvider`)
+//! with that line. The `pjrt` command, `pjrt serve` and pjrt-formats' `Runner` install it
+//! themselves.
+//!
 //! # What happens
-//! - [`Client::compile`] and [`Client::deserialize_and_load`] look through the program (or the
-//!   serialized executable) for the names of the targets in [`TARGETS`], and register each one
-//!   found (once per loaded plugin, see [`crate::ffi::register`]) before handing it to the
-//!   plugin. Programs that call none of them cost one scan of their bytes.
-//! - The handlers need a LAPACK: [`library`] loads the one [`set_library`] or
-//!   `PJRT_LAPACK_LIBRARY` names, else scipy's OpenBLAS from the plugin cache
-//!   (`pjrt_plugins::OPENBLAS`), installing it there first when it is missing (from PyPI,
-//!   as plugins are; `pjrt plugin install openblas` does it ahead of time). Offline without it,
-//!   compiling fails with [`Error::LapackUnavailable`], saying what to install.
+//! - `Client::compile` and `Client::deserialize_and_load` let the provider look through the
+//!   program (or the serialized executable) for the names of the targets in [`TARGETS`]; it
+//!   registers each one found (once per loaded plugin, `pjrt_client::ffi::register_builtin`)
+//!   before the plugin sees it. Programs that call none of them cost one scan of their bytes.
+//! - The handlers need a LAPACK, loaded once for the process when the first handler is made: the
+//!   one [`set_library`] or `PJRT_LAPACK_LIBRARY` names, else the one the function given to
+//!   [`register`] finds (`pjrt_plugins::install` of `pjrt_plugins::OPENBLAS` installs scipy's
+//!   OpenBLAS into the plugin cache when it is missing, from PyPI as plugins are; `pjrt plugin
+//!   install openblas` does it ahead of time). When none loads, compiling fails with
+//!   `pjrt_client::Error::BuiltinUnavailable`, saying what to install.
 //! - Only plugins of the `cpu` platform get them. The GPU targets of JAX (`cusolver_*`,
 //!   `hipsolver_*`, `cu_lu_pivots_to_permutation`, ...) and the pre-FFI LAPACK targets
 //!   (`lapack_sgetrf`, `blas_strsm`, ...) are refused by name on a CPU plugin
-//!   ([`Error::UnsupportedCustomCall`]), as is a `lapack_*_ffi` target JAX does not guarantee.
-//! - [`set_enabled`]`(false)` (`pjrt --no-builtin-lapack`) turns this off for the process:
-//!   call it before the first compile, since a registration cannot be undone.
+//!   (`pjrt_client::Error::UnsupportedCustomCall`), as is a `lapack_*_ffi` target JAX does not
+//!   guarantee.
+//! - [`set_enabled`]`(false)` (`pjrt --no-builtin-lapack`) turns the provider off for the
+//!   process: call it before the first compile, since a registration cannot be undone.
 //!
 //! OpenBLAS runs its own threads (`OPENBLAS_NUM_THREADS`, default: one per core), as it does
 //! under JAX.
@@ -65,87 +74,12 @@ mod trsm;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use pjrt_lapack::Lapack;
+use pjrt_client::ffi::{self, BuiltinProvider, FfiError, Handler};
+use pjrt_client::{Client, Error, Result};
 
-use crate::client::Client;
-use crate::error::{Error, Result};
-use crate::ffi::{self, FfiError, Handler};
-
-/// The routine families, in `_CPU_FFI_KERNELS` order, as (real name, complex name).
-const FAMILIES: [(&str, &str); 12] = [
-    ("potrf", "potrf"),
-    ("geqrf", "geqrf"),
-    ("orgqr", "ungqr"),
-    ("syevd", "heevd"),
-    ("geev", "geev"),
-    ("gesdd", "gesdd"),
-    ("getrf", "getrf"),
-    ("sytrd", "hetrd"),
-    ("gehrd", "gehrd"),
-    ("gees", "gees"),
-    ("trsm", "trsm"),
-    ("gtsv", "gtsv"),
-];
-
-/// The 48 custom-call targets JAX guarantees stable on CPU (`_CPU_FFI_KERNELS` of
-/// `jax/_src/export/_export.py`), each handled here.
-///
-/// ```
-/// assert_eq!(pjrt_client::lapack::TARGETS.len(), 48);
-/// assert!(pjrt_client::lapack::TARGETS.contains(&"lapack_zheevd_ffi"));
-/// ```
-pub const TARGETS: [&str; 48] = [
-    "lapack_spotrf_ffi",
-    "lapack_dpotrf_ffi",
-    "lapack_cpotrf_ffi",
-    "lapack_zpotrf_ffi",
-    "lapack_sgeqrf_ffi",
-    "lapack_dgeqrf_ffi",
-    "lapack_cgeqrf_ffi",
-    "lapack_zgeqrf_ffi",
-    "lapack_sorgqr_ffi",
-    "lapack_dorgqr_ffi",
-    "lapack_cungqr_ffi",
-    "lapack_zungqr_ffi",
-    "lapack_ssyevd_ffi",
-    "lapack_dsyevd_ffi",
-    "lapack_cheevd_ffi",
-    "lapack_zheevd_ffi",
-    "lapack_sgeev_ffi",
-    "lapack_dgeev_ffi",
-    "lapack_cgeev_ffi",
-    "lapack_zgeev_ffi",
-    "lapack_sgesdd_ffi",
-    "lapack_dgesdd_ffi",
-    "lapack_cgesdd_ffi",
-    "lapack_zgesdd_ffi",
-    "lapack_sgetrf_ffi",
-    "lapack_dgetrf_ffi",
-    "lapack_cgetrf_ffi",
-    "lapack_zgetrf_ffi",
-    "lapack_ssytrd_ffi",
-    "lapack_dsytrd_ffi",
-    "lapack_chetrd_ffi",
-    "lapack_zhetrd_ffi",
-    "lapack_sgehrd_ffi",
-    "lapack_dgehrd_ffi",
-    "lapack_cgehrd_ffi",
-    "lapack_zgehrd_ffi",
-    "lapack_sgees_ffi",
-    "lapack_dgees_ffi",
-    "lapack_cgees_ffi",
-    "lapack_zgees_ffi",
-    "lapack_strsm_ffi",
-    "lapack_dtrsm_ffi",
-    "lapack_ctrsm_ffi",
-    "lapack_ztrsm_ffi",
-    "lapack_sgtsv_ffi",
-    "lapack_dgtsv_ffi",
-    "lapack_cgtsv_ffi",
-    "lapack_zgtsv_ffi",
-];
+use crate::{Lapack, FAMILIES, TARGETS};
 
 /// JAX's GPU targets for the same functions (`_GPU_FFI_KERNELS`) and its GPU random-bits
 /// kernels: refused by name on a CPU plugin.
@@ -176,19 +110,19 @@ const GPU_TARGETS: &[&str] = &[
 
 static ENABLED: AtomicBool = AtomicBool::new(true);
 
-/// Turns the built-in handlers on or off for the process (on by default). Off, programs are
-/// handed to the plugin as they are (and one calling a LAPACK target fails there unless its
-/// handler was registered otherwise). Handlers registered already stay registered.
+/// Turns the provider on or off for the process (on by default). Off, programs are handed to
+/// the plugin as they are (and one calling a LAPACK target fails there unless its handler was
+/// registered otherwise). Handlers registered already stay registered.
 ///
 /// ```
-/// pjrt_client::lapack::set_enabled(true);
-/// assert!(pjrt_client::lapack::is_enabled());
+/// pjrt_lapack::set_enabled(true);
+/// assert!(pjrt_lapack::is_enabled());
 /// ```
 pub fn set_enabled(on: bool) {
     ENABLED.store(on, Ordering::SeqCst);
 }
 
-/// Whether the built-in handlers are registered on demand ([`set_enabled`]).
+/// Whether the provider registers handlers ([`set_enabled`]).
 pub fn is_enabled() -> bool {
     ENABLED.load(Ordering::SeqCst)
 }
@@ -199,13 +133,12 @@ static CHOSEN: Mutex<Option<PathBuf>> = Mutex::new(None);
 static LOADED: OnceLock<Lapack> = OnceLock::new();
 
 /// Uses the LAPACK at `path` (a `libscipy_openblas.so`, or any LAPACK with the Fortran
-/// interface and 32-bit integers) instead of the OpenBLAS of the plugin cache. Takes effect if
-/// no LAPACK is loaded yet ([`library`]); returns whether it did.
+/// interface and 32-bit integers) instead of the one the provider's function finds. Takes
+/// effect if no LAPACK is loaded yet ([`library`]); returns whether it did.
 ///
 /// ```
-/// // The doc examples have loaded one already: too late to choose.
-/// # let _ = pjrt_client::lapack::library();
-/// assert!(!pjrt_client::lapack::set_library("/nonexistent/libopenblas.so"));
+/// assert!(pjrt_lapack::library().is_none()); // nothing compiled yet in this process
+/// assert!(pjrt_lapack::set_library("/opt/openblas/libscipy_openblas.so"));
 /// ```
 pub fn set_library(path: impl AsRef<Path>) -> bool {
     if LOADED.get().is_some() {
@@ -215,16 +148,40 @@ pub fn set_library(path: impl AsRef<Path>) -> bool {
     true
 }
 
-/// The LAPACK the handlers use, loaded on first use: [`set_library`]'s, else the file
-/// `PJRT_LAPACK_LIBRARY` names, else scipy's OpenBLAS from the plugin cache, installed there
-/// first when missing (`pjrt_plugins::install` of `pjrt_plugins::OPENBLAS`, with the `plugins` feature).
+/// The LAPACK the handlers run on, once loaded (by the first compile of a program that calls
+/// one of [`TARGETS`]); `None` before.
 ///
 /// ```
-/// let lapack = pjrt_client::lapack::library()?;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use pjrt_client::{Client, ClientOptions, CompileOptions, Plugin, Program};
+/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// pjrt_lapack::register(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
+/// let client = Client::new(&plugin, &ClientOptions::new())?;
+/// let program = Program::mlir_text(r#"
+/// func.func public @main(%a: tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<i32>) {
+///   %l, %info = stablehlo.custom_call @lapack_spotrf_ffi(%a) {api_version = 4 : i32,
+///       mhlo.backend_config = {uplo = 76 : ui8},
+///       operand_layouts = [dense<[0, 1]> : tensor<2xindex>],
+///       result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<> : tensor<0xindex>]}
+///       : (tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<i32>)
+///   return %l, %info : tensor<2x2xf32>, tensor<i32>
+/// }"#)?;
+/// client.compile(&program, &CompileOptions::new())?;
+/// let lapack = pjrt_lapack::library().expect("loaded by the compile");
 /// assert!(lapack.config().unwrap_or_default().contains("OpenBLAS"));
-/// # Ok::<(), pjrt_client::Error>(())
+/// # Ok(()) }
 /// ```
-pub fn library() -> Result<&'static Lapack> {
+pub fn library() -> Option<&'static Lapack> {
+    LOADED.get()
+}
+
+/// How a provider finds its LAPACK library when neither [`set_library`] nor
+/// `PJRT_LAPACK_LIBRARY` names one.
+type Find = dyn Fn() -> std::result::Result<PathBuf, String> + Send + Sync;
+
+/// The LAPACK of [`library`], loaded now if it is not yet: [`set_library`]'s, else the file
+/// `PJRT_LAPACK_LIBRARY` names, else the one `find` gives.
+fn load_library(find: &Find) -> Result<&'static Lapack> {
     if let Some(lapack) = LOADED.get() {
         return Ok(lapack);
     }
@@ -238,40 +195,28 @@ pub fn library() -> Result<&'static Lapack> {
     let from_env = std::env::var_os("PJRT_LAPACK_LIBRARY").filter(|v| !v.is_empty()).map(PathBuf::from);
     let path = match chosen.or(from_env) {
         Some(path) => path,
-        None => openblas_from_the_plugin_cache()?,
+        None => find().map_err(unavailable)?,
     };
-    let lapack = Lapack::load(&path).map_err(|e| Error::LapackUnavailable { reason: e.to_string() })?;
+    let lapack = Lapack::load(&path).map_err(|e| unavailable(e.to_string()))?;
     Ok(LOADED.get_or_init(|| lapack))
 }
 
-/// scipy's OpenBLAS from the plugin cache, installed there first when it is missing.
-#[cfg(feature = "plugins")]
-fn openblas_from_the_plugin_cache() -> Result<PathBuf> {
-    // The installer's progress lines are not shown: a library prints nothing; its error says what failed.
-    pjrt_plugins::install(&pjrt_plugins::OPENBLAS, |_| ()).map_err(|e| Error::LapackUnavailable {
-        reason: format!("scipy's OpenBLAS is not installed and installing it failed: {e}"),
-    })?;
-    // What loads exactly the bytes checked against the pin (its runtime libraries beside it are
-    // opened by name, which pjrt_plugins allows only in a folder no one else can change).
-    let verified = pjrt_plugins::verified_cached(&pjrt_plugins::OPENBLAS)
-        .map_err(|e| Error::LapackUnavailable { reason: format!("scipy's OpenBLAS: {e}") })?;
-    Ok(verified.load_path().to_path_buf())
-}
-
-/// Without the `plugins` feature there is no installer: the user names the library.
-#[cfg(not(feature = "plugins"))]
-fn openblas_from_the_plugin_cache() -> Result<PathBuf> {
-    Err(Error::LapackUnavailable {
-        reason: "no LAPACK library was named (lapack::set_library or PJRT_LAPACK_LIBRARY) and this build of \
-                 pjrt-client has no installer (its `plugins` feature is off)"
-            .into(),
-    })
+/// No LAPACK, and why, with what to do.
+fn unavailable(reason: String) -> Error {
+    Error::BuiltinUnavailable {
+        provider: PROVIDER_NAME.to_owned(),
+        message: format!(
+            "the program calls JAX's LAPACK kernels (lapack_*_ffi), which run on scipy's OpenBLAS: {reason}. Install \
+             it with `pjrt plugin install openblas` (or pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, ..)) where PyPI \
+             is reachable, or name a libscipy_openblas.so with PJRT_LAPACK_LIBRARY"
+        ),
+    }
 }
 
 /// The targets of [`TARGETS`] that `bytes` (MLIR text or bytecode, or a serialized executable)
 /// names, each once, in [`TARGETS`] order; and the first refused name, if any.
 fn scan(bytes: &[u8]) -> (Vec<&'static str>, Option<(String, &'static str)>) {
-    let mut found = [false; 48];
+    let mut found = [false; TARGETS.len()];
     let mut refused = None;
     let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
     let mut i = 0;
@@ -328,53 +273,99 @@ fn refusal(name: &[u8]) -> Option<&'static str> {
     None
 }
 
-/// Registers the built-in handler of every target `bytes` names on the client's plugin (CPU
-/// plugins only; nothing when [`set_enabled`]`(false)`), and refuses the names of
-/// [`Error::UnsupportedCustomCall`].
-pub(crate) fn prepare(client: &Client, bytes: &[u8]) -> Result<()> {
-    if !is_enabled() || client.platform_name() != "cpu" {
-        return Ok(());
-    }
-    let (targets, refused) = scan(bytes);
-    if let Some((target, advice)) = refused {
-        return Err(Error::UnsupportedCustomCall { target, advice });
-    }
-    for target in targets {
-        register(client, target)?;
-    }
-    Ok(())
-}
-
-/// Registers the built-in handler for `target` (one of [`TARGETS`]) on the client's plugin,
-/// as compiling a program that calls it does; a no-op when registered already.
+/// The name of the provider ([`BuiltinProvider::name`]).
 ///
 /// ```
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
-/// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
-/// pjrt_client::lapack::register(&client, "lapack_spotrf_ffi")?;
-/// assert!(pjrt_client::lapack::register(&client, "lapack_sgesvd_ffi").is_err()); // not one of the 48
-/// # Ok::<(), pjrt_client::Error>(())
+/// let provider = pjrt_lapack::provider(|| Ok::<_, String>("libscipy_openblas.so".into()));
+/// assert_eq!(provider.name(), pjrt_lapack::PROVIDER_NAME);
+/// assert!(provider.provides("lapack_sgetrf_ffi") && !provider.provides("lapack_sgesvd_ffi"));
 /// ```
-pub fn register(client: &Client, target: &str) -> Result<()> {
-    let Some(index) = TARGETS.iter().position(|t| *t == target) else {
-        return Err(Error::UnsupportedCustomCall {
-            target: target.to_owned(),
-            advice: "is not one of the 48 LAPACK targets of pjrt_client::lapack::TARGETS",
-        });
-    };
-    let handler = handler(index)?;
-    ffi::register_builtin(client, TARGETS[index], handler)
+pub const PROVIDER_NAME: &str = "pjrt-lapack";
+
+/// The provider of these handlers: [`TARGETS`] on CPU plugins, over the LAPACK its `find` gives
+/// when none is named.
+struct Provider {
+    find: Box<Find>,
 }
 
-/// The handler of `TARGETS[index]`, made once for the process.
-fn handler(index: usize) -> Result<&'static Handler> {
-    static HANDLERS: [OnceLock<Handler>; 48] = [const { OnceLock::new() }; 48];
+impl BuiltinProvider for Provider {
+    fn name(&self) -> &str {
+        PROVIDER_NAME
+    }
+
+    fn provides(&self, target: &str) -> bool {
+        TARGETS.contains(&target)
+    }
+
+    /// Registers the built-in handler of every target `code` names on the client's plugin (CPU
+    /// plugins only; nothing when [`set_enabled`]`(false)`), and refuses the names of
+    /// `pjrt_client::Error::UnsupportedCustomCall`.
+    fn prepare(&self, client: &Client, code: &[u8]) -> Result<()> {
+        if !is_enabled() || client.platform_name() != "cpu" {
+            return Ok(());
+        }
+        let (targets, refused) = scan(code);
+        if let Some((target, advice)) = refused {
+            return Err(Error::UnsupportedCustomCall { target, advice });
+        }
+        for target in targets {
+            let index = TARGETS.iter().position(|t| *t == target).expect("scan finds only TARGETS");
+            ffi::register_builtin(client, target, handler(index, &*self.find)?)?;
+        }
+        Ok(())
+    }
+}
+
+/// The provider of these handlers, for one client (`pjrt_client::ClientOptions::builtin_provider`)
+/// or the process (`pjrt_client::ffi::add_provider`, which [`register`] calls). `find` says where
+/// the LAPACK library is, called once, on first need, when neither [`set_library`] nor
+/// `PJRT_LAPACK_LIBRARY` names one. The library is loaded once for the process: the first
+/// provider to need it chooses.
+///
+/// ```
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use pjrt_client::{Client, ClientOptions, Plugin};
+/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// let provider = pjrt_lapack::provider(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
+/// let client = Client::new(&plugin, &ClientOptions::new().builtin_provider(provider))?;
+/// # Ok(()) }
+/// ```
+pub fn provider<F, E>(find: F) -> Arc<dyn BuiltinProvider>
+where
+    F: Fn() -> std::result::Result<PathBuf, E> + Send + Sync + 'static,
+    E: std::fmt::Display,
+{
+    Arc::new(Provider { find: Box::new(move || find().map_err(|e| e.to_string())) })
+}
+
+/// Installs the [`provider`] of these handlers for the process (`pjrt_client::ffi::add_provider`),
+/// the one line a program needs for JAX's LAPACK kernels; returns whether it did (`false` when
+/// it is installed already: the first `find` stays). See [`provider`] for `find`, and the
+/// [module docs](self) for an example.
+///
+/// ```
+/// // Another LAPACK than scipy's OpenBLAS: any with the Fortran interface and 32-bit integers.
+/// pjrt_lapack::register(|| Ok::<_, std::convert::Infallible>("/usr/lib/x86_64-linux-gnu/liblapack.so.3".into()));
+/// assert!(pjrt_client::ffi::providers().contains(&pjrt_lapack::PROVIDER_NAME.to_owned()));
+/// ```
+pub fn register<F, E>(find: F) -> bool
+where
+    F: Fn() -> std::result::Result<PathBuf, E> + Send + Sync + 'static,
+    E: std::fmt::Display,
+{
+    ffi::add_provider(provider(find))
+}
+
+/// The handler of `TARGETS[index]`, made once for the process (loading the LAPACK library
+/// first, `find` telling where it is when it is not named).
+fn handler(index: usize, find: &Find) -> Result<&'static Handler> {
+    static HANDLERS: [OnceLock<Handler>; TARGETS.len()] = [const { OnceLock::new() }; TARGETS.len()];
     if let Some(h) = HANDLERS[index].get() {
         return Ok(h);
     }
-    let lapack = library()?;
+    let lapack = load_library(find)?;
     let target = TARGETS[index];
-    let (prefix, family) = (target.as_bytes()[7] as char, FAMILIES[index / 4].0);
+    let (family, prefix) = crate::family_of(index).expect("an index of TARGETS");
     Ok(HANDLERS[index].get_or_init(|| make_handler(family, prefix, target, lapack)))
 }
 
@@ -397,8 +388,8 @@ fn make_handler(family: &str, prefix: char, target: &str, lapack: &'static Lapac
 }
 
 /// The element types of the kernels, as buffers of custom calls.
-pub(crate) trait Element: pjrt_lapack::Scalar + ffi::FfiElement {}
-impl<T: pjrt_lapack::Scalar + ffi::FfiElement> Element for T {}
+pub(crate) trait Element: crate::Scalar + ffi::FfiElement {}
+impl<T: crate::Scalar + ffi::FfiElement> Element for T {}
 
 /// Calls `$f::<T>(args)` with `T` the element type of LAPACK's letter `$p` (`s`, `d`, `c`, `z`).
 macro_rules! by_type {
@@ -442,29 +433,19 @@ macro_rules! by_kind {
 pub(crate) use by_kind;
 
 /// The matrix batch of an operand's dims (at least two).
-pub(crate) fn batch_of(what: &str, dims: &[i64]) -> std::result::Result<pjrt_lapack::kernels::Batch, FfiError> {
-    pjrt_lapack::kernels::Batch::from_dims(dims)
+pub(crate) fn batch_of(what: &str, dims: &[i64]) -> std::result::Result<crate::kernels::Batch, FfiError> {
+    crate::kernels::Batch::from_dims(dims)
         .ok_or_else(|| FfiError::invalid_argument(format!("{what} has dimensions {dims:?}: not a batch of matrices")))
 }
 
 /// A kernel's refusal as the handler's error.
-pub(crate) fn kernel_error(e: pjrt_lapack::KernelError) -> FfiError {
+pub(crate) fn kernel_error(e: crate::KernelError) -> FfiError {
     FfiError::invalid_argument(e.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn targets_follow_families() {
-        for (i, target) in TARGETS.iter().enumerate() {
-            let (real, complex) = FAMILIES[i / 4];
-            let p = ['s', 'd', 'c', 'z'][i % 4];
-            let routine = if i % 4 < 2 { real } else { complex };
-            assert_eq!(*target, format!("lapack_{p}{routine}_ffi"));
-        }
-    }
 
     #[test]
     fn scan_finds_names_at_boundaries() {

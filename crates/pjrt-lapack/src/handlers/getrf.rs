@@ -5,10 +5,10 @@
 //! `x`: the packed `L` and `U`), `ipiv` (`s32[batch..., min(m, n)]`, 1-based) and `info`
 //! (`s32[batch...]`); no attributes.
 
-use pjrt_lapack::{kernels, Lapack};
+use crate::{kernels, Lapack};
 
 use super::{batch_of, by_type, kernel_error, Element};
-use crate::ffi::{Call, Handler, Rank, Signature};
+use pjrt_client::ffi::{Call, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
     by_type!(prefix, typed(target, lapack))

@@ -13,6 +13,7 @@
 //! ```
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
 //! # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! # pjrt_lapack::register(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let program = Program::mlir_text(r#"
 //! func.func public @main(%a: tensor<3x3xf64>) -> (tensor<3x3xf64>, tensor<2xf64>, tensor<i32>) {
@@ -33,14 +34,14 @@
 //! assert!(close(&h, &[1.0, -1.0, 0.0, -1.0, 1.0, 0.0, 1.0, 0.0, 1.0]), "{h:?}");
 //! assert!(close(&tau, &[1.0, 0.0]), "{tau:?}");
 //! assert_eq!(out[2].to_vec::<i32>()?, [0]);
-//! # Ok::<(), pjrt_client::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use pjrt_lapack::{kernels, Lapack};
+use crate::{kernels, Lapack};
 
 use super::geqrf::expect_dims;
 use super::{batch_of, by_type, kernel_error, Element};
-use crate::ffi::{Call, Handler, Rank, Signature};
+use pjrt_client::ffi::{Call, Handler, Rank, Signature};
 
 pub(super) fn handler(prefix: char, target: &str, lapack: &'static Lapack) -> Handler {
     by_type!(prefix, typed(target, lapack))
