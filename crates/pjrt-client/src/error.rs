@@ -392,6 +392,14 @@ impl Error {
     }
 }
 
+/// Host data that is not a value of its sub-byte element type is an invalid argument.
+impl From<pjrt_types::HostValueError> for Error {
+    #[cold]
+    fn from(e: pjrt_types::HostValueError) -> Self {
+        Error::invalid(e.to_string())
+    }
+}
+
 /// Escapes payload text so that it cannot contain `'`, `[` or `]`: printable ASCII other than
 /// those and `\` stays, every other byte becomes `\xNN`.
 fn escape_payload(bytes: &[u8], out: &mut String) {

@@ -121,7 +121,6 @@ pub use pjrt_client_sys as sys;
 // may name its parent type, e.g. `Device` its `Client`). `tests/client/layers.rs` checks it; the
 // "Layers" section of `docs/architecture.md` draws it.
 mod error;
-mod element_type;
 mod fingerprint;
 mod call;
 mod host_array;
@@ -166,7 +165,6 @@ pub use client::kv_store::{InMemoryStore, KeyValueStore, KvCallCounts, KvCallbac
 pub use client::process::{ProcessInfo, ProcessState};
 pub use client::{Client, ClientBuilder, ClientOptions};
 pub use compile_options::{CompileOptions, DebugOption, DeviceAssignment};
-pub use element_type::{ElementType, NativeType};
 pub use error::{Error, ErrorCode, LoadError, Result};
 pub use event::user_event::UserEvent;
 pub use event::{Event, OnReady};
@@ -180,6 +178,7 @@ pub use executable::outputs::{Outputs, OutputsIntoIter};
 pub use executable::unloaded::Executable;
 pub use executable::{ArrayShape, LoadedExecutable};
 pub use host_array::HostArray;
+pub use pjrt_types::{ElementType, HostValueError, NativeType};
 pub use plugin::{Plugin, PluginSource, StableHloVersion, TableInit};
 pub use program::{ModuleCounts, Program, ProgramFormat};
 pub use topology::device_description::DeviceDescription;

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
+use pjrt_types::ElementType;
 
 /// The magic that starts MLIR bytecode.
 const MLIR_BYTECODE_MAGIC: &[u8] = b"ML\xefR";

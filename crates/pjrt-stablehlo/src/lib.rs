@@ -29,16 +29,15 @@ mod read;
 mod refine;
 mod text;
 mod vhlo;
-mod version;
 mod vhlo_versions;
 mod write;
 
 pub use bytecode::{Limits, MAX_VERSION};
 pub use error::{Error, Result};
+pub use pjrt_types::Version;
 pub use pretty::print_pretty;
 pub use print::{attr_text, mlir_element_name, print, type_text};
 pub use refine::{bind_dimensions, dimension_parameters, is_polymorphic, refine, RefineError};
-pub use version::Version;
 pub use write::{write_bytecode, WriteError};
 
 /// Reads MLIR bytecode (a StableHLO portable artifact, or builtin/func/stablehlo bytecode)

@@ -2,7 +2,7 @@
 //! declarations: the name and version range of each): the writer picks, for a target, the op
 //! version that exists there, and names the version an op needs where none does.
 
-use crate::version::Version;
+use pjrt_types::Version;
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Range {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::error::WriteError;
 use crate::ir::{Attr, Dim, ElementType, EnumAttr, Op, TensorType, Type};
-use crate::version::Version;
+use pjrt_types::Version;
 
 type R<T> = Result<T, WriteError>;
 

@@ -8,7 +8,7 @@ use super::container::{svarint, varint, varint_flag, Entry, Tables, BUILTIN, SDY
 use super::error::WriteError;
 use crate::ir::{float_width, int_width, Attr, Dim, ElementType, Location, TensorType, Type};
 use crate::names;
-use crate::version::Version;
+use pjrt_types::Version;
 
 /// Attributes and types nested deeper than this are refused (the reader's default limit is
 /// 64; this keeps the writer's recursion bounded on hand-built modules).

@@ -1,6 +1,6 @@
 //! What can keep a module from being written for a target.
 
-use crate::version::Version;
+use pjrt_types::Version;
 
 /// Why [`crate::write_bytecode`] cannot write a module for its target.
 ///

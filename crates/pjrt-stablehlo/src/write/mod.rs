@@ -12,10 +12,10 @@ use std::collections::HashMap;
 
 use crate::bytecode::{V_ELIDE_UNKNOWN_BLOCK_ARG_LOC, V_LAZY_LOADING, V_NATIVE_PROPERTIES, V_USE_LIST_ORDERING};
 use crate::ir::{self, Attr, Op, Region};
-use crate::version::Version;
 use container::{section, varint, varint_flag, BUILTIN, SDY, VHLO};
 use encode::Encoder;
 pub use error::WriteError;
+use pjrt_types::Version;
 
 use crate::bytecode::{
     HAS_ATTRS, HAS_INLINE_REGIONS, HAS_OPERANDS, HAS_PROPERTIES, HAS_RESULTS, HAS_SUCCESSORS, SECTION_IR,

@@ -8,7 +8,7 @@ use std::str::FromStr;
 /// (`StableHLO_v1.15.0`) and plugins their `stablehlo_current_version`.
 ///
 /// ```
-/// use pjrt_stablehlo::Version;
+/// use pjrt_types::Version;
 /// let v: Version = "1.16.1".parse().unwrap();
 /// assert_eq!(v, Version::new(1, 16, 1));
 /// assert!(v < Version::CURRENT && v.to_string() == "1.16.1");
@@ -27,21 +27,21 @@ impl Version {
     /// The oldest version a portable artifact can be written for: 0.9.0, VHLO's first.
     ///
     /// ```
-    /// assert_eq!(pjrt_stablehlo::Version::MINIMUM.to_string(), "0.9.0");
+    /// assert_eq!(pjrt_types::Version::MINIMUM.to_string(), "0.9.0");
     /// ```
     pub const MINIMUM: Version = Version::new(0, 9, 0);
 
     /// The newest version this crate reads and writes: 1.20.0 (what the 0.115 CPU plugin reads).
     ///
     /// ```
-    /// assert_eq!(pjrt_stablehlo::Version::CURRENT.to_string(), "1.20.0");
+    /// assert_eq!(pjrt_types::Version::CURRENT.to_string(), "1.20.0");
     /// ```
     pub const CURRENT: Version = Version::new(1, 20, 0);
 
     /// `major.minor.patch`.
     ///
     /// ```
-    /// assert_eq!(pjrt_stablehlo::Version::new(1, 15, 0).to_string(), "1.15.0");
+    /// assert_eq!(pjrt_types::Version::new(1, 15, 0).to_string(), "1.15.0");
     /// ```
     pub const fn new(major: u32, minor: u32, patch: u32) -> Version {
         Version { major, minor, patch }
@@ -50,7 +50,7 @@ impl Version {
     /// `1.15.0`: exactly three decimal numbers separated by dots; `None` otherwise.
     ///
     /// ```
-    /// use pjrt_stablehlo::Version;
+    /// use pjrt_types::Version;
     /// assert_eq!(Version::parse("1.15.0"), Some(Version::new(1, 15, 0)));
     /// assert_eq!(Version::parse("1.15"), None);
     /// assert_eq!(Version::parse("+1.15.0"), None);
@@ -71,7 +71,7 @@ impl Version {
     /// other producer (`MLIR23.0.0git`: plain bytecode).
     ///
     /// ```
-    /// use pjrt_stablehlo::Version;
+    /// use pjrt_types::Version;
     /// assert_eq!(Version::of_producer("StableHLO_v1.15.0"), Some(Version::new(1, 15, 0)));
     /// assert_eq!(Version::of_producer("MLIR23.0.0git"), None);
     /// ```
@@ -82,7 +82,7 @@ impl Version {
     /// The producer a portable artifact for this version names: `StableHLO_v1.15.0`.
     ///
     /// ```
-    /// assert_eq!(pjrt_stablehlo::Version::new(1, 15, 0).producer(), "StableHLO_v1.15.0");
+    /// assert_eq!(pjrt_types::Version::new(1, 15, 0).producer(), "StableHLO_v1.15.0");
     /// ```
     pub fn producer(self) -> String {
         format!("StableHLO_v{self}")
@@ -91,7 +91,8 @@ impl Version {
     /// The MLIR bytecode version a portable artifact for this version is written in (as
     /// StableHLO's serializer picks it: 0 before 0.10.0, 1 before 0.12.0, 3 before 0.14.0, 4
     /// before 0.15.0, 6 since); `None` outside [`Version::MINIMUM`]..=[`Version::CURRENT`].
-    pub(crate) fn bytecode_version(self) -> Option<u64> {
+    #[doc(hidden)]
+    pub fn bytecode_version(self) -> Option<u64> {
         let v = |minor| Version::new(0, minor, 0);
         Some(match self {
             s if s < Version::MINIMUM || s > Version::CURRENT => return None,
@@ -116,7 +117,7 @@ impl FromStr for Version {
     /// [`Version::parse`], with an error that says what is wrong.
     ///
     /// ```
-    /// let err = "1.x".parse::<pjrt_stablehlo::Version>().unwrap_err();
+    /// let err = "1.x".parse::<pjrt_types::Version>().unwrap_err();
     /// assert!(err.contains("MAJOR.MINOR.PATCH"), "{err}");
     /// ```
     fn from_str(text: &str) -> Result<Version, String> {
