@@ -9,7 +9,8 @@ use pjrt_client::{ElementType, Plugin, Program};
 
 use crate::emit;
 use crate::error::BuildError;
-use crate::types::{element_min_version, TensorType, Type, Version};
+use crate::types::{element_min_version, TensorType, Type};
+use pjrt_types::StableHloVersion;
 
 /// Builds one StableHLO function, `func.func public @main`, in a module of its own.
 ///
@@ -61,7 +62,7 @@ struct State {
     frames: Vec<Frame>,
     parameters: Vec<Parameter>,
     /// The newest StableHLO version an op or type needs, and what needs it.
-    needed: Version,
+    needed: StableHloVersion,
     needed_by: String,
     module_attributes: Vec<(String, String)>,
     /// Ops of the module before `@main` (Shardy's `sdy.mesh`): (symbol, MLIR text).
@@ -212,12 +213,19 @@ pub(crate) struct Op<'a, 'f> {
     pub regions: Vec<String>,
     pub results: Vec<Type>,
     /// The StableHLO version that introduced the op (or its form here).
-    pub since: Version,
+    pub since: StableHloVersion,
 }
 
 impl<'a, 'f> Op<'a, 'f> {
     pub fn new(name: &'static str, operands: Vec<&'a Value<'f>>, results: Vec<Type>) -> Op<'a, 'f> {
-        Op { name, operands, attributes: Vec::new(), regions: Vec::new(), results, since: (1, 0, 0) }
+        Op {
+            name,
+            operands,
+            attributes: Vec::new(),
+            regions: Vec::new(),
+            results,
+            since: StableHloVersion::new(1, 0, 0),
+        }
     }
 
     pub fn attr(mut self, name: &'static str, value: String) -> Op<'a, 'f> {
@@ -256,7 +264,7 @@ impl Function {
                 next_scope: 1,
                 frames: vec![Frame { scope: 0, isolated: false, text: String::new() }],
                 parameters: Vec::new(),
-                needed: (1, 0, 0),
+                needed: StableHloVersion::new(1, 0, 0),
                 needed_by: String::new(),
                 module_attributes: Vec::new(),
                 module_ops: Vec::new(),
@@ -295,7 +303,7 @@ impl Function {
     }
 
     /// The newest StableHLO version an op or element type used so far needs.
-    pub fn required_stablehlo_version(&self) -> Version {
+    pub fn required_stablehlo_version(&self) -> StableHloVersion {
         self.state.borrow().needed
     }
 
@@ -305,11 +313,9 @@ impl Function {
     pub fn check_plugin(&self, plugin: &Plugin) -> Result<(), BuildError> {
         let state = self.state.borrow();
         match plugin.stablehlo_current_version() {
-            Some(v) if (v.0, v.1, v.2) < state.needed => Err(BuildError::VersionTooNew {
-                needed: state.needed,
-                needed_by: state.needed_by.clone(),
-                plugin: (v.0, v.1, v.2),
-            }),
+            Some(plugin) if plugin < state.needed => {
+                Err(BuildError::VersionTooNew { needed: state.needed, needed_by: state.needed_by.clone(), plugin })
+            }
             _ => Ok(()),
         }
     }
@@ -593,7 +599,7 @@ impl Function {
 }
 
 impl State {
-    fn need(&mut self, version: Version, what: impl FnOnce() -> String) {
+    fn need(&mut self, version: StableHloVersion, what: impl FnOnce() -> String) {
         if version > self.needed {
             self.needed = version;
             self.needed_by = what();

@@ -110,5 +110,6 @@ pub use ops::collectives::Collective;
 pub use ops::gather::{GatherDimensions, ScatterDimensions};
 pub use ops::misc::{CustomCall, RngAlgorithm};
 pub use ops::reduce::Window;
+pub use pjrt_types::StableHloVersion;
 pub use sharding::{AxisSharding, Mesh, Sharding};
-pub use types::{mlir_element_name, TensorType, Type, Version};
+pub use types::{mlir_element_name, TensorType, Type};

@@ -3,11 +3,9 @@
 use std::fmt;
 
 use pjrt_client::ElementType;
+use pjrt_types::StableHloVersion;
 
 use crate::error::BuildError;
-
-/// A StableHLO version `major.minor.patch`: what an op or element type needs at least.
-pub type Version = (i64, i64, i64);
 
 /// The type of a value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -185,13 +183,15 @@ pub fn mlir_element_name(element: ElementType) -> Result<&'static str, BuildErro
 }
 
 /// The StableHLO version that introduced an element type (1.0.0 for the original set).
-pub(crate) fn element_min_version(element: ElementType) -> Version {
+pub(crate) fn element_min_version(element: ElementType) -> StableHloVersion {
     // From the version log in StableHLO's VhloDialect.td.
     match element {
-        ElementType::S2 | ElementType::U2 => (1, 2, 0),
-        ElementType::F8E4M3 | ElementType::F8E3M4 => (1, 7, 0),
-        ElementType::F8E8M0FNU | ElementType::F4E2M1FN | ElementType::F6E2M3FN | ElementType::F6E3M2FN => (1, 8, 0),
-        _ => (1, 0, 0),
+        ElementType::S2 | ElementType::U2 => StableHloVersion::new(1, 2, 0),
+        ElementType::F8E4M3 | ElementType::F8E3M4 => StableHloVersion::new(1, 7, 0),
+        ElementType::F8E8M0FNU | ElementType::F4E2M1FN | ElementType::F6E2M3FN | ElementType::F6E3M2FN => {
+            StableHloVersion::new(1, 8, 0)
+        }
+        _ => StableHloVersion::new(1, 0, 0),
     }
 }
 

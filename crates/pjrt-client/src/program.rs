@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use pjrt_types::ElementType;
+use pjrt_types::{ElementType, StableHloVersion};
 
 /// The magic that starts MLIR bytecode.
 const MLIR_BYTECODE_MAGIC: &[u8] = b"ML\xefR";
@@ -144,24 +144,21 @@ impl Program {
         std::str::from_utf8(&rest[..end]).ok()
     }
 
-    /// The StableHLO version a portable artifact was serialized for, `(major, minor, patch)`,
-    /// read from its producer (`StableHLO_v1.0.0`). `None` for anything else: MLIR text and
-    /// plain bytecode carry no StableHLO version (they are read as the plugin's own).
+    /// The StableHLO version a portable artifact was serialized for, read from its producer
+    /// (`StableHLO_v1.0.0`). `None` for anything else: MLIR text and plain bytecode carry no
+    /// StableHLO version (they are read as the plugin's own).
     ///
     /// ```
-    /// use pjrt_client::Program;
+    /// use pjrt_client::{Program, StableHloVersion};
     ///
     /// let artifact = Program::from_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc"))?;
     /// assert_eq!(artifact.bytecode_producer(), Some("StableHLO_v1.0.0"));
-    /// assert_eq!(artifact.stablehlo_target(), Some((1, 0, 0)));
+    /// assert_eq!(artifact.stablehlo_target(), Some(StableHloVersion::new(1, 0, 0)));
     /// assert_eq!(Program::mlir_text("func.func @main() { return }")?.stablehlo_target(), None);
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
-    pub fn stablehlo_target(&self) -> Option<(i64, i64, i64)> {
-        let version = self.bytecode_producer()?.strip_prefix("StableHLO_v")?;
-        let mut parts = version.split('.').map(|p| p.parse::<i64>().ok());
-        let parsed = (parts.next()??, parts.next()??, parts.next()??);
-        parts.next().is_none().then_some(parsed)
+    pub fn stablehlo_target(&self) -> Option<StableHloVersion> {
+        StableHloVersion::of_producer(self.bytecode_producer()?)
     }
 
     /// The replica and partition counts a lowered module asks for in its attributes
@@ -316,9 +313,10 @@ mod tests {
             Program::mlir_bytecode([MLIR_BYTECODE_MAGIC, version, producer, b"\0rest"].concat()).unwrap()
         };
         let p = bytecode(&[0x0d], b"StableHLO_v1.12.3");
-        assert_eq!((p.bytecode_producer(), p.stablehlo_target()), (Some("StableHLO_v1.12.3"), Some((1, 12, 3))));
+        let v = StableHloVersion::new;
+        assert_eq!((p.bytecode_producer(), p.stablehlo_target()), (Some("StableHLO_v1.12.3"), Some(v(1, 12, 3))));
         // A two-byte version varint.
-        assert_eq!(bytecode(&[0x02, 0x01], b"StableHLO_v2.0.0").stablehlo_target(), Some((2, 0, 0)));
+        assert_eq!(bytecode(&[0x02, 0x01], b"StableHLO_v2.0.0").stablehlo_target(), Some(v(2, 0, 0)));
         assert_eq!(bytecode(&[0x0d], b"MLIR23.0.0git").stablehlo_target(), None);
         for bad in [&b"StableHLO_v1.0"[..], b"StableHLO_v1.0.0.0", b"StableHLO_vx.0.0", b"StableHLO_v"] {
             assert_eq!(bytecode(&[0x0d], bad).stablehlo_target(), None, "{bad:?}");

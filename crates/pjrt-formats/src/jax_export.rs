@@ -820,7 +820,7 @@ impl JaxExport {
 
     /// The StableHLO version the module was serialized for (its bytecode producer,
     /// `StableHLO_v1.18.0`), which a plugin must read: see [`Program::stablehlo_target`].
-    pub fn stablehlo_version(&self) -> Option<(i64, i64, i64)> {
+    pub fn stablehlo_version(&self) -> Option<pjrt_client::StableHloVersion> {
         Program::mlir_bytecode(self.mlir_module.clone()).ok()?.stablehlo_target()
     }
 
@@ -1241,8 +1241,8 @@ impl fmt::Display for JaxExport {
             Some(v) => write!(f, ", written by JAX {}", shown(v))?,
             None => f.write_str(", JAX version not recorded (before 0.12)")?,
         }
-        if let Some((major, minor, patch)) = self.stablehlo_version() {
-            write!(f, ", StableHLO {major}.{minor}.{patch}")?;
+        if let Some(version) = self.stablehlo_version() {
+            write!(f, ", StableHLO {version}")?;
         }
         write!(
             f,

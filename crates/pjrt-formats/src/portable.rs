@@ -15,8 +15,8 @@
 
 use std::borrow::Cow;
 
-use pjrt_client::{Plugin, Program, ProgramFormat, StableHloVersion};
-use pjrt_stablehlo::Version;
+use pjrt_client::{Plugin, Program, ProgramFormat};
+use pjrt_stablehlo::{StableHloVersion, CURRENT_VERSION, MINIMUM_VERSION};
 
 use crate::error::{Error, Result};
 
@@ -37,36 +37,35 @@ use crate::error::{Error, Result};
 /// # Ok(()) }
 /// ```
 pub fn for_plugin<'p>(program: &'p Program, plugin: &Plugin) -> Result<Cow<'p, Program>> {
-    let (Some((major, minor, patch)), Some(current)) = (program.stablehlo_target(), plugin.stablehlo_current_version())
-    else {
+    let (Some(target), Some(current)) = (program.stablehlo_target(), plugin.stablehlo_current_version()) else {
         return Ok(Cow::Borrowed(program));
     };
-    if StableHloVersion(major, minor, patch) <= current {
+    if target <= current {
         return Ok(Cow::Borrowed(program));
     }
     let target = plugin_version(plugin).ok_or_else(|| {
         Error::invalid(format!(
             "the plugin reads StableHLO up to {current}, older than any version a portable artifact can be written \
              for ({} and later): use a newer plugin",
-            Version::MINIMUM
+            MINIMUM_VERSION
         ))
     })?;
     Ok(Cow::Owned(portable_artifact(program, target)?))
 }
 
 /// The StableHLO version to write for `plugin`: its `stablehlo_current_version`, or the
-/// writer's newest ([`Version::CURRENT`]) for a plugin newer than that; `None` for a plugin that
-/// does not say, or says one the writer cannot write (older than [`Version::MINIMUM`]).
+/// writer's newest ([`CURRENT_VERSION`]) for a plugin newer than that; `None` for a plugin that
+/// does not say, or says one the writer cannot write (older than [`MINIMUM_VERSION`]).
 ///
 /// ```
 /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
 /// let version = pjrt_formats::portable::plugin_version(&plugin).unwrap();
-/// assert!(version >= pjrt_stablehlo::Version::MINIMUM && version <= pjrt_stablehlo::Version::CURRENT);
+/// assert!(version >= pjrt_stablehlo::MINIMUM_VERSION && version <= pjrt_stablehlo::CURRENT_VERSION);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn plugin_version(plugin: &Plugin) -> Option<Version> {
+pub fn plugin_version(plugin: &Plugin) -> Option<StableHloVersion> {
     // A plugin newer than the writer knows reads what the writer writes newest.
-    plugin.stablehlo_current_version().and_then(version_of).map(|v| v.min(Version::CURRENT))
+    plugin.stablehlo_current_version().filter(|v| *v >= MINIMUM_VERSION).map(|v| v.min(CURRENT_VERSION))
 }
 
 /// `program` written as a StableHLO portable artifact for `target`: a portable artifact of
@@ -75,19 +74,19 @@ pub fn plugin_version(plugin: &Plugin) -> Option<Version> {
 ///
 /// ```
 /// use pjrt_client::Program;
-/// use pjrt_stablehlo::Version;
+/// use pjrt_stablehlo::{StableHloVersion, CURRENT_VERSION, MINIMUM_VERSION};
 ///
 /// let text = "func.func public @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n  \
 ///             %0 = stablehlo.tan %x : tensor<2xf32>\n  return %0 : tensor<2xf32>\n}";
 /// let program = Program::mlir_text(text)?;
-/// let artifact = pjrt_formats::portable::portable_artifact(&program, Version::new(1, 16, 1))?;
+/// let artifact = pjrt_formats::portable::portable_artifact(&program, StableHloVersion::new(1, 16, 1))?;
 /// assert_eq!(artifact.bytecode_producer(), Some("StableHLO_v1.16.1"));
 /// // `tan` is StableHLO 1.4.0's: it has no form for 1.3.0.
-/// let error = pjrt_formats::portable::portable_artifact(&program, Version::new(1, 3, 0)).unwrap_err();
+/// let error = pjrt_formats::portable::portable_artifact(&program, StableHloVersion::new(1, 3, 0)).unwrap_err();
 /// assert!(error.to_string().contains("tan"), "{error}");
 /// # Ok::<(), pjrt_formats::Error>(())
 /// ```
-pub fn portable_artifact(program: &Program, target: Version) -> Result<Program> {
+pub fn portable_artifact(program: &Program, target: StableHloVersion) -> Result<Program> {
     if program.format() != ProgramFormat::Mlir {
         return Err(Error::invalid(
             "an HLO program cannot be written as a StableHLO portable artifact: give a StableHLO program",
@@ -106,12 +105,4 @@ pub fn portable_artifact(program: &Program, target: Version) -> Result<Program> 
         Some(parameters) => written.with_parameters(parameters.iter().cloned()),
         None => written,
     })
-}
-
-/// A plugin's StableHLO version as the writer names them; `None` for one it cannot (negative
-/// parts, older than [`Version::MINIMUM`]).
-fn version_of(v: StableHloVersion) -> Option<Version> {
-    let part = |x: i64| u32::try_from(x).ok();
-    let version = Version::new(part(v.0)?, part(v.1)?, part(v.2)?);
-    (version >= Version::MINIMUM).then_some(version)
 }

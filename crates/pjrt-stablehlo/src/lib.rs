@@ -34,10 +34,11 @@ mod write;
 
 pub use bytecode::{Limits, MAX_VERSION};
 pub use error::{Error, Result};
-pub use pjrt_types::Version;
+pub use pjrt_types::StableHloVersion;
 pub use pretty::print_pretty;
 pub use print::{attr_text, mlir_element_name, print, type_text};
 pub use refine::{bind_dimensions, dimension_parameters, is_polymorphic, refine, RefineError};
+pub use vhlo_versions::{CURRENT_VERSION, MINIMUM_VERSION};
 pub use write::{write_bytecode, WriteError};
 
 /// Reads MLIR bytecode (a StableHLO portable artifact, or builtin/func/stablehlo bytecode)
@@ -141,7 +142,7 @@ pub fn fuzz_check(data: &[u8]) {
 /// read: a damaged file can number a region's values in a way no writer would, which
 /// writing normalizes.)
 fn check_written(module: &ir::Module) {
-    let Some(target) = Version::of_producer(&module.producer) else { return };
+    let Some(target) = StableHloVersion::of_producer(&module.producer) else { return };
     let Ok(bytes) = write_bytecode(module, target) else { return };
     let again = read_bytecode(&bytes).unwrap_or_else(|e| panic!("what the writer wrote does not read: {e}"));
     let rewritten = write_bytecode(&again, target).unwrap_or_else(|e| panic!("a written module does not write: {e}"));

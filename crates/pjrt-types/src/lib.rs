@@ -24,4 +24,4 @@ mod element_type;
 mod stablehlo_version;
 
 pub use element_type::{native_bytes, native_values, normalize_pred, ElementType, HostValueError, NativeType};
-pub use stablehlo_version::Version;
+pub use stablehlo_version::{ParseVersionError, StableHloVersion};

@@ -38,6 +38,7 @@ use crate::emit;
 use crate::error::BuildError;
 use crate::function::{Function, Op, Value};
 use crate::types::Type;
+use pjrt_types::StableHloVersion;
 
 /// Who takes part in a collective: replica groups (each a list of replica, or with
 /// `use_global_device_ids` device, numbers; all groups of one size), and an optional channel
@@ -263,7 +264,7 @@ impl Function {
         let types = values.iter().map(|v| v.ty.clone()).collect();
         let mut op = collective.attributes(Op::new(OP, values.to_vec(), types), true);
         if values.len() > 1 {
-            op.since = (1, 5, 0);
+            op.since = StableHloVersion::new(1, 5, 0);
         }
         op.regions.push(region);
         self.emit(op)

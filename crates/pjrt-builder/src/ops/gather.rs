@@ -33,6 +33,7 @@ use crate::emit;
 use crate::error::BuildError;
 use crate::function::{Function, Op, Value};
 use crate::types::{kind, Kind, Type};
+use pjrt_types::StableHloVersion;
 
 /// The dimension numbers of `gather` (`#stablehlo.gather<...>`), as StableHLO defines them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -223,7 +224,7 @@ impl<'f> Value<'f> {
             .attr("slice_sizes", emit::i64_array(slice_sizes))
             .attr("indices_are_sorted", indices_are_sorted.to_string());
         if !dims.operand_batching_dims.is_empty() {
-            op.since = (1, 1, 0);
+            op.since = StableHloVersion::new(1, 1, 0);
         }
         self.func.emit1(op)
     }
@@ -346,7 +347,7 @@ impl<'f> Value<'f> {
             .attr("indices_are_sorted", indices_are_sorted.to_string())
             .attr("unique_indices", unique_indices.to_string());
         if !dims.input_batching_dims.is_empty() {
-            op.since = (1, 1, 0);
+            op.since = StableHloVersion::new(1, 1, 0);
         }
         op.regions.push(region);
         self.func.emit1(op)

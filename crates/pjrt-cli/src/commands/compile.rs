@@ -328,7 +328,7 @@ fn emit_portable(args: &CompileArgs, program: &Program, started: Instant) -> Res
                     "the plugin {} does not say which StableHLO version it reads (or says one older than {}): give \
                      --stablehlo-version",
                     plugin.path().display(),
-                    pjrt_stablehlo::Version::MINIMUM
+                    pjrt_stablehlo::MINIMUM_VERSION
                 ))
             })?
         }

@@ -13,7 +13,7 @@ use crate::call::trace::span;
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
 use crate::error::{Error, Result};
-use crate::plugin::{Plugin, StableHloVersion};
+use crate::plugin::Plugin;
 use crate::program::{mlir_main_parameters, Program, ProgramFormat};
 use crate::sys::{self, Args};
 
@@ -107,8 +107,7 @@ impl Client {
 /// (its header says which; the plugin's attributes say what it reads). Programs without a
 /// version (text, plain bytecode, HLO) and plugins without the attributes pass unchecked.
 pub(crate) fn check_stablehlo_version(plugin: &Plugin, program: &Program) -> Result<()> {
-    let Some((major, minor, patch)) = program.stablehlo_target() else { return Ok(()) };
-    let target = StableHloVersion(major, minor, patch);
+    let Some(target) = program.stablehlo_target() else { return Ok(()) };
     let (Some(minimum), Some(current)) = (plugin.stablehlo_minimum_version(), plugin.stablehlo_current_version())
     else {
         return Ok(());

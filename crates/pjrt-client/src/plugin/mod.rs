@@ -16,6 +16,7 @@ use crate::call::trace::span;
 use crate::call::{pjrt_call, Api, ApiVersion};
 use crate::error::{Error, LoadError, Result};
 use crate::sys::{self, Args};
+use pjrt_types::StableHloVersion;
 
 /// A loaded PJRT plugin: its library, its validated function table and its attributes.
 ///
@@ -268,12 +269,12 @@ impl Plugin {
 
     /// The newest StableHLO version the plugin reads (`stablehlo_current_version`).
     pub fn stablehlo_current_version(&self) -> Option<StableHloVersion> {
-        StableHloVersion::from_value(self.attribute("stablehlo_current_version")?)
+        stablehlo_version(self.attribute("stablehlo_current_version")?)
     }
 
     /// The oldest StableHLO version the plugin reads (`stablehlo_minimum_version`).
     pub fn stablehlo_minimum_version(&self) -> Option<StableHloVersion> {
-        StableHloVersion::from_value(self.attribute("stablehlo_minimum_version")?)
+        stablehlo_version(self.attribute("stablehlo_minimum_version")?)
     }
 
     /// The plugin's raw function table, for calling the C API directly through [`crate::sys`].
@@ -311,22 +312,11 @@ impl fmt::Debug for Plugin {
     }
 }
 
-/// A StableHLO version `major.minor.patch`, as plugins report them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct StableHloVersion(pub i64, pub i64, pub i64);
-
-impl StableHloVersion {
-    fn from_value(value: &Value) -> Option<Self> {
-        match value {
-            Value::Int64List(v) if v.len() == 3 => Some(StableHloVersion(v[0], v[1], v[2])),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for StableHloVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.0, self.1, self.2)
+/// A StableHLO version attribute (`int64` list of three, each part a `u32`).
+fn stablehlo_version(value: &Value) -> Option<StableHloVersion> {
+    match value {
+        Value::Int64List(parts) => StableHloVersion::from_parts(parts),
+        _ => None,
     }
 }
 

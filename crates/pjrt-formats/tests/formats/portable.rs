@@ -14,7 +14,7 @@ use pjrt_formats::jax_export::JaxExport;
 use pjrt_formats::npy::NpyArray;
 use pjrt_formats::portable::{for_plugin, portable_artifact};
 use pjrt_formats::{BufferExt, ClientExt};
-use pjrt_stablehlo::Version;
+use pjrt_stablehlo::StableHloVersion;
 
 use crate::support;
 
@@ -80,7 +80,7 @@ fn the_compile_cache_keys_on_what_the_plugin_was_sent() {
 #[test]
 fn what_the_writer_writes_at_1_20_runs_on_the_0_106_plugin_with_the_0_115_answers() {
     let (model, inputs) = jax_0_12_mlp();
-    let written = portable_artifact(&model.program().unwrap(), Version::new(1, 20, 0)).unwrap();
+    let written = portable_artifact(&model.program().unwrap(), StableHloVersion::new(1, 20, 0)).unwrap();
     assert_eq!(written.bytecode_producer(), Some("StableHLO_v1.20.0"));
     let mut answers = Vec::new();
     for plugin in support::PLUGINS {
@@ -102,18 +102,18 @@ fn an_op_the_target_lacks_is_refused_by_name_with_the_version_it_needs() {
         "func.func public @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n  %0 = stablehlo.tan %x : tensor<2xf32>\n  \
                 return %0 : tensor<2xf32>\n}";
     let program = Program::mlir_text(text).unwrap();
-    let error = portable_artifact(&program, Version::new(1, 3, 0)).unwrap_err();
+    let error = portable_artifact(&program, StableHloVersion::new(1, 3, 0)).unwrap_err();
     match &error {
         pjrt_formats::Error::Portable(pjrt_stablehlo::WriteError::NotInVersion { what, needs, target }) => {
             assert!(what.contains("tan"), "{what}");
-            assert_eq!((*needs, *target), (Version::new(1, 4, 0), Version::new(1, 3, 0)));
+            assert_eq!((*needs, *target), (StableHloVersion::new(1, 4, 0), StableHloVersion::new(1, 3, 0)));
         }
         other => panic!("{other:?}"),
     }
     assert!(error.to_string().contains("1.4.0"), "{error}");
-    let error = portable_artifact(&program, Version::new(9, 0, 0)).unwrap_err();
+    let error = portable_artifact(&program, StableHloVersion::new(9, 0, 0)).unwrap_err();
     assert!(matches!(error, pjrt_formats::Error::Portable(pjrt_stablehlo::WriteError::Target { .. })), "{error:?}");
     // HLO has no portable form.
     let hlo = Program::hlo_module_proto(vec![1, 2, 3]).unwrap();
-    assert!(portable_artifact(&hlo, Version::new(1, 16, 1)).unwrap_err().to_string().contains("HLO"));
+    assert!(portable_artifact(&hlo, StableHloVersion::new(1, 16, 1)).unwrap_err().to_string().contains("HLO"));
 }

@@ -8,7 +8,7 @@ use super::container::{svarint, varint, varint_flag, Entry, Tables, BUILTIN, SDY
 use super::error::WriteError;
 use crate::ir::{float_width, int_width, Attr, Dim, ElementType, Location, TensorType, Type};
 use crate::names;
-use pjrt_types::Version;
+use pjrt_types::StableHloVersion;
 
 /// Attributes and types nested deeper than this are refused (the reader's default limit is
 /// 64; this keeps the writer's recursion bounded on hand-built modules).
@@ -17,7 +17,7 @@ const MAX_NESTING: usize = 256;
 /// Encodes into the tables for one target.
 pub(crate) struct Encoder {
     pub tables: Tables,
-    pub target: Version,
+    pub target: StableHloVersion,
     depth: usize,
 }
 
@@ -29,7 +29,7 @@ fn unrepresentable(what: impl Into<String>) -> WriteError {
 
 /// The version VHLO's attribute or type `what` first exists in, for those newer than 0.9.0
 /// (VhloTypes.td, VhloAttrs.td).
-fn introduced(what: &str) -> Option<Version> {
+fn introduced(what: &str) -> Option<StableHloVersion> {
     let (major, minor) = match what {
         "f4E2M1FN" | "f6E2M3FN" | "f6E3M2FN" | "f8E8M0FNU" => (1, 8),
         "f8E3M4" | "f8E4M3" => (1, 7),
@@ -45,7 +45,7 @@ fn introduced(what: &str) -> Option<Version> {
         "#stablehlo.replica_group_mesh_axes" => (1, 16),
         _ => return None,
     };
-    Some(Version::new(major, minor, 0))
+    Some(StableHloVersion::new(major, minor, 0))
 }
 
 /// The enum tables by kind: VHLO's attribute code and its first value's number.
@@ -106,7 +106,7 @@ fn apint(out: &mut Vec<u8>, raw: u64, width: u32) -> R<()> {
 }
 
 impl Encoder {
-    pub(crate) fn new(target: Version) -> Encoder {
+    pub(crate) fn new(target: StableHloVersion) -> Encoder {
         Encoder { tables: Tables::default(), target, depth: 0 }
     }
 

@@ -15,7 +15,7 @@ use crate::ir::{self, Attr, Op, Region};
 use container::{section, varint, varint_flag, BUILTIN, SDY, VHLO};
 use encode::Encoder;
 pub use error::WriteError;
-use pjrt_types::Version;
+use pjrt_types::StableHloVersion;
 
 use crate::bytecode::{
     HAS_ATTRS, HAS_INLINE_REGIONS, HAS_OPERANDS, HAS_PROPERTIES, HAS_RESULTS, HAS_SUCCESSORS, SECTION_IR,
@@ -36,17 +36,17 @@ const CAST: &str = "builtin.unrealized_conversion_cast";
 /// those of `target`).
 ///
 /// ```
-/// use pjrt_stablehlo::{read_bytecode, write_bytecode, Version};
+/// use pjrt_stablehlo::{read_bytecode, write_bytecode, StableHloVersion};
 /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
 /// let module = read_bytecode(&std::fs::read(path).unwrap()).unwrap();
-/// let bytes = write_bytecode(&module, Version::of_producer(&module.producer).unwrap()).unwrap();
+/// let bytes = write_bytecode(&module, StableHloVersion::of_producer(&module.producer).unwrap()).unwrap();
 /// assert_eq!(read_bytecode(&bytes).unwrap(), module);
 /// ```
-pub fn write_bytecode(module: &ir::Module, target: Version) -> Result<Vec<u8>, WriteError> {
-    if target < Version::MINIMUM || target > Version::CURRENT {
+pub fn write_bytecode(module: &ir::Module, target: StableHloVersion) -> Result<Vec<u8>, WriteError> {
+    if target < crate::MINIMUM_VERSION || target > crate::CURRENT_VERSION {
         return Err(WriteError::Target { target });
     }
-    let version = target.bytecode_version().ok_or(WriteError::Target { target })?;
+    let version = crate::vhlo_versions::bytecode_version(target).ok_or(WriteError::Target { target })?;
     let mut w = Writer {
         enc: Encoder::new(target),
         op_index: HashMap::new(),

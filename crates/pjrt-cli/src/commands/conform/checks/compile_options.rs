@@ -106,7 +106,7 @@ pub(crate) fn checks(r: &mut Report, client: &Client) {
     r.check("stablehlo.portable_artifact_version_accepted", || {
         let program = Program::mlir_bytecode(PORTABLE.to_vec())?;
         let target = program.stablehlo_target();
-        expect(target == Some((1, 0, 0)), format!("read the target as {target:?}"))?;
+        expect(target.is_some_and(|t| t == (1, 0, 0)), format!("read the target as {target:?}"))?;
         let exe = client.compile(&program, &CompileOptions::new())?;
         let zeros = client.upload(&[0f32; 6], &[2, 3])?;
         let out = f32s(&exe.execute(&[&zeros, &zeros], &ExecuteOptions::new())?[0])?;
@@ -118,7 +118,7 @@ pub(crate) fn checks(r: &mut Report, client: &Client) {
         let current = plugin
             .stablehlo_current_version()
             .ok_or_else(|| Problem::Unsupported("the plugin has no stablehlo_current_version attribute".into()))?;
-        let newer = format!("{}.{}.0", current.0, current.1 + 1);
+        let newer = format!("{}.{}.0", current.major, current.minor + 1);
         match client.compile(&artifact_for(&newer)?, &CompileOptions::new()) {
             Err(e @ Error::ProgramVersion { .. }) => Ok(e.to_string()),
             other => Err(Problem::Fail(format!("StableHLO {newer} (plugin reads up to {current}) gave {other:?}"))),
@@ -129,7 +129,7 @@ pub(crate) fn checks(r: &mut Report, client: &Client) {
             .plugin()
             .stablehlo_minimum_version()
             .ok_or_else(|| Problem::Unsupported("the plugin has no stablehlo_minimum_version attribute".into()))?;
-        let older = match (minimum.0, minimum.1, minimum.2) {
+        let older = match (minimum.major, minimum.minor, minimum.patch) {
             (major, minor, patch) if patch > 0 => format!("{major}.{minor}.{}", patch - 1),
             (major, minor, _) if minor > 0 => format!("{major}.{}.99", minor - 1),
             (0, 0, 0) => {
