@@ -258,25 +258,7 @@ fn tensor_type(ty: &str) -> Option<MlirParameter> {
     if rest.contains('?') || rest.contains(',') {
         return None; // dynamic, or an encoding (sparse, bounds): not a plain static array
     }
-    Some((mlir_element_type(rest.trim()), dims))
-}
-
-/// MLIR's element type names as PJRT element types (`i32` → s32, `ui8` → u8, `i1` → pred).
-fn mlir_element_type(name: &str) -> Option<ElementType> {
-    match name {
-        "i1" => return Some(ElementType::PRED),
-        "complex<f32>" => return Some(ElementType::C64),
-        "complex<f64>" => return Some(ElementType::C128),
-        _ => {}
-    }
-    let xla = if let Some(bits) = name.strip_prefix("ui") {
-        format!("u{bits}")
-    } else if let Some(bits) = name.strip_prefix("si").or_else(|| name.strip_prefix('i')) {
-        format!("s{bits}")
-    } else {
-        name.to_ascii_lowercase()
-    };
-    ElementType::from_name(&xla).filter(|t| t.is_array_type())
+    Some((ElementType::from_mlir_name(rest.trim()).filter(|t| t.is_array_type()), dims))
 }
 
 /// The length of an MLIR bytecode varint from its first byte: the number of trailing zero bits

@@ -129,18 +129,25 @@ impl ElementType {
     }
 
     /// The element type MLIR spells `name` as a tensor element (`f32`, `ui8`, `i1`,
-    /// `complex<f64>`, `f8E4M3FN`, ...): the inverse of [`ElementType::mlir_name`]; `None` for a
-    /// name StableHLO does not use for a PJRT type (`index`, `tf32`, `!stablehlo.token`, ...).
+    /// `complex<f64>`, `f8E4M3FN`, ...): the inverse of [`ElementType::mlir_name`], and MLIR's
+    /// signed integers (`si32`) as the signless ones (`i32`), the same type to PJRT; `None` for
+    /// a name without a PJRT type (`index`, `tf32`, `!stablehlo.token`, ...).
     ///
     /// ```
     /// use pjrt_types::ElementType;
     /// assert_eq!(ElementType::from_mlir_name("ui8"), Some(ElementType::U8));
     /// assert_eq!(ElementType::from_mlir_name("i1"), Some(ElementType::PRED));
+    /// assert_eq!(ElementType::from_mlir_name("si16"), Some(ElementType::S16));
     /// assert_eq!(ElementType::from_mlir_name("complex<f32>"), Some(ElementType::C64));
     /// assert_eq!(ElementType::from_mlir_name("index"), None);
     /// ```
     pub fn from_mlir_name(name: &str) -> Option<ElementType> {
-        ElementType::ALL.iter().copied().find(|t| t.mlir_name() == Some(name))
+        let signed_width = name.strip_prefix("si").filter(|w| !w.is_empty() && w.bytes().all(|c| c.is_ascii_digit()));
+        ElementType::ALL.iter().copied().find(|t| match (t.mlir_name(), signed_width) {
+            (Some(mlir), Some(width)) => mlir.strip_prefix('i') == Some(width),
+            (mlir, None) => mlir == Some(name),
+            _ => false,
+        })
     }
 
     /// The `PJRT_Buffer_Type` value (what `pjrt_client::sys::PJRT_Buffer_Type` wraps).
