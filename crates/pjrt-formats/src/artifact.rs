@@ -232,8 +232,6 @@ impl Artifact {
         options: &CompileOptions,
     ) -> Result<Artifact> {
         let bytes = executable.serialize()?;
-        // Keyed on what the plugin was sent (the compile cache's key for the same compile).
-        let program = &*crate::portable::for_plugin(program, client.plugin())?;
         let key = cache_key(client, program, options)?;
         let header = ArtifactHeader::for_devices(client, program, options, &key);
         Artifact::new(header, bytes)
@@ -246,7 +244,6 @@ impl Artifact {
         program: &Program,
         options: &CompileOptions,
     ) -> Result<Artifact> {
-        let program = &*crate::portable::for_plugin(program, plugin)?;
         let executable = topology.compile(program, options, None)?;
         let header = ArtifactHeader {
             plugin: PluginIdentity::of_topology(plugin, topology)?,
@@ -286,7 +283,6 @@ impl Artifact {
         program: &Program,
         options: &CompileOptions,
     ) -> Result<Artifact> {
-        let program = &*crate::portable::for_plugin(program, plugin)?;
         let topology = Topology::for_gpu_target(plugin, target, shape)?;
         let key = gpu_target_key(plugin, &topology, target, shape, program, options)?;
         Artifact::compile_for_gpu_topology(plugin, &topology, target, shape, program, options, key)

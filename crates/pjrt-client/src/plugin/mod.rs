@@ -277,6 +277,23 @@ impl Plugin {
         stablehlo_version(self.attribute("stablehlo_minimum_version")?)
     }
 
+    /// The StableHLO version a portable artifact is written for to compile on this plugin (what
+    /// [`crate::Client::compile`] writes a newer one for, and what `pjrt compile --emit-portable`
+    /// writes): its `stablehlo_current_version`, or the writer's newest
+    /// ([`pjrt_stablehlo::CURRENT_VERSION`]) for a plugin newer than that; `None` for a plugin
+    /// that does not say, or says one older than any the writer writes (feature `stablehlo`).
+    ///
+    /// ```
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// let version = plugin.portable_target().unwrap();
+    /// assert!(version >= pjrt_stablehlo::MINIMUM_VERSION && version <= pjrt_stablehlo::CURRENT_VERSION);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "stablehlo")]
+    pub fn portable_target(&self) -> Option<StableHloVersion> {
+        self.stablehlo_current_version().and_then(crate::program::write_target)
+    }
+
     /// The plugin's raw function table, for calling the C API directly through [`crate::sys`].
     ///
     /// Escape hatch: never free it, and read a slot only if it lies inside `struct_size` (see

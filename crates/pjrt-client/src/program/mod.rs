@@ -1,5 +1,11 @@
-//! Programs to compile: StableHLO/MLIR (text or bytecode) and serialized HLO modules.
+//! Programs to compile: StableHLO/MLIR (text or bytecode) and serialized HLO modules; with the
+//! `stablehlo` feature, through the StableHLO IR as well (`stablehlo.rs`).
 
+#[cfg(feature = "stablehlo")]
+mod stablehlo;
+
+#[cfg(not(feature = "stablehlo"))]
+use std::borrow::Cow;
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -162,10 +168,16 @@ impl Program {
     }
 
     /// The replica and partition counts a lowered module asks for in its attributes
-    /// (`mhlo.num_replicas = 2 : i32`, `mhlo.num_partitions = ...`), as JAX writes them.
-    /// Only available for MLIR text.
+    /// (`mhlo.num_replicas = 2 : i32`, `mhlo.num_partitions = ...`), as JAX writes them. Read
+    /// from MLIR text, and from MLIR bytecode with the `stablehlo` feature (nothing for HLO).
     pub fn module_counts(&self) -> ModuleCounts {
-        let Some(text) = self.text() else { return ModuleCounts::default() };
+        let Some(text) = self.text() else {
+            #[cfg(feature = "stablehlo")]
+            if self.format == ProgramFormat::Mlir {
+                return stablehlo::bytecode_module_counts(&self.code);
+            }
+            return ModuleCounts::default();
+        };
         // Attributes sit on the `module` line, before the first function.
         let header = text.split("func.func").next().unwrap_or("");
         ModuleCounts {
@@ -185,6 +197,39 @@ pub struct ModuleCounts {
     pub num_partitions: Option<usize>,
     /// Whether the module carries Shardy (`sdy`) shardings.
     pub uses_shardy: bool,
+}
+
+/// `program` as a plugin that reads StableHLO up to `current` reads it. With the `stablehlo`
+/// feature, a portable artifact newer than `current` is written again for it; without it, and
+/// for every other program, the program as it is (the version check refuses what the plugin
+/// cannot read).
+#[cfg(feature = "stablehlo")]
+pub(crate) use stablehlo::{for_plugin, write_target};
+
+/// `program` as a plugin that reads StableHLO up to `current` reads it: without the
+/// `stablehlo` feature, always the program as it is.
+#[cfg(not(feature = "stablehlo"))]
+pub(crate) fn for_plugin(program: &Program, current: Option<StableHloVersion>) -> Result<Cow<'_, Program>> {
+    let _ = current;
+    Ok(Cow::Borrowed(program))
+}
+
+/// The parameters of `program`'s `@main`, from its signature: MLIR text, and MLIR bytecode with
+/// the `stablehlo` feature. `Err` says why they cannot be read.
+pub(crate) fn main_parameters(program: &Program) -> std::result::Result<Vec<MlirParameter>, String> {
+    match (program.format, program.text()) {
+        (ProgramFormat::Mlir, Some(text)) => mlir_main_parameters(text),
+        #[cfg(feature = "stablehlo")]
+        (ProgramFormat::Mlir, None) => stablehlo::bytecode_main_parameters(&program.code),
+        #[cfg(not(feature = "stablehlo"))]
+        (ProgramFormat::Mlir, None) => Err("the program compiled was MLIR bytecode (without the stablehlo feature \
+                                            only MLIR text has a signature this crate reads; declare the parameters \
+                                            with Program::with_parameters)"
+            .to_owned()),
+        (ProgramFormat::Hlo, _) => Err("the program compiled was an HLO module (declare its parameters with \
+                                        Program::with_parameters)"
+            .to_owned()),
+    }
 }
 
 /// One parameter of an MLIR `@main`: its element type (`None`: a type this crate does not map)

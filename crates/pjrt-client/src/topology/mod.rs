@@ -320,6 +320,7 @@ impl Topology {
         if let Some(client) = client {
             self.plugin.check_same(client.plugin(), "the client")?;
         }
+        let program = &*crate::program::for_plugin(program, self.plugin.stablehlo_current_version())?;
         check_stablehlo_version(&self.plugin, program)?;
         let with_data_dir;
         let options = match &self.cuda_data_dir {

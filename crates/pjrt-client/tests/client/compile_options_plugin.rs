@@ -153,7 +153,7 @@ fn artifact_for(version: &str) -> Program {
 }
 
 #[test]
-fn stablehlo_versions_outside_the_plugins_range_are_refused_before_compiling() {
+fn newer_stablehlo_is_written_for_the_plugin_and_older_is_refused_before_compiling() {
     for name in PLUGINS {
         let client = client(name, 1);
         let plugin = client.plugin();
@@ -171,20 +171,20 @@ fn stablehlo_versions_outside_the_plugins_range_are_refused_before_compiling() {
         // The same with the header claiming the plugin's own current version: accepted.
         let same = current.to_string();
         client.compile(&artifact_for(&same), &CompileOptions::new()).unwrap_or_else(|e| panic!("{name}: {e}"));
-        // Newer than current, older than minimum: refused, naming the versions and what to do.
+        // Newer than current: written for the plugin's own version, compiled and run (as XLA's
+        // client does); against a topology (ahead of time) it reaches the plugin too (the 0.106
+        // CPU plugin has no topology compiler: its own error, not a version refusal).
         let newer = format!("{}.{}.0", current.major, current.minor + 1);
-        match client.compile(&artifact_for(&newer), &CompileOptions::new()) {
-            Err(e @ Error::ProgramVersion { .. }) => {
-                let text = e.to_string();
-                assert!(text.contains(&newer) && text.contains(&current.to_string()), "{name}: {text}");
-                assert!(text.contains("older target"), "{name}: {text}");
-            }
-            other => panic!("{name}: {newer} was not refused: {other:?}"),
-        }
-        // Compiling for a topology (ahead of time) checks the same.
+        let exe =
+            client.compile(&artifact_for(&newer), &CompileOptions::new()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            exe.execute(&[&zeros, &zeros], &ExecuteOptions::new()).unwrap()[0].to_vec::<f32>().unwrap(),
+            [1f32; 6]
+        );
         let topology = client.topology().unwrap();
         let aot = topology.compile(&artifact_for(&newer), &CompileOptions::new(), None);
-        assert!(matches!(aot, Err(Error::ProgramVersion { .. })), "{name}: {aot:?}");
+        assert!(matches!(aot, Ok(_) | Err(Error::Pjrt { .. })), "{name}: {aot:?}");
+        // Older than minimum: refused, naming the versions and what to do.
         // Both plugins read nothing older than 0.9-ish: one patch (or minor) below is too old.
         assert!(minimum > StableHloVersion::new(0, 0, 0), "{name}: minimum {minimum}");
         let older = match minimum {
@@ -194,7 +194,7 @@ fn stablehlo_versions_outside_the_plugins_range_are_refused_before_compiling() {
         };
         match client.compile(&artifact_for(&older), &CompileOptions::new()) {
             Err(Error::ProgramVersion { program, advice, .. }) => {
-                assert_eq!(program, older);
+                assert_eq!(program.to_string(), older);
                 assert!(advice.contains("newer target"));
             }
             other => panic!("{name}: {older} (minimum {minimum}) was not refused: {other:?}"),

@@ -368,7 +368,7 @@ fn outputs(client: &Client, program: &Program) -> Result<Vec<Vec<u8>>, String> {
 /// StableHLO version from this crate's reading of it: the outputs are the same bytes.
 fn plugin_reads_the_same(plugin: &str, element: &str, cases: &[Case]) -> Vec<Vec<u8>> {
     let client = support::client(plugin, 1);
-    let target = pjrt_formats::portable::plugin_version(&support::plugin(plugin)).unwrap();
+    let target = support::plugin(plugin).portable_target().unwrap();
     let text = module_text(cases);
     let m = round_trips(cases);
     let original = outputs(&client, &Program::mlir_text(text.clone()).unwrap())

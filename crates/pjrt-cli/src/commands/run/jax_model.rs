@@ -154,7 +154,6 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     } else {
         model.compile_options(&platform)
     })?;
-    let program = pjrt_formats::portable::for_plugin(&program, client.plugin())?;
     let exe = client.compile(&program, &options).map_err(|e| {
         let e = Error::from(e);
         explain_version_error(&e, Some(model));
