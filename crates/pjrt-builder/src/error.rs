@@ -86,7 +86,8 @@ pub enum BuildError {
         /// What is wrong.
         message: String,
     },
-    /// Making the [`pjrt_client::Program`] failed.
+    /// Making the `pjrt_client::Program` failed (feature `client`).
+    #[cfg(feature = "client")]
     #[error("making the program: {0}")]
     Program(#[from] pjrt_client::Error),
 }

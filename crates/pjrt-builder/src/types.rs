@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use pjrt_client::ElementType;
-use pjrt_types::StableHloVersion;
+use pjrt_stablehlo::ir::{Dim, TensorType as IrTensorType, Type as IrType};
+use pjrt_types::{ElementType, StableHloVersion};
 
 use crate::error::BuildError;
 
@@ -86,6 +86,12 @@ impl TensorType {
         TensorType { element: self.element, dims: Vec::new() }
     }
 
+    /// The type in [`pjrt_stablehlo::ir`] (dimensions are `>= 0`: checked at construction).
+    pub(crate) fn to_ir(&self) -> pjrt_stablehlo::ir::Type {
+        let dims: Vec<u64> = self.dims.iter().map(|&d| d.max(0) as u64).collect();
+        ir_tensor(self.element, &dims)
+    }
+
     /// The same dimensions with another element type.
     pub fn with_element(&self, element: ElementType) -> TensorType {
         TensorType { element, dims: self.dims.clone() }
@@ -105,6 +111,16 @@ impl fmt::Display for TensorType {
 }
 
 impl Type {
+    /// The type in [`pjrt_stablehlo::ir`].
+    pub(crate) fn to_ir(&self) -> pjrt_stablehlo::ir::Type {
+        use pjrt_stablehlo::ir::Type as Ir;
+        match self {
+            Type::Tensor(t) => t.to_ir(),
+            Type::Tuple(items) => Ir::Tuple(items.iter().map(Type::to_ir).collect()),
+            Type::Token => Ir::Token,
+        }
+    }
+
     /// The tensor type, if this is a tensor.
     pub fn as_tensor(&self) -> Option<&TensorType> {
         match self {
@@ -211,4 +227,13 @@ pub(crate) fn complex_of(element: ElementType) -> Option<ElementType> {
         ElementType::F64 => Some(ElementType::C128),
         _ => None,
     }
+}
+
+/// A static tensor type of the IR.
+pub(crate) fn ir_tensor(element: ElementType, dims: &[u64]) -> IrType {
+    IrType::Tensor(IrTensorType {
+        dims: dims.iter().map(|&d| Dim::Fixed(d)).collect(),
+        element: Box::new(IrType::Scalar(element)),
+        encoding: None,
+    })
 }

@@ -110,6 +110,21 @@ pub fn parse_text_with(text: &str, limits: &Limits) -> Result<ir::Module> {
     text::parse(text, limits)
 }
 
+/// Parses one attribute's MLIR text (`1 : i32`, `"{replicated}"`, `array<i64: 1, 2>`,
+/// `#sdy.sharding<@mesh, [{"x"}, {}]>`), as [`parse_text`] reads it in an attribute
+/// dictionary: the whole text must be the attribute, nothing before or after it.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{Attr, ElementType, Type};
+/// let a = pjrt_stablehlo::parse_attribute("1 : i32").unwrap();
+/// assert_eq!(a, Attr::Integer { value: 1, ty: Type::Scalar(ElementType::S32) });
+/// assert!(pjrt_stablehlo::parse_attribute("1 : i32}, %evil: tensor<2xf32> {x = 1").is_err());
+/// assert!(pjrt_stablehlo::parse_attribute("\"a\", b = 1").is_err());
+/// ```
+pub fn parse_attribute(text: &str) -> Result<ir::Attr> {
+    text::parse_attribute(text, &Limits::default())
+}
+
 /// What the fuzz targets check on any input (`fuzz/fuzz_targets/stablehlo.rs` with libFuzzer,
 /// `examples/fuzz_mutations.rs` on the stable toolchain in CI): the bytes either give an error
 /// whose offset is inside the input, or read to a module that prints (generic and pretty); a module with a `@main`
