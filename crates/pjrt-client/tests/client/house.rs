@@ -1,4 +1,9 @@
 //! Keeps the whole workspace's floor plan true, beyond pjrt-client's own layers (`layers.rs`):
+//! - every crate stands on its floor ([`FLOORS`]): its dependencies (optional ones too) are
+//!   crates of lower floors only, so no crate imports back up a floor; `pjrt-types` and
+//!   `pjrt-client-sys` at the bottom have no workspace dependency, `pjrt-stablehlo` has
+//!   `pjrt-types` only; and `docs/architecture.md` draws the crates so that each comes after
+//!   the crates it depends on;
 //! - no crate has an import circle: two sibling modules (`a` and `b` under one parent) never
 //!   name each other, directly or around a loop, through `crate::` or `super::` paths;
 //! - the docs name only what exists: every repository path a Markdown file or a module doc
@@ -26,6 +31,118 @@ fn crate_sources() -> Vec<(String, PathBuf)> {
         .collect();
     out.sort();
     out
+}
+
+/// The workspace's crates by floor, lowest first: a crate depends only on crates of lower
+/// floors (dev-dependencies aside: tests may use anything).
+const FLOORS: &[&[&str]] = &[
+    // The vocabulary and the raw ABI: no workspace dependency.
+    &["pjrt-types", "pjrt-client-sys"],
+    // Pure Rust on the vocabulary (the IR), and what knows nothing of PJRT.
+    &["pjrt-stablehlo", "pjrt-lapack", "pjrt-plugins"],
+    // The core.
+    &["pjrt-client"],
+    // On the core: programs built in Rust, file formats, an etcd store, the test plugin.
+    &["pjrt-builder", "pjrt-formats", "pjrt-etcd", "fake-plugin"],
+    // The model server.
+    &["pjrt-serve"],
+    // The command, and the tutorials.
+    &["pjrt-cli", "pjrt-examples", "pjrt-ffi-example-handlers"],
+];
+
+/// A manifest's package name and its workspace dependencies (`[dependencies]`, target-specific
+/// ones too, optional ones too; not dev- or build-dependencies), read line by line.
+fn manifest_dependencies(manifest: &Path, workspace_crates: &BTreeSet<String>) -> (String, BTreeSet<String>) {
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let (mut name, mut section) = (String::new(), String::new());
+    let mut deps = BTreeSet::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line.to_string();
+            continue;
+        }
+        let key: String = line.chars().take_while(|&c| is_ident(c) || c == '-').collect();
+        if section == "[package]" && key == "name" {
+            name = line.split('"').nth(1).unwrap_or_default().to_string();
+        }
+        let normal =
+            section == "[dependencies]" || (section.starts_with("[target.") && section.ends_with(".dependencies]"));
+        if normal && workspace_crates.contains(&key) {
+            deps.insert(key);
+        }
+    }
+    (name, deps)
+}
+
+/// Every workspace member's name and workspace dependencies.
+fn workspace_dependencies() -> BTreeMap<String, BTreeSet<String>> {
+    let root = workspace();
+    let mut manifests: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("Cargo.toml"))
+        .filter(|p| p.is_file())
+        .collect();
+    manifests.push(root.join("examples/Cargo.toml"));
+    manifests.push(root.join("examples/ffi-handlers/Cargo.toml"));
+    let names: BTreeSet<String> = manifests.iter().map(|m| manifest_dependencies(m, &BTreeSet::new()).0).collect();
+    manifests.iter().map(|m| manifest_dependencies(m, &names)).collect()
+}
+
+#[test]
+fn every_crate_stands_on_its_floor() {
+    let deps = workspace_dependencies();
+    let floor_of = |name: &str| FLOORS.iter().position(|f| f.contains(&name));
+    let mut wrong = Vec::new();
+    for (name, uses) in &deps {
+        let Some(floor) = floor_of(name) else {
+            wrong.push(format!("{name} is on no floor: add it to FLOORS in tests/client/house.rs"));
+            continue;
+        };
+        for dep in uses {
+            match floor_of(dep) {
+                Some(f) if f < floor => {}
+                _ => wrong.push(format!("{name} (floor {floor}) depends on {dep}, which is not below it")),
+            }
+        }
+    }
+    for floor in FLOORS.iter().flat_map(|f| f.iter()) {
+        if !deps.contains_key(*floor) {
+            wrong.push(format!("FLOORS names {floor}, which is no crate of the workspace"));
+        }
+    }
+    assert!(wrong.is_empty(), "crates off their floors:\n{}", wrong.join("\n"));
+    // The bottom: the vocabulary and the raw ABI depend on no crate of the workspace, and the IR
+    // on the vocabulary only (not on the client).
+    assert_eq!(deps["pjrt-types"], BTreeSet::new());
+    assert_eq!(deps["pjrt-client-sys"], BTreeSet::new());
+    assert_eq!(deps["pjrt-stablehlo"], BTreeSet::from(["pjrt-types".to_string()]));
+}
+
+#[test]
+fn the_architecture_page_draws_each_crate_after_what_it_depends_on() {
+    let page = std::fs::read_to_string(workspace().join("docs/architecture.md")).unwrap();
+    let section = page.split("\n## Layers\n").nth(1).expect("docs/architecture.md has a \"## Layers\" section");
+    let deps = workspace_dependencies();
+    // The crate drawing: a line per crate, its name first.
+    let drawn: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| deps.contains_key(*w) || *w == "examples")
+        .map(|w| if w == "examples" { "pjrt-examples" } else { w })
+        .collect();
+    let mut wrong = Vec::new();
+    for name in deps.keys().filter(|n| !n.starts_with("pjrt-ffi-example")) {
+        let Some(at) = drawn.iter().position(|d| d == name) else {
+            wrong.push(format!("{name} is not drawn"));
+            continue;
+        };
+        for dep in &deps[name] {
+            if !drawn[..at].contains(&dep.as_str()) {
+                wrong.push(format!("{name} is drawn before {dep}, which it depends on"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "docs/architecture.md's crate drawing:\n{}", wrong.join("\n"));
 }
 
 /// `a/b.rs` is `[a, b]`; `a/mod.rs`, `lib.rs` and `main.rs` are their folder's module.
