@@ -50,7 +50,9 @@
 //!
 //! Each module uses only the ones below it (`tests/client/layers.rs` checks the order). File formats
 //! (`.npy`, safetensors, `jax.export`, AOT artifacts, the compile cache) are the `pjrt-formats`
-//! crate; an etcd key-value store is `pjrt-etcd`.
+//! crate; an etcd key-value store is `pjrt-etcd`. [`ElementType`], [`NativeType`] and
+//! [`StableHloVersion`] are the `pjrt-types` crate's (at the bottom, no dependencies),
+//! re-exported here.
 //!
 //! ## Features
 //! - `tracing` (default): [`tracing`](https://docs.rs/tracing) spans around plugin loading,
@@ -58,6 +60,12 @@
 //!   dependency.
 //! - `ndarray`: buffers from and to [`ndarray`](https://docs.rs/ndarray) arrays
 //!   (uploads from arrays and views through [`HostSource`], `HostArray::to_ndarray`).
+//! - `stablehlo` (default): programs through `pjrt-stablehlo`'s IR (pure Rust): a portable
+//!   artifact newer than the plugin reads is written for the plugin's version when compiled
+//!   ([`Client::compile`], [`Topology::compile`]), `Program::portable_artifact`,
+//!   `Program::from_module`, `Plugin::portable_target`, and MLIR bytecode's signature and
+//!   module attributes read. Without it such an artifact is refused
+//!   ([`Error::ProgramVersion`]).
 //!
 //! ## Threads
 //! Every public handle is `Send + Sync`: PJRT objects are thread-safe by contract, so one client

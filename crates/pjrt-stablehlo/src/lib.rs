@@ -2,8 +2,12 @@
 //! as `mlir_module_serialized`, what `stablehlo.serialize_portable_artifact` writes: MLIR
 //! bytecode of the VHLO dialect, [`read_bytecode`]) and MLIR text (what JAX prints, generic or
 //! custom forms, [`parse_text`]), read into an [`ir::Module`] of StableHLO ops and printed as
-//! MLIR text both CPU plugins compile; a shape-polymorphic module is made static for concrete
-//! argument types by [`refine`] (as JAX does before it compiles).
+//! MLIR text both CPU plugins compile, and written as a portable artifact for any StableHLO
+//! version from [`MINIMUM_VERSION`] to [`CURRENT_VERSION`] ([`write_bytecode`]); a
+//! shape-polymorphic module is made static for concrete argument types by [`refine`] (as JAX
+//! does before it compiles). It depends on `pjrt-types` only (for [`ir::ElementType`] and
+//! [`StableHloVersion`]), not on `pjrt-client`, which uses it: its `stablehlo` feature writes a
+//! newer artifact for the plugin's version when it compiles, and `pjrt-builder` builds this IR.
 //!
 //! ```
 //! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
