@@ -198,16 +198,11 @@ mod tests {
 
     #[test]
     fn bytecode_signatures_and_counts_read_as_text_ones() {
+        // The same parameters as the text reader finds in the module printed in custom form.
         let params = bytecode_main_parameters(PORTABLE_1_0_0).unwrap();
-        let text = pjrt_stablehlo::print(&pjrt_stablehlo::read_bytecode(PORTABLE_1_0_0).unwrap());
-        assert!(!params.is_empty());
-        assert_eq!(
-            params,
-            super::super::mlir_main_parameters(&pjrt_stablehlo::print_pretty(
-                &pjrt_stablehlo::parse_text(&text).unwrap()
-            ))
-            .unwrap()
-        );
+        let text = pjrt_stablehlo::print_pretty(&pjrt_stablehlo::read_bytecode(PORTABLE_1_0_0).unwrap());
+        assert_eq!(params.len(), 2);
+        assert_eq!(params, super::super::mlir_main_parameters(&text).unwrap());
         let with_counts = "module @m attributes {mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 3 : i32} {\n  \
                            func.func public @main(%x: tensor<?x2xf32>) -> tensor<?x2xf32> {\n    return %x : tensor<?x2xf32>\n  }\n}";
         let bytes = Program::mlir_text(with_counts).unwrap().portable_artifact(CURRENT_VERSION).unwrap();
