@@ -2,6 +2,9 @@
 //! declarations: the name and version range of each): the writer picks, for a target, the op
 //! version that exists there, and names the version an op needs where none does.
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 use pjrt_types::StableHloVersion;
 
 /// The oldest StableHLO version a portable artifact can be written for: 0.9.0, VHLO's first.
@@ -197,14 +200,22 @@ fn parse(s: &str) -> Option<StableHloVersion> {
     StableHloVersion::parse(s)
 }
 
-pub(crate) fn op_versions(base: &str) -> Vec<(&'static str, Range)> {
-    let mut out: Vec<(&'static str, Range)> = OPS
-        .iter()
-        .filter(|(n, _, _)| n.rsplit_once("_v").is_some_and(|(b, _)| b == base))
-        .filter_map(|&(n, min, max)| Some((n, Range { min: parse(min)?, max: parse(max) })))
-        .collect();
-    out.sort_by_key(|(_, r)| r.min);
-    out
+/// The VHLO versions of the StableHLO op `base` (`add`: `add_v1`), oldest first, with the
+/// StableHLO versions each exists in. The table is read once (the writer asks for every op).
+pub(crate) fn op_versions(base: &str) -> &'static [(&'static str, Range)] {
+    static BY_BASE: OnceLock<HashMap<&'static str, Vec<(&'static str, Range)>>> = OnceLock::new();
+    let by_base = BY_BASE.get_or_init(|| {
+        let mut map: HashMap<&'static str, Vec<(&'static str, Range)>> = HashMap::new();
+        for &(name, min, max) in OPS {
+            let (Some((op, _)), Some(min)) = (name.rsplit_once("_v"), parse(min)) else { continue };
+            map.entry(op).or_default().push((name, Range { min, max: parse(max) }));
+        }
+        for versions in map.values_mut() {
+            versions.sort_by_key(|(_, r)| r.min);
+        }
+        map
+    });
+    by_base.get(base).map_or(&[], Vec::as_slice)
 }
 
 #[cfg(test)]

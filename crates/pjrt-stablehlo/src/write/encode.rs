@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::container::{svarint, varint, varint_flag, Entry, Tables, BUILTIN, SDY, VHLO};
+use super::container::{self, svarint, varint, varint_flag, Entry, Tables, BUILTIN, SDY, VHLO};
 use super::error::WriteError;
 use crate::ir::{float_width, int_width, Attr, Dim, ElementType, Location, TensorType, Type};
 use crate::names;
@@ -19,6 +19,9 @@ pub(crate) struct Encoder {
     pub tables: Tables,
     pub target: StableHloVersion,
     depth: usize,
+    /// Each location's entry by its address: the module's ops share their locations (`Arc`s,
+    /// alive and unchanged while the module is written), so each is encoded once.
+    locations: container::FastMap<usize, u64>,
 }
 
 type R<T> = Result<T, WriteError>;
@@ -107,7 +110,7 @@ fn apint(out: &mut Vec<u8>, raw: u64, width: u32) -> R<()> {
 
 impl Encoder {
     pub(crate) fn new(target: StableHloVersion) -> Encoder {
-        Encoder { tables: Tables::default(), target, depth: 0 }
+        Encoder { tables: Tables::default(), target, depth: 0, locations: Default::default() }
     }
 
     fn needs(&self, what: &str) -> R<()> {
@@ -152,6 +155,18 @@ impl Encoder {
         let r = self.loc_inner(l);
         self.depth -= 1;
         r
+    }
+
+    /// An op's location ([`Encoder::loc`]), encoded once per shared location: `l` is the
+    /// module's (it outlives the write, so its address names it for the whole write).
+    pub(crate) fn op_loc(&mut self, l: &Arc<Location>) -> R<u64> {
+        let address = Arc::as_ptr(l) as usize;
+        if let Some(&entry) = self.locations.get(&address) {
+            return Ok(entry);
+        }
+        let entry = self.loc(l)?;
+        self.locations.insert(address, entry);
+        Ok(entry)
     }
 
     fn loc_inner(&mut self, l: &Location) -> R<u64> {
