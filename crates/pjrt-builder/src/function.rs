@@ -545,10 +545,28 @@ impl Function {
     /// # Ok::<(), pjrt_builder::BuildError>(())
     /// ```
     pub fn to_module(&self, outputs: &[&Value<'_>]) -> Result<ir::Module, BuildError> {
+        self.with_module(outputs, ir::Module::clone)
+    }
+
+    /// The module's MLIR text, returning `outputs` from `@main`: [`Function::to_module`]
+    /// printed by [`pjrt_stablehlo::print`] (MLIR's generic op form, which StableHLO's parsers
+    /// have read unchanged across versions).
+    pub fn to_mlir(&self, outputs: &[&Value<'_>]) -> Result<String, BuildError> {
+        self.with_module(outputs, pjrt_stablehlo::print)
+    }
+
+    /// Hands `use_module` the module returning `outputs`, built around the function's body
+    /// without copying it (the body goes back into the function afterwards, which stays
+    /// usable).
+    fn with_module<R>(
+        &self,
+        outputs: &[&Value<'_>],
+        use_module: impl FnOnce(&ir::Module) -> R,
+    ) -> Result<R, BuildError> {
         for output in outputs {
             self.check_visible("func.return", output)?;
         }
-        let state = self.state.borrow();
+        let mut state = self.state.borrow_mut();
         if state.frames.len() != 1 {
             return Err(BuildError::Finish {
                 message: "a region is still being built; finish the function outside every region closure".to_string(),
@@ -597,7 +615,7 @@ impl Function {
         }
         func_attributes.push(("sym_name".to_string(), emit::string_attr("main")));
         func_attributes.push(("sym_visibility".to_string(), emit::string_attr("public")));
-        let mut body = state.frames[0].ops.clone();
+        let mut body = std::mem::take(&mut state.frames[0].ops);
         body.push(op("func.return", outputs.iter().map(|v| v.name.id).collect(), Vec::new(), Vec::new()));
         let args = state.parameters.iter().zip(inputs).map(|(p, ty)| ir::Value { id: p.id, ty }).collect();
         let main = op(
@@ -617,14 +635,16 @@ impl Function {
             module_attributes,
             vec![ir::Region { blocks: vec![ir::Block { args: Vec::new(), ops }] }],
         );
-        Ok(ir::Module { bytecode_version: 0, producer: state.needed.producer(), ops: vec![module] })
-    }
-
-    /// The module's MLIR text, returning `outputs` from `@main`: [`Function::to_module`]
-    /// printed by [`pjrt_stablehlo::print`] (MLIR's generic op form, which StableHLO's parsers
-    /// have read unchanged across versions).
-    pub fn to_mlir(&self, outputs: &[&Value<'_>]) -> Result<String, BuildError> {
-        Ok(pjrt_stablehlo::print(&self.to_module(outputs)?))
+        let mut module = ir::Module { bytecode_version: 0, producer: state.needed.producer(), ops: vec![module] };
+        let result = use_module(&module);
+        // The body back into the function: the last op of the module's block is `@main`, whose
+        // block ends with the `func.return` added above.
+        let main = module.ops[0].regions[0].blocks[0].ops.pop().expect("the module holds @main");
+        let mut blocks = main.regions.into_iter().next().expect("@main has a body").blocks;
+        let mut ops = blocks.pop().expect("@main's body is one block").ops;
+        ops.pop();
+        state.frames[0].ops = ops;
+        Ok(result)
     }
 }
 
