@@ -49,8 +49,10 @@ impl Program {
     /// A module of the IR as a program of MLIR bytecode: a StableHLO portable artifact for the
     /// version its producer names (`StableHLO_v1.18.0`: a module read from an artifact, or
     /// refined from one), for [`pjrt_stablehlo::CURRENT_VERSION`] when it names none (a module
-    /// parsed from text). The plugin reads bytecode faster than the text [`pjrt_stablehlo::print`]
-    /// would give, and a compile writes it again for a plugin that reads only older versions.
+    /// parsed from text). A portable artifact is the form StableHLO keeps readable across
+    /// versions (its text is not), a compile writes it again for a plugin that reads only older
+    /// ones, and the CPU plugin compiles it as fast as the text [`pjrt_stablehlo::print`] gives
+    /// (docs/performance.md).
     ///
     /// ```
     /// let text = "func.func public @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n  return %x : tensor<2xf32>\n}";

@@ -160,10 +160,10 @@ impl JaxExport {
     }
 }
 
-/// A refined module as the program to compile: MLIR bytecode, which the plugin reads without
-/// parsing text (a portable artifact for the version the module's producer names, written
-/// again by the compile for an older plugin: [`Program::from_module`]); the printed text where
-/// the module has something without a portable form (some Shardy attributes).
+/// A refined module as the program to compile: MLIR bytecode, a portable artifact for the
+/// version the module's producer names (the form StableHLO keeps readable across versions,
+/// written again by the compile for an older plugin: [`Program::from_module`]); the printed
+/// text where the module has something without a portable form (some Shardy attributes).
 ///
 /// ```
 /// let text = "func.func public @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n  return %x : tensor<2xf32>\n}";
