@@ -37,7 +37,7 @@ to the host with np.asarray (on CPU a view of the device buffer: no copy, where 
 copies them); JAX's persistent compilation cache is not set. pjrt: the `first_result` example
 of pjrt-formats (`cargo build --release -p pjrt-formats --example first_result`), in its own
 process after JAX's side, a `jax_export::Runner` without a compile cache on the CPU plugin
-`pjrt run` would take (PJRT_PLUGIN chooses another): `Runner::executable` (refine, print,
+`pjrt run` would take (PJRT_PLUGIN chooses another): `Runner::executable` (refine, write bytecode,
 compile), the tokens' upload, execute, download; the table's `exe` column is the first call's
 `Runner::executable` alone. Both sides run one call at a shape outside the list first
 (untimed), so neither pays its one-time setup in the figures; process start, plugin load and

@@ -162,7 +162,7 @@ slot_fn!(PJRT_Client_BufferFromHostBuffer => fn client_buffer_from_host_buffer(
         // The fake keeps every buffer row-major: storing another layout's data would lie.
         return Err(new_error(PJRT_Error_Code::UNIMPLEMENTED, "fake: device layouts other than row-major"));
     }
-    let element_type = ElementType::from_raw(args.type_);
+    let element_type = ElementType::from_i32(args.type_.0);
     let count = dims.iter().try_fold(1usize, |n, d| n.checked_mul(*d as usize));
     let size = count.and_then(|c| element_type.host_bytes(c)).ok_or_else(|| invalid("fake: too large"))?;
     let strides = if args.byte_strides.is_null() {
@@ -582,7 +582,7 @@ slot_fn!(PJRT_Buffer_Bitcast => fn buffer_bitcast(args: PJRT_Buffer_Bitcast_Args
         unsafe { std::slice::from_raw_parts(args.dims, args.num_dims) }.to_vec()
     };
     let count = dims.iter().try_fold(1usize, |n, d| usize::try_from(*d).ok().and_then(|d| n.checked_mul(d)));
-    let size = count.and_then(|c| ElementType::from_raw(args.element_type).host_bytes(c));
+    let size = count.and_then(|c| ElementType::from_i32(args.element_type.0).host_bytes(c));
     if size != Some(b.bytes.len()) {
         return Err(invalid("fake: a bitcast keeps the byte size"));
     }
@@ -640,7 +640,7 @@ pub(crate) unsafe fn shape_of(
         if num_dims == 0 { Vec::new() } else { unsafe { std::slice::from_raw_parts(dims, num_dims) }.to_vec() };
     let count = dims.iter().try_fold(1usize, |n, d| usize::try_from(*d).ok().and_then(|d| n.checked_mul(d)));
     let size = count
-        .and_then(|c| ElementType::from_raw(element_type).host_bytes(c))
+        .and_then(|c| ElementType::from_i32(element_type.0).host_bytes(c))
         .ok_or_else(|| invalid("fake: a shape with a negative dimension, a bad type or too many bytes"))?;
     Ok((dims, size))
 }

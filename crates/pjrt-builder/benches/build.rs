@@ -1,7 +1,8 @@
 //! `cargo bench -p pjrt-builder`: building and emitting a program of 10,000 ops (a stack of
 //! dense layers with layer norm, GELU and a residual, plus a softmax head: matmuls,
 //! broadcasts, elementwise ops and reduces with regions), from `Function::new` to the MLIR text
-//! of `finish`. No plugin is involved.
+//! of `finish` (the IR built, then printed by pjrt-stablehlo's printer); and to the IR alone
+//! (`Function::to_module`). No plugin is involved.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use pjrt_builder::{BuildError, Function};
@@ -12,6 +13,21 @@ const OPS: usize = 10_000;
 
 /// Builds the program with `layers` layers; returns it and its op count.
 fn build(layers: usize) -> Result<(Program, usize), BuildError> {
+    let program = layers_of(layers, |f, out| f.finish(&[out]))?;
+    let ops = program
+        .text()
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("= \"stablehlo.") || l.contains("\"stablehlo.return\""))
+        .count();
+    Ok((program, ops))
+}
+
+/// Builds the function of `layers` layers and hands it and its output to `finish`.
+fn layers_of<R>(
+    layers: usize,
+    finish: impl FnOnce(&Function, &pjrt_builder::Value<'_>) -> Result<R, BuildError>,
+) -> Result<R, BuildError> {
     let f = Function::new("bench");
     let mut x = f.parameter(ElementType::F32, &[32, 64])?;
     let w = f.parameter(ElementType::F32, &[64, 64])?;
@@ -25,14 +41,7 @@ fn build(layers: usize) -> Result<(Program, usize), BuildError> {
         x = x.add(&normed.gelu()?)?;
     }
     let out = x.softmax(1)?;
-    let program = f.finish(&[&out])?;
-    let ops = program
-        .text()
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.contains("= \"stablehlo.") || l.contains("\"stablehlo.return\""))
-        .count();
-    Ok((program, ops))
+    finish(&f, &out)
 }
 
 fn build_and_emit(c: &mut Criterion) {
@@ -48,6 +57,9 @@ fn build_and_emit(c: &mut Criterion) {
     group.throughput(Throughput::Elements(ops as u64));
     group.sample_size(20);
     group.bench_function("10k_ops", |bench| bench.iter(|| build(layers).expect("builds")));
+    group.bench_function("10k_ops, IR only (to_module)", |bench| {
+        bench.iter(|| layers_of(layers, |f, out| f.to_module(&[out])).expect("a module"))
+    });
     group.finish();
 }
 

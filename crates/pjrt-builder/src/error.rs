@@ -1,5 +1,7 @@
 //! What building a program can refuse.
 
+use pjrt_types::StableHloVersion;
+
 /// Why an op, a constant or a whole program was refused. Every message names what was given and
 /// what is expected, so it says what to change.
 #[derive(Debug, thiserror::Error)]
@@ -67,17 +69,16 @@ pub enum BuildError {
     },
     /// The program needs a newer StableHLO than the plugin reads.
     #[error(
-        "the program needs StableHLO {}.{}.{} (for {needed_by}) but the plugin reads StableHLO {}.{}.{} at most: \
-         use a newer plugin or avoid {needed_by}",
-        needed.0, needed.1, needed.2, plugin.0, plugin.1, plugin.2
+        "the program needs StableHLO {needed} (for {needed_by}) but the plugin reads StableHLO {plugin} at most: \
+         use a newer plugin or avoid {needed_by}"
     )]
     VersionTooNew {
-        /// The version the program needs (major, minor, patch; a [`crate::Version`]).
-        needed: (i64, i64, i64),
+        /// The version the program needs.
+        needed: StableHloVersion,
         /// The first op or type that needs it.
         needed_by: String,
         /// The newest version the plugin reads.
-        plugin: (i64, i64, i64),
+        plugin: StableHloVersion,
     },
     /// `finish` was called with a region still open, or with outputs that are not valid.
     #[error("finish: {message}")]
@@ -85,7 +86,8 @@ pub enum BuildError {
         /// What is wrong.
         message: String,
     },
-    /// Making the [`pjrt_client::Program`] failed.
+    /// Making the `pjrt_client::Program` failed (feature `client`).
+    #[cfg(feature = "client")]
     #[error("making the program: {0}")]
     Program(#[from] pjrt_client::Error),
 }

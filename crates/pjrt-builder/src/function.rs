@@ -2,14 +2,17 @@
 //! region scopes, and `finish`.
 
 use std::cell::RefCell;
-use std::fmt::{self, Write};
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-use pjrt_client::{ElementType, Plugin, Program};
+use pjrt_stablehlo::ir::{self, Attr};
+use pjrt_types::ElementType;
 
-use crate::emit;
+use crate::emit::{self, AttributeValue};
 use crate::error::BuildError;
-use crate::types::{element_min_version, TensorType, Type, Version};
+use crate::types::{element_min_version, TensorType, Type};
+use pjrt_types::StableHloVersion;
 
 /// Builds one StableHLO function, `func.func public @main`, in a module of its own.
 ///
@@ -48,6 +51,8 @@ pub struct Function {
     id: u64,
     name: String,
     state: RefCell<State>,
+    /// The location of every op (the builder records none), shared.
+    location: Arc<ir::Location>,
 }
 
 impl fmt::Debug for Function {
@@ -57,19 +62,20 @@ impl fmt::Debug for Function {
 }
 
 struct State {
-    next_ssa: u32,
+    /// The next value number (the function's values are numbered once, regions included).
+    next_id: u32,
     next_scope: u32,
     /// The open scopes: `frames[0]` is the function body, the others regions being built.
     frames: Vec<Frame>,
     parameters: Vec<Parameter>,
     /// The newest StableHLO version an op or type needs, and what needs it.
-    needed: Version,
+    needed: StableHloVersion,
     needed_by: String,
-    module_attributes: Vec<(String, String)>,
-    /// Ops of the module before `@main` (Shardy's `sdy.mesh`): (symbol, MLIR text).
-    module_ops: Vec<(String, String)>,
+    module_attributes: Vec<(String, Attr)>,
+    /// Ops of the module before `@main` (Shardy's `sdy.mesh`), with the symbol each defines.
+    module_ops: Vec<(String, ir::Op)>,
     /// Per output index: attributes of the function's results (sharding).
-    result_attributes: Vec<(usize, String, String)>,
+    result_attributes: Vec<(usize, String, Attr)>,
 }
 
 struct Frame {
@@ -77,13 +83,13 @@ struct Frame {
     /// Whether values of enclosing scopes are invisible here (the bodies of reduce, sort, ...:
     /// XLA turns them into separate computations that cannot capture).
     isolated: bool,
-    text: String,
+    ops: Vec<ir::Op>,
 }
 
 struct Parameter {
     ty: TensorType,
-    ssa: u32,
-    attributes: Vec<(String, String)>,
+    id: u32,
+    attributes: Vec<(String, Attr)>,
 }
 
 /// The attributes of a parameter: sharding and donation.
@@ -100,7 +106,7 @@ struct Parameter {
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct ParameterOptions {
-    attributes: Vec<(String, String)>,
+    attributes: Vec<(String, AttributeValue)>,
 }
 
 impl ParameterOptions {
@@ -111,23 +117,21 @@ impl ParameterOptions {
 
     /// Donates the parameter's buffer to output `output` (`tf.aliasing_output = N : i32`): the
     /// output is written in place of the argument, which is consumed.
-    pub fn aliasing_output(mut self, output: i32) -> ParameterOptions {
-        self.attributes.push(("tf.aliasing_output".to_string(), emit::i32_attr(output)));
-        self
+    pub fn aliasing_output(self, output: i32) -> ParameterOptions {
+        self.built("tf.aliasing_output", emit::i32_attr(output))
     }
 
     /// Marks the parameter as donated without naming an output (`jax.buffer_donor = true`):
     /// the compiler may reuse its buffer for any output of the same shape.
-    pub fn buffer_donor(mut self) -> ParameterOptions {
-        self.attributes.push(("jax.buffer_donor".to_string(), "true".to_string()));
-        self
+    pub fn buffer_donor(self) -> ParameterOptions {
+        self.built("jax.buffer_donor", emit::bool_attr(true))
     }
 
     /// Any other argument attribute, its value as MLIR text (`mhlo.sharding`,
-    /// `"{devices=[2,1]<=[2]}"` with the quotes): kept verbatim. The name must be a bare MLIR
-    /// identifier and the value one attribute (its brackets and strings closed, no `,` outside
-    /// them, no `//`): [`Function::parameter_with`] refuses anything else, so the text cannot
-    /// add parameters or attributes to `@main`.
+    /// `"{devices=[2,1]<=[2]}"` with the quotes). The name must be a bare MLIR identifier and
+    /// the value exactly one attribute, read by [`pjrt_stablehlo::parse_attribute`] (no `//`
+    /// either): [`Function::parameter_with`] refuses anything else, so the text cannot add
+    /// parameters or attributes to `@main`.
     ///
     /// ```
     /// use pjrt_builder::{Function, ParameterOptions};
@@ -141,7 +145,13 @@ impl ParameterOptions {
     /// # Ok::<(), pjrt_builder::BuildError>(())
     /// ```
     pub fn attribute(mut self, name: &str, mlir_value: &str) -> ParameterOptions {
-        self.attributes.push((name.to_string(), mlir_value.to_string()));
+        self.attributes.push((name.to_string(), AttributeValue::Text(mlir_value.to_string())));
+        self
+    }
+
+    /// An attribute built here (not user text).
+    pub(crate) fn built(mut self, name: &str, value: Attr) -> ParameterOptions {
+        self.attributes.push((name.to_string(), AttributeValue::Built(value)));
         self
     }
 }
@@ -162,19 +172,15 @@ impl fmt::Debug for Value<'_> {
     }
 }
 
-/// An SSA name: `%v3`, or result `k` of a multi-result op, `%v3#k`.
+/// A value's number in the IR, shown as `%v3` in messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Ssa {
     id: u32,
-    result: Option<u32>,
 }
 
 impl fmt::Display for Ssa {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.result {
-            None => write!(f, "%v{}", self.id),
-            Some(k) => write!(f, "%v{}#{k}", self.id),
-        }
+        write!(f, "%v{}", self.id)
     }
 }
 
@@ -210,20 +216,27 @@ impl<'f> Value<'f> {
 pub(crate) struct Op<'a, 'f> {
     pub name: &'static str,
     pub operands: Vec<&'a Value<'f>>,
-    pub attributes: Vec<(&'static str, String)>,
-    pub regions: Vec<String>,
+    pub attributes: Vec<(String, Attr)>,
+    pub regions: Vec<ir::Region>,
     pub results: Vec<Type>,
     /// The StableHLO version that introduced the op (or its form here).
-    pub since: Version,
+    pub since: StableHloVersion,
 }
 
 impl<'a, 'f> Op<'a, 'f> {
     pub fn new(name: &'static str, operands: Vec<&'a Value<'f>>, results: Vec<Type>) -> Op<'a, 'f> {
-        Op { name, operands, attributes: Vec::new(), regions: Vec::new(), results, since: (1, 0, 0) }
+        Op {
+            name,
+            operands,
+            attributes: Vec::new(),
+            regions: Vec::new(),
+            results,
+            since: StableHloVersion::new(1, 0, 0),
+        }
     }
 
-    pub fn attr(mut self, name: &'static str, value: String) -> Op<'a, 'f> {
-        self.attributes.push((name, value));
+    pub fn attr(mut self, name: &str, value: Attr) -> Op<'a, 'f> {
+        self.attributes.push((name.to_string(), value));
         self
     }
 }
@@ -253,12 +266,13 @@ impl Function {
         Function {
             id: NEXT_FUNCTION_ID.fetch_add(1, Ordering::Relaxed),
             name: name.to_string(),
+            location: emit::unknown_location(),
             state: RefCell::new(State {
-                next_ssa: 0,
+                next_id: 0,
                 next_scope: 1,
-                frames: vec![Frame { scope: 0, isolated: false, text: String::new() }],
+                frames: vec![Frame { scope: 0, isolated: false, ops: Vec::new() }],
                 parameters: Vec::new(),
-                needed: (1, 0, 0),
+                needed: StableHloVersion::new(1, 0, 0),
                 needed_by: String::new(),
                 module_attributes: Vec::new(),
                 module_ops: Vec::new(),
@@ -285,61 +299,102 @@ impl Function {
         options: ParameterOptions,
     ) -> Result<Value<'_>, BuildError> {
         let ty = TensorType::new(element, dims)?;
-        for (name, value) in &options.attributes {
-            emit::check_user_attribute("func.func", name, value)?;
+        let mut attributes = Vec::with_capacity(options.attributes.len());
+        for (name, value) in options.attributes {
+            let value = match value {
+                AttributeValue::Built(attr) => attr,
+                AttributeValue::Text(text) => emit::user_attribute("func.func", &name, &text)?,
+            };
+            attributes.push((name, value));
         }
         let mut state = self.state.borrow_mut();
         state.need(element_min_version(element), || format!("element type {}", element.name()));
-        let id = state.next_ssa;
-        state.next_ssa += 1;
-        state.parameters.push(Parameter { ty: ty.clone(), ssa: id, attributes: options.attributes });
-        Ok(Value { func: self, name: Ssa { id, result: None }, ty: Type::Tensor(ty), scope: 0 })
+        let id = state.next_id;
+        state.next_id += 1;
+        state.parameters.push(Parameter { ty: ty.clone(), id, attributes });
+        Ok(Value { func: self, name: Ssa { id }, ty: Type::Tensor(ty), scope: 0 })
+    }
+
+    /// Each parameter's element type and dimensions, in order (what `Function::finish`
+    /// declares with `pjrt_client::Program::with_parameters`).
+    ///
+    /// ```
+    /// use pjrt_types::ElementType;
+    /// let f = pjrt_builder::Function::new("f");
+    /// f.parameter(ElementType::BF16, &[2, 3])?;
+    /// assert_eq!(f.parameter_types(), [(ElementType::BF16, vec![2, 3])]);
+    /// # Ok::<(), pjrt_builder::BuildError>(())
+    /// ```
+    pub fn parameter_types(&self) -> Vec<(ElementType, Vec<i64>)> {
+        self.state.borrow().parameters.iter().map(|p| (p.ty.element, p.ty.dims.clone())).collect()
     }
 
     /// The newest StableHLO version an op or element type used so far needs.
-    pub fn required_stablehlo_version(&self) -> Version {
+    pub fn required_stablehlo_version(&self) -> StableHloVersion {
         self.state.borrow().needed
     }
 
-    /// Checks that `plugin` reads the StableHLO this function uses: its
-    /// `stablehlo_current_version` must be at least [`Function::required_stablehlo_version`].
-    /// A plugin that does not report its version passes (there is nothing to check against).
-    pub fn check_plugin(&self, plugin: &Plugin) -> Result<(), BuildError> {
+    /// Checks that a plugin that reads StableHLO up to `plugin_reads` (its
+    /// `stablehlo_current_version`) reads what this function uses: at least
+    /// [`Function::required_stablehlo_version`]. With a client at hand, `check_plugin` asks the
+    /// plugin itself (feature `client`).
+    ///
+    /// ```
+    /// use pjrt_builder::{Function, StableHloVersion};
+    /// use pjrt_types::ElementType;
+    ///
+    /// let f = Function::new("tan");
+    /// f.parameter(ElementType::F32, &[2])?.tan()?;
+    /// assert!(f.check_version(StableHloVersion::new(1, 4, 0)).is_ok());
+    /// let e = f.check_version(StableHloVersion::new(1, 3, 0)).unwrap_err();
+    /// assert!(e.to_string().contains("stablehlo.tan"), "{e}");
+    /// # Ok::<(), pjrt_builder::BuildError>(())
+    /// ```
+    pub fn check_version(&self, plugin_reads: StableHloVersion) -> Result<(), BuildError> {
         let state = self.state.borrow();
-        match plugin.stablehlo_current_version() {
-            Some(v) if (v.0, v.1, v.2) < state.needed => Err(BuildError::VersionTooNew {
+        if plugin_reads < state.needed {
+            return Err(BuildError::VersionTooNew {
                 needed: state.needed,
                 needed_by: state.needed_by.clone(),
-                plugin: (v.0, v.1, v.2),
-            }),
-            _ => Ok(()),
+                plugin: plugin_reads,
+            });
         }
+        Ok(())
     }
 
-    /// Sets a module attribute (`mhlo.num_replicas`, ...), its value as MLIR text; a second
-    /// call for the same name replaces the first.
-    pub(crate) fn set_module_attribute(&self, name: &str, mlir_value: String) {
+    /// Sets a module attribute (`mhlo.num_replicas`, ...); a second call for the same name
+    /// replaces the first.
+    pub(crate) fn set_module_attribute(&self, name: &str, value: Attr) {
         let mut state = self.state.borrow_mut();
         state.module_attributes.retain(|(n, _)| n != name);
-        state.module_attributes.push((name.to_string(), mlir_value));
+        state.module_attributes.push((name.to_string(), value));
     }
 
-    /// Adds an op defining `symbol` to the module, before `@main` (Shardy's `sdy.mesh`), as
-    /// MLIR text; `false` (and nothing added) when the symbol is already defined.
-    pub(crate) fn add_module_op(&self, symbol: &str, text: String) -> bool {
+    /// Adds an op `name` defining `symbol` with `attributes` to the module, before `@main`
+    /// (Shardy's `sdy.mesh`); `false` (and nothing added) when the symbol is already defined.
+    pub(crate) fn add_module_op(&self, name: &str, symbol: &str, attributes: Vec<(String, Attr)>) -> bool {
         let mut state = self.state.borrow_mut();
         if state.module_ops.iter().any(|(s, _)| s == symbol) {
             return false;
         }
-        state.module_ops.push((symbol.to_string(), text));
+        let op = ir::Op {
+            name: name.to_string(),
+            operands: Vec::new(),
+            results: Vec::new(),
+            attributes,
+            regions: Vec::new(),
+            successors: Vec::new(),
+            location: self.location.clone(),
+        };
+        state.module_ops.push((symbol.to_string(), op));
         true
     }
 
-    /// Sets an attribute of output `index` (its value as MLIR text).
-    pub(crate) fn set_result_attribute(&self, index: usize, name: &str, mlir_value: String) {
+    /// Sets an attribute of output `index`.
+    pub(crate) fn set_result_attribute(&self, index: usize, name: &str, value: Attr) {
         let mut state = self.state.borrow_mut();
         state.result_attributes.retain(|(i, n, _)| !(*i == index && n == name));
-        state.result_attributes.push((index, name.to_string(), mlir_value));
+        state.result_attributes.push((index, name.to_string(), value));
     }
 
     /// Checks that `value` belongs to this function and is visible in the current scope.
@@ -392,52 +447,29 @@ impl Function {
                 state.need(element_min_version(t.element), || format!("element type {}", t.element.name()));
             }
         }
-        let id = state.next_ssa;
-        state.next_ssa += 1;
-        // The body's ops sit inside `module` and `func.func`; a region's, one level deeper each.
-        let depth = state.frames.len() + 1;
+        let first = state.next_id;
+        state.next_id += op.results.len() as u32;
         let scope = state.frames.last().map(|f| f.scope).unwrap_or(0);
-        let frame = state.frames.last_mut().expect("the function body is always open");
-        let text = &mut frame.text;
-        indent(text, depth);
-        match op.results.len() {
-            0 => {}
-            1 => {
-                let _ = write!(text, "%v{id} = ");
-            }
-            n => {
-                let _ = write!(text, "%v{id}:{n} = ");
-            }
-        }
-        let _ = write!(text, "\"{}\"(", op.name);
-        emit::join_into(text, op.operands.iter().map(|v| v.name));
-        text.push(')');
-        if !op.regions.is_empty() {
-            text.push_str(" (");
-            for (i, region) in op.regions.iter().enumerate() {
-                if i > 0 {
-                    text.push_str(", ");
-                }
-                text.push_str(region);
-            }
-            text.push(')');
-        }
-        text.push_str(&emit::attr_dict(&op.attributes));
-        text.push_str(" : ");
-        let operand_types: Vec<&Type> = op.operands.iter().map(|v| &v.ty).collect();
-        text.push_str(&emit::function_type(&operand_types, &op.results));
-        text.push('\n');
-        let single = op.results.len() == 1;
+        let ir_op = ir::Op {
+            name: op.name.to_string(),
+            operands: op.operands.iter().map(|v| v.name.id).collect(),
+            results: op
+                .results
+                .iter()
+                .enumerate()
+                .map(|(k, ty)| ir::Value { id: first + k as u32, ty: ty.to_ir() })
+                .collect(),
+            attributes: op.attributes,
+            regions: op.regions,
+            successors: Vec::new(),
+            location: self.location.clone(),
+        };
+        state.frames.last_mut().expect("the function body is always open").ops.push(ir_op);
         Ok(op
             .results
             .into_iter()
             .enumerate()
-            .map(|(k, ty)| Value {
-                func: self,
-                name: Ssa { id, result: if single { None } else { Some(k as u32) } },
-                ty,
-                scope,
-            })
+            .map(|(k, ty)| Value { func: self, name: Ssa { id: first + k as u32 }, ty, scope })
             .collect())
     }
 
@@ -452,7 +484,7 @@ impl Function {
 
     /// Builds a region: `body` gets this function (adding ops to the region while it runs) and
     /// one block argument per type in `arguments`, and returns the values the region yields
-    /// (`stablehlo.return`). Returns the region's text and the types it yields; the caller checks
+    /// (`stablehlo.return`). Returns the region and the types it yields; the caller checks
     /// them. An `isolated` region sees only its arguments and what it builds.
     pub(crate) fn region<'f>(
         &'f self,
@@ -460,26 +492,21 @@ impl Function {
         isolated: bool,
         arguments: &[Type],
         body: impl FnOnce(&'f Function, &[Value<'f>]) -> Result<Vec<Value<'f>>, BuildError>,
-    ) -> Result<(String, Vec<Type>), BuildError> {
-        let (scope, first_arg, depth) = {
+    ) -> Result<(ir::Region, Vec<Type>), BuildError> {
+        let (scope, first_arg) = {
             let mut state = self.state.borrow_mut();
             let scope = state.next_scope;
             state.next_scope += 1;
-            let first = state.next_ssa;
-            state.next_ssa += arguments.len() as u32;
-            state.frames.push(Frame { scope, isolated, text: String::new() });
-            (scope, first, state.frames.len())
+            let first = state.next_id;
+            state.next_id += arguments.len() as u32;
+            state.frames.push(Frame { scope, isolated, ops: Vec::new() });
+            (scope, first)
         };
         let guard = FrameGuard { func: self, scope };
         let args: Vec<Value<'f>> = arguments
             .iter()
             .enumerate()
-            .map(|(i, ty)| Value {
-                func: self,
-                name: Ssa { id: first_arg + i as u32, result: None },
-                ty: ty.clone(),
-                scope,
-            })
+            .map(|(i, ty)| Value { func: self, name: Ssa { id: first_arg + i as u32 }, ty: ty.clone(), scope })
             .collect();
         let returned = body(self, &args)?;
         {
@@ -492,34 +519,56 @@ impl Function {
         }
         let returned_refs: Vec<&Value<'f>> = returned.iter().collect();
         self.emit(Op::new("stablehlo.return", returned_refs, Vec::new()))?;
-        let frame_text = {
+        let ops = {
             let mut state = self.state.borrow_mut();
             let frame = state.frames.pop().expect("the region's frame is open");
-            frame.text
+            frame.ops
         };
         std::mem::forget(guard);
-        let mut text = String::from("{\n");
-        indent(&mut text, depth);
-        text.push_str("^bb0(");
-        for (i, arg) in args.iter().enumerate() {
-            if i > 0 {
-                text.push_str(", ");
-            }
-            let _ = write!(text, "{}: {}", arg.name, arg.ty);
-        }
-        text.push_str("):\n");
-        text.push_str(&frame_text);
-        indent(&mut text, depth);
-        text.push('}');
-        Ok((text, returned.into_iter().map(|v| v.ty).collect()))
+        let block_args = args.iter().map(|a| ir::Value { id: a.name.id, ty: a.ty.to_ir() }).collect();
+        let region = ir::Region { blocks: vec![ir::Block { args: block_args, ops }] };
+        Ok((region, returned.into_iter().map(|v| v.ty).collect()))
     }
 
-    /// The module's MLIR text, returning `outputs` from `@main`.
+    /// The module, returning `outputs` from `@main`, in [`pjrt_stablehlo::ir`]: `builtin.module
+    /// @NAME` holding `func.func public @main`. Its producer names the StableHLO version the
+    /// program needs ([`Function::required_stablehlo_version`]), the version
+    /// `pjrt_client::Program::from_module` writes a portable artifact for.
+    ///
+    /// ```
+    /// use pjrt_builder::Function;
+    /// use pjrt_types::ElementType;
+    ///
+    /// let f = Function::new("twice");
+    /// let x = f.parameter(ElementType::F32, &[2])?;
+    /// let module = f.to_module(&[&x.add(&x)?])?;
+    /// assert_eq!(module.producer, "StableHLO_v1.0.0");
+    /// assert_eq!(module.walk().filter(|op| op.name == "stablehlo.add").count(), 1);
+    /// # Ok::<(), pjrt_builder::BuildError>(())
+    /// ```
+    pub fn to_module(&self, outputs: &[&Value<'_>]) -> Result<ir::Module, BuildError> {
+        self.with_module(outputs, ir::Module::clone)
+    }
+
+    /// The module's MLIR text, returning `outputs` from `@main`: [`Function::to_module`]
+    /// printed by [`pjrt_stablehlo::print`] (MLIR's generic op form, which StableHLO's parsers
+    /// have read unchanged across versions).
     pub fn to_mlir(&self, outputs: &[&Value<'_>]) -> Result<String, BuildError> {
+        self.with_module(outputs, pjrt_stablehlo::print)
+    }
+
+    /// Hands `use_module` the module returning `outputs`, built around the function's body
+    /// without copying it (the body goes back into the function afterwards, which stays
+    /// usable).
+    fn with_module<R>(
+        &self,
+        outputs: &[&Value<'_>],
+        use_module: impl FnOnce(&ir::Module) -> R,
+    ) -> Result<R, BuildError> {
         for output in outputs {
             self.check_visible("func.return", output)?;
         }
-        let state = self.state.borrow();
+        let mut state = self.state.borrow_mut();
         if state.frames.len() != 1 {
             return Err(BuildError::Finish {
                 message: "a region is still being built; finish the function outside every region closure".to_string(),
@@ -534,99 +583,78 @@ impl Function {
                 ),
             });
         }
-        let mut text = String::new();
-        text.push_str("module @");
-        text.push_str(&symbol_name(&self.name));
-        if !state.module_attributes.is_empty() {
-            text.push_str(" attributes {");
-            for (i, (name, value)) in state.module_attributes.iter().enumerate() {
-                if i > 0 {
-                    text.push_str(", ");
-                }
-                let _ = write!(text, "{name} = {value}");
-            }
-            text.push('}');
+        let op = |name: &str, operands: Vec<u32>, attributes: Vec<(String, Attr)>, regions: Vec<ir::Region>| ir::Op {
+            name: name.to_string(),
+            operands,
+            results: Vec::new(),
+            attributes,
+            regions,
+            successors: Vec::new(),
+            location: self.location.clone(),
+        };
+        let dict_list = |lists: Vec<Vec<(String, Attr)>>| Attr::Array(lists.into_iter().map(Attr::Dict).collect());
+        // `@main`: its signature, attributes of its arguments and results, and its body.
+        let inputs: Vec<ir::Type> = state.parameters.iter().map(|p| p.ty.to_ir()).collect();
+        let output_types: Vec<ir::Type> = outputs.iter().map(|v| v.ty.to_ir()).collect();
+        // In the order the custom form of `func.func` is read into (`pjrt_stablehlo::parse_text`).
+        let mut func_attributes = Vec::with_capacity(5);
+        if state.parameters.iter().any(|p| !p.attributes.is_empty()) {
+            let lists = state.parameters.iter().map(|p| p.attributes.clone()).collect();
+            func_attributes.push(("arg_attrs".to_string(), dict_list(lists)));
         }
-        text.push_str(" {\n");
-        for (_, op) in &state.module_ops {
-            indent(&mut text, 1);
-            text.push_str(op);
-            text.push('\n');
+        func_attributes.push((
+            "function_type".to_string(),
+            Attr::Type(ir::Type::Function { inputs: inputs.clone(), outputs: output_types }),
+        ));
+        if !state.result_attributes.is_empty() {
+            let lists = (0..outputs.len())
+                .map(|i| {
+                    let of = state.result_attributes.iter().filter(|(k, _, _)| *k == i);
+                    of.map(|(_, n, v)| (n.clone(), v.clone())).collect()
+                })
+                .collect();
+            func_attributes.push(("res_attrs".to_string(), dict_list(lists)));
         }
-        text.push_str("  func.func public @main(");
-        for (i, p) in state.parameters.iter().enumerate() {
-            if i > 0 {
-                text.push_str(", ");
-            }
-            let _ = write!(text, "%v{}: {}", p.ssa, p.ty);
-            write_attributes(&mut text, p.attributes.iter().map(|(n, v)| (n.as_str(), v.as_str())));
-        }
-        text.push_str(") -> (");
-        for (i, output) in outputs.iter().enumerate() {
-            if i > 0 {
-                text.push_str(", ");
-            }
-            let _ = write!(text, "{}", output.ty);
-            write_attributes(
-                &mut text,
-                state.result_attributes.iter().filter(|(k, _, _)| *k == i).map(|(_, n, v)| (n.as_str(), v.as_str())),
-            );
-        }
-        text.push_str(") {\n");
-        text.push_str(&state.frames[0].text);
-        indent(&mut text, 2);
-        text.push_str("\"func.return\"(");
-        emit::join_into(&mut text, outputs.iter().map(|v| v.name));
-        text.push_str(") : (");
-        emit::join_into(&mut text, outputs.iter().map(|v| &v.ty));
-        text.push_str(") -> ()\n  }\n}\n");
-        Ok(text)
-    }
-
-    /// The finished program, returning `outputs`: MLIR text ([`Function::to_mlir`]) as a
-    /// [`Program`] with its parameters declared ([`Program::with_parameters`]), so executables
-    /// check their arguments. The function stays usable (finish it again with other outputs).
-    pub fn finish(&self, outputs: &[&Value<'_>]) -> Result<Program, BuildError> {
-        let text = self.to_mlir(outputs)?;
-        let parameters: Vec<(ElementType, Vec<i64>)> =
-            self.state.borrow().parameters.iter().map(|p| (p.ty.element, p.ty.dims.clone())).collect();
-        Ok(Program::mlir_text(text)?.with_parameters(parameters))
+        func_attributes.push(("sym_name".to_string(), emit::string_attr("main")));
+        func_attributes.push(("sym_visibility".to_string(), emit::string_attr("public")));
+        let mut body = std::mem::take(&mut state.frames[0].ops);
+        body.push(op("func.return", outputs.iter().map(|v| v.name.id).collect(), Vec::new(), Vec::new()));
+        let args = state.parameters.iter().zip(inputs).map(|(p, ty)| ir::Value { id: p.id, ty }).collect();
+        let main = op(
+            "func.func",
+            Vec::new(),
+            func_attributes,
+            vec![ir::Region { blocks: vec![ir::Block { args, ops: body }] }],
+        );
+        // The module: its name and attributes, the module ops (meshes), then `@main`.
+        let mut module_attributes = vec![("sym_name".to_string(), emit::string_attr(&self.name))];
+        module_attributes.extend(state.module_attributes.iter().cloned());
+        let mut ops: Vec<ir::Op> = state.module_ops.iter().map(|(_, op)| op.clone()).collect();
+        ops.push(main);
+        let module = op(
+            "builtin.module",
+            Vec::new(),
+            module_attributes,
+            vec![ir::Region { blocks: vec![ir::Block { args: Vec::new(), ops }] }],
+        );
+        let mut module = ir::Module { bytecode_version: 0, producer: state.needed.producer(), ops: vec![module] };
+        let result = use_module(&module);
+        // The body back into the function: the last op of the module's block is `@main`, whose
+        // block ends with the `func.return` added above.
+        let main = module.ops[0].regions[0].blocks[0].ops.pop().expect("the module holds @main");
+        let mut blocks = main.regions.into_iter().next().expect("@main has a body").blocks;
+        let mut ops = blocks.pop().expect("@main's body is one block").ops;
+        ops.pop();
+        state.frames[0].ops = ops;
+        Ok(result)
     }
 }
 
 impl State {
-    fn need(&mut self, version: Version, what: impl FnOnce() -> String) {
+    fn need(&mut self, version: StableHloVersion, what: impl FnOnce() -> String) {
         if version > self.needed {
             self.needed = version;
             self.needed_by = what();
         }
-    }
-}
-
-fn indent(text: &mut String, depth: usize) {
-    for _ in 0..depth {
-        text.push_str("  ");
-    }
-}
-
-fn write_attributes<'a>(text: &mut String, attributes: impl Iterator<Item = (&'a str, &'a str)>) {
-    let mut first = true;
-    for (name, value) in attributes {
-        text.push_str(if first { " {" } else { ", " });
-        first = false;
-        let _ = write!(text, "{name} = {value}");
-    }
-    if !first {
-        text.push('}');
-    }
-}
-
-/// `name` as an MLIR symbol: bare when it is an identifier, quoted otherwise.
-fn symbol_name(name: &str) -> String {
-    let bare = emit::is_bare_identifier(name);
-    if bare {
-        name.to_string()
-    } else {
-        emit::string_attr(name)
     }
 }

@@ -1,10 +1,12 @@
 //! # pjrt-builder
 //!
 //! Build StableHLO programs in safe, typed Rust — no Python, no C++ toolchain, no LLVM — and run
-//! them with [`pjrt_client`]. A [`Function`] hands out [`Value`]s that carry their [`Type`]; each
+//! them with `pjrt_client`. A [`Function`] hands out [`Value`]s that carry their [`Type`]; each
 //! op checks its operands and infers its result type as it is added, so a mistake is a
 //! [`BuildError`] naming the op, the operand types and what was expected, at the line that made
-//! it. [`Function::finish`] gives a [`pjrt_client::Program`] of MLIR text.
+//! it. The program is built in `pjrt-stablehlo`'s IR ([`Function::to_module`]) and printed by its
+//! printer ([`Function::to_mlir`]); `Function::finish` gives a `pjrt_client::Program` of that
+//! text (feature `client`).
 //!
 //! ```
 //! use pjrt_builder::Function;
@@ -27,14 +29,23 @@
 //! # Ok(()) }
 //! ```
 //!
-//! ## The text it emits
-//! StableHLO promises compatibility for its portable bytecode, not for its pretty text, so ops
-//! are written in MLIR's **generic form**, which has not changed:
-//! `%v3 = "stablehlo.add"(%v1, %v2) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>`,
+//! ## What it builds and emits
+//! Each op becomes a [`pjrt_stablehlo::ir::Op`] of the module [`Function::to_module`] returns
+//! (`builtin.module` holding `func.func public @main`), so whatever reads that IR reads what the
+//! builder builds: [`pjrt_stablehlo::print`] prints it, `pjrt_client::Program::from_module`
+//! writes it as a portable artifact (for the version the program needs). StableHLO promises
+//! compatibility for its portable bytecode, not for its pretty text, so the text
+//! ([`Function::to_mlir`], and `finish`'s program) is MLIR's **generic form**, which has not
+//! changed: `%3 = "stablehlo.add"(%1, %2) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>`,
 //! attributes in the spellings StableHLO 1.x reads (`array<i64: ...>`, `#stablehlo<...>`),
 //! constants as exact hex. Both CPU plugins the tests use read it (StableHLO 1.17 and 1.20).
-//! Each op records the StableHLO version it needs; [`Function::check_plugin`] compares the
-//! program's with what a plugin reads.
+//! Each op records the StableHLO version it needs; [`Function::check_version`] (and
+//! `Function::check_plugin`, asking a plugin) compares the program's with what a plugin reads.
+//!
+//! ## Features
+//! - `client` (default): what needs `pjrt-client`: `Function::finish` (a `Program`),
+//!   `Function::check_plugin` and `Function::constant_array` (a `HostArray`). Without it
+//!   (`--no-default-features`) the builder depends on `pjrt-types` and `pjrt-stablehlo` only.
 //!
 //! ## What the plugins cannot do
 //! Every op × element type pair the builder accepts was compiled and run on both CPU plugins
@@ -92,6 +103,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "client")]
+mod client;
 mod emit;
 mod error;
 mod function;
@@ -110,5 +123,6 @@ pub use ops::collectives::Collective;
 pub use ops::gather::{GatherDimensions, ScatterDimensions};
 pub use ops::misc::{CustomCall, RngAlgorithm};
 pub use ops::reduce::Window;
+pub use pjrt_types::{ElementType, StableHloVersion};
 pub use sharding::{AxisSharding, Mesh, Sharding};
-pub use types::{mlir_element_name, TensorType, Type, Version};
+pub use types::{mlir_element_name, TensorType, Type};

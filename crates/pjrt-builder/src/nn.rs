@@ -53,8 +53,8 @@
 //! # Ok(()) }
 //! ```
 
-use pjrt_client::half::{bf16, f16};
-use pjrt_client::ElementType;
+use half::{bf16, f16};
+use pjrt_types::ElementType;
 
 use crate::error::BuildError;
 use crate::function::{Function, Value};

@@ -39,6 +39,8 @@
 
 use std::fmt;
 
+use pjrt_stablehlo::ir::Attr;
+
 use crate::emit;
 use crate::error::BuildError;
 use crate::function::{Function, ParameterOptions, Value};
@@ -122,7 +124,7 @@ impl ParameterOptions {
     /// The parameter's sharding (`mhlo.sharding`): how its argument is split across
     /// partitions (each device is handed its part).
     pub fn sharding(self, sharding: &Sharding) -> ParameterOptions {
-        self.attribute("mhlo.sharding", &emit::string_attr(&sharding.to_string()))
+        self.built("mhlo.sharding", emit::string_attr(&sharding.to_string()))
     }
 }
 
@@ -172,7 +174,8 @@ impl<'f> Value<'f> {
     /// partitioner lays out as `sharding` here (`stablehlo.custom_call @Sharding`).
     pub fn with_sharding(&self, sharding: &Sharding) -> Result<Value<'f>, BuildError> {
         sharding.check(self.dims().len())?;
-        let call = CustomCall::new("Sharding").attribute("mhlo.sharding", &emit::string_attr(&sharding.to_string()));
+        let call =
+            CustomCall::new("Sharding").built_attribute("mhlo.sharding", emit::string_attr(&sharding.to_string()));
         let mut results = self.func.custom_call(&call, &[self], std::slice::from_ref(&self.ty))?;
         Ok(results.remove(0))
     }
@@ -194,7 +197,7 @@ impl<'f> Value<'f> {
 /// let y = x.tanh()?;
 /// f.set_output_shardy(0, &rows)?;
 /// let text = f.to_mlir(&[&y])?;
-/// assert!(text.contains("sdy.mesh @mesh = <[\"x\"=2]>"));
+/// assert!(text.contains("\"sdy.mesh\"() {mesh = #sdy.mesh<[\"x\"=2]>, sym_name = \"mesh\"}"), "{text}");
 /// assert!(text.contains("sdy.sharding = #sdy.sharding<@mesh, [{\"x\"}, {}]>"));
 /// # Ok::<(), pjrt_builder::BuildError>(())
 /// ```
@@ -258,17 +261,17 @@ impl AxisSharding {
         })
     }
 
-    /// The attribute's MLIR text.
-    fn mlir(&self) -> String {
+    /// The attribute (`#sdy.sharding<@mesh, [{"x"}, {}]>`).
+    fn attr(&self) -> Attr {
         let dims: Vec<String> = self
             .dims
             .iter()
             .map(|axes| {
-                let names: Vec<String> = axes.iter().map(|a| emit::string_attr(a)).collect();
+                let names: Vec<String> = axes.iter().map(|a| quoted(a)).collect();
                 format!("{{{}}}", names.join(", "))
             })
             .collect();
-        format!("#sdy.sharding<@{}, [{}]>", self.mesh, dims.join(", "))
+        Attr::Sdy { mnemonic: "sharding", body: format!("<@{}, [{}]>", self.mesh, dims.join(", ")) }
     }
 }
 
@@ -276,7 +279,7 @@ impl ParameterOptions {
     /// The parameter's Shardy sharding (`sdy.sharding`); its mesh must be added to the
     /// function ([`Function::add_mesh`]).
     pub fn shardy(self, sharding: &AxisSharding) -> ParameterOptions {
-        self.attribute("sdy.sharding", &sharding.mlir())
+        self.built("sdy.sharding", sharding.attr())
     }
 }
 
@@ -284,8 +287,12 @@ impl Function {
     /// Adds a Shardy mesh to the module (`sdy.mesh`), for [`AxisSharding`]s to name. The
     /// product of its axis sizes should be the number of partitions.
     pub fn add_mesh(&self, mesh: &Mesh) -> Result<(), BuildError> {
-        let axes: Vec<String> = mesh.axes.iter().map(|(a, s)| format!("{}={s}", emit::string_attr(a))).collect();
-        if !self.add_module_op(&mesh.name, format!("sdy.mesh @{} = <[{}]>", mesh.name, axes.join(", "))) {
+        let axes: Vec<String> = mesh.axes.iter().map(|(a, s)| format!("{}={s}", quoted(a))).collect();
+        let attributes = vec![
+            ("mesh".to_string(), Attr::Sdy { mnemonic: "mesh", body: format!("<[{}]>", axes.join(", ")) }),
+            ("sym_name".to_string(), emit::string_attr(&mesh.name)),
+        ];
+        if !self.add_module_op("sdy.mesh", &mesh.name, attributes) {
             return Err(BuildError::InvalidAttribute {
                 op: "sdy.mesh",
                 message: format!("the module already has a mesh @{}; give each mesh its own name", mesh.name),
@@ -296,7 +303,22 @@ impl Function {
 
     /// Sets the Shardy sharding of output `index` (`sdy.sharding` on the result).
     pub fn set_output_shardy(&self, index: usize, sharding: &AxisSharding) -> Result<(), BuildError> {
-        self.set_result_attribute(index, "sdy.sharding", sharding.mlir());
+        self.set_result_attribute(index, "sdy.sharding", sharding.attr());
         Ok(())
     }
+}
+
+/// `"name"`: an axis name as an MLIR string in Shardy's text.
+fn quoted(name: &str) -> String {
+    let mut s = String::with_capacity(name.len() + 2);
+    s.push('"');
+    for c in name.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+    s
 }

@@ -2,12 +2,10 @@
 
 use std::fmt;
 
-use pjrt_client::ElementType;
+use pjrt_stablehlo::ir::{Dim, TensorType as IrTensorType, Type as IrType};
+use pjrt_types::{ElementType, StableHloVersion};
 
 use crate::error::BuildError;
-
-/// A StableHLO version `major.minor.patch`: what an op or element type needs at least.
-pub type Version = (i64, i64, i64);
 
 /// The type of a value.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -88,6 +86,12 @@ impl TensorType {
         TensorType { element: self.element, dims: Vec::new() }
     }
 
+    /// The type in [`pjrt_stablehlo::ir`] (dimensions are `>= 0`: checked at construction).
+    pub(crate) fn to_ir(&self) -> pjrt_stablehlo::ir::Type {
+        let dims: Vec<u64> = self.dims.iter().map(|&d| d.max(0) as u64).collect();
+        ir_tensor(self.element, &dims)
+    }
+
     /// The same dimensions with another element type.
     pub fn with_element(&self, element: ElementType) -> TensorType {
         TensorType { element, dims: self.dims.clone() }
@@ -107,6 +111,16 @@ impl fmt::Display for TensorType {
 }
 
 impl Type {
+    /// The type in [`pjrt_stablehlo::ir`].
+    pub(crate) fn to_ir(&self) -> pjrt_stablehlo::ir::Type {
+        use pjrt_stablehlo::ir::Type as Ir;
+        match self {
+            Type::Tensor(t) => t.to_ir(),
+            Type::Tuple(items) => Ir::Tuple(items.iter().map(Type::to_ir).collect()),
+            Type::Token => Ir::Token,
+        }
+    }
+
     /// The tensor type, if this is a tensor.
     pub fn as_tensor(&self) -> Option<&TensorType> {
         match self {
@@ -185,13 +199,15 @@ pub fn mlir_element_name(element: ElementType) -> Result<&'static str, BuildErro
 }
 
 /// The StableHLO version that introduced an element type (1.0.0 for the original set).
-pub(crate) fn element_min_version(element: ElementType) -> Version {
+pub(crate) fn element_min_version(element: ElementType) -> StableHloVersion {
     // From the version log in StableHLO's VhloDialect.td.
     match element {
-        ElementType::S2 | ElementType::U2 => (1, 2, 0),
-        ElementType::F8E4M3 | ElementType::F8E3M4 => (1, 7, 0),
-        ElementType::F8E8M0FNU | ElementType::F4E2M1FN | ElementType::F6E2M3FN | ElementType::F6E3M2FN => (1, 8, 0),
-        _ => (1, 0, 0),
+        ElementType::S2 | ElementType::U2 => StableHloVersion::new(1, 2, 0),
+        ElementType::F8E4M3 | ElementType::F8E3M4 => StableHloVersion::new(1, 7, 0),
+        ElementType::F8E8M0FNU | ElementType::F4E2M1FN | ElementType::F6E2M3FN | ElementType::F6E3M2FN => {
+            StableHloVersion::new(1, 8, 0)
+        }
+        _ => StableHloVersion::new(1, 0, 0),
     }
 }
 
@@ -211,4 +227,13 @@ pub(crate) fn complex_of(element: ElementType) -> Option<ElementType> {
         ElementType::F64 => Some(ElementType::C128),
         _ => None,
     }
+}
+
+/// A static tensor type of the IR.
+pub(crate) fn ir_tensor(element: ElementType, dims: &[u64]) -> IrType {
+    IrType::Tensor(IrTensorType {
+        dims: dims.iter().map(|&d| Dim::Fixed(d)).collect(),
+        element: Box::new(IrType::Scalar(element)),
+        encoding: None,
+    })
 }

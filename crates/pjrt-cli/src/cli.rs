@@ -364,7 +364,7 @@ pub struct CompileArgs {
     /// for it, e.g. 1.16.1). Default: the program as it is, unless it is a portable artifact
     /// newer than the plugin reads, which is written for the plugin's own version.
     #[arg(long, value_name = "X.Y.Z")]
-    pub stablehlo_version: Option<pjrt_stablehlo::Version>,
+    pub stablehlo_version: Option<pjrt_client::StableHloVersion>,
     /// Write the program as a StableHLO portable artifact (MLIR bytecode, `.mlirbc`) to
     /// --output instead of compiling it: for --stablehlo-version, else for the plugin's
     /// stablehlo_current_version. An op the version lacks is refused by name.

@@ -121,7 +121,7 @@ pub fn compile_or_load(
     };
     let Some(cache) = cache else {
         let started = Instant::now();
-        let executable = client.compile(&*pjrt_formats::portable::for_plugin(program, client.plugin())?, options)?;
+        let executable = client.compile(program, options)?;
         return Ok(Compiled { executable, cache: "off", compile_ms: ms(started), load_ms: 0.0 });
     };
     // The cache step as one span (`--trace`, `-v`): a hit loads the executable inside it

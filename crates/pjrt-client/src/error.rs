@@ -219,17 +219,28 @@ pub enum Error {
     )]
     ProgramVersion {
         /// The version the program was serialized for.
-        program: String,
+        program: pjrt_types::StableHloVersion,
         /// The oldest version the plugin reads.
-        minimum: String,
+        minimum: pjrt_types::StableHloVersion,
         /// The newest version the plugin reads.
-        current: String,
+        current: pjrt_types::StableHloVersion,
         /// What to do about it.
         advice: &'static str,
     },
     /// An argument was rejected before it reached the plugin.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The program cannot be written as a StableHLO portable artifact for the version asked
+    /// (or the plugin's, when a compile writes a newer artifact for it): an op, attribute or
+    /// type that version lacks, named with the version it needs (feature `stablehlo`).
+    #[cfg(feature = "stablehlo")]
+    #[error("the program cannot be written as a StableHLO portable artifact: {0}")]
+    Portable(pjrt_stablehlo::WriteError),
+    /// The program's StableHLO (MLIR text or a portable artifact) cannot be read into the IR to
+    /// be written again (feature `stablehlo`).
+    #[cfg(feature = "stablehlo")]
+    #[error("the program's StableHLO cannot be read to be written again: {0}")]
+    StableHlo(pjrt_stablehlo::Error),
     /// An object of one plugin was passed to a call of another plugin. Refused before the call:
     /// a plugin reads whatever it is given as its own objects (two CPU plugins in one process
     /// abort on each other's clients). Data moves between plugins through the host
@@ -406,6 +417,14 @@ impl Error {
     #[cold]
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io { path: path.into(), source }
+    }
+}
+
+/// Host data that is not a value of its sub-byte element type is an invalid argument.
+impl From<pjrt_types::HostValueError> for Error {
+    #[cold]
+    fn from(e: pjrt_types::HostValueError) -> Self {
+        Error::invalid(e.to_string())
     }
 }
 

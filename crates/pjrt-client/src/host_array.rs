@@ -2,8 +2,8 @@
 //! buffer holds, on the host. File formats (`.npy`, safetensors in the `pjrt-formats` crate)
 //! convert to and from it; [`crate::sharding`] splits and gathers it across devices.
 
-use crate::element_type::{native_bytes, native_values, ElementType, NativeType};
 use crate::error::{Error, Result};
+use pjrt_types::{native_bytes, native_values, ElementType, NativeType};
 
 /// A dense, row-major array in host memory with a PJRT element type.
 ///

@@ -50,7 +50,9 @@
 //!
 //! Each module uses only the ones below it (`tests/client/layers.rs` checks the order). File formats
 //! (`.npy`, safetensors, `jax.export`, AOT artifacts, the compile cache) are the `pjrt-formats`
-//! crate; an etcd key-value store is `pjrt-etcd`.
+//! crate; an etcd key-value store is `pjrt-etcd`. [`ElementType`], [`NativeType`] and
+//! [`StableHloVersion`] are the `pjrt-types` crate's (at the bottom, no dependencies),
+//! re-exported here.
 //!
 //! ## Features
 //! - `tracing` (default): [`tracing`](https://docs.rs/tracing) spans around plugin loading,
@@ -61,6 +63,12 @@
 //! - `plugins`: the `pjrt-plugins` crate (never its installer) finds `ptxas` and `libdevice`
 //!   beside a CUDA plugin for [`Topology::for_gpu_target`], and its errors convert into
 //!   `Error::Plugins`. Off by default; pjrt-formats and the `pjrt` command turn it on.
+//! - `stablehlo` (default): programs through `pjrt-stablehlo`'s IR (pure Rust): a portable
+//!   artifact newer than the plugin reads is written for the plugin's version when compiled
+//!   ([`Client::compile`], [`Topology::compile`]), `Program::portable_artifact`,
+//!   `Program::from_module`, `Plugin::portable_target`, and MLIR bytecode's signature and
+//!   module attributes read. Without it such an artifact is refused
+//!   ([`Error::ProgramVersion`]).
 //!
 //! The defaults hold neither an installer nor LAPACK: custom calls a program needs without
 //! knowing it (JAX's LAPACK kernels) come from providers of built-in handlers installed from
@@ -129,7 +137,6 @@ pub use pjrt_client_sys as sys;
 // may name its parent type, e.g. `Device` its `Client`). `tests/client/layers.rs` checks it; the
 // "Layers" section of `docs/architecture.md` draws it.
 mod error;
-mod element_type;
 mod fingerprint;
 mod call;
 mod host_array;
@@ -171,7 +178,6 @@ pub use client::kv_store::{InMemoryStore, KeyValueStore, KvCallCounts, KvCallbac
 pub use client::process::{ProcessInfo, ProcessState};
 pub use client::{Client, ClientBuilder, ClientOptions};
 pub use compile_options::{CompileOptions, DebugOption, DeviceAssignment};
-pub use element_type::{ElementType, NativeType};
 pub use error::{Error, ErrorCode, LoadError, Result};
 pub use event::user_event::UserEvent;
 pub use event::{Event, OnReady};
@@ -185,7 +191,8 @@ pub use executable::outputs::{Outputs, OutputsIntoIter};
 pub use executable::unloaded::Executable;
 pub use executable::{ArrayShape, LoadedExecutable};
 pub use host_array::HostArray;
-pub use plugin::{Plugin, PluginSource, StableHloVersion, TableInit};
+pub use pjrt_types::{ElementType, HostValueError, NativeType, ParseVersionError, StableHloVersion};
+pub use plugin::{Plugin, PluginSource, TableInit};
 pub use program::{ModuleCounts, Program, ProgramFormat};
 pub use topology::device_description::DeviceDescription;
 pub use topology::gpu_target::{GpuTarget, GpuTopologyShape};

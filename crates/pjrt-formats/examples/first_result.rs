@@ -11,7 +11,7 @@
 //! the plugin, the client, reading the files, uploading the weights (once, as JAX's side has
 //! them on the device), and one call at WARMUP.npy's shape (neither side's first call pays for
 //! its one-time setup). Then, for each TOKENS file (a shape not seen before), from the tokens
-//! in host memory to the output in host memory: `Runner::executable` (refine + print +
+//! in host memory to the output in host memory: `Runner::executable` (refine + write bytecode +
 //! compile), the tokens' upload, the execution and the download; and the same REPEATS times
 //! more at that shape (the executable a lookup). One JSON line per file:
 //! `{"shape": [b, t], "first_ms": .., "executable_ms": .., "repeat_ms": [..]}` (executable_ms:
@@ -74,7 +74,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Shapes of the weights (fixed), then the tokens'.
     let fixed: Vec<_> =
         runner.model().in_avals()[..n - 1].iter().map(|a| (a.element_type.unwrap(), a.fixed_dims().unwrap())).collect();
-    // The executable's share of the call (refine + print + compile, or the lookup), in ms.
+    // The executable's share of the call (refine + write bytecode + compile, or the lookup), in ms.
     let call = |tokens: &NpyArray| -> Result<f64, Box<dyn std::error::Error>> {
         let t = Instant::now();
         let mut shapes = fixed.clone();

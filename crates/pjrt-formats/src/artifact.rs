@@ -232,8 +232,6 @@ impl Artifact {
         options: &CompileOptions,
     ) -> Result<Artifact> {
         let bytes = executable.serialize()?;
-        // Keyed on what the plugin was sent (the compile cache's key for the same compile).
-        let program = &*crate::portable::for_plugin(program, client.plugin())?;
         let key = cache_key(client, program, options)?;
         let header = ArtifactHeader::for_devices(client, program, options, &key);
         Artifact::new(header, bytes)
@@ -246,7 +244,6 @@ impl Artifact {
         program: &Program,
         options: &CompileOptions,
     ) -> Result<Artifact> {
-        let program = &*crate::portable::for_plugin(program, plugin)?;
         let executable = topology.compile(program, options, None)?;
         let header = ArtifactHeader {
             plugin: PluginIdentity::of_topology(plugin, topology)?,
@@ -286,7 +283,6 @@ impl Artifact {
         program: &Program,
         options: &CompileOptions,
     ) -> Result<Artifact> {
-        let program = &*crate::portable::for_plugin(program, plugin)?;
         let topology = Topology::for_gpu_target(plugin, target, shape)?;
         let key = gpu_target_key(plugin, &topology, target, shape, program, options)?;
         Artifact::compile_for_gpu_topology(plugin, &topology, target, shape, program, options, key)
@@ -329,7 +325,8 @@ impl Artifact {
         header.extend_from_slice(&h.plugin.api_version.minor.to_le_bytes());
         let shlo = h.plugin.stablehlo_version;
         header.push(shlo.is_some() as u8);
-        let StableHloVersion(a, b, c) = shlo.unwrap_or(StableHloVersion(0, 0, 0));
+        let shlo = shlo.unwrap_or(StableHloVersion::new(0, 0, 0));
+        let [a, b, c] = [shlo.major, shlo.minor, shlo.patch].map(i64::from);
         for v in [a, b, c, h.num_replicas as i64, h.num_partitions as i64, h.device_count] {
             header.extend_from_slice(&v.to_le_bytes());
         }
@@ -380,7 +377,15 @@ impl Artifact {
         let xla_version = h.flagged_i64()?;
         let api_version = ApiVersion { major: h.i32()?, minor: h.i32()? };
         let has_shlo = h.flag()?;
-        let shlo = StableHloVersion(h.i64()?, h.i64()?, h.i64()?);
+        let shlo_parts = [h.i64()?, h.i64()?, h.i64()?];
+        let shlo = match (has_shlo, StableHloVersion::from_parts(&shlo_parts)) {
+            (false, _) => None,
+            (true, Some(v)) => Some(v),
+            (true, None) => {
+                let [a, b, c] = shlo_parts;
+                return Err(ArtifactError::Header(format!("StableHLO version {a}.{b}.{c}")));
+            }
+        };
         let (replicas, partitions, device_count) = (h.i64()?, h.i64()?, h.i64()?);
         let count = |value: i64, what: &str| {
             usize::try_from(value).map_err(|_| ArtifactError::Header(format!("{value} {what}")))
@@ -414,7 +419,7 @@ impl Artifact {
                 platform_version,
                 xla_version,
                 api_version,
-                stablehlo_version: has_shlo.then_some(shlo),
+                stablehlo_version: shlo,
             },
             num_replicas,
             num_partitions,
@@ -776,7 +781,7 @@ mod tests {
                 platform_version: "cpu".into(),
                 xla_version: Some(2),
                 api_version: ApiVersion { major: 0, minor: 115 },
-                stablehlo_version: Some(StableHloVersion(1, 20, 0)),
+                stablehlo_version: Some(StableHloVersion::new(1, 20, 0)),
             },
             num_replicas: 2,
             num_partitions: 1,

@@ -203,8 +203,6 @@ impl CompileCache {
     /// the cache ([`CacheOutcome::Off`], with a note). Cache trouble (an unreadable or corrupt
     /// entry, a full disk) never fails the compile: it becomes a miss or a note.
     pub fn compile(&self, client: &Client, program: &Program, options: &CompileOptions) -> Result<Cached> {
-        // Keyed and compiled on what the plugin is sent: a newer portable artifact written for it.
-        let program = &*crate::portable::for_plugin(program, client.plugin())?;
         if options.is_portable() {
             return compile_uncached(client, program, options, "portable executables are not cached".into());
         }
@@ -264,7 +262,6 @@ impl CompileCache {
         program: &Program,
         options: &CompileOptions,
     ) -> Result<CachedArtifact> {
-        let program = &*crate::portable::for_plugin(program, plugin)?;
         let topology = Topology::for_gpu_target(plugin, target, shape)?;
         let key = gpu_target_key(plugin, &topology, target, shape, program, options)?;
         let path = self.entry_path(&key);

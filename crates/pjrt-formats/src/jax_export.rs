@@ -40,7 +40,7 @@ use crate::npy::NpyArray;
 mod polymorphic;
 mod runner;
 
-pub use polymorphic::InputShape;
+pub use polymorphic::{refined_program, InputShape};
 pub use runner::Runner;
 
 /// The newest `jax.export` serialization version this reader knows (JAX 0.12's, which adds the
@@ -804,7 +804,7 @@ impl JaxExport {
     /// let data = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export");
     /// let new = JaxExport::read(format!("{data}/jax-0.12.0.1/mlp_f32/model.jaxexport"))?;
     /// assert_eq!((new.serialization_version(), new.jax_version()), (12, Some("0.12.0.1")));
-    /// assert_eq!(new.stablehlo_version(), Some((1, 18, 0)));
+    /// assert_eq!(new.stablehlo_version(), Some(pjrt_client::StableHloVersion::new(1, 18, 0)));
     /// let old = JaxExport::read(format!("{data}/jax-0.10.2/mlp_f32/model.jaxexport"))?;
     /// assert_eq!((old.serialization_version(), old.jax_version()), (3, None));
     /// assert_eq!(
@@ -820,7 +820,7 @@ impl JaxExport {
 
     /// The StableHLO version the module was serialized for (its bytecode producer,
     /// `StableHLO_v1.18.0`), which a plugin must read: see [`Program::stablehlo_target`].
-    pub fn stablehlo_version(&self) -> Option<(i64, i64, i64)> {
+    pub fn stablehlo_version(&self) -> Option<pjrt_client::StableHloVersion> {
         Program::mlir_bytecode(self.mlir_module.clone()).ok()?.stablehlo_target()
     }
 
@@ -1147,7 +1147,6 @@ impl JaxExport {
             ));
         }
         let program = self.program()?;
-        let program = crate::portable::for_plugin(&program, client.plugin())?;
         Ok(client.compile(&program, &self.compile_options(client.platform_name()))?)
     }
 
@@ -1157,7 +1156,6 @@ impl JaxExport {
     pub fn compile_for(&self, client: &Client, shapes: &[InputShape]) -> Result<LoadedExecutable> {
         self.check_runnable(client.platform_name())?;
         let program = self.program_for(shapes)?;
-        let program = crate::portable::for_plugin(&program, client.plugin())?;
         Ok(client.compile(&program, &self.compile_options(client.platform_name()))?)
     }
 
@@ -1241,8 +1239,8 @@ impl fmt::Display for JaxExport {
             Some(v) => write!(f, ", written by JAX {}", shown(v))?,
             None => f.write_str(", JAX version not recorded (before 0.12)")?,
         }
-        if let Some((major, minor, patch)) = self.stablehlo_version() {
-            write!(f, ", StableHLO {major}.{minor}.{patch}")?;
+        if let Some(version) = self.stablehlo_version() {
+            write!(f, ", StableHLO {version}")?;
         }
         write!(
             f,

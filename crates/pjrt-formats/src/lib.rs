@@ -10,7 +10,6 @@
 //! | [`binding`] | which tensors of a weights file feed which arguments of a model (by name) |
 //! | [`artifact`] | ahead-of-time compiled executables, with the plugin that made them |
 //! | [`compile_cache`] | a persistent compile cache of such artifacts |
-//! | [`portable`] | StableHLO portable artifacts written for a chosen version (an older plugin's) |
 //! | [`atomic_file`] | files written whole or not at all (temporary file and rename) |
 //!
 //! Uploads and downloads are methods the extension traits [`ClientExt`] and [`BufferExt`] add
@@ -46,7 +45,6 @@ mod lapack;
 pub mod mlir_text;
 pub mod npy;
 pub mod npz;
-pub mod portable;
 mod npy_arrays;
 pub mod safetensors;
 mod safetensors_uploads;

@@ -28,7 +28,9 @@ const MAX_ASSIGNMENTS: usize = 4096;
 /// let program = TextProgram::parse(text, "add.mlir")?;
 /// assert!(program.is_dynamic());
 /// let static_program = program.program_for(&[(ElementType::F32, vec![3, 2])], &[])?;
-/// assert!(static_program.text().unwrap().contains("tensor<3x2xf32>"));
+/// assert_eq!(static_program.declared_parameters(), Some(&[(ElementType::F32, vec![3, 2])][..]));
+/// let text = pjrt_formats::mlir_text::program_text(&static_program)?;
+/// assert!(text.contains("tensor<3x2xf32>"), "{text}");
 /// # Ok::<(), pjrt_formats::Error>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -145,7 +147,7 @@ impl TextProgram {
 
     /// The program to compile for inputs of `inputs` (one per data parameter of `@main`, the
     /// dimension parameters left out) and dimension values `dims` (by name): the module
-    /// refined to static shapes and printed. A dimension variable `dims` does not give is
+    /// refined to static shapes ([`crate::jax_export::refined_program`]). A dimension variable `dims` does not give is
     /// inferred when exactly one assignment of the inputs' sizes refines; otherwise the error
     /// asks for it by name.
     pub fn program_for(&self, inputs: &[InputShape], dims: &[(String, i64)]) -> Result<Program> {
@@ -169,7 +171,7 @@ impl TextProgram {
         } else {
             self.infer(&args, inputs, dims, &missing)?
         };
-        let program = Program::mlir_text(pjrt_stablehlo::print(&refined))?;
+        let program = crate::jax_export::refined_program(&refined)?;
         // One device sees `@main`'s parameters as they are; several see their shards.
         Ok(if partitions(&refined) > 1 { program } else { program.with_parameters(inputs.iter().cloned()) })
     }

@@ -66,7 +66,7 @@ fn check_narrowed(dtype: Dtype, element_type: ElementType, bytes: &[u8]) -> Resu
         _ => i16::from(b),
     };
     match dtype {
-        Dtype::V1 => Ok(element_type.check_host_values(bytes)?),
+        Dtype::V1 => Ok(element_type.check_host_values(bytes).map_err(pjrt_client::Error::from)?),
         Dtype::I8 | Dtype::U8 => match bytes.iter().position(|b| !(low..=high).contains(&value(*b))) {
             None => Ok(()),
             Some(i) => Err(Error::invalid(format!(

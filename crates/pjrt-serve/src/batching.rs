@@ -116,7 +116,7 @@ async fn run_batch(model: &Arc<ServedModel>, shared: &Arc<Shared>, batch: Vec<Pe
     // The batch's inputs, and its shapes compiled (a new one outside the device's slots).
     let assembled = match assemble(model, &batch) {
         Ok(assembled) => {
-            crate::dispatch::prepare(shared, model, model.signature(&assembled.0)).await.map(|()| assembled)
+            crate::compile::prepare(shared, model, model.signature(&assembled.0)).await.map(|()| assembled)
         }
         Err(e) => Err(e),
     };

@@ -54,6 +54,7 @@
 
 mod batching;
 mod budget;
+mod compile;
 pub mod config;
 mod datatype;
 mod devices;

@@ -8,7 +8,9 @@
 //!   (benches/data/transformer_symbolic.jaxexport, made by its `symbolic` command);
 //! * `transformer-1L`: the symbolic data set's one-block `transformer`, x `(b, t, 8)`.
 //!
-//! For each, `refine` alone and `refine` + `print` (the MLIR text handed to the plugin).
+//! For each, `refine` alone, `refine` + `write_bytecode` (the MLIR bytecode handed to the
+//! plugin, for the version the model was exported for) and `refine` + `print` (the MLIR text
+//! handed to it before).
 //!
 //! `cargo bench -p pjrt-stablehlo --bench refine`
 
@@ -50,13 +52,19 @@ fn bench_module(c: &mut Criterion, name: &str, path: &Path, shapes: &[Vec<u64>])
         let refined = pjrt_stablehlo::refine(&module, &args).unwrap();
         assert!(!pjrt_stablehlo::is_polymorphic(&refined));
         let shape = dims.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x");
+        let target = pjrt_stablehlo::StableHloVersion::of_producer(&module.producer).unwrap();
         eprintln!(
-            "{name} at {shape}: refined to {} ops, {} bytes of text",
+            "{name} at {shape}: refined to {} ops, {} bytes of text, {} bytes of bytecode",
             refined.walk().count(),
-            pjrt_stablehlo::print(&refined).len()
+            pjrt_stablehlo::print(&refined).len(),
+            pjrt_stablehlo::write_bytecode(&refined, target).unwrap().len()
         );
         c.bench_function(&format!("{name} {shape}: refine"), |b| {
             b.iter(|| pjrt_stablehlo::refine(&module, &args).unwrap())
+        });
+        let target = pjrt_stablehlo::StableHloVersion::of_producer(&module.producer).unwrap();
+        c.bench_function(&format!("{name} {shape}: refine + write bytecode"), |b| {
+            b.iter(|| pjrt_stablehlo::write_bytecode(&pjrt_stablehlo::refine(&module, &args).unwrap(), target).unwrap())
         });
         c.bench_function(&format!("{name} {shape}: refine + print"), |b| {
             b.iter(|| pjrt_stablehlo::print(&pjrt_stablehlo::refine(&module, &args).unwrap()))

@@ -2,13 +2,13 @@
 //! producer used), their attributes and types, regions and blocks, as the portable artifact
 //! holds them once VHLO is mapped back to StableHLO.
 //!
-//! Scalar element types are [`pjrt_client::ElementType`] wherever PJRT has the type (every
+//! Scalar element types are [`pjrt_types::ElementType`] (`pjrt_client::ElementType`) wherever PJRT has the type (every
 //! integer, float and complex type StableHLO has, `i1` as `PRED`); the few MLIR scalar types
 //! PJRT lacks (`index`, `tf32`) are [`Type`] variants of their own.
 
 use std::sync::Arc;
 
-pub use pjrt_client::ElementType;
+pub use pjrt_types::ElementType;
 
 /// A dimension of a ranked tensor: a size, or `?` (dynamic).
 ///

@@ -2,8 +2,12 @@
 //! as `mlir_module_serialized`, what `stablehlo.serialize_portable_artifact` writes: MLIR
 //! bytecode of the VHLO dialect, [`read_bytecode`]) and MLIR text (what JAX prints, generic or
 //! custom forms, [`parse_text`]), read into an [`ir::Module`] of StableHLO ops and printed as
-//! MLIR text both CPU plugins compile; a shape-polymorphic module is made static for concrete
-//! argument types by [`refine`] (as JAX does before it compiles).
+//! MLIR text both CPU plugins compile, and written as a portable artifact for any StableHLO
+//! version from [`MINIMUM_VERSION`] to [`CURRENT_VERSION`] ([`write_bytecode`]); a
+//! shape-polymorphic module is made static for concrete argument types by [`refine`] (as JAX
+//! does before it compiles). It depends on `pjrt-types` only (for [`ir::ElementType`] and
+//! [`StableHloVersion`]), not on `pjrt-client`, which uses it: its `stablehlo` feature writes a
+//! newer artifact for the plugin's version when it compiles, and `pjrt-builder` builds this IR.
 //!
 //! ```
 //! let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
@@ -29,16 +33,16 @@ mod read;
 mod refine;
 mod text;
 mod vhlo;
-mod version;
 mod vhlo_versions;
 mod write;
 
 pub use bytecode::{Limits, MAX_VERSION};
 pub use error::{Error, Result};
+pub use pjrt_types::StableHloVersion;
 pub use pretty::print_pretty;
 pub use print::{attr_text, mlir_element_name, print, type_text};
 pub use refine::{bind_dimensions, dimension_parameters, is_polymorphic, refine, RefineError};
-pub use version::Version;
+pub use vhlo_versions::{CURRENT_VERSION, MINIMUM_VERSION};
 pub use write::{write_bytecode, WriteError};
 
 /// Reads MLIR bytecode (a StableHLO portable artifact, or builtin/func/stablehlo bytecode)
@@ -110,6 +114,21 @@ pub fn parse_text_with(text: &str, limits: &Limits) -> Result<ir::Module> {
     text::parse(text, limits)
 }
 
+/// Parses one attribute's MLIR text (`1 : i32`, `"{replicated}"`, `array<i64: 1, 2>`,
+/// `#sdy.sharding<@mesh, [{"x"}, {}]>`), as [`parse_text`] reads it in an attribute
+/// dictionary: the whole text must be the attribute, nothing before or after it.
+///
+/// ```
+/// use pjrt_stablehlo::ir::{Attr, ElementType, Type};
+/// let a = pjrt_stablehlo::parse_attribute("1 : i32").unwrap();
+/// assert_eq!(a, Attr::Integer { value: 1, ty: Type::Scalar(ElementType::S32) });
+/// assert!(pjrt_stablehlo::parse_attribute("1 : i32}, %evil: tensor<2xf32> {x = 1").is_err());
+/// assert!(pjrt_stablehlo::parse_attribute("\"a\", b = 1").is_err());
+/// ```
+pub fn parse_attribute(text: &str) -> Result<ir::Attr> {
+    text::parse_attribute(text, &Limits::default())
+}
+
 /// What the fuzz targets check on any input (`fuzz/fuzz_targets/stablehlo.rs` with libFuzzer,
 /// `examples/fuzz_mutations.rs` on the stable toolchain in CI): the bytes either give an error
 /// whose offset is inside the input, or read to a module that prints (generic and pretty); a module with a `@main`
@@ -142,7 +161,7 @@ pub fn fuzz_check(data: &[u8]) {
 /// read: a damaged file can number a region's values in a way no writer would, which
 /// writing normalizes.)
 fn check_written(module: &ir::Module) {
-    let Some(target) = Version::of_producer(&module.producer) else { return };
+    let Some(target) = StableHloVersion::of_producer(&module.producer) else { return };
     let Ok(bytes) = write_bytecode(module, target) else { return };
     let again = read_bytecode(&bytes).unwrap_or_else(|e| panic!("what the writer wrote does not read: {e}"));
     let rewritten = write_bytecode(&again, target).unwrap_or_else(|e| panic!("a written module does not write: {e}"));

@@ -28,7 +28,7 @@ pub fn mlir_element_name(e: ElementType) -> Option<&'static str> {
 /// assert!(text.contains("\"stablehlo.tanh\""));
 /// ```
 pub fn print(module: &Module) -> String {
-    let mut p = Printer { out: String::with_capacity(1 << 16), types: Vec::new(), next_name: 0 };
+    let mut p = Printer { out: String::with_capacity(1 << 16), types: Vec::new(), undo: Vec::new(), next_name: 0 };
     for op in &module.ops {
         p.op(op, 0);
     }
@@ -41,6 +41,9 @@ struct Printer<'m> {
     /// are unique in the whole module: the generic form does not let a nested region shadow
     /// a name, and values in isolated regions are numbered from 0 again in bytecode.
     types: Vec<Option<(&'m Type, u32)>>,
+    /// What each definition in a region overwrote in `types`, to put back when the region's
+    /// values go out of scope (cheaper than a copy of `types` per op with regions).
+    undo: Vec<(u32, Option<(&'m Type, u32)>)>,
     next_name: u32,
 }
 
@@ -450,7 +453,8 @@ impl<'m> Printer<'m> {
         if self.types.len() <= i {
             self.types.resize(i + 1, None);
         }
-        self.types[i] = Some((t, self.next_name));
+        let old = self.types[i].replace((t, self.next_name));
+        self.undo.push((id, old));
         self.next_name += 1;
     }
 
@@ -479,14 +483,17 @@ impl<'m> Printer<'m> {
             self.out.push_str(" (");
             // Values the regions define go out of scope after them (and an isolated region
             // numbers its own from 0): put the outer numbering back afterwards.
-            let saved = self.types.clone();
+            let mark = self.undo.len();
             for (i, r) in op.regions.iter().enumerate() {
                 if i > 0 {
                     self.out.push_str(", ");
                 }
                 self.region(r, depth);
             }
-            self.types = saved;
+            while self.undo.len() > mark {
+                let (id, old) = self.undo.pop().expect("an undo entry");
+                self.types[id as usize] = old;
+            }
             self.out.push(')');
         }
         if !op.attributes.is_empty() {

@@ -2,16 +2,49 @@
 //! declarations: the name and version range of each): the writer picks, for a target, the op
 //! version that exists there, and names the version an op needs where none does.
 
-use crate::version::Version;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use pjrt_types::StableHloVersion;
+
+/// The oldest StableHLO version a portable artifact can be written for: 0.9.0, VHLO's first.
+///
+/// ```
+/// assert_eq!(pjrt_stablehlo::MINIMUM_VERSION.to_string(), "0.9.0");
+/// ```
+pub const MINIMUM_VERSION: StableHloVersion = StableHloVersion::new(0, 9, 0);
+
+/// The newest StableHLO version this crate reads and writes: 1.20.0 (what the 0.115 CPU
+/// plugin reads).
+///
+/// ```
+/// assert_eq!(pjrt_stablehlo::CURRENT_VERSION.to_string(), "1.20.0");
+/// ```
+pub const CURRENT_VERSION: StableHloVersion = StableHloVersion::new(1, 20, 0);
+
+/// The MLIR bytecode version a portable artifact for `target` is written in (as StableHLO's
+/// serializer picks it: 0 before 0.10.0, 1 before 0.12.0, 3 before 0.14.0, 4 before 0.15.0, 6
+/// since); `None` outside [`MINIMUM_VERSION`]..=[`CURRENT_VERSION`].
+pub(crate) fn bytecode_version(target: StableHloVersion) -> Option<u64> {
+    let v = |minor| StableHloVersion::new(0, minor, 0);
+    Some(match target {
+        s if s < MINIMUM_VERSION || s > CURRENT_VERSION => return None,
+        s if s < v(10) => 0,
+        s if s < v(12) => 1,
+        s if s < v(14) => 3,
+        s if s < v(15) => 4,
+        _ => 6,
+    })
+}
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Range {
-    pub min: Version,
-    pub max: Option<Version>,
+    pub min: StableHloVersion,
+    pub max: Option<StableHloVersion>,
 }
 
 impl Range {
-    pub(crate) fn contains(&self, v: Version) -> bool {
+    pub(crate) fn contains(&self, v: StableHloVersion) -> bool {
         self.min <= v && self.max.is_none_or(|m| v <= m)
     }
 }
@@ -163,16 +196,41 @@ const OPS: &[(&str, &str, &str)] = &[
     ("xor_v1", "0.9.0", "current"),
 ];
 
-fn parse(s: &str) -> Option<Version> {
-    Version::parse(s)
+fn parse(s: &str) -> Option<StableHloVersion> {
+    StableHloVersion::parse(s)
 }
 
-pub(crate) fn op_versions(base: &str) -> Vec<(&'static str, Range)> {
-    let mut out: Vec<(&'static str, Range)> = OPS
-        .iter()
-        .filter(|(n, _, _)| n.rsplit_once("_v").is_some_and(|(b, _)| b == base))
-        .filter_map(|&(n, min, max)| Some((n, Range { min: parse(min)?, max: parse(max) })))
-        .collect();
-    out.sort_by_key(|(_, r)| r.min);
-    out
+/// The VHLO versions of the StableHLO op `base` (`add`: `add_v1`), oldest first, with the
+/// StableHLO versions each exists in. The table is read once (the writer asks for every op).
+pub(crate) fn op_versions(base: &str) -> &'static [(&'static str, Range)] {
+    static BY_BASE: OnceLock<HashMap<&'static str, Vec<(&'static str, Range)>>> = OnceLock::new();
+    let by_base = BY_BASE.get_or_init(|| {
+        let mut map: HashMap<&'static str, Vec<(&'static str, Range)>> = HashMap::new();
+        for &(name, min, max) in OPS {
+            let (Some((op, _)), Some(min)) = (name.rsplit_once("_v"), parse(min)) else { continue };
+            map.entry(op).or_default().push((name, Range { min, max: parse(max) }));
+        }
+        for versions in map.values_mut() {
+            versions.sort_by_key(|(_, r)| r.min);
+        }
+        map
+    });
+    by_base.get(base).map_or(&[], Vec::as_slice)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bytecode_versions_follow_the_targets() {
+        use super::{bytecode_version, CURRENT_VERSION};
+        let v = pjrt_types::StableHloVersion::new;
+        assert_eq!(bytecode_version(v(0, 8, 9)), None);
+        assert_eq!(bytecode_version(v(0, 9, 0)), Some(0));
+        assert_eq!(bytecode_version(v(0, 11, 3)), Some(1));
+        assert_eq!(bytecode_version(v(0, 13, 0)), Some(3));
+        assert_eq!(bytecode_version(v(0, 14, 9)), Some(4));
+        assert_eq!(bytecode_version(v(1, 16, 1)), Some(6));
+        assert_eq!(bytecode_version(CURRENT_VERSION), Some(6));
+        assert_eq!(bytecode_version(v(1, 20, 1)), None);
+    }
 }

@@ -38,6 +38,7 @@ use crate::emit;
 use crate::error::BuildError;
 use crate::function::{Function, Op, Value};
 use crate::types::Type;
+use pjrt_types::StableHloVersion;
 
 /// Who takes part in a collective: replica groups (each a list of replica, or with
 /// `use_global_device_ids` device, numbers; all groups of one size), and an optional channel
@@ -103,10 +104,10 @@ impl Collective {
         let size = self.replica_groups.first().map(|g| g.len()).unwrap_or(0);
         op = op.attr("replica_groups", emit::i64_matrix(&self.replica_groups, size));
         if let Some((handle, kind)) = self.channel_handle {
-            op = op.attr("channel_handle", format!("#stablehlo.channel_handle<handle = {handle}, type = {kind}>"));
+            op = op.attr("channel_handle", channel_handle_attr(handle, kind));
         }
         if global_ids && self.use_global_device_ids {
-            op = op.attr("use_global_device_ids", "unit".to_string());
+            op = op.attr("use_global_device_ids", pjrt_stablehlo::ir::Attr::Unit);
         }
         op
     }
@@ -227,7 +228,7 @@ impl<'f> Value<'f> {
             if handle < 1 || !(1..=3).contains(&kind) {
                 return Err(attribute_error(OP, format!("channel handle {handle} must be >= 1, type {kind} in 1..=3")));
             }
-            op = op.attr("channel_handle", format!("#stablehlo.channel_handle<handle = {handle}, type = {kind}>"));
+            op = op.attr("channel_handle", channel_handle_attr(handle, kind));
         }
         self.func.emit1(op)
     }
@@ -263,7 +264,7 @@ impl Function {
         let types = values.iter().map(|v| v.ty.clone()).collect();
         let mut op = collective.attributes(Op::new(OP, values.to_vec(), types), true);
         if values.len() > 1 {
-            op.since = (1, 5, 0);
+            op.since = StableHloVersion::new(1, 5, 0);
         }
         op.regions.push(region);
         self.emit(op)
@@ -277,13 +278,18 @@ fn check_dimension(op: &'static str, t: &crate::types::TensorType, dimension: i6
     Ok(dimension as usize)
 }
 
+/// `#stablehlo.channel_handle<handle = H, type = T>`.
+fn channel_handle_attr(handle: i64, kind: i64) -> pjrt_stablehlo::ir::Attr {
+    emit::struct_attr("channel_handle", vec![("handle", emit::i64_attr(handle)), ("type", emit::i64_attr(kind))])
+}
+
 /// The region of a reducing collective: two scalars in, one out.
 fn scalar_region<'f>(
     func: &'f Function,
     op: &'static str,
     scalar: Type,
     body: impl FnOnce(&'f Function, &Value<'f>, &Value<'f>) -> Result<Value<'f>, BuildError>,
-) -> Result<String, BuildError> {
+) -> Result<pjrt_stablehlo::ir::Region, BuildError> {
     let (region, returned) =
         func.region(op, true, &[scalar.clone(), scalar.clone()], |f, a| Ok(vec![body(f, &a[0], &a[1])?]))?;
     if returned != [scalar.clone()] {

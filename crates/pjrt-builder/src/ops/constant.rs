@@ -38,9 +38,10 @@
 //! # Ok(()) }
 //! ```
 
-use pjrt_client::half::{bf16, f16};
-use pjrt_client::num_complex::Complex;
-use pjrt_client::{ElementType, HostArray};
+use half::{bf16, f16};
+use num_complex::Complex;
+use pjrt_stablehlo::ir::Attr;
+use pjrt_types::ElementType;
 
 use super::{attribute_error, tensor_type};
 use crate::emit;
@@ -141,12 +142,6 @@ impl Function {
         self.emit_constant(ty, data, splat)
     }
 
-    /// A constant holding a [`HostArray`]'s values (weights read from `.npy` or safetensors
-    /// files through `pjrt_formats`, say), with its element type and shape.
-    pub fn constant_array(&self, array: &HostArray) -> Result<Value<'_>, BuildError> {
-        self.constant_bits(array.element_type(), array.data(), array.dims())
-    }
-
     /// A constant of shape `dims` with every element the host bytes `element_bytes` (one
     /// element; see [`Function::constant_bits`]).
     pub fn splat_bits(
@@ -179,25 +174,22 @@ impl Function {
             let all: Vec<i64> = Vec::new();
             return scalar.broadcast_in_dim(&ty.dims, &all);
         }
-        let value = if ty.element_count() == Some(0) {
-            format!("dense<> : {ty}")
-        } else if ty.element == ElementType::PRED {
-            let text = if splat || ty.rank() == 0 {
-                bool_text(data[0]).to_string()
-            } else {
-                let mut s = String::new();
-                nested_literal(&mut s, &ty.dims, data);
-                s
-            };
-            format!("dense<{text}> : {ty}")
-        } else if ty.element.is_sub_byte() {
-            // Each element's low bits only: MLIR reads `bits` bits of each stored byte.
+        // Each sub-byte element's low bits only: MLIR reads `bits` bits of each stored byte.
+        let masked: Vec<u8>;
+        let data = if ty.element.is_sub_byte() {
             let mask = (1u16 << ty.element.bits().unwrap_or(8)) as u8 - 1;
-            let masked: Vec<u8> = data.iter().map(|b| b & mask).collect();
-            format!("dense<\"{}\"> : {ty}", emit::hex(&masked))
+            masked = data.iter().map(|b| b & mask).collect();
+            &masked[..]
         } else {
-            format!("dense<\"{}\"> : {ty}", emit::hex(data))
+            data
         };
+        // The data fits the type: its size was checked against the shape, PRED bytes are 0 or 1.
+        let value = match (ty.element_count() == Some(0), splat) {
+            (true, _) => Attr::dense_elements(ty.to_ir(), Vec::new()),
+            (false, true) => Attr::dense_splat(ty.to_ir(), data),
+            (false, false) => Attr::dense_elements(ty.to_ir(), data.to_vec()),
+        }
+        .map_err(|e| BuildError::InvalidConstant { message: format!("{ty}: {e}") })?;
         self.emit1(Op::new("stablehlo.constant", vec![], vec![ty.into()]).attr("value", value))
     }
 
@@ -240,30 +232,4 @@ fn check_values(element: ElementType, bytes: &[u8]) -> Result<(), BuildError> {
         return Ok(());
     }
     element.check_host_values(bytes).map_err(|e| BuildError::InvalidConstant { message: e.to_string() })
-}
-
-fn bool_text(b: u8) -> &'static str {
-    if b != 0 {
-        "true"
-    } else {
-        "false"
-    }
-}
-
-/// `[[true, false], [false, true]]` for the dims.
-fn nested_literal(s: &mut String, dims: &[i64], data: &[u8]) {
-    match dims.split_first() {
-        None => s.push_str(bool_text(data[0])),
-        Some((&n, rest)) => {
-            let stride: usize = rest.iter().map(|&d| d as usize).product();
-            s.push('[');
-            for i in 0..n as usize {
-                if i > 0 {
-                    s.push_str(", ");
-                }
-                nested_literal(s, rest, &data[i * stride..]);
-            }
-            s.push(']');
-        }
-    }
 }

@@ -36,7 +36,7 @@
 //! # Ok(()) }
 //! ```
 
-use pjrt_client::ElementType;
+use pjrt_types::ElementType;
 
 use super::{attribute_error, operand_error, tensor};
 use crate::emit;

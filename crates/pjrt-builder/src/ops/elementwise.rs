@@ -31,13 +31,14 @@
 //! # Ok(()) }
 //! ```
 
-use pjrt_client::ElementType;
+use pjrt_types::ElementType;
 
 use super::{attribute_error, operand_error, tensor};
 use crate::emit;
 use crate::error::BuildError;
 use crate::function::{Op, Value};
-use crate::types::{complex_of, complex_part, kind, Kind, Type, Version};
+use crate::types::{complex_of, complex_part, kind, Kind, Type};
+use pjrt_types::StableHloVersion;
 
 /// Element kinds an op accepts.
 type Kinds = &'static [Kind];
@@ -79,7 +80,7 @@ fn unary<'f>(
     op: &'static str,
     kinds: Kinds,
     result: UnaryResult,
-    since: Version,
+    since: StableHloVersion,
 ) -> Result<Value<'f>, BuildError> {
     let t = tensor(op, x)?;
     if !kinds.contains(&kind(t.element)) {
@@ -173,7 +174,7 @@ macro_rules! unary_ops {
             $(#[$doc])*
             #[doc = concat!("\n\n`", $op, "`.")]
             pub fn $method(&self) -> Result<Value<'f>, BuildError> {
-                unary(self, $op, $kinds, UnaryResult::$result, $since)
+                unary(self, $op, $kinds, UnaryResult::$result, StableHloVersion::from($since))
             }
         )+}
     };

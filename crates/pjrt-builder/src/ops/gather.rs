@@ -26,13 +26,14 @@
 //! # Ok(()) }
 //! ```
 
-use std::fmt::Write;
-
 use super::{attribute_error, operand_error, tensor, tensor_type};
+use pjrt_stablehlo::ir::Attr;
+
 use crate::emit;
 use crate::error::BuildError;
 use crate::function::{Function, Op, Value};
 use crate::types::{kind, Kind, Type};
+use pjrt_types::StableHloVersion;
 
 /// The dimension numbers of `gather` (`#stablehlo.gather<...>`), as StableHLO defines them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -96,16 +97,10 @@ impl ScatterDimensions {
     }
 }
 
-/// `name = [1, 2]` for the struct attributes, skipping empty batching lists (which older
-/// StableHLO versions do not know).
-fn field(s: &mut String, name: &str, values: &[i64], always: bool) {
-    if values.is_empty() && !always {
-        return;
-    }
-    if !s.ends_with('<') {
-        s.push_str(", ");
-    }
-    let _ = write!(s, "{name} = {}", emit::list(values));
+/// `name = [1, 2]` of a struct attribute, in order (the printer leaves empty lists out, so
+/// older StableHLO versions never see an empty batching list).
+fn field(name: &'static str, values: &[i64]) -> (&'static str, Attr) {
+    (name, emit::i64_array(values))
 }
 
 /// Checks a list of distinct dimensions in `0..rank`, ascending if `sorted`.
@@ -211,19 +206,23 @@ impl<'f> Value<'f> {
                 next_batch += 1;
             }
         }
-        let mut numbers = String::from("#stablehlo.gather<");
-        field(&mut numbers, "offset_dims", &dims.offset_dims, true);
-        field(&mut numbers, "collapsed_slice_dims", &dims.collapsed_slice_dims, true);
-        field(&mut numbers, "operand_batching_dims", &dims.operand_batching_dims, false);
-        field(&mut numbers, "start_indices_batching_dims", &dims.start_indices_batching_dims, false);
-        field(&mut numbers, "start_index_map", &dims.start_index_map, true);
-        let _ = write!(numbers, ", index_vector_dim = {}>", dims.index_vector_dim);
+        let numbers = emit::struct_attr(
+            "gather",
+            vec![
+                field("offset_dims", &dims.offset_dims),
+                field("collapsed_slice_dims", &dims.collapsed_slice_dims),
+                field("operand_batching_dims", &dims.operand_batching_dims),
+                field("start_indices_batching_dims", &dims.start_indices_batching_dims),
+                field("start_index_map", &dims.start_index_map),
+                ("index_vector_dim", emit::i64_attr(dims.index_vector_dim)),
+            ],
+        );
         let mut op = Op::new(OP, vec![self, indices], vec![tensor_type(t.element, result)])
             .attr("dimension_numbers", numbers)
             .attr("slice_sizes", emit::i64_array(slice_sizes))
-            .attr("indices_are_sorted", indices_are_sorted.to_string());
+            .attr("indices_are_sorted", emit::bool_attr(indices_are_sorted));
         if !dims.operand_batching_dims.is_empty() {
-            op.since = (1, 1, 0);
+            op.since = StableHloVersion::new(1, 1, 0);
         }
         self.func.emit1(op)
     }
@@ -334,19 +333,23 @@ impl<'f> Value<'f> {
                 expected: scalar.to_string(),
             });
         }
-        let mut numbers = String::from("#stablehlo.scatter<");
-        field(&mut numbers, "update_window_dims", &dims.update_window_dims, true);
-        field(&mut numbers, "inserted_window_dims", &dims.inserted_window_dims, true);
-        field(&mut numbers, "input_batching_dims", &dims.input_batching_dims, false);
-        field(&mut numbers, "scatter_indices_batching_dims", &dims.scatter_indices_batching_dims, false);
-        field(&mut numbers, "scatter_dims_to_operand_dims", &dims.scatter_dims_to_operand_dims, true);
-        let _ = write!(numbers, ", index_vector_dim = {}>", dims.index_vector_dim);
+        let numbers = emit::struct_attr(
+            "scatter",
+            vec![
+                field("update_window_dims", &dims.update_window_dims),
+                field("inserted_window_dims", &dims.inserted_window_dims),
+                field("input_batching_dims", &dims.input_batching_dims),
+                field("scatter_indices_batching_dims", &dims.scatter_indices_batching_dims),
+                field("scatter_dims_to_operand_dims", &dims.scatter_dims_to_operand_dims),
+                ("index_vector_dim", emit::i64_attr(dims.index_vector_dim)),
+            ],
+        );
         let mut op = Op::new(OP, all.to_vec(), vec![self.ty.clone()])
             .attr("scatter_dimension_numbers", numbers)
-            .attr("indices_are_sorted", indices_are_sorted.to_string())
-            .attr("unique_indices", unique_indices.to_string());
+            .attr("indices_are_sorted", emit::bool_attr(indices_are_sorted))
+            .attr("unique_indices", emit::bool_attr(unique_indices));
         if !dims.input_batching_dims.is_empty() {
-            op.since = (1, 1, 0);
+            op.since = StableHloVersion::new(1, 1, 0);
         }
         op.regions.push(region);
         self.func.emit1(op)

@@ -29,9 +29,9 @@
 //! # Ok(()) }
 //! ```
 
-use std::fmt::Write;
-
 use super::{attribute_error, check_dimension_list, operand_error, tensor, tensor_type};
+use pjrt_stablehlo::ir::Attr;
+
 use crate::emit;
 use crate::error::BuildError;
 use crate::function::{Op, Value};
@@ -77,7 +77,7 @@ pub enum Precision {
 }
 
 impl Precision {
-    fn attr(self) -> String {
+    fn attr(self) -> Attr {
         emit::enum_attr(
             "precision",
             match self {
@@ -89,8 +89,8 @@ impl Precision {
     }
 }
 
-fn precision_config(precision: Option<(Precision, Precision)>) -> Option<String> {
-    precision.map(|(a, b)| format!("[{}, {}]", a.attr(), b.attr()))
+fn precision_config(precision: Option<(Precision, Precision)>) -> Option<Attr> {
+    precision.map(|(a, b)| Attr::Array(vec![a.attr(), b.attr()]))
 }
 
 impl<'f> Value<'f> {
@@ -135,19 +135,17 @@ impl<'f> Value<'f> {
         let mut dims: Vec<i64> = d.lhs_batch.iter().map(|&a| l.dims[a as usize]).collect();
         dims.extend((0..l.rank() as i64).filter(|i| !lhs_used.contains(i)).map(|i| l.dims[i as usize]));
         dims.extend((0..r.rank() as i64).filter(|i| !rhs_used.contains(i)).map(|i| r.dims[i as usize]));
-        let mut fields = Vec::new();
-        for (name, list) in [
-            ("lhs_batching_dimensions", &d.lhs_batch),
-            ("rhs_batching_dimensions", &d.rhs_batch),
-            ("lhs_contracting_dimensions", &d.lhs_contracting),
-            ("rhs_contracting_dimensions", &d.rhs_contracting),
-        ] {
-            if !list.is_empty() {
-                fields.push(format!("{name} = {}", emit::list(list)));
-            }
-        }
-        let mut op = Op::new(OP, vec![self, rhs], vec![tensor_type(l.element, dims)])
-            .attr("dot_dimension_numbers", format!("#stablehlo.dot<{}>", fields.join(", ")));
+        let numbers = emit::struct_attr(
+            "dot",
+            vec![
+                ("lhs_batching_dimensions", emit::i64_array(&d.lhs_batch)),
+                ("rhs_batching_dimensions", emit::i64_array(&d.rhs_batch)),
+                ("lhs_contracting_dimensions", emit::i64_array(&d.lhs_contracting)),
+                ("rhs_contracting_dimensions", emit::i64_array(&d.rhs_contracting)),
+            ],
+        );
+        let mut op =
+            Op::new(OP, vec![self, rhs], vec![tensor_type(l.element, dims)]).attr("dot_dimension_numbers", numbers);
         if let Some(p) = precision_config(precision) {
             op = op.attr("precision_config", p);
         }
@@ -277,11 +275,8 @@ impl<'f> Value<'f> {
         let mut op =
             Op::new(OP, vec![self, kernel], vec![tensor_type(input.element, out)]).attr("dimension_numbers", dn.attr());
         if spatial > 0 {
-            let mut pad = String::from("dense<[");
-            for (i, (lo, hi)) in padding.iter().enumerate() {
-                let _ = write!(pad, "{}[{lo}, {hi}]", if i > 0 { ", " } else { "" });
-            }
-            let _ = write!(pad, "]> : tensor<{spatial}x2xi64>");
+            let rows: Vec<Vec<i64>> = padding.iter().map(|&(lo, hi)| vec![lo, hi]).collect();
+            let pad = emit::i64_matrix(&rows, 2);
             op = op
                 .attr("window_strides", emit::i64_array(&strides))
                 .attr("padding", pad)
@@ -359,22 +354,20 @@ impl ConvDimensions {
     }
 
     /// `#stablehlo.conv<[b, 0, f]x[0, i, o]->[b, 0, f]>`.
-    fn attr(&self) -> String {
-        fn layout(rank: usize, a: (i64, &str), b: (i64, &str), spatial: &[i64]) -> String {
-            let mut names = vec![String::new(); rank];
-            names[a.0 as usize] = a.1.to_string();
-            names[b.0 as usize] = b.1.to_string();
-            for (i, &d) in spatial.iter().enumerate() {
-                names[d as usize] = i.to_string();
-            }
-            format!("[{}]", names.join(", "))
-        }
-        let rank = self.input_spatial.len() + 2;
-        format!(
-            "#stablehlo.conv<{}x{}->{}>",
-            layout(rank, (self.input_batch, "b"), (self.input_feature, "f"), &self.input_spatial),
-            layout(rank, (self.kernel_input_feature, "i"), (self.kernel_output_feature, "o"), &self.kernel_spatial),
-            layout(rank, (self.output_batch, "b"), (self.output_feature, "f"), &self.output_spatial),
+    fn attr(&self) -> Attr {
+        emit::struct_attr(
+            "conv",
+            vec![
+                ("input_batch_dimension", emit::i64_attr(self.input_batch)),
+                ("input_feature_dimension", emit::i64_attr(self.input_feature)),
+                ("input_spatial_dimensions", emit::i64_array(&self.input_spatial)),
+                ("kernel_input_feature_dimension", emit::i64_attr(self.kernel_input_feature)),
+                ("kernel_output_feature_dimension", emit::i64_attr(self.kernel_output_feature)),
+                ("kernel_spatial_dimensions", emit::i64_array(&self.kernel_spatial)),
+                ("output_batch_dimension", emit::i64_attr(self.output_batch)),
+                ("output_feature_dimension", emit::i64_attr(self.output_feature)),
+                ("output_spatial_dimensions", emit::i64_array(&self.output_spatial)),
+            ],
         )
     }
 }

@@ -36,7 +36,7 @@
 //! # Ok(()) }
 //! ```
 
-use pjrt_client::ElementType;
+use pjrt_types::ElementType;
 
 use super::{attribute_error, operand_error, tensor, tensor_type};
 use crate::emit;
@@ -73,7 +73,7 @@ pub struct CustomCall {
     has_side_effect: bool,
     backend_config: Option<String>,
     api_version: i32,
-    extra: Vec<(String, String)>,
+    extra: Vec<(String, emit::AttributeValue)>,
 }
 
 impl CustomCall {
@@ -109,11 +109,17 @@ impl CustomCall {
     }
 
     /// Any other attribute (`mhlo.sharding`, `mhlo.frontend_attributes`, ...), its value as MLIR
-    /// text, kept verbatim. [`Function::custom_call`] refuses a name that is not a bare MLIR
-    /// identifier and a value that is not one attribute (brackets or strings left open or closed
-    /// twice, a `,` outside brackets, `//`), so the text cannot add attributes or operands.
+    /// text. [`Function::custom_call`] refuses a name that is not a bare MLIR identifier and a
+    /// value that is not exactly one attribute ([`pjrt_stablehlo::parse_attribute`] reads it;
+    /// no `//` either), so the text cannot add attributes or operands.
     pub fn attribute(mut self, name: &str, mlir_value: &str) -> CustomCall {
-        self.extra.push((name.to_string(), mlir_value.to_string()));
+        self.extra.push((name.to_string(), emit::AttributeValue::Text(mlir_value.to_string())));
+        self
+    }
+
+    /// An attribute built here (not user text).
+    pub(crate) fn built_attribute(mut self, name: &str, value: pjrt_stablehlo::ir::Attr) -> CustomCall {
+        self.extra.push((name.to_string(), emit::AttributeValue::Built(value)));
         self
     }
 }
@@ -161,22 +167,17 @@ impl Function {
         }
         let mut op = Op::new(OP, inputs.to_vec(), results.to_vec())
             .attr("call_target_name", emit::string_attr(&call.target))
-            .attr("has_side_effect", call.has_side_effect.to_string())
+            .attr("has_side_effect", emit::bool_attr(call.has_side_effect))
             .attr("api_version", emit::i32_attr(call.api_version));
         if let Some(config) = &call.backend_config {
             op = op.attr("backend_config", emit::string_attr(config));
         }
-        // Extra attributes have names chosen at run time; Op keeps static names, so they are
-        // appended to the last attribute's value (the dictionary is written in order).
-        if !call.extra.is_empty() {
-            let mut tail = String::new();
-            for (name, value) in &call.extra {
-                emit::check_user_attribute(OP, name, value)?;
-                tail.push_str(&format!(", {name} = {value}"));
-            }
-            if let Some(last) = op.attributes.last_mut() {
-                last.1.push_str(&tail);
-            }
+        for (name, value) in &call.extra {
+            let value = match value {
+                emit::AttributeValue::Built(attr) => attr.clone(),
+                emit::AttributeValue::Text(text) => emit::user_attribute(OP, name, text)?,
+            };
+            op = op.attr(name, value);
         }
         self.emit(op)
     }

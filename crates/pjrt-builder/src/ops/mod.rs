@@ -54,7 +54,7 @@ pub(crate) fn check_dimension_list(op: &'static str, what: &str, dims: &[i64], r
 }
 
 /// A tensor type from checked parts (the element type already has a spelling).
-pub(crate) fn tensor_type(element: pjrt_client::ElementType, dims: Vec<i64>) -> Type {
+pub(crate) fn tensor_type(element: pjrt_types::ElementType, dims: Vec<i64>) -> Type {
     Type::Tensor(TensorType { element, dims })
 }
 
@@ -63,7 +63,7 @@ pub(crate) fn tensor_type(element: pjrt_client::ElementType, dims: Vec<i64>) -> 
 pub(crate) fn refuse_two_bit(op: &'static str, operands: &[&Value<'_>]) -> Result<(), BuildError> {
     let two_bit = operands
         .iter()
-        .any(|v| matches!(v.element_type(), Some(pjrt_client::ElementType::S2 | pjrt_client::ElementType::U2)));
+        .any(|v| matches!(v.element_type(), Some(pjrt_types::ElementType::S2 | pjrt_types::ElementType::U2)));
     if two_bit {
         return Err(operand_error(
             op,

@@ -239,7 +239,7 @@ struct ResolvedWindow {
 }
 
 impl ResolvedWindow {
-    fn padding_attr(&self) -> Option<String> {
+    fn padding_attr(&self) -> Option<pjrt_stablehlo::ir::Attr> {
         if self.padding.iter().all(|&p| p == (0, 0)) {
             return None;
         }
@@ -290,8 +290,7 @@ impl<'f> Value<'f> {
             return Err(operand_error(OP, &all, format!("the source must have the windows' output shape {out:?}")));
         }
         let scalar = Type::Tensor(t.scalar());
-        let predicate =
-            Type::Tensor(crate::types::TensorType { element: pjrt_client::ElementType::PRED, dims: vec![] });
+        let predicate = Type::Tensor(crate::types::TensorType { element: pjrt_types::ElementType::PRED, dims: vec![] });
         let args = [scalar.clone(), scalar.clone()];
         let (select_region, returned) = self.func.region(OP, true, &args, |f, a| Ok(vec![select(f, &a[0], &a[1])?]))?;
         if returned != [predicate.clone()] {

@@ -30,7 +30,7 @@
 //! # Ok(()) }
 //! ```
 
-use pjrt_client::ElementType;
+use pjrt_types::ElementType;
 
 use super::{attribute_error, check_dimension_list, operand_error, tensor, tensor_type};
 use crate::emit;

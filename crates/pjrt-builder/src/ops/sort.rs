@@ -23,7 +23,7 @@
 //! # Ok(()) }
 //! ```
 
-use pjrt_client::ElementType;
+use pjrt_types::ElementType;
 
 use super::{attribute_error, operand_error, tensor};
 use crate::emit;
@@ -94,7 +94,7 @@ impl Function {
         let types = inputs.iter().map(|v| v.ty.clone()).collect();
         let mut op = Op::new(OP, inputs.to_vec(), types)
             .attr("dimension", emit::i64_attr(dimension))
-            .attr("is_stable", stable.to_string());
+            .attr("is_stable", emit::bool_attr(stable));
         op.regions.push(region);
         self.emit(op)
     }

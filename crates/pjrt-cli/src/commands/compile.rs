@@ -55,12 +55,11 @@ pub fn exec(args: &CompileArgs) -> Result<(), Error> {
         return emit_portable(args, &program, started);
     }
     let plugin = &resolve_plugin(&args.plugin)?;
-    // What the plugin is sent: written for the version asked, or for the plugin's own when the
-    // program is a newer portable artifact (the compiles below then send it unchanged).
-    let program = match args.stablehlo_version {
-        Some(version) => pjrt_formats::portable::portable_artifact(&program, version)?,
-        None => pjrt_formats::portable::for_plugin(&program, plugin)?.into_owned(),
-    };
+    // Written for the version asked; else as it is (a compile writes a newer portable artifact
+    // for the plugin's own version itself).
+    if let Some(version) = args.stablehlo_version {
+        program = program.portable_artifact(version)?;
+    }
     if let (Some(model), Some(target)) = (&model, &args.target) {
         if !model.platforms().iter().any(|p| p == "cuda") {
             return Err(invalid(format!(
@@ -324,17 +323,17 @@ fn emit_portable(args: &CompileArgs, program: &Program, started: Instant) -> Res
         Some(version) => version,
         None => {
             let plugin = resolve_plugin(&args.plugin)?;
-            pjrt_formats::portable::plugin_version(&plugin).ok_or_else(|| {
+            plugin.portable_target().ok_or_else(|| {
                 invalid(format!(
                     "the plugin {} does not say which StableHLO version it reads (or says one older than {}): give \
                      --stablehlo-version",
                     plugin.path().display(),
-                    pjrt_stablehlo::Version::MINIMUM
+                    pjrt_stablehlo::MINIMUM_VERSION
                 ))
             })?
         }
     };
-    let artifact = pjrt_formats::portable::portable_artifact(program, version)?;
+    let artifact = program.portable_artifact(version)?;
     pjrt_formats::atomic_file::write_with(&args.output, |w| std::io::Write::write_all(w, artifact.code()))
         .map_err(|e| pjrt_client::Error::Io { path: args.output.clone(), source: e })?;
     let bytes = artifact.code().len();

@@ -60,10 +60,10 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
     if let Some(limit) = open_files {
         let room = usize::try_from(limit.saturating_sub(FILES_BESIDE_CONNECTIONS)).unwrap_or(usize::MAX).max(1);
         if options.max_connections > room {
-            eprintln!(
+            crate::ui::log_line(&format!(
                 "note: --max-connections {} lowered to {room}: the open-file limit is {limit} (ulimit -n)",
                 options.max_connections
-            );
+            ));
             options.max_connections = room;
         }
     }

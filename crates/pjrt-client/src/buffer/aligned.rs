@@ -13,10 +13,10 @@ use crate::buffer::{Buffer, Placement, ReadOnlyMemory};
 use crate::call::pjrt_call;
 use crate::call::trace::span;
 use crate::client::Client;
-use crate::element_type::{native_bytes, ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::sys::{self, Args};
+use pjrt_types::{native_bytes, ElementType, NativeType};
 
 /// The alignment PJRT's CPU plugins require for zero-copy host memory.
 pub const HOST_ALIGNMENT: usize = 64;
@@ -239,7 +239,7 @@ impl Client {
         } else {
             bytes.as_ptr() as *const c_void
         };
-        args.type_ = element_type.to_raw();
+        args.type_ = sys::PJRT_Buffer_Type(element_type.to_i32());
         args.dims = dims.as_ptr();
         args.num_dims = dims.len();
         layout.fill(&mut args, device_layout.as_mut());

@@ -6,9 +6,9 @@ use crate::buffer::checks::{check_array, not_deleted};
 use crate::buffer::layout::dense_byte_size;
 use crate::buffer::Buffer;
 use crate::call::pjrt_call;
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::sys::{self, Args};
+use pjrt_types::ElementType;
 
 impl Buffer {
     /// The same bytes seen as another element type and/or shape (`PJRT_Buffer_Bitcast`, 0.98),
@@ -30,7 +30,7 @@ impl Buffer {
         }
         let mut args = sys::PJRT_Buffer_Bitcast_Args::new();
         args.buffer = self.as_raw();
-        args.element_type = element_type.to_raw();
+        args.element_type = sys::PJRT_Buffer_Type(element_type.to_i32());
         args.dims = dims.as_ptr();
         args.num_dims = dims.len();
         pjrt_call!(api, PJRT_Buffer_Bitcast, &mut args)?;

@@ -11,10 +11,10 @@ use crate::call::pjrt_call;
 use crate::call::release::refuse_in_callback;
 use crate::call::trace::span;
 use crate::client::Client;
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::sys::{self, Args};
+use pjrt_types::ElementType;
 
 impl Client {
     /// Uploads borrowed host bytes (checked: their size, their values where dense); returns
@@ -69,7 +69,7 @@ impl Client {
         } else {
             data as *const c_void
         };
-        args.type_ = element_type.to_raw();
+        args.type_ = sys::PJRT_Buffer_Type(element_type.to_i32());
         args.dims = dims.as_ptr();
         args.num_dims = dims.len();
         layout.fill(&mut args, device_layout.as_mut());

@@ -5,9 +5,9 @@
 use crate::buffer::{dense_byte_size, Buffer, Placement};
 use crate::call::Api;
 use crate::client::Client;
-use crate::element_type::ElementType;
 use crate::error::{Error, ErrorCode, Result};
 use crate::sys;
+use pjrt_types::ElementType;
 
 /// Refuses element types the plugin does not know (unknown to this crate, newer than the
 /// plugin's minor) and those that cannot hold array data (INVALID, TOKEN): several plugins abort

@@ -21,9 +21,9 @@ use crate::buffer::layout::MemoryLayout;
 use crate::buffer::{Buffer, DOWNLOAD_INSTEAD};
 use crate::call::release::refuse_in_callback;
 use crate::call::trace::span;
-use crate::element_type::{native_values, NativeType};
 use crate::error::{Error, Result};
 use crate::host_array::HostArray;
+use pjrt_types::{native_values, NativeType};
 
 /// How [`Buffer::to_bytes`] and [`Buffer::to_bytes_async`] copy: the host layout or a raw byte
 /// range, and the vector to copy into. Taken by value: it may own the destination.

@@ -8,11 +8,11 @@ use crate::buffer::DOWNLOAD_INSTEAD;
 use crate::call::pjrt_call;
 use crate::call::release::refuse_in_callback;
 use crate::call::trace::span;
-use crate::element_type::normalize_pred;
-use crate::element_type::{ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::sys::{self, Args};
+use pjrt_types::normalize_pred;
+use pjrt_types::{ElementType, NativeType};
 
 impl Buffer {
     /// Copies the buffer's bytes (dense row-major) into `destination`, which must have

@@ -13,10 +13,10 @@ use crate::call::pjrt_call;
 use crate::call::release::in_plugin_callback;
 use crate::call::trace::span;
 use crate::client::Client;
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::event::{Event, OnReady};
 use crate::sys::{self, Args};
+use pjrt_types::ElementType;
 
 /// Host data an upload can own until the plugin is done with it.
 #[derive(Debug)]
@@ -124,7 +124,7 @@ impl Client {
         let mut args = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
         args.client = self.raw();
         args.data = ptr;
-        args.type_ = element_type.to_raw();
+        args.type_ = sys::PJRT_Buffer_Type(element_type.to_i32());
         args.dims = dims.as_ptr();
         args.num_dims = dims.len();
         layout.fill(&mut args, device_layout.as_mut());

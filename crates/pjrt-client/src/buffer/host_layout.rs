@@ -4,9 +4,9 @@
 use crate::buffer::layout::{dense_byte_size, MemoryLayout};
 use crate::buffer::raw_layout::RawLayout;
 use crate::client::Client;
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::sys;
+use pjrt_types::ElementType;
 
 /// How long the plugin may read the host data of an upload. Both variants are safe with a
 /// borrowed slice: the upload returns only once the plugin no longer reads it. (Zero-copy

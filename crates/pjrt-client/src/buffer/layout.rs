@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
+use pjrt_types::ElementType;
 
 /// How a buffer's elements are laid out in device memory.
 #[derive(Clone, Debug, PartialEq, Eq)]

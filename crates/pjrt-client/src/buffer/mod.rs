@@ -58,10 +58,10 @@ use crate::call::release::release_if_in_callback;
 use crate::call::{checked_slice, pjrt_call};
 use crate::client::device::{Device, Memory};
 use crate::client::Client;
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::sys::{self, Args};
+use pjrt_types::ElementType;
 // DLPack names HostLayout here; to go once `dlpack/mod.rs` imports it from `buffer::host_layout`.
 pub(crate) use host_layout::HostLayout;
 use host_transfer::HostTransfer;
@@ -253,7 +253,7 @@ impl Buffer {
         if let Some(bad) = dims.iter().find(|d| **d < 0) {
             return Err(Error::invalid(format!("PJRT_Buffer_Dimensions returned a negative dimension ({bad})")));
         }
-        let (element_type, dims) = queried.get_or_init(|| (ElementType::from_raw(t.type_), Arc::from(dims)));
+        let (element_type, dims) = queried.get_or_init(|| (ElementType::from_i32(t.type_.0), Arc::from(dims)));
         Ok((*element_type, dims))
     }
 

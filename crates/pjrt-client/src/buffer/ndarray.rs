@@ -8,9 +8,9 @@ use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
 
 use crate::buffer::host_data::HostData;
 use crate::buffer::upload::{HostSource, SourceData};
-use crate::element_type::{native_bytes, NativeType};
 use crate::error::{Error, Result};
 use crate::host_array::HostArray;
+use pjrt_types::{native_bytes, NativeType};
 
 /// An array (or view) as a [`HostSource`]: a contiguous standard-layout array is read in place;
 /// a strided one with non-negative strides is read through byte strides (then

@@ -8,9 +8,9 @@ use crate::buffer::layout::MemoryLayout;
 use crate::buffer::Buffer;
 use crate::call::{checked_slice, pjrt_call};
 use crate::client::Client;
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::sys::{self, Args};
+use pjrt_types::ElementType;
 
 // DLPack still names these by their old home; to go once `dlpack/mod.rs` imports them from
 // `buffer::external_reference`.

@@ -5,9 +5,9 @@
 use std::ptr::NonNull;
 
 use crate::buffer::layout::MemoryLayout;
-use crate::element_type::ElementType;
 use crate::error::Result;
 use crate::sys::{self, Args};
+use pjrt_types::ElementType;
 
 /// A [`MemoryLayout`] in the plugin's form (`PJRT_Buffer_MemoryLayout`), owning the arrays it
 /// points into. The plugin reads it during one call only; `&mut self` keeps it alive meanwhile.

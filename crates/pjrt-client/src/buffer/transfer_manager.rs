@@ -17,10 +17,10 @@ use crate::call::pjrt_call;
 use crate::call::release::{refuse_in_callback, release_if_in_callback};
 use crate::client::device::Device;
 use crate::client::Client;
-use crate::element_type::ElementType;
 use crate::error::{Error, ErrorCode, Result};
 use crate::event::Event;
 use crate::sys::{self, Args};
+use pjrt_types::ElementType;
 
 /// The shape of one buffer of a [`TransferManager`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -144,7 +144,7 @@ impl Client {
                 let mut spec = sys::PJRT_ShapeSpec::new();
                 spec.dims = if shape.dims.is_empty() { NonNull::dangling().as_ptr() } else { shape.dims.as_ptr() };
                 spec.num_dims = shape.dims.len();
-                spec.element_type = shape.element_type.to_raw();
+                spec.element_type = sys::PJRT_Buffer_Type(shape.element_type.to_i32());
                 spec
             })
             .collect();
@@ -351,7 +351,7 @@ impl TransferManager {
             if data.is_empty() { NonNull::<u64>::dangling().as_ptr() as *const c_void } else { data.as_ptr().cast() };
         args.shape_dims = if shape.dims.is_empty() { NonNull::dangling().as_ptr() } else { shape.dims.as_ptr() };
         args.shape_num_dims = shape.dims.len();
-        args.shape_element_type = shape.element_type.to_raw();
+        args.shape_element_type = sys::PJRT_Buffer_Type(shape.element_type.to_i32());
         args.shape_layout = layout.as_mut_ptr();
         pjrt_call!(self.client.api(), PJRT_AsyncHostToDeviceTransferManager_TransferLiteral, &mut args)?;
         match Event::from_raw(self.client.plugin(), Some(&self.client), args.done_with_h2d_transfer) {

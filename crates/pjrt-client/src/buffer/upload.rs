@@ -26,9 +26,9 @@ use crate::buffer::layout::MemoryLayout;
 use crate::buffer::{Buffer, Placement};
 use crate::client::device::{Device, Memory};
 use crate::client::Client;
-use crate::element_type::{native_bytes, ElementType, NativeType};
 use crate::error::{Error, Result};
 use crate::host_array::HostArray;
+use pjrt_types::{native_bytes, ElementType, NativeType};
 
 /// Where an upload goes and how the plugin reads the host data: the options of
 /// [`Client::upload_with`]. `UploadOptions::new()` is the client's first device, dense row-major

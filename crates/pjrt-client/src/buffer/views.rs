@@ -15,9 +15,9 @@ use crate::call::panic::no_unwind;
 use crate::call::pjrt_call;
 use crate::call::release::CallbackScope;
 use crate::client::Client;
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::sys::{self, Args};
+use pjrt_types::ElementType;
 
 /// The minor version that added `PJRT_Client_CreateViewOfDeviceBuffer_Args.memory`.
 pub(crate) const VIEW_MEMORY_MINOR: i32 = 66;
@@ -318,7 +318,7 @@ impl Client {
         args.device_buffer_ptr = ptr;
         args.dims = dims.as_ptr();
         args.num_dims = dims.len();
-        args.element_type = element_type.to_raw();
+        args.element_type = sys::PJRT_Buffer_Type(element_type.to_i32());
         if let Some(layout) = layout.as_mut() {
             args.layout = layout.as_mut_ptr();
         }

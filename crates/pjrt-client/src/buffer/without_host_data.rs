@@ -10,9 +10,9 @@ use crate::buffer::{Buffer, Placement};
 use crate::call::pjrt_call;
 use crate::call::release::release_if_in_callback;
 use crate::client::Client;
-use crate::element_type::ElementType;
 use crate::error::{Error, ErrorCode, Result};
 use crate::sys::{self, Args};
+use pjrt_types::ElementType;
 
 impl Client {
     /// A buffer whose memory is allocated but not written (`PJRT_Client_CreateUninitializedBuffer`,
@@ -30,7 +30,7 @@ impl Client {
         args.client = self.raw();
         args.shape_dims = dims.as_ptr();
         args.shape_num_dims = dims.len();
-        args.shape_element_type = element_type.to_raw();
+        args.shape_element_type = sys::PJRT_Buffer_Type(element_type.to_i32());
         args.shape_layout = layout.as_mut_ptr();
         match target {
             Target::Device(device) => args.device = device,
@@ -66,7 +66,7 @@ impl Client {
         args.error_message_size = message.len();
         args.shape_dims = dims.as_ptr();
         args.shape_num_dims = dims.len();
-        args.shape_element_type = element_type.to_raw();
+        args.shape_element_type = sys::PJRT_Buffer_Type(element_type.to_i32());
         args.shape_layout = layout.as_mut_ptr();
         args.memory = memory;
         pjrt_call!(self.api(), PJRT_Client_CreateErrorBuffer, &mut args)?;
@@ -94,7 +94,7 @@ impl Client {
         args.memory = memory;
         args.shape_dims = dims.as_ptr();
         args.shape_num_dims = dims.len();
-        args.shape_element_type = element_type.to_raw();
+        args.shape_element_type = sys::PJRT_Buffer_Type(element_type.to_i32());
         args.shape_layout = layout.as_mut_ptr();
         pjrt_call!(self.api(), PJRT_Client_CreateAliasBuffer, &mut args)?;
         // Own both outputs before anything can fail.

@@ -37,10 +37,10 @@ use crate::call::pjrt_call;
 use crate::call::release::{in_plugin_callback, release_later};
 use crate::client::device::Device;
 use crate::client::Client;
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::sys::{self, Args};
 use ffi::{code, DLDataType, DLDevice, DLDeviceType, DLManagedTensor, DLManagedTensorVersioned, DLTensor};
+use pjrt_types::ElementType;
 
 /// Every pairing of a PJRT element type with a DLPack data type (lanes 1). PRED is DLPack's
 /// bool (a byte per element); S1/U1 are `int1`/`uint1`.

@@ -8,8 +8,8 @@ use ndarray::{Array, ArrayViewD, Dimension, IxDyn, ShapeBuilder, StrideShape};
 use super::ffi::{self, DLDeviceType, DLManagedTensorVersioned};
 use super::{checked_dims, checked_strides, dtype_of, first_element, ManagedTensor};
 use crate::call::panic::no_unwind;
-use crate::element_type::{ElementType, NativeType};
 use crate::error::{Error, Result};
+use pjrt_types::{ElementType, NativeType};
 
 /// The allocation behind a tensor made from an array: the DLPack struct first.
 #[repr(C)]

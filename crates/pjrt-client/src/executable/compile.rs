@@ -14,9 +14,10 @@ use crate::client::builtins;
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
 use crate::error::{Error, Result};
-use crate::plugin::{Plugin, StableHloVersion};
-use crate::program::{mlir_main_parameters, Program, ProgramFormat};
+use crate::plugin::Plugin;
+use crate::program::{main_parameters, Program};
 use crate::sys::{self, Args};
+use pjrt_types::StableHloVersion;
 
 /// A [`Program`] as PJRT takes it (`PJRT_Program`: code, its size, the format string and the
 /// struct's size), borrowing the program's code for as long as it lives: filled here only, for
@@ -99,6 +100,7 @@ impl Client {
                 }
             }
         }
+        let program = &*crate::program::for_plugin(program, self.plugin().stablehlo_current_version())?;
         check_stablehlo_version(self.plugin(), program)?;
         let raw_program = RawProgram::new(program);
         let mut args = sys::PJRT_Client_Compile_Args::new();
@@ -111,52 +113,56 @@ impl Client {
             .ok_or_else(|| Error::invalid("PJRT_Client_Compile succeeded but returned no executable"))?;
         let mut executable = LoadedExecutable::new(self, raw, options.is_portable())?;
         executable.argument_layouts = options.argument_layout_shapes()?.into_iter().map(|s| s.layout).collect();
-        executable.source_parameters = match (program.text(), options.proto().parameter_is_tupled_arguments) {
-            (_, true) => Err("the arguments are tupled (parameter_is_tupled_arguments)".to_owned()),
-            _ if program.declared_parameters().is_some() => Ok(program
-                .declared_parameters()
-                .unwrap_or_default()
+        executable.source_parameters = match program.declared_parameters() {
+            _ if options.proto().parameter_is_tupled_arguments => {
+                Err("the arguments are tupled (parameter_is_tupled_arguments)".to_owned())
+            }
+            Some(declared) => Ok(declared
                 .iter()
                 .map(|(element_type, dims)| ArrayShape { element_type: Some(*element_type), dims: dims.clone() })
                 .collect()),
-            (Some(text), false) => mlir_main_parameters(text).map(|params| {
+            None => main_parameters(program).map(|params| {
                 params.into_iter().map(|(element_type, dims)| ArrayShape { element_type, dims }).collect()
             }),
-            (None, false) => Err(format!(
-                "the program compiled was {} (only MLIR text has a signature this crate reads; declare the \
-                 parameters with Program::with_parameters)",
-                if program.format() == ProgramFormat::Hlo { "an HLO module" } else { "MLIR bytecode" }
-            )),
         };
         Ok(executable)
     }
 }
 
+/// What to do about a portable artifact newer than the plugin reads, which a compile with the
+/// `stablehlo` feature writes for the plugin's version unless the plugin reads none the writer
+/// writes.
+#[cfg(feature = "stablehlo")]
+const NEWER_THAN_PLUGIN: &str = "use a newer plugin (this one reads no StableHLO version a portable artifact can be \
+                                 written for), or serialize it for the plugin's version yourself";
+#[cfg(not(feature = "stablehlo"))]
+const NEWER_THAN_PLUGIN: &str = "build pjrt-client with its `stablehlo` feature (a default one: compiles then write it \
+                                 for the plugin's version), serialize it for an older target \
+                                 (stablehlo.serialize_portable_artifact with target_version at most the plugin's current \
+                                 version), or use a newer plugin";
+
 /// Refuses a portable artifact serialized for a StableHLO version the plugin does not read
 /// (its header says which; the plugin's attributes say what it reads). Programs without a
 /// version (text, plain bytecode, HLO) and plugins without the attributes pass unchecked.
 pub(crate) fn check_stablehlo_version(plugin: &Plugin, program: &Program) -> Result<()> {
-    let Some((major, minor, patch)) = program.stablehlo_target() else { return Ok(()) };
-    let target = StableHloVersion(major, minor, patch);
+    let Some(target) = program.stablehlo_target() else { return Ok(()) };
     let (Some(minimum), Some(current)) = (plugin.stablehlo_minimum_version(), plugin.stablehlo_current_version())
     else {
         return Ok(());
     };
+    check_version_range(target, minimum, current)
+}
+
+/// Refuses `target` outside `minimum..=current`, saying what to do.
+fn check_version_range(target: StableHloVersion, minimum: StableHloVersion, current: StableHloVersion) -> Result<()> {
     let advice = if target > current {
-        "write it for the plugin's version first (pjrt_formats::portable::for_plugin does; pjrt run and pjrt compile \
-         do it themselves), serialize it for an older target (stablehlo.serialize_portable_artifact with \
-         target_version at most the plugin's current version), or use a newer plugin"
+        NEWER_THAN_PLUGIN
     } else if target < minimum {
         "serialize it again for a newer target (at least the plugin's minimum version), or use an older plugin"
     } else {
         return Ok(());
     };
-    Err(Error::ProgramVersion {
-        program: target.to_string(),
-        minimum: minimum.to_string(),
-        current: current.to_string(),
-        advice,
-    })
+    Err(Error::ProgramVersion { program: target, minimum, current, advice })
 }
 
 fn add_compile_hint(error: Error, program: &Program) -> Error {
@@ -177,5 +183,33 @@ fn add_compile_hint(error: Error, program: &Program) -> Error {
             Error::Pjrt { function, code, message, payloads }
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_outside_the_plugins_range_are_refused_with_what_to_do() {
+        let v = StableHloVersion::new;
+        let (minimum, current) = (v(0, 9, 0), v(1, 16, 1));
+        for inside in [minimum, v(1, 0, 0), current] {
+            assert!(check_version_range(inside, minimum, current).is_ok(), "{inside}");
+        }
+        // Newer: refused where the compile did not write it for the plugin (without the
+        // `stablehlo` feature, or for a plugin the writer writes nothing for).
+        match check_version_range(v(1, 18, 0), minimum, current) {
+            Err(e @ Error::ProgramVersion { program, .. }) => {
+                assert_eq!(program, v(1, 18, 0));
+                let text = e.to_string();
+                assert!(text.contains("1.18.0") && text.contains("1.16.1") && text.contains("newer plugin"), "{text}");
+            }
+            other => panic!("{other:?}"),
+        }
+        match check_version_range(v(0, 8, 9), minimum, current) {
+            Err(Error::ProgramVersion { advice, .. }) => assert!(advice.contains("newer target"), "{advice}"),
+            other => panic!("{other:?}"),
+        }
     }
 }

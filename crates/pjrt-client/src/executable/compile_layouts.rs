@@ -7,9 +7,9 @@ use prost::Message;
 use crate::buffer::layout::MemoryLayout;
 use crate::compile_options::proto::{LayoutProto, ShapeProto, TileProto};
 use crate::compile_options::CompileOptions;
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::executable::hlo;
+use pjrt_types::ElementType;
 
 /// An array's element type, dimensions and memory layout, as compile options carry them for
 /// the arguments and results (XLA's `ShapeProto` with a `LayoutProto`).

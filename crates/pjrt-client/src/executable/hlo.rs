@@ -2,7 +2,7 @@
 //! published `hlo.proto` / `xla_data.proto`.
 
 use crate::compile_options::proto::ShapeProto;
-use crate::element_type::ElementType;
+use pjrt_types::ElementType;
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub(crate) struct HloModuleProtoWithConfig {

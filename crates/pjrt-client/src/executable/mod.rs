@@ -38,9 +38,9 @@ use crate::call::release::release_if_in_callback;
 use crate::call::{checked_slice, checked_string, pjrt_call, Api};
 use crate::client::device::Device;
 use crate::client::Client;
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::sys::{self, Args};
+use pjrt_types::ElementType;
 
 /// The type and shape of one parameter or output.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -317,7 +317,7 @@ pub(crate) fn read_output_shapes(
             .zip(ranks)
             .map(|(t, rank)| {
                 let shape =
-                    ArrayShape { element_type: Some(ElementType::from_raw(*t)), dims: flat[at..at + rank].to_vec() };
+                    ArrayShape { element_type: Some(ElementType::from_i32(t.0)), dims: flat[at..at + rank].to_vec() };
                 at += rank;
                 shape
             })

@@ -7,11 +7,11 @@ use crate::buffer::checks::check_element_type;
 use crate::buffer::Buffer;
 use crate::call::{slice_from_raw, Api};
 use crate::client::Client;
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::executable::LoadedExecutable;
 use crate::extensions::{ext_fn, LayoutsExtension};
 use crate::sys::{self, Args};
+use pjrt_types::ElementType;
 
 /// A memory layout as the plugin serializes it: on the CPU plugins the text of the
 /// minor-to-major order, e.g. `{1,0}`.
@@ -96,7 +96,7 @@ impl<'p> LayoutsExtension<'p> {
         let (get, name) = ext_fn!(self, sys::PJRT_Layouts_Extension, PJRT_Layouts_PJRT_Client_GetDefaultLayout);
         let mut args = sys::PJRT_Layouts_PJRT_Client_GetDefaultLayout_Args::new();
         args.client = client.raw();
-        args.type_ = element_type.to_raw();
+        args.type_ = sys::PJRT_Buffer_Type(element_type.to_i32());
         args.dims = dims.as_ptr();
         args.num_dims = dims.len();
         // SAFETY: args built with `Args::new`; the client belongs to this plugin (checked) and the
@@ -118,7 +118,7 @@ impl<'p> LayoutsExtension<'p> {
         let (get, name) = ext_fn!(self, sys::PJRT_Layouts_Extension, PJRT_Layouts_PJRT_Topology_GetDefaultLayout);
         let mut args = sys::PJRT_Layouts_PJRT_Topology_GetDefaultLayout_Args::new();
         args.topology_description = topology.as_raw();
-        args.type_ = element_type.to_raw();
+        args.type_ = sys::PJRT_Buffer_Type(element_type.to_i32());
         args.dims = dims.as_ptr();
         args.num_dims = dims.len();
         // SAFETY: args built with `Args::new`; the topology belongs to this plugin (checked) and

@@ -16,6 +16,7 @@ use crate::call::trace::span;
 use crate::call::{pjrt_call, Api, ApiVersion};
 use crate::error::{Error, LoadError, Result};
 use crate::sys::{self, Args};
+use pjrt_types::StableHloVersion;
 
 /// A loaded PJRT plugin: its library, its validated function table and its attributes.
 ///
@@ -288,12 +289,29 @@ impl Plugin {
 
     /// The newest StableHLO version the plugin reads (`stablehlo_current_version`).
     pub fn stablehlo_current_version(&self) -> Option<StableHloVersion> {
-        StableHloVersion::from_value(self.attribute("stablehlo_current_version")?)
+        stablehlo_version(self.attribute("stablehlo_current_version")?)
     }
 
     /// The oldest StableHLO version the plugin reads (`stablehlo_minimum_version`).
     pub fn stablehlo_minimum_version(&self) -> Option<StableHloVersion> {
-        StableHloVersion::from_value(self.attribute("stablehlo_minimum_version")?)
+        stablehlo_version(self.attribute("stablehlo_minimum_version")?)
+    }
+
+    /// The StableHLO version a portable artifact is written for to compile on this plugin (what
+    /// [`crate::Client::compile`] writes a newer one for, and what `pjrt compile --emit-portable`
+    /// writes): its `stablehlo_current_version`, or the writer's newest
+    /// ([`pjrt_stablehlo::CURRENT_VERSION`]) for a plugin newer than that; `None` for a plugin
+    /// that does not say, or says one older than any the writer writes (feature `stablehlo`).
+    ///
+    /// ```
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// let version = plugin.portable_target().unwrap();
+    /// assert!(version >= pjrt_stablehlo::MINIMUM_VERSION && version <= pjrt_stablehlo::CURRENT_VERSION);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "stablehlo")]
+    pub fn portable_target(&self) -> Option<StableHloVersion> {
+        self.stablehlo_current_version().and_then(crate::program::write_target)
     }
 
     /// The plugin's raw function table, for calling the C API directly through [`crate::sys`].
@@ -331,22 +349,11 @@ impl fmt::Debug for Plugin {
     }
 }
 
-/// A StableHLO version `major.minor.patch`, as plugins report them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct StableHloVersion(pub i64, pub i64, pub i64);
-
-impl StableHloVersion {
-    fn from_value(value: &Value) -> Option<Self> {
-        match value {
-            Value::Int64List(v) if v.len() == 3 => Some(StableHloVersion(v[0], v[1], v[2])),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for StableHloVersion {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.0, self.1, self.2)
+/// A StableHLO version attribute (`int64` list of three, each part a `u32`).
+fn stablehlo_version(value: &Value) -> Option<StableHloVersion> {
+    match value {
+        Value::Int64List(parts) => StableHloVersion::from_parts(parts),
+        _ => None,
     }
 }
 

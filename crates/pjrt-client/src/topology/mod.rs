@@ -15,7 +15,6 @@ use crate::call::trace::span;
 use crate::call::{checked_slice, checked_string, pjrt_call};
 use crate::client::Client;
 use crate::compile_options::CompileOptions;
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
 use crate::executable::compile::{check_stablehlo_version, RawProgram};
 use crate::executable::unloaded::Executable;
@@ -23,6 +22,7 @@ use crate::plugin::Plugin;
 use crate::program::Program;
 use crate::sys::{self, Args};
 use crate::topology::device_description::DeviceDescription;
+use pjrt_types::ElementType;
 
 /// A topology description: which devices exist, for compilation.
 ///
@@ -247,7 +247,7 @@ impl Topology {
         args.memory_space_kind_id = memory_kind_id;
         args.dims = dims.as_ptr();
         args.num_dims = dims.len();
-        args.element_type = element_type.to_raw();
+        args.element_type = sys::PJRT_Buffer_Type(element_type.to_i32());
         pjrt_call!(api, PJRT_TopologyDescription_MakeCanonicalShapeForMemorySpace, &mut args)?;
         // SAFETY: the bytes live until the deleter is called, right after the copy.
         let bytes =
@@ -320,6 +320,7 @@ impl Topology {
         if let Some(client) = client {
             self.plugin.check_same(client.plugin(), "the client")?;
         }
+        let program = &*crate::program::for_plugin(program, self.plugin.stablehlo_current_version())?;
         check_stablehlo_version(&self.plugin, program)?;
         let with_data_dir;
         let options = match &self.cuda_data_dir {

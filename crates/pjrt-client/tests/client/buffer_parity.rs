@@ -344,7 +344,7 @@ fn bitcast_reinterprets_without_copying() {
         assert_eq!(ints.to_vec::<u32>().unwrap(), [1f32.to_bits(), 2f32.to_bits(), 3f32.to_bits(), 4f32.to_bits()]);
         assert_invalid(ints.bitcast(ElementType::F32, &[5]), "cannot bitcast u32[4] (16 bytes) to f32[5] (20 bytes)");
         assert_invalid(ints.bitcast(ElementType::F64, &[4]), "cannot bitcast");
-        let unknown = ElementType::from_raw(pjrt_client::sys::PJRT_Buffer_Type(99));
+        let unknown = ElementType::from_i32(99);
         assert_invalid(ints.bitcast(unknown, &[4]), "unknown element type");
         assert_eq!(ints.to_vec::<u32>().unwrap()[3], 4f32.to_bits(), "{name}: refused bitcasts leave it alone");
     }

@@ -436,8 +436,9 @@ fn an_optimized_mlir_text_program_keeps_the_argument_checks() {
     assert!(err.contains("parameter 0 is f32[4]"), "{err}");
 }
 
-/// Optimized MLIR bytecode cannot be read here: the signature of the MLIR text compiled is used
-/// instead; compiled from bytecode as well, the checks are off and say why.
+/// Optimized MLIR bytecode is not read here: the signature of the program compiled is used
+/// instead, MLIR text's or (with the `stablehlo` feature) a portable artifact's; compiled from
+/// bytecode that does not read as either, the checks are off and say why.
 #[test]
 fn an_optimized_mlir_bytecode_program_falls_back_to_the_source_or_says_why_checks_are_off() {
     let fake = Fake::new("optimized_mlir_bytecode");
@@ -453,11 +454,25 @@ fn an_optimized_mlir_bytecode_program_falls_back_to_the_source_or_says_why_check
         .to_string()
         .contains("parameter 0 is f32[4]"));
 
+    // A portable artifact's @main is read from its bytecode: tanh(a) * b + 1 of two f32[2, 3].
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
+    let artifact = pjrt_client::Program::from_file(path).unwrap();
+    let exe = client.compile(&artifact, &pjrt_client::CompileOptions::new()).unwrap();
+    assert_eq!(exe.argument_checks_off_because(), None);
+    let shapes = exe.parameter_shapes().unwrap();
+    let f32_2x3 = (Some(ElementType::F32), vec![2, 3]);
+    assert_eq!(shapes.iter().map(|s| (s.element_type, s.dims.clone())).collect::<Vec<_>>(), [f32_2x3.clone(), f32_2x3]);
+    assert!(exe
+        .execute(&[&wrong, &wrong], &ExecuteOptions::new())
+        .unwrap_err()
+        .to_string()
+        .contains("parameter 0 is f32[2"));
+
     let bytecode = pjrt_client::Program::mlir_bytecode(b"ML\xefR\x0dMLIR23.0.0git\0".to_vec()).unwrap();
     let exe = client.compile(&bytecode, &pjrt_client::CompileOptions::new()).unwrap();
     assert_eq!(exe.parameter_shapes(), None);
     let why = exe.argument_checks_off_because().unwrap();
-    assert!(why.contains("MLIR bytecode") && why.contains("the program compiled was MLIR bytecode"), "{why}");
+    assert!(why.contains("MLIR bytecode") && why.contains("does not read"), "{why}");
 
     // Declared parameters (as pjrt_formats declares a jax.export model's avals) keep the checks on.
     let declared =

@@ -35,13 +35,16 @@ fn crate_sources() -> Vec<(String, PathBuf)> {
 /// The workspace's packages by floor, lowest first: each depends only on packages of floors
 /// below its own (`docs/architecture.md` draws them in this order).
 const FLOORS: &[&[&str]] = &[
-    // No package of ours below: the raw ABI; finding and installing plugins.
-    &["pjrt-client-sys", "pjrt-plugins"],
+    // No package of ours below: the vocabulary (element types, StableHLO versions), the raw ABI,
+    // finding and installing plugins.
+    &["pjrt-types", "pjrt-client-sys", "pjrt-plugins"],
+    // Pure Rust on the vocabulary alone: the StableHLO IR.
+    &["pjrt-stablehlo"],
     // The core.
     &["pjrt-client"],
-    // On the core alone: LAPACK's handlers (its kernels need nothing), the IR, the builder, etcd,
-    // the test plugin and the example handler library.
-    &["pjrt-lapack", "pjrt-stablehlo", "pjrt-builder", "pjrt-etcd", "fake-plugin", "pjrt-ffi-example-handlers"],
+    // On the core: LAPACK's handlers (its kernels need nothing), the builder, etcd, the test
+    // plugin and the example handler library.
+    &["pjrt-lapack", "pjrt-builder", "pjrt-etcd", "fake-plugin", "pjrt-ffi-example-handlers"],
     &["pjrt-formats"],
     &["pjrt-serve"],
     &["pjrt-cli", "pjrt-examples"],
@@ -111,8 +114,9 @@ fn floor_of(package: &str) -> Option<usize> {
 
 #[test]
 fn every_crate_depends_only_on_floors_below_it() {
+    let all = manifests();
     let mut wrong = Vec::new();
-    for m in manifests() {
+    for m in &all {
         let Some(floor) = floor_of(&m.name) else {
             wrong.push(format!("{} is on no floor of FLOORS (tests/client/house.rs)", m.name));
             continue;
@@ -129,6 +133,14 @@ fn every_crate_depends_only_on_floors_below_it() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // The bottom: the vocabulary and the raw ABI depend on no package of ours, and the IR on the
+    // vocabulary only (never on the client).
+    let ours = |name: &str| -> Vec<String> {
+        all.iter().find(|m| m.name == name).unwrap().ours.iter().map(|(d, _)| d.clone()).collect()
+    };
+    assert_eq!(ours("pjrt-types"), Vec::<String>::new());
+    assert_eq!(ours("pjrt-client-sys"), Vec::<String>::new());
+    assert_eq!(ours("pjrt-stablehlo"), ["pjrt-types"]);
 }
 
 #[test]
@@ -136,10 +148,12 @@ fn the_architecture_page_draws_the_floors_in_order() {
     let page = std::fs::read_to_string(workspace().join("docs/architecture.md")).unwrap();
     let section = page.split("\n## Layers\n").nth(1).expect("docs/architecture.md has a \"## Layers\" section");
     let drawing = section.split("```text\n").nth(1).unwrap().split("```").next().unwrap();
-    // The crate drawing: one entry per package, its name first (the examples as `examples`).
+    // The crate drawing: one entry per package, its name first (the examples as `examples`),
+    // under `floor N` headings.
     let drawn: Vec<&str> = drawing
         .lines()
-        .filter_map(|l| l.split_whitespace().next().filter(|_| !l.starts_with(' ')))
+        .filter(|l| !l.starts_with(' ') && !l.starts_with("floor "))
+        .filter_map(|l| l.split_whitespace().next())
         .map(|w| if w == "examples" { "pjrt-examples" } else { w })
         .collect();
     let floors: Vec<usize> =

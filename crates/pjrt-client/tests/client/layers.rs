@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// The modules of `src/`, lowest first. A module may use the ones before it, never one after.
 const LAYERS: &[&str] = &[
-    "error",           // Error, ErrorCode: only the raw ABI below
-    "element_type",    // ElementType, NativeType
+    "error",           // Error, ErrorCode: only the raw ABI and pjrt-types below
     "fingerprint",     // FarmHash fingerprints XLA derives platform and memory-kind ids from
     "call",            // the checked call path, named values, the panic and release boundaries
     "host_array",      // HostArray

@@ -64,11 +64,6 @@ pub enum Error {
     /// that depends on data, or an op the refiner has no shape rule for).
     #[error(transparent)]
     Refine(pjrt_stablehlo::RefineError),
-    /// A program could not be written as a StableHLO portable artifact for the version asked
-    /// (or the plugin's own, [`crate::portable::for_plugin`]): it uses an op, attribute or type
-    /// that version lacks (named, with the version it needs), or something with no portable form.
-    #[error(transparent)]
-    Portable(#[from] pjrt_stablehlo::WriteError),
 }
 
 /// `Result` with this crate's [`Error`].

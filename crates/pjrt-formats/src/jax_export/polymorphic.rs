@@ -123,7 +123,8 @@ impl JaxExport {
     /// [`JaxExport::in_avals`]). For a model without symbolic dimensions that is
     /// [`JaxExport::program`] (after the shapes are checked); for a shape-polymorphic one, the
     /// module refined for them: static shapes everywhere, JAX's shape assertions checked
-    /// ([`Error::ShapeAssertion`] with JAX's message when one fails), printed as MLIR text.
+    /// ([`Error::ShapeAssertion`] with JAX's message when one fails), as MLIR bytecode
+    /// ([`refined_program`]).
     ///
     /// ```
     /// use pjrt_client::ElementType;
@@ -153,8 +154,26 @@ impl JaxExport {
             parameters.push((*element_type, dims.clone()));
         }
         let refined = pjrt_stablehlo::refine(&*self.module_ir()?, &args)?;
-        let program = Program::mlir_text(pjrt_stablehlo::print(&refined))?;
+        let program = refined_program(&refined)?;
         // One device sees the module's parameters as they are; several see their shards.
         Ok(if self.nr_devices == 1 { program.with_parameters(parameters) } else { program })
+    }
+}
+
+/// A refined module as the program to compile: MLIR bytecode, a portable artifact for the
+/// version the module's producer names (the form StableHLO keeps readable across versions,
+/// written again by the compile for an older plugin: [`Program::from_module`]); the printed
+/// text where the module has something without a portable form (some Shardy attributes).
+///
+/// ```
+/// let text = "func.func public @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n  return %x : tensor<2xf32>\n}";
+/// let program = pjrt_formats::jax_export::refined_program(&pjrt_stablehlo::parse_text(text).unwrap())?;
+/// assert_eq!(program.stablehlo_target(), Some(pjrt_stablehlo::CURRENT_VERSION));
+/// # Ok::<(), pjrt_formats::Error>(())
+/// ```
+pub fn refined_program(module: &Module) -> Result<Program> {
+    match Program::from_module(module) {
+        Err(pjrt_client::Error::Portable(_)) => Ok(Program::mlir_text(pjrt_stablehlo::print(module))?),
+        other => Ok(other?),
     }
 }

@@ -222,7 +222,7 @@ impl Runner {
         };
         let exe = Arc::new(match &self.compile_cache {
             Some(cache) => cache.compile(&self.client, &program, &options)?.executable,
-            None => self.client.compile(&*crate::portable::for_plugin(&program, self.client.plugin())?, &options)?,
+            None => self.client.compile(&program, &options)?,
         });
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         // Another thread may have compiled the same signature meanwhile: keep one.

@@ -150,11 +150,11 @@ fn corrupt_or_truncated_entries_are_misses_and_replaced() {
             let cached = cache.compile(&client, &program, &options).unwrap();
             assert_eq!(cached.outcome, CacheOutcome::Miss, "{name}: {what}");
             assert_eq!(run_add(&client, &cached.executable), [11., 22., 33., 44.]);
-            // Removed and stored again, whole: it reads back as an artifact of this plugin and
-            // the next compile hits. (Not the same length as the first entry: a plugin's
-            // serialized executable need not be byte-for-byte repeatable between compiles.)
+            // Removed and stored again: the next compile hits. (The executable's bytes may differ
+            // by a few from the first compile's: XLA numbers modules per process, and other
+            // tests compile meanwhile.)
             let stored = Artifact::read(&path).unwrap_or_else(|e| panic!("{name}: {what}: {e}"));
-            assert_eq!(stored.header.plugin.api_version, client.plugin().api_version(), "{name}: {what}");
+            assert_eq!(stored.header, Artifact::from_bytes(&good).unwrap().header, "{name}: {what}");
             assert_eq!(cache.compile(&client, &program, &options).unwrap().outcome, CacheOutcome::Hit, "{what}");
         }
         // A folder where the entry should be is not ours to remove: still a miss, not an error.

@@ -1,20 +1,18 @@
-//! Portable artifacts written for a chosen StableHLO version (`pjrt_formats::portable`): a
-//! JAX 0.12 model (StableHLO 1.18.0) is sent to the 0.106 plugin (which reads up to 1.16.1)
-//! written for 1.16.1 and unchanged to the 0.115 one; the compile cache keys on what was sent;
-//! an artifact our writer writes at 1.20.0 runs on the 0.106 plugin through the same downgrade
-//! with the 0.115 plugin's answers; what the target lacks is refused by name.
+//! Portable artifacts newer than a plugin reads (`pjrt_client::Client::compile` writes them
+//! for the plugin's version, `pjrt_client::Program::portable_artifact` for any): a JAX 0.12
+//! model (StableHLO 1.18.0) compiles on the 0.106 plugin (which reads up to 1.16.1) as it
+//! is and runs as on the 0.115 one; the compile cache keys on the program given; an artifact our
+//! writer writes at 1.20.0 runs on both plugins with the same answers; what a target lacks is
+//! refused by name.
 
-use std::borrow::Cow;
 use std::path::PathBuf;
 
-use pjrt_client::{Client, Program};
+use pjrt_client::{Client, Program, StableHloVersion};
 use pjrt_formats::artifact::{program_fingerprint, Artifact};
 use pjrt_formats::compile_cache::{cache_key, CacheOutcome, CompileCache};
 use pjrt_formats::jax_export::JaxExport;
 use pjrt_formats::npy::NpyArray;
-use pjrt_formats::portable::{for_plugin, portable_artifact};
 use pjrt_formats::{BufferExt, ClientExt};
-use pjrt_stablehlo::Version;
 
 use crate::support;
 
@@ -37,27 +35,29 @@ fn run(client: &Client, exe: &pjrt_client::LoadedExecutable, inputs: &[NpyArray]
 }
 
 #[test]
-fn a_newer_artifact_is_written_for_the_older_plugin_and_sent_unchanged_to_the_newer() {
-    let (model, _) = jax_0_12_mlp();
+fn a_newer_artifact_compiles_on_the_older_plugin_written_for_its_version() {
+    let (model, inputs) = jax_0_12_mlp();
     let program = model.program().unwrap();
     assert_eq!(program.bytecode_producer(), Some("StableHLO_v1.18.0"));
     let old = support::client("cpu-0.106", 1);
-    let sent = for_plugin(&program, old.plugin()).unwrap();
-    assert!(matches!(sent, Cow::Owned(_)));
+    let target = old.plugin().portable_target().unwrap();
+    assert_eq!(target, StableHloVersion::new(1, 16, 1));
+    // What the compile sends: the same module, written for 1.16.1.
+    let sent = program.portable_artifact(target).unwrap();
     assert_eq!(sent.bytecode_producer(), Some("StableHLO_v1.16.1"));
-    // The module is the same, written for another version.
+    assert_eq!(sent.declared_parameters(), program.declared_parameters());
     let (a, b) =
         (pjrt_stablehlo::read_bytecode(program.code()).unwrap(), pjrt_stablehlo::read_bytecode(sent.code()).unwrap());
     assert_eq!(a.ops, b.ops);
+    // The program as exported compiles on both plugins, with the same answers.
+    let options = |client: &Client| model.compile_options(client.platform_name());
+    let on_old = run(&old, &old.compile(&program, &options(&old)).unwrap(), &inputs);
     let new = support::client("cpu", 1);
-    assert!(matches!(for_plugin(&program, new.plugin()).unwrap(), Cow::Borrowed(p) if std::ptr::eq(p, &program)));
-    // Text is the plugin's own version: never rewritten.
-    let text = Program::mlir_text(support::ADD_F32).unwrap();
-    assert!(matches!(for_plugin(&text, old.plugin()).unwrap(), Cow::Borrowed(_)));
+    assert_eq!(on_old, run(&new, &new.compile(&program, &options(&new)).unwrap(), &inputs));
 }
 
 #[test]
-fn the_compile_cache_keys_on_what_the_plugin_was_sent() {
+fn the_compile_cache_keys_on_the_program_given() {
     let (model, inputs) = jax_0_12_mlp();
     let client = support::client("cpu-0.106", 1);
     let dir = std::env::temp_dir().join(format!("pjrt-portable-cache-{}", std::process::id()));
@@ -66,11 +66,11 @@ fn the_compile_cache_keys_on_what_the_plugin_was_sent() {
     let (program, options) = (model.program().unwrap(), model.compile_options(client.platform_name()));
     let first = cache.compile(&client, &program, &options).unwrap();
     assert_eq!(first.outcome, CacheOutcome::Miss, "{:?}", first.note);
-    let sent = for_plugin(&program, client.plugin()).unwrap();
-    let key = cache_key(&client, &sent, &options).unwrap();
+    // The key covers the plugin (its StableHLO version among the rest) and the program as given:
+    // a hit writes nothing again.
+    let key = cache_key(&client, &program, &options).unwrap();
     let entry = Artifact::read(cache.entry_path(&key)).unwrap();
-    assert_eq!(entry.header.program_fingerprint, program_fingerprint(&sent));
-    assert_ne!(entry.header.program_fingerprint, program_fingerprint(&program));
+    assert_eq!(entry.header.program_fingerprint, program_fingerprint(&program));
     let again = cache.compile(&client, &program, &options).unwrap();
     assert_eq!(again.outcome, CacheOutcome::Hit);
     assert_eq!(run(&client, &first.executable, &inputs), run(&client, &again.executable, &inputs));
@@ -80,13 +80,13 @@ fn the_compile_cache_keys_on_what_the_plugin_was_sent() {
 #[test]
 fn what_the_writer_writes_at_1_20_runs_on_the_0_106_plugin_with_the_0_115_answers() {
     let (model, inputs) = jax_0_12_mlp();
-    let written = portable_artifact(&model.program().unwrap(), Version::new(1, 20, 0)).unwrap();
+    let written = model.program().unwrap().portable_artifact(StableHloVersion::new(1, 20, 0)).unwrap();
     assert_eq!(written.bytecode_producer(), Some("StableHLO_v1.20.0"));
     let mut answers = Vec::new();
     for plugin in support::PLUGINS {
         let client = support::client(plugin, 1);
         let options = model.compile_options(client.platform_name());
-        let exe = client.compile(&for_plugin(&written, client.plugin()).unwrap(), &options).unwrap();
+        let exe = client.compile(&written, &options).unwrap();
         answers.push(run(&client, &exe, &inputs));
     }
     assert_eq!(answers[0], answers[1]);
@@ -102,18 +102,19 @@ fn an_op_the_target_lacks_is_refused_by_name_with_the_version_it_needs() {
         "func.func public @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n  %0 = stablehlo.tan %x : tensor<2xf32>\n  \
                 return %0 : tensor<2xf32>\n}";
     let program = Program::mlir_text(text).unwrap();
-    let error = portable_artifact(&program, Version::new(1, 3, 0)).unwrap_err();
+    let error = program.portable_artifact(StableHloVersion::new(1, 3, 0)).unwrap_err();
     match &error {
-        pjrt_formats::Error::Portable(pjrt_stablehlo::WriteError::NotInVersion { what, needs, target }) => {
+        pjrt_client::Error::Portable(pjrt_stablehlo::WriteError::NotInVersion { what, needs, target }) => {
             assert!(what.contains("tan"), "{what}");
-            assert_eq!((*needs, *target), (Version::new(1, 4, 0), Version::new(1, 3, 0)));
+            assert_eq!((*needs, *target), (StableHloVersion::new(1, 4, 0), StableHloVersion::new(1, 3, 0)));
         }
         other => panic!("{other:?}"),
     }
     assert!(error.to_string().contains("1.4.0"), "{error}");
-    let error = portable_artifact(&program, Version::new(9, 0, 0)).unwrap_err();
-    assert!(matches!(error, pjrt_formats::Error::Portable(pjrt_stablehlo::WriteError::Target { .. })), "{error:?}");
+    let error = program.portable_artifact(StableHloVersion::new(9, 0, 0)).unwrap_err();
+    assert!(matches!(error, pjrt_client::Error::Portable(pjrt_stablehlo::WriteError::Target { .. })), "{error:?}");
     // HLO has no portable form.
     let hlo = Program::hlo_module_proto(vec![1, 2, 3]).unwrap();
-    assert!(portable_artifact(&hlo, Version::new(1, 16, 1)).unwrap_err().to_string().contains("HLO"));
+    assert!(program.portable_artifact(StableHloVersion::new(1, 16, 1)).is_ok());
+    assert!(hlo.portable_artifact(StableHloVersion::new(1, 16, 1)).unwrap_err().to_string().contains("HLO"));
 }

@@ -2,7 +2,8 @@
 //! tools/gen_symbolic_testdata.py with JAX's answers): each runs through a [`Runner`] on both
 //! CPU plugins at every concrete shape set the manifest lists, equal to JAX's outputs; shapes
 //! that break the model's constraints give JAX's own error text. A model exported for several
-//! devices (sharded_batch: 2) runs on a client with that many.
+//! devices (sharded_batch: 2) runs on a client with that many. Refined modules, from the models
+//! and from their MLIR text, are sent as MLIR bytecode.
 
 use std::path::{Path, PathBuf};
 
@@ -74,6 +75,12 @@ fn run_all(plugin: &str) {
             clients.push((devices, support::client(plugin, devices as i64)));
         }
         let client = &clients.iter().find(|(n, _)| *n == devices).unwrap().1;
+        // A refined module is sent as MLIR bytecode, written for the version the model was
+        // exported for (the compile writes it again for an older plugin).
+        let first = read_set(&data_dir().join(case["ok"][0]["dir"].as_str().unwrap()), "in");
+        let refined = model.program_for(&model.input_shapes(&first)).unwrap();
+        assert!(refined.text().is_none(), "{name}: refined to text");
+        assert_eq!(refined.stablehlo_target(), model.stablehlo_version(), "{name}");
         let runner = Runner::new(model, client);
         let (rtol, atol) = (case["rtol"].as_f64().unwrap(), case["atol"].as_f64().unwrap());
         for set in case["ok"].as_array().unwrap() {
@@ -143,6 +150,8 @@ fn run_all_text(plugin: &str) {
                 .map(|(a, t)| (t.unwrap_or(pjrt_formats::element_type_of(a.dtype)), a.dims.clone()))
                 .collect();
             let program = text.program_for(&shapes, &[]).map_err(|e| e.to_string())?;
+            // Refined text is sent as MLIR bytecode too.
+            assert!(program.text().is_none(), "{name}: refined to text");
             let exe = client.compile(&program, &options).map_err(|e| e.to_string())?;
             let device = client.addressable_devices()[0];
             let buffers = kept

@@ -27,6 +27,17 @@ pub(crate) fn parse(text: &str, limits: &Limits) -> Result<Module> {
     Ok(Module { bytecode_version: 0, producer: String::new(), ops })
 }
 
+/// Parses one attribute value (`1 : i32`, `"text"`, `#sdy.sharding<@mesh, [{"x"}]>`): the
+/// whole text, nothing after it.
+pub(crate) fn parse_attribute(text: &str, limits: &Limits) -> Result<Attr> {
+    let mut p = Parser::new(text, limits);
+    let a = p.attr()?;
+    if p.peek().is_some() {
+        return Err(p.expected("the end of the attribute"));
+    }
+    Ok(a)
+}
+
 /// What the op forms share (the ops and custom-form parsers sit above this module).
 /// The ops whose regions cannot see the values around them (values are numbered from 0
 /// again inside, as bytecode numbers them).

@@ -14,11 +14,7 @@ pub(crate) fn scalar_type(name: &str) -> Option<Type> {
         _ => {}
     }
     // `si32` is signed 32-bit: the same element type as signless `i32` to PJRT.
-    let name = match name.strip_prefix("si") {
-        Some(w) if !w.is_empty() && w.bytes().all(|c| c.is_ascii_digit()) => format!("i{w}"),
-        _ => name.to_string(),
-    };
-    ElementType::ALL.iter().find(|e| e.mlir_name() == Some(name.as_str())).map(|e| Type::Scalar(*e))
+    ElementType::from_mlir_name(name).map(Type::Scalar)
 }
 
 impl Parser<'_> {

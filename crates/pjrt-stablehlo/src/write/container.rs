@@ -3,6 +3,56 @@
 //! layout `crate::bytecode` reads).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A hash map with a fast, non-keyed hash: the writer's tables hash its own encodings (nothing
+/// an attacker chooses the collisions of beyond the module being written), thousands per module.
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+
+/// FxHash's multiply-rotate over 8-byte words (rustc's hasher).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FastHasher(u64);
+
+impl FastHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FastHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().unwrap_or_default()));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// PrefixVarInt: the count of trailing zeros of the first byte says how many bytes follow.
 pub(crate) fn varint(out: &mut Vec<u8>, value: u64) {
@@ -61,7 +111,7 @@ pub(crate) struct Entry {
 #[derive(Default)]
 pub(crate) struct Table {
     entries: Vec<Entry>,
-    index: HashMap<Entry, u64>,
+    index: FastMap<Entry, u64>,
 }
 
 impl Table {
@@ -80,7 +130,7 @@ impl Table {
 #[derive(Default)]
 pub(crate) struct Tables {
     strings: Vec<Vec<u8>>,
-    string_index: HashMap<Vec<u8>, u64>,
+    string_index: FastMap<Vec<u8>, u64>,
     /// Op names, grouped by dialect, in index order.
     op_names: Vec<(usize, String)>,
     pub attrs: Table,
@@ -88,7 +138,7 @@ pub(crate) struct Tables {
     properties: Vec<Vec<u8>>,
     /// Whether a Shardy attribute was written (the sdy dialect is named only then).
     pub uses_sdy: bool,
-    property_index: HashMap<Vec<u8>, u64>,
+    property_index: FastMap<Vec<u8>, u64>,
 }
 
 impl Tables {
@@ -104,7 +154,7 @@ impl Tables {
 
     /// Sets the op-name table (sorted by dialect so that each dialect is one group); returns
     /// each name's index.
-    pub(crate) fn set_op_names(&mut self, mut names: Vec<(usize, String)>) -> HashMap<(usize, String), u64> {
+    pub(crate) fn set_op_names(&mut self, mut names: Vec<(usize, String)>) -> FastMap<(usize, String), u64> {
         names.sort();
         names.dedup();
         self.uses_sdy |= names.iter().any(|(d, _)| *d == SDY);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::error::WriteError;
 use crate::ir::{Attr, Dim, ElementType, EnumAttr, Op, TensorType, Type};
-use crate::version::Version;
+use pjrt_types::StableHloVersion;
 
 type R<T> = Result<T, WriteError>;
 
@@ -173,7 +173,7 @@ fn default(base: &str, name: &str, flat: &[(String, String, Attr)]) -> Option<At
 
 /// The VHLO form of `op` at `target`: the newest version of the op `target` has, with its
 /// properties; NotInVersion when the op (or one of its attributes) is newer than `target`.
-pub(crate) fn to_vhlo(op: &Op, target: Version) -> R<VhloOp> {
+pub(crate) fn to_vhlo(op: &Op, target: StableHloVersion) -> R<VhloOp> {
     let base = base_name(&op.name).ok_or_else(|| WriteError::Unrepresentable {
         what: format!("the op {} (only builtin.module, func and stablehlo ops have VHLO forms)", op.name),
     })?;

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use super::container::{svarint, varint, varint_flag, Entry, Tables, BUILTIN, SDY, VHLO};
+use super::container::{self, svarint, varint, varint_flag, Entry, Tables, BUILTIN, SDY, VHLO};
 use super::error::WriteError;
 use crate::ir::{float_width, int_width, Attr, Dim, ElementType, Location, TensorType, Type};
 use crate::names;
-use crate::version::Version;
+use pjrt_types::StableHloVersion;
 
 /// Attributes and types nested deeper than this are refused (the reader's default limit is
 /// 64; this keeps the writer's recursion bounded on hand-built modules).
@@ -17,8 +17,11 @@ const MAX_NESTING: usize = 256;
 /// Encodes into the tables for one target.
 pub(crate) struct Encoder {
     pub tables: Tables,
-    pub target: Version,
+    pub target: StableHloVersion,
     depth: usize,
+    /// Each location's entry by its address: the module's ops share their locations (`Arc`s,
+    /// alive and unchanged while the module is written), so each is encoded once.
+    locations: container::FastMap<usize, u64>,
 }
 
 type R<T> = Result<T, WriteError>;
@@ -29,7 +32,7 @@ fn unrepresentable(what: impl Into<String>) -> WriteError {
 
 /// The version VHLO's attribute or type `what` first exists in, for those newer than 0.9.0
 /// (VhloTypes.td, VhloAttrs.td).
-fn introduced(what: &str) -> Option<Version> {
+fn introduced(what: &str) -> Option<StableHloVersion> {
     let (major, minor) = match what {
         "f4E2M1FN" | "f6E2M3FN" | "f6E3M2FN" | "f8E8M0FNU" => (1, 8),
         "f8E3M4" | "f8E4M3" => (1, 7),
@@ -45,7 +48,7 @@ fn introduced(what: &str) -> Option<Version> {
         "#stablehlo.replica_group_mesh_axes" => (1, 16),
         _ => return None,
     };
-    Some(Version::new(major, minor, 0))
+    Some(StableHloVersion::new(major, minor, 0))
 }
 
 /// The enum tables by kind: VHLO's attribute code and its first value's number.
@@ -106,8 +109,8 @@ fn apint(out: &mut Vec<u8>, raw: u64, width: u32) -> R<()> {
 }
 
 impl Encoder {
-    pub(crate) fn new(target: Version) -> Encoder {
-        Encoder { tables: Tables::default(), target, depth: 0 }
+    pub(crate) fn new(target: StableHloVersion) -> Encoder {
+        Encoder { tables: Tables::default(), target, depth: 0, locations: Default::default() }
     }
 
     fn needs(&self, what: &str) -> R<()> {
@@ -152,6 +155,18 @@ impl Encoder {
         let r = self.loc_inner(l);
         self.depth -= 1;
         r
+    }
+
+    /// An op's location ([`Encoder::loc`]), encoded once per shared location: `l` is the
+    /// module's (it outlives the write, so its address names it for the whole write).
+    pub(crate) fn op_loc(&mut self, l: &Arc<Location>) -> R<u64> {
+        let address = Arc::as_ptr(l) as usize;
+        if let Some(&entry) = self.locations.get(&address) {
+            return Ok(entry);
+        }
+        let entry = self.loc(l)?;
+        self.locations.insert(address, entry);
+        Ok(entry)
     }
 
     fn loc_inner(&mut self, l: &Location) -> R<u64> {

@@ -1,28 +1,28 @@
 //! What can keep a module from being written for a target.
 
-use crate::version::Version;
+use pjrt_types::StableHloVersion;
 
 /// Why [`crate::write_bytecode`] cannot write a module for its target.
 ///
 /// ```
-/// use pjrt_stablehlo::{write_bytecode, Version, WriteError};
+/// use pjrt_stablehlo::{write_bytecode, StableHloVersion, WriteError};
 /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
 /// let module = pjrt_stablehlo::read_bytecode(&std::fs::read(path).unwrap()).unwrap();
-/// let err = write_bytecode(&module, Version::new(0, 1, 0)).unwrap_err();
+/// let err = write_bytecode(&module, StableHloVersion::new(0, 1, 0)).unwrap_err();
 /// assert!(matches!(err, WriteError::Target { .. }), "{err}");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum WriteError {
-    /// `target` is outside [`Version::MINIMUM`]..=[`Version::CURRENT`].
+    /// `target` is outside [`crate::MINIMUM_VERSION`]..=[`crate::CURRENT_VERSION`].
     #[error(
         "StableHLO {target} is not a version this writer can target: choose one from {} to {}",
-        Version::MINIMUM,
-        Version::CURRENT
+        crate::MINIMUM_VERSION,
+        crate::CURRENT_VERSION
     )]
     Target {
         /// The version asked for.
-        target: Version,
+        target: StableHloVersion,
     },
     /// An op, attribute or type that does not exist at `target` (or whose attributes need a
     /// newer op version).
@@ -33,9 +33,9 @@ pub enum WriteError {
         /// The op, attribute or type.
         what: String,
         /// The oldest StableHLO version that has it.
-        needs: Version,
+        needs: StableHloVersion,
         /// The version asked for.
-        target: Version,
+        target: StableHloVersion,
     },
     /// Something the module holds that has no VHLO form (an op of another dialect, ...).
     #[error("{what} has no form in a StableHLO portable artifact: lower or remove it before writing")]

@@ -8,14 +8,12 @@ mod encode;
 mod error;
 mod sdy;
 
-use std::collections::HashMap;
-
 use crate::bytecode::{V_ELIDE_UNKNOWN_BLOCK_ARG_LOC, V_LAZY_LOADING, V_NATIVE_PROPERTIES, V_USE_LIST_ORDERING};
 use crate::ir::{self, Attr, Op, Region};
-use crate::version::Version;
-use container::{section, varint, varint_flag, BUILTIN, SDY, VHLO};
+use container::{section, varint, varint_flag, FastMap, BUILTIN, SDY, VHLO};
 use encode::Encoder;
 pub use error::WriteError;
+use pjrt_types::StableHloVersion;
 
 use crate::bytecode::{
     HAS_ATTRS, HAS_INLINE_REGIONS, HAS_OPERANDS, HAS_PROPERTIES, HAS_RESULTS, HAS_SUCCESSORS, SECTION_IR,
@@ -36,22 +34,22 @@ const CAST: &str = "builtin.unrealized_conversion_cast";
 /// those of `target`).
 ///
 /// ```
-/// use pjrt_stablehlo::{read_bytecode, write_bytecode, Version};
+/// use pjrt_stablehlo::{read_bytecode, write_bytecode, StableHloVersion};
 /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
 /// let module = read_bytecode(&std::fs::read(path).unwrap()).unwrap();
-/// let bytes = write_bytecode(&module, Version::of_producer(&module.producer).unwrap()).unwrap();
+/// let bytes = write_bytecode(&module, StableHloVersion::of_producer(&module.producer).unwrap()).unwrap();
 /// assert_eq!(read_bytecode(&bytes).unwrap(), module);
 /// ```
-pub fn write_bytecode(module: &ir::Module, target: Version) -> Result<Vec<u8>, WriteError> {
-    if target < Version::MINIMUM || target > Version::CURRENT {
+pub fn write_bytecode(module: &ir::Module, target: StableHloVersion) -> Result<Vec<u8>, WriteError> {
+    if target < crate::MINIMUM_VERSION || target > crate::CURRENT_VERSION {
         return Err(WriteError::Target { target });
     }
-    let version = target.bytecode_version().ok_or(WriteError::Target { target })?;
+    let version = crate::vhlo_versions::bytecode_version(target).ok_or(WriteError::Target { target })?;
     let mut w = Writer {
         enc: Encoder::new(target),
-        op_index: HashMap::new(),
+        op_index: FastMap::default(),
         version,
-        values: HashMap::new(),
+        values: FastMap::default(),
         undo: Vec::new(),
         scope_len: 0,
     };
@@ -71,11 +69,11 @@ pub fn write_bytecode(module: &ir::Module, target: Version) -> Result<Vec<u8>, W
 
 struct Writer {
     enc: Encoder,
-    op_index: HashMap<(usize, String), u64>,
+    op_index: FastMap<(usize, String), u64>,
     version: u64,
     /// The number of each visible value (by its IR id), in the current isolated scope.
     /// With each, whether its type is a builtin one (Shardy's ops' values) rather than VHLO's.
-    values: HashMap<u32, (u64, bool)>,
+    values: FastMap<u32, (u64, bool)>,
     /// What `values` held before each definition, to restore when a region ends.
     undo: Vec<(u32, Option<(u64, bool)>)>,
     /// Values numbered so far in the current scope (the regions being written).
@@ -132,7 +130,7 @@ impl Writer {
             .op_index
             .get(&(dialect, name.clone()))
             .ok_or_else(|| WriteError::Unrepresentable { what: format!("the op {}", op.name) })?;
-        let loc = self.enc.loc(&op.location)?;
+        let loc = self.enc.op_loc(&op.location)?;
 
         // Inherent attributes: native properties (bytecode 5 on), else in the dictionary.
         let mut dict = discardable;

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use pjrt_client::{Client, CompileOptions, ExecuteOptions, Program};
 use pjrt_stablehlo::ir::{Attr, DenseData, Module};
-use pjrt_stablehlo::{parse_text, print, print_pretty, read_bytecode, write_bytecode, Version};
+use pjrt_stablehlo::{parse_text, print, print_pretty, read_bytecode, write_bytecode, StableHloVersion};
 
 use crate::support;
 
@@ -284,7 +284,7 @@ fn round_trips(cases: &[Case]) -> Module {
     let pretty = print_pretty(&m);
     let again = parse_text(&pretty).unwrap_or_else(|e| panic!("the pretty print does not parse: {e}\n{pretty}"));
     same_constants(cases, &constants(&again), &want, "text → IR → pretty text");
-    for target in [Version::CURRENT, Version::new(1, 16, 1)] {
+    for target in [pjrt_stablehlo::CURRENT_VERSION, StableHloVersion::new(1, 16, 1)] {
         let bytes = write_bytecode(&m, target).unwrap_or_else(|e| panic!("{target}: {e}\n{text}"));
         let back = read_bytecode(&bytes).unwrap_or_else(|e| panic!("{target}: {e}\n{text}"));
         same_constants(cases, &constants(&back), &want, &format!("text → IR → bytecode {target} → IR"));
@@ -327,7 +327,7 @@ fn an_i1_splat_is_every_element() {
             let d = DenseData::new(ty, data).unwrap();
             assert!((0..n).all(|i| d.element(i) == Some(&[byte][..])), "{text}");
             assert!(print(&m).contains(&format!("dense<{literal}> : tensor<{n}xi1>")) || n == 0, "{}", print(&m));
-            let back = read_bytecode(&write_bytecode(&m, Version::CURRENT).unwrap()).unwrap();
+            let back = read_bytecode(&write_bytecode(&m, pjrt_stablehlo::CURRENT_VERSION).unwrap()).unwrap();
             assert_eq!(constants(&back), constants(&m), "{text}");
         }
     }
@@ -368,7 +368,7 @@ fn outputs(client: &Client, program: &Program) -> Result<Vec<Vec<u8>>, String> {
 /// StableHLO version from this crate's reading of it: the outputs are the same bytes.
 fn plugin_reads_the_same(plugin: &str, element: &str, cases: &[Case]) -> Vec<Vec<u8>> {
     let client = support::client(plugin, 1);
-    let target = pjrt_formats::portable::plugin_version(&support::plugin(plugin)).unwrap();
+    let target = support::plugin(plugin).portable_target().unwrap();
     let text = module_text(cases);
     let m = round_trips(cases);
     let original = outputs(&client, &Program::mlir_text(text.clone()).unwrap())

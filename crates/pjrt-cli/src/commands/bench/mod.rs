@@ -131,7 +131,7 @@ fn raw_upload(api: *const sys::PJRT_Api, client: &Client, data: &[u8], count: i6
     let mut args = sys::PJRT_Client_BufferFromHostBuffer_Args::new();
     args.client = client.as_raw();
     args.data = data.as_ptr() as *const c_void;
-    args.type_ = ElementType::F32.to_raw();
+    args.type_ = pjrt_client::sys::PJRT_Buffer_Type(ElementType::F32.to_i32());
     args.dims = dims.as_ptr();
     args.num_dims = 1;
     args.host_buffer_semantics = sys::PJRT_HostBufferSemantics::ImmutableOnlyDuringCall;

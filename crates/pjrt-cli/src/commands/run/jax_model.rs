@@ -29,7 +29,7 @@ pub fn model_summary(model: &JaxExport, refined_for: Option<&[InputShape]>) -> V
     json!({
         "format": "jax.export", "function": model.function_name(),
         "serialization_version": model.serialization_version(), "jax_version": model.jax_version(),
-        "stablehlo_version": model.stablehlo_version().map(|(a, b, c)| format!("{a}.{b}.{c}")),
+        "stablehlo_version": model.stablehlo_version().map(|v| v.to_string()),
         "platforms": model.platforms(), "nr_devices": model.nr_devices(),
         "inputs": model.in_avals().len(), "outputs": model.out_avals().len(), "summary": model.to_string(),
         "polymorphic": model.is_polymorphic(),
@@ -155,7 +155,6 @@ pub fn run_multi_device_model(args: &RunArgs, model: &JaxExport) -> Result<(), E
     } else {
         model.compile_options(&platform)
     })?;
-    let program = pjrt_formats::portable::for_plugin(&program, client.plugin())?;
     let exe = client.compile(&program, &options).map_err(|e| {
         let e = Error::from(e);
         explain_version_error(&e, Some(model));

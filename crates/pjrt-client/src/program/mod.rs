@@ -1,9 +1,15 @@
-//! Programs to compile: StableHLO/MLIR (text or bytecode) and serialized HLO modules.
+//! Programs to compile: StableHLO/MLIR (text or bytecode) and serialized HLO modules; with the
+//! `stablehlo` feature, through the StableHLO IR as well (`stablehlo.rs`).
 
+#[cfg(feature = "stablehlo")]
+mod stablehlo;
+
+#[cfg(not(feature = "stablehlo"))]
+use std::borrow::Cow;
 use std::path::Path;
 
-use crate::element_type::ElementType;
 use crate::error::{Error, Result};
+use pjrt_types::{ElementType, StableHloVersion};
 
 /// The magic that starts MLIR bytecode.
 const MLIR_BYTECODE_MAGIC: &[u8] = b"ML\xefR";
@@ -144,31 +150,34 @@ impl Program {
         std::str::from_utf8(&rest[..end]).ok()
     }
 
-    /// The StableHLO version a portable artifact was serialized for, `(major, minor, patch)`,
-    /// read from its producer (`StableHLO_v1.0.0`). `None` for anything else: MLIR text and
-    /// plain bytecode carry no StableHLO version (they are read as the plugin's own).
+    /// The StableHLO version a portable artifact was serialized for, read from its producer
+    /// (`StableHLO_v1.0.0`). `None` for anything else: MLIR text and plain bytecode carry no
+    /// StableHLO version (they are read as the plugin's own).
     ///
     /// ```
-    /// use pjrt_client::Program;
+    /// use pjrt_client::{Program, StableHloVersion};
     ///
     /// let artifact = Program::from_file(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc"))?;
     /// assert_eq!(artifact.bytecode_producer(), Some("StableHLO_v1.0.0"));
-    /// assert_eq!(artifact.stablehlo_target(), Some((1, 0, 0)));
+    /// assert_eq!(artifact.stablehlo_target(), Some(StableHloVersion::new(1, 0, 0)));
     /// assert_eq!(Program::mlir_text("func.func @main() { return }")?.stablehlo_target(), None);
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
-    pub fn stablehlo_target(&self) -> Option<(i64, i64, i64)> {
-        let version = self.bytecode_producer()?.strip_prefix("StableHLO_v")?;
-        let mut parts = version.split('.').map(|p| p.parse::<i64>().ok());
-        let parsed = (parts.next()??, parts.next()??, parts.next()??);
-        parts.next().is_none().then_some(parsed)
+    pub fn stablehlo_target(&self) -> Option<StableHloVersion> {
+        StableHloVersion::of_producer(self.bytecode_producer()?)
     }
 
     /// The replica and partition counts a lowered module asks for in its attributes
-    /// (`mhlo.num_replicas = 2 : i32`, `mhlo.num_partitions = ...`), as JAX writes them.
-    /// Only available for MLIR text.
+    /// (`mhlo.num_replicas = 2 : i32`, `mhlo.num_partitions = ...`), as JAX writes them. Read
+    /// from MLIR text, and from MLIR bytecode with the `stablehlo` feature (nothing for HLO).
     pub fn module_counts(&self) -> ModuleCounts {
-        let Some(text) = self.text() else { return ModuleCounts::default() };
+        let Some(text) = self.text() else {
+            #[cfg(feature = "stablehlo")]
+            if self.format == ProgramFormat::Mlir {
+                return stablehlo::bytecode_module_counts(&self.code);
+            }
+            return ModuleCounts::default();
+        };
         // Attributes sit on the `module` line, before the first function.
         let header = text.split("func.func").next().unwrap_or("");
         ModuleCounts {
@@ -188,6 +197,39 @@ pub struct ModuleCounts {
     pub num_partitions: Option<usize>,
     /// Whether the module carries Shardy (`sdy`) shardings.
     pub uses_shardy: bool,
+}
+
+/// `program` as a plugin that reads StableHLO up to `current` reads it. With the `stablehlo`
+/// feature, a portable artifact newer than `current` is written again for it; without it, and
+/// for every other program, the program as it is (the version check refuses what the plugin
+/// cannot read).
+#[cfg(feature = "stablehlo")]
+pub(crate) use stablehlo::{for_plugin, write_target};
+
+/// `program` as a plugin that reads StableHLO up to `current` reads it: without the
+/// `stablehlo` feature, always the program as it is.
+#[cfg(not(feature = "stablehlo"))]
+pub(crate) fn for_plugin(program: &Program, current: Option<StableHloVersion>) -> Result<Cow<'_, Program>> {
+    let _ = current;
+    Ok(Cow::Borrowed(program))
+}
+
+/// The parameters of `program`'s `@main`, from its signature: MLIR text, and MLIR bytecode with
+/// the `stablehlo` feature. `Err` says why they cannot be read.
+pub(crate) fn main_parameters(program: &Program) -> std::result::Result<Vec<MlirParameter>, String> {
+    match (program.format, program.text()) {
+        (ProgramFormat::Mlir, Some(text)) => mlir_main_parameters(text),
+        #[cfg(feature = "stablehlo")]
+        (ProgramFormat::Mlir, None) => stablehlo::bytecode_main_parameters(&program.code),
+        #[cfg(not(feature = "stablehlo"))]
+        (ProgramFormat::Mlir, None) => Err("the program compiled was MLIR bytecode (without the stablehlo feature \
+                                            only MLIR text has a signature this crate reads; declare the parameters \
+                                            with Program::with_parameters)"
+            .to_owned()),
+        (ProgramFormat::Hlo, _) => Err("the program compiled was an HLO module (declare its parameters with \
+                                        Program::with_parameters)"
+            .to_owned()),
+    }
 }
 
 /// One parameter of an MLIR `@main`: its element type (`None`: a type this crate does not map)
@@ -261,25 +303,7 @@ fn tensor_type(ty: &str) -> Option<MlirParameter> {
     if rest.contains('?') || rest.contains(',') {
         return None; // dynamic, or an encoding (sparse, bounds): not a plain static array
     }
-    Some((mlir_element_type(rest.trim()), dims))
-}
-
-/// MLIR's element type names as PJRT element types (`i32` → s32, `ui8` → u8, `i1` → pred).
-fn mlir_element_type(name: &str) -> Option<ElementType> {
-    match name {
-        "i1" => return Some(ElementType::PRED),
-        "complex<f32>" => return Some(ElementType::C64),
-        "complex<f64>" => return Some(ElementType::C128),
-        _ => {}
-    }
-    let xla = if let Some(bits) = name.strip_prefix("ui") {
-        format!("u{bits}")
-    } else if let Some(bits) = name.strip_prefix("si").or_else(|| name.strip_prefix('i')) {
-        format!("s{bits}")
-    } else {
-        name.to_ascii_lowercase()
-    };
-    ElementType::from_name(&xla).filter(|t| t.is_array_type())
+    Some((ElementType::from_mlir_name(rest.trim()).filter(|t| t.is_array_type()), dims))
 }
 
 /// The length of an MLIR bytecode varint from its first byte: the number of trailing zero bits
@@ -316,9 +340,10 @@ mod tests {
             Program::mlir_bytecode([MLIR_BYTECODE_MAGIC, version, producer, b"\0rest"].concat()).unwrap()
         };
         let p = bytecode(&[0x0d], b"StableHLO_v1.12.3");
-        assert_eq!((p.bytecode_producer(), p.stablehlo_target()), (Some("StableHLO_v1.12.3"), Some((1, 12, 3))));
+        let v = StableHloVersion::new;
+        assert_eq!((p.bytecode_producer(), p.stablehlo_target()), (Some("StableHLO_v1.12.3"), Some(v(1, 12, 3))));
         // A two-byte version varint.
-        assert_eq!(bytecode(&[0x02, 0x01], b"StableHLO_v2.0.0").stablehlo_target(), Some((2, 0, 0)));
+        assert_eq!(bytecode(&[0x02, 0x01], b"StableHLO_v2.0.0").stablehlo_target(), Some(v(2, 0, 0)));
         assert_eq!(bytecode(&[0x0d], b"MLIR23.0.0git").stablehlo_target(), None);
         for bad in [&b"StableHLO_v1.0"[..], b"StableHLO_v1.0.0.0", b"StableHLO_vx.0.0", b"StableHLO_v"] {
             assert_eq!(bytecode(&[0x0d], bad).stablehlo_target(), None, "{bad:?}");

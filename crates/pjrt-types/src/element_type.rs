@@ -2,14 +2,10 @@
 
 use std::fmt;
 
-use num_complex::Complex;
-
-use crate::sys::PJRT_Buffer_Type;
-
 /// A PJRT element type (`PJRT_Buffer_Type`), kept as the raw integer so that values from newer
 /// plugins are data, not undefined behaviour.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ElementType(pub(crate) i32);
+pub struct ElementType(i32);
 
 macro_rules! element_types {
     ($( $name:ident = $raw:literal, $text:literal, bits $bits:literal, since $minor:literal; )+) => {
@@ -91,7 +87,7 @@ impl ElementType {
     /// `pjrt-stablehlo` prints with.
     ///
     /// ```
-    /// use pjrt_client::ElementType;
+    /// use pjrt_types::ElementType;
     /// assert_eq!(ElementType::U8.mlir_name(), Some("ui8"));
     /// assert_eq!(ElementType::C128.mlir_name(), Some("complex<f64>"));
     /// assert_eq!(ElementType::TOKEN.mlir_name(), None);
@@ -132,14 +128,46 @@ impl ElementType {
         })
     }
 
-    /// The raw `PJRT_Buffer_Type` value.
-    pub fn to_raw(self) -> PJRT_Buffer_Type {
-        PJRT_Buffer_Type(self.0)
+    /// The element type MLIR spells `name` as a tensor element (`f32`, `ui8`, `i1`,
+    /// `complex<f64>`, `f8E4M3FN`, ...): the inverse of [`ElementType::mlir_name`], and MLIR's
+    /// signed integers (`si32`) as the signless ones (`i32`), the same type to PJRT; `None` for
+    /// a name without a PJRT type (`index`, `tf32`, `!stablehlo.token`, ...).
+    ///
+    /// ```
+    /// use pjrt_types::ElementType;
+    /// assert_eq!(ElementType::from_mlir_name("ui8"), Some(ElementType::U8));
+    /// assert_eq!(ElementType::from_mlir_name("i1"), Some(ElementType::PRED));
+    /// assert_eq!(ElementType::from_mlir_name("si16"), Some(ElementType::S16));
+    /// assert_eq!(ElementType::from_mlir_name("complex<f32>"), Some(ElementType::C64));
+    /// assert_eq!(ElementType::from_mlir_name("index"), None);
+    /// ```
+    pub fn from_mlir_name(name: &str) -> Option<ElementType> {
+        let signed_width = name.strip_prefix("si").filter(|w| !w.is_empty() && w.bytes().all(|c| c.is_ascii_digit()));
+        ElementType::ALL.iter().copied().find(|t| match (t.mlir_name(), signed_width) {
+            (Some(mlir), Some(width)) => mlir.strip_prefix('i') == Some(width),
+            (mlir, None) => mlir == Some(name),
+            _ => false,
+        })
     }
 
-    /// Wraps a raw value (any value: unknown ones stay representable).
-    pub fn from_raw(raw: PJRT_Buffer_Type) -> Self {
-        ElementType(raw.0)
+    /// The `PJRT_Buffer_Type` value (what `pjrt_client::sys::PJRT_Buffer_Type` wraps).
+    ///
+    /// ```
+    /// assert_eq!(pjrt_types::ElementType::F32.to_i32(), 11);
+    /// ```
+    pub const fn to_i32(self) -> i32 {
+        self.0
+    }
+
+    /// Wraps a `PJRT_Buffer_Type` value (any value: unknown ones stay representable).
+    ///
+    /// ```
+    /// use pjrt_types::ElementType;
+    /// assert_eq!(ElementType::from_i32(13), ElementType::BF16);
+    /// assert!(!ElementType::from_i32(99).is_array_type());
+    /// ```
+    pub const fn from_i32(raw: i32) -> Self {
+        ElementType(raw)
     }
 
     /// Whether the element type holds data that can be uploaded (not INVALID, TOKEN or unknown).
@@ -196,14 +224,14 @@ impl ElementType {
     /// (every byte pattern is a value).
     ///
     /// ```
-    /// use pjrt_client::ElementType;
+    /// use pjrt_types::ElementType;
     /// // int4 -8, -1, 0, 7 as ml_dtypes stores them, and -1 sign-extended.
     /// assert!(ElementType::S4.check_host_values(&[0x08, 0x0f, 0, 7, 0xff]).is_ok());
     /// assert!(ElementType::S4.check_host_values(&[0x10]).is_err());
     /// assert!(ElementType::U4.check_host_values(&[15]).is_ok());
     /// assert!(ElementType::U4.check_host_values(&[0xff]).is_err());
     /// ```
-    pub fn check_host_values(self, bytes: &[u8]) -> Result<(), crate::error::Error> {
+    pub fn check_host_values(self, bytes: &[u8]) -> Result<(), HostValueError> {
         let Some(bits) = self.bits().filter(|b| *b < 8) else { return Ok(()) };
         let signed = self.is_signed_sub_byte();
         let high = 0xffu8 << bits; // the bits a value leaves zero (or, sign-extended, one)
@@ -211,12 +239,7 @@ impl ElementType {
         let ok = |b: u8| b & high == 0 || (signed && b & high == high && b & sign != 0);
         match bytes.iter().position(|b| !ok(*b)) {
             None => Ok(()),
-            Some(i) => Err(crate::error::Error::invalid(format!(
-                "element {i} of the {self} host data is the byte {:#04x}, which is not a {bits}-bit value: \
-                 sub-byte types take one element per byte on the host, the value in the low {bits} bits{}",
-                bytes[i],
-                if signed { " (negative values may also be sign-extended)" } else { "" }
-            ))),
+            Some(index) => Err(HostValueError { element_type: self, index, byte: bytes[index] }),
         }
     }
 
@@ -224,7 +247,7 @@ impl ElementType {
     /// values, sign-extended: int4 `0x0f` becomes `0xff` (-1). Other types are left as they are.
     ///
     /// ```
-    /// use pjrt_client::ElementType;
+    /// use pjrt_types::ElementType;
     /// let mut bytes = [0x08, 0x0f, 0x00, 0x07];
     /// ElementType::S4.sign_extend_host_values(&mut bytes);
     /// assert_eq!(bytes.map(|b| b as i8), [-8, -1, 0, 7]);
@@ -242,6 +265,42 @@ impl ElementType {
         matches!(self.0, 1..=9 | 21 | 22 | 24 | 25 | 30 | 31)
     }
 }
+
+/// A byte of host data that is not a value of its sub-byte element type
+/// ([`ElementType::check_host_values`]): which element, and the byte.
+///
+/// ```
+/// let err = pjrt_types::ElementType::U4.check_host_values(&[1, 0x20]).unwrap_err();
+/// assert_eq!((err.index, err.byte), (1, 0x20));
+/// assert!(err.to_string().contains("not a 4-bit value"), "{err}");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HostValueError {
+    /// The element type the data was checked as.
+    pub element_type: ElementType,
+    /// The element (and byte) index.
+    pub index: usize,
+    /// The byte.
+    pub byte: u8,
+}
+
+impl fmt::Display for HostValueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bits = self.element_type.bits().unwrap_or(8);
+        write!(
+            f,
+            "element {} of the {} host data is the byte {:#04x}, which is not a {bits}-bit value: sub-byte types \
+             take one element per byte on the host, the value in the low {bits} bits{}",
+            self.index,
+            self.element_type,
+            self.byte,
+            if self.element_type.is_signed_sub_byte() { " (negative values may also be sign-extended)" } else { "" }
+        )
+    }
+}
+
+impl std::error::Error for HostValueError {}
 
 impl fmt::Debug for ElementType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -284,12 +343,19 @@ macro_rules! native {
 
 native!(
     bool => PRED, i8 => S8, i16 => S16, i32 => S32, i64 => S64, u8 => U8, u16 => U16,
-    u32 => U32, u64 => U64, half::f16 => F16, half::bf16 => BF16, f32 => F32, f64 => F64,
-    Complex<f32> => C64, Complex<f64> => C128,
+    u32 => U32, u64 => U64, f32 => F32, f64 => F64,
 );
+#[cfg(feature = "half")]
+native!(half::f16 => F16, half::bf16 => BF16);
+#[cfg(feature = "num-complex")]
+native!(num_complex::Complex<f32> => C64, num_complex::Complex<f64> => C128);
 
-/// The memory of native values, as bytes (what an upload hands the plugin).
-pub(crate) fn native_bytes<T: NativeType>(values: &[T]) -> &[u8] {
+/// The memory of native values, as bytes (what an upload hands a plugin).
+///
+/// ```
+/// assert_eq!(pjrt_types::native_bytes(&[1u16, 2]), [1, 0, 2, 0]);
+/// ```
+pub fn native_bytes<T: NativeType>(values: &[T]) -> &[u8] {
     // SAFETY: `T: NativeType` has no padding, so its memory is plain initialised bytes; the view
     // covers exactly the slice and borrows it.
     unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(values)) }
@@ -298,7 +364,12 @@ pub(crate) fn native_bytes<T: NativeType>(values: &[T]) -> &[u8] {
 /// Host bytes of `T::ELEMENT_TYPE` as values of `T`, PRED bytes mapped as numpy casts bytes to
 /// `bool` ([`normalize_pred`]). Bytes past the last whole element are ignored (callers pass the
 /// dense size of a shape, a whole number of elements).
-pub(crate) fn native_values<T: NativeType>(bytes: &[u8]) -> Vec<T> {
+///
+/// ```
+/// assert_eq!(pjrt_types::native_values::<u16>(&[1, 0, 2, 0, 9]), [1, 2]);
+/// assert_eq!(pjrt_types::native_values::<bool>(&[0, 1, 7]), [false, true, true]);
+/// ```
+pub fn native_values<T: NativeType>(bytes: &[u8]) -> Vec<T> {
     let count = bytes.len() / std::mem::size_of::<T>();
     let mut out = Vec::<T>::with_capacity(count);
     let size = count * std::mem::size_of::<T>();
@@ -316,7 +387,13 @@ pub(crate) fn native_values<T: NativeType>(bytes: &[u8]) -> Vec<T> {
 
 /// Maps PRED bytes as numpy casts bytes to `bool`: nonzero is true (1), zero is false. A plugin
 /// returns PRED bytes unchanged, whatever they are, so they are never read as `bool` unmapped.
-pub(crate) fn normalize_pred(bytes: &mut [u8]) {
+///
+/// ```
+/// let mut bytes = [0, 1, 2, 255];
+/// pjrt_types::normalize_pred(&mut bytes);
+/// assert_eq!(bytes, [0, 1, 1, 1]);
+/// ```
+pub fn normalize_pred(bytes: &mut [u8]) {
     for b in bytes {
         *b = u8::from(*b != 0);
     }
@@ -382,7 +459,7 @@ mod tests {
 
     #[test]
     fn unknown_values_are_data() {
-        let t = ElementType::from_raw(PJRT_Buffer_Type(77));
+        let t = ElementType::from_i32(77);
         assert_eq!(t.since_minor(), None);
         assert!(!t.is_array_type());
         assert_eq!(format!("{t}"), "ElementType(77)");
