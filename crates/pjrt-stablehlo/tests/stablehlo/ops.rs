@@ -103,6 +103,8 @@ fn round_trip(client: &Client, path: &std::path::Path) -> Result<(), String> {
 }
 
 fn run_all(plugin: &str) {
+    // The linalg programs call JAX's LAPACK kernels: their handlers come from pjrt-lapack.
+    pjrt_lapack::register(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
     let client = support::client(plugin, 4);
     let mut failures = Vec::new();
     let mut compared = 0;
