@@ -335,6 +335,20 @@ pub enum Error {
         /// Why it is refused and what to do.
         advice: &'static str,
     },
+    /// The program holds a `dense<...>` literal of an element type XLA cannot import (`f6E2M3FN`,
+    /// `f6E3M2FN`): sent to a plugin, it aborts the process (the 0.115 CPU plugin) or is refused,
+    /// so the compile refuses it first.
+    #[error(
+        "the program has a dense literal of element type {element_type} (in `{op}`), which XLA cannot import: \
+         the CPU plugin aborts the process on it. Write the constant in f32 and convert it \
+         (`stablehlo.convert`), or pass the array as an argument"
+    )]
+    LiteralXlaCannotImport {
+        /// The literal's element type.
+        element_type: pjrt_types::ElementType,
+        /// The op that holds it (`stablehlo.constant`).
+        op: String,
+    },
     /// A user callback panicked; the panic was caught at the C boundary.
     #[error("a callback panicked: {0}")]
     CallbackPanicked(String),
@@ -490,7 +504,7 @@ mod tests {
 /// ```
 /// use pjrt_client::ffi::{self, Call, Handler, RegistrationErrorKind, Signature};
 /// use pjrt_client::{Client, ClientOptions, Error, Plugin};
-/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// let client = Client::new(&plugin, &ClientOptions::new())?;
 /// let first = Handler::new("first", Signature::new(), |_: &Call| Ok(()));
 /// let second = Handler::new("second", Signature::new(), |_: &Call| Ok(()));

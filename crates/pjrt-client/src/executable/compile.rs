@@ -56,7 +56,7 @@ impl Client {
     ///
     /// ```
     /// use pjrt_client::{CompileOptions, ElementType, Program};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let program = Program::mlir_text(r#"
     ///   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
@@ -102,6 +102,7 @@ impl Client {
         }
         let program = &*crate::program::for_plugin(program, self.plugin().stablehlo_current_version())?;
         check_stablehlo_version(self.plugin(), program)?;
+        crate::program::refuse_what_aborts_plugins(program)?;
         let raw_program = RawProgram::new(program);
         let mut args = sys::PJRT_Client_Compile_Args::new();
         args.client = self.raw();

@@ -214,6 +214,49 @@ pub(crate) fn for_plugin(program: &Program, current: Option<StableHloVersion>) -
     Ok(Cow::Borrowed(program))
 }
 
+/// The element types whose `dense<...>` literals XLA cannot import: a constant of one that
+/// reaches XLA (not folded away by the plugin's StableHLO passes) aborts the 0.115 CPU plugin's
+/// process (`array.h:316 Check failed: ... == num_elements() (0 vs. 2)`) where the 0.106 one
+/// returns an error ("result #0 type is not supported"). Arrays of these types are fine: as
+/// arguments, results and values converted to and from them.
+/// Each with its MLIR name, as text spells it.
+pub(crate) const LITERAL_TYPES_XLA_CANNOT_IMPORT: [(&str, ElementType); 2] =
+    [("f6E2M3FN", ElementType::F6E2M3FN), ("f6E3M2FN", ElementType::F6E3M2FN)];
+
+/// Refuses, before a compile, a program that makes plugins abort instead of returning an error
+/// (see [`LITERAL_TYPES_XLA_CANNOT_IMPORT`]): MLIR text is read by the IR (with the `stablehlo`
+/// feature) when it names one of the types, or else scanned line by line for a `dense<...>` of
+/// one; MLIR bytecode is read by the IR with the feature (without it, it goes unchecked: it
+/// has no text to scan). HLO modules pass.
+pub(crate) fn refuse_what_aborts_plugins(program: &Program) -> Result<()> {
+    if program.format != ProgramFormat::Mlir {
+        return Ok(());
+    }
+    let Some(text) = program.text() else {
+        #[cfg(feature = "stablehlo")]
+        if let Ok(module) = pjrt_stablehlo::read_bytecode(&program.code) {
+            return stablehlo::refuse_literals_xla_cannot_import(&module);
+        }
+        return Ok(());
+    };
+    if !LITERAL_TYPES_XLA_CANNOT_IMPORT.iter().any(|(name, _)| text.contains(name)) {
+        return Ok(());
+    }
+    #[cfg(feature = "stablehlo")]
+    if let Ok(module) = pjrt_stablehlo::parse_text(text) {
+        return stablehlo::refuse_literals_xla_cannot_import(&module);
+    }
+    // Text the IR does not read (or no IR): any line with a dense literal and one of the types.
+    for line in text.lines().filter(|line| line.contains("dense<")) {
+        if let Some(&(_, element_type)) = LITERAL_TYPES_XLA_CANNOT_IMPORT.iter().find(|(name, _)| line.contains(name)) {
+            let op = line.split_whitespace().find(|word| word.contains('.')).unwrap_or("an op");
+            let op = op.split(['(', '<', ' ']).next().unwrap_or(op).trim_matches('"');
+            return Err(Error::LiteralXlaCannotImport { element_type, op: op.to_owned() });
+        }
+    }
+    Ok(())
+}
+
 /// The parameters of `program`'s `@main`, from its signature: MLIR text, and MLIR bytecode with
 /// the `stablehlo` feature. `Err` says why they cannot be read.
 pub(crate) fn main_parameters(program: &Program) -> std::result::Result<Vec<MlirParameter>, String> {
@@ -352,6 +395,24 @@ mod tests {
         assert_eq!(Program::mlir_bytecode(b"ML\xefR\x0dStableHLO_v1.0.0".to_vec()).unwrap().bytecode_producer(), None);
         assert_eq!(Program::mlir_bytecode(b"ML\xefR".to_vec()).unwrap().bytecode_producer(), None);
         assert_eq!(Program::mlir_bytecode(b"ML\xefR\x00".to_vec()).unwrap().bytecode_producer(), None);
+    }
+
+    #[test]
+    fn f6_literals_are_refused_from_text_the_ir_does_not_read_too() {
+        // Unbalanced (no IR reads it): the line scan finds the literal and names the op.
+        let text = "func.func @main() -> tensor<2xf6E3M2FN> {\n  %c = \"my.const\"() {value = dense<1.0> : \
+                    tensor<2xf6E3M2FN>} : () -> tensor<2xf6E3M2FN>\n";
+        let program = Program::mlir_text(text).unwrap();
+        match refuse_what_aborts_plugins(&program) {
+            Err(Error::LiteralXlaCannotImport { element_type: ElementType::F6E3M2FN, op }) => {
+                assert_eq!(op, "my.const")
+            }
+            other => panic!("{other:?}"),
+        }
+        // The types elsewhere (a parameter, a converted result) pass; so does HLO.
+        let fine = "func.func @main(%a: tensor<2xf6E2M3FN>) -> tensor<2xf32> {\n  \
+                    %0 = stablehlo.convert %a : (tensor<2xf6E2M3FN>) -> tensor<2xf32>\n  return %0 : tensor<2xf32>\n}";
+        assert!(refuse_what_aborts_plugins(&Program::mlir_text(fine).unwrap()).is_ok());
     }
 
     #[test]

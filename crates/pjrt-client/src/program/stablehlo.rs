@@ -146,6 +146,28 @@ pub(crate) fn bytecode_module_counts(code: &[u8]) -> ModuleCounts {
     ModuleCounts { num_replicas: count("mhlo.num_replicas"), num_partitions: count("mhlo.num_partitions"), uses_shardy }
 }
 
+/// Refuses a module with a `dense<...>` literal of a type XLA cannot import, naming the op
+/// (see [`super::LITERAL_TYPES_XLA_CANNOT_IMPORT`]).
+pub(crate) fn refuse_literals_xla_cannot_import(module: &Module) -> Result<()> {
+    for op in module.walk() {
+        if let Some(element_type) = op.attributes.iter().find_map(|(_, attr)| literal_xla_cannot_import(attr)) {
+            return Err(Error::LiteralXlaCannotImport { element_type, op: op.name.clone() });
+        }
+    }
+    Ok(())
+}
+
+fn literal_xla_cannot_import(attr: &Attr) -> Option<pjrt_types::ElementType> {
+    match attr {
+        Attr::Dense { ty: Type::Tensor(t), .. } => {
+            t.element_type().filter(|e| super::LITERAL_TYPES_XLA_CANNOT_IMPORT.iter().any(|(_, t)| t == e))
+        }
+        Attr::Array(items) => items.iter().find_map(literal_xla_cannot_import),
+        Attr::Dict(entries) => entries.iter().find_map(|(_, a)| literal_xla_cannot_import(a)),
+        _ => None,
+    }
+}
+
 fn is_main(op: &Op) -> bool {
     op.name == "func.func" && matches!(op.attr("sym_name"), Some(Attr::String(s)) if s == b"main")
 }

@@ -111,7 +111,7 @@ impl Topology {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
     /// let topology = client.topology()?;
     /// assert_eq!(topology.platform_id()?, client.platform_id());
@@ -322,6 +322,7 @@ impl Topology {
         }
         let program = &*crate::program::for_plugin(program, self.plugin.stablehlo_current_version())?;
         check_stablehlo_version(&self.plugin, program)?;
+        crate::program::refuse_what_aborts_plugins(program)?;
         let with_data_dir;
         let options = match &self.cuda_data_dir {
             Some(dir) if !sets_cuda_data_dir(options) => {

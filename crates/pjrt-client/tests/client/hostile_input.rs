@@ -59,3 +59,62 @@ fn unknown_element_type_values_are_refused() {
     let e = client.upload_with(HostSource::bytes(&[0u8; 4], future, &[4]), &UploadOptions::new()).unwrap_err();
     assert!(e.to_string().contains("unknown element type"), "{e}");
 }
+
+/// A constant of `f6E2M3FN` or `f6E3M2FN` that reaches XLA aborts the 0.115 CPU plugin's process
+/// (`array.h:316 Check failed`) and is refused by the 0.106 one: the compile refuses it first,
+/// in text (custom and generic form), in bytecode, inside another function and through a
+/// topology; the same types as arguments and converted results still compile. The process
+/// running this test would die if one of them reached the plugin.
+#[test]
+fn f6_literals_that_abort_the_plugin_are_refused_before_the_compile() {
+    for plugin in ["cpu", "cpu-0.106"] {
+        let client = support::client(plugin, 1);
+        let topology = client.topology().unwrap();
+        for (name, t) in [("f6E2M3FN", ElementType::F6E2M3FN), ("f6E3M2FN", ElementType::F6E3M2FN)] {
+            let custom = format!(
+                "func.func @main() -> tensor<2x{name}> {{\n  \
+                 %c = stablehlo.constant dense<[1.0, 2.0]> : tensor<2x{name}>\n  return %c : tensor<2x{name}>\n}}"
+            );
+            let generic = format!(
+                "func.func @main() -> tensor<2x{name}> {{\n  \
+                 %c = \"stablehlo.constant\"() <{{value = dense<1.0> : tensor<2x{name}>}}> : () -> tensor<2x{name}>\n  \
+                 return %c : tensor<2x{name}>\n}}"
+            );
+            let nested = format!(
+                "func.func private @k() -> tensor<2x{name}> {{\n  \
+                 %c = stablehlo.constant dense<1.5> : tensor<2x{name}>\n  return %c : tensor<2x{name}>\n}}\n\
+                 func.func @main() -> tensor<2x{name}> {{\n  %0 = call @k() : () -> tensor<2x{name}>\n  \
+                 return %0 : tensor<2x{name}>\n}}"
+            );
+            for text in [&custom, &generic, &nested] {
+                let program = Program::mlir_text(text.as_str()).unwrap();
+                let bytecode = program.portable_artifact(client.plugin().stablehlo_current_version().unwrap()).unwrap();
+                for (form, program) in [("text", &program), ("bytecode", &bytecode)] {
+                    let refused = |result: Result<(), Error>| match result {
+                        Err(Error::LiteralXlaCannotImport { element_type, op }) => {
+                            assert_eq!(
+                                (element_type, op.as_str()),
+                                (t, "stablehlo.constant"),
+                                "{plugin} {form}\n{text}"
+                            );
+                        }
+                        other => panic!("{plugin} {form}: {other:?}\n{text}"),
+                    };
+                    refused(client.compile(program, &CompileOptions::new()).map(drop));
+                    refused(topology.compile(program, &CompileOptions::new(), None).map(drop));
+                }
+            }
+        }
+    }
+    // Converted from f32 and returned, an f6 array compiles and comes back (0.115).
+    let client = support::client("cpu", 1);
+    let program = Program::mlir_text(
+        "func.func @main(%a: tensor<2xf32>) -> tensor<2xf6E2M3FN> {\n  \
+         %0 = stablehlo.convert %a : (tensor<2xf32>) -> tensor<2xf6E2M3FN>\n  return %0 : tensor<2xf6E2M3FN>\n}",
+    )
+    .unwrap();
+    let exe = client.compile(&program, &CompileOptions::new()).unwrap();
+    let x = client.upload(&[1f32, 2.], &[2]).unwrap();
+    let out = exe.execute(&[&x], &ExecuteOptions::new()).unwrap();
+    assert_eq!(out[0].element_type().unwrap(), ElementType::F6E2M3FN);
+}
