@@ -37,7 +37,7 @@ fn assert_close(what: &str, got: &[f32], want: &[f32]) {
 }
 
 fn main() -> pjrt_formats::Result<()> {
-    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
+    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.load_path())?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
 
     // 1. Compile. `jax_defaults` applies the XLA options in which JAX's compilation differs

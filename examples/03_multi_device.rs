@@ -67,7 +67,7 @@ fn assert_close(what: &str, got: &[f32], want: &[f32]) {
 }
 
 fn main() -> Result<()> {
-    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
+    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.load_path())?;
     let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(DEVICES as i64))?;
     println!("{} devices: {:?}", client.addressable_devices().len(), client.addressable_devices());
     assert_eq!(client.addressable_devices().len(), DEVICES);

@@ -22,7 +22,7 @@ module @axpy {
 }"#;
 
 fn main() -> pjrt_formats::Result<()> {
-    let plugin = Plugin::load(pjrt_plugins::resolve(None)?.path)?;
+    let plugin = Plugin::load(pjrt_plugins::resolve(None)?.load_path())?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let program = Program::mlir_text(PROGRAM)?;
     let options = CompileOptions::new();

@@ -40,7 +40,7 @@ func.func @main(%x: tensor<{N}xf32>, %scale: tensor<f32>) -> tensor<{N}xf32> {{
 }
 
 fn main() -> Result<()> {
-    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
+    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.load_path())?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let exe = client.compile(&Program::mlir_text(scale_add_program())?, &CompileOptions::new())?;
     let x_host: Vec<f32> = (0..N).map(|i| (i % 1000) as f32).collect();

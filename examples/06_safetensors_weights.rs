@@ -51,7 +51,7 @@ fn main() -> pjrt_formats::Result<()> {
 
     // 3. Upload every tensor in one call; the plugin reads straight from those bytes (aligned
     //    tensors in place: nothing is copied again).
-    let plugin = Plugin::load(pjrt_plugins::resolve(None)?.path)?;
+    let plugin = Plugin::load(pjrt_plugins::resolve(None)?.load_path())?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let weights = client.upload_safetensors(&file, Placement::Default, |p| {
         println!(

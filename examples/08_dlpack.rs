@@ -31,7 +31,7 @@ func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 }"#;
 
 fn main() -> pjrt_client::Result<()> {
-    let plugin = Plugin::load(pjrt_plugins::resolve(None)?.path)?;
+    let plugin = Plugin::load(pjrt_plugins::resolve(None)?.load_path())?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let exe = client.compile(&Program::mlir_text(DOUBLE)?, &CompileOptions::new())?;
     let x = client.upload(&[1f32, 2., 3., 4., 5., 6.], &[2, 3])?;

@@ -93,7 +93,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("a mismatched matmul: {wrong}");
 
     // 2. Compile, after checking the plugin reads the StableHLO version the program needs.
-    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
+    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.load_path())?;
     f.check_plugin(&plugin)?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let exe = client.compile(&program, &CompileOptions::new())?;

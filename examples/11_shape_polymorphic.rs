@@ -70,7 +70,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("  output  {}", model.out_avals()[0]);
     let count = model.in_avals().len();
 
-    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
+    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.load_path())?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     println!("running on {}", client.platform_name());
 

@@ -36,7 +36,7 @@ fn post(url: &str, body: &Value) -> Result<Value, Box<dyn std::error::Error>> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
+    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.load_path())?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     let server = Server::new(client.clone(), ServerOptions::default());
 

@@ -19,7 +19,7 @@
 //! let total = softplus.reduce(&f.scalar(0f32)?, &[0], |_, a, b| a.add(b))?;
 //! let program = f.finish(&[&softplus, &total])?;
 //!
-//! let plugin = Plugin::load(&pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! f.check_plugin(&plugin)?;  // the plugin reads the StableHLO this program uses
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;

@@ -36,7 +36,7 @@
 //! let loss = logits.sparse_softmax_cross_entropy(&labels)?.mean(&[0])?; // a scalar
 //! let program = f.finish(&[&probabilities, &predicted, &loss])?;
 //!
-//! let plugin = Plugin::load(&pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
 //! let x = client.upload(&[1f32, 0., 0., 0., 1., 0.], &[2, 3])?;

@@ -19,7 +19,7 @@
 //! f.set_output_sharding(0, &rows)?;
 //! let program = f.finish(&[&y])?;
 //!
-//! let plugin = Plugin::load(&pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
 //! let options = CompileOptions::new().num_partitions(2).use_spmd_partitioning(true);
 //! let exe = client.compile(&program, &options)?;

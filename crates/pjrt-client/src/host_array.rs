@@ -14,7 +14,7 @@ use pjrt_types::{native_bytes, native_values, ElementType, NativeType};
 ///
 /// ```
 /// use pjrt_client::{ElementType, HostArray, UploadOptions};
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let x = HostArray::from_elements(vec![2, 2], &[1f32, 2., 3., 4.])?;
 /// let rows = x.split(0, 2)?;

@@ -20,7 +20,7 @@
 //! assert_eq!(gather_slices(&parts, &[2, 2], 0)?, (x.clone(), vec![4, 2]));
 //!
 //! // A data-parallel program on 2 devices: x split by rows, w replicated, y gathered by rows.
-//! # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
 //! let program = Program::mlir_text(r#"
 //!   func.func @main(%x: tensor<2x2xf32>, %w: tensor<2xf32>) -> tensor<2x2xf32> {

@@ -43,7 +43,7 @@
 //!     .prefix("jobs/job-42/")
 //!     .lease_ttl(Duration::from_secs(30))
 //!     .connect()?;
-//! let plugin = Plugin::load(pjrt_plugins::resolve(None)?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve(None)?.load_path())?;
 //! let client = Client::builder(&plugin)
 //!     .kv_store(store.clone()) // the plugin's kv_get / kv_try_get / kv_put go to etcd
 //!     .process(process_id, process_count)

@@ -96,7 +96,7 @@ fn bytecode_against_text(
 }
 
 fn bench(c: &mut Criterion) {
-    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ()).unwrap().path).unwrap();
+    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ()).unwrap().load_path()).unwrap();
     let client = Client::new(&plugin, &ClientOptions::new()).unwrap();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
 

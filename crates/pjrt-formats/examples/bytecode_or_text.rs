@@ -38,7 +38,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect::<Result<_, _>>()?,
         None => vec![vec![2, 5, 8], vec![3, 9, 8]],
     };
-    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     let client = Client::new(&plugin, &ClientOptions::new())?;
     eprintln!("plugin {} ({})", plugin.path().display(), client.platform_version());
     let module = pjrt_stablehlo::read_bytecode(model.mlir_module())?;

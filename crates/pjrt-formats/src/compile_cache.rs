@@ -8,7 +8,7 @@
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, Plugin, Program};
 //!
 //! # fn main() -> pjrt_formats::Result<()> {
-//! let plugin = Plugin::load(pjrt_plugins::resolve(None)?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve(None)?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let program = Program::from_file("model.mlir")?;
 //! let cache = CompileCache::open_default()?;

@@ -16,7 +16,7 @@
 //! use pjrt_client::{Client, ClientOptions, Plugin};
 //!
 //! let model = JaxExport::read("model.jaxexport")?;
-//! let plugin = Plugin::load(&pjrt_plugins::resolve(None)?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve(None)?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let x = NpyArray::read("x.npy".as_ref())?;
 //! let outputs: Vec<NpyArray> = model.run(&client, &[x])?;

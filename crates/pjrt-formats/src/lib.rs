@@ -21,7 +21,7 @@
 //! use pjrt_client::{Client, ClientOptions, Placement, Plugin};
 //!
 //! # fn main() -> pjrt_formats::Result<()> {
-//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}"))?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let x = NpyArray::from_elements(vec![2, 2], &[1f32, 2., 3., 4.])?;
 //! let buffer = client.upload_npy(&x, None, Placement::Default)?;

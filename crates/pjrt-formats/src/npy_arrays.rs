@@ -134,7 +134,7 @@ impl NpyArray {
     /// use pjrt_formats::npy::NpyArray;
     /// use pjrt_formats::{BufferExt, ClientExt};
     /// use pjrt_client::{ElementType, Placement};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let values = NpyArray::from_elements(vec![3], &[-8i8, -1, 7])?;
     /// let s4 = client.upload_npy(&values, Some(ElementType::S4), Placement::Default)?;

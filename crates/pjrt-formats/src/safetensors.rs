@@ -618,7 +618,7 @@ impl SafeTensors {
     /// use pjrt_client::{ElementType, Placement};
     /// use pjrt_formats::safetensors::{write, SafeTensors, TensorView};
     /// use pjrt_formats::ClientExt;
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let path = std::env::temp_dir().join(format!("st-mapped-doc-{}.safetensors", std::process::id()));
     /// let x: Vec<u8> = [1f32, 2., 3., 4.].iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -731,7 +731,7 @@ impl SafeTensors {
     /// ```
     /// use pjrt_client::{ElementType, HostSource, UploadOptions};
     /// use pjrt_formats::safetensors::{write, SafeTensors, TensorView};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let path = std::env::temp_dir().join(format!("st-shared-doc-{}.safetensors", std::process::id()));
     /// let x: Vec<u8> = [1f32, 2., 3., 4.].iter().flat_map(|v| v.to_le_bytes()).collect();

@@ -13,7 +13,7 @@ use crate::safetensors::{Progress, SafeTensors, TensorView};
 /// use pjrt_formats::npy::NpyArray;
 /// use pjrt_formats::ClientExt;
 /// use pjrt_client::{ElementType, Placement};
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// // `<u2` bits upload as bf16 when the parameter is bf16.
 /// let bits = NpyArray::from_elements(vec![2], &[0x3f80u16, 0x4000])?;
@@ -56,7 +56,7 @@ pub trait ClientExt: sealed::Sealed {
     /// use pjrt_client::{ElementType, Placement};
     /// use pjrt_formats::safetensors::{to_bytes, SafeTensors, TensorView};
     /// use pjrt_formats::ClientExt;
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let bits = [0x80u8, 0x3f]; // 1.0 as bf16
     /// let file = SafeTensors::from_bytes(to_bytes(&[("b", TensorView::new(ElementType::U16, &[1], &bits)?)], &[])?)?;
@@ -130,7 +130,7 @@ impl ClientExt for Client {
 /// ```
 /// use pjrt_formats::BufferExt;
 /// use pjrt_formats::npy::Dtype;
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let x = client.upload(&[1i16, 2, 3], &[3])?;
 /// let array = x.to_npy()?;

@@ -31,7 +31,7 @@
 //! ```
 //! use pjrt_serve::{ModelConfig, Server, ServerOptions};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 //! let server = Server::new(client, ServerOptions::default());
 //! let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/cnn/model.jaxexport");

@@ -17,7 +17,7 @@
 //! let swapped = x.collective_permute(&[(0, 1), (1, 0)], None)?;         // the other's x
 //! let program = f.finish(&[&total, &gathered, &swapped])?;
 //!
-//! let plugin = Plugin::load(&pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
 //! let exe = client.compile(&program, &CompileOptions::new().num_replicas(2))?;
 //! let per_device: Vec<Vec<Buffer>> = exe

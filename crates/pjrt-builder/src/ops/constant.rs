@@ -28,7 +28,7 @@
 //! assert!(text.contains(r#"dense<"0x0040"> : tensor<bf16>"#)); // then broadcast_in_dim
 //! assert!(text.contains("dense<[true, false]> : tensor<2xi1>"));
 //!
-//! let plugin = Plugin::load(&pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let out = client.compile(&program, &CompileOptions::new())?.execute(&[], &ExecuteOptions::new())?;
 //! assert_eq!(out[0].to_vec::<f32>()?[1], f32::INFINITY);

@@ -25,7 +25,7 @@
 //! let picked = f.case(&n, 3, |f, k| Ok(vec![f.scalar(100 + k as i32)?]))?;
 //! let program = f.finish(&[&looped[1], &chosen[0], &picked[0]])?;
 //!
-//! let plugin = Plugin::load(&pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
 //! let five = client.upload(&[5i32], &[])?;

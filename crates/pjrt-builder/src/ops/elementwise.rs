@@ -18,7 +18,7 @@
 //! assert!(x.add(&as_int).is_err()); // f32 + s32: the error names both types
 //! let program = f.finish(&[&sum, &larger, &as_int, &bits])?;
 //!
-//! let plugin = Plugin::load(&pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
 //! let a = client.upload(&[1f32, -2., 3.5, 0.], &[4])?;

@@ -16,7 +16,7 @@
 //! let summed = zeros.scatter(&ids, &grads, &ScatterDimensions::rows(), false, false, |_, a, b| a.add(b))?;
 //! let program = f.finish(&[&rows, &summed])?;
 //!
-//! let plugin = Plugin::load(&pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
 //! let t = client.upload(&[0f32, 1., 10., 11., 20., 21., 30., 31.], &[4, 2])?;

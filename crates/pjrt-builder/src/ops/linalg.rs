@@ -17,7 +17,7 @@
 //! let edges = image.convolution(&kernel, &conv)?;
 //! let program = f.finish(&[&ab, &edges])?;
 //!
-//! let plugin = Plugin::load(&pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
 //! let x = client.upload(&[1f32, 2., 3., 4., 5., 6.], &[2, 3])?;

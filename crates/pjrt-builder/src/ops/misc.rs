@@ -23,7 +23,7 @@
 //! let program = f.finish(&[&seven, &bits, &sharded[0], &f.replica_id()?, &f.partition_id()?])?;
 //! assert!(program.text().unwrap().contains("call_target_name = \"Sharding\""));
 //!
-//! let plugin = Plugin::load(&pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
 //! let a = client.upload(&[1f32, 2., 3.], &[3])?;

@@ -22,7 +22,7 @@
 //! })?;
 //! let program = f.finish(&[&row_sums, &max, &both[0], &both[1]])?;
 //!
-//! let plugin = Plugin::load(&pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
 //! let a = client.upload(&[1f32, -2., 3., 4., 5., -6.], &[2, 3])?;
@@ -115,7 +115,7 @@ impl Function {
 /// let cumsum = x.reduce_window(&f.scalar(0f32)?, &Window::new(&[1, 3]).padding(&[(0, 0), (2, 0)]), |_, a, b| a.add(b))?;
 /// let program = f.finish(&[&pooled, &routed, &cumsum])?;
 ///
-/// let plugin = Plugin::load(&pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// let client = Client::new(&plugin, &ClientOptions::new())?;
 /// let exe = client.compile(&program, &CompileOptions::new())?;
 /// let values: Vec<f32> = (0..16).map(|i| i as f32).collect();

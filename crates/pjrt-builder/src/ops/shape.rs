@@ -17,7 +17,7 @@
 //! let both = x.concatenate(&[&x.reverse(&[1])?], 0)?;
 //! let program = f.finish(&[&shifted, &t, &s, &p, &both])?;
 //!
-//! let plugin = Plugin::load(&pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
 //! let a = client.upload(&[0i32, 1, 2, 3, 4, 5], &[2, 3])?;

@@ -13,7 +13,7 @@
 //! let both = f.sort(&[&x, &index], 0, true, |_, lhs, rhs| lhs[0].compare(&rhs[0], ComparisonDirection::Gt))?;
 //! let program = f.finish(&[&ascending, &both[1]])?;
 //!
-//! let plugin = Plugin::load(&pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //! let exe = client.compile(&program, &CompileOptions::new())?;
 //! let a = client.upload(&[3f32, 1., 4., 1., 5.], &[5])?;

@@ -30,7 +30,7 @@ use pjrt_types::{native_values, NativeType};
 ///
 /// ```
 /// use pjrt_client::{DownloadOptions, MemoryLayout};
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let x = client.upload(&[1u8, 2, 3, 4, 5, 6], &[2, 3])?;
 /// assert_eq!(x.to_bytes(DownloadOptions::new())?, [1, 2, 3, 4, 5, 6]);
@@ -98,7 +98,7 @@ impl Buffer {
     /// and waits for it.
     ///
     /// ```
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let x = client.upload(&[1.5f32, -2.], &[2])?;
     /// assert_eq!(x.to_vec::<f32>()?, [1.5, -2.]);
@@ -120,7 +120,7 @@ impl Buffer {
     ///
     /// ```
     /// use pjrt_client::ElementType;
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let x = client.upload(&[1i32, 2, 3, 4, 5, 6], &[2, 3])?;
     /// let array = x.to_host_array()?;
@@ -151,7 +151,7 @@ impl Buffer {
     /// ```
     /// use futures::executor::block_on;
     /// use pjrt_client::DownloadOptions;
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let x = client.upload(&[1u8, 2, 3], &[3])?;
     /// let y = client.upload(&[4u8, 5], &[2])?;

@@ -35,7 +35,7 @@ impl MemoryLayout {
     ///
     /// ```
     /// use pjrt_client::{HostSource, MemoryLayout, UploadOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// assert_eq!(MemoryLayout::column_major(2).to_string(), "{0,1}");
     /// // XLA's CPU client keeps a [2,3] array column-major on the device; reads stay row-major.

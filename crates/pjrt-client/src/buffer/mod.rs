@@ -302,7 +302,7 @@ impl Buffer {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
     /// let buffer = client.upload(&[1f32, 2.], &[2])?;
     /// let memory = buffer.memory_if_reported()?.expect("the CPU plugins report a buffer's memory");
@@ -363,7 +363,7 @@ impl Buffer {
     ///
     /// ```
     /// use pjrt_client::MemoryLayout;
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let x = client.upload(&[1f32, 2., 3., 4., 5., 6.], &[2, 3])?;
     /// assert_eq!(x.host_size_in(&MemoryLayout::column_major(2))?, 24);

@@ -20,7 +20,7 @@ use pjrt_types::{native_bytes, NativeType};
 /// ```
 /// use ndarray::{array, s};
 /// use pjrt_client::UploadOptions;
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let a = array![[1f32, 2., 3.], [4., 5., 6.]];
 /// let every_other_column = a.slice(s![.., ..;2]);

@@ -23,7 +23,7 @@ impl Client {
     ///
     /// ```
     /// use pjrt_client::{ElementType, MemoryLayout};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// assert_eq!(client.default_memory_layout(ElementType::F32, &[2, 3])?, MemoryLayout::dense(2));
     /// # Ok::<(), pjrt_client::Error>(())

@@ -45,7 +45,7 @@ impl ShapeSpec {
     ///
     /// ```
     /// use pjrt_client::{ElementType, MemoryLayout, Placement, ShapeSpec};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let spec = ShapeSpec::new(ElementType::U8, &[2, 3]).with_device_layout(MemoryLayout::column_major(2));
     /// let manager = client.create_buffers_for_async_host_to_device(&[spec], Placement::Default)?;

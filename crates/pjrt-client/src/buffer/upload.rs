@@ -36,7 +36,7 @@ use pjrt_types::{native_bytes, ElementType, NativeType};
 ///
 /// ```
 /// use pjrt_client::{HostSource, MemoryLayout, UploadOptions};
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// // A column-major [2,3] f32 array on the host: dimension 0 steps 4 bytes, dimension 1 steps 8.
 /// let host = [1f32, 4., 2., 5., 3., 6.];
@@ -116,7 +116,7 @@ type DoneCallback = Box<dyn FnOnce(Result<()>, HostData) + Send + 'static>;
 /// ```
 /// use std::sync::Arc;
 /// use pjrt_client::{AlignedHostBuffer, ElementType, HostArray, HostSource, UploadOptions};
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let options = UploadOptions::new();
 /// // Typed values, or raw bytes of an element type.
@@ -176,7 +176,7 @@ impl<'h> HostSource<'h> {
     ///
     /// ```
     /// use pjrt_client::{ElementType, HostSource, UploadOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// // int4 values -8, -1, 0, 5, 7: five bytes, one per element (i8 values are accepted).
     /// let values = [-8i8, -1, 0, 5, 7].map(|v| v as u8);
@@ -219,7 +219,7 @@ impl<'h> HostSource<'h> {
     /// ```
     /// use std::sync::Arc;
     /// use pjrt_client::{AlignedHostBuffer, ElementType, HostSource, SharedBytes, UploadOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let owner = Arc::new(AlignedHostBuffer::from_slice(&[0f32; 20])?);
     /// let aligned = SharedBytes::slice(owner.clone(), 0..64)?; // read in place
@@ -311,7 +311,7 @@ impl Client {
     ///
     /// ```
     /// use pjrt_client::ElementType;
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let x = client.upload(&[1i32, 2, 3, 4, 5, 6], &[2, 3])?;
     /// assert_eq!(x.element_type()?, ElementType::S32);
@@ -333,7 +333,7 @@ impl Client {
     ///
     /// ```
     /// use pjrt_client::{HostSource, UploadOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new().cpu_device_count(2))?;
     /// let device = client.addressable_devices()[1];
     /// let x = client.upload_with(HostSource::slice(&[1f32, 2.], &[2]), &UploadOptions::new().device(&device))?;

@@ -53,7 +53,7 @@ impl ViewOptions {
     /// ```
     /// use std::sync::Arc;
     /// use pjrt_client::{AlignedHostBuffer, ElementType, MemoryLayout, Placement, ViewOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// // Host memory holding a [2,3] array column-major.
     /// let host = Arc::new(AlignedHostBuffer::from_slice(&[1f32, 4., 2., 5., 3., 6.])?);
@@ -72,7 +72,7 @@ impl ViewOptions {
     /// ```
     /// use std::sync::Arc;
     /// use pjrt_client::{AlignedHostBuffer, ElementType, ErrorCode, Placement, ViewOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let host = Arc::new(AlignedHostBuffer::from_slice(&[1f32, 2.])?);
     /// let options = ViewOptions::new().with_stream(7);
@@ -154,7 +154,7 @@ impl Client {
     /// ```
     /// use std::sync::Arc;
     /// use pjrt_client::{AlignedHostBuffer, ElementType, MemoryLayout, Placement, ViewOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// // A [3,2] array kept column-major in host memory: the view reads it in place.
     /// let host = Arc::new(AlignedHostBuffer::from_slice(&[1u16, 3, 5, 2, 4, 6])?);
@@ -234,7 +234,7 @@ impl Client {
     /// ```
     /// use std::sync::Arc;
     /// use pjrt_client::{AlignedHostBuffer, ElementType, MemoryLayout, Placement, ViewOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// // On CPU, device memory is host memory (64-byte aligned).
     /// let memory = Arc::new(AlignedHostBuffer::from_slice(&[1i32, 3, 2, 4])?);

@@ -153,7 +153,7 @@ pub(crate) fn release_later_with<T: Send + 'static>(moved: impl FnOnce() -> T) {
 /// itself.
 ///
 /// ```
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let x = client.upload(&[1f32, 2.], &[2])?;
 /// let ready = x.ready_event()?;

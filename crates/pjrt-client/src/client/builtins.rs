@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 /// use std::sync::Arc;
 /// use pjrt_client::ffi::{self, BuiltinProvider, Call, Handler, Rank, Signature};
 /// use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Program};
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 ///
 /// /// `doc_twice`: y = 2x on f32 vectors, registered when a program calls it.
 /// struct Twice(Handler);

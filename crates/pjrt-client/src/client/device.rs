@@ -241,7 +241,7 @@ impl<'c> Memory<'c> {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
     /// let memory = client.addressable_devices()[0].default_memory()?;
     /// println!("{} has kind id {}", memory.kind()?, memory.kind_id()?);

@@ -97,7 +97,7 @@ impl ClientOptions {
     ///
     /// ```
     /// use pjrt_client::{Client, ClientOptions, Error};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// // Checked before the plugin sees it, on any plugin.
     /// let too_much = ClientOptions::new().memory_fraction(1.5);
     /// assert!(matches!(Client::new(&plugin, &too_much), Err(Error::InvalidArgument(_))));
@@ -124,7 +124,7 @@ impl ClientOptions {
     ///
     /// ```
     /// use pjrt_client::{Client, ClientOptions, Error, GpuAllocator};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let options = ClientOptions::new().allocator(GpuAllocator::Platform);
     /// assert_eq!(options.options()[0].1, "platform".into());
     /// // A name no GPU plugin knows is refused here, whichever way it was set.
@@ -153,7 +153,7 @@ impl ClientOptions {
     ///
     /// ```
     /// use pjrt_client::{Client, ClientOptions, Error};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let options = ClientOptions::new().visible_devices([0, 2]);
     /// assert_eq!(options.options()[0].1, vec![0i64, 2].into());
     /// let repeated = ClientOptions::new().visible_devices([1, 1]);
@@ -171,7 +171,7 @@ impl ClientOptions {
     ///
     /// ```
     /// use pjrt_client::{Client, ClientOptions, Error};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let options = ClientOptions::new().node_id(1).num_nodes(2);
     /// assert_eq!(options.options().len(), 2);
     /// // Node 2 of 2 does not exist: refused before the plugin.
@@ -245,7 +245,7 @@ impl ClientOptions {
     ///
     /// ```
     /// use pjrt_client::{Client, ClientOptions, Error};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let malformed = ClientOptions::new().set("mock_gpu_topology", "2x8");
     /// assert!(matches!(Client::new(&plugin, &malformed), Err(Error::InvalidArgument(_))));
     /// # Ok::<(), pjrt_client::Error>(())

@@ -73,7 +73,7 @@ use crate::sys;
 /// let store = MapStore::default();
 /// store.put("topology/0", b"...").unwrap();
 /// assert_eq!(store.get("topology/0", Duration::ZERO).unwrap(), b"...");
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// let client = pjrt_client::Client::builder(&plugin).kv_store(store).process(0, 1).build()?;
 /// assert_eq!(client.process_index(), 0);
 /// # Ok::<(), pjrt_client::Error>(())

@@ -244,7 +244,7 @@ impl Client {
     ///
     /// ```
     /// use pjrt_client::{Client, ClientOptions, Plugin};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// // The CPU plugins make one device unless asked for more.
     /// let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
     /// assert_eq!(client.platform_name(), "cpu");
@@ -262,7 +262,7 @@ impl Client {
     /// use pjrt_client::{Client, ClientOptions, InMemoryStore, Plugin};
     ///
     /// # fn main() -> pjrt_client::Result<()> {
-    /// let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// // Process 0 of a 2-process job; the processes share the store (here an in-process one; on
     /// // several hosts `pjrt_etcd::EtcdStore` or your own `KeyValueStore`).
     /// let store = InMemoryStore::new();
@@ -375,7 +375,7 @@ impl Client {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
     /// let version = client.xla_platform_version();
     /// assert!(version.starts_with("PJRT C API\n"));
@@ -392,7 +392,7 @@ impl Client {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
     /// assert_eq!(client.platform_name(), "cpu");
     /// assert_eq!(client.platform_id(), 0xf88d_a91c_978c_8500); // xla::CpuId()
@@ -411,7 +411,7 @@ impl Client {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
     /// for device in client.devices() {
     ///     let memories = device.memories()?;
@@ -459,7 +459,7 @@ impl Client {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
     /// let kinds: Vec<String> = client.addressable_memories()?.iter().map(|m| m.kind()).collect::<Result<_, _>>()?;
     /// assert!(kinds.iter().any(|k| k == "device"));

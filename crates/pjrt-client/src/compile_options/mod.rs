@@ -104,7 +104,7 @@ impl DeviceAssignment {
 ///
 /// // To get JAX's numbers from a JAX-lowered program, compile with JAX's XLA settings:
 /// // on CPU, max/min propagate NaN as in JAX.
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let program = Program::mlir_text(r#"
 ///   func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<2xf32> {

@@ -8,7 +8,7 @@
 //! host tensor the view cannot take (unaligned memory, gaps in its strides, sub-byte types).
 //!
 //! ```
-//! # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 //! let x = client.upload(&[1f32, 2., 3., 4.], &[2, 2])?;
 //! let tensor = x.into_dlpack()?;
@@ -364,7 +364,7 @@ impl Buffer {
     /// no device type for.
     ///
     /// ```
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let x = client.upload(&[1i32, 2, 3, 4, 5, 6], &[2, 3])?;
     /// let tensor = x.into_dlpack()?;
@@ -402,7 +402,7 @@ impl Buffer {
     /// [`Buffer::into_dlpack`]; [`Error::ReadOnlyMemory`]): a v0.8 consumer may write its tensor.
     ///
     /// ```
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let x = client.upload(&[1u8, 2, 3], &[3])?;
     /// let tensor = x.into_dlpack_legacy()?;
@@ -444,7 +444,7 @@ impl Buffer {
 ///
 /// ```
 /// use pjrt_client::dlpack::ManagedTensor;
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let tensor: ManagedTensor = client.upload(&[1f32], &[1])?.into_dlpack()?;
 /// assert_eq!((tensor.version().major, tensor.flags()), (1, 0));
@@ -460,7 +460,7 @@ pub struct ManagedTensor {
 ///
 /// ```
 /// use pjrt_client::dlpack::LegacyManagedTensor;
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let tensor: LegacyManagedTensor = client.upload(&[1u16, 2], &[2])?.into_dlpack_legacy()?;
 /// assert_eq!((tensor.shape(), tensor.strides()), (&[2i64][..], Some(&[1i64][..])));
@@ -635,7 +635,7 @@ fn checked_strides(tensor: &DLTensor) -> Result<Option<&[i64]>> {
 /// fn import(client: &pjrt_client::Client, tensor: impl pjrt_client::dlpack::DlpackTensor) -> pjrt_client::Result<pjrt_client::Buffer> {
 ///     client.view_of_dlpack(tensor)
 /// }
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let x = client.upload(&[7i8], &[1])?;
 /// assert_eq!(import(&client, x.into_dlpack_legacy()?)?.to_vec::<i8>()?, [7]);
@@ -783,7 +783,7 @@ impl Client {
     ///
     /// ```
     /// use pjrt_client::ElementType;
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let x = client.upload(&[1f64, 2., 3.], &[3])?;
     /// let view = client.view_of_dlpack(x.into_dlpack()?)?;
@@ -857,7 +857,7 @@ impl Client {
     /// ```
     /// use std::ptr::NonNull;
     /// use pjrt_client::dlpack::{ffi, ManagedTensor};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// // Every other element of a host array: strides with gaps, so a view is refused.
     /// static DATA: [u16; 6] = [1, 0, 2, 0, 3, 0];

@@ -42,7 +42,7 @@ impl ManagedTensor {
     /// ```
     /// use pjrt_client::dlpack::ManagedTensor;
     /// use pjrt_client::ndarray::array;
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let a = array![[1f32, 2.], [3., 4.]].reversed_axes(); // column-major
     /// let tensor = ManagedTensor::from_ndarray(a)?;
@@ -92,7 +92,7 @@ impl ManagedTensor {
     ///
     /// ```
     /// use pjrt_client::{ElementType, HostSource, UploadOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let x = client.upload(&[1i32, 2, 3, 4, 5, 6], &[2, 3])?;
     /// let tensor = x.into_dlpack()?;

@@ -30,7 +30,7 @@ const NOT_IN_CALLBACK: &str = "register what comes next with Event::on_ready, or
 /// ```
 /// use std::time::Duration;
 /// use futures::executor::block_on;
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let x = client.upload(&[1f32; 1024], &[1024])?;
 /// // Ready when the upload has landed on the device.
@@ -241,7 +241,7 @@ impl Event {
     /// ```
     /// use std::sync::{mpsc, Arc};
     /// use pjrt_client::{DownloadOptions, Error};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let x = Arc::new(client.upload(&[1f32, 2.], &[2])?);
     /// let (tx, rx) = mpsc::channel();

@@ -113,7 +113,7 @@ impl CompileOptions {
     ///
     /// ```
     /// use pjrt_client::{CompileOptions, ElementType, ExecuteOptions, MemoryLayout, Program, ShapeWithLayout};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let program = Program::mlir_text(r#"
     ///   func.func @main(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {

@@ -47,7 +47,7 @@ impl LoadedExecutable {
     ///
     /// ```
     /// # use pjrt_client::{CompileOptions, ExecuteOptions, Program};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// # let program = Program::mlir_text(r#"
     /// #   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
@@ -72,7 +72,7 @@ impl LoadedExecutable {
     ///
     /// ```
     /// use pjrt_client::{CompileOptions, ExecuteOptions, Program};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// // The parameter may be reused for the result (what `jax.jit(f, donate_argnums=0)` writes).
     /// let program = Program::mlir_text(r#"
@@ -98,7 +98,7 @@ impl LoadedExecutable {
     ///
     /// ```
     /// use pjrt_client::{CompileOptions, ExecuteOptions, HostSource, Program, UploadOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new().cpu_device_count(2))?;
     /// let program = Program::mlir_text(r#"
     ///   func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
@@ -182,7 +182,7 @@ impl LoadedExecutable {
     /// ```
     /// # use pjrt_client::{CompileOptions, ExecuteOptions, Program};
     /// use futures::executor::block_on;
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// # let program = Program::mlir_text(r#"
     /// #   func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
@@ -425,7 +425,7 @@ impl LoadedExecutable {
     ///
     /// ```
     /// use pjrt_client::{Buffer, Client, ClientOptions, CompileOptions, ExecuteOptions, HostSource, Program, UploadOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
     /// // Two replicas: each device sums its own argument with every other device's (a psum).
     /// let program = Program::mlir_text(r#"
@@ -474,7 +474,7 @@ impl LoadedExecutable {
     ///
     /// ```
     /// use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, HostSource, Program, UploadOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let client = Client::new(&plugin, &ClientOptions::new().cpu_device_count(2))?;
     /// let program = Program::mlir_text(r#"
     ///   func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {

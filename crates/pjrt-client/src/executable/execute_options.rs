@@ -210,7 +210,7 @@ impl ExecuteOptions {
     ///
     /// ```
     /// use pjrt_client::{CompileOptions, ExecuteOptions, HostSource, Program, UploadOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new().cpu_device_count(2))?;
     /// let program = Program::mlir_text(r#"
     ///   func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {
@@ -287,7 +287,7 @@ impl ExecuteOptions {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
-    /// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = Client::new(&plugin, &ClientOptions::new())?;
     /// # let program = Program::mlir_text("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> { return %x : tensor<2xf32> }")?;
     /// let exe = client.compile(&program, &CompileOptions::new())?;
@@ -309,7 +309,7 @@ impl ExecuteOptions {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
-    /// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = Client::new(&plugin, &ClientOptions::new())?;
     /// # let program = Program::mlir_text("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> { return %x : tensor<2xf32> }")?;
     /// # let exe = client.compile(&program, &CompileOptions::new())?;

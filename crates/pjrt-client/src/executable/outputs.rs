@@ -27,7 +27,7 @@ const INLINE_OUTPUTS: usize = 1;
 ///
 /// ```
 /// # use pjrt_client::{Buffer, CompileOptions, ExecuteOptions, Program};
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let program = Program::mlir_text(r#"
 ///   func.func @main(%a: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>) {

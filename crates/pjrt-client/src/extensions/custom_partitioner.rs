@@ -12,7 +12,7 @@ impl<'p> CustomPartitionerExtension<'p> {
     ///
     /// ```
     /// # fn main() -> pjrt_client::Result<()> {
-    /// let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// match plugin.custom_partitioner_extension() {
     ///     Some(ext) => ext.register_batch_partitionable("my_custom_call")?,
     ///     // The CPU plugins have no CustomPartitioner extension.
@@ -39,7 +39,7 @@ impl<'p> CustomPartitionerExtension<'p> {
     ///
     /// ```
     /// # fn main() -> pjrt_client::Result<()> {
-    /// let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// // The CPU plugins have no CustomPartitioner extension; a GPU or TPU plugin may.
     /// if let Some(ext) = plugin.custom_partitioner_extension() {
     ///     let callbacks: *mut pjrt_client::sys::JAX_CustomCallPartitioner_Callbacks = std::ptr::null_mut();

@@ -19,7 +19,7 @@ use crate::sys::{self, Args};
 ///
 /// ```
 /// use pjrt_client::extensions::UserDataType;
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// let ffi = plugin.ffi_extension().expect("the CPU plugins have the FFI extension");
 /// let scale: UserDataType<f64> = ffi.register_user_data_type("user_data_type_example::Scale")?;
 /// let copy = scale; // Copy: one registration serves every context
@@ -88,7 +88,7 @@ impl<'p> FfiExtension<'p> {
     /// expect a `T` (make `T` `#[repr(C)]` for a handler written in C or C++).
     ///
     /// ```
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let ffi = plugin.ffi_extension().expect("the CPU plugins have the FFI extension");
     /// let settings = ffi.register_user_data_type::<[f32; 2]>("my_crate::Settings")?;
     /// assert!(settings.id() > 0);
@@ -151,7 +151,7 @@ impl<'p> FfiExtension<'p> {
     /// use std::sync::atomic::{AtomicUsize, Ordering};
     /// use std::sync::Arc;
     /// use pjrt_client::ExecuteContext;
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// struct Counter(Arc<AtomicUsize>);
     /// impl Drop for Counter {
     ///     fn drop(&mut self) { self.0.fetch_add(1, Ordering::SeqCst); }

@@ -30,7 +30,7 @@
 //! ```
 //! # fn main() -> pjrt_client::Result<()> {
 //! use pjrt_client::{Client, ClientOptions, ElementType, Plugin};
-//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! for info in plugin.extensions() {
 //!     println!("{} ({} bytes)", info.kind, info.struct_size);
 //! }
@@ -515,7 +515,7 @@ impl Plugin {
     /// The CustomPartitioner extension (on neither CPU plugin).
     ///
     /// ```
-    /// let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// assert!(plugin.custom_partitioner_extension().is_none(), "the CPU plugins have none");
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```

@@ -5,7 +5,7 @@
 //!
 //! ```
 //! use pjrt_client::extensions::profiler::{ProfilerSession, XSpace};
-//! # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! match plugin.profiler_extension() {
 //!     Some(_) => {
 //!         let session = ProfilerSession::start(&plugin)?;

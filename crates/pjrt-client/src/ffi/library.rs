@@ -148,7 +148,7 @@ macro_rules! export_ffi_handlers {
 /// ```no_run
 /// use pjrt_client::ffi::FfiLibrary;
 /// use pjrt_client::{Client, ClientOptions, Plugin};
-/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// let client = Client::new(&plugin, &ClientOptions::new())?;
 /// // Built with `cargo build -p pjrt-ffi-example-handlers` (examples/ffi-handlers).
 /// // SAFETY: a library made with `export_ffi_handlers!`, trusted to run here.

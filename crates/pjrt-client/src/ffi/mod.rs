@@ -17,7 +17,7 @@
 //! use pjrt_client::ffi::{self, Call, FfiError, Handler, Rank, Signature};
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
 //! # fn main() -> pjrt_client::Result<()> {
-//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
 //!
 //! // y = x * scale + offset, on f32 vectors.
@@ -1160,7 +1160,7 @@ pub fn probe_program(target: &str) -> Result<Program> {
 /// ```
 /// use pjrt_client::ffi::{self, Call, Handler, Signature};
 /// use pjrt_client::{Client, ClientOptions, CompileOptions, Plugin};
-/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// let client = Client::new(&plugin, &ClientOptions::new())?;
 /// let probe = ffi::probe_program("doc_register_example")?;
 /// assert!(client.compile(&probe, &CompileOptions::new()).is_err()); // no handler yet
@@ -1177,7 +1177,7 @@ pub fn register(client: &Client, target: &str, handler: &Handler) -> Result<()> 
 /// ```
 /// use pjrt_client::ffi::{self, Call, Handler, Signature};
 /// use pjrt_client::{Client, ClientOptions, Plugin};
-/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// let client = Client::new(&plugin, &ClientOptions::new())?;
 /// let noop = Handler::new("noop", Signature::new(), |_: &Call| Ok(()));
 /// ffi::register_for_platform(&client, "doc_platform_example", "Host", &noop)?;
@@ -1196,7 +1196,7 @@ pub fn register_for_platform(client: &Client, target: &str, platform: &str, hand
 /// ```
 /// use pjrt_client::ffi::{self, Call, Handler, Signature};
 /// use pjrt_client::{Client, ClientOptions, CompileOptions, Plugin};
-/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// let client = Client::new(&plugin, &ClientOptions::new())?;
 /// let noop = Handler::new("noop", Signature::new(), |_: &Call| Ok(()));
 /// ffi::register(&client, "doc_builtin_example", &noop)?;

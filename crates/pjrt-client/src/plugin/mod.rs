@@ -185,7 +185,7 @@ impl Plugin {
     ///
     /// # fn main() -> pjrt_client::Result<()> {
     /// // Any table will do; here, the one of a plugin loaded from its file.
-    /// let loaded = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// let loaded = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// // SAFETY: the table belongs to a library that is never unloaded, and `Plugin::load`
     /// // initialised it.
     /// let plugin = unsafe { Plugin::from_table(loaded.raw_api(), TableInit::AlreadyInitialized) }?;
@@ -235,7 +235,7 @@ impl Plugin {
     ///
     /// ```
     /// use pjrt_client::{Plugin, PluginSource};
-    /// let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// assert_eq!(plugin.source(), PluginSource::Library(plugin.path()));
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
@@ -304,7 +304,7 @@ impl Plugin {
     /// that does not say, or says one older than any the writer writes (feature `stablehlo`).
     ///
     /// ```
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let version = plugin.portable_target().unwrap();
     /// assert!(version >= pjrt_stablehlo::MINIMUM_VERSION && version <= pjrt_stablehlo::CURRENT_VERSION);
     /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -263,7 +263,7 @@ impl Topology {
     ///
     /// ```
     /// # use pjrt_client::{Client, ClientOptions};
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// let client = Client::new(&plugin, &ClientOptions::new())?;
     /// assert_eq!(client.topology()?.cuda_data_dir(), None); // a CPU client's topology
     /// # Ok::<(), pjrt_client::Error>(())

@@ -29,7 +29,7 @@ struct Params {
 /// ```
 /// use pjrt_formats::jax_export::{JaxExport, Runner};
 /// use pjrt_formats::npy::NpyArray;
-/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/symbolic_batch/model.jaxexport");
 /// let runner = Runner::new(JaxExport::read(path)?, &client); // sum(x * 2, axis=0), x: f32[b, 4]
@@ -86,7 +86,7 @@ impl Runner {
     /// use pjrt_formats::jax_export::{JaxExport, Runner};
     /// use pjrt_formats::npy::NpyArray;
     /// use pjrt_formats::safetensors::SafeTensors;
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/weights/mixed");
     /// // f(params, x), params a nested dict of f32, i32 and bf16 weights, saved by Python's
@@ -125,7 +125,7 @@ impl Runner {
     /// a device assignment that puts a one-device model on another device than the first, say.
     ///
     /// ```
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new().cpu_device_count(2))?;
     /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/symbolic_batch/model.jaxexport");
     /// use pjrt_client::DeviceAssignment;
@@ -146,7 +146,7 @@ impl Runner {
     /// Keeps up to `capacity` executables (at least one).
     ///
     /// ```
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/symbolic_batch/model.jaxexport");
     /// let runner = pjrt_formats::jax_export::Runner::new(pjrt_formats::jax_export::JaxExport::read(path).unwrap(), &client)
@@ -163,7 +163,7 @@ impl Runner {
     /// program, options and plugin) is loaded instead of compiled.
     ///
     /// ```
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// # let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/jax_export/jax-0.10.2/symbolic_batch/model.jaxexport");
     /// use pjrt_formats::compile_cache::CompileCache;

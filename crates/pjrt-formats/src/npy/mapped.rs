@@ -77,7 +77,7 @@ impl MappedNpy {
     /// use pjrt_formats::npy::{MappedNpy, NpyArray};
     /// use pjrt_formats::ClientExt;
     /// use pjrt_client::Placement;
-    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
     /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
     /// let path = std::env::temp_dir().join(format!("npy-mapped-doc-{}.npy", std::process::id()));
     /// NpyArray::from_elements(vec![3], &[1f32, 2., 3.])?.write(&path)?;

@@ -43,7 +43,7 @@
 //! assert_eq!((back.dtype, &back.dims[..]), (Dtype::F32, &[2i64, 2][..]));
 //! assert_eq!(back, x);
 //!
-//! # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
 //! let buffer = client.upload_npy(&back, None, Placement::Default)?;
 //! assert_eq!(buffer.dimensions()?, [2, 2]);

@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use pjrt_client::{Client, ClientOptions, CompileOptions, ExecuteOptions, Plugin, Program};
-//! # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+//! # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 //! // The one line: scipy's OpenBLAS, installed into the plugin cache on first need.
 //! pjrt_lapack::register(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
 //! let client = Client::new(&plugin, &ClientOptions::new())?;
@@ -154,7 +154,7 @@ pub fn set_library(path: impl AsRef<Path>) -> bool {
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use pjrt_client::{Client, ClientOptions, CompileOptions, Plugin, Program};
-/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// pjrt_lapack::register(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
 /// let client = Client::new(&plugin, &ClientOptions::new())?;
 /// let program = Program::mlir_text(r#"
@@ -325,7 +325,7 @@ impl BuiltinProvider for Provider {
 /// ```
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use pjrt_client::{Client, ClientOptions, Plugin};
-/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.path)?;
+/// # let plugin = Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
 /// let provider = pjrt_lapack::provider(|| pjrt_plugins::install_verified(&pjrt_plugins::OPENBLAS, |_| ()));
 /// let client = Client::new(&plugin, &ClientOptions::new().builtin_provider(provider))?;
 /// # Ok(()) }

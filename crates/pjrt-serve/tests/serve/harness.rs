@@ -17,7 +17,7 @@ pub fn client() -> Client {
         .get_or_init(|| {
             let found =
                 pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}")).expect("the default CPU plugin");
-            let plugin = Plugin::load(found.path).expect("the plugin loads");
+            let plugin = Plugin::load(found.load_path()).expect("the plugin loads");
             Client::new(&plugin, &ClientOptions::new()).expect("a CPU client")
         })
         .clone()

@@ -12,7 +12,7 @@ use crate::harness::{data, npy, Running};
 
 fn two_device_client() -> Client {
     let found = pjrt_plugins::resolve_or_install(None, |line| eprintln!("{line}")).unwrap();
-    let plugin = Plugin::load(found.path).unwrap();
+    let plugin = Plugin::load(found.load_path()).unwrap();
     Client::new(&plugin, &ClientOptions::new().cpu_device_count(2)).unwrap()
 }
 
