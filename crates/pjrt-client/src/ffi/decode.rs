@@ -10,7 +10,8 @@ use std::mem::{align_of, size_of, MaybeUninit};
 use crate::sys::xla_ffi as x;
 use crate::sys::Args as _;
 
-use super::{AttrSpec, BufferSpec, DataType, Signature};
+use super::signature::{AttrSpec, BufferSpec, Signature};
+use super::types::DataType;
 
 /// The most operands, results or attributes a frame may claim.
 pub const MAX_COUNT: i64 = 1 << 16;

@@ -14,6 +14,7 @@ use std::ptr::{null, null_mut};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::error::ErrorCode;
 use crate::sys::xla_ffi as x;
 use crate::sys::Args as _;
 

@@ -16,7 +16,9 @@ use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::sys::xla_ffi as x;
 
-use super::{register_entry, trampoline, xla_platform, Handler, Identity};
+use super::handler::Handler;
+use super::register::{register_entry, xla_platform, Identity};
+use super::trampoline;
 
 /// The symbol a handler library exports.
 pub const SYMBOL: &str = "pjrt_ffi_library";

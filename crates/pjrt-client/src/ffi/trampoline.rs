@@ -10,7 +10,9 @@ use std::sync::{Arc, OnceLock};
 use crate::sys::xla_ffi as x;
 use crate::sys::Args as _;
 
-use super::{decode, FfiError, HandlerInner, Outcome};
+use super::call::FfiError;
+use super::decode;
+use super::handler::{Handler, HandlerInner, Outcome};
 
 /// The most handlers one process can register through `pjrt_client::ffi`.
 pub const MAX_HANDLERS: usize = 128;
@@ -31,6 +33,25 @@ pub(crate) fn claim(handler: Arc<HandlerInner>) -> Option<x::XLA_FFI_Handler> {
     }
     SLOTS[index].set(Slot { handler }).ok()?;
     Some(ENTRIES[index])
+}
+
+impl Handler {
+    /// A C entry point (`XLA_FFI_Handler`) for this handler, for registering it by other means
+    /// than [`register`](super::register) (another runtime's registry, a test that builds frames). Each call
+    /// claims one of the process's [`MAX_HANDLERS`] entry points, for good; `None` when none is
+    /// left.
+    ///
+    /// ```
+    /// use pjrt_client::ffi::{Call, Handler, Signature};
+    /// let handler = Handler::new("t", Signature::new(), |_: &Call| Ok(()));
+    /// let entry = handler.entry_point().expect("a free entry point");
+    /// // SAFETY: NULL is a frame the entry point accepts (it refuses it; with no API to report
+    /// // through, it returns no error object).
+    /// assert!(unsafe { entry(std::ptr::null_mut()) }.is_null());
+    /// ```
+    pub fn entry_point(&self) -> Option<x::XLA_FFI_Handler> {
+        claim(self.inner.clone())
+    }
 }
 
 unsafe extern "C" fn entry<const I: usize>(frame: *mut x::XLA_FFI_CallFrame) -> *mut x::XLA_FFI_Error {
