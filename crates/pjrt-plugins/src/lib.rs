@@ -46,32 +46,40 @@
 //! - `tracing` (default): `tracing` spans around finding and installing plugins.
 //!
 //! # Files
-//! `locate.rs` finds, verifies and installs; `trust.rs` decides which folders are trusted;
+//! `catalog.rs` lists the known plugins; `resolve.rs` finds plugins; `verify.rs` checks files
+//! against their pins; `install.rs` installs; `trust.rs` decides which folders are trusted;
 //! `python_sites.rs` asks (and remembers) python's site-packages; `pypi.rs` and `wheel.rs`
 //! download and unpack wheels (the `install` feature).
 
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod catalog;
 mod error;
-mod locate;
+mod install;
 #[cfg(feature = "install")]
 mod pypi;
 mod python_sites;
+mod resolve;
 mod trace;
 mod trust;
 mod verified;
+mod verify;
 #[cfg(feature = "install")]
 mod wheel;
 
-pub use error::{Error, Result};
-pub use locate::{
-    cached_path, cuda_data_dir, default_plugin, find_all, install, install_verified, install_with_pip, known_package,
-    known_plugin, plugins_in_site_packages, python_site_packages, remembered_sha256, resolve, resolve_or_install,
-    sha256_file, verified_cached, verify_if_cached, FoundPlugin, KnownPlugin, KnownTool, Source, KNOWN_PLUGINS,
+pub use catalog::{
+    cached_path, cuda_data_dir, default_plugin, known_package, known_plugin, KnownPlugin, KnownTool, KNOWN_PLUGINS,
     OPENBLAS,
 };
+pub use error::{Error, Result};
+pub use install::{install, install_verified, install_with_pip};
 #[cfg(feature = "install")]
-pub use locate::{install_from, wheel_sources_from_env, WheelSource, PYPI_SIMPLE_INDEX};
+pub use install::{install_from, wheel_sources_from_env, WheelSource, PYPI_SIMPLE_INDEX};
+pub use resolve::{
+    find_all, plugins_in_site_packages, python_site_packages, resolve, resolve_or_install, verify_if_cached,
+    FoundPlugin, Source,
+};
 pub use trust::{cache_dir, check_trusted_dir, check_trusted_file, create_trusted_dir, user_cache_dir};
 pub use verified::VerifiedLibrary;
+pub use verify::{remembered_sha256, sha256_file, verified_cached};
