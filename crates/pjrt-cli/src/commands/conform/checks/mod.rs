@@ -2,9 +2,8 @@
 //! what they share: the programs they compile (fixtures kept inside the crate) and the wait bound.
 
 mod buffer;
-mod buffer_ext;
+mod buffer_memory;
 mod client;
-mod client_ext;
 mod compile;
 mod compile_options;
 mod device;
@@ -15,15 +14,16 @@ mod extensions;
 mod gpu_target;
 mod kv_store;
 mod layouts;
+mod newer_api;
 mod plugin_table;
 mod topology;
 mod transfer_manager;
 
 pub(crate) use self::{
-    buffer::buffer_checks, buffer_ext::buffer_ext_checks, client::client_checks, client_ext::client_ext_checks,
-    compile::compile_checks, device::device_checks, executable_metadata::executable_metadata_checks,
-    execute::execute_checks, extensions::extension_checks, gpu_target::gpu_target_checks, kv_store::kv_store_checks,
-    topology::topology_checks, transfer_manager::transfer_manager_checks,
+    buffer::buffer_checks, buffer_memory::buffer_ext_checks, client::client_checks, compile::compile_checks,
+    device::device_checks, executable_metadata::executable_metadata_checks, execute::execute_checks,
+    extensions::extension_checks, gpu_target::gpu_target_checks, kv_store::kv_store_checks,
+    newer_api::client_ext_checks, topology::topology_checks, transfer_manager::transfer_manager_checks,
 };
 pub(crate) use self::{
     compile_options::checks as compile_options_checks, execute_options::checks as execute_options_checks,
