@@ -20,9 +20,9 @@ use crate::cli::{ConformArgs, PluginArg};
 use crate::out::outln;
 use crate::plugins::{plugin_is_cuda, resolve_plugin};
 use checks::{
-    buffer_checks, buffer_ext_checks, client_checks, client_ext_checks, compile_checks, compile_options_checks,
-    device_checks, executable_metadata_checks, execute_checks, execute_options_checks, extension_checks,
-    gpu_target_checks, kv_store_checks, layouts_checks, plugin_table_checks, topology_checks, transfer_manager_checks,
+    buffer_checks, buffer_memory_checks, client_checks, compile_checks, compile_options_checks, device_checks,
+    executable_metadata_checks, execute_checks, execute_options_checks, extension_checks, gpu_target_checks,
+    kv_store_checks, layouts_checks, newer_api_checks, plugin_table_checks, topology_checks, transfer_manager_checks,
 };
 pub use report::{diff, diff_json, print_text, read_report, report_json, Problem, Report, Status};
 
@@ -79,9 +79,9 @@ pub fn run_checks(plugin: &Plugin) -> (Json, Report) {
     topology_checks(&mut r, &client);
     extension_checks(&mut r, &client);
     executable_metadata_checks(&mut r, &client);
-    buffer_ext_checks(&mut r, &client);
+    buffer_memory_checks(&mut r, &client);
     transfer_manager_checks(&mut r, &client);
-    client_ext_checks(&mut r, &client);
+    newer_api_checks(&mut r, &client);
     kv_store_checks(&mut r, plugin, &options);
     layouts_checks(&mut r, &client);
     execute_options_checks(&mut r, &client);

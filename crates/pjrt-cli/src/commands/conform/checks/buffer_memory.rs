@@ -1,6 +1,7 @@
-//! `buffer.*` beyond the basics: placement and dimension queries, layouts, pointers and external
-//! references, raw copies, views of host memory, uninitialized and error buffers, aliases,
-//! bitcasts, donation, copies to another client or memory kind.
+//! `buffer.*` of a buffer's memory, beyond the round trips of `buffer.rs`: placement and
+//! dimension queries, layouts, pointers and external references, raw copies, views of host
+//! memory, uninitialized and error buffers, aliases, bitcasts, donation, copies to another client
+//! or memory kind.
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use pjrt_client::{
 use super::{f32s, WAIT};
 use crate::commands::conform::report::{expect, Problem, Report};
 
-pub(crate) fn buffer_ext_checks(r: &mut Report, client: &Client) {
+pub(crate) fn buffer_memory_checks(r: &mut Report, client: &Client) {
     let make = || client.upload(&[1f32, 2., 3., 4.], &[4]);
     r.check("buffer.is_on_cpu", || Ok(make()?.is_on_cpu()?.to_string()));
     r.check("buffer.dynamic_and_unpadded_dimensions", || {

@@ -1,6 +1,7 @@
-//! The newer client, event, device and topology queries: DMA maps, global process info, user
-//! events, error payloads, memories by kind, device description details, canonical shapes, a
-//! topology's default layouts.
+//! The client, event, error, device and topology functions of later C API versions, across
+//! groups: DMA maps (0.67), global process info (0.73), user events (0.89), error payloads (0.99),
+//! memories by kind, device description details, canonical shapes (0.109), a topology's default
+//! layouts.
 
 use pjrt_client::{
     AlignedHostBuffer, Client, ElementType, Error, ErrorCode, ProcessInfo, ProcessState, Topology, UserEvent,
@@ -9,7 +10,7 @@ use pjrt_client::{
 use super::WAIT;
 use crate::commands::conform::report::{expect, Outcome, Problem, Report};
 
-pub(crate) fn client_ext_checks(r: &mut Report, client: &Client) {
+pub(crate) fn newer_api_checks(r: &mut Report, client: &Client) {
     r.check("client.dma_map", || {
         let mapping = client.dma_map(AlignedHostBuffer::zeroed(4096)?)?;
         mapping.unmap()?;
