@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::error::ServeError;
 use crate::model::{select_outputs, BatchKeyPart, ServedModel};
 use crate::protocol::{OutputTensor, RequestedOutput};
-use crate::Shared;
+use crate::state::Shared;
 
 /// A request waiting to be batched.
 pub(crate) struct Pending {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::error::ServeError;
 use crate::model::ServedModel;
 use crate::shapes::Signature;
-use crate::Shared;
+use crate::state::Shared;
 
 /// Makes sure an executable is compiled for `signature` before the request takes a device
 /// slot: one compiled at load or for an earlier request, else compiled now (off the async

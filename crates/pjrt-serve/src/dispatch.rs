@@ -13,7 +13,7 @@ use crate::budget::Reservation;
 use crate::error::ServeError;
 use crate::model::ServedModel;
 use crate::protocol::{InferRequest, InputHeader, OutputTensor};
-use crate::Shared;
+use crate::state::Shared;
 
 /// A model found, its queue and its batcher (for a batched model).
 pub(crate) struct Found {

@@ -15,10 +15,11 @@ use axum::Router;
 use serde_json::{json, Value};
 
 use crate::budget::{self, Budgeted, Held, Once};
+use crate::dispatch;
 use crate::error::ServeError;
 use crate::model::TensorSpec;
 use crate::protocol::{decode_checked, encode_infer_response, error_body};
-use crate::{dispatch, Shared};
+use crate::state::Shared;
 
 type AppState = State<Arc<Shared>>;
 
@@ -302,14 +303,14 @@ pub(crate) async fn load_from_repository(shared: Arc<Shared>, name: String) -> R
     if name.is_empty() || name.contains(['/', '\\', '\0']) || name.starts_with('.') {
         return Err(ServeError::BadRequest(format!("{name:?} is not a model folder's name")));
     }
-    let server = crate::Server { shared: shared.clone() };
+    let server = crate::server::Server { shared: shared.clone() };
     let loading = name.clone();
     let loaded = tokio::task::spawn_blocking(move || {
         let folder = root.join(&loading);
         if !is_model_folder(&folder) {
             return Ok(Err(format!("{} is not a model folder (no config.json or .jaxexport file)", folder.display())));
         }
-        let config = crate::ModelConfig::from_folder(&folder)?;
+        let config = crate::config::ModelConfig::from_folder(&folder)?;
         server.load(config).map(Ok)
     })
     .await;
@@ -337,7 +338,7 @@ async fn repository_unload(State(shared): AppState, Path(name): Path<String>) ->
 /// Stops serving model `name`, with model control.
 pub(crate) fn unload(shared: Arc<Shared>, name: &str) -> Result<(), ServeError> {
     check_model_control(&shared)?;
-    if (crate::Server { shared }).unload(name) {
+    if (crate::server::Server { shared }).unload(name) {
         Ok(())
     } else {
         Err(ServeError::NotFound(format!("no model {name:?} is loaded")))

@@ -1,0 +1,17 @@
+//! The Open Inference Protocol over gRPC, as Triton's `inference.GRPCInferenceService` (the
+//! service and field numbers `tritonclient.grpc` speaks): server live/ready/metadata, model
+//! ready/metadata, infer, and the repository index, load and unload. Its other calls (streaming
+//! inference, model config and statistics, shared memory, trace, log settings) answer
+//! UNIMPLEMENTED.
+//!
+//! The messages are declared here with prost's derive, from the service's published
+//! definition: no code generation, no `.proto` file in the tree.
+
+pub mod messages;
+mod service;
+mod wire;
+
+pub(crate) use service::GrpcService;
+
+#[cfg(test)]
+mod tests;
