@@ -9,27 +9,12 @@ use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use pjrt_client::HostArray;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use crate::error::ServeError;
 use crate::model::{select_outputs, BatchKeyPart, ServedModel};
-use crate::protocol::{OutputTensor, RequestedOutput};
-use crate::state::Shared;
-
-/// A request waiting to be batched.
-pub(crate) struct Pending {
-    /// The inputs, in the model's order.
-    pub inputs: Vec<HostArray>,
-    /// Their first dimension.
-    pub rows: usize,
-    /// Requests batch together only where these agree.
-    pub key: Vec<BatchKeyPart>,
-    pub wanted: Vec<RequestedOutput>,
-    pub binary_default: bool,
-    pub reply: oneshot::Sender<Result<Vec<OutputTensor>, ServeError>>,
-    pub arrived: Instant,
-    pub enqueued: Instant,
-}
+use crate::protocol::OutputTensor;
+use crate::state::{Pending, Shared};
 
 /// Starts the batcher of `model`: the sender requests go to. The thread ends when every sender
 /// is gone (the model unloaded or replaced, its last requests answered) or the server is.

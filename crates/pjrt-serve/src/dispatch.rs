@@ -7,13 +7,11 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
-use crate::batching::Pending;
 use crate::budget::Reservation;
-
 use crate::error::ServeError;
 use crate::model::ServedModel;
 use crate::protocol::{InferRequest, InputHeader, OutputTensor};
-use crate::state::Shared;
+use crate::state::{Pending, Shared};
 
 /// A model found, its queue and its batcher (for a batched model).
 pub(crate) struct Found {

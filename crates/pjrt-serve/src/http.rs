@@ -15,11 +15,11 @@ use axum::Router;
 use serde_json::{json, Value};
 
 use crate::budget::{self, Budgeted, Held, Once};
-use crate::dispatch;
 use crate::error::ServeError;
 use crate::model::TensorSpec;
 use crate::protocol::{decode_checked, encode_infer_response, error_body};
 use crate::state::Shared;
+use crate::{auth, dispatch, repository};
 
 type AppState = State<Arc<Shared>>;
 
@@ -82,7 +82,7 @@ async fn guard(State(shared): AppState, request: Request, next: Next) -> Respons
     let open = shared.options.open_health_and_metrics
         && request.method() == axum::http::Method::GET
         && matches!(request.uri().path(), "/v2/health/live" | "/v2/health/ready" | "/metrics");
-    if !open && !authorized(&shared, request.headers().get(header::AUTHORIZATION)) {
+    if !open && !auth::authorized(&shared.options, request.headers().get(header::AUTHORIZATION)) {
         return unread(request.headers(), error_response(&ServeError::Unauthorized));
     }
     let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
@@ -123,24 +123,6 @@ pub(crate) fn unread(request: &HeaderMap, mut response: Response) -> Response {
         response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
     }
     response
-}
-
-/// Whether a request with this `Authorization` header may pass: any, when the server has no
-/// token; else `Bearer TOKEN` with the server's token, the scheme in any case (RFC 9110's
-/// auth-scheme is case-insensitive), HTTP and gRPC alike.
-pub(crate) fn authorized(shared: &Shared, authorization: Option<&HeaderValue>) -> bool {
-    let Some(token) = &shared.options.token else { return true };
-    authorization
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .is_some_and(|(_, t)| constant_time_eq(t.trim_start_matches(' ').as_bytes(), token.as_bytes()))
-}
-
-/// Compares without returning early on the first differing byte (the time says nothing of
-/// how much of a guessed token was right).
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 async fn server_metadata() -> Response {
@@ -256,92 +238,24 @@ async fn run_infer(
 }
 
 async fn repository_index(State(shared): AppState) -> Response {
-    let mut index = Vec::new();
-    for entry in shared.models.read().unwrap_or_else(|e| e.into_inner()).values() {
-        index.push(json!({ "name": entry.model.name(), "version": entry.model.version(), "state": "READY" }));
-    }
-    for (name, reason) in shared.failed.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        index.push(json!({ "name": name, "state": "UNAVAILABLE", "reason": reason }));
-    }
-    json_response(Value::Array(index))
+    let index = repository::index(&shared, false).into_iter().map(|m| match m.reason {
+        None => json!({ "name": m.name, "version": m.version, "state": "READY" }),
+        Some(reason) => json!({ "name": m.name, "state": "UNAVAILABLE", "reason": reason }),
+    });
+    json_response(Value::Array(index.collect()))
 }
 
 async fn repository_load(State(shared): AppState, Path(name): Path<String>) -> Response {
-    match load_from_repository(shared, name).await {
+    match repository::load_by_name(shared, name).await {
         Ok(()) => respond(200, "application/json", b"{}".to_vec()),
         Err(e) => error_response(&e),
-    }
-}
-
-/// The load and unload calls need model control.
-pub(crate) fn check_model_control(shared: &Shared) -> Result<(), ServeError> {
-    if shared.options.model_control {
-        return Ok(());
-    }
-    Err(ServeError::Forbidden(
-        "model control is off: start the server with --model-control explicit to load and unload models".into(),
-    ))
-}
-
-/// Whether `folder` looks like a model's: a folder with a `config.json` or a `.jaxexport` file.
-fn is_model_folder(folder: &std::path::Path) -> bool {
-    folder.join("config.json").is_file()
-        || std::fs::read_dir(folder)
-            .is_ok_and(|entries| entries.flatten().any(|e| e.path().extension().is_some_and(|x| x == "jaxexport")))
-}
-
-/// Loads (or reloads) model folder `name` of the server's repository, off the async runtime.
-/// What the client is told has no server paths, and a name that is not a model folder (none
-/// there, a file, a folder of something else) is answered alike: the log has the whole error.
-pub(crate) async fn load_from_repository(shared: Arc<Shared>, name: String) -> Result<(), ServeError> {
-    check_model_control(&shared)?;
-    let Some(root) = shared.options.repository.clone() else {
-        return Err(ServeError::BadRequest(
-            "the server has no model repository to load from (start it with one)".into(),
-        ));
-    };
-    if name.is_empty() || name.contains(['/', '\\', '\0']) || name.starts_with('.') {
-        return Err(ServeError::BadRequest(format!("{name:?} is not a model folder's name")));
-    }
-    let server = crate::server::Server { shared: shared.clone() };
-    let loading = name.clone();
-    let loaded = tokio::task::spawn_blocking(move || {
-        let folder = root.join(&loading);
-        if !is_model_folder(&folder) {
-            return Ok(Err(format!("{} is not a model folder (no config.json or .jaxexport file)", folder.display())));
-        }
-        let config = crate::config::ModelConfig::from_folder(&folder)?;
-        server.load(config).map(Ok)
-    })
-    .await;
-    match loaded {
-        Ok(Ok(Ok(()))) => Ok(()),
-        Ok(Ok(Err(why))) => {
-            shared.options.log(&format!("load {name:?}: {why}"));
-            Err(ServeError::NotFound(format!("no model {name:?} in the repository")))
-        }
-        Ok(Err(e)) => {
-            shared.options.log(&format!("load {name:?}: {e}"));
-            Err(ServeError::BadRequest(crate::error::without_paths(&e.to_string())))
-        }
-        Err(e) => Err(ServeError::Internal(format!("the load task failed: {e}"))),
     }
 }
 
 async fn repository_unload(State(shared): AppState, Path(name): Path<String>) -> Response {
-    match unload(shared, &name) {
+    match repository::unload_by_name(&shared, &name) {
         Ok(()) => respond(200, "application/json", b"{}".to_vec()),
         Err(e) => error_response(&e),
-    }
-}
-
-/// Stops serving model `name`, with model control.
-pub(crate) fn unload(shared: Arc<Shared>, name: &str) -> Result<(), ServeError> {
-    check_model_control(&shared)?;
-    if (crate::server::Server { shared }).unload(name) {
-        Ok(())
-    } else {
-        Err(ServeError::NotFound(format!("no model {name:?} is loaded")))
     }
 }
 

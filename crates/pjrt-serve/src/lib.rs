@@ -52,26 +52,28 @@
 //! # Ok(()) }
 //! ```
 
-mod batching;
-mod budget;
-mod compile;
-pub mod config;
-mod datatype;
-mod devices;
-mod dispatch;
 mod error;
-pub mod grpc;
-mod http;
-mod listen;
-pub mod metrics;
-mod model;
-mod options;
+mod datatype;
 pub mod protocol;
-mod server;
+pub mod config;
 mod shapes;
-mod state;
+mod model;
 #[cfg(feature = "tls")]
 mod tls;
+mod options;
+mod budget;
+mod devices;
+pub mod metrics;
+mod state;
+mod auth;
+mod compile;
+mod batching;
+mod dispatch;
+mod repository;
+mod listen;
+mod http;
+pub mod grpc;
+mod server;
 
 pub use config::ModelConfig;
 pub use datatype::Datatype;

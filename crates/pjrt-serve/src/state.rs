@@ -3,13 +3,18 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
 
-use pjrt_client::Client;
-use tokio::sync::Semaphore;
+use pjrt_client::{Client, HostArray};
+use tokio::sync::{mpsc, oneshot, Semaphore};
 
-use crate::model::ServedModel;
+use crate::budget::Budget;
+use crate::devices::DevicePool;
+use crate::error::ServeError;
+use crate::metrics::Metrics;
+use crate::model::{BatchKeyPart, ServedModel};
 use crate::options::ServerOptions;
-use crate::{batching, budget, devices, metrics};
+use crate::protocol::{OutputTensor, RequestedOutput};
 
 /// A loaded model and its queue.
 pub(crate) struct Entry {
@@ -17,7 +22,7 @@ pub(crate) struct Entry {
     /// Permits for the requests waiting or running: `max_queue` of them.
     pub queue: Arc<Semaphore>,
     /// The batcher requests go to, for a batched model.
-    pub batcher: Option<tokio::sync::mpsc::Sender<batching::Pending>>,
+    pub batcher: Option<mpsc::Sender<Pending>>,
 }
 
 pub(crate) struct Shared {
@@ -28,12 +33,47 @@ pub(crate) struct Shared {
     pub failed: Mutex<BTreeMap<String, String>>,
     /// The execution slots of the devices ([`ServerOptions::concurrent_executions`] over
     /// [`ServerOptions::replicas`]).
-    pub devices: Arc<devices::DevicePool>,
-    pub metrics: metrics::Metrics,
+    pub devices: Arc<DevicePool>,
+    pub metrics: Metrics,
     /// Places for connections ([`ServerOptions::max_connections`]), shared by both ports.
     pub connections: Arc<Semaphore>,
     /// The bytes of requests in flight ([`ServerOptions::max_inflight_bytes`]).
-    pub budget: budget::Budget,
+    pub budget: Budget,
     /// Compiles for requests' shapes run one at a time.
     pub compiling: Semaphore,
+}
+
+impl Shared {
+    /// The state of a server of no models yet on `client`.
+    pub fn new(client: Client, options: ServerOptions) -> Shared {
+        let devices = DevicePool::new(options.replicas, options.concurrent_executions);
+        let connections = Arc::new(Semaphore::new(options.max_connections.clamp(1, Semaphore::MAX_PERMITS)));
+        Shared {
+            client,
+            connections,
+            budget: Budget::new(options.max_inflight_bytes),
+            compiling: Semaphore::new(1),
+            options,
+            models: RwLock::new(BTreeMap::new()),
+            failed: Mutex::new(BTreeMap::new()),
+            devices,
+            metrics: Metrics::default(),
+        }
+    }
+}
+
+/// A request waiting to be batched.
+/// (Part of its model's queue: the batcher of [`Entry::batcher`] takes it.)
+pub(crate) struct Pending {
+    /// The inputs, in the model's order.
+    pub inputs: Vec<HostArray>,
+    /// Their first dimension.
+    pub rows: usize,
+    /// Requests batch together only where these agree.
+    pub key: Vec<BatchKeyPart>,
+    pub wanted: Vec<RequestedOutput>,
+    pub binary_default: bool,
+    pub reply: oneshot::Sender<Result<Vec<OutputTensor>, ServeError>>,
+    pub arrived: Instant,
+    pub enqueued: Instant,
 }

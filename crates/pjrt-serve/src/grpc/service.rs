@@ -13,9 +13,9 @@ use tonic::{Request, Response, Status};
 use http_body_util::BodyExt as _;
 
 use crate::budget::{Budgeted, Reservation};
-use crate::dispatch;
 use crate::error::ServeError;
 use crate::state::Shared;
+use crate::{auth, dispatch, repository};
 
 use super::messages::*;
 use super::wire;
@@ -93,7 +93,7 @@ where
                 request.uri().path(),
                 "/inference.GRPCInferenceService/ServerLive" | "/inference.GRPCInferenceService/ServerReady"
             );
-        if !open && !crate::http::authorized(&shared, request.headers().get("authorization")) {
+        if !open && !auth::authorized(&shared.options, request.headers().get("authorization")) {
             let status = status(&ServeError::Unauthorized);
             return Box::pin(async move { Ok(status.into_http()) });
         }
@@ -296,25 +296,15 @@ async fn repository_index(
     request: Request<RepositoryIndexRequest>,
 ) -> Result<Response<RepositoryIndexResponse>, Status> {
     let ready_only = request.into_inner().ready;
-    let mut models = Vec::new();
-    for entry in shared.models.read().unwrap_or_else(|e| e.into_inner()).values() {
-        models.push(ModelIndex {
-            name: entry.model.name().into(),
-            version: entry.model.version().into(),
-            state: "READY".into(),
-            reason: String::new(),
-        });
-    }
-    if !ready_only {
-        for (name, reason) in shared.failed.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            models.push(ModelIndex {
-                name: name.clone(),
-                version: String::new(),
-                state: "UNAVAILABLE".into(),
-                reason: reason.clone(),
-            });
-        }
-    }
+    let models = repository::index(&shared, ready_only)
+        .into_iter()
+        .map(|m| ModelIndex {
+            state: if m.reason.is_none() { "READY" } else { "UNAVAILABLE" }.into(),
+            name: m.name,
+            version: m.version.unwrap_or_default(),
+            reason: m.reason.unwrap_or_default(),
+        })
+        .collect();
     Ok(Response::new(RepositoryIndexResponse { models }))
 }
 
@@ -323,9 +313,9 @@ async fn repository_load(
     request: Request<RepositoryModelRequest>,
 ) -> Result<Response<RepositoryModelLoadResponse>, Status> {
     let r = request.into_inner();
-    crate::http::check_model_control(&shared).map_err(|e| status(&e))?;
+    repository::check_model_control(&shared).map_err(|e| status(&e))?;
     refuse_parameters(&r.parameters, "the load request").map_err(|e| status(&e))?;
-    crate::http::load_from_repository(shared, r.model_name).await.map_err(|e| status(&e))?;
+    repository::load_by_name(shared, r.model_name).await.map_err(|e| status(&e))?;
     Ok(Response::new(RepositoryModelLoadResponse {}))
 }
 
@@ -334,8 +324,8 @@ async fn repository_unload(
     request: Request<RepositoryModelRequest>,
 ) -> Result<Response<RepositoryModelUnloadResponse>, Status> {
     let r = request.into_inner();
-    crate::http::check_model_control(&shared).map_err(|e| status(&e))?;
+    repository::check_model_control(&shared).map_err(|e| status(&e))?;
     refuse_parameters(&r.parameters, "the unload request").map_err(|e| status(&e))?;
-    crate::http::unload(shared, &r.model_name).map_err(|e| status(&e))?;
+    repository::unload_by_name(&shared, &r.model_name).map_err(|e| status(&e))?;
     Ok(Response::new(RepositoryModelUnloadResponse {}))
 }

@@ -3,6 +3,7 @@
 //! the queue bound, the token, the repository extension and the metrics.
 
 mod batching;
+mod floors;
 mod grpc_client;
 mod harness;
 mod hostile;
