@@ -170,7 +170,7 @@ fn assemble(model: &ServedModel, batch: &[Pending]) -> Result<(Vec<HostArray>, u
         let mut dims = Vec::with_capacity(rest.len() + 1);
         dims.push(bucket as i64);
         dims.extend_from_slice(rest);
-        inputs.push(HostArray::new(element_type, dims, data).map_err(|e| ServeError::Internal(e.to_string()))?);
+        inputs.push(HostArray::new(element_type, dims, data).map_err(ServeError::run)?);
     }
     Ok((inputs, bucket))
 }

@@ -216,7 +216,7 @@ impl BodyError {
     pub fn into_serve_error(self) -> ServeError {
         match self {
             BodyError::Serve(e) => e,
-            BodyError::Read(e) => ServeError::BadRequest(format!("the request's body could not be read: {e}")),
+            BodyError::Read(e) => ServeError::BodyRead(e.into()),
         }
     }
 }

@@ -33,7 +33,7 @@ pub(crate) async fn prepare(shared: &Shared, model: &Arc<ServedModel>, signature
     let compiling = model.clone();
     tokio::task::spawn_blocking(move || compiling.compile_for_requests(&signature))
         .await
-        .map_err(|e| ServeError::Internal(format!("the compile task failed: {e}")))??;
+        .map_err(|e| ServeError::task("compile", e))??;
     shared.metrics.compiled(model.name());
     Ok(())
 }

@@ -9,7 +9,7 @@ use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
@@ -37,12 +37,16 @@ fn json_response(value: Value) -> Response {
     respond(200, "application/json", value.to_string().into_bytes())
 }
 
-fn error_response(e: &ServeError) -> Response {
-    let mut response = respond(e.status(), "application/json", error_body(&e.to_string()));
-    if matches!(e, ServeError::Unauthorized) {
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+/// An error's answer: its status, `{"error": message}`, and a `WWW-Authenticate` challenge
+/// for a missing token.
+impl IntoResponse for ServeError {
+    fn into_response(self) -> Response {
+        let mut response = respond(self.status(), "application/json", error_body(&self.to_string()));
+        if matches!(self, ServeError::Unauthorized) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
     }
-    response
 }
 
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
@@ -69,7 +73,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
                 request.method(),
                 request.uri().path()
             ));
-            unread(request.headers(), error_response(&e))
+            unread(request.headers(), e.into_response())
         })
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared)
@@ -83,7 +87,7 @@ async fn guard(State(shared): AppState, request: Request, next: Next) -> Respons
         && request.method() == axum::http::Method::GET
         && matches!(request.uri().path(), "/v2/health/live" | "/v2/health/ready" | "/metrics");
     if !open && !auth::authorized(&shared.options, request.headers().get(header::AUTHORIZATION)) {
-        return unread(request.headers(), error_response(&ServeError::Unauthorized));
+        return unread(request.headers(), ServeError::Unauthorized.into_response());
     }
     let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > shared.options.max_body_bytes as u64) {
@@ -92,7 +96,7 @@ async fn guard(State(shared): AppState, request: Request, next: Next) -> Respons
             declared.unwrap_or(0),
             shared.options.max_body_bytes
         );
-        return unread(request.headers(), respond(413, "application/json", error_body(&message)));
+        return unread(request.headers(), ServeError::TooLarge(message).into_response());
     }
     if request.uri().path().ends_with("/infer") {
         // (The infer route reads its body itself, after it has found the model and a place in
@@ -106,7 +110,7 @@ async fn guard(State(shared): AppState, request: Request, next: Next) -> Respons
     let mut body = Budgeted::new(body, shared.budget.reservation(), SMALL_BODY, shared.options.body_timeout);
     match budget::read_all(&mut body, declared).await {
         Ok(bytes) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
-        Err(e) => unread(&parts.headers, error_response(&e)),
+        Err(e) => unread(&parts.headers, e.into_response()),
     }
 }
 
@@ -137,24 +141,26 @@ fn specs(list: &[TensorSpec]) -> Value {
     list.iter().map(|s| json!({ "name": s.name, "datatype": s.datatype.name(), "shape": s.shape })).collect()
 }
 
-async fn model_metadata(State(shared): AppState, Path(params): Path<HashMap<String, String>>) -> Response {
-    match dispatch::find(&shared, &params) {
-        Ok(dispatch::Found { model, .. }) => json_response(json!({
-            "name": model.name(),
-            "versions": [model.version()],
-            "platform": format!("pjrt_{}", shared.client.platform_name()),
-            "inputs": specs(model.inputs()),
-            "outputs": specs(model.outputs()),
-        })),
-        Err(e) => error_response(&e),
-    }
+async fn model_metadata(
+    State(shared): AppState,
+    Path(params): Path<HashMap<String, String>>,
+) -> Result<Response, ServeError> {
+    let dispatch::Found { model, .. } = dispatch::find(&shared, &params)?;
+    Ok(json_response(json!({
+        "name": model.name(),
+        "versions": [model.version()],
+        "platform": format!("pjrt_{}", shared.client.platform_name()),
+        "inputs": specs(model.inputs()),
+        "outputs": specs(model.outputs()),
+    })))
 }
 
-async fn model_ready(State(shared): AppState, Path(params): Path<HashMap<String, String>>) -> Response {
-    match dispatch::find(&shared, &params) {
-        Ok(_) => respond(200, "text/plain", Vec::new()),
-        Err(e) => error_response(&e),
-    }
+async fn model_ready(
+    State(shared): AppState,
+    Path(params): Path<HashMap<String, String>>,
+) -> Result<Response, ServeError> {
+    dispatch::find(&shared, &params)?;
+    Ok(respond(200, "text/plain", Vec::new()))
 }
 
 async fn infer(State(shared): AppState, Path(params): Path<HashMap<String, String>>, request: Request) -> Response {
@@ -162,7 +168,7 @@ async fn infer(State(shared): AppState, Path(params): Path<HashMap<String, Strin
     let (parts, body) = request.into_parts();
     let found = match dispatch::find(&shared, &params) {
         Ok(found) => found,
-        Err(e) => return unread(&parts.headers, error_response(&e)),
+        Err(e) => return unread(&parts.headers, e.into_response()),
     };
     let name = found.model.name().to_string();
     let mut read = false;
@@ -170,7 +176,7 @@ async fn infer(State(shared): AppState, Path(params): Path<HashMap<String, Strin
         Ok(response) => response,
         Err(e) => {
             dispatch::record_failure(&shared, &name, &e, arrived);
-            let response = error_response(&e);
+            let response = e.into_response();
             if read {
                 response
             } else {
@@ -245,18 +251,14 @@ async fn repository_index(State(shared): AppState) -> Response {
     json_response(Value::Array(index.collect()))
 }
 
-async fn repository_load(State(shared): AppState, Path(name): Path<String>) -> Response {
-    match repository::load_by_name(shared, name).await {
-        Ok(()) => respond(200, "application/json", b"{}".to_vec()),
-        Err(e) => error_response(&e),
-    }
+async fn repository_load(State(shared): AppState, Path(name): Path<String>) -> Result<Response, ServeError> {
+    repository::load_by_name(shared, name).await?;
+    Ok(respond(200, "application/json", b"{}".to_vec()))
 }
 
-async fn repository_unload(State(shared): AppState, Path(name): Path<String>) -> Response {
-    match repository::unload_by_name(&shared, &name) {
-        Ok(()) => respond(200, "application/json", b"{}".to_vec()),
-        Err(e) => error_response(&e),
-    }
+async fn repository_unload(State(shared): AppState, Path(name): Path<String>) -> Result<Response, ServeError> {
+    repository::unload_by_name(&shared, &name)?;
+    Ok(respond(200, "application/json", b"{}".to_vec()))
 }
 
 async fn metrics(State(shared): AppState) -> Response {

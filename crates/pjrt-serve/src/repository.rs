@@ -21,9 +21,7 @@ use crate::state::{Entry, Shared};
 pub(crate) fn load(shared: &Arc<Shared>, config: ModelConfig) -> Result<(), ServeError> {
     let name = config.name.clone();
     let cache = match &shared.options.compile_cache {
-        Some(dir) => Some(
-            CompileCache::open(dir).map_err(|e| ServeError::Load { model: name.clone(), message: e.to_string() })?,
-        ),
+        Some(dir) => Some(CompileCache::open(dir).map_err(|e| ServeError::load(name.clone(), e))?),
         None => None,
     };
     match ServedModel::load(&shared.client, config, cache, shared.options.replicas) {
@@ -152,7 +150,7 @@ pub(crate) async fn load_by_name(shared: Arc<Shared>, name: String) -> Result<()
             shared.options.log(&format!("load {name:?}: {e}"));
             Err(ServeError::BadRequest(error::without_paths(&e.to_string())))
         }
-        Err(e) => Err(ServeError::Internal(format!("the load task failed: {e}"))),
+        Err(e) => Err(ServeError::task("load", e)),
     }
 }
 

@@ -90,7 +90,7 @@ impl Server {
         let service = grpc::GrpcService { shared: self.shared.clone() };
         listen::serve(listener, service, self.port(true), shutdown)
             .await
-            .map_err(|e| ServeError::Internal(format!("the gRPC server failed: {e}")))
+            .map_err(|e| ServeError::Serve { what: "gRPC", source: std::sync::Arc::new(e) })
     }
 }
 

@@ -20,18 +20,23 @@ use crate::{auth, dispatch, repository};
 use super::messages::*;
 use super::wire;
 
-/// The gRPC status of an error, as Triton answers.
-pub(super) fn status(e: &ServeError) -> Status {
-    let message = e.to_string();
-    match e {
-        ServeError::BadRequest(_) => Status::invalid_argument(message),
-        ServeError::NotFound(_) => Status::not_found(message),
-        ServeError::Unavailable(_) => Status::unavailable(message),
-        ServeError::Unauthorized => Status::unauthenticated(message),
-        ServeError::Forbidden(_) => Status::permission_denied(message),
-        ServeError::TooLarge(_) => Status::resource_exhausted(message),
-        ServeError::TimedOut(_) => Status::deadline_exceeded(message),
-        ServeError::Load { .. } | ServeError::Internal(_) => Status::internal(message),
+/// The gRPC status of an error, as Triton answers: its code from the error's HTTP status, its
+/// message the error's, the error kept as its source.
+impl From<ServeError> for Status {
+    fn from(e: ServeError) -> Status {
+        let code = match e.status() {
+            400 => tonic::Code::InvalidArgument,
+            401 => tonic::Code::Unauthenticated,
+            403 => tonic::Code::PermissionDenied,
+            404 => tonic::Code::NotFound,
+            408 => tonic::Code::DeadlineExceeded,
+            413 => tonic::Code::ResourceExhausted,
+            503 => tonic::Code::Unavailable,
+            _ => tonic::Code::Internal,
+        };
+        let mut status = Status::new(code, e.to_string());
+        status.set_source(Arc::new(e));
+        status
     }
 }
 
@@ -94,7 +99,7 @@ where
                 "/inference.GRPCInferenceService/ServerLive" | "/inference.GRPCInferenceService/ServerReady"
             );
         if !open && !auth::authorized(&shared.options, request.headers().get("authorization")) {
-            let status = status(&ServeError::Unauthorized);
+            let status = Status::from(ServeError::Unauthorized);
             return Box::pin(async move { Ok(status.into_http()) });
         }
         let infer = request.uri().path() == "/inference.GRPCInferenceService/ModelInfer";
@@ -105,7 +110,7 @@ where
         let (mut parts, body) = request.into_parts();
         parts.extensions.insert(reservation.clone());
         let body = Budgeted::new(body, reservation, limit.saturating_add(5), shared.options.body_timeout)
-            .map_err(|e| status(&e.into_serve_error()));
+            .map_err(|e| Status::from(e.into_serve_error()));
         let request = http::Request::from_parts(parts, tonic::body::Body::new(body));
         macro_rules! unary {
             ($handler:ident) => {
@@ -217,7 +222,7 @@ async fn model_metadata(
     request: Request<ModelRequest>,
 ) -> Result<Response<ModelMetadataResponse>, Status> {
     let r = request.into_inner();
-    let model = dispatch::find_model(&shared, &r.name, version_of(&r.version)).map_err(|e| status(&e))?.model;
+    let model = dispatch::find_model(&shared, &r.name, version_of(&r.version))?.model;
     let specs = |list: &[crate::model::TensorSpec]| {
         list.iter()
             .map(|s| TensorMetadata {
@@ -252,9 +257,8 @@ async fn model_infer(
         request.extensions().get::<Arc<Reservation>>().cloned().unwrap_or_else(|| shared.budget.reservation());
     let message = request.into_inner();
     // The envelope only (names, shapes: bounded), then the model, then the queue.
-    let call = wire::read_infer_call(&message).map_err(|e| status(&e))?;
-    let found =
-        dispatch::find_model(&shared, &call.model_name, version_of(&call.model_version)).map_err(|e| status(&e))?;
+    let call = wire::read_infer_call(&message)?;
+    let found = dispatch::find_model(&shared, &call.model_name, version_of(&call.model_version))?;
     let model = found.model.clone();
     let result = async {
         let permit = dispatch::admit(&shared, &model, found.queue.clone())?;
@@ -271,7 +275,7 @@ async fn model_infer(
     .await;
     let (id, outputs) = result.map_err(|e| {
         dispatch::record_failure(&shared, model.name(), &e, arrived);
-        status(&e)
+        Status::from(e)
     })?;
     let mut response = ModelInferResponse {
         model_name: model.name().into(),
@@ -313,9 +317,9 @@ async fn repository_load(
     request: Request<RepositoryModelRequest>,
 ) -> Result<Response<RepositoryModelLoadResponse>, Status> {
     let r = request.into_inner();
-    repository::check_model_control(&shared).map_err(|e| status(&e))?;
-    refuse_parameters(&r.parameters, "the load request").map_err(|e| status(&e))?;
-    repository::load_by_name(shared, r.model_name).await.map_err(|e| status(&e))?;
+    repository::check_model_control(&shared)?;
+    refuse_parameters(&r.parameters, "the load request")?;
+    repository::load_by_name(shared, r.model_name).await?;
     Ok(Response::new(RepositoryModelLoadResponse {}))
 }
 
@@ -324,8 +328,8 @@ async fn repository_unload(
     request: Request<RepositoryModelRequest>,
 ) -> Result<Response<RepositoryModelUnloadResponse>, Status> {
     let r = request.into_inner();
-    repository::check_model_control(&shared).map_err(|e| status(&e))?;
-    refuse_parameters(&r.parameters, "the unload request").map_err(|e| status(&e))?;
-    repository::unload_by_name(&shared, &r.model_name).map_err(|e| status(&e))?;
+    repository::check_model_control(&shared)?;
+    refuse_parameters(&r.parameters, "the unload request")?;
+    repository::unload_by_name(&shared, &r.model_name)?;
     Ok(Response::new(RepositoryModelUnloadResponse {}))
 }

@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 
 use super::messages::*;
-use super::service::status;
 use super::wire;
 use crate::error::ServeError;
 use crate::protocol::InferRequest;
@@ -126,7 +125,7 @@ fn wrong_requests_are_refused_naming_what_is_wrong() {
     for (request, says) in cases {
         let e = infer_request(request).unwrap_err();
         assert!(e.to_string().contains(says), "{e} does not say {says:?}");
-        assert_eq!(status(&e).code(), tonic::Code::InvalidArgument);
+        assert_eq!(tonic::Status::from(e).code(), tonic::Code::InvalidArgument);
     }
 }
 
@@ -205,4 +204,31 @@ fn typed_contents_are_decoded_no_further_than_the_shape() {
     let bytes = bytes::Bytes::from(message);
     let request = wire::infer_request(wire::read_infer_call(&bytes).unwrap(), &mut |_| Ok(())).unwrap();
     assert_eq!(request.inputs[0].data, [7i64.to_le_bytes(), 127i64.to_le_bytes()].concat());
+}
+
+/// An error becomes one gRPC status: the code from its HTTP status, its message, the error kept
+/// as the status's source.
+#[test]
+fn errors_become_statuses_keeping_their_source() {
+    use std::error::Error as _;
+    let cases = [
+        (ServeError::BadRequest("x".into()), tonic::Code::InvalidArgument),
+        (ServeError::Unauthorized, tonic::Code::Unauthenticated),
+        (ServeError::Forbidden("x".into()), tonic::Code::PermissionDenied),
+        (ServeError::NotFound("x".into()), tonic::Code::NotFound),
+        (ServeError::TimedOut("x".into()), tonic::Code::DeadlineExceeded),
+        (ServeError::TooLarge("x".into()), tonic::Code::ResourceExhausted),
+        (ServeError::Unavailable("x".into()), tonic::Code::Unavailable),
+        (ServeError::load("m", "no such file"), tonic::Code::Internal),
+    ];
+    for (e, code) in cases {
+        let message = e.to_string();
+        let status = tonic::Status::from(e);
+        assert_eq!((status.code(), status.message()), (code, message.as_str()));
+        let source = status.source().and_then(|s| s.downcast_ref::<ServeError>());
+        assert_eq!(source.map(ToString::to_string), Some(message));
+    }
+    let status = tonic::Status::from(ServeError::load("m", "no such file"));
+    let kept = status.source().and_then(|s| s.downcast_ref::<ServeError>()).unwrap();
+    assert_eq!(kept.source().map(ToString::to_string).as_deref(), Some("no such file"));
 }

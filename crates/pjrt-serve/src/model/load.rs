@@ -12,7 +12,7 @@ use pjrt_formats::safetensors::SafeTensors;
 use super::{dims_of, load_error, Replica, ServedModel, TensorSpec};
 use crate::config::{BatchingConfig, ModelConfig};
 use crate::datatype::Datatype;
-use crate::error::ServeError;
+use crate::error::{context, ServeError};
 
 impl ServedModel {
     /// Loads the model `config` names onto `client`'s first `replicas` addressable devices:
@@ -50,7 +50,7 @@ impl ServedModel {
             let tensors = binding::safetensors_tensors(&file);
             let bound = model
                 .bind_params(&tensors)
-                .map_err(|e| load_error(&config, format_args!("params {}: {e}", path.display())))?;
+                .map_err(|e| load_error(&config, context(format!("params {}", path.display()), e)))?;
             if let Some(note) = bound.note() {
                 tracing::warn!("model {:?}: params {}: {note}", config.name, path.display());
             }
@@ -60,10 +60,10 @@ impl ServedModel {
                 let array = file
                     .tensor(name)
                     .and_then(|view| view.to_npy())
-                    .map_err(|e| load_error(&config, format_args!("weight {name:?}: {e}")))?;
+                    .map_err(|e| load_error(&config, context(format!("weight {name:?}"), e)))?;
                 model
                     .check_npy_input(i, &array)
-                    .map_err(|e| load_error(&config, format_args!("weight {name:?}: {e}")))?;
+                    .map_err(|e| load_error(&config, context(format!("weight {name:?}"), e)))?;
                 let host = array.to_host_array(model.in_avals()[i].element_type).map_err(|e| load_error(&config, e))?;
                 weight_of[i] = Some(weight_hosts.len());
                 weight_shapes.push((host.element_type(), host.dims().to_vec()));
@@ -169,7 +169,7 @@ impl ServedModel {
                         replica
                             .runner
                             .executable(&shapes)
-                            .map_err(|e| load_error(&served.config, format_args!("batch of {bucket}: {e}")))?;
+                            .map_err(|e| load_error(&served.config, context(format!("batch of {bucket}"), e)))?;
                     }
                     served.signatures.pin(shapes);
                 }

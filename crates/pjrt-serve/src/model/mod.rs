@@ -68,8 +68,8 @@ fn dims_of(dims: &[Dim]) -> Vec<i64> {
     dims.iter().map(|d| if let Dim::Fixed(n) = d { *n } else { -1 }).collect()
 }
 
-fn load_error(config: &ModelConfig, message: impl std::fmt::Display) -> ServeError {
-    ServeError::Load { model: config.name.clone(), message: message.to_string() }
+fn load_error(config: &ModelConfig, source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> ServeError {
+    ServeError::load(config.name.clone(), source)
 }
 
 impl ServedModel {

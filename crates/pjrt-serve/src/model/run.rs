@@ -18,9 +18,10 @@ impl ServedModel {
     /// cache). Blocks: call it off the async runtime, outside the device's execution slots.
     pub(crate) fn compile_for_requests(&self, signature: &crate::shapes::Signature) -> Result<(), ServeError> {
         for replica in &self.replicas {
-            replica.requested.executable(signature).map_err(|e| {
-                ServeError::BadRequest(format!("the input shapes do not fit model {:?}: {e}", self.config.name))
-            })?;
+            replica
+                .requested
+                .executable(signature)
+                .map_err(|e| ServeError::Unfit { model: self.config.name.clone(), source: std::sync::Arc::new(e) })?;
         }
         self.signatures.add(signature.clone());
         Ok(())
@@ -76,9 +77,9 @@ impl ServedModel {
         let runner = if self.signatures.is_pinned(&shapes) { &replica.runner } else { &replica.requested };
         let exe = runner.executable(&shapes).map_err(|e| {
             if model.is_polymorphic() {
-                ServeError::BadRequest(format!("the input shapes do not fit model {:?}: {e}", self.config.name))
+                ServeError::Unfit { model: self.config.name.clone(), source: std::sync::Arc::new(e) }
             } else {
-                ServeError::Internal(e.to_string())
+                ServeError::run(e)
             }
         })?;
         let device = exe
@@ -87,18 +88,14 @@ impl ServedModel {
             .next()
             .ok_or_else(|| ServeError::Internal("the compiled model has no addressable device".into()))?;
         let upload = |array: &HostArray| {
-            self.client
-                .upload_with(array, &UploadOptions::new().device(&device))
-                .map_err(|e| ServeError::Internal(e.to_string()))
+            self.client.upload_with(array, &UploadOptions::new().device(&device)).map_err(ServeError::run)
         };
         // The module's arguments: the platform index (multi-platform exports), then the kept
         // inputs: weights as uploaded at load, the request's uploaded now.
         let mut uploaded = Vec::with_capacity(inputs.len() + 1);
-        let platform_index =
-            model.platform_index(self.client.platform_name()).map_err(|e| ServeError::Internal(e.to_string()))?;
+        let platform_index = model.platform_index(self.client.platform_name()).map_err(ServeError::run)?;
         if let Some(index) = platform_index {
-            let scalar =
-                HostArray::from_elements(Vec::new(), &[index]).map_err(|e| ServeError::Internal(e.to_string()))?;
+            let scalar = HostArray::from_elements(Vec::new(), &[index]).map_err(ServeError::run)?;
             uploaded.push((usize::MAX, upload(&scalar)?));
         }
         // The request's inputs, by model input index.
@@ -124,8 +121,7 @@ impl ServedModel {
                 }
             }
         }
-        let results =
-            exe.execute(&arguments, &ExecuteOptions::new()).map_err(|e| ServeError::Internal(e.to_string()))?;
+        let results = exe.execute(&arguments, &ExecuteOptions::new()).map_err(ServeError::run)?;
         if results.len() != self.outputs.len() {
             return Err(ServeError::Internal(format!(
                 "the module returned {} outputs but the export lists {}",
@@ -135,7 +131,7 @@ impl ServedModel {
         }
         let mut outputs = Vec::with_capacity(self.outputs.len());
         for (spec, buffer) in self.outputs.iter().zip(results.iter()) {
-            let host = buffer.to_host_array().map_err(|e| ServeError::Internal(e.to_string()))?;
+            let host = buffer.to_host_array().map_err(ServeError::run)?;
             let (element_type, shape, data) = host.into_parts();
             if element_type != spec.datatype.element_type() {
                 return Err(ServeError::Internal(format!(

@@ -438,7 +438,7 @@ pub(crate) fn decode_checked(
     json_length: Option<usize>,
     check: &mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>,
 ) -> Result<InferRequest, ServeError> {
-    let bad = |e: ProtocolError| ServeError::BadRequest(e.0);
+    let bad = ServeError::Protocol;
     let (header, mut binary) = match json_length {
         Some(n) if n > body.len() => {
             return Err(bad(ProtocolError(format!(
@@ -456,8 +456,8 @@ pub(crate) fn decode_checked(
         })
     })?;
     let parameters = request.parameters.unwrap_or_default();
-    parameters.refuse_unknown(&["binary_data_output"], "the request").map_err(bad)?;
-    let binary_data_output = parameters.bool("binary_data_output", "the request").map_err(bad)?.unwrap_or(false);
+    parameters.refuse_unknown(&["binary_data_output"], "the request")?;
+    let binary_data_output = parameters.bool("binary_data_output", "the request")?.unwrap_or(false);
     let Some(Bounded(inputs_json, _)) = request.inputs else {
         return Err(bad(ProtocolError("\"inputs\" must be a list of tensors".into())));
     };
@@ -466,10 +466,10 @@ pub(crate) fn decode_checked(
         let InputJson { name, datatype, shape: Bounded(shape, _), parameters, data } = input;
         let what = format!("input {name:?}");
         let parameters = parameters.unwrap_or_default();
-        parameters.refuse_unknown(&["binary_data_size"], &what).map_err(bad)?;
+        parameters.refuse_unknown(&["binary_data_size"], &what)?;
         let datatype: Datatype = datatype.parse().map_err(|e| bad(ProtocolError(format!("{what}: {e}"))))?;
-        let (count, bytes) = byte_len(&name, datatype, &shape).map_err(bad)?;
-        let binary_size = parameters.size("binary_data_size", &what).map_err(bad)?;
+        let (count, bytes) = byte_len(&name, datatype, &shape)?;
+        let binary_size = parameters.size("binary_data_size", &what)?;
         match (binary_size, data) {
             (Some(_), Some(_)) => return Err(bad(ProtocolError(format!("{what}: has both \"data\" and binary_data_size")))),
             (None, None) => return Err(bad(ProtocolError(format!("{what}: has neither \"data\" nor binary_data_size")))),
@@ -488,14 +488,14 @@ pub(crate) fn decode_checked(
         }
         check(&InputHeader { name: &name, datatype, shape: &shape, bytes })?;
         let data = match data {
-            Some(raw) => json_data(raw, &what, datatype, &shape, count, bytes).map_err(bad)?,
+            Some(raw) => json_data(raw, &what, datatype, &shape, count, bytes)?,
             None => {
                 let (mine, rest) = binary.split_at(bytes);
                 binary = rest;
                 mine.to_vec()
             }
         };
-        check_bools(&name, datatype, &data).map_err(bad)?;
+        check_bools(&name, datatype, &data)?;
         inputs.push(InputTensor { name, datatype, shape, data });
     }
     if !binary.is_empty() {
@@ -508,8 +508,8 @@ pub(crate) fn decode_checked(
     for OutputJson { name, parameters } in request.outputs.map(|b| b.0).unwrap_or_default() {
         let what = format!("output {name:?}");
         let parameters = parameters.unwrap_or_default();
-        parameters.refuse_unknown(&["binary_data"], &what).map_err(bad)?;
-        let binary = parameters.bool("binary_data", &what).map_err(bad)?.unwrap_or(binary_data_output);
+        parameters.refuse_unknown(&["binary_data"], &what)?;
+        let binary = parameters.bool("binary_data", &what)?.unwrap_or(binary_data_output);
         outputs.push(RequestedOutput { name, binary });
     }
     Ok(InferRequest { id: request.id, inputs, outputs, binary_data_output })

@@ -17,10 +17,7 @@ pub(crate) use decode::decode_checked;
 pub use decode::decode_infer_request;
 pub use encode::{encode_infer_response, error_body};
 
-/// What is wrong with a request body; the message names the field or tensor.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ProtocolError(pub String);
+pub use crate::error::ProtocolError;
 
 fn err<T>(message: impl Into<String>) -> Result<T, ProtocolError> {
     Err(ProtocolError(message.into()))
