@@ -56,7 +56,7 @@ async fn batch_loop(model: Arc<ServedModel>, shared: Weak<Shared>, mut rx: mpsc:
         let mut batch = vec![first];
         let mut i = 0;
         while i < held.len() && rows < max {
-            if held[i].key == batch[0].key && rows + held[i].rows <= max {
+            if held[i].batches_with(&batch[0]) && rows + held[i].rows <= max {
                 let p = held.remove(i).expect("in range");
                 rows += p.rows;
                 batch.push(p);
@@ -72,7 +72,7 @@ async fn batch_loop(model: Arc<ServedModel>, shared: Weak<Shared>, mut rx: mpsc:
                 break;
             }
             match tokio::time::timeout(deadline - now, rx.recv()).await {
-                Ok(Some(p)) if p.key == batch[0].key && rows + p.rows <= max => {
+                Ok(Some(p)) if p.batches_with(&batch[0]) && rows + p.rows <= max => {
                     rows += p.rows;
                     batch.push(p);
                 }

@@ -6,6 +6,7 @@
 //! is refused at once (503; 413 for what could never fit), never waited for: so the request
 //! bytes the server holds are at most the budget, whatever the clients send.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -276,29 +277,30 @@ impl<B: Body + Unpin> Body for Held<B> {
     }
 }
 
-/// A body of one buffer.
-pub(crate) struct Once(Option<Bytes>);
+/// A body of buffers sent one after the other (a response's JSON, then its outputs' bytes as
+/// they were downloaded: not copied into one buffer).
+pub(crate) struct Chunks(VecDeque<Bytes>);
 
-impl Once {
-    pub fn new(bytes: Vec<u8>) -> Once {
-        Once(Some(Bytes::from(bytes)).filter(|b| !b.is_empty()))
+impl Chunks {
+    pub fn new(parts: Vec<Vec<u8>>) -> Chunks {
+        Chunks(parts.into_iter().filter(|p| !p.is_empty()).map(Bytes::from).collect())
     }
 }
 
-impl Body for Once {
+impl Body for Chunks {
     type Data = Bytes;
     type Error = std::convert::Infallible;
 
     fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        Poll::Ready(self.0.take().map(|b| Ok(Frame::data(b))))
+        Poll::Ready(self.0.pop_front().map(|b| Ok(Frame::data(b))))
     }
 
     fn is_end_stream(&self) -> bool {
-        self.0.is_none()
+        self.0.is_empty()
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.0.as_ref().map_or(0, |b| b.len() as u64))
+        SizeHint::with_exact(self.0.iter().map(|b| b.len() as u64).sum())
     }
 }
 

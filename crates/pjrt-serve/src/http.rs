@@ -14,10 +14,10 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 
-use crate::budget::{self, Budgeted, Held, Once};
+use crate::budget::{self, Budgeted, Chunks, Held};
 use crate::error::ServeError;
 use crate::model::TensorSpec;
-use crate::protocol::{decode_checked, encode_infer_response, error_body};
+use crate::protocol::{decode_checked, error_body, infer_response_parts};
 use crate::state::Shared;
 use crate::{auth, dispatch, repository};
 
@@ -231,11 +231,11 @@ async fn run_infer(
             .await?;
     let id = request.id.clone();
     let outputs = dispatch::run(shared, found, permit, request, arrived).await?;
-    let (body, header_length) = encode_infer_response(model.name(), model.version(), id.as_deref(), &outputs);
-    drop(outputs);
+    // The outputs' bytes go out as they were downloaded, after the JSON.
+    let (parts, header_length) = infer_response_parts(model.name(), model.version(), id.as_deref(), outputs);
     let content_type = if header_length.is_some() { "application/octet-stream" } else { "application/json" };
     // The request's bytes stay taken of the budget until its answer is sent.
-    let mut response = Response::new(Body::new(Held::new(Once::new(body), reservation)));
+    let mut response = Response::new(Body::new(Held::new(Chunks::new(parts), reservation)));
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     if let Some(n) = header_length {
         response.headers_mut().insert(HEADER_LENGTH, HeaderValue::from(n));

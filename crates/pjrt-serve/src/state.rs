@@ -12,7 +12,7 @@ use crate::budget::Budget;
 use crate::devices::DevicePool;
 use crate::error::ServeError;
 use crate::metrics::Metrics;
-use crate::model::{BatchKeyPart, ServedModel};
+use crate::model::{same_batch, BatchKeyPart, ServedModel};
 use crate::options::ServerOptions;
 use crate::protocol::{OutputTensor, RequestedOutput};
 
@@ -76,4 +76,12 @@ pub(crate) struct Pending {
     pub reply: oneshot::Sender<Result<Vec<OutputTensor>, ServeError>>,
     pub arrived: Instant,
     pub enqueued: Instant,
+}
+
+impl Pending {
+    /// Whether this request may run in one batch with `other`: their keys agree, and so do the
+    /// inputs every request of a batch gives alike.
+    pub fn batches_with(&self, other: &Pending) -> bool {
+        same_batch(&self.key, &self.inputs, &other.key, &other.inputs)
+    }
 }

@@ -33,7 +33,7 @@ impl ServedModel {
                 if batched {
                     BatchKeyPart::Rows(a.dims()[1..].to_vec())
                 } else {
-                    BatchKeyPart::Whole(a.dims().to_vec(), a.data().to_vec())
+                    BatchKeyPart::Whole(a.dims().to_vec(), hash_bytes(a.data()))
                 }
             })
             .collect();
@@ -106,8 +106,33 @@ impl ServedModel {
 pub(crate) enum BatchKeyPart {
     /// A batched input: its shape after the rows.
     Rows(Vec<i64>),
-    /// An input every request of a batch gives alike: its shape and bytes.
-    Whole(Vec<i64>, Vec<u8>),
+    /// An input every request of a batch gives alike: its shape and a hash of its bytes (the
+    /// bytes themselves are compared only when the keys agree: [`same_batch`]).
+    Whole(Vec<i64>, u64),
+}
+
+/// A hash of an input's bytes, for its batch key (not copying them).
+fn hash_bytes(data: &[u8]) -> u64 {
+    use std::hash::Hasher as _;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    hasher.write(data);
+    hasher.finish()
+}
+
+/// Whether two requests (their keys and inputs, in the model's order) may run in one batch:
+/// their keys agree, and so do the bytes of each input every request of a batch gives alike
+/// (hashes that agree by chance do not batch different inputs together).
+pub(crate) fn same_batch(
+    key: &[BatchKeyPart],
+    inputs: &[HostArray],
+    other_key: &[BatchKeyPart],
+    other: &[HostArray],
+) -> bool {
+    key == other_key
+        && key.iter().zip(inputs.iter().zip(other)).all(|(part, (a, b))| match part {
+            BatchKeyPart::Rows(_) => true,
+            BatchKeyPart::Whole(..) => a.data() == b.data(),
+        })
 }
 
 /// The outputs `wanted` of `all` (every one when `wanted` is empty), each binary as it asks,
@@ -124,4 +149,21 @@ pub(crate) fn select_outputs(
             Some(o)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pjrt_client::ElementType;
+
+    #[test]
+    fn requests_batch_together_only_where_their_whole_inputs_agree_byte_for_byte() {
+        let array = |x: u8| HostArray::new(ElementType::U8, vec![2], vec![x, 1]).unwrap();
+        let key = |x: u8| vec![BatchKeyPart::Rows(vec![3]), BatchKeyPart::Whole(vec![2], hash_bytes(&[x, 1]))];
+        let (a, b) = (vec![array(0), array(7)], vec![array(9), array(7)]);
+        assert!(same_batch(&key(7), &a, &key(7), &b), "the batched input (rows) may differ");
+        assert!(!same_batch(&key(7), &a, &key(8), &[array(0), array(8)]));
+        // Keys that agree by chance (here: made to) do not batch different bytes together.
+        assert!(!same_batch(&key(7), &a, &key(7), &[array(0), array(8)]));
+    }
 }

@@ -82,6 +82,37 @@ pub fn encode_infer_response(
     id: Option<&str>,
     outputs: &[OutputTensor],
 ) -> (Vec<u8>, Option<usize>) {
+    let json = response_json(model, version, id, outputs);
+    if !outputs.iter().any(|o| o.binary) {
+        return (json.into_bytes(), None);
+    }
+    let header_length = json.len();
+    let mut body = json.into_bytes();
+    for o in outputs.iter().filter(|o| o.binary) {
+        body.extend_from_slice(&o.data);
+    }
+    (body, Some(header_length))
+}
+
+/// [`encode_infer_response`] as the parts of a body, sent one after the other: the JSON, then
+/// each binary output's bytes as they were downloaded (moved, not copied into one body); and
+/// the JSON's length when any output is binary.
+pub(crate) fn infer_response_parts(
+    model: &str,
+    version: &str,
+    id: Option<&str>,
+    outputs: Vec<OutputTensor>,
+) -> (Vec<Vec<u8>>, Option<usize>) {
+    let json = response_json(model, version, id, &outputs);
+    let header_length = outputs.iter().any(|o| o.binary).then_some(json.len());
+    let mut parts = vec![json.into_bytes()];
+    parts.extend(outputs.into_iter().filter(|o| o.binary).map(|o| o.data));
+    (parts, header_length)
+}
+
+/// A response's JSON: the model, the id, each output with its data (or, a binary one, its
+/// `binary_data_size`).
+fn response_json(model: &str, version: &str, id: Option<&str>, outputs: &[OutputTensor]) -> String {
     let quote = |s: &str| Value::String(s.to_string()).to_string();
     let mut json = format!("{{\"model_name\":{},\"model_version\":{}", quote(model), quote(version));
     if let Some(id) = id {
@@ -108,15 +139,7 @@ pub fn encode_infer_response(
         }
     }
     json.push_str("]}");
-    if !outputs.iter().any(|o| o.binary) {
-        return (json.into_bytes(), None);
-    }
-    let header_length = json.len();
-    let mut body = json.into_bytes();
-    for o in outputs.iter().filter(|o| o.binary) {
-        body.extend_from_slice(&o.data);
-    }
-    (body, Some(header_length))
+    json
 }
 
 /// An error body: `{"error": message}`.

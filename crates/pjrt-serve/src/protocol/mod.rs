@@ -15,6 +15,7 @@ mod encode;
 
 pub(crate) use decode::decode_checked;
 pub use decode::decode_infer_request;
+pub(crate) use encode::infer_response_parts;
 pub use encode::{encode_infer_response, error_body};
 
 pub use crate::error::ProtocolError;
