@@ -12,12 +12,16 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use bytes::Bytes;
 use serde_json::{json, Value};
 
 use crate::budget::{self, Budgeted, Chunks, Held};
 use crate::error::ServeError;
 use crate::model::TensorSpec;
-use crate::protocol::{decode_checked, error_body, infer_response_parts};
+use crate::protocol::{
+    check_bools, decode_checked, decode_header, error_body, infer_response_parts, short_binary, short_header,
+    unclaimed, Header, InferRequest,
+};
 use crate::state::Shared;
 use crate::{auth, dispatch, repository};
 
@@ -223,12 +227,33 @@ async fn run_infer(
         shared.budget.check_room(n, "the request's body")?;
     }
     let mut body = Budgeted::new(body, reservation.clone(), shared.options.max_body_bytes, shared.options.body_timeout);
-    let bytes = budget::read_all(&mut body, declared).await?;
-    *read = true;
-    drop(body);
-    let request =
-        dispatch::decode_off_runtime(model, &reservation, move |check| decode_checked(&bytes, json_length, check))
-            .await?;
+    let request = match json_length {
+        // JSON only: the body whole, its `data` decoded straight into each tensor's bytes.
+        None => {
+            let bytes = budget::read_all(&mut body, declared).await?;
+            *read = true;
+            drop(body);
+            dispatch::decode_off_runtime(model, &reservation, move |check| decode_checked(&bytes, None, check)).await?
+        }
+        // Binary tensor data: the JSON header first, then the rest of the body read straight
+        // into the binary inputs' own bytes (each frame copied once, not buffered whole first).
+        Some(n) => {
+            let (json, first) = budget::read_until(&mut body, declared, Some(n)).await?;
+            if json.len() < n {
+                *read = true;
+                return Err(short_header(n, json.len()));
+            }
+            let binary_len = declared.map(|d| d.saturating_sub(n));
+            let header =
+                dispatch::decode_off_runtime(model, &reservation, move |check| decode_header(&json, binary_len, check))
+                    .await?;
+            let request = read_binary(&mut body, first, header).await?;
+            *read = true;
+            drop(body);
+            reservation.release_body();
+            request
+        }
+    };
     let id = request.id.clone();
     let outputs = dispatch::run(shared, found, permit, request, arrived).await?;
     // The outputs' bytes go out as they were downloaded, after the JSON.
@@ -241,6 +266,56 @@ async fn run_infer(
         response.headers_mut().insert(HEADER_LENGTH, HeaderValue::from(n));
     }
     Ok(response)
+}
+
+/// Reads the rest of a body, after its JSON header (`first`: what of it came with the header's
+/// last frame), straight into the binary inputs of `header`, in order: each frame's bytes are
+/// copied once, into the tensor they belong to. Their byte counts were checked (and taken of
+/// the budget) with the header.
+async fn read_binary<B>(body: &mut Budgeted<B>, first: Bytes, header: Header) -> Result<InferRequest, ServeError>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let Header { mut request, binary } = header;
+    for &(i, bytes) in &binary {
+        request.inputs[i].data.reserve_exact(bytes);
+    }
+    let (mut next, mut extra) = (0, 0usize);
+    let mut data = first;
+    loop {
+        let mut rest = &data[..];
+        while !rest.is_empty() {
+            // The next input with bytes to come, if any.
+            while binary.get(next).is_some_and(|&(i, bytes)| request.inputs[i].data.len() == bytes) {
+                next += 1;
+            }
+            let Some(&(i, bytes)) = binary.get(next) else {
+                extra += rest.len();
+                break;
+            };
+            let tensor = &mut request.inputs[i].data;
+            let n = (bytes - tensor.len()).min(rest.len());
+            tensor.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+        }
+        match budget::next_data(body).await? {
+            Some(frame) => data = frame,
+            None => break,
+        }
+    }
+    if let Some(&(i, bytes)) = binary.iter().find(|&&(i, bytes)| request.inputs[i].data.len() < bytes) {
+        let input = &request.inputs[i];
+        return Err(short_binary(&input.name, bytes, input.data.len()));
+    }
+    if extra > 0 {
+        return Err(unclaimed(extra));
+    }
+    for &(i, _) in &binary {
+        let input = &request.inputs[i];
+        check_bools(&input.name, input.datatype, &input.data)?;
+    }
+    Ok(request)
 }
 
 async fn repository_index(State(shared): AppState) -> Response {

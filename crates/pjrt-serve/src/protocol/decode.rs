@@ -438,17 +438,49 @@ pub(crate) fn decode_checked(
     json_length: Option<usize>,
     check: &mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>,
 ) -> Result<InferRequest, ServeError> {
-    let bad = ServeError::Protocol;
-    let (header, mut binary) = match json_length {
-        Some(n) if n > body.len() => {
-            return Err(bad(ProtocolError(format!(
-                "Inference-Header-Content-Length is {n}, but the body has only {} bytes",
-                body.len()
-            ))))
-        }
+    let (header, binary) = match json_length {
+        Some(n) if n > body.len() => return Err(short_header(n, body.len())),
         Some(n) => body.split_at(n),
         None => (body, &[][..]),
     };
+    let header = decode_header(header, Some(binary.len()), check)?;
+    let mut request = header.request;
+    let mut rest = binary;
+    for (i, bytes) in header.binary {
+        let (mine, after) = rest.split_at(bytes);
+        rest = after;
+        let input = &mut request.inputs[i];
+        input.data = mine.to_vec();
+        check_bools(&input.name, input.datatype, &input.data)?;
+    }
+    Ok(request)
+}
+
+/// The error of a body shorter than its JSON header's declared length.
+pub(crate) fn short_header(json_length: usize, body: usize) -> ServeError {
+    ServeError::Protocol(ProtocolError(format!(
+        "Inference-Header-Content-Length is {json_length}, but the body has only {body} bytes"
+    )))
+}
+
+/// A request decoded from its JSON header: its inputs whose bytes follow the header (binary
+/// tensor data) are still empty, listed in `binary` in the order their bytes come.
+pub(crate) struct Header {
+    pub request: InferRequest,
+    /// Each binary input's index in `request.inputs` and byte count.
+    pub binary: Vec<(usize, usize)>,
+}
+
+/// Decodes a request's JSON header (the whole body without the binary extension), each input's
+/// declared name, datatype, shape and byte count given to `check` before its data is decoded.
+/// `binary_len`: how many bytes of binary data follow the header, when known (else they are
+/// checked as they are read into the inputs).
+pub(crate) fn decode_header(
+    header: &[u8],
+    binary_len: Option<usize>,
+    check: &mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>,
+) -> Result<Header, ServeError> {
+    let bad = ServeError::Protocol;
     let request: RequestJson<'_> = serde_json::from_slice(header).map_err(|e| {
         ServeError::BadRequest(match e.classify() {
             serde_json::error::Category::Data => format!("the request: {e}"),
@@ -462,6 +494,7 @@ pub(crate) fn decode_checked(
         return Err(bad(ProtocolError("\"inputs\" must be a list of tensors".into())));
     };
     let mut inputs = Vec::with_capacity(inputs_json.len());
+    let (mut left, mut binary) = (binary_len, Vec::new());
     for input in inputs_json {
         let InputJson { name, datatype, shape: Bounded(shape, _), parameters, data } = input;
         let what = format!("input {name:?}");
@@ -478,31 +511,32 @@ pub(crate) fn decode_checked(
                     "{what}: binary_data_size is {size} bytes, but {count} {datatype} elements of shape {shape:?} are {bytes}"
                 ))))
             }
-            (Some(size), None) if size > binary.len() => {
+            (Some(size), None) if left.is_some_and(|left| size > left) => {
                 return Err(bad(ProtocolError(format!(
                     "{what}: binary_data_size is {size} bytes, but only {} are left",
-                    binary.len()
+                    left.unwrap_or(0)
                 ))))
             }
             _ => {}
         }
         check(&InputHeader { name: &name, datatype, shape: &shape, bytes })?;
         let data = match data {
-            Some(raw) => json_data(raw, &what, datatype, &shape, count, bytes)?,
+            Some(raw) => {
+                let data = json_data(raw, &what, datatype, &shape, count, bytes)?;
+                check_bools(&name, datatype, &data)?;
+                data
+            }
             None => {
-                let (mine, rest) = binary.split_at(bytes);
-                binary = rest;
-                mine.to_vec()
+                // (Read after the header: into this tensor's own bytes.)
+                binary.push((inputs.len(), bytes));
+                left = left.map(|left| left - bytes);
+                Vec::new()
             }
         };
-        check_bools(&name, datatype, &data)?;
         inputs.push(InputTensor { name, datatype, shape, data });
     }
-    if !binary.is_empty() {
-        return Err(bad(ProtocolError(format!(
-            "{} bytes of binary data follow the inputs that no input claims",
-            binary.len()
-        ))));
+    if let Some(extra) = left.filter(|&left| left > 0) {
+        return Err(unclaimed(extra));
     }
     let mut outputs = Vec::new();
     for OutputJson { name, parameters } in request.outputs.map(|b| b.0).unwrap_or_default() {
@@ -512,5 +546,17 @@ pub(crate) fn decode_checked(
         let binary = parameters.bool("binary_data", &what)?.unwrap_or(binary_data_output);
         outputs.push(RequestedOutput { name, binary });
     }
-    Ok(InferRequest { id: request.id, inputs, outputs, binary_data_output })
+    Ok(Header { request: InferRequest { id: request.id, inputs, outputs, binary_data_output }, binary })
+}
+
+/// The error of binary data past the inputs' bytes.
+pub(crate) fn unclaimed(extra: usize) -> ServeError {
+    ServeError::Protocol(ProtocolError(format!("{extra} bytes of binary data follow the inputs that no input claims")))
+}
+
+/// The error of binary data that ends before input `name`'s `size` bytes: `left` were.
+pub(crate) fn short_binary(name: &str, size: usize, left: usize) -> ServeError {
+    ServeError::Protocol(ProtocolError(format!(
+        "input {name:?}: binary_data_size is {size} bytes, but only {left} are left"
+    )))
 }

@@ -13,8 +13,8 @@ use crate::datatype::Datatype;
 mod decode;
 mod encode;
 
-pub(crate) use decode::decode_checked;
 pub use decode::decode_infer_request;
+pub(crate) use decode::{decode_checked, decode_header, short_binary, short_header, unclaimed, Header};
 pub(crate) use encode::infer_response_parts;
 pub use encode::{encode_infer_response, error_body};
 

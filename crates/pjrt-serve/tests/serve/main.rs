@@ -9,6 +9,7 @@ mod harness;
 mod hostile;
 mod replicas;
 mod shapes;
+mod streamed;
 mod weights;
 #[cfg(feature = "tls")]
 mod tls;
