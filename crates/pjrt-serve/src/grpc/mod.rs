@@ -4,8 +4,10 @@
 //! inference, model config and statistics, shared memory, trace, log settings) answer
 //! UNIMPLEMENTED.
 //!
-//! The messages are declared here with prost's derive, from the service's published
-//! definition: no code generation, no `.proto` file in the tree.
+//! The messages ([`messages`]) are declared with prost's derive, from the service's published
+//! definition: no code generation, no `.proto` file in the tree. `ModelInfer` is read by hand
+//! from its encoded bytes (`wire.rs`), bounded; the service (`service.rs`) routes the calls and
+//! turns a `ServeError` into a `Status` through one `From`.
 
 pub mod messages;
 mod service;
