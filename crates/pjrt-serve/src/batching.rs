@@ -9,27 +9,12 @@ use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use pjrt_client::HostArray;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use crate::error::ServeError;
 use crate::model::{select_outputs, BatchKeyPart, ServedModel};
-use crate::protocol::{OutputTensor, RequestedOutput};
-use crate::Shared;
-
-/// A request waiting to be batched.
-pub(crate) struct Pending {
-    /// The inputs, in the model's order.
-    pub inputs: Vec<HostArray>,
-    /// Their first dimension.
-    pub rows: usize,
-    /// Requests batch together only where these agree.
-    pub key: Vec<BatchKeyPart>,
-    pub wanted: Vec<RequestedOutput>,
-    pub binary_default: bool,
-    pub reply: oneshot::Sender<Result<Vec<OutputTensor>, ServeError>>,
-    pub arrived: Instant,
-    pub enqueued: Instant,
-}
+use crate::protocol::OutputTensor;
+use crate::state::{Pending, Shared};
 
 /// Starts the batcher of `model`: the sender requests go to. The thread ends when every sender
 /// is gone (the model unloaded or replaced, its last requests answered) or the server is.
@@ -71,7 +56,7 @@ async fn batch_loop(model: Arc<ServedModel>, shared: Weak<Shared>, mut rx: mpsc:
         let mut batch = vec![first];
         let mut i = 0;
         while i < held.len() && rows < max {
-            if held[i].key == batch[0].key && rows + held[i].rows <= max {
+            if held[i].batches_with(&batch[0]) && rows + held[i].rows <= max {
                 let p = held.remove(i).expect("in range");
                 rows += p.rows;
                 batch.push(p);
@@ -87,7 +72,7 @@ async fn batch_loop(model: Arc<ServedModel>, shared: Weak<Shared>, mut rx: mpsc:
                 break;
             }
             match tokio::time::timeout(deadline - now, rx.recv()).await {
-                Ok(Some(p)) if p.key == batch[0].key && rows + p.rows <= max => {
+                Ok(Some(p)) if p.batches_with(&batch[0]) && rows + p.rows <= max => {
                     rows += p.rows;
                     batch.push(p);
                 }
@@ -185,7 +170,7 @@ fn assemble(model: &ServedModel, batch: &[Pending]) -> Result<(Vec<HostArray>, u
         let mut dims = Vec::with_capacity(rest.len() + 1);
         dims.push(bucket as i64);
         dims.extend_from_slice(rest);
-        inputs.push(HostArray::new(element_type, dims, data).map_err(|e| ServeError::Internal(e.to_string()))?);
+        inputs.push(HostArray::new(element_type, dims, data).map_err(ServeError::run)?);
     }
     Ok((inputs, bucket))
 }

@@ -6,6 +6,7 @@
 //! is refused at once (503; 413 for what could never fit), never waited for: so the request
 //! bytes the server holds are at most the budget, whatever the clients send.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -216,7 +217,7 @@ impl BodyError {
     pub fn into_serve_error(self) -> ServeError {
         match self {
             BodyError::Serve(e) => e,
-            BodyError::Read(e) => ServeError::BadRequest(format!("the request's body could not be read: {e}")),
+            BodyError::Read(e) => ServeError::BodyRead(e.into()),
         }
     }
 }
@@ -228,23 +229,61 @@ where
     B: Body<Data = Bytes> + Unpin,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let mut out = Vec::with_capacity(declared.unwrap_or(0).min(body.limit));
-    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await {
-        let frame = frame.map_err(BodyError::into_serve_error)?;
-        if let Some(data) = frame.data_ref() {
-            // A body of unknown length grows by doubling: its spare capacity is taken of the
-            // budget too (the body's own bytes were as they came).
-            if out.len() + data.len() > out.capacity() {
-                let grown = (out.len() + data.len()).max(out.capacity() * 2).min(body.limit);
-                let spare = grown - out.len() - data.len();
-                body.reservation.take(spare, "the request's body")?;
-                body.reservation.body.fetch_add(spare, Ordering::AcqRel);
-                out.reserve_exact(grown - out.len());
-            }
-            out.extend_from_slice(data);
+    Ok(read_until(body, declared, None).await?.0)
+}
+
+/// Reads a budgeted body into one buffer as it arrives (`declared` bytes when the request says
+/// how many), up to `stop` bytes when given: then the rest of the frame that crossed it is
+/// returned beside, and the body is left to read.
+pub(crate) async fn read_until<B>(
+    body: &mut Budgeted<B>,
+    declared: Option<usize>,
+    stop: Option<usize>,
+) -> Result<(Vec<u8>, Bytes), ServeError>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let want = stop.map_or(body.limit, |stop| stop.min(body.limit));
+    let mut out = Vec::with_capacity(declared.unwrap_or(0).min(want));
+    while stop.is_none_or(|stop| out.len() < stop) {
+        let Some(frame) = next_data(body).await? else { break };
+        let mut data = &frame[..];
+        let mut rest = Bytes::new();
+        if let Some(stop) = stop {
+            let mine = (stop - out.len()).min(data.len());
+            rest = frame.slice(mine..);
+            data = &data[..mine];
+        }
+        // A body of unknown length grows by doubling: its spare capacity is taken of the
+        // budget too (the body's own bytes were as they came).
+        if out.len() + data.len() > out.capacity() {
+            let grown = (out.len() + data.len()).max(out.capacity() * 2).min(want);
+            let spare = grown - out.len() - data.len();
+            body.reservation.take(spare, "the request's body")?;
+            body.reservation.body.fetch_add(spare, Ordering::AcqRel);
+            out.reserve_exact(grown - out.len());
+        }
+        out.extend_from_slice(data);
+        if !rest.is_empty() {
+            return Ok((out, rest));
         }
     }
-    Ok(out)
+    Ok((out, Bytes::new()))
+}
+
+/// The next data of a budgeted body (trailers skipped), or `None` at its end.
+pub(crate) async fn next_data<B>(body: &mut Budgeted<B>) -> Result<Option<Bytes>, ServeError>
+where
+    B: Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut *body).poll_frame(cx)).await {
+        if let Ok(data) = frame.map_err(BodyError::into_serve_error)?.into_data() {
+            return Ok(Some(data));
+        }
+    }
+    Ok(None)
 }
 
 /// An answer's body that holds its request's reservation until it has been sent.
@@ -276,29 +315,30 @@ impl<B: Body + Unpin> Body for Held<B> {
     }
 }
 
-/// A body of one buffer.
-pub(crate) struct Once(Option<Bytes>);
+/// A body of buffers sent one after the other (a response's JSON, then its outputs' bytes as
+/// they were downloaded: not copied into one buffer).
+pub(crate) struct Chunks(VecDeque<Bytes>);
 
-impl Once {
-    pub fn new(bytes: Vec<u8>) -> Once {
-        Once(Some(Bytes::from(bytes)).filter(|b| !b.is_empty()))
+impl Chunks {
+    pub fn new(parts: Vec<Vec<u8>>) -> Chunks {
+        Chunks(parts.into_iter().filter(|p| !p.is_empty()).map(Bytes::from).collect())
     }
 }
 
-impl Body for Once {
+impl Body for Chunks {
     type Data = Bytes;
     type Error = std::convert::Infallible;
 
     fn poll_frame(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        Poll::Ready(self.0.take().map(|b| Ok(Frame::data(b))))
+        Poll::Ready(self.0.pop_front().map(|b| Ok(Frame::data(b))))
     }
 
     fn is_end_stream(&self) -> bool {
-        self.0.is_none()
+        self.0.is_empty()
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.0.as_ref().map_or(0, |b| b.len() as u64))
+        SizeHint::with_exact(self.0.iter().map(|b| b.len() as u64).sum())
     }
 }
 

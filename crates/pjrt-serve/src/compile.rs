@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::error::ServeError;
 use crate::model::ServedModel;
 use crate::shapes::Signature;
-use crate::Shared;
+use crate::state::Shared;
 
 /// Makes sure an executable is compiled for `signature` before the request takes a device
 /// slot: one compiled at load or for an earlier request, else compiled now (off the async
@@ -33,7 +33,7 @@ pub(crate) async fn prepare(shared: &Shared, model: &Arc<ServedModel>, signature
     let compiling = model.clone();
     tokio::task::spawn_blocking(move || compiling.compile_for_requests(&signature))
         .await
-        .map_err(|e| ServeError::Internal(format!("the compile task failed: {e}")))??;
+        .map_err(|e| ServeError::task("compile", e))??;
     shared.metrics.compiled(model.name());
     Ok(())
 }

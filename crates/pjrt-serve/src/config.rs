@@ -311,7 +311,7 @@ impl ModelConfig {
     /// ```
     pub fn from_folder(folder: &Path) -> Result<ModelConfig, ServeError> {
         let folder_name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let bad = |m: String| ServeError::Load { model: folder_name.clone(), message: m };
+        let bad = |m: String| ServeError::load(folder_name.clone(), m);
         let config_path = folder.join("config.json");
         let json = match std::fs::read(&config_path) {
             Ok(bytes) => serde_json::from_slice::<Value>(&bytes)
@@ -416,9 +416,8 @@ impl std::str::FromStr for ModelConfig {
 /// Every model folder of a repository (its subfolders, sorted by name), each as its config
 /// or as the error that keeps it from being one.
 pub fn read_repository(root: &Path) -> Result<Vec<Result<ModelConfig, ServeError>>, ServeError> {
-    let entries = std::fs::read_dir(root).map_err(|e| ServeError::Load {
-        model: String::new(),
-        message: format!("the model repository {}: {e}", root.display()),
+    let entries = std::fs::read_dir(root).map_err(|e| {
+        ServeError::load(String::new(), crate::error::context(format!("the model repository {}", root.display()), e))
     })?;
     let mut folders: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect();
     folders.sort();

@@ -7,13 +7,11 @@ use std::time::Instant;
 
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 
-use crate::batching::Pending;
 use crate::budget::Reservation;
-
 use crate::error::ServeError;
 use crate::model::ServedModel;
 use crate::protocol::{InferRequest, InputHeader, OutputTensor};
-use crate::Shared;
+use crate::state::{Pending, Shared};
 
 /// A model found, its queue and its batcher (for a batched model).
 pub(crate) struct Found {
@@ -68,7 +66,7 @@ pub(crate) async fn decode_off_runtime<T: Send + 'static>(
         decoded
     })
     .await
-    .map_err(|e| ServeError::Internal(format!("the decoding task failed: {e}")))?
+    .map_err(|e| ServeError::task("decoding", e))?
 }
 
 /// Checks an input a request declares against the model's, before its data is decoded: the
@@ -179,7 +177,7 @@ pub(crate) async fn run(
         runner.infer(inputs, &wanted, binary_default, replica)
     })
     .await
-    .map_err(|e| ServeError::Internal(format!("the inference task failed: {e}")))??;
+    .map_err(|e| ServeError::task("inference", e))??;
     shared.metrics.execution(model.name(), 1, replica);
     shared.metrics.request(model.name(), true, queue_seconds, arrived.elapsed().as_secs_f64());
     Ok(outputs)

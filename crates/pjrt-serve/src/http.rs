@@ -9,16 +9,21 @@ use axum::body::Body;
 use axum::extract::{Path, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use bytes::Bytes;
 use serde_json::{json, Value};
 
-use crate::budget::{self, Budgeted, Held, Once};
+use crate::budget::{self, Budgeted, Chunks, Held};
 use crate::error::ServeError;
 use crate::model::TensorSpec;
-use crate::protocol::{decode_checked, encode_infer_response, error_body};
-use crate::{dispatch, Shared};
+use crate::protocol::{
+    check_bools, decode_checked, decode_header, error_body, infer_response_parts, short_binary, short_header,
+    unclaimed, Header, InferRequest,
+};
+use crate::state::Shared;
+use crate::{auth, dispatch, repository};
 
 type AppState = State<Arc<Shared>>;
 
@@ -36,12 +41,16 @@ fn json_response(value: Value) -> Response {
     respond(200, "application/json", value.to_string().into_bytes())
 }
 
-fn error_response(e: &ServeError) -> Response {
-    let mut response = respond(e.status(), "application/json", error_body(&e.to_string()));
-    if matches!(e, ServeError::Unauthorized) {
-        response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+/// An error's answer: its status, `{"error": message}`, and a `WWW-Authenticate` challenge
+/// for a missing token.
+impl IntoResponse for ServeError {
+    fn into_response(self) -> Response {
+        let mut response = respond(self.status(), "application/json", error_body(&self.to_string()));
+        if matches!(self, ServeError::Unauthorized) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
     }
-    response
 }
 
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
@@ -68,7 +77,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
                 request.method(),
                 request.uri().path()
             ));
-            unread(request.headers(), error_response(&e))
+            unread(request.headers(), e.into_response())
         })
         .layer(middleware::from_fn_with_state(shared.clone(), guard))
         .with_state(shared)
@@ -81,8 +90,8 @@ async fn guard(State(shared): AppState, request: Request, next: Next) -> Respons
     let open = shared.options.open_health_and_metrics
         && request.method() == axum::http::Method::GET
         && matches!(request.uri().path(), "/v2/health/live" | "/v2/health/ready" | "/metrics");
-    if !open && !authorized(&shared, request.headers().get(header::AUTHORIZATION)) {
-        return unread(request.headers(), error_response(&ServeError::Unauthorized));
+    if !open && !auth::authorized(&shared.options, request.headers().get(header::AUTHORIZATION)) {
+        return unread(request.headers(), ServeError::Unauthorized.into_response());
     }
     let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|n| n > shared.options.max_body_bytes as u64) {
@@ -91,7 +100,7 @@ async fn guard(State(shared): AppState, request: Request, next: Next) -> Respons
             declared.unwrap_or(0),
             shared.options.max_body_bytes
         );
-        return unread(request.headers(), respond(413, "application/json", error_body(&message)));
+        return unread(request.headers(), ServeError::TooLarge(message).into_response());
     }
     if request.uri().path().ends_with("/infer") {
         // (The infer route reads its body itself, after it has found the model and a place in
@@ -105,7 +114,7 @@ async fn guard(State(shared): AppState, request: Request, next: Next) -> Respons
     let mut body = Budgeted::new(body, shared.budget.reservation(), SMALL_BODY, shared.options.body_timeout);
     match budget::read_all(&mut body, declared).await {
         Ok(bytes) => next.run(Request::from_parts(parts, Body::from(bytes))).await,
-        Err(e) => unread(&parts.headers, error_response(&e)),
+        Err(e) => unread(&parts.headers, e.into_response()),
     }
 }
 
@@ -124,24 +133,6 @@ pub(crate) fn unread(request: &HeaderMap, mut response: Response) -> Response {
     response
 }
 
-/// Whether a request with this `Authorization` header may pass: any, when the server has no
-/// token; else `Bearer TOKEN` with the server's token, the scheme in any case (RFC 9110's
-/// auth-scheme is case-insensitive), HTTP and gRPC alike.
-pub(crate) fn authorized(shared: &Shared, authorization: Option<&HeaderValue>) -> bool {
-    let Some(token) = &shared.options.token else { return true };
-    authorization
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .is_some_and(|(_, t)| constant_time_eq(t.trim_start_matches(' ').as_bytes(), token.as_bytes()))
-}
-
-/// Compares without returning early on the first differing byte (the time says nothing of
-/// how much of a guessed token was right).
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 async fn server_metadata() -> Response {
     json_response(json!({
         "name": "pjrt-serve",
@@ -154,24 +145,26 @@ fn specs(list: &[TensorSpec]) -> Value {
     list.iter().map(|s| json!({ "name": s.name, "datatype": s.datatype.name(), "shape": s.shape })).collect()
 }
 
-async fn model_metadata(State(shared): AppState, Path(params): Path<HashMap<String, String>>) -> Response {
-    match dispatch::find(&shared, &params) {
-        Ok(dispatch::Found { model, .. }) => json_response(json!({
-            "name": model.name(),
-            "versions": [model.version()],
-            "platform": format!("pjrt_{}", shared.client.platform_name()),
-            "inputs": specs(model.inputs()),
-            "outputs": specs(model.outputs()),
-        })),
-        Err(e) => error_response(&e),
-    }
+async fn model_metadata(
+    State(shared): AppState,
+    Path(params): Path<HashMap<String, String>>,
+) -> Result<Response, ServeError> {
+    let dispatch::Found { model, .. } = dispatch::find(&shared, &params)?;
+    Ok(json_response(json!({
+        "name": model.name(),
+        "versions": [model.version()],
+        "platform": format!("pjrt_{}", shared.client.platform_name()),
+        "inputs": specs(model.inputs()),
+        "outputs": specs(model.outputs()),
+    })))
 }
 
-async fn model_ready(State(shared): AppState, Path(params): Path<HashMap<String, String>>) -> Response {
-    match dispatch::find(&shared, &params) {
-        Ok(_) => respond(200, "text/plain", Vec::new()),
-        Err(e) => error_response(&e),
-    }
+async fn model_ready(
+    State(shared): AppState,
+    Path(params): Path<HashMap<String, String>>,
+) -> Result<Response, ServeError> {
+    dispatch::find(&shared, &params)?;
+    Ok(respond(200, "text/plain", Vec::new()))
 }
 
 async fn infer(State(shared): AppState, Path(params): Path<HashMap<String, String>>, request: Request) -> Response {
@@ -179,7 +172,7 @@ async fn infer(State(shared): AppState, Path(params): Path<HashMap<String, Strin
     let (parts, body) = request.into_parts();
     let found = match dispatch::find(&shared, &params) {
         Ok(found) => found,
-        Err(e) => return unread(&parts.headers, error_response(&e)),
+        Err(e) => return unread(&parts.headers, e.into_response()),
     };
     let name = found.model.name().to_string();
     let mut read = false;
@@ -187,7 +180,7 @@ async fn infer(State(shared): AppState, Path(params): Path<HashMap<String, Strin
         Ok(response) => response,
         Err(e) => {
             dispatch::record_failure(&shared, &name, &e, arrived);
-            let response = error_response(&e);
+            let response = e.into_response();
             if read {
                 response
             } else {
@@ -234,19 +227,40 @@ async fn run_infer(
         shared.budget.check_room(n, "the request's body")?;
     }
     let mut body = Budgeted::new(body, reservation.clone(), shared.options.max_body_bytes, shared.options.body_timeout);
-    let bytes = budget::read_all(&mut body, declared).await?;
-    *read = true;
-    drop(body);
-    let request =
-        dispatch::decode_off_runtime(model, &reservation, move |check| decode_checked(&bytes, json_length, check))
-            .await?;
+    let request = match json_length {
+        // JSON only: the body whole, its `data` decoded straight into each tensor's bytes.
+        None => {
+            let bytes = budget::read_all(&mut body, declared).await?;
+            *read = true;
+            drop(body);
+            dispatch::decode_off_runtime(model, &reservation, move |check| decode_checked(&bytes, None, check)).await?
+        }
+        // Binary tensor data: the JSON header first, then the rest of the body read straight
+        // into the binary inputs' own bytes (each frame copied once, not buffered whole first).
+        Some(n) => {
+            let (json, first) = budget::read_until(&mut body, declared, Some(n)).await?;
+            if json.len() < n {
+                *read = true;
+                return Err(short_header(n, json.len()));
+            }
+            let binary_len = declared.map(|d| d.saturating_sub(n));
+            let header =
+                dispatch::decode_off_runtime(model, &reservation, move |check| decode_header(&json, binary_len, check))
+                    .await?;
+            let request = read_binary(&mut body, first, header).await?;
+            *read = true;
+            drop(body);
+            reservation.release_body();
+            request
+        }
+    };
     let id = request.id.clone();
     let outputs = dispatch::run(shared, found, permit, request, arrived).await?;
-    let (body, header_length) = encode_infer_response(model.name(), model.version(), id.as_deref(), &outputs);
-    drop(outputs);
+    // The outputs' bytes go out as they were downloaded, after the JSON.
+    let (parts, header_length) = infer_response_parts(model.name(), model.version(), id.as_deref(), outputs);
     let content_type = if header_length.is_some() { "application/octet-stream" } else { "application/json" };
     // The request's bytes stay taken of the budget until its answer is sent.
-    let mut response = Response::new(Body::new(Held::new(Once::new(body), reservation)));
+    let mut response = Response::new(Body::new(Held::new(Chunks::new(parts), reservation)));
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     if let Some(n) = header_length {
         response.headers_mut().insert(HEADER_LENGTH, HeaderValue::from(n));
@@ -254,94 +268,72 @@ async fn run_infer(
     Ok(response)
 }
 
+/// Reads the rest of a body, after its JSON header (`first`: what of it came with the header's
+/// last frame), straight into the binary inputs of `header`, in order: each frame's bytes are
+/// copied once, into the tensor they belong to. Their byte counts were checked (and taken of
+/// the budget) with the header.
+async fn read_binary<B>(body: &mut Budgeted<B>, first: Bytes, header: Header) -> Result<InferRequest, ServeError>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let Header { mut request, binary } = header;
+    for &(i, bytes) in &binary {
+        request.inputs[i].data.reserve_exact(bytes);
+    }
+    let (mut next, mut extra) = (0, 0usize);
+    let mut data = first;
+    loop {
+        let mut rest = &data[..];
+        while !rest.is_empty() {
+            // The next input with bytes to come, if any.
+            while binary.get(next).is_some_and(|&(i, bytes)| request.inputs[i].data.len() == bytes) {
+                next += 1;
+            }
+            let Some(&(i, bytes)) = binary.get(next) else {
+                extra += rest.len();
+                break;
+            };
+            let tensor = &mut request.inputs[i].data;
+            let n = (bytes - tensor.len()).min(rest.len());
+            tensor.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
+        }
+        match budget::next_data(body).await? {
+            Some(frame) => data = frame,
+            None => break,
+        }
+    }
+    if let Some(&(i, bytes)) = binary.iter().find(|&&(i, bytes)| request.inputs[i].data.len() < bytes) {
+        let input = &request.inputs[i];
+        return Err(short_binary(&input.name, bytes, input.data.len()));
+    }
+    if extra > 0 {
+        return Err(unclaimed(extra));
+    }
+    for &(i, _) in &binary {
+        let input = &request.inputs[i];
+        check_bools(&input.name, input.datatype, &input.data)?;
+    }
+    Ok(request)
+}
+
 async fn repository_index(State(shared): AppState) -> Response {
-    let mut index = Vec::new();
-    for entry in shared.models.read().unwrap_or_else(|e| e.into_inner()).values() {
-        index.push(json!({ "name": entry.model.name(), "version": entry.model.version(), "state": "READY" }));
-    }
-    for (name, reason) in shared.failed.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        index.push(json!({ "name": name, "state": "UNAVAILABLE", "reason": reason }));
-    }
-    json_response(Value::Array(index))
+    let index = repository::index(&shared, false).into_iter().map(|m| match m.reason {
+        None => json!({ "name": m.name, "version": m.version, "state": "READY" }),
+        Some(reason) => json!({ "name": m.name, "state": "UNAVAILABLE", "reason": reason }),
+    });
+    json_response(Value::Array(index.collect()))
 }
 
-async fn repository_load(State(shared): AppState, Path(name): Path<String>) -> Response {
-    match load_from_repository(shared, name).await {
-        Ok(()) => respond(200, "application/json", b"{}".to_vec()),
-        Err(e) => error_response(&e),
-    }
+async fn repository_load(State(shared): AppState, Path(name): Path<String>) -> Result<Response, ServeError> {
+    repository::load_by_name(shared, name).await?;
+    Ok(respond(200, "application/json", b"{}".to_vec()))
 }
 
-/// The load and unload calls need model control.
-pub(crate) fn check_model_control(shared: &Shared) -> Result<(), ServeError> {
-    if shared.options.model_control {
-        return Ok(());
-    }
-    Err(ServeError::Forbidden(
-        "model control is off: start the server with --model-control explicit to load and unload models".into(),
-    ))
-}
-
-/// Whether `folder` looks like a model's: a folder with a `config.json` or a `.jaxexport` file.
-fn is_model_folder(folder: &std::path::Path) -> bool {
-    folder.join("config.json").is_file()
-        || std::fs::read_dir(folder)
-            .is_ok_and(|entries| entries.flatten().any(|e| e.path().extension().is_some_and(|x| x == "jaxexport")))
-}
-
-/// Loads (or reloads) model folder `name` of the server's repository, off the async runtime.
-/// What the client is told has no server paths, and a name that is not a model folder (none
-/// there, a file, a folder of something else) is answered alike: the log has the whole error.
-pub(crate) async fn load_from_repository(shared: Arc<Shared>, name: String) -> Result<(), ServeError> {
-    check_model_control(&shared)?;
-    let Some(root) = shared.options.repository.clone() else {
-        return Err(ServeError::BadRequest(
-            "the server has no model repository to load from (start it with one)".into(),
-        ));
-    };
-    if name.is_empty() || name.contains(['/', '\\', '\0']) || name.starts_with('.') {
-        return Err(ServeError::BadRequest(format!("{name:?} is not a model folder's name")));
-    }
-    let server = crate::Server { shared: shared.clone() };
-    let loading = name.clone();
-    let loaded = tokio::task::spawn_blocking(move || {
-        let folder = root.join(&loading);
-        if !is_model_folder(&folder) {
-            return Ok(Err(format!("{} is not a model folder (no config.json or .jaxexport file)", folder.display())));
-        }
-        let config = crate::ModelConfig::from_folder(&folder)?;
-        server.load(config).map(Ok)
-    })
-    .await;
-    match loaded {
-        Ok(Ok(Ok(()))) => Ok(()),
-        Ok(Ok(Err(why))) => {
-            shared.options.log(&format!("load {name:?}: {why}"));
-            Err(ServeError::NotFound(format!("no model {name:?} in the repository")))
-        }
-        Ok(Err(e)) => {
-            shared.options.log(&format!("load {name:?}: {e}"));
-            Err(ServeError::BadRequest(crate::error::without_paths(&e.to_string())))
-        }
-        Err(e) => Err(ServeError::Internal(format!("the load task failed: {e}"))),
-    }
-}
-
-async fn repository_unload(State(shared): AppState, Path(name): Path<String>) -> Response {
-    match unload(shared, &name) {
-        Ok(()) => respond(200, "application/json", b"{}".to_vec()),
-        Err(e) => error_response(&e),
-    }
-}
-
-/// Stops serving model `name`, with model control.
-pub(crate) fn unload(shared: Arc<Shared>, name: &str) -> Result<(), ServeError> {
-    check_model_control(&shared)?;
-    if (crate::Server { shared }).unload(name) {
-        Ok(())
-    } else {
-        Err(ServeError::NotFound(format!("no model {name:?} is loaded")))
-    }
+async fn repository_unload(State(shared): AppState, Path(name): Path<String>) -> Result<Response, ServeError> {
+    repository::unload_by_name(&shared, &name)?;
+    Ok(respond(200, "application/json", b"{}".to_vec()))
 }
 
 async fn metrics(State(shared): AppState) -> Response {

@@ -25,7 +25,7 @@ pub struct TlsConfig {
 }
 
 fn bad(message: String) -> ServeError {
-    ServeError::Load { model: String::new(), message }
+    ServeError::load(String::new(), message)
 }
 
 impl TlsConfig {

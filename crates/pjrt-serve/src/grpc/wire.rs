@@ -406,7 +406,7 @@ pub(crate) fn infer_request(
             return Err(bad(format!("{what}: parameter {key:?} is not supported here")));
         }
         let datatype: Datatype = input.datatype.parse().map_err(|e| bad(format!("{what}: {e}")))?;
-        let (count, bytes) = crate::protocol::byte_len(&input.name, datatype, &input.shape).map_err(|e| bad(e.0))?;
+        let (count, bytes) = crate::protocol::byte_len(&input.name, datatype, &input.shape)?;
         let raw = raw_contents.next();
         match (&raw, &input.contents) {
             (Some(_), Some(_)) => return Err(bad(format!("{what}: has contents and raw_input_contents"))),
@@ -429,7 +429,7 @@ pub(crate) fn infer_request(
             (None, Some(contents)) => typed_contents(&what, datatype, &contents, count, bytes)?,
             (None, None) => unreachable!("refused above"),
         };
-        crate::protocol::check_bools(&input.name, datatype, &data).map_err(|e| bad(e.0))?;
+        crate::protocol::check_bools(&input.name, datatype, &data)?;
         inputs.push(InputTensor { name: input.name, datatype, shape: input.shape, data });
     }
     let mut outputs = Vec::with_capacity(call.outputs.len());

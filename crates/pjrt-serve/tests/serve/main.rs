@@ -3,11 +3,13 @@
 //! the queue bound, the token, the repository extension and the metrics.
 
 mod batching;
+mod floors;
 mod grpc_client;
 mod harness;
 mod hostile;
 mod replicas;
 mod shapes;
+mod streamed;
 mod weights;
 #[cfg(feature = "tls")]
 mod tls;

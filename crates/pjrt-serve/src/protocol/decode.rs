@@ -1,103 +1,19 @@
-//! The Open Inference Protocol's inference request and response bodies over HTTP: JSON, and
-//! Triton's binary tensor data extension (a JSON header of `Inference-Header-Content-Length`
-//! bytes, then each tensor's raw little-endian bytes in order).
-//!
-//! Decoding trusts nothing: the JSON is read by a typed streaming deserializer (never a tree
-//! of values), its lists bounded as they are read, and each input's `data` decoded straight
-//! into the tensor's bytes, no more than its shape and datatype declare; so a hostile body is a
-//! [`ProtocolError`] naming what is wrong, never a panic, and allocates no more than its
-//! tensors' declared bytes (the server takes those of its budget before decoding).
+//! Inference request bodies decoded: the JSON read by a typed streaming deserializer, each
+//! input's `data` straight into its bytes, binary tensor data split after the JSON header.
 
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 
+use super::{
+    byte_len, check_bools, err, InferRequest, InputHeader, InputTensor, ProtocolError, RequestedOutput, MAX_RANK,
+    MAX_TENSORS,
+};
 use crate::datatype::Datatype;
 use crate::error::ServeError;
 
-/// What is wrong with a request body; the message names the field or tensor.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ProtocolError(pub String);
-
-fn err<T>(message: impl Into<String>) -> Result<T, ProtocolError> {
-    Err(ProtocolError(message.into()))
-}
-
-/// One input tensor of a request: its bytes little-endian, `shape`'s element count times the
-/// datatype's size long (checked).
-#[derive(Clone, Debug, PartialEq)]
-pub struct InputTensor {
-    /// The input's name.
-    pub name: String,
-    /// Its datatype.
-    pub datatype: Datatype,
-    /// Its shape.
-    pub shape: Vec<i64>,
-    /// Its elements, little-endian, in row-major order.
-    pub data: Vec<u8>,
-}
-
-/// An output a request asks for, and whether it wants it as binary data.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RequestedOutput {
-    /// The output's name.
-    pub name: String,
-    /// `parameters.binary_data` (else the request's `binary_data_output`).
-    pub binary: bool,
-}
-
-/// An inference request.
-#[derive(Clone, Debug, PartialEq)]
-pub struct InferRequest {
-    /// The request's `id`, echoed in the response.
-    pub id: Option<String>,
-    /// The inputs, in the order sent.
-    pub inputs: Vec<InputTensor>,
-    /// The outputs asked for; empty: every output.
-    pub outputs: Vec<RequestedOutput>,
-    /// `parameters.binary_data_output`: outputs not listed in `outputs` come as binary data.
-    pub binary_data_output: bool,
-}
-
-/// An input's element count and byte length, checked (no negative dimension, no overflow).
-pub(crate) fn byte_len(name: &str, datatype: Datatype, shape: &[i64]) -> Result<(usize, usize), ProtocolError> {
-    let count = element_count(name, shape)?;
-    let bytes =
-        count.checked_mul(datatype.size()).ok_or_else(|| ProtocolError(format!("input {name:?}: too large")))?;
-    Ok((count, bytes))
-}
-
-/// A BOOL input's bytes are 0 or 1: a plugin is never handed another PRED byte.
-pub(crate) fn check_bools(name: &str, datatype: Datatype, data: &[u8]) -> Result<(), ProtocolError> {
-    match data.iter().find(|&&b| b > 1) {
-        Some(b) if datatype == Datatype::Bool => err(format!("input {name:?}: a BOOL element is byte {b}, not 0 or 1")),
-        _ => Ok(()),
-    }
-}
-
-/// Element count of `shape`, checked: no negative dimension, no overflow.
-pub(crate) fn element_count(name: &str, shape: &[i64]) -> Result<usize, ProtocolError> {
-    let mut count: usize = 1;
-    for &d in shape {
-        let Ok(d) = usize::try_from(d) else {
-            return err(format!("input {name:?}: shape {shape:?} has a negative dimension"));
-        };
-        count = match count.checked_mul(d) {
-            Some(c) => c,
-            None => return err(format!("input {name:?}: shape {shape:?} has too many elements")),
-        };
-    }
-    Ok(count)
-}
-
-/// Most inputs, outputs and parameters a request may list, and dimensions a shape may have:
-/// what a request lists is bounded before it is kept.
-pub(crate) const MAX_TENSORS: usize = 1024;
-pub(crate) const MAX_RANK: usize = 64;
 const MAX_PARAMETERS: usize = 64;
 
 /// A parameter's value: a boolean, number or string (as the protocol's parameters are).
@@ -285,16 +201,6 @@ struct OutputJson {
     name: String,
     #[serde(default)]
     parameters: Option<Parameters>,
-}
-
-/// An input as a request declares it, before its data is decoded: what the server checks (and
-/// takes of its budget) first.
-pub(crate) struct InputHeader<'a> {
-    pub name: &'a str,
-    pub datatype: Datatype,
-    pub shape: &'a [i64],
-    /// Its data's bytes, from its shape and datatype.
-    pub bytes: usize,
 }
 
 /// Decodes the JSON `data` of an input (flat, or nested in row-major order) straight into
@@ -532,17 +438,49 @@ pub(crate) fn decode_checked(
     json_length: Option<usize>,
     check: &mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>,
 ) -> Result<InferRequest, ServeError> {
-    let bad = |e: ProtocolError| ServeError::BadRequest(e.0);
-    let (header, mut binary) = match json_length {
-        Some(n) if n > body.len() => {
-            return Err(bad(ProtocolError(format!(
-                "Inference-Header-Content-Length is {n}, but the body has only {} bytes",
-                body.len()
-            ))))
-        }
+    let (header, binary) = match json_length {
+        Some(n) if n > body.len() => return Err(short_header(n, body.len())),
         Some(n) => body.split_at(n),
         None => (body, &[][..]),
     };
+    let header = decode_header(header, Some(binary.len()), check)?;
+    let mut request = header.request;
+    let mut rest = binary;
+    for (i, bytes) in header.binary {
+        let (mine, after) = rest.split_at(bytes);
+        rest = after;
+        let input = &mut request.inputs[i];
+        input.data = mine.to_vec();
+        check_bools(&input.name, input.datatype, &input.data)?;
+    }
+    Ok(request)
+}
+
+/// The error of a body shorter than its JSON header's declared length.
+pub(crate) fn short_header(json_length: usize, body: usize) -> ServeError {
+    ServeError::Protocol(ProtocolError(format!(
+        "Inference-Header-Content-Length is {json_length}, but the body has only {body} bytes"
+    )))
+}
+
+/// A request decoded from its JSON header: its inputs whose bytes follow the header (binary
+/// tensor data) are still empty, listed in `binary` in the order their bytes come.
+pub(crate) struct Header {
+    pub request: InferRequest,
+    /// Each binary input's index in `request.inputs` and byte count.
+    pub binary: Vec<(usize, usize)>,
+}
+
+/// Decodes a request's JSON header (the whole body without the binary extension), each input's
+/// declared name, datatype, shape and byte count given to `check` before its data is decoded.
+/// `binary_len`: how many bytes of binary data follow the header, when known (else they are
+/// checked as they are read into the inputs).
+pub(crate) fn decode_header(
+    header: &[u8],
+    binary_len: Option<usize>,
+    check: &mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>,
+) -> Result<Header, ServeError> {
+    let bad = ServeError::Protocol;
     let request: RequestJson<'_> = serde_json::from_slice(header).map_err(|e| {
         ServeError::BadRequest(match e.classify() {
             serde_json::error::Category::Data => format!("the request: {e}"),
@@ -550,20 +488,21 @@ pub(crate) fn decode_checked(
         })
     })?;
     let parameters = request.parameters.unwrap_or_default();
-    parameters.refuse_unknown(&["binary_data_output"], "the request").map_err(bad)?;
-    let binary_data_output = parameters.bool("binary_data_output", "the request").map_err(bad)?.unwrap_or(false);
+    parameters.refuse_unknown(&["binary_data_output"], "the request")?;
+    let binary_data_output = parameters.bool("binary_data_output", "the request")?.unwrap_or(false);
     let Some(Bounded(inputs_json, _)) = request.inputs else {
         return Err(bad(ProtocolError("\"inputs\" must be a list of tensors".into())));
     };
     let mut inputs = Vec::with_capacity(inputs_json.len());
+    let (mut left, mut binary) = (binary_len, Vec::new());
     for input in inputs_json {
         let InputJson { name, datatype, shape: Bounded(shape, _), parameters, data } = input;
         let what = format!("input {name:?}");
         let parameters = parameters.unwrap_or_default();
-        parameters.refuse_unknown(&["binary_data_size"], &what).map_err(bad)?;
+        parameters.refuse_unknown(&["binary_data_size"], &what)?;
         let datatype: Datatype = datatype.parse().map_err(|e| bad(ProtocolError(format!("{what}: {e}"))))?;
-        let (count, bytes) = byte_len(&name, datatype, &shape).map_err(bad)?;
-        let binary_size = parameters.size("binary_data_size", &what).map_err(bad)?;
+        let (count, bytes) = byte_len(&name, datatype, &shape)?;
+        let binary_size = parameters.size("binary_data_size", &what)?;
         match (binary_size, data) {
             (Some(_), Some(_)) => return Err(bad(ProtocolError(format!("{what}: has both \"data\" and binary_data_size")))),
             (None, None) => return Err(bad(ProtocolError(format!("{what}: has neither \"data\" nor binary_data_size")))),
@@ -572,176 +511,52 @@ pub(crate) fn decode_checked(
                     "{what}: binary_data_size is {size} bytes, but {count} {datatype} elements of shape {shape:?} are {bytes}"
                 ))))
             }
-            (Some(size), None) if size > binary.len() => {
+            (Some(size), None) if left.is_some_and(|left| size > left) => {
                 return Err(bad(ProtocolError(format!(
                     "{what}: binary_data_size is {size} bytes, but only {} are left",
-                    binary.len()
+                    left.unwrap_or(0)
                 ))))
             }
             _ => {}
         }
         check(&InputHeader { name: &name, datatype, shape: &shape, bytes })?;
         let data = match data {
-            Some(raw) => json_data(raw, &what, datatype, &shape, count, bytes).map_err(bad)?,
+            Some(raw) => {
+                let data = json_data(raw, &what, datatype, &shape, count, bytes)?;
+                check_bools(&name, datatype, &data)?;
+                data
+            }
             None => {
-                let (mine, rest) = binary.split_at(bytes);
-                binary = rest;
-                mine.to_vec()
+                // (Read after the header: into this tensor's own bytes.)
+                binary.push((inputs.len(), bytes));
+                left = left.map(|left| left - bytes);
+                Vec::new()
             }
         };
-        check_bools(&name, datatype, &data).map_err(bad)?;
         inputs.push(InputTensor { name, datatype, shape, data });
     }
-    if !binary.is_empty() {
-        return Err(bad(ProtocolError(format!(
-            "{} bytes of binary data follow the inputs that no input claims",
-            binary.len()
-        ))));
+    if let Some(extra) = left.filter(|&left| left > 0) {
+        return Err(unclaimed(extra));
     }
     let mut outputs = Vec::new();
     for OutputJson { name, parameters } in request.outputs.map(|b| b.0).unwrap_or_default() {
         let what = format!("output {name:?}");
         let parameters = parameters.unwrap_or_default();
-        parameters.refuse_unknown(&["binary_data"], &what).map_err(bad)?;
-        let binary = parameters.bool("binary_data", &what).map_err(bad)?.unwrap_or(binary_data_output);
+        parameters.refuse_unknown(&["binary_data"], &what)?;
+        let binary = parameters.bool("binary_data", &what)?.unwrap_or(binary_data_output);
         outputs.push(RequestedOutput { name, binary });
     }
-    Ok(InferRequest { id: request.id, inputs, outputs, binary_data_output })
+    Ok(Header { request: InferRequest { id: request.id, inputs, outputs, binary_data_output }, binary })
 }
 
-/// One output tensor of a response.
-#[derive(Clone, Debug, PartialEq)]
-pub struct OutputTensor {
-    /// The output's name.
-    pub name: String,
-    /// Its datatype.
-    pub datatype: Datatype,
-    /// Its shape.
-    pub shape: Vec<i64>,
-    /// Its elements, little-endian, row-major (the shape's count times the datatype's size).
-    pub data: Vec<u8>,
-    /// Sent as binary data after the JSON header, else as JSON numbers.
-    pub binary: bool,
+/// The error of binary data past the inputs' bytes.
+pub(crate) fn unclaimed(extra: usize) -> ServeError {
+    ServeError::Protocol(ProtocolError(format!("{extra} bytes of binary data follow the inputs that no input claims")))
 }
 
-/// Writes the elements of `data` as a JSON list. Floats are written in their shortest exact
-/// form; NaN and infinities as `NaN`, `Infinity`, `-Infinity` (what Python's `json` and
-/// Triton write and read), as JSON has no numbers for them.
-fn write_elements(out: &mut String, datatype: Datatype, data: &[u8]) {
-    use std::fmt::Write as _;
-    fn float(out: &mut String, x: f64, text: impl std::fmt::Debug) {
-        if x.is_nan() {
-            out.push_str("NaN");
-        } else if x.is_infinite() {
-            out.push_str(if x > 0.0 { "Infinity" } else { "-Infinity" });
-        } else {
-            let _ = write!(out, "{text:?}");
-        }
-    }
-    out.push('[');
-    for (i, e) in data.chunks_exact(datatype.size()).enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        let b = |n: usize| -> [u8; 8] {
-            let mut a = [0u8; 8];
-            a[..n].copy_from_slice(&e[..n]);
-            a
-        };
-        let _ = match datatype {
-            Datatype::Bool => write!(out, "{}", e[0] != 0),
-            Datatype::U8 => write!(out, "{}", e[0]),
-            Datatype::I8 => write!(out, "{}", e[0] as i8),
-            Datatype::U16 => write!(out, "{}", u16::from_le_bytes([e[0], e[1]])),
-            Datatype::I16 => write!(out, "{}", i16::from_le_bytes([e[0], e[1]])),
-            Datatype::U32 => write!(out, "{}", u32::from_le_bytes([e[0], e[1], e[2], e[3]])),
-            Datatype::I32 => write!(out, "{}", i32::from_le_bytes([e[0], e[1], e[2], e[3]])),
-            Datatype::U64 => write!(out, "{}", u64::from_le_bytes(b(8))),
-            Datatype::I64 => write!(out, "{}", i64::from_le_bytes(b(8))),
-            Datatype::F16 => {
-                let x = half::f16::from_le_bytes([e[0], e[1]]);
-                float(out, x.to_f64(), x.to_f32());
-                Ok(())
-            }
-            Datatype::Bf16 => {
-                let x = half::bf16::from_le_bytes([e[0], e[1]]);
-                float(out, x.to_f64(), x.to_f32());
-                Ok(())
-            }
-            Datatype::F32 => {
-                let x = f32::from_le_bytes([e[0], e[1], e[2], e[3]]);
-                float(out, f64::from(x), x);
-                Ok(())
-            }
-            Datatype::F64 => {
-                let x = f64::from_le_bytes(b(8));
-                float(out, x, x);
-                Ok(())
-            }
-        };
-    }
-    out.push(']');
-}
-
-/// A response body: the JSON (and, when any output is binary, the header's length, for the
-/// `Inference-Header-Content-Length` header, then the binary outputs' bytes after it).
-///
-/// ```
-/// use pjrt_serve::protocol::{encode_infer_response, OutputTensor};
-/// use pjrt_serve::Datatype;
-/// let y = OutputTensor { name: "y".into(), datatype: Datatype::F32, shape: vec![2], data: [1.5f32.to_le_bytes(), f32::NAN.to_le_bytes()].concat(), binary: false };
-/// let (body, header_length) = encode_infer_response("mlp", "1", None, &[y]);
-/// assert_eq!(header_length, None);
-/// assert_eq!(std::str::from_utf8(&body).unwrap(), r#"{"model_name":"mlp","model_version":"1","outputs":[{"name":"y","datatype":"FP32","shape":[2],"data":[1.5,NaN]}]}"#);
-/// ```
-pub fn encode_infer_response(
-    model: &str,
-    version: &str,
-    id: Option<&str>,
-    outputs: &[OutputTensor],
-) -> (Vec<u8>, Option<usize>) {
-    let quote = |s: &str| Value::String(s.to_string()).to_string();
-    let mut json = format!("{{\"model_name\":{},\"model_version\":{}", quote(model), quote(version));
-    if let Some(id) = id {
-        json.push_str(&format!(",\"id\":{}", quote(id)));
-    }
-    json.push_str(",\"outputs\":[");
-    for (i, o) in outputs.iter().enumerate() {
-        if i > 0 {
-            json.push(',');
-        }
-        let shape: Vec<String> = o.shape.iter().map(i64::to_string).collect();
-        json.push_str(&format!(
-            "{{\"name\":{},\"datatype\":\"{}\",\"shape\":[{}]",
-            quote(&o.name),
-            o.datatype,
-            shape.join(",")
-        ));
-        if o.binary {
-            json.push_str(&format!(",\"parameters\":{{\"binary_data_size\":{}}}}}", o.data.len()));
-        } else {
-            json.push_str(",\"data\":");
-            write_elements(&mut json, o.datatype, &o.data);
-            json.push('}');
-        }
-    }
-    json.push_str("]}");
-    if !outputs.iter().any(|o| o.binary) {
-        return (json.into_bytes(), None);
-    }
-    let header_length = json.len();
-    let mut body = json.into_bytes();
-    for o in outputs.iter().filter(|o| o.binary) {
-        body.extend_from_slice(&o.data);
-    }
-    (body, Some(header_length))
-}
-
-/// An error body: `{"error": message}`.
-///
-/// ```
-/// assert_eq!(pjrt_serve::protocol::error_body("no \"m\""), br#"{"error":"no \"m\""}"#);
-/// ```
-pub fn error_body(message: &str) -> Vec<u8> {
-    serde_json::json!({ "error": message }).to_string().into_bytes()
+/// The error of binary data that ends before input `name`'s `size` bytes: `left` were.
+pub(crate) fn short_binary(name: &str, size: usize, left: usize) -> ServeError {
+    ServeError::Protocol(ProtocolError(format!(
+        "input {name:?}: binary_data_size is {size} bytes, but only {left} are left"
+    )))
 }

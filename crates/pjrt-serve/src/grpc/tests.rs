@@ -1,0 +1,234 @@
+//! The messages' field numbers and the wire reader on good, wrong and hostile requests.
+
+use std::collections::HashMap;
+
+use super::messages::*;
+use super::wire;
+use crate::error::ServeError;
+use crate::protocol::InferRequest;
+use prost::Message as _;
+
+/// A request through the wire reader, as the server reads it.
+fn infer_request(m: ModelInferRequest) -> Result<InferRequest, ServeError> {
+    let bytes = bytes::Bytes::from(m.encode_to_vec());
+    wire::infer_request(wire::read_infer_call(&bytes)?, &mut |_| Ok(()))
+}
+
+fn input(name: &str, datatype: &str, shape: Vec<i64>, contents: Option<InferTensorContents>) -> InferInputTensor {
+    InferInputTensor { name: name.into(), datatype: datatype.into(), shape, parameters: HashMap::new(), contents }
+}
+
+#[test]
+fn field_numbers_are_the_services() {
+    // Hand-encoded: field 1, 2 and 3 as length-delimited strings (tags 0x0a, 0x12, 0x1a).
+    let m = ServerMetadataResponse { name: "a".into(), version: "b".into(), extensions: vec!["c".into()] };
+    assert_eq!(m.encode_to_vec(), [0x0a, 1, b'a', 0x12, 1, b'b', 0x1a, 1, b'c']);
+    // raw_input_contents is field 7 of ModelInferRequest, raw_output_contents field 6 of the response.
+    let request = ModelInferRequest { raw_input_contents: vec![vec![9]], ..Default::default() };
+    assert_eq!(request.encode_to_vec(), [0x3a, 1, 9]);
+    let response = ModelInferResponse { raw_output_contents: vec![vec![9]], ..Default::default() };
+    assert_eq!(response.encode_to_vec(), [0x32, 1, 9]);
+}
+
+#[test]
+fn typed_and_raw_contents_become_little_endian_bytes() {
+    let typed = ModelInferRequest {
+        inputs: vec![
+            input(
+                "x",
+                "FP32",
+                vec![2],
+                Some(InferTensorContents { fp32_contents: vec![1.5, -2.0], ..Default::default() }),
+            ),
+            input("i", "INT16", vec![1], Some(InferTensorContents { int_contents: vec![-7], ..Default::default() })),
+            input(
+                "b",
+                "BOOL",
+                vec![2],
+                Some(InferTensorContents { bool_contents: vec![true, false], ..Default::default() }),
+            ),
+        ],
+        ..Default::default()
+    };
+    let r = infer_request(typed).unwrap();
+    assert_eq!(r.inputs[0].data, [1.5f32.to_le_bytes(), (-2.0f32).to_le_bytes()].concat());
+    assert_eq!(r.inputs[1].data, (-7i16).to_le_bytes());
+    assert_eq!(r.inputs[2].data, [1, 0]);
+    let raw = ModelInferRequest {
+        inputs: vec![input("h", "FP16", vec![1], None)],
+        raw_input_contents: vec![vec![0, 0x3c]],
+        ..Default::default()
+    };
+    assert_eq!(infer_request(raw).unwrap().inputs[0].data, [0, 0x3c]);
+}
+
+#[test]
+fn wrong_requests_are_refused_naming_what_is_wrong() {
+    let cases: Vec<(ModelInferRequest, &str)> = vec![
+        (
+            ModelInferRequest {
+                inputs: vec![input("x", "FP32", vec![3], None)],
+                raw_input_contents: vec![vec![0; 8]],
+                ..Default::default()
+            },
+            "8 bytes of data, but 3 FP32 elements",
+        ),
+        (
+            ModelInferRequest {
+                inputs: vec![input("x", "FP32", vec![1], None), input("y", "FP32", vec![1], None)],
+                raw_input_contents: vec![vec![0; 4]],
+                ..Default::default()
+            },
+            "raw_input_contents has 1 entries for 2 inputs",
+        ),
+        (
+            ModelInferRequest {
+                inputs: vec![input("x", "BOOL", vec![1], None)],
+                raw_input_contents: vec![vec![2]],
+                ..Default::default()
+            },
+            "byte 2",
+        ),
+        (
+            ModelInferRequest {
+                inputs: vec![input(
+                    "x",
+                    "INT8",
+                    vec![1],
+                    Some(InferTensorContents { int_contents: vec![300], ..Default::default() }),
+                )],
+                ..Default::default()
+            },
+            "300 is out of range",
+        ),
+        (
+            ModelInferRequest {
+                inputs: vec![input("x", "BF16", vec![1], Some(InferTensorContents::default()))],
+                ..Default::default()
+            },
+            "raw_input_contents",
+        ),
+        (ModelInferRequest { inputs: vec![input("x", "BYTES", vec![1], None)], ..Default::default() }, "BYTES"),
+        (ModelInferRequest { inputs: vec![input("x", "FP32", vec![-1], None)], ..Default::default() }, "negative"),
+        (ModelInferRequest { inputs: vec![input("x", "FP32", vec![1], None)], ..Default::default() }, "no contents"),
+        (
+            ModelInferRequest {
+                parameters: HashMap::from([(
+                    "priority".to_string(),
+                    InferParameter { parameter_choice: Some(ParameterChoice::Int64Param(1)) },
+                )]),
+                ..Default::default()
+            },
+            "\"priority\" is not supported",
+        ),
+    ];
+    for (request, says) in cases {
+        let e = infer_request(request).unwrap_err();
+        assert!(e.to_string().contains(says), "{e} does not say {says:?}");
+        assert_eq!(tonic::Status::from(e).code(), tonic::Code::InvalidArgument);
+    }
+}
+
+/// Random bytes decoded as a request, and requests with random sizes, give errors, never a
+/// panic or an allocation beyond the message.
+#[test]
+fn hostile_messages_are_errors() {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let valid = ModelInferRequest {
+        model_name: "m".into(),
+        inputs: vec![input("x", "FP32", vec![2, 2], None)],
+        raw_input_contents: vec![vec![0; 16]],
+        ..Default::default()
+    }
+    .encode_to_vec();
+    for _ in 0..5000 {
+        let mut bytes = valid.clone();
+        for _ in 0..1 + next() % 4 {
+            let at = next() as usize % bytes.len();
+            bytes[at] = next() as u8;
+        }
+        let bytes = bytes::Bytes::from(bytes);
+        if let Ok(call) = wire::read_infer_call(&bytes) {
+            let _ = wire::infer_request(call, &mut |_| Ok(()));
+        }
+    }
+    let huge = ModelInferRequest {
+        inputs: vec![input("x", "FP64", vec![i64::MAX, i64::MAX], None)],
+        raw_input_contents: vec![vec![]],
+        ..Default::default()
+    };
+    assert!(infer_request(huge).unwrap_err().to_string().contains("too many elements"));
+}
+
+/// Typed contents, packed (as prost writes them) or one element per field, are decoded
+/// into the declared shape's bytes and never past them; contents in another type's field
+/// are refused by name.
+#[test]
+fn typed_contents_are_decoded_no_further_than_the_shape() {
+    let int64 = |n: usize| InferTensorContents { int64_contents: vec![0; n], ..Default::default() };
+    let request = |shape: i64, contents| ModelInferRequest {
+        inputs: vec![input("x", "INT64", vec![shape], Some(contents))],
+        ..Default::default()
+    };
+    assert_eq!(infer_request(request(3, int64(3))).unwrap().inputs[0].data, [0; 24]);
+    let e = infer_request(request(3, int64(1 << 20))).unwrap_err().to_string();
+    assert!(e.contains("more than the 3 elements"), "{e}");
+    let e = infer_request(request(3, int64(2))).unwrap_err().to_string();
+    assert!(e.contains("2 elements of contents, but its shape has 3"), "{e}");
+    let mut checked = Vec::new();
+    let fp32 = ModelInferRequest { inputs: vec![input("x", "FP32", vec![2], Some(int64(2)))], ..Default::default() };
+    let bytes = bytes::Bytes::from(fp32.encode_to_vec());
+    let call = wire::read_infer_call(&bytes).unwrap();
+    let e = wire::infer_request(call, &mut |h| {
+        checked.push((h.name.to_string(), h.bytes));
+        Ok(())
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("int64_contents, but FP32's are in fp32_contents"), "{e}");
+    assert_eq!(checked, [("x".to_string(), 8)]);
+    // Unpacked: field 3 (varint) twice, inside contents (field 5) of input field 5.
+    let contents = [0x18, 0x07, 0x18, 0x7f];
+    let mut tensor = vec![0x0a, 1, b'x', 0x12, 5];
+    tensor.extend(b"INT64");
+    tensor.extend([0x1a, 1, 2, 0x2a, contents.len() as u8]);
+    tensor.extend(contents);
+    let mut message = vec![0x2a, tensor.len() as u8];
+    message.extend(tensor);
+    let bytes = bytes::Bytes::from(message);
+    let request = wire::infer_request(wire::read_infer_call(&bytes).unwrap(), &mut |_| Ok(())).unwrap();
+    assert_eq!(request.inputs[0].data, [7i64.to_le_bytes(), 127i64.to_le_bytes()].concat());
+}
+
+/// An error becomes one gRPC status: the code from its HTTP status, its message, the error kept
+/// as the status's source.
+#[test]
+fn errors_become_statuses_keeping_their_source() {
+    use std::error::Error as _;
+    let cases = [
+        (ServeError::BadRequest("x".into()), tonic::Code::InvalidArgument),
+        (ServeError::Unauthorized, tonic::Code::Unauthenticated),
+        (ServeError::Forbidden("x".into()), tonic::Code::PermissionDenied),
+        (ServeError::NotFound("x".into()), tonic::Code::NotFound),
+        (ServeError::TimedOut("x".into()), tonic::Code::DeadlineExceeded),
+        (ServeError::TooLarge("x".into()), tonic::Code::ResourceExhausted),
+        (ServeError::Unavailable("x".into()), tonic::Code::Unavailable),
+        (ServeError::load("m", "no such file"), tonic::Code::Internal),
+    ];
+    for (e, code) in cases {
+        let message = e.to_string();
+        let status = tonic::Status::from(e);
+        assert_eq!((status.code(), status.message()), (code, message.as_str()));
+        let source = status.source().and_then(|s| s.downcast_ref::<ServeError>());
+        assert_eq!(source.map(ToString::to_string), Some(message));
+    }
+    let status = tonic::Status::from(ServeError::load("m", "no such file"));
+    let kept = status.source().and_then(|s| s.downcast_ref::<ServeError>()).unwrap();
+    assert_eq!(kept.source().map(ToString::to_string).as_deref(), Some("no such file"));
+}

@@ -1,0 +1,146 @@
+//! Running a model: the executable for a request's shapes (compiled for requests when new),
+//! its arguments uploaded, the outputs downloaded.
+
+use pjrt_client::{Buffer, ExecuteOptions, HostArray, UploadOptions};
+
+use super::{select_outputs, ServedModel};
+use crate::error::ServeError;
+use crate::protocol::{OutputTensor, RequestedOutput};
+
+impl ServedModel {
+    /// Every input's shape for these request inputs (in the model's order): the signature an
+    /// executable is compiled for.
+    pub(crate) fn signature(&self, inputs: &[HostArray]) -> crate::shapes::Signature {
+        self.shapes(inputs)
+    }
+
+    /// Compiles `signature` on every replica for requests (kept in memory, not in the compile
+    /// cache). Blocks: call it off the async runtime, outside the device's execution slots.
+    pub(crate) fn compile_for_requests(&self, signature: &crate::shapes::Signature) -> Result<(), ServeError> {
+        for replica in &self.replicas {
+            replica
+                .requested
+                .executable(signature)
+                .map_err(|e| ServeError::Unfit { model: self.config.name.clone(), source: std::sync::Arc::new(e) })?;
+        }
+        self.signatures.add(signature.clone());
+        Ok(())
+    }
+
+    /// Every input's shape, in the model's order: the weights' and `inputs`' (the model's own
+    /// for a static one when `inputs` is empty).
+    pub(super) fn shapes(&self, inputs: &[HostArray]) -> Vec<(pjrt_client::ElementType, Vec<i64>)> {
+        let request = if inputs.is_empty() {
+            self.inputs.iter().map(|spec| (spec.datatype.element_type(), spec.shape.clone())).collect()
+        } else {
+            inputs.iter().map(|a| (a.element_type(), a.dims().to_vec())).collect()
+        };
+        self.merged_shapes(request)
+    }
+
+    /// The weights' shapes and a request's (`request`, in the order of [`ServedModel::inputs`])
+    /// in the model's order.
+    pub(super) fn merged_shapes(
+        &self,
+        request: Vec<(pjrt_client::ElementType, Vec<i64>)>,
+    ) -> Vec<(pjrt_client::ElementType, Vec<i64>)> {
+        let mut request = request.into_iter();
+        self.weight_of
+            .iter()
+            .filter_map(|weight| match weight {
+                Some(w) => self.weight_shapes.get(*w).cloned(),
+                None => request.next(),
+            })
+            .collect()
+    }
+
+    /// Runs the model on `inputs` (in the model's order, from [`ServedModel::arrange`]) and
+    /// returns the outputs `wanted` (every one when empty; `binary` as each asks, else
+    /// `binary_default`). Blocks: call it off the async runtime.
+    pub fn infer(
+        &self,
+        inputs: Vec<HostArray>,
+        wanted: &[RequestedOutput],
+        binary_default: bool,
+        replica: usize,
+    ) -> Result<Vec<OutputTensor>, ServeError> {
+        self.check_wanted(wanted)?;
+        Ok(select_outputs(self.run(inputs, replica)?, wanted, binary_default))
+    }
+
+    /// Runs the model on `inputs` (in the model's order) on replica `replica` (taken modulo the
+    /// replicas): every output, in order.
+    pub(crate) fn run(&self, inputs: Vec<HostArray>, replica: usize) -> Result<Vec<OutputTensor>, ServeError> {
+        let replica = &self.replicas[replica % self.replicas.len()];
+        let model = replica.runner.model();
+        let shapes = self.shapes(&inputs);
+        let runner = if self.signatures.is_pinned(&shapes) { &replica.runner } else { &replica.requested };
+        let exe = runner.executable(&shapes).map_err(|e| {
+            if model.is_polymorphic() {
+                ServeError::Unfit { model: self.config.name.clone(), source: std::sync::Arc::new(e) }
+            } else {
+                ServeError::run(e)
+            }
+        })?;
+        let device = exe
+            .addressable_devices()
+            .into_iter()
+            .next()
+            .ok_or_else(|| ServeError::Internal("the compiled model has no addressable device".into()))?;
+        let upload = |array: &HostArray| {
+            self.client.upload_with(array, &UploadOptions::new().device(&device)).map_err(ServeError::run)
+        };
+        // The module's arguments: the platform index (multi-platform exports), then the kept
+        // inputs: weights as uploaded at load, the request's uploaded now.
+        let mut uploaded = Vec::with_capacity(inputs.len() + 1);
+        let platform_index = model.platform_index(self.client.platform_name()).map_err(ServeError::run)?;
+        if let Some(index) = platform_index {
+            let scalar = HostArray::from_elements(Vec::new(), &[index]).map_err(ServeError::run)?;
+            uploaded.push((usize::MAX, upload(&scalar)?));
+        }
+        // The request's inputs, by model input index.
+        let position = |i: usize| self.request_inputs.iter().position(|&r| r == i);
+        for &i in model.module_kept_var_idx() {
+            if let Some(k) = position(i) {
+                uploaded.push((i, upload(&inputs[k])?));
+            }
+        }
+        let mut arguments: Vec<&Buffer> = Vec::with_capacity(uploaded.len() + replica.weight_buffers.len());
+        if platform_index.is_some() {
+            arguments.push(&uploaded[0].1);
+        }
+        for &i in model.module_kept_var_idx() {
+            match self.weight_of.get(i).copied().flatten() {
+                Some(w) => arguments.push(&replica.weight_buffers[w]),
+                None => {
+                    let (_, buffer) = uploaded
+                        .iter()
+                        .find(|(j, _)| *j == i)
+                        .ok_or_else(|| ServeError::Internal(format!("model input {i} has no value")))?;
+                    arguments.push(buffer);
+                }
+            }
+        }
+        let results = exe.execute(&arguments, &ExecuteOptions::new()).map_err(ServeError::run)?;
+        if results.len() != self.outputs.len() {
+            return Err(ServeError::Internal(format!(
+                "the module returned {} outputs but the export lists {}",
+                results.len(),
+                self.outputs.len()
+            )));
+        }
+        let mut outputs = Vec::with_capacity(self.outputs.len());
+        for (spec, buffer) in self.outputs.iter().zip(results.iter()) {
+            let host = buffer.to_host_array().map_err(ServeError::run)?;
+            let (element_type, shape, data) = host.into_parts();
+            if element_type != spec.datatype.element_type() {
+                return Err(ServeError::Internal(format!(
+                    "output {:?} came back as {element_type}, but the export says {}",
+                    spec.name, spec.datatype
+                )));
+            }
+            outputs.push(OutputTensor { name: spec.name.clone(), datatype: spec.datatype, shape, data, binary: false });
+        }
+        Ok(outputs)
+    }
+}

@@ -1,0 +1,122 @@
+//! The Open Inference Protocol's inference request and response bodies over HTTP: JSON, and
+//! Triton's binary tensor data extension (a JSON header of `Inference-Header-Content-Length`
+//! bytes, then each tensor's raw little-endian bytes in order).
+//!
+//! Decoding trusts nothing: the JSON is read by a typed streaming deserializer (never a tree
+//! of values), its lists bounded as they are read, and each input's `data` decoded straight
+//! into the tensor's bytes, no more than its shape and datatype declare; so a hostile body is a
+//! [`ProtocolError`] naming what is wrong, never a panic, and allocates no more than its
+//! tensors' declared bytes (the server takes those of its budget before decoding).
+
+use crate::datatype::Datatype;
+
+mod decode;
+mod encode;
+
+pub use decode::decode_infer_request;
+pub(crate) use decode::{decode_checked, decode_header, short_binary, short_header, unclaimed, Header};
+pub(crate) use encode::infer_response_parts;
+pub use encode::{encode_infer_response, error_body};
+
+pub use crate::error::ProtocolError;
+
+fn err<T>(message: impl Into<String>) -> Result<T, ProtocolError> {
+    Err(ProtocolError(message.into()))
+}
+
+/// One input tensor of a request: its bytes little-endian, `shape`'s element count times the
+/// datatype's size long (checked).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputTensor {
+    /// The input's name.
+    pub name: String,
+    /// Its datatype.
+    pub datatype: Datatype,
+    /// Its shape.
+    pub shape: Vec<i64>,
+    /// Its elements, little-endian, in row-major order.
+    pub data: Vec<u8>,
+}
+
+/// An output a request asks for, and whether it wants it as binary data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestedOutput {
+    /// The output's name.
+    pub name: String,
+    /// `parameters.binary_data` (else the request's `binary_data_output`).
+    pub binary: bool,
+}
+
+/// An inference request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InferRequest {
+    /// The request's `id`, echoed in the response.
+    pub id: Option<String>,
+    /// The inputs, in the order sent.
+    pub inputs: Vec<InputTensor>,
+    /// The outputs asked for; empty: every output.
+    pub outputs: Vec<RequestedOutput>,
+    /// `parameters.binary_data_output`: outputs not listed in `outputs` come as binary data.
+    pub binary_data_output: bool,
+}
+
+/// An input's element count and byte length, checked (no negative dimension, no overflow).
+pub(crate) fn byte_len(name: &str, datatype: Datatype, shape: &[i64]) -> Result<(usize, usize), ProtocolError> {
+    let count = element_count(name, shape)?;
+    let bytes =
+        count.checked_mul(datatype.size()).ok_or_else(|| ProtocolError(format!("input {name:?}: too large")))?;
+    Ok((count, bytes))
+}
+
+/// A BOOL input's bytes are 0 or 1: a plugin is never handed another PRED byte.
+pub(crate) fn check_bools(name: &str, datatype: Datatype, data: &[u8]) -> Result<(), ProtocolError> {
+    match data.iter().find(|&&b| b > 1) {
+        Some(b) if datatype == Datatype::Bool => err(format!("input {name:?}: a BOOL element is byte {b}, not 0 or 1")),
+        _ => Ok(()),
+    }
+}
+
+/// Element count of `shape`, checked: no negative dimension, no overflow.
+pub(crate) fn element_count(name: &str, shape: &[i64]) -> Result<usize, ProtocolError> {
+    let mut count: usize = 1;
+    for &d in shape {
+        let Ok(d) = usize::try_from(d) else {
+            return err(format!("input {name:?}: shape {shape:?} has a negative dimension"));
+        };
+        count = match count.checked_mul(d) {
+            Some(c) => c,
+            None => return err(format!("input {name:?}: shape {shape:?} has too many elements")),
+        };
+    }
+    Ok(count)
+}
+
+/// Most inputs, outputs and parameters a request may list, and dimensions a shape may have:
+/// what a request lists is bounded before it is kept.
+pub(crate) const MAX_TENSORS: usize = 1024;
+pub(crate) const MAX_RANK: usize = 64;
+
+/// An input as a request declares it, before its data is decoded: what the server checks (and
+/// takes of its budget) first.
+pub(crate) struct InputHeader<'a> {
+    pub name: &'a str,
+    pub datatype: Datatype,
+    pub shape: &'a [i64],
+    /// Its data's bytes, from its shape and datatype.
+    pub bytes: usize,
+}
+
+/// One output tensor of a response.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutputTensor {
+    /// The output's name.
+    pub name: String,
+    /// Its datatype.
+    pub datatype: Datatype,
+    /// Its shape.
+    pub shape: Vec<i64>,
+    /// Its elements, little-endian, row-major (the shape's count times the datatype's size).
+    pub data: Vec<u8>,
+    /// Sent as binary data after the JSON header, else as JSON numbers.
+    pub binary: bool,
+}
