@@ -301,3 +301,15 @@ impl std::fmt::Debug for Runner {
             .finish()
     }
 }
+
+impl JaxExport {
+    /// Compiles and runs the model once (keep a [`Runner`] to run it again without compiling
+    /// again); on the client's first device, or on as many devices as it
+    /// was exported for, with inputs split and outputs gathered by [`JaxExport::device_shardings`]):
+    /// `inputs` are every input in
+    /// the order of [`JaxExport::in_avals`]; the outputs come back in the order of
+    /// [`JaxExport::out_avals`] (bf16 as `<u2` bits, sub-byte types widened to `int8`/`uint8`).
+    pub fn run(&self, client: &Client, inputs: &[NpyArray]) -> Result<Vec<NpyArray>> {
+        Runner::new(self.clone(), client).run(inputs)
+    }
+}
