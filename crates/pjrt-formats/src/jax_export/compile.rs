@@ -2,18 +2,21 @@
 
 use pjrt_client::{Client, CompileOptions, ElementType, LoadedExecutable, Program};
 
-use super::{InputShape, JaxExport, MemorySpace, SUPPORTED_CALLING_CONVENTIONS};
-use crate::error::{Error, Result};
+use super::model::shown;
+use super::{
+    InputOrOutput, InputShape, JaxExport, JaxExportError, MemorySpace, ModuleArgument, Unrunnable,
+    SUPPORTED_CALLING_CONVENTIONS,
+};
+use crate::Result;
 
 impl JaxExport {
     /// The StableHLO module as a [`Program`]. Use [`JaxExport::arrange_inputs`] for its
-    /// arguments: they are not the function's inputs one to one.
+    /// arguments: they are not the function's inputs one to one ([`JaxExport::module_arguments`]).
     ///
     /// For a single-device export with concrete shapes, the program declares the module's
-    /// parameters from the avals ([`Program::with_parameters`]: the platform index first when
-    /// there are several platforms, then the kept inputs), so argument checks stay on where a
-    /// plugin's optimized program does not tell its parameters (this crate cannot read MLIR
-    /// bytecode's signature).
+    /// parameters from the avals ([`Program::with_parameters`], in the order of
+    /// [`JaxExport::module_arguments`]), so argument checks stay on where a plugin's optimized
+    /// program does not tell its parameters (this crate cannot read MLIR bytecode's signature).
     pub fn program(&self) -> Result<Program> {
         let program = Program::mlir_bytecode(self.mlir_module.clone())?;
         Ok(match self.module_parameters() {
@@ -25,76 +28,63 @@ impl JaxExport {
     /// The module's parameters as one device sees them, where the avals tell them: one device,
     /// no ordered effects (token arguments), concrete shapes and PJRT dtypes.
     fn module_parameters(&self) -> Option<Vec<(ElementType, Vec<i64>)>> {
-        if self.nr_devices != 1 || !self.ordered_effects.is_empty() {
+        if self.nr_devices != 1 {
             return None;
         }
-        let mut parameters = Vec::with_capacity(self.module_kept_var_idx.len() + 1);
-        if self.platforms.len() > 1 {
-            parameters.push((ElementType::S32, Vec::new()));
-        }
-        for &i in &self.module_kept_var_idx {
-            let aval = self.in_avals.get(i)?;
-            parameters.push((aval.element_type?, aval.fixed_dims()?));
-        }
-        Some(parameters)
+        self.module_arguments()
+            .into_iter()
+            .map(|argument| match argument {
+                ModuleArgument::PlatformIndex => Some((ElementType::S32, Vec::new())),
+                ModuleArgument::Token(_) => None,
+                ModuleArgument::Input(i) => {
+                    let aval = self.in_avals.get(i)?;
+                    Some((aval.element_type?, aval.fixed_dims()?))
+                }
+            })
+            .collect()
     }
+
     /// Checks that this crate can run the export on `platform`: shardings it can lay out
-    /// ([`JaxExport::device_shardings`]), no ordered effects, a known calling
-    /// convention, dtypes PJRT has, device memory, and `platform` among the export's platforms.
+    /// ([`JaxExport::device_shardings`]), no ordered effects, a known calling convention, dtypes
+    /// PJRT has, device memory ([`JaxExportError::Unrunnable`] otherwise), and `platform` among
+    /// the export's platforms ([`JaxExportError::PlatformMismatch`]).
     pub fn check_runnable(&self, platform: &str) -> Result<()> {
         if !self.ordered_effects.is_empty() {
-            return Err(Error::invalid(format!(
-                "the model has ordered effects ({}), which need token arguments; this runner does not pass \
-                 tokens. Export a function without ordered side effects",
-                self.ordered_effects.join(", ")
-            )));
+            return Err(self.ordered_effects_error());
         }
         if !SUPPORTED_CALLING_CONVENTIONS.contains(&self.calling_convention_version) {
-            return Err(Error::invalid(format!(
-                "the model uses calling convention version {}{}, but this runner supports {}..={}; export it \
-                 with a JAX release that writes one of those",
-                self.calling_convention_version,
-                self.written_by(),
-                SUPPORTED_CALLING_CONVENTIONS.start(),
-                SUPPORTED_CALLING_CONVENTIONS.end()
-            )));
+            return Err(Unrunnable::CallingConvention {
+                version: self.calling_convention_version,
+                written_by: self.jax_version.as_deref().map(shown),
+                supported: SUPPORTED_CALLING_CONVENTIONS,
+            }
+            .into());
         }
         self.device_shardings()?;
-        for (i, aval) in self.in_avals.iter().chain(&self.out_avals).enumerate() {
-            let which = if i < self.in_avals.len() {
-                format!("input {i}")
-            } else {
-                format!("output {}", i - self.in_avals.len())
-            };
+        let inputs = self.in_avals.iter().enumerate().map(|(i, aval)| (InputOrOutput::Input(i), aval));
+        let outputs = self.out_avals.iter().enumerate().map(|(i, aval)| (InputOrOutput::Output(i), aval));
+        for (value, aval) in inputs.chain(outputs) {
             if aval.element_type.is_none() {
-                return Err(Error::invalid(format!(
-                    "{which} has dtype {}, which has no PJRT element type; it cannot be passed to a plugin",
-                    aval.dtype_name
-                )));
+                return Err(Unrunnable::NoElementType { value, dtype: aval.dtype_name }.into());
             }
             if aval.memory_space != MemorySpace::Device {
-                return Err(Error::invalid(format!(
-                    "{which} lives in {:?} memory; only device-memory inputs and outputs are supported",
-                    aval.memory_space
-                )));
+                return Err(Unrunnable::MemorySpace { value, memory_space: format!("{:?}", aval.memory_space) }.into());
             }
         }
         self.platform_index(platform)?;
         Ok(())
     }
+
     /// Compiles the module for `client` (after [`JaxExport::check_runnable`]), with the XLA
     /// settings that make results match JAX ([`CompileOptions::jax_defaults`]); a multi-device
     /// export is compiled with SPMD partitioning over `nr_devices` partitions (and Shardy when
     /// the module uses it), so the client needs that many devices.
     /// A shape-polymorphic model has no one executable: compile it for input shapes with
-    /// [`JaxExport::compile_for`], or run it with a [`Runner`].
+    /// [`JaxExport::compile_for`], or run it with a [`super::Runner`].
     pub fn compile(&self, client: &Client) -> Result<LoadedExecutable> {
         self.check_runnable(client.platform_name())?;
         if self.is_polymorphic() {
-            return Err(Error::invalid(
-                "the model is shape-polymorphic: compile it for the shapes of its inputs (JaxExport::compile_for, \
-                 or pjrt compile --input-shape)",
-            ));
+            return Err(JaxExportError::Polymorphic.into());
         }
         let program = self.program()?;
         Ok(client.compile(&program, &self.compile_options(client.platform_name()))?)
@@ -108,6 +98,7 @@ impl JaxExport {
         let program = self.program_for(shapes)?;
         Ok(client.compile(&program, &self.compile_options(client.platform_name()))?)
     }
+
     /// The options [`JaxExport::compile`] uses on `platform` (to add XLA options to).
     pub fn compile_options(&self, platform: &str) -> CompileOptions {
         let mut options = CompileOptions::new().jax_defaults(platform);

@@ -5,9 +5,13 @@
 //! as MLIR bytecode plus what is needed to call it: the input and output avals (shapes and
 //! dtypes), shardings, the platforms it was lowered for, which inputs the module keeps
 //! (`module_kept_var_idx`), effects and version numbers. [`JaxExport`] reads it with a
-//! bounds-checked reader of our own (hostile bytes give an [`Error`], never a panic), says what
-//! it holds, refuses what this crate cannot run, and maps the caller's inputs (all of them, in
-//! the order of [`JaxExport::in_avals`]) to the module's parameters:
+//! bounds-checked reader of our own (hostile bytes give a [`JaxExportError`], never a panic),
+//! says what it holds, refuses what this crate cannot run ([`Unrunnable`]), and maps the
+//! caller's inputs (all of them, in the order of [`JaxExport::in_avals`]) to the module's
+//! arguments, in the order [`JaxExport::module_arguments`] gives (the platform index first when
+//! the export has several platforms, then the kept inputs). Using a model wrongly (another
+//! platform, inputs that do not fit) is a [`JaxExportError`] too, with JAX's messages where JAX
+//! has one:
 //!
 //! ```no_run
 //! # fn main() -> pjrt_formats::Result<()> {
@@ -33,7 +37,8 @@ mod runner;
 mod schema;
 mod shardings;
 
-pub use crate::error::JaxExportError;
+pub use crate::error::{InputOrOutput, JaxExportError, Unrunnable};
+pub use arguments::ModuleArgument;
 pub use model::{Aval, Dim, MemorySpace, PyTree};
 pub use polymorphic::{refined_program, InputShape};
 pub use runner::Runner;

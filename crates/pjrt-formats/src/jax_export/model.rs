@@ -241,11 +241,6 @@ impl JaxExport {
         self.has_vjp
     }
 
-    /// `" (written by JAX 0.12.0.1)"` when the artifact says, for messages.
-    pub(super) fn written_by(&self) -> String {
-        self.jax_version.as_deref().map_or_else(String::new, |v| format!(" (written by JAX {})", shown(v)))
-    }
-
     /// The StableHLO module as MLIR bytecode.
     pub fn mlir_module(&self) -> &[u8] {
         &self.mlir_module

@@ -6,7 +6,7 @@
 
 use crate::binding::{self, Argument, Binding, NamedTensor};
 
-use super::{Dim, JaxExport, PyTree};
+use super::{Dim, JaxExport, ModuleArgument, PyTree};
 
 impl JaxExport {
     /// Every input (in the order of [`JaxExport::in_avals`]) as [`binding::bind`] takes it: its
@@ -68,14 +68,15 @@ impl JaxExport {
         let Ok(Some(locations)) = pjrt_stablehlo::argument_locations(&self.mlir_module, "main") else {
             return names;
         };
-        // The platform index and effect tokens come before the kept inputs.
-        let leading = usize::from(self.platforms.len() > 1) + self.ordered_effects.len();
-        if locations.len() != leading + self.module_kept_var_idx.len() {
+        let arguments = self.module_arguments();
+        if locations.len() != arguments.len() {
             return names;
         }
-        for (location, &i) in locations[leading..].iter().zip(&self.module_kept_var_idx) {
-            if let Some(slot) = names.get_mut(i) {
-                *slot = binding::name_of_location(location);
+        for (location, argument) in locations.iter().zip(arguments) {
+            if let ModuleArgument::Input(i) = argument {
+                if let Some(slot) = names.get_mut(i) {
+                    *slot = binding::name_of_location(location);
+                }
             }
         }
         names

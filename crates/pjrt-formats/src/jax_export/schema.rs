@@ -9,7 +9,7 @@ use super::flatbuffer::{FlatError, Table, Vector};
 use super::model::shown;
 use super::MAX_SERIALIZATION_VERSION;
 use super::{AbstractMesh, Aval, Dim, JaxExport, JaxExportError, JaxSharding, MemorySpace, NamedSharding, PyTree};
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// The longest `jax_version` string kept (JAX writes `0.12.0.1`); longer ones are cut, so a
 /// hostile file cannot fill error messages.

@@ -3,8 +3,8 @@
 
 use pjrt_client::sharding::Sharding;
 
-use super::JaxExport;
-use crate::error::{Error, Result};
+use super::{InputOrOutput, JaxExport, ModuleArgument, Unrunnable};
+use crate::{Error, Result};
 
 /// A JAX mesh without devices: axis names and sizes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,44 +63,38 @@ impl JaxSharding {
         }
     }
 }
+
 impl JaxExport {
     /// How each module argument and each output is laid out over the devices, for
-    /// [`LoadedExecutable::upload_sharded`]: arguments in the order [`JaxExport::arrange_inputs`]
-    /// gives them (the platform index, if any, is replicated), outputs in the order of
-    /// [`JaxExport::out_avals`]. One device: everything is replicated. More devices: each
-    /// sharding must be replicated or split along one array dimension over every mesh axis in
-    /// mesh order (what a 1-D mesh gives); others are refused.
+    /// [`pjrt_client::LoadedExecutable::upload_sharded`]: arguments in the order of
+    /// [`JaxExport::module_arguments`] (the platform index, if any, is replicated), outputs in
+    /// the order of [`JaxExport::out_avals`]. One device: everything is replicated. More devices:
+    /// each sharding must be replicated or split along one array dimension over every mesh axis
+    /// in mesh order (what a 1-D mesh gives); others are refused ([`Unrunnable`]), as are token
+    /// arguments.
     pub fn device_shardings(&self) -> Result<(Vec<Sharding>, Vec<Sharding>)> {
         let devices = self.nr_devices as usize;
-        let convert = |what: &str, i: usize, s: Option<&JaxSharding>| -> Result<Sharding> {
+        let convert = |value: InputOrOutput, s: Option<&JaxSharding>| -> Result<Sharding> {
             if devices == 1 {
                 return Ok(Sharding::Replicated);
             }
             let named = match s {
                 Some(JaxSharding::Named(n)) => n,
-                Some(JaxSharding::HloProto(_)) => {
-                    return Err(Error::invalid(format!(
-                        "{what} {i} has an HLO sharding (an export from before JAX's named shardings); only \
-                         named shardings are run on several devices. Export it again with a recent JAX"
-                    )))
-                }
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "{what} {i} of this {devices}-device model has no sharding (the compiler chose it); \
-                         export it with in_shardings and out_shardings given to jax.jit"
-                    )))
-                }
+                Some(JaxSharding::HloProto(_)) => return Err(Unrunnable::HloSharding { value }.into()),
+                _ => return Err(Unrunnable::NoSharding { value, devices: self.nr_devices }.into()),
             };
             // Checked: a hostile mesh may claim sizes whose product overflows.
             let mesh_size = named.mesh.axis_sizes.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n as u64));
             let split: Vec<(usize, &Vec<String>)> =
                 named.partitions.iter().enumerate().filter(|(_, axes)| !axes.is_empty()).collect();
-            let unsupported = || {
-                Error::invalid(format!(
-                    "{what} {i} is sharded as {:?} over mesh {:?} = {:?}: only replicated arrays and arrays split \
-                     along one dimension over the whole mesh are supported",
-                    named.partitions, named.mesh.axis_names, named.mesh.axis_sizes
-                ))
+            let unsupported = || -> Error {
+                Unrunnable::Sharding {
+                    value,
+                    partitions: named.partitions.clone(),
+                    axis_names: named.mesh.axis_names.clone(),
+                    axis_sizes: named.mesh.axis_sizes.clone(),
+                }
+                .into()
             };
             if !named.unreduced.is_empty() || mesh_size != Some(devices as u64) {
                 return Err(unsupported());
@@ -111,15 +105,17 @@ impl JaxExport {
                 _ => Err(unsupported()),
             }
         };
-        let mut inputs = Vec::with_capacity(self.module_kept_var_idx.len() + 1);
-        if self.platforms.len() > 1 {
-            inputs.push(Sharding::Replicated);
-        }
-        for &i in &self.module_kept_var_idx {
-            inputs.push(convert("input", i, self.in_shardings.get(i))?);
-        }
+        let inputs = self
+            .module_arguments()
+            .into_iter()
+            .map(|argument| match argument {
+                ModuleArgument::PlatformIndex => Ok(Sharding::Replicated),
+                ModuleArgument::Token(_) => Err(self.ordered_effects_error()),
+                ModuleArgument::Input(i) => convert(InputOrOutput::Input(i), self.in_shardings.get(i)),
+            })
+            .collect::<Result<Vec<_>>>()?;
         let outputs = (0..self.out_avals.len())
-            .map(|i| convert("output", i, self.out_shardings.get(i)))
+            .map(|i| convert(InputOrOutput::Output(i), self.out_shardings.get(i)))
             .collect::<Result<Vec<_>>>()?;
         Ok((inputs, outputs))
     }
