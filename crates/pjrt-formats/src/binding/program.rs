@@ -5,9 +5,9 @@ use pjrt_client::{ElementType, Program};
 
 use super::{parse_path, Argument};
 
-/// A program's arguments for [`bind`]: the parameters of its `@main` (dimension parameters,
-/// `jax.global_constant`, left out: `--dim` gives them), each with its name where the program
-/// has one and its type. Names come from MLIR text's `jax.arg_info = "..."`, else the
+/// A program's arguments for [`bind`](super::bind): the parameters of its `@main` (dimension
+/// parameters, `jax.global_constant`, left out: `--dim` gives them), each with its name where the
+/// program has one and its type. Names come from MLIR text's `jax.arg_info = "..."`, else the
 /// argument's location `loc("params['w']")` (as `jax.export` lowers with debug info), else its
 /// SSA name unless it is the generic `%argN`; from bytecode, `jax.arg_info` or the argument's
 /// location. `None` for HLO, or when no `@main` is found.

@@ -75,7 +75,7 @@ pub enum SafetensorsError {
         /// The count the header gives.
         value: u64,
     },
-    /// A dimension given to [`TensorView::new`] is negative.
+    /// A dimension given to [`TensorView::new`](super::TensorView::new) is negative.
     #[error(
         "tensor '{tensor}' has shape {dims:?}, whose dimension at axis {axis} is negative: dimensions are \
          element counts, 0 or more"

@@ -27,7 +27,7 @@ impl<'a> TensorView<'a> {
     /// A view of `bytes` (dense, row-major, little-endian) as a tensor of dimensions `dims`
     /// (as PJRT and [`HostArray::dims`](pjrt_client::HostArray::dims) take them); checks that no
     /// dimension is negative and that the length matches. `F4` bytes are packed, two elements
-    /// per byte (see [`pack_sub_byte`]).
+    /// per byte (see [`pack_sub_byte`](super::pack_sub_byte)).
     ///
     /// ```
     /// use pjrt_client::ElementType;

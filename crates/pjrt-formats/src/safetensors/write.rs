@@ -109,8 +109,8 @@ pub fn to_bytes(tensors: &[(&str, TensorView<'_>)], metadata: &[(&str, &str)]) -
 ///
 /// Alignment: the data section starts at a multiple of [`DATA_ALIGNMENT`] bytes and the
 /// tensors are stored widest element type first (tensors of one width in the order given;
-/// that is the order [`SafeTensors::names`] gives back), so each starts at a multiple of its
-/// element size. The format allows no gaps between tensors, so this is the most it can give.
+/// that is the order [`SafeTensors::names`](super::SafeTensors::names) gives back), so each
+/// starts at a multiple of its element size. The format allows no gaps between tensors, so this is the most it can give.
 /// `metadata` is stored as `__metadata__` (omitted when empty). Names must be unique.
 ///
 /// ```
