@@ -6,10 +6,12 @@
 //! |---|---|
 //! | [`npy`] | NumPy `.npy` arrays, to and from [`pjrt_client::HostArray`] and buffers |
 //! | [`safetensors`] | `.safetensors` weight files, read once and uploaded without further copies |
-//! | [`jax_export`] | models serialized by `jax.export` |
+//! | [`npz`] | NumPy `.npz` archives of arrays |
+//! | [`jax_export`] | models serialized by `jax.export`: read, checked, their arguments arranged, compiled (shape-polymorphic ones refined for their inputs) and run ([`jax_export::Runner`]) |
 //! | [`binding`] | which tensors of a weights file feed which arguments of a model (by name) |
 //! | [`artifact`] | ahead-of-time compiled executables, with the plugin that made them |
 //! | [`compile_cache`] | a persistent compile cache of such artifacts |
+//! | [`mlir_text`] | MLIR text programs with dynamic shapes, made static for the inputs at hand |
 //! | [`atomic_file`] | files written whole or not at all (temporary file and rename) |
 //!
 //! Uploads and downloads are methods the extension traits [`ClientExt`] and [`BufferExt`] add
@@ -29,7 +31,8 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Errors are this crate's [`Error`]: a client error ([`Error::Client`]) or a format's own.
+//! Errors are this crate's [`Error`]: a client error ([`Error::Client`]) or a format's own
+//! ([`Error::JaxExport`] also says how a model was used wrongly, or why it cannot run).
 
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]

@@ -8,7 +8,7 @@ mod jax_export;
 
 pub use artifact::ArtifactError;
 pub use binding::BindingError;
-pub use jax_export::JaxExportError;
+pub use jax_export::{InputOrOutput, JaxExportError, Unrunnable};
 
 use crate::npy::NpyError;
 use crate::safetensors::SafetensorsError;
@@ -38,7 +38,9 @@ pub enum Error {
     /// An AOT artifact (`pjrt compile`'s file) is malformed.
     #[error(transparent)]
     Artifact(#[from] ArtifactError),
-    /// A `jax.export` artifact is malformed, or of a serialization version this reader does not know.
+    /// A `jax.export` artifact is malformed, or of a serialization version this reader does not
+    /// know; or a model is used in a way it does not allow (another platform, inputs that do not
+    /// fit it) or holds something this crate cannot run.
     #[error(transparent)]
     JaxExport(#[from] JaxExportError),
     /// A weights file's tensors could not be bound to a model's arguments
@@ -68,6 +70,13 @@ pub enum Error {
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A model this crate cannot run: a [`JaxExportError::Unrunnable`].
+impl From<Unrunnable> for Error {
+    fn from(e: Unrunnable) -> Self {
+        Error::JaxExport(e.into())
+    }
+}
 
 /// Finding or verifying a plugin (or a trusted cache folder) failed: kept as the client's
 /// [`pjrt_client::Error::Plugins`], where every plugin error of a program is.

@@ -7,8 +7,8 @@ use pjrt_client::{ElementType, Program};
 use pjrt_stablehlo::ir::{Module, Type};
 use pjrt_stablehlo::RefineError;
 
-use super::{Dim, JaxExport};
-use crate::error::{Error, Result};
+use super::{Dim, JaxExport, JaxExportError, ModuleArgument};
+use crate::{Error, Result};
 
 /// The shape of one input: its element type and dimensions.
 pub type InputShape = (ElementType, Vec<i64>);
@@ -31,20 +31,6 @@ impl std::fmt::Debug for ModuleCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(if self.0.get().is_some() { "ModuleCache(read)" } else { "ModuleCache(not read)" })
     }
-}
-
-/// JAX's `(b, 8)` for an aval's dimensions.
-fn spec(dims: &[Dim]) -> String {
-    let parts: Vec<String> = dims.iter().map(|d| d.to_string()).collect();
-    if parts.len() == 1 {
-        format!("({},)", parts[0])
-    } else {
-        format!("({})", parts.join(", "))
-    }
-}
-
-fn given(dims: &[i64]) -> String {
-    spec(&dims.iter().map(|&d| Dim::Fixed(d)).collect::<Vec<_>>())
 }
 
 impl JaxExport {
@@ -72,37 +58,33 @@ impl JaxExport {
         Ok(())
     }
 
-    /// One input's shape against its aval, with JAX's messages.
-    pub(crate) fn check_shape(&self, i: usize, element_type: ElementType, dims: &[i64]) -> Result<()> {
-        let aval = self.in_avals.get(i).ok_or_else(|| {
-            Error::invalid(format!("input {i} does not exist: the model takes {} inputs", self.in_avals.len()))
-        })?;
+    /// One input's shape against its aval, with JAX's messages
+    /// ([`JaxExportError::DtypeMismatch`], [`JaxExportError::RankMismatch`],
+    /// [`JaxExportError::ShapeMismatch`]).
+    pub(crate) fn check_shape(&self, index: usize, element_type: ElementType, dims: &[i64]) -> Result<()> {
+        let aval = self.in_aval(index)?;
         if aval.element_type != Some(element_type) {
             // NumPy's names, as JAX's message has them (bf16 has none there: PJRT's then).
             let given = crate::npy::dtype_of(element_type)
                 .filter(|_| element_type != ElementType::BF16)
                 .map_or_else(|| element_type.to_string(), |d| d.name().to_string());
-            return Err(Error::invalid(format!(
-                "Dtype mismatch for args[{i}]: expected {} and called with {given}",
-                aval.dtype_name
-            )));
+            return Err(JaxExportError::DtypeMismatch { index, expected: aval.dtype_name, given }.into());
         }
+        let mismatch = |dim: Option<usize>| -> Error {
+            let expected: Vec<String> = aval.dims.iter().map(|d| d.to_string()).collect();
+            let given = dims.to_vec();
+            match dim {
+                None => JaxExportError::RankMismatch { index, expected, given },
+                Some(dim) => JaxExportError::ShapeMismatch { index, dim, expected, given },
+            }
+            .into()
+        };
         if dims.len() != aval.dims.len() {
-            return Err(Error::invalid(format!(
-                "Rank mismatch for args[{i}]: expected {} and called with {} (shapes {} and {})",
-                aval.dims.len(),
-                dims.len(),
-                spec(&aval.dims),
-                given(dims)
-            )));
+            return Err(mismatch(None));
         }
         for (k, (want, &got)) in aval.dims.iter().zip(dims).enumerate() {
             if got < 0 || matches!(want, Dim::Fixed(n) if *n != got) {
-                return Err(Error::invalid(format!(
-                    "Shape mismatch for args[{i}].shape[{k}] (expected same constant): expected {} and called with {}",
-                    spec(&aval.dims),
-                    given(dims)
-                )));
+                return Err(mismatch(Some(k)));
             }
         }
         Ok(())
@@ -113,9 +95,7 @@ impl JaxExport {
         if let Some(m) = self.module_ir.0.get() {
             return Ok(m.clone());
         }
-        let module = pjrt_stablehlo::read_bytecode(&self.mlir_module).map_err(|e| {
-            Error::invalid(format!("the model's StableHLO module cannot be read for shape refinement: {e}"))
-        })?;
+        let module = pjrt_stablehlo::read_bytecode(&self.mlir_module).map_err(JaxExportError::ModuleUnreadable)?;
         Ok(self.module_ir.0.get_or_init(|| Arc::new(module)).clone())
     }
 
@@ -139,19 +119,19 @@ impl JaxExport {
         if !self.is_polymorphic() {
             return self.program();
         }
-        let mut args = Vec::with_capacity(self.module_kept_var_idx.len() + 1);
-        let mut parameters = Vec::with_capacity(args.capacity());
-        if self.platforms.len() > 1 {
-            args.push(Type::tensor(ElementType::S32, &[]));
-            parameters.push((ElementType::S32, Vec::new()));
-        }
-        for &i in &self.module_kept_var_idx {
-            let (element_type, dims) = inputs
-                .get(i)
-                .ok_or_else(|| Error::invalid(format!("the module keeps input {i}, which the export does not list")))?;
+        let arguments = self.module_arguments();
+        let mut args = Vec::with_capacity(arguments.len());
+        let mut parameters = Vec::with_capacity(arguments.len());
+        for argument in arguments {
+            let (element_type, dims) = match argument {
+                ModuleArgument::PlatformIndex => (ElementType::S32, Vec::new()),
+                ModuleArgument::Token(_) => return Err(self.ordered_effects_error()),
+                // Checked by `check_shapes`: one shape per input.
+                ModuleArgument::Input(i) => inputs[i].clone(),
+            };
             let sizes: Vec<u64> = dims.iter().map(|&d| d as u64).collect(); // checked >= 0 above
-            args.push(Type::tensor(*element_type, &sizes));
-            parameters.push((*element_type, dims.clone()));
+            args.push(Type::tensor(element_type, &sizes));
+            parameters.push((element_type, dims));
         }
         let refined = pjrt_stablehlo::refine(&*self.module_ir()?, &args)?;
         let program = refined_program(&refined)?;

@@ -7,12 +7,12 @@ use std::sync::{Arc, Mutex};
 use pjrt_client::{Client, CompileOptions, ExecuteOptions, LoadedExecutable, UploadOptions};
 
 use super::polymorphic::InputShape;
-use super::JaxExport;
+use super::{JaxExport, JaxExportError};
 use crate::binding::{self, Binding};
 use crate::compile_cache::CompileCache;
-use crate::error::{Error, Result};
 use crate::npy::NpyArray;
 use crate::safetensors::SafeTensors;
+use crate::{Error, Result};
 
 /// Weights bound to some of a model's inputs.
 struct Params {
@@ -109,7 +109,10 @@ impl Runner {
             let Some(t) = *tensor else { continue };
             let name = tensors[t].name;
             let array = file.tensor(name)?.to_npy()?;
-            self.model.check_npy_input(i, &array).map_err(|e| e.context(format_args!("tensor '{name}'")))?;
+            self.model.check_npy_input(i, &array).map_err(|e| match e {
+                Error::JaxExport(e) => JaxExportError::InTensor { tensor: name.to_owned(), source: Box::new(e) }.into(),
+                other => other,
+            })?;
             arrays[i] = Some(array);
         }
         self.params = Some(Params { binding, arrays });
@@ -245,13 +248,11 @@ impl Runner {
             Some(params) => {
                 let free = params.binding.caller_arguments();
                 if inputs.len() != free.len() {
-                    let avals: Vec<String> = free.iter().map(|&i| format!("{i}: {}", model.in_avals()[i])).collect();
-                    return Err(Error::invalid(format!(
-                        "the model takes {} inputs besides its weights ({}) but {} were given",
-                        free.len(),
-                        avals.join(", "),
-                        inputs.len()
-                    )));
+                    return Err(JaxExportError::InputCountBesidesWeights {
+                        given: inputs.len(),
+                        expected: free.iter().map(|&i| (i, model.in_avals()[i].to_string())).collect(),
+                    }
+                    .into());
                 }
                 let mut given = inputs.iter();
                 params
@@ -299,5 +300,17 @@ impl std::fmt::Debug for Runner {
             .field("compile_cache", &self.compile_cache.as_ref().map(|c| c.dir()))
             .field("params", &self.params.as_ref().map(|p| p.binding.tensors().iter().flatten().count()))
             .finish()
+    }
+}
+
+impl JaxExport {
+    /// Compiles and runs the model once (keep a [`Runner`] to run it again without compiling
+    /// again); on the client's first device, or on as many devices as it
+    /// was exported for, with inputs split and outputs gathered by [`JaxExport::device_shardings`]):
+    /// `inputs` are every input in
+    /// the order of [`JaxExport::in_avals`]; the outputs come back in the order of
+    /// [`JaxExport::out_avals`] (bf16 as `<u2` bits, sub-byte types widened to `int8`/`uint8`).
+    pub fn run(&self, client: &Client, inputs: &[NpyArray]) -> Result<Vec<NpyArray>> {
+        Runner::new(self.clone(), client).run(inputs)
     }
 }

@@ -1,7 +1,11 @@
 //! Reading artifacts built here field by field (a tiny front-to-back FlatBuffers writer for
 //! tests), hostile variants of them, and every truncation and many corruptions of a real one.
 
+use super::flatbuffer::Table;
+use super::schema::{slot, MAX_TREE_DEPTH};
 use super::*;
+use pjrt_client::sharding::Sharding;
+use pjrt_client::ElementType;
 
 /// A value to serialize. Tables list their fields by slot.
 #[derive(Clone)]

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use pjrt_client::{Buffer, Client, ElementType, HostArray, LoadedExecutable, Placement, UploadOptions};
 use pjrt_formats::binding::{self, Argument, BoundBy, NamedTensor};
-use pjrt_formats::jax_export::{InputShape, JaxExport};
+use pjrt_formats::jax_export::{InputShape, JaxExport, ModuleArgument};
 use pjrt_formats::npy::{MappedNpy, NpyArray};
 use pjrt_formats::npz::{Npz, NpzArray};
 use pjrt_formats::safetensors::{SafeTensors, TensorView};
@@ -342,28 +342,40 @@ impl Inputs {
             };
             checked.push(Some(input));
         }
-        let mut arguments = Vec::with_capacity(model.module_kept_var_idx().len() + 1);
-        let mut argument_labels = Vec::with_capacity(arguments.capacity());
-        if let Some(index) = model.platform_index(platform)? {
-            arguments.push(Input::Array(HostArray::from_elements(Vec::new(), &[index])?));
-            argument_labels.push("<platform index>".to_owned());
-        }
-        for &i in model.module_kept_var_idx() {
-            let input = checked.get_mut(i).and_then(Option::take).ok_or_else(|| {
-                invalid(format!("the model keeps input {i} twice, or one it does not have: export it again"))
-            })?;
-            arguments.push(input);
-            argument_labels.push(labels[i].clone());
+        let module_arguments = model.module_arguments();
+        let mut arguments = Vec::with_capacity(module_arguments.len());
+        let mut argument_labels = Vec::with_capacity(module_arguments.len());
+        let platform_index = model.platform_index(platform)?;
+        for argument in module_arguments {
+            match argument {
+                ModuleArgument::PlatformIndex => {
+                    let index = platform_index.ok_or_else(|| invalid("the model has no platform index"))?;
+                    arguments.push(Input::Array(HostArray::from_elements(Vec::new(), &[index])?));
+                    argument_labels.push("<platform index>".to_owned());
+                }
+                ModuleArgument::Input(i) => {
+                    let input = checked.get_mut(i).and_then(Option::take).ok_or_else(|| {
+                        invalid(format!("the model keeps input {i} twice, or one it does not have: export it again"))
+                    })?;
+                    arguments.push(input);
+                    argument_labels.push(labels[i].clone());
+                }
+                // Refused by `check_runnable` (ordered effects).
+                _ => return Err(invalid("the model takes token arguments, which pjrt run does not pass")),
+            }
         }
         Ok((Inputs { files, items: arguments, labels: argument_labels }, shapes))
     }
 }
 
 /// Names the input an aval check failed for.
-fn in_input(e: pjrt_formats::Error, label: &str) -> Error {
-    match e.invalid_argument() {
-        Some(m) => invalid(format!("{m} (--input {label})")),
-        None => e.into(),
+pub(super) fn in_input(e: pjrt_formats::Error, label: &str) -> Error {
+    match e {
+        pjrt_formats::Error::JaxExport(e) => invalid(format!("{e} (--input {label})")),
+        e => match e.invalid_argument() {
+            Some(m) => invalid(format!("{m} (--input {label})")),
+            None => e.into(),
+        },
     }
 }
 

@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use crate::error::Error;
 use crate::out::outln;
 use pjrt_client::{ExecuteOptions, HostArray, Program};
-use pjrt_formats::jax_export::{InputShape, JaxExport};
+use pjrt_formats::jax_export::{InputShape, JaxExport, ModuleArgument};
 use pjrt_formats::npy::NpyArray;
 use serde_json::{json, Value};
 
-use super::inputs::gather_inputs;
+use super::inputs::{gather_inputs, in_input};
 use super::outputs::{check_writable, commit_all, output_dtypes, output_files, preview};
 use crate::cli::{OutputFormat, RunArgs};
 use crate::compiling::ProgramSource;
@@ -111,17 +111,18 @@ pub fn module_arguments(
     // A wrong count is reported by `arrange_inputs`, with every expected aval.
     let checked = if inputs.len() == model.in_avals().len() { inputs.len() } else { 0 };
     for (i, (array, label)) in inputs.iter().zip(labels).enumerate().take(checked) {
-        model.check_npy_input(i, array).map_err(|e| match e.invalid_argument() {
-            Some(m) => invalid(format!("{m} (--input {label})")),
-            None => e.into(),
-        })?;
+        model.check_npy_input(i, array).map_err(|e| in_input(e, label))?;
     }
     let arguments = model.arrange_inputs(platform, &inputs)?;
-    let mut names: Vec<String> = Vec::with_capacity(arguments.len());
-    if model.platform_index(platform)?.is_some() {
-        names.push("<platform index>".to_owned());
-    }
-    names.extend(model.module_kept_var_idx().iter().map(|&i| labels[i].clone()));
+    let names = model
+        .module_arguments()
+        .into_iter()
+        .map(|argument| match argument {
+            ModuleArgument::Input(i) => labels[i].clone(),
+            ModuleArgument::PlatformIndex => "<platform index>".to_owned(),
+            _ => "<token>".to_owned(),
+        })
+        .collect();
     Ok((arguments, names))
 }
 

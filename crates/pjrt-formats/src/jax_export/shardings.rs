@@ -1,0 +1,127 @@
+//! Shardings: JAX's named and HLO shardings as the artifact records them, and the device
+//! layouts ([`Sharding`]) this crate runs a multi-device export with.
+
+use pjrt_client::sharding::Sharding;
+
+use super::{InputOrOutput, JaxExport, ModuleArgument, Unrunnable};
+use crate::{Error, Result};
+
+/// A JAX mesh without devices: axis names and sizes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AbstractMesh {
+    /// The size of each axis.
+    pub axis_sizes: Vec<u32>,
+    /// The name of each axis.
+    pub axis_names: Vec<String>,
+}
+
+/// A `jax.sharding.NamedSharding`: a mesh and, for each array dimension, the mesh axes it is
+/// split over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NamedSharding {
+    /// The mesh.
+    pub mesh: AbstractMesh,
+    /// For each array dimension the mesh axes it is partitioned over (empty: not split).
+    pub partitions: Vec<Vec<String>>,
+    /// Mesh axes the value is reduced over.
+    pub reduced: Vec<String>,
+    /// Mesh axes the value is an unreduced partial sum over.
+    pub unreduced: Vec<String>,
+    /// The memory kind, when one was given.
+    pub memory_kind: Option<String>,
+}
+
+/// The sharding of one input or output.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JaxSharding {
+    /// No sharding was specified (JAX lets the compiler choose; one device: replicated).
+    Unspecified,
+    /// A serialized `xla.OpSharding` (artifacts from before JAX's named shardings).
+    HloProto(Vec<u8>),
+    /// A named sharding.
+    Named(NamedSharding),
+}
+
+impl JaxSharding {
+    /// True if every device holds the whole array; `None` when unspecified.
+    pub fn is_replicated(&self) -> Option<bool> {
+        match self {
+            JaxSharding::Unspecified => None,
+            JaxSharding::Named(n) => Some(n.partitions.iter().all(|p| p.is_empty()) && n.unreduced.is_empty()),
+            JaxSharding::HloProto(bytes) => {
+                // OpSharding.type (field 1): REPLICATED = 0, the proto default.
+                #[derive(Clone, PartialEq, prost::Message)]
+                struct OpShardingType {
+                    #[prost(int32, tag = "1")]
+                    kind: i32,
+                }
+                <OpShardingType as prost::Message>::decode(bytes.as_slice()).ok().map(|t| t.kind == 0)
+            }
+        }
+    }
+}
+
+impl JaxExport {
+    /// How each module argument and each output is laid out over the devices, for
+    /// [`pjrt_client::LoadedExecutable::upload_sharded`]: arguments in the order of
+    /// [`JaxExport::module_arguments`] (the platform index, if any, is replicated), outputs in
+    /// the order of [`JaxExport::out_avals`]. One device: everything is replicated. More devices:
+    /// each sharding must be replicated or split along one array dimension over every mesh axis
+    /// in mesh order (what a 1-D mesh gives); others are refused ([`Unrunnable`]), as are token
+    /// arguments.
+    pub fn device_shardings(&self) -> Result<(Vec<Sharding>, Vec<Sharding>)> {
+        let devices = self.nr_devices as usize;
+        let convert = |value: InputOrOutput, s: Option<&JaxSharding>| -> Result<Sharding> {
+            if devices == 1 {
+                return Ok(Sharding::Replicated);
+            }
+            let named = match s {
+                Some(JaxSharding::Named(n)) => n,
+                Some(JaxSharding::HloProto(_)) => return Err(Unrunnable::HloSharding { value }.into()),
+                _ => return Err(Unrunnable::NoSharding { value, devices: self.nr_devices }.into()),
+            };
+            // Checked: a hostile mesh may claim sizes whose product overflows.
+            let mesh_size = named.mesh.axis_sizes.iter().try_fold(1u64, |acc, &n| acc.checked_mul(n as u64));
+            let split: Vec<(usize, &Vec<String>)> =
+                named.partitions.iter().enumerate().filter(|(_, axes)| !axes.is_empty()).collect();
+            let unsupported = || -> Error {
+                Unrunnable::Sharding {
+                    value,
+                    partitions: named.partitions.clone(),
+                    axis_names: named.mesh.axis_names.clone(),
+                    axis_sizes: named.mesh.axis_sizes.clone(),
+                }
+                .into()
+            };
+            if !named.unreduced.is_empty() || mesh_size != Some(devices as u64) {
+                return Err(unsupported());
+            }
+            match split.as_slice() {
+                [] => Ok(Sharding::Replicated),
+                [(dim, axes)] if **axes == named.mesh.axis_names => Ok(Sharding::Split(*dim)),
+                _ => Err(unsupported()),
+            }
+        };
+        let inputs = self
+            .module_arguments()
+            .into_iter()
+            .map(|argument| match argument {
+                ModuleArgument::PlatformIndex => Ok(Sharding::Replicated),
+                ModuleArgument::Token(_) => Err(self.ordered_effects_error()),
+                ModuleArgument::Input(i) => convert(InputOrOutput::Input(i), self.in_shardings.get(i)),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let outputs = (0..self.out_avals.len())
+            .map(|i| convert(InputOrOutput::Output(i), self.out_shardings.get(i)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((inputs, outputs))
+    }
+
+    /// True if the module carries Shardy (`sdy`) shardings, so it is compiled with Shardy.
+    pub fn uses_shardy(&self) -> bool {
+        self.mlir_module.windows(4).any(|w| w == b"sdy.")
+    }
+}
