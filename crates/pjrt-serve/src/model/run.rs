@@ -2,6 +2,7 @@
 //! its arguments uploaded, the outputs downloaded.
 
 use pjrt_client::{Buffer, ExecuteOptions, HostArray, UploadOptions};
+use pjrt_formats::jax_export::ModuleArgument;
 
 use super::{select_outputs, ServedModel};
 use crate::error::ServeError;
@@ -90,37 +91,44 @@ impl ServedModel {
         let upload = |array: &HostArray| {
             self.client.upload_with(array, &UploadOptions::new().device(&device)).map_err(ServeError::run)
         };
-        // The module's arguments: the platform index (multi-platform exports), then the kept
-        // inputs: weights as uploaded at load, the request's uploaded now.
-        let mut uploaded = Vec::with_capacity(inputs.len() + 1);
-        let platform_index = model.platform_index(self.client.platform_name()).map_err(ServeError::run)?;
-        if let Some(index) = platform_index {
-            let scalar = HostArray::from_elements(Vec::new(), &[index]).map_err(ServeError::run)?;
-            uploaded.push((usize::MAX, upload(&scalar)?));
-        }
-        // The request's inputs, by model input index.
+        // The module's arguments in the export's one order (JaxExport::module_arguments): the
+        // platform index, then the kept inputs: weights as uploaded at load, the request's
+        // uploaded now. Tokens never reach here: a model with ordered effects is refused at load.
+        let module_arguments = model.module_arguments();
         let position = |i: usize| self.request_inputs.iter().position(|&r| r == i);
-        for &i in model.module_kept_var_idx() {
-            if let Some(k) = position(i) {
-                uploaded.push((i, upload(&inputs[k])?));
-            }
-        }
-        let mut arguments: Vec<&Buffer> = Vec::with_capacity(uploaded.len() + replica.weight_buffers.len());
-        if platform_index.is_some() {
-            arguments.push(&uploaded[0].1);
-        }
-        for &i in model.module_kept_var_idx() {
-            match self.weight_of.get(i).copied().flatten() {
-                Some(w) => arguments.push(&replica.weight_buffers[w]),
-                None => {
-                    let (_, buffer) = uploaded
-                        .iter()
-                        .find(|(j, _)| *j == i)
-                        .ok_or_else(|| ServeError::Internal(format!("model input {i} has no value")))?;
-                    arguments.push(buffer);
+        let weight = |i: usize| self.weight_of.get(i).copied().flatten();
+        let mut uploaded: Vec<Option<Buffer>> = Vec::with_capacity(module_arguments.len());
+        for argument in &module_arguments {
+            uploaded.push(match *argument {
+                ModuleArgument::PlatformIndex => {
+                    let index = model
+                        .platform_index(self.client.platform_name())
+                        .map_err(ServeError::run)?
+                        .ok_or_else(|| ServeError::Internal("the export has no platform index".into()))?;
+                    let scalar = HostArray::from_elements(Vec::new(), &[index]).map_err(ServeError::run)?;
+                    Some(upload(&scalar)?)
                 }
-            }
+                ModuleArgument::Input(i) if weight(i).is_none() => {
+                    let k = position(i).ok_or_else(|| ServeError::Internal(format!("model input {i} has no value")))?;
+                    Some(upload(&inputs[k])?)
+                }
+                ModuleArgument::Input(_) => None,
+                _ => {
+                    return Err(ServeError::Internal(format!("the module takes {argument:?}, which cannot be served")))
+                }
+            });
         }
+        let arguments = module_arguments
+            .iter()
+            .zip(&uploaded)
+            .map(|(argument, buffer)| match (buffer, *argument) {
+                (Some(buffer), _) => Ok(buffer),
+                (None, ModuleArgument::Input(i)) => weight(i)
+                    .map(|w| &replica.weight_buffers[w])
+                    .ok_or_else(|| ServeError::Internal(format!("model input {i} has no value"))),
+                (None, _) => Err(ServeError::Internal(format!("the module's argument {argument:?} has no value"))),
+            })
+            .collect::<Result<Vec<&Buffer>, ServeError>>()?;
         let results = exe.execute(&arguments, &ExecuteOptions::new()).map_err(ServeError::run)?;
         if results.len() != self.outputs.len() {
             return Err(ServeError::Internal(format!(

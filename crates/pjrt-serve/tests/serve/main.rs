@@ -2,6 +2,7 @@
 //! safetensors file), a shape-polymorphic MLP at several batch sizes, bad and hostile requests,
 //! the queue bound, the token, the repository extension and the metrics.
 
+mod arguments;
 mod batching;
 mod floors;
 mod grpc_client;
