@@ -8,11 +8,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-use pjrt_client::HostArray;
 use tokio::sync::mpsc;
 
 use crate::error::ServeError;
-use crate::model::{select_outputs, BatchKeyPart, ServedModel};
+use crate::model::{select_outputs, BatchKeyPart, RequestArray, ServedModel};
 use crate::protocol::OutputTensor;
 use crate::state::{Pending, Shared};
 
@@ -146,7 +145,7 @@ async fn run_batch(model: &Arc<ServedModel>, shared: &Arc<Shared>, batch: Vec<Pe
 }
 
 /// The batch's inputs concatenated and padded to its bucket, and the bucket.
-fn assemble(model: &ServedModel, batch: &[Pending]) -> Result<(Vec<HostArray>, usize), ServeError> {
+fn assemble(model: &ServedModel, batch: &[Pending]) -> Result<(Vec<RequestArray>, usize), ServeError> {
     let config = model.batching().ok_or_else(|| ServeError::Internal("the model is not batched".into()))?;
     let rows: usize = batch.iter().map(|p| p.rows).sum();
     let bucket = config
@@ -170,7 +169,7 @@ fn assemble(model: &ServedModel, batch: &[Pending]) -> Result<(Vec<HostArray>, u
         let mut dims = Vec::with_capacity(rest.len() + 1);
         dims.push(bucket as i64);
         dims.extend_from_slice(rest);
-        inputs.push(HostArray::new(element_type, dims, data).map_err(ServeError::run)?);
+        inputs.push(RequestArray::new(element_type, dims, data.into()).map_err(ServeError::Internal)?);
     }
     Ok((inputs, bucket))
 }

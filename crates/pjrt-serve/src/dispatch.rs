@@ -10,7 +10,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use crate::budget::Reservation;
 use crate::error::ServeError;
 use crate::model::ServedModel;
-use crate::protocol::{InferRequest, InputHeader, OutputTensor};
+use crate::protocol::{HeldRequest, InputHeader, OutputTensor};
 use crate::state::{Pending, Shared};
 
 /// A model found, its queue and its batcher (for a batched model).
@@ -112,11 +112,11 @@ pub(crate) async fn run(
     shared: &Arc<Shared>,
     found: &Found,
     permit: OwnedSemaphorePermit,
-    request: InferRequest,
+    request: HeldRequest,
     arrived: Instant,
 ) -> Result<Vec<OutputTensor>, ServeError> {
     let model = found.model.clone();
-    let inputs = model.arrange(request.inputs)?;
+    let inputs = model.arrange_held(request.inputs)?;
     if let Some(batcher) = &found.batcher {
         // (An unbatched request's outputs are checked by ServedModel::infer.)
         model.check_wanted(&request.outputs)?;
@@ -174,7 +174,7 @@ pub(crate) async fn run(
         let _held = (device, permit);
         let _span =
             tracing::info_span!("serve_request", model = runner.name(), queue_ms = queue_seconds * 1e3).entered();
-        runner.infer(inputs, &wanted, binary_default, replica)
+        runner.infer_held(inputs, &wanted, binary_default, replica)
     })
     .await
     .map_err(|e| ServeError::task("inference", e))??;

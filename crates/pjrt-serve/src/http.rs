@@ -255,7 +255,7 @@ async fn run_infer(
         }
     };
     let id = request.id.clone();
-    let outputs = dispatch::run(shared, found, permit, request, arrived).await?;
+    let outputs = dispatch::run(shared, found, permit, request.into(), arrived).await?;
     // The outputs' bytes go out as they were downloaded, after the JSON.
     let (parts, header_length) = infer_response_parts(model.name(), model.version(), id.as_deref(), outputs);
     let content_type = if header_length.is_some() { "application/octet-stream" } else { "application/json" };

@@ -5,14 +5,14 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
-use pjrt_client::{Client, HostArray};
+use pjrt_client::Client;
 use tokio::sync::{mpsc, oneshot, Semaphore};
 
 use crate::budget::Budget;
 use crate::devices::DevicePool;
 use crate::error::ServeError;
 use crate::metrics::Metrics;
-use crate::model::{same_batch, BatchKeyPart, ServedModel};
+use crate::model::{same_batch, BatchKeyPart, RequestArray, ServedModel};
 use crate::options::ServerOptions;
 use crate::protocol::{OutputTensor, RequestedOutput};
 
@@ -66,7 +66,7 @@ impl Shared {
 /// (Part of its model's queue: the batcher of [`Entry::batcher`] takes it.)
 pub(crate) struct Pending {
     /// The inputs, in the model's order.
-    pub inputs: Vec<HostArray>,
+    pub inputs: Vec<RequestArray>,
     /// Their first dimension.
     pub rows: usize,
     /// Requests batch together only where these agree.

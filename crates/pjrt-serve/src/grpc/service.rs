@@ -269,7 +269,7 @@ async fn model_infer(
         })
         .await?;
         let id = request.id.clone().unwrap_or_default();
-        let outputs = dispatch::run(&shared, &found, permit, request, arrived).await?;
+        let outputs = dispatch::run(&shared, &found, permit, request.into(), arrived).await?;
         Ok::<_, ServeError>((id, outputs))
     }
     .await;

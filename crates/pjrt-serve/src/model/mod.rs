@@ -16,7 +16,7 @@ mod load;
 mod request;
 mod run;
 
-pub(crate) use request::{same_batch, select_outputs, BatchKeyPart};
+pub(crate) use request::{same_batch, select_outputs, BatchKeyPart, RequestArray};
 
 /// One tensor of a model's signature, as the protocol's metadata gives it: `-1` for a
 /// symbolic dimension.

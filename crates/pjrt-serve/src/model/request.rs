@@ -1,16 +1,78 @@
 //! A request's inputs matched to the model's, the outputs it asks for, and its batch key.
 
-use pjrt_client::HostArray;
+use bytes::Bytes;
+use pjrt_client::{ElementType, HostArray, HostSource};
 
 use super::ServedModel;
 use crate::error::ServeError;
-use crate::protocol::{InputTensor, OutputTensor, RequestedOutput};
+use crate::protocol::{HeldInput, InputTensor, OutputTensor, RequestedOutput};
+
+/// A request's input matched to the model's (its element type, dimensions and byte count
+/// checked): a [`HostArray`] whose bytes are shared, not owned, so that an input that arrived
+/// as its tensor's bytes reaches the upload without a copy ([`HostSource::bytes`] reads them
+/// in place).
+#[derive(Clone, Debug)]
+pub(crate) struct RequestArray {
+    element_type: ElementType,
+    dims: Vec<i64>,
+    data: Bytes,
+}
+
+impl RequestArray {
+    /// `data` as an array of `element_type` and `dims`: the checks of [`HostArray::new`].
+    pub fn new(element_type: ElementType, dims: Vec<i64>, data: Bytes) -> Result<RequestArray, String> {
+        let count = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(usize::try_from(d).ok()?));
+        let expected = count
+            .and_then(|c| element_type.host_bytes(c))
+            .ok_or_else(|| format!("an array of {element_type} and dimensions {dims:?} has no host size"))?;
+        if data.len() != expected {
+            return Err(format!(
+                "an array of {element_type} and dimensions {dims:?} takes {expected} bytes, not {}",
+                data.len()
+            ));
+        }
+        element_type.check_host_values(&data).map_err(|e| e.to_string())?;
+        Ok(RequestArray { element_type, dims, data })
+    }
+
+    pub fn element_type(&self) -> ElementType {
+        self.element_type
+    }
+
+    pub fn dims(&self) -> &[i64] {
+        &self.dims
+    }
+
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The upload's source: the bytes borrowed, read during the upload.
+    pub fn source(&self) -> HostSource<'_> {
+        HostSource::bytes(&self.data, self.element_type, &self.dims)
+    }
+}
+
+impl From<HostArray> for RequestArray {
+    fn from(array: HostArray) -> RequestArray {
+        let (element_type, dims, data) = array.into_parts();
+        RequestArray { element_type, dims, data: data.into() }
+    }
+}
+
+impl From<RequestArray> for HostArray {
+    fn from(array: RequestArray) -> HostArray {
+        // (Checked as a RequestArray; `Vec::from` takes the bytes back without a copy where
+        // they are a `Vec`'s alone.)
+        HostArray::new(array.element_type, array.dims, Vec::from(array.data)).expect("checked as a RequestArray")
+    }
+}
 
 impl ServedModel {
     /// For a batched model: a request's rows (its batched inputs' common first dimension) and
     /// its batch key (the rest of each batched input's shape, the whole of each other input:
     /// requests batch together only where their keys agree).
-    pub(crate) fn batch_rows(&self, inputs: &[HostArray]) -> Result<(usize, Vec<BatchKeyPart>), ServeError> {
+    pub(crate) fn batch_rows(&self, inputs: &[RequestArray]) -> Result<(usize, Vec<BatchKeyPart>), ServeError> {
         let max = self.config.batching.as_ref().map_or(0, |b| b.max_batch_size);
         let bad = |m: String| ServeError::BadRequest(format!("model {:?}: {m}", self.config.name));
         let rows: Vec<i64> = inputs
@@ -42,7 +104,13 @@ impl ServedModel {
 
     /// Matches a request's inputs to the model's, by name, checking each one's datatype and
     /// shape: the arrays in the model's order.
-    pub fn arrange(&self, mut given: Vec<InputTensor>) -> Result<Vec<HostArray>, ServeError> {
+    pub fn arrange(&self, given: Vec<InputTensor>) -> Result<Vec<HostArray>, ServeError> {
+        let arrays = self.arrange_held(given.into_iter().map(HeldInput::from).collect())?;
+        Ok(arrays.into_iter().map(HostArray::from).collect())
+    }
+
+    /// [`ServedModel::arrange`] for inputs as the server holds them: their bytes not copied.
+    pub(crate) fn arrange_held(&self, mut given: Vec<HeldInput>) -> Result<Vec<RequestArray>, ServeError> {
         let bad = |m: String| ServeError::BadRequest(format!("model {:?}: {m}", self.config.name));
         if let Some(extra) = given.iter().find(|t| !self.inputs.iter().any(|s| s.name == t.name)) {
             let names: Vec<&str> = self.inputs.iter().map(|s| s.name.as_str()).collect();
@@ -77,7 +145,7 @@ impl ServedModel {
             model
                 .check_input(self.request_inputs[i], spec.datatype.element_type(), &tensor.shape)
                 .map_err(|e| bad(format!("input {:?}: {e}", spec.name)))?;
-            let array = HostArray::new(spec.datatype.element_type(), tensor.shape, tensor.data)
+            let array = RequestArray::new(spec.datatype.element_type(), tensor.shape, tensor.data)
                 .map_err(|e| bad(format!("input {:?}: {e}", spec.name)))?;
             arrays.push(array);
         }
@@ -124,9 +192,9 @@ fn hash_bytes(data: &[u8]) -> u64 {
 /// (hashes that agree by chance do not batch different inputs together).
 pub(crate) fn same_batch(
     key: &[BatchKeyPart],
-    inputs: &[HostArray],
+    inputs: &[RequestArray],
     other_key: &[BatchKeyPart],
-    other: &[HostArray],
+    other: &[RequestArray],
 ) -> bool {
     key == other_key
         && key.iter().zip(inputs.iter().zip(other)).all(|(part, (a, b))| match part {
@@ -154,11 +222,10 @@ pub(crate) fn select_outputs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use pjrt_client::ElementType;
 
     #[test]
     fn requests_batch_together_only_where_their_whole_inputs_agree_byte_for_byte() {
-        let array = |x: u8| HostArray::new(ElementType::U8, vec![2], vec![x, 1]).unwrap();
+        let array = |x: u8| RequestArray::new(ElementType::U8, vec![2], vec![x, 1].into()).unwrap();
         let key = |x: u8| vec![BatchKeyPart::Rows(vec![3]), BatchKeyPart::Whole(vec![2], hash_bytes(&[x, 1]))];
         let (a, b) = (vec![array(0), array(7)], vec![array(9), array(7)]);
         assert!(same_batch(&key(7), &a, &key(7), &b), "the batched input (rows) may differ");

@@ -1,17 +1,17 @@
 //! Running a model: the executable for a request's shapes (compiled for requests when new),
 //! its arguments uploaded, the outputs downloaded.
 
-use pjrt_client::{Buffer, ExecuteOptions, HostArray, UploadOptions};
+use pjrt_client::{Buffer, ExecuteOptions, HostArray, HostSource, UploadOptions};
 use pjrt_formats::jax_export::ModuleArgument;
 
-use super::{select_outputs, ServedModel};
+use super::{select_outputs, RequestArray, ServedModel};
 use crate::error::ServeError;
 use crate::protocol::{OutputTensor, RequestedOutput};
 
 impl ServedModel {
     /// Every input's shape for these request inputs (in the model's order): the signature an
     /// executable is compiled for.
-    pub(crate) fn signature(&self, inputs: &[HostArray]) -> crate::shapes::Signature {
+    pub(crate) fn signature(&self, inputs: &[RequestArray]) -> crate::shapes::Signature {
         self.shapes(inputs)
     }
 
@@ -30,7 +30,7 @@ impl ServedModel {
 
     /// Every input's shape, in the model's order: the weights' and `inputs`' (the model's own
     /// for a static one when `inputs` is empty).
-    pub(super) fn shapes(&self, inputs: &[HostArray]) -> Vec<(pjrt_client::ElementType, Vec<i64>)> {
+    pub(super) fn shapes(&self, inputs: &[RequestArray]) -> Vec<(pjrt_client::ElementType, Vec<i64>)> {
         let request = if inputs.is_empty() {
             self.inputs.iter().map(|spec| (spec.datatype.element_type(), spec.shape.clone())).collect()
         } else {
@@ -65,13 +65,25 @@ impl ServedModel {
         binary_default: bool,
         replica: usize,
     ) -> Result<Vec<OutputTensor>, ServeError> {
+        self.infer_held(inputs.into_iter().map(RequestArray::from).collect(), wanted, binary_default, replica)
+    }
+
+    /// [`ServedModel::infer`] for inputs as the server holds them (from
+    /// [`ServedModel::arrange_held`]): their bytes uploaded from where they are.
+    pub(crate) fn infer_held(
+        &self,
+        inputs: Vec<RequestArray>,
+        wanted: &[RequestedOutput],
+        binary_default: bool,
+        replica: usize,
+    ) -> Result<Vec<OutputTensor>, ServeError> {
         self.check_wanted(wanted)?;
         Ok(select_outputs(self.run(inputs, replica)?, wanted, binary_default))
     }
 
     /// Runs the model on `inputs` (in the model's order) on replica `replica` (taken modulo the
     /// replicas): every output, in order.
-    pub(crate) fn run(&self, inputs: Vec<HostArray>, replica: usize) -> Result<Vec<OutputTensor>, ServeError> {
+    pub(crate) fn run(&self, inputs: Vec<RequestArray>, replica: usize) -> Result<Vec<OutputTensor>, ServeError> {
         let replica = &self.replicas[replica % self.replicas.len()];
         let model = replica.runner.model();
         let shapes = self.shapes(&inputs);
@@ -88,8 +100,8 @@ impl ServedModel {
             .into_iter()
             .next()
             .ok_or_else(|| ServeError::Internal("the compiled model has no addressable device".into()))?;
-        let upload = |array: &HostArray| {
-            self.client.upload_with(array, &UploadOptions::new().device(&device)).map_err(ServeError::run)
+        let upload = |source: HostSource<'_>| {
+            self.client.upload_with(source, &UploadOptions::new().device(&device)).map_err(ServeError::run)
         };
         // The module's arguments in the export's one order (JaxExport::module_arguments): the
         // platform index, then the kept inputs: weights as uploaded at load, the request's
@@ -106,11 +118,13 @@ impl ServedModel {
                         .map_err(ServeError::run)?
                         .ok_or_else(|| ServeError::Internal("the export has no platform index".into()))?;
                     let scalar = HostArray::from_elements(Vec::new(), &[index]).map_err(ServeError::run)?;
-                    Some(upload(&scalar)?)
+                    Some(upload((&scalar).into())?)
                 }
                 ModuleArgument::Input(i) if weight(i).is_none() => {
                     let k = position(i).ok_or_else(|| ServeError::Internal(format!("model input {i} has no value")))?;
-                    Some(upload(&inputs[k])?)
+                    // Read where the request holds them (a slice of its message, say): the
+                    // plugin's copy to the device is the only one.
+                    Some(upload(inputs[k].source())?)
                 }
                 ModuleArgument::Input(_) => None,
                 _ => {

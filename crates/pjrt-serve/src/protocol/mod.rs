@@ -38,6 +38,42 @@ pub struct InputTensor {
     pub data: Vec<u8>,
 }
 
+/// An input on its way to the device, as the server holds it: its bytes shared, not owned (a
+/// slice of the request's gRPC message where they arrived as the tensor's bytes, not copied
+/// out of it; the decoded bytes otherwise).
+pub(crate) struct HeldInput {
+    pub name: String,
+    pub datatype: Datatype,
+    pub shape: Vec<i64>,
+    /// Its elements, little-endian, row-major: the shape's count times the datatype's size.
+    pub data: bytes::Bytes,
+}
+
+/// An inference request as the server runs it (its id answered by the front end): the inputs
+/// as [`HeldInput`]s, the outputs it asks for.
+pub(crate) struct HeldRequest {
+    pub inputs: Vec<HeldInput>,
+    pub outputs: Vec<RequestedOutput>,
+    pub binary_data_output: bool,
+}
+
+impl From<InputTensor> for HeldInput {
+    fn from(t: InputTensor) -> HeldInput {
+        // (A `Vec` becomes `Bytes` without a copy.)
+        HeldInput { name: t.name, datatype: t.datatype, shape: t.shape, data: t.data.into() }
+    }
+}
+
+impl From<InferRequest> for HeldRequest {
+    fn from(r: InferRequest) -> HeldRequest {
+        HeldRequest {
+            inputs: r.inputs.into_iter().map(HeldInput::from).collect(),
+            outputs: r.outputs,
+            binary_data_output: r.binary_data_output,
+        }
+    }
+}
+
 /// An output a request asks for, and whether it wants it as binary data.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestedOutput {
