@@ -132,6 +132,23 @@ impl Drop for Reservation {
     }
 }
 
+/// `bytes` (a request's body) holding `reservation`: as long as any slice of them lives (an
+/// input tensor kept as a slice of the body, on its way to the device), the bytes the request
+/// took of the budget stay taken, even past the request's own end (a client gone while its
+/// tensors upload).
+pub(crate) fn hold(bytes: Bytes, reservation: &Arc<Reservation>) -> Bytes {
+    struct Holding {
+        bytes: Bytes,
+        _reservation: Arc<Reservation>,
+    }
+    impl AsRef<[u8]> for Holding {
+        fn as_ref(&self) -> &[u8] {
+            &self.bytes
+        }
+    }
+    Bytes::from_owner(Holding { bytes, _reservation: reservation.clone() })
+}
+
 /// A request body that takes its bytes of the budget as they arrive, is cut off past `limit`
 /// bytes, and must arrive whole within a timeout: what a client sends is bounded before it is
 /// buffered.
@@ -362,6 +379,23 @@ mod tests {
         drop(a);
         assert_eq!(budget.available(), 60);
         drop(b);
+        assert_eq!(budget.available(), 100);
+    }
+
+    /// A body's bytes kept as slices (input tensors on their way to the device) keep its
+    /// request's bytes taken of the budget until the last slice is dropped, even once the
+    /// request itself let go.
+    #[test]
+    fn held_bodies_keep_their_bytes_taken_while_a_slice_lives() {
+        let budget = Budget::new(100);
+        let reservation = budget.reservation();
+        reservation.take(30, "the body").unwrap();
+        let body = hold(Bytes::from(vec![7u8; 30]), &reservation);
+        let tensor = body.slice(10..20);
+        drop((body, reservation));
+        assert_eq!(budget.available(), 70);
+        assert_eq!(tensor[..], [7; 10]);
+        drop(tensor);
         assert_eq!(budget.available(), 100);
     }
 }

@@ -47,8 +47,11 @@ pub(crate) fn find_model(shared: &Shared, name: &str, version: Option<&str>) -> 
 
 /// Decodes a request off the async threads: `decode` is handed the check each declared input
 /// passes before its data is decoded (its name, datatype and shape against the model's, then
-/// its bytes taken from the server's budget). Whatever `decode` owns (the body) is dropped when
-/// it returns, and the body's share of the budget is released then.
+/// its bytes taken from the server's budget, unless they stay in the body:
+/// [`InputHeader::in_body`]). Whatever `decode` owns (the body) is dropped when it returns, and
+/// the body's share of the budget is released then, unless an input keeps a slice of it: then
+/// the body's share stays taken as long as the request's reservation (which such a body holds:
+/// [`crate::budget::hold`]).
 pub(crate) async fn decode_off_runtime<T: Send + 'static>(
     model: &Arc<ServedModel>,
     reservation: &Arc<Reservation>,
@@ -58,11 +61,18 @@ pub(crate) async fn decode_off_runtime<T: Send + 'static>(
 ) -> Result<T, ServeError> {
     let (model, reservation) = (model.clone(), reservation.clone());
     tokio::task::spawn_blocking(move || {
+        let mut in_body = false;
         let decoded = decode(&mut |input| {
             check_declared(&model, input)?;
+            if input.in_body {
+                in_body = true;
+                return Ok(());
+            }
             reservation.take(input.bytes, &format!("input {:?}", input.name))
         });
-        reservation.release_body();
+        if !in_body {
+            reservation.release_body();
+        }
         decoded
     })
     .await

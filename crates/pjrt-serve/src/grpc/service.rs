@@ -255,21 +255,22 @@ async fn model_infer(
     let arrived = Instant::now();
     let reservation =
         request.extensions().get::<Arc<Reservation>>().cloned().unwrap_or_else(|| shared.budget.reservation());
-    let message = request.into_inner();
+    // The message holds the request's reservation: the inputs kept as slices of it keep its
+    // bytes taken of the budget as long as they live.
+    let message = crate::budget::hold(request.into_inner(), &reservation);
     // The envelope only (names, shapes: bounded), then the model, then the queue.
     let call = wire::read_infer_call(&message)?;
     let found = dispatch::find_model(&shared, &call.model_name, version_of(&call.model_version))?;
     let model = found.model.clone();
     let result = async {
         let permit = dispatch::admit(&shared, &model, found.queue.clone())?;
-        let request = dispatch::decode_off_runtime(&model, &reservation, move |check| {
+        let (id, request) = dispatch::decode_off_runtime(&model, &reservation, move |check| {
             let decoded = wire::infer_request(call, check);
             drop(message);
             decoded
         })
         .await?;
-        let id = request.id.clone().unwrap_or_default();
-        let outputs = dispatch::run(&shared, &found, permit, request.into(), arrived).await?;
+        let outputs = dispatch::run(&shared, &found, permit, request, arrived).await?;
         Ok::<_, ServeError>((id, outputs))
     }
     .await;

@@ -5,13 +5,13 @@ use std::collections::HashMap;
 use super::messages::*;
 use super::wire;
 use crate::error::ServeError;
-use crate::protocol::InferRequest;
+use crate::protocol::HeldRequest;
 use prost::Message as _;
 
 /// A request through the wire reader, as the server reads it.
-fn infer_request(m: ModelInferRequest) -> Result<InferRequest, ServeError> {
+fn infer_request(m: ModelInferRequest) -> Result<HeldRequest, ServeError> {
     let bytes = bytes::Bytes::from(m.encode_to_vec());
-    wire::infer_request(wire::read_infer_call(&bytes)?, &mut |_| Ok(()))
+    Ok(wire::infer_request(wire::read_infer_call(&bytes)?, &mut |_| Ok(()))?.1)
 }
 
 fn input(name: &str, datatype: &str, shape: Vec<i64>, contents: Option<InferTensorContents>) -> InferInputTensor {
@@ -52,14 +52,14 @@ fn typed_and_raw_contents_become_little_endian_bytes() {
     };
     let r = infer_request(typed).unwrap();
     assert_eq!(r.inputs[0].data, [1.5f32.to_le_bytes(), (-2.0f32).to_le_bytes()].concat());
-    assert_eq!(r.inputs[1].data, (-7i16).to_le_bytes());
-    assert_eq!(r.inputs[2].data, [1, 0]);
+    assert_eq!(r.inputs[1].data[..], (-7i16).to_le_bytes());
+    assert_eq!(r.inputs[2].data[..], [1, 0]);
     let raw = ModelInferRequest {
         inputs: vec![input("h", "FP16", vec![1], None)],
         raw_input_contents: vec![vec![0, 0x3c]],
         ..Default::default()
     };
-    assert_eq!(infer_request(raw).unwrap().inputs[0].data, [0, 0x3c]);
+    assert_eq!(infer_request(raw).unwrap().inputs[0].data[..], [0, 0x3c]);
 }
 
 #[test]
@@ -176,7 +176,7 @@ fn typed_contents_are_decoded_no_further_than_the_shape() {
         inputs: vec![input("x", "INT64", vec![shape], Some(contents))],
         ..Default::default()
     };
-    assert_eq!(infer_request(request(3, int64(3))).unwrap().inputs[0].data, [0; 24]);
+    assert_eq!(infer_request(request(3, int64(3))).unwrap().inputs[0].data[..], [0; 24]);
     let e = infer_request(request(3, int64(1 << 20))).unwrap_err().to_string();
     assert!(e.contains("more than the 3 elements"), "{e}");
     let e = infer_request(request(3, int64(2))).unwrap_err().to_string();
@@ -202,8 +202,64 @@ fn typed_contents_are_decoded_no_further_than_the_shape() {
     let mut message = vec![0x2a, tensor.len() as u8];
     message.extend(tensor);
     let bytes = bytes::Bytes::from(message);
-    let request = wire::infer_request(wire::read_infer_call(&bytes).unwrap(), &mut |_| Ok(())).unwrap();
+    let (_, request) = wire::infer_request(wire::read_infer_call(&bytes).unwrap(), &mut |_| Ok(())).unwrap();
     assert_eq!(request.inputs[0].data, [7i64.to_le_bytes(), 127i64.to_le_bytes()].concat());
+}
+
+/// Raw contents, and typed ones that already are the tensor's little-endian bytes (packed FP32
+/// and FP64; packed BOOL, INT8, UINT8 of one-byte varints), stay slices of the message: not one
+/// byte copied, and the check is told so (their bytes are the body's, not taken again). Typed
+/// contents that need converting are decoded into bytes of their own.
+#[test]
+fn contents_that_are_the_tensors_bytes_stay_in_the_message() {
+    let typed = |name: &str, datatype: &str, n: i64, contents| input(name, datatype, vec![n], Some(contents));
+    let request = ModelInferRequest {
+        inputs: vec![
+            typed("f", "FP32", 3, InferTensorContents { fp32_contents: vec![1.5, -2.0, 3.25], ..Default::default() }),
+            typed("d", "FP64", 1, InferTensorContents { fp64_contents: vec![0.125], ..Default::default() }),
+            typed("b", "BOOL", 2, InferTensorContents { bool_contents: vec![true, false], ..Default::default() }),
+            typed("u", "UINT8", 2, InferTensorContents { uint_contents: vec![7, 127], ..Default::default() }),
+            // Decoded: varints that are not the tensor's bytes.
+            typed("big", "UINT8", 1, InferTensorContents { uint_contents: vec![200], ..Default::default() }),
+            typed("l", "INT64", 2, InferTensorContents { int64_contents: vec![-1, 5], ..Default::default() }),
+            typed("i", "INT32", 1, InferTensorContents { int_contents: vec![9], ..Default::default() }),
+        ],
+        ..Default::default()
+    };
+    let message = bytes::Bytes::from(request.encode_to_vec());
+    let within = |data: &[u8]| message.as_ptr_range().contains(&data.as_ptr()) && !data.is_empty();
+    let mut told = Vec::new();
+    let (_, held) = wire::infer_request(wire::read_infer_call(&message).unwrap(), &mut |h| {
+        told.push((h.name.to_string(), h.in_body));
+        Ok(())
+    })
+    .unwrap();
+    let kept: Vec<(&str, bool)> = held.inputs.iter().map(|t| (t.name.as_str(), within(&t.data))).collect();
+    let expected = [("f", true), ("d", true), ("b", true), ("u", true), ("big", false), ("l", false), ("i", false)];
+    assert_eq!(kept, expected);
+    assert_eq!(told, expected.map(|(n, k)| (n.to_string(), k)));
+    let data: Vec<&[u8]> = held.inputs.iter().map(|t| &t.data[..]).collect();
+    assert_eq!(data[0], [1.5f32.to_le_bytes(), (-2.0f32).to_le_bytes(), 3.25f32.to_le_bytes()].concat());
+    assert_eq!(data[1], 0.125f64.to_le_bytes());
+    assert_eq!(data[2..5], [&[1u8, 0][..], &[7, 127], &[200]]);
+    assert_eq!(data[5], [(-1i64).to_le_bytes(), 5i64.to_le_bytes()].concat());
+    assert_eq!(data[6], 9i32.to_le_bytes());
+
+    let raw = ModelInferRequest {
+        inputs: vec![input("x", "FP32", vec![2], None), input("y", "INT64", vec![1], None)],
+        raw_input_contents: vec![[1f32.to_le_bytes(), 2f32.to_le_bytes()].concat(), 7i64.to_le_bytes().to_vec()],
+        ..Default::default()
+    };
+    let message = bytes::Bytes::from(raw.encode_to_vec());
+    let (_, held) = wire::infer_request(wire::read_infer_call(&message).unwrap(), &mut |h| {
+        assert!(h.in_body, "{} is the body's", h.name);
+        Ok(())
+    })
+    .unwrap();
+    for t in &held.inputs {
+        assert!(message.as_ptr_range().contains(&t.data.as_ptr()), "{} was copied", t.name);
+    }
+    assert_eq!(held.inputs[1].data, 7i64.to_le_bytes()[..]);
 }
 
 /// An error becomes one gRPC status: the code from its HTTP status, its message, the error kept

@@ -1,16 +1,19 @@
 //! `ModelInferRequest` read from its encoded bytes by hand, bounded before anything is decoded:
 //! the envelope (names, shapes, parameters' names) is read into small bounded fields and each
 //! input's contents stay slices of the message until the input has been checked against the
-//! model and its bytes taken of the budget; typed contents are then decoded straight into the
-//! tensor's little-endian bytes, no more than its shape's. (prost would decode the whole
-//! message first: `int64_contents` of zeros, one byte each encoded, become eight in a
-//! `Vec<i64>`, then eight more as bytes.)
+//! model. Raw contents, and typed ones that already are the tensor's little-endian bytes
+//! (packed FP32 and FP64, say), then stay slices of the message as the tensor's data, up to the
+//! upload to the device (not copied: the message's bytes stay taken of the budget meanwhile);
+//! other typed contents are decoded straight into the tensor's little-endian bytes, taken of
+//! the budget first, no more than its shape's. (prost would decode the whole message first:
+//! `int64_contents` of zeros, one byte each encoded, become eight in a `Vec<i64>`, then eight
+//! more as bytes; `raw_input_contents` would be copied into a `Vec<u8>` each.)
 
 use bytes::Bytes;
 
 use crate::datatype::Datatype;
 use crate::error::ServeError;
-use crate::protocol::{InferRequest, InputHeader, InputTensor, RequestedOutput, MAX_RANK, MAX_TENSORS};
+use crate::protocol::{HeldInput, HeldRequest, InputHeader, RequestedOutput, MAX_RANK, MAX_TENSORS};
 
 fn bad(message: impl Into<String>) -> ServeError {
     ServeError::BadRequest(message.into())
@@ -381,12 +384,42 @@ enum Element {
     Fixed64([u8; 8]),
 }
 
-/// A read request as the protocol's (the same checks as the HTTP one's), each input given to
-/// `check` (declared name, datatype, shape, bytes) before its contents are decoded or copied.
+/// Typed contents that already are the tensor's little-endian bytes, as a slice of the message
+/// (not copied): the packed elements of FP32 (`fixed32`) and FP64 (`fixed64`), and of BOOL,
+/// INT8 and UINT8 where each packed varint is one byte of its value (0 or 1 for BOOL, below 128
+/// for the integers), in one field of exactly the tensor's `bytes`. Anything else (elements not
+/// packed, split over several fields, another field given, a malformed field) is `None`, for
+/// [`typed_contents`] to decode or refuse.
+fn in_place(datatype: Datatype, contents: &Bytes, bytes: usize) -> Option<Bytes> {
+    let wanted = contents_field(datatype)?;
+    let mut found = None;
+    for field in Fields::new(contents, "an input's contents") {
+        match field.ok()? {
+            (_, Value::Bytes(range)) if range.is_empty() => {}
+            (number, Value::Bytes(range)) if number == wanted && found.is_none() => found = Some(range),
+            _ => return None,
+        }
+    }
+    let range = found.filter(|r| r.len() == bytes && bytes > 0)?;
+    let packed = &contents[range.clone()];
+    let exact = match datatype {
+        Datatype::F32 | Datatype::F64 => true,
+        Datatype::Bool => packed.iter().all(|&b| b <= 1),
+        Datatype::I8 | Datatype::U8 => packed.iter().all(|&b| b < 0x80),
+        _ => false,
+    };
+    exact.then(|| contents.slice(range))
+}
+
+/// A read request as the server runs it (the same checks as the HTTP one's) and its id, each
+/// input given to `check` (declared name, datatype, shape, bytes, and whether its data stays in
+/// the message) before its contents are decoded. Raw contents, and typed ones that already are
+/// the tensor's bytes ([`in_place`]), become slices of the message, not copies; other typed
+/// contents are decoded into the tensor's bytes, no more than its shape's.
 pub(crate) fn infer_request(
     call: InferCall,
     check: &mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>,
-) -> Result<InferRequest, ServeError> {
+) -> Result<(String, HeldRequest), ServeError> {
     if let Some(key) = &call.parameter {
         return Err(bad(format!("the request: parameter {key:?} is not supported here")));
     }
@@ -423,14 +456,20 @@ pub(crate) fn infer_request(
             }
             _ => {}
         }
-        check(&InputHeader { name: &input.name, datatype, shape: &input.shape, bytes })?;
-        let data = match (raw, input.contents) {
-            (Some(data), _) => data.to_vec(),
-            (None, Some(contents)) => typed_contents(&what, datatype, &contents, count, bytes)?,
+        // The message's own bytes where they are the tensor's: kept, not copied.
+        let kept = match (raw, &input.contents) {
+            (Some(data), _) => Some(data),
+            (None, Some(contents)) => in_place(datatype, contents, bytes),
+            (None, None) => None,
+        };
+        check(&InputHeader { name: &input.name, datatype, shape: &input.shape, bytes, in_body: kept.is_some() })?;
+        let data = match (kept, input.contents) {
+            (Some(data), _) => data,
+            (None, Some(contents)) => typed_contents(&what, datatype, &contents, count, bytes)?.into(),
             (None, None) => unreachable!("refused above"),
         };
         crate::protocol::check_bools(&input.name, datatype, &data)?;
-        inputs.push(InputTensor { name: input.name, datatype, shape: input.shape, data });
+        inputs.push(HeldInput { name: input.name, datatype, shape: input.shape, data });
     }
     let mut outputs = Vec::with_capacity(call.outputs.len());
     for (name, parameter) in call.outputs {
@@ -439,5 +478,5 @@ pub(crate) fn infer_request(
         }
         outputs.push(RequestedOutput { name, binary: true });
     }
-    Ok(InferRequest { id: Some(call.id).filter(|id| !id.is_empty()), inputs, outputs, binary_data_output: true })
+    Ok((call.id, HeldRequest { inputs, outputs, binary_data_output: true }))
 }

@@ -519,7 +519,7 @@ pub(crate) fn decode_header(
             }
             _ => {}
         }
-        check(&InputHeader { name: &name, datatype, shape: &shape, bytes })?;
+        check(&InputHeader { name: &name, datatype, shape: &shape, bytes, in_body: false })?;
         let data = match data {
             Some(raw) => {
                 let data = json_data(raw, &what, datatype, &shape, count, bytes)?;

@@ -41,6 +41,7 @@ pub struct InputTensor {
 /// An input on its way to the device, as the server holds it: its bytes shared, not owned (a
 /// slice of the request's gRPC message where they arrived as the tensor's bytes, not copied
 /// out of it; the decoded bytes otherwise).
+#[derive(Debug)]
 pub(crate) struct HeldInput {
     pub name: String,
     pub datatype: Datatype,
@@ -51,6 +52,7 @@ pub(crate) struct HeldInput {
 
 /// An inference request as the server runs it (its id answered by the front end): the inputs
 /// as [`HeldInput`]s, the outputs it asks for.
+#[derive(Debug)]
 pub(crate) struct HeldRequest {
     pub inputs: Vec<HeldInput>,
     pub outputs: Vec<RequestedOutput>,
@@ -140,6 +142,11 @@ pub(crate) struct InputHeader<'a> {
     pub shape: &'a [i64],
     /// Its data's bytes, from its shape and datatype.
     pub bytes: usize,
+    /// Its data stays a slice of the request's body (a gRPC message's raw contents, or typed
+    /// ones that already are the tensor's bytes): those bytes were taken of the budget as the
+    /// body arrived, and the body's share stays taken while the request holds them, so none
+    /// are taken again for the tensor.
+    pub in_body: bool,
 }
 
 /// One output tensor of a response.
