@@ -6,6 +6,7 @@ mod arguments;
 mod batching;
 mod floors;
 mod grpc_client;
+mod grpc_infer;
 mod harness;
 mod hostile;
 mod replicas;
