@@ -132,6 +132,9 @@ impl ServedModel {
                 }
             });
         }
+        // Uploaded: the request's bytes (a slice of its message, say) are let go now, not after
+        // the run.
+        drop(inputs);
         let arguments = module_arguments
             .iter()
             .zip(&uploaded)
