@@ -318,7 +318,9 @@ fn workspace_tests() -> Vec<String> {
     let mut tests = Vec::new();
     for file in files {
         let mut stem = file.file_stem().unwrap().to_string_lossy().into_owned();
-        if stem == "mod" {
+        // A folder's `mod.rs`, and its `tests.rs` (a module's tests kept beside it), name the
+        // folder's module: `artifact/tests.rs`'s `round_trips` is `artifact::round_trips`.
+        if stem == "mod" || stem == "tests" && file.parent().is_some_and(|dir| dir.join("mod.rs").is_file()) {
             stem = file.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned();
         }
         let text = std::fs::read_to_string(&file).unwrap();
