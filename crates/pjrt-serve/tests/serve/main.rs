@@ -7,7 +7,6 @@ mod batching;
 mod floors;
 mod grpc_client;
 mod grpc_infer;
-mod grpc_load;
 mod harness;
 mod hostile;
 mod replicas;

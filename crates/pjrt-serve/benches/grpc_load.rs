@@ -1,8 +1,8 @@
-//! A load test of gRPC `ModelInfer` with raw inputs (ignored: a measurement, not a check). Run
-//! it in release:
+//! A load benchmark of gRPC `ModelInfer` with raw inputs (a measurement, not a check; `pjrt
+//! bench serve` speaks HTTP only):
 //!
 //! ```text
-//! cargo test --release -p pjrt-serve --test serve grpc_load -- --ignored --nocapture
+//! cargo bench -p pjrt-serve --bench grpc_load
 //! ```
 //!
 //! The symbolic MLP (`mlp_batch`) at `ROWS` rows of 8 FP32 (default 65536: 2 MiB per request,
@@ -15,6 +15,14 @@ use pjrt_formats::npy::NpyArray;
 use pjrt_serve::grpc::messages::{InferInputTensor, ModelInferRequest};
 use pjrt_serve::{ModelConfig, Server, ServerOptions};
 use prost::Message as _;
+
+// The integration tests' server harness and HTTP/2 client, shared with this benchmark.
+#[allow(dead_code)]
+#[path = "../tests/serve/grpc_client.rs"]
+mod grpc_client;
+#[allow(dead_code)]
+#[path = "../tests/serve/harness.rs"]
+mod harness;
 
 use crate::harness::{client, data, npy, Running};
 
@@ -50,9 +58,7 @@ async fn client_loop(address: String, message: bytes::Bytes, requests: usize) {
     }
 }
 
-#[test]
-#[ignore = "a measurement: run in release with --ignored --nocapture"]
-fn grpc_load() {
+fn main() {
     let rows: usize = std::env::var("ROWS").ok().and_then(|r| r.parse().ok()).unwrap_or(65536);
     let requests: usize = std::env::var("REQUESTS").ok().and_then(|r| r.parse().ok()).unwrap_or(400);
     let server = Server::new(client(), ServerOptions::default());
