@@ -182,7 +182,7 @@ pub struct InferRequestedOutputTensor {
     /// The output's name.
     #[prost(string, tag = "1")]
     pub name: String,
-    /// Its parameters (refused when given).
+    /// Its parameters (`binary_data`, true: gRPC answers every output raw).
     #[prost(map = "string, message", tag = "2")]
     pub parameters: HashMap<String, InferParameter>,
 }

@@ -288,3 +288,69 @@ fn errors_become_statuses_keeping_their_source() {
     let kept = status.source().and_then(|s| s.downcast_ref::<ServeError>()).unwrap();
     assert_eq!(kept.source().map(ToString::to_string).as_deref(), Some("no such file"));
 }
+
+/// The parameters KServe's SDK (`kserve.InferenceGRPCClient`) sets: `binary_data_size` on each
+/// input it sends raw (checked against the raw contents), `binary_data` on requested outputs
+/// and `binary_data_output` on the request (true is what gRPC answers anyway; false refused).
+#[test]
+fn kserve_sdk_parameters_are_checked() {
+    let named =
+        |name: &str, choice| HashMap::from([(name.to_string(), InferParameter { parameter_choice: Some(choice) })]);
+    let raw_input = |size: ParameterChoice| InferInputTensor {
+        parameters: named("binary_data_size", size),
+        ..input("x", "FP32", vec![2], None)
+    };
+    let request = |input: InferInputTensor, output: Option<bool>, whole: Option<bool>| ModelInferRequest {
+        inputs: vec![input],
+        raw_input_contents: vec![[1.5f32.to_le_bytes(), 2.5f32.to_le_bytes()].concat()],
+        outputs: output
+            .map(|b| InferRequestedOutputTensor {
+                name: "y".into(),
+                parameters: named("binary_data", ParameterChoice::BoolParam(b)),
+            })
+            .into_iter()
+            .collect(),
+        parameters: whole.map(|b| named("binary_data_output", ParameterChoice::BoolParam(b))).unwrap_or_default(),
+        ..Default::default()
+    };
+    // As the SDK sends a numpy array: int64 8, the raw contents' size; also as uint64.
+    let r = infer_request(request(raw_input(ParameterChoice::Int64Param(8)), Some(true), Some(true))).unwrap();
+    assert_eq!(r.inputs[0].data.len(), 8);
+    assert_eq!(r.outputs[0].name, "y");
+    infer_request(request(raw_input(ParameterChoice::Uint64Param(8)), None, None)).unwrap();
+    let cases = [
+        (
+            request(raw_input(ParameterChoice::Int64Param(4)), None, None),
+            "binary_data_size is 4 bytes, but its raw_input_contents are 8",
+        ),
+        (request(raw_input(ParameterChoice::Int64Param(-8)), None, None), "must be a byte count"),
+        (request(raw_input(ParameterChoice::StringParam("8".into())), None, None), "must be a byte count"),
+        (request(raw_input(ParameterChoice::Int64Param(8)), Some(false), None), "binary_data false"),
+        (request(raw_input(ParameterChoice::Int64Param(8)), None, Some(false)), "binary_data_output false"),
+        (
+            ModelInferRequest {
+                inputs: vec![InferInputTensor {
+                    contents: Some(InferTensorContents { fp32_contents: vec![1.0, 2.0], ..Default::default() }),
+                    ..raw_input(ParameterChoice::Int64Param(8))
+                }],
+                ..Default::default()
+            },
+            "but the input has typed contents",
+        ),
+        (
+            request(
+                InferInputTensor {
+                    parameters: named("shared_memory_region", ParameterChoice::StringParam("r".into())),
+                    ..input("x", "FP32", vec![2], None)
+                },
+                None,
+                None,
+            ),
+            "\"shared_memory_region\" is not supported here (known: binary_data_size)",
+        ),
+    ];
+    for (request, says) in cases {
+        let e = infer_request(request).unwrap_err();
+        assert!(e.to_string().contains(says), "{e} does not say {says:?}");
+    }
+}

@@ -112,17 +112,87 @@ fn text(buf: &[u8], value: Value, field: &str) -> Result<String, ServeError> {
     }
 }
 
-/// The first key of an encoded parameter map entry.
-fn parameter_key(buf: &[u8], value: Value, what: &str) -> Result<String, ServeError> {
+/// A parameter's value (`InferParameter`'s `oneof`).
+#[derive(Debug, Clone, PartialEq)]
+enum Parameter {
+    Bool(bool),
+    Int(i64),
+    Uint(u64),
+    Double(f64),
+    Text(String),
+    /// No value set.
+    Unset,
+}
+
+/// The most parameters a request, an input or an output may carry (as over HTTP).
+const MAX_PARAMETERS: usize = 64;
+
+/// A parameter map entry (`map<string, InferParameter>`): its name and value, appended to
+/// `into` (at most [`MAX_PARAMETERS`]).
+fn read_parameter(buf: &[u8], value: Value, what: &str, into: &mut Vec<(String, Parameter)>) -> Result<(), ServeError> {
     let Value::Bytes(range) = value else { return Err(bad(format!("{what}: parameters must be a map"))) };
+    if into.len() == MAX_PARAMETERS {
+        return Err(bad(format!("{what}: more than {MAX_PARAMETERS} parameters")));
+    }
     let entry = &buf[range];
+    let (mut key, mut parameter) = (String::new(), Parameter::Unset);
     for field in Fields::new(entry, "a parameter") {
-        let (number, value) = field?;
-        if number == 1 {
-            return text(entry, value, "a parameter's name");
+        match field? {
+            (1, value) => key = text(entry, value, "a parameter's name")?,
+            (2, Value::Bytes(range)) => {
+                let message = &entry[range];
+                for field in Fields::new(message, "a parameter's value") {
+                    parameter = match field? {
+                        (1, Value::Varint(v)) => Parameter::Bool(v != 0),
+                        (2, Value::Varint(v)) => Parameter::Int(v as i64),
+                        (3, value) => Parameter::Text(text(message, value, "a parameter's string_param")?),
+                        (4, Value::Fixed64(b)) => Parameter::Double(f64::from_le_bytes(b)),
+                        (5, Value::Varint(v)) => Parameter::Uint(v),
+                        (n, _) => return Err(bad(format!(
+                            "{what}: parameter {key:?} has a value of field {n}, which InferParameter does not have"
+                        ))),
+                    };
+                }
+            }
+            (2, _) => return Err(bad(format!("{what}: a parameter's value must be an InferParameter"))),
+            _ => {}
         }
     }
-    Ok(String::new())
+    into.push((key, parameter));
+    Ok(())
+}
+
+/// Refuses the parameters of `parameters` but those `known` (by name), as HTTP does.
+fn refuse_unknown(parameters: &[(String, Parameter)], known: &[&str], what: &str) -> Result<(), ServeError> {
+    match parameters.iter().find(|(key, _)| !known.contains(&key.as_str())) {
+        None => Ok(()),
+        Some((key, _)) if known.is_empty() => Err(bad(format!("{what}: parameter {key:?} is not supported here"))),
+        Some((key, _)) => {
+            Err(bad(format!("{what}: parameter {key:?} is not supported here (known: {})", known.join(", "))))
+        }
+    }
+}
+
+/// A parameter `name` that must be a boolean, if given.
+fn bool_parameter(parameters: &[(String, Parameter)], name: &str, what: &str) -> Result<Option<bool>, ServeError> {
+    match parameters.iter().find(|(key, _)| key == name) {
+        None => Ok(None),
+        Some((_, Parameter::Bool(b))) => Ok(Some(*b)),
+        Some((_, other)) => Err(bad(format!("{what}: parameter {name:?} must be a bool_param, not {other:?}"))),
+    }
+}
+
+/// `binary_data_output` (the request's) or `binary_data` (an output's): over gRPC every output
+/// is answered in `raw_output_contents` (as Triton does), so `true` is what happens anyway and
+/// `false` is refused rather than ignored.
+fn check_binary_output(parameters: &[(String, Parameter)], name: &str, what: &str) -> Result<(), ServeError> {
+    if bool_parameter(parameters, name, what)? == Some(false) {
+        return Err(bad(format!(
+            "{what}: {name} false asks for outputs in typed contents, but over gRPC they are always in \
+             raw_output_contents (as Triton answers): leave it out or set it true"
+        )));
+    }
+    Ok(())
 }
 
 /// One input of a request as read: its contents not decoded yet.
@@ -130,7 +200,7 @@ pub(crate) struct InputCall {
     name: String,
     datatype: String,
     shape: Vec<i64>,
-    parameter: Option<String>,
+    parameters: Vec<(String, Parameter)>,
     contents: Option<Bytes>,
 }
 
@@ -139,9 +209,9 @@ pub(crate) struct InferCall {
     pub model_name: String,
     pub model_version: String,
     id: String,
-    parameter: Option<String>,
+    parameters: Vec<(String, Parameter)>,
     inputs: Vec<InputCall>,
-    outputs: Vec<(String, Option<String>)>,
+    outputs: Vec<(String, Vec<(String, Parameter)>)>,
     raw: Vec<Bytes>,
 }
 
@@ -153,7 +223,7 @@ pub(crate) fn read_infer_call(message: &Bytes) -> Result<InferCall, ServeError> 
         model_name: String::new(),
         model_version: String::new(),
         id: String::new(),
-        parameter: None,
+        parameters: Vec::new(),
         inputs: Vec::new(),
         outputs: Vec::new(),
         raw: Vec::new(),
@@ -165,10 +235,7 @@ pub(crate) fn read_infer_call(message: &Bytes) -> Result<InferCall, ServeError> 
             1 => call.model_name = text(buf, value, "model_name")?,
             2 => call.model_version = text(buf, value, "model_version")?,
             3 => call.id = text(buf, value, "id")?,
-            4 => {
-                let key = parameter_key(buf, value, "the request")?;
-                call.parameter.get_or_insert(key);
-            }
+            4 => read_parameter(buf, value, "the request", &mut call.parameters)?,
             5 => {
                 if call.inputs.len() == MAX_TENSORS {
                     return Err(too_many("inputs"));
@@ -182,18 +249,15 @@ pub(crate) fn read_infer_call(message: &Bytes) -> Result<InferCall, ServeError> 
                 }
                 let Value::Bytes(range) = value else { return Err(bad("outputs must be messages")) };
                 let output = &buf[range];
-                let (mut name, mut parameter) = (String::new(), None);
+                let (mut name, mut parameters) = (String::new(), Vec::new());
                 for field in Fields::new(output, "an output") {
                     match field? {
                         (1, value) => name = text(output, value, "an output's name")?,
-                        (2, value) => {
-                            let key = parameter_key(output, value, "an output")?;
-                            parameter.get_or_insert(key);
-                        }
+                        (2, value) => read_parameter(output, value, "an output", &mut parameters)?,
                         _ => {}
                     }
                 }
-                call.outputs.push((name, parameter));
+                call.outputs.push((name, parameters));
             }
             7 => {
                 if call.raw.len() == MAX_TENSORS {
@@ -210,8 +274,13 @@ pub(crate) fn read_infer_call(message: &Bytes) -> Result<InferCall, ServeError> 
 
 fn read_input(message: &Bytes) -> Result<InputCall, ServeError> {
     let buf = &message[..];
-    let mut input =
-        InputCall { name: String::new(), datatype: String::new(), shape: Vec::new(), parameter: None, contents: None };
+    let mut input = InputCall {
+        name: String::new(),
+        datatype: String::new(),
+        shape: Vec::new(),
+        parameters: Vec::new(),
+        contents: None,
+    };
     let push_dim = |shape: &mut Vec<i64>, d: u64| {
         if shape.len() == MAX_RANK {
             return Err(bad(format!("an input's shape has more than {MAX_RANK} dimensions")));
@@ -233,10 +302,7 @@ fn read_input(message: &Bytes) -> Result<InputCall, ServeError> {
                 }
             }
             (3, _) => return Err(bad("an input's shape must be integers")),
-            (4, value) => {
-                let key = parameter_key(buf, value, "an input")?;
-                input.parameter.get_or_insert(key);
-            }
+            (4, value) => read_parameter(buf, value, "an input", &mut input.parameters)?,
             (5, Value::Bytes(range)) => input.contents = Some(message.slice(range)),
             (5, _) => return Err(bad("an input's contents must be a message")),
             _ => {}
@@ -420,9 +486,8 @@ pub(crate) fn infer_request(
     call: InferCall,
     check: &mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>,
 ) -> Result<(String, HeldRequest), ServeError> {
-    if let Some(key) = &call.parameter {
-        return Err(bad(format!("the request: parameter {key:?} is not supported here")));
-    }
+    refuse_unknown(&call.parameters, &["binary_data_output"], "the request")?;
+    check_binary_output(&call.parameters, "binary_data_output", "the request")?;
     let raw = !call.raw.is_empty();
     if raw && call.raw.len() != call.inputs.len() {
         return Err(bad(format!(
@@ -435,12 +500,34 @@ pub(crate) fn infer_request(
     let mut inputs = Vec::with_capacity(call.inputs.len());
     for input in call.inputs {
         let what = format!("input {:?}", input.name);
-        if let Some(key) = &input.parameter {
-            return Err(bad(format!("{what}: parameter {key:?} is not supported here")));
-        }
+        // KServe's SDK sets `binary_data_size` on every input it sends raw: checked against
+        // the raw contents, as the HTTP binary extension does.
+        refuse_unknown(&input.parameters, &["binary_data_size"], &what)?;
+        let binary_data_size = match input.parameters.iter().find(|(key, _)| key == "binary_data_size") {
+            None => None,
+            Some((_, Parameter::Int(n))) if *n >= 0 => Some(*n as u64),
+            Some((_, Parameter::Uint(n))) => Some(*n),
+            Some((_, other)) => {
+                return Err(bad(format!("{what}: binary_data_size must be a byte count, not {other:?}")))
+            }
+        };
         let datatype: Datatype = input.datatype.parse().map_err(|e| bad(format!("{what}: {e}")))?;
         let (count, bytes) = crate::protocol::byte_len(&input.name, datatype, &input.shape)?;
         let raw = raw_contents.next();
+        match (binary_data_size, &raw) {
+            (Some(_), None) => {
+                return Err(bad(format!(
+                    "{what}: binary_data_size describes raw_input_contents, but the input has typed contents"
+                )))
+            }
+            (Some(size), Some(data)) if size != data.len() as u64 => {
+                return Err(bad(format!(
+                    "{what}: binary_data_size is {size} bytes, but its raw_input_contents are {}",
+                    data.len()
+                )))
+            }
+            _ => {}
+        }
         match (&raw, &input.contents) {
             (Some(_), Some(_)) => return Err(bad(format!("{what}: has contents and raw_input_contents"))),
             (None, None) => return Err(bad(format!("{what}: has no contents"))),
@@ -472,10 +559,10 @@ pub(crate) fn infer_request(
         inputs.push(HeldInput { name: input.name, datatype, shape: input.shape, data });
     }
     let mut outputs = Vec::with_capacity(call.outputs.len());
-    for (name, parameter) in call.outputs {
-        if let Some(key) = parameter {
-            return Err(bad(format!("output {name:?}: parameter {key:?} is not supported here")));
-        }
+    for (name, parameters) in call.outputs {
+        let what = format!("output {name:?}");
+        refuse_unknown(&parameters, &["binary_data"], &what)?;
+        check_binary_output(&parameters, "binary_data", &what)?;
         outputs.push(RequestedOutput { name, binary: true });
     }
     Ok((call.id, HeldRequest { inputs, outputs, binary_data_output: true }))
