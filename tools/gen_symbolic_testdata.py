@@ -298,6 +298,20 @@ def cases():
                bad=[[[3, 8]], [[0, 8]]],
                rtol=1e-5, atol=1e-5, mesh=mesh,
                jit=dict(in_shardings=(rows, whole), out_shardings=(NamedSharding(mesh, P("x")), whole)))
+    # Triton's "simple" model (its example clients' INPUT0 + INPUT1, INPUT0 - INPUT1), batched:
+    # served as "simple" by tools/check_triton_tools.py.
+    yield dict(name="add_sub", fun=add_sub,
+               description="a, b: (b, 16) int32: a + b and a - b (Triton's example model \"simple\", batched)",
+               shapes=["b, 16", "b, 16"], dtypes=[I32, I32], ok=[[[1, 16], [1, 16]], [[4, 16], [4, 16]]],
+               bad=[[[2, 16], [3, 16]]], rtol=0, atol=0, out_dtypes=[I32, I32], make=make_add_sub)
+
+
+def add_sub(a, b):
+    return a + b, a - b
+
+
+def make_add_sub(rng, dims):
+    return [rng.integers(-100, 100, size=d, dtype=np.int32) for d in dims]
 
 
 def make_transformer(rng, dims):
