@@ -179,7 +179,9 @@ impl std::fmt::Display for DimBound {
 ///
 /// Only for models whose rows are independent: padding and batching change the outputs of a
 /// model that reduces over its first dimension, so the config must say
-/// `"batch_independent": true`.
+/// `"batch_independent": true`. `config.json` takes the gathering window and the batch sizes
+/// by our names (`max_queue_delay_ms`, `preferred_batch_sizes`) or by Triton's, in its units
+/// (`max_queue_delay_microseconds`, `preferred_batch_size`); one name per knob.
 ///
 /// ```
 /// let b = pjrt_serve::config::BatchingConfig::new(8);
@@ -192,10 +194,12 @@ impl std::fmt::Display for DimBound {
 pub struct BatchingConfig {
     /// The most rows in one execution (a request of more is refused).
     pub max_batch_size: usize,
-    /// How long the first request of a batch waits for others.
+    /// How long the first request of a batch waits for others (`config.json`'s
+    /// `max_queue_delay_ms`, or Triton's `max_queue_delay_microseconds`).
     pub max_queue_delay: std::time::Duration,
     /// The batch sizes executions are padded to (default: powers of two up to
-    /// `max_batch_size`, and it).
+    /// `max_batch_size`, and it; `config.json`'s `preferred_batch_sizes`, or Triton's
+    /// `preferred_batch_size`).
     pub preferred_batch_sizes: Vec<usize>,
 }
 
@@ -229,7 +233,14 @@ impl BatchingConfig {
 
     fn from_json(value: &Value, what: &str) -> Result<BatchingConfig, String> {
         let Value::Object(b) = value else { return Err(format!("{what}: \"batching\" must be an object")) };
-        const KNOWN: [&str; 4] = ["batch_independent", "max_batch_size", "max_queue_delay_ms", "preferred_batch_sizes"];
+        const KNOWN: [&str; 6] = [
+            "batch_independent",
+            "max_batch_size",
+            "max_queue_delay_ms",
+            "max_queue_delay_microseconds",
+            "preferred_batch_sizes",
+            "preferred_batch_size",
+        ];
         if let Some(key) = b.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(format!("{what}: unknown batching field {key:?} (known: {})", KNOWN.join(", ")));
         }
@@ -245,15 +256,27 @@ impl BatchingConfig {
             .and_then(size)
             .ok_or_else(|| format!("{what}: batching needs \"max_batch_size\", a count of rows (1 or more)"))?;
         let mut config = BatchingConfig::new(max_batch_size);
-        if let Some(v) = b.get("max_queue_delay_ms") {
-            let ms = v.as_u64().ok_or_else(|| format!("{what}: \"max_queue_delay_ms\" must be milliseconds"))?;
-            config.max_queue_delay = std::time::Duration::from_millis(ms);
+        // Each knob by our name or by Triton's (its units), not both.
+        let either = |ours: &'static str, triton: &'static str| match (b.get(ours), b.get(triton)) {
+            (Some(_), Some(_)) => {
+                Err(format!("{what}: batching gives both {ours:?} and {triton:?} (Triton's name for it): give one"))
+            }
+            (Some(v), None) => Ok(Some((ours, v))),
+            (None, Some(v)) => Ok(Some((triton, v))),
+            (None, None) => Ok(None),
+        };
+        if let Some((key, v)) = either("max_queue_delay_ms", "max_queue_delay_microseconds")? {
+            let n = v.as_u64().ok_or_else(|| format!("{what}: {key:?} must be a whole number of its unit"))?;
+            config.max_queue_delay = if key == "max_queue_delay_ms" {
+                std::time::Duration::from_millis(n)
+            } else {
+                std::time::Duration::from_micros(n)
+            };
         }
-        if let Some(v) = b.get("preferred_batch_sizes") {
+        if let Some((key, v)) = either("preferred_batch_sizes", "preferred_batch_size")? {
             let list = v.as_array().map(|l| l.iter().map(size).collect::<Option<Vec<usize>>>());
-            config.preferred_batch_sizes = list
-                .flatten()
-                .ok_or_else(|| format!("{what}: \"preferred_batch_sizes\" must be a list of row counts (1 or more)"))?;
+            config.preferred_batch_sizes =
+                list.flatten().ok_or_else(|| format!("{what}: {key:?} must be a list of row counts (1 or more)"))?;
         }
         Ok(config)
     }
@@ -293,8 +316,11 @@ impl ModelConfig {
     }
 
     /// A model folder of a repository: `config.json` (optional: `name`, `version`, `program`,
-    /// `params`, `inputs` and `outputs` as lists of names, `batching`, `symbolic_dims`,
-    /// `max_request_shapes`; relative paths are the folder's),
+    /// `params`, `inputs` and `outputs` as lists of names, `batching` ([`BatchingConfig`]:
+    /// `batch_independent`, `max_batch_size`, `max_queue_delay_ms` or Triton's
+    /// `max_queue_delay_microseconds`, `preferred_batch_sizes` or Triton's
+    /// `preferred_batch_size`), `symbolic_dims`, `max_request_shapes`; relative paths are the
+    /// folder's; Triton's `config.pbtxt` is not read),
     /// else the folder's one `.jaxexport` file and its `params.safetensors` if there is one.
     /// The name defaults to the folder's.
     ///

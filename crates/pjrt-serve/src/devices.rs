@@ -9,6 +9,8 @@ use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
 
 pub(crate) struct DevicePool {
     slots: Arc<Semaphore>,
+    /// How many slots each replica has (the model configuration's instance groups say it).
+    per_replica: Vec<usize>,
     /// One entry per slot: the replica (device) it runs on.
     free: Mutex<VecDeque<usize>>,
 }
@@ -27,8 +29,14 @@ impl DevicePool {
         let slots = executions.max(replicas);
         Arc::new(DevicePool {
             slots: Arc::new(Semaphore::new(slots)),
+            per_replica: (0..replicas).map(|r| slots / replicas + usize::from(r < slots % replicas)).collect(),
             free: Mutex::new((0..slots).map(|i| i % replicas).collect()),
         })
+    }
+
+    /// How many execution slots each replica (device) has, in device order.
+    pub fn per_replica(&self) -> &[usize] {
+        &self.per_replica
     }
 
     /// Waits for a free slot.
@@ -62,6 +70,7 @@ mod tests {
             drop(a);
             let c = pool.acquire().await.unwrap();
             assert_eq!(c.replica, 0);
+            assert_eq!(DevicePool::new(2, 5).per_replica(), [3, 2]);
             // Fewer executions than replicas: one slot per device still.
             let pool = DevicePool::new(3, 1);
             let held: Vec<Slot> =

@@ -58,6 +58,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         Router::new()
             .route(prefix, get(model_metadata))
             .route(&format!("{prefix}/ready"), get(model_ready))
+            .route(&format!("{prefix}/config"), get(model_config))
             .route(&format!("{prefix}/infer"), post(infer))
     };
     Router::new()
@@ -137,7 +138,7 @@ async fn server_metadata() -> Response {
     json_response(json!({
         "name": "pjrt-serve",
         "version": env!("CARGO_PKG_VERSION"),
-        "extensions": ["binary_tensor_data", "model_repository"],
+        "extensions": ["binary_tensor_data", "model_repository", "model_configuration"],
     }))
 }
 
@@ -157,6 +158,14 @@ async fn model_metadata(
         "inputs": specs(model.inputs()),
         "outputs": specs(model.outputs()),
     })))
+}
+
+async fn model_config(
+    State(shared): AppState,
+    Path(params): Path<HashMap<String, String>>,
+) -> Result<Response, ServeError> {
+    let dispatch::Found { model, .. } = dispatch::find(&shared, &params)?;
+    Ok(json_response(crate::model_config::to_json(&crate::model_config::of(&shared, &model))))
 }
 
 async fn model_ready(

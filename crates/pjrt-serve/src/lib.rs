@@ -14,6 +14,7 @@
 //! | `GET /v2` | the server's name, version and extensions |
 //! | `GET /v2/models/NAME[/versions/V]` | a model's inputs and outputs (datatype, shape, `-1` for symbolic dimensions) |
 //! | `GET /v2/models/NAME[/versions/V]/ready` | 200 when the model is loaded |
+//! | `GET /v2/models/NAME[/versions/V]/config` | its configuration as Triton's `ModelConfig` (`max_batch_size`, `input`/`output` with `data_type` and `dims`, `dynamic_batching`, `instance_group`) |
 //! | `POST /v2/models/NAME[/versions/V]/infer` | run it: JSON tensors, or binary ones after `Inference-Header-Content-Length` bytes of JSON |
 //! | `POST /v2/repository/index`, `/v2/repository/models/NAME/load`, `.../unload` | the repository extension (load and unload with [`ServerOptions::model_control`]) |
 //! | `GET /metrics` | Prometheus metrics |
@@ -70,6 +71,7 @@ mod compile;
 mod batching;
 mod dispatch;
 mod repository;
+mod model_config;
 mod listen;
 mod http;
 pub mod grpc;

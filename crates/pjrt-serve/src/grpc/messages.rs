@@ -2,6 +2,8 @@
 
 use std::collections::HashMap;
 
+pub use crate::model_config::messages::*;
+
 macro_rules! empty {
     ($($name:ident),*) => {$(
         #[doc = concat!("`", stringify!($name), "` (no fields).")]

@@ -1,7 +1,7 @@
 //! The Open Inference Protocol over gRPC, as Triton's `inference.GRPCInferenceService` (the
 //! service and field numbers `tritonclient.grpc` speaks): server live/ready/metadata, model
-//! ready/metadata, infer, and the repository index, load and unload. Its other calls (streaming
-//! inference, model config and statistics, shared memory, trace, log settings) answer
+//! ready/metadata/config, infer, and the repository index, load and unload. Its other calls
+//! (streaming inference, model statistics, shared memory, trace, log settings) answer
 //! UNIMPLEMENTED.
 //!
 //! The messages ([`messages`]) are declared with prost's derive, from the service's published

@@ -129,6 +129,7 @@ where
             "/inference.GRPCInferenceService/ServerMetadata" => unary!(server_metadata),
             "/inference.GRPCInferenceService/ModelReady" => unary!(model_ready),
             "/inference.GRPCInferenceService/ModelMetadata" => unary!(model_metadata),
+            "/inference.GRPCInferenceService/ModelConfig" => unary!(model_config),
             "/inference.GRPCInferenceService/ModelInfer" => Box::pin(async move {
                 // The message as bytes: read by hand, bounded, after the model is found.
                 let mut grpc =
@@ -203,7 +204,7 @@ async fn server_metadata(
     Ok(Response::new(ServerMetadataResponse {
         name: "pjrt-serve".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        extensions: vec!["binary_tensor_data".into(), "model_repository".into()],
+        extensions: vec!["binary_tensor_data".into(), "model_repository".into(), "model_configuration".into()],
     }))
 }
 
@@ -239,6 +240,15 @@ async fn model_metadata(
         inputs: specs(model.inputs()),
         outputs: specs(model.outputs()),
     }))
+}
+
+async fn model_config(
+    shared: Arc<Shared>,
+    request: Request<ModelConfigRequest>,
+) -> Result<Response<ModelConfigResponse>, Status> {
+    let r = request.into_inner();
+    let model = dispatch::find_model(&shared, &r.name, version_of(&r.version))?.model;
+    Ok(Response::new(ModelConfigResponse { config: Some(crate::model_config::of(&shared, &model)) }))
 }
 
 fn refuse_parameters<V>(parameters: &HashMap<String, V>, what: &str) -> Result<(), ServeError> {

@@ -98,6 +98,12 @@ impl ServedModel {
         self.config.batching.as_ref()
     }
 
+    /// For a batched model: which request inputs lead with the batch dimension (empty for a
+    /// model that is not batched).
+    pub(crate) fn batched_inputs(&self) -> &[bool] {
+        &self.batched
+    }
+
     /// How many executables are compiled (one per input signature seen).
     pub fn executables(&self) -> usize {
         self.replicas.iter().map(|r| r.runner.cached() + r.requested.cached()).sum()

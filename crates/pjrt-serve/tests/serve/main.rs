@@ -9,6 +9,7 @@ mod grpc_client;
 mod grpc_infer;
 mod harness;
 mod hostile;
+mod model_config;
 mod replicas;
 mod shapes;
 mod streamed;
