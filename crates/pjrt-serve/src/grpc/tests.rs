@@ -291,9 +291,10 @@ fn errors_become_statuses_keeping_their_source() {
 
 /// The parameters KServe's SDK (`kserve.InferenceGRPCClient`) sets: `binary_data_size` on each
 /// input it sends raw (checked against the raw contents), `binary_data` on requested outputs
-/// and `binary_data_output` on the request (true is what gRPC answers anyway; false refused).
+/// and `binary_data_output` on the request (true is what gRPC answers anyway; false refused);
+/// and the one Triton's C++ client (perf_analyzer) sets on every request.
 #[test]
-fn kserve_sdk_parameters_are_checked() {
+fn client_parameters_are_checked() {
     let named =
         |name: &str, choice| HashMap::from([(name.to_string(), InferParameter { parameter_choice: Some(choice) })]);
     let raw_input = |size: ParameterChoice| InferInputTensor {
@@ -318,6 +319,12 @@ fn kserve_sdk_parameters_are_checked() {
     assert_eq!(r.inputs[0].data.len(), 8);
     assert_eq!(r.outputs[0].name, "y");
     infer_request(request(raw_input(ParameterChoice::Uint64Param(8)), None, None)).unwrap();
+    // perf_analyzer's (Triton's C++ client's) request parameter, false or true.
+    for b in [false, true] {
+        let mut r = request(raw_input(ParameterChoice::Uint64Param(8)), None, None);
+        r.parameters = named("triton_enable_empty_final_response", ParameterChoice::BoolParam(b));
+        infer_request(r).unwrap();
+    }
     let cases = [
         (
             request(raw_input(ParameterChoice::Int64Param(4)), None, None),

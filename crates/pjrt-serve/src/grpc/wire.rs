@@ -124,6 +124,9 @@ enum Parameter {
     Unset,
 }
 
+/// The request parameter Triton's C++ client sets on every gRPC request.
+const EMPTY_FINAL_RESPONSE: &str = "triton_enable_empty_final_response";
+
 /// The most parameters a request, an input or an output may carry (as over HTTP).
 const MAX_PARAMETERS: usize = 64;
 
@@ -148,9 +151,11 @@ fn read_parameter(buf: &[u8], value: Value, what: &str, into: &mut Vec<(String, 
                         (3, value) => Parameter::Text(text(message, value, "a parameter's string_param")?),
                         (4, Value::Fixed64(b)) => Parameter::Double(f64::from_le_bytes(b)),
                         (5, Value::Varint(v)) => Parameter::Uint(v),
-                        (n, _) => return Err(bad(format!(
+                        (n, _) => {
+                            return Err(bad(format!(
                             "{what}: parameter {key:?} has a value of field {n}, which InferParameter does not have"
-                        ))),
+                        )))
+                        }
                     };
                 }
             }
@@ -486,8 +491,11 @@ pub(crate) fn infer_request(
     call: InferCall,
     check: &mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>,
 ) -> Result<(String, HeldRequest), ServeError> {
-    refuse_unknown(&call.parameters, &["binary_data_output"], "the request")?;
+    refuse_unknown(&call.parameters, &["binary_data_output", EMPTY_FINAL_RESPONSE], "the request")?;
     check_binary_output(&call.parameters, "binary_data_output", "the request")?;
+    // Triton's C++ client (perf_analyzer's) sets it on every request, true or false: it asks
+    // decoupled models' streams for an empty last response, and a unary call has none either way.
+    bool_parameter(&call.parameters, EMPTY_FINAL_RESPONSE, "the request")?;
     let raw = !call.raw.is_empty();
     if raw && call.raw.len() != call.inputs.len() {
         return Err(bad(format!(
