@@ -2,6 +2,11 @@
 
 use std::collections::HashMap;
 
+pub use super::statistics::{
+    InferBatchStatistics, InferResponseStatistics, InferStatistics, MemoryUsage, ModelStatistics,
+    ModelStatisticsRequest, ModelStatisticsResponse, StatisticDuration,
+};
+
 macro_rules! empty {
     ($($name:ident),*) => {$(
         #[doc = concat!("`", stringify!($name), "` (no fields).")]
