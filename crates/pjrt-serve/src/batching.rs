@@ -14,6 +14,7 @@ use crate::error::ServeError;
 use crate::model::{select_outputs, BatchKeyPart, RequestArray, ServedModel};
 use crate::protocol::OutputTensor;
 use crate::state::{Pending, Shared};
+use crate::statistics::{Answered, Execution, Phases};
 
 /// Starts the batcher of `model`: the sender requests go to. The thread ends when every sender
 /// is gone (the model unloaded or replaced, its last requests answered) or the server is.
@@ -121,22 +122,39 @@ async fn run_batch(model: &Arc<ServedModel>, shared: &Arc<Shared>, batch: Vec<Pe
     };
     let started = Instant::now();
     let rows: usize = batch.iter().map(|p| p.rows).sum();
+    let mut phases = Phases::default();
     let result = {
         let _span = tracing::info_span!("serve_batch", model = model.name(), requests = batch.len(), rows).entered();
-        model.run(inputs, device.replica).and_then(|outputs| split(outputs, &batch, bucket))
+        model.run(inputs, device.replica, &mut phases).and_then(|outputs| {
+            let splitting = Instant::now();
+            let split = split(outputs, &batch, bucket);
+            phases.output += splitting.elapsed();
+            split
+        })
     };
-    shared.metrics.execution(model.name(), batch.len(), device.replica);
+    let replica = device.replica;
     drop(device);
     match result {
         Ok(per_request) => {
+            // Each request's rows are its inferences; the execution's batch size is theirs
+            // together (not the bucket it was padded to).
+            let answered: Vec<Answered> = batch
+                .iter()
+                .map(|p| Answered {
+                    inferences: p.rows as u64,
+                    queue: started.duration_since(p.enqueued),
+                    total: p.arrived.elapsed(),
+                })
+                .collect();
+            let execution = Execution { replica, batch_size: rows as u64, phases, answered: &answered };
+            shared.metrics.executed(model.name(), model.version(), &execution);
             for (p, outputs) in batch.into_iter().zip(per_request) {
-                let queue_seconds = started.duration_since(p.enqueued).as_secs_f64();
-                shared.metrics.request(model.name(), true, queue_seconds, p.arrived.elapsed().as_secs_f64());
                 let _ = p.reply.send(Ok(select_outputs(outputs, &p.wanted, p.binary_default)));
             }
         }
         // (Failures are counted where each request is answered, as unbatched ones are.)
         Err(e) => {
+            shared.metrics.execution(model.name(), batch.len(), replica);
             for p in batch {
                 let _ = p.reply.send(Err(e.clone()));
             }

@@ -1,7 +1,8 @@
 //! What the HTTP and gRPC front ends share: finding a model, its queue, the wait for the
-//! device, the run off the async runtime, and the metrics of each request.
+//! device, the run off the async runtime, the metrics of each request, and the models'
+//! statistics.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -12,6 +13,7 @@ use crate::error::ServeError;
 use crate::model::ServedModel;
 use crate::protocol::{HeldRequest, InputHeader, OutputTensor};
 use crate::state::{Pending, Shared};
+use crate::statistics::{Answered, Execution, Phases, VersionStatistics};
 
 /// A model found, its queue and its batcher (for a batched model).
 pub(crate) struct Found {
@@ -117,7 +119,8 @@ pub(crate) fn admit(
 }
 
 /// Runs an admitted request: its inputs matched to the model's, the wait for the device
-/// (bounded), the run on a blocking thread; records its success.
+/// (bounded), the run on a blocking thread; records its success (with its execution's phases,
+/// for the statistics).
 pub(crate) async fn run(
     shared: &Arc<Shared>,
     found: &Found,
@@ -174,30 +177,73 @@ pub(crate) async fn run(
             ))
         })?
         .map_err(|_| ServeError::Unavailable("the server is shutting down".into()))?;
-    let queue_seconds = queued.elapsed().as_secs_f64();
+    let queue = queued.elapsed();
     let (wanted, binary_default) = (request.outputs, request.binary_data_output);
     let runner = model.clone();
     let replica = device.replica;
     // The device and queue permits go with the work: a client that disconnects now does not
     // free the device before the plugin is done with it.
-    let outputs = tokio::task::spawn_blocking(move || {
+    let (outputs, phases) = tokio::task::spawn_blocking(move || {
         let _held = (device, permit);
         let _span =
-            tracing::info_span!("serve_request", model = runner.name(), queue_ms = queue_seconds * 1e3).entered();
-        runner.infer_held(inputs, &wanted, binary_default, replica)
+            tracing::info_span!("serve_request", model = runner.name(), queue_ms = queue.as_secs_f64() * 1e3).entered();
+        let mut phases = Phases::default();
+        runner.infer_held(inputs, &wanted, binary_default, replica, &mut phases).map(|outputs| (outputs, phases))
     })
     .await
     .map_err(|e| ServeError::task("inference", e))??;
-    shared.metrics.execution(model.name(), 1, replica);
-    shared.metrics.request(model.name(), true, queue_seconds, arrived.elapsed().as_secs_f64());
+    // (An unbatched model's request is one inference of batch size 1, as Triton counts those
+    // of a model without max_batch_size.)
+    let answered = [Answered { inferences: 1, queue, total: arrived.elapsed() }];
+    shared.metrics.executed(
+        model.name(),
+        model.version(),
+        &Execution { replica, batch_size: 1, phases, answered: &answered },
+    );
     Ok(outputs)
 }
 
-/// Counts a request that failed (or was refused for a full queue, or waited too long).
-pub(crate) fn record_failure(shared: &Shared, model: &str, error: &ServeError, arrived: Instant) {
-    if matches!(error, ServeError::Unavailable(_)) {
-        shared.metrics.rejected(model);
-    } else {
-        shared.metrics.request(model, false, 0.0, arrived.elapsed().as_secs_f64());
+/// Counts a request to `model` that failed (or was refused for a full queue, or waited too
+/// long).
+pub(crate) fn record_failure(shared: &Shared, model: &ServedModel, error: &ServeError, arrived: Instant) {
+    shared.metrics.failed(model.name(), model.version(), error, arrived.elapsed());
+}
+
+/// One model version's statistics, as the routes list them.
+pub(crate) struct ModelStatistics {
+    /// The model.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// What it did.
+    pub stats: VersionStatistics,
+}
+
+/// The statistics of the model versions a request names: every one when `name` is empty, every
+/// version of `name` when `version` is empty; a 404 when there is none. (Which versions there
+/// are: [`crate::statistics`].)
+pub(crate) fn statistics(shared: &Shared, name: &str, version: &str) -> Result<Vec<ModelStatistics>, ServeError> {
+    let mut found: BTreeMap<(String, String), VersionStatistics> = shared.metrics.statistics();
+    {
+        let models = shared.models.read().unwrap_or_else(|e| e.into_inner());
+        for entry in models.values() {
+            let key = (entry.model.name().to_string(), entry.model.version().to_string());
+            found.entry(key).or_default();
+        }
     }
+    let known: Vec<String> = found.keys().map(|(n, v)| format!("{n} (version {v})")).collect();
+    let listed: Vec<ModelStatistics> = found
+        .into_iter()
+        .filter(|((n, v), _)| (name.is_empty() || n == name) && (version.is_empty() || v == version))
+        .map(|((name, version), stats)| ModelStatistics { name, version, stats })
+        .collect();
+    if listed.is_empty() && !name.is_empty() {
+        let what =
+            if version.is_empty() { format!("model {name:?}") } else { format!("model {name:?} version {version:?}") };
+        return Err(ServeError::NotFound(format!(
+            "{what} is not served and has no statistics (models: {})",
+            if known.is_empty() { "none".to_string() } else { known.join(", ") }
+        )));
+    }
+    Ok(listed)
 }

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 
 use crate::budget::{self, Budgeted, Chunks, Held};
 use crate::error::ServeError;
+use crate::metrics::Loaded;
 use crate::model::TensorSpec;
 use crate::protocol::{
     check_bools, decode_checked, decode_header, error_body, infer_response_parts, short_binary, short_header,
@@ -71,10 +72,13 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/v2/repository/models/{name}/load", post(repository_load))
         .route("/v2/repository/models/{name}/unload", post(repository_unload))
         .route("/metrics", get(metrics))
+        .route("/v2/models/stats", get(|State(shared): AppState| async move { statistics(&shared, "", "") }))
+        .route("/v2/models/{name}/stats", get(model_statistics))
+        .route("/v2/models/{name}/versions/{version}/stats", get(model_statistics))
         .fallback(|request: Request| async move {
             let e = ServeError::NotFound(format!(
-                "{} {} is not a route of this server (the Open Inference Protocol's, Triton's binary data and repository \
-                 extensions, /metrics)",
+                "{} {} is not a route of this server (the Open Inference Protocol's, Triton's binary data, repository \
+                 and statistics extensions, /metrics)",
                 request.method(),
                 request.uri().path()
             ));
@@ -138,7 +142,7 @@ async fn server_metadata() -> Response {
     json_response(json!({
         "name": "pjrt-serve",
         "version": env!("CARGO_PKG_VERSION"),
-        "extensions": ["binary_tensor_data", "model_repository", "model_configuration"],
+        "extensions": ["binary_tensor_data", "model_repository", "model_configuration", "statistics"],
     }))
 }
 
@@ -183,12 +187,11 @@ async fn infer(State(shared): AppState, Path(params): Path<HashMap<String, Strin
         Ok(found) => found,
         Err(e) => return unread(&parts.headers, e.into_response()),
     };
-    let name = found.model.name().to_string();
     let mut read = false;
     match run_infer(&shared, &found, &parts.headers, body, arrived, &mut read).await {
         Ok(response) => response,
         Err(e) => {
-            dispatch::record_failure(&shared, &name, &e, arrived);
+            dispatch::record_failure(&shared, &found.model, &e, arrived);
             let response = e.into_response();
             if read {
                 response
@@ -346,9 +349,32 @@ async fn repository_unload(State(shared): AppState, Path(name): Path<String>) ->
 }
 
 async fn metrics(State(shared): AppState) -> Response {
-    let executables: Vec<(String, usize)> = {
+    let loaded: Vec<Loaded> = {
         let models = shared.models.read().unwrap_or_else(|e| e.into_inner());
-        models.values().map(|e| (e.model.name().to_string(), e.model.executables())).collect()
+        models
+            .values()
+            .map(|e| Loaded {
+                name: e.model.name().to_string(),
+                version: e.model.version().to_string(),
+                executables: e.model.executables(),
+                pending: shared.options.max_queue.saturating_sub(e.queue.available_permits()),
+            })
+            .collect()
     };
-    respond(200, "text/plain; version=0.0.4", shared.metrics.render(&executables).into_bytes())
+    respond(200, "text/plain; version=0.0.4", shared.metrics.render_loaded(&loaded).into_bytes())
+}
+
+/// Triton's statistics extension: `GET /v2/models[/NAME[/versions/V]]/stats`.
+fn statistics(shared: &Shared, name: &str, version: &str) -> Result<Response, ServeError> {
+    let listed = dispatch::statistics(shared, name, version)?;
+    let stats: Vec<Value> = listed.iter().map(|m| m.stats.json(&m.name, &m.version)).collect();
+    Ok(json_response(json!({ "model_stats": stats })))
+}
+
+async fn model_statistics(
+    State(shared): AppState,
+    Path(params): Path<HashMap<String, String>>,
+) -> Result<Response, ServeError> {
+    let param = |key: &str| params.get(key).map(String::as_str).unwrap_or_default();
+    statistics(&shared, param("name"), param("version"))
 }

@@ -17,7 +17,8 @@
 //! | `GET /v2/models/NAME[/versions/V]/config` | its configuration as Triton's `ModelConfig` (`max_batch_size`, `input`/`output` with `data_type` and `dims`, `dynamic_batching`, `instance_group`) |
 //! | `POST /v2/models/NAME[/versions/V]/infer` | run it: JSON tensors, or binary ones after `Inference-Header-Content-Length` bytes of JSON |
 //! | `POST /v2/repository/index`, `/v2/repository/models/NAME/load`, `.../unload` | the repository extension (load and unload with [`ServerOptions::model_control`]) |
-//! | `GET /metrics` | Prometheus metrics |
+//! | `GET /v2/models[/NAME[/versions/V]]/stats` | Triton's statistics extension: per model version, requests (success, fail, queue, compute input/infer/output: counts and nanoseconds), inferences, executions, per batch size |
+//! | `GET /metrics` | Prometheus metrics: ours (`pjrt_serve_*`) and Triton's (`nv_inference_*`, labels `model` and `version`) |
 //!
 //! Every request is bounded: its body ([`ServerOptions::max_body_bytes`], 413 beyond), its
 //! model's queue ([`ServerOptions::max_queue`], 503 at once when full), the server's budget of
@@ -58,6 +59,7 @@ mod datatype;
 pub mod protocol;
 pub mod config;
 mod shapes;
+mod statistics;
 mod model;
 #[cfg(feature = "tls")]
 mod tls;

@@ -1,10 +1,16 @@
-//! Prometheus metrics, kept with atomics and written in the text exposition format on
+//! Prometheus metrics, kept under one short lock and written in the text exposition format on
 //! `/metrics`: requests and failures, request and queue latency histograms, batch sizes and
-//! compiled executables, per model.
+//! compiled executables, per model; beside them Triton's (`nv_inference_*`, per model and
+//! version), from the statistics that Triton's statistics extension answers, recorded in the
+//! same call.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::error::ServeError;
+use crate::statistics::{Execution, FailureReason, VersionStatistics};
 
 /// Upper bounds of the latency buckets, in seconds.
 const LATENCY_BUCKETS: [f64; 14] =
@@ -56,6 +62,8 @@ struct ModelMetrics {
     request_seconds: Histogram,
     queue_seconds: Histogram,
     batch_size: Histogram,
+    /// Triton's statistics, per version.
+    versions: BTreeMap<String, VersionStatistics>,
 }
 
 /// A histogram's name, help, field and buckets.
@@ -109,6 +117,47 @@ impl Metrics {
         });
     }
 
+    /// An execution of version `version` of `model` that succeeded, and the requests it
+    /// answered: ours ([`Metrics::execution`], [`Metrics::request`] for each) and Triton's
+    /// statistics, in one call.
+    pub(crate) fn executed(&self, model: &str, version: &str, execution: &Execution<'_>) {
+        self.with(model, |m| {
+            m.batch_size.observe(&BATCH_BUCKETS, execution.answered.len() as f64);
+            *m.executions.entry(execution.replica).or_default() += 1;
+            for request in execution.answered {
+                m.success += 1;
+                m.queue_seconds.observe(&LATENCY_BUCKETS, request.queue.as_secs_f64());
+                m.request_seconds.observe(&LATENCY_BUCKETS, request.total.as_secs_f64());
+            }
+            m.versions.entry(version.to_string()).or_default().executed(execution);
+        });
+    }
+
+    /// A request to version `version` of `model` that failed with `error` after `total` from
+    /// its arrival: a rejection (queue full, waited too long) or a failure, and Triton's `fail`.
+    pub(crate) fn failed(&self, model: &str, version: &str, error: &ServeError, total: Duration) {
+        let reason = FailureReason::of(error);
+        self.with(model, |m| {
+            if reason == FailureReason::Rejected {
+                m.rejected += 1;
+            } else {
+                m.failure += 1;
+                m.queue_seconds.observe(&LATENCY_BUCKETS, 0.0);
+                m.request_seconds.observe(&LATENCY_BUCKETS, total.as_secs_f64());
+            }
+            m.versions.entry(version.to_string()).or_default().failed(reason, total);
+        });
+    }
+
+    /// Triton's statistics of every model version that has any, by (model, version).
+    pub(crate) fn statistics(&self) -> BTreeMap<(String, String), VersionStatistics> {
+        let models = self.models.lock().unwrap_or_else(|e| e.into_inner());
+        models
+            .iter()
+            .flat_map(|(name, m)| m.versions.iter().map(|(v, s)| ((name.clone(), v.clone()), s.clone())))
+            .collect()
+    }
+
     /// The text exposition format, with each model's compiled executables as given.
     ///
     /// ```
@@ -120,6 +169,21 @@ impl Metrics {
     /// assert!(text.contains("pjrt_serve_executables{model=\"mlp\"} 1"), "{text}");
     /// ```
     pub fn render(&self, executables: &[(String, usize)]) -> String {
+        let mut out = self.render_ours(executables);
+        write_triton_metrics(&mut out, &self.statistics(), &[]);
+        out
+    }
+
+    /// The text exposition format for the models served: ours and Triton's metrics, and
+    /// Triton's of every model served even before it runs (its pending requests among them).
+    pub(crate) fn render_loaded(&self, loaded: &[Loaded]) -> String {
+        let executables: Vec<(String, usize)> = loaded.iter().map(|l| (l.name.clone(), l.executables)).collect();
+        let mut out = self.render_ours(&executables);
+        write_triton_metrics(&mut out, &self.statistics(), loaded);
+        out
+    }
+
+    fn render_ours(&self, executables: &[(String, usize)]) -> String {
         let models = self.models.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let mut out = String::new();
         out.push_str("# HELP pjrt_serve_requests_total Inference requests by outcome.\n");
@@ -175,5 +239,131 @@ impl Metrics {
             let _ = writeln!(out, "pjrt_serve_executables{{model=\"{}\"}} {count}", label(model));
         }
         out
+    }
+}
+
+/// A model served, at a scrape: its gauges.
+pub(crate) struct Loaded {
+    /// The model.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Its executables compiled.
+    pub executables: usize,
+    /// Its requests waiting or running (its queue's places taken).
+    pub pending: usize,
+}
+
+/// Writes Triton's metrics (`nv_inference_*`, labels `model` and `version`) of `versions`
+/// (every model version with statistics, and every one served: zero until it runs) and the
+/// pending-request gauge of the `loaded` ones.
+fn write_triton_metrics(out: &mut String, versions: &BTreeMap<(String, String), VersionStatistics>, loaded: &[Loaded]) {
+    let mut all = versions.clone();
+    for l in loaded {
+        all.entry((l.name.clone(), l.version.clone())).or_default();
+    }
+    type Counter = (&'static str, &'static str, fn(&VersionStatistics) -> u64);
+    let counters: [Counter; 8] = [
+        ("nv_inference_request_success", "Number of successful inference requests, all batch sizes", |s| {
+            s.success.count
+        }),
+        ("nv_inference_count", "Number of inferences performed (does not include cached requests)", |s| {
+            s.inference_count
+        }),
+        ("nv_inference_exec_count", "Number of model executions performed (does not include cached requests)", |s| {
+            s.execution_count
+        }),
+        (
+            "nv_inference_request_duration_us",
+            "Cumulative inference request duration in microseconds (includes cached requests)",
+            |s| s.success.ns / 1000,
+        ),
+        (
+            "nv_inference_queue_duration_us",
+            "Cumulative inference queuing duration in microseconds (includes cached requests)",
+            |s| s.queue.ns / 1000,
+        ),
+        (
+            "nv_inference_compute_input_duration_us",
+            "Cumulative compute input duration in microseconds (does not include cached requests)",
+            |s| s.compute_input.ns / 1000,
+        ),
+        (
+            "nv_inference_compute_infer_duration_us",
+            "Cumulative compute inference duration in microseconds (does not include cached requests)",
+            |s| s.compute_infer.ns / 1000,
+        ),
+        (
+            "nv_inference_compute_output_duration_us",
+            "Cumulative inference compute output duration in microseconds (does not include cached requests)",
+            |s| s.compute_output.ns / 1000,
+        ),
+    ];
+    for (name, help, get) in counters {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+        for ((model, version), s) in &all {
+            let _ = writeln!(out, "{name}{{model=\"{}\",version=\"{}\"}} {}", label(model), label(version), get(s));
+        }
+    }
+    let name = "nv_inference_request_failure";
+    let _ = writeln!(out, "# HELP {name} Number of failed inference requests, all batch sizes\n# TYPE {name} counter");
+    for ((model, version), s) in &all {
+        for (reason, count) in FailureReason::LABELS.iter().zip(s.failures) {
+            let _ = writeln!(
+                out,
+                "{name}{{model=\"{}\",reason=\"{reason}\",version=\"{}\"}} {count}",
+                label(model),
+                label(version)
+            );
+        }
+    }
+    let name = "nv_inference_pending_request_count";
+    let _ = writeln!(
+        out,
+        "# HELP {name} Requests waiting or running per model (its queue's places taken).\n# TYPE {name} gauge"
+    );
+    for l in loaded {
+        let _ = writeln!(out, "{name}{{model=\"{}\",version=\"{}\"}} {}", label(&l.name), label(&l.version), l.pending);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::statistics::{Answered, Phases};
+
+    #[test]
+    fn triton_metrics_count_requests_rows_executions_and_microseconds_per_model_version() {
+        let metrics = Metrics::default();
+        let phases =
+            Phases { input: Duration::from_micros(10), infer: Duration::from_micros(100), ..Phases::default() };
+        let answered = [
+            Answered { inferences: 2, queue: Duration::from_micros(5), total: Duration::from_micros(200) },
+            Answered { inferences: 1, queue: Duration::from_micros(7), total: Duration::from_micros(300) },
+        ];
+        metrics.executed("m", "1", &Execution { replica: 0, batch_size: 3, phases, answered: &answered });
+        metrics.failed("m", "1", &ServeError::Unavailable("full".into()), Duration::from_micros(1));
+        let loaded = [
+            Loaded { name: "m".into(), version: "1".into(), executables: 1, pending: 2 },
+            Loaded { name: "idle".into(), version: "3".into(), executables: 0, pending: 0 },
+        ];
+        let text = metrics.render_loaded(&loaded);
+        for line in [
+            "nv_inference_request_success{model=\"m\",version=\"1\"} 2",
+            "nv_inference_count{model=\"m\",version=\"1\"} 3",
+            "nv_inference_exec_count{model=\"m\",version=\"1\"} 1",
+            "nv_inference_request_duration_us{model=\"m\",version=\"1\"} 500",
+            "nv_inference_queue_duration_us{model=\"m\",version=\"1\"} 12",
+            "nv_inference_compute_infer_duration_us{model=\"m\",version=\"1\"} 200",
+            "nv_inference_request_failure{model=\"m\",reason=\"REJECTED\",version=\"1\"} 1",
+            "nv_inference_pending_request_count{model=\"m\",version=\"1\"} 2",
+            "nv_inference_request_success{model=\"idle\",version=\"3\"} 0",
+            "pjrt_serve_requests_total{model=\"m\",outcome=\"success\"} 2",
+            "pjrt_serve_requests_total{model=\"m\",outcome=\"rejected\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "no {line} in {text}");
+        }
     }
 }

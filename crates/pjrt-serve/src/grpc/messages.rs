@@ -2,6 +2,10 @@
 
 use std::collections::HashMap;
 
+pub use super::statistics::{
+    InferBatchStatistics, InferResponseStatistics, InferStatistics, MemoryUsage, ModelStatistics,
+    ModelStatisticsRequest, ModelStatisticsResponse, StatisticDuration,
+};
 pub use crate::model_config::messages::*;
 
 macro_rules! empty {

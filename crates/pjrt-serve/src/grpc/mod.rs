@@ -1,8 +1,8 @@
 //! The Open Inference Protocol over gRPC, as Triton's `inference.GRPCInferenceService` (the
 //! service and field numbers `tritonclient.grpc` speaks): server live/ready/metadata, model
-//! ready/metadata/config, infer, and the repository index, load and unload. Its other calls
-//! (streaming inference, model statistics, shared memory, trace, log settings) answer
-//! UNIMPLEMENTED.
+//! ready/metadata/config, infer, model statistics (Triton's statistics extension), and the
+//! repository index, load and unload. Its other calls (streaming inference, shared memory,
+//! trace, log settings) answer UNIMPLEMENTED.
 //!
 //! The messages ([`messages`]) are declared with prost's derive, from the service's published
 //! definition: no code generation, no `.proto` file in the tree. `ModelInfer` is read by hand
@@ -11,6 +11,7 @@
 
 pub mod messages;
 mod service;
+mod statistics;
 mod wire;
 
 pub(crate) use service::GrpcService;

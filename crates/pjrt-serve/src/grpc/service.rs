@@ -18,6 +18,7 @@ use crate::state::Shared;
 use crate::{auth, dispatch, repository};
 
 use super::messages::*;
+use super::statistics::model_statistics;
 use super::wire;
 
 /// The gRPC status of an error, as Triton answers: its code from the error's HTTP status, its
@@ -137,6 +138,7 @@ where
                 let service = Unary(move |r| model_infer(shared.clone(), r));
                 Ok(grpc.unary(service, request).await)
             }),
+            "/inference.GRPCInferenceService/ModelStatistics" => unary!(model_statistics),
             "/inference.GRPCInferenceService/RepositoryIndex" => unary!(repository_index),
             "/inference.GRPCInferenceService/RepositoryModelLoad" => unary!(repository_load),
             "/inference.GRPCInferenceService/RepositoryModelUnload" => unary!(repository_unload),
@@ -204,7 +206,12 @@ async fn server_metadata(
     Ok(Response::new(ServerMetadataResponse {
         name: "pjrt-serve".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        extensions: vec!["binary_tensor_data".into(), "model_repository".into(), "model_configuration".into()],
+        extensions: vec![
+            "binary_tensor_data".into(),
+            "model_repository".into(),
+            "model_configuration".into(),
+            "statistics".into(),
+        ],
     }))
 }
 
@@ -285,7 +292,7 @@ async fn model_infer(
     }
     .await;
     let (id, outputs) = result.map_err(|e| {
-        dispatch::record_failure(&shared, model.name(), &e, arrived);
+        dispatch::record_failure(&shared, &model, &e, arrived);
         Status::from(e)
     })?;
     let mut response = ModelInferResponse {

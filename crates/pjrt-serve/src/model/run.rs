@@ -1,12 +1,15 @@
 //! Running a model: the executable for a request's shapes (compiled for requests when new),
 //! its arguments uploaded, the outputs downloaded.
 
+use std::time::Instant;
+
 use pjrt_client::{Buffer, ExecuteOptions, HostArray, HostSource, UploadOptions};
 use pjrt_formats::jax_export::ModuleArgument;
 
 use super::{select_outputs, RequestArray, ServedModel};
 use crate::error::ServeError;
 use crate::protocol::{OutputTensor, RequestedOutput};
+use crate::statistics::Phases;
 
 impl ServedModel {
     /// Every input's shape for these request inputs (in the model's order): the signature an
@@ -65,25 +68,35 @@ impl ServedModel {
         binary_default: bool,
         replica: usize,
     ) -> Result<Vec<OutputTensor>, ServeError> {
-        self.infer_held(inputs.into_iter().map(RequestArray::from).collect(), wanted, binary_default, replica)
+        let inputs = inputs.into_iter().map(RequestArray::from).collect();
+        self.infer_held(inputs, wanted, binary_default, replica, &mut Phases::default())
     }
 
     /// [`ServedModel::infer`] for inputs as the server holds them (from
-    /// [`ServedModel::arrange_held`]): their bytes uploaded from where they are.
+    /// [`ServedModel::arrange_held`]): their bytes uploaded from where they are. `phases` is
+    /// given the run's (for the statistics).
     pub(crate) fn infer_held(
         &self,
         inputs: Vec<RequestArray>,
         wanted: &[RequestedOutput],
         binary_default: bool,
         replica: usize,
+        phases: &mut Phases,
     ) -> Result<Vec<OutputTensor>, ServeError> {
         self.check_wanted(wanted)?;
-        Ok(select_outputs(self.run(inputs, replica)?, wanted, binary_default))
+        Ok(select_outputs(self.run(inputs, replica, phases)?, wanted, binary_default))
     }
 
     /// Runs the model on `inputs` (in the model's order) on replica `replica` (taken modulo the
-    /// replicas): every output, in order.
-    pub(crate) fn run(&self, inputs: Vec<RequestArray>, replica: usize) -> Result<Vec<OutputTensor>, ServeError> {
+    /// replicas): every output, in order. `phases` is given how long its inputs took to reach
+    /// the device (the executable found, the uploads), its execution and its outputs' download.
+    pub(crate) fn run(
+        &self,
+        inputs: Vec<RequestArray>,
+        replica: usize,
+        phases: &mut Phases,
+    ) -> Result<Vec<OutputTensor>, ServeError> {
+        let started = Instant::now();
         let replica = &self.replicas[replica % self.replicas.len()];
         let model = replica.runner.model();
         let shapes = self.shapes(&inputs);
@@ -146,7 +159,9 @@ impl ServedModel {
                 (None, _) => Err(ServeError::Internal(format!("the module's argument {argument:?} has no value"))),
             })
             .collect::<Result<Vec<&Buffer>, ServeError>>()?;
+        let uploaded = Instant::now();
         let results = exe.execute(&arguments, &ExecuteOptions::new()).map_err(ServeError::run)?;
+        let executed = Instant::now();
         if results.len() != self.outputs.len() {
             return Err(ServeError::Internal(format!(
                 "the module returned {} outputs but the export lists {}",
@@ -166,6 +181,7 @@ impl ServedModel {
             }
             outputs.push(OutputTensor { name: spec.name.clone(), datatype: spec.datatype, shape, data, binary: false });
         }
+        *phases = Phases { input: uploaded - started, infer: executed - uploaded, output: executed.elapsed() };
         Ok(outputs)
     }
 }

@@ -13,6 +13,7 @@ const FLOORS: &[&str] = &[
     "protocol",     // the tensors of a request and a response, and their HTTP bodies (JSON, binary data)
     "config",       // ModelConfig, shape limits, batching: what a model's config.json says
     "shapes",       // the input signatures a model has compiled and may compile
+    "statistics",   // Triton's statistics per model version: what each execution and failure adds
     "model",        // ServedModel: load, a request's inputs matched, run
     "tls",          // TlsConfig (feature `tls`)
     "options",      // ServerOptions

@@ -12,6 +12,7 @@ mod hostile;
 mod model_config;
 mod replicas;
 mod shapes;
+mod statistics;
 mod streamed;
 mod weights;
 #[cfg(feature = "tls")]
@@ -196,7 +197,7 @@ fn bad_requests_are_answered_400_or_404_naming_what_is_wrong() {
     let (status, _) = server.post_raw("/v2/models/mlp/infer", &[], &vec![b' '; 65 << 10]);
     assert_eq!(status, 413);
     // Triton's calls this server does not have.
-    let (status, answer) = server.get_json("/v2/models/mlp/stats");
+    let (status, answer) = server.get_json("/v2/models/mlp/trace/setting");
     assert_eq!(status, 404, "{answer}");
     // And the server still answers.
     let (status, _) = server.post_json("/v2/models/mlp/infer", &x("FP32", json!([4, 8]), ones));
