@@ -145,14 +145,23 @@ pub struct ServeArgs {
     /// else $PJRT_SERVE_TOKEN when set.
     #[arg(long, value_name = "PATH")]
     pub token_file: Option<PathBuf>,
-    /// With a token: leave the health routes (HTTP /v2/health/live and /ready, gRPC ServerLive
-    /// and ServerReady) and /metrics open, for Kubernetes probes and Prometheus scrapers.
+    /// With a token: leave the health routes (HTTP /v2/health/live and /ready, gRPC ServerLive,
+    /// ServerReady and grpc.health.v1.Health) and /metrics open, for Kubernetes probes and
+    /// Prometheus scrapers.
     #[arg(long)]
     pub open_health_and_metrics: bool,
     /// Whether clients may load and unload the repository's models: `none` (the default, as
-    /// Triton's) or `explicit` (the repository extension's load and unload calls).
+    /// Triton's) or `explicit` (the repository extension's load and unload calls; a load may
+    /// carry a `config` parameter, a JSON model config used in place of the folder's
+    /// config.json; an unloaded model stays in the index as UNAVAILABLE).
     #[arg(long, value_name = "MODE", default_value = "none", value_parser = ["none", "explicit"])]
     pub model_control: String,
+    /// Whether the server is ready (HTTP /v2/health/ready, gRPC ServerReady and
+    /// grpc.health.v1.Health) only when every model is (as Triton's --strict-readiness): a model
+    /// that loads or failed to load makes it answer not ready (503), though it keeps serving the
+    /// others; a model a client unloaded does not count. `false`: ready whenever it runs.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub strict_readiness: bool,
     /// Compile without the compile cache ($PJRT_CACHE_DIR, else ~/.cache/pjrt-client/compile).
     #[arg(long)]
     pub no_cache: bool,

@@ -336,15 +336,58 @@ impl ModelConfig {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn from_folder(folder: &Path) -> Result<ModelConfig, ServeError> {
+        ModelConfig::read_folder(folder, None)
+    }
+
+    /// A model folder of a repository with `config` (a JSON object of `config.json`'s fields)
+    /// in place of the folder's `config.json`, as Triton's load with a `config` parameter: what
+    /// `config` leaves out takes its default, not the file's value. Its `program` and `params`
+    /// must be files of the folder (a name, no `..`); its errors name "the config override".
+    ///
+    /// ```
+    /// let dir = std::env::temp_dir().join(format!("serve-override-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(dir.join("mlp"))?;
+    /// std::fs::write(dir.join("mlp/model.jaxexport"), b"")?;
+    /// std::fs::write(dir.join("mlp/config.json"), br#"{"version": "3", "inputs": ["x"]}"#)?;
+    /// let config = pjrt_serve::ModelConfig::from_folder_with_override(&dir.join("mlp"), r#"{"inputs": ["features"]}"#);
+    /// let config = config.unwrap();
+    /// assert_eq!((config.version.as_str(), config.input_names.as_slice()), ("1", &["features".to_string()][..]));
+    /// let bad = pjrt_serve::ModelConfig::from_folder_with_override(&dir.join("mlp"), r#"{"program": "../x.jaxexport"}"#);
+    /// assert!(bad.unwrap_err().to_string().contains("the config override"));
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn from_folder_with_override(folder: &Path, config: &str) -> Result<ModelConfig, ServeError> {
+        ModelConfig::read_folder(folder, Some(config))
+    }
+
+    /// A model folder, with its `config.json` or the `config` given in its place.
+    fn read_folder(folder: &Path, config: Option<&str>) -> Result<ModelConfig, ServeError> {
         let folder_name = folder.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let bad = |m: String| ServeError::load(folder_name.clone(), m);
         let config_path = folder.join("config.json");
-        let json = match std::fs::read(&config_path) {
-            Ok(bytes) => serde_json::from_slice::<Value>(&bytes)
-                .map_err(|e| bad(format!("{} is not JSON: {e}", config_path.display())))?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Object(Default::default()),
-            Err(e) => return Err(bad(format!("{}: {e}", config_path.display()))),
+        let json = match config {
+            Some(text) => {
+                serde_json::from_str::<Value>(text).map_err(|e| bad(format!("the config override is not JSON: {e}")))?
+            }
+            None => match std::fs::read(&config_path) {
+                Ok(bytes) => serde_json::from_slice::<Value>(&bytes)
+                    .map_err(|e| bad(format!("{} is not JSON: {e}", config_path.display())))?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Value::Object(Default::default()),
+                Err(e) => return Err(bad(format!("{}: {e}", config_path.display()))),
+            },
         };
+        // (An override's errors name it where they would name the file.)
+        let config_path = if config.is_some() { PathBuf::from("the config override") } else { config_path };
+        if let (Some(_), Value::Object(json)) = (config, &json) {
+            let outside = |v: &Value| {
+                v.as_str()
+                    .is_some_and(|p| !Path::new(p).components().all(|c| matches!(c, std::path::Component::Normal(_))))
+            };
+            if let Some(key) = ["program", "params"].into_iter().find(|k| json.get(*k).is_some_and(outside)) {
+                return Err(bad(format!("the config override: {key:?} must name a file of the model's folder")));
+            }
+        }
         let Value::Object(json) = json else {
             return Err(bad(format!("{} must hold a JSON object", config_path.display())));
         };

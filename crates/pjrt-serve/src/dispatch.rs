@@ -12,7 +12,7 @@ use crate::budget::Reservation;
 use crate::error::ServeError;
 use crate::model::ServedModel;
 use crate::protocol::{HeldRequest, InputHeader, OutputTensor};
-use crate::state::{Pending, Shared};
+use crate::state::{Entry, NotServed, Pending, Shared};
 use crate::statistics::{Answered, Execution, Phases, VersionStatistics};
 
 /// A model found, its queue and its batcher (for a batched model).
@@ -29,22 +29,43 @@ pub(crate) fn find(shared: &Shared, params: &HashMap<String, String>) -> Result<
     find_model(shared, name, version)
 }
 
-/// The model `name` (at `version`, if given) and its queue, or 404.
+/// The model `name` (at `version`, if given) and its queue, or 404 in Triton's words
+/// (`Request for unknown model: ...`), then ours; 503 for a model whose first load is under way.
 pub(crate) fn find_model(shared: &Shared, name: &str, version: Option<&str>) -> Result<Found, ServeError> {
     let models = shared.models.read().unwrap_or_else(|e| e.into_inner());
     let Some(entry) = models.get(name) else {
-        let names: Vec<&str> = models.keys().map(String::as_str).collect();
-        return Err(ServeError::NotFound(format!("no model {name:?} is served (models: {})", names.join(", "))));
+        let not_served = shared.not_served.lock().unwrap_or_else(|e| e.into_inner());
+        return Err(match not_served.get(name) {
+            Some(NotServed::Loading) => ServeError::Unavailable(format!(
+                "Request for unknown model: '{name}' has no available versions (it is loading: try again once it is \
+                 ready)"
+            )),
+            Some(NotServed::Unavailable(reason)) => ServeError::NotFound(format!(
+                "Request for unknown model: '{name}' has no available versions (it is UNAVAILABLE: {reason})"
+            )),
+            None => unknown_model(name, &models),
+        });
     };
     if let Some(version) = version {
         if version != entry.model.version() {
             return Err(ServeError::NotFound(format!(
-                "model {name:?} has no version {version:?} (it serves version {})",
+                "Request for unknown model: '{name}' version {version} is not found (it serves version {})",
                 entry.model.version()
             )));
         }
     }
     Ok(Found { model: entry.model.clone(), queue: entry.queue.clone(), batcher: entry.batcher.clone() })
+}
+
+/// A model the server does not know, in Triton's words (`Request for unknown model: 'NAME' is
+/// not found`), with the models it serves.
+pub(crate) fn unknown_model(name: &str, models: &BTreeMap<String, Entry>) -> ServeError {
+    let served = if models.is_empty() {
+        "this server serves no model".to_string()
+    } else {
+        format!("served models: {}", models.keys().map(String::as_str).collect::<Vec<_>>().join(", "))
+    };
+    ServeError::NotFound(format!("Request for unknown model: '{name}' is not found ({served})"))
 }
 
 /// Decodes a request off the async threads: `decode` is handed the check each declared input

@@ -24,7 +24,7 @@ use crate::protocol::{
     unclaimed, Header, InferRequest,
 };
 use crate::state::Shared;
-use crate::{auth, dispatch, repository};
+use crate::{auth, control, dispatch, repository};
 
 type AppState = State<Arc<Shared>>;
 
@@ -63,8 +63,8 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
             .route(&format!("{prefix}/infer"), post(infer))
     };
     Router::new()
-        .route("/v2/health/live", get(|| async { respond(200, "text/plain", Vec::new()) }))
-        .route("/v2/health/ready", get(|| async { respond(200, "text/plain", Vec::new()) }))
+        .route("/v2/health/live", get(|| async { json_response(json!({ "live": true })) }))
+        .route("/v2/health/ready", get(server_ready))
         .route("/v2", get(server_metadata))
         .merge(model_routes("/v2/models/{name}"))
         .merge(model_routes("/v2/models/{name}/versions/{version}"))
@@ -172,12 +172,34 @@ async fn model_config(
     Ok(json_response(crate::model_config::to_json(&crate::model_config::of(&shared, &model))))
 }
 
+/// `{"ready": true}`, or 503 `{"ready": false, "error": which models are not}`.
+async fn server_ready(State(shared): AppState) -> Response {
+    match repository::server_ready(&shared) {
+        Ok(()) => json_response(json!({ "ready": true })),
+        Err(why) => respond(503, "application/json", json!({ "ready": false, "error": why }).to_string().into_bytes()),
+    }
+}
+
+/// 200 `{"name", "ready": true}`; a model of the index that is not ready (loading, failed,
+/// unloaded) 503 `{"name", "ready": false, "error"}` (KServe's status; Triton's clients read
+/// any status but 200 as not ready); an unknown one 404.
 async fn model_ready(
     State(shared): AppState,
     Path(params): Path<HashMap<String, String>>,
 ) -> Result<Response, ServeError> {
-    dispatch::find(&shared, &params)?;
-    Ok(respond(200, "text/plain", Vec::new()))
+    let name = params.get("name").map(String::as_str).unwrap_or_default();
+    let version = params.get("version").map(String::as_str).filter(|v| !v.is_empty());
+    Ok(match repository::model_ready(&shared, name, version)? {
+        None => json_response(json!({ "name": name, "ready": true })),
+        Some(state) => {
+            let mut why = format!("Model version not ready: '{name}' is {}", state.state());
+            if !state.reason().is_empty() {
+                why = format!("{why} ({})", state.reason());
+            }
+            let body = json!({ "name": name, "ready": false, "error": why });
+            respond(503, "application/json", body.to_string().into_bytes())
+        }
+    })
 }
 
 async fn infer(State(shared): AppState, Path(params): Path<HashMap<String, String>>, request: Request) -> Response {
@@ -330,20 +352,41 @@ where
     Ok(request)
 }
 
-async fn repository_index(State(shared): AppState) -> Response {
-    let index = repository::index(&shared, false).into_iter().map(|m| match m.reason {
-        None => json!({ "name": m.name, "version": m.version, "state": "READY" }),
-        Some(reason) => json!({ "name": m.name, "state": "UNAVAILABLE", "reason": reason }),
+async fn repository_index(State(shared): AppState, body: Bytes) -> Result<Response, ServeError> {
+    let ready_only = control::http_index_ready(&body)?;
+    // (As Triton's: a version when there is one, a reason when there is one.)
+    let index = repository::index(&shared, ready_only).into_iter().map(|m| {
+        let mut entry = json!({ "name": m.name, "state": m.state });
+        if let Some(version) = m.version {
+            entry["version"] = version.into();
+        }
+        if !m.reason.is_empty() {
+            entry["reason"] = m.reason.into();
+        }
+        entry
     });
-    json_response(Value::Array(index.collect()))
+    Ok(json_response(Value::Array(index.collect())))
 }
 
-async fn repository_load(State(shared): AppState, Path(name): Path<String>) -> Result<Response, ServeError> {
-    repository::load_by_name(shared, name).await?;
+/// A load, with Triton's `{"parameters": {"config": "<JSON model config>"}}` if given.
+async fn repository_load(
+    State(shared): AppState,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Response, ServeError> {
+    repository::check_model_control(&shared)?;
+    let config = control::load_config(&name, control::http_params(&body, "load")?)?;
+    repository::load_by_name(shared, name, config).await?;
     Ok(respond(200, "application/json", b"{}".to_vec()))
 }
 
-async fn repository_unload(State(shared): AppState, Path(name): Path<String>) -> Result<Response, ServeError> {
+async fn repository_unload(
+    State(shared): AppState,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> Result<Response, ServeError> {
+    repository::check_model_control(&shared)?;
+    control::unload_params(control::http_params(&body, "unload")?)?;
     repository::unload_by_name(&shared, &name)?;
     Ok(respond(200, "application/json", b"{}".to_vec()))
 }

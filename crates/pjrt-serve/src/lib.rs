@@ -10,13 +10,15 @@
 //!
 //! | route | what |
 //! |---|---|
-//! | `GET /v2/health/live`, `/v2/health/ready` | 200 while the server runs |
+//! | `GET /v2/health/live` | 200 `{"live": true}` while the server runs |
+//! | `GET /v2/health/ready` | 200 `{"ready": true}`, or 503 `{"ready": false, "error"}` while a model loads or after one failed to load ([`ServerOptions::strict_readiness`]) |
 //! | `GET /v2` | the server's name, version and extensions |
 //! | `GET /v2/models/NAME[/versions/V]` | a model's inputs and outputs (datatype, shape, `-1` for symbolic dimensions) |
-//! | `GET /v2/models/NAME[/versions/V]/ready` | 200 when the model is loaded |
+//! | `GET /v2/models/NAME[/versions/V]/ready` | 200 `{"name", "ready": true}`; 503 `{"ready": false}` while it loads, after it failed or was unloaded; 404 for a model the server does not know |
 //! | `GET /v2/models/NAME[/versions/V]/config` | its configuration as Triton's `ModelConfig` (`max_batch_size`, `input`/`output` with `data_type` and `dims`, `dynamic_batching`, `instance_group`) |
 //! | `POST /v2/models/NAME[/versions/V]/infer` | run it: JSON tensors, or binary ones after `Inference-Header-Content-Length` bytes of JSON |
-//! | `POST /v2/repository/index`, `/v2/repository/models/NAME/load`, `.../unload` | the repository extension (load and unload with [`ServerOptions::model_control`]) |
+//! | `POST /v2/repository/index` | every model with its state: `READY`, `LOADING`, `UNAVAILABLE` and why (`unloaded` for one a client unloaded) |
+//! | `POST /v2/repository/models/NAME/load`, `.../unload` | model control ([`ServerOptions::model_control`]): a load may carry Triton's `{"parameters": {"config": "<JSON model config>"}}`, used in place of the folder's `config.json` |
 //! | `GET /v2/models[/NAME[/versions/V]]/stats` | Triton's statistics extension: per model version, requests (success, fail, queue, compute input/infer/output: counts and nanoseconds), inferences, executions, per batch size |
 //! | `GET /metrics` | Prometheus metrics: ours (`pjrt_serve_*`) and Triton's (`nv_inference_*`, labels `model` and `version`) |
 //!
@@ -29,6 +31,11 @@
 //! before the body is read. Connections are bounded too ([`ServerOptions::max_connections`],
 //! [`ServerOptions::header_timeout`]). A wrong name, datatype, shape or byte count is a 400
 //! whose message names it. A request whose client disconnects while it waits leaves the queue.
+//! A model the server does not know is answered in Triton's words (`Request for unknown model:
+//! 'NAME' is not found`), a load that fails says `failed to load 'NAME'`.
+//!
+//! The gRPC port also has the standard health service, `grpc.health.v1.Health` ([`grpc::health`]):
+//! `Check` answers `SERVING` while the server is ready, for Kubernetes' gRPC probes.
 //!
 //! ```
 //! use pjrt_serve::{ModelConfig, Server, ServerOptions};
@@ -73,6 +80,7 @@ mod compile;
 mod batching;
 mod dispatch;
 mod repository;
+mod control;
 mod model_config;
 mod listen;
 mod http;

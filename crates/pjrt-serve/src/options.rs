@@ -26,8 +26,8 @@ pub struct ServerOptions {
     /// any case), if set.
     pub token: Option<String>,
     /// With a token: the health routes (`/v2/health/live`, `/v2/health/ready`, gRPC
-    /// `ServerLive` and `ServerReady`) and `/metrics` answer without it, for Kubernetes probes
-    /// and Prometheus scrapers. Off by default.
+    /// `ServerLive`, `ServerReady` and `grpc.health.v1.Health`) and `/metrics` answer without
+    /// it, for Kubernetes probes and Prometheus scrapers. Off by default.
     pub open_health_and_metrics: bool,
     /// The repository folder `/v2/repository/models/NAME/load` reads models from, if any.
     pub repository: Option<PathBuf>,
@@ -35,6 +35,11 @@ pub struct ServerOptions {
     /// Off by default, as in Triton: the load and unload calls answer 403 (gRPC
     /// `PERMISSION_DENIED`); the repository index is always served.
     pub model_control: bool,
+    /// Whether the server is ready only when every model it knows is (Triton's
+    /// `--strict-readiness`, on by default): `GET /v2/health/ready`, gRPC `ServerReady` and the
+    /// gRPC health service answer not ready while a model loads or after one failed to load (a
+    /// model a client unloaded does not count). Off: ready whenever the server runs.
+    pub strict_readiness: bool,
     /// Where the server writes what it does not tell clients: the whole error of a model that
     /// did not load (with its paths), which clients get without paths. `None`: nowhere but
     /// `tracing` (a `WARN` event).
@@ -77,6 +82,7 @@ impl Default for ServerOptions {
             open_health_and_metrics: false,
             repository: None,
             model_control: false,
+            strict_readiness: true,
             log: None,
             compile_cache: None,
             concurrent_executions: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -141,6 +147,17 @@ impl ServerOptions {
     /// ```
     pub fn with_model_control(mut self, on: bool) -> ServerOptions {
         self.model_control = on;
+        self
+    }
+
+    /// With strict readiness on (the default) or off: see [`ServerOptions::strict_readiness`].
+    ///
+    /// ```
+    /// assert!(pjrt_serve::ServerOptions::default().strict_readiness);
+    /// assert!(!pjrt_serve::ServerOptions::default().with_strict_readiness(false).strict_readiness);
+    /// ```
+    pub fn with_strict_readiness(mut self, on: bool) -> ServerOptions {
+        self.strict_readiness = on;
         self
     }
 

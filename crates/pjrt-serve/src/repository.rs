@@ -4,7 +4,7 @@
 //! front ends' repository calls share.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pjrt_formats::compile_cache::CompileCache;
 use tokio::sync::Semaphore;
@@ -13,25 +13,37 @@ use crate::batching;
 use crate::config::{self, ModelConfig};
 use crate::error::{self, ServeError};
 use crate::model::ServedModel;
-use crate::state::{Entry, Shared};
+use crate::state::{Entry, NotServed, Shared, UNLOADED};
 
-/// Loads (or reloads) a model: reads it, uploads its weights, compiles a static one. A reload
-/// replaces the model for new requests; those in flight finish on the old one. Blocks while it
-/// compiles.
+/// Loads (or reloads) a model: reads it, uploads its weights, compiles a static one. A model not
+/// served yet is `LOADING` in the index meanwhile (the server is not ready); a reload keeps
+/// serving the old model (`READY`) until the new one replaces it, for new requests (those in
+/// flight finish on the old one), and a reload that fails leaves the old one served. Blocks
+/// while it compiles.
 pub(crate) fn load(shared: &Arc<Shared>, config: ModelConfig) -> Result<(), ServeError> {
     let name = config.name.clone();
+    {
+        let models = shared.models.read().unwrap_or_else(|e| e.into_inner());
+        if !models.contains_key(&name) {
+            lock(&shared.not_served).insert(name.clone(), NotServed::Loading);
+        }
+    }
     let cache = match &shared.options.compile_cache {
-        Some(dir) => Some(CompileCache::open(dir).map_err(|e| ServeError::load(name.clone(), e))?),
-        None => None,
+        Some(dir) => CompileCache::open(dir).map(Some).map_err(|e| ServeError::load(name.clone(), e)),
+        None => Ok(None),
     };
-    match ServedModel::load(&shared.client, config, cache, shared.options.replicas) {
+    match cache.and_then(|cache| ServedModel::load(&shared.client, config, cache, shared.options.replicas)) {
         Ok(model) => {
             let model = Arc::new(model);
             let max_queue = shared.options.max_queue;
             let batcher = model.batching().map(|_| batching::start(model.clone(), Arc::downgrade(shared), max_queue));
             let entry = Entry { model, queue: Arc::new(Semaphore::new(max_queue)), batcher };
-            shared.models.write().unwrap_or_else(|e| e.into_inner()).insert(name.clone(), entry);
-            shared.failed.lock().unwrap_or_else(|e| e.into_inner()).remove(&name);
+            // (A model replaced is dropped after the locks are let go.)
+            let _replaced = {
+                let mut models = shared.models.write().unwrap_or_else(|e| e.into_inner());
+                lock(&shared.not_served).remove(&name);
+                models.insert(name.clone(), entry)
+            };
             Ok(())
         }
         Err(e) => {
@@ -62,40 +74,111 @@ pub(crate) fn load_all(shared: &Arc<Shared>, root: &Path) -> Result<Vec<ServeErr
     Ok(errors)
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Keeps why model `name` did not load, for the repository index: without the server's paths
-/// (the caller has the whole error).
+/// (the caller has the whole error). A model still served (a reload failed) stays `READY`.
 fn record_failure(shared: &Shared, name: String, e: &ServeError) {
     let reason = error::without_paths(&e.to_string());
-    shared.failed.lock().unwrap_or_else(|e| e.into_inner()).insert(name, reason);
+    let models = shared.models.read().unwrap_or_else(|e| e.into_inner());
+    let mut not_served = lock(&shared.not_served);
+    if models.contains_key(&name) {
+        not_served.remove(&name);
+    } else {
+        not_served.insert(name, NotServed::Unavailable(reason));
+    }
 }
 
-/// Stops serving a model (requests in flight finish); false if there was none.
-pub(crate) fn unload(shared: &Shared, name: &str) -> bool {
-    shared.models.write().unwrap_or_else(|e| e.into_inner()).remove(name).is_some()
+/// Stops serving model `name` (requests in flight finish) and keeps it in the index as
+/// `UNAVAILABLE`, reason `unloaded` (as Triton does); a model that did not load is marked
+/// alike (it no longer keeps the server from being ready). Whether a model was served; a model
+/// that is loading, or one the server never had, is an error.
+pub(crate) fn unload(shared: &Shared, name: &str) -> Result<bool, ServeError> {
+    // (The model is dropped after the locks are let go: that may free its device memory.)
+    let removed;
+    let mut models = shared.models.write().unwrap_or_else(|e| e.into_inner());
+    let mut not_served = lock(&shared.not_served);
+    removed = models.remove(name);
+    if removed.is_some() {
+        not_served.insert(name.to_string(), NotServed::Unavailable(UNLOADED.into()));
+        return Ok(true);
+    }
+    match not_served.get_mut(name) {
+        Some(NotServed::Loading) => Err(ServeError::Unavailable(format!(
+            "failed to unload '{name}': it is loading; unload it once its load is done"
+        ))),
+        Some(state) => {
+            *state = NotServed::Unavailable(UNLOADED.into());
+            Ok(false)
+        }
+        None => Err(crate::dispatch::unknown_model(name, &models)),
+    }
 }
 
-/// A model of the repository index: served, or not loaded and why.
+/// A model of the repository index: served (`READY`), or not and why.
 pub(crate) struct Indexed {
     pub name: String,
     /// Its version (served models).
     pub version: Option<String>,
-    /// Why it did not load (the others are ready).
-    pub reason: Option<String>,
+    /// `READY`, `LOADING` or `UNAVAILABLE`.
+    pub state: &'static str,
+    /// Why it is not ready: empty for the others.
+    pub reason: String,
 }
 
-/// The repository index: the models served, then (unless `ready_only`) those that did not load.
+/// The repository index: the models served, then (unless `ready_only`) those that are not.
 pub(crate) fn index(shared: &Shared, ready_only: bool) -> Vec<Indexed> {
+    let models = shared.models.read().unwrap_or_else(|e| e.into_inner());
     let mut index = Vec::new();
-    for entry in shared.models.read().unwrap_or_else(|e| e.into_inner()).values() {
+    for entry in models.values() {
         let (name, version) = (entry.model.name().to_string(), Some(entry.model.version().to_string()));
-        index.push(Indexed { name, version, reason: None });
+        index.push(Indexed { name, version, state: "READY", reason: String::new() });
     }
     if !ready_only {
-        for (name, reason) in shared.failed.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            index.push(Indexed { name: name.clone(), version: None, reason: Some(reason.clone()) });
+        for (name, state) in lock(&shared.not_served).iter() {
+            let reason = state.reason().to_string();
+            index.push(Indexed { name: name.clone(), version: None, state: state.state(), reason });
         }
     }
     index
+}
+
+/// Whether the server is ready: with [`crate::ServerOptions::strict_readiness`], every model of
+/// the index is served, or was unloaded by a client (as Triton's strict readiness); else it is
+/// whenever it runs. When not, the models that are not ready, with their states.
+pub(crate) fn server_ready(shared: &Shared) -> Result<(), String> {
+    if !shared.options.strict_readiness {
+        return Ok(());
+    }
+    let not_served = lock(&shared.not_served);
+    let waiting: Vec<String> = not_served
+        .iter()
+        .filter(|(_, state)| !matches!(state, NotServed::Unavailable(reason) if reason == UNLOADED))
+        .map(|(name, state)| format!("'{name}' is {}", state.state()))
+        .collect();
+    if waiting.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "not every model is ready: {} (the repository index says why; --strict-readiness false makes the server \
+         ready regardless)",
+        waiting.join(", ")
+    ))
+}
+
+/// Whether model `name` (at `version`, if given) is ready: `None` when it is, its state when it
+/// is in the index but not served (loading, failed, unloaded); an unknown model (or version) is
+/// an error, in Triton's words.
+pub(crate) fn model_ready(shared: &Shared, name: &str, version: Option<&str>) -> Result<Option<NotServed>, ServeError> {
+    match crate::dispatch::find_model(shared, name, version) {
+        Ok(_) => Ok(None),
+        Err(e) => match lock(&shared.not_served).get(name) {
+            Some(state) => Ok(Some(state.clone())),
+            None => Err(e),
+        },
+    }
 }
 
 /// The load and unload calls need model control.
@@ -116,18 +199,20 @@ fn is_model_folder(folder: &Path) -> bool {
 }
 
 /// A client's load: (re)loads model folder `name` of the server's repository, with model
-/// control, off the async runtime. What the client is told has no server paths, and a name that
-/// is not a model folder (none there, a file, a folder of something else) is answered alike:
-/// the log has the whole error.
-pub(crate) async fn load_by_name(shared: Arc<Shared>, name: String) -> Result<(), ServeError> {
+/// control, off the async runtime; with `config` (Triton's `config` parameter: a JSON model
+/// config), that in place of the folder's `config.json`. What the client is told has no server
+/// paths and says `failed to load 'NAME'` (Triton's words), and a name that is not a model
+/// folder (none there, a file, a folder of something else) is answered alike: the log has the
+/// whole error. A bad override changes nothing (a model served stays served).
+pub(crate) async fn load_by_name(shared: Arc<Shared>, name: String, config: Option<String>) -> Result<(), ServeError> {
     check_model_control(&shared)?;
     let Some(root) = shared.options.repository.clone() else {
-        return Err(ServeError::BadRequest(
-            "the server has no model repository to load from (start it with one)".into(),
-        ));
+        return Err(ServeError::BadRequest(format!(
+            "failed to load '{name}': the server has no model repository to load from (start it with one)"
+        )));
     };
     if name.is_empty() || name.contains(['/', '\\', '\0']) || name.starts_with('.') {
-        return Err(ServeError::BadRequest(format!("{name:?} is not a model folder's name")));
+        return Err(ServeError::BadRequest(format!("failed to load {name:?}: it is not a model folder's name")));
     }
     let loading = (shared.clone(), name.clone());
     let loaded = tokio::task::spawn_blocking(move || {
@@ -136,30 +221,47 @@ pub(crate) async fn load_by_name(shared: Arc<Shared>, name: String) -> Result<()
         if !is_model_folder(&folder) {
             return Ok(Err(format!("{} is not a model folder (no config.json or .jaxexport file)", folder.display())));
         }
-        let config = ModelConfig::from_folder(&folder)?;
-        load(&shared, config).map(Ok)
+        let model = match &config {
+            Some(config) => {
+                let model = ModelConfig::from_folder_with_override(&folder, config)?;
+                if model.name != name {
+                    return Err(ServeError::load(
+                        name,
+                        format!(
+                            "the config override names model '{}': a load's config names the model it loads, or \
+                             leaves \"name\" out",
+                            model.name
+                        ),
+                    ));
+                }
+                model
+            }
+            None => ModelConfig::from_folder(&folder).inspect_err(|e| record_failure(&shared, name.clone(), e))?,
+        };
+        load(&shared, model).map(Ok)
     })
     .await;
     match loaded {
         Ok(Ok(Ok(()))) => Ok(()),
         Ok(Ok(Err(why))) => {
             shared.options.log(&format!("load {name:?}: {why}"));
-            Err(ServeError::NotFound(format!("no model {name:?} in the repository")))
+            Err(ServeError::NotFound(format!("failed to load '{name}': no model folder '{name}' in the repository")))
         }
         Ok(Err(e)) => {
             shared.options.log(&format!("load {name:?}: {e}"));
-            Err(ServeError::BadRequest(error::without_paths(&e.to_string())))
+            let why = match &e {
+                ServeError::Load { source, .. } => source.to_string(),
+                e => e.to_string(),
+            };
+            Err(ServeError::BadRequest(format!("failed to load '{name}': {}", error::without_paths(&why))))
         }
         Err(e) => Err(ServeError::task("load", e)),
     }
 }
 
-/// A client's unload: stops serving model `name`, with model control.
+/// A client's unload: stops serving model `name`, with model control; it stays in the index as
+/// `UNAVAILABLE` (`unloaded`).
 pub(crate) fn unload_by_name(shared: &Shared, name: &str) -> Result<(), ServeError> {
     check_model_control(shared)?;
-    if unload(shared, name) {
-        Ok(())
-    } else {
-        Err(ServeError::NotFound(format!("no model {name:?} is loaded")))
-    }
+    unload(shared, name).map(drop)
 }

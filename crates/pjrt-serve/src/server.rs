@@ -27,8 +27,10 @@ impl Server {
     }
 
     /// Loads (or reloads) a model: reads it, uploads its weights, compiles a static one. A
-    /// reload replaces the model for new requests; those in flight finish on the old one.
-    /// Blocks while it compiles.
+    /// reload replaces the model for new requests; those in flight finish on the old one (and
+    /// a reload that fails leaves the old one served). Blocks while it compiles; meanwhile a
+    /// model not served yet is `LOADING` in the repository index and the server is not ready
+    /// ([`ServerOptions::strict_readiness`]), and one that fails is `UNAVAILABLE` with why.
     pub fn load(&self, config: ModelConfig) -> Result<(), ServeError> {
         repository::load(&self.shared, config)
     }
@@ -39,9 +41,11 @@ impl Server {
         repository::load_all(&self.shared, root)
     }
 
-    /// Stops serving a model (requests in flight finish); false if there was none.
+    /// Stops serving a model (requests in flight finish); it stays in the repository index as
+    /// `UNAVAILABLE`, reason `unloaded`, which does not keep the server from being ready (nor
+    /// does a model that failed to load, once unloaded). False if none was served.
     pub fn unload(&self, name: &str) -> bool {
-        repository::unload(&self.shared, name)
+        repository::unload(&self.shared, name).unwrap_or(false)
     }
 
     /// The models served now.

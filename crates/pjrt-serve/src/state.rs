@@ -29,8 +29,9 @@ pub(crate) struct Shared {
     pub client: Client,
     pub options: ServerOptions,
     pub models: RwLock<BTreeMap<String, Entry>>,
-    /// Models that did not load, with why (the repository index reports them).
-    pub failed: Mutex<BTreeMap<String, String>>,
+    /// The models of the repository index that are not served: loading for the first time, or
+    /// unavailable and why (the index reports them; the served ones are `READY`).
+    pub not_served: Mutex<BTreeMap<String, NotServed>>,
     /// The execution slots of the devices ([`ServerOptions::concurrent_executions`] over
     /// [`ServerOptions::replicas`]).
     pub devices: Arc<DevicePool>,
@@ -55,9 +56,41 @@ impl Shared {
             compiling: Semaphore::new(1),
             options,
             models: RwLock::new(BTreeMap::new()),
-            failed: Mutex::new(BTreeMap::new()),
+            not_served: Mutex::new(BTreeMap::new()),
             devices,
             metrics: Metrics::default(),
+        }
+    }
+}
+
+/// Where a model of the repository index stands when it is not served (a served model is
+/// `READY`, also while a reload of it is under way: it serves the old one meanwhile).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum NotServed {
+    /// Its first load is under way (`LOADING`).
+    Loading,
+    /// It did not load, and why (without the server's paths), or a client unloaded it
+    /// ([`UNLOADED`]) (`UNAVAILABLE`).
+    Unavailable(String),
+}
+
+/// The reason of a model a client unloaded, as Triton gives it.
+pub(crate) const UNLOADED: &str = "unloaded";
+
+impl NotServed {
+    /// The state the repository index gives it.
+    pub fn state(&self) -> &'static str {
+        match self {
+            NotServed::Loading => "LOADING",
+            NotServed::Unavailable(_) => "UNAVAILABLE",
+        }
+    }
+
+    /// Why, for the index: empty while it loads.
+    pub fn reason(&self) -> &str {
+        match self {
+            NotServed::Loading => "",
+            NotServed::Unavailable(reason) => reason,
         }
     }
 }

@@ -14,7 +14,10 @@ use crate::plugins::resolve_plugin;
 use crate::ui::invalid;
 
 /// `pjrt serve`: loads the models (those that fail are reported, the others served), prints
-/// the address once ready, serves until a shutdown signal.
+/// the address once ready, serves until a shutdown signal. A model that fails to load does not
+/// stop the server (unlike Triton's default `--exit-on-error`): it keeps serving the others and,
+/// with `--strict-readiness` (the default), answers not ready until the model loads or a client
+/// unloads it.
 pub fn exec(args: &ServeArgs) -> Result<(), Error> {
     let started = Instant::now();
     if args.repository.is_none() && args.models.is_empty() {
@@ -78,6 +81,7 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
     options.token = token;
     options.open_health_and_metrics = args.open_health_and_metrics;
     options.model_control = args.model_control == "explicit";
+    options.strict_readiness = args.strict_readiness;
     options.log = Some(crate::ui::log_line);
     if let Some(repository) = &args.repository {
         options = options.with_repository(repository);

@@ -209,3 +209,51 @@ fn serve_over_tls_with_a_certificate_file() {
     assert_eq!(status, 200);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A model that fails to load does not stop `pjrt serve`: it serves the others and answers not
+/// ready (503 `{"ready": false}`, as Triton's --strict-readiness), unless started with
+/// `--strict-readiness false`.
+#[test]
+fn a_model_that_fails_to_load_makes_serve_not_ready_unless_told_otherwise() {
+    let repo = temp_dir("serve-readiness");
+    let cache = temp_dir("serve-readiness-cache");
+    std::fs::create_dir_all(repo.join("cnn")).unwrap();
+    let cnn = root().join("tests/data/jax_export/jax-0.10.2/cnn/model.jaxexport");
+    std::fs::copy(cnn, repo.join("cnn/model.jaxexport")).unwrap();
+    std::fs::create_dir_all(repo.join("broken")).unwrap();
+    std::fs::write(repo.join("broken/model.jaxexport"), b"not a model").unwrap();
+    pjrt(&["plugin", "list"]); // (installs the plugins first)
+    let agent = ureq::Agent::new_with_config(ureq::Agent::config_builder().http_status_as_error(false).build());
+    for (strict, want) in [(None, (503, false)), (Some("false"), (200, true))] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_pjrt"));
+        command.args(["serve", "--port", "0", "--no-grpc"]).arg(&repo);
+        if let Some(strict) = strict {
+            command.args(["--strict-readiness", strict]);
+        }
+        let mut child = command
+            .current_dir(root())
+            .env("PJRT_CACHE_DIR", &cache)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let base = line.split_whitespace().find(|w| w.starts_with("http://")).map(str::to_string);
+        let get = |path: &str| {
+            let mut response = agent.get(format!("{}{path}", base.as_deref().unwrap_or_default())).call().unwrap();
+            let body: Value = serde_json::from_slice(&response.body_mut().read_to_vec().unwrap()).unwrap();
+            (response.status().as_u16(), body)
+        };
+        let answers = base.as_ref().map(|_| (get("/v2/health/ready"), get("/v2/models/cnn/ready").0));
+        // SAFETY: kill(2) on the pid of a child this test spawned and has not yet waited for.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(line.starts_with("serving 1 model(s) on http://") && line.contains("1 failed to load"), "{line:?}");
+        let ((status, ready), cnn) = answers.unwrap();
+        assert_eq!((status, ready["ready"].as_bool()), (want.0, Some(want.1)), "{strict:?}: {ready}");
+        assert_eq!(cnn, 200, "{strict:?}");
+        assert!(out.status.success() && stderr.contains("\"broken\""), "{stderr}");
+    }
+}

@@ -274,7 +274,7 @@ fn peak_memory_under_hostile_bodies_stays_within_the_budget() {
             Box::new(|server| {
                 let answer = server.grpc_infer(&grpc_nope);
                 // NOT_FOUND.
-                assert!(answer.code == 5 && answer.message.contains("no model"), "{answer:?}");
+                assert!(answer.code == 5 && answer.message.contains("Request for unknown model"), "{answer:?}");
             }),
         ),
         (

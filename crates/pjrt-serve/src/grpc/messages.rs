@@ -262,7 +262,7 @@ pub struct ModelIndex {
     /// Its version.
     #[prost(string, tag = "2")]
     pub version: String,
-    /// `READY` or `UNAVAILABLE`.
+    /// `READY`, `LOADING` or `UNAVAILABLE`.
     #[prost(string, tag = "3")]
     pub state: String,
     /// Why it is not ready.
@@ -281,7 +281,7 @@ pub struct RepositoryIndexResponse {
 /// `ModelRepositoryParameter`: one value of a load or unload parameter map.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ModelRepositoryParameter {
-    /// The value (any is refused: none is implemented).
+    /// The value.
     #[prost(oneof = "RepositoryParameterChoice", tags = "1, 2, 3, 4")]
     pub parameter_choice: Option<RepositoryParameterChoice>,
 }
@@ -312,7 +312,8 @@ pub struct RepositoryModelRequest {
     /// The model.
     #[prost(string, tag = "2")]
     pub model_name: String,
-    /// Parameters (refused when given).
+    /// Parameters: a load's `config` (`string_param`, a JSON model config), an unload's
+    /// `unload_dependents` (`bool_param`); others are refused by name.
     #[prost(map = "string, message", tag = "3")]
     pub parameters: HashMap<String, ModelRepositoryParameter>,
 }

@@ -2,13 +2,15 @@
 //! service and field numbers `tritonclient.grpc` speaks): server live/ready/metadata, model
 //! ready/metadata/config, infer, model statistics (Triton's statistics extension), and the
 //! repository index, load and unload. Its other calls (streaming inference, shared memory,
-//! trace, log settings) answer UNIMPLEMENTED.
+//! trace, log settings) answer UNIMPLEMENTED. Beside it, the standard health service
+//! ([`health`], `grpc.health.v1.Health`).
 //!
 //! The messages ([`messages`]) are declared with prost's derive, from the service's published
 //! definition: no code generation, no `.proto` file in the tree. `ModelInfer` is read by hand
 //! from its encoded bytes (`wire.rs`), bounded; the service (`service.rs`) routes the calls and
 //! turns a `ServeError` into a `Status` through one `From`.
 
+pub mod health;
 pub mod messages;
 mod service;
 mod statistics;

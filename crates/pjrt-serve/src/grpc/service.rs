@@ -15,8 +15,9 @@ use http_body_util::BodyExt as _;
 use crate::budget::{Budgeted, Reservation};
 use crate::error::ServeError;
 use crate::state::Shared;
-use crate::{auth, dispatch, repository};
+use crate::{auth, control, dispatch, repository};
 
+use super::health::check as health_check;
 use super::messages::*;
 use super::statistics::model_statistics;
 use super::wire;
@@ -39,10 +40,6 @@ impl From<ServeError> for Status {
         status.set_source(Arc::new(e));
         status
     }
-}
-
-fn bad(message: impl Into<String>) -> ServeError {
-    ServeError::BadRequest(message.into())
 }
 
 /// A unary handler as tonic's `UnaryService`.
@@ -97,7 +94,10 @@ where
         let open = shared.options.open_health_and_metrics
             && matches!(
                 request.uri().path(),
-                "/inference.GRPCInferenceService/ServerLive" | "/inference.GRPCInferenceService/ServerReady"
+                "/inference.GRPCInferenceService/ServerLive"
+                    | "/inference.GRPCInferenceService/ServerReady"
+                    | "/grpc.health.v1.Health/Check"
+                    | "/grpc.health.v1.Health/Watch"
             );
         if !open && !auth::authorized(&shared.options, request.headers().get("authorization")) {
             let status = Status::from(ServeError::Unauthorized);
@@ -142,6 +142,14 @@ where
             "/inference.GRPCInferenceService/RepositoryIndex" => unary!(repository_index),
             "/inference.GRPCInferenceService/RepositoryModelLoad" => unary!(repository_load),
             "/inference.GRPCInferenceService/RepositoryModelUnload" => unary!(repository_unload),
+            "/grpc.health.v1.Health/Check" => unary!(health_check),
+            "/grpc.health.v1.Health/Watch" => {
+                let status = Status::unimplemented(
+                    "grpc.health.v1.Health/Watch is not implemented by pjrt serve: call Check (as Kubernetes' gRPC \
+                     probes do)",
+                );
+                Box::pin(async move { Ok(status.into_http()) })
+            }
             path => {
                 let status = Status::unimplemented(format!("{path} is not implemented by pjrt serve"));
                 Box::pin(async move { Ok(status.into_http()) })
@@ -195,8 +203,8 @@ async fn server_live(_: Arc<Shared>, _: Request<ServerLiveRequest>) -> Result<Re
     Ok(Response::new(ServerLiveResponse { live: true }))
 }
 
-async fn server_ready(_: Arc<Shared>, _: Request<ServerReadyRequest>) -> Result<Response<ReadyResponse>, Status> {
-    Ok(Response::new(ReadyResponse { ready: true }))
+async fn server_ready(shared: Arc<Shared>, _: Request<ServerReadyRequest>) -> Result<Response<ReadyResponse>, Status> {
+    Ok(Response::new(ReadyResponse { ready: repository::server_ready(&shared).is_ok() }))
 }
 
 async fn server_metadata(
@@ -219,9 +227,11 @@ fn version_of(v: &str) -> Option<&str> {
     Some(v).filter(|v| !v.is_empty())
 }
 
+/// Ready or not for a model of the index (loading, failed, unloaded: not ready); an unknown
+/// model is `NOT_FOUND`, in Triton's words.
 async fn model_ready(shared: Arc<Shared>, request: Request<ModelRequest>) -> Result<Response<ReadyResponse>, Status> {
     let r = request.into_inner();
-    let ready = dispatch::find_model(&shared, &r.name, version_of(&r.version)).is_ok();
+    let ready = repository::model_ready(&shared, &r.name, version_of(&r.version))?.is_none();
     Ok(Response::new(ReadyResponse { ready }))
 }
 
@@ -256,13 +266,6 @@ async fn model_config(
     let r = request.into_inner();
     let model = dispatch::find_model(&shared, &r.name, version_of(&r.version))?.model;
     Ok(Response::new(ModelConfigResponse { config: Some(crate::model_config::of(&shared, &model)) }))
-}
-
-fn refuse_parameters<V>(parameters: &HashMap<String, V>, what: &str) -> Result<(), ServeError> {
-    match parameters.keys().next() {
-        Some(key) => Err(bad(format!("{what}: parameter {key:?} is not supported here"))),
-        None => Ok(()),
-    }
 }
 
 async fn model_infer(
@@ -321,33 +324,48 @@ async fn repository_index(
     let models = repository::index(&shared, ready_only)
         .into_iter()
         .map(|m| ModelIndex {
-            state: if m.reason.is_none() { "READY" } else { "UNAVAILABLE" }.into(),
+            state: m.state.into(),
             name: m.name,
             version: m.version.unwrap_or_default(),
-            reason: m.reason.unwrap_or_default(),
+            reason: m.reason,
         })
         .collect();
     Ok(Response::new(RepositoryIndexResponse { models }))
 }
 
+/// A repository call's parameters as model control reads them.
+fn control_params(parameters: HashMap<String, ModelRepositoryParameter>) -> Vec<(String, control::Param)> {
+    let value = |p: ModelRepositoryParameter| match p.parameter_choice {
+        Some(RepositoryParameterChoice::StringParam(text)) => control::Param::Text(text),
+        Some(RepositoryParameterChoice::BoolParam(_)) => control::Param::Bool,
+        Some(RepositoryParameterChoice::Int64Param(_)) => control::Param::Other("int64_param"),
+        Some(RepositoryParameterChoice::BytesParam(_)) => control::Param::Other("bytes_param"),
+        None => control::Param::Other("no value"),
+    };
+    parameters.into_iter().map(|(key, p)| (key, value(p))).collect()
+}
+
+/// A load, with Triton's `config` parameter (`string_param`: a JSON model config) if given.
 async fn repository_load(
     shared: Arc<Shared>,
     request: Request<RepositoryModelRequest>,
 ) -> Result<Response<RepositoryModelLoadResponse>, Status> {
     let r = request.into_inner();
     repository::check_model_control(&shared)?;
-    refuse_parameters(&r.parameters, "the load request")?;
-    repository::load_by_name(shared, r.model_name).await?;
+    let config = control::load_config(&r.model_name, control_params(r.parameters))?;
+    repository::load_by_name(shared, r.model_name, config).await?;
     Ok(Response::new(RepositoryModelLoadResponse {}))
 }
 
+/// An unload (`unload_dependents`, which `tritonclient.grpc` always sends, is taken: this server
+/// has no ensembles).
 async fn repository_unload(
     shared: Arc<Shared>,
     request: Request<RepositoryModelRequest>,
 ) -> Result<Response<RepositoryModelUnloadResponse>, Status> {
     let r = request.into_inner();
     repository::check_model_control(&shared)?;
-    refuse_parameters(&r.parameters, "the unload request")?;
+    control::unload_params(control_params(r.parameters))?;
     repository::unload_by_name(&shared, &r.model_name)?;
     Ok(Response::new(RepositoryModelUnloadResponse {}))
 }

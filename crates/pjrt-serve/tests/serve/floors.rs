@@ -25,7 +25,8 @@ const FLOORS: &[&str] = &[
     "compile",      // a request's new shapes compiled outside the device slots
     "batching",     // dynamic batching: a batcher per batched model
     "dispatch",     // a request from either front end: found, admitted, decoded, run
-    "repository",   // loading, unloading and the index of models, model control
+    "repository",   // loading, unloading and the index of models, model control, readiness
+    "control",      // model control's parameters (a load's config override), from either front end
     "model_config", // Triton's model configuration of a served model: its messages, as JSON
     "listen",       // the connections of a port: limits, timeouts, TLS, graceful shutdown
     "http",         // the HTTP/REST front end (axum)

@@ -8,8 +8,10 @@ mod floors;
 mod grpc_client;
 mod grpc_infer;
 mod harness;
+mod health;
 mod hostile;
 mod model_config;
+mod model_control;
 mod replicas;
 mod shapes;
 mod statistics;
@@ -147,8 +149,18 @@ fn bad_requests_are_answered_400_or_404_naming_what_is_wrong() {
     let x = |datatype: &str, shape: Value, data: Value| json!({ "inputs": [{ "name": "x", "datatype": datatype, "shape": shape, "data": data }] });
     let ones = json!(vec![1.0; 32]);
     let cases: Vec<(&str, Value, u16, &str)> = vec![
-        ("/v2/models/nope/infer", x("FP32", json!([4, 8]), ones.clone()), 404, "no model \"nope\""),
-        ("/v2/models/mlp/versions/7/infer", x("FP32", json!([4, 8]), ones.clone()), 404, "no version \"7\""),
+        (
+            "/v2/models/nope/infer",
+            x("FP32", json!([4, 8]), ones.clone()),
+            404,
+            "Request for unknown model: 'nope' is not found (served models: mlp, mlp_batch)",
+        ),
+        (
+            "/v2/models/mlp/versions/7/infer",
+            x("FP32", json!([4, 8]), ones.clone()),
+            404,
+            "Request for unknown model: 'mlp' version 7 is not found",
+        ),
         ("/v2/models/mlp/infer", x("FP64", json!([4, 8]), ones.clone()), 400, "is FP64, but the model takes FP32"),
         ("/v2/models/mlp/infer", x("FP32", json!([8, 4]), ones.clone()), 400, "has shape [8, 4]"),
         ("/v2/models/mlp/infer", x("FP32", json!([4, 8]), json!([1.0, 2.0])), 400, "has 2 elements"),
@@ -322,8 +334,9 @@ fn the_repository_extension_indexes_loads_and_unloads() {
     assert!(reason.contains("model.jaxexport") && !reason.contains(repo.to_str().unwrap()), "{reason}");
     let (status, _) = server.post_json("/v2/repository/models/mlp/unload", &json!({}));
     assert_eq!(status, 200);
+    // Unloaded: in the index, not ready.
     let (status, _) = server.get_json("/v2/models/mlp/ready");
-    assert_eq!(status, 404);
+    assert_eq!(status, 503);
     let (status, answer) = server.post_json("/v2/repository/models/mlp/load", &json!({}));
     assert_eq!(status, 200, "{answer}");
     let (status, _) = server.get_json("/v2/models/mlp/ready");
@@ -334,6 +347,7 @@ fn the_repository_extension_indexes_loads_and_unloads() {
     let (status, answer) = server.post_json("/v2/repository/models/broken/load", &json!({}));
     let message = answer["error"].as_str().unwrap();
     assert_eq!(status, 400, "{answer}");
+    assert!(message.starts_with("failed to load 'broken': "), "{message}");
     assert!(message.contains("model.jaxexport") && !message.contains(repo.to_str().unwrap()), "{message}");
 }
 
@@ -351,7 +365,7 @@ fn load_errors_name_no_paths_and_tell_no_folders_apart() {
     for name in ["missing", "notes", "file"] {
         let (status, answer) = server.post_json(&format!("/v2/repository/models/{name}/load"), &json!({}));
         assert_eq!(status, 404, "{name}: {answer}");
-        assert_eq!(answer["error"], format!("no model \"{name}\" in the repository"), "{name}");
+        assert_eq!(answer["error"], format!("failed to load '{name}': no model folder '{name}' in the repository"));
     }
     let (status, answer) = server.post_json("/v2/repository/models/.git/load", &json!({}));
     assert_eq!(status, 400, "{answer}");

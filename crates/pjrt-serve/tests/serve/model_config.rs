@@ -150,10 +150,10 @@ fn http_configs_have_tritons_shape_and_agree_with_the_metadata() {
     assert_eq!((status, &versioned), (200, &http_config(&server, "shared_dim")));
     let (status, answer) = server.get_json("/v2/models/shared_dim/versions/2/config");
     assert_eq!(status, 404, "{answer}");
-    assert!(answer["error"].as_str().unwrap().contains("no version \"2\""), "{answer}");
+    assert!(answer["error"].as_str().unwrap().contains("'shared_dim' version 2 is not found"), "{answer}");
     let (status, answer) = server.get_json("/v2/models/nope/config");
     assert_eq!(status, 404, "{answer}");
-    assert!(answer["error"].as_str().unwrap().contains("no model \"nope\""), "{answer}");
+    assert!(answer["error"].as_str().unwrap().contains("Request for unknown model: 'nope' is not found"), "{answer}");
 
     let (_, metadata) = server.get_json("/v2");
     assert!(metadata["extensions"].as_array().unwrap().contains(&json!("model_configuration")), "{metadata}");
@@ -215,7 +215,7 @@ fn grpc_configs_are_the_http_ones() {
     assert_eq!(unknown.code, 5, "NOT_FOUND: {unknown:?}");
     let unknown = server.grpc("ModelConfig", &ModelConfigRequest { name: "nope".into(), version: String::new() }, &[]);
     assert_eq!(unknown.code, 5, "NOT_FOUND: {unknown:?}");
-    assert!(unknown.message.contains("no model \"nope\""), "{unknown:?}");
+    assert!(unknown.message.contains("Request for unknown model: 'nope' is not found"), "{unknown:?}");
 
     let answer = server.grpc("ServerMetadata", &ServerMetadataRequest {}, &[]);
     let metadata = ServerMetadataResponse::decode(&answer.body[..]).unwrap();
