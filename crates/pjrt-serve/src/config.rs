@@ -183,6 +183,13 @@ impl std::fmt::Display for DimBound {
 /// by our names (`max_queue_delay_ms`, `preferred_batch_sizes`) or by Triton's, in its units
 /// (`max_queue_delay_microseconds`, `preferred_batch_size`); one name per knob.
 ///
+/// A config in Triton's terms says the same at its top level: `max_batch_size` over 0 (a
+/// number, or a string of one as protobuf's JSON writes it) declares the first dimension a
+/// batch of independent rows, as Triton's models do, and batches requests without waiting;
+/// `dynamic_batching` (with `preferred_batch_size`, `max_queue_delay_microseconds`) sets the
+/// window. `max_batch_size` 0 is no batching. A config gives `batching` or Triton's fields, not
+/// both.
+///
 /// ```
 /// let b = pjrt_serve::config::BatchingConfig::new(8);
 /// assert_eq!(b.buckets(), [1, 2, 4, 8]);
@@ -279,6 +286,61 @@ impl BatchingConfig {
                 list.flatten().ok_or_else(|| format!("{what}: {key:?} must be a list of row counts (1 or more)"))?;
         }
         Ok(config)
+    }
+    /// Triton's top-level `max_batch_size` and `dynamic_batching` of a config (either given):
+    /// the batching they declare, `None` for `max_batch_size` 0.
+    fn from_triton(
+        max_batch_size: Option<&Value>,
+        dynamic_batching: Option<&Value>,
+        what: &str,
+    ) -> Result<Option<BatchingConfig>, String> {
+        // Protobuf's JSON writes 64-bit integers as strings, and takes either for any integer.
+        let count = |key: &str, v: &Value| {
+            v.as_u64()
+                .or_else(|| v.as_str().and_then(|s| s.parse::<u64>().ok()))
+                .ok_or_else(|| format!("{what}: {key:?} must be a whole number (or a string of one), not {v}"))
+        };
+        let max_batch_size = match max_batch_size {
+            None => 0,
+            Some(v) => usize::try_from(count("max_batch_size", v)?).unwrap_or(usize::MAX),
+        };
+        if max_batch_size == 0 {
+            return match dynamic_batching {
+                None => Ok(None),
+                Some(_) => Err(format!(
+                    "{what}: \"dynamic_batching\" needs \"max_batch_size\" over 0 (the most rows of an execution), as \
+                     Triton's does"
+                )),
+            };
+        }
+        // Without dynamic_batching Triton runs each request as it comes: no gathering window.
+        let mut config =
+            BatchingConfig { max_queue_delay: std::time::Duration::ZERO, ..BatchingConfig::new(max_batch_size) };
+        let Some(dynamic) = dynamic_batching else { return Ok(Some(config)) };
+        let Value::Object(d) = dynamic else { return Err(format!("{what}: \"dynamic_batching\" must be an object")) };
+        const KNOWN: [&str; 2] = ["preferred_batch_size", "max_queue_delay_microseconds"];
+        if let Some(key) = d.keys().find(|k| !KNOWN.contains(&k.as_str())) {
+            return Err(format!(
+                "{what}: dynamic_batching's {key:?} is not supported by pjrt serve (known: {})",
+                KNOWN.join(", ")
+            ));
+        }
+        if let Some(v) = d.get("max_queue_delay_microseconds") {
+            config.max_queue_delay = std::time::Duration::from_micros(count("max_queue_delay_microseconds", v)?);
+        }
+        if let Some(v) = d.get("preferred_batch_size") {
+            let sizes = v.as_array().ok_or_else(|| format!("{what}: \"preferred_batch_size\" must be a list"))?;
+            config.preferred_batch_sizes = sizes
+                .iter()
+                .map(|n| count("preferred_batch_size", n).map(|n| usize::try_from(n).unwrap_or(usize::MAX)))
+                .collect::<Result<_, _>>()?;
+            if let Some(&n) = config.preferred_batch_sizes.iter().find(|&&n| n == 0 || n > max_batch_size) {
+                return Err(format!(
+                    "{what}: preferred_batch_size {n} is not between 1 and max_batch_size ({max_batch_size})"
+                ));
+            }
+        }
+        Ok(Some(config))
     }
 }
 
@@ -391,7 +453,7 @@ impl ModelConfig {
         let Value::Object(json) = json else {
             return Err(bad(format!("{} must hold a JSON object", config_path.display())));
         };
-        const KNOWN: [&str; 9] = [
+        const KNOWN: [&str; 11] = [
             "name",
             "version",
             "program",
@@ -401,6 +463,8 @@ impl ModelConfig {
             "batching",
             "symbolic_dims",
             "max_request_shapes",
+            "max_batch_size",
+            "dynamic_batching",
         ];
         if let Some(key) = json.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(bad(format!("{}: unknown field {key:?} (known: {})", config_path.display(), KNOWN.join(", "))));
@@ -454,9 +518,19 @@ impl ModelConfig {
             params,
             input_names: names("inputs")?,
             output_names: names("outputs")?,
-            batching: match json.get("batching") {
-                None => None,
-                Some(b) => Some(BatchingConfig::from_json(b, &config_path.display().to_string()).map_err(bad)?),
+            batching: {
+                let what = config_path.display().to_string();
+                let triton = (json.get("max_batch_size"), json.get("dynamic_batching"));
+                match (json.get("batching"), triton) {
+                    (None, (None, None)) => None,
+                    (Some(b), (None, None)) => Some(BatchingConfig::from_json(b, &what).map_err(bad)?),
+                    (None, (max, dynamic)) => BatchingConfig::from_triton(max, dynamic, &what).map_err(bad)?,
+                    (Some(_), _) => {
+                        return Err(bad(format!(
+                        "{what}: give \"batching\" or Triton's \"max_batch_size\" and \"dynamic_batching\", not both"
+                    )))
+                    }
+                }
             },
             shapes: ShapeLimits::from_json(&json, &config_path.display().to_string()).map_err(bad)?,
         })

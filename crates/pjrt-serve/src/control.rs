@@ -32,11 +32,16 @@ pub(crate) fn load_config(name: &str, mut params: Vec<(String, Param)>) -> Resul
     let mut config = None;
     for (key, value) in params {
         if key.starts_with("file:") {
-            return Err(bad(format!(
-                "file: overrides are not supported: parameter '{key}' would send a file of model '{name}' with the \
-                 request; put the model's files in its folder of the repository and load it by name (with \"config\" \
-                 to override its config.json)"
-            )));
+            // A failed load, as Triton answers a file it cannot take (gRPC INTERNAL, HTTP 500,
+            // "failed to poll from model repository"): its clients check those.
+            return Err(ServeError::load(
+                name,
+                format!(
+                    "failed to poll from model repository: file: overrides are not supported: parameter '{key}' would \
+                     send a file of model '{name}' with the request; put the model's files in its folder of the \
+                     repository and load it by name (with \"config\" to override its config.json)"
+                ),
+            ));
         }
         if key != "config" {
             return Err(bad(format!(
@@ -134,7 +139,9 @@ mod tests {
         assert_eq!(load_config("m", config).unwrap().as_deref(), Some("{}"));
         assert_eq!(load_config("m", Vec::new()).unwrap(), None);
         let file = vec![("file:1/model.onnx".to_string(), Param::Text("AAAA".into()))];
-        assert!(load_config("m", file).unwrap_err().to_string().starts_with("file: overrides are not supported"));
+        let e = load_config("m", file).unwrap_err();
+        assert!(e.to_string().contains("failed to poll from model repository: file: overrides are not supported"));
+        assert_eq!(e.status(), 500);
         let other = vec![("priority".to_string(), Param::Bool)];
         assert!(load_config("m", other).unwrap_err().to_string().contains("'priority'"));
         let typed = vec![("config".to_string(), Param::Other("a number"))];

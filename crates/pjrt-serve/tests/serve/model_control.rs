@@ -117,10 +117,13 @@ fn a_bad_override_fails_the_load_and_changes_nothing() {
     assert!(answer.code == 3 && answer.message.contains("must have string type"), "{answer:?}");
     let file = grpc_request("mlp", vec![("file:1/model.jaxexport", RepositoryParameterChoice::BytesParam(vec![0; 8]))]);
     let answer = server.grpc("RepositoryModelLoad", &file, &[]);
-    assert!(answer.code == 3 && answer.message.starts_with("file: overrides are not supported"), "{answer:?}");
+    // (A failed load in Triton's status and words, which Triton's example client checks: INTERNAL,
+    // "failed to poll from model repository".)
+    assert_eq!(answer.code, 13, "INTERNAL: {answer:?}");
+    assert!(answer.message.contains("failed to poll from model repository: file: overrides are not supported"));
     let body = json!({ "parameters": { "config": "{}", "file:1/model.jaxexport": "AAAA" } });
     let (status, answer) = server.post_json("/v2/repository/models/mlp/load", &body);
-    assert_eq!(status, 400, "{answer}");
+    assert_eq!(status, 500, "{answer}");
     assert!(answer["error"].as_str().unwrap().contains("parameter 'file:1/model.jaxexport'"), "{answer}");
     let body = json!({ "parameters": { "priority": 1 } });
     let (status, answer) = server.post_json("/v2/repository/models/mlp/load", &body);
@@ -193,4 +196,71 @@ fn unknown_models_are_answered_in_tritons_words() {
     assert_eq!(answer["error"], "Request for unknown model: 'nope' is not found (served models: mlp, mlp_batch)");
     let answer = server.grpc("ModelMetadata", &ModelRequest { name: "nope".into(), version: String::new() }, &[]);
     assert!(answer.code == 5 && answer.message.starts_with("Request for unknown model: 'nope' is not found"));
+}
+
+/// Triton's batching fields at a config's top level, as Triton's example clients override a
+/// config (`{"max_batch_size":"16"}`: a string, as protobuf's JSON writes integers):
+/// `max_batch_size` alone batches without a window, `dynamic_batching` sets its knobs, and
+/// what Triton's fields cannot mean here is refused by name.
+#[test]
+fn tritons_batching_fields_configure_batching() {
+    let dir = crate::harness::temp_dir("triton-batching");
+    let simple = dir.join("simple");
+    std::fs::create_dir_all(&simple).unwrap();
+    let model = crate::harness::data("jax_export/symbolic/jax-0.10.2/add_sub/model.jaxexport");
+    std::fs::copy(model, simple.join("model.jaxexport")).unwrap();
+    let names = r#""inputs": ["INPUT0", "INPUT1"], "outputs": ["OUTPUT0", "OUTPUT1"]"#;
+    std::fs::write(simple.join("config.json"), format!(r#"{{{names}, "max_batch_size": 8}}"#)).unwrap();
+    let options = ServerOptions::default().with_model_control(true).with_repository(&dir);
+    let server = pjrt_serve::Server::new(crate::harness::client(), options);
+    assert!(server.load_repository(&dir).unwrap().is_empty());
+    let server = Running::start(server);
+    let config = |server: &Running| server.get_json("/v2/models/simple/config").1;
+    let first = config(&server);
+    assert_eq!(first["max_batch_size"], 8, "{first}");
+    assert_eq!(first["dynamic_batching"]["max_queue_delay_microseconds"], 0, "{first}");
+    assert_eq!(first["input"][0]["dims"], json!([16]), "{first}");
+
+    let (status, answer) = load_with(&server, "simple", &format!(r#"{{{names}, "max_batch_size": "16"}}"#));
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(config(&server)["max_batch_size"], 16);
+    let dynamic = r#""dynamic_batching": {"preferred_batch_size": [2, "4"], "max_queue_delay_microseconds": "500"}"#;
+    let (status, answer) = load_with(&server, "simple", &format!(r#"{{{names}, "max_batch_size": 8, {dynamic}}}"#));
+    assert_eq!(status, 200, "{answer}");
+    let batched = config(&server);
+    assert_eq!(batched["dynamic_batching"]["preferred_batch_size"], json!([2, 4, 8]), "{batched}");
+    assert_eq!(batched["dynamic_batching"]["max_queue_delay_microseconds"], 500, "{batched}");
+    // Requests run batched, with the export's answers.
+    let rows: Vec<i32> = (0..48).collect();
+    let input = |name: &str| json!({ "name": name, "datatype": "INT32", "shape": [3, 16], "data": rows });
+    let request = json!({ "inputs": [input("INPUT0"), input("INPUT1")] });
+    let (status, answer) = server.post_json("/v2/models/simple/infer", &request);
+    assert_eq!(status, 200, "{answer}");
+    let doubled: Vec<i64> = rows.iter().map(|&v| 2 * i64::from(v)).collect();
+    assert_eq!(answer["outputs"][0]["data"], json!(doubled), "{answer}");
+    assert_eq!(answer["outputs"][1]["data"], json!(vec![0; 48]), "{answer}");
+
+    // max_batch_size 0: not batched.
+    let (status, answer) = load_with(&server, "simple", &format!(r#"{{{names}, "max_batch_size": 0}}"#));
+    assert_eq!(status, 200, "{answer}");
+    let unbatched = config(&server);
+    assert!(unbatched["max_batch_size"] == 0 && unbatched.get("dynamic_batching").is_none(), "{unbatched}");
+
+    for (override_, says) in [
+        (r#"{"dynamic_batching": {}}"#, r#""dynamic_batching" needs "max_batch_size" over 0"#),
+        (r#"{"max_batch_size": 8, "batching": {"batch_independent": true, "max_batch_size": 8}}"#, "not both"),
+        (
+            r#"{"max_batch_size": 8, "dynamic_batching": {"priority_levels": 2}}"#,
+            r#""priority_levels" is not supported"#,
+        ),
+        (
+            r#"{"max_batch_size": 4, "dynamic_batching": {"preferred_batch_size": [8]}}"#,
+            "not between 1 and max_batch_size",
+        ),
+        (r#"{"max_batch_size": "many"}"#, "must be a whole number"),
+    ] {
+        let (status, answer) = load_with(&server, "simple", override_);
+        let message = answer["error"].as_str().unwrap_or_default();
+        assert!(status == 400 && message.contains("failed to load 'simple'") && message.contains(says), "{answer}");
+    }
 }
