@@ -4,7 +4,7 @@ over HTTP (binary tensors, its default, and JSON) and over gRPC equal what ``pjr
 for the MLP, the CNN and the shape-polymorphic transformer (at two batch sizes).
 
 Python is only the client here: the server is the ``pjrt`` binary. ``.ci/run`` makes the
-virtual environment (``python3 -m venv DIR && DIR/bin/pip install 'tritonclient[http,grpc]' numpy``)
+virtual environment (``python3 -m venv DIR && DIR/bin/pip install -r tools/serving-clients.txt``)
 and runs:
 
     DIR/bin/python tools/check_tritonclient.py --pjrt target/debug/pjrt

@@ -21,7 +21,7 @@ use crate::metrics::Loaded;
 use crate::model::TensorSpec;
 use crate::protocol::{
     check_bools, decode_checked, decode_header, error_body, infer_response_parts, short_binary, short_header,
-    unclaimed, Header, InferRequest,
+    unclaimed, Header, InferRequest, EXTENSIONS,
 };
 use crate::state::Shared;
 use crate::{auth, control, dispatch, repository};
@@ -77,10 +77,10 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/v2/models/{name}/versions/{version}/stats", get(model_statistics))
         .fallback(|request: Request| async move {
             let e = ServeError::NotFound(format!(
-                "{} {} is not a route of this server (the Open Inference Protocol's, Triton's binary data, repository \
-                 and statistics extensions, /metrics)",
+                "{} {} is not a route of this server (the Open Inference Protocol's, its extensions {}, /metrics)",
                 request.method(),
-                request.uri().path()
+                request.uri().path(),
+                EXTENSIONS.join(", ")
             ));
             unread(request.headers(), e.into_response())
         })
@@ -142,7 +142,7 @@ async fn server_metadata() -> Response {
     json_response(json!({
         "name": "pjrt-serve",
         "version": env!("CARGO_PKG_VERSION"),
-        "extensions": ["binary_tensor_data", "model_repository", "model_configuration", "statistics"],
+        "extensions": EXTENSIONS,
     }))
 }
 

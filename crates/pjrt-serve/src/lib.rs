@@ -1,7 +1,9 @@
 //! `pjrt-serve`: a model server for `jax.export` models on any PJRT plugin, without Python,
 //! speaking the Open Inference Protocol (KServe v2, as NVIDIA Triton does) over HTTP/REST,
-//! with Triton's binary tensor data and model repository extensions, and over gRPC as Triton's
-//! `inference.GRPCInferenceService` ([`Server::serve_grpc`], [`grpc`]).
+//! with Triton's binary tensor data, model repository, model configuration and statistics
+//! extensions and its metric names, and over gRPC as Triton's
+//! `inference.GRPCInferenceService` ([`Server::serve_grpc`], [`grpc`]) beside the standard
+//! health service.
 //!
 //! A [`Server`] holds a client and the models loaded onto it ([`Server::load`], from
 //! [`ModelConfig`]s: a model repository folder or `NAME=PATH` specs); [`Server::router`] is its

@@ -214,12 +214,7 @@ async fn server_metadata(
     Ok(Response::new(ServerMetadataResponse {
         name: "pjrt-serve".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        extensions: vec![
-            "binary_tensor_data".into(),
-            "model_repository".into(),
-            "model_configuration".into(),
-            "statistics".into(),
-        ],
+        extensions: crate::protocol::EXTENSIONS.iter().map(|e| e.to_string()).collect(),
     }))
 }
 

@@ -20,6 +20,11 @@ pub use encode::{encode_infer_response, error_body};
 
 pub use crate::error::ProtocolError;
 
+/// The protocol extensions this server has, as `GET /v2` and gRPC `ServerMetadata` list them
+/// (Triton's names; `perf_analyzer` reads server statistics only where `statistics` is listed).
+pub(crate) const EXTENSIONS: [&str; 4] =
+    ["binary_tensor_data", "model_repository", "model_configuration", "statistics"];
+
 fn err<T>(message: impl Into<String>) -> Result<T, ProtocolError> {
     Err(ProtocolError(message.into()))
 }
