@@ -12,9 +12,20 @@ use serde_json::{json, Value};
 use crate::harness::npy;
 use crate::{serve, ServerOptions};
 
-/// Posts `header` then `binary` as a chunked body of `chunk`-byte chunks; the status and the
-/// JSON answer.
+/// Posts `header` then `binary` as a chunked body of `chunk`-byte chunks, each written (and
+/// flushed) on its own; the status and the JSON answer.
 fn post_chunked(address: &str, header: &[u8], binary: &[u8], chunk: usize) -> (u16, Value) {
+    post(address, header, binary, chunk, false)
+}
+
+/// As [`post_chunked`], the whole request written at once: for a body the server answers before
+/// its end (a bad JSON header), which it then does not read (the connection closes after the
+/// answer), so that no write of the client's meets the closed connection.
+fn post_chunked_at_once(address: &str, header: &[u8], binary: &[u8], chunk: usize) -> (u16, Value) {
+    post(address, header, binary, chunk, true)
+}
+
+fn post(address: &str, header: &[u8], binary: &[u8], chunk: usize, at_once: bool) -> (u16, Value) {
     let mut stream = TcpStream::connect(address).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let head = format!(
@@ -22,15 +33,19 @@ fn post_chunked(address: &str, header: &[u8], binary: &[u8], chunk: usize) -> (u
          Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
         header.len()
     );
-    stream.write_all(head.as_bytes()).unwrap();
     let body = [header, binary].concat();
+    let mut pieces = vec![head.into_bytes()];
     for part in body.chunks(chunk) {
-        stream.write_all(format!("{:x}\r\n", part.len()).as_bytes()).unwrap();
-        stream.write_all(part).unwrap();
-        stream.write_all(b"\r\n").unwrap();
+        pieces.push([format!("{:x}\r\n", part.len()).as_bytes(), part, b"\r\n"].concat());
+    }
+    pieces.push(b"0\r\n\r\n".to_vec());
+    if at_once {
+        pieces = vec![pieces.concat()];
+    }
+    for piece in pieces {
+        stream.write_all(&piece).unwrap();
         stream.flush().unwrap();
     }
-    stream.write_all(b"0\r\n\r\n").unwrap();
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer).unwrap();
     let text = String::from_utf8_lossy(&answer);
@@ -66,7 +81,7 @@ fn binary_data_sent_in_pieces_is_read_into_its_tensors() {
     assert_eq!(status, 400, "{answer}");
     let message = answer["error"].as_str().unwrap_or_default();
     assert!(message.contains("5 bytes of binary data follow the inputs that no input claims"), "{message}");
-    let (status, answer) = post_chunked(server.address(), &header(128)[..10], &[], 3);
+    let (status, answer) = post_chunked_at_once(server.address(), &header(128)[..10], &[], 3);
     assert_eq!(status, 400, "{answer}");
     // And the server still answers.
     let (status, _) = post_chunked(server.address(), &header(128), &x.data, 16);
