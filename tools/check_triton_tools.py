@@ -20,10 +20,11 @@ What a Triton or KServe user brings, from PyPI (``tools/serving-clients.txt``, p
 - Prometheus: Triton's metric names (``nv_inference_*``) scraped from ``/metrics``.
 
 Python is only the client: the server is the ``pjrt`` binary. ``.ci/run`` makes the virtual
-environment (``python3 -m venv DIR && DIR/bin/pip install -r tools/serving-clients.txt``;
-perf_analyzer also needs Debian's ``libb64-0d``) and runs:
+environments (``python3 -m venv DIR && DIR/bin/pip install -r tools/serving-clients.txt``, and
+KSERVE for ``tools/kserve-clients.txt``: their protobuf pins conflict; perf_analyzer also needs
+Debian's ``libb64-0d``) and runs:
 
-    DIR/bin/python tools/check_triton_tools.py --pjrt target/debug/pjrt
+    DIR/bin/python tools/check_triton_tools.py --pjrt target/debug/pjrt --kserve-python KSERVE/bin/python
 
 It prints what it measured and exits non-zero with the list of what failed.
 """
@@ -60,6 +61,8 @@ SIMPLE_CONFIG = {
 }
 
 FAILURES = []
+# The interpreter tools/check_kserve_sdk.py runs in (--kserve-python).
+KSERVE_PYTHON = sys.executable
 
 
 def check(name):
@@ -153,7 +156,7 @@ def simple_inputs(module, rows=1):
 def kserve_sdk(server, *extra):
     """tools/check_kserve_sdk.py against the server: in a process of its own (KServe's SDK and
     tritonclient.grpc register the same protobuf names, which one process refuses)."""
-    run = subprocess.run([sys.executable, "tools/check_kserve_sdk.py", "--http", server.url, "--grpc",
+    run = subprocess.run([KSERVE_PYTHON, "tools/check_kserve_sdk.py", "--http", server.url, "--grpc",
                           server.grpc_url, *extra], capture_output=True, text=True, timeout=120)
     expect(run.returncode == 0, f"exited {run.returncode}:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
 
@@ -187,7 +190,11 @@ def perf_analyzer(server, protocol, scratch):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--pjrt", required=True, help="the pjrt binary")
+    parser.add_argument("--kserve-python", default=sys.executable,
+                        help="the Python of a virtual environment with KServe's SDK (tools/kserve-clients.txt)")
     args = parser.parse_args()
+    global KSERVE_PYTHON
+    KSERVE_PYTHON = args.kserve_python
     pjrt = os.path.abspath(args.pjrt)
     scratch = tempfile.mkdtemp(prefix="triton-tools-check-")
     repository = os.path.join(scratch, "models")
@@ -197,7 +204,10 @@ def main():
         json.dump(SIMPLE_CONFIG, f)
     os.makedirs(os.path.join(repository, "mlp"))
     shutil.copy(MLP, os.path.join(repository, "mlp", "model.jaxexport"))
-    print(f"tritonclient {version('tritonclient')}, kserve {version('kserve')}, grpcio {version('grpcio')}")
+    kserve = subprocess.run([KSERVE_PYTHON, "-c", "from importlib.metadata import version; print(version('kserve'))"],
+                            capture_output=True, text=True).stdout.strip()
+    print(f"tritonclient {version('tritonclient')}, grpcio {version('grpcio')}, protobuf {version('protobuf')}; "
+          f"kserve {kserve or 'missing'} (in {KSERVE_PYTHON})")
 
     server = Server(pjrt, repository, scratch, "--model-control", "explicit")
     try:
