@@ -50,7 +50,8 @@ pub struct KnownTool {
 ///
 /// The CUDA ones (`cuda12`, `cuda13`, 410-500 MB each) load and compile on machines without a
 /// GPU: they are what pjrt-client's `GpuTarget` compiles with. Each comes with NVIDIA's `ptxas` and
-/// `libdevice` from PyPI, which XLA needs to compile for a GPU.
+/// `libdevice` from PyPI, which XLA needs to compile for a GPU. The TPU one (`tpu`, `libtpu`,
+/// 467 MB) makes TPU topologies and compiles for them without a TPU (`TPU_SKIP_MDS_QUERY=1`).
 pub const KNOWN_PLUGINS: &[KnownPlugin] = &[
     KnownPlugin {
         name: "cpu",
@@ -127,6 +128,21 @@ pub const KNOWN_PLUGINS: &[KnownPlugin] = &[
             },
         ],
         cuda_data_dir: Some("nvidia/cu13"),
+    },
+    // Google's TPU plugin. It loads and makes TPU topologies (and compiles for them) on machines
+    // without a TPU when `TPU_SKIP_MDS_QUERY=1` is set; it then has no device. PyPI has one wheel
+    // per Python tag (cp311 to cp315t), which differ only in their metadata: the installer takes
+    // the first the index lists, and the pin is the library's, checked from the cp311 and cp312
+    // wheels.
+    KnownPlugin {
+        name: "tpu",
+        platform: "tpu",
+        package: "libtpu",
+        version: "0.0.52",
+        library: "libtpu/libtpu.so",
+        sha256: "f86de4d04a058e6b5101f73e0824b95f27e2cec996d2b9191d9cffda75c03077",
+        tools: &[],
+        cuda_data_dir: None,
     },
 ];
 
@@ -262,6 +278,7 @@ mod tests {
         }
         assert_eq!(default_plugin().package, "lammps-jax-pjrt-cpu");
         assert_eq!(known_plugin("cuda13").unwrap().version, "0.11.2", "the GPU machine's build");
+        assert_eq!(known_plugin("tpu").unwrap().library, "libtpu/libtpu.so");
     }
 
     #[test]
