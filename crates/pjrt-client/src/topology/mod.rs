@@ -3,6 +3,7 @@
 
 pub(crate) mod device_description;
 pub(crate) mod gpu_target;
+mod tpu;
 
 use std::ffi::c_char;
 use std::fmt;
