@@ -84,8 +84,11 @@ const TOPOLOGIES: &[Expected] = &[
 ];
 
 fn tpu_plugin() -> Plugin {
-    // Before libtpu makes any topology (it reads the variable then); this binary's only test.
+    // Before libtpu loads or makes any topology; this binary's only test. The second variable
+    // lets libtpu load while another process has it loaded (the CLI tests, in parallel):
+    // otherwise it fails on `/tmp/libtpu_lockfile`, the lock of a TPU there is none of here.
     std::env::set_var("TPU_SKIP_MDS_QUERY", "1");
+    std::env::set_var("ALLOW_MULTIPLE_LIBTPU_LOAD", "1");
     let known = pjrt_plugins::known_plugin("tpu").expect("tpu is a known plugin");
     let path = pjrt_plugins::install_verified(known, |line| eprintln!("{line}"))
         .expect("libtpu installs (pjrt plugin install tpu: 137 MB from PyPI once)");

@@ -31,6 +31,7 @@ mod safetensors_cli;
 mod serve_cli;
 mod serve_limits_cli;
 mod sub_byte_cli;
+mod tpu_cli;
 mod trace_cli;
 mod trust_cli;
 mod ui_cli;

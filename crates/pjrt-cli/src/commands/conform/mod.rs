@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use pjrt_client::{Client, ClientOptions, Error, ErrorCode, Plugin};
+use pjrt_client::{Client, ClientOptions, Error, Plugin};
 use serde_json::{json, Value as Json};
 
 mod checks;
@@ -18,11 +18,12 @@ mod report;
 
 use crate::cli::{ConformArgs, PluginArg};
 use crate::out::outln;
-use crate::plugins::{plugin_is_cuda, resolve_plugin};
+use crate::plugins::{no_device_here, plugin_is_cuda, plugin_is_tpu, resolve_plugin};
 use checks::{
     buffer_checks, buffer_memory_checks, client_checks, compile_checks, compile_options_checks, device_checks,
     executable_metadata_checks, execute_checks, execute_options_checks, extension_checks, gpu_target_checks,
-    kv_store_checks, layouts_checks, newer_api_checks, plugin_table_checks, topology_checks, transfer_manager_checks,
+    kv_store_checks, layouts_checks, newer_api_checks, plugin_table_checks, topology_checks, tpu_topology_checks,
+    transfer_manager_checks,
 };
 pub use report::{diff, diff_json, print_text, read_report, report_json, Problem, Report, Status};
 
@@ -52,9 +53,9 @@ pub fn run_checks(plugin: &Plugin) -> (Json, Report) {
             r.check("client.create", || Ok(format!("{} devices", c.devices().len())));
             c
         }
-        // No device here (a CUDA plugin without a GPU): what needs one is unsupported, the rest
-        // is checked without a client.
-        Err(e) if e.code() == Some(ErrorCode::FailedPrecondition) => {
+        // No device here (a CUDA plugin without a GPU, libtpu without a TPU): what needs one is
+        // unsupported, the rest is checked without a client.
+        Err(e) if no_device_here(&e) => {
             let message = format!("no device: {e}");
             r.check("client.create", || Err(Problem::Unsupported(message.clone())));
             for group in NEEDS_A_CLIENT {
@@ -62,6 +63,9 @@ pub fn run_checks(plugin: &Plugin) -> (Json, Report) {
             }
             if plugin_is_cuda(plugin) {
                 gpu_target_checks(&mut r, plugin);
+            }
+            if plugin_is_tpu(plugin) {
+                tpu_topology_checks(&mut r, plugin);
             }
             return (plugin_json(plugin, None), r);
         }
