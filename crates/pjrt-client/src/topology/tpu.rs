@@ -25,16 +25,6 @@ use crate::plugin::Plugin;
 use crate::sys;
 use crate::topology::Topology;
 
-/// Forwards queries that take only the topology to the extension.
-macro_rules! forward {
-    ($($(#[$m:meta])* $fn:ident -> $ty:ty;)+) => {$(
-        $(#[$m])*
-        pub fn $fn(&self) -> Result<$ty> {
-            self.tpu_topology()?.$fn(self)
-        }
-    )+};
-}
-
 impl Topology {
     /// Takes ownership of a topology the plugin made for the caller.
     ///
@@ -51,38 +41,77 @@ impl Topology {
         })
     }
 
-    forward! {
-        /// The number of processes (hosts) (XLA's `ProcessCount`).
-        process_count -> usize;
-        /// The number of chips each process drives (`ChipsPerProcess`).
-        chips_per_process -> usize;
-        /// The number of cores of the default type on each chip (`CoreCountOfDefaultTypePerChip`).
-        core_count_of_default_type_per_chip -> usize;
-        /// The number of chips (`ChipCount`).
-        chip_count -> usize;
-        /// The number of cores of the default type (`CoreCountOfDefaultType`).
-        core_count_of_default_type -> usize;
-        /// The number of logical devices of the default type (`LogicalDeviceCountOfDefaultType`).
-        logical_device_count_of_default_type -> usize;
-        /// The number of logical devices of the default type on each process
-        /// (`LogicalDeviceCountOfDefaultTypePerProcess`).
-        logical_device_count_of_default_type_per_process -> usize;
-        /// The number of logical devices of the default type on each chip
-        /// (`LogicalDeviceCountOfDefaultTypePerChip`).
-        logical_device_count_of_default_type_per_chip -> usize;
-        /// The number of cores of the default type on each process
-        /// (`CoreCountOfDefaultTypePerProcess`).
-        core_count_of_default_type_per_process -> usize;
-        /// The ids of the processes (`ProcessIds`).
-        process_ids -> Vec<i32>;
-        /// The bounds of the chips one process drives, per dimension (`ChipsPerProcessBounds`).
-        chips_per_process_bounds -> Vec<i32>;
-        /// The bounds of the chips, per dimension (`ChipBounds`).
-        chip_bounds -> Vec<i32>;
-        /// The bounds of the processes, per dimension (`ProcessBounds`).
-        process_bounds -> Vec<i32>;
-        /// Whether this topology is a subslice of a larger one (`is_subslice_topology`).
-        is_subslice_topology -> bool;
+    /// The number of processes (hosts) (XLA's `ProcessCount`).
+    pub fn process_count(&self) -> Result<usize> {
+        self.tpu_topology()?.process_count(self)
+    }
+
+    /// The number of chips each process drives (`ChipsPerProcess`).
+    pub fn chips_per_process(&self) -> Result<usize> {
+        self.tpu_topology()?.chips_per_process(self)
+    }
+
+    /// The number of cores of the default type on each chip (`CoreCountOfDefaultTypePerChip`).
+    pub fn core_count_of_default_type_per_chip(&self) -> Result<usize> {
+        self.tpu_topology()?.core_count_of_default_type_per_chip(self)
+    }
+
+    /// The number of chips (`ChipCount`).
+    pub fn chip_count(&self) -> Result<usize> {
+        self.tpu_topology()?.chip_count(self)
+    }
+
+    /// The number of cores of the default type (`CoreCountOfDefaultType`).
+    pub fn core_count_of_default_type(&self) -> Result<usize> {
+        self.tpu_topology()?.core_count_of_default_type(self)
+    }
+
+    /// The number of logical devices of the default type (`LogicalDeviceCountOfDefaultType`).
+    pub fn logical_device_count_of_default_type(&self) -> Result<usize> {
+        self.tpu_topology()?.logical_device_count_of_default_type(self)
+    }
+
+    /// The number of logical devices of the default type on each process
+    /// (`LogicalDeviceCountOfDefaultTypePerProcess`).
+    pub fn logical_device_count_of_default_type_per_process(&self) -> Result<usize> {
+        self.tpu_topology()?.logical_device_count_of_default_type_per_process(self)
+    }
+
+    /// The number of logical devices of the default type on each chip
+    /// (`LogicalDeviceCountOfDefaultTypePerChip`).
+    pub fn logical_device_count_of_default_type_per_chip(&self) -> Result<usize> {
+        self.tpu_topology()?.logical_device_count_of_default_type_per_chip(self)
+    }
+
+    /// The number of cores of the default type on each process
+    /// (`CoreCountOfDefaultTypePerProcess`).
+    pub fn core_count_of_default_type_per_process(&self) -> Result<usize> {
+        self.tpu_topology()?.core_count_of_default_type_per_process(self)
+    }
+
+    /// The ids of the processes (`ProcessIds`).
+    pub fn process_ids(&self) -> Result<Vec<i32>> {
+        self.tpu_topology()?.process_ids(self)
+    }
+
+    /// The bounds of the chips one process drives, per dimension (`ChipsPerProcessBounds`).
+    pub fn chips_per_process_bounds(&self) -> Result<Vec<i32>> {
+        self.tpu_topology()?.chips_per_process_bounds(self)
+    }
+
+    /// The bounds of the chips, per dimension (`ChipBounds`).
+    pub fn chip_bounds(&self) -> Result<Vec<i32>> {
+        self.tpu_topology()?.chip_bounds(self)
+    }
+
+    /// The bounds of the processes, per dimension (`ProcessBounds`).
+    pub fn process_bounds(&self) -> Result<Vec<i32>> {
+        self.tpu_topology()?.process_bounds(self)
+    }
+
+    /// Whether this topology is a subslice of a larger one (`is_subslice_topology`).
+    pub fn is_subslice_topology(&self) -> Result<bool> {
+        self.tpu_topology()?.is_subslice_topology(self)
     }
 
     /// The ids of the logical devices (of the default type) that process `process_id` drives
