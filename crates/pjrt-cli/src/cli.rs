@@ -414,7 +414,11 @@ pub enum PluginCommand {
     /// Install a known plugin from PyPI into the plugin cache (checks its SHA-256).
     Install {
         /// `cpu` (the default CPU plugin, API 0.115), `cpu-0.106` (an older one), `cuda12` or
-        /// `cuda13` (the CUDA plugins with ptxas and libdevice: compile for GPUs without one).
+        /// `cuda13` (the CUDA plugins with ptxas and libdevice: compile for GPUs without one;
+        /// `cuda12-0.12.0.1` and `cuda13-0.12.0.1`, the newest, API 0.116), `tpu` (libtpu: TPU
+        /// topologies and compiles without a TPU), `rocm7` or `rocm10` (load only where ROCm's
+        /// runtime is installed) or `intel` (with the oneAPI runtime; loads with Level Zero and
+        /// libpython, see `pjrt info --plugin intel`).
         name: String,
         /// Install from these wheel files instead of downloading (offline); each is checked
         /// against the plugin's pinned SHA-256s. The CUDA plugins need two or three wheels.
