@@ -620,6 +620,12 @@ pub struct ConformArgs {
     /// Compare two JSON reports instead of checking a plugin.
     #[arg(long, num_args = 2, value_names = ["A.json", "B.json"])]
     pub diff: Option<Vec<PathBuf>>,
+    /// Print one Markdown table of what the plugin does here instead of the report (docs/plugins.md):
+    /// whether it loads (or what it lacks), API version, attributes, client, a topology without
+    /// devices, an AOT compile for a named target, what fails and what is unsupported. Exit 0 even
+    /// when it does not load.
+    #[arg(long, conflicts_with_all = ["json", "diff"])]
+    pub markdown: bool,
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ mod mlir_text_cli;
 mod multi_device_cli;
 mod npz_cli;
 mod plugin_runtimes_cli;
+mod plugin_tables_cli;
 mod portable_cli;
 mod python_sites_cli;
 mod safetensors_cli;

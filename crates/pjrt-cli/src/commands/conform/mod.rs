@@ -5,8 +5,8 @@
 //!
 //! Files: `mod.rs` runs the groups in order (and reports what needs a client as unsupported when
 //! the plugin has no device here); `report.rs` holds the report, its JSON and text and the diff
-//! of two reports; `checks/` has one file per group of checks; `fixtures/` the programs they
-//! compile.
+//! of two reports; `summary.rs` the Markdown table of `--markdown` (docs/plugins.md); `checks/`
+//! has one file per group of checks; `fixtures/` the programs they compile.
 
 use std::path::Path;
 
@@ -15,6 +15,7 @@ use serde_json::{json, Value as Json};
 
 mod checks;
 mod report;
+mod summary;
 
 use crate::cli::{ConformArgs, PluginArg};
 use crate::out::outln;
@@ -149,6 +150,25 @@ pub fn exec(args: &ConformArgs) -> Result<(), crate::error::Error> {
             ))
             .into());
         }
+    }
+    if args.markdown {
+        // A table for docs/plugins.md, also for a plugin that does not load (what it lacks).
+        let name = args.plugin.clone().unwrap_or_else(|| "default".into());
+        let plugin = match resolve_plugin(&PluginArg { plugin: args.plugin.clone() }) {
+            Ok(plugin) => plugin,
+            Err(e) => {
+                let error = crate::error::Error::from(e);
+                let why = match crate::ui::hint(&error) {
+                    Some(hint) => format!("{error} ({hint})"),
+                    None => error.to_string(),
+                };
+                outln!("{}", summary::markdown(&name, Err(&why)))?;
+                return Ok(());
+            }
+        };
+        let (plugin_json, report) = run_checks(&plugin);
+        outln!("{}", summary::markdown(&name, Ok(&report_json(plugin_json, &report))))?;
+        return Ok(());
     }
     let plugin = resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?;
     let (plugin_json, report) = run_checks(&plugin);
