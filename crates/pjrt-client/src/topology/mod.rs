@@ -3,7 +3,6 @@
 
 pub(crate) mod device_description;
 pub(crate) mod gpu_target;
-mod tpu;
 
 use std::ffi::c_char;
 use std::fmt;
@@ -79,6 +78,14 @@ impl Topology {
         pjrt_call!(plugin.api(), PJRT_TopologyDescription_Create, &mut args)?;
         let raw = NonNull::new(args.topology).ok_or_else(|| Error::invalid("the plugin returned no topology"))?;
         Ok(Topology { plugin: plugin.clone(), client: None, raw, owned: true, cuda_data_dir: None })
+    }
+
+    /// Takes ownership of a topology the plugin made for the caller.
+    ///
+    /// # Safety
+    /// `raw` must be a live topology of `plugin` that the caller must destroy, and nobody else.
+    pub(crate) unsafe fn from_owned(plugin: &Plugin, raw: NonNull<sys::PJRT_TopologyDescription>) -> Topology {
+        Topology { plugin: plugin.clone(), client: None, raw, owned: true, cuda_data_dir: None }
     }
 
     /// Rebuilds a topology from [`Topology::serialize`]'s bytes.

@@ -17,27 +17,15 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::ptr::NonNull;
-
 use crate::error::Result;
 use crate::extensions::TpuTopologyExtension;
-use crate::plugin::Plugin;
-use crate::sys;
 use crate::topology::Topology;
 
 impl Topology {
-    /// Takes ownership of a topology the plugin made for the caller.
-    ///
-    /// # Safety
-    /// `raw` must be a live topology of `plugin` that the caller must destroy, and nobody else.
-    pub(crate) unsafe fn from_owned(plugin: &Plugin, raw: NonNull<sys::PJRT_TopologyDescription>) -> Topology {
-        Topology { plugin: plugin.clone(), client: None, raw, owned: true, cuda_data_dir: None }
-    }
-
     /// The TpuTopology extension of this topology's plugin, or [`Error::Unsupported`](crate::Error::Unsupported).
     fn tpu_topology(&self) -> Result<TpuTopologyExtension<'_>> {
-        self.plugin.tpu_topology_extension().ok_or_else(|| {
-            self.plugin.api().unsupported_feature("PJRT_TpuTopology_Extension (only the TPU plugin has it)", 117)
+        self.plugin().tpu_topology_extension().ok_or_else(|| {
+            self.plugin().api().unsupported_feature("PJRT_TpuTopology_Extension (only the TPU plugin has it)", 117)
         })
     }
 

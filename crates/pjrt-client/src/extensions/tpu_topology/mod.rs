@@ -9,7 +9,9 @@
 //! NULL topology, is an [`Error::InvalidArgument`]-style error naming the member, never a value.
 //!
 //! [`Topology`] has one method per query, which finds the extension on the topology's plugin
-//! (see [`Topology::process_count`] and its siblings).
+//! (see [`Topology::process_count`] and its siblings; `topology.rs`).
+
+mod topology;
 
 use std::ptr::NonNull;
 
