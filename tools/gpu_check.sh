@@ -3,7 +3,12 @@
 # Python 3 with jax and jax-cuda13-pjrt 0.11.2 installed. It builds nothing: tools/gpu_prepare.sh
 # made the binaries and the H200 artifact beforehand, into DIR (default target/gpu-check/).
 #
-#   tools/gpu_check.sh [--dry-run] [--dir DIR] [--plugin PATH] [--logs DIR]
+#   tools/gpu_check.sh [--dry-run] [--rocm] [--dir DIR] [--plugin PATH] [--logs DIR]
+#
+# --rocm checks an AMD GPU instead, with JAX's ROCm plugin (jax-rocm7-pjrt or jax-rocm10-pjrt, found
+# as jax_plugins.xla_rocm7 / xla_rocm10, or `pjrt plugin install rocm7` and --plugin PATH) and
+# ROCm's runtime installed: the same parts, platform rocm, rocm-smi instead of nvidia-smi, and no
+# artifact part (the prepared artifact is for an NVIDIA H200). Used only if a ROCm machine appears.
 #
 # Parts, one summary line each ("gpu_check: PART: PASS|FAIL ..."), exit status 1 if any fails:
 #   info       `pjrt info` on the installed CUDA plugin: platform cuda, at least one device
@@ -26,11 +31,13 @@ cd "$(dirname "$0")/.."
 
 dir=target/gpu-check
 dry=0
+gpu=cuda
 plugin=""
 logs=""
 while (($#)); do
     case "$1" in
         --dry-run) dry=1; shift ;;
+        --rocm) gpu=rocm; shift ;;
         --dir) dir="${2:?--dir needs a folder}"; shift 2 ;;
         --plugin) plugin="${2:?--plugin needs a path}"; shift 2 ;;
         --logs) logs="${2:?--logs needs a folder}"; shift 2 ;;
@@ -100,15 +107,19 @@ else
 fi
 
 # ---- the plugin ----------------------------------------------------------------------------
-if [[ -z $plugin ]]; then
-    plugin="$(python3 -c '
-import os, jax_plugins.xla_cuda13 as m
-print(os.path.join(os.path.dirname(m.__file__), "xla_cuda_plugin.so"))' 2>/dev/null)"
-fi
-if [[ -z $plugin || ! -f $plugin ]]; then
-    plugin="$(python3 -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()] + sys.path))' 2>/dev/null \
-        | while read -r base; do [[ -f "$base/jax_plugins/xla_cuda13/xla_cuda_plugin.so" ]] && echo "$base/jax_plugins/xla_cuda13/xla_cuda_plugin.so"; done | head -1)"
-fi
+# The plugin's Python module(s) and library: CUDA 13's, or ROCm's (7, then 10).
+if [[ $gpu == rocm ]]; then modules=(xla_rocm7 xla_rocm10); library=xla_rocm_plugin.so
+else modules=(xla_cuda13); library=xla_cuda_plugin.so; fi
+for module in "${modules[@]}"; do
+    [[ -n $plugin && -f $plugin ]] && break
+    plugin="$(python3 -c "
+import os, jax_plugins.$module as m
+print(os.path.join(os.path.dirname(m.__file__), '$library'))" 2>/dev/null)"
+    if [[ -z $plugin || ! -f $plugin ]]; then
+        plugin="$(python3 -c 'import site, sys; print("\n".join(site.getsitepackages() + [site.getusersitepackages()] + sys.path))' 2>/dev/null \
+            | while read -r base; do [[ -f "$base/jax_plugins/$module/$library" ]] && echo "$base/jax_plugins/$module/$library"; done | head -1)"
+    fi
+done
 
 # ---- the JAX cases -------------------------------------------------------------------------
 # One line per case: NAME DEVICES RUNNABLE(1/0 for CPU-only options) then the pjrt run arguments.
@@ -178,14 +189,14 @@ if ((dry)); then
     cpu_only="$(awk '$3 == 0 { n++ } END { print n + 0 }' <<<"$cases")"
     cat <<EOF
 gpu_check: plan (dry run; nothing is run on a GPU)
-  plugin     ${plugin:-"(none here: found at run time via python3 -c 'import jax_plugins.xla_cuda13')"}
+  plugin     ${plugin:-"(none here: found at run time via python3 -c 'import jax_plugins.${modules[0]}')"} ($gpu)
   info       $pjrt info --plugin PLUGIN --json
   conform    $pjrt conform PLUGIN --json $logs/conform.json
   jax        $pjrt run tests/data/jax/CASE/program.mlir --plugin PLUGIN --input ... --no-cache, for $single cases
              on one device (not run: $multi multi-device cases, $cpu_only with CPU-only XLA options)
   callbacks  PJRT_TEST_PLUGIN=PLUGIN $tests --ignored --exact host_callbacks::send_and_recv_callbacks_on_a_device_plugin
   bench      $pjrt bench dispatch --plugin PLUGIN --iters 5000 --json
-  artifact   $pjrt run $artifact --plugin PLUGIN --input examples/mlp/{b1,b2,w1,w2,x,y}.npy --no-cache $( ((has_artifact)) || echo "(absent here)")
+  artifact   $( [[ $gpu == rocm ]] && echo "not run on ROCm (the artifact is for an NVIDIA H200)" || echo "$pjrt run $artifact --plugin PLUGIN --input examples/mlp/{b1,b2,w1,w2,x,y}.npy --no-cache $( ((has_artifact)) || echo "(absent here)")")
 EOF
     python3 -c 'import numpy' 2>/dev/null || echo "  note: python3 has no numpy here; the GPU machine's (with jax) has"
     if ((single > 0)); then part plan DRY "$single JAX cases on one device; $((SECONDS - started)) s"
@@ -199,12 +210,13 @@ if [[ $profile != release ]]; then
     part setup FAIL "the binaries in $dir are $profile builds; run tools/gpu_prepare.sh without --debug"
 fi
 if [[ -z $plugin || ! -f $plugin ]]; then
-    part setup FAIL "no CUDA plugin found (jax_plugins/xla_cuda13 in python3's site-packages); give --plugin PATH"
+    part setup FAIL "no $gpu plugin found (jax_plugins/{${modules[*]}} in python3's site-packages); give --plugin PATH"
     printf '%s\n' "${summary[@]}" >"$logs/summary.txt"
     exit 1
 fi
 echo "gpu_check: plugin $plugin; logs in $logs"
-command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$logs/nvidia-smi.txt" 2>&1
+if [[ $gpu == rocm ]]; then command -v rocm-smi >/dev/null && rocm-smi --showproductname --showdriverversion >"$logs/rocm-smi.txt" 2>&1
+else command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >"$logs/nvidia-smi.txt" 2>&1; fi
 
 # info
 if timeout "$(cap 60)" "$pjrt" info --plugin "$plugin" --json >"$logs/info.json" 2>"$logs/info.err"; then
@@ -217,8 +229,8 @@ version = d["platform_version"].replace("\n", " ")
 print(d["platform"], len(devs), "|", "platform %s, %d device(s) (%s), API %s, %s" % (d["platform"], len(devs), kinds, d["api_version"], version))' "$logs/info.json")"
     read -r platform ndev _ <<<"$detail"
     detail="${detail#*| }"
-    if [[ $platform == cuda && $ndev -ge 1 ]]; then part info PASS "$detail"
-    else part info FAIL "expected platform cuda with a device: $detail"; fi
+    if [[ $platform == "$gpu" && $ndev -ge 1 ]]; then part info PASS "$detail"
+    else part info FAIL "expected platform $gpu with a device: $detail"; fi
 else
     part info FAIL "exit $? ($(tail -1 "$logs/info.err"))"
     ndev=1
@@ -283,8 +295,10 @@ else
     part bench FAIL "exit $? ($(tail -1 "$logs/bench.err"))"
 fi
 
-# artifact
-if ((has_artifact)); then
+# artifact (for an NVIDIA H200: not a ROCm machine's)
+if [[ $gpu == rocm ]]; then
+    echo "gpu_check: artifact: not run (the prepared artifact was compiled for an NVIDIA H200)"
+elif ((has_artifact)); then
     if timeout "$(cap 60)" "$pjrt" run "$artifact" --plugin "$plugin" --input examples/mlp/{b1,b2,w1,w2,x,y}.npy \
         --output-dir "$logs/artifact" --no-cache --json >"$logs/artifact.json" 2>"$logs/artifact.err"; then
         verdict="$(compare_outputs "$dir/mlp-expected" "$logs/artifact" 2>&1)"

@@ -414,7 +414,11 @@ pub enum PluginCommand {
     /// Install a known plugin from PyPI into the plugin cache (checks its SHA-256).
     Install {
         /// `cpu` (the default CPU plugin, API 0.115), `cpu-0.106` (an older one), `cuda12` or
-        /// `cuda13` (the CUDA plugins with ptxas and libdevice: compile for GPUs without one).
+        /// `cuda13` (the CUDA plugins with ptxas and libdevice: compile for GPUs without one;
+        /// `cuda12-0.12.0.1` and `cuda13-0.12.0.1`, the newest, API 0.116), `tpu` (libtpu: TPU
+        /// topologies and compiles without a TPU), `rocm7` or `rocm10` (load only where ROCm's
+        /// runtime is installed) or `intel` (with the oneAPI runtime; loads with Level Zero and
+        /// libpython, see `pjrt info --plugin intel`).
         name: String,
         /// Install from these wheel files instead of downloading (offline); each is checked
         /// against the plugin's pinned SHA-256s. The CUDA plugins need two or three wheels.
@@ -616,6 +620,12 @@ pub struct ConformArgs {
     /// Compare two JSON reports instead of checking a plugin.
     #[arg(long, num_args = 2, value_names = ["A.json", "B.json"])]
     pub diff: Option<Vec<PathBuf>>,
+    /// Print one Markdown table of what the plugin does here instead of the report (docs/plugins.md):
+    /// whether it loads (or what it lacks), API version, attributes, client, a topology without
+    /// devices, an AOT compile for a named target, what fails and what is unsupported. Exit 0 even
+    /// when it does not load.
+    #[arg(long, conflicts_with_all = ["json", "diff"])]
+    pub markdown: bool,
 }
 
 #[cfg(test)]

@@ -51,6 +51,7 @@ pub mod compiling;
 pub mod error;
 pub mod out;
 pub mod plugins;
+mod runtime_hint;
 mod stderr_watch;
 pub mod trace;
 pub mod ui;

@@ -38,6 +38,22 @@ pub(crate) fn plugin_is_cuda(plugin: &Plugin) -> bool {
         || plugin.path().to_string_lossy().contains("cuda")
 }
 
+/// Whether `plugin` is the TPU plugin: the known one, or a library named `libtpu.so`.
+pub(crate) fn plugin_is_tpu(plugin: &Plugin) -> bool {
+    pjrt_plugins::KNOWN_PLUGINS.iter().any(|k| k.platform == "tpu" && plugin.path().ends_with(k.library))
+        || plugin.path().file_name().is_some_and(|n| n == "libtpu.so")
+}
+
+/// Whether a failed `PJRT_Client_Create` means "no device here" rather than a broken plugin: the
+/// CUDA plugins say FAILED_PRECONDITION ("No visible GPU devices"), libtpu NOT_FOUND ("TPU
+/// initialization failed: No jellyfish device found"). Such a plugin still loads, and what it
+/// answers without a client (attributes, extensions, topologies, compilation) is described.
+pub(crate) fn no_device_here(error: &pjrt_client::Error) -> bool {
+    use pjrt_client::ErrorCode;
+    matches!(error, pjrt_client::Error::Pjrt { .. })
+        && matches!(error.code(), Some(ErrorCode::FailedPrecondition | ErrorCode::NotFound))
+}
+
 /// `--client-option NAME=VALUE` flags as client create options: `true`/`false` a bool, an
 /// integer an int64, anything else a string.
 pub(crate) fn client_options(specs: &[String]) -> Result<ClientOptions, Error> {

@@ -164,6 +164,9 @@ pub fn hint(error: &CliError) -> Option<String> {
     let client = error.client()?;
     match client {
         ClientError::Io { source, .. } | ClientError::Plugins(PluginsError::Io { source, .. }) => io_hint(source),
+        ClientError::Load { path, .. } if crate::runtime_hint::missing_runtime(path, &message).is_some() => {
+            crate::runtime_hint::missing_runtime(path, &message)
+        }
         ClientError::Load { .. } | ClientError::Plugins(PluginsError::NotFound { .. })
             if !message.contains("pjrt plugin install") =>
         {

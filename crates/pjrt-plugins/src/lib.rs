@@ -69,8 +69,8 @@ mod verify;
 mod wheel;
 
 pub use catalog::{
-    cached_path, cuda_data_dir, default_plugin, known_package, known_plugin, KnownPlugin, KnownTool, KNOWN_PLUGINS,
-    OPENBLAS,
+    cached_path, cuda_data_dir, default_plugin, known_package, known_plugin, runtime_library_dirs, KnownPlugin,
+    KnownTool, KNOWN_PLUGINS, OPENBLAS,
 };
 pub use error::{Error, Result};
 pub use install::{install, install_verified, install_with_pip};

@@ -136,8 +136,9 @@ pub fn plugins_in_site_packages(site: &Path) -> Vec<FoundPlugin> {
             found.push(FoundPlugin::new(known.name.to_owned(), Some(known.platform.to_owned()), path, source.clone()));
         }
     }
+    // `tpu` is also a known plugin (found just above, under its name); other layouts are not.
     let tpu = site.join("libtpu").join("libtpu.so");
-    if tpu.is_file() {
+    if tpu.is_file() && !found.iter().any(|f| f.path == tpu) {
         found.push(FoundPlugin::new("tpu".into(), Some("tpu".into()), tpu, source));
     }
     found

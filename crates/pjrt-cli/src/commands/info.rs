@@ -2,11 +2,11 @@
 
 use crate::error::Error;
 use crate::out::outln;
-use pjrt_client::{Client, ClientOptions, ErrorCode, GpuTarget, Value};
+use pjrt_client::{Client, ClientOptions, GpuTarget, Value};
 use serde_json::{json, Value as Json};
 
 use crate::cli::PluginArg;
-use crate::plugins::{plugin_is_cuda, resolve_plugin};
+use crate::plugins::{no_device_here, plugin_is_cuda, resolve_plugin};
 
 /// A plugin or device attribute as JSON.
 fn value_json(value: &Value) -> Json {
@@ -23,11 +23,11 @@ fn value_json(value: &Value) -> Json {
 /// `pjrt info`: loads the plugin `arg` names, makes a client and describes both (JSON with `as_json`).
 pub fn exec(arg: &PluginArg, as_json: bool) -> Result<(), Error> {
     let plugin = resolve_plugin(arg)?;
-    // A plugin without its devices here (the CUDA plugins on a machine without a GPU) refuses
-    // a client with FAILED_PRECONDITION; what it says without one is still described.
+    // A plugin without its devices here (the CUDA plugins on a machine without a GPU, libtpu
+    // without a TPU) refuses a client; what it says without one is still described.
     let (client, no_device) = match Client::new(&plugin, &ClientOptions::new()) {
         Ok(client) => (Some(client), None),
-        Err(e) if e.code() == Some(ErrorCode::FailedPrecondition) => (None, Some(e.to_string())),
+        Err(e) if no_device_here(&e) => (None, Some(e.to_string())),
         Err(e) => return Err(e.into()),
     };
     let mut devices = Vec::new();
@@ -72,7 +72,7 @@ pub fn exec(arg: &PluginArg, as_json: bool) -> Result<(), Error> {
     outln!("API version:  {} ({} functions)", plugin.api_version(), plugin.slot_count())?;
     match (&client, &no_device) {
         (Some(client), _) => outln!("platform:     {} ({})", client.platform_name(), client.platform_version())?,
-        (None, message) => outln!("platform:     no device here ({})", message.as_deref().unwrap_or_default())?,
+        (None, message) => outln!("platform:     no device: {}", message.as_deref().unwrap_or_default())?,
     }
     outln!("extensions:   {}", report["extensions"].as_array().map(|e| e.len()).unwrap_or(0))?;
     if plugin_is_cuda(&plugin) {

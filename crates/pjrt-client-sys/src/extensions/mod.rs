@@ -32,7 +32,7 @@
 //! One file per extension, each with its args structs and its extension struct: `callback.rs`,
 //! `custom_partitioner.rs`, `ffi.rs`, `gpu_custom_call.rs`, `layouts.rs`,
 //! `memory_descriptions.rs`, `phase_compile.rs`, `profiler.rs`, `raw_buffer.rs`, `shardings.rs`,
-//! `stream.rs`, `triton.rs`, `xla_transform.rs`. This file holds what they share: the member
+//! `stream.rs`, `tpu_topology.rs`, `triton.rs`, `xla_transform.rs`. This file holds what they share: the member
 //! tables ([`Extension`], [`ExtMember`]), the known older forms ([`OLDER_FORMS`]) and the
 //! `ext_struct!` macro that declares an extension struct with its member table.
 
@@ -224,6 +224,7 @@ mod profiler;
 mod raw_buffer;
 mod shardings;
 mod stream;
+mod tpu_topology;
 mod triton;
 mod xla_transform;
 
@@ -238,6 +239,7 @@ pub use profiler::*;
 pub use raw_buffer::*;
 pub use shardings::*;
 pub use stream::*;
+pub use tpu_topology::*;
 pub use triton::*;
 pub use xla_transform::*;
 
@@ -264,6 +266,8 @@ mod tests {
             (PJRT_Callback_Extension::STRUCT_SIZE, 40, "Callback"),
             (PJRT_RawBuffer_Extension::STRUCT_SIZE, 80, "RawBuffer"),
             (PJRT_Custom_Partitioner_Extension::STRUCT_SIZE, 40, "Custom_Partitioner"),
+            // The 27 members both header revisions read agree on (libtpu 0.0.52's node is 280).
+            (PJRT_TpuTopology_Extension::STRUCT_SIZE, 240, "TpuTopology"),
         ];
         for (ours, theirs, name) in expected {
             assert_eq!(ours, theirs, "{name}");
@@ -286,6 +290,7 @@ mod tests {
             (PJRT_Callback_Extension::TYPE, 14),
             (PJRT_RawBuffer_Extension::TYPE, 8),
             (PJRT_Custom_Partitioner_Extension::TYPE, 2),
+            (PJRT_TpuTopology_Extension::TYPE, 16),
         ];
         for (ty, value) in types {
             assert_eq!(ty.0, value);
@@ -411,6 +416,50 @@ mod tests {
         for (ours, theirs, name) in expected {
             assert_eq!(ours, theirs, "{name}");
         }
+    }
+
+    /// The TpuTopology args, laid out as XLA's extension header declares them (LP64; none has an
+    /// `extension_start`).
+    #[test]
+    fn tpu_topology_layouts() {
+        use crate::Args as _;
+        let expected: &[(usize, usize, &str)] = &[
+            (PJRT_TpuTopology_Subslice_Args::STRUCT_SIZE, 56, "Subslice"),
+            (PJRT_TpuTopology_IsSubsliceTopology_Args::STRUCT_SIZE, 17, "IsSubsliceTopology"),
+            (PJRT_TpuTopology_SubsliceDeviceIdFromFullDeviceId_Args::STRUCT_SIZE, 48, "SubsliceDeviceId"),
+            (PJRT_TpuTopology_ReplaceHostBounds_Args::STRUCT_SIZE, 40, "ReplaceHostBounds"),
+            (PJRT_TpuTopology_IsEnhancedBarrierEnabled_Args::STRUCT_SIZE, 17, "IsEnhancedBarrierEnabled"),
+            (PJRT_TpuTopology_HasLimitedIciConnectivity_Args::STRUCT_SIZE, 17, "HasLimitedIciConnectivity"),
+            (PJRT_TpuTopology_IsReachableOverLimitedIci_Args::STRUCT_SIZE, 25, "IsReachableOverLimitedIci"),
+            (PJRT_TpuTopology_ProcessCount_Args::STRUCT_SIZE, 20, "ProcessCount"),
+            (PJRT_TpuTopology_CoreCountPerProcess_Args::STRUCT_SIZE, 20, "CoreCountPerProcess"),
+            (PJRT_TpuTopology_ProcessIds_Args::STRUCT_SIZE, 40, "ProcessIds"),
+            (PJRT_TpuTopology_LogiDeviceIdsOnProcess_Args::STRUCT_SIZE, 40, "LogiDeviceIdsOnProcess"),
+            (PJRT_TpuTopology_ProcIdAndIdxOnProcForChip_Args::STRUCT_SIZE, 28, "ProcIdAndIdxOnProcForChip"),
+            (PJRT_TpuTopology_ProcIdAndIdxOnProcForLogiDevice_Args::STRUCT_SIZE, 28, "ProcIdAndIdxForLogiDevice"),
+            (PJRT_TpuTopology_ProcessCoordFromId_Args::STRUCT_SIZE, 48, "ProcessCoordFromId"),
+            (PJRT_TpuTopology_ChipIdFromCoord_Args::STRUCT_SIZE, 36, "ChipIdFromCoord"),
+            (PJRT_TpuTopology_LogiDeviceIdFromChipCoordAndIdx_Args::STRUCT_SIZE, 40, "LogiDeviceIdFromChipCoord"),
+            (PJRT_TpuTopology_ChipCoordAndIdxForLogiDevice_Args::STRUCT_SIZE, 52, "ChipCoordAndIdxForLogiDevice"),
+            (PJRT_TpuTopology_ChipsPerProcessBounds_Args::STRUCT_SIZE, 40, "ChipsPerProcessBounds"),
+            (PJRT_TpuTopology_ChipBounds_Args::STRUCT_SIZE, 40, "ChipBounds"),
+            (PJRT_TpuTopology_ProcessBounds_Args::STRUCT_SIZE, 40, "ProcessBounds"),
+        ];
+        for (ours, theirs, name) in expected {
+            assert_eq!(ours, theirs, "{name}");
+        }
+        assert_eq!(offset_of!(PJRT_TpuTopology_ProcessIds_Args, process_ids), 24);
+        assert_eq!(offset_of!(PJRT_TpuTopology_LogiDeviceIdsOnProcess_Args, max_logical_device_ids), 20);
+        assert_eq!(offset_of!(PJRT_TpuTopology_ProcessCoordFromId_Args, coords_max_dims), 24);
+        assert_eq!(offset_of!(PJRT_TpuTopology_ChipIdFromCoord_Args, chip_id), 32);
+        assert_eq!(offset_of!(PJRT_TpuTopology_ChipCoordAndIdxForLogiDevice_Args, device_index_on_chip), 48);
+        assert_eq!(offset_of!(PJRT_TpuTopology_SubsliceDeviceIdFromFullDeviceId_Args, full_device_id), 40);
+        let m = PJRT_TpuTopology_Extension::MEMBERS;
+        assert_eq!(m.len(), 27);
+        assert_eq!((m[0].name, m[0].offset), ("subslice", 24));
+        assert_eq!((m[7].name, m[7].offset), ("process_count", 80));
+        assert_eq!((m[16].name, m[16].offset), ("process_ids", 152));
+        assert_eq!((m[26].name, m[26].offset), ("process_bounds", 232));
     }
 
     #[test]

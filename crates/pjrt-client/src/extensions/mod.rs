@@ -22,10 +22,11 @@
 //!
 //! Safe calls exist for the extensions the CPU plugins expose: Layouts ([`LayoutsExtension`]),
 //! MemoryDescriptions ([`MemoryDescriptionsExtension`]), Shardings ([`ShardingsExtension`]),
-//! FFI ([`FfiExtension`]) and PhaseCompile ([`PhaseCompileExtension`]), and for CustomPartitioner
-//! ([`CustomPartitionerExtension`], on neither CPU plugin). The others (XlaTransform,
-//! Stream, GPU custom call, Profiler, Triton, Callback, RawBuffer) are reachable as typed views
-//! whose raw struct ([`ExtensionRef::as_raw`]) can be used with [`crate::sys`].
+//! FFI ([`FfiExtension`]) and PhaseCompile ([`PhaseCompileExtension`]), for CustomPartitioner
+//! ([`CustomPartitionerExtension`], on neither CPU plugin) and for TpuTopology
+//! ([`TpuTopologyExtension`], the TPU plugin's; also reached through [`crate::Topology`]'s methods).
+//! The others (XlaTransform, Stream, GPU custom call, Profiler, Triton, Callback, RawBuffer) are
+//! reachable as typed views whose raw struct ([`ExtensionRef::as_raw`]) can be used with [`crate::sys`].
 //!
 //! ```
 //! # fn main() -> pjrt_client::Result<()> {
@@ -49,11 +50,13 @@ mod memory_descriptions;
 mod phase_compile;
 pub mod profiler;
 mod shardings;
+mod tpu_topology;
 
 pub use ffi::UserDataType;
 pub use layouts::SerializedLayout;
 pub use memory_descriptions::MemoryDescription;
 pub use shardings::ExecutableShardings;
+pub use tpu_topology::MAX_TPU_DIMS;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -438,6 +441,9 @@ pub type CallbackExtension<'p> = ExtensionRef<'p, sys::PJRT_Callback_Extension>;
 pub type RawBufferExtension<'p> = ExtensionRef<'p, sys::PJRT_RawBuffer_Extension>;
 /// The CustomPartitioner extension: JAX custom-call partitioners and batch partitionable calls.
 pub type CustomPartitionerExtension<'p> = ExtensionRef<'p, sys::PJRT_Custom_Partitioner_Extension>;
+/// The TpuTopology extension: a TPU topology's processes, chips, cores and logical devices (only
+/// the TPU plugin has it).
+pub type TpuTopologyExtension<'p> = ExtensionRef<'p, sys::PJRT_TpuTopology_Extension>;
 
 impl Plugin {
     /// The plugin's extension chain, in chain order (which carries no meaning). Unknown types
@@ -520,6 +526,11 @@ impl Plugin {
     /// # Ok::<(), pjrt_client::Error>(())
     /// ```
     pub fn custom_partitioner_extension(&self) -> Option<CustomPartitionerExtension<'_>> {
+        self.extension()
+    }
+
+    /// The TpuTopology extension (only the TPU plugin, `libtpu`, has it).
+    pub fn tpu_topology_extension(&self) -> Option<TpuTopologyExtension<'_>> {
         self.extension()
     }
 }

@@ -80,6 +80,14 @@ impl Topology {
         Ok(Topology { plugin: plugin.clone(), client: None, raw, owned: true, cuda_data_dir: None })
     }
 
+    /// Takes ownership of a topology the plugin made for the caller.
+    ///
+    /// # Safety
+    /// `raw` must be a live topology of `plugin` that the caller must destroy, and nobody else.
+    pub(crate) unsafe fn from_owned(plugin: &Plugin, raw: NonNull<sys::PJRT_TopologyDescription>) -> Topology {
+        Topology { plugin: plugin.clone(), client: None, raw, owned: true, cuda_data_dir: None }
+    }
+
     /// Rebuilds a topology from [`Topology::serialize`]'s bytes.
     pub fn deserialize(plugin: &Plugin, bytes: &[u8]) -> Result<Topology> {
         let mut args = sys::PJRT_TopologyDescription_Deserialize_Args::new();

@@ -452,7 +452,7 @@ fn the_intro_counts_match_the_rows() {
     let total: usize = SEED.iter().map(|(_, m)| m.len()).sum();
     assert_eq!(full + partial + omitted, total);
     let stated = format!(
-        "**{total} public methods and free functions** (constructors left out; an overload counts once each; the\n22 TpuTopology queries of `PjRtCApiTopologyDescription` share one row). Of these, **{full} are\nfull**, **{partial} partial** and **{omitted} omitted**."
+        "**{total} public methods and free functions** (constructors left out; an overload counts once each; the\n22 TpuTopology queries of `PjRtCApiTopologyDescription` have a row each). Of these, **{full} are\nfull**, **{partial} partial** and **{omitted} omitted**."
     );
     assert!(doc.contains(&stated), "the intro of docs/parity.md should say:\n{stated}");
 }

@@ -5,24 +5,26 @@
 //!
 //! Files: `mod.rs` runs the groups in order (and reports what needs a client as unsupported when
 //! the plugin has no device here); `report.rs` holds the report, its JSON and text and the diff
-//! of two reports; `checks/` has one file per group of checks; `fixtures/` the programs they
-//! compile.
+//! of two reports; `summary.rs` the Markdown table of `--markdown` (docs/plugins.md); `checks/`
+//! has one file per group of checks; `fixtures/` the programs they compile.
 
 use std::path::Path;
 
-use pjrt_client::{Client, ClientOptions, Error, ErrorCode, Plugin};
+use pjrt_client::{Client, ClientOptions, Error, Plugin};
 use serde_json::{json, Value as Json};
 
 mod checks;
 mod report;
+mod summary;
 
 use crate::cli::{ConformArgs, PluginArg};
 use crate::out::outln;
-use crate::plugins::{plugin_is_cuda, resolve_plugin};
+use crate::plugins::{no_device_here, plugin_is_cuda, plugin_is_tpu, resolve_plugin};
 use checks::{
     buffer_checks, buffer_memory_checks, client_checks, compile_checks, compile_options_checks, device_checks,
     executable_metadata_checks, execute_checks, execute_options_checks, extension_checks, gpu_target_checks,
-    kv_store_checks, layouts_checks, newer_api_checks, plugin_table_checks, topology_checks, transfer_manager_checks,
+    kv_store_checks, layouts_checks, newer_api_checks, plugin_table_checks, topology_checks, tpu_topology_checks,
+    transfer_manager_checks,
 };
 pub use report::{diff, diff_json, print_text, read_report, report_json, Problem, Report, Status};
 
@@ -52,9 +54,9 @@ pub fn run_checks(plugin: &Plugin) -> (Json, Report) {
             r.check("client.create", || Ok(format!("{} devices", c.devices().len())));
             c
         }
-        // No device here (a CUDA plugin without a GPU): what needs one is unsupported, the rest
-        // is checked without a client.
-        Err(e) if e.code() == Some(ErrorCode::FailedPrecondition) => {
+        // No device here (a CUDA plugin without a GPU, libtpu without a TPU): what needs one is
+        // unsupported, the rest is checked without a client.
+        Err(e) if no_device_here(&e) => {
             let message = format!("no device: {e}");
             r.check("client.create", || Err(Problem::Unsupported(message.clone())));
             for group in NEEDS_A_CLIENT {
@@ -62,6 +64,9 @@ pub fn run_checks(plugin: &Plugin) -> (Json, Report) {
             }
             if plugin_is_cuda(plugin) {
                 gpu_target_checks(&mut r, plugin);
+            }
+            if plugin_is_tpu(plugin) {
+                tpu_topology_checks(&mut r, plugin);
             }
             return (plugin_json(plugin, None), r);
         }
@@ -145,6 +150,25 @@ pub fn exec(args: &ConformArgs) -> Result<(), crate::error::Error> {
             ))
             .into());
         }
+    }
+    if args.markdown {
+        // A table for docs/plugins.md, also for a plugin that does not load (what it lacks).
+        let name = args.plugin.clone().unwrap_or_else(|| "default".into());
+        let plugin = match resolve_plugin(&PluginArg { plugin: args.plugin.clone() }) {
+            Ok(plugin) => plugin,
+            Err(e) => {
+                let error = crate::error::Error::from(e);
+                let why = match crate::ui::hint(&error) {
+                    Some(hint) => format!("{error} ({hint})"),
+                    None => error.to_string(),
+                };
+                outln!("{}", summary::markdown(&name, Err(&why)))?;
+                return Ok(());
+            }
+        };
+        let (plugin_json, report) = run_checks(&plugin);
+        outln!("{}", summary::markdown(&name, Ok(&report_json(plugin_json, &report))))?;
+        return Ok(());
     }
     let plugin = resolve_plugin(&PluginArg { plugin: args.plugin.clone() })?;
     let (plugin_json, report) = run_checks(&plugin);

@@ -17,13 +17,15 @@ mod layouts;
 mod newer_api;
 mod plugin_table;
 mod topology;
+mod tpu_topology;
 mod transfer_manager;
 
 pub(crate) use self::{
     buffer::buffer_checks, buffer_memory::buffer_memory_checks, client::client_checks, compile::compile_checks,
     device::device_checks, executable_metadata::executable_metadata_checks, execute::execute_checks,
     extensions::extension_checks, gpu_target::gpu_target_checks, kv_store::kv_store_checks,
-    newer_api::newer_api_checks, topology::topology_checks, transfer_manager::transfer_manager_checks,
+    newer_api::newer_api_checks, topology::topology_checks, tpu_topology::tpu_topology_checks,
+    transfer_manager::transfer_manager_checks,
 };
 pub(crate) use self::{
     compile_options::checks as compile_options_checks, execute_options::checks as execute_options_checks,
