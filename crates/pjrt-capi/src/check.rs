@@ -74,7 +74,7 @@ pub(crate) unsafe fn tensors<'a>(ptr: *const pjrt_tensor, n: usize, what: &str) 
         return Ok(&[]);
     }
     if ptr.is_null() {
-        return Err(Failure::invalid(format!("{what} is NULL but {n} tensors were said to be there")));
+        return Err(Failure::invalid(format!("{what} is NULL, but n_{what} is {n}")));
     }
     if (ptr as usize) % std::mem::align_of::<pjrt_tensor>() != 0 {
         return Err(Failure::invalid(format!("{what} is not aligned for a pjrt_tensor")));
