@@ -97,6 +97,11 @@ typedef struct pjrt_options {
   // `plugin` is NULL, else the named one). Needs a library built with the `install`
   // feature; others answer `PJRT_CODE_UNIMPLEMENTED`.
   int32_t install_plugin;
+  // The plugin's client options, `NAME=VALUE` separated by commas: `true`/`false` a bool, an
+  // integer an int64, anything else a string, as `pjrt run --client-option` takes them. On
+  // the CPU plugins, `asynchronous=false` runs small models on the calling thread (a few
+  // times faster for models of microseconds). NULL: none.
+  const char *client_options;
 } pjrt_options;
 
 // What a model takes and gives: the tensors to pass to `pjrt_model_run`, in order (the inputs

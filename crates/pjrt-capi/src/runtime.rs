@@ -49,6 +49,7 @@ unsafe fn read_options(options: *const pjrt_options) -> Outcome<pjrt_options> {
         cpu_devices: 0,
         device: 0,
         install_plugin: 0,
+        client_options: std::ptr::null(),
     };
     if options.is_null() {
         return Ok(defaults);
@@ -120,13 +121,19 @@ fn new_runtime(options: &pjrt_options) -> Outcome<Runtime> {
     if options.cpu_devices < 0 {
         return Err(Failure::invalid(format!("options->cpu_devices is {}", options.cpu_devices)));
     }
-    let path = find_plugin(plugin, options.install_plugin != 0)?;
-    register_lapack();
-    let plugin = Plugin::load(&path)?;
+    // SAFETY: as above.
+    let specs = unsafe { check::optional_str(options.client_options, "options->client_options") }?;
     let mut client_options = ClientOptions::new();
+    for spec in specs.unwrap_or("").split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        client_options =
+            client_options.set_text(spec).map_err(|e| Failure::from(e).context("options->client_options"))?;
+    }
     if options.cpu_devices > 0 {
         client_options = client_options.cpu_device_count(i64::from(options.cpu_devices));
     }
+    let path = find_plugin(plugin, options.install_plugin != 0)?;
+    register_lapack();
+    let plugin = Plugin::load(&path)?;
     let client = Client::new(&plugin, &client_options)?;
     let devices = client.addressable_devices();
     let device = usize::try_from(options.device).ok().filter(|&d| d < devices.len()).ok_or_else(|| {

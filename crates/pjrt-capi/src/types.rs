@@ -182,4 +182,9 @@ pub struct pjrt_options {
     /// `plugin` is NULL, else the named one). Needs a library built with the `install`
     /// feature; others answer `PJRT_CODE_UNIMPLEMENTED`.
     pub install_plugin: i32,
+    /// The plugin's client options, `NAME=VALUE` separated by commas: `true`/`false` a bool, an
+    /// integer an int64, anything else a string, as `pjrt run --client-option` takes them. On
+    /// the CPU plugins, `asynchronous=false` runs small models on the calling thread (a few
+    /// times faster for models of microseconds). NULL: none.
+    pub client_options: *const c_char,
 }

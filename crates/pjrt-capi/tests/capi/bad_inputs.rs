@@ -55,6 +55,7 @@ fn options_must_say_their_size() {
         cpu_devices: 0,
         device: 0,
         install_plugin: 0,
+        client_options: std::ptr::null(),
     };
     let mut runtime = null_mut();
     // SAFETY (all below): valid options and out-pointer.
@@ -69,6 +70,12 @@ fn options_must_say_their_size() {
     assert_ne!(code, PJRT_CODE_OK);
     assert!(message.contains("/nonexistent/libnothing.so"), "{message}");
     options.plugin = c"cpu".as_ptr();
+    options.client_options = c"asynchronous".as_ptr();
+    invalid(unsafe { pjrt_runtime_new(&options, &mut runtime) }, "a client option is NAME=VALUE, got `asynchronous`");
+    options.client_options = c"asynchronous=false, no_such_option=1".as_ptr();
+    let (code, message) = error(unsafe { pjrt_runtime_new(&options, &mut runtime) });
+    assert!(message.contains("no_such_option"), "the 0.115 plugin refuses names it does not know: {code}: {message}");
+    options.client_options = null();
     options.cpu_devices = -1;
     invalid(unsafe { pjrt_runtime_new(&options, &mut runtime) }, "cpu_devices is -1");
     options.cpu_devices = 0;

@@ -217,12 +217,24 @@ fn the_device_and_compile_cache_options() {
         cpu_devices: 2,
         device: 2,
         install_plugin: 0,
+        client_options: std::ptr::null(),
     };
     let mut runtime = null_mut();
     // SAFETY: valid options and out-pointer.
     let (code, message) = error(unsafe { pjrt_runtime_new(&options, &mut runtime) });
     assert!(code == PJRT_CODE_INVALID_ARGUMENT && message.contains("device is 2"), "{message}");
     assert!(runtime.is_null());
+    // Client options: the CPU plugin running small programs on the calling thread.
+    options.device = 0;
+    options.client_options = c"asynchronous=false".as_ptr();
+    let mut runtime = null_mut();
+    // SAFETY: as above.
+    ok(unsafe { pjrt_runtime_new(&options, &mut runtime) });
+    let model = load(runtime, &format!("{MLP}/model.jaxexport"), None);
+    assert_close(&run_f32(model, &tensors, 1).unwrap()[0].1, &arrays_f32(MLP, "out")[0], 1e-5, 1e-5);
+    ok(pjrt_model_free(model));
+    ok(pjrt_runtime_free(runtime));
+    options.client_options = std::ptr::null();
     // The compile cache: a second runtime loads what the first compiled.
     let dir = std::env::temp_dir().join(format!("pjrt-capi-cache-{}", std::process::id()));
     let dir_c = CString::new(dir.to_str().unwrap()).unwrap();

@@ -56,6 +56,7 @@ pub fn runtime_with(cpu_devices: i32, device: i32) -> *mut pjrt_runtime {
         cpu_devices,
         device,
         install_plugin: 0,
+        client_options: std::ptr::null(),
     };
     let mut runtime = null_mut();
     // SAFETY: valid options and out-pointer.
