@@ -80,20 +80,22 @@ impl Model {
         Ok(())
     }
 
-    /// Checks the caller's input `k` against the signature: a `jax.export` model's own checks
-    /// (JAX's messages), else dtype, rank and every static dimension.
+    /// Checks the caller's input `k` against the signature: dtype, rank and every static
+    /// dimension; a `jax.export` model's own checks where it is shape-polymorphic (JAX's checks
+    /// of the symbolic dimensions), or to say what does not fit (JAX's messages).
     fn check_input(&self, k: usize, element_type: ElementType, dims: &[i64]) -> Outcome {
         let what = || format!("inputs[{k}]");
-        if let Some(export) = &self.export {
-            return export
-                .check_input(self.caller_inputs[k], element_type, dims)
-                .map_err(|e| Failure::from(e).context(what()));
-        }
         let spec = &self.inputs.0[k];
         let want = &spec.dims[..spec.ndim as usize];
         let fits = spec.dtype == element_type.to_i32()
             && want.len() == dims.len()
             && want.iter().zip(dims).all(|(&w, &d)| w < 0 || w == d);
+        let polymorphic = matches!(self.executables, Executables::Export(_));
+        if let Some(export) = self.export.as_ref().filter(|_| !fits || polymorphic) {
+            export
+                .check_input(self.caller_inputs[k], element_type, dims)
+                .map_err(|e| Failure::from(e).context(what()))?;
+        }
         if !fits {
             let shown: Vec<String> = want.iter().map(|&d| if d < 0 { "?".to_owned() } else { d.to_string() }).collect();
             return Err(Failure::invalid(format!(
