@@ -1,98 +1,14 @@
 //! The boundary: every exported function runs its body through [`guard`] (or [`guard_value`]
 //! for the few that return a value, not a status), which catches a panic so that none crosses
-//! into C, and turns the body's [`Failure`] into a `pjrt_status`. The libraries' errors become
-//! a [`Failure`] here, in one place: their code where they have one, and their message.
+//! into C, and turns the body's [`Failure`] into a `pjrt_status`; and the functions C reads and
+//! frees those statuses with.
 
+use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::registry::HandleError;
+use crate::failure::{Failure, Outcome};
 use crate::status;
 use crate::types::*;
-
-/// What a call failed with: the status it returns.
-#[derive(Debug)]
-pub(crate) struct Failure {
-    pub(crate) code: pjrt_code,
-    pub(crate) message: String,
-}
-
-/// What a body returns.
-pub(crate) type Outcome<T = ()> = Result<T, Failure>;
-
-impl Failure {
-    /// A failure of `code`.
-    #[cold]
-    pub(crate) fn new(code: pjrt_code, message: impl Into<String>) -> Failure {
-        Failure { code, message: message.into() }
-    }
-
-    /// The caller passed something wrong.
-    #[cold]
-    pub(crate) fn invalid(message: impl Into<String>) -> Failure {
-        Failure::new(PJRT_CODE_INVALID_ARGUMENT, message)
-    }
-
-    /// `what: ` before the message.
-    #[cold]
-    pub(crate) fn context(self, what: impl std::fmt::Display) -> Failure {
-        Failure { message: format!("{what}: {}", self.message), ..self }
-    }
-
-    /// A refused handle, named: `argument` is the parameter (`model`), `kind` the handle's type.
-    #[cold]
-    pub(crate) fn handle(error: HandleError, argument: &str, kind: &str) -> Failure {
-        Failure::invalid(match error {
-            HandleError::Null => format!("{argument} is NULL"),
-            HandleError::Foreign => {
-                format!("{argument} is not a {kind} (a handle of another kind, or no handle at all)")
-            }
-            HandleError::Freed => format!("{argument}: this {kind} was freed already"),
-        })
-    }
-}
-
-/// The code of a client error: the plugin's own, or what kind of failure it is.
-fn client_code(error: &pjrt_client::Error) -> pjrt_code {
-    use pjrt_client::Error as E;
-    match error {
-        E::Pjrt { code, .. } => code.to_raw().0,
-        E::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => PJRT_CODE_NOT_FOUND,
-        E::Io { source, .. } if source.kind() == std::io::ErrorKind::PermissionDenied => PJRT_CODE_PERMISSION_DENIED,
-        E::Unsupported { .. } => PJRT_CODE_UNIMPLEMENTED,
-        E::Plugins(e) => plugins_code(e),
-        E::Load { .. } => PJRT_CODE_FAILED_PRECONDITION,
-        _ => PJRT_CODE_INVALID_ARGUMENT,
-    }
-}
-
-fn plugins_code(error: &pjrt_plugins::Error) -> pjrt_code {
-    match error {
-        pjrt_plugins::Error::NotFound { .. } => PJRT_CODE_NOT_FOUND,
-        _ => PJRT_CODE_FAILED_PRECONDITION,
-    }
-}
-
-impl From<pjrt_client::Error> for Failure {
-    #[cold]
-    fn from(error: pjrt_client::Error) -> Failure {
-        Failure::new(client_code(&error), error.to_string())
-    }
-}
-
-impl From<pjrt_formats::Error> for Failure {
-    #[cold]
-    fn from(error: pjrt_formats::Error) -> Failure {
-        let code = error.client().map_or(PJRT_CODE_INVALID_ARGUMENT, client_code);
-        Failure::new(code, error.to_string())
-    }
-}
-
-impl From<pjrt_plugins::Error> for Failure {
-    #[cold]
-    fn from(error: pjrt_plugins::Error) -> Failure {
-        Failure::new(plugins_code(&error), error.to_string())
-    }
-}
 
 /// Runs the body of the exported function `function`: NULL when it succeeds, else a status with
 /// its failure; a panic is caught and becomes a `PJRT_CODE_INTERNAL` status naming the function.
@@ -117,4 +33,33 @@ fn panicked(function: &str, panic: Box<dyn std::any::Any + Send>) -> Failure {
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "(no message)".to_owned());
     Failure::new(PJRT_CODE_INTERNAL, format!("{function}: a bug in libpjrt: it panicked: {message}"))
+}
+
+/// The status's code: `PJRT_CODE_OK` for NULL (success), `PJRT_CODE_INVALID_ARGUMENT` for a
+/// status freed already.
+///
+/// Thread-safe.
+/// `status` is never dereferenced: any value is checked.
+#[no_mangle]
+pub extern "C" fn pjrt_status_code(status: *const pjrt_status) -> pjrt_code {
+    guard_value(PJRT_CODE_INTERNAL, || status::code(status as usize))
+}
+
+/// The status's message, UTF-8 and NUL-terminated, valid until `pjrt_status_free(status)`:
+/// what failed and, where it can, what to do about it. "OK" for NULL.
+///
+/// Thread-safe.
+/// `status` is never dereferenced: any value is checked.
+#[no_mangle]
+pub extern "C" fn pjrt_status_message(status: *const pjrt_status) -> *const c_char {
+    guard_value(status::UNREADABLE, || status::message(status as usize))
+}
+
+/// Frees a status. NULL, and a status freed already, are ignored.
+///
+/// Thread-safe (a message read from the status in another thread is freed with it).
+/// `status` is never dereferenced: any value is checked.
+#[no_mangle]
+pub extern "C" fn pjrt_status_free(status: *mut pjrt_status) {
+    guard_value((), || status::free(status as usize))
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use pjrt_client::ElementType;
 
-use crate::boundary::{Failure, Outcome};
+use crate::failure::{Failure, Outcome};
 use crate::types::*;
 
 /// A NUL-terminated path from C; `what` names the parameter in messages.

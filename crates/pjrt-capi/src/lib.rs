@@ -121,18 +121,20 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-mod boundary;
-mod check;
-mod registry;
 mod types;
+mod registry;
+mod failure;
+mod check;
 mod status;
+mod boundary;
 mod tensor;
 mod runtime;
 mod model;
 
+pub use boundary::{pjrt_status_code, pjrt_status_free, pjrt_status_message};
 pub use model::{live_models, pjrt_model_free, pjrt_model_load, pjrt_model_run, pjrt_model_signature};
 pub use runtime::{live_runtimes, pjrt_runtime_free, pjrt_runtime_new};
-pub use status::{live_statuses, pjrt_status_code, pjrt_status_free, pjrt_status_message};
+pub use status::live_statuses;
 pub use tensor::{live_allocations, pjrt_tensor_free};
 pub use types::*;
 

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use pjrt_client::{Client, ClientOptions, Plugin};
 use pjrt_formats::compile_cache::CompileCache;
 
-use crate::boundary::{guard, Failure, Outcome};
+use crate::boundary::guard;
 use crate::check;
+use crate::failure::{Failure, Outcome};
 use crate::registry::Registry;
 use crate::types::*;
 

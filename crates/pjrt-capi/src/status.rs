@@ -1,9 +1,10 @@
 //! Statuses: a failed call's code and message, as handles of their own registry (so a status
-//! freed twice, or never made, is ignored or reported, never a double free).
+//! freed twice, or never made, is ignored or reported, never a double free). What C calls to
+//! read and free them is the boundary's (`pjrt_status_code`, ...).
 
 use std::ffi::{c_char, CString};
 
-use crate::boundary::{guard_value, Failure};
+use crate::failure::Failure;
 use crate::registry::Registry;
 use crate::types::*;
 
@@ -37,44 +38,32 @@ pub fn live_statuses() -> usize {
     STATUSES.live()
 }
 
-/// The status's code: `PJRT_CODE_OK` for NULL (success), `PJRT_CODE_INVALID_ARGUMENT` for a
-/// status freed already.
-///
-/// Thread-safe.
-/// `status` is never dereferenced: any value is checked.
-#[no_mangle]
-pub extern "C" fn pjrt_status_code(status: *const pjrt_status) -> pjrt_code {
-    guard_value(PJRT_CODE_INTERNAL, || match status as usize {
+/// The code of status `handle`: `PJRT_CODE_OK` for NULL, `PJRT_CODE_INVALID_ARGUMENT` for no
+/// status (freed already, or never made).
+pub(crate) fn code(handle: usize) -> pjrt_code {
+    match handle {
         0 => PJRT_CODE_OK,
         EXHAUSTED => PJRT_CODE_RESOURCE_EXHAUSTED,
         handle => STATUSES.get(handle).map_or(PJRT_CODE_INVALID_ARGUMENT, |s| s.code),
-    })
+    }
 }
 
-/// The status's message, UTF-8 and NUL-terminated, valid until `pjrt_status_free(status)`:
-/// what failed and, where it can, what to do about it. "OK" for NULL.
-///
-/// Thread-safe.
-/// `status` is never dereferenced: any value is checked.
-#[no_mangle]
-pub extern "C" fn pjrt_status_message(status: *const pjrt_status) -> *const c_char {
-    guard_value(NOT_A_STATUS.as_ptr(), || match status as usize {
+/// The message of status `handle`, valid until it is freed: "OK" for NULL, a note for no status.
+pub(crate) fn message(handle: usize) -> *const c_char {
+    match handle {
         0 => c"OK".as_ptr(),
         EXHAUSTED => EXHAUSTED_MESSAGE.as_ptr(),
         // The registry keeps the status, and with it the message's bytes, until it is freed.
         handle => STATUSES.get(handle).map_or(NOT_A_STATUS.as_ptr(), |s| s.message.as_ptr()),
-    })
+    }
 }
 
-/// Frees a status. NULL, and a status freed already, are ignored.
-///
-/// Thread-safe (a message read from the status in another thread is freed with it).
-/// `status` is never dereferenced: any value is checked.
-#[no_mangle]
-pub extern "C" fn pjrt_status_free(status: *mut pjrt_status) {
-    guard_value((), || {
-        if !matches!(status as usize, 0 | EXHAUSTED) {
-            let _ = STATUSES.remove(status as usize);
-        }
-    })
+/// What `message` gives when it cannot read a status.
+pub(crate) const UNREADABLE: *const c_char = NOT_A_STATUS.as_ptr();
+
+/// Frees status `handle`; NULL and no status are ignored.
+pub(crate) fn free(handle: usize) {
+    if !matches!(handle, 0 | EXHAUSTED) {
+        let _ = STATUSES.remove(handle);
+    }
 }

@@ -7,7 +7,8 @@ use std::alloc::Layout;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::boundary::{guard, Failure, Outcome};
+use crate::boundary::guard;
+use crate::failure::{Failure, Outcome};
 use crate::types::*;
 
 /// The alignment of output memory: a cache line, enough for every element type (and for the

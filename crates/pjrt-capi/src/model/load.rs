@@ -14,7 +14,7 @@ use pjrt_formats::safetensors::SafeTensors;
 use pjrt_formats::ClientExt as _;
 
 use super::{spec, Executables, Feed, Model, Specs, TextExecutables};
-use crate::boundary::{Failure, Outcome};
+use crate::failure::{Failure, Outcome};
 use crate::runtime::Runtime;
 use crate::types::*;
 

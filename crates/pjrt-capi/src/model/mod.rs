@@ -11,8 +11,9 @@ use pjrt_client::{Buffer, CompileOptions, LoadedExecutable};
 use pjrt_formats::jax_export::{InputShape, JaxExport, Runner};
 use pjrt_formats::mlir_text::TextProgram;
 
-use crate::boundary::{guard, Failure, Outcome};
+use crate::boundary::guard;
 use crate::check;
+use crate::failure::{Failure, Outcome};
 use crate::registry::Registry;
 use crate::runtime::Runtime;
 use crate::types::*;

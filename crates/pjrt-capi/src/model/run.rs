@@ -8,8 +8,8 @@ use pjrt_client::{Buffer, ElementType, ExecuteOptions, HostSource, LoadedExecuta
 use pjrt_formats::jax_export::{InputShape, Runner};
 
 use super::{Executables, Feed, Model, TextExecutables};
-use crate::boundary::{Failure, Outcome};
 use crate::check;
+use crate::failure::{Failure, Outcome};
 use crate::tensor;
 use crate::types::*;
 
