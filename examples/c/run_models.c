@@ -14,8 +14,9 @@
  *   run_models [--quick] [--bench N] DATA_DIR
  *
  * DATA_DIR is the repository's tests/data. --quick runs the MLP, the bad inputs and a short
- * thread test only (what runs under valgrind). --bench N times the MLP instead: 7 rounds of N
- * runs, the median of the rounds' time per run (tools/bench_capi.sh compares it with Rust).
+ * thread test only (what runs under valgrind). --bench N times the MLP instead: N calls, each
+ * timed alone, their median (tools/bench_capi.sh compares it with Rust), with the client
+ * options PJRT_BENCH_CLIENT_OPTIONS (default "asynchronous=false").
  * PJRT_EXAMPLE_PLUGIN names the plugin (a name or a path; default "cpu").
  *
  * Exit status: 0 when every check passed. */
@@ -367,31 +368,35 @@ static int by_value(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* --bench N: the MLP, its output into our buffer; 7 rounds of N runs after 1000 to warm up. */
+/* --bench N: the MLP, its output into our buffer; N calls after 1000 to warm up, each timed
+ * alone: the median, and the quartiles. */
 static void bench(pjrt_runtime *runtime, const char *data, case_data *c, int n) {
   pjrt_model *model = load(runtime, data, "jax_export/jax-0.10.2/mlp_f32/model.jaxexport");
   if (!model) return;
   float buffer[12];
   pjrt_tensor out;
-  double rounds[7];
-  for (int r = -1; r < 7; r++) {
-    int runs = r < 0 ? 1000 : n;
+  double *times = malloc(sizeof(double) * (size_t)n);
+  if (!times) return;
+  for (int i = -1000; i < n; i++) {
+    memset(&out, 0, sizeof out);
+    out.data = buffer;
+    out.nbytes = sizeof buffer;
     double start = now_ns();
-    for (int i = 0; i < runs; i++) {
-      memset(&out, 0, sizeof out);
-      out.data = buffer;
-      out.nbytes = sizeof buffer;
-      pjrt_status *status = pjrt_model_run(model, c->tensors, 5, &out, 1);
-      if (status) {
-        ok(status, "bench");
-        return;
-      }
+    pjrt_status *status = pjrt_model_run(model, c->tensors, 5, &out, 1);
+    double took = now_ns() - start;
+    if (status) {
+      ok(status, "bench");
+      free(times);
+      return;
     }
-    if (r >= 0) rounds[r] = (now_ns() - start) / runs;
+    if (i >= 0) times[i] = took;
   }
-  qsort(rounds, 7, sizeof rounds[0], by_value);
-  printf("c: mlp run, output into a buffer of ours: median %.3f us per run (7 rounds of %d: %.3f .. %.3f)\n",
-         rounds[3] / 1e3, n, rounds[0] / 1e3, rounds[6] / 1e3);
+  qsort(times, (size_t)n, sizeof times[0], by_value);
+  printf("c: mlp run, output into a buffer of ours, client options \"%s\": median %.0f ns per call "
+         "(quartiles %.0f .. %.0f, %d calls)\n",
+         getenv("PJRT_BENCH_CLIENT_OPTIONS") ? getenv("PJRT_BENCH_CLIENT_OPTIONS") : "asynchronous=false",
+         times[n / 2], times[n / 4], times[3 * n / 4], n);
+  free(times);
   ok(pjrt_model_free(model), "pjrt_model_free");
 }
 
@@ -417,6 +422,12 @@ int main(int argc, char **argv) {
   memset(&options, 0, sizeof options);
   options.struct_size = sizeof options;
   options.plugin = getenv("PJRT_EXAMPLE_PLUGIN") ? getenv("PJRT_EXAMPLE_PLUGIN") : "cpu";
+  if (bench_runs > 0) {
+    /* As the Rust side of tools/bench_capi.sh: the CPU plugin's asynchronous=false unless
+     * PJRT_BENCH_CLIENT_OPTIONS says otherwise ("" for the plugin's defaults). */
+    const char *specs = getenv("PJRT_BENCH_CLIENT_OPTIONS");
+    options.client_options = specs ? specs : "asynchronous=false";
+  }
   pjrt_runtime *runtime = NULL;
   if (!ok(pjrt_runtime_new(&options, &runtime), "pjrt_runtime_new")) return 1;
 
