@@ -49,8 +49,8 @@ if [ -n "$callgrind" ]; then
     export TF_CPP_MIN_LOG_LEVEL="${TF_CPP_MIN_LOG_LEVEL:-2}" XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }--xla_cpu_max_isa=AVX2"
     valgrind --tool=callgrind --toggle-collect='pjrt_model_run' --callgrind-out-file="$out/c.out" \
         --log-file="$out/c.log" "$target_dir/c-example/release/run_models" --bench "$calls" tests/data >/dev/null
-    for path in capi same; do
-        function=capi_call
+    for path in capi same runner; do
+        function="${path}_call"
         [ "$path" = same ] && function=same_steps_call
         PJRT_BENCH_COUNT="$calls" PJRT_BENCH_ONLY="$path" valgrind --tool=callgrind \
             --toggle-collect="overhead::$function" --callgrind-out-file="$out/$path.out" \
@@ -59,9 +59,13 @@ if [ -n "$callgrind" ]; then
     python3 - "$out" "$calls" <<'PY'
 import re, subprocess, sys
 out, calls = sys.argv[1], int(sys.argv[2])
-shared = ["pjrt_client::buffer::upload::<impl pjrt_client::client::Client>::upload_with",
+# The library calls every path makes, whose work is mostly the plugin's: uploads, the
+# execution, the download (into the caller's bytes, or a new vector for Runner::run), the
+# buffers dropped.
+shared = ["pjrt_client::buffer::borrowed::<impl pjrt_client::client::Client>::upload_borrowed",
           "pjrt_client::executable::execute::<impl pjrt_client::executable::LoadedExecutable>::execute",
           "pjrt_client::buffer::host_copy::<impl pjrt_client::buffer::Buffer>::copy_to_bytes",
+          "pjrt_client::buffer::download::<impl pjrt_client::buffer::Buffer>::to_bytes",
           "core::ptr::drop_in_place<pjrt_client::buffer::Buffer>"]
 def inclusive(file):
     text = subprocess.run(["callgrind_annotate", "--threshold=100", "--inclusive=yes", file],
@@ -75,15 +79,17 @@ def inclusive(file):
 rows = []
 for label, file, function, n in [("pjrt_model_run called from C", "c.out", "pjrt_model_run", calls + 1000),
                                  ("pjrt_model_run called from Rust", "capi.out", "overhead::capi_call", calls + 20),
-                                 ("rust, the same steps", "same.out", "overhead::same_steps_call", calls + 20)]:
+                                 ("rust, the same steps", "same.out", "overhead::same_steps_call", calls + 20),
+                                 ("rust, Runner::run", "runner.out", "overhead::runner_call", calls + 20)]:
     costs = inclusive(f"{out}/{file}")
     total = costs[function]
     library = sum(costs.get(f, 0) for f in shared)
     rows.append((label, total / n, library / n, (total - library) / n))
-print("instructions per call (callgrind):   total    library calls    the path's own")
+print("instructions per call (callgrind):      total  library calls  the path's own")
 for label, total, library, own in rows:
-    print(f"  {label:<32} {total:9.0f} {library:12.0f} {own:12.0f}")
-print(f"  C API's own - the same steps' own:   {rows[0][3] - rows[2][3]:+.0f} (from C), {rows[1][3] - rows[2][3]:+.0f} (from Rust)")
+    print(f"  {label:<32} {total:9.0f} {library:14.0f} {own:15.0f}")
+c, same, runner = rows[0][3], rows[2][3], rows[3][3]
+print(f"  the C API's own over the same steps' own: {c - same:+.0f}; over Runner::run's own: {c - runner:+.0f}")
 PY
     exit 0
 fi
