@@ -63,3 +63,29 @@ pub extern "C" fn pjrt_status_message(status: *const pjrt_status) -> *const c_ch
 pub extern "C" fn pjrt_status_free(status: *mut pjrt_status) {
     guard_value((), || status::free(status as usize))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_an_internal_status_naming_the_function() {
+        let status = guard("pjrt_example", || panic!("the reason"));
+        assert_eq!(pjrt_status_code(status), PJRT_CODE_INTERNAL);
+        // SAFETY: the message of a live status is a NUL-terminated string.
+        let message = unsafe { std::ffi::CStr::from_ptr(pjrt_status_message(status)) }.to_str().unwrap().to_owned();
+        assert_eq!(message, "pjrt_example: a bug in libpjrt: it panicked: the reason");
+        pjrt_status_free(status);
+        assert!(guard("pjrt_example", || Ok(())).is_null());
+        assert_eq!(guard_value(7, || panic!("no")), 7);
+    }
+
+    #[test]
+    fn a_nul_inside_a_message_does_not_cut_it_short() {
+        let status = guard("f", || Err(Failure::invalid("a\0b")));
+        // SAFETY: as above.
+        let message = unsafe { std::ffi::CStr::from_ptr(pjrt_status_message(status)) }.to_str().unwrap().to_owned();
+        assert_eq!(message, "a\u{2400}b");
+        pjrt_status_free(status);
+    }
+}

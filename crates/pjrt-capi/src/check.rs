@@ -63,6 +63,17 @@ pub(crate) unsafe fn optional_str<'a>(ptr: *const c_char, what: &str) -> Outcome
     text.to_str().map(Some).map_err(|_| Failure::invalid(format!("{what} is not UTF-8")))
 }
 
+/// Checks that `ptr`, where a result goes, can take a `T`: not NULL, and aligned for it.
+pub(crate) fn out<T>(ptr: *mut T, what: &str) -> Outcome {
+    if ptr.is_null() {
+        return Err(Failure::invalid(format!("{what} is NULL")));
+    }
+    if (ptr as usize) % std::mem::align_of::<T>() != 0 {
+        return Err(Failure::invalid(format!("{what} is not aligned for its type")));
+    }
+    Ok(())
+}
+
 /// `n` tensors from `ptr`; `what` names the array (`inputs`).
 ///
 /// # Safety

@@ -132,10 +132,9 @@ mod runtime;
 mod model;
 
 pub use boundary::{pjrt_status_code, pjrt_status_free, pjrt_status_message};
-pub use model::{live_models, pjrt_model_free, pjrt_model_load, pjrt_model_run, pjrt_model_signature};
-pub use runtime::{live_runtimes, pjrt_runtime_free, pjrt_runtime_new};
-pub use status::live_statuses;
-pub use tensor::{live_allocations, pjrt_tensor_free};
+pub use model::{pjrt_model_free, pjrt_model_load, pjrt_model_run, pjrt_model_signature};
+pub use runtime::{pjrt_runtime_free, pjrt_runtime_new};
+pub use tensor::pjrt_tensor_free;
 pub use types::*;
 
 /// The ABI's major version: a library of another major version is not compatible with this

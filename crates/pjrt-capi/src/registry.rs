@@ -107,8 +107,9 @@ impl<T> Registry<T> {
         removed.ok_or(HandleError::Freed)
     }
 
-    /// How many objects are alive (for the tests).
-    pub(crate) fn live(&self) -> usize {
+    /// How many objects are alive.
+    #[cfg(test)]
+    fn live(&self) -> usize {
         self.slots.read().unwrap_or_else(|e| e.into_inner()).slots.iter().filter(|s| s.value.is_some()).count()
     }
 

@@ -31,12 +31,6 @@ pub(crate) fn runtime(handle: *const pjrt_runtime, argument: &str) -> Outcome<Ar
     RUNTIMES.get(handle as usize).map_err(|e| Failure::handle(e, argument, RUNTIMES.name()))
 }
 
-/// How many runtimes are alive (for the tests).
-#[doc(hidden)]
-pub fn live_runtimes() -> usize {
-    RUNTIMES.live()
-}
-
 /// The options C gave (NULL: the defaults), checked for `struct_size`.
 ///
 /// # Safety
@@ -167,10 +161,8 @@ pub unsafe extern "C" fn pjrt_runtime_new(
     runtime: *mut *mut pjrt_runtime,
 ) -> *mut pjrt_status {
     guard("pjrt_runtime_new", || {
-        if runtime.is_null() {
-            return Err(Failure::invalid("runtime (where the new runtime goes) is NULL"));
-        }
-        // SAFETY: not NULL (checked above); the caller promises it is writable.
+        check::out(runtime, "runtime (where the new runtime goes)")?;
+        // SAFETY: not NULL and aligned (checked above); the caller promises it is writable.
         unsafe { runtime.write(std::ptr::null_mut()) };
         // SAFETY: the caller's promise for `options`.
         let options = unsafe { read_options(options) }?;
@@ -178,7 +170,7 @@ pub unsafe extern "C" fn pjrt_runtime_new(
         let handle = RUNTIMES
             .insert(made)
             .ok_or_else(|| Failure::new(PJRT_CODE_RESOURCE_EXHAUSTED, "too many runtimes are alive"))?;
-        // SAFETY: as above.
+        // SAFETY: as above: not NULL, aligned, writable.
         unsafe { runtime.write(handle as *mut pjrt_runtime) };
         Ok(())
     })

@@ -32,12 +32,6 @@ pub(crate) fn new_status(failure: Failure) -> *mut pjrt_status {
     handle as *mut pjrt_status
 }
 
-/// How many statuses are alive (for the tests).
-#[doc(hidden)]
-pub fn live_statuses() -> usize {
-    STATUSES.live()
-}
-
 /// The code of status `handle`: `PJRT_CODE_OK` for NULL, `PJRT_CODE_INVALID_ARGUMENT` for no
 /// status (freed already, or never made).
 pub(crate) fn code(handle: usize) -> pjrt_code {

@@ -49,12 +49,6 @@ pub(crate) fn release(data: *mut u8) -> Outcome {
     Ok(())
 }
 
-/// How many outputs allocated by the library are not freed yet (for the tests).
-#[doc(hidden)]
-pub fn live_allocations() -> usize {
-    ALLOCATIONS.lock().unwrap_or_else(|e| e.into_inner()).len()
-}
-
 /// Frees an output the library allocated (`pjrt_model_run` with the output's `data` NULL) and
 /// sets its `data` to NULL and `nbytes` to 0 (`dtype`, `ndim` and `dims` stay). NULL, and a
 /// tensor whose `data` is NULL, are ignored; memory the library did not allocate, or freed
@@ -71,7 +65,9 @@ pub unsafe extern "C" fn pjrt_tensor_free(tensor: *mut pjrt_tensor) -> *mut pjrt
         if tensor.is_null() {
             return Ok(());
         }
-        // SAFETY: not NULL; the caller promises a pjrt_tensor nobody else is using.
+        crate::check::out(tensor, "tensor")?;
+        // SAFETY: not NULL and aligned (checked above); the caller promises a pjrt_tensor
+        // nobody else is using.
         let tensor = unsafe { &mut *tensor };
         if tensor.data.is_null() {
             return Ok(());

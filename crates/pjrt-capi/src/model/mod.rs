@@ -99,12 +99,6 @@ fn model(handle: *const pjrt_model) -> Outcome<Arc<Model>> {
     MODELS.get(handle as usize).map_err(|e| Failure::handle(e, "model", MODELS.name()))
 }
 
-/// How many models are alive (for the tests).
-#[doc(hidden)]
-pub fn live_models() -> usize {
-    MODELS.live()
-}
-
 /// Loads a model onto a runtime: a `jax.export` model (`.jaxexport`), a StableHLO program
 /// (`.mlir` text, whose `?` dimensions are refined for each call's inputs, or `.mlirbc`
 /// bytecode) or an AOT artifact of `pjrt compile`, recognised by content. A model of static
@@ -130,10 +124,8 @@ pub unsafe extern "C" fn pjrt_model_load(
     model: *mut *mut pjrt_model,
 ) -> *mut pjrt_status {
     guard("pjrt_model_load", || {
-        if model.is_null() {
-            return Err(Failure::invalid("model (where the new model goes) is NULL"));
-        }
-        // SAFETY: not NULL (checked above); the caller promises it is writable.
+        check::out(model, "model (where the new model goes)")?;
+        // SAFETY: not NULL and aligned (checked above); the caller promises it is writable.
         unsafe { model.write(std::ptr::null_mut()) };
         let runtime = crate::runtime::runtime(runtime, "runtime")?;
         // SAFETY: the caller promises NUL-terminated strings or NULL.
@@ -165,9 +157,7 @@ pub unsafe extern "C" fn pjrt_model_signature(
 ) -> *mut pjrt_status {
     guard("pjrt_model_signature", || {
         let model = self::model(model)?;
-        if signature.is_null() {
-            return Err(Failure::invalid("signature is NULL"));
-        }
+        check::out(signature, "signature")?;
         // The arrays live as long as the model, which the registry holds until pjrt_model_free.
         let filled = pjrt_signature {
             n_inputs: model.inputs.0.len(),
@@ -175,7 +165,7 @@ pub unsafe extern "C" fn pjrt_model_signature(
             n_outputs: model.outputs.0.len(),
             outputs: model.outputs.0.as_ptr(),
         };
-        // SAFETY: not NULL (checked above); the caller promises it is writable.
+        // SAFETY: not NULL and aligned (checked above); the caller promises it is writable.
         unsafe { signature.write(filled) };
         Ok(())
     })
