@@ -55,18 +55,13 @@ pub(crate) fn no_device_here(error: &pjrt_client::Error) -> bool {
 }
 
 /// `--client-option NAME=VALUE` flags as client create options: `true`/`false` a bool, an
-/// integer an int64, anything else a string.
+/// integer an int64, anything else a string ([`ClientOptions::set_text`]).
 pub(crate) fn client_options(specs: &[String]) -> Result<ClientOptions, Error> {
     let mut options = ClientOptions::new();
     for spec in specs {
-        let (name, value) = spec
-            .split_once('=')
-            .ok_or_else(|| ui::invalid(format!("--client-option needs NAME=VALUE, got `{spec}`")))?;
-        options = match (value, value.parse::<i64>()) {
-            ("true" | "false", _) => options.set(name, value == "true"),
-            (_, Ok(number)) => options.set(name, number),
-            _ => options.set(name, value),
-        };
+        options = options
+            .set_text(spec)
+            .map_err(|_| ui::invalid(format!("--client-option needs NAME=VALUE, got `{spec}`")))?;
     }
     Ok(options)
 }

@@ -39,7 +39,7 @@
 //! |---|---|
 //! | upload | [`Client::upload`] (a typed slice), [`Client::upload_with`] (any [`HostSource`], with [`UploadOptions`]: see [`upload`]), [`LoadedExecutable::upload_sharded`] |
 //! | execute | [`LoadedExecutable::execute`] / [`LoadedExecutable::execute_async`] (one device), [`LoadedExecutable::execute_sharded`] / [`LoadedExecutable::execute_sharded_async`] (one argument list per device), each with [`ExecuteOptions`] |
-//! | download | [`Buffer::to_vec`], [`Buffer::to_host_array`], [`Buffer::copy_to_slice`], [`Buffer::to_bytes`] / [`Buffer::to_bytes_async`] with [`DownloadOptions`], [`Buffer::raw_copy_request`]: see [`download`] |
+//! | download | [`Buffer::to_vec`], [`Buffer::to_host_array`], [`Buffer::copy_to_slice`], [`Buffer::copy_to_bytes`], [`Buffer::to_bytes`] / [`Buffer::to_bytes_async`] with [`DownloadOptions`], [`Buffer::raw_copy_request`]: see [`download`] |
 //!
 //! ## Layers
 //! | level | where | what |
@@ -105,7 +105,7 @@
 //! callbacks, [`Event::is_ready`], [`OnReady::is_done`], polling futures, sending to a thread of
 //! your own, and dropping handles (destroyed on the release thread). Refused: the waiting
 //! executes ([`LoadedExecutable::execute`], [`LoadedExecutable::execute_sharded`]), downloads
-//! that wait ([`Buffer::to_vec`], `to_host_array`, `copy_to_slice`, `to_bytes`,
+//! that wait ([`Buffer::to_vec`], `to_host_array`, `copy_to_slice`, `copy_to_bytes`, `to_bytes`,
 //! `copy_to_client`), uploads with
 //! [`HostBufferSemantics::CopyUntilTransferCompletes`], [`TransferManager::transfer_data`] and
 //! `transfer_literal`, and the waits ([`Event::wait`], [`OnReady::wait`],

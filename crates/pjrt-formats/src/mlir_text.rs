@@ -127,11 +127,7 @@ impl TextProgram {
     /// ```
     pub fn parameter_element_types(&self) -> Vec<Option<ElementType>> {
         let skip: Vec<usize> = pjrt_stablehlo::dimension_parameters(&self.module).into_iter().map(|(i, _)| i).collect();
-        let main = self
-            .module
-            .walk()
-            .find(|op| op.name == "func.func" && matches!(op.attr("sym_name"), Some(Attr::String(s)) if s == b"main"));
-        let Some(Attr::Type(Type::Function { inputs, .. })) = main.and_then(|m| m.attr("function_type")) else {
+        let Some((inputs, _)) = self.main_type() else {
             return Vec::new();
         };
         inputs
@@ -143,6 +139,54 @@ impl TextProgram {
                 _ => None,
             })
             .collect()
+    }
+
+    /// The type of each result of `@main`: its element type (`None` where it is not a tensor of
+    /// an element type PJRT has) and its dimensions (`None` for a `?` one, known once the
+    /// program is refined for its inputs). Empty when no `@main` is found.
+    ///
+    /// ```
+    /// use pjrt_client::ElementType;
+    /// let text = "func.func @main(%x: tensor<?x2xf32>) -> (tensor<?x2xf32>, tensor<i32>) {\n  %c = stablehlo.constant dense<1> : tensor<i32>\n  return %x, %c : tensor<?x2xf32>, tensor<i32>\n}";
+    /// let program = pjrt_formats::mlir_text::TextProgram::parse(text, "f.mlir")?;
+    /// assert_eq!(
+    ///     program.result_types(),
+    ///     vec![(Some(ElementType::F32), vec![None, Some(2)]), (Some(ElementType::S32), vec![])]
+    /// );
+    /// # Ok::<(), pjrt_formats::Error>(())
+    /// ```
+    pub fn result_types(&self) -> Vec<(Option<ElementType>, Vec<Option<i64>>)> {
+        let Some((_, outputs)) = self.main_type() else {
+            return Vec::new();
+        };
+        outputs
+            .iter()
+            .map(|t| match t {
+                Type::Tensor(t) => (
+                    t.element_type(),
+                    t.dims
+                        .iter()
+                        .map(|d| match d {
+                            pjrt_stablehlo::ir::Dim::Fixed(n) => i64::try_from(*n).ok(),
+                            pjrt_stablehlo::ir::Dim::Dynamic => None,
+                        })
+                        .collect(),
+                ),
+                _ => (None, Vec::new()),
+            })
+            .collect()
+    }
+
+    /// `@main`'s parameter and result types.
+    fn main_type(&self) -> Option<(&[Type], &[Type])> {
+        let main = self
+            .module
+            .walk()
+            .find(|op| op.name == "func.func" && matches!(op.attr("sym_name"), Some(Attr::String(s)) if s == b"main"));
+        match main.and_then(|m| m.attr("function_type")) {
+            Some(Attr::Type(Type::Function { inputs, outputs })) => Some((inputs, outputs)),
+            _ => None,
+        }
     }
 
     /// The program to compile for inputs of `inputs` (one per data parameter of `@main`, the

@@ -6,6 +6,7 @@
 //! | a new `Vec<T>` of the element type | [`Buffer::to_vec`] | — |
 //! | a [`HostArray`] (type, dimensions, bytes) | [`Buffer::to_host_array`] | — |
 //! | the values, in the caller's `&mut [T]` | [`Buffer::copy_to_slice`] | — |
+//! | dense row-major bytes, in the caller's `&mut [u8]` (any alignment) | [`Buffer::copy_to_bytes`] | — |
 //! | bytes, dense row-major or in a host [`MemoryLayout`] | [`Buffer::to_bytes`] | [`Buffer::to_bytes_async`] ([`HostTransfer`]) |
 //! | raw on-device bytes `offset..offset + size` | [`Buffer::to_bytes`] with [`DownloadOptions::raw`] | [`Buffer::to_bytes_async`] with [`DownloadOptions::raw`] |
 //! | raw on-device bytes into memory given later | — | [`Buffer::raw_copy_request`] ([`crate::RawCopyRequest`]) |

@@ -58,6 +58,30 @@ impl Buffer {
         }
     }
 
+    /// Copies the buffer's bytes, dense row-major, into `destination`, which must have exactly
+    /// [`Buffer::host_size`] bytes (sub-byte types one element per byte), and waits for the
+    /// copy: [`Buffer::copy_to_slice`] for memory of no particular alignment, such as a C
+    /// caller's. PRED bytes are read as numpy does: nonzero comes back as 1.
+    ///
+    /// ```
+    /// # let plugin = pjrt_client::Plugin::load(pjrt_plugins::resolve_or_install(None, |_| ())?.load_path())?;
+    /// # let client = pjrt_client::Client::new(&plugin, &pjrt_client::ClientOptions::new())?;
+    /// let x = client.upload(&[1u16, 2, 3], &[3])?;
+    /// let mut bytes = [0u8; 7];
+    /// x.copy_to_bytes(&mut bytes[1..])?; // at an odd address
+    /// assert_eq!(bytes, [0, 1, 0, 2, 0, 3, 0]);
+    /// assert!(x.copy_to_bytes(&mut bytes[..5]).is_err(), "the size must be the buffer's");
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn copy_to_bytes(&self, destination: &mut [u8]) -> Result<()> {
+        refuse_in_callback("Buffer::copy_to_bytes", DOWNLOAD_INSTEAD)?;
+        self.copy_to_host_into(destination)?;
+        if self.element_type()? == ElementType::PRED {
+            normalize_pred(destination);
+        }
+        Ok(())
+    }
+
     /// Copies the buffer into a typed slice of the buffer's element type. PRED bytes are read
     /// as numpy does (nonzero is `true`), through a byte copy: the plugin never writes into the
     /// `bool`s themselves.

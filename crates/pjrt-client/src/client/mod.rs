@@ -95,6 +95,30 @@ impl ClientOptions {
         self
     }
 
+    /// Adds (or replaces) one option written as text, `NAME=VALUE`: `true`/`false` a bool, an
+    /// integer an int64, anything else a string (what `pjrt run --client-option` and the C
+    /// API's `pjrt_options.client_options` take).
+    ///
+    /// ```
+    /// use pjrt_client::{ClientOptions, Value};
+    /// let options = ClientOptions::new().set_text("asynchronous=false")?.set_text("cpu_device_count=2")?;
+    /// assert_eq!(options.options()[0], ("asynchronous".to_owned(), Value::Bool(false)));
+    /// assert_eq!(options.options()[1], ("cpu_device_count".to_owned(), Value::Int64(2)));
+    /// assert!(ClientOptions::new().set_text("asynchronous").is_err(), "NAME=VALUE");
+    /// # Ok::<(), pjrt_client::Error>(())
+    /// ```
+    pub fn set_text(self, spec: &str) -> Result<Self> {
+        let (name, value) = spec
+            .split_once('=')
+            .filter(|(name, _)| !name.is_empty())
+            .ok_or_else(|| Error::invalid(format!("a client option is NAME=VALUE, got `{spec}`")))?;
+        Ok(match (value, value.parse::<i64>()) {
+            ("true" | "false", _) => self.set(name, value == "true"),
+            (_, Ok(number)) => self.set(name, number),
+            _ => self.set(name, value),
+        })
+    }
+
     /// Shorthand for the CPU plugins' `cpu_device_count`.
     pub fn cpu_device_count(self, count: i64) -> Self {
         self.set("cpu_device_count", count)

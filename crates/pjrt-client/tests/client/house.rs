@@ -46,7 +46,8 @@ const FLOORS: &[&[&str]] = &[
     // plugin and the example handler library.
     &["pjrt-lapack", "pjrt-builder", "pjrt-etcd", "fake-plugin", "pjrt-ffi-example-handlers"],
     &["pjrt-formats"],
-    &["pjrt-serve"],
+    // Models served over HTTP and gRPC; models run from C.
+    &["pjrt-serve", "pjrt-capi"],
     &["pjrt-cli", "pjrt-examples"],
 ];
 
