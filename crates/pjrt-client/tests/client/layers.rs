@@ -44,6 +44,7 @@ const CHILD_NAMES_PARENT: &[(&str, &str, &str)] = &[
     ("extensions::phase_compile", "extensions", "an extension's methods are on its view type, ExtensionRef"),
     ("extensions::profiler", "extensions", "an extension's methods are on its view type, ExtensionRef"),
     ("extensions::shardings", "extensions", "an extension's methods are on its view type, ExtensionRef"),
+    ("extensions::tpu_topology", "extensions", "an extension's methods are on its view type, ExtensionRef"),
     ("executable::execute_options", "executable", "options become the raw args of a LoadedExecutable's launch"),
     ("executable::metadata", "executable", "metadata queries are methods of LoadedExecutable"),
     ("executable::load", "executable", "loading with options makes a LoadedExecutable"),
