@@ -100,3 +100,33 @@ pub fn temp_dir(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// A `pjrt conform --json` report that succeeded and failed no check: each check's status and
+/// detail by name (a missing check panics, naming the report).
+pub struct ConformReport {
+    report: serde_json::Value,
+}
+
+impl ConformReport {
+    /// The report of `out`, asserting the command succeeded and no check failed.
+    pub fn passing(out: &Output) -> ConformReport {
+        assert!(out.status.success(), "{}", stderr(out));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let checks = report["checks"].as_array().unwrap();
+        assert!(checks.iter().all(|c| c["status"] != "fail"), "{report}");
+        ConformReport { report }
+    }
+
+    /// Check `name`'s status and detail.
+    pub fn status(&self, name: &str) -> (String, String) {
+        let checks = self.report["checks"].as_array().unwrap();
+        let check = checks.iter().find(|c| c["name"] == name).unwrap_or_else(|| panic!("no {name} in {}", self.report));
+        (check["status"].as_str().unwrap().to_owned(), check["detail"].as_str().unwrap_or("").to_owned())
+    }
+}
+
+impl std::fmt::Display for ConformReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.report.fmt(f)
+    }
+}
