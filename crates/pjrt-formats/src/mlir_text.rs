@@ -100,7 +100,9 @@ impl TextProgram {
             return TextProgram::parse(text, label);
         }
         if program.format() != pjrt_client::ProgramFormat::Mlir {
-            return Err(Error::invalid(format!("{label}: an HLO program has no StableHLO module: give a StableHLO program")));
+            return Err(Error::invalid(format!(
+                "{label}: an HLO program has no StableHLO module: give a StableHLO program"
+            )));
         }
         let module = pjrt_stablehlo::read_bytecode(program.code())
             .map_err(|e| Error::invalid(format!("{label}: the bytecode is not a StableHLO portable artifact: {e}")))?;
