@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::error::ServeError;
-pub use crate::model::WarmupConfig;
+
+mod warmup;
+pub use warmup::WarmupConfig;
 
 /// One model to serve.
 ///

@@ -19,7 +19,6 @@ mod run;
 mod warmup;
 
 pub(crate) use request::{same_batch, select_outputs, BatchKeyPart, RequestArray};
-pub use warmup::WarmupConfig;
 
 /// One tensor of a model's signature, as the protocol's metadata gives it: `-1` for a
 /// symbolic dimension.
