@@ -22,6 +22,9 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// Each input's element type and dimensions, in the program's order.
 type Shapes = [(ElementType, Vec<i64>)];
 
+/// Executables kept per input signature, most recently used last.
+type Kept = Mutex<Vec<(Vec<(ElementType, Vec<i64>)>, Arc<LoadedExecutable>)>>;
+
 /// What a `?` dimension of an MLIR program is called until the model names it
 /// (`INPUT.AXIS`, in [`super::ServedModel`]'s load).
 pub(crate) const UNNAMED: &str = "?";
@@ -374,7 +377,7 @@ pub(crate) struct ProgramExecutables {
     cache: Option<CompileCache>,
     capacity: usize,
     /// Most recently used last.
-    kept: Mutex<Vec<(Vec<(ElementType, Vec<i64>)>, Arc<LoadedExecutable>)>>,
+    kept: Kept,
 }
 
 impl ProgramExecutables {
