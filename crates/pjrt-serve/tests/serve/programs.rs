@@ -90,6 +90,10 @@ fn an_mlir_program_is_served_with_its_signature_and_weights_by_name() {
     assert_eq!(status, 200, "{meta}");
     assert_eq!(meta["inputs"], json!([{ "name": "x", "datatype": "FP32", "shape": [2, 3] }]));
     assert_eq!(meta["outputs"], json!([{ "name": "output0", "datatype": "FP32", "shape": [2, 2] }]));
+    let (status, config) = server.get_json("/v2/models/affine/config");
+    assert_eq!(status, 200, "{config}");
+    assert_eq!((config["input"][0]["name"].as_str(), config["input"].as_array().unwrap().len()), (Some("x"), 1));
+    assert_eq!(config["default_model_filename"], "model.mlir", "{config}");
     let x = NpyArray::from_elements(vec![2, 3], &[1f32, 2.0, 3.0, -4.0, 5.0, -6.0]).unwrap();
     let (status, answer) = server.post_json("/v2/models/affine/infer", &json!({ "inputs": [tensor("x", &x)] }));
     assert_eq!(status, 200, "{answer}");
@@ -158,6 +162,15 @@ fn an_mlirbc_with_unknown_dimensions_is_refined_per_request_shape_and_bounded() 
     assert_eq!(status, 400, "{answer}");
     assert!(answer["error"].as_str().unwrap().contains("(input0.0), but the model's config allows 1 to 4"), "{answer}");
     assert_eq!(metric(&server.get_text("/metrics"), "pjrt_serve_compiles_total{model=\"mlp\"}"), 2);
+
+    // A size list of its `?` dimension: both sizes compiled and warmed at load.
+    std::fs::write(repo.join("mlp/config.json"), br#"{"symbolic_dims": {"input0.0": {"sizes": [1, 3]}}}"#).unwrap();
+    let warmed = Server::new(client(), ServerOptions::default());
+    assert!(warmed.load_repository(&repo).unwrap().is_empty());
+    let warmed = Running::start(warmed);
+    let metrics = warmed.get_text("/metrics");
+    assert_eq!(metric(&metrics, "pjrt_serve_warmup_executions_total{model=\"mlp\"}"), 2, "{metrics}");
+    assert_eq!(metric(&metrics, "pjrt_serve_executables{model=\"mlp\"}"), 2, "{metrics}");
 
     std::fs::write(repo.join("mlp/config.json"), br#"{"max_batch_size": 8}"#).unwrap();
     let errors = Server::new(client(), ServerOptions::default()).load_repository(&repo).unwrap();
