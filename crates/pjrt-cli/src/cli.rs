@@ -63,7 +63,7 @@ pub enum Command {
     /// Show what a program file holds, without a plugin: a StableHLO portable artifact as MLIR
     /// text, a jax.export model with its signature and platforms, an artifact of `pjrt compile`.
     Inspect(InspectArgs),
-    /// Serve jax.export models over HTTP with the Open Inference Protocol (KServe v2, Triton's
+    /// Serve jax.export models, MLIR programs and AOT artifacts over HTTP with the Open Inference Protocol (KServe v2, Triton's
     /// HTTP client works unchanged): a model repository folder and/or --model specs.
     #[cfg(feature = "serve")]
     Serve(ServeArgs),
@@ -73,9 +73,10 @@ pub enum Command {
 #[cfg(feature = "serve")]
 #[derive(Args)]
 pub struct ServeArgs {
-    /// A model repository: one folder per model (its .jaxexport, an optional params.safetensors
-    /// of weights and an optional config.json: name, version, program, params, inputs, outputs,
-    /// batching, symbolic_dims, max_request_shapes).
+    /// A model repository: one folder per model (its program: .jaxexport, .mlir, .mlirbc or a
+    /// .pjrt artifact of `pjrt compile`; an optional params.safetensors of weights and an
+    /// optional config.json: name, version, program, params, inputs, outputs, batching,
+    /// symbolic_dims, max_request_shapes, warmup).
     #[arg(value_name = "REPOSITORY")]
     pub repository: Option<PathBuf>,
     /// A model to serve, NAME=PATH[:params=WEIGHTS.safetensors] (the weights file's tensors

@@ -82,6 +82,33 @@ impl TextProgram {
         Ok(TextProgram { module, label: label.to_string() })
     }
 
+    /// A program's module: its MLIR text parsed, or its StableHLO portable artifact read
+    /// (`.mlirbc`, as `jax.export` serializes its module: `?` dimensions and all); `label` (a
+    /// file name) starts the messages. HLO and bytecode that is not a portable artifact are
+    /// refused ([`program_text`]).
+    ///
+    /// ```
+    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
+    /// let program = pjrt_client::Program::from_file(path)?;
+    /// let parsed = pjrt_formats::mlir_text::TextProgram::from_program(&program, "tanh_mul.mlirbc")?;
+    /// assert!(!parsed.is_dynamic());
+    /// assert_eq!(parsed.parameter_element_types(), vec![Some(pjrt_client::ElementType::F32); 2]);
+    /// # Ok::<(), pjrt_formats::Error>(())
+    /// ```
+    pub fn from_program(program: &Program, label: &str) -> Result<TextProgram> {
+        if let Some(text) = program.text() {
+            return TextProgram::parse(text, label);
+        }
+        if program.format() != pjrt_client::ProgramFormat::Mlir {
+            return Err(Error::invalid(format!(
+                "{label}: an HLO program has no StableHLO module: give a StableHLO program"
+            )));
+        }
+        let module = pjrt_stablehlo::read_bytecode(program.code())
+            .map_err(|e| Error::invalid(format!("{label}: the bytecode is not a StableHLO portable artifact: {e}")))?;
+        Ok(TextProgram { module, label: label.to_string() })
+    }
+
     /// Reads and parses a `.mlir` file.
     ///
     /// ```

@@ -1,4 +1,5 @@
-//! `pjrt-serve`: a model server for `jax.export` models on any PJRT plugin, without Python,
+//! `pjrt-serve`: a model server for `jax.export` models (and `.mlir`, `.mlirbc` programs and AOT
+//! artifacts of `pjrt compile`) on any PJRT plugin, without Python,
 //! speaking the Open Inference Protocol (KServe v2, as NVIDIA Triton does) over HTTP/REST,
 //! with Triton's binary tensor data, model repository, model configuration and statistics
 //! extensions and its metric names, and over gRPC as Triton's

@@ -59,6 +59,10 @@ struct ModelMetrics {
     executions: BTreeMap<usize, u64>,
     /// Input signatures compiled for requests.
     compiles: u64,
+    /// Warm-up executions (at load, before the model was ready), over its loads.
+    warmup_executions: u64,
+    /// Their time in all.
+    warmup_seconds: f64,
     request_seconds: Histogram,
     queue_seconds: Histogram,
     batch_size: Histogram,
@@ -107,6 +111,16 @@ impl Metrics {
     /// An input signature compiled for a request (on every replica).
     pub fn compiled(&self, model: &str) {
         self.with(model, |m| m.compiles += 1);
+    }
+
+    /// A model's warm-up at load: `executions` executions (one per compiled input signature
+    /// and replica) in `seconds`. Counted apart from the requests' executions (and from
+    /// Triton's statistics, which count what clients asked for).
+    pub fn warmed(&self, model: &str, executions: usize, seconds: f64) {
+        self.with(model, |m| {
+            m.warmup_executions += executions as u64;
+            m.warmup_seconds += seconds;
+        });
     }
 
     /// One execution of `requests` requests on replica (device) `replica`.
@@ -232,6 +246,24 @@ impl Metrics {
         out.push_str("# TYPE pjrt_serve_compiles_total counter\n");
         for (model, m) in &models {
             let _ = writeln!(out, "pjrt_serve_compiles_total{{model=\"{}\"}} {}", label(model), m.compiles);
+        }
+        out.push_str(
+            "# HELP pjrt_serve_warmup_executions_total Warm-up executions at load (one per compiled input signature \
+             and device), before the model was ready.\n",
+        );
+        out.push_str("# TYPE pjrt_serve_warmup_executions_total counter\n");
+        for (model, m) in &models {
+            let _ = writeln!(
+                out,
+                "pjrt_serve_warmup_executions_total{{model=\"{}\"}} {}",
+                label(model),
+                m.warmup_executions
+            );
+        }
+        out.push_str("# HELP pjrt_serve_warmup_seconds_total Time the warm-ups at load took.\n");
+        out.push_str("# TYPE pjrt_serve_warmup_seconds_total counter\n");
+        for (model, m) in &models {
+            let _ = writeln!(out, "pjrt_serve_warmup_seconds_total{{model=\"{}\"}} {}", label(model), m.warmup_seconds);
         }
         out.push_str("# HELP pjrt_serve_executables Executables compiled for a model (one per input signature).\n");
         out.push_str("# TYPE pjrt_serve_executables gauge\n");

@@ -34,6 +34,9 @@ pub(crate) fn load(shared: &Arc<Shared>, config: ModelConfig) -> Result<(), Serv
     };
     match cache.and_then(|cache| ServedModel::load(&shared.client, config, cache, shared.options.replicas)) {
         Ok(model) => {
+            if let Some(warmed) = model.warmed() {
+                shared.metrics.warmed(&name, warmed.executions, warmed.elapsed.as_secs_f64());
+            }
             let model = Arc::new(model);
             let max_queue = shared.options.max_queue;
             let batcher = model.batching().map(|_| batching::start(model.clone(), Arc::downgrade(shared), max_queue));
@@ -191,11 +194,11 @@ pub(crate) fn check_model_control(shared: &Shared) -> Result<(), ServeError> {
     ))
 }
 
-/// Whether `folder` looks like a model's: a folder with a `config.json` or a `.jaxexport` file.
+/// Whether `folder` looks like a model's: a folder with a `config.json` or a program file
+/// (`.jaxexport`, `.mlir`, ...: [`config::PROGRAM_EXTENSIONS`]).
 fn is_model_folder(folder: &Path) -> bool {
     folder.join("config.json").is_file()
-        || std::fs::read_dir(folder)
-            .is_ok_and(|entries| entries.flatten().any(|e| e.path().extension().is_some_and(|x| x == "jaxexport")))
+        || std::fs::read_dir(folder).is_ok_and(|entries| entries.flatten().any(|e| config::is_program_file(&e.path())))
 }
 
 /// A client's load: (re)loads model folder `name` of the server's repository, with model

@@ -52,7 +52,9 @@ impl Signatures {
                     .iter()
                     .flat_map(|d| d.iter())
                     .filter_map(|d| match d {
-                        Dim::Symbolic(s) if s.chars().all(|c| c.is_alphanumeric() || c == '_') => Some(s.as_str()),
+                        Dim::Symbolic(s) if s.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.') => {
+                            Some(s.as_str())
+                        }
                         _ => None,
                     })
                     .collect();
@@ -73,6 +75,11 @@ impl Signatures {
         if !self.pinned.contains(&signature) {
             self.pinned.push(signature);
         }
+    }
+
+    /// The signatures compiled at load.
+    pub fn pinned(&self) -> &[Signature] {
+        &self.pinned
     }
 
     pub fn is_pinned(&self, signature: &Signature) -> bool {

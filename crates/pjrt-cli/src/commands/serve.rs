@@ -106,11 +106,12 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
         let inputs: Vec<String> =
             model.inputs().iter().map(|i| format!("{} {}{:?}", i.name, i.datatype, i.shape)).collect();
         crate::ui::log_line(&format!(
-            "loaded {} (version {}) from {} in {:.1} ms: {}",
+            "loaded {} (version {}) from {} in {:.1} ms (warm-up {:.1} ms): {}",
             model.name(),
             model.version(),
             model.program_path().display(),
             model.load_ms(),
+            model.warmup_ms(),
             inputs.join(", ")
         ));
     }

@@ -2,7 +2,7 @@
 //! op (tests/data/stablehlo_text/dynamic) are refined for the inputs' shapes and give the
 //! answers their comments state, on both CPU plugins; dimension variables taken as arguments
 //! come from `--dim` or are inferred when exactly one assignment fits; JAX's text of a
-//! shape-polymorphic export gives JAX's answers.
+//! shape-polymorphic export gives JAX's answers, and so does its bytecode (`.mlirbc`).
 
 use pjrt_formats::npy::NpyArray;
 
@@ -183,5 +183,36 @@ fn a_boolean_splat_in_a_refined_program_is_every_element() {
         assert_eq!(outs[0].0, vec![5], "{plugin}: refined for x of 5");
         assert_eq!(outs[1], (vec![4], vec![1, 1, 1, 1]), "{plugin}: dense<true> : tensor<4xi1>");
         assert_eq!(outs[2], (vec![3], vec![1, 0, 1]), "{plugin}: (x > 0) and [true, false, true]");
+    }
+}
+
+/// JAX's serialized module of a shape-polymorphic export (`mlir_module_serialized`, a
+/// portable artifact with `?` dimensions) as an `.mlirbc`: refined for the inputs' shapes as
+/// MLIR text is, giving JAX's answers (the plugin refused its dynamic ops before).
+#[test]
+fn jax_bytecode_of_a_symbolic_export_is_refined_and_gives_jaxs_answers() {
+    let case = root().join("tests/data/jax_export/symbolic/jax-0.10.2/mlp_batch");
+    let model = pjrt_formats::jax_export::JaxExport::read(case.join("model.jaxexport")).unwrap();
+    let dir = temp_dir("mlirbc-mlp");
+    let program = dir.join("mlp.mlirbc");
+    std::fs::write(&program, model.mlir_module()).unwrap();
+    for plugin in PLUGINS {
+        for ok in ["ok0", "ok2"] {
+            let out_dir = dir.join(format!("out-{plugin}-{ok}"));
+            let mut args =
+                vec!["run".to_string(), program.display().to_string(), "--plugin".into(), plugin.to_string()];
+            for i in 0..5 {
+                args.extend(["--input".to_string(), case.join(format!("{ok}/in{i}.npy")).display().to_string()]);
+            }
+            args.extend(["--output-dir".to_string(), out_dir.display().to_string()]);
+            let out = pjrt(&args.iter().map(String::as_str).collect::<Vec<_>>());
+            assert!(out.status.success(), "{plugin} {ok}: {}", stderr(&out));
+            let ours = NpyArray::read(&out_dir.join("out0.npy")).unwrap();
+            let jax = NpyArray::read(&case.join(format!("{ok}/out0.npy"))).unwrap();
+            assert_eq!(ours.dims, jax.dims, "{plugin} {ok}");
+            for (a, b) in f32s(&ours).iter().zip(f32s(&jax)) {
+                assert!((a - b).abs() <= 1e-4 + 1e-4 * b.abs(), "{plugin} {ok}: {a} vs JAX's {b}");
+            }
+        }
     }
 }

@@ -6,15 +6,17 @@
 use std::path::PathBuf;
 
 use pjrt_client::{Buffer, Client};
-use pjrt_formats::jax_export::{Dim, Runner};
+use pjrt_formats::jax_export::Dim;
 
 use crate::config::{BatchingConfig, ModelConfig};
 use crate::datatype::Datatype;
 use crate::error::ServeError;
 
 mod load;
+mod program;
 mod request;
 mod run;
+mod warmup;
 
 pub(crate) use request::{same_batch, select_outputs, BatchKeyPart, RequestArray};
 
@@ -33,9 +35,9 @@ pub struct TensorSpec {
 /// The model on one device: its executables and its weights there.
 struct Replica {
     /// The executables compiled at load (through the compile cache).
-    runner: Runner,
+    runner: program::Executables,
     /// Those compiled for requests' shapes (kept in memory only).
-    requested: Runner,
+    requested: program::Executables,
     /// The weights, uploaded to the device once (in the order of `ServedModel::weight_of`'s
     /// indices).
     weight_buffers: Vec<Buffer>,
@@ -44,6 +46,8 @@ struct Replica {
 /// A loaded model.
 pub struct ServedModel {
     config: ModelConfig,
+    /// What it was read from: a `jax.export` model, an MLIR program, an AOT artifact.
+    program: std::sync::Arc<program::ModelProgram>,
     /// One per device it serves on (the client's first `replicas` addressable devices).
     replicas: Vec<Replica>,
     client: Client,
@@ -60,8 +64,10 @@ pub struct ServedModel {
     batched: Vec<bool>,
     /// The signatures compiled, and what requests may have compiled.
     signatures: crate::shapes::Signatures,
-    /// How long loading took (read, weights upload, first compile of a static model).
+    /// How long loading took (read, weights upload, first compile of a static model, warm-up).
     load_ms: f64,
+    /// Its warm-up at load (`None`: off).
+    warmed: Option<warmup::Warmed>,
 }
 
 fn dims_of(dims: &[Dim]) -> Vec<i64> {

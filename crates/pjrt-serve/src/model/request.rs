@@ -141,8 +141,7 @@ impl ServedModel {
                     spec.name, tensor.shape, spec.shape
                 )));
             }
-            let model = self.replicas[0].runner.model();
-            model
+            self.program
                 .check_input(self.request_inputs[i], spec.datatype.element_type(), &tensor.shape)
                 .map_err(|e| bad(format!("input {:?}: {e}", spec.name)))?;
             let array = RequestArray::new(spec.datatype.element_type(), tensor.shape, tensor.data)

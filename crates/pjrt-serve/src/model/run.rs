@@ -25,7 +25,7 @@ impl ServedModel {
             replica
                 .requested
                 .executable(signature)
-                .map_err(|e| ServeError::Unfit { model: self.config.name.clone(), source: std::sync::Arc::new(e) })?;
+                .map_err(|e| ServeError::Unfit { model: self.config.name.clone(), source: std::sync::Arc::from(e) })?;
         }
         self.signatures.add(signature.clone());
         Ok(())
@@ -98,12 +98,11 @@ impl ServedModel {
     ) -> Result<Vec<OutputTensor>, ServeError> {
         let started = Instant::now();
         let replica = &self.replicas[replica % self.replicas.len()];
-        let model = replica.runner.model();
         let shapes = self.shapes(&inputs);
         let runner = if self.signatures.is_pinned(&shapes) { &replica.runner } else { &replica.requested };
         let exe = runner.executable(&shapes).map_err(|e| {
-            if model.is_polymorphic() {
-                ServeError::Unfit { model: self.config.name.clone(), source: std::sync::Arc::new(e) }
+            if self.program.is_polymorphic() {
+                ServeError::Unfit { model: self.config.name.clone(), source: std::sync::Arc::from(e) }
             } else {
                 ServeError::run(e)
             }
@@ -119,14 +118,15 @@ impl ServedModel {
         // The module's arguments in the export's one order (JaxExport::module_arguments): the
         // platform index, then the kept inputs: weights as uploaded at load, the request's
         // uploaded now. Tokens never reach here: a model with ordered effects is refused at load.
-        let module_arguments = model.module_arguments();
+        let module_arguments = self.program.module_arguments();
         let position = |i: usize| self.request_inputs.iter().position(|&r| r == i);
         let weight = |i: usize| self.weight_of.get(i).copied().flatten();
         let mut uploaded: Vec<Option<Buffer>> = Vec::with_capacity(module_arguments.len());
         for argument in &module_arguments {
             uploaded.push(match *argument {
                 ModuleArgument::PlatformIndex => {
-                    let index = model
+                    let index = self
+                        .program
                         .platform_index(self.client.platform_name())
                         .map_err(ServeError::run)?
                         .ok_or_else(|| ServeError::Internal("the export has no platform index".into()))?;
@@ -164,7 +164,7 @@ impl ServedModel {
         let executed = Instant::now();
         if results.len() != self.outputs.len() {
             return Err(ServeError::Internal(format!(
-                "the module returned {} outputs but the export lists {}",
+                "the module returned {} outputs but its signature lists {}",
                 results.len(),
                 self.outputs.len()
             )));
@@ -175,7 +175,7 @@ impl ServedModel {
             let (element_type, shape, data) = host.into_parts();
             if element_type != spec.datatype.element_type() {
                 return Err(ServeError::Internal(format!(
-                    "output {:?} came back as {element_type}, but the export says {}",
+                    "output {:?} came back as {element_type}, but its signature says {}",
                     spec.name, spec.datatype
                 )));
             }

@@ -12,10 +12,12 @@ mod health;
 mod hostile;
 mod model_config;
 mod model_control;
+mod programs;
 mod replicas;
 mod shapes;
 mod statistics;
 mod streamed;
+mod warmup;
 mod weights;
 #[cfg(feature = "tls")]
 mod tls;

@@ -159,12 +159,15 @@ pub fn exec(args: &RunArgs) -> Result<(), Error> {
             }
         };
     }
-    // An MLIR text program with `?` dimensions (or dimension parameters) is refined for the
-    // inputs' shapes, as a shape-polymorphic jax.export model is.
-    let text = program.program().and_then(|p| p.text()).filter(|t| pjrt_formats::mlir_text::may_be_dynamic(t));
-    let parsed = match text {
-        Some(text) if jax_model.is_none() => {
-            Some(pjrt_formats::mlir_text::TextProgram::parse(text, &args.program.display().to_string())?)
+    // An MLIR program with `?` dimensions (or dimension parameters) is refined for the
+    // inputs' shapes, as a shape-polymorphic jax.export model is: text, or a StableHLO portable
+    // artifact (`.mlirbc`; bytecode that is not one goes to the plugin as it is).
+    let parsed = match program.program().filter(|_| jax_model.is_none()) {
+        Some(p) if p.text().is_some_and(pjrt_formats::mlir_text::may_be_dynamic) => {
+            Some(pjrt_formats::mlir_text::TextProgram::from_program(p, &args.program.display().to_string())?)
+        }
+        Some(p) if p.text().is_none() && p.format() == pjrt_client::ProgramFormat::Mlir => {
+            pjrt_formats::mlir_text::TextProgram::from_program(p, &args.program.display().to_string()).ok()
         }
         _ => None,
     };

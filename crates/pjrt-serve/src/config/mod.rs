@@ -7,6 +7,9 @@ use serde_json::Value;
 
 use crate::error::ServeError;
 
+mod warmup;
+pub use warmup::WarmupConfig;
+
 /// One model to serve.
 ///
 /// ```
@@ -23,7 +26,8 @@ pub struct ModelConfig {
     pub name: String,
     /// Its version (`1` unless the config says).
     pub version: String,
-    /// The `.jaxexport` file.
+    /// The program: a `.jaxexport` file, an `.mlir` or `.mlirbc` program, or an AOT artifact of
+    /// `pjrt compile` (told by its bytes).
     pub program: PathBuf,
     /// A safetensors file whose tensors (the model's weights) feed the model's inputs by name
     /// ([`pjrt_formats::binding`]), uploaded once at load; requests give the other inputs.
@@ -38,6 +42,8 @@ pub struct ModelConfig {
     /// input signatures requests may have compiled (`config.json`'s `symbolic_dims` and
     /// `max_request_shapes`).
     pub shapes: ShapeLimits,
+    /// Its warm-up before it is served (`config.json`'s `warmup`; on by default).
+    pub warmup: WarmupConfig,
 }
 
 /// What requests may make a shape-polymorphic model compile: each new input signature is
@@ -356,6 +362,7 @@ impl ModelConfig {
             output_names: Vec::new(),
             batching: None,
             shapes: ShapeLimits::default(),
+            warmup: WarmupConfig::default(),
         }
     }
 
@@ -371,6 +378,12 @@ impl ModelConfig {
         self
     }
 
+    /// With this warm-up ([`WarmupConfig::off`]: none).
+    pub fn with_warmup(mut self, warmup: WarmupConfig) -> ModelConfig {
+        self.warmup = warmup;
+        self
+    }
+
     /// With a weights file.
     pub fn with_params(mut self, params: impl Into<PathBuf>) -> ModelConfig {
         self.params = Some(params.into());
@@ -381,9 +394,11 @@ impl ModelConfig {
     /// `params`, `inputs` and `outputs` as lists of names, `batching` ([`BatchingConfig`]:
     /// `batch_independent`, `max_batch_size`, `max_queue_delay_ms` or Triton's
     /// `max_queue_delay_microseconds`, `preferred_batch_sizes` or Triton's
-    /// `preferred_batch_size`), `symbolic_dims`, `max_request_shapes`; relative paths are the
+    /// `preferred_batch_size`), `symbolic_dims`, `max_request_shapes`, `warmup`
+    /// ([`WarmupConfig`]); relative paths are the
     /// folder's; Triton's `config.pbtxt` is not read),
-    /// else the folder's one `.jaxexport` file and its `params.safetensors` if there is one.
+    /// else the folder's one program file (`.jaxexport`, `.mlir`, `.mlirbc`, or `.pjrt`: an AOT
+    /// artifact of `pjrt compile`) and its `params.safetensors` if there is one.
     /// The name defaults to the folder's.
     ///
     /// ```
@@ -449,11 +464,15 @@ impl ModelConfig {
             if let Some(key) = ["program", "params"].into_iter().find(|k| json.get(*k).is_some_and(outside)) {
                 return Err(bad(format!("the config override: {key:?} must name a file of the model's folder")));
             }
+            let samples = json.get("warmup").and_then(|w| w.get("samples")).and_then(Value::as_object);
+            if samples.is_some_and(|s| s.values().any(outside)) {
+                return Err(bad("the config override: warmup samples must name files of the model's folder".into()));
+            }
         }
         let Value::Object(json) = json else {
             return Err(bad(format!("{} must hold a JSON object", config_path.display())));
         };
-        const KNOWN: [&str; 11] = [
+        const KNOWN: [&str; 12] = [
             "name",
             "version",
             "program",
@@ -465,6 +484,7 @@ impl ModelConfig {
             "max_request_shapes",
             "max_batch_size",
             "dynamic_batching",
+            "warmup",
         ];
         if let Some(key) = json.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(bad(format!("{}: unknown field {key:?} (known: {})", config_path.display(), KNOWN.join(", "))));
@@ -492,7 +512,7 @@ impl ModelConfig {
                 let entries = std::fs::read_dir(folder).map_err(|e| bad(format!("{}: {e}", folder.display())))?;
                 for entry in entries {
                     let path = entry.map_err(|e| bad(format!("{}: {e}", folder.display())))?.path();
-                    if path.extension().is_some_and(|x| x == "jaxexport") {
+                    if is_program_file(&path) {
                         found.push(path);
                     }
                 }
@@ -500,8 +520,9 @@ impl ModelConfig {
                     1 => found.remove(0),
                     n => {
                         return Err(bad(format!(
-                            "{} holds {n} .jaxexport files: name the program in config.json (\"program\")",
-                            folder.display()
+                            "{} holds {n} program files ({}): name the program in config.json (\"program\")",
+                            folder.display(),
+                            PROGRAM_EXTENSIONS.map(|x| format!(".{x}")).join(", ")
                         )))
                     }
                 }
@@ -533,6 +554,8 @@ impl ModelConfig {
                 }
             },
             shapes: ShapeLimits::from_json(&json, &config_path.display().to_string()).map_err(bad)?,
+            warmup: WarmupConfig::from_json(json.get("warmup"), folder, &config_path.display().to_string())
+                .map_err(bad)?,
         })
     }
 }
@@ -554,6 +577,16 @@ impl std::str::FromStr for ModelConfig {
         config.params = params;
         Ok(config)
     }
+}
+
+/// The endings of the files a model folder's program is found as (without `program` in its
+/// `config.json`): a `jax.export` model, MLIR text, a StableHLO portable artifact, an AOT
+/// artifact of `pjrt compile` (told apart by their bytes, not their names, once read).
+pub(crate) const PROGRAM_EXTENSIONS: [&str; 4] = ["jaxexport", "mlir", "mlirbc", "pjrt"];
+
+/// Whether `path` is named as a model's program ([`PROGRAM_EXTENSIONS`]).
+pub(crate) fn is_program_file(path: &Path) -> bool {
+    path.extension().and_then(|x| x.to_str()).is_some_and(|x| PROGRAM_EXTENSIONS.contains(&x))
 }
 
 /// Every model folder of a repository (its subfolders, sorted by name), each as its config
