@@ -130,6 +130,7 @@ mod boundary;
 mod tensor;
 mod runtime;
 mod model;
+pub mod install;
 
 pub use boundary::{pjrt_status_code, pjrt_status_free, pjrt_status_message};
 pub use model::{pjrt_model_free, pjrt_model_load, pjrt_model_run, pjrt_model_signature};
