@@ -265,8 +265,8 @@ elseif(NOT PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
   unset(_pjrt_major)
   unset(_pjrt_minor)
 endif()
-# The library is built for 64-bit targets only.
-if(NOT CMAKE_SIZEOF_VOID_P STREQUAL "8" AND NOT CMAKE_SIZEOF_VOID_P STREQUAL "")
+# The library is built for 64-bit targets only (a project of no language knows no pointer size).
+if(NOT "${{CMAKE_SIZEOF_VOID_P}}" STREQUAL "" AND NOT "${{CMAKE_SIZEOF_VOID_P}}" STREQUAL "8")
   set(PACKAGE_VERSION "${{PACKAGE_VERSION}} (64-bit)")
   set(PACKAGE_VERSION_UNSUITABLE TRUE)
 endif()
@@ -283,7 +283,43 @@ mod tests {
         let pc = pkg_config_file(Path::new("/opt/pjrt"));
         assert!(pc.contains("prefix=/opt/pjrt\n"), "{pc}");
         assert!(pc.contains(&format!("Version: {VERSION}\n")), "{pc}");
-        assert!(pc.contains("Libs.private: -lgcc_s"), "{pc}");
+        assert!(pc.contains("Libs.private: -ldl -lgcc_s"), "{pc}");
+    }
+
+    /// `#define NAME VALUE` lines of the header.
+    fn header_defines() -> Vec<(&'static str, &'static str)> {
+        HEADER
+            .lines()
+            .filter_map(|l| l.strip_prefix("#define "))
+            .filter_map(|l| l.split_once(' '))
+            .filter(|(name, _)| name.starts_with("PJRT_") && *name != "PJRT_H")
+            .collect()
+    }
+
+    #[test]
+    fn the_fortran_module_declares_every_constant_and_function_of_the_header() {
+        // Fortran is case-insensitive and the module's text is ours: compare in lower case,
+        // without blanks, so `PJRT_DTYPE_F32 = 11` is found however the line wraps.
+        let module: String = FORTRAN_MODULE.to_lowercase().chars().filter(|c| *c != ' ').collect();
+        let defines = header_defines();
+        assert!(defines.len() > 30, "{defines:?}");
+        for (name, value) in defines {
+            if name == "PJRT_ABI_VERSION_MINOR" {
+                continue; // the module's functions are the major version's; it adds none of a minor's
+            }
+            let declared = format!("{}={}", name.to_lowercase(), value);
+            assert!(module.contains(&declared), "pjrt.f90 lacks `{name} = {value}` of pjrt.h");
+        }
+        let functions: Vec<&str> = HEADER
+            .lines()
+            .filter(|l| !l.starts_with("//") && l.contains("pjrt_") && l.contains('('))
+            .filter_map(|l| l.split('(').next()?.split([' ', '*']).next_back())
+            .filter(|name| name.starts_with("pjrt_"))
+            .collect();
+        assert_eq!(functions.len(), 11, "{functions:?}");
+        for function in functions {
+            assert!(module.contains(&format!("bind(c,name='{function}')")), "pjrt.f90 does not bind {function}");
+        }
     }
 
     #[test]
