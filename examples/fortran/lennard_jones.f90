@@ -99,7 +99,7 @@ contains
     type(pjrt_tensor) :: outputs(2)
     character(len=:), allocatable :: message
     integer(c_int32_t) :: code
-    character(len=80) :: what
+    character(len=80) :: what, difference
 
     open (newunit=unit, file=path, status='old', action='read')
     read (unit, *) n
@@ -121,8 +121,10 @@ contains
     write (what, '(a, i0, a, es10.3)') 'n = ', n, ': energy ', energy
     call expect(outputs(2)%ndim == 2 .and. outputs(2)%dims(1) == n .and. outputs(2)%dims(2) == 3, &
                 trim(what) // ', gradient f64[n, 3]')
+    write (difference, '(a, es9.2, a, es9.2)') ' (largest differences: energy', abs(energy - want_energy), &
+      ', gradient', maxval(abs(grad - want_grad))
     call expect(worst([energy], [want_energy]) <= 1 .and. worst(reshape(grad, [3 * n]), reshape(want_grad, [3 * n])) <= 1, &
-                trim(what) // ', energy and gradient match JAX within 1e-12 + 1e-10 |JAX|')
+                trim(what) // ', energy and gradient match JAX within 1e-12 + 1e-10 |JAX|' // trim(difference) // ')')
 
     ! A code that stores x(n, 3) asks for the transpose (pjrt_transposed: a copy), and gets the
     ! gradient back as rows(3, n), transposed again to its own layout.
