@@ -18,12 +18,21 @@
 //! files do. Linux only, as the rest of the C API.
 //!
 //! ```
-//! let prefix = std::env::temp_dir().join(format!("pjrt-install-doc-{}", std::process::id()));
-//! let pc = pjrt::install::pkg_config_file(&prefix);
+//! // Usually `lib_dir` is the profile folder of `cargo build --release -p pjrt-capi`
+//! // (target/release); here, stand-ins for its two libraries.
+//! let temp = std::env::temp_dir().join(format!("pjrt-install-doc-{}", std::process::id()));
+//! let lib_dir = temp.join("built");
+//! std::fs::create_dir_all(&lib_dir)?;
+//! std::fs::write(lib_dir.join("libpjrt.so"), b"...")?;
+//! std::fs::write(lib_dir.join("libpjrt.a"), b"...")?;
+//!
+//! let installed = pjrt::install::install(&temp.join("prefix"), &lib_dir)?;
+//! assert_eq!(installed.files.len(), 8);
+//! let pc = std::fs::read_to_string(installed.prefix.join("lib/pkgconfig/pjrt.pc"))?;
 //! assert!(pc.contains("Libs: -L${libdir} -lpjrt"));
-//! assert!(pjrt::install::HEADER.contains("pjrt_model_run"));
-//! // pjrt::install::install(&prefix, Path::new("target/release")) copies the libraries of a
-//! // `cargo build --release -p pjrt-capi` and writes the rest.
+//! assert_eq!(std::fs::read_link(installed.prefix.join("lib/libpjrt.so"))?, std::path::Path::new("libpjrt.so.1"));
+//! # std::fs::remove_dir_all(&temp)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use std::io;
