@@ -115,7 +115,30 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! Build, link and run from C: `docs/c-api.md` and `examples/c/` of the repository.
+//! ## Install, pkg-config, CMake, Fortran
+//!
+//! `pjrt capi install PREFIX` (the `pjrt` command of pjrt-cli; the same from Rust:
+//! [`install::install`]) lays the library out for other builds: `PREFIX/include/pjrt.h`,
+//! `PREFIX/lib/libpjrt.so.1` (and the link `libpjrt.so`), `PREFIX/lib/libpjrt.a`, a pkg-config
+//! file (`pkg-config --cflags --libs pjrt`), a CMake package (`find_package(pjrt CONFIG)`, the
+//! target `pjrt::pjrt`; `PJRT_STATIC=ON` for the static library) and the Fortran module's
+//! source, `PREFIX/share/pjrt/fortran/pjrt.f90` ([`install::FORTRAN_MODULE`]).
+//!
+//! The Fortran module (Fortran 2018, `iso_c_binding`) binds every function and constant of the
+//! header and takes Fortran arrays: `pjrt_tensor_of(a)` describes an array `a(d1, ..., dk)` as
+//! the row-major tensor `[dk, ..., d1]`, which is the same memory, so nothing is copied (a
+//! Fortran `positions(3, n)` is the `f64[n, 3]` a JAX function takes); `pjrt_transposed(a)`
+//! copies with the dimensions reversed, for a model that wants them in Fortran's order.
+//!
+//! ```sh
+//! cargo build --release -p pjrt-capi -p pjrt-cli
+//! target/release/pjrt capi install /opt/pjrt
+//! cc app.c $(PKG_CONFIG_PATH=/opt/pjrt/lib/pkgconfig pkg-config --cflags --libs pjrt) -Wl,-rpath,/opt/pjrt/lib
+//! gfortran /opt/pjrt/share/pjrt/fortran/pjrt.f90 app.f90 -L/opt/pjrt/lib -lpjrt -Wl,-rpath,/opt/pjrt/lib
+//! ```
+//!
+//! Build, link and run from C, C++ and Fortran, and the same task beside ONNX Runtime's C API:
+//! `docs/c-api.md`, `examples/c/`, `examples/cpp/` and `examples/fortran/` of the repository.
 
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -130,6 +153,7 @@ mod boundary;
 mod tensor;
 mod runtime;
 mod model;
+pub mod install;
 
 pub use boundary::{pjrt_status_code, pjrt_status_free, pjrt_status_message};
 pub use model::{pjrt_model_free, pjrt_model_load, pjrt_model_run, pjrt_model_signature};

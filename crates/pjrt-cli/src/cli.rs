@@ -55,6 +55,9 @@ pub enum Command {
     /// Find and install plugins.
     #[command(subcommand)]
     Plugin(PluginCommand),
+    /// The C API (libpjrt, pjrt.h): install it for C, C++ and Fortran builds.
+    #[command(subcommand)]
+    Capi(CapiCommand),
     /// Measure dispatch and transfer speed, beside the raw C API.
     Bench(BenchArgs),
     /// Check what a plugin supports: one check per capability (pass, fail or unsupported).
@@ -402,6 +405,29 @@ pub enum CacheCommand {
     /// Remove every cached executable.
     Clear {
         /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+// `pjrt capi`
+
+/// `pjrt capi` subcommands.
+#[derive(Subcommand)]
+pub enum CapiCommand {
+    /// Install the C API into PREFIX for C, C++ and Fortran builds: include/pjrt.h,
+    /// lib/libpjrt.so.1 (and the link libpjrt.so), lib/libpjrt.a, lib/pkgconfig/pjrt.pc (for
+    /// `pkg-config --cflags --libs pjrt`), lib/cmake/pjrt (for `find_package(pjrt)`: the target
+    /// pjrt::pjrt) and share/pjrt/fortran/pjrt.f90 (the Fortran module's source). The libraries
+    /// are copied from those `cargo build -p pjrt-capi` made beside this `pjrt`.
+    Install {
+        /// The folder to install into (made if missing; files there are replaced).
+        prefix: std::path::PathBuf,
+        /// The folder that holds libpjrt.so and libpjrt.a (a cargo profile folder such as
+        /// target/release). Default: the folder of this `pjrt` executable.
+        #[arg(long, value_name = "DIR")]
+        lib_dir: Option<std::path::PathBuf>,
+        /// Print one JSON object (prefix, files) instead of the list of files.
         #[arg(long)]
         json: bool,
     },

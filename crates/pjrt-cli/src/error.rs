@@ -15,6 +15,9 @@ pub enum Error {
     /// (clap checks each one alone); the message says what to change.
     #[error("invalid argument: {0}")]
     Usage(String),
+    /// `pjrt capi install`: a library to copy is missing, or a file could not be written.
+    #[error(transparent)]
+    CapiInstall(#[from] pjrt::install::InstallError),
     /// A command's results could not be written to stdout (its reader has gone away, or the
     /// write failed); [`crate::main_with_args`] ends quietly in the first case.
     #[error(transparent)]

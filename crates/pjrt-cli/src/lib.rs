@@ -16,6 +16,7 @@
 //! | `pjrt compile` | [`cli::CompileArgs`] | `src/commands/compile.rs` |
 //! | `pjrt cache info\|clear` | [`cli::CacheCommand`] | `src/commands/cache.rs` |
 //! | `pjrt plugin install\|list` | [`cli::PluginCommand`] | `src/commands/plugin.rs` |
+//! | `pjrt capi install` | [`cli::CapiCommand`] | `src/commands/capi.rs` (the layout is `pjrt::install`'s, the C API crate's) |
 //! | `pjrt bench` | [`cli::BenchArgs`] | `src/commands/bench/` |
 //! | `pjrt conform` | [`cli::ConformArgs`] | `src/commands/conform/` |
 //! | `pjrt serve` (feature `serve`) | `cli::ServeArgs` | `src/commands/serve.rs` (the server is the `pjrt_serve` crate) |
@@ -111,6 +112,7 @@ pub fn run(cli: Cli) -> error::Result<()> {
         Command::Compile(args) => Ok(commands::compile::exec(&args)?),
         Command::Cache(command) => Ok(commands::cache::exec(&command)?),
         Command::Plugin(command) => Ok(commands::plugin::exec(&command)?),
+        Command::Capi(command) => commands::capi::exec(&command),
         Command::Inspect(args) => commands::inspect::exec(&args),
         #[cfg(feature = "serve")]
         Command::Serve(args) => commands::serve::exec(&args),

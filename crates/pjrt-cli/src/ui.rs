@@ -159,6 +159,14 @@ pub fn hint(error: &CliError) -> Option<String> {
                 "inputs must be NumPy .npy files (numpy.save); check that the file is one and is complete".into(),
             )
         }
+        CliError::CapiInstall(pjrt::install::InstallError::MissingLibrary { .. }) => {
+            return Some(
+                "`pjrt capi install` copies the libraries from its own folder (target/debug or target/release): \
+                 build them there with `cargo build -p pjrt-capi` (`--release` for target/release), or pass \
+                 --lib-dir DIR"
+                    .into(),
+            )
+        }
         _ => {}
     }
     let client = error.client()?;

@@ -2,7 +2,8 @@
 //! tolerances are the test data's manifests'): the exported MLP, the shape-polymorphic
 //! transformer at two shapes (as a `.jaxexport` and as MLIR text with `?` dimensions), weights
 //! bound by name, static `.mlir`/`.mlirbc` programs, an AOT artifact, outputs into the
-//! caller's buffers, the device and compile-cache options.
+//! caller's buffers, the device and compile-cache options, and the Fortran example's
+//! double-precision export with a symbolic number of atoms at two sizes.
 
 use std::ffi::CString;
 use std::ptr::null_mut;
@@ -251,4 +252,45 @@ fn the_device_and_compile_cache_options() {
     let cache = pjrt_formats::compile_cache::CompileCache::open(&dir).unwrap();
     assert_eq!(cache.info().unwrap().entries, 1);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// One system of the Fortran example's data (tools/gen_fortran_testdata.py): n, the positions
+/// (n rows of 3), JAX's energy, JAX's gradient (n rows of 3).
+fn lennard_jones_system(n: usize) -> (Vec<f64>, f64, Vec<f64>) {
+    let text = std::fs::read_to_string(data(&format!("fortran/jax-0.10.2/lennard_jones/n{n}.txt"))).unwrap();
+    let numbers: Vec<f64> = text.split_whitespace().map(|w| w.parse().unwrap()).collect();
+    assert_eq!((numbers[0], numbers.len()), (n as f64, 2 + 6 * n));
+    (numbers[1..1 + 3 * n].to_vec(), numbers[1 + 3 * n], numbers[2 + 3 * n..].to_vec())
+}
+
+#[test]
+fn a_symbolic_f64_export_runs_at_two_sizes() {
+    // The Fortran example's model: positions f64[n, 3] -> (energy f64[], gradient f64[n, 3]).
+    let runtime = runtime();
+    let model = load(runtime, "fortran/jax-0.10.2/lennard_jones/model.jaxexport", None);
+    let (inputs, outputs) = signature(model);
+    assert_eq!((inputs[0].dtype, inputs[0].ndim, &inputs[0].dims[..2]), (PJRT_DTYPE_F64, 2, &[-1, 3][..]));
+    assert_eq!((outputs[0].ndim, outputs[1].ndim, &outputs[1].dims[..2]), (0, 2, &[-1, 3][..]));
+    for n in [4, 13] {
+        let (mut positions, want_energy, want_gradient) = lennard_jones_system(n);
+        let mut dims = [0; PJRT_MAX_NDIM];
+        dims[..2].copy_from_slice(&[n as i64, 3]);
+        let input =
+            pjrt_tensor { data: positions.as_mut_ptr().cast(), nbytes: 24 * n, dtype: PJRT_DTYPE_F64, ndim: 2, dims };
+        let (mut energy, mut gradient) = (0f64, vec![0f64; 3 * n]);
+        let mut outs = [
+            pjrt_tensor { data: (&mut energy as *mut f64).cast(), nbytes: 8, ..pjrt_tensor::EMPTY },
+            pjrt_tensor { data: gradient.as_mut_ptr().cast(), nbytes: 24 * n, ..pjrt_tensor::EMPTY },
+        ];
+        // SAFETY: the input over `positions`, the outputs over `energy` and `gradient`.
+        ok(unsafe { pjrt_model_run(model, &input, 1, outs.as_mut_ptr(), 2) });
+        assert_eq!((outs[1].dtype, &outs[1].dims[..2]), (PJRT_DTYPE_F64, &[n as i64, 3][..]));
+        let close = |got: f64, want: f64| (got - want).abs() <= 1e-12 + 1e-10 * want.abs();
+        assert!(close(energy, want_energy), "n = {n}: energy {energy}, JAX's {want_energy}");
+        for (i, (&got, &want)) in gradient.iter().zip(&want_gradient).enumerate() {
+            assert!(close(got, want), "n = {n}: gradient[{i}] {got}, JAX's {want}");
+        }
+    }
+    ok(pjrt_model_free(model));
+    ok(pjrt_runtime_free(runtime));
 }

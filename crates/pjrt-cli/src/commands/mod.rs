@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod cache;
+pub mod capi;
 pub mod compile;
 pub mod conform;
 pub mod info;

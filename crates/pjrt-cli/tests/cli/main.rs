@@ -14,6 +14,7 @@ mod spmd;
 
 mod cache_cli;
 mod cache_trust_cli;
+mod capi_cli;
 mod cli;
 mod etcd_cli;
 mod ffi_cli;
