@@ -74,6 +74,7 @@ mod model;
 mod tls;
 mod options;
 mod budget;
+mod shared_memory;
 mod devices;
 pub mod metrics;
 mod state;

@@ -2,6 +2,10 @@
 
 use std::collections::HashMap;
 
+pub use super::shared_memory::{
+    SystemSharedMemoryRegionStatus, SystemSharedMemoryRegisterRequest, SystemSharedMemoryResponse,
+    SystemSharedMemoryStatusRequest, SystemSharedMemoryStatusResponse, SystemSharedMemoryUnregisterRequest,
+};
 pub use super::statistics::{
     InferBatchStatistics, InferResponseStatistics, InferStatistics, MemoryUsage, ModelStatistics,
     ModelStatisticsRequest, ModelStatisticsResponse, StatisticDuration,

@@ -13,6 +13,7 @@ mod hostile;
 mod model_config;
 mod model_control;
 mod replicas;
+mod shared_memory;
 mod shapes;
 mod statistics;
 mod streamed;
