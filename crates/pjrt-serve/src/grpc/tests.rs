@@ -353,7 +353,18 @@ fn client_parameters_are_checked() {
                 None,
                 None,
             ),
-            "\"shared_memory_region\" is not supported here (known: binary_data_size)",
+            "'shared_memory_byte_size' must be specified along with 'shared_memory_region'",
+        ),
+        (
+            request(
+                InferInputTensor {
+                    parameters: named("cuda_shared_memory_handle", ParameterChoice::StringParam("h".into())),
+                    ..input("x", "FP32", vec![2], None)
+                },
+                None,
+                None,
+            ),
+            "\"cuda_shared_memory_handle\" is not supported here (known: binary_data_size, shared_memory_region",
         ),
     ];
     for (request, says) in cases {
