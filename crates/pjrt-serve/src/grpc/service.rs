@@ -307,7 +307,7 @@ async fn model_infer(
     for (o, place) in outputs.into_iter().zip(placed) {
         // (An output written to shared memory has its place as parameters, and empty raw
         // contents: Triton keeps one raw entry per output, which tritonclient indexes by.)
-        let parameters = place.map(super::shared_memory::output_parameters).unwrap_or_default();
+        let parameters = place.map(output_parameters).unwrap_or_default();
         response.outputs.push(InferOutputTensor {
             name: o.name,
             datatype: o.datatype.name().into(),
@@ -318,6 +318,17 @@ async fn model_infer(
         response.raw_output_contents.push(o.data);
     }
     Ok(Response::new(response))
+}
+
+/// The parameters of an output written to shared memory: its region, offset and byte size.
+fn output_parameters(place: crate::protocol::SharedMemoryRef) -> HashMap<String, InferParameter> {
+    use crate::protocol::{SHM_BYTE_SIZE, SHM_OFFSET, SHM_REGION};
+    let param = |choice| InferParameter { parameter_choice: Some(choice) };
+    HashMap::from([
+        (SHM_REGION.to_string(), param(ParameterChoice::StringParam(place.region))),
+        (SHM_OFFSET.to_string(), param(ParameterChoice::Int64Param(place.offset as i64))),
+        (SHM_BYTE_SIZE.to_string(), param(ParameterChoice::Int64Param(place.byte_size as i64))),
+    ])
 }
 
 async fn repository_index(

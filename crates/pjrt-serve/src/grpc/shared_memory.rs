@@ -1,14 +1,12 @@
 //! Triton's system shared memory calls over gRPC: `SystemSharedMemoryRegister`,
 //! `SystemSharedMemoryUnregister`, `SystemSharedMemoryStatus` (their messages, and the
-//! handlers over the server's registry), and the parameters of an output written to a region.
+//! handlers over the server's registry).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use tonic::{Request, Response, Status};
 
-use super::messages::{InferParameter, ParameterChoice};
-use crate::protocol::{SharedMemoryRef, SHM_BYTE_SIZE, SHM_OFFSET, SHM_REGION};
 use crate::state::Shared;
 
 /// `SystemSharedMemoryStatusRequest`.
@@ -108,14 +106,4 @@ pub(crate) async fn unregister(
 ) -> Result<Response<SystemSharedMemoryResponse>, Status> {
     shared.shared_memory.unregister(&request.into_inner().name)?;
     Ok(Response::new(SystemSharedMemoryResponse {}))
-}
-
-/// The parameters of an output written to shared memory: its region, offset and byte size.
-pub(crate) fn output_parameters(place: SharedMemoryRef) -> HashMap<String, InferParameter> {
-    let param = |choice| InferParameter { parameter_choice: Some(choice) };
-    HashMap::from([
-        (SHM_REGION.to_string(), param(ParameterChoice::StringParam(place.region))),
-        (SHM_OFFSET.to_string(), param(ParameterChoice::Int64Param(place.offset as i64))),
-        (SHM_BYTE_SIZE.to_string(), param(ParameterChoice::Int64Param(place.byte_size as i64))),
-    ])
 }
