@@ -138,8 +138,8 @@ impl Parameters {
     }
 
     /// Parameters this server does not implement are refused, not ignored: a client that asks
-    /// for `classification` or shared memory would otherwise get something other than it asked
-    /// for.
+    /// for `classification` or CUDA shared memory would otherwise get something other than it
+    /// asked for.
     fn refuse_unknown(&self, known: &[&str], what: &str) -> Result<(), ProtocolError> {
         match self.0.iter().find(|(k, _)| !known.contains(&k.as_str())) {
             Some((name, _)) => {
