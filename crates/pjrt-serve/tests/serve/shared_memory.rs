@@ -198,6 +198,45 @@ fn http_inputs_and_outputs_go_through_shared_memory() {
     assert!(metadata["extensions"].as_array().unwrap().contains(&json!("system_shared_memory")));
 }
 
+/// Shared memory beside binary tensor data and JSON in one HTTP request: input 0 from a region,
+/// input 1 binary, input 2 JSON; output 0 to a region, output 1 binary, output 2 JSON.
+#[test]
+fn http_shared_memory_beside_binary_and_json_tensors() {
+    let server = serve(ServerOptions::default().with_shared_memory(true));
+    let (inputs, _, outputs, _) = tensors();
+    let input_object = Object::new("mixed-in", &inputs[0].data);
+    let output_object = Object::new("mixed-out", &vec![0; outputs[0].data.len() + 8]);
+    assert_eq!(register_http(&server, "in", &input_object.key, inputs[0].data.len()).0, 200);
+    assert_eq!(register_http(&server, "out", &output_object.key, outputs[0].data.len() + 8).0, 200);
+    let json_data: Value = match datatype(&inputs[2]) {
+        "BOOL" => inputs[2].data.iter().map(|&b| b != 0).collect::<Vec<bool>>().into(),
+        _ => inputs[2].to_vec::<i32>().unwrap().into(),
+    };
+    let header = json!({
+        "inputs": [
+            { "name": "input0", "datatype": datatype(&inputs[0]), "shape": inputs[0].dims,
+              "parameters": shm_json("in", 0, inputs[0].data.len()) },
+            { "name": "input1", "datatype": datatype(&inputs[1]), "shape": inputs[1].dims,
+              "parameters": { "binary_data_size": inputs[1].data.len() } },
+            { "name": "input2", "datatype": datatype(&inputs[2]), "shape": inputs[2].dims, "data": json_data },
+        ],
+        "outputs": [
+            { "name": "output0", "parameters": shm_json("out", 8, outputs[0].data.len()) },
+            { "name": "output1", "parameters": { "binary_data": true } },
+            { "name": "output2", "parameters": { "binary_data": false } },
+        ],
+    });
+    let (status, answer, binary) = server.post_binary("/v2/models/int_bool/infer", &header, &inputs[1].data);
+    assert_eq!(status, 200, "{answer}");
+    let answered = answer["outputs"].as_array().unwrap();
+    assert_eq!(answered[0]["parameters"], shm_json("out", 8, outputs[0].data.len()));
+    assert_eq!(answered[1]["parameters"]["binary_data_size"], outputs[1].data.len());
+    assert_eq!(binary, outputs[1].data, "only output 1's bytes follow the JSON");
+    assert!(answered[2]["data"].is_array(), "{}", answered[2]);
+    assert_eq!(output_object.bytes()[8..], outputs[0].data);
+    assert_eq!(output_object.bytes()[..8], [0; 8], "nothing written before the output's offset");
+}
+
 fn string(s: &str) -> InferParameter {
     InferParameter { parameter_choice: Some(ParameterChoice::StringParam(s.into())) }
 }
