@@ -25,9 +25,12 @@ pub(crate) struct Region {
     pub key: String,
     pub offset: u64,
     pub byte_size: u64,
-    /// The object, open for reading and writing (as Triton opens it): its current size is read
+    /// The object, open for reading and writing (as Triton opens it), or for reading only where
+    /// its permissions let the server read it but not write it: its current size is read
     /// (`fstat`) before each use.
     file: File,
+    /// Whether `file` is open for writing (outputs may go there).
+    writable: bool,
 }
 
 /// The file of shared memory object `key` (`/NAME` or `NAME`, as `shm_open` takes it): a name
@@ -60,13 +63,18 @@ impl Region {
         let end = offset.checked_add(byte_size).ok_or_else(|| {
             bad(format!("shared memory region '{name}': offset {offset} + byte_size {byte_size} overflow"))
         })?;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-            .map_err(|e| bad(format!("Unable to open shared memory region: '{key}': {e}")))?;
-        let region = Region { name: name.to_string(), key: key.to_string(), offset, byte_size, file };
+        let open = |write: bool| {
+            std::fs::OpenOptions::new().read(true).write(write).custom_flags(libc::O_NOFOLLOW).open(&path)
+        };
+        let (file, writable) = match open(true) {
+            Ok(file) => (file, true),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => match open(false) {
+                Ok(file) => (file, false),
+                Err(_) => return Err(bad(format!("Unable to open shared memory region: '{key}': {e}"))),
+            },
+            Err(e) => return Err(bad(format!("Unable to open shared memory region: '{key}': {e}"))),
+        };
+        let region = Region { name: name.to_string(), key: key.to_string(), offset, byte_size, file, writable };
         let metadata = region.file.metadata().map_err(|e| bad(format!("shared memory region '{name}': {e}")))?;
         if !metadata.is_file() {
             return Err(bad(format!("Unable to open shared memory region: '{key}': it is not a shared memory object")));
@@ -119,6 +127,13 @@ impl Region {
     /// Writes `data` at `offset` of the region, within `byte_size` (the room the request gave
     /// the output there).
     pub fn write(&self, offset: usize, data: &[u8]) -> Result<(), ServeError> {
+        if !self.writable {
+            return Err(bad(format!(
+                "shared memory region '{}': the server may read object '{}' but not write it (its permissions): \
+                 outputs cannot go there",
+                self.name, self.key
+            )));
+        }
         let at = self.span(offset, data.len())?;
         self.file.write_all_at(data, at).map_err(|e| {
             ServeError::Internal(format!(
