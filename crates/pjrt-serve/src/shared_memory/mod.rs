@@ -63,6 +63,10 @@ impl Registry {
     /// Registers `byte_size` bytes at `offset` of object `key` as region `name`.
     pub fn register(&self, name: &str, key: &str, offset: u64, byte_size: u64) -> Result<(), ServeError> {
         self.check_allowed()?;
+        if name.is_empty() {
+            // (An empty name is every region's, to the status and unregister calls.)
+            return Err(ServeError::BadRequest("a shared memory region needs a name".into()));
+        }
         let mut regions = self.regions.lock().unwrap_or_else(|e| e.into_inner());
         if regions.contains_key(name) {
             return Err(ServeError::Conflict(format!("shared memory region '{name}' already in manager")));

@@ -274,6 +274,8 @@ fn grpc_inputs_and_outputs_go_through_shared_memory_beside_raw_ones() {
     let again =
         SystemSharedMemoryRegisterRequest { name: "in".into(), key: input_object.key.clone(), offset: 0, byte_size: 4 };
     assert_eq!(server.grpc("SystemSharedMemoryRegister", &again, &[]).code, 6, "ALREADY_EXISTS");
+    let nameless = SystemSharedMemoryRegisterRequest { name: String::new(), ..again };
+    assert_eq!(server.grpc("SystemSharedMemoryRegister", &nameless, &[]).code, 3, "a name is needed");
     let status = server.grpc("SystemSharedMemoryStatus", &SystemSharedMemoryStatusRequest::default(), &[]);
     let status = SystemSharedMemoryStatusResponse::decode(&status.body[..]).unwrap();
     assert_eq!(status.regions.len(), 2);
