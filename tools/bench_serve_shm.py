@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -139,6 +140,7 @@ def main():
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)
+        shutil.rmtree(scratch, ignore_errors=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": platform.processor() or platform.machine(), "cores": os.cpu_count(),
