@@ -12,6 +12,11 @@ What a Triton or KServe user brings, from PyPI (``tools/serving-clients.txt``, p
   health_metadata,model_control}.py`` of triton-inference-server/client) make them, with
   their checks: Triton's wording ("Request for unknown model", "failed to load"), the
   override changing ``max_batch_size``, an unloaded model not ready.
+- ``tritonclient.utils.shared_memory`` over HTTP and gRPC (the server started with
+  ``--shared-memory``): regions created, filled and registered, "simple" run with its inputs read
+  from and its outputs written to them (``get_contents_as_numpy``), the status and unregister
+  calls; an output region too small and an input region truncated after registering give
+  errors, and the server serves on.
 - KServe's SDK clients (``kserve.InferenceRESTClient`` and ``InferenceGRPCClient``, protocol
   v2): health, model readiness and inference from numpy (REST JSON, REST binary, gRPC with
   ``binary_data_size``), by ``tools/check_kserve_sdk.py``.
@@ -46,6 +51,7 @@ import grpc
 import numpy as np
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+import tritonclient.utils.shared_memory as shm
 from tritonclient.utils import InferenceServerException
 
 DATA = "tests/data/jax_export"
@@ -209,7 +215,7 @@ def main():
     print(f"tritonclient {version('tritonclient')}, grpcio {version('grpcio')}, protobuf {version('protobuf')}; "
           f"kserve {kserve or 'missing'} (in {KSERVE_PYTHON})")
 
-    server = Server(pjrt, repository, scratch, "--model-control", "explicit")
+    server = Server(pjrt, repository, scratch, "--model-control", "explicit", "--shared-memory")
     try:
         checks(server, scratch)
     finally:
@@ -344,9 +350,75 @@ def checks(server, scratch):
             expect(client.is_server_live(), "live after the refused loads")
         http.load_model("simple")
 
+    for module, client in ((httpclient, http), (grpcclient, grpc_client)):
+        @check(f"system shared memory over {module.__name__.split('.')[-1]}: inputs and outputs in regions")
+        def _():
+            shared_memory_checks(module, client)
+
     @check("KServe's SDK: REST and gRPC clients (health, readiness, inference from numpy)")
     def _():
         kserve_sdk(server)
+
+
+def shared_memory_checks(module, client):
+    """"simple" with its inputs read from a region and its outputs written to another, as
+    Triton's simple_{http,grpc}_shm_client.py makes it; then the errors."""
+    protocol = module.__name__.split(".")[-1]
+    keys = {"in": f"/pjrt_check_in_{protocol}_{os.getpid()}", "out": f"/pjrt_check_out_{protocol}_{os.getpid()}"}
+    names = {k: f"{k}_{protocol}" for k in keys}
+    size = 16 * 4  # one INT32 row of 16
+    handles = {k: shm.create_shared_memory_region(names[k], keys[k], 2 * size) for k in keys}
+    try:
+        a = np.arange(16, dtype=np.int32).reshape(1, 16)
+        b = np.full((1, 16), -1, dtype=np.int32)
+        shm.set_shared_memory_region(handles["in"], [a])
+        shm.set_shared_memory_region(handles["in"], [b], offset=size)
+        client.unregister_system_shared_memory()
+        for k in keys:
+            client.register_system_shared_memory(names[k], keys[k], 2 * size)
+        status = client.get_system_shared_memory_status()
+        if module is grpcclient:
+            status = list(client.get_system_shared_memory_status(as_json=True)["regions"].values())
+        expect(sorted(r["name"] for r in status) == sorted(names.values()), status)
+        expect({r["key"] for r in status} == set(keys.values()), status)
+
+        def request(out_room=size):
+            inputs = [module.InferInput("INPUT0", [1, 16], "INT32"), module.InferInput("INPUT1", [1, 16], "INT32")]
+            inputs[0].set_shared_memory(names["in"], size)
+            inputs[1].set_shared_memory(names["in"], size, offset=size)
+            outputs = [module.InferRequestedOutput("OUTPUT0"), module.InferRequestedOutput("OUTPUT1")]
+            outputs[0].set_shared_memory(names["out"], out_room)
+            outputs[1].set_shared_memory(names["out"], out_room, offset=size)
+            return inputs, outputs
+
+        inputs, outputs = request()
+        result = client.infer("simple", inputs, outputs=outputs)
+        expect(result.get_output("OUTPUT0") is not None, "OUTPUT0 listed in the answer")
+        out0 = shm.get_contents_as_numpy(handles["out"], np.int32, [1, 16])
+        out1 = shm.get_contents_as_numpy(handles["out"], np.int32, [1, 16], offset=size)
+        expect(np.array_equal(out0, a + b), f"OUTPUT0 in shared memory: {out0}")
+        expect(np.array_equal(out1, a - b), f"OUTPUT1 in shared memory: {out1}")
+
+        # An output region too small, an unknown region, then the input object truncated after
+        # it was registered: errors, and the server serves on.
+        inputs, outputs = request(out_room=8)
+        raises(lambda: client.infer("simple", inputs, outputs=outputs), "should be at least")
+        raises(lambda: client.register_system_shared_memory(names["in"], keys["in"], size), "already in manager")
+        os.truncate(f"/dev/shm/{keys['in'].lstrip('/')}", 4)
+        inputs, outputs = request()
+        raises(lambda: client.infer("simple", inputs, outputs=outputs), "truncated")
+        expect(client.is_server_live(), "live after a truncated region")
+        client.unregister_system_shared_memory(names["in"])
+        inputs, outputs = request()
+        raises(lambda: client.infer("simple", inputs, outputs=outputs), "Unable to find shared memory region")
+        client.unregister_system_shared_memory()
+        status = client.get_system_shared_memory_status()
+        if module is grpcclient:
+            status = client.get_system_shared_memory_status(as_json=True).get("regions", {})
+        expect(len(status) == 0, f"regions left after unregistering all: {status}")
+    finally:
+        for handle in handles.values():
+            shm.destroy_shared_memory_region(handle)
 
 
 def not_ready_checks(server):

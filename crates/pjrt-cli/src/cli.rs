@@ -166,6 +166,12 @@ pub struct ServeArgs {
     /// others; a model a client unloaded does not count. `false`: ready whenever it runs.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     pub strict_readiness: bool,
+    /// Let same-host clients register system shared memory regions (objects under /dev/shm, as
+    /// Triton's --allow-client-shm) and send inputs and take outputs through them instead of the
+    /// socket. A client that may register a region may have the server read any /dev/shm object
+    /// its user may open: give it a token (--token) where other users reach the port.
+    #[arg(long)]
+    pub shared_memory: bool,
     /// Compile without the compile cache ($PJRT_CACHE_DIR, else ~/.cache/pjrt-client/compile).
     #[arg(long)]
     pub no_cache: bool,

@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use crate::budget::Reservation;
 use crate::error::ServeError;
 use crate::model::ServedModel;
-use crate::protocol::{HeldRequest, InputHeader, OutputTensor};
+use crate::protocol::{Check, HeldRequest, InputHeader, OutputTensor, SharedMemoryRef};
 use crate::state::{Entry, NotServed, Pending, Shared};
 use crate::statistics::{Answered, Execution, Phases, VersionStatistics};
 
@@ -74,24 +74,28 @@ pub(crate) fn unknown_model(name: &str, models: &BTreeMap<String, Entry>) -> Ser
 /// [`InputHeader::in_body`]). Whatever `decode` owns (the body) is dropped when it returns, and
 /// the body's share of the budget is released then, unless an input keeps a slice of it: then
 /// the body's share stays taken as long as the request's reservation (which such a body holds:
-/// [`crate::budget::hold`]).
+/// [`crate::budget::hold`]). An input in shared memory is read from its region by the check,
+/// its bytes taken of the budget first.
 pub(crate) async fn decode_off_runtime<T: Send + 'static>(
+    shared: &Arc<Shared>,
     model: &Arc<ServedModel>,
     reservation: &Arc<Reservation>,
-    decode: impl FnOnce(&mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>) -> Result<T, ServeError>
-        + Send
-        + 'static,
+    decode: impl FnOnce(&mut Check<'_>) -> Result<T, ServeError> + Send + 'static,
 ) -> Result<T, ServeError> {
-    let (model, reservation) = (model.clone(), reservation.clone());
+    let (shared, model, reservation) = (shared.clone(), model.clone(), reservation.clone());
     tokio::task::spawn_blocking(move || {
         let mut in_body = false;
         let decoded = decode(&mut |input| {
             check_declared(&model, input)?;
             if input.in_body {
                 in_body = true;
-                return Ok(());
+                return Ok(None);
             }
-            reservation.take(input.bytes, &format!("input {:?}", input.name))
+            reservation.take(input.bytes, &format!("input {:?}", input.name))?;
+            match input.shared_memory {
+                Some(place) => Ok(Some(shared.shared_memory.read(place)?.into())),
+                None => Ok(None),
+            }
         });
         if !in_body {
             reservation.release_body();
@@ -222,6 +226,29 @@ pub(crate) async fn run(
         &Execution { replica, batch_size: 1, phases, answered: &answered },
     );
     Ok(outputs)
+}
+
+/// [`run`], with the outputs the request asks for in shared memory written there (their regions
+/// found before it runs): the outputs, and for each one where it went (its data then empty).
+pub(crate) async fn run_placing(
+    shared: &Arc<Shared>,
+    found: &Found,
+    permit: OwnedSemaphorePermit,
+    request: HeldRequest,
+    arrived: Instant,
+) -> Result<(Vec<OutputTensor>, Vec<Option<SharedMemoryRef>>), ServeError> {
+    let places = shared.shared_memory.outputs(&request.outputs)?;
+    let mut outputs = run(shared, found, permit, request, arrived).await?;
+    if places.is_empty() {
+        let none = vec![None; outputs.len()];
+        return Ok((outputs, none));
+    }
+    tokio::task::spawn_blocking(move || {
+        let placed = places.write(&mut outputs)?;
+        Ok((outputs, placed))
+    })
+    .await
+    .map_err(|e| ServeError::task("writing to shared memory", e))?
 }
 
 /// Counts a request to `model` that failed (or was refused for a full queue, or waited too

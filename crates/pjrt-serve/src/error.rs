@@ -55,6 +55,10 @@ pub enum ServeError {
     /// No such model or version, or route (HTTP 404).
     #[error("{0}")]
     NotFound(String),
+    /// What the request would create exists already, such as a shared memory region of the
+    /// same name (HTTP 409, gRPC `ALREADY_EXISTS`).
+    #[error("{0}")]
+    Conflict(String),
     /// A request's body did not arrive in time (HTTP 408, gRPC `DEADLINE_EXCEEDED`).
     #[error("{0}")]
     TimedOut(String),
@@ -132,6 +136,7 @@ impl ServeError {
             ServeError::Forbidden(_) => 403,
             ServeError::NotFound(_) => 404,
             ServeError::TimedOut(_) => 408,
+            ServeError::Conflict(_) => 409,
             ServeError::TooLarge(_) => 413,
             ServeError::Unavailable(_) => 503,
             ServeError::Load { .. }

@@ -24,6 +24,7 @@
 //! | `POST /v2/repository/models/NAME/load`, `.../unload` | model control ([`ServerOptions::model_control`]): a load may carry Triton's `{"parameters": {"config": "<JSON model config>"}}`, used in place of the folder's `config.json` |
 //! | `GET /v2/models[/NAME[/versions/V]]/stats` | Triton's statistics extension: per model version, requests (success, fail, queue, compute input/infer/output: counts and nanoseconds), inferences, executions, per batch size |
 //! | `GET /metrics` | Prometheus metrics: ours (`pjrt_serve_*`) and Triton's (`nv_inference_*`, labels `model` and `version`) |
+//! | `GET /v2/systemsharedmemory[/region/NAME]/status`, `POST /v2/systemsharedmemory/region/NAME/register` (`{"key", "offset", "byte_size"}`), `POST /v2/systemsharedmemory[/region/NAME]/unregister` | Triton's system shared memory extension ([`ServerOptions::shared_memory`]): regions of `/dev/shm` objects that an input or output names (parameters `shared_memory_region`, `shared_memory_offset`, `shared_memory_byte_size`) to be read from or written to instead of the body |
 //!
 //! Every request is bounded: its body ([`ServerOptions::max_body_bytes`], 413 beyond), its
 //! model's queue ([`ServerOptions::max_queue`], 503 at once when full), the server's budget of
@@ -75,6 +76,7 @@ mod model;
 mod tls;
 mod options;
 mod budget;
+mod shared_memory;
 mod devices;
 pub mod metrics;
 mod state;

@@ -40,6 +40,12 @@ pub struct ServerOptions {
     /// gRPC health service answer not ready while a model loads or after one failed to load (a
     /// model a client unloaded does not count). Off: ready whenever the server runs.
     pub strict_readiness: bool,
+    /// Whether same-host clients may register system shared memory regions (Triton's
+    /// `--allow-client-shm`) and have inputs read from and outputs written to them. Off by
+    /// default: the register and unregister calls answer 403 (gRPC `PERMISSION_DENIED`). A
+    /// client that may register a region may have the server read any object under
+    /// `/dev/shm` the server's user may open.
+    pub shared_memory: bool,
     /// Where the server writes what it does not tell clients: the whole error of a model that
     /// did not load (with its paths), which clients get without paths. `None`: nowhere but
     /// `tracing` (a `WARN` event).
@@ -83,6 +89,7 @@ impl Default for ServerOptions {
             repository: None,
             model_control: false,
             strict_readiness: true,
+            shared_memory: false,
             log: None,
             compile_cache: None,
             concurrent_executions: std::thread::available_parallelism().map_or(1, |n| n.get()),
@@ -158,6 +165,17 @@ impl ServerOptions {
     /// ```
     pub fn with_strict_readiness(mut self, on: bool) -> ServerOptions {
         self.strict_readiness = on;
+        self
+    }
+
+    /// Lets same-host clients register system shared memory regions
+    /// ([`ServerOptions::shared_memory`]).
+    ///
+    /// ```
+    /// assert!(pjrt_serve::ServerOptions::default().with_shared_memory(true).shared_memory);
+    /// ```
+    pub fn with_shared_memory(mut self, on: bool) -> ServerOptions {
+        self.shared_memory = on;
         self
     }
 

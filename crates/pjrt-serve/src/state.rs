@@ -15,6 +15,7 @@ use crate::metrics::Metrics;
 use crate::model::{same_batch, BatchKeyPart, RequestArray, ServedModel};
 use crate::options::ServerOptions;
 use crate::protocol::{OutputTensor, RequestedOutput};
+use crate::shared_memory::Registry;
 
 /// A loaded model and its queue.
 pub(crate) struct Entry {
@@ -42,6 +43,8 @@ pub(crate) struct Shared {
     pub budget: Budget,
     /// Compiles for requests' shapes run one at a time.
     pub compiling: Semaphore,
+    /// The system shared memory regions clients registered.
+    pub shared_memory: Registry,
 }
 
 impl Shared {
@@ -54,6 +57,7 @@ impl Shared {
             connections,
             budget: Budget::new(options.max_inflight_bytes),
             compiling: Semaphore::new(1),
+            shared_memory: Registry::new(options.shared_memory),
             options,
             models: RwLock::new(BTreeMap::new()),
             not_served: Mutex::new(BTreeMap::new()),

@@ -82,6 +82,7 @@ pub fn exec(args: &ServeArgs) -> Result<(), Error> {
     options.open_health_and_metrics = args.open_health_and_metrics;
     options.model_control = args.model_control == "explicit";
     options.strict_readiness = args.strict_readiness;
+    options.shared_memory = args.shared_memory;
     options.log = Some(crate::ui::log_line);
     if let Some(repository) = &args.repository {
         options = options.with_repository(repository);

@@ -2,6 +2,10 @@
 
 use std::collections::HashMap;
 
+pub use super::shared_memory::{
+    SystemSharedMemoryRegionStatus, SystemSharedMemoryRegisterRequest, SystemSharedMemoryResponse,
+    SystemSharedMemoryStatusRequest, SystemSharedMemoryStatusResponse, SystemSharedMemoryUnregisterRequest,
+};
 pub use super::statistics::{
     InferBatchStatistics, InferResponseStatistics, InferStatistics, MemoryUsage, ModelStatistics,
     ModelStatisticsRequest, ModelStatisticsResponse, StatisticDuration,
@@ -168,7 +172,7 @@ pub struct InferTensor {
     /// Its shape.
     #[prost(int64, repeated, tag = "3")]
     pub shape: Vec<i64>,
-    /// Its parameters (an input's are refused when given: none is implemented).
+    /// Its parameters (`binary_data_size`, the shared-memory ones; others are refused by name).
     #[prost(map = "string, message", tag = "4")]
     pub parameters: HashMap<String, InferParameter>,
     /// Its elements, unless they are in the message's raw contents (this server sends raw
@@ -205,7 +209,8 @@ pub struct ModelInferRequest {
     /// The request's id, echoed.
     #[prost(string, tag = "3")]
     pub id: String,
-    /// Request parameters (refused when given).
+    /// Request parameters (`binary_data_output`, `triton_enable_empty_final_response`; others are
+    /// refused by name).
     #[prost(map = "string, message", tag = "4")]
     pub parameters: HashMap<String, InferParameter>,
     /// The inputs.

@@ -1,8 +1,9 @@
 //! The Open Inference Protocol over gRPC, as Triton's `inference.GRPCInferenceService` (the
 //! service and field numbers `tritonclient.grpc` speaks): server live/ready/metadata, model
-//! ready/metadata/config, infer, model statistics (Triton's statistics extension), and the
-//! repository index, load and unload. Its other calls (streaming inference, shared memory,
-//! trace, log settings) answer UNIMPLEMENTED. Beside it, the standard health service
+//! ready/metadata/config, infer, model statistics (Triton's statistics extension), the
+//! repository index, load and unload, and system shared memory's register, unregister and
+//! status. Its other calls (streaming inference, CUDA shared memory, trace, log settings)
+//! answer UNIMPLEMENTED. Beside it, the standard health service
 //! ([`health`], `grpc.health.v1.Health`).
 //!
 //! The messages ([`messages`]) are declared with prost's derive, from the service's published
@@ -13,6 +14,7 @@
 pub mod health;
 pub mod messages;
 mod service;
+mod shared_memory;
 mod statistics;
 mod wire;
 

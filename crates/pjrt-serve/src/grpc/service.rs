@@ -19,6 +19,7 @@ use crate::{auth, control, dispatch, repository};
 
 use super::health::check as health_check;
 use super::messages::*;
+use super::shared_memory::{register as shm_register, status as shm_status, unregister as shm_unregister};
 use super::statistics::model_statistics;
 use super::wire;
 
@@ -32,6 +33,7 @@ impl From<ServeError> for Status {
             403 => tonic::Code::PermissionDenied,
             404 => tonic::Code::NotFound,
             408 => tonic::Code::DeadlineExceeded,
+            409 => tonic::Code::AlreadyExists,
             413 => tonic::Code::ResourceExhausted,
             503 => tonic::Code::Unavailable,
             _ => tonic::Code::Internal,
@@ -142,6 +144,9 @@ where
             "/inference.GRPCInferenceService/RepositoryIndex" => unary!(repository_index),
             "/inference.GRPCInferenceService/RepositoryModelLoad" => unary!(repository_load),
             "/inference.GRPCInferenceService/RepositoryModelUnload" => unary!(repository_unload),
+            "/inference.GRPCInferenceService/SystemSharedMemoryStatus" => unary!(shm_status),
+            "/inference.GRPCInferenceService/SystemSharedMemoryRegister" => unary!(shm_register),
+            "/inference.GRPCInferenceService/SystemSharedMemoryUnregister" => unary!(shm_unregister),
             "/grpc.health.v1.Health/Check" => unary!(health_check),
             "/grpc.health.v1.Health/Watch" => {
                 let status = Status::unimplemented(
@@ -279,17 +284,17 @@ async fn model_infer(
     let model = found.model.clone();
     let result = async {
         let permit = dispatch::admit(&shared, &model, found.queue.clone())?;
-        let (id, request) = dispatch::decode_off_runtime(&model, &reservation, move |check| {
+        let (id, request) = dispatch::decode_off_runtime(&shared, &model, &reservation, move |check| {
             let decoded = wire::infer_request(call, check);
             drop(message);
             decoded
         })
         .await?;
-        let outputs = dispatch::run(&shared, &found, permit, request, arrived).await?;
+        let outputs = dispatch::run_placing(&shared, &found, permit, request, arrived).await?;
         Ok::<_, ServeError>((id, outputs))
     }
     .await;
-    let (id, outputs) = result.map_err(|e| {
+    let (id, (outputs, placed)) = result.map_err(|e| {
         dispatch::record_failure(&shared, &model, &e, arrived);
         Status::from(e)
     })?;
@@ -299,16 +304,31 @@ async fn model_infer(
         id,
         ..Default::default()
     };
-    for o in outputs {
+    for (o, place) in outputs.into_iter().zip(placed) {
+        // (An output written to shared memory has its place as parameters, and empty raw
+        // contents: Triton keeps one raw entry per output, which tritonclient indexes by.)
+        let parameters = place.map(output_parameters).unwrap_or_default();
         response.outputs.push(InferOutputTensor {
             name: o.name,
             datatype: o.datatype.name().into(),
             shape: o.shape,
+            parameters,
             ..Default::default()
         });
         response.raw_output_contents.push(o.data);
     }
     Ok(Response::new(response))
+}
+
+/// The parameters of an output written to shared memory: its region, offset and byte size.
+fn output_parameters(place: crate::protocol::SharedMemoryRef) -> HashMap<String, InferParameter> {
+    use crate::protocol::{SHM_BYTE_SIZE, SHM_OFFSET, SHM_REGION};
+    let param = |choice| InferParameter { parameter_choice: Some(choice) };
+    HashMap::from([
+        (SHM_REGION.to_string(), param(ParameterChoice::StringParam(place.region))),
+        (SHM_OFFSET.to_string(), param(ParameterChoice::Int64Param(place.offset as i64))),
+        (SHM_BYTE_SIZE.to_string(), param(ParameterChoice::Int64Param(place.byte_size as i64))),
+    ])
 }
 
 async fn repository_index(

@@ -11,7 +11,7 @@ use prost::Message as _;
 /// A request through the wire reader, as the server reads it.
 fn infer_request(m: ModelInferRequest) -> Result<HeldRequest, ServeError> {
     let bytes = bytes::Bytes::from(m.encode_to_vec());
-    Ok(wire::infer_request(wire::read_infer_call(&bytes)?, &mut |_| Ok(()))?.1)
+    Ok(wire::infer_request(wire::read_infer_call(&bytes)?, &mut |_| Ok(None))?.1)
 }
 
 fn input(name: &str, datatype: &str, shape: Vec<i64>, contents: Option<InferTensorContents>) -> InferInputTensor {
@@ -155,7 +155,7 @@ fn hostile_messages_are_errors() {
         }
         let bytes = bytes::Bytes::from(bytes);
         if let Ok(call) = wire::read_infer_call(&bytes) {
-            let _ = wire::infer_request(call, &mut |_| Ok(()));
+            let _ = wire::infer_request(call, &mut |_| Ok(None));
         }
     }
     let huge = ModelInferRequest {
@@ -187,7 +187,7 @@ fn typed_contents_are_decoded_no_further_than_the_shape() {
     let call = wire::read_infer_call(&bytes).unwrap();
     let e = wire::infer_request(call, &mut |h| {
         checked.push((h.name.to_string(), h.bytes));
-        Ok(())
+        Ok(None)
     })
     .unwrap_err()
     .to_string();
@@ -202,7 +202,7 @@ fn typed_contents_are_decoded_no_further_than_the_shape() {
     let mut message = vec![0x2a, tensor.len() as u8];
     message.extend(tensor);
     let bytes = bytes::Bytes::from(message);
-    let (_, request) = wire::infer_request(wire::read_infer_call(&bytes).unwrap(), &mut |_| Ok(())).unwrap();
+    let (_, request) = wire::infer_request(wire::read_infer_call(&bytes).unwrap(), &mut |_| Ok(None)).unwrap();
     assert_eq!(request.inputs[0].data, [7i64.to_le_bytes(), 127i64.to_le_bytes()].concat());
 }
 
@@ -231,7 +231,7 @@ fn contents_that_are_the_tensors_bytes_stay_in_the_message() {
     let mut told = Vec::new();
     let (_, held) = wire::infer_request(wire::read_infer_call(&message).unwrap(), &mut |h| {
         told.push((h.name.to_string(), h.in_body));
-        Ok(())
+        Ok(None)
     })
     .unwrap();
     let kept: Vec<(&str, bool)> = held.inputs.iter().map(|t| (t.name.as_str(), within(&t.data))).collect();
@@ -253,7 +253,7 @@ fn contents_that_are_the_tensors_bytes_stay_in_the_message() {
     let message = bytes::Bytes::from(raw.encode_to_vec());
     let (_, held) = wire::infer_request(wire::read_infer_call(&message).unwrap(), &mut |h| {
         assert!(h.in_body, "{} is the body's", h.name);
-        Ok(())
+        Ok(None)
     })
     .unwrap();
     for t in &held.inputs {
@@ -353,7 +353,18 @@ fn client_parameters_are_checked() {
                 None,
                 None,
             ),
-            "\"shared_memory_region\" is not supported here (known: binary_data_size)",
+            "'shared_memory_byte_size' must be specified along with 'shared_memory_region'",
+        ),
+        (
+            request(
+                InferInputTensor {
+                    parameters: named("cuda_shared_memory_handle", ParameterChoice::StringParam("h".into())),
+                    ..input("x", "FP32", vec![2], None)
+                },
+                None,
+                None,
+            ),
+            "\"cuda_shared_memory_handle\" is not supported here (known: binary_data_size, shared_memory_region",
         ),
     ];
     for (request, says) in cases {

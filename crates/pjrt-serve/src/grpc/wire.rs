@@ -13,7 +13,10 @@ use bytes::Bytes;
 
 use crate::datatype::Datatype;
 use crate::error::ServeError;
-use crate::protocol::{HeldInput, HeldRequest, InputHeader, RequestedOutput, MAX_RANK, MAX_TENSORS};
+use crate::protocol::{
+    shared_memory_ref, shared_size, Check, HeldInput, HeldRequest, InputHeader, RequestedOutput, SharedMemoryRef,
+    MAX_RANK, MAX_TENSORS, SHM_BYTE_SIZE, SHM_OFFSET, SHM_REGION,
+};
 
 fn bad(message: impl Into<String>) -> ServeError {
     ServeError::BadRequest(message.into())
@@ -198,6 +201,29 @@ fn check_binary_output(parameters: &[(String, Parameter)], name: &str, what: &st
         )));
     }
     Ok(())
+}
+
+/// A tensor's place in shared memory, when its parameters give one: `shared_memory_region` a
+/// `string_param`, `shared_memory_byte_size` and `shared_memory_offset` `int64_param`s (or
+/// `uint64_param`s), 0 or more.
+fn shared_memory(parameters: &[(String, Parameter)], what: &str) -> Result<Option<SharedMemoryRef>, ServeError> {
+    let find = |name: &str| parameters.iter().find(|(key, _)| key == name).map(|(_, value)| value);
+    let region = match find(SHM_REGION) {
+        None => None,
+        Some(Parameter::Text(region)) => Some(region.clone()),
+        Some(other) => {
+            return Err(bad(format!("{what}: parameter {SHM_REGION:?} must be a string_param, not {other:?}")))
+        }
+    };
+    let size = |name: &str| match find(name) {
+        None => Ok(None),
+        Some(Parameter::Int(n)) if *n >= 0 => Ok(usize::try_from(*n).ok()),
+        Some(Parameter::Uint(n)) => Ok(usize::try_from(*n).ok()),
+        Some(other) => {
+            Err(bad(format!("{what}: parameter {name:?} must be a byte count (int64_param), not {other:?}")))
+        }
+    };
+    Ok(shared_memory_ref(region, size(SHM_OFFSET)?, size(SHM_BYTE_SIZE)?, what)?)
 }
 
 /// One input of a request as read: its contents not decoded yet.
@@ -487,30 +513,64 @@ fn in_place(datatype: Datatype, contents: &Bytes, bytes: usize) -> Option<Bytes>
 /// the message) before its contents are decoded. Raw contents, and typed ones that already are
 /// the tensor's bytes ([`in_place`]), become slices of the message, not copies; other typed
 /// contents are decoded into the tensor's bytes, no more than its shape's.
-pub(crate) fn infer_request(
-    call: InferCall,
-    check: &mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>,
-) -> Result<(String, HeldRequest), ServeError> {
+pub(crate) fn infer_request(call: InferCall, check: &mut Check<'_>) -> Result<(String, HeldRequest), ServeError> {
     refuse_unknown(&call.parameters, &["binary_data_output", EMPTY_FINAL_RESPONSE], "the request")?;
     check_binary_output(&call.parameters, "binary_data_output", "the request")?;
     // Triton's C++ client (perf_analyzer's) sets it on every request, true or false: it asks
     // decoupled models' streams for an empty last response, and a unary call has none either way.
     bool_parameter(&call.parameters, EMPTY_FINAL_RESPONSE, "the request")?;
+    let shared = call
+        .inputs
+        .iter()
+        .map(|input| shared_memory(&input.parameters, &format!("input {:?}", input.name)))
+        .collect::<Result<Vec<_>, _>>()?;
+    // (Inputs in shared memory have no raw contents: tritonclient sends none for them.)
+    let not_shared = shared.iter().filter(|s| s.is_none()).count();
     let raw = !call.raw.is_empty();
-    if raw && call.raw.len() != call.inputs.len() {
+    if raw && call.raw.len() != not_shared {
         return Err(bad(format!(
-            "raw_input_contents has {} entries for {} inputs: give one per input, in order",
+            "raw_input_contents has {} entries for {not_shared} inputs not in shared memory: give one per input, in \
+             order",
             call.raw.len(),
-            call.inputs.len()
         )));
     }
     let mut raw_contents = call.raw.into_iter();
     let mut inputs = Vec::with_capacity(call.inputs.len());
-    for input in call.inputs {
+    for (input, shared) in call.inputs.into_iter().zip(shared) {
         let what = format!("input {:?}", input.name);
         // KServe's SDK sets `binary_data_size` on every input it sends raw: checked against
         // the raw contents, as the HTTP binary extension does.
-        refuse_unknown(&input.parameters, &["binary_data_size"], &what)?;
+        refuse_unknown(&input.parameters, &["binary_data_size", SHM_REGION, SHM_OFFSET, SHM_BYTE_SIZE], &what)?;
+        if let Some(shared) = shared {
+            let datatype: Datatype = input.datatype.parse().map_err(|e| bad(format!("{what}: {e}")))?;
+            let (count, bytes) = crate::protocol::byte_len(&input.name, datatype, &input.shape)?;
+            if input.contents.is_some() || input.parameters.iter().any(|(key, _)| key == "binary_data_size") {
+                return Err(bad(format!("{what}: unexpected 'contents' or binary_data_size when using shared memory")));
+            }
+            if shared.byte_size != bytes {
+                return Err(shared_size(&what, shared.byte_size, count, datatype, &input.shape, bytes).into());
+            }
+            let header = InputHeader {
+                name: &input.name,
+                datatype,
+                shape: &input.shape,
+                bytes,
+                in_body: false,
+                shared_memory: Some(&shared),
+            };
+            let Some(data) = check(&header)? else {
+                return Err(ServeError::Internal(format!("{what}: its shared memory was not read")));
+            };
+            if data.len() != bytes {
+                return Err(ServeError::Internal(format!(
+                    "{what}: {} bytes read of shared memory, not {bytes}",
+                    data.len()
+                )));
+            }
+            crate::protocol::check_bools(&input.name, datatype, &data)?;
+            inputs.push(HeldInput { name: input.name, datatype, shape: input.shape, data });
+            continue;
+        }
         let binary_data_size = match input.parameters.iter().find(|(key, _)| key == "binary_data_size") {
             None => None,
             Some((_, Parameter::Int(n))) if *n >= 0 => Some(*n as u64),
@@ -557,7 +617,15 @@ pub(crate) fn infer_request(
             (None, Some(contents)) => in_place(datatype, contents, bytes),
             (None, None) => None,
         };
-        check(&InputHeader { name: &input.name, datatype, shape: &input.shape, bytes, in_body: kept.is_some() })?;
+        let header = InputHeader {
+            name: &input.name,
+            datatype,
+            shape: &input.shape,
+            bytes,
+            in_body: kept.is_some(),
+            shared_memory: None,
+        };
+        check(&header)?;
         let data = match (kept, input.contents) {
             (Some(data), _) => data,
             (None, Some(contents)) => typed_contents(&what, datatype, &contents, count, bytes)?.into(),
@@ -569,9 +637,12 @@ pub(crate) fn infer_request(
     let mut outputs = Vec::with_capacity(call.outputs.len());
     for (name, parameters) in call.outputs {
         let what = format!("output {name:?}");
-        refuse_unknown(&parameters, &["binary_data"], &what)?;
-        check_binary_output(&parameters, "binary_data", &what)?;
-        outputs.push(RequestedOutput { name, binary: true });
+        refuse_unknown(&parameters, &["binary_data", SHM_REGION, SHM_OFFSET, SHM_BYTE_SIZE], &what)?;
+        let shared_memory = shared_memory(&parameters, &what)?;
+        if shared_memory.is_none() {
+            check_binary_output(&parameters, "binary_data", &what)?;
+        }
+        outputs.push(RequestedOutput { name, binary: shared_memory.is_none(), shared_memory });
     }
     Ok((call.id, HeldRequest { inputs, outputs, binary_data_output: true }))
 }

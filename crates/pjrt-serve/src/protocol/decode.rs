@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use super::{
-    byte_len, check_bools, err, InferRequest, InputHeader, InputTensor, ProtocolError, RequestedOutput, MAX_RANK,
-    MAX_TENSORS,
+    byte_len, check_bools, err, Check, InferRequest, InputHeader, InputTensor, ProtocolError, RequestedOutput,
+    SharedMemoryRef, MAX_RANK, MAX_TENSORS,
 };
 use crate::datatype::Datatype;
 use crate::error::ServeError;
@@ -138,8 +138,8 @@ impl Parameters {
     }
 
     /// Parameters this server does not implement are refused, not ignored: a client that asks
-    /// for `classification` or shared memory would otherwise get something other than it asked
-    /// for.
+    /// for `classification` or CUDA shared memory would otherwise get something other than it
+    /// asked for.
     fn refuse_unknown(&self, known: &[&str], what: &str) -> Result<(), ProtocolError> {
         match self.0.iter().find(|(k, _)| !known.contains(&k.as_str())) {
             Some((name, _)) => {
@@ -169,6 +169,61 @@ impl Parameters {
             None => err(format!("{what}: parameter \"{name}\" must be a byte count (0 or more)")),
         }
     }
+
+    /// The tensor's place in shared memory, when its parameters give one (Triton's
+    /// `shared_memory_region`, `shared_memory_byte_size`, optional `shared_memory_offset`).
+    fn shared_memory(&self, what: &str) -> Result<Option<SharedMemoryRef>, ProtocolError> {
+        let region = match self.get(SHM_REGION) {
+            None => None,
+            Some(Parameter::Str(region)) => Some(region.clone()),
+            Some(_) => return err(format!("{what}: parameter \"{SHM_REGION}\" must be a string")),
+        };
+        let offset = self.size(SHM_OFFSET, what)?;
+        let byte_size = self.size(SHM_BYTE_SIZE, what)?;
+        shared_memory_ref(region, offset, byte_size, what)
+    }
+}
+
+/// The shared-memory extension's parameters.
+pub(crate) const SHM_REGION: &str = "shared_memory_region";
+pub(crate) const SHM_OFFSET: &str = "shared_memory_offset";
+pub(crate) const SHM_BYTE_SIZE: &str = "shared_memory_byte_size";
+
+/// A tensor's place in shared memory from its three parameters, as either front end reads
+/// them: the region and its byte size both, or neither (Triton's rule and words).
+pub(crate) fn shared_memory_ref(
+    region: Option<String>,
+    offset: Option<usize>,
+    byte_size: Option<usize>,
+    what: &str,
+) -> Result<Option<SharedMemoryRef>, ProtocolError> {
+    match (region, byte_size) {
+        (Some(region), Some(byte_size)) => Ok(Some(SharedMemoryRef { region, offset: offset.unwrap_or(0), byte_size })),
+        (Some(_), None) => {
+            err(format!("{what}: '{SHM_BYTE_SIZE}' must be specified along with '{SHM_REGION}' parameter"))
+        }
+        (None, Some(_)) => {
+            err(format!("{what}: '{SHM_BYTE_SIZE}' can not be specified without '{SHM_REGION}' parameter"))
+        }
+        (None, None) if offset.is_some() => {
+            err(format!("{what}: '{SHM_OFFSET}' can not be specified without '{SHM_REGION}' parameter"))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// The error of an input in shared memory whose byte size is not its shape's.
+pub(crate) fn shared_size(
+    what: &str,
+    given: usize,
+    count: usize,
+    datatype: Datatype,
+    shape: &[i64],
+    bytes: usize,
+) -> ProtocolError {
+    ProtocolError(format!(
+        "{what}: {SHM_BYTE_SIZE} is {given} bytes, but {count} {datatype} elements of shape {shape:?} are {bytes}"
+    ))
 }
 
 /// The JSON of an inference request, as read: each input's `data` is left as its text in the
@@ -428,7 +483,14 @@ fn json_data(
 /// assert!(e.to_string().contains("\"x\""), "{e}");
 /// ```
 pub fn decode_infer_request(body: &[u8], json_length: Option<usize>) -> Result<InferRequest, ProtocolError> {
-    decode_checked(body, json_length, &mut |_| Ok(())).map_err(|e| ProtocolError(e.to_string()))
+    decode_checked(body, json_length, &mut |input| match input.shared_memory {
+        None => Ok(None),
+        Some(_) => Err(ServeError::BadRequest(format!(
+            "input {:?} is in shared memory: only a server reads it from there",
+            input.name
+        ))),
+    })
+    .map_err(|e| ProtocolError(e.to_string()))
 }
 
 /// [`decode_infer_request`], with each input's declared name, datatype, shape and byte count
@@ -436,7 +498,7 @@ pub fn decode_infer_request(body: &[u8], json_length: Option<usize>) -> Result<I
 pub(crate) fn decode_checked(
     body: &[u8],
     json_length: Option<usize>,
-    check: &mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>,
+    check: &mut Check<'_>,
 ) -> Result<InferRequest, ServeError> {
     let (header, binary) = match json_length {
         Some(n) if n > body.len() => return Err(short_header(n, body.len())),
@@ -478,7 +540,7 @@ pub(crate) struct Header {
 pub(crate) fn decode_header(
     header: &[u8],
     binary_len: Option<usize>,
-    check: &mut dyn FnMut(&InputHeader<'_>) -> Result<(), ServeError>,
+    check: &mut Check<'_>,
 ) -> Result<Header, ServeError> {
     let bad = ServeError::Protocol;
     let request: RequestJson<'_> = serde_json::from_slice(header).map_err(|e| {
@@ -499,10 +561,41 @@ pub(crate) fn decode_header(
         let InputJson { name, datatype, shape: Bounded(shape, _), parameters, data } = input;
         let what = format!("input {name:?}");
         let parameters = parameters.unwrap_or_default();
-        parameters.refuse_unknown(&["binary_data_size"], &what)?;
+        parameters.refuse_unknown(&["binary_data_size", SHM_REGION, SHM_OFFSET, SHM_BYTE_SIZE], &what)?;
         let datatype: Datatype = datatype.parse().map_err(|e| bad(ProtocolError(format!("{what}: {e}"))))?;
         let (count, bytes) = byte_len(&name, datatype, &shape)?;
         let binary_size = parameters.size("binary_data_size", &what)?;
+        let shared_memory = parameters.shared_memory(&what)?;
+        if let Some(shared) = &shared_memory {
+            if data.is_some() || binary_size.is_some() {
+                return Err(bad(ProtocolError(format!(
+                    "{what}: unexpected \"data\" or binary_data_size when using shared memory"
+                ))));
+            }
+            if shared.byte_size != bytes {
+                return Err(bad(shared_size(&what, shared.byte_size, count, datatype, &shape, bytes)));
+            }
+            let header = InputHeader {
+                name: &name,
+                datatype,
+                shape: &shape,
+                bytes,
+                in_body: false,
+                shared_memory: Some(shared),
+            };
+            let Some(data) = check(&header)? else {
+                return Err(ServeError::Internal(format!("{what}: its shared memory was not read")));
+            };
+            if data.len() != bytes {
+                return Err(ServeError::Internal(format!(
+                    "{what}: {} bytes read of shared memory, not {bytes}",
+                    data.len()
+                )));
+            }
+            check_bools(&name, datatype, &data)?;
+            inputs.push(InputTensor { name, datatype, shape, data: Vec::from(data) });
+            continue;
+        }
         match (binary_size, data) {
             (Some(_), Some(_)) => return Err(bad(ProtocolError(format!("{what}: has both \"data\" and binary_data_size")))),
             (None, None) => return Err(bad(ProtocolError(format!("{what}: has neither \"data\" nor binary_data_size")))),
@@ -519,7 +612,7 @@ pub(crate) fn decode_header(
             }
             _ => {}
         }
-        check(&InputHeader { name: &name, datatype, shape: &shape, bytes, in_body: false })?;
+        check(&InputHeader { name: &name, datatype, shape: &shape, bytes, in_body: false, shared_memory: None })?;
         let data = match data {
             Some(raw) => {
                 let data = json_data(raw, &what, datatype, &shape, count, bytes)?;
@@ -542,9 +635,11 @@ pub(crate) fn decode_header(
     for OutputJson { name, parameters } in request.outputs.map(|b| b.0).unwrap_or_default() {
         let what = format!("output {name:?}");
         let parameters = parameters.unwrap_or_default();
-        parameters.refuse_unknown(&["binary_data"], &what)?;
-        let binary = parameters.bool("binary_data", &what)?.unwrap_or(binary_data_output);
-        outputs.push(RequestedOutput { name, binary });
+        parameters.refuse_unknown(&["binary_data", SHM_REGION, SHM_OFFSET, SHM_BYTE_SIZE], &what)?;
+        let shared_memory = parameters.shared_memory(&what)?;
+        // (tritonclient sets binary_data false on an output it asks for in shared memory.)
+        let binary = shared_memory.is_none() && parameters.bool("binary_data", &what)?.unwrap_or(binary_data_output);
+        outputs.push(RequestedOutput { name, binary, shared_memory });
     }
     Ok(Header { request: InferRequest { id: request.id, inputs, outputs, binary_data_output }, binary })
 }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::OutputTensor;
+use super::{OutputTensor, SharedMemoryRef, SHM_BYTE_SIZE, SHM_OFFSET, SHM_REGION};
 use crate::datatype::Datatype;
 
 /// Writes the elements of `data` as a JSON list. Floats are written in their shortest exact
@@ -82,7 +82,7 @@ pub fn encode_infer_response(
     id: Option<&str>,
     outputs: &[OutputTensor],
 ) -> (Vec<u8>, Option<usize>) {
-    let json = response_json(model, version, id, outputs);
+    let json = response_json(model, version, id, outputs, &[]);
     if !outputs.iter().any(|o| o.binary) {
         return (json.into_bytes(), None);
     }
@@ -96,14 +96,16 @@ pub fn encode_infer_response(
 
 /// [`encode_infer_response`] as the parts of a body, sent one after the other: the JSON, then
 /// each binary output's bytes as they were downloaded (moved, not copied into one body); and
-/// the JSON's length when any output is binary.
+/// the JSON's length when any output is binary. `placed`: where each output was written in
+/// shared memory, if it was (then it has no data in the answer, but those parameters).
 pub(crate) fn infer_response_parts(
     model: &str,
     version: &str,
     id: Option<&str>,
     outputs: Vec<OutputTensor>,
+    placed: &[Option<SharedMemoryRef>],
 ) -> (Vec<Vec<u8>>, Option<usize>) {
-    let json = response_json(model, version, id, &outputs);
+    let json = response_json(model, version, id, &outputs, placed);
     let header_length = outputs.iter().any(|o| o.binary).then_some(json.len());
     let mut parts = vec![json.into_bytes()];
     parts.extend(outputs.into_iter().filter(|o| o.binary).map(|o| o.data));
@@ -111,8 +113,14 @@ pub(crate) fn infer_response_parts(
 }
 
 /// A response's JSON: the model, the id, each output with its data (or, a binary one, its
-/// `binary_data_size`).
-fn response_json(model: &str, version: &str, id: Option<&str>, outputs: &[OutputTensor]) -> String {
+/// `binary_data_size`; one in shared memory, where it was written).
+fn response_json(
+    model: &str,
+    version: &str,
+    id: Option<&str>,
+    outputs: &[OutputTensor],
+    placed: &[Option<SharedMemoryRef>],
+) -> String {
     let quote = |s: &str| Value::String(s.to_string()).to_string();
     let mut json = format!("{{\"model_name\":{},\"model_version\":{}", quote(model), quote(version));
     if let Some(id) = id {
@@ -130,7 +138,14 @@ fn response_json(model: &str, version: &str, id: Option<&str>, outputs: &[Output
             o.datatype,
             shape.join(",")
         ));
-        if o.binary {
+        if let Some(Some(place)) = placed.get(i) {
+            json.push_str(&format!(
+                ",\"parameters\":{{\"{SHM_REGION}\":{},\"{SHM_OFFSET}\":{},\"{SHM_BYTE_SIZE}\":{}}}}}",
+                quote(&place.region),
+                place.offset,
+                place.byte_size
+            ));
+        } else if o.binary {
             json.push_str(&format!(",\"parameters\":{{\"binary_data_size\":{}}}}}", o.data.len()));
         } else {
             json.push_str(",\"data\":");

@@ -14,7 +14,10 @@ mod decode;
 mod encode;
 
 pub use decode::decode_infer_request;
-pub(crate) use decode::{decode_checked, decode_header, short_binary, short_header, unclaimed, Header};
+pub(crate) use decode::{
+    decode_checked, decode_header, shared_memory_ref, shared_size, short_binary, short_header, unclaimed, Header,
+    SHM_BYTE_SIZE, SHM_OFFSET, SHM_REGION,
+};
 pub(crate) use encode::infer_response_parts;
 pub use encode::{encode_infer_response, error_body};
 
@@ -22,8 +25,8 @@ pub use crate::error::ProtocolError;
 
 /// The protocol extensions this server has, as `GET /v2` and gRPC `ServerMetadata` list them
 /// (Triton's names; `perf_analyzer` reads server statistics only where `statistics` is listed).
-pub(crate) const EXTENSIONS: [&str; 4] =
-    ["binary_tensor_data", "model_repository", "model_configuration", "statistics"];
+pub(crate) const EXTENSIONS: [&str; 5] =
+    ["binary_tensor_data", "model_repository", "model_configuration", "statistics", "system_shared_memory"];
 
 fn err<T>(message: impl Into<String>) -> Result<T, ProtocolError> {
     Err(ProtocolError(message.into()))
@@ -81,13 +84,30 @@ impl From<InferRequest> for HeldRequest {
     }
 }
 
-/// An output a request asks for, and whether it wants it as binary data.
+/// An output a request asks for, and whether it wants it as binary data or written into a
+/// shared memory region.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestedOutput {
     /// The output's name.
     pub name: String,
     /// `parameters.binary_data` (else the request's `binary_data_output`).
     pub binary: bool,
+    /// Where to write it, when the request asks for it in a registered system shared memory
+    /// region (then the answer carries no data for it).
+    pub shared_memory: Option<SharedMemoryRef>,
+}
+
+/// A tensor's place in a registered system shared memory region, as Triton's shared-memory
+/// extension gives it: the parameters `shared_memory_region` (the name it was registered
+/// under), `shared_memory_offset` (optional, default 0) and `shared_memory_byte_size`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedMemoryRef {
+    /// The region's registered name.
+    pub region: String,
+    /// Where the tensor starts, in bytes from the region's start.
+    pub offset: usize,
+    /// How many bytes of the region the tensor has.
+    pub byte_size: usize,
 }
 
 /// An inference request.
@@ -152,7 +172,15 @@ pub(crate) struct InputHeader<'a> {
     /// body arrived, and the body's share stays taken while the request holds them, so none
     /// are taken again for the tensor.
     pub in_body: bool,
+    /// Where its data is, when it is in a registered shared memory region: the check reads it
+    /// from there (its bytes taken of the budget) and returns it.
+    pub shared_memory: Option<&'a SharedMemoryRef>,
 }
+
+/// The check each input a request declares passes before its data is decoded (the model's
+/// checks, the budget's bytes): it returns the input's data when it read it itself (an input in
+/// shared memory), else `None`.
+pub(crate) type Check<'c> = dyn FnMut(&InputHeader<'_>) -> Result<Option<bytes::Bytes>, crate::error::ServeError> + 'c;
 
 /// One output tensor of a response.
 #[derive(Clone, Debug, PartialEq)]

@@ -8,30 +8,31 @@ use std::path::{Path, PathBuf};
 
 /// The modules of `src/`, lowest first. A module may use the ones before it, never one after.
 const FLOORS: &[&str] = &[
-    "error",        // ServeError: the one error, a status for HTTP and gRPC alike
-    "datatype",     // Datatype: the protocol's tensor datatypes and their PJRT element types
-    "protocol",     // the tensors of a request and a response, and their HTTP bodies (JSON, binary data)
-    "config",       // ModelConfig, shape limits, batching: what a model's config.json says
-    "shapes",       // the input signatures a model has compiled and may compile
-    "statistics",   // Triton's statistics per model version: what each execution and failure adds
-    "model",        // ServedModel: load, a request's inputs matched, run
-    "tls",          // TlsConfig (feature `tls`)
-    "options",      // ServerOptions
-    "budget",       // the server's budget of request bytes in flight, bodies read within it
-    "devices",      // the devices' execution slots
-    "metrics",      // Prometheus metrics
-    "state",        // Shared: the client, options, models and their queues, the limits
-    "auth",         // the bearer token, HTTP and gRPC alike
-    "compile",      // a request's new shapes compiled outside the device slots
-    "batching",     // dynamic batching: a batcher per batched model
-    "dispatch",     // a request from either front end: found, admitted, decoded, run
-    "repository",   // loading, unloading and the index of models, model control, readiness
-    "control",      // model control's parameters (a load's config override), from either front end
-    "model_config", // Triton's model configuration of a served model: its messages, as JSON
-    "listen",       // the connections of a port: limits, timeouts, TLS, graceful shutdown
-    "http",         // the HTTP/REST front end (axum)
-    "grpc",         // the gRPC front end (tonic): messages, the wire reader, the service
-    "server",       // Server: the face's one type, over all of the above
+    "error",         // ServeError: the one error, a status for HTTP and gRPC alike
+    "datatype",      // Datatype: the protocol's tensor datatypes and their PJRT element types
+    "protocol",      // the tensors of a request and a response, and their HTTP bodies (JSON, binary data)
+    "config",        // ModelConfig, shape limits, batching: what a model's config.json says
+    "shapes",        // the input signatures a model has compiled and may compile
+    "statistics",    // Triton's statistics per model version: what each execution and failure adds
+    "model",         // ServedModel: load, a request's inputs matched, run
+    "tls",           // TlsConfig (feature `tls`)
+    "options",       // ServerOptions
+    "budget",        // the server's budget of request bytes in flight, bodies read within it
+    "shared_memory", // system shared memory regions: registered, read from, written to
+    "devices",       // the devices' execution slots
+    "metrics",       // Prometheus metrics
+    "state",         // Shared: the client, options, models and their queues, the limits
+    "auth",          // the bearer token, HTTP and gRPC alike
+    "compile",       // a request's new shapes compiled outside the device slots
+    "batching",      // dynamic batching: a batcher per batched model
+    "dispatch",      // a request from either front end: found, admitted, decoded, run
+    "repository",    // loading, unloading and the index of models, model control, readiness
+    "control",       // model control's parameters (a load's config override), from either front end
+    "model_config",  // Triton's model configuration of a served model: its messages, as JSON
+    "listen",        // the connections of a port: limits, timeouts, TLS, graceful shutdown
+    "http",          // the HTTP/REST front end (axum)
+    "grpc",          // the gRPC front end (tonic): messages, the wire reader, the service
+    "server",        // Server: the face's one type, over all of the above
 ];
 
 fn src() -> PathBuf {

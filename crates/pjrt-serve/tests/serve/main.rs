@@ -14,6 +14,7 @@ mod model_config;
 mod model_control;
 mod programs;
 mod replicas;
+mod shared_memory;
 mod shapes;
 mod statistics;
 mod streamed;

@@ -26,6 +26,8 @@ use crate::protocol::{
 use crate::state::Shared;
 use crate::{auth, control, dispatch, repository};
 
+mod shared_memory;
+
 type AppState = State<Arc<Shared>>;
 
 /// The header that gives the JSON part's length in a binary tensor data body.
@@ -75,6 +77,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/v2/models/stats", get(|State(shared): AppState| async move { statistics(&shared, "", "") }))
         .route("/v2/models/{name}/stats", get(model_statistics))
         .route("/v2/models/{name}/versions/{version}/stats", get(model_statistics))
+        .merge(shared_memory::routes())
         .fallback(|request: Request| async move {
             let e = ServeError::NotFound(format!(
                 "{} {} is not a route of this server (the Open Inference Protocol's, its extensions {}, /metrics)",
@@ -267,7 +270,8 @@ async fn run_infer(
             let bytes = budget::read_all(&mut body, declared).await?;
             *read = true;
             drop(body);
-            dispatch::decode_off_runtime(model, &reservation, move |check| decode_checked(&bytes, None, check)).await?
+            dispatch::decode_off_runtime(shared, model, &reservation, move |check| decode_checked(&bytes, None, check))
+                .await?
         }
         // Binary tensor data: the JSON header first, then the rest of the body read straight
         // into the binary inputs' own bytes (each frame copied once, not buffered whole first).
@@ -278,9 +282,10 @@ async fn run_infer(
                 return Err(short_header(n, json.len()));
             }
             let binary_len = declared.map(|d| d.saturating_sub(n));
-            let header =
-                dispatch::decode_off_runtime(model, &reservation, move |check| decode_header(&json, binary_len, check))
-                    .await?;
+            let header = dispatch::decode_off_runtime(shared, model, &reservation, move |check| {
+                decode_header(&json, binary_len, check)
+            })
+            .await?;
             let request = read_binary(&mut body, first, header).await?;
             *read = true;
             drop(body);
@@ -289,9 +294,9 @@ async fn run_infer(
         }
     };
     let id = request.id.clone();
-    let outputs = dispatch::run(shared, found, permit, request.into(), arrived).await?;
+    let (outputs, placed) = dispatch::run_placing(shared, found, permit, request.into(), arrived).await?;
     // The outputs' bytes go out as they were downloaded, after the JSON.
-    let (parts, header_length) = infer_response_parts(model.name(), model.version(), id.as_deref(), outputs);
+    let (parts, header_length) = infer_response_parts(model.name(), model.version(), id.as_deref(), outputs, &placed);
     let content_type = if header_length.is_some() { "application/octet-stream" } else { "application/json" };
     // The request's bytes stay taken of the budget until its answer is sent.
     let mut response = Response::new(Body::new(Held::new(Chunks::new(parts), reservation)));
