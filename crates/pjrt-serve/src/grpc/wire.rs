@@ -558,16 +558,7 @@ pub(crate) fn infer_request(call: InferCall, check: &mut Check<'_>) -> Result<(S
                 in_body: false,
                 shared_memory: Some(&shared),
             };
-            let Some(data) = check(&header)? else {
-                return Err(ServeError::Internal(format!("{what}: its shared memory was not read")));
-            };
-            if data.len() != bytes {
-                return Err(ServeError::Internal(format!(
-                    "{what}: {} bytes read of shared memory, not {bytes}",
-                    data.len()
-                )));
-            }
-            crate::protocol::check_bools(&input.name, datatype, &data)?;
+            let data = crate::protocol::read_shared_input(&header, check)?;
             inputs.push(HeldInput { name: input.name, datatype, shape: input.shape, data });
             continue;
         }

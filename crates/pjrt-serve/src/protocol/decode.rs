@@ -583,16 +583,7 @@ pub(crate) fn decode_header(
                 in_body: false,
                 shared_memory: Some(shared),
             };
-            let Some(data) = check(&header)? else {
-                return Err(ServeError::Internal(format!("{what}: its shared memory was not read")));
-            };
-            if data.len() != bytes {
-                return Err(ServeError::Internal(format!(
-                    "{what}: {} bytes read of shared memory, not {bytes}",
-                    data.len()
-                )));
-            }
-            check_bools(&name, datatype, &data)?;
+            let data = crate::protocol::read_shared_input(&header, check)?;
             inputs.push(InputTensor { name, datatype, shape, data: Vec::from(data) });
             continue;
         }

@@ -182,6 +182,28 @@ pub(crate) struct InputHeader<'a> {
 /// shared memory), else `None`.
 pub(crate) type Check<'c> = dyn FnMut(&InputHeader<'_>) -> Result<Option<bytes::Bytes>, crate::error::ServeError> + 'c;
 
+/// Reads an input's data from its shared memory region through `check` (which takes its bytes of
+/// the budget), and checks what came back: exactly the declared byte count, and BOOL bytes 0 or 1.
+/// Both front ends read shared memory inputs this way.
+pub(crate) fn read_shared_input(
+    header: &InputHeader<'_>,
+    check: &mut Check<'_>,
+) -> Result<bytes::Bytes, crate::error::ServeError> {
+    let what = format!("input {:?}", header.name);
+    let Some(data) = check(header)? else {
+        return Err(crate::error::ServeError::Internal(format!("{what}: its shared memory was not read")));
+    };
+    if data.len() != header.bytes {
+        return Err(crate::error::ServeError::Internal(format!(
+            "{what}: {} bytes read of shared memory, not {}",
+            data.len(),
+            header.bytes
+        )));
+    }
+    check_bools(header.name, header.datatype, &data)?;
+    Ok(data)
+}
+
 /// One output tensor of a response.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutputTensor {
