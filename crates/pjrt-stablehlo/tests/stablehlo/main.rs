@@ -11,6 +11,7 @@ mod support;
 
 mod dense;
 mod files;
+mod gaps;
 mod hostile;
 mod ops;
 mod refine;
