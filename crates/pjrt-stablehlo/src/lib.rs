@@ -22,6 +22,7 @@
 //! text), never a panic; sizes and nesting are bounded by [`Limits`].
 
 mod bytecode;
+mod chlo;
 mod decode;
 mod error;
 mod mlir_text;

@@ -45,6 +45,14 @@ pub fn write_bytecode(module: &ir::Module, target: StableHloVersion) -> Result<V
         return Err(WriteError::Target { target });
     }
     let version = crate::vhlo_versions::bytecode_version(target).ok_or(WriteError::Target { target })?;
+    // VHLO has no CHLO: its ops are written as their StableHLO decompositions.
+    let lowered;
+    let module = if crate::chlo::has_chlo(module) {
+        lowered = crate::chlo::lower(module)?;
+        &lowered
+    } else {
+        module
+    };
     let mut w = Writer {
         enc: Encoder::new(target),
         op_index: FastMap::default(),

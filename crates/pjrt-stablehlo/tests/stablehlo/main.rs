@@ -9,6 +9,7 @@
 #[path = "../../../pjrt-client/tests/support/mod.rs"]
 mod support;
 
+mod chlo;
 mod dense;
 mod files;
 mod gaps;
