@@ -1,6 +1,6 @@
 //! CHLO written as StableHLO (the writer's `chlo` lowering) against each plugin's own CHLO
-//! lowering: every lowered op, on every element type JAX 0.10.2 uses it for
-//! (tests/data/chlo/jax-0.10.2.json, made by tools/list_chlo_ops.py), over inputs that cover
+//! lowering: every lowered op, on every element type JAX 0.10.2 or 0.12.0.1 uses it for
+//! (tests/data/chlo/jax-*.json, made by tools/list_chlo_ops.py), over inputs that cover
 //! the special regions (±0, ±inf, NaN, subnormals, the largest and smallest numbers, the
 //! poles of lgamma and digamma, ±1 for erf_inv and atanh, large arguments). The reference
 //! is the text with the chlo op compiled by the 0.115 plugin (XLA lowers CHLO itself); ours
@@ -53,19 +53,24 @@ fn element_of(name: &str) -> ElementType {
     })
 }
 
-/// The ops JAX emits and the element types it emits each for.
+/// The ops JAX 0.10.2 and 0.12.0.1 emit and the element types they emit each for.
 fn jax_list() -> BTreeMap<String, Vec<ElementType>> {
-    let text = std::fs::read_to_string(files::repo().join("tests/data/chlo/jax-0.10.2.json")).unwrap();
-    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
-    json["ops"]
-        .as_object()
-        .unwrap()
-        .iter()
-        .map(|(op, v)| {
-            let dtypes = v["dtypes"].as_array().unwrap().iter().map(|d| element_of(d.as_str().unwrap())).collect();
-            (op.clone(), dtypes)
-        })
-        .collect()
+    let mut out: BTreeMap<String, Vec<ElementType>> = BTreeMap::new();
+    for version in ["0.10.2", "0.12.0.1"] {
+        let text = std::fs::read_to_string(files::repo().join(format!("tests/data/chlo/jax-{version}.json"))).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for (op, v) in json["ops"].as_object().unwrap() {
+            let dtypes = out.entry(op.clone()).or_default();
+            for d in v["dtypes"].as_array().unwrap() {
+                let e = element_of(d.as_str().unwrap());
+                if !dtypes.contains(&e) {
+                    dtypes.push(e);
+                }
+            }
+        }
+    }
+    assert!(out.len() >= 19, "{} ops", out.len());
+    out
 }
 
 /// Float inputs covering the special regions, as f64 (rounded to the type when made).
