@@ -35,7 +35,7 @@
 //! | `next_after` | f16, bf16, f32, f64 | all |
 //! | `mulhi` | i8, i32, i64, ui8, ui32 | all (8 to 64 bits) |
 //! | `top_k` | f16, bf16, f32, f64, i1, i8, i32, i64, ui8, ui32 | all |
-//! | `polygamma`, `zeta` | f16, bf16, f32, f64 | not yet |
+//! | `polygamma`, `zeta` | f16, bf16, f32, f64 | all |
 //!
 //! `is_inf`, `is_pos_inf`, `is_neg_inf` and `tan` are written too. An op not written, or a
 //! `chlo` op on a dynamic shape (refine first), is [`WriteError::Chlo`] naming it. Each

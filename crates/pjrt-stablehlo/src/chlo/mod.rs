@@ -3,7 +3,8 @@
 //! StableHLO's own `chlo-legalize-to-stablehlo` decomposition (ChloLegalizeToStablehlo.cpp
 //! and ChloDecompositionPatterns*.td in openxla/stablehlo, written here in Rust), as XLA's
 //! serializer, the one `jax.export` uses, does. `f16` and `bf16` are computed in `f32`
-//! where the decomposition upcasts (cosh, sinh, erf, erfc, erf_inv, lgamma, digamma).
+//! where the decomposition upcasts (cosh, sinh, erf, erfc, erf_inv, lgamma, digamma,
+//! polygamma, zeta).
 //!
 //! The ops JAX 0.10.2 emits on CPU for every jax.lax, jax.numpy and jax.scipy.special
 //! function (`tools/list_chlo_ops.py`, `tests/data/chlo/`) are listed in the crate doc,
@@ -168,6 +169,10 @@ fn decompose(b: &mut Builder, op: &Op, x: &[V]) -> Result<Vec<V>, String> {
         "next_after" | "mulhi" => {
             unary(2)?;
             vec![elementary::binary(b, name, &x[0], &x[1])?]
+        }
+        "zeta" | "polygamma" => {
+            unary(2)?;
+            vec![special::binary(b, name, &x[0], &x[1])?]
         }
         "erf" | "erfc" | "erf_inv" | "lgamma" | "digamma" => {
             unary(1)?;
