@@ -29,7 +29,7 @@
 //!
 //! | op | element types JAX uses | written as StableHLO |
 //! |----|------------------------|----------------------|
-//! | `acos`, `acosh`, `asin`, `asinh`, `atan`, `atanh` | f16, bf16, f32, f64, complex | the real types; complex: not yet |
+//! | `acos`, `acosh`, `asin`, `asinh`, `atan`, `atanh` | f16, bf16, f32, f64, complex | all |
 //! | `cosh`, `sinh`, `square` | f16, bf16, f32, f64, complex | all |
 //! | `erf`, `erfc`, `erf_inv`, `lgamma`, `digamma` | f16, bf16, f32, f64 | all |
 //! | `next_after` | f16, bf16, f32, f64 | all |

@@ -7,7 +7,7 @@ use super::build::{is_complex, is_float, Builder, V};
 use crate::ir::ElementType;
 
 /// The largest finite value of a float type.
-fn max_finite(e: ElementType) -> f64 {
+pub(super) fn max_finite(e: ElementType) -> f64 {
     match e {
         ElementType::F16 => 65504.0,
         ElementType::BF16 => f64::from(half::bf16::MAX),
@@ -87,6 +87,7 @@ pub(super) fn unary(b: &mut Builder, name: &str, x: &V) -> Result<V, String> {
                 b.select(&lt, &small, &large)
             })
         }
+        "asin" | "acos" | "asinh" | "acosh" | "atan" | "atanh" if is_complex(e) => super::complex::unary(b, name, x)?,
         "atan" => {
             real_only(x, name)?;
             let one = b.konst(x, 1.0);

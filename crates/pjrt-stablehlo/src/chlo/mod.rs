@@ -11,6 +11,7 @@
 //! with which of them are lowered.
 
 mod build;
+mod complex;
 mod elementary;
 mod special;
 mod top_k;
