@@ -59,6 +59,16 @@ pub(super) fn with_dims(ty: &Type, dims: &[u64]) -> Type {
     }
 }
 
+/// The largest finite value of a float type.
+pub(super) fn max_finite(e: ElementType) -> f64 {
+    match e {
+        ElementType::F16 => 65504.0,
+        ElementType::BF16 => f64::from(half::bf16::MAX),
+        ElementType::F32 => f64::from(f32::MAX),
+        _ => f64::MAX,
+    }
+}
+
 /// A float type the decompositions compute in (`f16`, `bf16`, `f32`, `f64`).
 pub(super) fn is_float(e: ElementType) -> bool {
     matches!(e, ElementType::F16 | ElementType::BF16 | ElementType::F32 | ElementType::F64)

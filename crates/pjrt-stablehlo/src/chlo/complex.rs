@@ -4,8 +4,7 @@
 //! sqrt(a² - x²) + i log(a + sqrt(a² - 1)), a = (hypot(x + 1, y) + hypot(x - 1, y)) / 2 for
 //! x + iy; atanh directly, atan as -i atanh(i z).
 
-use super::build::{Builder, V};
-use super::elementary::max_finite;
+use super::build::{max_finite, Builder, V};
 use crate::ir::ElementType;
 
 /// hypot(m, y) for m, y >= 0 without overflow: max · sqrt(1 + (min/max)²), with the cases the

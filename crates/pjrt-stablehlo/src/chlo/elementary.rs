@@ -3,18 +3,8 @@
 //! real inverse trigonometric and hyperbolic functions, the `is_inf` family, tan, next_after
 //! and mulhi.
 
-use super::build::{is_complex, is_float, Builder, V};
+use super::build::{is_complex, is_float, max_finite, Builder, V};
 use crate::ir::ElementType;
-
-/// The largest finite value of a float type.
-pub(super) fn max_finite(e: ElementType) -> f64 {
-    match e {
-        ElementType::F16 => 65504.0,
-        ElementType::BF16 => f64::from(half::bf16::MAX),
-        ElementType::F32 => f64::from(f32::MAX),
-        _ => f64::MAX,
-    }
-}
 
 /// `f` computed in `f32` for an `f16` or `bf16` value (ChloLegalizeToStablehlo.cpp's
 /// materializeWithUpcast), in the value's own type otherwise.
@@ -87,7 +77,6 @@ pub(super) fn unary(b: &mut Builder, name: &str, x: &V) -> Result<V, String> {
                 b.select(&lt, &small, &large)
             })
         }
-        "asin" | "acos" | "asinh" | "acosh" | "atan" | "atanh" if is_complex(e) => super::complex::unary(b, name, x)?,
         "atan" => {
             real_only(x, name)?;
             let one = b.konst(x, 1.0);

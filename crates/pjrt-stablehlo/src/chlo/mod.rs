@@ -19,8 +19,16 @@ mod top_k;
 use std::collections::HashMap;
 
 use crate::ir::{Block, Module, Op, Region, Type};
-use crate::write::WriteError;
 use build::{Builder, V};
+
+/// Why a `chlo` op cannot be written as StableHLO (the writer's `WriteError::Chlo`: this module stays below the writer).
+#[derive(Debug)]
+pub(crate) struct ChloError {
+    /// The op (`chlo.erf_inv`).
+    pub op: String,
+    /// Why.
+    pub reason: String,
+}
 
 /// Whether any op of the module is a `chlo` op.
 pub(crate) fn has_chlo(module: &Module) -> bool {
@@ -28,7 +36,7 @@ pub(crate) fn has_chlo(module: &Module) -> bool {
 }
 
 /// The module with every `chlo` op replaced by its StableHLO decomposition.
-pub(crate) fn lower(module: &Module) -> Result<Module, WriteError> {
+pub(crate) fn lower(module: &Module) -> Result<Module, ChloError> {
     let mut out = module.clone();
     let mut next = max_id(&module.ops).map_or(0, |m| m + 1);
     let mut types = HashMap::new();
@@ -57,7 +65,7 @@ fn max_id(ops: &[Op]) -> Option<u32> {
 }
 
 /// Lowers the chlo ops in `op`'s regions (with a scope of its own when it is isolated).
-fn lower_op(op: &mut Op, types: &mut HashMap<u32, Type>, next: &mut u32) -> Result<(), WriteError> {
+fn lower_op(op: &mut Op, types: &mut HashMap<u32, Type>, next: &mut u32) -> Result<(), ChloError> {
     let mut own = HashMap::new();
     let scope = if crate::text::is_isolated(&op.name) { &mut own } else { types };
     for region in &mut op.regions {
@@ -66,14 +74,14 @@ fn lower_op(op: &mut Op, types: &mut HashMap<u32, Type>, next: &mut u32) -> Resu
     Ok(())
 }
 
-fn lower_region(region: &mut Region, types: &mut HashMap<u32, Type>, next: &mut u32) -> Result<(), WriteError> {
+fn lower_region(region: &mut Region, types: &mut HashMap<u32, Type>, next: &mut u32) -> Result<(), ChloError> {
     for block in &mut region.blocks {
         lower_block(block, types, next)?;
     }
     Ok(())
 }
 
-fn lower_block(block: &mut Block, types: &mut HashMap<u32, Type>, next: &mut u32) -> Result<(), WriteError> {
+fn lower_block(block: &mut Block, types: &mut HashMap<u32, Type>, next: &mut u32) -> Result<(), ChloError> {
     for a in &block.args {
         types.insert(a.id, a.ty.clone());
     }
@@ -87,7 +95,7 @@ fn lower_block(block: &mut Block, types: &mut HashMap<u32, Type>, next: &mut u32
             ops.push(op);
             continue;
         }
-        let fail = |reason: String| WriteError::Chlo { op: op.name.clone(), reason };
+        let fail = |reason: String| ChloError { op: op.name.clone(), reason };
         let operands: Vec<V> = op
             .operands
             .iter()
@@ -162,6 +170,12 @@ fn decompose(b: &mut Builder, op: &Op, x: &[V]) -> Result<Vec<V>, String> {
     let name = op.name.strip_prefix("chlo.").unwrap_or(&op.name);
     let unary = |n: usize| if x.len() == n { Ok(()) } else { Err(format!("{} operands, not {n}", x.len())) };
     Ok(match name {
+        "atan" | "atanh" | "asin" | "acos" | "asinh" | "acosh"
+            if x.first().and_then(V::element).is_some_and(build::is_complex) =>
+        {
+            unary(1)?;
+            vec![complex::unary(b, name, &x[0])?]
+        }
         "square" | "cosh" | "sinh" | "atan" | "atanh" | "asin" | "acos" | "asinh" | "acosh" | "is_inf"
         | "is_pos_inf" | "is_neg_inf" | "tan" => {
             unary(1)?;

@@ -50,7 +50,7 @@ pub fn write_bytecode(module: &ir::Module, target: StableHloVersion) -> Result<V
     // VHLO has no CHLO: its ops are written as their StableHLO decompositions.
     let lowered;
     let module = if crate::chlo::has_chlo(module) {
-        lowered = crate::chlo::lower(module)?;
+        lowered = crate::chlo::lower(module).map_err(|e| WriteError::Chlo { op: e.op, reason: e.reason })?;
         &lowered
     } else {
         module
