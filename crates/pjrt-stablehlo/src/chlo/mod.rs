@@ -6,14 +6,15 @@
 //! where the decomposition upcasts (cosh, sinh, erf, erfc, erf_inv, lgamma, digamma,
 //! polygamma, zeta).
 //!
-//! The ops JAX 0.10.2 emits on CPU for every jax.lax, jax.numpy and jax.scipy.special
-//! function (`tools/list_chlo_ops.py`, `tests/data/chlo/`) are listed in the crate doc,
-//! with which of them are lowered.
+//! The ops JAX 0.10.2 and 0.12.0.1 emit on CPU for every jax.lax, jax.numpy and
+//! jax.scipy.special function (`tools/list_chlo_ops.py`, `tests/data/chlo/`) are listed in the
+//! crate doc; every one is written here.
 
 mod build;
 mod complex;
 mod elementary;
-mod special;
+mod erf;
+mod gamma;
 mod top_k;
 
 use std::collections::HashMap;
@@ -21,7 +22,8 @@ use std::collections::HashMap;
 use crate::ir::{Block, Module, Op, Region, Type};
 use build::{Builder, V};
 
-/// Why a `chlo` op cannot be written as StableHLO (the writer's `WriteError::Chlo`: this module stays below the writer).
+/// Why a `chlo` op cannot be written as StableHLO (the writer makes it `WriteError::Chlo`:
+/// this module stays below the writer).
 #[derive(Debug)]
 pub(crate) struct ChloError {
     /// The op (`chlo.erf_inv`).
@@ -187,11 +189,15 @@ fn decompose(b: &mut Builder, op: &Op, x: &[V]) -> Result<Vec<V>, String> {
         }
         "zeta" | "polygamma" => {
             unary(2)?;
-            vec![special::binary(b, name, &x[0], &x[1])?]
+            vec![gamma::binary(b, name, &x[0], &x[1])?]
         }
-        "erf" | "erfc" | "erf_inv" | "lgamma" | "digamma" => {
+        "erf" | "erfc" | "erf_inv" => {
             unary(1)?;
-            vec![special::unary(b, name, &x[0])?]
+            vec![erf::unary(b, name, &x[0])?]
+        }
+        "lgamma" | "digamma" => {
+            unary(1)?;
+            vec![gamma::unary(b, name, &x[0])?]
         }
         "top_k" => {
             unary(1)?;
