@@ -4,7 +4,7 @@
 //! strings of another dialect's type; and a 1-D `dynamic_conv` whose window attributes are
 //! longer than its one spatial dimension (StableHLO's `conv_general_dilated_1d_stride_2`
 //! test programs), which refines and runs. Each case parses, prints, and the print parses to
-//! the same module; the runnable ones run on the 0.115 CPU plugin.
+//! the same module; the runnable ones run on the 0.115 CPU plugin (the dynamic_conv on both).
 
 use pjrt_client::{Client, CompileOptions, ElementType, ExecuteOptions, HostArray, Program, UploadOptions};
 use pjrt_stablehlo::ir::{Attr, Module, Type};
@@ -186,6 +186,7 @@ const DYNAMIC_CONV_1D: &str = r#"func.func public @main(%x: tensor<1x?x3xf32>, %
 #[test]
 fn a_1d_dynamic_conv_with_repeated_window_attributes_refines_and_runs() {
     let client = support::client("cpu", 1);
+    let old = support::client("cpu-0.106", 1);
     let module = pjrt_stablehlo::parse_text(DYNAMIC_CONV_1D).unwrap();
     for n in [9u64, 10] {
         let arg = |dims: Vec<u64>| {
@@ -219,9 +220,16 @@ fn a_1d_dynamic_conv_with_repeated_window_attributes_refines_and_runs() {
              return %0 : tensor<1x{out}x2xf32>\n}}",
             n % 2
         );
-        let got = run(&client, &text, &[x.clone(), w.clone()]);
-        let want = run(&client, &expected_text, &[x, w]);
-        assert_eq!(got, want, "{n}");
+        let want = run(&client, &expected_text, &[x.clone(), w.clone()]);
+        assert_eq!(run(&client, &text, &[x.clone(), w.clone()]), want, "{n}");
+        // The older plugin too, through a portable artifact of its version.
+        let artifact =
+            pjrt_stablehlo::write_bytecode(&refined, pjrt_stablehlo::StableHloVersion::new(1, 16, 1)).unwrap();
+        let exe = old.compile(&Program::mlir_bytecode(artifact).unwrap(), &CompileOptions::new()).unwrap();
+        let buffers: Vec<_> = [&x, &w].iter().map(|a| old.upload_with(*a, &UploadOptions::new()).unwrap()).collect();
+        let refs: Vec<&pjrt_client::Buffer> = buffers.iter().collect();
+        let outs = exe.execute(&refs, &ExecuteOptions::new()).unwrap();
+        assert_eq!(outs[0].to_host_array().unwrap().data(), &want[0].2[..], "{n} on 0.106");
     }
     // Window attributes that differ are not guessed at: refused.
     let differing = DYNAMIC_CONV_1D.replace("array<i64: 2, 2>", "array<i64: 2, 3>");
