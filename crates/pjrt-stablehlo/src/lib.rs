@@ -37,7 +37,11 @@
 //! | `top_k` | f16, bf16, f32, f64, i1, i8, i32, i64, ui8, ui32 | all |
 //! | `polygamma`, `zeta` | f16, bf16, f32, f64 | all |
 //!
-//! `is_inf`, `is_pos_inf`, `is_neg_inf` and `tan` are written too. An op not written, or a
+//! Two departures from StableHLO's patterns, where the plugins answer otherwise: f32 erf is
+//! x · (α/β) rather than (x · α)/β (XLA runs erf as an op of its own, which keeps erf of a
+//! tiny x from flushing to 0), and digamma(±0) is -inf, as the 0.115 plugin says (StableHLO's
+//! pattern, and the 0.106 plugin, say NaN). `is_inf`, `is_pos_inf`, `is_neg_inf` and `tan`
+//! are written too. An op not written, or a
 //! `chlo` op on a dynamic shape (refine first), is [`WriteError::Chlo`] naming it. Each
 //! written op gives each CPU plugin's own answers for the op (tests/stablehlo/chlo.rs).
 //!
