@@ -126,6 +126,8 @@ pub enum Type {
         /// Element type.
         element: Box<Type>,
     },
+    /// `memref<*xT>` (an unranked buffer: MLIR text of other passes; no VHLO form).
+    UnrankedBuffer(Box<Type>),
     /// `tuple<...>`.
     Tuple(Vec<Type>),
     /// `!stablehlo.token`.

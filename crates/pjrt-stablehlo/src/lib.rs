@@ -18,10 +18,48 @@
 //! assert!(text.contains("stablehlo.tanh"));
 //! ```
 //!
+//! # CHLO
+//!
+//! VHLO has no CHLO, so [`write_bytecode`] writes each `chlo` op as the StableHLO ops of
+//! StableHLO's own `chlo-legalize-to-stablehlo` decomposition (what XLA's serializer, the one
+//! `jax.export` uses, does first). The ops JAX emits on CPU, found by lowering every
+//! `jax.lax`, `jax.numpy` and `jax.scipy.special` function on each dtype
+//! (`tools/list_chlo_ops.py`; the same 19 ops for JAX 0.10.2 and 0.12.0.1,
+//! `tests/data/chlo/`), and what is written for them:
+//!
+//! | op | element types JAX uses | written as StableHLO |
+//! |----|------------------------|----------------------|
+//! | `acos`, `acosh`, `asin`, `asinh`, `atan`, `atanh` | f16, bf16, f32, f64, complex | all |
+//! | `cosh`, `sinh`, `square` | f16, bf16, f32, f64, complex | all |
+//! | `erf`, `erfc`, `erf_inv`, `lgamma`, `digamma` | f16, bf16, f32, f64 | all |
+//! | `next_after` | f16, bf16, f32, f64 | all |
+//! | `mulhi` | i8, i32, i64, ui8, ui32 | all (8 to 64 bits) |
+//! | `top_k` | f16, bf16, f32, f64, i1, i8, i32, i64, ui8, ui32 | all |
+//! | `polygamma`, `zeta` | f16, bf16, f32, f64 | all |
+//!
+//! Two departures from StableHLO's patterns, where the plugins answer otherwise: f32 erf is
+//! x · (α/β) rather than (x · α)/β (XLA runs erf as an op of its own, which keeps erf of a
+//! tiny x from flushing to 0), and digamma(±0) is -inf, as the 0.115 plugin says (StableHLO's
+//! pattern, and the 0.106 plugin, say NaN). `is_inf`, `is_pos_inf`, `is_neg_inf` and `tan`
+//! are written too. An op not written, or a
+//! `chlo` op on a dynamic shape (refine first), is [`WriteError::Chlo`] naming it. Each
+//! written op gives each CPU plugin's own answers for the op (tests/stablehlo/chlo.rs).
+//!
+//! ```
+//! let text = "func.func public @main(%x: tensor<3xf32>) -> tensor<3xf32> {\n  \
+//!             %0 = chlo.erf_inv %x : tensor<3xf32> -> tensor<3xf32>\n  return %0 : tensor<3xf32>\n}";
+//! let module = pjrt_stablehlo::parse_text(text).unwrap();
+//! let bytes = pjrt_stablehlo::write_bytecode(&module, pjrt_stablehlo::StableHloVersion::new(1, 16, 1)).unwrap();
+//! let written = pjrt_stablehlo::read_bytecode(&bytes).unwrap();
+//! assert!(written.walk().all(|op| !op.name.starts_with("chlo.")));
+//! assert!(written.walk().any(|op| op.name == "stablehlo.log_plus_one"));
+//! ```
+//!
 //! Hostile bytes or text give an [`Error`] with the byte offset (and the line and column in
 //! text), never a panic; sizes and nesting are bounded by [`Limits`].
 
 mod bytecode;
+mod chlo;
 mod decode;
 mod error;
 mod mlir_text;

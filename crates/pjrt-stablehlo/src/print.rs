@@ -92,6 +92,11 @@ pub(crate) fn type_into(out: &mut String, t: &Type) {
             type_into(out, e);
             out.push('>');
         }
+        Type::UnrankedBuffer(e) => {
+            out.push_str("memref<*x");
+            type_into(out, e);
+            out.push('>');
+        }
         Type::Buffer { dims, element } => {
             out.push_str("memref<");
             dims_into(out, dims);
@@ -111,9 +116,15 @@ pub(crate) fn type_into(out: &mut String, t: &Type) {
         }
         Type::Quantized(q) => {
             out.push_str("!quant.uniform<");
-            type_into(out, &q.storage);
+            let signed = q.flags & 1 == 1;
+            match int_width(&q.storage) {
+                // Unsigned storage in a signless integer: MLIR's `u8`.
+                Some((w, true)) if !signed => {
+                    let _ = write!(out, "u{w}");
+                }
+                _ => type_into(out, &q.storage),
+            }
             if let Some((w, _)) = int_width(&q.storage) {
-                let signed = q.flags & 1 == 1;
                 let (lo, hi) = if signed { (-(1i64 << (w - 1)), (1i64 << (w - 1)) - 1) } else { (0, (1i64 << w) - 1) };
                 if (q.storage_min, q.storage_max) != (lo, hi) {
                     let _ = write!(out, "<{}:{}>", q.storage_min, q.storage_max);

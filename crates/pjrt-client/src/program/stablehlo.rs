@@ -20,7 +20,8 @@ impl Program {
     /// --emit-portable` writes): a portable artifact of another version read and written again,
     /// MLIR text parsed and written. The declared parameters ([`Program::with_parameters`]) are
     /// kept. An op, attribute or type `target` lacks is [`Error::Portable`] naming it and the
-    /// version it needs.
+    /// version it needs. `chlo` ops (which VHLO lacks) are written as their StableHLO
+    /// decompositions, as XLA's serializer writes them (`pjrt_stablehlo`'s crate doc lists them).
     ///
     /// [`crate::Client::compile`] does this itself for a portable artifact newer than the
     /// plugin reads (for the plugin's `stablehlo_current_version`).

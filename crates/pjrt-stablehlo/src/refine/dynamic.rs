@@ -56,6 +56,20 @@ pub(crate) fn to_static(op: &mut Op, consts: &[Option<&Const>]) {
         "dynamic_conv" => {
             let pad = list(consts, 2);
             let pairs = (pad.len() / 2) as u64;
+            // Window attributes longer than the spatial dimensions (all one value, or shape
+            // refinement refused the op): the convolution takes one per dimension.
+            for name in ["window_strides", "lhs_dilation", "rhs_dilation"] {
+                if let Some(Attr::I64Array(v)) = op.attr(name) {
+                    let v = super::shapes::window_list(v.clone(), pairs as usize, true);
+                    set_attr(op, name, Attr::I64Array(v));
+                }
+            }
+            if let Some(Attr::BoolArray(v)) = op.attr("window_reversal") {
+                if v.len() > pairs as usize && v.windows(2).all(|w| w[0] == w[1]) {
+                    let v = v[..pairs as usize].to_vec();
+                    set_attr(op, "window_reversal", Attr::BoolArray(v));
+                }
+            }
             set_attr(op, "padding", i64_dense(&[pairs, 2], &pad));
             ("convolution", 2)
         }

@@ -373,7 +373,9 @@ pub(crate) fn infer(op: &Op, ins: &[&Type], consts: &[Option<&Const>]) -> Result
             let of = field_int(op, dn, "output_feature_dimension").ok_or("no dimension numbers")?;
             let osp = field_list(op, dn, "output_spatial_dimensions");
             let n = isp.len();
-            let get = |name: &str, default: i64| i64s(op, name).unwrap_or_else(|| vec![default; n]);
+            let get = |name: &str, default: i64| {
+                i64s(op, name).map_or_else(|| vec![default; n], |v| window_list(v, n, base == "dynamic_conv"))
+            };
             let (strides, lhs_dil, rhs_dil) =
                 (get("window_strides", 1), get("lhs_dilation", 1), get("rhs_dilation", 1));
             if strides.len() != n || lhs_dil.len() != n || rhs_dil.len() != n {
@@ -577,4 +579,16 @@ fn widest(ins: &[&Type]) -> Result<Vec<u64>, String> {
         }
     }
     best.ok_or_else(|| "no tensor operand".to_string())
+}
+
+/// A dynamic_conv's window attribute `v` for `n` spatial dimensions: `v` itself, or for a
+/// longer list whose entries are all the same (JAX's 1-D `dynamic_conv` gives
+/// `window_strides = array<i64: 2, 2>`, which MLIR's verifier lets through) its first `n`,
+/// which any reading of it gives. A list that differs is left as it is, and refused.
+pub(crate) fn window_list(v: Vec<i64>, n: usize, dynamic_conv: bool) -> Vec<i64> {
+    if dynamic_conv && v.len() > n && v.windows(2).all(|w| w[0] == w[1]) {
+        v[..n].to_vec()
+    } else {
+        v
+    }
 }

@@ -342,6 +342,10 @@ impl Parser<'_> {
         let (hex, lit) = if self.peek() == Some(b'"') {
             let s = self.string()?;
             (Some(s), None)
+        } else if self.string_list_ahead() {
+            // `dense<["a", "b"]>`: strings, which only a type of another dialect holds.
+            self.string_list()?;
+            return self.dense_strings(start, lit_at);
         } else if self.at(">") {
             (None, Some(Lit::List(Vec::new())))
         } else {
@@ -362,6 +366,11 @@ impl Parser<'_> {
             }
         }
         let elem = (*t.element).clone();
+        if hex.is_some() && crate::ir::dense_element_bytes(&elem).is_none() {
+            // A string of a type that is not a number (`tensor<!tf_type.string>`): MLIR's
+            // dense string elements, kept as the text (no StableHLO op takes them).
+            return Ok(Attr::Opaque(self.src[start..self.pos].trim().to_string()));
+        }
         let count = dims.iter().try_fold(1u64, |n, &d| n.checked_mul(d));
         let made = match (hex, lit) {
             (Some(s), _) => {
@@ -396,6 +405,61 @@ impl Parser<'_> {
             (None, None) => Attr::dense_elements(ty.clone(), Vec::new()),
         };
         made.map_err(|e| self.error_at(start, e.to_string()))
+    }
+
+    /// Whether a list of strings starts here (`["a"`, `[["a"`).
+    fn string_list_ahead(&mut self) -> bool {
+        self.ws();
+        let b = self.src.as_bytes();
+        let mut i = self.pos;
+        let mut opened = false;
+        while let Some(&c) = b.get(i) {
+            match c {
+                b'[' => opened = true,
+                b'"' => return opened,
+                c if c.is_ascii_whitespace() => {}
+                _ => return false,
+            }
+            i += 1;
+        }
+        false
+    }
+
+    /// `["a", ["b"]]`: nested lists of strings, skipped (their text is kept by the caller).
+    fn string_list(&mut self) -> Result<()> {
+        self.enter()?;
+        self.expect("[")?;
+        if !self.eat("]") {
+            loop {
+                if self.peek() == Some(b'[') {
+                    self.string_list()?;
+                } else {
+                    self.string()?;
+                }
+                if !self.eat(",") {
+                    break;
+                }
+            }
+            self.expect("]")?;
+        }
+        self.leave();
+        Ok(())
+    }
+
+    /// After a list of strings in `dense<...>`: `> : type`, where the type's elements are not
+    /// numbers (strings of another dialect's type); the attribute kept as its text.
+    fn dense_strings(&mut self, start: usize, lit_at: usize) -> Result<Attr> {
+        self.expect(">")?;
+        self.expect(":")?;
+        let ty_at = self.pos;
+        let ty = self.ty()?;
+        match &ty {
+            Type::Tensor(t) if crate::ir::dense_element_bytes(&t.element).is_none() => {
+                Ok(Attr::Opaque(self.src[start..self.pos].trim().to_string()))
+            }
+            Type::Tensor(_) => Err(self.error_at(lit_at, "strings in dense<...> of a tensor of numbers")),
+            _ => Err(self.error_at(ty_at, "a dense attribute whose type is not a ranked tensor")),
+        }
     }
 
     /// `dense<"0x...">`: MLIR's raw buffer, one element's bytes (a splat) or every element's.

@@ -184,6 +184,7 @@ impl Parser<'_> {
                 Ok(p)
             }
             ("sdy.manual_computation", _) => self.manual_computation_form(full),
+            ("chlo.scan", _) => self.scan_form(full),
             (n, Some(_)) | (n, None) if n.starts_with("stablehlo.") || n.starts_with("chlo.") => {
                 self.keyword_form(n, results)
             }
@@ -735,6 +736,38 @@ impl Parser<'_> {
         self.attr_dict_into(&mut p)?;
         self.expect(":")?;
         self.functional_into(&mut p)?;
+        Ok(p)
+    }
+
+    /// `(%inputs) inits(%inits) dimension=0 attributes {...} { ^bb0(...): ... } : (I..., C...) -> (O..., C...)`:
+    /// chlo.scan as ChloOps.cpp prints it, with the segment sizes its parser adds (inputs and
+    /// inits; outputs and carries, as many carries as inits).
+    fn scan_form(&mut self, name: &str) -> Result<Parts> {
+        let mut p = Parts::new(name);
+        self.expect("(")?;
+        let inputs = self.use_list(")")?;
+        self.expect(")")?;
+        self.expect_keyword("inits")?;
+        self.expect("(")?;
+        let inits = self.use_list(")")?;
+        self.expect(")")?;
+        self.expect_keyword("dimension")?;
+        self.expect("=")?;
+        let dimension = self.expect_i64("the scanned dimension")?;
+        let (n_inputs, n_inits) = (inputs.len(), inits.len());
+        p.operands = inputs;
+        p.operands.extend(inits);
+        p.attr("dimension", i64_attr(dimension));
+        self.attributes_keyword_into(&mut p)?;
+        p.regions.push(self.region_scoped(false, None)?);
+        self.expect(":")?;
+        let at = self.pos;
+        self.functional_into(&mut p)?;
+        let Some(n_outputs) = p.results.len().checked_sub(n_inits) else {
+            return Err(self.error_at(at, "chlo.scan has fewer results than carries (one per init)"));
+        };
+        p.attr("operandSegmentSizes", Attr::Opaque(format!("array<i32: {n_inputs}, {n_inits}>")));
+        p.attr("resultSegmentSizes", Attr::Opaque(format!("array<i32: {n_outputs}, {n_inits}>")));
         Ok(p)
     }
 }

@@ -41,6 +41,19 @@ impl Parser<'_> {
             "tensor" => self.tensor_type(),
             "memref" => {
                 self.expect("<")?;
+                if self.eat("*") {
+                    if self.src.as_bytes().get(self.pos) != Some(&b'x') {
+                        return Err(self.expected("`x` after `*`"));
+                    }
+                    self.pos += 1;
+                    let element = Box::new(self.ty()?);
+                    if self.eat(",") {
+                        // A memory space: kept out of the IR's buffer type, so refuse rather than drop it.
+                        return Err(self.error_at(start, "an unranked memref with a memory space is not supported"));
+                    }
+                    self.expect(">")?;
+                    return Ok(Type::UnrankedBuffer(element));
+                }
                 let dims = self.dims()?;
                 let element = Box::new(self.ty()?);
                 if self.eat(",") {
@@ -218,10 +231,24 @@ impl Parser<'_> {
     /// After `!quant.uniform`: `<i8:f32, 0.5:-3>`, `<i8<-127:127>:f32:1, {0.5:0, 2.0:1}>`.
     fn quantized(&mut self, start: usize) -> Result<Type> {
         self.expect("<")?;
-        let storage = self.ty()?;
+        // `u8`: unsigned storage, held (as MLIR holds it) in the signless `i8` with the signed
+        // flag clear; `i8` is signed storage.
+        let save = self.pos;
+        let unsigned = match self.bare_id().and_then(|id| id.strip_prefix('u')).map(str::parse::<u32>) {
+            Some(Ok(w)) => Some(w),
+            _ => {
+                self.pos = save;
+                None
+            }
+        };
+        let storage = match unsigned {
+            Some(w) => signless_int(w).ok_or_else(|| self.error_at(save, format!("u{w} is not a storage type")))?,
+            None => self.ty()?,
+        };
         let Some((w, signed_storage)) = crate::ir::int_width(&storage) else {
             return Err(self.error_at(start, "a quantized type whose storage is not an integer"));
         };
+        let signed_storage = signed_storage && unsigned.is_none();
         let (mut lo, mut hi) =
             if signed_storage { (-(1i64 << (w - 1)), (1i64 << (w - 1)) - 1) } else { (0, (1i64 << w) - 1) };
         if w == 64 && !signed_storage {
@@ -278,4 +305,17 @@ impl Parser<'_> {
         let z = if self.eat(":") { self.expect_i64("a zero point")? } else { 0 };
         Ok((v.to_bits(), z))
     }
+}
+
+/// The signless integer type of `width` bits (`i8`), as a quantized type's storage.
+fn signless_int(width: u32) -> Option<Type> {
+    Some(Type::Scalar(match width {
+        2 => ElementType::S2,
+        4 => ElementType::S4,
+        8 => ElementType::S8,
+        16 => ElementType::S16,
+        32 => ElementType::S32,
+        64 => ElementType::S64,
+        _ => return None,
+    }))
 }

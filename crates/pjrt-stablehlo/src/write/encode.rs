@@ -586,6 +586,7 @@ impl Encoder {
                 33
             }
             Type::Token => 22,
+            Type::UnrankedBuffer(_) => return Err(unrepresentable("an unranked memref (VHLO has no such type)")),
             Type::Tensor(TensorType { dims, element, encoding }) => {
                 let enc = match encoding {
                     Some(e) => Some(self.vhlo_attr(e)?),

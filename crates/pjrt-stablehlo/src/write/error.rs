@@ -37,6 +37,16 @@ pub enum WriteError {
         /// The version asked for.
         target: StableHloVersion,
     },
+    /// A `chlo` op the writer cannot express as StableHLO ops (VHLO has no CHLO): one outside
+    /// the ops [`crate::write_bytecode`] lowers, or of a type or shape its decomposition
+    /// does not take.
+    #[error("{op} cannot be written as StableHLO: {reason}")]
+    Chlo {
+        /// The op (`chlo.erf_inv`).
+        op: String,
+        /// Why.
+        reason: String,
+    },
     /// Something the module holds that has no VHLO form (an op of another dialect, ...).
     #[error("{what} has no form in a StableHLO portable artifact: lower or remove it before writing")]
     Unrepresentable {

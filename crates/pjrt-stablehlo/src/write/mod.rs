@@ -31,7 +31,9 @@ const CAST: &str = "builtin.unrealized_conversion_cast";
 /// `stablehlo.serialize_portable_artifact` writes): VHLO ops of the versions that exist at
 /// `target`, in the MLIR bytecode version `target` is read in, with `target.producer()` as the
 /// producer. Reading the result gives the module back (its producer and bytecode version
-/// those of `target`).
+/// those of `target`), but for its `chlo` ops, which VHLO lacks: each is written as its
+/// StableHLO decomposition (see the crate doc's CHLO section), or refused
+/// ([`WriteError::Chlo`]).
 ///
 /// ```
 /// use pjrt_stablehlo::{read_bytecode, write_bytecode, StableHloVersion};
@@ -45,6 +47,14 @@ pub fn write_bytecode(module: &ir::Module, target: StableHloVersion) -> Result<V
         return Err(WriteError::Target { target });
     }
     let version = crate::vhlo_versions::bytecode_version(target).ok_or(WriteError::Target { target })?;
+    // VHLO has no CHLO: its ops are written as their StableHLO decompositions.
+    let lowered;
+    let module = if crate::chlo::has_chlo(module) {
+        lowered = crate::chlo::lower(module).map_err(|e| WriteError::Chlo { op: e.op, reason: e.reason })?;
+        &lowered
+    } else {
+        module
+    };
     let mut w = Writer {
         enc: Encoder::new(target),
         op_index: FastMap::default(),

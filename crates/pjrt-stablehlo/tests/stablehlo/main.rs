@@ -9,8 +9,10 @@
 #[path = "../../../pjrt-client/tests/support/mod.rs"]
 mod support;
 
+mod chlo;
 mod dense;
 mod files;
+mod gaps;
 mod hostile;
 mod ops;
 mod refine;
