@@ -15,8 +15,11 @@ Writes tests/data/vhlo/:
   bytecode version, producer string).  Artifacts of one program at neighbouring versions often
   differ only in the producer string ("StableHLO_v1.3.0"), so the rest is stored once (and
   shared by both jaxlibs' indexes where their serializers agree);
+- `<program>.<sha256 prefix>.read.mlir`: the module jaxlib's deserializer reads an artifact
+  as (upgraded to current StableHLO; printed generic, with every op's location), once per
+  distinct text;
 - `index-jax-<version>.json`: `{"programs": {program: {version: {"bytecode_version": n, "producer": s,
-  "body": file}}}, "refusals": {program: {version: jaxlib's message}}, "versions": [...]}`.
+  "body": file, "reads_as": file}}}, "refusals": {program: {version: jaxlib's message}}, "versions": [...]}`.
   An artifact's bytes are `b"ML\\xefR" + varint(bytecode_version) + producer + b"\\0" + body`
   (the test rebuilds them; this script checks that the rebuilt bytes are jaxlib's).
 
@@ -100,6 +103,30 @@ func.func public @main(%x: tensor<?x4xf32>, %i: tensor<2x1xi32>, %w: tensor<3x3x
   return %g, %c, %b, %io : tensor<2x4xf32>, tensor<1x5x5x1xf32>, tensor<?x?xf32>, tensor<?xi32>
 }
 ''',
+"mesh_axes": '''
+func.func private @mesh()
+func.func public @main(%a: tensor<f32>) -> tensor<f32> {
+  %0 = "stablehlo.all_reduce"(%a) ({
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    %s = stablehlo.add %x, %y : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) {replica_groups = #stablehlo.replica_group_mesh_axes<mesh = @mesh, axes = [#stablehlo.axis_ref<name = "x", sub_axis_info = (1)2>, #stablehlo.axis_ref<name = "y">]>} : (tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+''',
+"locations": '''
+func.func public @main(%a: tensor<3xf32> loc("arg"("f.py":1:2)), %b: tensor<3xf32> loc(unknown)) -> tensor<3xf32> {
+  %0 = stablehlo.add %a, %b : tensor<3xf32> loc("f.py":3:4)
+  %1 = stablehlo.multiply %0, %b : tensor<3xf32> loc("f.py":5:6 to 7:8)
+  %2 = stablehlo.subtract %1, %a : tensor<3xf32> loc("f.py":9:1 to :12)
+  %3 = stablehlo.abs %2 : tensor<3xf32> loc("name")
+  %4 = stablehlo.negate %3 : tensor<3xf32> loc(callsite("callee"("g.py":1:1) at callsite("f"("f.py":2:2) at "main.py":3:3)))
+  %5 = stablehlo.exponential %4 : tensor<3xf32> loc(fused["a.py":1:1, "b"])
+  %6 = stablehlo.sine %5 : tensor<3xf32> loc(fused<"meta">["c.py":4:5])
+  %7 = stablehlo.cosine %6 : tensor<3xf32> loc("outer"("inner"(unknown)))
+  return %7 : tensor<3xf32> loc(unknown)
+}
+''',
 "structure": '''
 func.func private @inc(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %one = stablehlo.constant dense<1.0> : tensor<2x3xf32>
@@ -176,8 +203,13 @@ def program_texts(ctx):
             plain = module.operation.get_asm(enable_debug_info=False)
             out.append((name + "_noloc", plain))
     for name, body in HAND_WRITTEN.items():
-        module = ir.Module.parse("module {" + body + "}", context=ctx)
-        out.append((name, module.operation.get_asm(enable_debug_info=False)))
+        try:
+            module = ir.Module.parse("module {" + body + "}", context=ctx)
+        except Exception as e:  # noqa: BLE001 (an op or attribute this jaxlib does not know)
+            out.append((name, None, re.sub(r"\s+", " ", str(e))[:400]))
+            continue
+        # With locations: the parser's own ("-":line:col) and those the program states.
+        out.append((name, module.operation.get_asm(enable_debug_info=True)))
     return out
 
 
@@ -211,10 +243,12 @@ def serialize(ctx, text, version):
             os.close(saved)
 
 
-def check_deserializes(ctx, artifact, version, name):
+def deserialize(ctx, artifact, version, name):
+    """The text jaxlib's deserializer reads the artifact as (upgraded to current StableHLO)."""
     module = hlo.deserialize_portable_artifact(ctx, artifact)
     if module is None:
         sys.exit(f"{name} at {version}: jaxlib's deserializer refuses its own artifact")
+    return module.operation.get_asm(enable_debug_info=True, print_generic_op_form=True)
 
 
 def main():
@@ -223,16 +257,23 @@ def main():
     index = {"jaxlib": JAX_VERSION, "minimum": hlo.get_minimum_version(),
              "current": hlo.get_current_version(), "versions": versions(), "programs": {}, "refusals": {}}
     total = 0
-    for name, text in program_texts(ctx):
+    for name, text, *why in program_texts(ctx):
+        if text is None:
+            index["refusals"][name] = {v: f"jaxlib does not parse it: {why[0]}" for v in index["versions"]}
+            continue
         open(os.path.join(OUT, f"{name}.mlir"), "w").write(text)
-        bodies = {}
+        bodies, texts = {}, {}
         entry = {}
         for version in index["versions"]:
             artifact, why = serialize(ctx, text, version)
             if artifact is None:
                 index["refusals"].setdefault(name, {})[version] = why
                 continue
-            check_deserializes(ctx, artifact, version, name)
+            read = deserialize(ctx, artifact, version, name)
+            read_digest = hashlib.sha256(read.encode()).hexdigest()
+            if read_digest not in texts:
+                texts[read_digest] = f"{name}.{read_digest[:12]}.read.mlir"
+                open(os.path.join(OUT, texts[read_digest]), "w").write(read)
             bc, producer, body = split(artifact)
             assert MAGIC + varint(bc) + producer.encode() + b"\0" + body == artifact
             digest = hashlib.sha256(body).hexdigest()
@@ -240,10 +281,11 @@ def main():
                 bodies[digest] = f"{name}.{digest[:12]}.body"
                 open(os.path.join(OUT, bodies[digest]), "wb").write(body)
                 total += len(body)
-            entry[version] = {"bytecode_version": bc, "producer": producer, "body": bodies[digest]}
+            entry[version] = {"bytecode_version": bc, "producer": producer, "body": bodies[digest],
+                              "reads_as": texts[read_digest]}
         index["programs"][name] = entry
-        print(name, len(entry), "versions,", len(bodies), "distinct,", len(index["refusals"].get(name, {})),
-              "refused")
+        print(name, len(entry), "versions,", len(bodies), "distinct,", len(texts), "read as,",
+              len(index["refusals"].get(name, {})), "refused")
     with open(os.path.join(OUT, INDEX), "w") as f:
         json.dump(index, f, indent=1, sort_keys=True)
         f.write("\n")
@@ -253,8 +295,9 @@ def main():
         if f.startswith("index-"):
             for entry in json.load(open(os.path.join(OUT, f)))["programs"].values():
                 used.update(a["body"] for a in entry.values())
+                used.update(a["reads_as"] for a in entry.values())
     for f in os.listdir(OUT):
-        if f.endswith(".body") and f not in used:
+        if (f.endswith(".body") or f.endswith(".read.mlir")) and f not in used:
             os.remove(os.path.join(OUT, f))
     print("bodies:", total, "bytes")
 

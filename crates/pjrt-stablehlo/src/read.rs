@@ -2,7 +2,8 @@
 //! StableHLO as they are read.
 
 use crate::bytecode::{
-    Container, Cursor, Limits, SECTION_IR, V_ELIDE_UNKNOWN_BLOCK_ARG_LOC, V_LAZY_LOADING, V_USE_LIST_ORDERING,
+    Container, Cursor, Limits, SECTION_IR, V_ELIDE_UNKNOWN_BLOCK_ARG_LOC, V_LAZY_LOADING, V_NATIVE_PROPERTIES,
+    V_USE_LIST_ORDERING,
 };
 use crate::decode::Decoder;
 use crate::error::{Error, Result};
@@ -232,6 +233,11 @@ impl<'a> Reader<'a> {
         let mut results = Vec::with_capacity(result_types.len());
         for ty in result_types {
             results.push(self.define(c, vals, ty)?);
+        }
+        if dialect == "vhlo" && self.version() < V_NATIVE_PROPERTIES {
+            // Before bytecode version 5 (StableHLO < 0.15.0) an op has no properties: its
+            // inherent attributes are in its attribute dictionary, by name.
+            (props, discardable) = vhlo::split_inherent(opname, discardable, op_at)?;
         }
         let (name, attributes) = match dialect {
             "vhlo" => vhlo::legalize(opname, props, discardable, parent, op_at)?,

@@ -1,25 +1,50 @@
+#loc2 = loc("-":2:24)
+#loc7 = loc("-":7:24)
+#loc8 = loc("-":7:45)
+#loc16 = loc("-":15:8)
+#loc17 = loc("-":15:25)
+#loc20 = loc("-":19:8)
+#loc21 = loc("-":19:25)
 module {
-  func.func private @inc(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
-    %cst = stablehlo.constant dense<1.000000e+00> : tensor<2x3xf32>
-    %0 = stablehlo.add %arg0, %cst : tensor<2x3xf32>
-    return %0 : tensor<2x3xf32>
-  }
-  func.func public @main(%arg0: tensor<2x3xf32>, %arg1: tensor<2xui32>) -> (tensor<3x2xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2xui32>, tensor<4xui32>, tensor<2x3xf32>) {
-    %0 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor<2x3xf32>) -> tensor<3x2xf32>
-    %1 = call @inc(%arg0) : (tensor<2x3xf32>) -> tensor<2x3xf32>
-    %2 = stablehlo.custom_call @my_target(%arg0) {api_version = 2 : i32, backend_config = "cfg", has_side_effect = true} : (tensor<2x3xf32>) -> tensor<2x3xf32>
-    %3 = stablehlo.reverse %arg0, dims = [1] : tensor<2x3xf32>
-    %output_state, %output = stablehlo.rng_bit_generator %arg1, algorithm = THREE_FRY : (tensor<2xui32>) -> (tensor<2xui32>, tensor<4xui32>)
-    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+  func.func private @inc(%arg0: tensor<2x3xf32> loc("-":2:24)) -> tensor<2x3xf32> {
+    %cst = stablehlo.constant dense<1.000000e+00> : tensor<2x3xf32> loc(#loc3)
+    %0 = stablehlo.add %arg0, %cst : tensor<2x3xf32> loc(#loc4)
+    return %0 : tensor<2x3xf32> loc(#loc5)
+  } loc(#loc1)
+  func.func public @main(%arg0: tensor<2x3xf32> loc("-":7:24), %arg1: tensor<2xui32> loc("-":7:45)) -> (tensor<3x2xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2xui32>, tensor<4xui32>, tensor<2x3xf32>) {
+    %0 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor<2x3xf32>) -> tensor<3x2xf32> loc(#loc9)
+    %1 = call @inc(%arg0) : (tensor<2x3xf32>) -> tensor<2x3xf32> loc(#loc10)
+    %2 = stablehlo.custom_call @my_target(%arg0) {api_version = 2 : i32, backend_config = "cfg", has_side_effect = true} : (tensor<2x3xf32>) -> tensor<2x3xf32> loc(#loc11)
+    %3 = stablehlo.reverse %arg0, dims = [1] : tensor<2x3xf32> loc(#loc12)
+    %output_state, %output = stablehlo.rng_bit_generator %arg1, algorithm = THREE_FRY : (tensor<2xui32>) -> (tensor<2xui32>, tensor<4xui32>) loc(#loc13)
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32> loc(#loc14)
     %4 = "stablehlo.select_and_scatter"(%arg0, %arg0, %cst) <{window_dimensions = array<i64: 1, 1>, window_strides = array<i64: 1, 1>}> ({
-    ^bb0(%arg2: tensor<f32>, %arg3: tensor<f32>):
-      %5 = stablehlo.compare GE, %arg2, %arg3 : (tensor<f32>, tensor<f32>) -> tensor<i1>
-      stablehlo.return %5 : tensor<i1>
+    ^bb0(%arg2: tensor<f32> loc("-":15:8), %arg3: tensor<f32> loc("-":15:25)):
+      %5 = stablehlo.compare GE, %arg2, %arg3 : (tensor<f32>, tensor<f32>) -> tensor<i1> loc(#loc18)
+      stablehlo.return %5 : tensor<i1> loc(#loc19)
     }, {
-    ^bb0(%arg2: tensor<f32>, %arg3: tensor<f32>):
-      %5 = stablehlo.add %arg2, %arg3 : tensor<f32>
-      stablehlo.return %5 : tensor<f32>
-    }) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
-    return %0, %1, %2, %3, %output_state, %output, %4 : tensor<3x2xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2xui32>, tensor<4xui32>, tensor<2x3xf32>
-  }
-}
+    ^bb0(%arg2: tensor<f32> loc("-":19:8), %arg3: tensor<f32> loc("-":19:25)):
+      %5 = stablehlo.add %arg2, %arg3 : tensor<f32> loc(#loc22)
+      stablehlo.return %5 : tensor<f32> loc(#loc23)
+    }) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32> loc(#loc15)
+    return %0, %1, %2, %3, %output_state, %output, %4 : tensor<3x2xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2xui32>, tensor<4xui32>, tensor<2x3xf32> loc(#loc24)
+  } loc(#loc6)
+} loc(#loc)
+#loc = loc("-":1:1)
+#loc1 = loc("-":2:1)
+#loc3 = loc("-":3:10)
+#loc4 = loc("-":4:8)
+#loc5 = loc("-":5:3)
+#loc6 = loc("-":7:1)
+#loc9 = loc("-":8:8)
+#loc10 = loc("-":9:8)
+#loc11 = loc("-":10:9)
+#loc12 = loc("-":11:10)
+#loc13 = loc("-":12:10)
+#loc14 = loc("-":13:8)
+#loc15 = loc("-":14:10)
+#loc18 = loc("-":16:10)
+#loc19 = loc("-":17:5)
+#loc22 = loc("-":20:10)
+#loc23 = loc("-":21:5)
+#loc24 = loc("-":23:3)

@@ -16,4 +16,5 @@ mod ops;
 mod refine;
 mod round_trip;
 mod text;
+mod vhlo;
 mod write;

@@ -1,0 +1,153 @@
+//! StableHLO's own serializer's artifacts at every version on VHLO's version log (made by
+//! tools/gen_vhlo_testdata.py with jaxlib 0.10.2 and 0.12.0.1): each reads into the module
+//! jaxlib's deserializer reads it as (upgraded to current StableHLO forms), given as text.
+
+use std::path::PathBuf;
+
+use pjrt_stablehlo::ir::{Attr, Module};
+use serde_json::Value as Json;
+
+use crate::files;
+
+fn data() -> PathBuf {
+    files::repo().join("tests/data/vhlo")
+}
+
+/// One artifact of the test data: its program, version and bytes.
+pub struct Artifact {
+    pub program: String,
+    pub version: String,
+    pub bytes: Vec<u8>,
+    /// The `.mlir` file of the module jaxlib's deserializer reads it as.
+    pub reads_as: String,
+}
+
+/// The index of each jaxlib that made the data.
+fn indexes() -> Vec<Json> {
+    ["index-jax-0.10.2.json", "index-jax-0.12.0.1.json"]
+        .iter()
+        .map(|f| serde_json::from_slice(&std::fs::read(data().join(f)).unwrap()).unwrap())
+        .collect()
+}
+
+/// Every (program, version) artifact, rebuilt from its stored body: the header (magic,
+/// bytecode version, producer) the generator cut off, then the body. Where both jaxlibs wrote
+/// a version, the newer jaxlib's artifact is taken.
+pub fn artifacts() -> Vec<Artifact> {
+    let mut out: Vec<Artifact> = Vec::new();
+    for index in indexes().iter().rev() {
+        for (program, versions) in index["programs"].as_object().unwrap() {
+            for (version, a) in versions.as_object().unwrap() {
+                if out.iter().any(|x| x.program == *program && x.version == *version) {
+                    continue;
+                }
+                let bc = a["bytecode_version"].as_u64().unwrap();
+                assert!(bc < 128);
+                let mut bytes = b"ML\xefR".to_vec();
+                bytes.push(((bc as u8) << 1) | 1);
+                bytes.extend_from_slice(a["producer"].as_str().unwrap().as_bytes());
+                bytes.push(0);
+                bytes.extend(std::fs::read(data().join(a["body"].as_str().unwrap())).unwrap());
+                let reads_as = a["reads_as"].as_str().unwrap().to_string();
+                out.push(Artifact { program: program.clone(), version: version.clone(), bytes, reads_as });
+            }
+        }
+    }
+    out.sort_by(|a, b| (&a.program, version_key(&a.version)).cmp(&(&b.program, version_key(&b.version))));
+    out
+}
+
+fn version_key(v: &str) -> Vec<u32> {
+    v.split('.').map(|x| x.parse().unwrap()).collect()
+}
+
+/// Every version on the log the data spans: 0.9.0 .. 0.20.0, 1.0.0 .. 1.22.0.
+#[test]
+fn the_data_covers_every_version_on_the_log() {
+    let mut versions: Vec<String> = artifacts().into_iter().map(|a| a.version).collect();
+    versions.sort_by_key(|v| version_key(v));
+    versions.dedup();
+    let mut want: Vec<String> = (9..=20).map(|m| format!("0.{m}.0")).collect();
+    want.extend((0..=22).map(|m| format!("1.{m}.0")));
+    assert_eq!(versions, want);
+}
+
+/// The module a `.mlir` file of the data gives, normalized as the text tests compare.
+fn text_module(file: &str) -> Module {
+    let text = std::fs::read_to_string(data().join(file)).unwrap();
+    crate::text::normalized(pjrt_stablehlo::parse_text(&text).unwrap_or_else(|e| panic!("{file}: {e}")))
+}
+
+/// `got` with each attribute the text parser keeps as text (`Attr::Opaque`, as it keeps
+/// `#stablehlo.replica_group_mesh_axes`) made that text, where the attribute prints as it.
+fn opaque_where(mut got: Module, want: &Module) -> Module {
+    fn ops(got: &mut [pjrt_stablehlo::ir::Op], want: &[pjrt_stablehlo::ir::Op]) {
+        for (g, w) in got.iter_mut().zip(want) {
+            for ((gn, ga), (wn, wa)) in g.attributes.iter_mut().zip(&w.attributes) {
+                if let Attr::Opaque(text) = wa {
+                    if gn == wn && pjrt_stablehlo::attr_text(ga) == *text {
+                        *ga = wa.clone();
+                    }
+                }
+            }
+            for (gr, wr) in g.regions.iter_mut().zip(&w.regions) {
+                for (gb, wb) in gr.blocks.iter_mut().zip(&wr.blocks) {
+                    ops(&mut gb.ops, &wb.ops);
+                }
+            }
+        }
+    }
+    ops(&mut got.ops, &want.ops);
+    got
+}
+
+#[test]
+fn every_version_reads_into_the_module_of_its_text() {
+    let (mut failures, mut count) = (Vec::new(), 0);
+    let mut texts = std::collections::HashMap::new();
+    for a in artifacts() {
+        count += 1;
+        let want = texts.entry(a.reads_as.clone()).or_insert_with(|| text_module(&a.reads_as));
+        match pjrt_stablehlo::read_bytecode(&a.bytes) {
+            Err(e) => failures.push(format!("{} {}: {e}", a.program, a.version)),
+            Ok(m) => {
+                let got = opaque_where(crate::text::normalized(m), want);
+                if got != *want {
+                    failures.push(format!(
+                        "{} {}: another module: {}",
+                        a.program,
+                        a.version,
+                        crate::text::first_difference(&got, want)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(count >= 800, "only {count} artifacts");
+    assert!(failures.is_empty(), "{} of {count} artifacts:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Every op's location, in walk order.
+fn locations(m: &Module) -> Vec<pjrt_stablehlo::ir::Location> {
+    m.walk().map(|op| (*op.location).clone()).collect()
+}
+
+/// The locations jaxlib reads (names, call sites, files, fused, unknown) read the same.
+#[test]
+fn every_version_reads_the_locations_of_its_text() {
+    let (mut failures, mut count) = (Vec::new(), 0);
+    let mut texts = std::collections::HashMap::new();
+    for a in artifacts() {
+        let want = texts.entry(a.reads_as.clone()).or_insert_with(|| {
+            let text = std::fs::read_to_string(data().join(&a.reads_as)).unwrap();
+            locations(&pjrt_stablehlo::parse_text(&text).unwrap())
+        });
+        let got = locations(&pjrt_stablehlo::read_bytecode(&a.bytes).unwrap());
+        count += 1;
+        if got != *want {
+            let i = got.iter().zip(want.iter()).position(|(x, y)| x != y).unwrap_or(0);
+            failures.push(format!("{} {}: op {i}: {:?} != {:?}", a.program, a.version, got.get(i), want.get(i)));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {count} artifacts:\n{}", failures.len(), failures.join("\n"));
+}
