@@ -42,7 +42,7 @@ pub use pjrt_types::StableHloVersion;
 pub use pretty::print_pretty;
 pub use print::{attr_text, mlir_element_name, print, type_text};
 pub use refine::{bind_dimensions, dimension_parameters, is_polymorphic, refine, RefineError};
-pub use vhlo_versions::{CURRENT_VERSION, MINIMUM_VERSION};
+pub use vhlo_versions::{CURRENT_VERSION, MINIMUM_VERSION, NEWEST_READ_VERSION};
 pub use write::{write_bytecode, WriteError};
 
 /// Reads MLIR bytecode (a StableHLO portable artifact, or builtin/func/stablehlo bytecode)

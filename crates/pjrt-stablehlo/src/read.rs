@@ -58,6 +58,15 @@ fn read_keeping_arguments<'a>(
     args_of: Option<&'a str>,
 ) -> Result<(Module, Option<Vec<Arc<Location>>>)> {
     let c = Container::parse(file, limits)?;
+    let producer = c.producer.clone();
+    read_container(c, limits, args_of).map_err(|e| e.for_producer(&producer))
+}
+
+fn read_container<'a>(
+    c: Container<'a>,
+    limits: &Limits,
+    args_of: Option<&'a str>,
+) -> Result<(Module, Option<Vec<Arc<Location>>>)> {
     let has = |d: &str| c.dialects.contains(&d);
     if !has("vhlo") && (has("stablehlo") || has("chlo")) {
         return Err(Error::unsupported(
@@ -179,7 +188,9 @@ impl<'a> Reader<'a> {
                         .properties
                         .get(i as usize)
                         .ok_or_else(|| Error::malformed(at, format!("properties index {i} out of range")))?;
-                    props = self.properties(&mut p, dialect, opname, at)?;
+                    props = self
+                        .properties(&mut p, dialect, opname, at)
+                        .map_err(|e| within_op(e, "the properties of ", dialect, opname))?;
                     if !p.is_empty() {
                         return Err(p.err(format!("trailing bytes in the properties of {dialect}.{opname}")));
                     }
@@ -240,7 +251,8 @@ impl<'a> Reader<'a> {
             (props, discardable) = vhlo::split_inherent(opname, discardable, op_at)?;
         }
         let (name, attributes) = match dialect {
-            "vhlo" => vhlo::legalize(opname, props, discardable, parent, op_at)?,
+            "vhlo" => vhlo::legalize(opname, props, discardable, parent, op_at)
+                .map_err(|e| within_op(e, "", "vhlo", opname))?,
             _ => {
                 let mut a = props;
                 a.extend(discardable);
@@ -429,4 +441,12 @@ fn other_properties(dialect: &str, op: &str) -> Option<&'static [(&'static str, 
         ("func", "call") => &[("arg_attrs", true), ("callee", false), ("no_inline", true), ("res_attrs", true)],
         _ => return None,
     })
+}
+
+/// `e` with the op it happened in added (out of line: `Reader::op` recurses, and its frame
+/// bounds the nesting the stack holds).
+#[cold]
+#[inline(never)]
+fn within_op(e: Error, what: &str, dialect: &str, op: &str) -> Error {
+    e.within(&format!("{what}{dialect}.{op}"))
 }

@@ -206,3 +206,69 @@ fn every_version_of_the_op_families_runs_as_its_text_on_cpu_0_115() {
     assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
     assert!(artifacts_run >= 500 && compiled >= 18, "{artifacts_run} artifacts, {compiled} compiled");
 }
+
+/// `a`'s bytes with another producer string, and `from` (an op or attribute name in its
+/// string section) replaced by `to` (as long).
+fn altered(a: &Artifact, producer: &str, from: &str, to: &str) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let end = a.bytes.iter().position(|&b| b == 0).unwrap();
+    let mut out = a.bytes[..5].to_vec();
+    out.extend_from_slice(producer.as_bytes());
+    let mut body = a.bytes[end..].to_vec();
+    let at = body.windows(from.len()).position(|w| w == from.as_bytes()).unwrap_or_else(|| panic!("no {from}"));
+    body[at..at + from.len()].copy_from_slice(to.as_bytes());
+    out.extend(body);
+    out
+}
+
+fn artifact(program: &str, version: &str) -> Artifact {
+    artifacts().into_iter().find(|a| a.program == program && a.version == version).unwrap()
+}
+
+/// An op this reader does not know, in an artifact newer than it knows: the error names the
+/// op and the artifact's version and says it is newer, not damaged.
+#[test]
+fn an_unknown_op_in_a_newer_artifact_is_named_as_newer() {
+    let a = artifact("collectives", "1.22.0");
+    let e =
+        pjrt_stablehlo::read_bytecode(&altered(&a, "StableHLO_v1.99.0", "all_gather_v2", "all_gather_v9")).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, pjrt_stablehlo::Error::Unsupported { .. }), "{e:?}");
+    assert!(text.contains("all_gather_v9") && text.contains("1.99.0") && text.contains("newer"), "{text}");
+    assert!(!text.contains("damaged"), "{text}");
+}
+
+/// The same in an artifact of a version this reader reads: named, with the version, as
+/// damage or a form the reader misses (never "export it again" without the version).
+#[test]
+fn an_unknown_op_in_a_known_version_names_op_and_version() {
+    let a = artifact("collectives", "1.10.0");
+    let e =
+        pjrt_stablehlo::read_bytecode(&altered(&a, "StableHLO_v1.10.0", "all_gather_v2", "all_gather_v9")).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, pjrt_stablehlo::Error::Unsupported { .. }), "{e:?}");
+    assert!(text.contains("all_gather_v9") && text.contains("StableHLO 1.10.0"), "{text}");
+}
+
+/// A missing inherent attribute of an old (pre-properties) artifact names the attribute and
+/// the op it belongs to.
+#[test]
+fn a_missing_attribute_names_the_op_and_the_version() {
+    let a = artifact("conv", "0.9.0");
+    // The attribute dictionary's name `input_batch_dimension`, renamed.
+    let e = pjrt_stablehlo::read_bytecode(&altered(
+        &a,
+        "StableHLO_v0.9.0",
+        "input_batch_dimension",
+        "input_batch_dimensioX",
+    ))
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, pjrt_stablehlo::Error::Malformed { .. }), "{e:?}");
+    assert!(
+        text.contains("missing input_batch_dimension")
+            && text.contains("vhlo.convolution_v1")
+            && text.contains("StableHLO 0.9.0"),
+        "{text}"
+    );
+}
