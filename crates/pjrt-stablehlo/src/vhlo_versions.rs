@@ -88,6 +88,7 @@ const OPS: &[(&str, &str, &str)] = &[
     ("cholesky_v1", "0.9.0", "current"),
     ("clamp_v1", "0.9.0", "current"),
     ("count_leading_zeros_v1", "0.9.0", "current"),
+    ("cross-replica-sum_v1", "0.9.0", "current"),
     ("collective_broadcast_v1", "0.16.0", "1.19.0"),
     ("collective_broadcast_v2", "1.20.0", "current"),
     ("collective_reduce_v1", "1.19.0", "current"),
