@@ -21,7 +21,11 @@ Writes tests/data/vhlo/:
 - `index-jax-<version>.json`: `{"programs": {program: {version: {"bytecode_version": n, "producer": s,
   "body": file, "reads_as": file}}}, "refusals": {program: {version: jaxlib's message}}, "versions": [...]}`.
   An artifact's bytes are `b"ML\\xefR" + varint(bytecode_version) + producer + b"\\0" + body`
-  (the test rebuilds them; this script checks that the rebuilt bytes are jaxlib's).
+  (the test rebuilds them; this script checks that the rebuilt bytes are jaxlib's);
+  `"written"`: pjrt-stablehlo's writer given each artifact writes it again for its version
+  (`cargo run -p pjrt-stablehlo --example write_versions`), and jaxlib's deserializer reads
+  ours: how many into the module it reads StableHLO's as, how many byte for byte
+  StableHLO's, and each that differs, is refused, or is not written (with why).
 
 Run (tools/jax_venv.py makes the venvs on first use):
 
@@ -33,6 +37,7 @@ import hashlib
 import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 
@@ -251,12 +256,58 @@ def deserialize(ctx, artifact, version, name):
     return module.operation.get_asm(enable_debug_info=True, print_generic_op_form=True)
 
 
+def without_locations(ctx, text):
+    module = ir.Module.parse(text, context=ctx)
+    return module.operation.get_asm(enable_debug_info=False, print_generic_op_form=True)
+
+
+def check_ours(ctx, index, artifacts):
+    """pjrt-stablehlo's writer, given each artifact, writes it again for its version
+    (`cargo run --example write_versions`); jaxlib's deserializer must read ours into the
+    module it reads StableHLO's artifact as (locations aside). Returns the counts, and each
+    artifact where it does not, or where ours is refused."""
+    with tempfile.TemporaryDirectory() as tmp:
+        given, ours = os.path.join(tmp, "given"), os.path.join(tmp, "ours")
+        os.makedirs(given)
+        for (name, version), artifact in artifacts.items():
+            open(os.path.join(given, f"{name}@{version}.mlirbc"), "wb").write(artifact)
+        subprocess.run(["cargo", "run", "-q", "-p", "pjrt-stablehlo", "--example", "write_versions", "--", given, ours],
+                       check=True, cwd=REPO)
+        result = {"same": 0, "byte_identical": 0, "differs": [], "refused_by_jaxlib": [], "not_written": {}}
+        for (name, version), artifact in sorted(artifacts.items()):
+            key = f"{name}@{version}"
+            error = os.path.join(ours, key + ".error")
+            if os.path.exists(error):
+                result["not_written"][key] = open(error).read()[:300]
+                continue
+            mine = open(os.path.join(ours, key + ".mlirbc"), "rb").read()
+            result["byte_identical"] += mine == artifact
+            try:
+                got = hlo.deserialize_portable_artifact(ctx, mine)
+            except Exception as e:  # noqa: BLE001
+                got = None
+                print(key, "refused by jaxlib:", e)
+            if got is None:
+                result["refused_by_jaxlib"].append(key)
+                continue
+            want = open(os.path.join(OUT, index["programs"][name][version]["reads_as"])).read()
+            if got.operation.get_asm(enable_debug_info=False, print_generic_op_form=True) == without_locations(ctx, want):
+                result["same"] += 1
+            else:
+                result["differs"].append(key)
+    print("ours:", result["same"], "read by jaxlib as StableHLO's,", result["byte_identical"], "byte-identical,",
+          len(result["differs"]), "differ,", len(result["refused_by_jaxlib"]), "refused,",
+          len(result["not_written"]), "not written")
+    return result
+
+
 def main():
     ctx = jax_mlir.make_ir_context()
     os.makedirs(OUT, exist_ok=True)
     index = {"jaxlib": JAX_VERSION, "minimum": hlo.get_minimum_version(),
              "current": hlo.get_current_version(), "versions": versions(), "programs": {}, "refusals": {}}
     total = 0
+    artifacts = {}
     for name, text, *why in program_texts(ctx):
         if text is None:
             index["refusals"][name] = {v: f"jaxlib does not parse it: {why[0]}" for v in index["versions"]}
@@ -269,6 +320,7 @@ def main():
             if artifact is None:
                 index["refusals"].setdefault(name, {})[version] = why
                 continue
+            artifacts[(name, version)] = artifact
             read = deserialize(ctx, artifact, version, name)
             read_digest = hashlib.sha256(read.encode()).hexdigest()
             if read_digest not in texts:
@@ -286,6 +338,7 @@ def main():
         index["programs"][name] = entry
         print(name, len(entry), "versions,", len(bodies), "distinct,", len(texts), "read as,",
               len(index["refusals"].get(name, {})), "refused")
+    index["written"] = check_ours(ctx, index, artifacts)
     with open(os.path.join(OUT, INDEX), "w") as f:
         json.dump(index, f, indent=1, sort_keys=True)
         f.write("\n")

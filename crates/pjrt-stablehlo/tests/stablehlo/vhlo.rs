@@ -314,3 +314,22 @@ impl Artifact {
         String::from_utf8(self.bytes[5..end].to_vec()).unwrap()
     }
 }
+
+/// What tools/gen_vhlo_testdata.py recorded when it gave each artifact to this writer and
+/// ours to jaxlib's deserializer: every one written for a version the writer targets reads
+/// into the module StableHLO's artifact reads as; only versions newer than the writer's
+/// newest are not written.
+#[test]
+fn jaxlib_read_what_the_writer_wrote_as_it_reads_stablehlos() {
+    for index in indexes() {
+        let w = &index["written"];
+        let jaxlib = index["jaxlib"].as_str().unwrap();
+        assert_eq!(w["differs"].as_array().unwrap().len(), 0, "{jaxlib}: {}", w["differs"]);
+        assert_eq!(w["refused_by_jaxlib"].as_array().unwrap().len(), 0, "{jaxlib}: {}", w["refused_by_jaxlib"]);
+        for (key, why) in w["not_written"].as_object().unwrap() {
+            let version: pjrt_stablehlo::StableHloVersion = key.rsplit_once('@').unwrap().1.parse().unwrap();
+            assert!(version > pjrt_stablehlo::CURRENT_VERSION, "{jaxlib}: {key}: {why}");
+        }
+        assert!(w["same"].as_u64().unwrap() >= 730, "{jaxlib}: {}", w["same"]);
+    }
+}
