@@ -41,6 +41,12 @@
 //! version 0.9.0 .. 1.22.0, each into the module jaxlib's deserializer reads it as; the op
 //! families run on the CPU plugin with the answers of JAX's text.
 //!
+//! Written ([`write_bytecode`]): every version [`MINIMUM_VERSION`] .. [`CURRENT_VERSION`]
+//! (1.20.0); jaxlib's deserializer reads what this writer writes for each test program at each
+//! of those versions into the module it reads StableHLO's own artifact as (block arguments'
+//! locations aside: [`ir::Module`] does not keep them). None is yet byte for byte what
+//! StableHLO's serializer writes.
+//!
 //! A new VHLO op version, checklist: its attributes in
 //! `crates/pjrt-stablehlo/src/vhlo_ops.rs` (in property order: sorted by name); its version
 //! range in `crates/pjrt-stablehlo/src/vhlo_versions.rs`; how
