@@ -333,3 +333,32 @@ fn jaxlib_read_what_the_writer_wrote_as_it_reads_stablehlos() {
         assert!(w["same"].as_u64().unwrap() >= 730, "{jaxlib}: {}", w["same"]);
     }
 }
+
+/// Where jaxlib refuses to write a program for a version (`tan` before 1.4.0, batched gather
+/// before 1.1.0, `composite` before 0.19.0, mesh-axes replica groups before 1.16.0), this
+/// writer refuses it too, naming what the version lacks (`WriteError::NotInVersion`); where
+/// jaxlib writes it, this writer does (the other tests).
+#[test]
+fn the_writer_refuses_what_jaxlib_refuses() {
+    let all = artifacts();
+    let (mut checked, mut failures) = (0, Vec::new());
+    for index in indexes() {
+        for (program, refused) in index["refusals"].as_object().unwrap() {
+            // The newest artifact of the program: the module to write for the refused versions.
+            let Some(newest) = all.iter().filter(|a| a.program == *program).last() else {
+                continue; // jaxlib writes it at no version (Shardy programs): nothing to read.
+            };
+            let module = pjrt_stablehlo::read_bytecode(&newest.bytes).unwrap();
+            for (version, why) in refused.as_object().unwrap() {
+                let target: pjrt_stablehlo::StableHloVersion = version.parse().unwrap();
+                checked += 1;
+                match pjrt_stablehlo::write_bytecode(&module, target) {
+                    Err(pjrt_stablehlo::WriteError::NotInVersion { needs, .. }) if needs > target => {}
+                    other => failures.push(format!("{program} {version} (jaxlib: {why}): {other:?}")),
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {checked}:\n{}", failures.len(), failures.join("\n"));
+    assert!(checked >= 100, "{checked} refusals checked");
+}
