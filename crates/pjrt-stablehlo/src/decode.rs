@@ -542,14 +542,14 @@ impl<'a> Decoder<'a> {
             }
             22 => {
                 let name = self.attr_ref(c)?;
-                // The optional sub-axis info: an attribute reference with a presence flag.
-                let (i, present) = c.varint_flag()?;
+                // The optional sub-axis info: a varint saying whether it is there (not MLIR's
+                // optional-attribute flag in the reference's low bit, as the mesh's device ids
+                // are written), then the reference.
                 let mut fields = vec![("name", name)];
-                if present {
-                    match self.val(at, i)? {
-                        Val::Attr(a) => fields.push(("sub_axis_info", a)),
-                        Val::Loc(_) => return Err(Error::malformed(at, "a location as sub-axis info")),
-                    }
+                match c.varint()? {
+                    0 => {}
+                    1 => fields.push(("sub_axis_info", self.attr_ref(c)?)),
+                    n => return Err(Error::malformed(at, format!("an axis reference's sub-axis flag is {n}"))),
                 }
                 Attr::Struct { mnemonic: "axis_ref", fields }
             }

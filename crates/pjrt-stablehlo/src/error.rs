@@ -1,6 +1,8 @@
 //! The readers' one error type: what was wrong and where in the file (a byte offset; a line and
 //! column too for text).
 
+use pjrt_types::StableHloVersion;
+
 /// Why a portable artifact could not be read. Every variant carries the byte offset (from the
 /// start of the bytecode) where reading stopped.
 ///
@@ -79,6 +81,48 @@ impl Error {
 
     pub(crate) fn limit(offset: usize, what: impl Into<String>) -> Error {
         Error::Limit { offset, what: what.into() }
+    }
+
+    /// The error with where it happened added to what it says (`in vhlo.convolution_v1`).
+    pub(crate) fn within(self, context: &str) -> Error {
+        match self {
+            Error::Malformed { offset, what } => Error::Malformed { offset, what: format!("{what} (in {context})") },
+            Error::Unsupported { offset, what } => {
+                Error::Unsupported { offset, what: format!("{what} (in {context})") }
+            }
+            other => other,
+        }
+    }
+
+    /// The error of reading an artifact whose producer string is `producer`, told against the
+    /// versions this reader reads: outside them (newer than [`crate::NEWEST_READ_VERSION`],
+    /// older than [`crate::MINIMUM_VERSION`]), [`Error::Unsupported`] saying so (the file may
+    /// be sound); inside, the version is named (the file is damaged, or holds a form of that
+    /// version this reader misses: a bug to report).
+    pub(crate) fn for_producer(self, producer: &str) -> Error {
+        let Some(version) = producer.strip_prefix("StableHLO_v").and_then(StableHloVersion::parse) else {
+            return self;
+        };
+        let (offset, what, malformed) = match self {
+            Error::Malformed { offset, what } => (offset, what, true),
+            Error::Unsupported { offset, what } => (offset, what, false),
+            other => return other,
+        };
+        let relation = if version > crate::NEWEST_READ_VERSION {
+            format!("newer than the newest this reader knows ({})", crate::NEWEST_READ_VERSION)
+        } else if version < crate::MINIMUM_VERSION {
+            format!("older than the oldest portable artifact version ({})", crate::MINIMUM_VERSION)
+        } else {
+            let what = format!(
+                "{what}; the artifact is StableHLO {version}, a version this reader reads (and is tested on): \
+                 if the file is not damaged, it holds a form of {version} this reader misses: please report it"
+            );
+            return if malformed { Error::Malformed { offset, what } } else { Error::Unsupported { offset, what } };
+        };
+        Error::Unsupported {
+            offset,
+            what: format!("{what}, in a StableHLO {version} artifact, {relation}: the file may well be sound"),
+        }
     }
 }
 

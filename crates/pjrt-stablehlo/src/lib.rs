@@ -57,6 +57,40 @@
 //!
 //! Hostile bytes or text give an [`Error`] with the byte offset (and the line and column in
 //! text), never a panic; sizes and nesting are bounded by [`Limits`].
+//!
+//! # Versions read
+//!
+//! Portable artifacts of every StableHLO version from [`MINIMUM_VERSION`] (0.9.0) to
+//! [`NEWEST_READ_VERSION`] (1.22.0) are read, and upgraded to current StableHLO forms as
+//! StableHLO's own `vhlo-to-version` and `vhlo-legalize-to-stablehlo` do (integer lists
+//! become `array<i64: ...>`, callees symbol references, attributes equal to their defaults are
+//! dropped, `dynamic_conv_v1`'s `padding` attribute goes). Before 0.15.0 (MLIR bytecode
+//! version 4 and older) an op has no properties: its inherent attributes are read from its
+//! attribute dictionary by name. Locations of every kind (names, call sites, files and file
+//! ranges, fused with and without metadata, unknown) are read; a file range keeps its start.
+//! An error names the VHLO op and the artifact's version, and says whether that version is
+//! one this reader reads (the file is then damaged) or newer/older than it.
+//!
+//! The tests read what StableHLO's serializer writes (`tests/data/vhlo`, made by
+//! `tools/gen_vhlo_testdata.py` with jaxlib 0.10.2 and 0.12.0.1): this repository's op-family
+//! programs, JAX's with their locations and hand-written ones (collectives with channels,
+//! send/recv, the dynamic ops, mesh-axes replica groups, every location kind), at every minor
+//! version 0.9.0 .. 1.22.0, each into the module jaxlib's deserializer reads it as; the op
+//! families run on the CPU plugin with the answers of JAX's text.
+//!
+//! Written ([`write_bytecode`]): every version [`MINIMUM_VERSION`] .. [`CURRENT_VERSION`]
+//! (1.20.0); jaxlib's deserializer reads what this writer writes for each test program at each
+//! of those versions into the module it reads StableHLO's own artifact as (block arguments'
+//! locations aside: [`ir::Module`] does not keep them). None is yet byte for byte what
+//! StableHLO's serializer writes.
+//!
+//! A new VHLO op version, checklist: its attributes in
+//! `crates/pjrt-stablehlo/src/vhlo_ops.rs` (in property order: sorted by name); its version
+//! range in `crates/pjrt-stablehlo/src/vhlo_versions.rs`; how
+//! `crates/pjrt-stablehlo/src/vhlo.rs` reads it as StableHLO (defaults dropped, attributes put
+//! together, an older version upgraded) and how `crates/pjrt-stablehlo/src/write/convert.rs`
+//! writes it back; a program using it in `tools/gen_vhlo_testdata.py`, and the data
+//! regenerated with both jaxlibs.
 
 mod bytecode;
 mod chlo;
@@ -80,7 +114,7 @@ pub use pjrt_types::StableHloVersion;
 pub use pretty::print_pretty;
 pub use print::{attr_text, mlir_element_name, print, type_text};
 pub use refine::{bind_dimensions, dimension_parameters, is_polymorphic, refine, RefineError};
-pub use vhlo_versions::{CURRENT_VERSION, MINIMUM_VERSION};
+pub use vhlo_versions::{CURRENT_VERSION, MINIMUM_VERSION, NEWEST_READ_VERSION};
 pub use write::{write_bytecode, WriteError};
 
 /// Reads MLIR bytecode (a StableHLO portable artifact, or builtin/func/stablehlo bytecode)

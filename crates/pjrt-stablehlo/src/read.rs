@@ -2,7 +2,8 @@
 //! StableHLO as they are read.
 
 use crate::bytecode::{
-    Container, Cursor, Limits, SECTION_IR, V_ELIDE_UNKNOWN_BLOCK_ARG_LOC, V_LAZY_LOADING, V_USE_LIST_ORDERING,
+    Container, Cursor, Limits, SECTION_IR, V_ELIDE_UNKNOWN_BLOCK_ARG_LOC, V_LAZY_LOADING, V_NATIVE_PROPERTIES,
+    V_USE_LIST_ORDERING,
 };
 use crate::decode::Decoder;
 use crate::error::{Error, Result};
@@ -57,6 +58,15 @@ fn read_keeping_arguments<'a>(
     args_of: Option<&'a str>,
 ) -> Result<(Module, Option<Vec<Arc<Location>>>)> {
     let c = Container::parse(file, limits)?;
+    let producer = c.producer.clone();
+    read_container(c, limits, args_of).map_err(|e| e.for_producer(&producer))
+}
+
+fn read_container<'a>(
+    c: Container<'a>,
+    limits: &Limits,
+    args_of: Option<&'a str>,
+) -> Result<(Module, Option<Vec<Arc<Location>>>)> {
     let has = |d: &str| c.dialects.contains(&d);
     if !has("vhlo") && (has("stablehlo") || has("chlo")) {
         return Err(Error::unsupported(
@@ -178,7 +188,9 @@ impl<'a> Reader<'a> {
                         .properties
                         .get(i as usize)
                         .ok_or_else(|| Error::malformed(at, format!("properties index {i} out of range")))?;
-                    props = self.properties(&mut p, dialect, opname, at)?;
+                    props = self
+                        .properties(&mut p, dialect, opname, at)
+                        .map_err(|e| within_op(e, "the properties of ", dialect, opname))?;
                     if !p.is_empty() {
                         return Err(p.err(format!("trailing bytes in the properties of {dialect}.{opname}")));
                     }
@@ -233,8 +245,14 @@ impl<'a> Reader<'a> {
         for ty in result_types {
             results.push(self.define(c, vals, ty)?);
         }
+        if dialect == "vhlo" && self.version() < V_NATIVE_PROPERTIES {
+            // Before bytecode version 5 (StableHLO < 0.15.0) an op has no properties: its
+            // inherent attributes are in its attribute dictionary, by name.
+            (props, discardable) = vhlo::split_inherent(opname, discardable, op_at)?;
+        }
         let (name, attributes) = match dialect {
-            "vhlo" => vhlo::legalize(opname, props, discardable, parent, op_at)?,
+            "vhlo" => vhlo::legalize(opname, props, discardable, parent, op_at)
+                .map_err(|e| within_op(e, "", "vhlo", opname))?,
             _ => {
                 let mut a = props;
                 a.extend(discardable);
@@ -423,4 +441,12 @@ fn other_properties(dialect: &str, op: &str) -> Option<&'static [(&'static str, 
         ("func", "call") => &[("arg_attrs", true), ("callee", false), ("no_inline", true), ("res_attrs", true)],
         _ => return None,
     })
+}
+
+/// `e` with the op it happened in added (out of line: `Reader::op` recurses, and its frame
+/// bounds the nesting the stack holds).
+#[cold]
+#[inline(never)]
+fn within_op(e: Error, what: &str, dialect: &str, op: &str) -> Error {
+    e.within(&format!("{what}{dialect}.{op}"))
 }

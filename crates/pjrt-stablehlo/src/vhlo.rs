@@ -16,6 +16,20 @@ pub(crate) fn property_names(op: &str) -> Option<&'static [&'static str]> {
     ops::OPS.binary_search_by(|(n, _)| (*n).cmp(op)).ok().map(|i| ops::OPS[i].1)
 }
 
+/// An op's attribute dictionary as an artifact older than bytecode version 5 holds it (no
+/// properties): its inherent attributes (in property order) and the rest.
+pub(crate) fn split_inherent(op: &str, mut dict: Attrs, at: usize) -> Result<(Attrs, Attrs)> {
+    let names = property_names(op)
+        .ok_or_else(|| Error::unsupported(at, format!("VHLO op {op} (not one this reader knows)")))?;
+    let mut inherent = Vec::with_capacity(names.len());
+    for n in names {
+        if let Some(a) = take(&mut dict, n) {
+            inherent.push(((*n).to_string(), a));
+        }
+    }
+    Ok((inherent, dict))
+}
+
 /// `add_v1` -> `add`.
 fn base_name(op: &str) -> &str {
     match op.rfind("_v") {
@@ -227,6 +241,10 @@ pub(crate) fn legalize(
             erase_if(&mut a, "window_strides", |v| all_eq(v, 1));
             if base == "convolution" {
                 erase_if(&mut a, "padding", |v| all_eq(v, 0));
+            } else {
+                // dynamic_conv_v1's `padding` attribute: StableHLO's upgrade to v2 drops it
+                // whatever it holds (the padding operand is the one that counts).
+                take(&mut a, "padding");
             }
             erase_if(&mut a, "lhs_dilation", |v| all_eq(v, 1));
             erase_if(&mut a, "rhs_dilation", |v| all_eq(v, 1));

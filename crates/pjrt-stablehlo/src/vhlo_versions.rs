@@ -22,6 +22,17 @@ pub const MINIMUM_VERSION: StableHloVersion = StableHloVersion::new(0, 9, 0);
 /// ```
 pub const CURRENT_VERSION: StableHloVersion = StableHloVersion::new(1, 20, 0);
 
+/// The newest StableHLO version whose portable artifacts this crate reads: 1.22.0 (tested on
+/// StableHLO's serializer's output at every minor version from [`MINIMUM_VERSION`] to this
+/// one). An artifact of a newer version is read where it uses nothing newer; where it does, the
+/// error ([`crate::Error::Unsupported`]) says the artifact is newer than this reader.
+///
+/// ```
+/// assert_eq!(pjrt_stablehlo::NEWEST_READ_VERSION.to_string(), "1.22.0");
+/// assert!(pjrt_stablehlo::NEWEST_READ_VERSION >= pjrt_stablehlo::CURRENT_VERSION);
+/// ```
+pub const NEWEST_READ_VERSION: StableHloVersion = StableHloVersion::new(1, 22, 0);
+
 /// The MLIR bytecode version a portable artifact for `target` is written in (as StableHLO's
 /// serializer picks it: 0 before 0.10.0, 1 before 0.12.0, 3 before 0.14.0, 4 before 0.15.0, 6
 /// since); `None` outside [`MINIMUM_VERSION`]..=[`CURRENT_VERSION`].
@@ -77,6 +88,7 @@ const OPS: &[(&str, &str, &str)] = &[
     ("cholesky_v1", "0.9.0", "current"),
     ("clamp_v1", "0.9.0", "current"),
     ("count_leading_zeros_v1", "0.9.0", "current"),
+    ("cross-replica-sum_v1", "0.9.0", "current"),
     ("collective_broadcast_v1", "0.16.0", "1.19.0"),
     ("collective_broadcast_v2", "1.20.0", "current"),
     ("collective_reduce_v1", "1.19.0", "current"),

@@ -491,7 +491,15 @@ impl Encoder {
                 let name = self.vhlo_attr(field(fields, "name", &of)?)?;
                 varint(b, 22);
                 varint(b, name);
-                self.optional(b, fields, "sub_axis_info")?;
+                // A presence varint, then the reference (StableHLO's encoding of this one).
+                match fields.iter().find(|(n, _)| *n == "sub_axis_info") {
+                    Some((_, a)) => {
+                        let i = self.vhlo_attr(a)?;
+                        varint(b, 1);
+                        varint(b, i);
+                    }
+                    None => varint(b, 0),
+                }
             }
             "replica_group_mesh_axes" => {
                 // A mesh named by symbol is a string in VHLO.

@@ -2,6 +2,7 @@
 //! StableHLO version (what `stablehlo.serialize_portable_artifact` writes), the inverse of
 //! [`crate::read_bytecode`].
 
+mod builtin;
 mod container;
 mod convert;
 mod encode;
@@ -181,7 +182,13 @@ impl Writer {
                 dict = inherent;
             }
         }
-        let dict_index = if dict.is_empty() { None } else { Some(self.enc.op_attributes(&dict)?) };
+        let dict_index = if dict.is_empty() {
+            None
+        } else if op.name == "builtin.module" {
+            Some(self.enc.module_attributes(&dict)?)
+        } else {
+            Some(self.enc.op_attributes(&dict)?)
+        };
         let mut result_types = Vec::with_capacity(op.results.len());
         for r in &op.results {
             let builtin = self.values.get(&r.id).is_some_and(|v| v.1);
@@ -394,6 +401,11 @@ impl Encoder {
             varint(&mut b, v);
         }
         Ok(self.tables.attrs.add(container::Entry { dialect: BUILTIN, custom: true, bytes: b }))
+    }
+
+    /// The module's attributes: a builtin dictionary of builtin values (see `builtin.rs`).
+    fn module_attributes(&mut self, attrs: &[(String, Attr)]) -> R<u64> {
+        self.module_attr(&Attr::Dict(attrs.to_vec()))
     }
 
     /// custom_call's `api_version`: VHLO's enum of its own.

@@ -18,4 +18,5 @@ mod ops;
 mod refine;
 mod round_trip;
 mod text;
+mod vhlo;
 mod write;

@@ -181,7 +181,7 @@ fn location_aliases_are_resolved_and_kept_on_the_ops() {
 /// op's attributes sorted by name (MLIR keeps an op's attributes as a dictionary, which has
 /// no order; a custom form fixes where it puts the attributes it states, the bytecode reader
 /// gives them in VHLO's order), locations made unknown.
-fn normalized(m: Module) -> Module {
+pub(crate) fn normalized(m: Module) -> Module {
     fn drop_empty_batching(ops: &mut [Op]) {
         for op in ops {
             for (_, a) in &mut op.attributes {
@@ -304,6 +304,12 @@ const NO_CUSTOM_FORM: &[&str] = &[
     "stablehlo.triangular_solve",
     "stablehlo.cholesky",
     "builtin.unrealized_conversion_cast",
+    // (StableHLO prints these generic too: tests/data/vhlo/send_recv.mlir, collectives.mlir.)
+    "stablehlo.send",
+    "stablehlo.recv",
+    "stablehlo.infeed",
+    "stablehlo.outfeed",
+    "stablehlo.cross-replica-sum",
 ];
 
 /// Prints `module` pretty and parses the print: the text, and the module it parses to.
@@ -320,7 +326,7 @@ fn pretty_round_trip(module: &Module) -> Result<(String, Module), String> {
 }
 
 /// The first op where two modules differ, for the failure message.
-fn first_difference(a: &Module, b: &Module) -> String {
+pub(crate) fn first_difference(a: &Module, b: &Module) -> String {
     let (x, y): (Vec<&Op>, Vec<&Op>) = (a.walk().collect(), b.walk().collect());
     for (i, (p, q)) in x.iter().zip(&y).enumerate() {
         let shallow = |o: &Op| (o.name.clone(), o.operands.clone(), o.results.clone(), o.attributes.clone());
@@ -392,7 +398,12 @@ fn the_pretty_text_of_every_mlir_file_parses_back_to_the_same_module() {
             // Exact: the parser numbered and ordered both the same way.
             Ok((text, again)) => {
                 let want = without_locations(module);
-                if again != want {
+                // MLIR's generic print (the `.read.mlir` of tests/data/vhlo) lists an op's
+                // attributes sorted by name; custom forms put them in their own order.
+                let generic_input = path.to_string_lossy().ends_with(".read.mlir");
+                if again != want
+                    && !(generic_input && sorted_attributes(again.clone()) == sorted_attributes(want.clone()))
+                {
                     failures.push(format!("{}: {}", path.display(), first_difference(&again, &want)));
                 }
                 generic.extend(generic_ops(&text).into_iter().filter(|n| !NO_CUSTOM_FORM.contains(&n.as_str())));

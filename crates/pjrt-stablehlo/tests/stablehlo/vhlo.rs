@@ -1,0 +1,364 @@
+//! StableHLO's own serializer's artifacts at every version on VHLO's version log (made by
+//! tools/gen_vhlo_testdata.py with jaxlib 0.10.2 and 0.12.0.1): each reads into the module
+//! jaxlib's deserializer reads it as (upgraded to current StableHLO forms), given as text.
+
+use std::path::PathBuf;
+
+use pjrt_stablehlo::ir::{Attr, Module};
+use serde_json::Value as Json;
+
+use crate::files;
+
+fn data() -> PathBuf {
+    files::repo().join("tests/data/vhlo")
+}
+
+/// One artifact of the test data: its program, version and bytes.
+pub struct Artifact {
+    pub program: String,
+    pub version: String,
+    pub bytes: Vec<u8>,
+    /// The `.mlir` file of the module jaxlib's deserializer reads it as.
+    pub reads_as: String,
+}
+
+/// The index of each jaxlib that made the data.
+fn indexes() -> Vec<Json> {
+    ["index-jax-0.10.2.json", "index-jax-0.12.0.1.json"]
+        .iter()
+        .map(|f| serde_json::from_slice(&std::fs::read(data().join(f)).unwrap()).unwrap())
+        .collect()
+}
+
+/// Every (program, version) artifact, rebuilt from its stored body: the header (magic,
+/// bytecode version, producer) the generator cut off, then the body. Where both jaxlibs wrote
+/// a version, the newer jaxlib's artifact is taken.
+pub fn artifacts() -> Vec<Artifact> {
+    let mut out: Vec<Artifact> = Vec::new();
+    for index in indexes().iter().rev() {
+        for (program, versions) in index["programs"].as_object().unwrap() {
+            for (version, a) in versions.as_object().unwrap() {
+                if out.iter().any(|x| x.program == *program && x.version == *version) {
+                    continue;
+                }
+                let bc = a["bytecode_version"].as_u64().unwrap();
+                assert!(bc < 128);
+                let mut bytes = b"ML\xefR".to_vec();
+                bytes.push(((bc as u8) << 1) | 1);
+                bytes.extend_from_slice(a["producer"].as_str().unwrap().as_bytes());
+                bytes.push(0);
+                bytes.extend(std::fs::read(data().join(a["body"].as_str().unwrap())).unwrap());
+                let reads_as = a["reads_as"].as_str().unwrap().to_string();
+                out.push(Artifact { program: program.clone(), version: version.clone(), bytes, reads_as });
+            }
+        }
+    }
+    out.sort_by(|a, b| (&a.program, version_key(&a.version)).cmp(&(&b.program, version_key(&b.version))));
+    out
+}
+
+fn version_key(v: &str) -> Vec<u32> {
+    v.split('.').map(|x| x.parse().unwrap()).collect()
+}
+
+/// Every version on the log the data spans: 0.9.0 .. 0.20.0, 1.0.0 .. 1.22.0.
+#[test]
+fn the_data_covers_every_version_on_the_log() {
+    let mut versions: Vec<String> = artifacts().into_iter().map(|a| a.version).collect();
+    versions.sort_by_key(|v| version_key(v));
+    versions.dedup();
+    let mut want: Vec<String> = (9..=20).map(|m| format!("0.{m}.0")).collect();
+    want.extend((0..=22).map(|m| format!("1.{m}.0")));
+    assert_eq!(versions, want);
+}
+
+/// The module a `.mlir` file of the data gives, normalized as the text tests compare.
+fn text_module(file: &str) -> Module {
+    let text = std::fs::read_to_string(data().join(file)).unwrap();
+    crate::text::normalized(pjrt_stablehlo::parse_text(&text).unwrap_or_else(|e| panic!("{file}: {e}")))
+}
+
+/// `got` with each attribute the text parser keeps as text (`Attr::Opaque`, as it keeps
+/// `#stablehlo.replica_group_mesh_axes`) made that text, where the attribute prints as it.
+fn opaque_where(mut got: Module, want: &Module) -> Module {
+    fn ops(got: &mut [pjrt_stablehlo::ir::Op], want: &[pjrt_stablehlo::ir::Op]) {
+        for (g, w) in got.iter_mut().zip(want) {
+            for ((gn, ga), (wn, wa)) in g.attributes.iter_mut().zip(&w.attributes) {
+                if let Attr::Opaque(text) = wa {
+                    if gn == wn && pjrt_stablehlo::attr_text(ga) == *text {
+                        *ga = wa.clone();
+                    }
+                }
+            }
+            for (gr, wr) in g.regions.iter_mut().zip(&w.regions) {
+                for (gb, wb) in gr.blocks.iter_mut().zip(&wr.blocks) {
+                    ops(&mut gb.ops, &wb.ops);
+                }
+            }
+        }
+    }
+    ops(&mut got.ops, &want.ops);
+    got
+}
+
+#[test]
+fn every_version_reads_into_the_module_of_its_text() {
+    let (mut failures, mut count) = (Vec::new(), 0);
+    let mut texts = std::collections::HashMap::new();
+    for a in artifacts() {
+        count += 1;
+        let want = texts.entry(a.reads_as.clone()).or_insert_with(|| text_module(&a.reads_as));
+        match pjrt_stablehlo::read_bytecode(&a.bytes) {
+            Err(e) => failures.push(format!("{} {}: {e}", a.program, a.version)),
+            Ok(m) => {
+                let got = opaque_where(crate::text::normalized(m), want);
+                if got != *want {
+                    failures.push(format!(
+                        "{} {}: another module: {}",
+                        a.program,
+                        a.version,
+                        crate::text::first_difference(&got, want)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(count >= 800, "only {count} artifacts");
+    assert!(failures.is_empty(), "{} of {count} artifacts:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Every op's location, in walk order.
+fn locations(m: &Module) -> Vec<pjrt_stablehlo::ir::Location> {
+    m.walk().map(|op| (*op.location).clone()).collect()
+}
+
+/// The locations jaxlib reads (names, call sites, files, fused, unknown) read the same.
+#[test]
+fn every_version_reads_the_locations_of_its_text() {
+    let (mut failures, mut count) = (Vec::new(), 0);
+    let mut texts = std::collections::HashMap::new();
+    for a in artifacts() {
+        let want = texts.entry(a.reads_as.clone()).or_insert_with(|| {
+            let text = std::fs::read_to_string(data().join(&a.reads_as)).unwrap();
+            locations(&pjrt_stablehlo::parse_text(&text).unwrap())
+        });
+        let got = locations(&pjrt_stablehlo::read_bytecode(&a.bytes).unwrap());
+        count += 1;
+        if got != *want {
+            let i = got.iter().zip(want.iter()).position(|(x, y)| x != y).unwrap_or(0);
+            failures.push(format!("{} {}: op {i}: {:?} != {:?}", a.program, a.version, got.get(i), want.get(i)));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {count} artifacts:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// The outputs of `text` compiled on `client` as `model`'s program, run on `args`.
+fn outputs(
+    client: &pjrt_client::Client,
+    model: &pjrt_formats::jax_export::JaxExport,
+    text: &str,
+    args: &[pjrt_client::HostArray],
+) -> Result<Vec<Vec<u8>>, String> {
+    let program = pjrt_client::Program::mlir_text(text.to_string()).map_err(|e| e.to_string())?;
+    let exe = client.compile(&program, &model.compile_options(client.platform_name())).map_err(|e| e.to_string())?;
+    crate::round_trip::run(client, model, &exe, args)
+}
+
+/// The JAX op-family programs, read at every version and printed, run on the 0.115 CPU
+/// plugin with the outputs of JAX's text of the program (each distinct print is run once:
+/// the versions of a program read into one module and print the same).
+#[test]
+fn every_version_of_the_op_families_runs_as_its_text_on_cpu_0_115() {
+    let client = crate::support::client("cpu", 4);
+    let ops_dir = files::repo().join("tests/data/stablehlo_ops/jax-0.10.2");
+    let (mut failures, mut artifacts_run, mut compiled) = (Vec::new(), 0, 0);
+    let mut expected: std::collections::HashMap<String, Vec<Vec<u8>>> = std::collections::HashMap::new();
+    let mut ran: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for a in artifacts() {
+        let family = a.program.trim_end_matches("_noloc");
+        let path = ops_dir.join(format!("{family}.jaxexport"));
+        if !path.exists() {
+            continue; // A hand-written program (send/recv, collectives, custom calls): not run.
+        }
+        let model = pjrt_formats::jax_export::JaxExport::read(&path).unwrap();
+        let args = crate::ops::inputs(&model).unwrap();
+        let want = match expected.get(family) {
+            Some(w) => w.clone(),
+            None => {
+                let text = std::fs::read_to_string(ops_dir.join(format!("{family}.mlir"))).unwrap();
+                let w = outputs(&client, &model, &text, &args).unwrap_or_else(|e| panic!("{family}.mlir: {e}"));
+                expected.insert(family.to_string(), w.clone());
+                w
+            }
+        };
+        let printed = pjrt_stablehlo::print(&pjrt_stablehlo::read_bytecode(&a.bytes).unwrap());
+        artifacts_run += 1;
+        if !ran.insert(format!("{family}\n{printed}")) {
+            continue;
+        }
+        compiled += 1;
+        match outputs(&client, &model, &printed, &args) {
+            Ok(got) if got == want => {}
+            Ok(_) => failures.push(format!("{} {}: other outputs", a.program, a.version)),
+            Err(e) => failures.push(format!("{} {}: {e}", a.program, a.version)),
+        }
+    }
+    assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(artifacts_run >= 500 && compiled >= 18, "{artifacts_run} artifacts, {compiled} compiled");
+}
+
+/// `a`'s bytes with another producer string, and `from` (an op or attribute name in its
+/// string section) replaced by `to` (as long).
+fn altered(a: &Artifact, producer: &str, from: &str, to: &str) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let end = a.bytes.iter().position(|&b| b == 0).unwrap();
+    let mut out = a.bytes[..5].to_vec();
+    out.extend_from_slice(producer.as_bytes());
+    let mut body = a.bytes[end..].to_vec();
+    let at = body.windows(from.len()).position(|w| w == from.as_bytes()).unwrap_or_else(|| panic!("no {from}"));
+    body[at..at + from.len()].copy_from_slice(to.as_bytes());
+    out.extend(body);
+    out
+}
+
+fn artifact(program: &str, version: &str) -> Artifact {
+    artifacts().into_iter().find(|a| a.program == program && a.version == version).unwrap()
+}
+
+/// An op this reader does not know, in an artifact newer than it knows: the error names the
+/// op and the artifact's version and says it is newer, not damaged.
+#[test]
+fn an_unknown_op_in_a_newer_artifact_is_named_as_newer() {
+    let a = artifact("collectives", "1.22.0");
+    let e =
+        pjrt_stablehlo::read_bytecode(&altered(&a, "StableHLO_v1.99.0", "all_gather_v2", "all_gather_v9")).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, pjrt_stablehlo::Error::Unsupported { .. }), "{e:?}");
+    assert!(text.contains("all_gather_v9") && text.contains("1.99.0") && text.contains("newer"), "{text}");
+    assert!(!text.contains("damaged"), "{text}");
+}
+
+/// The same in an artifact of a version this reader reads: named, with the version, as
+/// damage or a form the reader misses (never "export it again" without the version).
+#[test]
+fn an_unknown_op_in_a_known_version_names_op_and_version() {
+    let a = artifact("collectives", "1.10.0");
+    let e =
+        pjrt_stablehlo::read_bytecode(&altered(&a, "StableHLO_v1.10.0", "all_gather_v2", "all_gather_v9")).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, pjrt_stablehlo::Error::Unsupported { .. }), "{e:?}");
+    assert!(text.contains("all_gather_v9") && text.contains("StableHLO 1.10.0"), "{text}");
+}
+
+/// A missing inherent attribute of an old (pre-properties) artifact names the attribute and
+/// the op it belongs to.
+#[test]
+fn a_missing_attribute_names_the_op_and_the_version() {
+    let a = artifact("conv", "0.9.0");
+    // The attribute dictionary's name `input_batch_dimension`, renamed.
+    let e = pjrt_stablehlo::read_bytecode(&altered(
+        &a,
+        "StableHLO_v0.9.0",
+        "input_batch_dimension",
+        "input_batch_dimensioX",
+    ))
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, pjrt_stablehlo::Error::Malformed { .. }), "{e:?}");
+    assert!(
+        text.contains("missing input_batch_dimension")
+            && text.contains("vhlo.convolution_v1")
+            && text.contains("StableHLO 0.9.0"),
+        "{text}"
+    );
+}
+
+/// Every artifact's module written for its own version (up to the newest the writer targets)
+/// reads back the same. (None is yet byte for byte what StableHLO's serializer writes; the
+/// goal is all.)
+#[test]
+fn every_version_written_reads_back_the_same() {
+    let (mut failures, mut written) = (Vec::new(), 0);
+    for a in artifacts() {
+        let target: pjrt_stablehlo::StableHloVersion = a.version.parse().unwrap();
+        if target > pjrt_stablehlo::CURRENT_VERSION {
+            continue;
+        }
+        let module = pjrt_stablehlo::read_bytecode(&a.bytes).unwrap();
+        let bytes = match pjrt_stablehlo::write_bytecode(&module, target) {
+            Ok(b) => b,
+            Err(e) => {
+                failures.push(format!("{} {}: {e}", a.program, a.version));
+                continue;
+            }
+        };
+        written += 1;
+        match pjrt_stablehlo::read_bytecode(&bytes) {
+            Ok(back) if crate::text::normalized(back.clone()) == crate::text::normalized(module.clone()) => {
+                if back.producer != a.bytes_producer() {
+                    failures.push(format!("{} {}: producer {}", a.program, a.version, back.producer));
+                }
+            }
+            Ok(_) => failures.push(format!("{} {}: reads back another module", a.program, a.version)),
+            Err(e) => failures.push(format!("{} {}: {e}", a.program, a.version)),
+        }
+    }
+    assert!(failures.is_empty(), "{} failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(written >= 800, "{written} written");
+}
+
+impl Artifact {
+    /// The producer string of the artifact (`StableHLO_v1.3.0`).
+    fn bytes_producer(&self) -> String {
+        let end = self.bytes.iter().position(|&b| b == 0).unwrap();
+        String::from_utf8(self.bytes[5..end].to_vec()).unwrap()
+    }
+}
+
+/// What tools/gen_vhlo_testdata.py recorded when it gave each artifact to this writer and
+/// ours to jaxlib's deserializer: every one written for a version the writer targets reads
+/// into the module StableHLO's artifact reads as; only versions newer than the writer's
+/// newest are not written.
+#[test]
+fn jaxlib_read_what_the_writer_wrote_as_it_reads_stablehlos() {
+    for index in indexes() {
+        let w = &index["written"];
+        let jaxlib = index["jaxlib"].as_str().unwrap();
+        assert_eq!(w["differs"].as_array().unwrap().len(), 0, "{jaxlib}: {}", w["differs"]);
+        assert_eq!(w["refused_by_jaxlib"].as_array().unwrap().len(), 0, "{jaxlib}: {}", w["refused_by_jaxlib"]);
+        for (key, why) in w["not_written"].as_object().unwrap() {
+            let version: pjrt_stablehlo::StableHloVersion = key.rsplit_once('@').unwrap().1.parse().unwrap();
+            assert!(version > pjrt_stablehlo::CURRENT_VERSION, "{jaxlib}: {key}: {why}");
+        }
+        assert!(w["same"].as_u64().unwrap() >= 730, "{jaxlib}: {}", w["same"]);
+    }
+}
+
+/// Where jaxlib refuses to write a program for a version (`tan` before 1.4.0, batched gather
+/// before 1.1.0, `composite` before 0.19.0, mesh-axes replica groups before 1.16.0), this
+/// writer refuses it too, naming what the version lacks (`WriteError::NotInVersion`); where
+/// jaxlib writes it, this writer does (the other tests).
+#[test]
+fn the_writer_refuses_what_jaxlib_refuses() {
+    let all = artifacts();
+    let (mut checked, mut failures) = (0, Vec::new());
+    for index in indexes() {
+        for (program, refused) in index["refusals"].as_object().unwrap() {
+            // The newest artifact of the program: the module to write for the refused versions.
+            let Some(newest) = all.iter().rfind(|a| a.program == *program) else {
+                continue; // jaxlib writes it at no version (Shardy programs): nothing to read.
+            };
+            let module = pjrt_stablehlo::read_bytecode(&newest.bytes).unwrap();
+            for (version, why) in refused.as_object().unwrap() {
+                let target: pjrt_stablehlo::StableHloVersion = version.parse().unwrap();
+                checked += 1;
+                match pjrt_stablehlo::write_bytecode(&module, target) {
+                    Err(pjrt_stablehlo::WriteError::NotInVersion { needs, .. }) if needs > target => {}
+                    other => failures.push(format!("{program} {version} (jaxlib: {why}): {other:?}")),
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} of {checked}:\n{}", failures.len(), failures.join("\n"));
+    assert!(checked >= 100, "{checked} refusals checked");
+}

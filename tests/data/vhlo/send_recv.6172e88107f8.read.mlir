@@ -1,0 +1,20 @@
+#loc2 = loc("-":2:24)
+"builtin.module"() ({
+  "func.func"() <{function_type = (tensor<3xf32>) -> (tensor<3xf32>, !stablehlo.token), sym_name = "main", sym_visibility = "public"}> ({
+  ^bb0(%arg0: tensor<3xf32> loc("-":2:24)):
+    %0 = "stablehlo.after_all"() : () -> !stablehlo.token loc(#loc3)
+    %1 = "stablehlo.send"(%arg0, %0) <{channel_handle = #stablehlo.channel_handle<handle = 7, type = 2>, is_host_transfer = true}> : (tensor<3xf32>, !stablehlo.token) -> !stablehlo.token loc(#loc4)
+    %2:2 = "stablehlo.recv"(%1) <{channel_handle = #stablehlo.channel_handle<handle = 8, type = 3>, is_host_transfer = true}> : (!stablehlo.token) -> (tensor<3xf32>, !stablehlo.token) loc(#loc5)
+    %3:2 = "stablehlo.infeed"(%2#1) <{infeed_config = "cfg"}> : (!stablehlo.token) -> (tensor<3xf32>, !stablehlo.token) loc(#loc6)
+    %4 = "stablehlo.outfeed"(%3#0, %3#1) <{outfeed_config = "out"}> : (tensor<3xf32>, !stablehlo.token) -> !stablehlo.token loc(#loc7)
+    "func.return"(%2#0, %4) : (tensor<3xf32>, !stablehlo.token) -> () loc(#loc8)
+  }) : () -> () loc(#loc1)
+}) : () -> () loc(#loc)
+#loc = loc("-":1:1)
+#loc1 = loc("-":2:1)
+#loc3 = loc("-":3:8)
+#loc4 = loc("-":4:9)
+#loc5 = loc("-":5:10)
+#loc6 = loc("-":6:10)
+#loc7 = loc("-":7:9)
+#loc8 = loc("-":8:3)

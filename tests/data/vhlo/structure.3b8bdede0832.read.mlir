@@ -1,0 +1,52 @@
+#loc2 = loc("-":2:24)
+#loc7 = loc("-":7:24)
+#loc8 = loc("-":7:45)
+#loc16 = loc("-":15:8)
+#loc17 = loc("-":15:25)
+#loc20 = loc("-":19:8)
+#loc21 = loc("-":19:25)
+"builtin.module"() ({
+  "func.func"() <{function_type = (tensor<2x3xf32>) -> tensor<2x3xf32>, sym_name = "inc", sym_visibility = "private"}> ({
+  ^bb0(%arg6: tensor<2x3xf32> loc("-":2:24)):
+    %9 = "stablehlo.constant"() <{value = dense<1.000000e+00> : tensor<2x3xf32>}> : () -> tensor<2x3xf32> loc(#loc3)
+    %10 = "stablehlo.add"(%arg6, %9) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32> loc(#loc4)
+    "func.return"(%10) : (tensor<2x3xf32>) -> () loc(#loc5)
+  }) : () -> () loc(#loc1)
+  "func.func"() <{function_type = (tensor<2x3xf32>, tensor<2xui32>) -> (tensor<3x2xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2xui32>, tensor<4xui32>, tensor<2x3xf32>), sym_name = "main", sym_visibility = "public"}> ({
+  ^bb0(%arg0: tensor<2x3xf32> loc("-":7:24), %arg1: tensor<2xui32> loc("-":7:45)):
+    %0 = "stablehlo.transpose"(%arg0) <{permutation = array<i64: 1, 0>}> : (tensor<2x3xf32>) -> tensor<3x2xf32> loc(#loc9)
+    %1 = "func.call"(%arg0) <{callee = @inc}> : (tensor<2x3xf32>) -> tensor<2x3xf32> loc(#loc10)
+    %2 = "stablehlo.custom_call"(%arg0) <{api_version = 2 : i32, backend_config = "cfg", call_target_name = "my_target", has_side_effect = true}> : (tensor<2x3xf32>) -> tensor<2x3xf32> loc(#loc11)
+    %3 = "stablehlo.reverse"(%arg0) <{dimensions = array<i64: 1>}> : (tensor<2x3xf32>) -> tensor<2x3xf32> loc(#loc12)
+    %4:2 = "stablehlo.rng_bit_generator"(%arg1) <{rng_algorithm = #stablehlo<rng_algorithm THREE_FRY>}> : (tensor<2xui32>) -> (tensor<2xui32>, tensor<4xui32>) loc(#loc13)
+    %5 = "stablehlo.constant"() <{value = dense<0.000000e+00> : tensor<f32>}> : () -> tensor<f32> loc(#loc14)
+    %6 = "stablehlo.select_and_scatter"(%arg0, %arg0, %5) <{window_dimensions = array<i64: 1, 1>}> ({
+    ^bb0(%arg4: tensor<f32> loc("-":15:8), %arg5: tensor<f32> loc("-":15:25)):
+      %8 = "stablehlo.compare"(%arg4, %arg5) <{comparison_direction = #stablehlo<comparison_direction GE>}> : (tensor<f32>, tensor<f32>) -> tensor<i1> loc(#loc18)
+      "stablehlo.return"(%8) : (tensor<i1>) -> () loc(#loc19)
+    }, {
+    ^bb0(%arg2: tensor<f32> loc("-":19:8), %arg3: tensor<f32> loc("-":19:25)):
+      %7 = "stablehlo.add"(%arg2, %arg3) : (tensor<f32>, tensor<f32>) -> tensor<f32> loc(#loc22)
+      "stablehlo.return"(%7) : (tensor<f32>) -> () loc(#loc23)
+    }) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32> loc(#loc15)
+    "func.return"(%0, %1, %2, %3, %4#0, %4#1, %6) : (tensor<3x2xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2xui32>, tensor<4xui32>, tensor<2x3xf32>) -> () loc(#loc24)
+  }) : () -> () loc(#loc6)
+}) : () -> () loc(#loc)
+#loc = loc("-":1:1)
+#loc1 = loc("-":2:1)
+#loc3 = loc("-":3:10)
+#loc4 = loc("-":4:8)
+#loc5 = loc("-":5:3)
+#loc6 = loc("-":7:1)
+#loc9 = loc("-":8:8)
+#loc10 = loc("-":9:8)
+#loc11 = loc("-":10:9)
+#loc12 = loc("-":11:10)
+#loc13 = loc("-":12:10)
+#loc14 = loc("-":13:8)
+#loc15 = loc("-":14:10)
+#loc18 = loc("-":16:10)
+#loc19 = loc("-":17:5)
+#loc22 = loc("-":20:10)
+#loc23 = loc("-":21:5)
+#loc24 = loc("-":23:3)
