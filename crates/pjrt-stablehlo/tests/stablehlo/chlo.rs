@@ -20,9 +20,7 @@
 
 use std::collections::BTreeMap;
 
-use pjrt_client::{
-    Client, CompileOptions, ElementType, ExecuteOptions, HostArray, Program, StableHloVersion, UploadOptions,
-};
+use pjrt_client::{Client, CompileOptions, ElementType, HostArray, Program, StableHloVersion};
 
 use crate::{files, support};
 
@@ -211,16 +209,8 @@ fn max_ulps(e: ElementType, a: &[u8], b: &[u8]) -> Result<u64, String> {
 }
 
 fn run(client: &Client, program: &Program, args: &[HostArray], what: &str) -> Vec<(ElementType, Vec<u8>)> {
-    let exe = client.compile(program, &CompileOptions::new()).unwrap_or_else(|e| panic!("{what}: {e}"));
-    let buffers: Vec<_> = args.iter().map(|a| client.upload_with(a, &UploadOptions::new()).unwrap()).collect();
-    let refs: Vec<&pjrt_client::Buffer> = buffers.iter().collect();
-    let outs = exe.execute(&refs, &ExecuteOptions::new()).unwrap();
-    outs.iter()
-        .map(|o| {
-            let a = o.to_host_array().unwrap();
-            (a.element_type(), a.data().to_vec())
-        })
-        .collect()
+    let outs = crate::compile_and_run(client, program, args, what);
+    outs.iter().map(|a| (a.element_type(), a.data().to_vec())).collect()
 }
 
 /// The outputs of `program`, or `None` when the plugin does not compile it.

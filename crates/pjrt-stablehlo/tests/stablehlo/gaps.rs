@@ -6,7 +6,7 @@
 //! test programs), which refines and runs. Each case parses, prints, and the print parses to
 //! the same module; the runnable ones run on the 0.115 CPU plugin (the dynamic_conv on both).
 
-use pjrt_client::{Client, CompileOptions, ElementType, ExecuteOptions, HostArray, Program, UploadOptions};
+use pjrt_client::{Client, ElementType, HostArray, Program};
 use pjrt_stablehlo::ir::{Attr, Module, Type};
 
 use crate::support;
@@ -26,16 +26,8 @@ fn round_trip(text: &str) -> String {
 /// Compiles `text` and runs it on `args`: each output's element type, dimensions and bytes.
 fn run(client: &Client, text: &str, args: &[HostArray]) -> Vec<(ElementType, Vec<i64>, Vec<u8>)> {
     let program = Program::mlir_text(text).unwrap();
-    let exe = client.compile(&program, &CompileOptions::new()).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    let buffers: Vec<_> = args.iter().map(|a| client.upload_with(a, &UploadOptions::new()).unwrap()).collect();
-    let refs: Vec<&pjrt_client::Buffer> = buffers.iter().collect();
-    let outs = exe.execute(&refs, &ExecuteOptions::new()).unwrap();
-    outs.iter()
-        .map(|o| {
-            let a = o.to_host_array().unwrap();
-            (a.element_type(), a.dims().to_vec(), a.data().to_vec())
-        })
-        .collect()
+    let outs = crate::compile_and_run(client, &program, args, text);
+    outs.iter().map(|a| (a.element_type(), a.dims().to_vec(), a.data().to_vec())).collect()
 }
 
 fn f32s(dims: Vec<i64>, values: impl IntoIterator<Item = f32>) -> HostArray {
@@ -225,11 +217,9 @@ fn a_1d_dynamic_conv_with_repeated_window_attributes_refines_and_runs() {
         // The older plugin too, through a portable artifact of its version.
         let artifact =
             pjrt_stablehlo::write_bytecode(&refined, pjrt_stablehlo::StableHloVersion::new(1, 16, 1)).unwrap();
-        let exe = old.compile(&Program::mlir_bytecode(artifact).unwrap(), &CompileOptions::new()).unwrap();
-        let buffers: Vec<_> = [&x, &w].iter().map(|a| old.upload_with(*a, &UploadOptions::new()).unwrap()).collect();
-        let refs: Vec<&pjrt_client::Buffer> = buffers.iter().collect();
-        let outs = exe.execute(&refs, &ExecuteOptions::new()).unwrap();
-        assert_eq!(outs[0].to_host_array().unwrap().data(), &want[0].2[..], "{n} on 0.106");
+        let program = Program::mlir_bytecode(artifact).unwrap();
+        let outs = crate::compile_and_run(&old, &program, &[x.clone(), w.clone()], &format!("{n} on 0.106"));
+        assert_eq!(outs[0].data(), &want[0].2[..], "{n} on 0.106");
     }
     // Window attributes that differ are not guessed at: refused.
     let differing = DYNAMIC_CONV_1D.replace("array<i64: 2, 2>", "array<i64: 2, 3>");

@@ -20,3 +20,19 @@ mod round_trip;
 mod text;
 mod vhlo;
 mod write;
+
+/// Compiles `program` and runs it on `args` on the client's first device: the outputs, on the
+/// host (`what` names the case in a failure).
+fn compile_and_run(
+    client: &pjrt_client::Client,
+    program: &pjrt_client::Program,
+    args: &[pjrt_client::HostArray],
+    what: &str,
+) -> Vec<pjrt_client::HostArray> {
+    use pjrt_client::{CompileOptions, ExecuteOptions, UploadOptions};
+    let exe = client.compile(program, &CompileOptions::new()).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let buffers: Vec<_> = args.iter().map(|a| client.upload_with(a, &UploadOptions::new()).unwrap()).collect();
+    let refs: Vec<&pjrt_client::Buffer> = buffers.iter().collect();
+    let outs = exe.execute(&refs, &ExecuteOptions::new()).unwrap_or_else(|e| panic!("{what}: {e}"));
+    outs.iter().map(|o| o.to_host_array().unwrap()).collect()
+}
