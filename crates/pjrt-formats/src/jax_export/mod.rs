@@ -30,6 +30,7 @@
 mod arguments;
 mod compile;
 mod flatbuffer;
+mod kept;
 mod model;
 mod names;
 mod polymorphic;
@@ -39,6 +40,7 @@ mod shardings;
 
 pub use crate::error::{InputOrOutput, JaxExportError, Unrunnable};
 pub use arguments::ModuleArgument;
+pub use kept::KeptExecutables;
 pub use model::{Aval, Dim, MemorySpace, PyTree};
 pub use polymorphic::{refined_program, InputShape};
 pub use runner::Runner;

@@ -2,10 +2,11 @@
 //! `jax.jit` keeps one per set of argument shapes): a shape-polymorphic model is refined and
 //! compiled once for each new signature, and a repeated one costs a lookup.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use pjrt_client::{Client, CompileOptions, ExecuteOptions, LoadedExecutable, UploadOptions};
 
+use super::kept::KeptExecutables;
 use super::polymorphic::InputShape;
 use super::{JaxExport, JaxExportError};
 use crate::binding::{self, Binding};
@@ -44,12 +45,11 @@ struct Params {
 pub struct Runner {
     model: Arc<JaxExport>,
     client: Client,
-    capacity: usize,
     compile_cache: Option<CompileCache>,
     /// Options compiled with instead of the model's own.
     compile_options: Option<CompileOptions>,
-    /// Most recently used last.
-    cache: Mutex<Vec<(Vec<InputShape>, Arc<LoadedExecutable>)>>,
+    /// The executables compiled so far.
+    kept: KeptExecutables,
     /// Weights that feed some inputs ([`Runner::with_params`]).
     params: Option<Params>,
 }
@@ -68,10 +68,9 @@ impl Runner {
         Runner {
             model: model.into(),
             client: client.clone(),
-            capacity: Self::DEFAULT_CAPACITY,
             compile_cache: None,
             compile_options: None,
-            cache: Mutex::new(Vec::new()),
+            kept: KeptExecutables::new(Self::DEFAULT_CAPACITY),
             params: None,
         }
     }
@@ -158,7 +157,7 @@ impl Runner {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn with_capacity(mut self, capacity: usize) -> Runner {
-        self.capacity = capacity.max(1);
+        self.kept = KeptExecutables::new(capacity);
         self
     }
 
@@ -190,12 +189,12 @@ impl Runner {
 
     /// The most executables kept.
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.kept.capacity()
     }
 
     /// How many executables are kept now.
     pub fn cached(&self) -> usize {
-        self.cache.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.kept.len()
     }
 
     /// The model.
@@ -208,14 +207,8 @@ impl Runner {
     /// ([`JaxExport::program_for`]) and compiled with [`JaxExport::compile_options`] now
     /// (through the compile cache, when given one).
     pub fn executable(&self, shapes: &[InputShape]) -> Result<Arc<LoadedExecutable>> {
-        {
-            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(i) = cache.iter().position(|(s, _)| s == shapes) {
-                let entry = cache.remove(i);
-                let exe = entry.1.clone();
-                cache.push(entry);
-                return Ok(exe);
-            }
+        if let Some(exe) = self.kept.get(shapes) {
+            return Ok(exe);
         }
         self.model.check_runnable(self.client.platform_name())?;
         let program = self.model.program_for(shapes)?;
@@ -227,13 +220,8 @@ impl Runner {
             Some(cache) => cache.compile(&self.client, &program, &options)?.executable,
             None => self.client.compile(&program, &options)?,
         });
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        // Another thread may have compiled the same signature meanwhile: keep one.
-        cache.retain(|(s, _)| s != shapes);
-        if cache.len() >= self.capacity {
-            cache.remove(0);
-        }
-        cache.push((shapes.to_vec(), exe.clone()));
+        // Another thread may have compiled the same signature meanwhile: one is kept.
+        self.kept.insert(shapes, exe.clone());
         Ok(exe)
     }
 
@@ -295,7 +283,7 @@ impl std::fmt::Debug for Runner {
         f.debug_struct("Runner")
             .field("model", &self.model.function_name())
             .field("platform", &self.client.platform_name())
-            .field("capacity", &self.capacity)
+            .field("capacity", &self.capacity())
             .field("cached", &self.cached())
             .field("compile_cache", &self.compile_cache.as_ref().map(|c| c.dir()))
             .field("params", &self.params.as_ref().map(|p| p.binding.tensors().iter().flatten().count()))

@@ -7,13 +7,13 @@
 //! ([`pjrt_formats::binding`]), and its executables kept per input signature.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use pjrt_client::{Client, CompileOptions, ElementType, LoadedExecutable, Program};
 use pjrt_formats::artifact::{self, Artifact};
 use pjrt_formats::binding::{self, Argument, Binding, NamedTensor};
 use pjrt_formats::compile_cache::CompileCache;
-use pjrt_formats::jax_export::{Dim, JaxExport, ModuleArgument, Runner};
+use pjrt_formats::jax_export::{Dim, JaxExport, KeptExecutables, ModuleArgument, Runner};
 use pjrt_formats::mlir_text::TextProgram;
 use pjrt_formats::npy::NpyArray;
 
@@ -21,9 +21,6 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Each input's element type and dimensions, in the program's order.
 type Shapes = [(ElementType, Vec<i64>)];
-
-/// Executables kept per input signature, most recently used last.
-type Kept = Mutex<Vec<(Vec<(ElementType, Vec<i64>)>, Arc<LoadedExecutable>)>>;
 
 /// What a `?` dimension of an MLIR program is called until the model names it
 /// (`INPUT.AXIS`, in [`super::ServedModel`]'s load).
@@ -255,8 +252,7 @@ impl ModelProgram {
                 client: client.clone(),
                 options: options.unwrap_or_else(|| self.compile_options(client.platform_name())),
                 cache,
-                capacity: capacity.unwrap_or(Runner::DEFAULT_CAPACITY).max(1),
-                kept: Mutex::new(Vec::new()),
+                kept: KeptExecutables::new(capacity.unwrap_or(Runner::DEFAULT_CAPACITY)),
             }),
             ModelProgram::Artifact { executable, .. } => {
                 Executables::Artifact(keeps_artifact.then(|| executable.clone()))
@@ -362,34 +358,26 @@ impl Executables {
     pub fn cached(&self) -> usize {
         match self {
             Executables::Export(runner) => runner.cached(),
-            Executables::Program(program) => program.kept.lock().unwrap_or_else(|e| e.into_inner()).len(),
+            Executables::Program(program) => program.kept.len(),
             Executables::Artifact(executable) => usize::from(executable.is_some()),
         }
     }
 }
 
 /// An MLIR program's executables, one per input signature (bounded; the least recently used
-/// goes first), as [`Runner`] keeps a `jax.export` model's.
+/// goes first, [`KeptExecutables`]), as [`Runner`] keeps a `jax.export` model's.
 pub(crate) struct ProgramExecutables {
     program: Arc<MlirProgram>,
     client: Client,
     options: CompileOptions,
     cache: Option<CompileCache>,
-    capacity: usize,
-    /// Most recently used last.
-    kept: Kept,
+    kept: KeptExecutables,
 }
 
 impl ProgramExecutables {
     fn executable(&self, shapes: &Shapes) -> Result<Arc<LoadedExecutable>, BoxError> {
-        {
-            let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(i) = kept.iter().position(|(s, _)| s == shapes) {
-                let entry = kept.remove(i);
-                let exe = entry.1.clone();
-                kept.push(entry);
-                return Ok(exe);
-            }
+        if let Some(exe) = self.kept.get(shapes) {
+            return Ok(exe);
         }
         let program = match &self.program.dynamic {
             Some(parsed) => parsed.program_for(shapes, &[])?,
@@ -411,12 +399,7 @@ impl ProgramExecutables {
             Some(cache) => cache.compile(&self.client, &program, &self.options)?.executable,
             None => self.client.compile(&program, &self.options)?,
         });
-        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        kept.retain(|(s, _)| s != shapes);
-        if kept.len() >= self.capacity {
-            kept.remove(0);
-        }
-        kept.push((shapes.to_vec(), exe.clone()));
+        self.kept.insert(shapes, exe.clone());
         Ok(exe)
     }
 }
