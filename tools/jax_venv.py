@@ -18,6 +18,15 @@ REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 
 # JAX version -> (Python minor version it needs, the pip requirements pinned for it).
 JAX_RELEASES = {
+    # Older releases, for exports made by every JAX minor release since 0.4.30 (issue 51).
+    # JAX 0.4.x-0.5.x import absl without declaring it.
+    "0.4.30": ("3.11", ["jax==0.4.30", "jaxlib==0.4.30", "numpy", "ml_dtypes", "flatbuffers", "absl-py"]),
+    "0.4.38": ("3.11", ["jax==0.4.38", "jaxlib==0.4.38", "numpy", "ml_dtypes", "flatbuffers", "absl-py"]),
+    "0.5.3": ("3.11", ["jax==0.5.3", "jaxlib==0.5.3", "numpy", "ml_dtypes", "flatbuffers", "absl-py"]),
+    "0.6.2": ("3.11", ["jax==0.6.2", "jaxlib==0.6.2", "numpy", "ml_dtypes", "flatbuffers", "absl-py"]),
+    "0.7.2": ("3.11", ["jax==0.7.2", "jaxlib==0.7.2", "numpy", "ml_dtypes", "flatbuffers", "absl-py"]),
+    "0.8.3": ("3.11", ["jax==0.8.3", "jaxlib==0.8.3", "numpy", "ml_dtypes", "flatbuffers", "absl-py"]),
+    "0.9.2": ("3.11", ["jax==0.9.2", "jaxlib==0.9.2", "numpy", "ml_dtypes", "flatbuffers", "absl-py"]),
     "0.10.2": ("3.11", ["jax==0.10.2", "jaxlib==0.10.2", "numpy", "ml_dtypes", "flatbuffers"]),
     # jax 0.12.0 pins jaxlib<=0.12.0; 0.12.0.1 of both is the newest pair on PyPI.
     "0.12.0.1": ("3.12", ["jax==0.12.0.1", "jaxlib==0.12.0.1", "numpy", "ml_dtypes", "flatbuffers"]),
