@@ -5,7 +5,9 @@ Every case below is a small JAX linear-algebra function (``jnp.linalg``,
 ``jax.scipy.linalg``, ``jax.lax.linalg``) with seeded inputs.  It is exported
 with ``jax.export.export(jax.jit(f), platforms=["cpu"])(*args)``; the exported
 module calls the stable ``lapack_*_ffi`` custom-call targets of jaxlib (the
-``_CPU_FFI_KERNELS`` of jax/_src/export/_export.py).  For JAX 0.10.2 it writes
+``_CPU_FFI_KERNELS`` of jax/_src/export/_export.py; older JAX also wrote the
+targets of jaxlib before their FFI form: ``lapack_spotrf``, ``blas_strsm``, ...).
+For JAX 0.10.2, the reference version, it writes
 
     tests/data/lapack/jax-0.10.2/<case>/model.jaxexport   (exported.serialize())
     tests/data/lapack/jax-0.10.2/<case>/in<i>.npy         (inputs in the order of in_avals)
@@ -23,18 +25,42 @@ same sign).  Before writing, the script checks in JAX itself that the
 deserialized model reproduces the outputs, that every invariant holds for
 JAX's outputs, that f32/c64 results agree with the same function run in
 f64/c128 within the suggested tolerances, and that the targets of all cases
-together cover all 48 ``_CPU_FFI_KERNELS``.
+together cover all 48 ``_CPU_FFI_KERNELS`` (for JAX 0.6 and newer, whose
+lowerings call the FFI targets only; older versions print what they cover).
 
-The script runs itself again in ``target/jax-venv-0.10.2`` (tools/jax_venv.py;
+Other JAX versions (``--jax 0.4.30`` ... ``--jax 0.12.0.1``, the versions of
+tools/jax_venv.py) write ``tests/data/lapack/jax-<version>/`` with the same case
+names and the same seeded inputs, but without the data that 0.10.2 already has:
+
+    <case>/model.jaxexport      this version's export
+    <case>/out<i>.npy           only the outputs whose .npy bytes differ from
+                                jax-0.10.2/<case>/out<i>.npy (the manifest's
+                                "own_outputs" lists them); the others are 0.10.2's
+    (no in<i>.npy)              the inputs are jax-0.10.2/<case>/in<i>.npy: the
+                                script regenerates them, checks they are the same
+                                arrays (within the last bits, which the host's
+                                BLAS decides) and exports and runs 0.10.2's
+    manifest.json               as above, plus "reference": "jax-0.10.2" and, for a
+                                case this version cannot export (the function is
+                                missing, or jax.export refuses the custom call),
+                                an entry {"name", "function", "exportable": false,
+                                "reason"}: nothing is dropped silently
+    contracts.txt               as above, with the pre-FFI targets this version wrote
+
+Generate 0.10.2 first: the other versions read its inputs and outputs.
+
+The script runs itself again in ``target/jax-venv-<version>`` (tools/jax_venv.py;
 made on first use).  Rerun from the repository root with any python3:
 
-    python3 tools/gen_lapack_testdata.py
+    python3 tools/gen_lapack_testdata.py                 # JAX 0.10.2
+    python3 tools/gen_lapack_testdata.py --jax 0.4.30    # any version of tools/jax_venv.py
 
 Cases are appended at the end of ``cases()`` only: inputs come from one seeded
 generator in order, so the data of the earlier cases stays the same.
 """
 
 import argparse
+import io
 import json
 import os
 import re
@@ -45,8 +71,10 @@ sys.dont_write_bytecode = True  # importing jax_venv leaves no tools/__pycache__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from jax_venv import REPO, reexec_in_venv  # noqa: E402
 
-JAX_VERSION = "0.10.2"
-argparse.ArgumentParser(description=__doc__.split("\n")[0]).parse_args()
+REFERENCE_VERSION = "0.10.2"
+_parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+_parser.add_argument("--jax", default=REFERENCE_VERSION, help="the JAX version to export with (tools/jax_venv.py)")
+JAX_VERSION = _parser.parse_args().jax
 reexec_in_venv(JAX_VERSION)
 
 os.environ["JAX_PLATFORMS"] = "cpu"
@@ -62,6 +90,10 @@ jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_hlo_source_file_canonicalization_regex", r".*/")
 
 ROOT = os.path.join(REPO, "tests", "data", "lapack", f"jax-{JAX_VERSION}")
+REF_ROOT = os.path.join(REPO, "tests", "data", "lapack", f"jax-{REFERENCE_VERSION}")
+IS_REFERENCE = JAX_VERSION == REFERENCE_VERSION
+# Versions whose lowerings call only the FFI targets: their cases must cover all 48.
+FFI_ONLY = tuple(int(x) for x in JAX_VERSION.split(".")[:2]) >= (0, 6)
 
 # The 48 targets of _CPU_FFI_KERNELS in jax/_src/export/_export.py.
 CPU_FFI_KERNELS = []
@@ -418,7 +450,7 @@ def check_invariant(c, ins, outs, rtol, atol):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-CALL_RE = re.compile(r"stablehlo\.custom_call @(lapack_\w+)\(")
+CALL_RE = re.compile(r"stablehlo\.custom_call @((?:lapack|blas)_\w+)\(")
 
 
 def targets_and_lines(exported):
@@ -437,10 +469,36 @@ def write_npy(path, x):
     np.save(path, np.asarray(x), allow_pickle=False)
 
 
+def npy_bytes(x):
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(x), allow_pickle=False)
+    return buf.getvalue()
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def main():
-    from jax._src.export._export import _CPU_FFI_KERNELS
-    assert sorted(_CPU_FFI_KERNELS) == sorted(CPU_FFI_KERNELS), set(_CPU_FFI_KERNELS) ^ set(CPU_FFI_KERNELS)
+    from jax._src.export import _export
+    kernels = getattr(_export, "_CPU_FFI_KERNELS", [])  # JAX before 0.4.38 has no list
+    if FFI_ONLY:
+        assert sorted(kernels) == sorted(CPU_FFI_KERNELS), set(kernels) ^ set(CPU_FFI_KERNELS)
+    else:
+        assert set(kernels) <= set(CPU_FFI_KERNELS), set(kernels) - set(CPU_FFI_KERNELS)
+    if not IS_REFERENCE:
+        with open(os.path.join(REF_ROOT, "manifest.json")) as f:
+            reference = {e["name"]: e for e in json.load(f)["cases"]}
     cases()
+    if not IS_REFERENCE:
+        # The inputs are 0.10.2's committed ones: regenerated here they can differ in the last bit (the
+        # matrix products of hpd() depend on the host's BLAS), so check they are the same arrays and use those.
+        for c in CASES:
+            ref = [np.load(os.path.join(REF_ROOT, c["name"], f"in{i}.npy")) for i in range(len(c["args"]))]
+            for i, (a, r) in enumerate(zip(c["args"], ref)):
+                assert a.dtype == r.dtype and a.shape == r.shape and close(a, r, 1e-5, 1e-6), (c["name"], i)
+            c["args"] = ref
     names = [c["name"] for c in CASES]
     assert len(names) == len(set(names)), "duplicate case names"
     if os.path.isdir(ROOT):
@@ -451,7 +509,15 @@ def main():
         try:
             exported = export.export(jax.jit(c["fn"]), platforms=["cpu"])(*c["args"])
         except Exception as e:  # noqa: BLE001 (recorded and reported)
-            refused.append(f"{c['name']}: {type(e).__name__}: {str(e).splitlines()[0]}")
+            reason = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+            unstable = re.search(r"custom_call @(\w+)\(", str(e))
+            if "no compatibility guarantees" in str(e) and unstable:
+                reason = (f"jax.export refuses the custom call {unstable.group(1)}: JAX {JAX_VERSION} does not "
+                          "guarantee it stable")
+            refused.append(f"{c['name']}: {reason}")
+            if not IS_REFERENCE:
+                manifest.append({"name": c["name"], "function": c["function"], "exportable": False,
+                                 "reason": reason})
             continue
         outs = [np.asarray(o) for o in jax.tree_util.tree_leaves(jax.jit(c["fn"])(*c["args"]))]
         assert len(outs) == len(exported.out_avals), c["name"]
@@ -489,10 +555,20 @@ def main():
         os.makedirs(folder)
         with open(os.path.join(folder, "model.jaxexport"), "wb") as f:
             f.write(exported.serialize())
-        for i, a in enumerate(c["args"]):
-            write_npy(os.path.join(folder, f"in{i}.npy"), a)
-        for i, o in enumerate(outs):
-            write_npy(os.path.join(folder, f"out{i}.npy"), o)
+        own_outputs = []
+        if IS_REFERENCE:
+            for i, a in enumerate(c["args"]):
+                write_npy(os.path.join(folder, f"in{i}.npy"), a)
+            for i, o in enumerate(outs):
+                write_npy(os.path.join(folder, f"out{i}.npy"), o)
+        else:
+            ref_folder = os.path.join(REF_ROOT, c["name"])
+            assert c["name"] in reference, f"{c['name']} is not a case of jax-{REFERENCE_VERSION}"
+            for i, o in enumerate(outs):
+                ref_out = os.path.join(ref_folder, f"out{i}.npy")
+                if not os.path.exists(ref_out) or npy_bytes(o) != read_bytes(ref_out):
+                    write_npy(os.path.join(folder, f"out{i}.npy"), o)
+                    own_outputs.append(i)
         entry = {
             "name": c["name"], "function": c["function"], "params": c["params"], "dtype": c["dtype"],
             "inputs": [{"shape": list(a.shape), "dtype": str(a.dtype)} for a in c["args"]],
@@ -502,11 +578,18 @@ def main():
         entry.update(c["extra"])
         if c["note"]:
             entry["note"] = c["note"]
+        if not IS_REFERENCE:
+            entry["own_outputs"] = own_outputs
         manifest.append(entry)
     with open(os.path.join(ROOT, "manifest.json"), "w") as f:
         head = {"jax": JAX_VERSION, "generator": "tools/gen_lapack_testdata.py", "invariants": INVARIANTS,
                 "tolerances": "rtol/atol per case: f32/c64 1e-4/1e-5, f64/c128 1e-10/1e-12, times the case's "
                               "factor (1, 10 or 30)"}
+        if not IS_REFERENCE:
+            head["reference"] = f"jax-{REFERENCE_VERSION}"
+            head["layout"] = (f"inputs are ../jax-{REFERENCE_VERSION}/<case>/in<i>.npy; outputs are <case>/out<i>.npy "
+                              f"for i in the case's own_outputs, else ../jax-{REFERENCE_VERSION}/<case>/out<i>.npy; "
+                              "a case with exportable false was not exported (reason)")
         # One line per case keeps the file short and its diffs readable.
         text = json.dumps(head, indent=1)[:-2]
         text += ',\n "cases": [\n' + ",\n".join("  " + json.dumps(e) for e in manifest) + "\n ]\n}\n"
@@ -518,27 +601,32 @@ def main():
                 "# For each target: one line per form (lines that differ only in dimensions are one form),\n"
                 "# with the case it comes from and the other cases that have the same form.\n")
         f.write("#\n# Summary: target: the mhlo.backend_config variants seen; then the first form's types.\n")
-        for t in CPU_FFI_KERNELS:
+        listed = CPU_FFI_KERNELS + sorted(set(contracts) - set(CPU_FFI_KERNELS))
+        for t in listed:
             forms = list(contracts.get(t, {}).values())
             configs = sorted({m.group(1) if m else "(none)" for m in
                               (re.search(r"mhlo\.backend_config = \{([^}]*)\}", line) for line, _ in forms)})
             types = forms[0][0].rsplit(" : ", 1)[1] if forms else "(not reached)"
             f.write(f"#   {t}: {' | '.join('{' + c + '}' for c in configs)}\n#       {types}\n")
-        for t in CPU_FFI_KERNELS:
+        for t in listed:
             f.write(f"\n== {t}\n")
             for line, names in contracts.get(t, {}).values():
                 f.write(f"# case {names[0]} (this form also in: {', '.join(names[1:]) or 'none'})\n{line}\n")
     print(f"{len(manifest)} cases written to {os.path.relpath(ROOT, REPO)}")
-    for t in CPU_FFI_KERNELS:
+    for t in CPU_FFI_KERNELS + sorted(set(coverage) - set(CPU_FFI_KERNELS)):
         print(f"  {t:22} {len(coverage.get(t, [])):3} cases  {', '.join(coverage.get(t, [])[:4])}")
     for r in refused:
         print("refused:", r)
     missing = [t for t in CPU_FFI_KERNELS if t not in coverage]
     if failures:
         sys.exit("checks failed:\n  " + "\n  ".join(failures))
-    if missing:
+    if missing and FFI_ONLY:
         sys.exit(f"targets not covered by any case: {', '.join(missing)}")
-    print("all 48 targets covered; all checks passed")
+    if missing:
+        print(f"JAX {JAX_VERSION} lowers these FFI targets in no case (it wrote older targets): {', '.join(missing)}")
+        print("all checks passed")
+    else:
+        print("all 48 targets covered; all checks passed")
 
 
 if __name__ == "__main__":
