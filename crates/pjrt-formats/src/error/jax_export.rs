@@ -188,6 +188,11 @@ pub enum JaxExportError {
     /// The model's StableHLO module cannot be read for shape refinement.
     #[error("the model's StableHLO module cannot be read for shape refinement: {0}")]
     ModuleUnreadable(#[source] pjrt_stablehlo::Error),
+    /// The module calls a LAPACK kernel of jaxlib before its FFI form (JAX 0.4.30 and 0.4.38 wrote
+    /// them) that cannot be upgraded to today's `lapack_*_ffi` call
+    /// ([`crate::jax_export::upgrade_legacy_lapack`]).
+    #[error(transparent)]
+    LegacyLapack(#[from] crate::jax_export::LegacyLapackError),
     /// The executable returned another number of outputs than the export lists.
     #[error("the module returned {returned} outputs but the export lists {listed}")]
     OutputCount {

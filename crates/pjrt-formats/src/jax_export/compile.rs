@@ -4,8 +4,8 @@ use pjrt_client::{Client, CompileOptions, ElementType, LoadedExecutable, Program
 
 use super::model::shown;
 use super::{
-    InputOrOutput, InputShape, JaxExport, JaxExportError, MemorySpace, ModuleArgument, Unrunnable,
-    SUPPORTED_CALLING_CONVENTIONS,
+    may_call_legacy_lapack, refined_program, upgrade_legacy_lapack, InputOrOutput, InputShape, JaxExport,
+    JaxExportError, MemorySpace, ModuleArgument, Unrunnable, SUPPORTED_CALLING_CONVENTIONS,
 };
 use crate::Result;
 
@@ -17,8 +17,18 @@ impl JaxExport {
     /// parameters from the avals ([`Program::with_parameters`], in the order of
     /// [`JaxExport::module_arguments`]), so argument checks stay on where a plugin's optimized
     /// program does not tell its parameters (this crate cannot read MLIR bytecode's signature).
+    ///
+    /// A module that calls LAPACK kernels of jaxlib before their FFI form (JAX 0.4.30 and 0.4.38
+    /// wrote them) is upgraded first ([`super::upgrade_legacy_lapack`]); the program is then the
+    /// upgraded module ([`super::refined_program`]).
     pub fn program(&self) -> Result<Program> {
-        let program = Program::mlir_bytecode(self.mlir_module.clone())?;
+        let program = if may_call_legacy_lapack(&self.mlir_module) {
+            let mut module = (*self.module_ir()?).clone();
+            upgrade_legacy_lapack(&mut module).map_err(JaxExportError::from)?;
+            refined_program(&module)?
+        } else {
+            Program::mlir_bytecode(self.mlir_module.clone())?
+        };
         Ok(match self.module_parameters() {
             Some(parameters) => program.with_parameters(parameters),
             None => program,

@@ -133,7 +133,10 @@ impl JaxExport {
             args.push(Type::tensor(element_type, &sizes));
             parameters.push((element_type, dims));
         }
-        let refined = pjrt_stablehlo::refine(&*self.module_ir()?, &args)?;
+        let mut refined = pjrt_stablehlo::refine(&*self.module_ir()?, &args)?;
+        if super::may_call_legacy_lapack(&self.mlir_module) {
+            super::upgrade_legacy_lapack(&mut refined).map_err(JaxExportError::from)?;
+        }
         let program = refined_program(&refined)?;
         // One device sees the module's parameters as they are; several see their shards.
         Ok(if self.nr_devices == 1 { program.with_parameters(parameters) } else { program })

@@ -50,9 +50,11 @@
 //!   `pjrt_client::Error::BuiltinUnavailable`, saying what to install.
 //! - Only plugins of the `cpu` platform get them. The GPU targets of JAX (`cusolver_*`,
 //!   `hipsolver_*`, `cu_lu_pivots_to_permutation`, ...) and the pre-FFI LAPACK targets
-//!   (`lapack_sgetrf`, `blas_strsm`, ...) are refused by name on a CPU plugin
-//!   (`pjrt_client::Error::UnsupportedCustomCall`), as is a `lapack_*_ffi` target JAX does not
-//!   guarantee.
+//!   (`lapack_sgetrf`, `blas_strsm`, ..., which JAX 0.4.30 and 0.4.38 wrote) are refused by name
+//!   on a CPU plugin (`pjrt_client::Error::UnsupportedCustomCall`), as is a `lapack_*_ffi`
+//!   target JAX does not guarantee. pjrt-formats upgrades the pre-FFI calls of a `jax.export`
+//!   model to these targets on load (`pjrt_formats::jax_export::upgrade_legacy_lapack`), and
+//!   JAX 0.5.x's three-operand `lapack_?trsm_ffi` (its `alpha`, always 1) to the two-operand one.
 //! - [`set_enabled`]`(false)` (`pjrt --no-builtin-lapack`) turns the provider off for the
 //!   process: call it before the first compile, since a registration cannot be undone.
 //!
@@ -260,8 +262,11 @@ fn refusal(name: &[u8]) -> Option<&'static str> {
     };
     if legacy("lapack_") || legacy("blas_") {
         return Some(
-            "is a LAPACK kernel of jaxlib before its FFI form (JAX older than 0.4.31 exported it): export the \
-             model again with a newer JAX, which calls `<name>_ffi`",
+            "is a LAPACK kernel of jaxlib before its FFI form (JAX 0.4.30 wrote them all; 0.4.38 still wrote \
+             `blas_?trsm`, `lapack_?potrf`, `?geev`, `?gees`, `?gehrd` and `?sytrd`/`?hetrd` so): pjrt-formats' \
+             JaxExport (the `pjrt` command, `pjrt serve`, Runner) upgrades a jax.export model's calls to \
+             `lapack_*_ffi` on load; a program of your own must call the `_ffi` target, or be exported again with \
+             JAX 0.5 or newer",
         );
     }
     if name.starts_with("lapack_") && name.ends_with("_ffi") {

@@ -1,0 +1,720 @@
+//! JAX's LAPACK custom calls of before their FFI form, upgraded on load: exports of JAX 0.4.30
+//! (and, for some routines, 0.4.38) call `lapack_sgetrf`, `lapack_dpotrf`, `blas_strsm`, ... (jaxlib's `lapack.py` of
+//! then: descriptor scalars such as the batch size, `m`, `n` and workspace sizes as operands,
+//! workspaces as extra results), which no jaxlib and no plugin serves any longer. Each such call
+//! is rewritten in the module, before it is compiled, into the `lapack_*_ffi` call that JAX
+//! writes today for the same routine (the one pjrt-lapack serves): the matrix operands only,
+//! the options as `mhlo.backend_config` attributes, the same results without the workspaces.
+//! JAX 0.5.x's `lapack_?trsm_ffi` with a third operand (the scalar `alpha`, always 1 in JAX's
+//! lowering) becomes the two-operand call of today.
+//!
+//! Every descriptor operand must be a constant this module can evaluate (a `stablehlo.constant`,
+//! or products, sums and conversions of them, as jaxlib wrote them) and must agree with the
+//! shapes of the matrices; every result that the FFI call does not have must be unused (a
+//! workspace), or be an `info` that only an illegal argument sets (`?geqrf`, `?orgqr`), which is
+//! then a constant 0. Anything else is refused ([`LegacyLapackError`]), naming the call and
+//! what differs: the upgrade never guesses.
+//!
+//! ```
+//! use pjrt_formats::jax_export::upgrade_legacy_lapack;
+//! // JAX 0.4.30's jnp.linalg.cholesky of one 2x2 matrix (the custom call and its operands).
+//! let mut module = pjrt_stablehlo::parse_text(r#"
+//! func.func public @main(%a: tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<i32>) {
+//!   %lower = stablehlo.constant dense<1> : tensor<i32>
+//!   %batch = stablehlo.constant dense<1> : tensor<i32>
+//!   %n = stablehlo.constant dense<2> : tensor<i32>
+//!   %l:2 = stablehlo.custom_call @lapack_spotrf(%lower, %batch, %n, %a) {api_version = 2 : i32,
+//!       operand_layouts = [dense<> : tensor<0xindex>, dense<> : tensor<0xindex>, dense<> : tensor<0xindex>, dense<[0, 1]> : tensor<2xindex>],
+//!       output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [0], operand_index = 3, operand_tuple_indices = []>],
+//!       result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<> : tensor<0xindex>]}
+//!       : (tensor<i32>, tensor<i32>, tensor<i32>, tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<i32>)
+//!   return %l#0, %l#1 : tensor<2x2xf32>, tensor<i32>
+//! }"#).unwrap();
+//! assert_eq!(upgrade_legacy_lapack(&mut module)?, 1);
+//! let text = pjrt_stablehlo::print(&module);
+//! assert!(text.contains("lapack_spotrf_ffi") && text.contains("uplo = 76 : ui8"), "{text}");
+//! # Ok::<(), pjrt_formats::jax_export::LegacyLapackError>(())
+//! ```
+
+use std::collections::{HashMap, HashSet};
+
+use pjrt_stablehlo::ir::{Attr, DenseData, Dim, ElementType, Module, Op, TensorType, Type, Value};
+
+/// Why a pre-FFI LAPACK custom call cannot be upgraded to its FFI form.
+///
+/// ```
+/// use pjrt_formats::jax_export::LegacyLapackError;
+/// let e = LegacyLapackError::Refused { target: "lapack_sgees".into(), reason: "sort = 'S'".into() };
+/// assert!(e.to_string().contains("lapack_sgees"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LegacyLapackError {
+    /// The call is not one jaxlib wrote, or it asks for what the FFI call cannot do.
+    #[error(
+        "the custom call {target} (a LAPACK kernel of jaxlib before its FFI form, as JAX 0.4.30 and 0.4.38 wrote them) \
+         cannot be upgraded to its FFI form: {reason}; export the model again with JAX 0.5 or newer"
+    )]
+    Refused {
+        /// The custom-call target.
+        target: String,
+        /// What differs from jaxlib's layout of the call.
+        reason: String,
+    },
+}
+
+/// Rewrites every pre-FFI LAPACK custom call of `module` (and JAX 0.5.x's three-operand
+/// `lapack_?trsm_ffi`) into today's FFI call (see the [module docs](self)); returns how many it
+/// rewrote. On an error the module may be partly rewritten: drop it.
+pub fn upgrade_legacy_lapack(module: &mut Module) -> Result<usize, LegacyLapackError> {
+    let mut count = 0;
+    for op in &mut module.ops {
+        count += upgrade_functions(op)?;
+    }
+    Ok(count)
+}
+
+/// Whether a module's bytes (MLIR bytecode or text) may hold a call [`upgrade_legacy_lapack`]
+/// rewrites: a cheap test before the module is read.
+///
+/// ```
+/// assert!(pjrt_formats::jax_export::may_call_legacy_lapack(b"@lapack_sgetrf("));
+/// assert!(!pjrt_formats::jax_export::may_call_legacy_lapack(b"@lapack_sgetrf_ffi("));
+/// ```
+pub fn may_call_legacy_lapack(bytes: &[u8]) -> bool {
+    let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while i < bytes.len() {
+        let rest = &bytes[i..];
+        let prefix = if rest.starts_with(b"lapack_") {
+            7
+        } else if rest.starts_with(b"blas_") {
+            5
+        } else {
+            i += 1;
+            continue;
+        };
+        let len = rest.iter().take_while(|&&b| is_ident(b)).count();
+        let name = std::str::from_utf8(&rest[..len]).unwrap_or("");
+        if (i == 0 || !is_ident(bytes[i - 1])) && (legacy_routine(name).is_some() || name.ends_with("trsm_ffi")) {
+            return true;
+        }
+        i += len.max(prefix);
+    }
+    false
+}
+
+/// For a pre-FFI target (`lapack_sgetrf`, `blas_ztrsm`): its type letter and routine.
+fn legacy_routine(name: &str) -> Option<(char, &str)> {
+    let rest = name.strip_prefix("lapack_").or_else(|| name.strip_prefix("blas_"))?;
+    let mut chars = rest.chars();
+    let letter = chars.next().filter(|c| "sdcz".contains(*c))?;
+    let routine = chars.as_str();
+    let blas = name.starts_with("blas_");
+    let known = if blas {
+        routine == "trsm"
+    } else {
+        let complex = matches!(letter, 'c' | 'z');
+        match routine {
+            "getrf" | "geqrf" | "potrf" | "gesdd" | "geev" | "gees" | "gehrd" => true,
+            "orgqr" | "syevd" | "sytrd" => !complex,
+            "ungqr" | "heevd" | "hetrd" => complex,
+            _ => false,
+        }
+    };
+    known.then_some((letter, routine))
+}
+
+/// Finds the `func.func` ops under `op` and upgrades each.
+fn upgrade_functions(op: &mut Op) -> Result<usize, LegacyLapackError> {
+    if op.name == "func.func" {
+        return upgrade_function(op);
+    }
+    let mut count = 0;
+    for region in &mut op.regions {
+        for block in &mut region.blocks {
+            for inner in &mut block.ops {
+                count += upgrade_functions(inner)?;
+            }
+        }
+    }
+    Ok(count)
+}
+
+/// What is visible at an op: the scalar constants (value id to value) and the types of the
+/// values defined before it (in its block and the blocks around it); the values used by any op
+/// of the function (a result counted as used when a value of the same number is used anywhere:
+/// cautious where nested regions number their values anew).
+#[derive(Clone)]
+struct Scope {
+    scalars: HashMap<u32, Scalar>,
+    types: HashMap<u32, Type>,
+    used: HashSet<u32>,
+}
+
+/// A scalar constant: an integer, or a float / complex number (real and imaginary parts).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Scalar {
+    Int(i64),
+    Float(f64, f64),
+}
+
+fn upgrade_function(func: &mut Op) -> Result<usize, LegacyLapackError> {
+    let mut used = HashSet::new();
+    collect_used(func, &mut used);
+    let scope = Scope { scalars: HashMap::new(), types: HashMap::new(), used };
+    let mut count = 0;
+    for region in &mut func.regions {
+        for block in &mut region.blocks {
+            let mut inner = scope.clone();
+            for a in &block.args {
+                inner.types.insert(a.id, a.ty.clone());
+            }
+            count += upgrade_block(&mut block.ops, &mut inner)?;
+        }
+    }
+    Ok(count)
+}
+
+/// Every value number used by an op under `op`.
+fn collect_used(op: &Op, used: &mut HashSet<u32>) {
+    used.extend(op.operands.iter().copied());
+    for region in &op.regions {
+        for block in &region.blocks {
+            for inner in &block.ops {
+                collect_used(inner, used);
+            }
+        }
+    }
+}
+
+/// Records what `op` defines in `scope`.
+fn define(op: &Op, scope: &mut Scope) {
+    for r in &op.results {
+        scope.types.insert(r.id, r.ty.clone());
+        scope.scalars.remove(&r.id);
+    }
+    if op.results.len() == 1 {
+        if let Some(v) = evaluate(op, &scope.scalars) {
+            scope.scalars.insert(op.results[0].id, v);
+        }
+    }
+}
+
+/// The value of a scalar op whose operands are known constants.
+fn evaluate(op: &Op, known: &HashMap<u32, Scalar>) -> Option<Scalar> {
+    let ty = &op.results[0].ty;
+    if !matches!(ty, Type::Tensor(t) if t.dims.is_empty()) {
+        return None;
+    }
+    let arg = |i: usize| op.operands.get(i).and_then(|id| known.get(id)).copied();
+    match op.name.as_str() {
+        "stablehlo.constant" => match op.attr("value")? {
+            Attr::Dense { ty, data } => scalar_of(ty, data),
+            _ => None,
+        },
+        "stablehlo.multiply" => match (arg(0)?, arg(1)?) {
+            (Scalar::Int(a), Scalar::Int(b)) => a.checked_mul(b).map(Scalar::Int),
+            _ => None,
+        },
+        "stablehlo.add" => match (arg(0)?, arg(1)?) {
+            (Scalar::Int(a), Scalar::Int(b)) => a.checked_add(b).map(Scalar::Int),
+            _ => None,
+        },
+        "stablehlo.convert" => match (arg(0)?, element(ty)?) {
+            (Scalar::Int(a), ElementType::S32) => i32::try_from(a).ok().map(|a| Scalar::Int(a.into())),
+            (Scalar::Int(a), ElementType::S64) => Some(Scalar::Int(a)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The element type of a tensor type.
+fn element(ty: &Type) -> Option<ElementType> {
+    match ty {
+        Type::Tensor(t) => match *t.element {
+            Type::Scalar(e) => Some(e),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The one element of a scalar dense attribute.
+fn scalar_of(ty: &Type, data: &[u8]) -> Option<Scalar> {
+    let bytes = DenseData::new(ty, data).ok()?.element(0)?;
+    let f32_at = |b: &[u8]| f32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as f64;
+    let f64_at = |b: &[u8]| f64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+    Some(match element(ty)? {
+        ElementType::S32 => Scalar::Int(i32::from_le_bytes(bytes.try_into().ok()?).into()),
+        ElementType::S64 => Scalar::Int(i64::from_le_bytes(bytes.try_into().ok()?)),
+        ElementType::U8 => Scalar::Int(bytes[0].into()),
+        ElementType::F32 if bytes.len() == 4 => Scalar::Float(f32_at(bytes), 0.0),
+        ElementType::F64 if bytes.len() == 8 => Scalar::Float(f64_at(bytes), 0.0),
+        ElementType::C64 if bytes.len() == 8 => Scalar::Float(f32_at(&bytes[..4]), f32_at(&bytes[4..])),
+        ElementType::C128 if bytes.len() == 16 => Scalar::Float(f64_at(&bytes[..8]), f64_at(&bytes[8..])),
+        _ => return None,
+    })
+}
+
+fn upgrade_block(ops: &mut Vec<Op>, scope: &mut Scope) -> Result<usize, LegacyLapackError> {
+    let mut count = 0;
+    let mut i = 0;
+    while i < ops.len() {
+        for region in &mut ops[i].regions {
+            for block in &mut region.blocks {
+                let mut inner = scope.clone();
+                for a in &block.args {
+                    inner.types.insert(a.id, a.ty.clone());
+                }
+                count += upgrade_block(&mut block.ops, &mut inner)?;
+            }
+        }
+        let replacement = if ops[i].name == "stablehlo.custom_call" { upgrade_call(&ops[i], scope)? } else { None };
+        let n = match replacement {
+            Some(new_ops) => {
+                count += 1;
+                let n = new_ops.len();
+                ops.splice(i..=i, new_ops);
+                n
+            }
+            None => 1,
+        };
+        for op in &ops[i..i + n] {
+            define(op, scope);
+        }
+        i += n;
+    }
+    Ok(count)
+}
+
+/// What the FFI call is made of, for one legacy call.
+struct Plan {
+    /// The FFI target.
+    target: String,
+    /// The old operand indices the FFI call takes, in order.
+    operands: Vec<usize>,
+    /// The old result indices the FFI call returns, in order.
+    results: Vec<usize>,
+    /// Old results the FFI call does not return that become a constant 0 (an `info` only an
+    /// illegal argument sets); every other old result not in `results` must be unused.
+    zero_results: Vec<usize>,
+    /// `mhlo.backend_config`.
+    config: Vec<(String, Attr)>,
+}
+
+fn u8_attr(c: u8) -> Attr {
+    Attr::Integer { value: c.into(), ty: Type::Scalar(ElementType::U8) }
+}
+
+fn i32_attr(v: i64) -> Attr {
+    Attr::Integer { value: v, ty: Type::Scalar(ElementType::S32) }
+}
+
+/// The fixed dimensions of a tensor type.
+fn dims_of(ty: &Type) -> Option<Vec<u64>> {
+    match ty {
+        Type::Tensor(TensorType { dims, .. }) => {
+            dims.iter().map(|d| if let Dim::Fixed(n) = d { Some(*n) } else { None }).collect()
+        }
+        _ => None,
+    }
+}
+
+/// Reads one legacy call's operands and checks them.
+struct Call<'a> {
+    op: &'a Op,
+    scope: &'a Scope,
+    target: &'a str,
+    operand_types: Vec<Type>,
+}
+
+impl Call<'_> {
+    fn refuse(&self, reason: impl Into<String>) -> LegacyLapackError {
+        LegacyLapackError::Refused { target: self.target.to_owned(), reason: reason.into() }
+    }
+
+    /// Operand `i` as an integer constant.
+    fn int(&self, i: usize, what: &str) -> Result<i64, LegacyLapackError> {
+        match self.op.operands.get(i).and_then(|id| self.scope.scalars.get(id)) {
+            Some(Scalar::Int(v)) => Ok(*v),
+            _ => Err(self.refuse(format!("operand {i} ({what}) is not an integer constant"))),
+        }
+    }
+
+    /// Operand `i` as a 0/1 flag.
+    fn flag(&self, i: usize, what: &str) -> Result<bool, LegacyLapackError> {
+        match self.int(i, what)? {
+            0 => Ok(false),
+            1 => Ok(true),
+            v => Err(self.refuse(format!("operand {i} ({what}) is {v}, not 0 or 1"))),
+        }
+    }
+
+    /// Operand `i` as one of the characters `allowed` (a `u8` constant).
+    fn letter(&self, i: usize, what: &str, allowed: &str) -> Result<u8, LegacyLapackError> {
+        let v = self.int(i, what)?;
+        match u8::try_from(v).ok().filter(|c| allowed.as_bytes().contains(c)) {
+            Some(c) => Ok(c),
+            None => Err(self.refuse(format!("operand {i} ({what}) is {v}, not one of {allowed:?}"))),
+        }
+    }
+
+    /// The fixed dimensions of operand `i`.
+    fn dims(&self, i: usize) -> Result<Vec<u64>, LegacyLapackError> {
+        self.operand_types
+            .get(i)
+            .and_then(dims_of)
+            .ok_or_else(|| self.refuse(format!("operand {i} is not a tensor of static shape")))
+    }
+
+    /// The matrix operand `i`: its batch dimensions' product and its last two dimensions.
+    fn matrix(&self, i: usize) -> Result<(u64, u64, u64), LegacyLapackError> {
+        let d = self.dims(i)?;
+        match d.as_slice() {
+            [batch @ .., m, n] => Ok((batch.iter().product(), *m, *n)),
+            _ => Err(self.refuse(format!("operand {i} has dimensions {d:?}, not a batch of matrices"))),
+        }
+    }
+
+    /// Checks that operand `i` (`what`) equals `want`.
+    fn expect(&self, i: usize, what: &str, want: u64) -> Result<(), LegacyLapackError> {
+        let v = self.int(i, what)?;
+        if u64::try_from(v).ok() != Some(want) {
+            return Err(self.refuse(format!("operand {i} ({what}) is {v}, but the matrices make it {want}")));
+        }
+        Ok(())
+    }
+}
+
+/// The FFI call (and any constant 0 it needs) that replaces `op`, if `op` is a legacy call.
+fn upgrade_call(op: &Op, scope: &Scope) -> Result<Option<Vec<Op>>, LegacyLapackError> {
+    let Some(Attr::String(name)) = op.attr("call_target_name") else { return Ok(None) };
+    let Ok(target) = std::str::from_utf8(name) else { return Ok(None) };
+    let operand_types = op.operands.iter().map(|id| scope.types.get(id).cloned().unwrap_or(Type::None)).collect();
+    let call = Call { op, scope, target, operand_types };
+    let plan = if let Some((letter, routine)) = legacy_routine(target) {
+        plan_legacy(&call, letter, routine)?
+    } else if target.starts_with("lapack_") && target.ends_with("trsm_ffi") && op.operands.len() == 3 {
+        plan_trsm_alpha(&call)?
+    } else {
+        return Ok(None);
+    };
+    build(&call, plan, scope).map(Some)
+}
+
+/// The plan for a pre-FFI call of `routine` (type `letter`), from jaxlib's layout of its operands
+/// and results (jaxlib 0.4.30's and 0.4.38's `lapack.py`).
+fn plan_legacy(call: &Call<'_>, letter: char, routine: &str) -> Result<Plan, LegacyLapackError> {
+    let arity = |n: usize| {
+        if call.op.operands.len() == n {
+            Ok(())
+        } else {
+            Err(call.refuse(format!("it has {} operands, jaxlib wrote {n}", call.op.operands.len())))
+        }
+    };
+    let complex = matches!(letter, 'c' | 'z');
+    let uplo = |lower: bool| u8_attr(if lower { b'L' } else { b'U' });
+    let ffi = |r: &str| format!("lapack_{letter}{r}_ffi");
+    let plan = |target, operands: &[usize], results: &[usize], zero_results: &[usize], config| Plan {
+        target,
+        operands: operands.to_vec(),
+        results: results.to_vec(),
+        zero_results: zero_results.to_vec(),
+        config,
+    };
+    Ok(match routine {
+        "potrf" => {
+            // lower, batch, n, a -> a, info
+            arity(4)?;
+            let (b, m, n) = call.matrix(3)?;
+            call.expect(1, "batch", b)?;
+            call.expect(2, "n", n)?;
+            if m != n {
+                return Err(call.refuse(format!("the matrix is {m}x{n}, not square")));
+            }
+            let lower = call.flag(0, "lower")?;
+            plan(ffi("potrf"), &[3], &[0, 1], &[], vec![("uplo".into(), uplo(lower))])
+        }
+        "getrf" => {
+            // batch, m, n, a -> a, ipiv, info
+            arity(4)?;
+            let (b, m, n) = call.matrix(3)?;
+            call.expect(0, "batch", b)?;
+            call.expect(1, "m", m)?;
+            call.expect(2, "n", n)?;
+            plan(ffi("getrf"), &[3], &[0, 1, 2], &[], vec![])
+        }
+        "geqrf" => {
+            // batch, m, n, lwork, a -> a, tau, info, work
+            arity(5)?;
+            let (b, m, n) = call.matrix(4)?;
+            call.expect(0, "batch", b)?;
+            call.expect(1, "m", m)?;
+            call.expect(2, "n", n)?;
+            call.int(3, "lwork")?;
+            plan(ffi("geqrf"), &[4], &[0, 1], &[2], vec![])
+        }
+        "orgqr" | "ungqr" => {
+            // batch, m, n, k, lwork, a, tau -> a, info, work
+            arity(7)?;
+            let (b, m, n) = call.matrix(5)?;
+            call.expect(0, "batch", b)?;
+            call.expect(1, "m", m)?;
+            call.expect(2, "n", n)?;
+            let k = call.dims(6)?.last().copied().unwrap_or(0);
+            call.expect(3, "k", k)?;
+            call.int(4, "lwork")?;
+            plan(ffi(routine), &[5, 6], &[0], &[1], vec![])
+        }
+        "syevd" | "heevd" => {
+            // lower, batch, n, a -> v, w, info, workspaces...
+            arity(4)?;
+            let (b, _, n) = call.matrix(3)?;
+            call.expect(1, "batch", b)?;
+            call.expect(2, "n", n)?;
+            let lower = call.flag(0, "lower")?;
+            let config = vec![("mode".into(), u8_attr(b'V')), ("uplo".into(), uplo(lower))];
+            plan(ffi(routine), &[3], &[0, 1, 2], &[], config)
+        }
+        "gesdd" => {
+            // full_matrices, compute_uv, batch, m, n, lwork, a -> a, s, u, vt, info, workspaces...
+            arity(7)?;
+            let (b, m, n) = call.matrix(6)?;
+            let full = call.flag(0, "full_matrices")?;
+            let uv = call.flag(1, "compute_uv")?;
+            call.expect(2, "batch", b)?;
+            call.expect(3, "m", m)?;
+            call.expect(4, "n", n)?;
+            call.int(5, "lwork")?;
+            let mode = match (uv, full) {
+                (false, _) => b'N',
+                (true, true) => b'A',
+                (true, false) => b'S',
+            };
+            plan(ffi("gesdd"), &[6], &[0, 1, 2, 3, 4], &[], vec![("mode".into(), u8_attr(mode))])
+        }
+        "geev" => {
+            // batch, n, jobvl, jobvr, a -> workspaces..., w (wr, wi), vl, vr, info
+            arity(5)?;
+            let (b, _, n) = call.matrix(4)?;
+            call.expect(0, "batch", b)?;
+            call.expect(1, "n", n)?;
+            let left = call.letter(2, "jobvl", "VN")?;
+            let right = call.letter(3, "jobvr", "VN")?;
+            let results: &[usize] = if complex { &[2, 3, 4, 5] } else { &[3, 4, 5, 6, 7] };
+            let config = vec![("compute_left".into(), u8_attr(left)), ("compute_right".into(), u8_attr(right))];
+            plan(ffi("geev"), &[4], results, &[], config)
+        }
+        "gees" => {
+            // batch, n, jobvs, sort, a -> t, (wr, wi | rwork, w), vs, sdim, info
+            arity(5)?;
+            let (b, _, n) = call.matrix(4)?;
+            call.expect(0, "batch", b)?;
+            call.expect(1, "n", n)?;
+            let jobvs = call.letter(2, "jobvs", "VN")?;
+            call.letter(3, "sort", "N").map_err(|_| {
+                call.refuse("it sorts the eigenvalues (sort = 'S'), with a select function the call does not carry")
+            })?;
+            let results: &[usize] = if complex { &[0, 3, 2, 4, 5] } else { &[0, 3, 1, 2, 4, 5] };
+            let config = vec![("mode".into(), u8_attr(jobvs)), ("sort".into(), u8_attr(b'N'))];
+            plan(ffi("gees"), &[4], results, &[], config)
+        }
+        "gehrd" => {
+            // n, ilo, ihi, lda, batch, lwork, a -> a, tau, info, work
+            arity(7)?;
+            let (b, _, n) = call.matrix(6)?;
+            call.expect(0, "n", n)?;
+            call.expect(3, "lda", n.max(1))?;
+            call.expect(4, "batch", b)?;
+            call.int(5, "lwork")?;
+            let (low, high) = (call.int(1, "ilo")?, call.int(2, "ihi")?);
+            let config = vec![("high".into(), i32_attr(high)), ("low".into(), i32_attr(low))];
+            plan(ffi("gehrd"), &[6], &[0, 1, 2], &[], config)
+        }
+        "sytrd" | "hetrd" => {
+            // n, lower, lda, batch, lwork, a -> a, d, e, tau, info, work
+            arity(6)?;
+            let (b, _, n) = call.matrix(5)?;
+            call.expect(0, "n", n)?;
+            let lower = call.flag(1, "lower")?;
+            call.expect(2, "lda", n.max(1))?;
+            call.expect(3, "batch", b)?;
+            call.int(4, "lwork")?;
+            plan(ffi(routine), &[5], &[0, 1, 2, 3, 4], &[], vec![("uplo".into(), uplo(lower))])
+        }
+        "trsm" => {
+            // left_side, lower, trans (0 N, 1 T, 2 C), diag (unit), m, n, batch, alpha, a, b -> b
+            arity(10)?;
+            let (batch, m, n) = call.matrix(9)?;
+            let left = call.flag(0, "left_side")?;
+            let lower = call.flag(1, "lower")?;
+            let trans = match call.int(2, "trans_a")? {
+                0 => b'N',
+                1 => b'T',
+                2 => b'C',
+                v => return Err(call.refuse(format!("operand 2 (trans_a) is {v}, not 0, 1 or 2"))),
+            };
+            let unit = call.flag(3, "diag")?;
+            call.expect(4, "m", m)?;
+            call.expect(5, "n", n)?;
+            call.expect(6, "batch", batch)?;
+            alpha_is_one(call, 7)?;
+            let config = vec![
+                ("diag".into(), u8_attr(if unit { b'U' } else { b'N' })),
+                ("side".into(), u8_attr(if left { b'L' } else { b'R' })),
+                ("trans_x".into(), u8_attr(trans)),
+                ("uplo".into(), uplo(lower)),
+            ];
+            plan(format!("lapack_{letter}trsm_ffi"), &[8, 9], &[0], &[], config)
+        }
+        other => return Err(call.refuse(format!("no upgrade is known for {other}"))),
+    })
+}
+
+/// Checks that operand `i` of a triangular solve, its `alpha`, is the constant 1 (as JAX's
+/// lowering always writes it; today's FFI call has no `alpha`).
+fn alpha_is_one(call: &Call<'_>, i: usize) -> Result<(), LegacyLapackError> {
+    match call.op.operands.get(i).and_then(|id| call.scope.scalars.get(id)) {
+        Some(Scalar::Float(re, im)) if *re == 1.0 && *im == 0.0 => Ok(()),
+        Some(Scalar::Float(re, im)) => {
+            Err(call
+                .refuse(format!("operand {i} (alpha) is {re}{im:+}i, not 1: today's call solves with alpha = 1 only")))
+        }
+        _ => Err(call.refuse(format!("operand {i} (alpha) is not a constant"))),
+    }
+}
+
+/// JAX 0.5.x's `lapack_?trsm_ffi(a, b, alpha)`: the same call without `alpha`, which must be 1.
+fn plan_trsm_alpha(call: &Call<'_>) -> Result<Plan, LegacyLapackError> {
+    alpha_is_one(call, 2)?;
+    let config = match call.op.attr("mhlo.backend_config") {
+        Some(Attr::Dict(entries)) => entries.clone(),
+        _ => return Err(call.refuse("it has no mhlo.backend_config dictionary")),
+    };
+    Ok(Plan { target: call.target.to_owned(), operands: vec![0, 1], results: vec![0], zero_results: vec![], config })
+}
+
+/// Attributes of a legacy call that the FFI call replaces (the others are kept as they are).
+const REPLACED: &[&str] = &[
+    "call_target_name",
+    "api_version",
+    "backend_config",
+    "has_side_effect",
+    "operand_layouts",
+    "result_layouts",
+    "output_operand_aliases",
+    "mhlo.backend_config",
+];
+
+/// The ops that replace `call.op` by `plan`.
+fn build(call: &Call<'_>, plan: Plan, scope: &Scope) -> Result<Vec<Op>, LegacyLapackError> {
+    let op = call.op;
+    // Results the FFI call does not return: unused, or a constant 0.
+    let mut zeros = Vec::new();
+    for (i, r) in op.results.iter().enumerate() {
+        if plan.results.contains(&i) || !scope.used.contains(&r.id) {
+            continue;
+        }
+        if !plan.zero_results.contains(&i) {
+            return Err(
+                call.refuse(format!("its result {i} (a workspace) is used, which today's call does not return"))
+            );
+        }
+        let Some(dims) = dims_of(&r.ty).filter(|_| element(&r.ty) == Some(ElementType::S32)) else {
+            return Err(call.refuse(format!("its result {i} (info) is not a static s32 tensor")));
+        };
+        let value = Attr::dense_splat(r.ty.clone(), &0i32.to_le_bytes())
+            .map_err(|e| call.refuse(format!("its result {i} (info): {e} ({dims:?})")))?;
+        zeros.push(Op {
+            name: "stablehlo.constant".into(),
+            operands: vec![],
+            results: vec![r.clone()],
+            attributes: vec![("value".into(), value)],
+            regions: vec![],
+            successors: vec![],
+            location: op.location.clone(),
+        });
+    }
+    if let Some(Attr::Bool(true)) = op.attr("has_side_effect") {
+        return Err(call.refuse("it has side effects (has_side_effect = true), which jaxlib's calls never had"));
+    }
+    match op.attr("backend_config") {
+        None => {}
+        Some(Attr::String(s)) if s.is_empty() => {}
+        Some(Attr::Dict(d)) if d.is_empty() => {}
+        Some(other) => {
+            return Err(call
+                .refuse(format!("it has a backend_config ({}) jaxlib never wrote", pjrt_stablehlo::attr_text(other))))
+        }
+    }
+    let layouts = |name: &str, count: usize| -> Result<Vec<Attr>, LegacyLapackError> {
+        match op.attr(name) {
+            Some(Attr::Array(v)) if v.len() == count => Ok(v.clone()),
+            _ => Err(call.refuse(format!("its {name} are not one per value"))),
+        }
+    };
+    let operand_layouts = layouts("operand_layouts", op.operands.len())?;
+    let result_layouts = layouts("result_layouts", op.results.len())?;
+    // Aliases: an old (result, operand) pair kept when both are kept.
+    let mut aliases = Vec::new();
+    if let Some(Attr::Array(old)) = op.attr("output_operand_aliases") {
+        for alias in old {
+            let Attr::Struct { mnemonic: "output_operand_alias", fields } = alias else {
+                return Err(call.refuse("an output_operand_alias is malformed"));
+            };
+            let field = |n: &str| fields.iter().find(|(f, _)| *f == n).map(|(_, a)| a);
+            let (Some(Attr::I64Array(out)), Some(Attr::Integer { value: operand, .. }), Some(Attr::I64Array(in_tuple))) =
+                (field("output_tuple_indices"), field("operand_index"), field("operand_tuple_indices"))
+            else {
+                return Err(call.refuse("an output_operand_alias is malformed"));
+            };
+            let old_result = match out.as_slice() {
+                [r] => *r as usize,
+                [] if op.results.len() == 1 => 0,
+                _ => return Err(call.refuse("an output_operand_alias names a nested result")),
+            };
+            let new_result = plan.results.iter().position(|&r| r == old_result);
+            let new_operand = plan.operands.iter().position(|&o| o as i64 == *operand);
+            if let (Some(r), Some(o)) = (new_result, new_operand) {
+                let tuple = if plan.results.len() == 1 { vec![] } else { vec![r as i64] };
+                aliases.push(Attr::Struct {
+                    mnemonic: "output_operand_alias",
+                    fields: vec![
+                        ("output_tuple_indices", Attr::I64Array(tuple)),
+                        ("operand_index", Attr::Integer { value: o as i64, ty: Type::Scalar(ElementType::S64) }),
+                        ("operand_tuple_indices", Attr::I64Array(in_tuple.clone())),
+                    ],
+                });
+            }
+        }
+    }
+    let mut attributes = vec![
+        ("call_target_name".to_owned(), Attr::String(plan.target.clone().into_bytes())),
+        ("api_version".to_owned(), i32_attr(4)),
+        (
+            "operand_layouts".to_owned(),
+            Attr::Array(plan.operands.iter().map(|&i| operand_layouts[i].clone()).collect()),
+        ),
+        ("output_operand_aliases".to_owned(), Attr::Array(aliases)),
+        ("result_layouts".to_owned(), Attr::Array(plan.results.iter().map(|&i| result_layouts[i].clone()).collect())),
+        // StableHLO's place for a typed FFI call's attributes (JAX writes the same dictionary as
+        // `mhlo.backend_config`, which a portable artifact does not carry to the plugin).
+        ("backend_config".to_owned(), Attr::Dict(plan.config)),
+    ];
+    attributes.extend(op.attributes.iter().filter(|(n, _)| !REPLACED.contains(&n.as_str())).cloned());
+    let results: Vec<Value> = plan.results.iter().map(|&i| op.results[i].clone()).collect();
+    let operands = plan.operands.iter().map(|&i| op.operands[i]).collect();
+    let mut ops = vec![Op {
+        name: op.name.clone(),
+        operands,
+        results,
+        attributes,
+        regions: vec![],
+        successors: vec![],
+        location: op.location.clone(),
+    }];
+    ops.extend(zeros);
+    Ok(ops)
+}
