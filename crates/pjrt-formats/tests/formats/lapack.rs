@@ -19,12 +19,15 @@ use serde_json::Value as Json;
 
 use crate::support;
 
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/lapack/jax-0.10.2")
+/// The JAX version whose folder has every case's inputs (and the outputs other versions share).
+const REFERENCE: &str = "0.10.2";
+
+fn data_dir(version: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../tests/data/lapack/jax-{version}"))
 }
 
-fn manifest() -> Json {
-    serde_json::from_str(&std::fs::read_to_string(data_dir().join("manifest.json")).unwrap()).unwrap()
+fn manifest(version: &str) -> Json {
+    serde_json::from_str(&std::fs::read_to_string(data_dir(version).join("manifest.json")).unwrap()).unwrap()
 }
 
 /// An array read as complex numbers (real ones with zero imaginary parts), or integers.
@@ -347,14 +350,24 @@ fn invariant(case: &Json, kind: &str, ins: &[Arr], ours: &[Arr], jax: &[Arr]) ->
     bad
 }
 
-fn run_case(client: &Client, case: &Json) -> Result<(), String> {
-    let dir = data_dir().join(case["name"].as_str().unwrap());
+/// Runs one case of JAX `version`'s models: its inputs are the reference version's, its
+/// outputs its own where the manifest's `own_outputs` lists them, else the reference's.
+fn run_case(client: &Client, version: &str, case: &Json) -> Result<(), String> {
+    let name = case["name"].as_str().unwrap();
+    let (dir, reference) = (data_dir(version).join(name), data_dir(REFERENCE).join(name));
     let model = JaxExport::read(dir.join("model.jaxexport")).map_err(|e| e.to_string())?;
-    let read = |name: String| NpyArray::read(&dir.join(name)).unwrap();
+    let read = |dir: &Path, name: String| NpyArray::read(&dir.join(name)).unwrap();
+    let own: Vec<u64> = case
+        .get("own_outputs")
+        .map_or_else(Vec::new, |o| o.as_array().unwrap().iter().map(|i| i.as_u64().unwrap()).collect());
     let inputs: Vec<NpyArray> =
-        (0..case["inputs"].as_array().unwrap().len()).map(|i| read(format!("in{i}.npy"))).collect();
-    let expected: Vec<Arr> =
-        (0..case["outputs"].as_array().unwrap().len()).map(|i| arr(&read(format!("out{i}.npy")))).collect();
+        (0..case["inputs"].as_array().unwrap().len()).map(|i| read(&reference, format!("in{i}.npy"))).collect();
+    let expected: Vec<Arr> = (0..case["outputs"].as_array().unwrap().len())
+        .map(|i| {
+            let from = if version == REFERENCE || own.contains(&(i as u64)) { &dir } else { &reference };
+            arr(&read(from, format!("out{i}.npy")))
+        })
+        .collect();
     let outputs = model.run(client, &inputs).map_err(|e| e.to_string())?;
     if outputs.len() != expected.len() {
         return Err(format!("{} outputs, JAX gave {}", outputs.len(), expected.len()));
@@ -374,36 +387,97 @@ fn run_case(client: &Client, case: &Json) -> Result<(), String> {
     }
 }
 
-fn run_all(plugin: &str) {
+/// Runs every case JAX `version` could export on `plugin`; returns the targets the models call
+/// and how many cases ran.
+fn run_all(plugin: &str, version: &str) -> (BTreeSet<String>, usize) {
     let client = support::client(plugin, 1);
-    let m = manifest();
-    let cases = m["cases"].as_array().unwrap();
+    let m = manifest(version);
+    assert_eq!(m["jax"], version);
+    let cases: Vec<&Json> = m["cases"].as_array().unwrap().iter().filter(|c| c["exportable"] != false).collect();
     let mut failures = Vec::new();
     let mut targets = BTreeSet::new();
-    for case in cases {
+    for case in &cases {
         targets.extend(case["targets"].as_array().unwrap().iter().map(|t| t.as_str().unwrap().to_owned()));
-        if let Err(e) = run_case(&client, case) {
+        if let Err(e) = run_case(&client, version, case) {
             failures.push(format!("{}: {e}", case["name"].as_str().unwrap()));
         }
     }
-    let all: BTreeSet<String> = pjrt_lapack::TARGETS.iter().map(|t| t.to_string()).collect();
-    assert_eq!(targets, all, "the models call each of the 48 targets");
     assert!(pjrt_client::ffi::providers().contains(&pjrt_lapack::PROVIDER_NAME.to_owned()), "installed by Runner");
     assert!(
         failures.is_empty(),
-        "{plugin}: {} of {} LAPACK models differ from JAX:\n{}",
+        "{plugin}, JAX {version}: {} of {} LAPACK models differ from JAX:\n{}",
         failures.len(),
         cases.len(),
         failures.join("\n")
     );
+    (targets, cases.len())
+}
+
+/// The 48 stable FFI targets.
+fn all_ffi_targets() -> BTreeSet<String> {
+    pjrt_lapack::TARGETS.iter().map(|t| t.to_string()).collect()
 }
 
 #[test]
 fn jax_linear_algebra_on_cpu_0_115() {
-    run_all("cpu");
+    let (targets, _) = run_all("cpu", REFERENCE);
+    assert_eq!(targets, all_ffi_targets(), "the models call each of the 48 targets");
 }
 
 #[test]
 fn jax_linear_algebra_on_cpu_0_106() {
-    run_all("cpu-0.106");
+    let (targets, _) = run_all("cpu-0.106", REFERENCE);
+    assert_eq!(targets, all_ffi_targets(), "the models call each of the 48 targets");
+}
+
+/// The exports of every other JAX release since 0.4.30 (tools/gen_lapack_testdata.py --jax):
+/// the same cases, each run where that JAX could export it. JAX 0.4.30 and 0.4.38 wrote the
+/// LAPACK kernels of before their FFI form (`lapack_sgetrf`, `blas_strsm`, ...) and 0.5.3 a
+/// three-operand `lapack_?trsm_ffi`: upgraded on load. `cases` is how many each could export
+/// (the manifest lists the others with the reason).
+fn run_version(version: &str, cases: usize, legacy: bool) {
+    let (targets, ran) = run_all("cpu", version);
+    assert_eq!(ran, cases, "JAX {version}: cases exported");
+    let old: Vec<&String> = targets.iter().filter(|t| !all_ffi_targets().contains(*t)).collect();
+    assert_eq!(!old.is_empty(), legacy, "JAX {version}: pre-FFI targets {old:?}");
+}
+
+#[test]
+fn jax_0_4_30_linear_algebra_on_cpu_0_115() {
+    run_version("0.4.30", 194, true);
+}
+
+#[test]
+fn jax_0_4_38_linear_algebra_on_cpu_0_115() {
+    run_version("0.4.38", 206, true);
+}
+
+#[test]
+fn jax_0_5_3_linear_algebra_on_cpu_0_115() {
+    run_version("0.5.3", 208, false);
+}
+
+#[test]
+fn jax_0_6_2_linear_algebra_on_cpu_0_115() {
+    run_version("0.6.2", 208, false);
+}
+
+#[test]
+fn jax_0_7_2_linear_algebra_on_cpu_0_115() {
+    run_version("0.7.2", 208, false);
+}
+
+#[test]
+fn jax_0_8_3_linear_algebra_on_cpu_0_115() {
+    run_version("0.8.3", 208, false);
+}
+
+#[test]
+fn jax_0_9_2_linear_algebra_on_cpu_0_115() {
+    run_version("0.9.2", 208, false);
+}
+
+#[test]
+fn jax_0_12_0_1_linear_algebra_on_cpu_0_115() {
+    run_version("0.12.0.1", 208, false);
 }

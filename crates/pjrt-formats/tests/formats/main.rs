@@ -18,6 +18,7 @@ mod compile_cache;
 mod compile_options_pb;
 mod jax_export;
 mod jax_programs;
+mod legacy_lapack;
 #[cfg(feature = "lapack")]
 mod lapack;
 mod mapped_files;
