@@ -247,6 +247,12 @@ impl<'a> Call<'a> {
         Ok(buffer)
     }
 
+    /// How many operands the call has: the handler's declared ones, less the optional ones the
+    /// call leaves out ([`Signature::arg_optional`](super::Signature::arg_optional)).
+    pub fn arg_count(&self) -> usize {
+        self.decoded.args.len()
+    }
+
     /// Operand `i`, read as `T` (its declared element type).
     pub fn arg<T: FfiElement>(&self, i: usize) -> std::result::Result<BufferRef<'a, T>, FfiError> {
         let buffer = self.buffer_for::<T>("operand", i, &self.decoded.args)?;

@@ -71,6 +71,18 @@ pub enum FrameError {
         /// In the frame.
         found: i64,
     },
+    /// A count is outside the range the handler declares (it has optional operands).
+    #[error("the handler declares {min} to {max} {what}, but the call has {found}")]
+    CountBetween {
+        /// `"operands"`.
+        what: &'static str,
+        /// Declared without the optional ones.
+        min: usize,
+        /// Declared with the optional ones.
+        max: usize,
+        /// In the frame.
+        found: i64,
+    },
     /// A pointer the frame needs is NULL.
     #[error("{0} is a NULL pointer")]
     Null(String),
@@ -318,12 +330,20 @@ pub(crate) unsafe fn decode(frame: *const x::XLA_FFI_CallFrame, signature: &Sign
         }
     }
 
-    let n_args = check_count("operands", signature.args.len(), frame.args.size)?;
+    let n_args = if signature.optional_args == 0 {
+        check_count("operands", signature.args.len(), frame.args.size)?
+    } else {
+        let (min, max) = (signature.required_arg_count(), signature.args.len());
+        match usize::try_from(frame.args.size) {
+            Ok(n) if (min..=max).contains(&n) => n,
+            _ => return Err(FrameError::CountBetween { what: "operands", min, max, found: frame.args.size }),
+        }
+    };
     // SAFETY: `types` and `args` have `size` entries (contract).
     let arg_types = unsafe { read_array(frame.args.types.cast_const(), n_args, "the operand types") }?;
     let arg_ptrs = unsafe { read_array(frame.args.args.cast_const(), n_args, "the operands") }?;
     let mut args = Vec::with_capacity(n_args);
-    for (i, spec) in signature.args.iter().enumerate() {
+    for (i, spec) in signature.args.iter().take(n_args).enumerate() {
         let what = format!("operand {i}");
         if arg_types[i] != x::XLA_FFI_ArgType::BUFFER {
             return Err(FrameError::Tag { what, tag: arg_types[i].0, expected: "BUFFER (1)" });

@@ -62,6 +62,8 @@ impl AttrSpec {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Signature {
     pub(crate) args: Vec<BufferSpec>,
+    /// How many of the last `args` a call may leave out ([`Signature::arg_optional`]).
+    pub(crate) optional_args: usize,
     pub(crate) rets: Vec<BufferSpec>,
     pub(crate) attrs: Vec<(String, AttrSpec)>,
 }
@@ -73,8 +75,28 @@ impl Signature {
     }
 
     /// One more operand: a buffer of `T` of `rank`.
+    ///
+    /// # Panics
+    /// After an [`Signature::arg_optional`]: optional operands come last.
     pub fn arg<T: FfiElement>(mut self, rank: Rank) -> Signature {
+        assert!(self.optional_args == 0, "Signature::arg after arg_optional: optional operands come last");
         self.args.push(BufferSpec { dtype: T::DATA_TYPE, rank: rank.into(), alias: None });
+        self
+    }
+
+    /// One more operand that a call may leave out: a buffer of `T` of `rank`, when the call
+    /// has it (the optional operands come last; a call has a prefix of them). The handler asks
+    /// [`Call::arg_count`](super::Call::arg_count) how many the call has.
+    ///
+    /// ```
+    /// use pjrt_client::ffi::{Rank, Signature};
+    /// // JAX 0.5's triangular solve passed a scalar alpha as a third operand; today's does not.
+    /// let trsm = Signature::new().arg::<f32>(Rank::Any).arg::<f32>(Rank::Any).arg_optional::<f32>(Rank::Exact(0));
+    /// assert_eq!((trsm.arg_count(), trsm.required_arg_count()), (3, 2));
+    /// ```
+    pub fn arg_optional<T: FfiElement>(mut self, rank: Rank) -> Signature {
+        self.args.push(BufferSpec { dtype: T::DATA_TYPE, rank: rank.into(), alias: None });
+        self.optional_args += 1;
         self
     }
 
@@ -126,9 +148,14 @@ impl Signature {
         self
     }
 
-    /// The number of operands.
+    /// The number of operands (with the optional ones).
     pub fn arg_count(&self) -> usize {
         self.args.len()
+    }
+
+    /// The number of operands every call has (without the optional ones).
+    pub fn required_arg_count(&self) -> usize {
+        self.args.len() - self.optional_args
     }
 
     /// The number of results.

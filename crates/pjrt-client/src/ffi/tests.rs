@@ -358,3 +358,31 @@ fn randomized_frames_decode_or_fail_cleanly() {
         fuzz_frame(data);
     }
 }
+
+#[test]
+fn optional_operands_may_be_left_out_and_no_more() {
+    let sig =
+        Signature::new().arg::<f32>(Rank::Exact(1)).arg_optional::<f32>(Rank::Exact(0)).ret::<f32>(Rank::Exact(1));
+    let counts = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let c2 = counts.clone();
+    let handler = Handler::new("t", sig.clone(), move |call: &Call| {
+        c2.lock().unwrap().push(call.arg_count());
+        if call.arg_count() == 2 {
+            assert_eq!(call.arg::<f32>(1)?.as_slice().len(), 1);
+        } else {
+            assert!(call.arg::<f32>(1).is_err());
+        }
+        Ok(())
+    });
+    for args in [vec![f32s(&[3])], vec![f32s(&[3]), f32s(&[])]] {
+        let mut built = Built::new(&args, &[f32s(&[3])], &[]);
+        // SAFETY: a frame owned by `built`.
+        unsafe { handler.call_frame(built.frame()) }.unwrap();
+    }
+    assert_eq!(*counts.lock().unwrap(), [1, 2]);
+    for args in [vec![], vec![f32s(&[3]), f32s(&[]), f32s(&[])]] {
+        let found = args.len() as i64;
+        let mut built = Built::new(&args, &[f32s(&[3])], &[]);
+        assert_eq!(decode_err(&mut built, &sig), FrameError::CountBetween { what: "operands", min: 1, max: 2, found });
+    }
+}
