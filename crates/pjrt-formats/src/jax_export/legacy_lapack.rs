@@ -699,8 +699,9 @@ fn build(call: &Call<'_>, plan: Plan, scope: &Scope) -> Result<Vec<Op>, LegacyLa
         ),
         ("output_operand_aliases".to_owned(), Attr::Array(aliases)),
         ("result_layouts".to_owned(), Attr::Array(plan.results.iter().map(|&i| result_layouts[i].clone()).collect())),
-        // StableHLO's place for a typed FFI call's attributes (JAX writes the same dictionary as
-        // `mhlo.backend_config`, which a portable artifact does not carry to the plugin).
+        // A typed FFI call (api_version 4) takes its attributes from `backend_config`, StableHLO's
+        // place for them. (JAX writes the same dictionary as `mhlo.backend_config` with the default
+        // api_version; with api_version 4, XLA reads `backend_config`, empty when left out.)
         ("backend_config".to_owned(), Attr::Dict(plan.config)),
     ];
     attributes.extend(op.attributes.iter().filter(|(n, _)| !REPLACED.contains(&n.as_str())).cloned());
