@@ -192,7 +192,7 @@ pub enum JaxExportError {
     /// them) that cannot be upgraded to today's `lapack_*_ffi` call
     /// ([`crate::jax_export::upgrade_legacy_lapack`]).
     #[error(transparent)]
-    LegacyLapack(#[from] crate::jax_export::LegacyLapackError),
+    LegacyLapack(#[from] LegacyLapackError),
     /// The executable returned another number of outputs than the export lists.
     #[error("the module returned {returned} outputs but the export lists {listed}")]
     OutputCount {
@@ -350,4 +350,27 @@ fn version_advice(version: u16) -> &'static str {
         "it is newer than this crate: export the model with JAX 0.12 or older (jax.export of JAX 0.10 to 0.12 is \
          read), or use a newer pjrt-formats"
     }
+}
+
+/// Why a pre-FFI LAPACK custom call cannot be upgraded to its FFI form.
+///
+/// ```
+/// use pjrt_formats::jax_export::LegacyLapackError;
+/// let e = LegacyLapackError::Refused { target: "lapack_sgees".into(), reason: "sort = 'S'".into() };
+/// assert!(e.to_string().contains("lapack_sgees"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LegacyLapackError {
+    /// The call is not one jaxlib wrote, or it asks for what the FFI call cannot do.
+    #[error(
+        "the custom call {target} (a LAPACK kernel of jaxlib before its FFI form, as JAX 0.4.30 and 0.4.38 wrote them) \
+         cannot be upgraded to its FFI form: {reason}; export the model again with JAX 0.5 or newer"
+    )]
+    Refused {
+        /// The custom-call target.
+        target: String,
+        /// What differs from jaxlib's layout of the call.
+        reason: String,
+    },
 }

@@ -8,7 +8,7 @@ mod jax_export;
 
 pub use artifact::ArtifactError;
 pub use binding::BindingError;
-pub use jax_export::{InputOrOutput, JaxExportError, Unrunnable};
+pub use jax_export::{InputOrOutput, JaxExportError, LegacyLapackError, Unrunnable};
 
 use crate::npy::NpyError;
 use crate::safetensors::SafetensorsError;

@@ -40,28 +40,7 @@ use std::collections::{HashMap, HashSet};
 
 use pjrt_stablehlo::ir::{Attr, DenseData, Dim, ElementType, Module, Op, TensorType, Type, Value};
 
-/// Why a pre-FFI LAPACK custom call cannot be upgraded to its FFI form.
-///
-/// ```
-/// use pjrt_formats::jax_export::LegacyLapackError;
-/// let e = LegacyLapackError::Refused { target: "lapack_sgees".into(), reason: "sort = 'S'".into() };
-/// assert!(e.to_string().contains("lapack_sgees"));
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum LegacyLapackError {
-    /// The call is not one jaxlib wrote, or it asks for what the FFI call cannot do.
-    #[error(
-        "the custom call {target} (a LAPACK kernel of jaxlib before its FFI form, as JAX 0.4.30 and 0.4.38 wrote them) \
-         cannot be upgraded to its FFI form: {reason}; export the model again with JAX 0.5 or newer"
-    )]
-    Refused {
-        /// The custom-call target.
-        target: String,
-        /// What differs from jaxlib's layout of the call.
-        reason: String,
-    },
-}
+use crate::error::LegacyLapackError;
 
 /// Rewrites every pre-FFI LAPACK custom call of `module` (and JAX 0.5.x's three-operand
 /// `lapack_?trsm_ffi`) into today's FFI call (see the [module docs](self)); returns how many it

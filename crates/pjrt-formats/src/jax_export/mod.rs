@@ -39,10 +39,10 @@ mod runner;
 mod schema;
 mod shardings;
 
-pub use crate::error::{InputOrOutput, JaxExportError, Unrunnable};
+pub use crate::error::{InputOrOutput, JaxExportError, LegacyLapackError, Unrunnable};
 pub use arguments::ModuleArgument;
 pub use kept::KeptExecutables;
-pub use legacy_lapack::{may_call_legacy_lapack, upgrade_legacy_lapack, LegacyLapackError};
+pub use legacy_lapack::{may_call_legacy_lapack, upgrade_legacy_lapack};
 pub use model::{Aval, Dim, MemorySpace, PyTree};
 pub use polymorphic::{refined_program, InputShape};
 pub use runner::Runner;
