@@ -1,40 +1,4 @@
-//! JAX's LAPACK custom calls of before their FFI form, upgraded on load: exports of JAX 0.4.30
-//! (and, for some routines, 0.4.38) call `lapack_sgetrf`, `lapack_dpotrf`, `blas_strsm`, ... (jaxlib's `lapack.py` of
-//! then: descriptor scalars such as the batch size, `m`, `n` and workspace sizes as operands,
-//! workspaces as extra results), which no jaxlib and no plugin serves any longer. Each such call
-//! is rewritten in the module, before it is compiled, into the `lapack_*_ffi` call that JAX
-//! writes today for the same routine (the one pjrt-lapack serves): the matrix operands only,
-//! the options as `mhlo.backend_config` attributes, the same results without the workspaces.
-//! JAX 0.5.x's `lapack_?trsm_ffi` with a third operand (the scalar `alpha`, always 1 in JAX's
-//! lowering) becomes the two-operand call of today.
-//!
-//! Every descriptor operand must be a constant this module can evaluate (a `stablehlo.constant`,
-//! or products, sums and conversions of them, as jaxlib wrote them) and must agree with the
-//! shapes of the matrices; every result that the FFI call does not have must be unused (a
-//! workspace), or be an `info` that only an illegal argument sets (`?geqrf`, `?orgqr`), which is
-//! then a constant 0. Anything else is refused ([`LegacyLapackError`]), naming the call and
-//! what differs: the upgrade never guesses.
-//!
-//! ```
-//! use pjrt_formats::jax_export::upgrade_legacy_lapack;
-//! // JAX 0.4.30's jnp.linalg.cholesky of one 2x2 matrix (the custom call and its operands).
-//! let mut module = pjrt_stablehlo::parse_text(r#"
-//! func.func public @main(%a: tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<i32>) {
-//!   %lower = stablehlo.constant dense<1> : tensor<i32>
-//!   %batch = stablehlo.constant dense<1> : tensor<i32>
-//!   %n = stablehlo.constant dense<2> : tensor<i32>
-//!   %l:2 = stablehlo.custom_call @lapack_spotrf(%lower, %batch, %n, %a) {api_version = 2 : i32,
-//!       operand_layouts = [dense<> : tensor<0xindex>, dense<> : tensor<0xindex>, dense<> : tensor<0xindex>, dense<[0, 1]> : tensor<2xindex>],
-//!       output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [0], operand_index = 3, operand_tuple_indices = []>],
-//!       result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<> : tensor<0xindex>]}
-//!       : (tensor<i32>, tensor<i32>, tensor<i32>, tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<i32>)
-//!   return %l#0, %l#1 : tensor<2x2xf32>, tensor<i32>
-//! }"#).unwrap();
-//! assert_eq!(upgrade_legacy_lapack(&mut module)?, 1);
-//! let text = pjrt_stablehlo::print(&module);
-//! assert!(text.contains("lapack_spotrf_ffi") && text.contains("uplo = 76 : ui8"), "{text}");
-//! # Ok::<(), pjrt_formats::jax_export::LegacyLapackError>(())
-//! ```
+//! The upgrade of jaxlib's pre-FFI LAPACK custom calls: [`upgrade_legacy_lapack`].
 
 use std::collections::{HashMap, HashSet};
 
@@ -42,9 +6,45 @@ use pjrt_stablehlo::ir::{Attr, DenseData, Dim, ElementType, Module, Op, TensorTy
 
 use crate::error::LegacyLapackError;
 
-/// Rewrites every pre-FFI LAPACK custom call of `module` (and JAX 0.5.x's three-operand
-/// `lapack_?trsm_ffi`) into today's FFI call (see the [module docs](self)); returns how many it
-/// rewrote. On an error the module may be partly rewritten: drop it.
+/// JAX's LAPACK custom calls of before their FFI form, upgraded on load: exports of JAX 0.4.30
+/// (and, for some routines, 0.4.38) call `lapack_sgetrf`, `lapack_dpotrf`, `blas_strsm`, ... (jaxlib's `lapack.py` of
+/// then: descriptor scalars such as the batch size, `m`, `n` and workspace sizes as operands,
+/// workspaces as extra results), which no jaxlib and no plugin serves any longer. Each such call
+/// is rewritten in the module, before it is compiled, into the `lapack_*_ffi` call that JAX
+/// writes today for the same routine (the one pjrt-lapack serves): the matrix operands only,
+/// the options as `mhlo.backend_config` attributes, the same results without the workspaces.
+/// JAX 0.5.x's `lapack_?trsm_ffi` with a third operand (the scalar `alpha`, always 1 in JAX's
+/// lowering) becomes the two-operand call of today.
+///
+/// Every descriptor operand must be a constant this module can evaluate (a `stablehlo.constant`,
+/// or products, sums and conversions of them, as jaxlib wrote them) and must agree with the
+/// shapes of the matrices; every result that the FFI call does not have must be unused (a
+/// workspace), or be an `info` that only an illegal argument sets (`?geqrf`, `?orgqr`), which is
+/// then a constant 0. Anything else is refused ([`LegacyLapackError`]), naming the call and
+/// what differs: the upgrade never guesses.
+///
+/// ```
+/// use pjrt_formats::jax_export::upgrade_legacy_lapack;
+/// // JAX 0.4.30's jnp.linalg.cholesky of one 2x2 matrix (the custom call and its operands).
+/// let mut module = pjrt_stablehlo::parse_text(r#"
+/// func.func public @main(%a: tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<i32>) {
+///   %lower = stablehlo.constant dense<1> : tensor<i32>
+///   %batch = stablehlo.constant dense<1> : tensor<i32>
+///   %n = stablehlo.constant dense<2> : tensor<i32>
+///   %l:2 = stablehlo.custom_call @lapack_spotrf(%lower, %batch, %n, %a) {api_version = 2 : i32,
+///       operand_layouts = [dense<> : tensor<0xindex>, dense<> : tensor<0xindex>, dense<> : tensor<0xindex>, dense<[0, 1]> : tensor<2xindex>],
+///       output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [0], operand_index = 3, operand_tuple_indices = []>],
+///       result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<> : tensor<0xindex>]}
+///       : (tensor<i32>, tensor<i32>, tensor<i32>, tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<i32>)
+///   return %l#0, %l#1 : tensor<2x2xf32>, tensor<i32>
+/// }"#).unwrap();
+/// assert_eq!(upgrade_legacy_lapack(&mut module)?, 1);
+/// let text = pjrt_stablehlo::print(&module);
+/// assert!(text.contains("lapack_spotrf_ffi") && text.contains("uplo = 76 : ui8"), "{text}");
+/// # Ok::<(), pjrt_formats::jax_export::LegacyLapackError>(())
+/// ```
+///
+/// Returns how many calls it rewrote. On an error the module may be partly rewritten: drop it.
 pub fn upgrade_legacy_lapack(module: &mut Module) -> Result<usize, LegacyLapackError> {
     let mut count = 0;
     for op in &mut module.ops {
