@@ -22,12 +22,16 @@ impl JaxExport {
     /// wrote them) is upgraded first ([`super::upgrade_legacy_lapack`]); the program is then the
     /// upgraded module ([`super::refined_program`]).
     pub fn program(&self) -> Result<Program> {
-        let program = if may_call_legacy_lapack(&self.mlir_module) {
+        let mut upgraded = None;
+        if may_call_legacy_lapack(&self.mlir_module) {
             let mut module = (*self.module_ir()?).clone();
-            upgrade_legacy_lapack(&mut module).map_err(JaxExportError::from)?;
-            refined_program(&module)?
-        } else {
-            Program::mlir_bytecode(self.mlir_module.clone())?
+            if upgrade_legacy_lapack(&mut module).map_err(JaxExportError::from)? > 0 {
+                upgraded = Some(refined_program(&module)?);
+            }
+        }
+        let program = match upgraded {
+            Some(program) => program,
+            None => Program::mlir_bytecode(self.mlir_module.clone())?,
         };
         Ok(match self.module_parameters() {
             Some(parameters) => program.with_parameters(parameters),

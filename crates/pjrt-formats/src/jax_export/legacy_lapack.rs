@@ -12,9 +12,10 @@ use crate::error::LegacyLapackError;
 /// workspaces as extra results), which no jaxlib and no plugin serves any longer. Each such call
 /// is rewritten in the module, before it is compiled, into the `lapack_*_ffi` call that JAX
 /// writes today for the same routine (the one pjrt-lapack serves): the matrix operands only,
-/// the options as `mhlo.backend_config` attributes, the same results without the workspaces.
-/// JAX 0.5.x's `lapack_?trsm_ffi` with a third operand (the scalar `alpha`, always 1 in JAX's
-/// lowering) becomes the two-operand call of today.
+/// the options as the FFI call's attributes, the same results without the workspaces. JAX
+/// 0.4.38-0.5.x's `lapack_?trsm_ffi` with a third operand (the scalar `alpha`, always 1 in JAX's
+/// lowering) becomes the two-operand call of today here (pjrt-lapack's handler also takes it
+/// as it is, so [`JaxExport`](super::JaxExport) leaves it to the handler).
 ///
 /// Every descriptor operand must be a constant this module can evaluate (a `stablehlo.constant`,
 /// or products, sums and conversions of them, as jaxlib wrote them) and must agree with the
@@ -53,12 +54,13 @@ pub fn upgrade_legacy_lapack(module: &mut Module) -> Result<usize, LegacyLapackE
     Ok(count)
 }
 
-/// Whether a module's bytes (MLIR bytecode or text) may hold a call [`upgrade_legacy_lapack`]
-/// rewrites: a cheap test before the module is read.
+/// Whether a module's bytes (MLIR bytecode or text) may name a pre-FFI LAPACK target that
+/// [`upgrade_legacy_lapack`] rewrites: a cheap test before the module is read.
 ///
 /// ```
 /// assert!(pjrt_formats::jax_export::may_call_legacy_lapack(b"@lapack_sgetrf("));
 /// assert!(!pjrt_formats::jax_export::may_call_legacy_lapack(b"@lapack_sgetrf_ffi("));
+/// assert!(pjrt_formats::jax_export::may_call_legacy_lapack(b"\x0bblas_ztrsmA")); // then a length byte
 /// ```
 pub fn may_call_legacy_lapack(bytes: &[u8]) -> bool {
     let is_ident = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
@@ -75,7 +77,11 @@ pub fn may_call_legacy_lapack(bytes: &[u8]) -> bool {
         };
         let len = rest.iter().take_while(|&&b| is_ident(b)).count();
         let name = std::str::from_utf8(&rest[..len]).unwrap_or("");
-        if (i == 0 || !is_ident(bytes[i - 1])) && (legacy_routine(name).is_some() || name.ends_with("trsm_ffi")) {
+        // A name in bytecode may run into the next string's length byte (a letter, say): a
+        // legacy name followed by anything but `_` counts.
+        let named = (prefix + 5..=len.min(prefix + 6))
+            .any(|end| legacy_routine(&name[..end]).is_some() && name.as_bytes().get(end) != Some(&b'_'));
+        if (i == 0 || !is_ident(bytes[i - 1])) && named {
             return true;
         }
         i += len.max(prefix);
