@@ -392,6 +392,15 @@ fn upgrade_call(op: &Op, scope: &Scope) -> Result<Option<Vec<Op>>, LegacyLapackE
 /// The plan for a pre-FFI call of `routine` (type `letter`), from jaxlib's layout of its operands
 /// and results (jaxlib 0.4.30's and 0.4.38's `lapack.py`).
 fn plan_legacy(call: &Call<'_>, letter: char, routine: &str) -> Result<Plan, LegacyLapackError> {
+    if call.op.attr("indices_of_shape_operands").is_some() {
+        // A shape-polymorphic export passes each result's shape as one more operand, and its
+        // descriptors (the batch size) are computed from the dimension variables, which reach
+        // the call as arguments of a private function, even once the module is refined.
+        return Err(call.refuse(
+            "it is of a shape-polymorphic export (indices_of_shape_operands), whose descriptors this upgrade does \
+             not evaluate: export with concrete shapes",
+        ));
+    }
     let arity = |n: usize| {
         if call.op.operands.len() == n {
             Ok(())

@@ -134,3 +134,15 @@ fn gees_with_sorting_is_refused() {
     let e = refusal(module("%a: tensor<2x2xf32>", &body, "%r#0", "tensor<2x2xf32>"));
     assert!(e.contains("lapack_sgees") && e.contains("sort"), "{e}");
 }
+
+#[test]
+fn a_shape_polymorphic_call_is_refused() {
+    // JAX 0.4.30's shape-polymorphic form: the results' shapes as more operands, named by this
+    // attribute (left out here: the refusal comes first).
+    let text = pjrt_stablehlo::print(&potrf(3, 1)).replace(
+        "call_target_name = \"lapack_spotrf\"",
+        "call_target_name = \"lapack_spotrf\", indices_of_shape_operands = dense<[4, 5]> : tensor<2xi64>",
+    );
+    let e = refusal(pjrt_stablehlo::parse_text(&text).unwrap());
+    assert!(e.contains("shape-polymorphic"), "{e}");
+}
