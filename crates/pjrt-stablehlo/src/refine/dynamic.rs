@@ -197,9 +197,10 @@ pub(crate) fn custom_call(
             Ok((CustomCall::Keep, Some(vec![dims.clone(), dims])))
         }
         // JAX before 0.9 writes a lax.top_k with symbolic shapes as this custom call (which
-        // today's XLA no longer implements), its k in `mhlo.attributes` (a static number): it
-        // becomes chlo.top_k, whose results are the operand's shape with its last dimension k.
-        "mhlo.topk" => {
+        // today's XLA does not implement once refined), its k in `mhlo.attributes` (a static
+        // number): it becomes chlo.top_k, whose results are the operand's shape with its last
+        // dimension k. Of static shapes (a static module) it stays as JAX wrote it.
+        "mhlo.topk" if !op.results.iter().all(|r| super::shapes::is_static(&r.ty)) => {
             let attributes = match op.attr("mhlo.attributes") {
                 Some(Attr::Dict(d)) => d.clone(),
                 _ => Vec::new(),
