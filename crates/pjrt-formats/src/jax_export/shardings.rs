@@ -184,3 +184,39 @@ impl JaxExport {
         self.mlir_module.windows(4).any(|w| w == b"sdy.")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proto(s: OpSharding) -> Vec<u8> {
+        prost::Message::encode_to_vec(&s)
+    }
+
+    fn tiled(dims: &[i64]) -> OpSharding {
+        OpSharding { kind: op_sharding::OTHER, tile_assignment_dimensions: dims.to_vec(), ..Default::default() }
+    }
+
+    #[test]
+    fn hlo_shardings_split_over_every_device_in_order_or_are_refused() {
+        // What JAX 0.4.30 writes for rows over 4 devices: tiles [4, 1], an iota of 4.
+        let rows = OpSharding { iota_reshape_dims: vec![4], iota_transpose_perm: vec![0], ..tiled(&[4, 1]) };
+        assert_eq!(hlo_sharding_layout(&proto(rows), 4), Ok(Sharding::Split(0)));
+        let listed = OpSharding { tile_assignment_devices: vec![0, 1, 2, 3], ..tiled(&[1, 4]) };
+        assert_eq!(hlo_sharding_layout(&proto(listed), 4), Ok(Sharding::Split(1)));
+        assert_eq!(hlo_sharding_layout(&[], 4), Ok(Sharding::Replicated));
+        // Devices out of order, a transposed iota, another device count, two split dimensions,
+        // partial replication, a maximal sharding: refused, saying what they are.
+        let shuffled = OpSharding { tile_assignment_devices: vec![1, 0, 2, 3], ..tiled(&[4, 1]) };
+        assert!(hlo_sharding_layout(&proto(shuffled), 4).unwrap_err().contains("devices [1, 0, 2, 3]"));
+        let transposed = OpSharding { iota_reshape_dims: vec![2, 2], iota_transpose_perm: vec![1, 0], ..tiled(&[4]) };
+        assert!(hlo_sharding_layout(&proto(transposed), 4).is_err());
+        assert!(hlo_sharding_layout(&proto(tiled(&[2, 1])), 4).unwrap_err().contains("tiles [2, 1]"));
+        assert!(hlo_sharding_layout(&proto(tiled(&[2, 2])), 4).is_err());
+        let partial = OpSharding { replicate_on_last_tile_dim: true, ..tiled(&[2, 1, 2]) };
+        assert!(hlo_sharding_layout(&proto(partial), 4).unwrap_err().contains("partially replicated"));
+        let maximal = OpSharding { kind: 1, ..Default::default() };
+        assert!(hlo_sharding_layout(&proto(maximal), 4).unwrap_err().contains("type 1"));
+        assert!(hlo_sharding_layout(&[0xff], 4).is_err());
+    }
+}
