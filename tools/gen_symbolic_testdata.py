@@ -6,14 +6,15 @@ Every case below is a small JAX function exported with symbolic dimensions
 arguments share their dimension variables and constraints), for the CPU.  The
 model is then called by JAX itself (``exp.call``, after a serialize /
 deserialize round trip) at a few concrete shapes, and at shapes that break a
-constraint or a shared dimension, where JAX refuses.  For JAX 0.10.2 it writes
+constraint or a shared dimension, where JAX refuses.  For the JAX version V given
+by ``--jax`` it writes
 
-    tests/data/jax_export/symbolic/jax-0.10.2/<case>/model.jaxexport   (exp.serialize())
-    tests/data/jax_export/symbolic/jax-0.10.2/<case>/program.mlir      (exp.mlir_module(), JAX's text)
-    tests/data/jax_export/symbolic/jax-0.10.2/<case>/ok<k>/in<i>.npy   (inputs in the order of in_avals)
-    tests/data/jax_export/symbolic/jax-0.10.2/<case>/ok<k>/out<j>.npy  (JAX's results, order of out_avals)
-    tests/data/jax_export/symbolic/jax-0.10.2/<case>/bad<k>/in<i>.npy  (inputs JAX refuses)
-    tests/data/jax_export/symbolic/jax-0.10.2/manifest.json
+    tests/data/jax_export/symbolic/jax-V/<case>/model.jaxexport   (exp.serialize())
+    tests/data/jax_export/symbolic/jax-V/<case>/program.mlir      (exp.mlir_module(), JAX's text; 0.10.2 only)
+    tests/data/jax_export/symbolic/jax-V/<case>/ok<k>/in<i>.npy   (inputs in the order of in_avals)
+    tests/data/jax_export/symbolic/jax-V/<case>/ok<k>/out<j>.npy  (JAX's results, order of out_avals)
+    tests/data/jax_export/symbolic/jax-V/<case>/bad<k>/in<i>.npy  (inputs JAX refuses)
+    tests/data/jax_export/symbolic/jax-V/manifest.json
 
 The manifest gives, per case, the symbolic shape of every argument (the strings
 given to ``symbolic_shape``), the constraints, the concrete dims of each "ok"
@@ -22,10 +23,21 @@ tolerances, and for each bad set the exception JAX raised (``str(e)`` and the
 type's name).  The script prints, per case, the operations and custom-call
 targets the module uses.
 
-The script runs itself again in ``target/jax-venv-0.10.2`` (tools/jax_venv.py;
-made on first use).  Rerun from the repository root with any python3:
+The script runs itself again in ``target/jax-venv-V`` (tools/jax_venv.py; made
+on first use).  Rerun from the repository root with any python3:
 
-    python3 tools/gen_symbolic_testdata.py
+    python3 tools/gen_symbolic_testdata.py --jax 0.10.2
+
+The other releases of tools/jax_venv.py (every JAX minor release since 0.4.30,
+issue 51) write the same cases (the inputs are the same draws) but no
+``program.mlir``: the test data of those releases is their serialized models
+(the text of JAX 0.10.2 stands for the MLIR text path), which keeps the
+committed data small.  Their manifests also give, per case, the artifact's
+serialization version, calling convention version, StableHLO version and MLIR
+bytecode version, and list in ``not_exported`` (with JAX's error) a case that
+release cannot export.  Without ``jax.set_mesh`` (before 0.7) the multi-device
+case is called in a ``jax.jit`` with its shardings; without ``jax.make_mesh``
+its mesh is a ``Mesh`` of the first devices.
 
 Cases are appended at the end of ``cases()`` only: inputs come from one seeded
 generator in order, so the data of the earlier cases stays the same.  ``--only
@@ -47,14 +59,18 @@ import sys
 
 sys.dont_write_bytecode = True  # importing jax_venv leaves no tools/__pycache__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from jax_venv import REPO, reexec_in_venv  # noqa: E402
+from jax_venv import JAX_RELEASES, REPO, reexec_in_venv  # noqa: E402
 
-JAX_VERSION = "0.10.2"
 ARGS = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+ARGS.add_argument("--jax", required=True, choices=sorted(JAX_RELEASES),
+                  help="the JAX version to export with (its venv is made in target/ when needed)")
 ARGS.add_argument("--only", metavar="NAME[,NAME...]",
                   help="write only these cases, keeping the other cases' files and manifest entries")
 OPTIONS = ARGS.parse_args()
+JAX_VERSION = OPTIONS.jax
 reexec_in_venv(JAX_VERSION)
+# The release whose data holds program.mlir and whose manifest predates the per-case header fields.
+TEXT_RELEASE = "0.10.2"
 
 os.environ["JAX_PLATFORMS"] = "cpu"
 # Two CPU devices for the multi-device case (sharded_batch).
@@ -288,7 +304,11 @@ def cases():
                shapes=["b, 4"], ok=[[[1, 4]], [[3, 4]], [[5, 4]]], bad=[[[0, 4]]], rtol=1e-6, atol=1e-6,
                out_dtypes=[F32, "uint32"])
     from jax.sharding import NamedSharding, PartitionSpec as P
-    mesh = jax.make_mesh((2,), ("x",))
+    if hasattr(jax, "make_mesh"):
+        mesh = jax.make_mesh((2,), ("x",))
+    else:
+        from jax.sharding import Mesh
+        mesh = Mesh(np.array(jax.devices()[:2]), ("x",))
     rows, whole = NamedSharding(mesh, P("x", None)), NamedSharding(mesh, P())
     # The batch must be even, 2*k (JAX refuses to split a plain b in 2): each device takes k rows.
     yield dict(name="sharded_batch", fun=sharded_batch,
@@ -361,17 +381,34 @@ def inventory(text):
     return sorted(ops), sorted(set(TARGET_RE.findall(text))), sorted(set(FUNC_RE.findall(text)))
 
 
-def call(exp, inputs):
-    return [np.asarray(o) for o in jax.tree_util.tree_leaves(exp.call(*inputs))]
+def call(exp, inputs, case=None):
+    if case is not None and "mesh" in case and not hasattr(jax, "set_mesh"):
+        # Before jax.set_mesh the call takes its devices from a jit with the export's shardings.
+        outs = jax.jit(exp.call, **case["jit"])(*inputs)
+    else:
+        outs = exp.call(*inputs)
+    return [np.asarray(o) for o in jax.tree_util.tree_leaves(outs)]
 
 
-def refusal(exp, inputs):
+def refusal(exp, inputs, case=None):
     """What JAX raises when `exp` is called on `inputs`: (str, type name, str of its cause or None)."""
     try:
-        call(exp, inputs)
+        call(exp, inputs, case)
     except Exception as e:  # noqa: BLE001 (whatever JAX raises is the answer)
         return str(e), type(e).__name__, None if e.__cause__ is None else str(e.__cause__)
     raise AssertionError(f"JAX accepted inputs of shapes {[list(a.shape) for a in inputs]}")
+
+
+def header_fields(serialized):
+    """The artifact's serialization version, the module's StableHLO version (bytecode producer)
+    and MLIR bytecode version (the varint after the magic ``ML\\xefR``)."""
+    from jax._src.export import serialization_generated as ser_flatbuf
+    root = ser_flatbuf.Exported.GetRootAsExported(bytearray(serialized), 0)
+    module = root.MlirModuleSerializedAsNumpy().tobytes()
+    assert module[:4] == b"ML\xefR" and module[4] & 1, module[:5]
+    stablehlo = re.search(rb"StableHLO_v([0-9]+\.[0-9]+\.[0-9]+)", module)
+    return {"serialization_version": root.SerializationVersion(), "stablehlo_version": stablehlo.group(1).decode(),
+            "bytecode_version": module[4] >> 1}
 
 
 def dtype_name(a):
@@ -392,7 +429,9 @@ def input_sets(case, rng):
 
 def in_mesh(case):
     """A multi-device export is called inside its mesh."""
-    return jax.set_mesh(case["mesh"]) if "mesh" in case else contextlib.nullcontext()
+    if "mesh" in case and hasattr(jax, "set_mesh"):
+        return jax.set_mesh(case["mesh"])
+    return contextlib.nullcontext()
 
 
 def write_case(case, rng):
@@ -409,8 +448,9 @@ def write_case(case, rng):
         f.write(serialized)
     # JAX's own MLIR text of the module (what `pjrt run program.mlir` refines, issue 33).
     text = exp.mlir_module()
-    with open(os.path.join(out_dir, "program.mlir"), "w") as f:
-        f.write(text)
+    if JAX_VERSION == TEXT_RELEASE:
+        with open(os.path.join(out_dir, "program.mlir"), "w") as f:
+            f.write(text)
     # The answers are the artifact's (JAX's own deserializer, then call); the exported object
     # must agree with them.
     loaded = export.deserialize(serialized)
@@ -419,6 +459,8 @@ def write_case(case, rng):
              "in_avals": [str(a) for a in exp.in_avals], "out_avals": [str(a) for a in exp.out_avals],
              "input_dtypes": dtypes, "output_dtypes": None, "exact": case["rtol"] == 0,
              "rtol": case["rtol"], "atol": case["atol"], "ok": [], "bad": []}
+    if JAX_VERSION != TEXT_RELEASE:
+        entry.update(calling_convention_version=exp.calling_convention_version, **header_fields(serialized))
     if exp.nr_devices > 1:  # only there, so the single-device entries stay as they were
         entry["nr_devices"] = exp.nr_devices
         entry["in_shardings"] = [str(s) for s in exp.in_shardings_jax(case["mesh"])]
@@ -432,8 +474,8 @@ def write_case(case, rng):
         record = {"dir": f"{name}/{sub}", "inputs": dims}
         if kind == "ok":
             with in_mesh(case):
-                outs = call(loaded, inputs)
-                fresh_outs = call(exp, inputs)
+                outs = call(loaded, inputs, case)
+                fresh_outs = call(exp, inputs, case)
             for o, fresh in zip(outs, fresh_outs, strict=True):
                 np.testing.assert_array_equal(o, fresh)
             for j, o in enumerate(outs):
@@ -444,14 +486,14 @@ def write_case(case, rng):
             entry["output_dtypes"] = out_dtypes
         else:
             with in_mesh(case):
-                record["error"], record["error_type"], cause = refusal(exp, inputs)
+                record["error"], record["error_type"], cause = refusal(exp, inputs, case)
             assert cause is None, (name, sub, cause)
             # JAX 0.10.2 does not serialize the constraints (serialization.py: "TODO(necula):
             # serialize the constraints"), so the deserialized model leaves them to the
             # module's shape assertions, checked during shape refinement, which may fail
             # first on an operation whose shapes the broken constraint makes invalid.
             with in_mesh(case):
-                error, error_type, cause = refusal(loaded, inputs)
+                error, error_type, cause = refusal(loaded, inputs, case)
             record["deserialized_error"], record["deserialized_error_type"] = error, error_type
             record["deserialized_error_cause"] = cause
         entry[kind].append(record)
@@ -478,7 +520,7 @@ def main():
                 "python": ".".join(map(str, sys.version_info[:3])),
                 "notes": "error/error_type: what exp.call raises on the bad inputs, exp being the Exported that "
                          "jax.export.export returned (its symbolic scope holds the constraints). "
-                         "deserialized_error*: the same call on export.deserialize(model bytes): JAX 0.10.2 does "
+                         f"deserialized_error*: the same call on export.deserialize(model bytes): JAX {JAX_VERSION} does "
                          "not serialize the constraints, so they are checked only by the module's shape_assertion "
                          "custom calls during shape refinement, which can first fail on an operation instead "
                          "(the cause is then that operation's error); ok outputs are the deserialized model's, "
@@ -494,7 +536,16 @@ def main():
             continue
         if os.path.isdir(os.path.join(ROOT, case["name"])):
             shutil.rmtree(os.path.join(ROOT, case["name"]))
-        entry, ops, targets, funcs, messages = write_case(case, rng)
+        try:
+            entry, ops, targets, funcs, messages = write_case(case, rng)
+        except Exception as e:  # noqa: BLE001 (what this JAX cannot export is recorded, with why)
+            if JAX_VERSION == TEXT_RELEASE:
+                raise
+            shutil.rmtree(os.path.join(ROOT, case["name"]), ignore_errors=True)
+            reason = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            manifest.setdefault("not_exported", []).append({"name": case["name"], "reason": reason[:400]})
+            print(f"{case['name']}: NOT EXPORTED: {reason}")
+            continue
         manifest["cases"].append(entry)
         all_messages.update(messages)
         print(f"{entry['name']}: ops {' '.join(ops)}; custom_call {' '.join(targets) or '-'}; "

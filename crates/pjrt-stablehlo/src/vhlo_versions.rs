@@ -55,8 +55,11 @@ pub(crate) struct Range {
 }
 
 impl Range {
+    /// A maximum holds for every patch release of its minor version: StableHLO adds op versions
+    /// only in a new minor version, and JAX wrote patch releases (1.8.2 with exponential_v1,
+    /// whose range ends at 1.8.0; 1.13.7 with composite_v1, ending at 1.13.0).
     pub(crate) fn contains(&self, v: StableHloVersion) -> bool {
-        self.min <= v && self.max.is_none_or(|m| v <= m)
+        self.min <= v && self.max.is_none_or(|m| (v.major, v.minor) <= (m.major, m.minor))
     }
 }
 
@@ -244,5 +247,15 @@ mod tests {
         assert_eq!(bytecode_version(v(1, 16, 1)), Some(6));
         assert_eq!(bytecode_version(CURRENT_VERSION), Some(6));
         assert_eq!(bytecode_version(v(1, 20, 1)), None);
+    }
+
+    #[test]
+    fn a_maximum_covers_the_patch_releases_of_its_minor() {
+        let v = pjrt_types::StableHloVersion::new;
+        let versions = super::op_versions("exponential");
+        let at = |t| versions.iter().filter(|(_, r)| r.contains(t)).map(|(n, _)| *n).collect::<Vec<_>>();
+        assert_eq!(at(v(1, 8, 0)), ["exponential_v1"]);
+        assert_eq!(at(v(1, 8, 2)), ["exponential_v1"]);
+        assert_eq!(at(v(1, 9, 0)), ["exponential_v2"]);
     }
 }

@@ -109,6 +109,7 @@ fn every_program_file_of_the_test_data_inspects() {
     walk(&crate::common::root().join("examples"), &mut files);
     assert!(files.len() >= 150, "{} files", files.len());
     let mut failures = Vec::new();
+    let mut exports = 0;
     for f in &files {
         let out = pjrt(&["inspect", s(f), "--json"]);
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -116,9 +117,17 @@ fn every_program_file_of_the_test_data_inspects() {
         // kind refused, by name.
         if !out.status.success() && !stderr.contains("MLIR bytecode of the stablehlo dialect itself") {
             failures.push(format!("{}: {stderr}", f.display()));
+        } else if f.extension().is_some_and(|e| e == "jaxexport") {
+            // A jax.export's module is read (every JAX since 0.4.30: bytecode 0 on), not only its header.
+            let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            if !j["module"]["text"].as_str().is_some_and(|t| t.contains("func.func public @main")) {
+                failures.push(format!("{}: no module text", f.display()));
+            }
+            exports += 1;
         }
     }
     assert!(failures.is_empty(), "{} of {} failed:\n{}", failures.len(), files.len(), failures.join("\n"));
+    assert!(exports >= 300, "{exports} jax.export files");
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! `pjrt run model.jaxexport --input ...` on the models in tests/data/jax_export/jax-<version>
-//! (made by tools/gen_jax_export_testdata.py with JAX 0.10.2 and 0.12.0.1): outputs equal JAX's
+//! (made by tools/gen_jax_export_testdata.py with JAX 0.4.30, 0.10.2 and 0.12.0.1): outputs equal JAX's
 //! on both CPU plugins, JAX 0.12's on the 0.106 plugin too (its StableHLO, up to 1.16.1, is
 //! older than the 1.18.0 JAX 0.12 writes: `pjrt` writes the module for 1.16.1 before
 //! compiling); what cannot run is refused with a clear message. Shape-polymorphic models (tests/data/jax_export/symbolic, made by
@@ -11,8 +11,10 @@ use serde_json::Value as Json;
 
 use crate::common::{assert_fails, pjrt, root, stderr, temp_dir, PLUGINS};
 
-/// The JAX versions whose exports are tested: the oldest and the newest.
-const JAX_VERSIONS: [&str; 2] = ["0.10.2", "0.12.0.1"];
+/// The JAX versions whose exports are run through `pjrt run`: the oldest (0.4.30: serialization
+/// version 2, bytecode 0, HLO shardings), 0.10.2 and the newest (every release between runs in
+/// pjrt-formats' jax_export tests).
+const JAX_VERSIONS: [&str; 3] = ["0.4.30", "0.10.2", "0.12.0.1"];
 
 fn manifest_of(jax: &str) -> Json {
     let path = root().join(format!("tests/data/jax_export/jax-{jax}/manifest.json"));

@@ -266,14 +266,19 @@ pub enum Unrunnable {
         memory_space: String,
     },
     /// A multi-device model's input or output with an HLO sharding (from before JAX's named
-    /// shardings).
+    /// shardings) other than replicated or split along one dimension over every device in order.
     #[error(
-        "{value} has an HLO sharding (an export from before JAX's named shardings); only named shardings are run \
-         on several devices. Export it again with a recent JAX"
+        "{value} has an HLO sharding (an export from before JAX's named shardings) that is not replicated nor \
+         split along one dimension over all {devices} devices in device order ({what}); only those are run on \
+         several devices. Export it again with a recent JAX"
     )]
     HloSharding {
         /// Which input or output.
         value: InputOrOutput,
+        /// The model's device count.
+        devices: u32,
+        /// What the sharding is.
+        what: String,
     },
     /// A multi-device model's input or output without a sharding (the compiler chose it).
     #[error(

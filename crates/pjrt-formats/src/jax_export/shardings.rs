@@ -52,16 +52,71 @@ impl JaxSharding {
             JaxSharding::Unspecified => None,
             JaxSharding::Named(n) => Some(n.partitions.iter().all(|p| p.is_empty()) && n.unreduced.is_empty()),
             JaxSharding::HloProto(bytes) => {
-                // OpSharding.type (field 1): REPLICATED = 0, the proto default.
-                #[derive(Clone, PartialEq, prost::Message)]
-                struct OpShardingType {
-                    #[prost(int32, tag = "1")]
-                    kind: i32,
-                }
-                <OpShardingType as prost::Message>::decode(bytes.as_slice()).ok().map(|t| t.kind == 0)
+                <OpSharding as prost::Message>::decode(bytes.as_slice()).ok().map(|t| t.kind == op_sharding::REPLICATED)
             }
         }
     }
+}
+
+/// The fields of `xla.OpSharding` (xla_data.proto) this crate reads.
+#[derive(Clone, PartialEq, prost::Message)]
+struct OpSharding {
+    #[prost(int32, tag = "1")]
+    kind: i32,
+    #[prost(int64, repeated, tag = "3")]
+    tile_assignment_dimensions: Vec<i64>,
+    #[prost(int64, repeated, tag = "4")]
+    tile_assignment_devices: Vec<i64>,
+    #[prost(bool, tag = "6")]
+    replicate_on_last_tile_dim: bool,
+    #[prost(int32, repeated, tag = "8")]
+    last_tile_dims: Vec<i32>,
+    #[prost(int64, repeated, tag = "9")]
+    iota_reshape_dims: Vec<i64>,
+    #[prost(int32, repeated, tag = "10")]
+    iota_transpose_perm: Vec<i32>,
+}
+
+/// `OpSharding.Type` values.
+mod op_sharding {
+    pub(super) const REPLICATED: i32 = 0;
+    pub(super) const OTHER: i32 = 3;
+}
+
+/// The layout an HLO sharding gives over `devices` devices: replicated, or tiled along one
+/// dimension into `devices` pieces given to devices 0, 1, ... in order (the tile assignment's
+/// device list, or an iota whose transpose keeps the order). Anything else: why not.
+fn hlo_sharding_layout(bytes: &[u8], devices: usize) -> std::result::Result<Sharding, String> {
+    let s = <OpSharding as prost::Message>::decode(bytes).map_err(|e| format!("not a valid OpSharding: {e}"))?;
+    match s.kind {
+        op_sharding::REPLICATED => return Ok(Sharding::Replicated),
+        op_sharding::OTHER => {}
+        kind => return Err(format!("OpSharding type {kind}")),
+    }
+    if s.replicate_on_last_tile_dim || !s.last_tile_dims.is_empty() {
+        return Err("partially replicated tiles".to_string());
+    }
+    let split: Vec<(usize, i64)> =
+        s.tile_assignment_dimensions.iter().copied().enumerate().filter(|&(_, n)| n != 1).collect();
+    let dim = match split.as_slice() {
+        [] => return Ok(Sharding::Replicated),
+        [(dim, n)] if usize::try_from(*n).ok() == Some(devices) => *dim,
+        _ => return Err(format!("tiles {:?}", s.tile_assignment_dimensions)),
+    };
+    let in_order = if s.tile_assignment_devices.is_empty() {
+        // An iota tile assignment: devices 0..n reshaped and transposed; in order when the
+        // transpose is the identity.
+        s.iota_transpose_perm.iter().enumerate().all(|(i, &p)| usize::try_from(p).ok() == Some(i))
+    } else {
+        s.tile_assignment_devices.iter().enumerate().all(|(i, &d)| usize::try_from(d).ok() == Some(i))
+    };
+    if !in_order {
+        return Err(format!(
+            "devices {:?} (iota {:?} transposed {:?})",
+            s.tile_assignment_devices, s.iota_reshape_dims, s.iota_transpose_perm
+        ));
+    }
+    Ok(Sharding::Split(dim))
 }
 
 impl JaxExport {
@@ -70,8 +125,9 @@ impl JaxExport {
     /// [`JaxExport::module_arguments`] (the platform index, if any, is replicated), outputs in
     /// the order of [`JaxExport::out_avals`]. One device: everything is replicated. More devices:
     /// each sharding must be replicated or split along one array dimension over every mesh axis
-    /// in mesh order (what a 1-D mesh gives); others are refused ([`Unrunnable`]), as are token
-    /// arguments.
+    /// in mesh order (what a 1-D mesh gives), or, as an HLO sharding (exports of JAX before 0.9),
+    /// replicated or tiled along one dimension over every device in device order; others are
+    /// refused ([`Unrunnable`]), as are token arguments.
     pub fn device_shardings(&self) -> Result<(Vec<Sharding>, Vec<Sharding>)> {
         let devices = self.nr_devices as usize;
         let convert = |value: InputOrOutput, s: Option<&JaxSharding>| -> Result<Sharding> {
@@ -80,7 +136,10 @@ impl JaxExport {
             }
             let named = match s {
                 Some(JaxSharding::Named(n)) => n,
-                Some(JaxSharding::HloProto(_)) => return Err(Unrunnable::HloSharding { value }.into()),
+                Some(JaxSharding::HloProto(bytes)) => {
+                    return hlo_sharding_layout(bytes, devices)
+                        .map_err(|what| Unrunnable::HloSharding { value, devices: self.nr_devices, what }.into());
+                }
                 _ => return Err(Unrunnable::NoSharding { value, devices: self.nr_devices }.into()),
             };
             // Checked: a hostile mesh may claim sizes whose product overflows.
@@ -123,5 +182,41 @@ impl JaxExport {
     /// True if the module carries Shardy (`sdy`) shardings, so it is compiled with Shardy.
     pub fn uses_shardy(&self) -> bool {
         self.mlir_module.windows(4).any(|w| w == b"sdy.")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proto(s: OpSharding) -> Vec<u8> {
+        prost::Message::encode_to_vec(&s)
+    }
+
+    fn tiled(dims: &[i64]) -> OpSharding {
+        OpSharding { kind: op_sharding::OTHER, tile_assignment_dimensions: dims.to_vec(), ..Default::default() }
+    }
+
+    #[test]
+    fn hlo_shardings_split_over_every_device_in_order_or_are_refused() {
+        // What JAX 0.4.30 writes for rows over 4 devices: tiles [4, 1], an iota of 4.
+        let rows = OpSharding { iota_reshape_dims: vec![4], iota_transpose_perm: vec![0], ..tiled(&[4, 1]) };
+        assert_eq!(hlo_sharding_layout(&proto(rows), 4), Ok(Sharding::Split(0)));
+        let listed = OpSharding { tile_assignment_devices: vec![0, 1, 2, 3], ..tiled(&[1, 4]) };
+        assert_eq!(hlo_sharding_layout(&proto(listed), 4), Ok(Sharding::Split(1)));
+        assert_eq!(hlo_sharding_layout(&[], 4), Ok(Sharding::Replicated));
+        // Devices out of order, a transposed iota, another device count, two split dimensions,
+        // partial replication, a maximal sharding: refused, saying what they are.
+        let shuffled = OpSharding { tile_assignment_devices: vec![1, 0, 2, 3], ..tiled(&[4, 1]) };
+        assert!(hlo_sharding_layout(&proto(shuffled), 4).unwrap_err().contains("devices [1, 0, 2, 3]"));
+        let transposed = OpSharding { iota_reshape_dims: vec![2, 2], iota_transpose_perm: vec![1, 0], ..tiled(&[4]) };
+        assert!(hlo_sharding_layout(&proto(transposed), 4).is_err());
+        assert!(hlo_sharding_layout(&proto(tiled(&[2, 1])), 4).unwrap_err().contains("tiles [2, 1]"));
+        assert!(hlo_sharding_layout(&proto(tiled(&[2, 2])), 4).is_err());
+        let partial = OpSharding { replicate_on_last_tile_dim: true, ..tiled(&[2, 1, 2]) };
+        assert!(hlo_sharding_layout(&proto(partial), 4).unwrap_err().contains("partially replicated"));
+        let maximal = OpSharding { kind: 1, ..Default::default() };
+        assert!(hlo_sharding_layout(&proto(maximal), 4).unwrap_err().contains("type 1"));
+        assert!(hlo_sharding_layout(&[0xff], 4).is_err());
     }
 }

@@ -1,5 +1,6 @@
 //! Models serialized by `jax.export` (tests/data/jax_export/jax-<version>, made by
-//! tools/gen_jax_export_testdata.py with JAX 0.10.2 and with JAX 0.12.0.1) are read, checked
+//! tools/gen_jax_export_testdata.py with every JAX minor release from 0.4.30, serialization
+//! version 2 and MLIR bytecode version 0, to 0.12.0.1) are read, checked
 //! against what JAX recorded in the manifest, and run on both CPU plugins: outputs equal JAX's
 //! (integers and bools bit-exact, floats within the recorded tolerance), also where the plugin
 //! reads an older StableHLO than JAX wrote (JAX 0.12's 1.18.0 on the 0.106 plugin, which reads
@@ -15,8 +16,22 @@ use serde_json::Value as Json;
 
 use crate::support;
 
-/// The data sets, one per JAX version that made them: the oldest and the newest JAX tested.
-const JAX_VERSIONS: [&str; 2] = ["0.10.2", "0.12.0.1"];
+/// The data sets, one per JAX version that made them, oldest first.
+const JAX_VERSIONS: [&str; 9] = ["0.4.30", "0.4.38", "0.5.3", "0.6.2", "0.7.2", "0.8.3", "0.9.2", "0.10.2", "0.12.0.1"];
+
+/// What each JAX version's artifacts say (the data's own header and bytecode producer):
+/// (JAX, serialization version, JAX version written in the header, StableHLO version).
+const HEADERS: [(&str, u16, Option<&str>, &str); 9] = [
+    ("0.4.30", 2, None, "0.9.0"),
+    ("0.4.38", 2, None, "1.8.2"),
+    ("0.5.3", 2, None, "1.9.1"),
+    ("0.6.2", 2, None, "1.10.6"),
+    ("0.7.2", 2, None, "1.12.1"),
+    ("0.8.3", 3, None, "1.13.1"),
+    ("0.9.2", 3, None, "1.13.7"),
+    ("0.10.2", 3, None, "1.15.0"),
+    ("0.12.0.1", 12, Some("0.12.0.1"), "1.18.0"),
+];
 
 /// The 14 models every data set holds (the symbolic one aside).
 const CASES: [&str; 14] = [
@@ -181,14 +196,14 @@ fn metadata_matches_what_jax_recorded() {
             assert_eq!(model.module_kept_var_idx(), kept.as_slice(), "{name}");
             assert_eq!(model.calling_convention_version() as u64, case["calling_convention_version"].as_u64().unwrap());
             assert_eq!(model.nr_devices() as u64, case["nr_devices"].as_u64().unwrap(), "{name}");
-            // JAX 0.10 writes 3 in the header and no writer version; JAX 0.12 writes 12 and its own.
-            let (version, writer) = if jax == "0.10.2" { (3, None) } else { (12, Some(jax)) };
+            // JAX up to 0.10 writes 2 or 3 in the header and no writer version; JAX 0.12 writes 12 and its own.
+            let &(_, version, writer, want_stablehlo) = HEADERS.iter().find(|h| h.0 == jax).unwrap();
             assert_eq!(model.serialization_version() as u64, case["serialization_version"].as_u64().unwrap());
             assert_eq!((model.serialization_version(), model.jax_version()), (version, writer), "{name}");
             assert_eq!(model.jax_version(), case["written_by_jax"].as_str(), "{name}");
             let stablehlo = model.stablehlo_version().map(|v| v.to_string());
             assert_eq!(stablehlo.as_deref(), case["stablehlo_version"].as_str(), "{name}");
-            assert_eq!(stablehlo.as_deref(), Some(if jax == "0.10.2" { "1.15.0" } else { "1.18.0" }), "{name}");
+            assert_eq!(stablehlo.as_deref(), Some(want_stablehlo), "{name}");
             let summary = model.to_string();
             assert!(summary.contains(&format!("serialization version {version}")), "{name}: {summary}");
             assert_eq!(summary.contains(&format!("written by JAX {jax}")), writer.is_some(), "{name}: {summary}");
@@ -275,12 +290,20 @@ fn sharded_model_layout() {
     for jax in JAX_VERSIONS {
         let model = JaxExport::read(data_dir(jax).join("sharded_4dev/model.jaxexport")).unwrap();
         assert_eq!(model.nr_devices(), 4);
-        let JaxSharding::Named(rows) = &model.in_shardings()[0] else { panic!("{:?}", model.in_shardings()) };
-        assert_eq!(
-            (rows.mesh.axis_names.as_slice(), rows.mesh.axis_sizes.as_slice()),
-            (&["x".to_string()][..], &[4][..])
-        );
-        assert_eq!(rows.partitions, vec![vec!["x".to_string()], vec![]]);
+        match &model.in_shardings()[0] {
+            JaxSharding::Named(rows) => {
+                assert!(!JAX_VERSIONS[..6].contains(&jax), "jax {jax}: named shardings from 0.9 on");
+                assert_eq!(
+                    (rows.mesh.axis_names.as_slice(), rows.mesh.axis_sizes.as_slice()),
+                    (&["x".to_string()][..], &[4][..])
+                );
+                assert_eq!(rows.partitions, vec![vec!["x".to_string()], vec![]]);
+            }
+            // JAX before 0.9 writes HLO shardings: the rows are tiles [4, 1] of devices 0..4 in order.
+            JaxSharding::HloProto(_) => assert!(JAX_VERSIONS[..6].contains(&jax), "jax {jax}"),
+            other => panic!("jax {jax}: {other:?}"),
+        }
+        assert_eq!(model.in_shardings()[0].is_replicated(), Some(false));
         assert_eq!(model.in_shardings()[1].is_replicated(), Some(true));
         assert_eq!(
             model.device_shardings().unwrap(),

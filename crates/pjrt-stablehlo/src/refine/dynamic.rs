@@ -196,6 +196,37 @@ pub(crate) fn custom_call(
             op.attributes = vec![("k".into(), Attr::Integer { value: k as i64, ty: Type::Scalar(ElementType::S64) })];
             Ok((CustomCall::Keep, Some(vec![dims.clone(), dims])))
         }
+        // JAX before 0.9 writes a lax.top_k with symbolic shapes as this custom call (which
+        // today's XLA does not implement once refined), its k in `mhlo.attributes` (a static
+        // number): it becomes chlo.top_k, whose results are the operand's shape with its last
+        // dimension k. Of static shapes (a static module) it stays as JAX wrote it.
+        "mhlo.topk" if !op.results.iter().all(|r| super::shapes::is_static(&r.ty)) => {
+            let attributes = match op.attr("mhlo.attributes") {
+                Some(Attr::Dict(d)) => d.clone(),
+                _ => Vec::new(),
+            };
+            let field = |name: &str| attributes.iter().find(|(n, _)| n == name).map(|(_, v)| v);
+            let k = match field("k") {
+                Some(Attr::Integer { value, .. }) => u64::try_from(*value).ok(),
+                _ => None,
+            }
+            .ok_or_else(|| unrefinable("its mhlo.attributes give no k".to_string()))?;
+            if let Some(largest) = field("largest") {
+                if !matches!(largest, Attr::Bool(true)) {
+                    return Err(unrefinable(format!("only largest = true has a chlo.top_k form, not {largest:?}")));
+                }
+            }
+            let mut dims = first_dims()?;
+            let last = dims.last_mut().ok_or_else(|| unrefinable("top_k of a scalar".to_string()))?;
+            if k > *last {
+                return Err(unrefinable(format!("k = {k} is more than the last dimension, {last}")));
+            }
+            *last = k;
+            op.name = "chlo.top_k".to_string();
+            op.operands.truncate(1);
+            op.attributes = vec![("k".into(), Attr::Integer { value: k as i64, ty: Type::Scalar(ElementType::S64) })];
+            Ok((CustomCall::Keep, Some(vec![dims.clone(), dims])))
+        }
         _ => {
             let indices = shape_operand_indices(op);
             if let Some(indices) = indices {

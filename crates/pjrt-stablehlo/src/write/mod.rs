@@ -180,6 +180,8 @@ impl Writer {
                 let mut inherent = properties;
                 inherent.extend(dict);
                 dict = inherent;
+                // One dictionary, sorted by name as MLIR keeps it (JAX 0.4.30's bytecode 0).
+                dict.sort_by(|a, b| a.0.cmp(&b.0));
             }
         }
         let dict_index = if dict.is_empty() {

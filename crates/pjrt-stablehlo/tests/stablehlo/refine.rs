@@ -371,6 +371,31 @@ fn a_function_called_at_two_shapes_gets_two_specializations() {
     assert!(!text.contains('?'), "{text}");
 }
 
+/// JAX before 0.9 writes a lax.top_k of symbolic shapes as `custom_call @mhlo.topk` (k in its
+/// `mhlo.attributes`), which today's XLA does not implement: refined, it is `chlo.top_k`.
+#[test]
+fn the_mhlo_topk_custom_call_of_older_jax_refines_to_chlo_top_k() {
+    let dir = data_dir().join("../jax-0.4.30");
+    let m: Json = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let case = m["cases"].as_array().unwrap().iter().find(|c| c["name"] == "top_k_sort").unwrap();
+    let export = JaxExport::read(dir.join(case["model"].as_str().unwrap())).unwrap();
+    let module = pjrt_stablehlo::read_bytecode(export.mlir_module()).unwrap();
+    assert!(print(&module).contains("mhlo.topk"));
+    for set in case["ok"].as_array().unwrap() {
+        let out = refine(&module, &main_args(&export, &set["inputs"])).unwrap();
+        let text = print(&out);
+        assert!(text.contains("chlo.top_k") && !text.contains("mhlo.topk") && !text.contains('?'), "{text}");
+        let wanted: Vec<Type> = set["outputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(export.out_avals())
+            .map(|(shape, aval)| Type::tensor(aval.element_type.unwrap(), &dims(shape)))
+            .collect();
+        assert_eq!(main_results(&out), wanted, "{}", set["dir"]);
+    }
+}
+
 #[test]
 fn refining_a_static_module_changes_nothing() {
     let mut checked = 0;
@@ -551,9 +576,13 @@ fn hostile_attributes_and_sizes_give_errors() {
         arg.clone(),
     ));
     // Custom calls that read their first operand's shape, with no operands.
-    for target in
-        ["Sharding", "xla.sdy.FuncResultSharding", "stablehlo.dynamic_top_k", "stablehlo.dynamic_rng_bit_generator"]
-    {
+    for target in [
+        "Sharding",
+        "xla.sdy.FuncResultSharding",
+        "stablehlo.dynamic_top_k",
+        "stablehlo.dynamic_rng_bit_generator",
+        "mhlo.topk",
+    ] {
         cases.push((
             target,
             main_of(

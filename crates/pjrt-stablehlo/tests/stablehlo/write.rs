@@ -2,7 +2,7 @@
 //! version (and for other targets), reads back to the same module; ops too new for a target
 //! are refused by name.
 
-use pjrt_stablehlo::{read_bytecode, write_bytecode, StableHloVersion, WriteError};
+use pjrt_stablehlo::{print, read_bytecode, write_bytecode, StableHloVersion, WriteError};
 
 use pjrt_client::{Client, Program};
 use pjrt_formats::jax_export::JaxExport;
@@ -130,6 +130,19 @@ fn writing_for_other_targets_reads_back_the_same() {
                     assert_eq!(again.producer, target.producer());
                     again.producer = module.producer.clone();
                     again.bytecode_version = module.bytecode_version;
+                    // Before properties (bytecode 0, JAX 0.4.30) an op's attributes are one
+                    // dictionary sorted by name; with them, its inherent ones come first: the
+                    // same attributes in another order. Such old ops written as a newer op
+                    // version also gain that version's empty defaults (a gather's
+                    // operand_batching_dims = []): the same module, as its text shows.
+                    if module.bytecode_version < 5 {
+                        sort_attributes(&mut again.ops);
+                        let mut sorted = module.clone();
+                        sort_attributes(&mut sorted.ops);
+                        assert_eq!(print(&again), print(&sorted), "{}: written for {target}", path.display());
+                        same += 1;
+                        continue;
+                    }
                     assert!(again == module, "{}: written for {target}, reads back differently", path.display());
                     same += 1;
                 }
@@ -139,6 +152,18 @@ fn writing_for_other_targets_reads_back_the_same() {
             }
         }
         assert!(same >= 280, "{target}: only {same} read back the same ({refused} refused)");
+    }
+}
+
+/// Every op's attributes sorted by name, nested ops too.
+fn sort_attributes(ops: &mut [pjrt_stablehlo::ir::Op]) {
+    for op in ops {
+        op.attributes.sort_by(|a, b| a.0.cmp(&b.0));
+        for region in &mut op.regions {
+            for block in &mut region.blocks {
+                sort_attributes(&mut block.ops);
+            }
+        }
     }
 }
 
