@@ -85,9 +85,9 @@
 //! StableHLO's serializer writes.
 //!
 //! A new VHLO op version, checklist: its attributes in
-//! `crates/pjrt-stablehlo/src/vhlo_ops.rs` (in property order: sorted by name); its version
-//! range in `crates/pjrt-stablehlo/src/vhlo_versions.rs`; how
-//! `crates/pjrt-stablehlo/src/vhlo.rs` reads it as StableHLO (defaults dropped, attributes put
+//! `crates/pjrt-stablehlo/src/vhlo/ops.rs` (in property order: sorted by name); its version
+//! range in `crates/pjrt-stablehlo/src/vhlo/versions.rs`; how
+//! `crates/pjrt-stablehlo/src/vhlo/legalize.rs` reads it as StableHLO (defaults dropped, attributes put
 //! together, an older version upgraded) and how `crates/pjrt-stablehlo/src/write/convert.rs`
 //! writes it back; a program using it in `tools/gen_vhlo_testdata.py`, and the data
 //! regenerated with both jaxlibs.
@@ -105,7 +105,6 @@ mod read;
 mod refine;
 mod text;
 mod vhlo;
-mod vhlo_versions;
 mod write;
 
 pub use bytecode::{Limits, MAX_VERSION};
@@ -114,7 +113,7 @@ pub use pjrt_types::StableHloVersion;
 pub use pretty::print_pretty;
 pub use print::{attr_text, mlir_element_name, print, type_text};
 pub use refine::{bind_dimensions, dimension_parameters, is_polymorphic, refine, RefineError};
-pub use vhlo_versions::{CURRENT_VERSION, MINIMUM_VERSION, NEWEST_READ_VERSION};
+pub use vhlo::versions::{CURRENT_VERSION, MINIMUM_VERSION, NEWEST_READ_VERSION};
 pub use write::{write_bytecode, WriteError};
 
 /// Reads MLIR bytecode (a StableHLO portable artifact, or builtin/func/stablehlo bytecode)

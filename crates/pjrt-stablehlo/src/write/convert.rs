@@ -177,7 +177,7 @@ pub(crate) fn to_vhlo(op: &Op, target: StableHloVersion) -> R<VhloOp> {
     let base = base_name(&op.name).ok_or_else(|| WriteError::Unrepresentable {
         what: format!("the op {} (only builtin.module, func and stablehlo ops have VHLO forms)", op.name),
     })?;
-    let versions = crate::vhlo_versions::op_versions(base);
+    let versions = crate::vhlo::versions::op_versions(base);
     let Some(oldest) = versions.first() else {
         return Err(WriteError::Unrepresentable { what: format!("the op {} (no VHLO op {base}_vN)", op.name) });
     };

@@ -47,7 +47,7 @@ pub fn write_bytecode(module: &ir::Module, target: StableHloVersion) -> Result<V
     if target < crate::MINIMUM_VERSION || target > crate::CURRENT_VERSION {
         return Err(WriteError::Target { target });
     }
-    let version = crate::vhlo_versions::bytecode_version(target).ok_or(WriteError::Target { target })?;
+    let version = crate::vhlo::versions::bytecode_version(target).ok_or(WriteError::Target { target })?;
     // VHLO has no CHLO: its ops are written as their StableHLO decompositions.
     let lowered;
     let module = if crate::chlo::has_chlo(module) {

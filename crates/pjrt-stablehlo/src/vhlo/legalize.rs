@@ -7,8 +7,7 @@
 use crate::error::{Error, Result};
 use crate::ir::{Attr, ElementType, Type};
 
-#[path = "vhlo_ops.rs"]
-mod ops;
+use super::ops;
 
 /// The inherent attributes of a VHLO op (`add_v1`), in property order; `None` for an op this
 /// reader does not know.
