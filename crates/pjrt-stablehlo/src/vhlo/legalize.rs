@@ -7,12 +7,10 @@
 use crate::error::{Error, Result};
 use crate::ir::{Attr, ElementType, Type};
 
-use super::ops;
-
 /// The inherent attributes of a VHLO op (`add_v1`), in property order; `None` for an op this
 /// reader does not know.
 pub(crate) fn property_names(op: &str) -> Option<&'static [&'static str]> {
-    ops::OPS.binary_search_by(|(n, _)| (*n).cmp(op)).ok().map(|i| ops::OPS[i].1)
+    super::table::op_version(op).map(|o| o.attributes)
 }
 
 /// An op's attribute dictionary as an artifact older than bytecode version 5 holds it (no

@@ -1,9 +1,11 @@
-//! VHLO, StableHLO's versioned dialect: which op versions exist in which StableHLO version
-//! and what each holds ([`versions`], `ops`), and how the reader turns VHLO ops back into
-//! StableHLO (`legalize`).
+//! VHLO, StableHLO's versioned dialect: the one table of which op versions, attributes and
+//! types exist in which StableHLO version and what each op version holds (`table`, used by
+//! the reader and the writer alike), the versions read and written ([`versions`]), and how the
+//! reader turns VHLO ops back into StableHLO (`legalize`).
 
 mod legalize;
-mod ops;
+mod table;
 pub(crate) mod versions;
 
 pub(crate) use legalize::{legalize, property_names, split_inherent};
+pub(crate) use table::{introduced, op_versions};

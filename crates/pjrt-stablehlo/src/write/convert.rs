@@ -177,20 +177,15 @@ pub(crate) fn to_vhlo(op: &Op, target: StableHloVersion) -> R<VhloOp> {
     let base = base_name(&op.name).ok_or_else(|| WriteError::Unrepresentable {
         what: format!("the op {} (only builtin.module, func and stablehlo ops have VHLO forms)", op.name),
     })?;
-    let versions = crate::vhlo::versions::op_versions(base);
+    let versions = crate::vhlo::op_versions(base);
     let Some(oldest) = versions.first() else {
         return Err(WriteError::Unrepresentable { what: format!("the op {} (no VHLO op {base}_vN)", op.name) });
     };
-    let Some(&(name, _)) = versions.iter().rev().find(|(_, r)| r.contains(target)) else {
-        return Err(WriteError::NotInVersion { what: format!("the op {}", op.name), needs: oldest.1.min, target });
+    let Some(chosen) = versions.iter().rev().find(|o| o.contains(target)) else {
+        return Err(WriteError::NotInVersion { what: format!("the op {}", op.name), needs: oldest.since, target });
     };
-    let props = crate::vhlo::property_names(name).ok_or_else(|| WriteError::Unrepresentable {
-        what: format!("the VHLO op {name} (its properties are unknown)"),
-    })?;
-    let inherent = |n: &str| {
-        STRUCT_NAMES.contains(&n)
-            || versions.iter().any(|(v, _)| crate::vhlo::property_names(v).is_some_and(|p| p.contains(&n)))
-    };
+    let (name, props) = (chosen.name, chosen.attributes);
+    let inherent = |n: &str| STRUCT_NAMES.contains(&n) || versions.iter().any(|o| o.attributes.contains(&n));
     // (field name, the StableHLO attribute it came from, value).
     let mut flat: Vec<(String, String, Attr)> = Vec::new();
     let mut discardable = Vec::new();
@@ -232,10 +227,7 @@ pub(crate) fn to_vhlo(op: &Op, target: StableHloVersion) -> R<VhloOp> {
         properties.push((p, value));
     }
     if let Some((field, origin, _)) = flat.first() {
-        let needs = versions
-            .iter()
-            .find(|(v, _)| crate::vhlo::property_names(v).is_some_and(|p| p.contains(&field.as_str())))
-            .map(|(_, r)| r.min);
+        let needs = versions.iter().find(|o| o.attributes.contains(&field.as_str())).map(|o| o.since);
         return Err(match needs {
             Some(needs) if target < needs => {
                 WriteError::NotInVersion { what: format!("{} with the attribute {origin}", op.name), needs, target }

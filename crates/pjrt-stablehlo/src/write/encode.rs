@@ -30,27 +30,6 @@ fn unrepresentable(what: impl Into<String>) -> WriteError {
     WriteError::Unrepresentable { what: what.into() }
 }
 
-/// The version VHLO's attribute or type `what` first exists in, for those newer than 0.9.0
-/// (VhloTypes.td, VhloAttrs.td).
-fn introduced(what: &str) -> Option<StableHloVersion> {
-    let (major, minor) = match what {
-        "f4E2M1FN" | "f6E2M3FN" | "f6E3M2FN" | "f8E8M0FNU" => (1, 8),
-        "f8E3M4" | "f8E4M3" => (1, 7),
-        "f8E4M3FNUZ" | "f8E5M2FNUZ" => (0, 10),
-        "f8E4M3B11FNUZ" => (0, 11),
-        "tf32" | "none" => (1, 6),
-        "i2" | "ui2" => (1, 2),
-        "!stablehlo.future" => (1, 15),
-        "per-axis quantization" => (0, 18),
-        "memref" => (1, 13),
-        "#stablehlo.result_accuracy" => (1, 9),
-        "#stablehlo.axis_ref" | "#stablehlo.mesh" | "#stablehlo.mesh_axis" | "#stablehlo.sub_axis_info" => (1, 16),
-        "#stablehlo.replica_group_mesh_axes" => (1, 16),
-        _ => return None,
-    };
-    Some(StableHloVersion::new(major, minor, 0))
-}
-
 /// The enum tables by kind: VHLO's attribute code and its first value's number.
 fn enum_code(kind: &str) -> Option<(u64, &'static [&'static str], u64)> {
     Some(match kind {
@@ -114,7 +93,7 @@ impl Encoder {
     }
 
     fn needs(&self, what: &str) -> R<()> {
-        match introduced(what) {
+        match crate::vhlo::introduced(what) {
             Some(needs) if self.target < needs => {
                 Err(WriteError::NotInVersion { what: what.to_string(), needs, target: self.target })
             }
