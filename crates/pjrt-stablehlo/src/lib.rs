@@ -3,7 +3,7 @@
 //! bytecode of the VHLO dialect, [`read_bytecode`]) and MLIR text (what JAX prints, generic or
 //! custom forms, [`parse_text`]), read into an [`ir::Module`] of StableHLO ops and printed as
 //! MLIR text both CPU plugins compile, and written as a portable artifact for any StableHLO
-//! version from [`MINIMUM_VERSION`] to [`CURRENT_VERSION`] ([`write_bytecode`]); a
+//! version from [`MINIMUM_VERSION`] to [`NEWEST_READ_VERSION`] ([`write_bytecode`]); a
 //! shape-polymorphic module is made static for concrete argument types by [`refine`] (as JAX
 //! does before it compiles). It depends on `pjrt-types` only (for [`ir::ElementType`] and
 //! [`StableHloVersion`]), not on `pjrt-client`, which uses it: its `stablehlo` feature writes a
@@ -78,19 +78,24 @@
 //! version 0.9.0 .. 1.22.0, each into the module jaxlib's deserializer reads it as; the op
 //! families run on the CPU plugin with the answers of JAX's text.
 //!
-//! Written ([`write_bytecode`]): every version [`MINIMUM_VERSION`] .. [`CURRENT_VERSION`]
-//! (1.20.0); jaxlib's deserializer reads what this writer writes for each test program at each
-//! of those versions into the module it reads StableHLO's own artifact as (block arguments'
-//! locations aside: [`ir::Module`] does not keep them). None is yet byte for byte what
-//! StableHLO's serializer writes.
+//! Written ([`write_bytecode`]): every version [`MINIMUM_VERSION`] .. [`NEWEST_READ_VERSION`]
+//! (1.22.0; programs are written for [`CURRENT_VERSION`], 1.20.0, by default: what the 0.115
+//! CPU plugin reads); jaxlib's deserializer reads what this writer writes for each test program
+//! at each of those versions into the module it reads StableHLO's own artifact as (block
+//! arguments' locations aside: [`ir::Module`] does not keep them). None is yet byte for byte
+//! what StableHLO's serializer writes.
 //!
-//! A new VHLO op version, checklist: its attributes in
-//! `crates/pjrt-stablehlo/src/vhlo/ops.rs` (in property order: sorted by name); its version
-//! range in `crates/pjrt-stablehlo/src/vhlo/versions.rs`; how
-//! `crates/pjrt-stablehlo/src/vhlo/legalize.rs` reads it as StableHLO (defaults dropped, attributes put
-//! together, an older version upgraded) and how `crates/pjrt-stablehlo/src/write/convert.rs`
-//! writes it back; a program using it in `tools/gen_vhlo_testdata.py`, and the data
-//! regenerated with both jaxlibs.
+//! Reader and writer share one VHLO table (`crates/pjrt-stablehlo/src/vhlo/table.rs`): each
+//! op version's StableHLO versions and inherent attributes, and the attributes and types newer
+//! than 0.9.0 with the version each needs. A new VHLO op version, checklist: add a row there
+//! (its name, the StableHLO versions it exists in, its attributes sorted by name: the property
+//! order) and end its predecessor's row at the version before; a new attribute or type: a row
+//! with its first version; how `crates/pjrt-stablehlo/src/vhlo/legalize.rs` reads it as
+//! StableHLO (defaults dropped, attributes put together, an older version upgraded) and how
+//! `crates/pjrt-stablehlo/src/write/convert.rs` writes it back (defaults filled in); a new
+//! StableHLO version: [`NEWEST_READ_VERSION`] and its bytecode version in
+//! `crates/pjrt-stablehlo/src/vhlo/versions.rs`; a program using it in
+//! `tools/gen_vhlo_testdata.py`, and the data regenerated with both jaxlibs.
 
 mod bytecode;
 mod chlo;
