@@ -8,4 +8,4 @@ mod table;
 pub(crate) mod versions;
 
 pub(crate) use legalize::{legalize, property_names, split_inherent};
-pub(crate) use table::{introduced, op_versions};
+pub(crate) use table::{default_of, introduced, op_versions, DefaultValue};

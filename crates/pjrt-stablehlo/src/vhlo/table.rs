@@ -1,9 +1,10 @@
 //! The one VHLO table: every version of every VHLO op, with the StableHLO versions it exists
-//! in and its inherent attributes, and the VHLO attributes and types newer than 0.9.0 with the
-//! version each first exists in (facts from StableHLO's VhloOps.td, VhloAttrs.td and
-//! VhloTypes.td). The reader (`super::legalize`, `crate::read`) takes an op's attributes from
-//! here, the writer (`crate::write`) the op version a target has, its attributes, and the
-//! version an attribute or type needs: they cannot disagree.
+//! in and its inherent attributes; each attribute's default; and the VHLO attributes and types
+//! newer than 0.9.0 with the version each first exists in (facts from StableHLO's VhloOps.td,
+//! VhloAttrs.td and VhloTypes.td). The reader (`super::legalize`, `crate::read`) takes an op's
+//! attributes and the defaults it drops from here, the writer (`crate::write`) the op version a
+//! target has, its attributes, the defaults it fills in and the version an attribute or type
+//! needs: they cannot disagree.
 //!
 //! StableHLO 1.21.0 and 1.22.0 add no VHLO op, attribute or type: the dialect of jaxlib
 //! 0.12.0.1 (StableHLO 1.22.0) has the op versions, attributes and types of 1.20.0 and no
@@ -55,8 +56,9 @@ const fn op(
     OpVersion { name, since, until, attributes }
 }
 
-/// Every VHLO op version, sorted by name. A new op version: a row here (and its attributes'
-/// defaults and upgrade in `super::legalize` and `crate::write`'s convert).
+/// Every VHLO op version, sorted by name. A new op version: a row here, the defaults of its
+/// new attributes in `DEFAULTS` (its upgrade in `super::legalize` and `crate::write`'s
+/// convert).
 #[rustfmt::skip]
 pub(crate) const OPS: &[OpVersion] = &[
     op("abs_v1", v(0, 9), CURRENT, &[]),
@@ -234,6 +236,154 @@ const ATTRIBUTES_AND_TYPES: &[(&str, StableHloVersion)] = &[
     ("#stablehlo.replica_group_mesh_axes", v(1, 16)),
 ];
 
+/// The value VHLO holds for an attribute StableHLO leaves out (VhloOps.td's defaults, as
+/// `stablehlo-legalize-to-vhlo` fills them in): the writer writes it for an attribute a module
+/// lacks, the reader drops an attribute that holds it (as `vhlo-legalize-to-stablehlo` does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DefaultValue {
+    /// An empty string.
+    EmptyString,
+    /// An empty array.
+    EmptyArray,
+    /// An empty dictionary.
+    EmptyDict,
+    /// An empty 1-D i64 tensor.
+    EmptyTensor,
+    /// A custom call's backend config: an empty dictionary with the typed FFI (api_version 4),
+    /// an empty string otherwise.
+    EmptyBackendConfig,
+    /// `false`.
+    False,
+    /// An i32.
+    I32(i64),
+    /// An i64.
+    I64(i64),
+    /// An enum's value (kind, value).
+    Enum(&'static str, &'static str),
+    /// `DEFAULT` precision for both operands.
+    Precision,
+    /// 1 for each spatial dimension (an i64 tensor).
+    Ones,
+    /// No padding: 0 before and after each spatial dimension (an i64 tensor of n x 2).
+    Padding,
+    /// `false` for each spatial dimension (an i1 tensor).
+    NoReversal,
+    /// `#stablehlo.result_accuracy` with tolerances 0 and mode `DEFAULT`.
+    Accuracy,
+    /// The `none` type.
+    NoneType,
+}
+
+/// What the reader does with an attribute that holds its default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OnRead {
+    /// Drops it.
+    Dropped,
+    /// Drops it where the other attribute named holds its default too (a custom call's
+    /// operand and result layouts go together).
+    DroppedWith(&'static str),
+    /// Drops it with the other fields of its group where the group's first fields hold theirs
+    /// (a dot algorithm's fields: all or none; `super::legalize` puts them together).
+    Grouped,
+    /// Keeps it: an older op version lacks it, and StableHLO's attribute states it (the batching
+    /// dimensions of a gather's or scatter's dimension numbers).
+    Kept,
+}
+
+const COLLECTIVES: &[&str] = &[
+    "all_gather",
+    "all_reduce",
+    "all_to_all",
+    "collective_broadcast",
+    "collective_permute",
+    "collective_reduce",
+    "reduce_scatter",
+];
+const CONVOLUTIONS: &[&str] = &["convolution", "dynamic_conv"];
+const WINDOWED: &[&str] = &["convolution", "dynamic_conv", "reduce_window", "select_and_scatter"];
+const WITH_ACCURACY: &[&str] = &[
+    "cbrt",
+    "cosine",
+    "exponential",
+    "exponential_minus_one",
+    "log",
+    "log_plus_one",
+    "logistic",
+    "rsqrt",
+    "sine",
+    "sqrt",
+    "tan",
+    "tanh",
+];
+
+use DefaultValue::*;
+use OnRead::*;
+
+/// Each attribute's default, by the ops (base names) that hold it.
+#[rustfmt::skip]
+const DEFAULTS: &[(&[&str], &str, DefaultValue, OnRead)] = &[
+    (&["func"], "sym_visibility", EmptyString, Dropped),
+    (&["func"], "arg_attrs", EmptyArray, Dropped),
+    (&["func"], "res_attrs", EmptyArray, Dropped),
+    (COLLECTIVES, "channel_id", I64(0), Dropped),
+    (&["all_gather", "all_reduce", "collective_reduce", "reduce_scatter"], "use_global_device_ids", False, Dropped),
+    (&["collective_broadcast", "collective_reduce"], "has_dynamic_root", False, Dropped),
+    (&["send", "recv"], "is_host_transfer", False, Dropped),
+    (&["send", "recv"], "source_target_pairs", EmptyTensor, Dropped),
+    (&["cholesky"], "lower", False, Dropped),
+    (&["compare"], "compare_type", Enum("comparison_type", "NOTYPE"), Dropped),
+    (&["composite"], "version", I32(0), Dropped),
+    (&["composite"], "composite_attributes", EmptyDict, Dropped),
+    (WINDOWED, "window_strides", Ones, Dropped),
+    (WINDOWED, "padding", Padding, Dropped),
+    (CONVOLUTIONS, "lhs_dilation", Ones, Dropped),
+    (CONVOLUTIONS, "rhs_dilation", Ones, Dropped),
+    (CONVOLUTIONS, "window_reversal", NoReversal, Dropped),
+    (&["convolution", "dynamic_conv", "dot", "dot_general"], "precision_config", Precision, Dropped),
+    (&["custom_call"], "has_side_effect", False, Dropped),
+    (&["custom_call"], "backend_config", EmptyBackendConfig, Dropped),
+    (&["custom_call"], "api_version", I32(1), Dropped),
+    (&["custom_call"], "called_computations", EmptyArray, Dropped),
+    (&["custom_call"], "operand_layouts", EmptyArray, DroppedWith("result_layouts")),
+    (&["custom_call"], "result_layouts", EmptyArray, DroppedWith("operand_layouts")),
+    (&["custom_call"], "output_operand_aliases", EmptyArray, Dropped),
+    (&["custom_call"], "result_tilings", EmptyArray, Dropped),
+    (&["dot_general"], "lhs_precision_type", NoneType, Grouped),
+    (&["dot_general"], "rhs_precision_type", NoneType, Grouped),
+    (&["dot_general"], "accumulation_type", NoneType, Grouped),
+    (&["dot_general"], "lhs_component_count", NoneType, Grouped),
+    (&["dot_general"], "rhs_component_count", NoneType, Grouped),
+    (&["dot_general"], "num_primitive_operations", NoneType, Grouped),
+    (&["dot_general"], "allow_imprecise_accumulation", NoneType, Grouped),
+    (&["dynamic_broadcast_in_dim"], "known_expanding_dimensions", EmptyTensor, Dropped),
+    (&["dynamic_broadcast_in_dim"], "known_nonexpanding_dimensions", EmptyTensor, Dropped),
+    (&["gather", "dynamic_gather", "scatter"], "indices_are_sorted", False, Dropped),
+    (&["scatter"], "unique_indices", False, Dropped),
+    (&["gather", "dynamic_gather"], "operand_batching_dims", EmptyTensor, Kept),
+    (&["gather", "dynamic_gather"], "start_indices_batching_dims", EmptyTensor, Kept),
+    (&["scatter"], "input_batching_dims", EmptyTensor, Kept),
+    (&["scatter"], "scatter_indices_batching_dims", EmptyTensor, Kept),
+    (&["infeed"], "infeed_config", EmptyString, Dropped),
+    (&["infeed"], "layout", EmptyArray, Dropped),
+    (&["outfeed"], "outfeed_config", EmptyString, Dropped),
+    (&["reduce_window"], "base_dilations", Ones, Dropped),
+    (&["reduce_window"], "window_dilations", Ones, Dropped),
+    (&["sort"], "dimension", I64(-1), Dropped),
+    (&["sort"], "is_stable", False, Dropped),
+    (WITH_ACCURACY, "result_accuracy", Accuracy, Dropped),
+];
+
+/// The default of attribute `attribute` of the op `base` (`sort`), and what the reader does
+/// with it; `None` for an attribute StableHLO always states.
+pub(crate) fn default_of(base: &str, attribute: &str) -> Option<(DefaultValue, OnRead)> {
+    DEFAULTS.iter().find(|(ops, a, _, _)| *a == attribute && ops.contains(&base)).map(|&(_, _, d, r)| (d, r))
+}
+
+/// The attributes of the op `base` that have defaults, with each default.
+pub(crate) fn defaults_of(base: &str) -> impl Iterator<Item = (&'static str, DefaultValue, OnRead)> + '_ {
+    DEFAULTS.iter().filter(move |(ops, _, _, _)| ops.contains(&base)).map(|&(_, a, d, r)| (a, d, r))
+}
+
 /// The version VHLO attribute or type `what` first exists in, for those newer than 0.9.0.
 pub(crate) fn introduced(what: &str) -> Option<StableHloVersion> {
     ATTRIBUTES_AND_TYPES.iter().find(|(name, _)| *name == what).map(|&(_, since)| since)
@@ -290,5 +440,30 @@ mod tests {
         assert_eq!(op_versions("log").iter().map(|o| o.name).collect::<Vec<_>>(), ["log_v1", "log_v2"]);
         assert_eq!(introduced("!stablehlo.future"), Some(v(1, 15)));
         assert_eq!(introduced("f32"), None);
+    }
+
+    /// Each default is of an attribute that a version of each op it names holds, named once.
+    #[test]
+    fn each_default_belongs_to_its_ops() {
+        for (i, (ops, attribute, _, on_read)) in DEFAULTS.iter().enumerate() {
+            for base in *ops {
+                let versions = op_versions(base);
+                assert!(
+                    versions.iter().any(|o| o.attributes.contains(attribute)),
+                    "{base} has no attribute {attribute}"
+                );
+                assert_eq!(default_of(base, attribute).map(|(_, r)| r), Some(*on_read));
+                assert!(
+                    !DEFAULTS[i + 1..].iter().any(|(o, a, _, _)| a == attribute && o.contains(base)),
+                    "{base}'s {attribute} twice"
+                );
+            }
+            if let DroppedWith(other) = on_read {
+                assert!(ops.iter().all(|b| default_of(b, other).is_some()), "{attribute} with {other}");
+            }
+        }
+        assert_eq!(default_of("sort", "dimension"), Some((I64(-1), Dropped)));
+        assert_eq!(default_of("concatenate", "dimension"), None);
+        assert_eq!(default_of("triangular_solve", "lower"), None);
     }
 }

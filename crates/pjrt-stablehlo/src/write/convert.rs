@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::error::WriteError;
 use crate::ir::{Attr, Dim, ElementType, EnumAttr, Op, TensorType, Type};
+use crate::vhlo::DefaultValue;
 use pjrt_types::StableHloVersion;
 
 type R<T> = Result<T, WriteError>;
@@ -95,15 +96,20 @@ fn list_len(flat: &[(String, String, Attr)], name: &str) -> Option<u64> {
     })
 }
 
-/// The value VHLO holds for property `name` of `base` when StableHLO leaves it out.
+/// The value VHLO holds for property `name` of `base` when StableHLO leaves it out (the one
+/// VHLO table's default, sized by the other fields where it is a list per spatial dimension).
 fn default(base: &str, name: &str, flat: &[(String, String, Attr)]) -> Option<Attr> {
+    let (value, _) = crate::vhlo::default_of(base, name)?;
     let spatial = || match base {
         "convolution" | "dynamic_conv" => list_len(flat, "input_spatial_dimensions"),
         _ => list_len(flat, "window_dimensions"),
     };
-    Some(match name {
-        "sym_visibility" | "infeed_config" | "outfeed_config" => Attr::String(Vec::new()),
-        "backend_config" => {
+    Some(match value {
+        DefaultValue::EmptyString => Attr::String(Vec::new()),
+        DefaultValue::EmptyArray => Attr::Array(Vec::new()),
+        DefaultValue::EmptyDict => Attr::Dict(Vec::new()),
+        DefaultValue::EmptyTensor => dense_i64(&[], vec![0]),
+        DefaultValue::EmptyBackendConfig => {
             let typed_ffi =
                 flat.iter().any(|(n, _, a)| n == "api_version" && matches!(a, Attr::Integer { value: 4, .. }));
             if typed_ffi {
@@ -112,49 +118,24 @@ fn default(base: &str, name: &str, flat: &[(String, String, Attr)]) -> Option<At
                 Attr::String(Vec::new())
             }
         }
-        "arg_attrs"
-        | "res_attrs"
-        | "called_computations"
-        | "operand_layouts"
-        | "result_layouts"
-        | "output_operand_aliases"
-        | "result_tilings"
-        | "layout" => Attr::Array(Vec::new()),
-        "channel_id" => Attr::Integer { value: 0, ty: i64_type() },
-        "use_global_device_ids"
-        | "has_dynamic_root"
-        | "lower"
-        | "is_host_transfer"
-        | "indices_are_sorted"
-        | "unique_indices"
-        | "has_side_effect"
-        | "is_stable" => Attr::Bool(false),
-        "compare_type" => Attr::Enum(EnumAttr { kind: "comparison_type", value: "NOTYPE" }),
-        "version" => Attr::Integer { value: 0, ty: Type::Scalar(ElementType::S32) },
-        "composite_attributes" => Attr::Dict(Vec::new()),
-        "api_version" => Attr::Integer { value: 1, ty: Type::Scalar(ElementType::S32) },
-        "precision_config" => precision_default(),
-        "window_strides" | "lhs_dilation" | "rhs_dilation" | "base_dilations" | "window_dilations" => {
+        DefaultValue::False => Attr::Bool(false),
+        DefaultValue::I32(value) => Attr::Integer { value, ty: Type::Scalar(ElementType::S32) },
+        DefaultValue::I64(value) => Attr::Integer { value, ty: i64_type() },
+        DefaultValue::Enum(kind, value) => Attr::Enum(EnumAttr { kind, value }),
+        DefaultValue::Precision => precision_default(),
+        DefaultValue::Ones => {
             let n = spatial()?;
             dense_i64(&vec![1; n as usize], vec![n])
         }
-        "padding" => {
+        DefaultValue::Padding => {
             let n = spatial()?;
             dense_i64(&vec![0; 2 * n as usize], vec![n, 2])
         }
-        "window_reversal" => {
+        DefaultValue::NoReversal => {
             let n = spatial()?;
             Attr::Dense { ty: tensor(vec![n], ElementType::PRED), data: Arc::from(vec![0u8; n as usize]) }
         }
-        "known_expanding_dimensions"
-        | "known_nonexpanding_dimensions"
-        | "source_target_pairs"
-        | "operand_batching_dims"
-        | "start_indices_batching_dims"
-        | "input_batching_dims"
-        | "scatter_indices_batching_dims" => dense_i64(&[], vec![0]),
-        "dimension" if base == "sort" => Attr::Integer { value: -1, ty: i64_type() },
-        "result_accuracy" => {
+        DefaultValue::Accuracy => {
             let zero = Attr::Float { bits: 0, ty: Type::Scalar(ElementType::F64) };
             Attr::Struct {
                 mnemonic: "result_accuracy",
@@ -166,8 +147,7 @@ fn default(base: &str, name: &str, flat: &[(String, String, Attr)]) -> Option<At
                 ],
             }
         }
-        n if crate::names::DOT_ALGORITHM_FIELDS.contains(&n) => Attr::Type(Type::None),
-        _ => return None,
+        DefaultValue::NoneType => Attr::Type(Type::None),
     })
 }
 
