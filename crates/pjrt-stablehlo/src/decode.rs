@@ -10,7 +10,6 @@ use crate::ir::{
     float_width, int_width, Attr, DenseData, DenseError, Dim, ElementType, EnumAttr, Location, QuantizedType,
     TensorType, Type,
 };
-use crate::names;
 
 /// A decoded attribute entry: an attribute or a location (both live in MLIR's attribute table).
 #[derive(Debug, Clone, PartialEq)]
@@ -445,6 +444,9 @@ impl<'a> Decoder<'a> {
     fn vhlo_attr(&mut self, c: &mut Cursor<'a>) -> Result<Attr> {
         let at = c.offset();
         let code = c.varint()?;
+        if let Some(e) = crate::vhlo::enum_by_code(code) {
+            return Self::vhlo_enum(c, e.kind, e.values, e.first);
+        }
         Ok(match code {
             1 => Attr::Array(self.attr_list(c)?),
             2 => match c.varint()? {
@@ -452,8 +454,6 @@ impl<'a> Decoder<'a> {
                 1 => Attr::Bool(true),
                 v => return Err(Error::malformed(at, format!("boolean value {v}"))),
             },
-            3 => Self::vhlo_enum(c, "comparison_direction", names::COMPARISON_DIRECTION, 0)?,
-            4 => Self::vhlo_enum(c, "comparison_type", names::COMPARISON_TYPE, 0)?,
             5 => {
                 // StableHLO spells custom_call's api_version as an i32.
                 let v = c.varint()?;
@@ -475,7 +475,6 @@ impl<'a> Decoder<'a> {
                 }
                 Attr::Dict(v)
             }
-            7 => Self::vhlo_enum(c, "fft_type", names::FFT_TYPE, 0)?,
             8 => {
                 let ty = self.type_ref(c)?;
                 Self::float_value(c, &ty)?
@@ -497,22 +496,17 @@ impl<'a> Decoder<'a> {
                     ],
                 }
             }
-            11 => Self::vhlo_enum(c, "precision", names::PRECISION, 0)?,
-            12 => Self::vhlo_enum(c, "rng_algorithm", names::RNG_ALGORITHM, 0)?,
-            13 => Self::vhlo_enum(c, "rng_distribution", names::RNG_DISTRIBUTION, 1)?,
             14 => Attr::String(self.c.string(c)?.to_vec()),
             15 => {
                 let ty = self.type_ref(c)?;
                 let data = Self::blob(c)?;
                 dense(at, ty, data)?
             }
-            16 => Self::vhlo_enum(c, "transpose", names::TRANSPOSE, 0)?,
             17 => Attr::Type(self.type_ref(c)?),
             18 => {
                 let b = Self::svarints(c)?;
                 Attr::Bounds(b.into_iter().map(|x| if x == i64::MIN { None } else { Some(x) }).collect())
             }
-            19 => Self::vhlo_enum(c, "result_accuracy_mode", names::RESULT_ACCURACY_MODE, 0)?,
             20 => {
                 let f64t = Type::Scalar(ElementType::F64);
                 let atol = Self::float_value(c, &f64t)?;

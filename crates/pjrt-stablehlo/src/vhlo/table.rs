@@ -16,6 +16,8 @@ use std::sync::OnceLock;
 
 use pjrt_types::StableHloVersion;
 
+use crate::names;
+
 /// One version of a VHLO op (`all_gather_v2`): the StableHLO versions it exists in (both
 /// bounds inclusive, as VhloOps.td states them) and its inherent attributes in property order
 /// (sorted by name).
@@ -384,6 +386,38 @@ pub(crate) fn defaults_of(base: &str) -> impl Iterator<Item = (&'static str, Def
     DEFAULTS.iter().filter(move |(ops, _, _, _)| ops.contains(&base)).map(|&(_, a, d, r)| (a, d, r))
 }
 
+/// A VHLO enum attribute's encoding (VhloBytecode's attribute code, and the number of its
+/// first value: the values follow in StableHLO's order).
+#[derive(Debug)]
+pub(crate) struct EnumEncoding {
+    pub kind: &'static str,
+    pub code: u64,
+    pub values: &'static [&'static str],
+    pub first: u64,
+}
+
+#[rustfmt::skip]
+const ENUMS: &[EnumEncoding] = &[
+    EnumEncoding { kind: "comparison_direction", code: 3, values: names::COMPARISON_DIRECTION, first: 0 },
+    EnumEncoding { kind: "comparison_type", code: 4, values: names::COMPARISON_TYPE, first: 0 },
+    EnumEncoding { kind: "fft_type", code: 7, values: names::FFT_TYPE, first: 0 },
+    EnumEncoding { kind: "precision", code: 11, values: names::PRECISION, first: 0 },
+    EnumEncoding { kind: "rng_algorithm", code: 12, values: names::RNG_ALGORITHM, first: 0 },
+    EnumEncoding { kind: "rng_distribution", code: 13, values: names::RNG_DISTRIBUTION, first: 1 },
+    EnumEncoding { kind: "transpose", code: 16, values: names::TRANSPOSE, first: 0 },
+    EnumEncoding { kind: "result_accuracy_mode", code: 19, values: names::RESULT_ACCURACY_MODE, first: 0 },
+];
+
+/// The encoding of the enum `kind` (`precision`); `None` for one VHLO lacks.
+pub(crate) fn enum_by_kind(kind: &str) -> Option<&'static EnumEncoding> {
+    ENUMS.iter().find(|e| e.kind == kind)
+}
+
+/// The enum VHLO attribute code `code` encodes; `None` for a code of another attribute.
+pub(crate) fn enum_by_code(code: u64) -> Option<&'static EnumEncoding> {
+    ENUMS.iter().find(|e| e.code == code)
+}
+
 /// The version VHLO attribute or type `what` first exists in, for those newer than 0.9.0.
 pub(crate) fn introduced(what: &str) -> Option<StableHloVersion> {
     ATTRIBUTES_AND_TYPES.iter().find(|(name, _)| *name == what).map(|&(_, since)| since)
@@ -465,5 +499,15 @@ mod tests {
         assert_eq!(default_of("sort", "dimension"), Some((I64(-1), Dropped)));
         assert_eq!(default_of("concatenate", "dimension"), None);
         assert_eq!(default_of("triangular_solve", "lower"), None);
+    }
+
+    #[test]
+    fn each_enum_has_one_code() {
+        for e in ENUMS {
+            assert_eq!(enum_by_code(e.code).map(|x| x.kind), Some(e.kind));
+            assert_eq!(enum_by_kind(e.kind).map(|x| x.code), Some(e.code));
+        }
+        assert_eq!(enum_by_kind("precision").map(|e| e.values), Some(names::PRECISION));
+        assert!(enum_by_code(5).is_none());
     }
 }

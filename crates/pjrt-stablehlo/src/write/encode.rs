@@ -7,7 +7,6 @@ use std::sync::Arc;
 use super::container::{self, svarint, varint, varint_flag, Entry, Tables, BUILTIN, SDY, VHLO};
 use super::error::WriteError;
 use crate::ir::{float_width, int_width, Attr, Dim, ElementType, Location, TensorType, Type};
-use crate::names;
 use pjrt_types::StableHloVersion;
 
 /// Attributes and types nested deeper than this are refused (the reader's default limit is
@@ -28,21 +27,6 @@ type R<T> = Result<T, WriteError>;
 
 fn unrepresentable(what: impl Into<String>) -> WriteError {
     WriteError::Unrepresentable { what: what.into() }
-}
-
-/// The enum tables by kind: VHLO's attribute code and its first value's number.
-fn enum_code(kind: &str) -> Option<(u64, &'static [&'static str], u64)> {
-    Some(match kind {
-        "comparison_direction" => (3, names::COMPARISON_DIRECTION, 0),
-        "comparison_type" => (4, names::COMPARISON_TYPE, 0),
-        "fft_type" => (7, names::FFT_TYPE, 0),
-        "precision" => (11, names::PRECISION, 0),
-        "rng_algorithm" => (12, names::RNG_ALGORITHM, 0),
-        "rng_distribution" => (13, names::RNG_DISTRIBUTION, 1),
-        "transpose" => (16, names::TRANSPOSE, 0),
-        "result_accuracy_mode" => (19, names::RESULT_ACCURACY_MODE, 0),
-        _ => return None,
-    })
 }
 
 fn field<'x>(fields: &'x [(&'static str, Attr)], name: &str, of: &str) -> R<&'x Attr> {
@@ -306,14 +290,15 @@ impl Encoder {
                 }
             }
             Attr::Enum(e) => {
-                let (code, values, first) =
-                    enum_code(e.kind).ok_or_else(|| unrepresentable(format!("enum {}", e.kind)))?;
-                let i = values
+                let encoding =
+                    crate::vhlo::enum_by_kind(e.kind).ok_or_else(|| unrepresentable(format!("enum {}", e.kind)))?;
+                let i = encoding
+                    .values
                     .iter()
                     .position(|v| *v == e.value)
                     .ok_or_else(|| unrepresentable(format!("#stablehlo<{} {}>", e.kind, e.value)))?;
-                varint(&mut b, code);
-                varint(&mut b, i as u64 + first);
+                varint(&mut b, encoding.code);
+                varint(&mut b, i as u64 + encoding.first);
             }
             Attr::Struct { mnemonic, fields } => self.vhlo_struct(&mut b, mnemonic, fields)?,
             // What VHLO lacks the reader takes in the builtin dialect's encoding.
