@@ -757,35 +757,20 @@ impl<'a> Decoder<'a> {
     fn vhlo_type(&mut self, c: &mut Cursor<'a>) -> Result<Type> {
         let at = c.offset();
         let code = c.varint()?;
-        let s = Type::Scalar;
+        if let Some(scalar) = crate::vhlo::scalar_by_code(code) {
+            return Ok(Type::Scalar(scalar.element));
+        }
         Ok(match code {
-            0 => s(ElementType::PRED),
             1 => {
                 let e = self.type_ref(c)?;
                 complex(at, e)?
             }
-            2 => s(ElementType::BF16),
-            3 => s(ElementType::F16),
-            4 => s(ElementType::F32),
-            5 => s(ElementType::F64),
-            6 => s(ElementType::F8E4M3FN),
-            7 => s(ElementType::F8E5M2),
             8 => {
                 let inputs = self.type_list(c)?;
                 let outputs = self.type_list(c)?;
                 Type::Function { inputs, outputs }
             }
             9 => Type::Index,
-            10 => s(ElementType::S4),
-            11 => s(ElementType::S8),
-            12 => s(ElementType::S16),
-            13 => s(ElementType::S32),
-            14 => s(ElementType::S64),
-            15 => s(ElementType::U4),
-            16 => s(ElementType::U8),
-            17 => s(ElementType::U16),
-            18 => s(ElementType::U32),
-            19 => s(ElementType::U64),
             20 | 21 => {
                 let encoding = if code == 21 { Some(Box::new(self.attr_ref(c)?)) } else { None };
                 let dims = Self::dims(c)?;
@@ -844,19 +829,8 @@ impl<'a> Decoder<'a> {
             }
             25 => Type::UnrankedTensor(Box::new(self.type_ref(c)?)),
             26 => Type::Opaque("!shape.witness".to_string()),
-            27 => s(ElementType::F8E4M3FNUZ),
-            28 => s(ElementType::F8E5M2FNUZ),
-            29 => s(ElementType::F8E4M3B11FNUZ),
-            31 => s(ElementType::S2),
-            32 => s(ElementType::U2),
             33 => Type::None,
             34 => Type::Tf32,
-            35 => s(ElementType::F8E4M3),
-            36 => s(ElementType::F8E3M4),
-            37 => s(ElementType::F4E2M1FN),
-            38 => s(ElementType::F6E2M3FN),
-            39 => s(ElementType::F6E3M2FN),
-            40 => s(ElementType::F8E8M0FNU),
             41 => {
                 let dims = Self::dims(c)?;
                 let element = Box::new(self.type_ref(c)?);

@@ -8,4 +8,6 @@ mod table;
 pub(crate) mod versions;
 
 pub(crate) use legalize::{legalize, property_names, split_inherent};
-pub(crate) use table::{default_of, enum_by_code, enum_by_kind, introduced, op_versions, DefaultValue};
+pub(crate) use table::{
+    default_of, enum_by_code, enum_by_kind, introduced, op_versions, scalar_by_code, scalar_by_element, DefaultValue,
+};

@@ -16,6 +16,7 @@ use std::sync::OnceLock;
 
 use pjrt_types::StableHloVersion;
 
+use crate::ir::ElementType;
 use crate::names;
 
 /// One version of a VHLO op (`all_gather_v2`): the StableHLO versions it exists in (both
@@ -210,24 +211,69 @@ pub(crate) const OPS: &[OpVersion] = &[
     op("xor_v1", v(0, 9), CURRENT, &[]),
 ];
 
-/// The VHLO attributes and types newer than 0.9.0, as the writer names them, with the
+/// A VHLO scalar type: its element type, its VhloBytecode type code, its MLIR name, and the
+/// StableHLO version it first exists in.
+pub(crate) struct ScalarType {
+    pub element: ElementType,
+    pub code: u64,
+    pub name: &'static str,
+    pub since: StableHloVersion,
+}
+
+const fn scalar(element: ElementType, code: u64, name: &'static str, since: StableHloVersion) -> ScalarType {
+    ScalarType { element, code, name, since }
+}
+
+#[rustfmt::skip]
+const SCALARS: &[ScalarType] = &[
+    scalar(ElementType::PRED, 0, "i1", v(0, 9)),
+    scalar(ElementType::BF16, 2, "bf16", v(0, 9)),
+    scalar(ElementType::F16, 3, "f16", v(0, 9)),
+    scalar(ElementType::F32, 4, "f32", v(0, 9)),
+    scalar(ElementType::F64, 5, "f64", v(0, 9)),
+    scalar(ElementType::F8E4M3FN, 6, "f8E4M3FN", v(0, 9)),
+    scalar(ElementType::F8E5M2, 7, "f8E5M2", v(0, 9)),
+    scalar(ElementType::S4, 10, "i4", v(0, 9)),
+    scalar(ElementType::S8, 11, "i8", v(0, 9)),
+    scalar(ElementType::S16, 12, "i16", v(0, 9)),
+    scalar(ElementType::S32, 13, "i32", v(0, 9)),
+    scalar(ElementType::S64, 14, "i64", v(0, 9)),
+    scalar(ElementType::U4, 15, "ui4", v(0, 9)),
+    scalar(ElementType::U8, 16, "ui8", v(0, 9)),
+    scalar(ElementType::U16, 17, "ui16", v(0, 9)),
+    scalar(ElementType::U32, 18, "ui32", v(0, 9)),
+    scalar(ElementType::U64, 19, "ui64", v(0, 9)),
+    scalar(ElementType::F8E4M3FNUZ, 27, "f8E4M3FNUZ", v(0, 10)),
+    scalar(ElementType::F8E5M2FNUZ, 28, "f8E5M2FNUZ", v(0, 10)),
+    scalar(ElementType::F8E4M3B11FNUZ, 29, "f8E4M3B11FNUZ", v(0, 11)),
+    scalar(ElementType::S2, 31, "i2", v(1, 2)),
+    scalar(ElementType::U2, 32, "ui2", v(1, 2)),
+    scalar(ElementType::F8E4M3, 35, "f8E4M3", v(1, 7)),
+    scalar(ElementType::F8E3M4, 36, "f8E3M4", v(1, 7)),
+    scalar(ElementType::F4E2M1FN, 37, "f4E2M1FN", v(1, 8)),
+    scalar(ElementType::F6E2M3FN, 38, "f6E2M3FN", v(1, 8)),
+    scalar(ElementType::F6E3M2FN, 39, "f6E3M2FN", v(1, 8)),
+    scalar(ElementType::F8E8M0FNU, 40, "f8E8M0FNU", v(1, 8)),
+];
+
+/// The VHLO scalar type of element type `e`; `None` for one VHLO has no scalar for (complex
+/// types are a type of their own).
+pub(crate) fn scalar_by_element(e: ElementType) -> Option<&'static ScalarType> {
+    SCALARS.iter().find(|s| s.element == e)
+}
+
+/// The VHLO scalar type of type code `code`; `None` for a code of another type.
+pub(crate) fn scalar_by_code(code: u64) -> Option<&'static ScalarType> {
+    SCALARS.iter().find(|s| s.code == code)
+}
+
+/// The other VHLO attributes and types newer than 0.9.0, as the writer names them, with the
 /// StableHLO version each first exists in.
 #[rustfmt::skip]
 const ATTRIBUTES_AND_TYPES: &[(&str, StableHloVersion)] = &[
-    ("f8E4M3FNUZ", v(0, 10)),
-    ("f8E5M2FNUZ", v(0, 10)),
-    ("f8E4M3B11FNUZ", v(0, 11)),
     ("per-axis quantization", v(0, 18)),
-    ("i2", v(1, 2)),
-    ("ui2", v(1, 2)),
     ("tf32", v(1, 6)),
     ("none", v(1, 6)),
-    ("f8E3M4", v(1, 7)),
-    ("f8E4M3", v(1, 7)),
-    ("f4E2M1FN", v(1, 8)),
-    ("f6E2M3FN", v(1, 8)),
-    ("f6E3M2FN", v(1, 8)),
-    ("f8E8M0FNU", v(1, 8)),
     ("#stablehlo.result_accuracy", v(1, 9)),
     ("memref", v(1, 13)),
     ("!stablehlo.future", v(1, 15)),
@@ -420,7 +466,8 @@ pub(crate) fn enum_by_code(code: u64) -> Option<&'static EnumEncoding> {
 
 /// The version VHLO attribute or type `what` first exists in, for those newer than 0.9.0.
 pub(crate) fn introduced(what: &str) -> Option<StableHloVersion> {
-    ATTRIBUTES_AND_TYPES.iter().find(|(name, _)| *name == what).map(|&(_, since)| since)
+    let scalar = SCALARS.iter().find(|s| s.name == what && s.since > crate::MINIMUM_VERSION).map(|s| s.since);
+    scalar.or_else(|| ATTRIBUTES_AND_TYPES.iter().find(|(name, _)| *name == what).map(|&(_, since)| since))
 }
 
 /// The VHLO op version `name` (`add_v1`); `None` for one this table does not hold.
@@ -499,6 +546,20 @@ mod tests {
         assert_eq!(default_of("sort", "dimension"), Some((I64(-1), Dropped)));
         assert_eq!(default_of("concatenate", "dimension"), None);
         assert_eq!(default_of("triangular_solve", "lower"), None);
+    }
+
+    #[test]
+    fn each_scalar_type_has_one_code() {
+        for (i, t) in SCALARS.iter().enumerate() {
+            assert!(SCALARS[i + 1..].iter().all(|o| o.code != t.code && o.element != t.element), "{}", t.name);
+            assert_eq!(scalar_by_code(t.code).map(|s| s.name), Some(t.name));
+            assert_eq!(scalar_by_element(t.element).map(|s| s.code), Some(t.code));
+            assert!(t.since >= crate::MINIMUM_VERSION, "{}", t.name);
+        }
+        assert_eq!(introduced("f8E4M3FNUZ"), Some(v(0, 10)));
+        assert_eq!(introduced("i2"), Some(v(1, 2)));
+        assert_eq!(introduced("f8E4M3FN"), None);
+        assert!(scalar_by_element(ElementType::C64).is_none());
     }
 
     #[test]

@@ -532,10 +532,10 @@ impl Encoder {
     fn vhlo_type_inner(&mut self, t: &Type) -> R<u64> {
         let mut b = Vec::new();
         let code = match t {
-            Type::Scalar(e) => match scalar_code(*e) {
-                Some((code, name)) => {
-                    self.needs(name)?;
-                    code
+            Type::Scalar(e) => match crate::vhlo::scalar_by_element(*e) {
+                Some(scalar) => {
+                    self.needs(scalar.name)?;
+                    scalar.code
                 }
                 None => match *e {
                     ElementType::C64 | ElementType::C128 => {
@@ -654,42 +654,6 @@ impl Encoder {
         varint(&mut b, code);
         Ok(self.type_entry(b))
     }
-}
-
-/// VHLO's code of a scalar type and its MLIR name.
-fn scalar_code(e: ElementType) -> Option<(u64, &'static str)> {
-    use ElementType as E;
-    Some(match e {
-        E::PRED => (0, "i1"),
-        E::BF16 => (2, "bf16"),
-        E::F16 => (3, "f16"),
-        E::F32 => (4, "f32"),
-        E::F64 => (5, "f64"),
-        E::F8E4M3FN => (6, "f8E4M3FN"),
-        E::F8E5M2 => (7, "f8E5M2"),
-        E::S4 => (10, "i4"),
-        E::S8 => (11, "i8"),
-        E::S16 => (12, "i16"),
-        E::S32 => (13, "i32"),
-        E::S64 => (14, "i64"),
-        E::U4 => (15, "ui4"),
-        E::U8 => (16, "ui8"),
-        E::U16 => (17, "ui16"),
-        E::U32 => (18, "ui32"),
-        E::U64 => (19, "ui64"),
-        E::F8E4M3FNUZ => (27, "f8E4M3FNUZ"),
-        E::F8E5M2FNUZ => (28, "f8E5M2FNUZ"),
-        E::F8E4M3B11FNUZ => (29, "f8E4M3B11FNUZ"),
-        E::S2 => (31, "i2"),
-        E::U2 => (32, "ui2"),
-        E::F8E4M3 => (35, "f8E4M3"),
-        E::F8E3M4 => (36, "f8E3M4"),
-        E::F4E2M1FN => (37, "f4E2M1FN"),
-        E::F6E2M3FN => (38, "f6E2M3FN"),
-        E::F6E3M2FN => (39, "f6E3M2FN"),
-        E::F8E8M0FNU => (40, "f8E8M0FNU"),
-        _ => return None,
-    })
 }
 
 /// A dense buffer as MLIR's bytecode holds it (VHLO's tensor as the builtin dialect's dense
