@@ -88,16 +88,22 @@
 //! Reader and writer share one VHLO table (`crates/pjrt-stablehlo/src/vhlo/table.rs`): each
 //! op version's StableHLO versions and inherent attributes, each attribute's default (the
 //! writer writes it for an attribute a module leaves out, the reader drops an attribute that
-//! holds it), and the attributes and types newer than 0.9.0 with the version each needs. A new
-//! VHLO op version, checklist: add a row there (its name, the StableHLO versions it exists in,
-//! its attributes sorted by name: the property order) and end its predecessor's row at the
-//! version before; a row of defaults for each attribute StableHLO may leave out; a new
-//! attribute or type: a row with its first version; how
-//! `crates/pjrt-stablehlo/src/vhlo/legalize.rs` reads the op as StableHLO (attributes put
-//! together, an older version upgraded) and how `crates/pjrt-stablehlo/src/write/convert.rs`
-//! writes it back; a new StableHLO version: [`NEWEST_READ_VERSION`] and its bytecode version
-//! in `crates/pjrt-stablehlo/src/vhlo/versions.rs`; a program using it in
-//! `tools/gen_vhlo_testdata.py`, and the data regenerated with both jaxlibs.
+//! holds it), the scalar types' and enums' codes, and the attributes and types newer than
+//! 0.9.0 with the version each needs. Checklist:
+//!
+//! - a new VHLO op version: add a row to `OPS` (its name, the StableHLO versions it exists
+//!   in, its attributes sorted by name: the property order) and end its predecessor's row at
+//!   the version before; a row of `DEFAULTS` for each attribute StableHLO may leave out; how
+//!   `crates/pjrt-stablehlo/src/vhlo/legalize.rs` reads the op as StableHLO (attributes put
+//!   together, an older version upgraded) and how `crates/pjrt-stablehlo/src/write/convert.rs`
+//!   writes it back;
+//! - a new scalar type or enum: a row of `SCALARS` (its code, its first version) or `ENUMS`;
+//!   another new attribute or type: a row of `ATTRIBUTES_AND_TYPES` and its encoding in
+//!   `crates/pjrt-stablehlo/src/decode.rs` and `crates/pjrt-stablehlo/src/write/encode.rs`;
+//! - a new StableHLO version: [`NEWEST_READ_VERSION`] and its bytecode version in
+//!   `crates/pjrt-stablehlo/src/vhlo/versions.rs`;
+//! - then a program using it in `tools/gen_vhlo_testdata.py`, and the data regenerated with
+//!   both jaxlibs (which also checks that jaxlib reads what the writer writes).
 
 mod bytecode;
 mod chlo;

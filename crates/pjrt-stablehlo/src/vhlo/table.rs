@@ -1,10 +1,12 @@
 //! The one VHLO table: every version of every VHLO op, with the StableHLO versions it exists
-//! in and its inherent attributes; each attribute's default; and the VHLO attributes and types
-//! newer than 0.9.0 with the version each first exists in (facts from StableHLO's VhloOps.td,
-//! VhloAttrs.td and VhloTypes.td). The reader (`super::legalize`, `crate::read`) takes an op's
-//! attributes and the defaults it drops from here, the writer (`crate::write`) the op version a
-//! target has, its attributes, the defaults it fills in and the version an attribute or type
-//! needs: they cannot disagree.
+//! in and its inherent attributes (`OPS`); each attribute's default (`DEFAULTS`); the scalar
+//! types with their type codes and first versions (`SCALARS`), the enums with their attribute
+//! codes (`ENUMS`), and the other attributes and types newer than 0.9.0 with the version each
+//! first exists in (facts from StableHLO's VhloOps.td, VhloAttrs.td, VhloTypes.td, VhloEnums.td
+//! and VhloBytecode.cpp). The reader (`super::legalize`, `crate::read`, `crate::decode`) takes
+//! an op's attributes, the defaults it drops and the codes it decodes from here; the writer
+//! (`crate::write`) the op version a target has, its attributes, the defaults it fills in, the
+//! codes it encodes and the version an attribute or type needs: they cannot disagree.
 //!
 //! StableHLO 1.21.0 and 1.22.0 add no VHLO op, attribute or type: the dialect of jaxlib
 //! 0.12.0.1 (StableHLO 1.22.0) has the op versions, attributes and types of 1.20.0 and no
