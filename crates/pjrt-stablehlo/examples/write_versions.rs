@@ -7,7 +7,7 @@
 //! (as CI runs every example) the committed tanh(x) * y + 1 artifact is written for every minor
 //! version 0.9.0 .. the newest the writer targets, and each read back.
 
-use pjrt_stablehlo::{read_bytecode, write_bytecode, StableHloVersion, CURRENT_VERSION, MINIMUM_VERSION};
+use pjrt_stablehlo::{read_bytecode, write_bytecode, StableHloVersion, MINIMUM_VERSION, NEWEST_READ_VERSION};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -35,7 +35,7 @@ fn main() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
     let module = read_bytecode(&std::fs::read(path).unwrap()).unwrap();
     let mut count = 0;
-    for (major, minors) in [(0, 9..=20), (1, 0..=CURRENT_VERSION.minor)] {
+    for (major, minors) in [(0, 9..=20), (1, 0..=NEWEST_READ_VERSION.minor)] {
         for minor in minors {
             let target = StableHloVersion::new(major, minor, 0);
             assert!(target >= MINIMUM_VERSION);

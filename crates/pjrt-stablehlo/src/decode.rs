@@ -10,7 +10,6 @@ use crate::ir::{
     float_width, int_width, Attr, DenseData, DenseError, Dim, ElementType, EnumAttr, Location, QuantizedType,
     TensorType, Type,
 };
-use crate::names;
 
 /// A decoded attribute entry: an attribute or a location (both live in MLIR's attribute table).
 #[derive(Debug, Clone, PartialEq)]
@@ -445,6 +444,9 @@ impl<'a> Decoder<'a> {
     fn vhlo_attr(&mut self, c: &mut Cursor<'a>) -> Result<Attr> {
         let at = c.offset();
         let code = c.varint()?;
+        if let Some(e) = crate::vhlo::enum_by_code(code) {
+            return Self::vhlo_enum(c, e.kind, e.values, e.first);
+        }
         Ok(match code {
             1 => Attr::Array(self.attr_list(c)?),
             2 => match c.varint()? {
@@ -452,8 +454,6 @@ impl<'a> Decoder<'a> {
                 1 => Attr::Bool(true),
                 v => return Err(Error::malformed(at, format!("boolean value {v}"))),
             },
-            3 => Self::vhlo_enum(c, "comparison_direction", names::COMPARISON_DIRECTION, 0)?,
-            4 => Self::vhlo_enum(c, "comparison_type", names::COMPARISON_TYPE, 0)?,
             5 => {
                 // StableHLO spells custom_call's api_version as an i32.
                 let v = c.varint()?;
@@ -475,7 +475,6 @@ impl<'a> Decoder<'a> {
                 }
                 Attr::Dict(v)
             }
-            7 => Self::vhlo_enum(c, "fft_type", names::FFT_TYPE, 0)?,
             8 => {
                 let ty = self.type_ref(c)?;
                 Self::float_value(c, &ty)?
@@ -497,22 +496,17 @@ impl<'a> Decoder<'a> {
                     ],
                 }
             }
-            11 => Self::vhlo_enum(c, "precision", names::PRECISION, 0)?,
-            12 => Self::vhlo_enum(c, "rng_algorithm", names::RNG_ALGORITHM, 0)?,
-            13 => Self::vhlo_enum(c, "rng_distribution", names::RNG_DISTRIBUTION, 1)?,
             14 => Attr::String(self.c.string(c)?.to_vec()),
             15 => {
                 let ty = self.type_ref(c)?;
                 let data = Self::blob(c)?;
                 dense(at, ty, data)?
             }
-            16 => Self::vhlo_enum(c, "transpose", names::TRANSPOSE, 0)?,
             17 => Attr::Type(self.type_ref(c)?),
             18 => {
                 let b = Self::svarints(c)?;
                 Attr::Bounds(b.into_iter().map(|x| if x == i64::MIN { None } else { Some(x) }).collect())
             }
-            19 => Self::vhlo_enum(c, "result_accuracy_mode", names::RESULT_ACCURACY_MODE, 0)?,
             20 => {
                 let f64t = Type::Scalar(ElementType::F64);
                 let atol = Self::float_value(c, &f64t)?;
@@ -763,35 +757,20 @@ impl<'a> Decoder<'a> {
     fn vhlo_type(&mut self, c: &mut Cursor<'a>) -> Result<Type> {
         let at = c.offset();
         let code = c.varint()?;
-        let s = Type::Scalar;
+        if let Some(scalar) = crate::vhlo::scalar_by_code(code) {
+            return Ok(Type::Scalar(scalar.element));
+        }
         Ok(match code {
-            0 => s(ElementType::PRED),
             1 => {
                 let e = self.type_ref(c)?;
                 complex(at, e)?
             }
-            2 => s(ElementType::BF16),
-            3 => s(ElementType::F16),
-            4 => s(ElementType::F32),
-            5 => s(ElementType::F64),
-            6 => s(ElementType::F8E4M3FN),
-            7 => s(ElementType::F8E5M2),
             8 => {
                 let inputs = self.type_list(c)?;
                 let outputs = self.type_list(c)?;
                 Type::Function { inputs, outputs }
             }
             9 => Type::Index,
-            10 => s(ElementType::S4),
-            11 => s(ElementType::S8),
-            12 => s(ElementType::S16),
-            13 => s(ElementType::S32),
-            14 => s(ElementType::S64),
-            15 => s(ElementType::U4),
-            16 => s(ElementType::U8),
-            17 => s(ElementType::U16),
-            18 => s(ElementType::U32),
-            19 => s(ElementType::U64),
             20 | 21 => {
                 let encoding = if code == 21 { Some(Box::new(self.attr_ref(c)?)) } else { None };
                 let dims = Self::dims(c)?;
@@ -850,19 +829,8 @@ impl<'a> Decoder<'a> {
             }
             25 => Type::UnrankedTensor(Box::new(self.type_ref(c)?)),
             26 => Type::Opaque("!shape.witness".to_string()),
-            27 => s(ElementType::F8E4M3FNUZ),
-            28 => s(ElementType::F8E5M2FNUZ),
-            29 => s(ElementType::F8E4M3B11FNUZ),
-            31 => s(ElementType::S2),
-            32 => s(ElementType::U2),
             33 => Type::None,
             34 => Type::Tf32,
-            35 => s(ElementType::F8E4M3),
-            36 => s(ElementType::F8E3M4),
-            37 => s(ElementType::F4E2M1FN),
-            38 => s(ElementType::F6E2M3FN),
-            39 => s(ElementType::F6E3M2FN),
-            40 => s(ElementType::F8E8M0FNU),
             41 => {
                 let dims = Self::dims(c)?;
                 let element = Box::new(self.type_ref(c)?);

@@ -3,7 +3,7 @@
 //! bytecode of the VHLO dialect, [`read_bytecode`]) and MLIR text (what JAX prints, generic or
 //! custom forms, [`parse_text`]), read into an [`ir::Module`] of StableHLO ops and printed as
 //! MLIR text both CPU plugins compile, and written as a portable artifact for any StableHLO
-//! version from [`MINIMUM_VERSION`] to [`CURRENT_VERSION`] ([`write_bytecode`]); a
+//! version from [`MINIMUM_VERSION`] to [`NEWEST_READ_VERSION`] ([`write_bytecode`]); a
 //! shape-polymorphic module is made static for concrete argument types by [`refine`] (as JAX
 //! does before it compiles). It depends on `pjrt-types` only (for [`ir::ElementType`] and
 //! [`StableHloVersion`]), not on `pjrt-client`, which uses it: its `stablehlo` feature writes a
@@ -78,19 +78,32 @@
 //! version 0.9.0 .. 1.22.0, each into the module jaxlib's deserializer reads it as; the op
 //! families run on the CPU plugin with the answers of JAX's text.
 //!
-//! Written ([`write_bytecode`]): every version [`MINIMUM_VERSION`] .. [`CURRENT_VERSION`]
-//! (1.20.0); jaxlib's deserializer reads what this writer writes for each test program at each
-//! of those versions into the module it reads StableHLO's own artifact as (block arguments'
-//! locations aside: [`ir::Module`] does not keep them). None is yet byte for byte what
-//! StableHLO's serializer writes.
+//! Written ([`write_bytecode`]): every version [`MINIMUM_VERSION`] .. [`NEWEST_READ_VERSION`]
+//! (1.22.0; programs are written for [`CURRENT_VERSION`], 1.20.0, by default: what the 0.115
+//! CPU plugin reads); jaxlib's deserializer reads what this writer writes for each test program
+//! at each of those versions into the module it reads StableHLO's own artifact as (block
+//! arguments' locations aside: [`ir::Module`] does not keep them). None is yet byte for byte
+//! what StableHLO's serializer writes.
 //!
-//! A new VHLO op version, checklist: its attributes in
-//! `crates/pjrt-stablehlo/src/vhlo_ops.rs` (in property order: sorted by name); its version
-//! range in `crates/pjrt-stablehlo/src/vhlo_versions.rs`; how
-//! `crates/pjrt-stablehlo/src/vhlo.rs` reads it as StableHLO (defaults dropped, attributes put
-//! together, an older version upgraded) and how `crates/pjrt-stablehlo/src/write/convert.rs`
-//! writes it back; a program using it in `tools/gen_vhlo_testdata.py`, and the data
-//! regenerated with both jaxlibs.
+//! Reader and writer share one VHLO table (`crates/pjrt-stablehlo/src/vhlo/table.rs`): each
+//! op version's StableHLO versions and inherent attributes, each attribute's default (the
+//! writer writes it for an attribute a module leaves out, the reader drops an attribute that
+//! holds it), the scalar types' and enums' codes, and the attributes and types newer than
+//! 0.9.0 with the version each needs. Checklist:
+//!
+//! - a new VHLO op version: add a row to `OPS` (its name, the StableHLO versions it exists
+//!   in, its attributes sorted by name: the property order) and end its predecessor's row at
+//!   the version before; a row of `DEFAULTS` for each attribute StableHLO may leave out; how
+//!   `crates/pjrt-stablehlo/src/vhlo/legalize.rs` reads the op as StableHLO (attributes put
+//!   together, an older version upgraded) and how `crates/pjrt-stablehlo/src/write/convert.rs`
+//!   writes it back;
+//! - a new scalar type or enum: a row of `SCALARS` (its code, its first version) or `ENUMS`;
+//!   another new attribute or type: a row of `ATTRIBUTES_AND_TYPES` and its encoding in
+//!   `crates/pjrt-stablehlo/src/decode.rs` and `crates/pjrt-stablehlo/src/write/encode.rs`;
+//! - a new StableHLO version: [`NEWEST_READ_VERSION`] and its bytecode version in
+//!   `crates/pjrt-stablehlo/src/vhlo/versions.rs`;
+//! - then a program using it in `tools/gen_vhlo_testdata.py`, and the data regenerated with
+//!   both jaxlibs (which also checks that jaxlib reads what the writer writes).
 
 mod bytecode;
 mod chlo;
@@ -105,7 +118,6 @@ mod read;
 mod refine;
 mod text;
 mod vhlo;
-mod vhlo_versions;
 mod write;
 
 pub use bytecode::{Limits, MAX_VERSION};
@@ -114,7 +126,7 @@ pub use pjrt_types::StableHloVersion;
 pub use pretty::print_pretty;
 pub use print::{attr_text, mlir_element_name, print, type_text};
 pub use refine::{bind_dimensions, dimension_parameters, is_polymorphic, refine, RefineError};
-pub use vhlo_versions::{CURRENT_VERSION, MINIMUM_VERSION, NEWEST_READ_VERSION};
+pub use vhlo::versions::{CURRENT_VERSION, MINIMUM_VERSION, NEWEST_READ_VERSION};
 pub use write::{write_bytecode, WriteError};
 
 /// Reads MLIR bytecode (a StableHLO portable artifact, or builtin/func/stablehlo bytecode)

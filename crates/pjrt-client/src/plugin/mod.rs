@@ -299,7 +299,7 @@ impl Plugin {
 
     /// The StableHLO version a portable artifact is written for to compile on this plugin (what
     /// [`crate::Client::compile`] writes a newer one for, and what `pjrt compile --emit-portable`
-    /// writes): its `stablehlo_current_version`, or the writer's newest
+    /// writes): its `stablehlo_current_version`, or the writer's default target
     /// ([`pjrt_stablehlo::CURRENT_VERSION`]) for a plugin newer than that; `None` for a plugin
     /// that does not say, or says one older than any the writer writes (feature `stablehlo`).
     ///

@@ -85,8 +85,8 @@ impl Program {
 
 /// `program` as a plugin that reads StableHLO up to `current` reads it: unchanged (borrowed)
 /// unless it is a portable artifact of a newer version, which is written again for `current`
-/// (or the writer's newest, [`pjrt_stablehlo::CURRENT_VERSION`], when the plugin reads newer
-/// ones still). Text, plain bytecode and HLO are never changed; neither is anything for a
+/// (or the writer's default target, [`pjrt_stablehlo::CURRENT_VERSION`], when the plugin reads
+/// newer ones still). Text, plain bytecode and HLO are never changed; neither is anything for a
 /// plugin that does not say what it reads, or says a version older than any the writer writes
 /// (the version check then refuses it, naming both versions).
 pub(crate) fn for_plugin(program: &Program, current: Option<StableHloVersion>) -> Result<Cow<'_, Program>> {
@@ -97,8 +97,8 @@ pub(crate) fn for_plugin(program: &Program, current: Option<StableHloVersion>) -
 }
 
 /// The version to write a portable artifact for, for a plugin that reads up to `current`:
-/// `current`, or the writer's newest for a plugin newer than that; `None` for a plugin older
-/// than any version the writer writes.
+/// `current`, or the writer's default target ([`CURRENT_VERSION`]) for a plugin newer than that;
+/// `None` for a plugin older than any version the writer writes.
 pub(crate) fn write_target(current: StableHloVersion) -> Option<StableHloVersion> {
     (current >= MINIMUM_VERSION).then(|| current.min(CURRENT_VERSION))
 }

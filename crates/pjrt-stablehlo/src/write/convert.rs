@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::error::WriteError;
 use crate::ir::{Attr, Dim, ElementType, EnumAttr, Op, TensorType, Type};
+use crate::vhlo::DefaultValue;
 use pjrt_types::StableHloVersion;
 
 type R<T> = Result<T, WriteError>;
@@ -95,15 +96,20 @@ fn list_len(flat: &[(String, String, Attr)], name: &str) -> Option<u64> {
     })
 }
 
-/// The value VHLO holds for property `name` of `base` when StableHLO leaves it out.
+/// The value VHLO holds for property `name` of `base` when StableHLO leaves it out (the one
+/// VHLO table's default, sized by the other fields where it is a list per spatial dimension).
 fn default(base: &str, name: &str, flat: &[(String, String, Attr)]) -> Option<Attr> {
+    let (value, _) = crate::vhlo::default_of(base, name)?;
     let spatial = || match base {
         "convolution" | "dynamic_conv" => list_len(flat, "input_spatial_dimensions"),
         _ => list_len(flat, "window_dimensions"),
     };
-    Some(match name {
-        "sym_visibility" | "infeed_config" | "outfeed_config" => Attr::String(Vec::new()),
-        "backend_config" => {
+    Some(match value {
+        DefaultValue::EmptyString => Attr::String(Vec::new()),
+        DefaultValue::EmptyArray => Attr::Array(Vec::new()),
+        DefaultValue::EmptyDict => Attr::Dict(Vec::new()),
+        DefaultValue::EmptyTensor => dense_i64(&[], vec![0]),
+        DefaultValue::EmptyBackendConfig => {
             let typed_ffi =
                 flat.iter().any(|(n, _, a)| n == "api_version" && matches!(a, Attr::Integer { value: 4, .. }));
             if typed_ffi {
@@ -112,49 +118,24 @@ fn default(base: &str, name: &str, flat: &[(String, String, Attr)]) -> Option<At
                 Attr::String(Vec::new())
             }
         }
-        "arg_attrs"
-        | "res_attrs"
-        | "called_computations"
-        | "operand_layouts"
-        | "result_layouts"
-        | "output_operand_aliases"
-        | "result_tilings"
-        | "layout" => Attr::Array(Vec::new()),
-        "channel_id" => Attr::Integer { value: 0, ty: i64_type() },
-        "use_global_device_ids"
-        | "has_dynamic_root"
-        | "lower"
-        | "is_host_transfer"
-        | "indices_are_sorted"
-        | "unique_indices"
-        | "has_side_effect"
-        | "is_stable" => Attr::Bool(false),
-        "compare_type" => Attr::Enum(EnumAttr { kind: "comparison_type", value: "NOTYPE" }),
-        "version" => Attr::Integer { value: 0, ty: Type::Scalar(ElementType::S32) },
-        "composite_attributes" => Attr::Dict(Vec::new()),
-        "api_version" => Attr::Integer { value: 1, ty: Type::Scalar(ElementType::S32) },
-        "precision_config" => precision_default(),
-        "window_strides" | "lhs_dilation" | "rhs_dilation" | "base_dilations" | "window_dilations" => {
+        DefaultValue::False => Attr::Bool(false),
+        DefaultValue::I32(value) => Attr::Integer { value, ty: Type::Scalar(ElementType::S32) },
+        DefaultValue::I64(value) => Attr::Integer { value, ty: i64_type() },
+        DefaultValue::Enum(kind, value) => Attr::Enum(EnumAttr { kind, value }),
+        DefaultValue::Precision => precision_default(),
+        DefaultValue::Ones => {
             let n = spatial()?;
             dense_i64(&vec![1; n as usize], vec![n])
         }
-        "padding" => {
+        DefaultValue::Padding => {
             let n = spatial()?;
             dense_i64(&vec![0; 2 * n as usize], vec![n, 2])
         }
-        "window_reversal" => {
+        DefaultValue::NoReversal => {
             let n = spatial()?;
             Attr::Dense { ty: tensor(vec![n], ElementType::PRED), data: Arc::from(vec![0u8; n as usize]) }
         }
-        "known_expanding_dimensions"
-        | "known_nonexpanding_dimensions"
-        | "source_target_pairs"
-        | "operand_batching_dims"
-        | "start_indices_batching_dims"
-        | "input_batching_dims"
-        | "scatter_indices_batching_dims" => dense_i64(&[], vec![0]),
-        "dimension" if base == "sort" => Attr::Integer { value: -1, ty: i64_type() },
-        "result_accuracy" => {
+        DefaultValue::Accuracy => {
             let zero = Attr::Float { bits: 0, ty: Type::Scalar(ElementType::F64) };
             Attr::Struct {
                 mnemonic: "result_accuracy",
@@ -166,8 +147,7 @@ fn default(base: &str, name: &str, flat: &[(String, String, Attr)]) -> Option<At
                 ],
             }
         }
-        n if crate::names::DOT_ALGORITHM_FIELDS.contains(&n) => Attr::Type(Type::None),
-        _ => return None,
+        DefaultValue::NoneType => Attr::Type(Type::None),
     })
 }
 
@@ -177,20 +157,15 @@ pub(crate) fn to_vhlo(op: &Op, target: StableHloVersion) -> R<VhloOp> {
     let base = base_name(&op.name).ok_or_else(|| WriteError::Unrepresentable {
         what: format!("the op {} (only builtin.module, func and stablehlo ops have VHLO forms)", op.name),
     })?;
-    let versions = crate::vhlo_versions::op_versions(base);
+    let versions = crate::vhlo::op_versions(base);
     let Some(oldest) = versions.first() else {
         return Err(WriteError::Unrepresentable { what: format!("the op {} (no VHLO op {base}_vN)", op.name) });
     };
-    let Some(&(name, _)) = versions.iter().rev().find(|(_, r)| r.contains(target)) else {
-        return Err(WriteError::NotInVersion { what: format!("the op {}", op.name), needs: oldest.1.min, target });
+    let Some(chosen) = versions.iter().rev().find(|o| o.contains(target)) else {
+        return Err(WriteError::NotInVersion { what: format!("the op {}", op.name), needs: oldest.since, target });
     };
-    let props = crate::vhlo::property_names(name).ok_or_else(|| WriteError::Unrepresentable {
-        what: format!("the VHLO op {name} (its properties are unknown)"),
-    })?;
-    let inherent = |n: &str| {
-        STRUCT_NAMES.contains(&n)
-            || versions.iter().any(|(v, _)| crate::vhlo::property_names(v).is_some_and(|p| p.contains(&n)))
-    };
+    let (name, props) = (chosen.name, chosen.attributes);
+    let inherent = |n: &str| STRUCT_NAMES.contains(&n) || versions.iter().any(|o| o.attributes.contains(&n));
     // (field name, the StableHLO attribute it came from, value).
     let mut flat: Vec<(String, String, Attr)> = Vec::new();
     let mut discardable = Vec::new();
@@ -232,10 +207,7 @@ pub(crate) fn to_vhlo(op: &Op, target: StableHloVersion) -> R<VhloOp> {
         properties.push((p, value));
     }
     if let Some((field, origin, _)) = flat.first() {
-        let needs = versions
-            .iter()
-            .find(|(v, _)| crate::vhlo::property_names(v).is_some_and(|p| p.contains(&field.as_str())))
-            .map(|(_, r)| r.min);
+        let needs = versions.iter().find(|o| o.attributes.contains(&field.as_str())).map(|o| o.since);
         return Err(match needs {
             Some(needs) if target < needs => {
                 WriteError::NotInVersion { what: format!("{} with the attribute {origin}", op.name), needs, target }

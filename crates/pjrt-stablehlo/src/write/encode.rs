@@ -7,7 +7,6 @@ use std::sync::Arc;
 use super::container::{self, svarint, varint, varint_flag, Entry, Tables, BUILTIN, SDY, VHLO};
 use super::error::WriteError;
 use crate::ir::{float_width, int_width, Attr, Dim, ElementType, Location, TensorType, Type};
-use crate::names;
 use pjrt_types::StableHloVersion;
 
 /// Attributes and types nested deeper than this are refused (the reader's default limit is
@@ -28,42 +27,6 @@ type R<T> = Result<T, WriteError>;
 
 fn unrepresentable(what: impl Into<String>) -> WriteError {
     WriteError::Unrepresentable { what: what.into() }
-}
-
-/// The version VHLO's attribute or type `what` first exists in, for those newer than 0.9.0
-/// (VhloTypes.td, VhloAttrs.td).
-fn introduced(what: &str) -> Option<StableHloVersion> {
-    let (major, minor) = match what {
-        "f4E2M1FN" | "f6E2M3FN" | "f6E3M2FN" | "f8E8M0FNU" => (1, 8),
-        "f8E3M4" | "f8E4M3" => (1, 7),
-        "f8E4M3FNUZ" | "f8E5M2FNUZ" => (0, 10),
-        "f8E4M3B11FNUZ" => (0, 11),
-        "tf32" | "none" => (1, 6),
-        "i2" | "ui2" => (1, 2),
-        "!stablehlo.future" => (1, 15),
-        "per-axis quantization" => (0, 18),
-        "memref" => (1, 13),
-        "#stablehlo.result_accuracy" => (1, 9),
-        "#stablehlo.axis_ref" | "#stablehlo.mesh" | "#stablehlo.mesh_axis" | "#stablehlo.sub_axis_info" => (1, 16),
-        "#stablehlo.replica_group_mesh_axes" => (1, 16),
-        _ => return None,
-    };
-    Some(StableHloVersion::new(major, minor, 0))
-}
-
-/// The enum tables by kind: VHLO's attribute code and its first value's number.
-fn enum_code(kind: &str) -> Option<(u64, &'static [&'static str], u64)> {
-    Some(match kind {
-        "comparison_direction" => (3, names::COMPARISON_DIRECTION, 0),
-        "comparison_type" => (4, names::COMPARISON_TYPE, 0),
-        "fft_type" => (7, names::FFT_TYPE, 0),
-        "precision" => (11, names::PRECISION, 0),
-        "rng_algorithm" => (12, names::RNG_ALGORITHM, 0),
-        "rng_distribution" => (13, names::RNG_DISTRIBUTION, 1),
-        "transpose" => (16, names::TRANSPOSE, 0),
-        "result_accuracy_mode" => (19, names::RESULT_ACCURACY_MODE, 0),
-        _ => return None,
-    })
 }
 
 fn field<'x>(fields: &'x [(&'static str, Attr)], name: &str, of: &str) -> R<&'x Attr> {
@@ -114,7 +77,7 @@ impl Encoder {
     }
 
     fn needs(&self, what: &str) -> R<()> {
-        match introduced(what) {
+        match crate::vhlo::introduced(what) {
             Some(needs) if self.target < needs => {
                 Err(WriteError::NotInVersion { what: what.to_string(), needs, target: self.target })
             }
@@ -327,14 +290,15 @@ impl Encoder {
                 }
             }
             Attr::Enum(e) => {
-                let (code, values, first) =
-                    enum_code(e.kind).ok_or_else(|| unrepresentable(format!("enum {}", e.kind)))?;
-                let i = values
+                let encoding =
+                    crate::vhlo::enum_by_kind(e.kind).ok_or_else(|| unrepresentable(format!("enum {}", e.kind)))?;
+                let i = encoding
+                    .values
                     .iter()
                     .position(|v| *v == e.value)
                     .ok_or_else(|| unrepresentable(format!("#stablehlo<{} {}>", e.kind, e.value)))?;
-                varint(&mut b, code);
-                varint(&mut b, i as u64 + first);
+                varint(&mut b, encoding.code);
+                varint(&mut b, i as u64 + encoding.first);
             }
             Attr::Struct { mnemonic, fields } => self.vhlo_struct(&mut b, mnemonic, fields)?,
             // What VHLO lacks the reader takes in the builtin dialect's encoding.
@@ -568,10 +532,10 @@ impl Encoder {
     fn vhlo_type_inner(&mut self, t: &Type) -> R<u64> {
         let mut b = Vec::new();
         let code = match t {
-            Type::Scalar(e) => match scalar_code(*e) {
-                Some((code, name)) => {
-                    self.needs(name)?;
-                    code
+            Type::Scalar(e) => match crate::vhlo::scalar_by_element(*e) {
+                Some(scalar) => {
+                    self.needs(scalar.name)?;
+                    scalar.code
                 }
                 None => match *e {
                     ElementType::C64 | ElementType::C128 => {
@@ -690,42 +654,6 @@ impl Encoder {
         varint(&mut b, code);
         Ok(self.type_entry(b))
     }
-}
-
-/// VHLO's code of a scalar type and its MLIR name.
-fn scalar_code(e: ElementType) -> Option<(u64, &'static str)> {
-    use ElementType as E;
-    Some(match e {
-        E::PRED => (0, "i1"),
-        E::BF16 => (2, "bf16"),
-        E::F16 => (3, "f16"),
-        E::F32 => (4, "f32"),
-        E::F64 => (5, "f64"),
-        E::F8E4M3FN => (6, "f8E4M3FN"),
-        E::F8E5M2 => (7, "f8E5M2"),
-        E::S4 => (10, "i4"),
-        E::S8 => (11, "i8"),
-        E::S16 => (12, "i16"),
-        E::S32 => (13, "i32"),
-        E::S64 => (14, "i64"),
-        E::U4 => (15, "ui4"),
-        E::U8 => (16, "ui8"),
-        E::U16 => (17, "ui16"),
-        E::U32 => (18, "ui32"),
-        E::U64 => (19, "ui64"),
-        E::F8E4M3FNUZ => (27, "f8E4M3FNUZ"),
-        E::F8E5M2FNUZ => (28, "f8E5M2FNUZ"),
-        E::F8E4M3B11FNUZ => (29, "f8E4M3B11FNUZ"),
-        E::S2 => (31, "i2"),
-        E::U2 => (32, "ui2"),
-        E::F8E4M3 => (35, "f8E4M3"),
-        E::F8E3M4 => (36, "f8E3M4"),
-        E::F4E2M1FN => (37, "f4E2M1FN"),
-        E::F6E2M3FN => (38, "f6E2M3FN"),
-        E::F6E3M2FN => (39, "f6E3M2FN"),
-        E::F8E8M0FNU => (40, "f8E8M0FNU"),
-        _ => return None,
-    })
 }
 
 /// A dense buffer as MLIR's bytecode holds it (VHLO's tensor as the builtin dialect's dense

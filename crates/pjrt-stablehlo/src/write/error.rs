@@ -14,11 +14,11 @@ use pjrt_types::StableHloVersion;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum WriteError {
-    /// `target` is outside [`crate::MINIMUM_VERSION`]..=[`crate::CURRENT_VERSION`].
+    /// `target` is outside [`crate::MINIMUM_VERSION`]..=[`crate::NEWEST_READ_VERSION`].
     #[error(
         "StableHLO {target} is not a version this writer can target: choose one from {} to {}",
         crate::MINIMUM_VERSION,
-        crate::CURRENT_VERSION
+        crate::NEWEST_READ_VERSION
     )]
     Target {
         /// The version asked for.

@@ -44,10 +44,10 @@ const CAST: &str = "builtin.unrealized_conversion_cast";
 /// assert_eq!(read_bytecode(&bytes).unwrap(), module);
 /// ```
 pub fn write_bytecode(module: &ir::Module, target: StableHloVersion) -> Result<Vec<u8>, WriteError> {
-    if target < crate::MINIMUM_VERSION || target > crate::CURRENT_VERSION {
+    if target < crate::MINIMUM_VERSION || target > crate::NEWEST_READ_VERSION {
         return Err(WriteError::Target { target });
     }
-    let version = crate::vhlo_versions::bytecode_version(target).ok_or(WriteError::Target { target })?;
+    let version = crate::vhlo::versions::bytecode_version(target).ok_or(WriteError::Target { target })?;
     // VHLO has no CHLO: its ops are written as their StableHLO decompositions.
     let lowered;
     let module = if crate::chlo::has_chlo(module) {

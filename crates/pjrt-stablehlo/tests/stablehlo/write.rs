@@ -121,7 +121,9 @@ fn the_0_106_plugin_runs_what_is_written_for_1_16_1() {
 /// producer and bytecode version), where the target has every op it uses.
 #[test]
 fn writing_for_other_targets_reads_back_the_same() {
-    for target in [pjrt_stablehlo::CURRENT_VERSION, StableHloVersion::new(1, 16, 1)] {
+    for target in
+        [pjrt_stablehlo::NEWEST_READ_VERSION, pjrt_stablehlo::CURRENT_VERSION, StableHloVersion::new(1, 16, 1)]
+    {
         let (mut same, mut refused) = (0, 0);
         for (path, module) in portable_modules() {
             match write_bytecode(&module, target) {
@@ -167,11 +169,22 @@ fn sort_attributes(ops: &mut [pjrt_stablehlo::ir::Op]) {
     }
 }
 
+/// The writer targets 0.9.0 .. 1.22.0 (the newest version read), each end included, and
+/// nothing outside (a patch version past 1.22.0 is outside too: it may hold more).
 #[test]
 fn targets_outside_the_range_are_refused() {
     let (_, module) = portable_modules().into_iter().next().unwrap();
-    for target in [StableHloVersion::new(0, 8, 0), StableHloVersion::new(9, 0, 0)] {
+    for target in [
+        StableHloVersion::new(0, 8, 0),
+        StableHloVersion::new(1, 22, 1),
+        StableHloVersion::new(1, 23, 0),
+        StableHloVersion::new(9, 0, 0),
+    ] {
         assert_eq!(write_bytecode(&module, target), Err(WriteError::Target { target }));
+    }
+    for target in [pjrt_stablehlo::MINIMUM_VERSION, pjrt_stablehlo::NEWEST_READ_VERSION] {
+        let bytes = write_bytecode(&module, target).unwrap();
+        assert_eq!(read_bytecode(&bytes).unwrap().producer, target.producer());
     }
 }
 

@@ -4,16 +4,14 @@
 //! handles), integer lists become `array<i64: ...>`, symbol names become `@refs`, and
 //! attributes equal to StableHLO's defaults are dropped.
 
+use super::table::{default_of, defaults_of, DefaultValue, OnRead};
 use crate::error::{Error, Result};
 use crate::ir::{Attr, ElementType, Type};
-
-#[path = "vhlo_ops.rs"]
-mod ops;
 
 /// The inherent attributes of a VHLO op (`add_v1`), in property order; `None` for an op this
 /// reader does not know.
 pub(crate) fn property_names(op: &str) -> Option<&'static [&'static str]> {
-    ops::OPS.binary_search_by(|(n, _)| (*n).cmp(op)).ok().map(|i| ops::OPS[i].1)
+    super::table::op_version(op).map(|o| o.attributes)
 }
 
 /// An op's attribute dictionary as an artifact older than bytecode version 5 holds it (no
@@ -102,12 +100,6 @@ fn is_none_type(a: Option<&Attr>) -> bool {
     matches!(a, Some(Attr::Type(Type::None)))
 }
 
-fn erase_if(attrs: &mut Attrs, name: &str, pred: impl Fn(Option<&Attr>) -> bool) {
-    if pred(get(attrs, name)) {
-        take(attrs, name);
-    }
-}
-
 fn to_i64_array(attrs: &mut Attrs, name: &str, at: usize) -> Result<()> {
     if let Some(i) = attrs.iter().position(|(n, _)| n == name) {
         let v =
@@ -165,6 +157,56 @@ fn precision_default(a: Option<&Attr>) -> bool {
     }
 }
 
+fn is_default_accuracy(a: Option<&Attr>) -> bool {
+    match a {
+        Some(Attr::Struct { fields, .. }) => fields.iter().all(|(n, v)| match (*n, v) {
+            ("atol" | "rtol", Attr::Float { bits, .. }) => *bits << 1 == 0,
+            ("ulps", Attr::Integer { value, .. }) => *value == 0,
+            ("mode", Attr::Enum(e)) => e.value == "DEFAULT",
+            _ => false,
+        }),
+        _ => false,
+    }
+}
+
+/// Whether `a` holds the default `d` (an empty value of any kind counts as empty; a list of
+/// any length as all ones or zeros).
+fn holds(d: DefaultValue, a: Option<&Attr>) -> bool {
+    match d {
+        DefaultValue::EmptyString
+        | DefaultValue::EmptyArray
+        | DefaultValue::EmptyDict
+        | DefaultValue::EmptyTensor
+        | DefaultValue::EmptyBackendConfig => is_empty(a),
+        DefaultValue::False => is_bool(a, false),
+        DefaultValue::I32(v) | DefaultValue::I64(v) => is_int(a, v),
+        DefaultValue::Enum(_, value) => matches!(a, Some(Attr::Enum(e)) if e.value == value),
+        DefaultValue::Precision => precision_default(a),
+        DefaultValue::Ones => all_eq(a, 1),
+        DefaultValue::Padding | DefaultValue::NoReversal => all_eq(a, 0),
+        DefaultValue::Accuracy => is_default_accuracy(a),
+        DefaultValue::NoneType => is_none_type(a),
+    }
+}
+
+/// Drops the attributes of op `base` that hold their defaults (the one VHLO table's).
+fn drop_defaults(base: &str, a: &mut Attrs) {
+    let dropped: Vec<&str> = defaults_of(base)
+        .filter(|&(name, d, on_read)| {
+            holds(d, get(a, name))
+                && match on_read {
+                    OnRead::Dropped => true,
+                    OnRead::DroppedWith(other) => default_of(base, other).is_some_and(|(o, _)| holds(o, get(a, other))),
+                    OnRead::Grouped | OnRead::Kept => false,
+                }
+        })
+        .map(|(name, _, _)| name)
+        .collect();
+    for name in dropped {
+        take(a, name);
+    }
+}
+
 /// The StableHLO name and attributes of VHLO op `op` (`add_v1`), from its properties (in
 /// declaration order) and its discardable attributes. `parent` is the enclosing op's name
 /// (VHLO has one `return` for functions and regions).
@@ -182,12 +224,8 @@ pub(crate) fn legalize(
         "return" if parent == Some("func.func") => "func.return".to_string(),
         _ => format!("stablehlo.{base}"),
     };
+    drop_defaults(base, &mut a);
     match base {
-        "func" => {
-            erase_if(&mut a, "sym_visibility", is_empty);
-            erase_if(&mut a, "arg_attrs", is_empty);
-            erase_if(&mut a, "res_attrs", is_empty);
-        }
         "call" => {
             if let Some(c) = take(&mut a, "callee") {
                 a.insert(0, ("callee".to_string(), symbol(c, at)?));
@@ -200,25 +238,17 @@ pub(crate) fn legalize(
         | "collective_permute"
         | "collective_broadcast"
         | "collective_reduce" => {
-            if is_int(get(&a, "channel_id"), 0) {
-                take(&mut a, "channel_id");
-            } else if let Some(i) = a.iter().position(|(n, _)| n == "channel_id") {
+            if let Some(i) = a.iter().position(|(n, _)| n == "channel_id") {
                 let h = a[i].1.clone();
                 a[i] = ("channel_handle".to_string(), channel_handle(h, 0));
             }
             for flag in ["use_global_device_ids", "has_dynamic_root"] {
-                match get(&a, flag) {
-                    Some(Attr::Bool(false)) => {
-                        take(&mut a, flag);
-                    }
-                    Some(Attr::Bool(true)) => set(&mut a, flag, Attr::Unit),
-                    _ => {}
+                if let Some(Attr::Bool(true)) = get(&a, flag) {
+                    set(&mut a, flag, Attr::Unit);
                 }
             }
         }
         "send" | "recv" => {
-            erase_if(&mut a, "is_host_transfer", |v| is_bool(v, false));
-            erase_if(&mut a, "source_target_pairs", is_empty);
             let id = take(&mut a, "channel_id").ok_or_else(|| Error::malformed(at, "missing channel_id"))?;
             let ty = match take(&mut a, "channel_type") {
                 Some(Attr::Integer { value, .. }) => value,
@@ -226,30 +256,17 @@ pub(crate) fn legalize(
             };
             a.push(("channel_handle".to_string(), channel_handle(id, ty)));
         }
-        "cholesky" => erase_if(&mut a, "lower", |v| is_bool(v, false)),
-        "compare" => {
-            erase_if(&mut a, "compare_type", |v| matches!(v, Some(Attr::Enum(e)) if e.value == "NOTYPE"));
-        }
         "composite" => {
             if let Some(d) = take(&mut a, "decomposition") {
                 a.push(("decomposition".to_string(), symbol(d, at)?));
             }
-            erase_if(&mut a, "version", |v| is_int(v, 0));
-            erase_if(&mut a, "composite_attributes", is_empty);
         }
         "convolution" | "dynamic_conv" => {
-            erase_if(&mut a, "window_strides", |v| all_eq(v, 1));
-            if base == "convolution" {
-                erase_if(&mut a, "padding", |v| all_eq(v, 0));
-            } else {
+            if base == "dynamic_conv" {
                 // dynamic_conv_v1's `padding` attribute: StableHLO's upgrade to v2 drops it
                 // whatever it holds (the padding operand is the one that counts).
                 take(&mut a, "padding");
             }
-            erase_if(&mut a, "lhs_dilation", |v| all_eq(v, 1));
-            erase_if(&mut a, "rhs_dilation", |v| all_eq(v, 1));
-            erase_if(&mut a, "window_reversal", |v| all_eq(v, 0));
-            erase_if(&mut a, "precision_config", precision_default);
             let fields = implode(
                 &mut a,
                 &[
@@ -272,16 +289,6 @@ pub(crate) fn legalize(
             to_bool_array(&mut a, "window_reversal", at)?;
         }
         "custom_call" => {
-            erase_if(&mut a, "has_side_effect", |v| is_bool(v, false));
-            erase_if(&mut a, "backend_config", is_empty);
-            erase_if(&mut a, "api_version", |v| is_int(v, 1));
-            erase_if(&mut a, "called_computations", is_empty);
-            if is_empty(get(&a, "operand_layouts")) && is_empty(get(&a, "result_layouts")) {
-                take(&mut a, "operand_layouts");
-                take(&mut a, "result_layouts");
-            }
-            erase_if(&mut a, "output_operand_aliases", is_empty);
-            erase_if(&mut a, "result_tilings", is_empty);
             if let Some(i) = a.iter().position(|(n, _)| n == "called_computations") {
                 let Attr::Array(v) = std::mem::replace(&mut a[i].1, Attr::Unit) else {
                     return Err(Error::malformed(at, "called_computations is not an array"));
@@ -290,7 +297,6 @@ pub(crate) fn legalize(
             }
         }
         "dot_general" => {
-            erase_if(&mut a, "precision_config", precision_default);
             let fields = implode(
                 &mut a,
                 &[
@@ -317,16 +323,12 @@ pub(crate) fn legalize(
                 a.push(("algorithm".to_string(), Attr::Struct { mnemonic: "dot_algorithm", fields }));
             }
         }
-        "dot" => erase_if(&mut a, "precision_config", precision_default),
         "dynamic_broadcast_in_dim" => {
-            erase_if(&mut a, "known_expanding_dimensions", is_empty);
-            erase_if(&mut a, "known_nonexpanding_dimensions", is_empty);
             for n in ["broadcast_dimensions", "known_expanding_dimensions", "known_nonexpanding_dimensions"] {
                 to_i64_array(&mut a, n, at)?;
             }
         }
         "gather" | "dynamic_gather" => {
-            erase_if(&mut a, "indices_are_sorted", |v| is_bool(v, false));
             let mut names = vec![("offset_dims", false), ("collapsed_slice_dims", false)];
             if get(&a, "operand_batching_dims").is_some() {
                 names.push(("operand_batching_dims", false));
@@ -339,8 +341,6 @@ pub(crate) fn legalize(
             to_i64_array(&mut a, "slice_sizes", at)?;
         }
         "scatter" => {
-            erase_if(&mut a, "indices_are_sorted", |v| is_bool(v, false));
-            erase_if(&mut a, "unique_indices", |v| is_bool(v, false));
             let mut names = vec![("update_window_dims", false), ("inserted_window_dims", false)];
             if get(&a, "input_batching_dims").is_some() {
                 names.push(("input_batching_dims", false));
@@ -351,53 +351,15 @@ pub(crate) fn legalize(
             let fields = implode(&mut a, &names, at)?;
             a.insert(0, ("scatter_dimension_numbers".to_string(), Attr::Struct { mnemonic: "scatter", fields }));
         }
-        "infeed" => {
-            erase_if(&mut a, "infeed_config", is_empty);
-            erase_if(&mut a, "layout", is_empty);
-        }
-        "outfeed" => erase_if(&mut a, "outfeed_config", is_empty),
         "reduce_window" => {
-            erase_if(&mut a, "window_strides", |v| all_eq(v, 1));
-            erase_if(&mut a, "base_dilations", |v| all_eq(v, 1));
-            erase_if(&mut a, "window_dilations", |v| all_eq(v, 1));
-            erase_if(&mut a, "padding", |v| all_eq(v, 0));
             for n in ["window_dimensions", "window_strides", "base_dilations", "window_dilations"] {
                 to_i64_array(&mut a, n, at)?;
             }
         }
         "select_and_scatter" => {
-            erase_if(&mut a, "window_strides", |v| all_eq(v, 1));
-            erase_if(&mut a, "padding", |v| all_eq(v, 0));
             for n in ["window_dimensions", "window_strides"] {
                 to_i64_array(&mut a, n, at)?;
             }
-        }
-        "sort" => {
-            erase_if(&mut a, "dimension", |v| is_int(v, -1));
-            erase_if(&mut a, "is_stable", |v| is_bool(v, false));
-        }
-        "cbrt"
-        | "cosine"
-        | "exponential"
-        | "exponential_minus_one"
-        | "log"
-        | "log_plus_one"
-        | "logistic"
-        | "rsqrt"
-        | "sine"
-        | "sqrt"
-        | "tan"
-        | "tanh" => {
-            let default = match get(&a, "result_accuracy") {
-                Some(Attr::Struct { fields, .. }) => fields.iter().all(|(n, v)| match (*n, v) {
-                    ("atol" | "rtol", Attr::Float { bits, .. }) => *bits << 1 == 0,
-                    ("ulps", Attr::Integer { value, .. }) => *value == 0,
-                    ("mode", Attr::Enum(e)) => e.value == "DEFAULT",
-                    _ => false,
-                }),
-                _ => false,
-            };
-            erase_if(&mut a, "result_accuracy", |_| default);
         }
         "fft" => to_i64_array(&mut a, "fft_length", at)?,
         "broadcast" => to_i64_array(&mut a, "broadcast_sizes", at)?,
