@@ -80,7 +80,8 @@ pub(crate) fn varint_flag(out: &mut Vec<u8>, value: u64, flag: bool) {
 }
 
 use crate::bytecode::{
-    SECTION_ATTR_TYPE, SECTION_ATTR_TYPE_OFFSET, SECTION_DIALECT, SECTION_IR, SECTION_PROPERTIES, SECTION_STRING,
+    SECTION_ATTR_TYPE, SECTION_ATTR_TYPE_OFFSET, SECTION_DIALECT, SECTION_IR, SECTION_PROPERTIES, SECTION_RESOURCE,
+    SECTION_RESOURCE_OFFSET, SECTION_STRING,
 };
 
 /// A section: its id, its length, its bytes (unaligned: nothing written needs alignment).
@@ -96,6 +97,26 @@ pub(crate) const VHLO: usize = 1;
 /// Shardy's, named only when one of its attributes is written.
 pub(crate) const SDY: usize = 2;
 const DIALECTS: [&str; 3] = ["builtin", "vhlo", "sdy"];
+
+/// MLIR's grouping of a table (already in reference-count order) by dialect within each run
+/// of indexes one varint width encodes (128 one-byte indexes, then 16256 two-byte ones, ...),
+/// each run a stable sort that puts first the dialect the previous run ended with.
+pub(crate) fn group_by_dialect_per_byte<T>(items: &mut [T], dialect: impl Fn(&T) -> usize) {
+    let (mut first, mut start, mut width) = (0, 0usize, 0u32);
+    while start < items.len() && width < 8 {
+        width += 1;
+        let end = if width == 8 { items.len() } else { items.len().min(1usize << (7 * width)) };
+        let run = &mut items[start..end];
+        run.sort_by_key(|x| {
+            let d = dialect(x);
+            (d != first, d)
+        });
+        if let Some(last) = run.last() {
+            first = dialect(last);
+        }
+        start = end;
+    }
+}
 
 /// One attribute or type entry: its dialect, whether in the dialect's encoding (else MLIR
 /// text), and its bytes.
@@ -152,12 +173,31 @@ impl Tables {
         i
     }
 
-    /// Sets the op-name table (sorted by dialect so that each dialect is one group); returns
-    /// each name's index.
-    pub(crate) fn set_op_names(&mut self, mut names: Vec<(usize, String)>) -> FastMap<(usize, String), u64> {
-        names.sort();
-        names.dedup();
+    /// Sets the op-name table from every op's name in the order MLIR's writer numbers ops
+    /// (`names`, repeated as often as used): as MLIR orders it, the most used first (ties in
+    /// the order first used), then grouped by dialect (a stable sort: builtin first). Names
+    /// the string table with the dialects and these names first, in MLIR's order. Returns each
+    /// name's index.
+    pub(crate) fn set_op_names(&mut self, names: Vec<(usize, String)>) -> FastMap<(usize, String), u64> {
+        let mut counted: Vec<((usize, String), usize)> = Vec::new();
+        let mut at: FastMap<(usize, String), usize> = FastMap::default();
+        for n in names {
+            match at.get(&n) {
+                Some(&i) => counted[i].1 += 1,
+                None => {
+                    at.insert(n.clone(), counted.len());
+                    counted.push((n, 1));
+                }
+            }
+        }
+        counted.sort_by(|a, b| b.1.cmp(&a.1));
+        group_by_dialect_per_byte(&mut counted, |((d, _), _)| *d);
+        let names: Vec<(usize, String)> = counted.into_iter().map(|(n, _)| n).collect();
         self.uses_sdy |= names.iter().any(|(d, _)| *d == SDY);
+        let dialects_used = if self.uses_sdy { &DIALECTS[..] } else { &DIALECTS[..2] };
+        for d in dialects_used {
+            self.string(d.as_bytes());
+        }
         for (_, n) in &names {
             self.string(n.as_bytes());
         }
@@ -248,12 +288,20 @@ impl Tables {
             strings.push(0);
         }
 
-        section(&mut out, SECTION_STRING, &strings);
+        // MLIR's writer's order: dialects, attribute/type offsets then their data, the IR, the
+        // resources (none: an offset section counting no external resource groups, then an
+        // empty resource section), the strings (known only once everything is written), then
+        // the properties (from bytecode 5 on, even when there are none).
         section(&mut out, SECTION_DIALECT, &dialects);
-        section(&mut out, SECTION_ATTR_TYPE, &data);
         section(&mut out, SECTION_ATTR_TYPE_OFFSET, &offsets);
+        section(&mut out, SECTION_ATTR_TYPE, &data);
         section(&mut out, SECTION_IR, ir);
-        if version >= crate::bytecode::V_NATIVE_PROPERTIES && !self.properties.is_empty() {
+        let mut resource_offsets = Vec::new();
+        varint(&mut resource_offsets, 0);
+        section(&mut out, SECTION_RESOURCE_OFFSET, &resource_offsets);
+        section(&mut out, SECTION_RESOURCE, &[]);
+        section(&mut out, SECTION_STRING, &strings);
+        if version >= crate::bytecode::V_NATIVE_PROPERTIES {
             let mut props = Vec::new();
             varint(&mut props, self.properties.len() as u64);
             for p in &self.properties {

@@ -66,7 +66,7 @@ pub fn write_bytecode(module: &ir::Module, target: StableHloVersion) -> Result<V
     };
     // Op names first: the table is grouped by dialect, so every index is known up front.
     let mut names = Vec::new();
-    for op in module.walk() {
+    for op in numbering_order(module) {
         names.push(w.op_name(op)?);
     }
     w.op_index = w.enc.tables.set_op_names(names);
@@ -348,6 +348,26 @@ impl Writer {
         }
         Ok(())
     }
+}
+
+/// Every op in the order MLIR's bytecode writer first numbers it (which orders its tables): a
+/// root op, then the regions of a worklist taken from its back, each region's ops in order
+/// before the regions of those ops are pushed (so the last op's regions come first).
+fn numbering_order(module: &ir::Module) -> Vec<&Op> {
+    let mut out = Vec::new();
+    for root in &module.ops {
+        out.push(root);
+        let mut work: Vec<&Region> = root.regions.iter().collect();
+        while let Some(region) = work.pop() {
+            for op in region.blocks.iter().flat_map(|b| &b.ops) {
+                out.push(op);
+            }
+            for op in region.blocks.iter().flat_map(|b| &b.ops) {
+                work.extend(op.regions.iter());
+            }
+        }
+    }
+    out
 }
 
 /// The inherent attributes of the Shardy ops this writer writes, sorted by name.
