@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::container::{self, svarint, varint, varint_flag, Entry, Tables, BUILTIN, SDY, VHLO};
+use super::container::{self, svarint, varint, Buf, Entry, Tables, BUILTIN, SDY, VHLO};
 use super::error::WriteError;
 use crate::ir::{float_width, int_width, Attr, Dim, ElementType, Location, TensorType, Type};
 use crate::names;
@@ -131,11 +131,11 @@ impl Encoder {
         Ok(())
     }
 
-    fn attr_entry(&mut self, dialect: usize, bytes: Vec<u8>) -> u64 {
+    fn attr_entry(&mut self, dialect: usize, bytes: Buf) -> u64 {
         self.tables.attrs.add(Entry { dialect, custom: true, bytes })
     }
 
-    fn type_entry(&mut self, bytes: Vec<u8>) -> u64 {
+    fn type_entry(&mut self, bytes: Buf) -> u64 {
         self.tables.types.add(Entry { dialect: VHLO, custom: true, bytes })
     }
 
@@ -144,7 +144,8 @@ impl Encoder {
         if text.as_bytes().contains(&0) {
             return Err(unrepresentable("attribute or type text with a NUL byte"));
         }
-        let mut bytes = text.as_bytes().to_vec();
+        let mut bytes = Buf::default();
+        bytes.extend_from_slice(text.as_bytes());
         bytes.push(0);
         Ok(Entry { dialect: BUILTIN, custom: false, bytes })
     }
@@ -170,13 +171,13 @@ impl Encoder {
     }
 
     fn loc_inner(&mut self, l: &Location) -> R<u64> {
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         match l {
             Location::Unknown => varint(&mut b, 15),
             Location::FileLineCol { file, line, column } => {
                 let f = self.builtin_string(file.as_bytes());
                 varint(&mut b, 11);
-                varint(&mut b, f);
+                b.attr(f);
                 varint(&mut b, *line);
                 varint(&mut b, *column);
             }
@@ -184,15 +185,15 @@ impl Encoder {
                 let n = self.builtin_string(name.as_bytes());
                 let c = self.loc(child)?;
                 varint(&mut b, 14);
-                varint(&mut b, n);
-                varint(&mut b, c);
+                b.attr(n);
+                b.attr(c);
             }
             Location::CallSite { callee, caller } => {
                 let a = self.loc(callee)?;
                 let c = self.loc(caller)?;
                 varint(&mut b, 10);
-                varint(&mut b, a);
-                varint(&mut b, c);
+                b.attr(a);
+                b.attr(c);
             }
             Location::Fused { locations, metadata } => {
                 let mut items = Vec::with_capacity(locations.len());
@@ -206,10 +207,10 @@ impl Encoder {
                 varint(&mut b, if meta.is_some() { 13 } else { 12 });
                 varint(&mut b, items.len() as u64);
                 for i in items {
-                    varint(&mut b, i);
+                    b.attr(i);
                 }
                 if let Some(m) = meta {
-                    varint(&mut b, m);
+                    b.attr(m);
                 }
             }
             Location::Opaque(text) => {
@@ -222,17 +223,17 @@ impl Encoder {
 
     /// A flat symbol reference to the builtin string attribute `name`.
     pub(crate) fn builtin_symbol(&mut self, name: u64) -> u64 {
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, 4);
-        varint(&mut b, name);
+        b.attr(name);
         self.attr_entry(BUILTIN, b)
     }
 
     pub(crate) fn builtin_string(&mut self, s: &[u8]) -> u64 {
         let i = self.tables.string(s);
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, 2);
-        varint(&mut b, i);
+        b.str(i);
         self.attr_entry(BUILTIN, b)
     }
 
@@ -253,20 +254,20 @@ impl Encoder {
         r
     }
 
-    fn list(&mut self, b: &mut Vec<u8>, items: &[Attr]) -> R<()> {
+    fn list(&mut self, b: &mut Buf, items: &[Attr]) -> R<()> {
         let mut refs = Vec::with_capacity(items.len());
         for x in items {
             refs.push(self.vhlo_attr(x)?);
         }
         varint(b, refs.len() as u64);
         for r in refs {
-            varint(b, r);
+            b.attr(r);
         }
         Ok(())
     }
 
     fn vhlo_attr_inner(&mut self, a: &Attr) -> R<u64> {
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         let mut dialect = VHLO;
         match a {
             Attr::Array(items) => {
@@ -286,15 +287,15 @@ impl Encoder {
                 varint(&mut b, 6);
                 varint(&mut b, refs.len() as u64);
                 for (k, v) in refs {
-                    varint(&mut b, k);
-                    varint(&mut b, v);
+                    b.attr(k);
+                    b.attr(v);
                 }
             }
             Attr::Float { bits, ty } => {
                 let width = float_width(ty).ok_or_else(|| unrepresentable("a float attribute of a non-float type"))?;
                 let t = self.vhlo_type(ty)?;
                 varint(&mut b, 8);
-                varint(&mut b, t);
+                b.ty(t);
                 apint(&mut b, *bits, width)?;
             }
             Attr::Integer { value, ty } => {
@@ -302,7 +303,7 @@ impl Encoder {
                     int_width(ty).ok_or_else(|| unrepresentable("an integer attribute of a non-integer type"))?;
                 let t = self.vhlo_type(ty)?;
                 varint(&mut b, 9);
-                varint(&mut b, t);
+                b.ty(t);
                 apint(&mut b, *value as u64, width)?;
             }
             Attr::String(s) => return Ok(self.vhlo_string(s)),
@@ -310,14 +311,14 @@ impl Encoder {
                 let t = self.vhlo_type(ty)?;
                 let bytes = dense_bytes(ty, data)?;
                 varint(&mut b, 15);
-                varint(&mut b, t);
+                b.ty(t);
                 varint(&mut b, bytes.len() as u64);
                 b.extend_from_slice(&bytes);
             }
             Attr::Type(t) => {
                 let t = self.vhlo_type(t)?;
                 varint(&mut b, 17);
-                varint(&mut b, t);
+                b.ty(t);
             }
             Attr::Bounds(bounds) => {
                 varint(&mut b, 18);
@@ -350,7 +351,7 @@ impl Encoder {
                 let t = self.builtin_int_type(64);
                 dialect = BUILTIN;
                 varint(&mut b, 17);
-                varint(&mut b, t);
+                b.ty(t);
                 varint(&mut b, v.len() as u64);
                 varint(&mut b, v.len() as u64 * 8);
                 for x in v {
@@ -361,7 +362,7 @@ impl Encoder {
                 let t = self.builtin_int_type(1);
                 dialect = BUILTIN;
                 varint(&mut b, 17);
-                varint(&mut b, t);
+                b.ty(t);
                 varint(&mut b, v.len() as u64);
                 varint(&mut b, v.len() as u64);
                 b.extend(v.iter().map(|&x| u8::from(x)));
@@ -377,9 +378,9 @@ impl Encoder {
 
     fn vhlo_string(&mut self, s: &[u8]) -> u64 {
         let i = self.tables.string(s);
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, 14);
-        varint(&mut b, i);
+        b.str(i);
         self.attr_entry(VHLO, b)
     }
 
@@ -394,13 +395,13 @@ impl Encoder {
 
     fn builtin_type_inner(&mut self, t: &Type) -> R<u64> {
         use ElementType as E;
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         match t {
             Type::Tensor(TensorType { dims, element, encoding: None }) => {
                 let el = self.builtin_type(element)?;
                 varint(&mut b, 13);
                 Self::dims(&mut b, dims)?;
-                varint(&mut b, el);
+                b.ty(el);
             }
             Type::Index => varint(&mut b, 1),
             Type::Scalar(e) => match *e {
@@ -411,7 +412,7 @@ impl Encoder {
                 E::C64 | E::C128 => {
                     let part = self.builtin_type(&Type::Scalar(if *e == E::C64 { E::F32 } else { E::F64 }))?;
                     varint(&mut b, 9);
-                    varint(&mut b, part);
+                    b.ty(part);
                 }
                 other => match int_width(t) {
                     // Signless (0) for signed types, unsigned (2).
@@ -429,7 +430,7 @@ impl Encoder {
                 }
                 varint(&mut b, 15);
                 varint(&mut b, refs.len() as u64);
-                refs.iter().for_each(|&r| varint(&mut b, r));
+                refs.iter().for_each(|&r| b.ty(r));
             }
             _ => return self.vhlo_type(t),
         }
@@ -437,24 +438,24 @@ impl Encoder {
     }
 
     fn builtin_int_type(&mut self, width: u64) -> u64 {
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, 0);
         varint(&mut b, width << 2);
         self.tables.types.add(Entry { dialect: BUILTIN, custom: true, bytes: b })
     }
 
-    fn optional(&mut self, b: &mut Vec<u8>, fields: &[(&'static str, Attr)], name: &str) -> R<()> {
+    fn optional(&mut self, b: &mut Buf, fields: &[(&'static str, Attr)], name: &str) -> R<()> {
         match fields.iter().find(|(n, _)| *n == name) {
             Some((_, a)) => {
                 let i = self.vhlo_attr(a)?;
-                varint_flag(b, i, true);
+                b.attr_flag(i, true);
             }
             None => varint(b, 0),
         }
         Ok(())
     }
 
-    fn vhlo_struct(&mut self, b: &mut Vec<u8>, mnemonic: &str, fields: &[(&'static str, Attr)]) -> R<()> {
+    fn vhlo_struct(&mut self, b: &mut Buf, mnemonic: &str, fields: &[(&'static str, Attr)]) -> R<()> {
         let of = format!("#stablehlo.{mnemonic}");
         self.needs(&of)?;
         match mnemonic {
@@ -478,7 +479,7 @@ impl Encoder {
                 svarint(b, atol as i64);
                 svarint(b, rtol as i64);
                 svarint(b, ulps);
-                varint(b, mode);
+                b.attr(mode);
             }
             "sub_axis_info" => {
                 let pre = int_field(fields, "pre_size", &of)?;
@@ -490,13 +491,13 @@ impl Encoder {
             "axis_ref" => {
                 let name = self.vhlo_attr(field(fields, "name", &of)?)?;
                 varint(b, 22);
-                varint(b, name);
+                b.attr(name);
                 // A presence varint, then the reference (StableHLO's encoding of this one).
                 match fields.iter().find(|(n, _)| *n == "sub_axis_info") {
                     Some((_, a)) => {
                         let i = self.vhlo_attr(a)?;
                         varint(b, 1);
-                        varint(b, i);
+                        b.attr(i);
                     }
                     None => varint(b, 0),
                 }
@@ -509,20 +510,20 @@ impl Encoder {
                 };
                 let axes = self.vhlo_attr(field(fields, "axes", &of)?)?;
                 varint(b, 23);
-                varint(b, mesh);
-                varint(b, axes);
+                b.attr(mesh);
+                b.attr(axes);
             }
             "mesh_axis" => {
                 let name = self.vhlo_attr(field(fields, "name", &of)?)?;
                 let size = int_field(fields, "size", &of)?;
                 varint(b, 24);
-                varint(b, name);
+                b.attr(name);
                 svarint(b, size);
             }
             "mesh" => {
                 let axes = self.vhlo_attr(field(fields, "axes", &of)?)?;
                 varint(b, 25);
-                varint(b, axes);
+                b.attr(axes);
                 self.optional(b, fields, "device_ids")?;
             }
             _ => {
@@ -542,14 +543,14 @@ impl Encoder {
         r
     }
 
-    fn types(&mut self, b: &mut Vec<u8>, items: &[Type]) -> R<()> {
+    fn types(&mut self, b: &mut Buf, items: &[Type]) -> R<()> {
         let mut refs = Vec::with_capacity(items.len());
         for t in items {
             refs.push(self.vhlo_type(t)?);
         }
         varint(b, refs.len() as u64);
         for r in refs {
-            varint(b, r);
+            b.ty(r);
         }
         Ok(())
     }
@@ -566,7 +567,7 @@ impl Encoder {
     }
 
     fn vhlo_type_inner(&mut self, t: &Type) -> R<u64> {
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         let code = match t {
             Type::Scalar(e) => match scalar_code(*e) {
                 Some((code, name)) => {
@@ -578,7 +579,7 @@ impl Encoder {
                         let part = if *e == ElementType::C64 { ElementType::F32 } else { ElementType::F64 };
                         let p = self.vhlo_type(&Type::Scalar(part))?;
                         varint(&mut b, 1);
-                        varint(&mut b, p);
+                        b.ty(p);
                         return Ok(self.type_entry(b));
                     }
                     other => return Err(unrepresentable(format!("element type {other:?}"))),
@@ -604,18 +605,18 @@ impl Encoder {
                 match enc {
                     Some(e) => {
                         varint(&mut b, 21);
-                        varint(&mut b, e);
+                        b.attr(e);
                     }
                     None => varint(&mut b, 20),
                 }
                 Self::dims(&mut b, dims)?;
-                varint(&mut b, el);
+                b.ty(el);
                 return Ok(self.type_entry(b));
             }
             Type::UnrankedTensor(e) => {
                 let el = self.vhlo_type(e)?;
                 varint(&mut b, 25);
-                varint(&mut b, el);
+                b.ty(el);
                 return Ok(self.type_entry(b));
             }
             Type::Buffer { dims, element } => {
@@ -623,7 +624,7 @@ impl Encoder {
                 let el = self.vhlo_type(element)?;
                 varint(&mut b, 41);
                 Self::dims(&mut b, dims)?;
-                varint(&mut b, el);
+                b.ty(el);
                 return Ok(self.type_entry(b));
             }
             Type::Tuple(items) => {
@@ -638,13 +639,13 @@ impl Encoder {
                 return Ok(self.type_entry(b));
             }
             Type::Function { inputs, outputs } => {
-                let mut ins = Vec::new();
+                let mut ins = Buf::default();
                 self.types(&mut ins, inputs)?;
-                let mut outs = Vec::new();
+                let mut outs = Buf::default();
                 self.types(&mut outs, outputs)?;
                 varint(&mut b, 8);
-                b.extend(ins);
-                b.extend(outs);
+                b.append(ins);
+                b.append(outs);
                 return Ok(self.type_entry(b));
             }
             Type::Quantized(q) => {
@@ -657,8 +658,8 @@ impl Encoder {
                         };
                         varint(&mut b, 24);
                         varint(&mut b, q.flags);
-                        varint(&mut b, storage);
-                        varint(&mut b, expressed);
+                        b.ty(storage);
+                        b.ty(expressed);
                         svarint(&mut b, scale as i64);
                         svarint(&mut b, zero);
                         svarint(&mut b, q.storage_min);
@@ -668,8 +669,8 @@ impl Encoder {
                         self.needs("per-axis quantization")?;
                         varint(&mut b, 30);
                         varint(&mut b, q.flags);
-                        varint(&mut b, storage);
-                        varint(&mut b, expressed);
+                        b.ty(storage);
+                        b.ty(expressed);
                         varint(&mut b, axis);
                         svarint(&mut b, q.storage_min);
                         svarint(&mut b, q.storage_max);
@@ -861,16 +862,16 @@ impl Encoder {
                         factors.push(f);
                         s = r;
                     }
-                    let mut b = Vec::new();
+                    let mut b = Buf::default();
                     varint(&mut b, 8);
                     varint(&mut b, factors.len() as u64);
                     factors.iter().for_each(|&f| svarint(&mut b, f));
                     dim_refs.push(self.attr_entry(SDY, b));
                 }
-                let mut b = Vec::new();
+                let mut b = Buf::default();
                 varint(&mut b, 9);
                 varint(&mut b, dim_refs.len() as u64);
-                dim_refs.iter().for_each(|&r| varint(&mut b, r));
+                dim_refs.iter().for_each(|&r| b.attr(r));
                 refs.push(self.attr_entry(SDY, b));
             }
             Ok(refs)
@@ -878,13 +879,13 @@ impl Encoder {
         let operand_refs = mappings(operands)?;
         let result_refs = mappings(results)?;
         self.tables.uses_sdy = true;
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, 10);
         varint(&mut b, sizes.len() as u64);
         sizes.iter().for_each(|&s| svarint(&mut b, s));
         for refs in [&operand_refs, &result_refs] {
             varint(&mut b, refs.len() as u64);
-            refs.iter().for_each(|&r| varint(&mut b, r));
+            refs.iter().for_each(|&r| b.attr(r));
         }
         for l in &lists {
             varint(&mut b, l.len() as u64);

@@ -7,11 +7,12 @@ mod container;
 mod convert;
 mod encode;
 mod error;
+mod numbering;
 mod sdy;
 
 use crate::bytecode::{V_ELIDE_UNKNOWN_BLOCK_ARG_LOC, V_LAZY_LOADING, V_NATIVE_PROPERTIES, V_USE_LIST_ORDERING};
 use crate::ir::{self, Attr, Op, Region};
-use container::{section, varint, varint_flag, FastMap, BUILTIN, SDY, VHLO};
+use container::{varint, varint_flag, Buf, FastMap, Ref, BUILTIN, SDY, VHLO};
 use encode::Encoder;
 pub use error::WriteError;
 use pjrt_types::StableHloVersion;
@@ -63,6 +64,8 @@ pub fn write_bytecode(module: &ir::Module, target: StableHloVersion) -> Result<V
         values: FastMap::default(),
         undo: Vec::new(),
         scope_len: 0,
+        op_refs: FastMap::default(),
+        arg_refs: FastMap::default(),
     };
     // Op names first: the table is grouped by dialect, so every index is known up front.
     let mut names = Vec::new();
@@ -70,12 +73,13 @@ pub fn write_bytecode(module: &ir::Module, target: StableHloVersion) -> Result<V
         names.push(w.op_name(op)?);
     }
     w.op_index = w.enc.tables.set_op_names(names);
-    let mut ir = Vec::new();
+    let mut ir = Buf::default();
     varint_flag(&mut ir, module.ops.len() as u64, false);
     for op in &module.ops {
         w.op(&mut ir, op, 0)?;
     }
-    Ok(w.enc.tables.finish(version, &target.producer(), &ir))
+    let top = w.numbering_refs(module);
+    Ok(w.enc.tables.finish(version, &target.producer(), &ir, &top))
 }
 
 struct Writer {
@@ -89,6 +93,12 @@ struct Writer {
     undo: Vec<(u32, Option<(u64, bool)>)>,
     /// Values numbered so far in the current scope (the regions being written).
     scope_len: u64,
+    /// Each op's references to attributes and types (by its address in the module being
+    /// written), in the order MLIR's writer numbers them: result types, attribute
+    /// dictionary, properties, location.
+    op_refs: FastMap<usize, Vec<Ref>>,
+    /// The same for each block's arguments: each one's location, then its type.
+    arg_refs: FastMap<usize, Vec<Ref>>,
 }
 
 impl Writer {
@@ -115,7 +125,36 @@ impl Writer {
         self.undo.push((id, before));
     }
 
-    fn op(&mut self, out: &mut Vec<u8>, op: &Op, depth: usize) -> R<()> {
+    /// The IR's references to attributes and types in the order MLIR's writer numbers the IR
+    /// (see [`numbering_order`]; each block's arguments before its ops).
+    fn numbering_refs(&self, module: &ir::Module) -> Vec<Ref> {
+        let mut out = Vec::new();
+        let add = |out: &mut Vec<Ref>, op: &Op| {
+            if let Some(r) = self.op_refs.get(&(op as *const Op as usize)) {
+                out.extend(r.iter().cloned());
+            }
+        };
+        for root in &module.ops {
+            add(&mut out, root);
+            let mut work: Vec<&Region> = root.regions.iter().collect();
+            while let Some(region) = work.pop() {
+                for block in &region.blocks {
+                    if let Some(r) = self.arg_refs.get(&(block as *const ir::Block as usize)) {
+                        out.extend(r.iter().cloned());
+                    }
+                    for op in &block.ops {
+                        add(&mut out, op);
+                    }
+                }
+                for op in region.blocks.iter().flat_map(|b| &b.ops) {
+                    work.extend(op.regions.iter());
+                }
+            }
+        }
+        out
+    }
+
+    fn op(&mut self, out: &mut Buf, op: &Op, depth: usize) -> R<()> {
         let (dialect, name, properties, discardable) = if op.name == "builtin.module" {
             let mut props = Vec::new();
             let mut rest = Vec::new();
@@ -146,15 +185,16 @@ impl Writer {
         // Inherent attributes: native properties (bytecode 5 on), else in the dictionary.
         let mut dict = discardable;
         let mut props_index = None;
+        let mut props_refs = Vec::new();
         if !properties.is_empty() {
             if self.version >= V_NATIVE_PROPERTIES {
-                let mut p = Vec::new();
+                let mut p = Buf::default();
                 if dialect == BUILTIN {
                     for n in ["sym_name", "sym_visibility"] {
                         match properties.iter().find(|(k, _)| k == n) {
                             Some((_, a)) => {
                                 let i = self.enc.builtin_attr(a)?;
-                                varint_flag(&mut p, i, true);
+                                p.attr_flag(i, true);
                             }
                             None => varint(&mut p, 0),
                         }
@@ -167,14 +207,15 @@ impl Writer {
                             WriteError::Unrepresentable { what: format!("{} without its {n} attribute", op.name) }
                         })?;
                         let i = if *n == "sym_name" { self.enc.builtin_attr(a)? } else { self.enc.vhlo_attr(a)? };
-                        varint(&mut p, i);
+                        p.attr(i);
                     }
                 } else {
                     for (n, a) in &properties {
                         let i = if n == "api_version" { self.enc.api_version(a)? } else { self.enc.vhlo_attr(a)? };
-                        varint(&mut p, i);
+                        p.attr(i);
                     }
                 }
+                props_refs = p.refs().cloned().collect();
                 props_index = Some(self.enc.tables.properties(p));
             } else {
                 let mut inherent = properties;
@@ -215,21 +256,30 @@ impl Writer {
                 mask |= flag;
             }
         }
+        let mut refs: Vec<Ref> = result_types.iter().map(|&t| Ref::Type(t)).collect();
+        refs.extend(dict_index.map(Ref::Attr));
+        refs.extend(props_refs);
+        refs.push(Ref::Attr(loc));
+        self.op_refs.insert(op as *const Op as usize, refs);
         varint(out, name_index);
         out.push(mask);
-        varint(out, loc);
+        out.attr(loc);
         if let Some(d) = dict_index {
-            varint(out, d);
+            out.attr(d);
         }
         if let Some(p) = props_index {
             varint(out, p);
         }
-        for list in [&result_types, &operands] {
-            if !list.is_empty() {
-                varint(out, list.len() as u64);
-                for &x in list.iter() {
-                    varint(out, x);
-                }
+        if !result_types.is_empty() {
+            varint(out, result_types.len() as u64);
+            for &t in &result_types {
+                out.ty(t);
+            }
+        }
+        if !operands.is_empty() {
+            varint(out, operands.len() as u64);
+            for &x in &operands {
+                varint(out, x);
             }
         }
         if !op.successors.is_empty() {
@@ -257,7 +307,7 @@ impl Writer {
         let values = std::mem::take(&mut self.values);
         let undo = std::mem::take(&mut self.undo);
         let scope_len = std::mem::replace(&mut self.scope_len, 0);
-        let mut inner = Vec::new();
+        let mut inner = Buf::default();
         let mut result = Ok(());
         for r in &op.regions {
             result = self.region(&mut inner, r, depth + 1, dialect == SDY);
@@ -270,15 +320,15 @@ impl Writer {
         self.scope_len = scope_len;
         result?;
         if self.version >= V_LAZY_LOADING {
-            section(out, SECTION_IR, &inner);
+            out.section(SECTION_IR, inner);
         } else {
-            out.extend_from_slice(&inner);
+            out.append(inner);
         }
         Ok(())
     }
 
     /// `in_sdy`: the region is a Shardy op's, whose block arguments have builtin types.
-    fn region(&mut self, out: &mut Vec<u8>, region: &Region, depth: usize, in_sdy: bool) -> R<()> {
+    fn region(&mut self, out: &mut Buf, region: &Region, depth: usize, in_sdy: bool) -> R<()> {
         varint(out, region.blocks.len() as u64);
         if region.blocks.is_empty() {
             return Ok(());
@@ -323,22 +373,27 @@ impl Writer {
         result
     }
 
-    fn block(&mut self, out: &mut Vec<u8>, block: &ir::Block, depth: usize) -> R<()> {
+    fn block(&mut self, out: &mut Buf, block: &ir::Block, depth: usize) -> R<()> {
         varint_flag(out, block.ops.len() as u64, !block.args.is_empty());
         if !block.args.is_empty() {
             varint(out, block.args.len() as u64);
+            let mut refs = Vec::with_capacity(2 * block.args.len());
             for a in &block.args {
                 let builtin = self.values.get(&a.id).is_some_and(|v| v.1);
                 let t = if builtin { self.enc.builtin_type(&a.ty)? } else { self.enc.vhlo_type(&a.ty)? };
+                // Block arguments' locations are not in the IR: unknown (MLIR's writer numbers
+                // them even where it leaves them out).
+                let unknown = self.enc.loc(&ir::Location::Unknown)?;
+                refs.push(Ref::Attr(unknown));
+                refs.push(Ref::Type(t));
                 if self.version >= V_ELIDE_UNKNOWN_BLOCK_ARG_LOC {
-                    // Block arguments' locations are not in the IR: left out, as unknown.
-                    varint_flag(out, t, false);
+                    out.ty_flag(t, false);
                 } else {
-                    varint(out, t);
-                    let unknown = self.enc.loc(&ir::Location::Unknown)?;
-                    varint(out, unknown);
+                    out.ty(t);
+                    out.attr(unknown);
                 }
             }
+            self.arg_refs.insert(block as *const ir::Block as usize, refs);
             if self.version >= V_USE_LIST_ORDERING {
                 out.push(0);
             }
@@ -413,12 +468,12 @@ impl Encoder {
             let key = self.builtin_string(n.as_bytes());
             refs.push((key, self.vhlo_attr(a)?));
         }
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, 1);
         varint(&mut b, refs.len() as u64);
         for (k, v) in refs {
-            varint(&mut b, k);
-            varint(&mut b, v);
+            b.attr(k);
+            b.attr(v);
         }
         Ok(self.tables.attrs.add(container::Entry { dialect: BUILTIN, custom: true, bytes: b }))
     }
@@ -432,7 +487,7 @@ impl Encoder {
     fn api_version(&mut self, a: &Attr) -> R<u64> {
         match a {
             Attr::Integer { value, .. } if (0..=4).contains(value) => {
-                let mut b = Vec::new();
+                let mut b = Buf::default();
                 varint(&mut b, 5);
                 varint(&mut b, *value as u64);
                 Ok(self.tables.attrs.add(container::Entry { dialect: VHLO, custom: true, bytes: b }))
