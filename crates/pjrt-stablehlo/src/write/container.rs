@@ -299,7 +299,7 @@ impl Tables {
                 }
             }
         }
-        counted.sort_by(|a, b| b.1.cmp(&a.1));
+        counted.sort_by_key(|c| std::cmp::Reverse(c.1));
         group_by_dialect_per_byte(&mut counted, |((d, _), _)| *d);
         let names: Vec<(usize, String)> = counted.into_iter().map(|(n, _)| n).collect();
         self.uses_sdy |= names.iter().any(|(d, _)| *d == SDY);
@@ -424,7 +424,6 @@ impl Tables {
             varint(&mut props, bytes.len() as u64);
             props.extend_from_slice(&bytes);
         }
-        drop(number);
         for i in 0..self.strings.len() {
             string(i as u64);
         }

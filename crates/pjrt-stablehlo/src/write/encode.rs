@@ -181,6 +181,34 @@ impl Encoder {
                 varint(&mut b, *line);
                 varint(&mut b, *column);
             }
+            Location::FileLineColRange { file, start_line, start_column, end_line, end_column } => {
+                let f = self.builtin_string(file.as_bytes());
+                let (sl, sc, el, ec) = (*start_line, *start_column, *end_line, *end_column);
+                // MLIR's forms, the shortest that holds the range (a single line and column is
+                // a FileLineCol).
+                let numbers: &[u64] = if (sl, sc, el, ec) == (0, 0, 0, 0) {
+                    &[]
+                } else if sc == 0 && sl == el {
+                    &[sl]
+                } else if sc == ec && sl == el {
+                    &[sl, sc]
+                } else if sl == el {
+                    &[sl, sc, ec]
+                } else {
+                    &[sl, sc, el, ec]
+                };
+                if numbers.len() == 2 {
+                    varint(&mut b, 11);
+                    b.attr(f);
+                    varint(&mut b, sl);
+                    varint(&mut b, sc);
+                } else {
+                    varint(&mut b, 22);
+                    b.attr(f);
+                    varint(&mut b, numbers.len() as u64);
+                    numbers.iter().for_each(|&x| varint(&mut b, x));
+                }
+            }
             Location::Name { name, child } => {
                 let n = self.builtin_string(name.as_bytes());
                 let c = self.loc(child)?;
@@ -739,6 +767,11 @@ fn dense_bytes(ty: &Type, data: &Arc<[u8]>) -> R<Vec<u8>> {
         return Err(unrepresentable("a dense elements attribute whose type is not a ranked tensor"));
     };
     if !matches!(*t.element, Type::Scalar(ElementType::PRED)) {
+        // MLIR keeps elements that are all the same as one (a splat), however they were given.
+        let size = d.element_bytes();
+        if !d.is_splat() && size > 0 && d.count() > 1 && data.chunks(size).all(|e| e == &data[..size]) {
+            return Ok(data[..size].to_vec());
+        }
         return Ok(data.to_vec());
     }
     if d.is_splat() {
@@ -941,5 +974,7 @@ mod tests {
         assert_eq!(bytes(&ty, &[1, 2, 3]), Ok(vec![1, 2, 3]));
         assert!(bytes(&ty, &[0x21]).is_ok(), "a splat of one byte");
         assert!(bytes(&ty, &[1, 2]).is_err());
+        // Elements all the same are written as one, as MLIR holds them.
+        assert_eq!(bytes(&ty, &[7, 7, 7]), Ok(vec![7]));
     }
 }

@@ -378,19 +378,27 @@ impl Writer {
         if !block.args.is_empty() {
             varint(out, block.args.len() as u64);
             let mut refs = Vec::with_capacity(2 * block.args.len());
-            for a in &block.args {
+            for (i, a) in block.args.iter().enumerate() {
                 let builtin = self.values.get(&a.id).is_some_and(|v| v.1);
                 let t = if builtin { self.enc.builtin_type(&a.ty)? } else { self.enc.vhlo_type(&a.ty)? };
-                // Block arguments' locations are not in the IR: unknown (MLIR's writer numbers
-                // them even where it leaves them out).
-                let unknown = self.enc.loc(&ir::Location::Unknown)?;
-                refs.push(Ref::Attr(unknown));
+                // MLIR's writer numbers an argument's location even where it leaves it out
+                // (an unknown one, from bytecode 4 on).
+                let location = block.arg_location(i);
+                let loc = match block.arg_locations.get(i) {
+                    Some(l) => self.enc.op_loc(l)?,
+                    None => self.enc.loc(location)?,
+                };
+                refs.push(Ref::Attr(loc));
                 refs.push(Ref::Type(t));
                 if self.version >= V_ELIDE_UNKNOWN_BLOCK_ARG_LOC {
-                    out.ty_flag(t, false);
+                    let known = *location != ir::Location::Unknown;
+                    out.ty_flag(t, known);
+                    if known {
+                        out.attr(loc);
+                    }
                 } else {
                     out.ty(t);
-                    out.attr(unknown);
+                    out.attr(loc);
                 }
             }
             self.arg_refs.insert(block as *const ir::Block as usize, refs);
@@ -436,6 +444,13 @@ fn sdy_properties(op: &str) -> Option<&'static [&'static str]> {
     })
 }
 
+/// A dictionary's entries in the order MLIR's builtin dictionary holds them: by name.
+fn sorted_by_name(attrs: &[(String, Attr)]) -> Vec<&(String, Attr)> {
+    let mut sorted: Vec<&(String, Attr)> = attrs.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    sorted
+}
+
 /// Whether an op in `op`'s regions uses a value not defined in them.
 fn uses_values_from_above(op: &Op) -> bool {
     let mut defined = std::collections::HashSet::new();
@@ -464,7 +479,7 @@ impl Encoder {
     /// An op's discardable attributes: a builtin dictionary (as MLIR requires) of VHLO values.
     fn op_attributes(&mut self, attrs: &[(String, Attr)]) -> R<u64> {
         let mut refs = Vec::with_capacity(attrs.len());
-        for (n, a) in attrs {
+        for (n, a) in sorted_by_name(attrs) {
             let key = self.builtin_string(n.as_bytes());
             refs.push((key, self.vhlo_attr(a)?));
         }
@@ -480,7 +495,7 @@ impl Encoder {
 
     /// The module's attributes: a builtin dictionary of builtin values (see `builtin.rs`).
     fn module_attributes(&mut self, attrs: &[(String, Attr)]) -> R<u64> {
-        self.module_attr(&Attr::Dict(attrs.to_vec()))
+        self.module_attr(&Attr::Dict(sorted_by_name(attrs).into_iter().cloned().collect()))
     }
 
     /// custom_call's `api_version`: VHLO's enum of its own.

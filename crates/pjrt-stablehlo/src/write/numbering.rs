@@ -48,7 +48,7 @@ pub(crate) fn order(attrs: &Table, types: &Table, top: &[Ref]) -> Order {
 /// Most referenced first (a stable sort: ties in the order first reached), then grouped by
 /// dialect; each entry's number.
 fn finish(mut order: Vec<(usize, u64)>, dialect: impl Fn(usize) -> usize) -> (Vec<usize>, Vec<u64>) {
-    order.sort_by(|a, b| b.1.cmp(&a.1));
+    order.sort_by_key(|o| std::cmp::Reverse(o.1));
     group_by_dialect_per_byte(&mut order, |&(i, _)| dialect(i));
     let entries: Vec<usize> = order.into_iter().map(|(i, _)| i).collect();
     let mut number = vec![0u64; entries.len()];
