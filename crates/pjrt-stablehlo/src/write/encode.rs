@@ -228,8 +228,9 @@ impl Encoder {
                 for l in locations {
                     items.push(self.loc(l)?);
                 }
+                // Locations stay builtin (VHLO converts only what ops hold): so does metadata.
                 let meta = match metadata {
-                    Some(m) => Some(self.vhlo_attr(m)?),
+                    Some(m) => Some(self.module_attr(m)?),
                     None => None,
                 };
                 varint(&mut b, if meta.is_some() { 13 } else { 12 });
@@ -774,7 +775,9 @@ fn dense_bytes(ty: &Type, data: &Arc<[u8]>) -> R<Vec<u8>> {
         }
         return Ok(data.to_vec());
     }
-    if d.is_splat() {
+    // A splat of several is a byte of all ones (or zeros); one element is packed as any data
+    // (bit 0), as MLIR's parser leaves it.
+    if d.is_splat() && d.count() != 1 {
         return Ok(vec![if data[0] != 0 { 0xFF } else { 0 }]);
     }
     let mut packed = vec![0u8; data.len().div_ceil(8)];
@@ -945,14 +948,17 @@ mod tests {
         dense_bytes(ty, &Arc::from(data))
     }
 
-    /// What MLIR's bytecode holds: a splat (of one element too) as one byte 0x00 or 0xFF, other
-    /// data 8 to a byte from the lowest bit; never a byte 0x01 that a reader could take for bits.
+    /// What MLIR's bytecode holds: a splat of several elements as one byte 0x00 or 0xFF, other
+    /// data (one element too) 8 to a byte from the lowest bit.
     #[test]
     fn i1_is_written_as_mlir_writes_it() {
-        for n in 1..=17u64 {
+        for n in 2..=17u64 {
             assert_eq!(bytes(&i1(n), &[1]), Ok(vec![0xFF]), "{n}");
             assert_eq!(bytes(&i1(n), &[0]), Ok(vec![0x00]), "{n}");
         }
+        // One element is packed (StableHLO's artifacts of `dense<true> : tensor<1xi1>`).
+        assert_eq!(bytes(&i1(1), &[1]), Ok(vec![0x01]));
+        assert_eq!(bytes(&i1(1), &[0]), Ok(vec![0x00]));
         assert_eq!(bytes(&i1(0), &[]), Ok(vec![]));
         assert_eq!(bytes(&i1(4), &[1, 0, 0, 0]), Ok(vec![0b0001]));
         assert_eq!(bytes(&i1(8), &[0, 1, 1, 1, 1, 1, 1, 1]), Ok(vec![0xFE]));

@@ -186,7 +186,9 @@ impl Writer {
         let mut dict = discardable;
         let mut props_index = None;
         let mut props_refs = Vec::new();
-        if !properties.is_empty() {
+        // The module op has properties storage: MLIR writes its properties even when both
+        // (sym_name, sym_visibility) are absent.
+        if !properties.is_empty() || (dialect == BUILTIN && name == "module" && self.version >= V_NATIVE_PROPERTIES) {
             if self.version >= V_NATIVE_PROPERTIES {
                 let mut p = Buf::default();
                 if dialect == BUILTIN {
@@ -228,7 +230,7 @@ impl Writer {
         } else if op.name == "builtin.module" {
             Some(self.enc.module_attributes(&dict)?)
         } else {
-            Some(self.enc.op_attributes(&dict)?)
+            Some(self.enc.op_attributes(&dict, op.name == "stablehlo.custom_call")?)
         };
         let mut result_types = Vec::with_capacity(op.results.len());
         for r in &op.results {
@@ -477,11 +479,13 @@ fn uses_values_from_above(op: &Op) -> bool {
 
 impl Encoder {
     /// An op's discardable attributes: a builtin dictionary (as MLIR requires) of VHLO values.
-    fn op_attributes(&mut self, attrs: &[(String, Attr)]) -> R<u64> {
+    /// (`custom_call`: the op is one, whose `api_version` is VHLO's enum, as in its properties.)
+    fn op_attributes(&mut self, attrs: &[(String, Attr)], custom_call: bool) -> R<u64> {
         let mut refs = Vec::with_capacity(attrs.len());
         for (n, a) in sorted_by_name(attrs) {
             let key = self.builtin_string(n.as_bytes());
-            refs.push((key, self.vhlo_attr(a)?));
+            let value = if custom_call && n == "api_version" { self.api_version(a)? } else { self.vhlo_attr(a)? };
+            refs.push((key, value));
         }
         let mut b = Buf::default();
         varint(&mut b, 1);
