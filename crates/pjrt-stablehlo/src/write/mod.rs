@@ -9,6 +9,7 @@ mod encode;
 mod error;
 mod numbering;
 mod sdy;
+mod use_lists;
 
 use crate::bytecode::{V_ELIDE_UNKNOWN_BLOCK_ARG_LOC, V_LAZY_LOADING, V_NATIVE_PROPERTIES, V_USE_LIST_ORDERING};
 use crate::ir::{self, Attr, Op, Region};
@@ -18,7 +19,8 @@ pub use error::WriteError;
 use pjrt_types::StableHloVersion;
 
 use crate::bytecode::{
-    HAS_ATTRS, HAS_INLINE_REGIONS, HAS_OPERANDS, HAS_PROPERTIES, HAS_RESULTS, HAS_SUCCESSORS, SECTION_IR,
+    HAS_ATTRS, HAS_INLINE_REGIONS, HAS_OPERANDS, HAS_PROPERTIES, HAS_RESULTS, HAS_SUCCESSORS, HAS_USE_LIST_ORDERS,
+    SECTION_IR,
 };
 
 /// Regions nested deeper than this are refused (the reader's default limit is 64).
@@ -66,7 +68,16 @@ pub fn write_bytecode(module: &ir::Module, target: StableHloVersion) -> Result<V
         scope_len: 0,
         op_refs: FastMap::default(),
         arg_refs: FastMap::default(),
+        use_lists: use_lists::UseLists::default(),
     };
+    if version >= V_USE_LIST_ORDERING {
+        // The ops StableHLO's serializer rebuilds for the target: those whose VHLO op version
+        // there is older than the newest's.
+        w.use_lists = use_lists::use_lists(module, |op| match convert::to_vhlo(op, target) {
+            Ok(v) => convert::to_vhlo(op, crate::CURRENT_VERSION).is_ok_and(|c| c.name != v.name),
+            Err(_) => false,
+        });
+    }
     // Op names first: the table is grouped by dialect, so every index is known up front.
     let mut names = Vec::new();
     for op in numbering_order(module) {
@@ -99,6 +110,8 @@ struct Writer {
     op_refs: FastMap<usize, Vec<Ref>>,
     /// The same for each block's arguments: each one's location, then its type.
     arg_refs: FastMap<usize, Vec<Ref>>,
+    /// The use-list orders to record (bytecode 3 on).
+    use_lists: use_lists::UseLists,
 }
 
 impl Writer {
@@ -264,6 +277,7 @@ impl Writer {
         refs.push(Ref::Attr(loc));
         self.op_refs.insert(op as *const Op as usize, refs);
         varint(out, name_index);
+        let mask_at = out.len();
         out.push(mask);
         out.attr(loc);
         if let Some(d) = dict_index {
@@ -289,6 +303,9 @@ impl Writer {
             for &s in &op.successors {
                 varint(out, u64::from(s));
             }
+        }
+        if self.version >= V_USE_LIST_ORDERING && self.use_lists.write_op(out, op) {
+            out[mask_at] |= HAS_USE_LIST_ORDERS;
         }
         if op.regions.is_empty() {
             return Ok(());
@@ -405,7 +422,11 @@ impl Writer {
             }
             self.arg_refs.insert(block as *const ir::Block as usize, refs);
             if self.version >= V_USE_LIST_ORDERING {
+                let at = out.len();
                 out.push(0);
+                if self.use_lists.write_block(out, block) {
+                    out[at] = HAS_USE_LIST_ORDERS;
+                }
             }
         }
         for op in &block.ops {
