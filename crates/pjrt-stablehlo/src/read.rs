@@ -32,8 +32,8 @@ struct RegionValues {
 pub(crate) struct Reader<'a> {
     d: Decoder<'a>,
     max_depth: usize,
-    /// The function whose entry block's argument locations are kept (the IR has no place for
-    /// block arguments' locations: [`argument_locations`] asks for them).
+    /// The function whose entry block's argument locations are recorded apart (what
+    /// [`argument_locations`] asks for; every block keeps its own too).
     args_of: Option<&'a str>,
     /// Set while the regions of that function are about to be read.
     recording: bool,

@@ -197,3 +197,39 @@ fn write(out: &mut Buf, orders: &[Option<Vec<u64>>]) -> bool {
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn used(rebuilt: bool, users: &[(u64, bool)]) -> Used {
+        Used { rebuilt, uses: users.iter().map(|&(op, r)| (op << 32, r)).collect() }
+    }
+
+    /// StableHLO's `dot` artifact at 0.12.0: an argument used by three dot_generals (rebuilt
+    /// as dot_general_v1) and a slice, then one used by two dot_generals, a transpose and a
+    /// slice: the orders it records.
+    #[test]
+    fn rebuilt_users_come_first_newest_first() {
+        let a = used(false, &[(3, true), (4, true), (6, true), (7, false)]);
+        assert_eq!(order(&a), Some(vec![3, 0, 1, 2]));
+        let b = used(false, &[(3, true), (4, true), (5, false), (8, false)]);
+        assert_eq!(order(&b), Some(vec![2, 3, 0, 1]));
+        // Nothing rebuilt: the order reading rebuilds, nothing recorded.
+        assert_eq!(order(&used(false, &[(1, false), (2, false), (3, false)])), None);
+        assert_eq!(order(&used(false, &[(1, true)])), None);
+    }
+
+    #[test]
+    fn orders_are_written_as_mlir_writes_them() {
+        let mut out = Buf::default();
+        assert!(!write(&mut out, &[None]));
+        // One value: no count, no index; more than half moved: every index.
+        assert!(write(&mut out, &[Some(vec![3, 0, 1, 2])]));
+        assert_eq!(out[..], [0x11, 0x07, 0x01, 0x03, 0x05]);
+        // Two results, the second's order recorded, fewer than half moved: as (from, to) pairs.
+        let mut out = Buf::default();
+        assert!(write(&mut out, &[None, Some(vec![0, 1, 2, 3, 5, 4])]));
+        assert_eq!(out[..], [0x03, 0x03, 0x13, 0x0b, 0x09, 0x09, 0x0b]);
+    }
+}
