@@ -227,6 +227,15 @@ impl Buf {
     }
 }
 
+/// The file's order of each table (see `numbering`): the entries (as first added) in the
+/// order they are written, and each entry's number in it.
+pub(crate) struct Order {
+    pub attrs: Vec<usize>,
+    pub attr_number: Vec<u64>,
+    pub types: Vec<usize>,
+    pub type_number: Vec<u64>,
+}
+
 /// One attribute or type entry: its dialect, whether in the dialect's encoding (else MLIR
 /// text), and its bytes.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -325,15 +334,13 @@ impl Tables {
         i
     }
 
-    /// The whole file: header, then the sections, with `ir` as the IR section; `top` is the
-    /// IR's references to attributes and types in the order MLIR's writer numbers the IR,
-    /// which orders the tables (see `numbering`).
-    pub(crate) fn finish(mut self, version: u64, producer: &str, ir: &Buf, top: &[Ref]) -> Vec<u8> {
+    /// The whole file: header, then the sections, with `ir` as the IR section, the tables in
+    /// `order` (MLIR's, see `numbering`).
+    pub(crate) fn finish(mut self, version: u64, producer: &str, ir: &Buf, order: &Order) -> Vec<u8> {
         let dialects_used = if self.uses_sdy { &DIALECTS[..] } else { &DIALECTS[..2] };
         for d in dialects_used {
             self.string(d.as_bytes());
         }
-        let order = super::numbering::order(&self.attrs, &self.types, top);
         // Strings are numbered as MLIR's writer first writes them: the dialects' names, the
         // op names, then the attributes and types in the file's order, then the rest.
         let mut string_number: Vec<Option<u64>> = vec![None; self.strings.len()];

@@ -90,7 +90,8 @@ pub fn write_bytecode(module: &ir::Module, target: StableHloVersion) -> Result<V
         w.op(&mut ir, op, 0)?;
     }
     let top = w.numbering_refs(module);
-    Ok(w.enc.tables.finish(version, &target.producer(), &ir, &top))
+    let order = numbering::order(&w.enc.tables.attrs, &w.enc.tables.types, &top);
+    Ok(w.enc.tables.finish(version, &target.producer(), &ir, &order))
 }
 
 struct Writer {

@@ -2,16 +2,7 @@
 //! entry in the order first reached from the IR (an entry before the entries it refers to),
 //! the most referenced first, then grouped by dialect; so that written tables are MLIR's.
 
-use super::container::{group_by_dialect_per_byte, Ref, Table};
-
-/// The file's order of each table: the entries (as first added) in the order they are
-/// written, and each entry's number in it.
-pub(crate) struct Order {
-    pub attrs: Vec<usize>,
-    pub attr_number: Vec<u64>,
-    pub types: Vec<usize>,
-    pub type_number: Vec<u64>,
-}
+use super::container::{group_by_dialect_per_byte, Order, Ref, Table};
 
 /// Counts references from `top` (the IR's references to attributes and types, in the order
 /// MLIR's writer numbers the IR) and orders both tables as MLIR does.
