@@ -526,7 +526,7 @@ impl Function {
         };
         std::mem::forget(guard);
         let block_args = args.iter().map(|a| ir::Value { id: a.name.id, ty: a.ty.to_ir() }).collect();
-        let region = ir::Region { blocks: vec![ir::Block { args: block_args, ops }] };
+        let region = ir::Region { blocks: vec![ir::Block { args: block_args, ops, arg_locations: Vec::new() }] };
         Ok((region, returned.into_iter().map(|v| v.ty).collect()))
     }
 
@@ -624,7 +624,7 @@ impl Function {
             "func.func",
             Vec::new(),
             func_attributes,
-            vec![ir::Region { blocks: vec![ir::Block { args, ops: body }] }],
+            vec![ir::Region { blocks: vec![ir::Block { args, ops: body, arg_locations: Vec::new() }] }],
         );
         // The module: its name and attributes, the module ops (meshes), then `@main`.
         let mut module_attributes = vec![("sym_name".to_string(), emit::string_attr(&self.name))];
@@ -635,7 +635,7 @@ impl Function {
             "builtin.module",
             Vec::new(),
             module_attributes,
-            vec![ir::Region { blocks: vec![ir::Block { args: Vec::new(), ops }] }],
+            vec![ir::Region { blocks: vec![ir::Block { args: Vec::new(), ops, arg_locations: Vec::new() }] }],
         );
         let mut module = ir::Module { bytecode_version: 0, producer: state.needed.producer(), ops: vec![module] };
         let result = use_module(&module);

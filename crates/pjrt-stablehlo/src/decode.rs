@@ -388,7 +388,14 @@ impl<'a> Decoder<'a> {
                 for x in v.iter_mut().take(n) {
                     *x = c.varint()?;
                 }
-                Val::Loc(Arc::new(Location::FileLineCol { file, line: v[0], column: v[1] }))
+                // MLIR's forms: none; a line; a line and column (FileLineCol's); a line,
+                // column and end column; a line, column, end line and end column.
+                let (start_line, start_column, end_line, end_column) = match n {
+                    2 => return Ok(Val::Loc(Arc::new(Location::FileLineCol { file, line: v[0], column: v[1] }))),
+                    4 => (v[0], v[1], v[2], v[3]),
+                    _ => (v[0], v[1], v[0], v[2]),
+                };
+                Val::Loc(Arc::new(Location::FileLineColRange { file, start_line, start_column, end_line, end_column }))
             }
             _ => return Err(Error::unsupported(at, format!("builtin attribute code {code}"))),
         })

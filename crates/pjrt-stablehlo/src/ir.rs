@@ -472,6 +472,20 @@ pub enum Location {
         /// Column.
         column: u64,
     },
+    /// `loc("file":1:2 to 3:4)`, `loc("file":1:2 to :4)` and the other file ranges (MLIR's
+    /// `FileLineColRange` other than a single line and column, which is [`Location::FileLineCol`]).
+    FileLineColRange {
+        /// File name.
+        file: String,
+        /// The line it starts on (0 where none is given).
+        start_line: u64,
+        /// The column it starts at (0 where none is given).
+        start_column: u64,
+        /// The line it ends on (the start line where none is given).
+        end_line: u64,
+        /// The column it ends at (0 where none is given).
+        end_column: u64,
+    },
     /// `loc("name"(child))`.
     Name {
         /// The name.
@@ -512,11 +526,11 @@ pub struct Value {
     pub ty: Type,
 }
 
-/// A block: arguments and ops.
+/// A block: arguments (with their locations) and ops.
 ///
 /// ```
 /// let b = pjrt_stablehlo::ir::Block::default();
-/// assert!(b.args.is_empty() && b.ops.is_empty());
+/// assert!(b.args.is_empty() && b.ops.is_empty() && b.arg_locations.is_empty());
 /// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Block {
@@ -524,6 +538,35 @@ pub struct Block {
     pub args: Vec<Value>,
     /// Operations, in order.
     pub ops: Vec<Op>,
+    /// Each argument's location, in order; empty where every one is unknown (the form
+    /// readers give such a block, so that modules compare equal however they were read).
+    pub arg_locations: Vec<Arc<Location>>,
+}
+
+impl Block {
+    /// The location of argument `i` (unknown where none is recorded).
+    ///
+    /// ```
+    /// use pjrt_stablehlo::ir::{Block, Location};
+    /// assert_eq!(*Block::default().arg_location(0), Location::Unknown);
+    /// ```
+    pub fn arg_location(&self, i: usize) -> &Location {
+        self.arg_locations.get(i).map_or(&Location::Unknown, |l| l)
+    }
+
+    /// `locations` as [`Block::arg_locations`] holds them: empty where every one is unknown.
+    ///
+    /// ```
+    /// use pjrt_stablehlo::ir::{Block, Location};
+    /// assert!(Block::arg_locations_of(vec![Location::Unknown.into()]).is_empty());
+    /// ```
+    pub fn arg_locations_of(locations: Vec<Arc<Location>>) -> Vec<Arc<Location>> {
+        if locations.iter().all(|l| **l == Location::Unknown) {
+            Vec::new()
+        } else {
+            locations
+        }
+    }
 }
 
 /// A region: blocks (the first is the entry).

@@ -67,7 +67,8 @@
 //! dropped, `dynamic_conv_v1`'s `padding` attribute goes). Before 0.15.0 (MLIR bytecode
 //! version 4 and older) an op has no properties: its inherent attributes are read from its
 //! attribute dictionary by name. Locations of every kind (names, call sites, files and file
-//! ranges, fused with and without metadata, unknown) are read; a file range keeps its start.
+//! ranges, fused with and without metadata, unknown), of ops and of block arguments
+//! ([`ir::Block::arg_locations`]), are read and kept.
 //! An error names the VHLO op and the artifact's version, and says whether that version is
 //! one this reader reads (the file is then damaged) or newer/older than it.
 //!
@@ -81,9 +82,9 @@
 //! Written ([`write_bytecode`]): every version [`MINIMUM_VERSION`] .. [`NEWEST_READ_VERSION`]
 //! (1.22.0; programs are written for [`CURRENT_VERSION`], 1.20.0, by default: what the 0.115
 //! CPU plugin reads); jaxlib's deserializer reads what this writer writes for each test program
-//! at each of those versions into the module it reads StableHLO's own artifact as (block
-//! arguments' locations aside: [`ir::Module`] does not keep them). None is yet byte for byte
-//! what StableHLO's serializer writes.
+//! at each of those versions into the module it reads StableHLO's own artifact as, and each is
+//! byte for byte StableHLO's artifact: the writer numbers its tables and orders its sections as
+//! MLIR's bytecode writer does, and records the use-list orders StableHLO's serializer leaves.
 //!
 //! Reader and writer share one VHLO table (`crates/pjrt-stablehlo/src/vhlo/table.rs`): each
 //! op version's StableHLO versions and inherent attributes, each attribute's default (the
@@ -151,8 +152,9 @@ pub fn read_bytecode_with(bytes: &[u8], limits: &Limits) -> Result<ir::Module> {
 
 /// The locations of function `function`'s arguments (its entry block's) in MLIR bytecode read
 /// as [`read_bytecode`] reads it: where JAX writes its argument names (`jax.export` lowers
-/// with `loc("params['w']")` on each argument), which [`ir::Module`] does not keep. `None`
-/// when the module has no function of that name with a body.
+/// with `loc("params['w']")` on each argument), one per argument, unknown ones included (the
+/// module keeps them too, in the entry block's [`ir::Block::arg_locations`]). `None` when the
+/// module has no function of that name with a body.
 ///
 /// ```
 /// use pjrt_stablehlo::ir::Location;

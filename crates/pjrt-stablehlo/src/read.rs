@@ -32,8 +32,8 @@ struct RegionValues {
 pub(crate) struct Reader<'a> {
     d: Decoder<'a>,
     max_depth: usize,
-    /// The function whose entry block's argument locations are kept (the IR has no place for
-    /// block arguments' locations: [`argument_locations`] asks for them).
+    /// The function whose entry block's argument locations are recorded apart (what
+    /// [`argument_locations`] asks for; every block keeps its own too).
     args_of: Option<&'a str>,
     /// Set while the regions of that function are about to be read.
     recording: bool,
@@ -382,6 +382,7 @@ impl<'a> Reader<'a> {
             let mut block = Block::default();
             if has_args {
                 let n = c.count(1)?;
+                let mut locations = Vec::with_capacity(n);
                 for _ in 0..n {
                     let (ty, location) = if self.version() >= V_ELIDE_UNKNOWN_BLOCK_ARG_LOC {
                         let at = c.offset();
@@ -394,8 +395,9 @@ impl<'a> Reader<'a> {
                         (ty, self.d.loc_ref(c)?)
                     };
                     if let Some(record) = record.as_mut() {
-                        record.push(location);
+                        record.push(location.clone());
                     }
+                    locations.push(location);
                     if vals.next >= vals.end {
                         return Err(c.err("more block arguments than the region's values"));
                     }
@@ -405,6 +407,7 @@ impl<'a> Reader<'a> {
                 if self.version() >= V_USE_LIST_ORDERING && c.byte()? != 0 {
                     Self::use_list(c, n as u64)?;
                 }
+                block.arg_locations = Block::arg_locations_of(locations);
             }
             if let Some(record) = record.take() {
                 self.arg_locations = Some(record);

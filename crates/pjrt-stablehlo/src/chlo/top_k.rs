@@ -42,6 +42,7 @@ pub(super) fn top_k(b: &mut Builder, op: &Op, x: &V) -> Result<Vec<V>, String> {
         blocks: vec![Block {
             args: args.iter().map(|a| Value { id: a.id, ty: a.ty.clone() }).collect(),
             ops: body.ops,
+            arg_locations: Vec::new(),
         }],
     };
     b.skip_to(next);

@@ -764,6 +764,7 @@ fn location_name(l: &crate::ir::Location) -> Option<String> {
         CallSite { callee, .. } => location_name(callee),
         Fused { locations, .. } => locations.iter().find_map(|l| location_name(l)),
         FileLineCol { file, line, .. } => Some(format!("{file}:{line}")),
+        FileLineColRange { file, start_line, .. } => Some(format!("{file}:{start_line}")),
         _ => None,
     }
 }

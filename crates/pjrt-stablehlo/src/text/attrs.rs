@@ -882,13 +882,24 @@ impl Parser<'_> {
                     self.expect(":")?;
                     let column = self.expect_u64("a column number")?;
                     if self.eat_keyword("to") {
-                        // A range (`to 3:4`, or `to :42` on the same line): the IR keeps
-                        // where it starts.
-                        if !self.eat(":") {
-                            self.expect_u64("a line number")?;
+                        // A range: `to 3:4`, or `to :42` on the same line.
+                        let end_line = if self.eat(":") {
+                            line
+                        } else {
+                            let l = self.expect_u64("a line number")?;
                             self.expect(":")?;
+                            l
+                        };
+                        let end_column = self.expect_u64("a column number")?;
+                        if (end_line, end_column) != (line, column) {
+                            return Ok(Arc::new(Location::FileLineColRange {
+                                file: s,
+                                start_line: line,
+                                start_column: column,
+                                end_line,
+                                end_column,
+                            }));
                         }
-                        self.expect_u64("a column number")?;
                     }
                     return Ok(Arc::new(Location::FileLineCol { file: s, line, column }));
                 }

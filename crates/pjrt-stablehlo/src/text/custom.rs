@@ -308,8 +308,8 @@ impl Parser<'_> {
                 self.expect(":")?;
                 let ty = self.ty()?;
                 arg_attrs.push(if self.at("{") { self.dict()? } else { vec![] });
-                self.opt_location()?;
-                args.push(ArgDecl { name: n, at, ty });
+                let loc = self.opt_location()?;
+                args.push(ArgDecl { name: n, at, ty, loc });
                 if !self.eat(",") {
                     break;
                 }
@@ -635,8 +635,8 @@ impl Parser<'_> {
         let name = self.value_name()?.ok_or_else(|| self.expected("an argument (`%name: type`)"))?.to_string();
         self.expect(":")?;
         let ty = self.ty()?;
-        self.opt_location()?;
-        Ok(ArgDecl { name, at, ty })
+        let loc = self.opt_location()?;
+        Ok(ArgDecl { name, at, ty, loc })
     }
 
     /// The body `applies OP` stands for: `^bb0(%a: T, %b: T): %r = OP(%a, %b); return %r`.
@@ -663,7 +663,7 @@ impl Parser<'_> {
             successors: vec![],
             location: loc,
         };
-        Region { blocks: vec![Block { args: vec![a, b], ops: vec![apply, ret] }] }
+        Region { blocks: vec![Block { args: vec![a, b], ops: vec![apply, ret], arg_locations: Vec::new() }] }
     }
 
     /// `(%iterArg = %x, ...) : T, ... attributes {...} cond { ... } do { ... }`.
@@ -693,7 +693,11 @@ impl Parser<'_> {
         }
         self.attributes_keyword_into(&mut p)?;
         let decls = |types: &[Type]| -> Vec<ArgDecl> {
-            names.iter().zip(types).map(|((n, at), t)| ArgDecl { name: n.clone(), at: *at, ty: t.clone() }).collect()
+            names
+                .iter()
+                .zip(types)
+                .map(|((n, at), t)| ArgDecl { name: n.clone(), at: *at, ty: t.clone(), loc: None })
+                .collect()
         };
         self.expect_keyword("cond")?;
         p.regions.push(self.region_scoped(false, Some(decls(&types)))?);

@@ -50,6 +50,8 @@ pub(crate) struct ArgDecl {
     pub(crate) name: String,
     pub(crate) at: usize,
     pub(crate) ty: Type,
+    /// Its location, where the text gives one.
+    pub(crate) loc: Option<Arc<Location>>,
 }
 
 /// An op's parts as its form gives them (the caller names the results).
@@ -575,7 +577,7 @@ impl<'t> Parser<'t> {
         }
         // Bare top-level ops (not in a `module`) are the body of an implicit one.
         if !(ops.is_empty() || ops.len() == 1 && ops[0].name == "builtin.module") {
-            let body = crate::ir::Block { args: vec![], ops };
+            let body = crate::ir::Block { args: vec![], ops, arg_locations: Vec::new() };
             ops = vec![crate::ir::Op {
                 name: "builtin.module".into(),
                 operands: vec![],
@@ -650,6 +652,9 @@ fn resolve_op(
         op.location = resolve_loc(&op.location, aliases, resolved, p, 0)?;
         for r in &mut op.regions {
             for b in &mut r.blocks {
+                for l in &mut b.arg_locations {
+                    *l = resolve_loc(l, aliases, resolved, p, 0)?;
+                }
                 stack.extend(b.ops.iter_mut());
             }
         }

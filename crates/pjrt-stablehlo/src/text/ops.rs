@@ -233,13 +233,13 @@ impl Parser<'_> {
         let mut blocks = Vec::new();
         let mut labels: Vec<String> = Vec::new();
         if let Some(args) = entry {
-            let args = self.declare_args(args)?;
+            let (args, arg_locations) = self.declare_args(args)?;
             let ops = self.block_ops()?;
-            blocks.push(Block { args, ops });
+            blocks.push(Block { args, ops, arg_locations });
             labels.push(String::new());
         } else if !self.at("^") && !self.at("}") {
             let ops = self.block_ops()?;
-            blocks.push(Block { args: vec![], ops });
+            blocks.push(Block { args: vec![], ops, arg_locations: Vec::new() });
             labels.push(String::new());
         }
         while self.at("^") {
@@ -262,8 +262,8 @@ impl Parser<'_> {
                     let name = self.value_name()?.ok_or_else(|| self.expected("a block argument"))?.to_string();
                     self.expect(":")?;
                     let ty = self.ty()?;
-                    self.opt_location()?;
-                    decls.push(ArgDecl { name, at, ty });
+                    let loc = self.opt_location()?;
+                    decls.push(ArgDecl { name, at, ty, loc });
                     if !self.eat(",") {
                         break;
                     }
@@ -271,9 +271,9 @@ impl Parser<'_> {
                 self.expect(")")?;
             }
             self.expect(":")?;
-            let args = self.declare_args(decls)?;
+            let (args, arg_locations) = self.declare_args(decls)?;
             let ops = self.block_ops()?;
-            blocks.push(Block { args, ops });
+            blocks.push(Block { args, ops, arg_locations });
             labels.push(label);
         }
         self.expect("}")?;
@@ -281,15 +281,18 @@ impl Parser<'_> {
         Ok(Region { blocks })
     }
 
-    /// Defines a block's arguments.
-    fn declare_args(&mut self, decls: Vec<ArgDecl>) -> Result<Vec<Value>> {
+    /// Defines a block's arguments; with their locations (as [`Block::arg_locations`] holds
+    /// them).
+    fn declare_args(&mut self, decls: Vec<ArgDecl>) -> Result<(Vec<Value>, Vec<Arc<Location>>)> {
         let mut args = Vec::with_capacity(decls.len());
+        let mut locations = Vec::with_capacity(decls.len());
         for d in decls {
             let v = self.new_value(d.ty);
             self.define(d.at, &d.name, vec![v.clone()])?;
             args.push(v);
+            locations.push(d.loc.unwrap_or_else(|| Arc::new(Location::Unknown)));
         }
-        Ok(args)
+        Ok((args, Block::arg_locations_of(locations)))
     }
 
     /// Ops up to the next block label or the region's end.

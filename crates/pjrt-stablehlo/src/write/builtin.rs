@@ -4,7 +4,7 @@
 //! `sym_name`) stay builtin attributes; written in VHLO's encoding, StableHLO's reader keeps
 //! them as VHLO attributes (`#vhlo.integer_v1<1 : i32>`), which XLA does not read.
 
-use super::container::{svarint, varint, Entry, BUILTIN};
+use super::container::{svarint, varint, Buf, Entry, BUILTIN};
 use super::encode::Encoder;
 use super::WriteError;
 use crate::ir::{Attr, ElementType, Type};
@@ -15,7 +15,7 @@ impl Encoder {
     /// `a` in the builtin dialect's encoding (strings, booleans, integers, arrays, dictionaries,
     /// unit, symbol references); what has no such form here is written in VHLO's.
     pub(crate) fn module_attr(&mut self, a: &Attr) -> R<u64> {
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         match a {
             Attr::String(s) => return Ok(self.builtin_string(s)),
             Attr::Array(items) => {
@@ -26,7 +26,7 @@ impl Encoder {
                 varint(&mut b, 0);
                 varint(&mut b, refs.len() as u64);
                 for r in refs {
-                    varint(&mut b, r);
+                    b.attr(r);
                 }
             }
             Attr::Dict(entries) => {
@@ -37,27 +37,27 @@ impl Encoder {
                 varint(&mut b, 1);
                 varint(&mut b, refs.len() as u64);
                 for (k, v) in refs {
-                    varint(&mut b, k);
-                    varint(&mut b, v);
+                    b.attr(k);
+                    b.attr(v);
                 }
             }
             Attr::SymbolRef(s) => {
                 let name = self.builtin_string(s.as_bytes());
                 varint(&mut b, 4);
-                varint(&mut b, name);
+                b.attr(name);
             }
             Attr::Unit => varint(&mut b, 7),
             Attr::Bool(v) => {
                 let ty = self.builtin_type(&Type::Scalar(ElementType::PRED))?;
                 varint(&mut b, 8);
-                varint(&mut b, ty);
+                b.ty(ty);
                 b.push(u8::from(*v));
             }
             Attr::Integer { value, ty } if crate::ir::int_width(ty).is_some_and(|(w, _)| w > 1) => {
                 let (width, _) = crate::ir::int_width(ty).unwrap_or((64, true));
                 let t = self.builtin_type(ty)?;
                 varint(&mut b, 8);
-                varint(&mut b, t);
+                b.ty(t);
                 let raw = *value as u64;
                 let masked = if width >= 64 { raw } else { raw & ((1u64 << width) - 1) };
                 if width <= 8 {

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::container::{self, svarint, varint, varint_flag, Entry, Tables, BUILTIN, SDY, VHLO};
+use super::container::{self, svarint, varint, Buf, Entry, Tables, BUILTIN, SDY, VHLO};
 use super::error::WriteError;
 use crate::ir::{float_width, int_width, Attr, Dim, ElementType, Location, TensorType, Type};
 use pjrt_types::StableHloVersion;
@@ -94,11 +94,11 @@ impl Encoder {
         Ok(())
     }
 
-    fn attr_entry(&mut self, dialect: usize, bytes: Vec<u8>) -> u64 {
+    fn attr_entry(&mut self, dialect: usize, bytes: Buf) -> u64 {
         self.tables.attrs.add(Entry { dialect, custom: true, bytes })
     }
 
-    fn type_entry(&mut self, bytes: Vec<u8>) -> u64 {
+    fn type_entry(&mut self, bytes: Buf) -> u64 {
         self.tables.types.add(Entry { dialect: VHLO, custom: true, bytes })
     }
 
@@ -107,7 +107,8 @@ impl Encoder {
         if text.as_bytes().contains(&0) {
             return Err(unrepresentable("attribute or type text with a NUL byte"));
         }
-        let mut bytes = text.as_bytes().to_vec();
+        let mut bytes = Buf::default();
+        bytes.extend_from_slice(text.as_bytes());
         bytes.push(0);
         Ok(Entry { dialect: BUILTIN, custom: false, bytes })
     }
@@ -133,46 +134,75 @@ impl Encoder {
     }
 
     fn loc_inner(&mut self, l: &Location) -> R<u64> {
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         match l {
             Location::Unknown => varint(&mut b, 15),
             Location::FileLineCol { file, line, column } => {
                 let f = self.builtin_string(file.as_bytes());
                 varint(&mut b, 11);
-                varint(&mut b, f);
+                b.attr(f);
                 varint(&mut b, *line);
                 varint(&mut b, *column);
+            }
+            Location::FileLineColRange { file, start_line, start_column, end_line, end_column } => {
+                let f = self.builtin_string(file.as_bytes());
+                let (sl, sc, el, ec) = (*start_line, *start_column, *end_line, *end_column);
+                // MLIR's forms, the shortest that holds the range (a single line and column is
+                // a FileLineCol).
+                let numbers: &[u64] = if (sl, sc, el, ec) == (0, 0, 0, 0) {
+                    &[]
+                } else if sc == 0 && sl == el {
+                    &[sl]
+                } else if sc == ec && sl == el {
+                    &[sl, sc]
+                } else if sl == el {
+                    &[sl, sc, ec]
+                } else {
+                    &[sl, sc, el, ec]
+                };
+                if numbers.len() == 2 {
+                    varint(&mut b, 11);
+                    b.attr(f);
+                    varint(&mut b, sl);
+                    varint(&mut b, sc);
+                } else {
+                    varint(&mut b, 22);
+                    b.attr(f);
+                    varint(&mut b, numbers.len() as u64);
+                    numbers.iter().for_each(|&x| varint(&mut b, x));
+                }
             }
             Location::Name { name, child } => {
                 let n = self.builtin_string(name.as_bytes());
                 let c = self.loc(child)?;
                 varint(&mut b, 14);
-                varint(&mut b, n);
-                varint(&mut b, c);
+                b.attr(n);
+                b.attr(c);
             }
             Location::CallSite { callee, caller } => {
                 let a = self.loc(callee)?;
                 let c = self.loc(caller)?;
                 varint(&mut b, 10);
-                varint(&mut b, a);
-                varint(&mut b, c);
+                b.attr(a);
+                b.attr(c);
             }
             Location::Fused { locations, metadata } => {
                 let mut items = Vec::with_capacity(locations.len());
                 for l in locations {
                     items.push(self.loc(l)?);
                 }
+                // Locations stay builtin (VHLO converts only what ops hold): so does metadata.
                 let meta = match metadata {
-                    Some(m) => Some(self.vhlo_attr(m)?),
+                    Some(m) => Some(self.module_attr(m)?),
                     None => None,
                 };
                 varint(&mut b, if meta.is_some() { 13 } else { 12 });
                 varint(&mut b, items.len() as u64);
                 for i in items {
-                    varint(&mut b, i);
+                    b.attr(i);
                 }
                 if let Some(m) = meta {
-                    varint(&mut b, m);
+                    b.attr(m);
                 }
             }
             Location::Opaque(text) => {
@@ -185,17 +215,17 @@ impl Encoder {
 
     /// A flat symbol reference to the builtin string attribute `name`.
     pub(crate) fn builtin_symbol(&mut self, name: u64) -> u64 {
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, 4);
-        varint(&mut b, name);
+        b.attr(name);
         self.attr_entry(BUILTIN, b)
     }
 
     pub(crate) fn builtin_string(&mut self, s: &[u8]) -> u64 {
         let i = self.tables.string(s);
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, 2);
-        varint(&mut b, i);
+        b.str(i);
         self.attr_entry(BUILTIN, b)
     }
 
@@ -216,20 +246,20 @@ impl Encoder {
         r
     }
 
-    fn list(&mut self, b: &mut Vec<u8>, items: &[Attr]) -> R<()> {
+    fn list(&mut self, b: &mut Buf, items: &[Attr]) -> R<()> {
         let mut refs = Vec::with_capacity(items.len());
         for x in items {
             refs.push(self.vhlo_attr(x)?);
         }
         varint(b, refs.len() as u64);
         for r in refs {
-            varint(b, r);
+            b.attr(r);
         }
         Ok(())
     }
 
     fn vhlo_attr_inner(&mut self, a: &Attr) -> R<u64> {
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         let mut dialect = VHLO;
         match a {
             Attr::Array(items) => {
@@ -249,15 +279,15 @@ impl Encoder {
                 varint(&mut b, 6);
                 varint(&mut b, refs.len() as u64);
                 for (k, v) in refs {
-                    varint(&mut b, k);
-                    varint(&mut b, v);
+                    b.attr(k);
+                    b.attr(v);
                 }
             }
             Attr::Float { bits, ty } => {
                 let width = float_width(ty).ok_or_else(|| unrepresentable("a float attribute of a non-float type"))?;
                 let t = self.vhlo_type(ty)?;
                 varint(&mut b, 8);
-                varint(&mut b, t);
+                b.ty(t);
                 apint(&mut b, *bits, width)?;
             }
             Attr::Integer { value, ty } => {
@@ -265,7 +295,7 @@ impl Encoder {
                     int_width(ty).ok_or_else(|| unrepresentable("an integer attribute of a non-integer type"))?;
                 let t = self.vhlo_type(ty)?;
                 varint(&mut b, 9);
-                varint(&mut b, t);
+                b.ty(t);
                 apint(&mut b, *value as u64, width)?;
             }
             Attr::String(s) => return Ok(self.vhlo_string(s)),
@@ -273,14 +303,14 @@ impl Encoder {
                 let t = self.vhlo_type(ty)?;
                 let bytes = dense_bytes(ty, data)?;
                 varint(&mut b, 15);
-                varint(&mut b, t);
+                b.ty(t);
                 varint(&mut b, bytes.len() as u64);
                 b.extend_from_slice(&bytes);
             }
             Attr::Type(t) => {
                 let t = self.vhlo_type(t)?;
                 varint(&mut b, 17);
-                varint(&mut b, t);
+                b.ty(t);
             }
             Attr::Bounds(bounds) => {
                 varint(&mut b, 18);
@@ -314,7 +344,7 @@ impl Encoder {
                 let t = self.builtin_int_type(64);
                 dialect = BUILTIN;
                 varint(&mut b, 17);
-                varint(&mut b, t);
+                b.ty(t);
                 varint(&mut b, v.len() as u64);
                 varint(&mut b, v.len() as u64 * 8);
                 for x in v {
@@ -325,7 +355,7 @@ impl Encoder {
                 let t = self.builtin_int_type(1);
                 dialect = BUILTIN;
                 varint(&mut b, 17);
-                varint(&mut b, t);
+                b.ty(t);
                 varint(&mut b, v.len() as u64);
                 varint(&mut b, v.len() as u64);
                 b.extend(v.iter().map(|&x| u8::from(x)));
@@ -341,9 +371,9 @@ impl Encoder {
 
     fn vhlo_string(&mut self, s: &[u8]) -> u64 {
         let i = self.tables.string(s);
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, 14);
-        varint(&mut b, i);
+        b.str(i);
         self.attr_entry(VHLO, b)
     }
 
@@ -358,13 +388,13 @@ impl Encoder {
 
     fn builtin_type_inner(&mut self, t: &Type) -> R<u64> {
         use ElementType as E;
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         match t {
             Type::Tensor(TensorType { dims, element, encoding: None }) => {
                 let el = self.builtin_type(element)?;
                 varint(&mut b, 13);
                 Self::dims(&mut b, dims)?;
-                varint(&mut b, el);
+                b.ty(el);
             }
             Type::Index => varint(&mut b, 1),
             Type::Scalar(e) => match *e {
@@ -375,7 +405,7 @@ impl Encoder {
                 E::C64 | E::C128 => {
                     let part = self.builtin_type(&Type::Scalar(if *e == E::C64 { E::F32 } else { E::F64 }))?;
                     varint(&mut b, 9);
-                    varint(&mut b, part);
+                    b.ty(part);
                 }
                 other => match int_width(t) {
                     // Signless (0) for signed types, unsigned (2).
@@ -393,7 +423,7 @@ impl Encoder {
                 }
                 varint(&mut b, 15);
                 varint(&mut b, refs.len() as u64);
-                refs.iter().for_each(|&r| varint(&mut b, r));
+                refs.iter().for_each(|&r| b.ty(r));
             }
             _ => return self.vhlo_type(t),
         }
@@ -401,24 +431,24 @@ impl Encoder {
     }
 
     fn builtin_int_type(&mut self, width: u64) -> u64 {
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, 0);
         varint(&mut b, width << 2);
         self.tables.types.add(Entry { dialect: BUILTIN, custom: true, bytes: b })
     }
 
-    fn optional(&mut self, b: &mut Vec<u8>, fields: &[(&'static str, Attr)], name: &str) -> R<()> {
+    fn optional(&mut self, b: &mut Buf, fields: &[(&'static str, Attr)], name: &str) -> R<()> {
         match fields.iter().find(|(n, _)| *n == name) {
             Some((_, a)) => {
                 let i = self.vhlo_attr(a)?;
-                varint_flag(b, i, true);
+                b.attr_flag(i, true);
             }
             None => varint(b, 0),
         }
         Ok(())
     }
 
-    fn vhlo_struct(&mut self, b: &mut Vec<u8>, mnemonic: &str, fields: &[(&'static str, Attr)]) -> R<()> {
+    fn vhlo_struct(&mut self, b: &mut Buf, mnemonic: &str, fields: &[(&'static str, Attr)]) -> R<()> {
         let of = format!("#stablehlo.{mnemonic}");
         self.needs(&of)?;
         match mnemonic {
@@ -442,7 +472,7 @@ impl Encoder {
                 svarint(b, atol as i64);
                 svarint(b, rtol as i64);
                 svarint(b, ulps);
-                varint(b, mode);
+                b.attr(mode);
             }
             "sub_axis_info" => {
                 let pre = int_field(fields, "pre_size", &of)?;
@@ -454,13 +484,13 @@ impl Encoder {
             "axis_ref" => {
                 let name = self.vhlo_attr(field(fields, "name", &of)?)?;
                 varint(b, 22);
-                varint(b, name);
+                b.attr(name);
                 // A presence varint, then the reference (StableHLO's encoding of this one).
                 match fields.iter().find(|(n, _)| *n == "sub_axis_info") {
                     Some((_, a)) => {
                         let i = self.vhlo_attr(a)?;
                         varint(b, 1);
-                        varint(b, i);
+                        b.attr(i);
                     }
                     None => varint(b, 0),
                 }
@@ -473,20 +503,20 @@ impl Encoder {
                 };
                 let axes = self.vhlo_attr(field(fields, "axes", &of)?)?;
                 varint(b, 23);
-                varint(b, mesh);
-                varint(b, axes);
+                b.attr(mesh);
+                b.attr(axes);
             }
             "mesh_axis" => {
                 let name = self.vhlo_attr(field(fields, "name", &of)?)?;
                 let size = int_field(fields, "size", &of)?;
                 varint(b, 24);
-                varint(b, name);
+                b.attr(name);
                 svarint(b, size);
             }
             "mesh" => {
                 let axes = self.vhlo_attr(field(fields, "axes", &of)?)?;
                 varint(b, 25);
-                varint(b, axes);
+                b.attr(axes);
                 self.optional(b, fields, "device_ids")?;
             }
             _ => {
@@ -506,14 +536,14 @@ impl Encoder {
         r
     }
 
-    fn types(&mut self, b: &mut Vec<u8>, items: &[Type]) -> R<()> {
+    fn types(&mut self, b: &mut Buf, items: &[Type]) -> R<()> {
         let mut refs = Vec::with_capacity(items.len());
         for t in items {
             refs.push(self.vhlo_type(t)?);
         }
         varint(b, refs.len() as u64);
         for r in refs {
-            varint(b, r);
+            b.ty(r);
         }
         Ok(())
     }
@@ -530,7 +560,7 @@ impl Encoder {
     }
 
     fn vhlo_type_inner(&mut self, t: &Type) -> R<u64> {
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         let code = match t {
             Type::Scalar(e) => match crate::vhlo::scalar_by_element(*e) {
                 Some(scalar) => {
@@ -542,7 +572,7 @@ impl Encoder {
                         let part = if *e == ElementType::C64 { ElementType::F32 } else { ElementType::F64 };
                         let p = self.vhlo_type(&Type::Scalar(part))?;
                         varint(&mut b, 1);
-                        varint(&mut b, p);
+                        b.ty(p);
                         return Ok(self.type_entry(b));
                     }
                     other => return Err(unrepresentable(format!("element type {other:?}"))),
@@ -568,18 +598,18 @@ impl Encoder {
                 match enc {
                     Some(e) => {
                         varint(&mut b, 21);
-                        varint(&mut b, e);
+                        b.attr(e);
                     }
                     None => varint(&mut b, 20),
                 }
                 Self::dims(&mut b, dims)?;
-                varint(&mut b, el);
+                b.ty(el);
                 return Ok(self.type_entry(b));
             }
             Type::UnrankedTensor(e) => {
                 let el = self.vhlo_type(e)?;
                 varint(&mut b, 25);
-                varint(&mut b, el);
+                b.ty(el);
                 return Ok(self.type_entry(b));
             }
             Type::Buffer { dims, element } => {
@@ -587,7 +617,7 @@ impl Encoder {
                 let el = self.vhlo_type(element)?;
                 varint(&mut b, 41);
                 Self::dims(&mut b, dims)?;
-                varint(&mut b, el);
+                b.ty(el);
                 return Ok(self.type_entry(b));
             }
             Type::Tuple(items) => {
@@ -602,13 +632,13 @@ impl Encoder {
                 return Ok(self.type_entry(b));
             }
             Type::Function { inputs, outputs } => {
-                let mut ins = Vec::new();
+                let mut ins = Buf::default();
                 self.types(&mut ins, inputs)?;
-                let mut outs = Vec::new();
+                let mut outs = Buf::default();
                 self.types(&mut outs, outputs)?;
                 varint(&mut b, 8);
-                b.extend(ins);
-                b.extend(outs);
+                b.append(ins);
+                b.append(outs);
                 return Ok(self.type_entry(b));
             }
             Type::Quantized(q) => {
@@ -621,8 +651,8 @@ impl Encoder {
                         };
                         varint(&mut b, 24);
                         varint(&mut b, q.flags);
-                        varint(&mut b, storage);
-                        varint(&mut b, expressed);
+                        b.ty(storage);
+                        b.ty(expressed);
                         svarint(&mut b, scale as i64);
                         svarint(&mut b, zero);
                         svarint(&mut b, q.storage_min);
@@ -632,8 +662,8 @@ impl Encoder {
                         self.needs("per-axis quantization")?;
                         varint(&mut b, 30);
                         varint(&mut b, q.flags);
-                        varint(&mut b, storage);
-                        varint(&mut b, expressed);
+                        b.ty(storage);
+                        b.ty(expressed);
                         varint(&mut b, axis);
                         svarint(&mut b, q.storage_min);
                         svarint(&mut b, q.storage_max);
@@ -666,9 +696,16 @@ fn dense_bytes(ty: &Type, data: &Arc<[u8]>) -> R<Vec<u8>> {
         return Err(unrepresentable("a dense elements attribute whose type is not a ranked tensor"));
     };
     if !matches!(*t.element, Type::Scalar(ElementType::PRED)) {
+        // MLIR keeps elements that are all the same as one (a splat), however they were given.
+        let size = d.element_bytes();
+        if !d.is_splat() && size > 0 && d.count() > 1 && data.chunks(size).all(|e| e == &data[..size]) {
+            return Ok(data[..size].to_vec());
+        }
         return Ok(data.to_vec());
     }
-    if d.is_splat() {
+    // A splat of several is a byte of all ones (or zeros); one element is packed as any data
+    // (bit 0), as MLIR's parser leaves it.
+    if d.is_splat() && d.count() != 1 {
         return Ok(vec![if data[0] != 0 { 0xFF } else { 0 }]);
     }
     let mut packed = vec![0u8; data.len().div_ceil(8)];
@@ -789,16 +826,16 @@ impl Encoder {
                         factors.push(f);
                         s = r;
                     }
-                    let mut b = Vec::new();
+                    let mut b = Buf::default();
                     varint(&mut b, 8);
                     varint(&mut b, factors.len() as u64);
                     factors.iter().for_each(|&f| svarint(&mut b, f));
                     dim_refs.push(self.attr_entry(SDY, b));
                 }
-                let mut b = Vec::new();
+                let mut b = Buf::default();
                 varint(&mut b, 9);
                 varint(&mut b, dim_refs.len() as u64);
-                dim_refs.iter().for_each(|&r| varint(&mut b, r));
+                dim_refs.iter().for_each(|&r| b.attr(r));
                 refs.push(self.attr_entry(SDY, b));
             }
             Ok(refs)
@@ -806,13 +843,13 @@ impl Encoder {
         let operand_refs = mappings(operands)?;
         let result_refs = mappings(results)?;
         self.tables.uses_sdy = true;
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, 10);
         varint(&mut b, sizes.len() as u64);
         sizes.iter().for_each(|&s| svarint(&mut b, s));
         for refs in [&operand_refs, &result_refs] {
             varint(&mut b, refs.len() as u64);
-            refs.iter().for_each(|&r| varint(&mut b, r));
+            refs.iter().for_each(|&r| b.attr(r));
         }
         for l in &lists {
             varint(&mut b, l.len() as u64);
@@ -839,14 +876,17 @@ mod tests {
         dense_bytes(ty, &Arc::from(data))
     }
 
-    /// What MLIR's bytecode holds: a splat (of one element too) as one byte 0x00 or 0xFF, other
-    /// data 8 to a byte from the lowest bit; never a byte 0x01 that a reader could take for bits.
+    /// What MLIR's bytecode holds: a splat of several elements as one byte 0x00 or 0xFF, other
+    /// data (one element too) 8 to a byte from the lowest bit.
     #[test]
     fn i1_is_written_as_mlir_writes_it() {
-        for n in 1..=17u64 {
+        for n in 2..=17u64 {
             assert_eq!(bytes(&i1(n), &[1]), Ok(vec![0xFF]), "{n}");
             assert_eq!(bytes(&i1(n), &[0]), Ok(vec![0x00]), "{n}");
         }
+        // One element is packed (StableHLO's artifacts of `dense<true> : tensor<1xi1>`).
+        assert_eq!(bytes(&i1(1), &[1]), Ok(vec![0x01]));
+        assert_eq!(bytes(&i1(1), &[0]), Ok(vec![0x00]));
         assert_eq!(bytes(&i1(0), &[]), Ok(vec![]));
         assert_eq!(bytes(&i1(4), &[1, 0, 0, 0]), Ok(vec![0b0001]));
         assert_eq!(bytes(&i1(8), &[0, 1, 1, 1, 1, 1, 1, 1]), Ok(vec![0xFE]));
@@ -868,5 +908,7 @@ mod tests {
         assert_eq!(bytes(&ty, &[1, 2, 3]), Ok(vec![1, 2, 3]));
         assert!(bytes(&ty, &[0x21]).is_ok(), "a splat of one byte");
         assert!(bytes(&ty, &[1, 2]).is_err());
+        // Elements all the same are written as one, as MLIR holds them.
+        assert_eq!(bytes(&ty, &[7, 7, 7]), Ok(vec![7]));
     }
 }

@@ -7,17 +7,20 @@ mod container;
 mod convert;
 mod encode;
 mod error;
+mod numbering;
 mod sdy;
+mod use_lists;
 
 use crate::bytecode::{V_ELIDE_UNKNOWN_BLOCK_ARG_LOC, V_LAZY_LOADING, V_NATIVE_PROPERTIES, V_USE_LIST_ORDERING};
 use crate::ir::{self, Attr, Op, Region};
-use container::{section, varint, varint_flag, FastMap, BUILTIN, SDY, VHLO};
+use container::{varint, varint_flag, Buf, FastMap, Ref, BUILTIN, SDY, VHLO};
 use encode::Encoder;
 pub use error::WriteError;
 use pjrt_types::StableHloVersion;
 
 use crate::bytecode::{
-    HAS_ATTRS, HAS_INLINE_REGIONS, HAS_OPERANDS, HAS_PROPERTIES, HAS_RESULTS, HAS_SUCCESSORS, SECTION_IR,
+    HAS_ATTRS, HAS_INLINE_REGIONS, HAS_OPERANDS, HAS_PROPERTIES, HAS_RESULTS, HAS_SUCCESSORS, HAS_USE_LIST_ORDERS,
+    SECTION_IR,
 };
 
 /// Regions nested deeper than this are refused (the reader's default limit is 64).
@@ -63,19 +66,32 @@ pub fn write_bytecode(module: &ir::Module, target: StableHloVersion) -> Result<V
         values: FastMap::default(),
         undo: Vec::new(),
         scope_len: 0,
+        op_refs: FastMap::default(),
+        arg_refs: FastMap::default(),
+        use_lists: use_lists::UseLists::default(),
     };
+    if version >= V_USE_LIST_ORDERING {
+        // The ops StableHLO's serializer rebuilds for the target: those whose VHLO op version
+        // there is older than the newest's.
+        w.use_lists = use_lists::use_lists(module, |op| match convert::to_vhlo(op, target) {
+            Ok(v) => convert::to_vhlo(op, crate::CURRENT_VERSION).is_ok_and(|c| c.name != v.name),
+            Err(_) => false,
+        });
+    }
     // Op names first: the table is grouped by dialect, so every index is known up front.
     let mut names = Vec::new();
-    for op in module.walk() {
+    for op in numbering_order(module) {
         names.push(w.op_name(op)?);
     }
     w.op_index = w.enc.tables.set_op_names(names);
-    let mut ir = Vec::new();
+    let mut ir = Buf::default();
     varint_flag(&mut ir, module.ops.len() as u64, false);
     for op in &module.ops {
         w.op(&mut ir, op, 0)?;
     }
-    Ok(w.enc.tables.finish(version, &target.producer(), &ir))
+    let top = w.numbering_refs(module);
+    let order = numbering::order(&w.enc.tables.attrs, &w.enc.tables.types, &top);
+    Ok(w.enc.tables.finish(version, &target.producer(), &ir, &order))
 }
 
 struct Writer {
@@ -89,6 +105,14 @@ struct Writer {
     undo: Vec<(u32, Option<(u64, bool)>)>,
     /// Values numbered so far in the current scope (the regions being written).
     scope_len: u64,
+    /// Each op's references to attributes and types (by its address in the module being
+    /// written), in the order MLIR's writer numbers them: result types, attribute
+    /// dictionary, properties, location.
+    op_refs: FastMap<usize, Vec<Ref>>,
+    /// The same for each block's arguments: each one's location, then its type.
+    arg_refs: FastMap<usize, Vec<Ref>>,
+    /// The use-list orders to record (bytecode 3 on).
+    use_lists: use_lists::UseLists,
 }
 
 impl Writer {
@@ -115,7 +139,36 @@ impl Writer {
         self.undo.push((id, before));
     }
 
-    fn op(&mut self, out: &mut Vec<u8>, op: &Op, depth: usize) -> R<()> {
+    /// The IR's references to attributes and types in the order MLIR's writer numbers the IR
+    /// (see [`numbering_order`]; each block's arguments before its ops).
+    fn numbering_refs(&self, module: &ir::Module) -> Vec<Ref> {
+        let mut out = Vec::new();
+        let add = |out: &mut Vec<Ref>, op: &Op| {
+            if let Some(r) = self.op_refs.get(&(op as *const Op as usize)) {
+                out.extend(r.iter().cloned());
+            }
+        };
+        for root in &module.ops {
+            add(&mut out, root);
+            let mut work: Vec<&Region> = root.regions.iter().collect();
+            while let Some(region) = work.pop() {
+                for block in &region.blocks {
+                    if let Some(r) = self.arg_refs.get(&(block as *const ir::Block as usize)) {
+                        out.extend(r.iter().cloned());
+                    }
+                    for op in &block.ops {
+                        add(&mut out, op);
+                    }
+                }
+                for op in region.blocks.iter().flat_map(|b| &b.ops) {
+                    work.extend(op.regions.iter());
+                }
+            }
+        }
+        out
+    }
+
+    fn op(&mut self, out: &mut Buf, op: &Op, depth: usize) -> R<()> {
         let (dialect, name, properties, discardable) = if op.name == "builtin.module" {
             let mut props = Vec::new();
             let mut rest = Vec::new();
@@ -146,15 +199,18 @@ impl Writer {
         // Inherent attributes: native properties (bytecode 5 on), else in the dictionary.
         let mut dict = discardable;
         let mut props_index = None;
-        if !properties.is_empty() {
+        let mut props_refs = Vec::new();
+        // The module op has properties storage: MLIR writes its properties even when both
+        // (sym_name, sym_visibility) are absent.
+        if !properties.is_empty() || (dialect == BUILTIN && name == "module" && self.version >= V_NATIVE_PROPERTIES) {
             if self.version >= V_NATIVE_PROPERTIES {
-                let mut p = Vec::new();
+                let mut p = Buf::default();
                 if dialect == BUILTIN {
                     for n in ["sym_name", "sym_visibility"] {
                         match properties.iter().find(|(k, _)| k == n) {
                             Some((_, a)) => {
                                 let i = self.enc.builtin_attr(a)?;
-                                varint_flag(&mut p, i, true);
+                                p.attr_flag(i, true);
                             }
                             None => varint(&mut p, 0),
                         }
@@ -167,14 +223,15 @@ impl Writer {
                             WriteError::Unrepresentable { what: format!("{} without its {n} attribute", op.name) }
                         })?;
                         let i = if *n == "sym_name" { self.enc.builtin_attr(a)? } else { self.enc.vhlo_attr(a)? };
-                        varint(&mut p, i);
+                        p.attr(i);
                     }
                 } else {
                     for (n, a) in &properties {
                         let i = if n == "api_version" { self.enc.api_version(a)? } else { self.enc.vhlo_attr(a)? };
-                        varint(&mut p, i);
+                        p.attr(i);
                     }
                 }
+                props_refs = p.refs().cloned().collect();
                 props_index = Some(self.enc.tables.properties(p));
             } else {
                 let mut inherent = properties;
@@ -189,7 +246,7 @@ impl Writer {
         } else if op.name == "builtin.module" {
             Some(self.enc.module_attributes(&dict)?)
         } else {
-            Some(self.enc.op_attributes(&dict)?)
+            Some(self.enc.op_attributes(&dict, op.name == "stablehlo.custom_call")?)
         };
         let mut result_types = Vec::with_capacity(op.results.len());
         for r in &op.results {
@@ -217,21 +274,31 @@ impl Writer {
                 mask |= flag;
             }
         }
+        let mut refs: Vec<Ref> = result_types.iter().map(|&t| Ref::Type(t)).collect();
+        refs.extend(dict_index.map(Ref::Attr));
+        refs.extend(props_refs);
+        refs.push(Ref::Attr(loc));
+        self.op_refs.insert(op as *const Op as usize, refs);
         varint(out, name_index);
+        let mask_at = out.len();
         out.push(mask);
-        varint(out, loc);
+        out.attr(loc);
         if let Some(d) = dict_index {
-            varint(out, d);
+            out.attr(d);
         }
         if let Some(p) = props_index {
             varint(out, p);
         }
-        for list in [&result_types, &operands] {
-            if !list.is_empty() {
-                varint(out, list.len() as u64);
-                for &x in list.iter() {
-                    varint(out, x);
-                }
+        if !result_types.is_empty() {
+            varint(out, result_types.len() as u64);
+            for &t in &result_types {
+                out.ty(t);
+            }
+        }
+        if !operands.is_empty() {
+            varint(out, operands.len() as u64);
+            for &x in &operands {
+                varint(out, x);
             }
         }
         if !op.successors.is_empty() {
@@ -239,6 +306,9 @@ impl Writer {
             for &s in &op.successors {
                 varint(out, u64::from(s));
             }
+        }
+        if self.version >= V_USE_LIST_ORDERING && self.use_lists.write_op(out, op) {
+            out[mask_at] |= HAS_USE_LIST_ORDERS;
         }
         if op.regions.is_empty() {
             return Ok(());
@@ -259,7 +329,7 @@ impl Writer {
         let values = std::mem::take(&mut self.values);
         let undo = std::mem::take(&mut self.undo);
         let scope_len = std::mem::replace(&mut self.scope_len, 0);
-        let mut inner = Vec::new();
+        let mut inner = Buf::default();
         let mut result = Ok(());
         for r in &op.regions {
             result = self.region(&mut inner, r, depth + 1, dialect == SDY);
@@ -272,15 +342,15 @@ impl Writer {
         self.scope_len = scope_len;
         result?;
         if self.version >= V_LAZY_LOADING {
-            section(out, SECTION_IR, &inner);
+            out.section(SECTION_IR, inner);
         } else {
-            out.extend_from_slice(&inner);
+            out.append(inner);
         }
         Ok(())
     }
 
     /// `in_sdy`: the region is a Shardy op's, whose block arguments have builtin types.
-    fn region(&mut self, out: &mut Vec<u8>, region: &Region, depth: usize, in_sdy: bool) -> R<()> {
+    fn region(&mut self, out: &mut Buf, region: &Region, depth: usize, in_sdy: bool) -> R<()> {
         varint(out, region.blocks.len() as u64);
         if region.blocks.is_empty() {
             return Ok(());
@@ -325,24 +395,41 @@ impl Writer {
         result
     }
 
-    fn block(&mut self, out: &mut Vec<u8>, block: &ir::Block, depth: usize) -> R<()> {
+    fn block(&mut self, out: &mut Buf, block: &ir::Block, depth: usize) -> R<()> {
         varint_flag(out, block.ops.len() as u64, !block.args.is_empty());
         if !block.args.is_empty() {
             varint(out, block.args.len() as u64);
-            for a in &block.args {
+            let mut refs = Vec::with_capacity(2 * block.args.len());
+            for (i, a) in block.args.iter().enumerate() {
                 let builtin = self.values.get(&a.id).is_some_and(|v| v.1);
                 let t = if builtin { self.enc.builtin_type(&a.ty)? } else { self.enc.vhlo_type(&a.ty)? };
+                // MLIR's writer numbers an argument's location even where it leaves it out
+                // (an unknown one, from bytecode 4 on).
+                let location = block.arg_location(i);
+                let loc = match block.arg_locations.get(i) {
+                    Some(l) => self.enc.op_loc(l)?,
+                    None => self.enc.loc(location)?,
+                };
+                refs.push(Ref::Attr(loc));
+                refs.push(Ref::Type(t));
                 if self.version >= V_ELIDE_UNKNOWN_BLOCK_ARG_LOC {
-                    // Block arguments' locations are not in the IR: left out, as unknown.
-                    varint_flag(out, t, false);
+                    let known = *location != ir::Location::Unknown;
+                    out.ty_flag(t, known);
+                    if known {
+                        out.attr(loc);
+                    }
                 } else {
-                    varint(out, t);
-                    let unknown = self.enc.loc(&ir::Location::Unknown)?;
-                    varint(out, unknown);
+                    out.ty(t);
+                    out.attr(loc);
                 }
             }
+            self.arg_refs.insert(block as *const ir::Block as usize, refs);
             if self.version >= V_USE_LIST_ORDERING {
+                let at = out.len();
                 out.push(0);
+                if self.use_lists.write_block(out, block) {
+                    out[at] = HAS_USE_LIST_ORDERS;
+                }
             }
         }
         for op in &block.ops {
@@ -350,6 +437,26 @@ impl Writer {
         }
         Ok(())
     }
+}
+
+/// Every op in the order MLIR's bytecode writer first numbers it (which orders its tables): a
+/// root op, then the regions of a worklist taken from its back, each region's ops in order
+/// before the regions of those ops are pushed (so the last op's regions come first).
+fn numbering_order(module: &ir::Module) -> Vec<&Op> {
+    let mut out = Vec::new();
+    for root in &module.ops {
+        out.push(root);
+        let mut work: Vec<&Region> = root.regions.iter().collect();
+        while let Some(region) = work.pop() {
+            for op in region.blocks.iter().flat_map(|b| &b.ops) {
+                out.push(op);
+            }
+            for op in region.blocks.iter().flat_map(|b| &b.ops) {
+                work.extend(op.regions.iter());
+            }
+        }
+    }
+    out
 }
 
 /// The inherent attributes of the Shardy ops this writer writes, sorted by name.
@@ -361,6 +468,13 @@ fn sdy_properties(op: &str) -> Option<&'static [&'static str]> {
         "return" => &[],
         _ => return None,
     })
+}
+
+/// A dictionary's entries in the order MLIR's builtin dictionary holds them: by name.
+fn sorted_by_name(attrs: &[(String, Attr)]) -> Vec<&(String, Attr)> {
+    let mut sorted: Vec<&(String, Attr)> = attrs.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    sorted
 }
 
 /// Whether an op in `op`'s regions uses a value not defined in them.
@@ -389,32 +503,34 @@ fn uses_values_from_above(op: &Op) -> bool {
 
 impl Encoder {
     /// An op's discardable attributes: a builtin dictionary (as MLIR requires) of VHLO values.
-    fn op_attributes(&mut self, attrs: &[(String, Attr)]) -> R<u64> {
+    /// (`custom_call`: the op is one, whose `api_version` is VHLO's enum, as in its properties.)
+    fn op_attributes(&mut self, attrs: &[(String, Attr)], custom_call: bool) -> R<u64> {
         let mut refs = Vec::with_capacity(attrs.len());
-        for (n, a) in attrs {
+        for (n, a) in sorted_by_name(attrs) {
             let key = self.builtin_string(n.as_bytes());
-            refs.push((key, self.vhlo_attr(a)?));
+            let value = if custom_call && n == "api_version" { self.api_version(a)? } else { self.vhlo_attr(a)? };
+            refs.push((key, value));
         }
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, 1);
         varint(&mut b, refs.len() as u64);
         for (k, v) in refs {
-            varint(&mut b, k);
-            varint(&mut b, v);
+            b.attr(k);
+            b.attr(v);
         }
         Ok(self.tables.attrs.add(container::Entry { dialect: BUILTIN, custom: true, bytes: b }))
     }
 
     /// The module's attributes: a builtin dictionary of builtin values (see `builtin.rs`).
     fn module_attributes(&mut self, attrs: &[(String, Attr)]) -> R<u64> {
-        self.module_attr(&Attr::Dict(attrs.to_vec()))
+        self.module_attr(&Attr::Dict(sorted_by_name(attrs).into_iter().cloned().collect()))
     }
 
     /// custom_call's `api_version`: VHLO's enum of its own.
     fn api_version(&mut self, a: &Attr) -> R<u64> {
         match a {
             Attr::Integer { value, .. } if (0..=4).contains(value) => {
-                let mut b = Vec::new();
+                let mut b = Buf::default();
                 varint(&mut b, 5);
                 varint(&mut b, *value as u64);
                 Ok(self.tables.attrs.add(container::Entry { dialect: VHLO, custom: true, bytes: b }))

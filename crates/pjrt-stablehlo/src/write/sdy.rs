@@ -1,7 +1,7 @@
 //! Shardy (`sdy`) attributes, from the MLIR text the reader keeps them as back to Shardy's
 //! bytecode encoding (shardy/dialect/sdy/ir/bytecode.td; the inverse of `crate::decode`'s).
 
-use super::container::{svarint, varint, varint_flag, Entry, SDY};
+use super::container::{svarint, varint, varint_flag, Buf, Entry, SDY};
 use super::encode::Encoder;
 use super::error::WriteError;
 
@@ -99,13 +99,13 @@ impl<'t> Text<'t> {
     }
 }
 
-fn refs(b: &mut Vec<u8>, items: &[u64]) {
+fn refs(b: &mut Buf, items: &[u64]) {
     varint(b, items.len() as u64);
-    items.iter().for_each(|&r| varint(b, r));
+    items.iter().for_each(|&r| b.attr(r));
 }
 
 impl Encoder {
-    fn sdy_entry(&mut self, b: Vec<u8>) -> u64 {
+    fn sdy_entry(&mut self, b: Buf) -> u64 {
         self.tables.uses_sdy = true;
         self.tables.attrs.add(Entry { dialect: SDY, custom: true, bytes: b })
     }
@@ -120,7 +120,7 @@ impl Encoder {
             "sharding_per_value" => {
                 t.expect("<[")?;
                 let items = t.list("]>", |t| self.sdy_sharding(t))?;
-                let mut b = Vec::new();
+                let mut b = Buf::default();
                 varint(&mut b, 7);
                 refs(&mut b, &items);
                 self.sdy_entry(b)
@@ -131,7 +131,7 @@ impl Encoder {
                     let name = t.quoted()?;
                     Ok(self.builtin_string(&name))
                 })?;
-                let mut b = Vec::new();
+                let mut b = Buf::default();
                 varint(&mut b, 0);
                 refs(&mut b, &items);
                 self.sdy_entry(b)
@@ -155,9 +155,9 @@ impl Encoder {
             let name = t.quoted()?;
             t.expect("=")?;
             let size = t.int()?;
-            let mut b = Vec::new();
+            let mut b = Buf::default();
             varint(&mut b, 1);
-            varint(&mut b, self.tables.string(&name));
+            b.str(self.tables.string(&name));
             svarint(&mut b, size);
             Ok(self.sdy_entry(b))
         })?;
@@ -171,7 +171,7 @@ impl Encoder {
             ids = v;
         }
         t.expect(">")?;
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, 2);
         refs(&mut b, &axes);
         varint(&mut b, ids.len() as u64);
@@ -185,7 +185,7 @@ impl Encoder {
             let pre = t.int()?;
             t.expect(")")?;
             let size = t.int()?;
-            let mut b = Vec::new();
+            let mut b = Buf::default();
             varint(&mut b, 3);
             svarint(&mut b, pre);
             svarint(&mut b, size);
@@ -193,11 +193,11 @@ impl Encoder {
         } else {
             None
         };
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, 4);
-        varint(&mut b, self.tables.string(&name));
+        b.str(self.tables.string(&name));
         match sub {
-            Some(s) => varint_flag(&mut b, s, true),
+            Some(s) => b.attr_flag(s, true),
             None => varint(&mut b, 0),
         }
         Ok(self.sdy_entry(b))
@@ -239,7 +239,7 @@ impl Encoder {
                 }
             }
             let priority = if t.eat("p") { Some(t.int()?) } else { None };
-            let mut b = Vec::new();
+            let mut b = Buf::default();
             varint(&mut b, 5);
             refs(&mut b, &axes);
             b.push(u8::from(closed));
@@ -271,9 +271,9 @@ impl Encoder {
         } else {
             6
         };
-        let mut b = Vec::new();
+        let mut b = Buf::default();
         varint(&mut b, code);
-        varint(&mut b, mesh);
+        b.attr(mesh);
         refs(&mut b, &dims);
         refs(&mut b, &replicated);
         if code != 6 {

@@ -19,6 +19,7 @@ mod refine;
 mod round_trip;
 mod text;
 mod vhlo;
+mod vhlo_run;
 mod write;
 
 /// Compiles `program` and runs it on `args` on the client's first device: the outputs, on the

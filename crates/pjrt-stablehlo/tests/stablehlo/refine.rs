@@ -275,13 +275,13 @@ fn func(name: &str, private: bool, params: impl AsRef<[Type]>, results: impl AsR
     }
     let mut f = op("func.func", &[], vec![], attributes);
     let args = params.iter().enumerate().map(|(i, t)| val(i as u32, t)).collect();
-    f.regions = vec![Region { blocks: vec![Block { args, ops }] }];
+    f.regions = vec![Region { blocks: vec![Block { args, ops, arg_locations: Vec::new() }] }];
     f
 }
 
 fn module(funcs: Vec<Op>) -> Module {
     let mut top = op("builtin.module", &[], vec![], vec![]);
-    top.regions = vec![Region { blocks: vec![Block { args: vec![], ops: funcs }] }];
+    top.regions = vec![Region { blocks: vec![Block { args: vec![], ops: funcs, arg_locations: Vec::new() }] }];
     Module { bytecode_version: 6, producer: "refine tests".to_string(), ops: vec![top] }
 }
 

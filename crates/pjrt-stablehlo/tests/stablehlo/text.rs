@@ -10,13 +10,15 @@ use pjrt_stablehlo::ir::{Attr, Location, Module, Op, Region, Value};
 
 use crate::files;
 
-/// The module with every op's location made unknown (the printer leaves them out).
+/// The module with every op's and block argument's location made unknown (the printer leaves
+/// them out).
 fn without_locations(mut m: Module) -> Module {
     fn clear(ops: &mut [Op]) {
         for op in ops {
             op.location = Arc::new(Location::Unknown);
             for r in &mut op.regions {
                 for b in &mut r.blocks {
+                    b.arg_locations.clear();
                     clear(&mut b.ops);
                 }
             }
