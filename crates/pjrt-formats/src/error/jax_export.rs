@@ -190,7 +190,10 @@ pub enum JaxExportError {
     ModuleUnreadable(#[source] pjrt_stablehlo::Error),
     /// The module calls a LAPACK kernel of jaxlib before its FFI form (JAX 0.4.30 and 0.4.38 wrote
     /// them) that cannot be upgraded to today's `lapack_*_ffi` call
-    /// ([`crate::jax_export::upgrade_legacy_lapack`]).
+    /// ([`crate::jax_export::upgrade_legacy_lapack`]): a descriptor that disagrees with the
+    /// shapes or that the module does not give as a constant, an option the FFI call lacks, a
+    /// used workspace. (A shape-polymorphic export's calls are upgraded once the module is
+    /// refined for the inputs' shapes, so its descriptors are known then.)
     #[error(transparent)]
     LegacyLapack(#[from] LegacyLapackError),
     /// The executable returned another number of outputs than the export lists.

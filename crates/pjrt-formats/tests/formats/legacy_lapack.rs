@@ -136,13 +136,76 @@ fn gees_with_sorting_is_refused() {
 }
 
 #[test]
-fn a_shape_polymorphic_call_is_refused() {
-    // JAX 0.4.30's shape-polymorphic form: the results' shapes as more operands, named by this
-    // attribute (left out here: the refusal comes first).
+fn a_shape_polymorphic_call_not_refined_is_refused() {
+    // JAX 0.4.30's shape-polymorphic form before refinement: the results' shapes as more
+    // operands, named by this attribute (left out here: the refusal comes first).
     let text = pjrt_stablehlo::print(&potrf(3, 1)).replace(
         "call_target_name = \"lapack_spotrf\"",
         "call_target_name = \"lapack_spotrf\", indices_of_shape_operands = dense<[4, 5]> : tensor<2xi64>",
     );
     let e = refusal(pjrt_stablehlo::parse_text(&text).unwrap());
-    assert!(e.contains("shape-polymorphic"), "{e}");
+    assert!(e.contains("shape-polymorphic") && e.contains("refine"), "{e}");
+}
+
+/// A refined shape-polymorphic export of JAX 0.4.30: `@main` passes the batch size (a
+/// dimension of its input, `batches` once per call) to a private `@inner`, whose `potrf`
+/// computes its batch descriptor from that argument. `visibility` is `@inner`'s.
+fn through_calls(batches: &[&str], visibility: &str) -> Module {
+    let mut text = String::from("func.func public @main(%a: tensor<3x2x2xf32>) -> (tensor<3x2x2xf32>) {\n");
+    text += "  %dim = stablehlo.get_dimension_size %a, dim = 0 : (tensor<3x2x2xf32>) -> tensor<i32>\n";
+    text +=
+        "  %three = stablehlo.constant dense<3> : tensor<i32>\n  %two = stablehlo.constant dense<2> : tensor<i32>\n";
+    let mut last = "%a".to_string();
+    for (k, b) in batches.iter().enumerate() {
+        text +=
+            &format!("  %r{k} = call @inner(%{b}, {last}) : (tensor<i32>, tensor<3x2x2xf32>) -> tensor<3x2x2xf32>\n");
+        last = format!("%r{k}");
+    }
+    text += &format!("  return {last} : tensor<3x2x2xf32>\n}}\n");
+    text += &format!(
+        "func.func {visibility} @inner(%b: tensor<i32> {{jax.global_constant = \"b\"}}, %a: tensor<3x2x2xf32>) -> \
+         (tensor<3x2x2xf32>) {{\n{}  %batch = stablehlo.multiply %one, %b : tensor<i32>\n\
+           %r:2 = stablehlo.custom_call @lapack_spotrf(%lower, %batch, %n, %a) {{api_version = 2 : i32, \
+         operand_layouts = [{SCALAR}, {SCALAR}, {SCALAR}, dense<[1, 2, 0]> : tensor<3xindex>], \
+         output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [0], operand_index = 3, \
+         operand_tuple_indices = []>], result_layouts = [dense<[1, 2, 0]> : tensor<3xindex>, dense<0> : \
+         tensor<1xindex>]}} : (tensor<i32>, tensor<i32>, tensor<i32>, tensor<3x2x2xf32>) -> (tensor<3x2x2xf32>, \
+         tensor<3xi32>)\n  return %r#0 : tensor<3x2x2xf32>\n}}\n",
+        constants(&[("one", "1"), ("lower", "1"), ("n", "2")])
+    );
+    pjrt_stablehlo::parse_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+#[test]
+fn a_descriptor_computed_from_a_private_function_argument_is_known_from_its_calls() {
+    // The size of the static dimension, or a constant, passed by every call.
+    for batches in [&["dim"][..], &["three"], &["dim", "three", "dim"]] {
+        let mut m = through_calls(batches, "private");
+        assert_eq!(upgrade_legacy_lapack(&mut m).unwrap(), 1, "{batches:?}");
+        let text = pjrt_stablehlo::print(&m);
+        assert!(text.contains("lapack_spotrf_ffi") && text.contains("uplo = 76 : ui8"), "{text}");
+    }
+}
+
+#[test]
+fn an_argument_not_known_from_every_call_is_refused() {
+    // Calls that disagree (the one with 2 is wrong for 3 matrices, but neither is taken).
+    let e = refusal(through_calls(&["dim", "two"], "private"));
+    assert!(e.contains("operand 1 (batch) is not an integer constant"), "{e}");
+    // A public function is called from outside too.
+    let e = refusal(through_calls(&["three"], "public"));
+    assert!(e.contains("operand 1 (batch) is not an integer constant"), "{e}");
+    // A function some other op refers to (a custom call's body) may be called otherwise.
+    let text = pjrt_stablehlo::print(&through_calls(&["three"], "private")).replacen(
+        "\"func.return\"(%4)",
+        "\"stablehlo.custom_call\"() {call_target_name = \"body_user\", called_computations = [@inner]} : () -> ()\n    \
+         \"func.return\"(%4)",
+        1,
+    );
+    assert!(text.contains("body_user"), "{text}");
+    let e = refusal(pjrt_stablehlo::parse_text(&text).unwrap_or_else(|e| panic!("{e}\n{text}")));
+    assert!(e.contains("operand 1 (batch) is not an integer constant"), "{e}");
+    // The batch a call passes is checked against the shapes as a constant would be.
+    let e = refusal(through_calls(&["two"], "private"));
+    assert!(e.contains("operand 1 (batch) is 2, but the matrices make it 3"), "{e}");
 }

@@ -10,12 +10,11 @@ use crate::error::LegacyLapackError;
 /// and results (jaxlib 0.4.30's and 0.4.38's `lapack.py`).
 pub(super) fn plan_legacy(call: &Call<'_>, letter: char, routine: &str) -> Result<Plan, LegacyLapackError> {
     if call.op.attr("indices_of_shape_operands").is_some() {
-        // A shape-polymorphic export passes each result's shape as one more operand, and its
-        // descriptors (the batch size) are computed from the dimension variables, which reach
-        // the call as arguments of a private function, even once the module is refined.
+        // A shape-polymorphic module passes each result's shape as one more operand until it
+        // is refined (which drops them), and its descriptors are known only then.
         return Err(call.refuse(
-            "it is of a shape-polymorphic export (indices_of_shape_operands), whose descriptors this upgrade does \
-             not evaluate: export with concrete shapes",
+            "it is of a shape-polymorphic module not refined yet (indices_of_shape_operands): refine the module for \
+             the shapes of its inputs first (JaxExport::program_for does)",
         ));
     }
     let arity = |n: usize| {

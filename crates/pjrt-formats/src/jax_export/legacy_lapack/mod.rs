@@ -6,8 +6,10 @@ use pjrt_stablehlo::ir::{Attr, DenseData, Dim, ElementType, Module, Op, TensorTy
 
 use crate::error::LegacyLapackError;
 
+mod calls;
 mod layouts;
 
+use calls::CallSite;
 use layouts::{plan_legacy, plan_trsm_alpha};
 
 /// JAX's LAPACK custom calls of before their FFI form, upgraded on load: exports of JAX 0.4.30
@@ -22,8 +24,13 @@ use layouts::{plan_legacy, plan_trsm_alpha};
 /// as it is, so [`JaxExport`](super::JaxExport) leaves it to the handler).
 ///
 /// Every descriptor operand must be a constant this module can evaluate (a `stablehlo.constant`,
-/// or products, sums and conversions of them, as jaxlib wrote them) and must agree with the
-/// shapes of the matrices; every result that the FFI call does not have must be unused (a
+/// the size of a static dimension, or products, sums and conversions of them, as jaxlib wrote
+/// them; in a private function only `func.call`s reach, also a parameter to which every call
+/// passes the same such constant) and must agree with the shapes of the matrices. So a
+/// shape-polymorphic export is upgraded once refined for its inputs' shapes (as
+/// [`JaxExport::program_for`](super::JaxExport::program_for) does): its batch size then comes
+/// from `@main`'s static input dimensions through the inner functions' dimension arguments.
+/// Every result that the FFI call does not have must be unused (a
 /// workspace), or be an `info` that only an illegal argument sets (`?geqrf`, `?orgqr`), which is
 /// then a constant 0. Anything else is refused ([`LegacyLapackError`]), naming the call and
 /// what differs: the upgrade never guesses.
@@ -51,11 +58,7 @@ use layouts::{plan_legacy, plan_trsm_alpha};
 ///
 /// Returns how many calls it rewrote. On an error the module may be partly rewritten: drop it.
 pub fn upgrade_legacy_lapack(module: &mut Module) -> Result<usize, LegacyLapackError> {
-    let mut count = 0;
-    for op in &mut module.ops {
-        count += upgrade_functions(op)?;
-    }
-    Ok(count)
+    calls::upgrade_in_call_order(module)
 }
 
 /// Whether a module's bytes (MLIR bytecode or text) may name a pre-FFI LAPACK target that
@@ -114,22 +117,6 @@ fn legacy_routine(name: &str) -> Option<(char, &str)> {
     known.then_some((letter, routine))
 }
 
-/// Finds the `func.func` ops under `op` and upgrades each.
-fn upgrade_functions(op: &mut Op) -> Result<usize, LegacyLapackError> {
-    if op.name == "func.func" {
-        return upgrade_function(op);
-    }
-    let mut count = 0;
-    for region in &mut op.regions {
-        for block in &mut region.blocks {
-            for inner in &mut block.ops {
-                count += upgrade_functions(inner)?;
-            }
-        }
-    }
-    Ok(count)
-}
-
 /// What is visible at an op: the scalar constants (value id to value) and the types of the
 /// values defined before it (in its block and the blocks around it); the values used by any op
 /// of the function (a result counted as used when a value of the same number is used anywhere:
@@ -148,21 +135,39 @@ enum Scalar {
     Float(f64, f64),
 }
 
-fn upgrade_function(func: &mut Op) -> Result<usize, LegacyLapackError> {
+/// Upgrades the calls in one function whose parameters are known to be `arguments` (where
+/// `Some`: the value every call of the function passes), recording the calls it makes in
+/// `calls`.
+fn upgrade_function(
+    func: &mut Op,
+    arguments: &[Option<Scalar>],
+    calls: &mut Vec<CallSite>,
+) -> Result<usize, LegacyLapackError> {
     let mut used = HashSet::new();
     collect_used(func, &mut used);
     let scope = Scope { scalars: HashMap::new(), types: HashMap::new(), used };
     let mut count = 0;
-    for region in &mut func.regions {
-        for block in &mut region.blocks {
+    for (r, region) in func.regions.iter_mut().enumerate() {
+        for (b, block) in region.blocks.iter_mut().enumerate() {
             let mut inner = scope.clone();
-            for a in &block.args {
-                inner.types.insert(a.id, a.ty.clone());
-            }
-            count += upgrade_block(&mut block.ops, &mut inner)?;
+            let entry = r == 0 && b == 0;
+            enter(block, &mut inner, if entry { arguments } else { &[] });
+            count += upgrade_block(&mut block.ops, &mut inner, calls)?;
         }
     }
     Ok(count)
+}
+
+/// Records a block's arguments in `scope`: their types, and the values in `known` (by
+/// position) where given; any constant an outer value of the same number had is forgotten.
+fn enter(block: &pjrt_stablehlo::ir::Block, scope: &mut Scope, known: &[Option<Scalar>]) {
+    for (k, a) in block.args.iter().enumerate() {
+        scope.types.insert(a.id, a.ty.clone());
+        match known.get(k).copied().flatten() {
+            Some(v) => scope.scalars.insert(a.id, v),
+            None => scope.scalars.remove(&a.id),
+        };
+    }
 }
 
 /// Every value number used by an op under `op`.
@@ -184,20 +189,28 @@ fn define(op: &Op, scope: &mut Scope) {
         scope.scalars.remove(&r.id);
     }
     if op.results.len() == 1 {
-        if let Some(v) = evaluate(op, &scope.scalars) {
+        if let Some(v) = evaluate(op, scope) {
             scope.scalars.insert(op.results[0].id, v);
         }
     }
 }
 
-/// The value of a scalar op whose operands are known constants.
-fn evaluate(op: &Op, known: &HashMap<u32, Scalar>) -> Option<Scalar> {
+/// The value of a scalar op whose operands are known constants (or, for
+/// `get_dimension_size`, whose operand has a static shape).
+fn evaluate(op: &Op, scope: &Scope) -> Option<Scalar> {
     let ty = &op.results[0].ty;
     if !matches!(ty, Type::Tensor(t) if t.dims.is_empty()) {
         return None;
     }
-    let arg = |i: usize| op.operands.get(i).and_then(|id| known.get(id)).copied();
+    let arg = |i: usize| op.operands.get(i).and_then(|id| scope.scalars.get(id)).copied();
     match op.name.as_str() {
+        // A refined module still asks the size of a dimension that is static now.
+        "stablehlo.get_dimension_size" if element(ty) == Some(ElementType::S32) => {
+            let Attr::Integer { value, .. } = op.attr("dimension")? else { return None };
+            let dims = dims_of(scope.types.get(op.operands.first()?)?)?;
+            let size = *dims.get(usize::try_from(*value).ok()?)?;
+            i32::try_from(size).ok().map(|s| Scalar::Int(s.into()))
+        }
         "stablehlo.constant" => match op.attr("value")? {
             Attr::Dense { ty, data } => scalar_of(ty, data),
             _ => None,
@@ -247,18 +260,19 @@ fn scalar_of(ty: &Type, data: &[u8]) -> Option<Scalar> {
     })
 }
 
-fn upgrade_block(ops: &mut Vec<Op>, scope: &mut Scope) -> Result<usize, LegacyLapackError> {
+fn upgrade_block(ops: &mut Vec<Op>, scope: &mut Scope, calls: &mut Vec<CallSite>) -> Result<usize, LegacyLapackError> {
     let mut count = 0;
     let mut i = 0;
     while i < ops.len() {
         for region in &mut ops[i].regions {
             for block in &mut region.blocks {
                 let mut inner = scope.clone();
-                for a in &block.args {
-                    inner.types.insert(a.id, a.ty.clone());
-                }
-                count += upgrade_block(&mut block.ops, &mut inner)?;
+                enter(block, &mut inner, &[]);
+                count += upgrade_block(&mut block.ops, &mut inner, calls)?;
             }
+        }
+        if ops[i].name == "func.call" {
+            calls.push(CallSite::of(&ops[i], &scope.scalars));
         }
         let replacement = if ops[i].name == "stablehlo.custom_call" { upgrade_call(&ops[i], scope)? } else { None };
         let n = match replacement {
