@@ -36,6 +36,17 @@ fn dims(shape: &Json) -> Vec<u64> {
     shape.as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect()
 }
 
+/// The types JAX's outputs of a shape set have (`outputs`: their shapes, in `out_avals` order).
+fn output_types(export: &JaxExport, outputs: &Json) -> Vec<Type> {
+    outputs
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(export.out_avals())
+        .map(|(shape, aval)| Type::tensor(aval.element_type.unwrap(), &dims(shape)))
+        .collect()
+}
+
 /// @main's argument types for the model's inputs of these shapes: the kept inputs (after the
 /// platform index when there are several platforms), element types from the avals.
 fn main_args(export: &JaxExport, inputs: &Json) -> Vec<Type> {
@@ -141,14 +152,7 @@ fn symbolic_models_refine_to_static_modules_with_jax_output_shapes() {
                 assert!(reached.contains(&name(f)) || public, "{dir}: @{} is not reached from @main", name(f));
             }
             assert_eq!(names.iter().collect::<HashSet<_>>().len(), names.len(), "{dir}: names repeat: {names:?}");
-            let wanted: Vec<Type> = set["outputs"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .zip(export.out_avals())
-                .map(|(shape, aval)| Type::tensor(aval.element_type.unwrap(), &dims(shape)))
-                .collect();
-            assert_eq!(main_results(&out), wanted, "{dir}");
+            assert_eq!(main_results(&out), output_types(&export, &set["outputs"]), "{dir}");
             refined += 1;
         }
         for set in case["bad"].as_array().unwrap() {
@@ -385,14 +389,7 @@ fn the_mhlo_topk_custom_call_of_older_jax_refines_to_chlo_top_k() {
         let out = refine(&module, &main_args(&export, &set["inputs"])).unwrap();
         let text = print(&out);
         assert!(text.contains("chlo.top_k") && !text.contains("mhlo.topk") && !text.contains('?'), "{text}");
-        let wanted: Vec<Type> = set["outputs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .zip(export.out_avals())
-            .map(|(shape, aval)| Type::tensor(aval.element_type.unwrap(), &dims(shape)))
-            .collect();
-        assert_eq!(main_results(&out), wanted, "{}", set["dir"]);
+        assert_eq!(main_results(&out), output_types(&export, &set["outputs"]), "{}", set["dir"]);
     }
 }
 

@@ -26,6 +26,41 @@ fn run_program(
     crate::round_trip::run(client, model, &exe, args)
 }
 
+/// The op-family program artifact `a` is of (its name without `_noloc`), with its JAX export
+/// and inputs; `None` for a hand-written program, which has no export to run.
+fn family_case<'a>(
+    ops_dir: &std::path::Path,
+    a: &'a crate::vhlo::Artifact,
+) -> Option<(&'a str, pjrt_formats::jax_export::JaxExport, Vec<pjrt_client::HostArray>)> {
+    let family = a.program.trim_end_matches("_noloc");
+    let path = ops_dir.join(format!("{family}.jaxexport"));
+    if !path.exists() {
+        return None;
+    }
+    let model = pjrt_formats::jax_export::JaxExport::read(&path).unwrap();
+    let args = crate::ops::inputs(&model).unwrap();
+    Some((family, model, args))
+}
+
+/// The answers of JAX's text of `family` on `client` (plugin `name`), computed once per family.
+fn text_answers(
+    expected: &mut std::collections::HashMap<String, Vec<Vec<u8>>>,
+    client: &pjrt_client::Client,
+    name: &str,
+    ops_dir: &std::path::Path,
+    family: &str,
+    model: &pjrt_formats::jax_export::JaxExport,
+    args: &[pjrt_client::HostArray],
+) -> Vec<Vec<u8>> {
+    if let Some(w) = expected.get(family) {
+        return w.clone();
+    }
+    let text = std::fs::read_to_string(ops_dir.join(format!("{family}.mlir"))).unwrap();
+    let w = outputs(client, model, &text, args).unwrap_or_else(|e| panic!("{family}.mlir on {name}: {e}"));
+    expected.insert(family.to_string(), w.clone());
+    w
+}
+
 /// The JAX op-family programs, read at every version and printed, run on both CPU plugins
 /// (0.115 and 0.106) with the outputs of JAX's text of the program on the same plugin (each
 /// distinct print is run once per plugin: the versions of a program read into one module and
@@ -41,23 +76,10 @@ fn every_version_of_the_op_families_runs_as_its_text_on_both_cpu_plugins() {
         let mut expected: std::collections::HashMap<String, Vec<Vec<u8>>> = std::collections::HashMap::new();
         let mut ran: std::collections::HashSet<String> = std::collections::HashSet::new();
         for a in &all {
-            let family = a.program.trim_end_matches("_noloc");
-            let path = ops_dir.join(format!("{family}.jaxexport"));
-            if !path.exists() {
+            let Some((family, model, args)) = family_case(&ops_dir, a) else {
                 continue; // A hand-written program (send/recv, collectives, custom calls): not run.
-            }
-            let model = pjrt_formats::jax_export::JaxExport::read(&path).unwrap();
-            let args = crate::ops::inputs(&model).unwrap();
-            let want = match expected.get(family) {
-                Some(w) => w.clone(),
-                None => {
-                    let text = std::fs::read_to_string(ops_dir.join(format!("{family}.mlir"))).unwrap();
-                    let w = outputs(&client, &model, &text, &args)
-                        .unwrap_or_else(|e| panic!("{family}.mlir on {name}: {e}"));
-                    expected.insert(family.to_string(), w.clone());
-                    w
-                }
             };
+            let want = text_answers(&mut expected, &client, name, &ops_dir, family, &model, &args);
             let printed = pjrt_stablehlo::print(&pjrt_stablehlo::read_bytecode(&a.bytes).unwrap());
             artifacts_run += 1;
             if !ran.insert(format!("{family}\n{printed}")) {
@@ -107,23 +129,10 @@ fn written_artifacts_run_as_their_text_on_both_cpu_plugins() {
             if target > newest || target > pjrt_stablehlo::CURRENT_VERSION {
                 continue;
             }
-            let family = a.program.trim_end_matches("_noloc");
-            let path = ops_dir.join(format!("{family}.jaxexport"));
-            if !path.exists() {
+            let Some((family, model, args)) = family_case(&ops_dir, a) else {
                 continue; // A hand-written program (send/recv, collectives, custom calls): not run.
-            }
-            let model = pjrt_formats::jax_export::JaxExport::read(&path).unwrap();
-            let args = crate::ops::inputs(&model).unwrap();
-            let want = match expected.get(family) {
-                Some(w) => w.clone(),
-                None => {
-                    let text = std::fs::read_to_string(ops_dir.join(format!("{family}.mlir"))).unwrap();
-                    let w = outputs(client, &model, &text, &args)
-                        .unwrap_or_else(|e| panic!("{family}.mlir on {name}: {e}"));
-                    expected.insert(family.to_string(), w.clone());
-                    w
-                }
             };
+            let want = text_answers(&mut expected, client, name, &ops_dir, family, &model, &args);
             let module = pjrt_stablehlo::read_bytecode(&a.bytes).unwrap();
             let bytes = pjrt_stablehlo::write_bytecode(&module, target).unwrap();
             let program = pjrt_client::Program::mlir_bytecode(bytes).unwrap();
