@@ -601,6 +601,20 @@ pub struct Op {
 }
 
 impl Op {
+    /// This op and every op nested in its regions, depth first (each op before the ops in its
+    /// regions), as [`Module::walk`] walks a module.
+    ///
+    /// ```
+    /// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/formats/tanh_mul.portable-1.0.0.mlirbc");
+    /// let module = pjrt_stablehlo::read_bytecode(&std::fs::read(path).unwrap()).unwrap();
+    /// let outer = &module.ops[0];
+    /// assert_eq!(outer.walk().count(), module.walk().count());
+    /// assert_eq!(outer.walk().next().map(|op| op.name.as_str()), Some("builtin.module"));
+    /// ```
+    pub fn walk(&self) -> impl Iterator<Item = &Op> {
+        walk_ops(vec![self])
+    }
+
     /// The attribute named `name`, if the op has it.
     ///
     /// ```
@@ -636,17 +650,21 @@ impl Module {
     /// assert_eq!(adds, 1);
     /// ```
     pub fn walk(&self) -> impl Iterator<Item = &Op> {
-        let mut stack: Vec<&Op> = self.ops.iter().rev().collect();
-        std::iter::from_fn(move || {
-            let op = stack.pop()?;
-            for region in op.regions.iter().rev() {
-                for block in region.blocks.iter().rev() {
-                    stack.extend(block.ops.iter().rev());
-                }
-            }
-            Some(op)
-        })
+        walk_ops(self.ops.iter().rev().collect())
     }
+}
+
+/// The ops of `stack` (popped from its end) and every op nested in them, depth first.
+fn walk_ops(mut stack: Vec<&Op>) -> impl Iterator<Item = &Op> {
+    std::iter::from_fn(move || {
+        let op = stack.pop()?;
+        for region in op.regions.iter().rev() {
+            for block in region.blocks.iter().rev() {
+                stack.extend(block.ops.iter().rev());
+            }
+        }
+        Some(op)
+    })
 }
 
 /// The value of an integer of `width` bits held in the low bits of `raw`: sign-extended from

@@ -103,7 +103,7 @@ pub(super) fn upgrade_in_call_order(module: &mut Module) -> Result<usize, Legacy
     // For each function, the functions that call it (by index).
     let mut callers = vec![Vec::new(); functions.len()];
     for (i, f) in functions.iter().enumerate() {
-        for op in walk(f) {
+        for op in f.walk() {
             let ("func.call", Some(Attr::SymbolRef(callee))) = (op.name.as_str(), op.attr("callee")) else { continue };
             for (j, name) in names.iter().enumerate() {
                 if name.as_ref() == Some(callee) && !callers[j].contains(&i) {
@@ -156,12 +156,4 @@ fn agreed(calls: &[Vec<Option<Scalar>>]) -> Vec<Option<Scalar>> {
         return Vec::new();
     }
     (0..first.len()).map(|k| first[k].filter(|v| calls.iter().all(|c| c[k] == Some(*v)))).collect()
-}
-
-/// `op` and every op nested in it.
-fn walk(op: &Op) -> Box<dyn Iterator<Item = &Op> + '_> {
-    Box::new(
-        std::iter::once(op)
-            .chain(op.regions.iter().flat_map(|r| &r.blocks).flat_map(|b| &b.ops).flat_map(|inner| walk(inner))),
-    )
 }

@@ -246,16 +246,17 @@ fn element(ty: &Type) -> Option<ElementType> {
 /// The one element of a scalar dense attribute.
 fn scalar_of(ty: &Type, data: &[u8]) -> Option<Scalar> {
     let bytes = DenseData::new(ty, data).ok()?.element(0)?;
-    let f32_at = |b: &[u8]| f32::from_le_bytes(b.try_into().unwrap_or([0; 4])) as f64;
-    let f64_at = |b: &[u8]| f64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+    // Each width is checked by the conversion: a dense element of another size is no scalar.
+    let f32_at = |b: &[u8]| Some(f64::from(f32::from_le_bytes(b.try_into().ok()?)));
+    let f64_at = |b: &[u8]| Some(f64::from_le_bytes(b.try_into().ok()?));
     Some(match element(ty)? {
         ElementType::S32 => Scalar::Int(i32::from_le_bytes(bytes.try_into().ok()?).into()),
         ElementType::S64 => Scalar::Int(i64::from_le_bytes(bytes.try_into().ok()?)),
-        ElementType::U8 => Scalar::Int(bytes[0].into()),
-        ElementType::F32 if bytes.len() == 4 => Scalar::Float(f32_at(bytes), 0.0),
-        ElementType::F64 if bytes.len() == 8 => Scalar::Float(f64_at(bytes), 0.0),
-        ElementType::C64 if bytes.len() == 8 => Scalar::Float(f32_at(&bytes[..4]), f32_at(&bytes[4..])),
-        ElementType::C128 if bytes.len() == 16 => Scalar::Float(f64_at(&bytes[..8]), f64_at(&bytes[8..])),
+        ElementType::U8 => Scalar::Int(u8::from_le_bytes(bytes.try_into().ok()?).into()),
+        ElementType::F32 => Scalar::Float(f32_at(bytes)?, 0.0),
+        ElementType::F64 => Scalar::Float(f64_at(bytes)?, 0.0),
+        ElementType::C64 if bytes.len() == 8 => Scalar::Float(f32_at(&bytes[..4])?, f32_at(&bytes[4..])?),
+        ElementType::C128 if bytes.len() == 16 => Scalar::Float(f64_at(&bytes[..8])?, f64_at(&bytes[8..])?),
         _ => return None,
     })
 }
